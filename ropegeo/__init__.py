@@ -1,0 +1,33 @@
+"""ropegeo: the geometry of rotary position embeddings.
+
+The package behind the book: frequency schedules, rotary operators in both pairing conventions,
+the phase kernel and its near-collisions, context-extension rules, phase precision, and a
+three-gate audit (A: the algebra holds; B: the geometry separates the offsets a task needs;
+C: a trained model uses it).
+
+Modules are imported on demand; the most used names are re-exported here.
+"""
+
+from .audit import GeometryAudit, geometry_audit, relative_law_error
+from .frequencies import frequencies, slow_pairs, turns, wavelengths
+from .geometry import NearCollision, adjacent_similarity, kernel, near_collisions
+from .rotation import apply_rope, pairing_permutation, rotation_matrix
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GeometryAudit",
+    "NearCollision",
+    "adjacent_similarity",
+    "apply_rope",
+    "frequencies",
+    "geometry_audit",
+    "kernel",
+    "near_collisions",
+    "pairing_permutation",
+    "relative_law_error",
+    "rotation_matrix",
+    "slow_pairs",
+    "turns",
+    "wavelengths",
+]

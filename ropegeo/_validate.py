@@ -1,0 +1,117 @@
+"""Validation helpers shared by every public function.
+
+Each helper raises :class:`ValueError` with a message that names the parameter and what is
+allowed, so that bad input never surfaces as a traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+PAIRINGS = ("interleaved", "half")
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` or raise a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer() and math.isfinite(value):
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def real(
+    name: str,
+    value: Any,
+    *,
+    greater_than: float | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
+    """Return ``value`` as a finite ``float`` or raise a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if greater_than is not None and not value > greater_than:
+        raise ValueError(f"{name} must be greater than {greater_than:g}, got {value:g}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum:g}, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:g}, got {value:g}")
+    return value
+
+
+def head_dim(value: Any, name: str = "head_dim") -> int:
+    """A head dimension: an even integer of at least 2."""
+    value = integer(name, value, minimum=2)
+    if value % 2:
+        raise ValueError(f"{name} must be an even integer of at least 2, got {value}")
+    return value
+
+
+def base(value: Any, name: str = "base") -> float:
+    """A frequency base: a finite real number greater than 1."""
+    return real(name, value, greater_than=1.0)
+
+
+def pairing(value: Any, name: str = "pairing") -> str:
+    """A pairing convention: ``"interleaved"`` or ``"half"``."""
+    if value not in PAIRINGS:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, PAIRINGS))}, got {value!r}")
+    return value
+
+
+def finite_array(name: str, value: Any, *, dtype: Any = np.float64) -> np.ndarray:
+    """Convert to a numeric array and refuse NaN or infinite entries."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise ValueError(f"{name} must be array-like numbers: {exc}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        # ml_dtypes types (bfloat16) are not np.number subclasses but convert cleanly
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}") from None
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must hold real numbers, got complex values")
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    if arr.size and not np.all(np.isfinite(arr.astype(np.float64, copy=False))):
+        raise ValueError(f"{name} must be finite: found NaN or infinite entries")
+    return arr
+
+
+def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
+    """One of the floating dtypes ropegeo knows: float64, float32, float16, bfloat16."""
+    import ml_dtypes
+
+    known = {
+        "float64": np.dtype(np.float64),
+        "float32": np.dtype(np.float32),
+        "float16": np.dtype(np.float16),
+        "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    }
+    if isinstance(value, str):
+        if value in known:
+            return known[value]
+    else:
+        try:
+            dt = np.dtype(value)
+        except TypeError:
+            dt = None
+        if dt is not None and dt in known.values():
+            return dt
+    raise ValueError(f"{name} must be one of {', '.join(known)}, got {value!r}")

@@ -1,0 +1,87 @@
+"""Command line: ``python -m ropegeo SUBCOMMAND ...``.
+
+Exit status: 0 on success, 1 when an audit finds a failure, 2 for bad arguments (one line on
+stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line on stderr with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, not usage plus message."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _add_audit(sub) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="geometry audit of a rotary frequency bank",
+        description="Audit the bare geometry of a RoPE frequency bank: relative-law error, adjacent "
+        "similarity, the most identity-like distant offsets, slow pairs, interpolation.",
+    )
+    p.add_argument("--head-dim", type=int, default=128, help="head dimension (even, >= 2; default 128)")
+    p.add_argument("--base", type=float, default=10_000.0, help="frequency base (> 1; default 10000)")
+    p.add_argument("--train-length", type=int, default=4096, help="training context (>= 2; default 4096)")
+    p.add_argument("--target-length", type=int, default=32768, help="target context (>= 2; default 32768)")
+    p.add_argument("--interpolate", action="store_true", help="apply linear position interpolation")
+    p.add_argument("--pairing", default="interleaved", help="'interleaved' or 'half' (default interleaved)")
+    p.add_argument("--rotary-dim", type=int, default=None, help="partial rotary dimension (even, <= head dim)")
+    p.add_argument("--search-limit", type=int, default=100_000, help="largest offset searched (default 100000)")
+    p.add_argument("--top", type=int, default=1, help="how many distant offsets to report (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_run_audit)
+
+
+def _run_audit(args) -> int:
+    from .audit import geometry_audit
+
+    report = geometry_audit(
+        head_dim=args.head_dim,
+        base=args.base,
+        train_length=args.train_length,
+        target_length=args.target_length,
+        interpolate=args.interpolate,
+        pairing=args.pairing,
+        rotary_dim=args.rotary_dim,
+        search_limit=args.search_limit,
+        top=args.top,
+    )
+    print(report.to_json(indent=2) if args.json else report.table())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ropegeo", description="Audit rotary position embeddings.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    _add_audit(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"ropegeo: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The frequency schedule of rotary position embeddings.
+
+Pair ``i`` of a rotary subspace of dimension ``r`` turns by ``theta_i = base ** (-2 i / r)``
+radians per position. Everything here is float64 and vectorised.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _validate as v
+
+__all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "resolve_rotary_dim"]
+
+TWO_PI = 2.0 * math.pi
+
+
+def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[int, int]:
+    """Validate a head dimension and an optional rotary dimension.
+
+    Parameters
+    ----------
+    head_dim : int
+        Width of one attention head; an even integer of at least 2.
+    rotary_dim : int, optional
+        How many of the head's leading coordinates rotate (partial rotary). Even, between 2 and
+        ``head_dim``. ``None`` means the whole head.
+
+    Returns
+    -------
+    (head_dim, rotary_dim) : tuple of int
+
+    Raises
+    ------
+    ValueError
+        If either value is odd, too small, or ``rotary_dim > head_dim``.
+    """
+    head_dim = v.head_dim(head_dim)
+    if rotary_dim is None:
+        return head_dim, head_dim
+    rotary_dim = v.integer("rotary_dim", rotary_dim, minimum=2, maximum=head_dim)
+    if rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be even (between 2 and head_dim={head_dim}), got {rotary_dim}")
+    return head_dim, rotary_dim
+
+
+def frequencies(head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | None = None) -> np.ndarray:
+    """Angular frequencies (radians per position) of the rotary pairs, fastest first.
+
+    Parameters
+    ----------
+    head_dim : int
+        Width of one attention head (even, at least 2).
+    base : float
+        The frequency base ``B`` (finite, greater than 1). 10,000 in the original RoFormer.
+    rotary_dim : int, optional
+        Partial rotary: only this many leading coordinates rotate, and the exponent runs over
+        ``rotary_dim`` instead of ``head_dim`` (as in GPT-NeoX). Defaults to ``head_dim``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (rotary_dim // 2,), float64
+        ``theta_i = base ** (-2 i / rotary_dim)`` for ``i = 0 .. rotary_dim/2 - 1``.
+
+    Raises
+    ------
+    ValueError
+        For an odd or too small ``head_dim`` / ``rotary_dim``, ``rotary_dim > head_dim``, or
+        ``base <= 1`` or not finite.
+
+    Examples
+    --------
+    >>> frequencies(8).round(4)
+    array([1.    , 0.1   , 0.01  , 0.001 ])
+    """
+    _, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
+    base = v.base(base)
+    pair = np.arange(rotary_dim // 2, dtype=np.float64)
+    return base ** (-2.0 * pair / rotary_dim)
+
+
+def _theta(theta) -> np.ndarray:
+    theta = v.finite_array("theta", theta)
+    if theta.ndim != 1 or theta.size == 0:
+        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
+    if np.any(theta < 0):
+        raise ValueError("theta must hold non-negative frequencies")
+    return theta
+
+
+def wavelengths(theta) -> np.ndarray:
+    """Wavelength ``2 pi / theta_i`` of each pair, in tokens (``inf`` for a zero frequency).
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+
+    Returns
+    -------
+    numpy.ndarray, shape (pairs,)
+    """
+    theta = _theta(theta)
+    with np.errstate(divide="ignore"):
+        return np.where(theta > 0, TWO_PI / np.where(theta > 0, theta, 1.0), np.inf)
+
+
+def turns(theta, length: float) -> np.ndarray:
+    """How many full turns each pair makes over ``length`` positions: ``length * theta / (2 pi)``.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+    length : float
+        A span of positions (positive, finite), e.g. the training length.
+
+    Returns
+    -------
+    numpy.ndarray, shape (pairs,)
+    """
+    theta = _theta(theta)
+    length = v.real("length", length, greater_than=0.0)
+    return length * theta / TWO_PI
+
+
+def slow_pairs(theta, length: float) -> int:
+    """Number of pairs that do not complete one full turn over ``length`` positions.
+
+    These channels show the model only an arc of their circle during training.
+    """
+    return int(np.count_nonzero(turns(theta, length) < 1.0))

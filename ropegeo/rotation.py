@@ -1,0 +1,217 @@
+"""Applying rotary position embeddings to queries and keys.
+
+Two layouts pair the coordinates of a head:
+
+``"interleaved"``
+    coordinates ``2i`` and ``2i + 1`` rotate together (RoFormer, GPT-J, Meta's original Llama code).
+``"half"``
+    coordinates ``i`` and ``i + r/2`` rotate together (the ``rotate_half`` layout of GPT-NeoX
+    and Hugging Face transformers), where ``r`` is the rotary dimension.
+
+Both rotate pair ``i`` by the angle ``position * scale * theta_i``. With partial rotary, only the
+first ``r`` coordinates rotate and the rest pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+from .frequencies import frequencies, resolve_rotary_dim
+
+__all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles"]
+
+
+def _resolve_theta(head_dim: int, base: float, rotary_dim: int | None, theta) -> tuple[np.ndarray, int]:
+    """Frequencies and rotary dimension, from ``theta`` when given, else from the schedule."""
+    if theta is None:
+        head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
+        return frequencies(head_dim, base, rotary_dim), rotary_dim
+    theta = v.finite_array("theta", theta)
+    if theta.ndim != 1 or theta.size == 0:
+        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
+    rot = 2 * theta.size
+    if rotary_dim is not None and v.integer("rotary_dim", rotary_dim) != rot:
+        raise ValueError(f"rotary_dim={rotary_dim} does not match theta, which has {theta.size} pairs (rotary_dim {rot})")
+    if rot > head_dim:
+        raise ValueError(f"theta has {theta.size} pairs, which needs head_dim >= {rot}, got head_dim={head_dim}")
+    return theta, rot
+
+
+def pair_indices(rotary_dim: int, pairing: str = "interleaved") -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the first and second coordinate of each rotary pair.
+
+    Parameters
+    ----------
+    rotary_dim : int
+        Number of rotating coordinates (even, at least 2).
+    pairing : {"interleaved", "half"}
+        The layout.
+
+    Returns
+    -------
+    (first, second) : tuple of numpy.ndarray, each shape (rotary_dim // 2,)
+        Pair ``i`` rotates coordinates ``first[i]`` and ``second[i]``.
+    """
+    rotary_dim = v.head_dim(rotary_dim, "rotary_dim")
+    pairing = v.pairing(pairing)
+    half = rotary_dim // 2
+    if pairing == "interleaved":
+        return np.arange(0, rotary_dim, 2), np.arange(1, rotary_dim, 2)
+    return np.arange(half), np.arange(half, rotary_dim)
+
+
+def pairing_permutation(
+    head_dim: int, rotary_dim: int | None = None, source: str = "interleaved", target: str = "half"
+) -> np.ndarray:
+    """The coordinate permutation that carries one pairing layout onto another.
+
+    If ``x`` is laid out in ``source`` convention, ``x[..., perm]`` holds the same pairs laid out in
+    ``target`` convention, so that
+    ``apply_rope(x, p, pairing=source)[..., perm] == apply_rope(x[..., perm], p, pairing=target)``.
+    Pass-through coordinates (partial rotary) stay where they are.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (head_dim,)
+    """
+    head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
+    s1, s2 = pair_indices(rotary_dim, source)
+    t1, t2 = pair_indices(rotary_dim, target)
+    perm = np.arange(head_dim)
+    perm[t1] = s1
+    perm[t2] = s2
+    return perm
+
+
+def phase_angles(positions, theta, dtype="float64") -> np.ndarray:
+    """Rotation angles ``positions[..., None] * theta`` formed in a given floating dtype.
+
+    Real implementations build the angle table in the dtype of their buffers; forming it in
+    float16 or bfloat16 rounds both the positions and the product. The result is returned as
+    float64 holding exactly the values the chosen dtype produced.
+
+    Parameters
+    ----------
+    positions : array_like
+        Positions (any shape; finite).
+    theta : array_like, shape (pairs,)
+        Angular frequencies.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which positions, frequencies and their product are held.
+
+    Returns
+    -------
+    numpy.ndarray, shape positions.shape + (pairs,), float64
+    """
+    dt = v.float_dtype(dtype)
+    pos = v.finite_array("positions", positions)
+    th = v.finite_array("theta", theta)
+    if th.ndim != 1:
+        raise ValueError(f"theta must be 1-D, got shape {th.shape}")
+    prod = pos.astype(dt)[..., None] * th.astype(dt)
+    return prod.astype(np.float64)
+
+
+def apply_rope(
+    x,
+    positions,
+    *,
+    base: float = 10_000.0,
+    rotary_dim: int | None = None,
+    pairing: str = "interleaved",
+    theta=None,
+    scale: float = 1.0,
+    phase_dtype: str = "float64",
+) -> np.ndarray:
+    """Rotate queries or keys by their positions.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., seq, head_dim)
+        Queries or keys. A 1-D vector of shape (head_dim,) is accepted too.
+    positions : array_like
+        Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
+        ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
+        fractional, but must be finite.
+    base : float
+        Frequency base (ignored when ``theta`` is given).
+    rotary_dim : int, optional
+        How many leading coordinates rotate; the rest pass through. Defaults to the whole head,
+        or to ``2 * len(theta)``.
+    pairing : {"interleaved", "half"}
+        Which coordinates rotate together (see the module docstring).
+    theta : array_like, optional
+        Explicit per-pair frequencies (for example from ``ropegeo.scaling``).
+    scale : float
+        Multiplies every position before rotating (position interpolation uses ``1/s``).
+    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which the angle table is formed (see :func:`phase_angles`); cosine and sine
+        are then taken in float64.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``x``
+        Floating input keeps its dtype; integer input gives float64. The rotation itself is
+        computed in float64.
+
+    Raises
+    ------
+    ValueError
+        For a bad head dimension, base, pairing or rotary dimension, non-finite values, or
+        positions that do not broadcast against ``x``.
+    """
+    x = np.asarray(x)
+    if x.ndim == 0:
+        raise ValueError("x must have at least one axis (head_dim), got a scalar")
+    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16" else np.float64
+    xf = v.finite_array("x", x)
+    head_dim = xf.shape[-1]
+    if head_dim < 2 or head_dim % 2:
+        raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
+    pairing = v.pairing(pairing)
+    scale = v.real("scale", scale)
+    theta, rot = _resolve_theta(head_dim, base, rotary_dim, theta)
+    pos = v.finite_array("positions", positions)
+    try:
+        pos = np.broadcast_to(pos, xf.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = {xf.shape[:-1]}"
+        ) from None
+    angles = phase_angles(pos * scale, theta, phase_dtype)
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second = pair_indices(rot, pairing)
+    a, b = xf[..., first], xf[..., second]
+    out = xf.copy()
+    out[..., first] = a * cos - b * sin
+    out[..., second] = a * sin + b * cos
+    return out.astype(out_dtype, copy=False)
+
+
+def rotation_matrix(
+    position: float,
+    head_dim: int = 128,
+    *,
+    base: float = 10_000.0,
+    rotary_dim: int | None = None,
+    pairing: str = "interleaved",
+    theta=None,
+    scale: float = 1.0,
+) -> np.ndarray:
+    """The orthogonal matrix ``R`` with ``apply_rope(x, position) == R @ x``.
+
+    Block diagonal in the pair coordinates: pair ``i`` carries the 2x2 rotation by
+    ``position * scale * theta_i``; pass-through coordinates carry the identity.
+
+    Returns
+    -------
+    numpy.ndarray, shape (head_dim, head_dim), float64
+    """
+    position = v.real("position", position)
+    head_dim = v.head_dim(head_dim)
+    eye = np.eye(head_dim)
+    # columns of R are the images of the basis vectors
+    return apply_rope(
+        eye, position, base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale
+    ).T
