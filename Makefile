@@ -6,7 +6,6 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JB     := $(BIN)/jupyter-book
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export OPENBLAS_NUM_THREADS := 1

@@ -1,7 +1,3 @@
-import os
-
-os.environ.setdefault("MPLBACKEND", "Agg")
-
 from hypothesis import HealthCheck, settings
 
 # Deterministic property tests: the same examples on every run and every machine.
