@@ -12,12 +12,13 @@ export OPENBLAS_NUM_THREADS := 1
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: install book test test-package test-notebooks test-book notebooks bench clean help
+.PHONY: install book test test-package test-notebooks test-book notebooks assignments bench clean help
 
 help:
 	@echo "make book       install, execute every notebook, build the HTML book into _build/html"
 	@echo "make test       install, then package tests, nbval over every notebook, book build (-W)"
 	@echo "make notebooks  re-execute every chapter notebook in place (refresh stored outputs)"
+	@echo "make assignments  student and instructor editions into _build/assignments (+ zips), checked"
 	@echo "make bench      run the benchmarks in bench/"
 	@echo "make clean      remove build output (keeps .venv)"
 
@@ -34,7 +35,7 @@ book: install
 	$(JB) build -W -n --keep-going .
 	@echo "The book is in _build/html/index.html"
 
-test: install test-package test-notebooks test-book
+test: install test-package test-notebooks test-book assignments
 
 test-package: install
 	$(BIN)/python -m pytest -q tests
@@ -49,6 +50,11 @@ test-book: install
 
 notebooks: install
 	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)
+
+assignments: install
+	rm -rf _build/assignments
+	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
+	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_assignments.py
 
 bench: install
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
