@@ -41,7 +41,7 @@ def relative_law_error(
     head_dim, base, pairing, rotary_dim, theta, scale
         The rotary operator, as in :func:`ropegeo.rotation.apply_rope`.
     position_pairs : sequence of (m, n), optional
-        Query and key positions to test. Default: ``(3, 11), (17, 29), (101, 503), (1365, 4095)``.
+        Query and key positions to test. Default: ``(2, 9), (31, 40), (97, 611), (1024, 4094)``.
     dtype : {"float64", "float32"}
         Precision of the vectors and of the rotated results.
     seed : int
@@ -57,7 +57,7 @@ def relative_law_error(
     head_dim = v.head_dim(head_dim)
     seed = v.integer("seed", seed, minimum=0)
     if position_pairs is None:
-        position_pairs = [(3, 11), (17, 29), (101, 503), (1365, 4095)]
+        position_pairs = [(2, 9), (31, 40), (97, 611), (1024, 4094)]
     pairs = v.finite_array("position_pairs", position_pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
         raise ValueError(f"position_pairs must be a non-empty list of (m, n) pairs, got shape {pairs.shape}")
@@ -89,8 +89,8 @@ class GeometryAudit:
     adjacent_similarity: float
     distant_offset: int
     distant_similarity: float
-    slow_pairs: int
     pair_count: int
+    slow_pairs: int
     angular_step_ratio: float
     search_range: tuple[int, int]
     top_offsets: list[dict] = field(default_factory=list)
@@ -128,15 +128,15 @@ class GeometryAudit:
 
 def geometry_audit(
     head_dim: int = 128,
-    base: float = 10_000.0,
+    base: float = 1e4,
     train_length: int = 4096,
     target_length: int = 32768,
-    interpolate: bool = False,
+    rotary_dim: int | None = None,
     *,
+    interpolate: bool = False,
     search_start: int | None = None,
     search_limit: int = 100_000,
     pairing: str = "interleaved",
-    rotary_dim: int | None = None,
     dtype: str = "float64",
     top: int = 1,
     seed: int = 7,
@@ -176,8 +176,8 @@ def geometry_audit(
 
     Notes
     -----
-    The relative law is tested at position pairs ``(3, 11), (17, 29), (101, 503)`` and
-    ``(L // 3, L - 1)`` for the training length ``L``.
+    The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
+    ``(L // 4, L - 2)`` for the training length ``L``.
     """
     head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     base = v.base(base)
@@ -190,14 +190,17 @@ def geometry_audit(
     pairing = v.pairing(pairing)
 
     theta = frequencies(head_dim, base, rotary_dim)
-    scale = min(1.0, train_length / target_length) if interpolate else 1.0
-    pairs = [(3, 11), (17, 29), (101, 503), (train_length // 3, train_length - 1)]
+    # interpolation squeezes the target window into the trained one; it never stretches
+    squeeze = train_length / target_length
+    scale = squeeze if (interpolate and squeeze < 1.0) else 1.0
+    pairs = [(2, 9), (31, 40), (97, 611), (train_length // 4, train_length - 2)]
     err = relative_law_error(
         head_dim, base, position_pairs=pairs, pairing=pairing, rotary_dim=rotary_dim,
         scale=scale, dtype=dtype, seed=seed,
     )
     stop = min(target_length, search_limit)
-    start = min(max(2, search_start if search_start is not None else train_length), stop)
+    first = train_length if search_start is None else search_start
+    start = min(stop, max(first, 2))
     hits = near_collisions(theta, start, stop, top=top, scale=scale)
     return GeometryAudit(
         head_dim=head_dim,

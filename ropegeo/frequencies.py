@@ -77,8 +77,8 @@ def frequencies(head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | N
     """
     _, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     base = v.base(base)
-    pair = np.arange(rotary_dim // 2, dtype=np.float64)
-    return base ** (-2.0 * pair / rotary_dim)
+    exponents = np.arange(0, rotary_dim, 2) / rotary_dim  # 2i / r for pair i
+    return np.power(base, -exponents)
 
 
 def _theta(theta) -> np.ndarray:

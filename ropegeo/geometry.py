@@ -193,8 +193,8 @@ def brute_force_kernel_max(theta, start: int, stop: int, scale: float = 1.0) -> 
     This is the seed article's approach; kept for the benchmark and the tests.
     """
     theta = _theta(theta)
-    offsets = np.arange(start, stop + 1, dtype=np.float64)
-    sims = np.cos(offsets[:, None] * scale * theta[None, :]).mean(axis=1)
-    i = int(np.argmax(sims))
-    return int(offsets[i]), float(sims[i])
+    deltas = np.arange(start, stop + 1, dtype=np.float64)
+    similarity = np.cos(np.outer(deltas * scale, theta)).sum(axis=1) / theta.size
+    best = int(np.argmax(similarity))
+    return int(deltas[best]), float(similarity[best])
 

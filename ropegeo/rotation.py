@@ -167,7 +167,7 @@ def apply_rope(
     out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16" else np.float64
     xf = v.finite_array("x", x)
     head_dim = xf.shape[-1]
-    if head_dim < 2 or head_dim % 2:
+    if head_dim % 2 == 1 or head_dim < 2:
         raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
     pairing = v.pairing(pairing)
     scale = v.real("scale", scale)
