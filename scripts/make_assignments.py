@@ -7,7 +7,9 @@ The instructor edition is the chapter as it is. The student edition is derived w
 - code cells tagged ``solution`` become stubs: each top-level function keeps its signature and
   docstring and its body raises ``NotImplementedError``; each top-level assignment becomes
   ``name = ...`` (an unanswered placeholder); every ``check(...)`` call stays, so the student gets
-  feedback from the first run; anything else in the cell is dropped. A solution cell that defines
+  feedback from the first run (an answer given as an expression, such as ``len(found)``, becomes
+  ``...`` so that the stub reports "no answer yet" instead of failing); anything else in the cell
+  is dropped. A solution cell that defines
   nothing and calls no check becomes one ``raise NotImplementedError`` line (tagged ``stub``).
 - markdown cells between a ``{solution-start}`` and a ``{solution-end}`` directive are dropped;
 - every ``{exercise}`` directive is turned into plain Markdown (Jupyter does not render MyST);
@@ -57,21 +59,35 @@ def stub_source(source: str, label: str = "this exercise") -> str:
     out: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            header_end = node.body[0].lineno - 1
-            doc = ast.get_docstring(node, clean=False)
+            # the signature: from the first decorator to the line that closes it with ':'
+            # (comments between the signature and the body are solution text: dropped)
             first = node.lineno - 1 - len(node.decorator_list)
-            out.extend(lines[first:header_end])
+            last = node.lineno - 1
+            while last < node.body[0].lineno - 1 and not lines[last].split("#")[0].rstrip().endswith(":"):
+                last += 1
+            out.extend(lines[first : last + 1])
             indent = " " * node.body[0].col_offset
-            if doc is not None:
+            if ast.get_docstring(node, clean=False) is not None:
                 out.extend(lines[node.body[0].lineno - 1 : node.body[0].end_lineno])
             out.append(f'{indent}raise NotImplementedError("{label}: write the body of {node.name}")')
             out.append("")
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [ast.unparse(t) for t in targets]
-            out.append(f"{' = '.join(names)} = ...  # your answer")
+            for target in targets:
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    names = ", ".join(ast.unparse(t) for t in target.elts)
+                    blanks = ", ".join("..." for _ in target.elts)
+                    out.append(f"{names} = {blanks}  # your answer")
+                else:
+                    out.append(f"{ast.unparse(target)} = ...  # your answer")
         elif _is_check_call(node):
-            out.append(ast.unparse(node))
+            call = node.value
+            if len(call.args) >= 2 and not isinstance(call.args[1], ast.Name):
+                # an expression such as len(valid) would fail on a stub; ask for the answer itself
+                call.args[1] = ast.Constant(value=...)
+                out.append(ast.unparse(node) + "  # put your answer in place of ...")
+            else:
+                out.append(ast.unparse(node))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             out.append(ast.unparse(node))
     if not any(l and not l.startswith(("import", "from")) for l in out):

@@ -49,6 +49,20 @@ def test_student_edition_structure():
     nbformat.validate(st)
 
 
+def test_check_on_an_expression_becomes_placeholder():
+    src = ma.stub_source('found = [s for s in range(9) if s > 3]\ncheck("ch01-x", len(found))\n', "ch01-x")
+    assert "found = ...  # your answer" in src
+    assert "check('ch01-x', ...)" in src and "len(found)" not in src and "s > 3" not in src
+
+
+def test_signature_kept_comments_and_tuples_handled():
+    src = ma.stub_source(
+        "def f(a,\n      b) -> int:\n    # the trick: add\n    return a + b\n\nx, y = f(1, 2), 3\n", "ch01-z")
+    assert "def f(a,\n      b) -> int:" in src and "trick" not in src and "a + b" not in src
+    assert "x, y = ..., ...  # your answer" in src
+    exec(compile(src, "stub", "exec"), {})  # the stub itself runs without error
+
+
 def test_stub_of_cell_without_definitions_raises():
     src = ma.stub_source("import numpy as np\nnp.ones(3).sum()\n", "ch03-x")
     assert src.startswith('raise NotImplementedError("ch03-x')
