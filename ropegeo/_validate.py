@@ -17,8 +17,10 @@ PAIRINGS = ("interleaved", "half")
 
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` or raise a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and math.isfinite(value):
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
             value = int(value)
         else:
             raise ValueError(f"{name} must be an integer, got {value!r}")

@@ -33,18 +33,39 @@ def _add_audit(sub) -> None:
     p.add_argument("--head-dim", type=int, default=128, help="head dimension (even, >= 2; default 128)")
     p.add_argument("--base", type=float, default=10_000.0, help="frequency base (> 1; default 10000)")
     p.add_argument("--train-length", type=int, default=4096, help="training context (>= 2; default 4096)")
-    p.add_argument("--target-length", type=int, default=32768, help="target context (>= 2; default 32768)")
+    p.add_argument("--target-length", type=int, default=None,
+                   help="target context (>= 2; default 32768, or the configuration's own with --config)")
     p.add_argument("--interpolate", action="store_true", help="apply linear position interpolation")
     p.add_argument("--pairing", default="interleaved", help="'interleaved' or 'half' (default interleaved)")
     p.add_argument("--rotary-dim", type=int, default=None, help="partial rotary dimension (even, <= head dim)")
     p.add_argument("--search-limit", type=int, default=100_000, help="largest offset searched (default 100000)")
-    p.add_argument("--top", type=int, default=1, help="how many distant offsets to report (default 1)")
+    p.add_argument("--top", type=int, default=None, help="how many distant offsets to report (default 1; 3 with --config)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--config", default=None, metavar="PATH_OR_NAME",
+                   help="audit a model: a config.json path or a shipped name (e.g. llama-3.1-8b); "
+                   "--head-dim, --base, --train-length, --interpolate, --pairing and --rotary-dim then come from it, "
+                   "--target-length defaults to the context it is built for, and --top to 3")
     p.set_defaults(func=_run_audit)
+
+
+def _run_config_audit(args) -> int:
+    from .manifest import config_audit, resolve
+
+    report = config_audit(resolve(args.config), args.target_length, search_limit=args.search_limit,
+                          top=3 if args.top is None else args.top)
+    print(report.to_json(indent=2) if args.json else report.table())
+    return 0
 
 
 def _run_audit(args) -> int:
     from .audit import geometry_audit
+
+    if args.config is not None:
+        return _run_config_audit(args)
+    if args.target_length is None:
+        args.target_length = 32768
+    if args.top is None:
+        args.top = 1
 
     report = geometry_audit(
         head_dim=args.head_dim,
@@ -66,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     _add_audit(sub)
+    from .gate_a import add_subcommand as _add_gate_a
+
+    _add_gate_a(sub)
     return parser
 
 

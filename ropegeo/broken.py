@@ -1,0 +1,520 @@
+"""A catalogue of rotary implementations, correct and broken, for the book, the tests and the exercises.
+
+Each implementation is a :class:`Rotary` (or a subclass with one defect) that follows all three
+protocols of :mod:`ropegeo.gate_a`: ``f(x, positions, role=...)``, plus ``prefill`` and
+``decode_step`` for decoding with a KV cache. A :class:`CatalogueEntry` pairs an implementation
+with what it *declares* (the manifest its authors would write down); a defect is a gap between
+the two, or a break of the algebra itself.
+
+:data:`CATALOGUE` holds, in order, four correct entries (interleaved, half-split, partial rotary,
+consistently interpolated) and eight broken ones:
+
+``mixed-pairing``     the half-split helper applied to a model declared interleaved
+``query-restart``     decoding puts the new token at position 0 again
+``cache-off-by-one``  decoding puts the new token one past the cache length
+``scaled-queries``    a position scaling applied to queries but not to (cached) keys
+``bfloat16-angles``   the angle table formed in bfloat16
+``wrong-base``        base 10,000 used where 500,000 is declared
+``missliced-partial`` the trailing, not the leading, coordinates rotate
+``rotated-values``    values are rotated as keys are
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as v
+from .frequencies import resolve_rotary_dim
+from .rotation import apply_rope
+
+__all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
+           "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_change",
+           "packed_score_change", "partial_score_parts"]
+
+_ROLES = ("query", "key", "value")
+
+
+class Rotary:
+    """A rotary layer with a KV cache, correct unless a subclass overrides one step.
+
+    Parameters
+    ----------
+    head_dim : int
+        Width of one head (even, at least 2). Inputs must have this last axis.
+    base : float
+        Frequency base.
+    pairing : {"interleaved", "half"}
+        Which coordinates rotate together.
+    rotary_dim : int, optional
+        Partial rotary: how many coordinates rotate (default the whole head).
+    scale : float
+        Position multiplier (position interpolation uses ``train / target``), applied to queries
+        and keys alike.
+    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision of the angle table.
+
+    Notes
+    -----
+    ``__call__(x, positions, role="query")`` rotates ``x`` of shape ``(..., seq, head_dim)`` at
+    ``positions``; values (``role="value"``) pass through. ``prefill(keys, values)`` starts a new
+    cache holding the prompt at positions ``0 .. n-1``; ``decode_step(q, k, v)`` places the next
+    token at the position after the cache and returns ``(rotated q, cached keys, cached values)``.
+    """
+
+    defect = None
+
+    def __init__(self, head_dim: int = 64, base: float = 10_000.0, pairing: str = "interleaved",
+                 rotary_dim: int | None = None, scale: float = 1.0, phase_dtype: str = "float64"):
+        self.head_dim, self.rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
+        self.base = v.base(base)
+        self.pairing = v.pairing(pairing)
+        self.scale = v.real("scale", scale, greater_than=0.0)
+        v.float_dtype(phase_dtype, "phase_dtype")
+        self.phase_dtype = phase_dtype
+        self._keys = np.zeros((0, self.head_dim))
+        self._values = np.zeros((0, self.head_dim))
+
+    # -- the pieces a defect may change
+    def _rotate(self, x, positions, role):
+        if role == "value":
+            return np.array(x, dtype=np.result_type(x, np.float32), copy=True)
+        return apply_rope(x, positions, base=self.base, pairing=self.pairing, rotary_dim=self.rotary_dim,
+                          scale=self.scale, phase_dtype=self.phase_dtype)
+
+    def _next_position(self) -> int:
+        return self._keys.shape[0]
+
+    # -- the protocols
+    def _check(self, x, name="x"):
+        x = v.finite_array(name, x, dtype=None)
+        if x.ndim == 0 or x.shape[-1] != self.head_dim:
+            raise ValueError(f"{name} must have last axis head_dim={self.head_dim}, got shape {x.shape}")
+        return x
+
+    def __call__(self, x, positions, role: str = "query"):
+        """Rotate queries or keys (values pass through); see the class notes."""
+        if role not in _ROLES:
+            raise ValueError(f"role must be one of {', '.join(map(repr, _ROLES))}, got {role!r}")
+        return self._rotate(self._check(x), positions, role)
+
+    def prefill(self, keys, values) -> None:
+        """Start a new cache with the prompt's raw keys and values, shape ``(n, head_dim)``."""
+        keys, values = self._check(keys, "keys"), self._check(values, "values")
+        if keys.ndim != 2 or keys.shape != values.shape:
+            raise ValueError(f"keys and values must both have shape (n, {self.head_dim}), got {keys.shape} and {values.shape}")
+        pos = np.arange(keys.shape[0])
+        self._keys = np.asarray(self._rotate(keys, pos, "key"), dtype=np.float64)
+        self._values = np.asarray(self._rotate(values, pos, "value"), dtype=np.float64)
+
+    def decode_step(self, query, key, value):
+        """Append the next token's key and value; return (rotated query, cached keys, cached values)."""
+        q, k, val = (self._check(a, n) for a, n in ((query, "query"), (key, "key"), (value, "value")))
+        if q.shape != (self.head_dim,) or k.shape != q.shape or val.shape != q.shape:
+            raise ValueError(f"query, key and value must each have shape ({self.head_dim},)")
+        p = self._next_position()
+        qr = np.asarray(self._rotate(q[None], [p], "query"), dtype=np.float64)[0]
+        kr = np.asarray(self._rotate(k[None], [p], "key"), dtype=np.float64)[0]
+        vr = np.asarray(self._rotate(val[None], [p], "value"), dtype=np.float64)[0]
+        self._keys = np.vstack([self._keys, kr])
+        self._values = np.vstack([self._values, vr])
+        return qr, self._keys.copy(), self._values.copy()
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return (f"{kind}(head_dim={self.head_dim}, base={self.base:g}, pairing={self.pairing!r}, "
+                f"rotary_dim={self.rotary_dim}, scale={self.scale:g}, phase_dtype={self.phase_dtype!r})")
+
+
+class QueryRestart(Rotary):
+    """Decoding forgets the cache: the new token's position ids restart at 0."""
+
+    def _next_position(self) -> int:
+        return 0
+
+
+class CacheOffByOne(Rotary):
+    """Decoding places the new token at ``len(cache) + 1`` instead of ``len(cache)``."""
+
+    def _next_position(self) -> int:
+        return self._keys.shape[0] + 1
+
+
+class ScaledQueries(Rotary):
+    """A position scaling ``query_scale`` applied to queries only; keys (and the cache) keep scale 1."""
+
+    def __init__(self, *args, query_scale: float = 0.5, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.query_scale = v.real("query_scale", query_scale, greater_than=0.0)
+
+    def _rotate(self, x, positions, role):
+        if role == "query":
+            return apply_rope(x, positions, base=self.base, pairing=self.pairing, rotary_dim=self.rotary_dim,
+                              scale=self.scale * self.query_scale, phase_dtype=self.phase_dtype)
+        return super()._rotate(x, positions, role)
+
+
+class MisslicedPartial(Rotary):
+    """Partial rotary with the slices swapped: the trailing ``rotary_dim`` coordinates rotate."""
+
+    def _rotate(self, x, positions, role):
+        if role == "value":
+            return super()._rotate(x, positions, role)
+        x = np.asarray(x, dtype=np.float64)
+        r, d = self.rotary_dim, self.head_dim
+        out = x.copy()
+        out[..., d - r:] = apply_rope(x[..., d - r:], positions, base=self.base, pairing=self.pairing,
+                                      phase_dtype=self.phase_dtype, scale=self.scale)
+        return out
+
+
+class RotatedValues(Rotary):
+    """Values are rotated by position exactly as keys are."""
+
+    def _rotate(self, x, positions, role):
+        return super()._rotate(x, positions, "key" if role == "value" else role)
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One implementation with its declaration.
+
+    Attributes
+    ----------
+    name : str
+        Short id, e.g. ``"query-restart"``.
+    title : str
+        One line: what the implementation does.
+    impl : Rotary
+        The implementation (a fresh object per entry).
+    declared : dict
+        What its authors declare, as keyword arguments of :func:`ropegeo.gate_a.gate_a`.
+    manifest : dict
+        The fields of a :class:`ropegeo.manifest.RopeManifest` describing what the implementation
+        *actually* does (position-id policy, cache offset after a 12-token prompt, phase dtype
+        included). A manifest cannot say "queries only": ``scaled-queries`` records its linear
+        scaling, and only Gate A shows that it reaches one side.
+    check : str or None
+        The Gate A check that must flag it (``None`` for a correct entry).
+    keyword : str or None
+        A phrase the diagnosis of that check must contain.
+    """
+
+    name: str
+    title: str
+    impl: Rotary
+    declared: dict
+    manifest: dict
+    check: str | None = None
+    keyword: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def broken(self) -> bool:
+        return self.check is not None
+
+
+def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
+    d = head_dim
+    h = d // 2
+    base_m = dict(head_dim=d, base=10_000.0, rotary_dim=d, pairing="interleaved", position_id_policy="kv-cache",
+                  cache_offset=12, phase_dtype="float64")
+
+    def m(**kw):
+        out = dict(base_m)
+        out.update(kw)
+        return out
+
+    entries = [
+        CatalogueEntry("interleaved", "correct, interleaved pairs (2i, 2i+1)", Rotary(d),
+                       dict(head_dim=d, pairing="interleaved"), m()),
+        CatalogueEntry("half", "correct, half-split pairs (i, i+d/2)", Rotary(d, pairing="half"),
+                       dict(head_dim=d, pairing="half"), m(pairing="half")),
+        CatalogueEntry("partial", f"correct partial rotary: {h} of {d} coordinates rotate (half-split)",
+                       Rotary(d, pairing="half", rotary_dim=h),
+                       dict(head_dim=d, pairing="half", rotary_dim=h), m(pairing="half", rotary_dim=h)),
+        CatalogueEntry("interpolated", "correct, positions interpolated by 1/4 on both sides",
+                       Rotary(d, scale=0.25), dict(head_dim=d, scale=0.25),
+                       m(scaling={"rule": "linear", "factor": 4.0}), extra={"scale": 0.25}),
+        CatalogueEntry("mixed-pairing", "the half-split helper applied to a model declared interleaved",
+                       Rotary(d, pairing="half"), dict(head_dim=d, pairing="interleaved"), m(pairing="half"),
+                       "layout", "half-split layout, while the declared convention is interleaved"),
+        CatalogueEntry("query-restart", "decoding restarts the new token's position at 0",
+                       QueryRestart(d), dict(head_dim=d), m(cache_offset=0),
+                       "decoding", "restarts at the origin"),
+        CatalogueEntry("cache-off-by-one", "decoding places the new token one past the cache length",
+                       CacheOffByOne(d), dict(head_dim=d), m(cache_offset=13),
+                       "decoding", "off-by-+1 cache offset"),
+        CatalogueEntry("scaled-queries", "a position scaling of 1/2 applied to queries, not to cached keys",
+                       ScaledQueries(d, query_scale=0.5), dict(head_dim=d),
+                       m(scaling={"rule": "linear", "factor": 2.0}), "roles",
+                       "applied to queries but not to keys", extra={"query_scale": 0.5}),
+        CatalogueEntry("bfloat16-angles", "the angle table is formed in bfloat16",
+                       Rotary(d, phase_dtype="bfloat16"), dict(head_dim=d), m(phase_dtype="bfloat16"),
+                       "precision", "formed in bfloat16"),
+        CatalogueEntry("wrong-base", "base 10,000 used where the configuration declares 500,000",
+                       Rotary(d, base=10_000.0), dict(head_dim=d, base=500_000.0), m(),
+                       "frequencies", "declared base is 500,000"),
+        CatalogueEntry("missliced-partial", f"partial rotary that rotates the trailing {h} coordinates",
+                       MisslicedPartial(d, pairing="half", rotary_dim=h),
+                       dict(head_dim=d, pairing="half", rotary_dim=h), m(pairing="half", rotary_dim=h),
+                       "layout", "wrong end of the head"),
+        CatalogueEntry("rotated-values", "values are rotated by position like keys",
+                       RotatedValues(d), dict(head_dim=d), m(), "values", "values are rotated by position"),
+    ]
+    return {e.name: e for e in entries}
+
+
+CATALOGUE: dict[str, CatalogueEntry] = _build()
+
+
+def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
+    """A fresh catalogue entry (its implementation has an empty cache).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones) or a bad head dimension.
+    """
+    if name not in CATALOGUE:
+        raise ValueError(f"name must be one of {', '.join(CATALOGUE)}, got {name!r}")
+    head_dim = v.head_dim(head_dim)
+    if head_dim < 4 or head_dim % 4:
+        raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
+    return _build(head_dim)[name]
+
+
+def correct_entries() -> list[str]:
+    """Names of the correct implementations."""
+    return [n for n, e in CATALOGUE.items() if not e.broken]
+
+
+def broken_entries() -> list[str]:
+    """Names of the broken implementations."""
+    return [n for n, e in CATALOGUE.items() if e.broken]
+
+
+def _softmax(s):
+    s = s - s.max()
+    e = np.exp(s)
+    return e / e.sum()
+
+
+def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, seed: int = 0) -> dict:
+    """One decoding step of an entry against the operator it declares.
+
+    The implementation prefills ``prompt`` random keys and values and decodes one more token; so
+    does a correct :class:`Rotary` built from the entry's declaration. Both attend from the new
+    query to the whole cache.
+
+    Parameters
+    ----------
+    name : str
+        A catalogue entry.
+    prompt : int
+        Tokens in the cache before the decoding step (1 to 8,192).
+    head_dim : int
+        Head width (a multiple of 4, at most 512).
+    seed : int
+        Seed of the random queries, keys and values.
+
+    Returns
+    -------
+    dict
+        ``scores`` and ``reference_scores`` (shape ``(prompt + 1,)``, over ``sqrt(head_dim)``),
+        ``output`` and ``reference_output`` (shape ``(head_dim,)``), ``score_error`` (largest
+        absolute score difference) and ``output_error`` (norm of the output difference over the
+        reference output's norm).
+    """
+    prompt = v.integer("prompt", prompt, minimum=1, maximum=8192)
+    head_dim = v.integer("head_dim", head_dim, maximum=512)
+    seed = v.integer("seed", seed, minimum=0)
+    e = entry(name, head_dim)
+    decl = dict(e.declared)
+    decl.pop("head_dim", None)
+    ref = Rotary(head_dim, **decl)
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(prompt + 1, head_dim)) for _ in range(3))
+    res = {}
+    for tag, impl in (("", e.impl), ("reference_", ref)):
+        impl.prefill(K[:prompt], V[:prompt])
+        q, kc, vc = impl.decode_step(Q[prompt], K[prompt], V[prompt])
+        s = kc @ q / np.sqrt(head_dim)
+        res[tag + "scores"] = s
+        res[tag + "output"] = _softmax(s) @ vc
+    res["score_error"] = float(np.max(np.abs(res["scores"] - res["reference_scores"])))
+    res["output_error"] = float(np.linalg.norm(res["output"] - res["reference_output"])
+                                / np.linalg.norm(res["reference_output"]))
+    return res
+
+
+# ------------------------------------------------------------------------- position-id policies
+POSITION_POLICIES = ("contiguous", "left-padded", "left-padded-naive", "packed-reset", "packed-continuous")
+
+
+def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
+    """The position id of every slot of one batch row under a position-id policy.
+
+    Parameters
+    ----------
+    policy : str
+        ``"contiguous"`` (``0 .. L-1``), ``"left-padded"`` (``pad`` padding slots, then ids
+        ``0 .. L-1`` counted from the attention mask; padding slots get ``-1``),
+        ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
+        (several documents in one row, ids restart at 0 for each) or ``"packed-continuous"``
+        (ids run on across document boundaries).
+    lengths : int or sequence of int
+        Length of the sequence, or of each packed document (each at least 1; at most 65,536
+        slots in all).
+    pad : int
+        Padding slots on the left (left-padded policies only; non-negative).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (pad + sum(lengths),)
+
+    Raises
+    ------
+    ValueError
+        For an unknown policy, empty or non-positive lengths, or too many slots.
+    """
+    if policy not in POSITION_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")
+    lens = np.atleast_1d(np.asarray(lengths))
+    if lens.ndim != 1 or lens.size == 0 or not np.issubdtype(lens.dtype, np.integer) or np.any(lens < 1):
+        raise ValueError(f"lengths must be a positive integer or a non-empty list of them, got {lengths!r}")
+    pad = v.integer("pad", pad, minimum=0)
+    total = int(lens.sum()) + pad
+    if total > 65_536:
+        raise ValueError(f"pad + sum(lengths) must be at most 65,536 slots, got {total:,}")
+    if pad and not policy.startswith("left-padded"):
+        raise ValueError(f"pad is only meaningful for the left-padded policies, not {policy!r}")
+    if policy in ("contiguous", "packed-continuous", "left-padded-naive"):
+        return np.arange(total, dtype=np.int64)
+    if policy == "left-padded":
+        return np.concatenate([np.full(pad, -1, dtype=np.int64), np.arange(total - pad, dtype=np.int64)])
+    return np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+
+
+# ------------------------------------------------------------------------- the chapter's measurements
+def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int = 512, seed: int = 0) -> dict:
+    """What rotating interleaved-trained vectors with the half-split helper does.
+
+    Draws, in this order, ``Q, K = rng.normal(size=(2, samples, head_dim))`` and positions
+    ``m, n = rng.integers(0, max_position, size=(2, samples))`` from ``default_rng(seed)``.
+
+    Returns
+    -------
+    dict
+        ``norm_change``: largest ``| |R'x| / |Rx| - 1 |`` over the rotated queries;
+        ``score_change_median`` and ``score_change_max``: ``|s' - s| / (|q| |k|)`` over the pairs;
+        ``equal_position_change``: the same at ``m = n`` (both helpers give ``q . k`` there);
+        ``pairs``: number of rotary pairs; ``pairs_intact``: trained pairs the mixed helper still
+        rotates as one pair.
+
+    Raises
+    ------
+    ValueError
+        For a head dim outside 4..512, ``samples`` outside 1..100,000 or a bad ``max_position``.
+    """
+    d = v.head_dim(head_dim)
+    v.integer("head_dim", d, minimum=4, maximum=512)
+    samples = v.integer("samples", samples, minimum=1, maximum=100_000)
+    max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, samples, d))
+    m, n = rng.integers(0, max_position, size=(2, samples))
+    norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
+    right = np.sum(apply_rope(Q, m) * apply_rope(K, n), axis=-1)
+    mixed = np.sum(apply_rope(Q, m, pairing="half") * apply_rope(K, n, pairing="half"), axis=-1)
+    change = np.abs(mixed - right) / norms
+    ratio = np.linalg.norm(apply_rope(Q, m, pairing="half"), axis=-1) / np.linalg.norm(apply_rope(Q, m), axis=-1)
+    same_r = np.sum(apply_rope(Q, m) * apply_rope(K, m), axis=-1)
+    same_m = np.sum(apply_rope(Q, m, pairing="half") * apply_rope(K, m, pairing="half"), axis=-1)
+    from .rotation import pair_indices
+
+    inter = set(zip(*(a.tolist() for a in pair_indices(d, "interleaved"))))
+    half = set(zip(*(a.tolist() for a in pair_indices(d, "half"))))
+    return {
+        "norm_change": float(np.max(np.abs(ratio - 1.0))),
+        "score_change_median": float(np.median(change)),
+        "score_change_max": float(np.max(change)),
+        "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)),
+        "pairs": d // 2,
+        "pairs_intact": len(inter & half),
+    }
+
+
+def shift_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
+                 samples: int = 64, max_position: int = 512, seed: int = 0) -> float:
+    """Largest score change when positions move by ``shift``, on one or both sides.
+
+    Draws ``Q, K`` (shape ``(samples, head_dim)``) then ``m, n`` (integers below ``max_position``)
+    from ``default_rng(seed)``, rotates them with the catalogue entry's implementation
+    (``role="query"`` / ``"key"``), and compares scores at ``(m, n)`` with scores at
+    ``(m + shift, n + shift)`` (``side="both"``) or ``(m + shift, n)`` (``side="query"``).
+
+    Returns
+    -------
+    float
+        ``max |s' - s| / (|q| |k|)``.
+    """
+    if side not in ("both", "query"):
+        raise ValueError(f"side must be 'both' or 'query', got {side!r}")
+    shift = v.integer("shift", shift, minimum=-10**7, maximum=10**7)
+    samples = v.integer("samples", samples, minimum=1, maximum=100_000)
+    max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
+    impl = entry(name, head_dim).impl
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, samples, head_dim))
+    m, n = rng.integers(0, max_position, size=(2, samples))
+    norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
+    s0 = np.sum(impl(Q, m, role="query") * impl(K, n, role="key"), axis=-1)
+    dn = shift if side == "both" else 0
+    s1 = np.sum(impl(Q, m + shift, role="query") * impl(K, n + dn, role="key"), axis=-1)
+    return float(np.max(np.abs(s1 - s0) / norms))
+
+
+def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int = 0) -> float:
+    """Largest change of a within-document score between reset and continuous packed ids.
+
+    Draws ``Q, K`` of shape ``(sum(documents), head_dim)`` from ``default_rng(seed)``; scores are
+    formed only inside each document (a block-diagonal mask), with the ids of
+    :func:`position_ids` ``"packed-reset"`` and ``"packed-continuous"``.
+
+    Returns
+    -------
+    float
+        ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
+    """
+    reset = position_ids("packed-reset", list(documents))
+    cont = position_ids("packed-continuous", list(documents))
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, reset.size, v.head_dim(head_dim)))
+    doc = np.concatenate([np.full(n, i) for i, n in enumerate(documents)])
+    same = doc[:, None] == doc[None, :]
+    norms = np.linalg.norm(Q, axis=-1)[:, None] * np.linalg.norm(K, axis=-1)[None, :]
+    s_r = apply_rope(Q, reset) @ apply_rope(K, reset).T
+    s_c = apply_rope(Q, cont) @ apply_rope(K, cont).T
+    return float(np.max((np.abs(s_c - s_r) / norms)[same]))
+
+
+def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int = 256, seed: int = 0):
+    """The two parts of a partial-rotary score as the displacement varies.
+
+    Draws ``q, k`` (shape ``(head_dim,)``) from ``default_rng(seed)``, puts the query at 0 and the
+    key at ``delta = -span .. span`` (half-split layout, base 10,000).
+
+    Returns
+    -------
+    (delta, rotary_part, passthrough_part) : tuple of numpy.ndarray, each shape (2 span + 1,)
+        The score summed over the rotating coordinates and over the pass-through ones.
+    """
+    d, r = resolve_rotary_dim(head_dim, rotary_dim)
+    span = v.integer("span", span, minimum=1, maximum=100_000)
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    q, k = rng.normal(size=(2, d))
+    delta = np.arange(-span, span + 1)
+    kr = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing="half", rotary_dim=r)
+    return delta, kr[:, :r] @ q[:r], kr[:, r:] @ q[r:]

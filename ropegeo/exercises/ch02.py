@@ -1,0 +1,252 @@
+"""Checks for the exercises of chapter 2 (the identity hidden in a rotation).
+
+Each check compares an answer with a value derived here, and when it is wrong names the
+mistake it recognises (a reversed displacement, a dropped term, a clockwise rotation, ...)
+without printing the expected answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ..rotation import apply_rope, rotation_matrix
+from . import correct, exercise, wrong
+
+# ---- ch02-score-by-hand: the one-pair score from its two terms ------------------------------
+SCORE_Q = np.array([1.0, 2.0])
+SCORE_K = np.array([3.0, -1.0])
+SCORE_THETA = 0.5
+SCORE_M, SCORE_N = 4, 1
+
+
+def _score(q, k, m, n, theta):
+    th = np.array([theta])
+    return float(apply_rope(q, m, theta=th) @ apply_rope(k, n, theta=th))
+
+
+def _number(answer, what="a single real number"):
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return None, wrong(f"expected {what}, got {type(answer).__name__}")
+    if not np.isfinite(value):
+        return None, wrong(f"expected a finite number, got {value}")
+    return value, None
+
+
+@exercise("ch02-score-by-hand")
+def _check_score(answer):
+    value, bad = _number(answer)
+    if bad:
+        return bad
+    q, k, th, m, n = SCORE_Q, SCORE_K, SCORE_THETA, SCORE_M, SCORE_N
+    truth = _score(q, k, m, n, th)
+    close = lambda x: abs(value - x) <= 1e-3 * max(1.0, abs(x))  # noqa: E731
+    if close(truth):
+        return correct(f"the score is {truth:.4f}.")
+    if close(_score(q, k, n, m, th)):
+        # flipping the sign of the oriented term gives the same number as swapping the positions
+        return wrong("that is the score with query and key positions swapped (or, equivalently, with the "
+                     "oriented term's sign reversed): delta = n - m is key position minus query position.")
+    if close(float(q @ k)):
+        return wrong("that is q . k, the score without any rotation: the positions must enter.")
+    if close(float(q @ k) * np.cos((n - m) * th)):
+        return wrong("that is only the symmetric cosine term: the oriented sine term is missing.")
+    if close(_score(q, k, m, n, np.radians(th))) or close(float(q @ k) * np.cos(np.radians((n - m) * th))):
+        return wrong("theta is in radians per position; it looks like degrees were used somewhere.")
+    return wrong(f"{value:.4f} is not the score; compute q . k and q x k first, then combine them "
+                 "with cos and sin of the displacement angle.")
+
+
+# ---- ch02-sign-flip: s(-delta) - s(delta) as a SymPy expression ------------------------------
+_FLIP_NAMES = ("q1", "q2", "k1", "k2", "delta", "theta")
+
+
+def _flip_symbols():
+    q1, q2, k1, k2, delta = sp.symbols("q1 q2 k1 k2 delta", real=True)
+    return {"q1": q1, "q2": q2, "k1": k1, "k2": k2, "delta": delta, "theta": sp.Symbol("theta", positive=True)}
+
+
+def _is_zero(expr) -> bool:
+    return sp.simplify(sp.expand_trig(sp.expand(expr))) == 0
+
+
+@exercise("ch02-sign-flip")
+def _check_sign_flip(answer):
+    if not isinstance(answer, sp.Expr):
+        return wrong(f"expected a SymPy expression in {', '.join(_FLIP_NAMES)}, got {type(answer).__name__}")
+    S = _flip_symbols()
+    unknown = sorted(s.name for s in answer.free_symbols if s.name not in S)
+    if unknown:
+        return wrong(f"the expression uses symbols {unknown}; only {', '.join(_FLIP_NAMES)} are allowed.")
+    ans = answer.subs({s: S[s.name] for s in answer.free_symbols}, simultaneous=True)
+    q1, q2, k1, k2, d, t = (S[name] for name in _FLIP_NAMES)
+    # independent of ropegeo.symbolic: the score from the complex form Re(conj(zq) zk e^(i d t))
+    zq, zk = q1 + sp.I * q2, k1 + sp.I * k2
+
+    def s(disp):
+        return sp.re(sp.expand_complex(sp.conjugate(zq) * zk * sp.exp(sp.I * disp * t)))
+
+    truth = s(-d) - s(d)
+    if _is_zero(ans - truth):
+        return correct("swapping the positions changes the score by exactly this oriented amount.")
+    if _is_zero(ans + truth):
+        return wrong("right size, opposite sign: the exercise asks for s(-delta) - s(delta).")
+    if _is_zero(2 * ans - truth):
+        return wrong("half the right size: both s(delta) and s(-delta) carry the oriented term, with opposite signs.")
+    if not _is_zero(ans.subs({k1: q1, k2: q2}, simultaneous=True)):
+        return wrong("it does not vanish when k = q: something symmetric in delta (a cosine part) is left in it.")
+    if not _is_zero(ans + ans.subs(d, -d)):
+        return wrong("it is not odd in delta, but s(-delta) - s(delta) must change sign with delta.")
+    return wrong("not equal to s(-delta) - s(delta): check the oriented coefficient q1*k2 - q2*k1 and the angle.")
+
+
+# ---- ch02-rotate-pair: implement the 2-D rotation --------------------------------------------
+
+
+def _reference_rotate(x, angle):
+    x = np.asarray(x, dtype=float)
+    angle = np.broadcast_to(np.asarray(angle, dtype=float), x.shape[:-1])
+    c, s = np.cos(angle), np.sin(angle)
+    return np.stack([c * x[..., 0] - s * x[..., 1], s * x[..., 0] + c * x[..., 1]], axis=-1)
+
+
+@exercise("ch02-rotate-pair")
+def _check_rotate_pair(fn):
+    if not callable(fn):
+        return wrong(f"expected a function rotate_pair(x, angle), got {type(fn).__name__}")
+    rng = np.random.default_rng(2)
+    cases = [
+        ("one vector", np.array([1.0, 0.0]), 0.5),
+        ("one vector", np.array([0.3, -2.0]), -1.2),
+        ("a batch with one angle", rng.normal(size=(5, 2)), 2.0),
+        ("a batch with one angle per row", rng.normal(size=(6, 2)), rng.uniform(-7, 7, size=6)),
+        ("a (3, 4, 2) batch with (3, 4) angles", rng.normal(size=(3, 4, 2)), rng.uniform(-7, 7, size=(3, 4))),
+    ]
+    for label, x, angle in cases:
+        try:
+            got = np.asarray(fn(x.copy(), angle), dtype=float)
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # the student's code failed: say how, on which input
+            return wrong(f"on {label} it raised {type(exc).__name__}: {exc}")
+        want = _reference_rotate(x, angle)
+        if got.shape != want.shape:
+            return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
+        if np.allclose(got, want, atol=1e-9):
+            continue
+        if np.allclose(got, _reference_rotate(x, -np.asarray(angle)), atol=1e-9):
+            return wrong("it turns clockwise: a positive angle must carry the first axis towards the second.")
+        if not np.allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-9):
+            return wrong(f"on {label} it changes the length of the vectors; a rotation preserves it.")
+        if np.allclose(got, _reference_rotate(x, np.radians(angle)), atol=1e-9):
+            return wrong("the angle is in radians; it was treated as degrees.")
+        return wrong(f"on {label} the result is not the rotation of x by the angle.")
+    # agree with the operator the book uses
+    R = rotation_matrix(0.9, 2, theta=[1.0])
+    if not np.allclose(np.asarray(fn(np.eye(2), 0.9)), (R @ np.eye(2)).T, atol=1e-9):
+        return wrong("it does not match ropegeo.rotation.rotation_matrix on the basis vectors.")
+    return correct("your rotation agrees with R(angle) on single vectors and broadcast batches.")
+
+
+# ---- ch02-direction-blind: contents whose score cannot tell before from after ----------------
+BLIND_HEAD_DIM = 4
+BLIND_BASE = 10_000.0
+BLIND_OFFSETS = np.arange(1, 2001, dtype=np.float64)
+
+
+@exercise("ch02-direction-blind")
+def _check_direction_blind(answer):
+    if isinstance(answer, tuple) and any(x is None or x is Ellipsis for x in answer):
+        return wrong("no answer yet: q and k are still placeholders.")
+    try:
+        q, k = answer
+        q = np.asarray(q, dtype=float)
+        k = np.asarray(k, dtype=float)
+    except (TypeError, ValueError):
+        return wrong("expected a pair (q, k) of two arrays of shape (4,)")
+    if q.shape != (BLIND_HEAD_DIM,) or k.shape != (BLIND_HEAD_DIM,):
+        return wrong(f"q and k must both have shape (4,), got {q.shape} and {k.shape}")
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k))):
+        return wrong("q and k must be finite")
+    for name, x in (("q", q), ("k", k)):
+        for i in range(2):
+            if np.hypot(x[2 * i], x[2 * i + 1]) < 1e-6:
+                return wrong(f"pair {i} of {name} (coordinates {2 * i}, {2 * i + 1}) is zero: every pair must carry content.")
+    cos_qk = abs(q @ k) / (np.linalg.norm(q) * np.linalg.norm(k))
+    if cos_qk > 1 - 1e-6:
+        return wrong("q and k are parallel as 4-vectors: that case is easy; find a pair that is not.")
+    d = BLIND_OFFSETS
+    forward = apply_rope(np.broadcast_to(k, (d.size, 4)), d, base=BLIND_BASE) @ q
+    backward = apply_rope(np.broadcast_to(k, (d.size, 4)), -d, base=BLIND_BASE) @ q
+    gap = np.abs(forward - backward)
+    tol = 1e-9 * np.linalg.norm(q) * np.linalg.norm(k)
+    if np.all(gap <= tol):
+        return correct("the score is the same at +delta and -delta for every displacement tested.")
+    worst = int(np.argmax(gap))
+    return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores at +delta and -delta "
+                 f"differ by {gap[worst]:.3g}.")
+
+
+# ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------
+HEAD_LENGTH = 8  # tokens 0..7; the query sits at position 7 and should copy token 5
+_HEAD_KINDS = {"healthy": (0.0, 0), "routing": (1.0, 0), "value": (0.0, 1)}
+_HEAD_ASSIGNMENT = {"A": "routing", "B": "healthy", "C": "value"}
+VERDICTS = tuple(_HEAD_KINDS)
+
+
+def mystery_heads() -> dict:
+    """Three attention heads that should copy the token two places before the query.
+
+    Each head is a content-free rotary head (every key holds the same vector, the query is that
+    vector rotated back by two positions) with its query at position 7 over tokens 0..7. One is
+    healthy, one caches its keys with position ids one too high (a routing defect), and one
+    reads each value slot one token late (a value-path defect).
+
+    Returns
+    -------
+    dict of str to callable
+        ``heads["A"](values) -> (weights, output)``: ``values`` has shape ``(8, v)`` (finite),
+        ``weights`` shape ``(8,)`` sums to one, ``output = weights @ (values as the head reads
+        them)`` has shape ``(v,)``.
+    """
+    rng = np.random.default_rng(11)
+    k = rng.normal(size=16)
+    keys = np.tile(k, (HEAD_LENGTH, 1))
+    query = apply_rope(8.0 * k, -2.0)
+
+    def make(key_shift: float, value_lag: int):
+        def head(values):
+            vals = np.asarray(values, dtype=float)
+            if vals.ndim != 2 or vals.shape[0] != HEAD_LENGTH or not np.all(np.isfinite(vals)):
+                raise ValueError(f"values must be a finite array of shape ({HEAD_LENGTH}, v), got shape {vals.shape}")
+            logits = apply_rope(keys, np.arange(HEAD_LENGTH) + key_shift) @ apply_rope(query, HEAD_LENGTH - 1.0) / 4.0
+            w = np.exp(logits - logits.max())
+            w /= w.sum()
+            return w, w @ np.roll(vals, value_lag, axis=0)
+
+        return head
+
+    return {name: make(*_HEAD_KINDS[kind]) for name, kind in _HEAD_ASSIGNMENT.items()}
+
+
+@exercise("ch02-which-defect")
+def _check_which_defect(answer):
+    if not isinstance(answer, dict):
+        return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ...}}, got {type(answer).__name__}")
+    names = sorted(_HEAD_ASSIGNMENT)
+    if sorted(answer) != names:
+        return wrong(f"give one verdict for each head {names}, got keys {sorted(map(str, answer))}")
+    bad = [h for h in names if answer[h] not in VERDICTS]
+    if bad:
+        return wrong(f"each verdict must be one of {list(VERDICTS)}; head(s) {bad} are not")
+    if sorted(answer.values()) != sorted(VERDICTS):
+        return wrong("there is exactly one healthy head, one routing defect and one value-path defect.")
+    wrong_heads = [h for h in names if answer[h] != _HEAD_ASSIGNMENT[h]]
+    if not wrong_heads:
+        return correct("attention weights separate the routing defect from the value-path defect.")
+    if {answer[h] for h in wrong_heads} == {"routing", "value"} and len(wrong_heads) == 2:
+        return wrong("the healthy head is right, but the two defects are swapped: for each broken head, compare "
+                     "the position it attends to with the token its output reveals.")
+    return wrong(f"heads {wrong_heads} are misdiagnosed: feed one-hot values and look at both the weights and the output.")

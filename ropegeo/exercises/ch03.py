@@ -1,0 +1,157 @@
+"""Checks for the exercises of chapter 3 (the frequency bank)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import correct, exercise, wrong
+from ..frequencies import frequencies, slow_pairs
+from ..margins import difference_distance, separation_margin
+
+
+def _as_int(answer, what: str):
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        return None, wrong(f"give {what} as a single integer, got {type(answer).__name__}")
+    if not math.isfinite(float(answer)) or float(answer) != int(answer):
+        return None, wrong(f"give {what} as a whole number, got {answer!r}")
+    return int(answer), None
+
+
+# -- compute -----------------------------------------------------------------------------------
+
+@exercise("ch03-slow-pairs")
+def slow_pairs_check(answer):
+    """Slow pairs at head dim 64, base 500,000, training length 8,192."""
+    n, bad = _as_int(answer, "the number of slow pairs")
+    if bad:
+        return bad
+    theta = frequencies(64, 500_000.0)
+    expected = slow_pairs(theta, 8192)
+    if n == expected:
+        return correct(f"{n} of {theta.size} pairs show only an arc of their circle in 8,192 tokens.")
+    if n == theta.size - expected:
+        return wrong("that is the number of pairs that DO complete a turn; count the others.")
+    if n < 0 or n > theta.size:
+        return wrong(f"a head of width 64 has {theta.size} pairs; the count must lie between 0 and {theta.size}.")
+    if n > expected:
+        return wrong("too many: a pair is slow only when length * theta_i / (2 pi) is below one.")
+    return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31.")
+
+
+# -- derive ------------------------------------------------------------------------------------
+
+@exercise("ch03-integer-limit")
+def integer_limit_check(answer):
+    """Consecutive-integer limit of an 8-bit float with 3 stored mantissa bits (e4m3)."""
+    n, bad = _as_int(answer, "the limit")
+    if bad:
+        return bad
+    stored = 3
+    expected = 2 ** (stored + 1)
+    if n == expected:
+        return correct("every integer up to that one is exact; the next one already needs one more significant bit.")
+    if n == 2 ** stored:
+        return wrong("that counts only the stored mantissa bits; a normal number also has an implicit leading bit.")
+    if n == expected - 1:
+        return wrong("that is the largest integer whose binary form has p bits, but the next power of two is exact too.")
+    if n == expected + 1:
+        return wrong("that integer needs one significant bit more than the format has: it rounds to a neighbour.")
+    return wrong("count the significant bits p (stored plus implicit) and ask which integers fit in p bits.")
+
+
+# -- implement ---------------------------------------------------------------------------------
+
+_CASES = [
+    ([1, 2, 3], frequencies(16)),
+    ([0, 7, 44, 45, 300], frequencies(8)),
+    (list(range(0, 200, 3)), frequencies(32, 500.0)),
+    ([5, 6283 + 5, 1000], frequencies(8)),
+]
+
+
+@exercise("ch03-margin-function")
+def margin_function_check(fn):
+    """A brute-force ``margin(offsets, theta) -> (margin, (a, b))`` in exact arithmetic, equal weights."""
+    if not callable(fn):
+        return wrong("pass the function itself, margin, not its result.")
+    for offsets, theta in _CASES:
+        ref = separation_margin(offsets, theta)
+        try:
+            out = fn(list(offsets), np.array(theta))
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # report, do not crash the student's notebook
+            return wrong(f"your function raised {type(exc).__name__}: {exc} (offsets {offsets[:5]}...)")
+        if not isinstance(out, tuple) or len(out) != 2:
+            return wrong("return a tuple (margin, (a, b)).")
+        m, pair = out
+        try:
+            m = float(m)
+            a, b = (float(p) for p in pair)
+        except (TypeError, ValueError):
+            return wrong("the margin must be a number and the pair two offsets.")
+        pairs = len(theta)
+        if math.isclose(m, ref.margin * math.sqrt(pairs), rel_tol=1e-6) and pairs > 1:
+            return wrong(f"your distances are {math.sqrt(pairs):.3g} times too large: weight each pair by 1/pairs.")
+        if math.isclose(m, ref.margin**2 / 2, rel_tol=1e-6, abs_tol=1e-12):
+            return wrong("you returned 1 - K; the distance is the chord length, the square root of twice that.")
+        if math.isclose(m, ref.margin**2, rel_tol=1e-6, abs_tol=1e-12):
+            return wrong("you returned the squared distance; take its square root.")
+        if not math.isclose(m, ref.margin, rel_tol=1e-7, abs_tol=1e-9):
+            return wrong(f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}; it should be smaller "
+                         "or larger: compare every pair of offsets, not only neighbours." if m > ref.margin else
+                         f"for offsets {offsets[:6]}... your margin {m:.6g} is below the true smallest distance: "
+                         "are you comparing an offset with itself?")
+        if a >= b:
+            return wrong("return the pair as (smaller offset, larger offset).")
+        dist = float(difference_distance(b - a, theta))
+        if a not in offsets or b not in offsets or not math.isclose(dist, ref.margin, rel_tol=1e-7, abs_tol=1e-9):
+            return wrong(f"the pair ({a:g}, {b:g}) is not a pair of the set at the margin distance.")
+    return correct("your brute force agrees with ropegeo on every test set.")
+
+
+# -- investigate -------------------------------------------------------------------------------
+
+@exercise("ch03-parser-collapse")
+def parser_collapse_check(answer):
+    """Smallest origin at which offsets 1, 2, 3 collapse in bfloat16 (head dim 128, base 10,000)."""
+    n, bad = _as_int(answer, "the origin")
+    if bad:
+        return bad
+    theta = frequencies(128)
+    if n < 0:
+        return wrong("origins are non-negative positions.")
+    if n > 100_000:
+        return wrong("far too large: the collapse happens much earlier.")
+    here = separation_margin([1, 2, 3], theta, dtype="bfloat16", origin=n).margin
+    if here > 0:
+        return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures (margin {here:.3g}).")
+    earlier = separation_margin([1, 2, 3], theta, dtype="bfloat16", origin=n - 1).margin if n > 0 else 1.0
+    if earlier == 0:
+        return wrong(f"two of the positions collide at origin {n}, but they already collide at a smaller origin.")
+    return correct("from this origin on, two of the parser's offsets share one bfloat16 phase row.")
+
+
+@exercise("ch03-fast-band")
+def fast_band_check(answer):
+    """The offset in [1, 4096] most confusable with 0 for a head on pairs 0-3 only (d=128, base 10,000)."""
+    n, bad = _as_int(answer, "the offset")
+    if bad:
+        return bad
+    if not 1 <= n <= 4096:
+        return wrong("the offset must lie between 1 and 4096.")
+    theta = frequencies(128)
+    w = np.zeros(theta.size)
+    w[:4] = 1.0
+    d = difference_distance(np.arange(1, 4097), theta, weights=w)
+    best = int(np.argmin(d)) + 1
+    if n == best:
+        return correct(f"at that offset the fast band sits at distance {d[n - 1]:.3f} from offset 0, "
+                       f"while the equal-weight distance is {float(difference_distance(n, theta)):.3f}.")
+    rank = int(np.sum(d < d[n - 1])) + 1
+    if rank <= 5:
+        return wrong(f"offset {n} is a near-return of the fast band (rank {rank}), but not the closest one.")
+    return wrong(f"the fast band's distance at offset {n} is {d[n - 1]:.3f}; several offsets come much closer to 0.")

@@ -1,0 +1,161 @@
+"""Checks for the exercises of chapter 7 (alternatives to RoPE compared by intervention).
+
+Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
+reason says what is off without giving the answer away.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import correct, exercise, wrong
+from ..attention import alibi_slopes, t5_bucket
+
+# ---- problem data shared with the notebook -------------------------------------------------
+
+#: ch07-t5-bucket: a decoder-style T5 layer with these settings, a key this far back.
+T5_BUCKETS, T5_MAX_DISTANCE, T5_DISTANCE = 32, 128, 40
+
+#: ch07-shaw-ceiling: clipping distance, sequence length, distance of the relevant key.
+SHAW_K, SHAW_LENGTH, SHAW_DISTANCE = 16, 512, 40
+
+
+def _whole(x) -> int | None:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
+        return None
+    return int(x) if float(x).is_integer() else None
+
+
+def _call(fn, *args):
+    """Call the student's function; return (value, None) or (None, reason)."""
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # report, do not crash the notebook
+        return None, f"your function raised {type(exc).__name__}: {exc}"
+
+
+# ---- checks --------------------------------------------------------------------------------
+
+
+@exercise("ch07-t5-bucket")
+def _t5_bucket(answer):
+    try:
+        bucket, count = answer
+    except (TypeError, ValueError):
+        return wrong("expected a pair (bucket, count): the bucket index and how many distances share it.")
+    b, c = _whole(bucket), _whole(count)
+    if b is None or c is None:
+        return wrong("both the bucket and the count are whole numbers.")
+    n = np.arange(1, 4 * T5_MAX_DISTANCE)
+    buckets = t5_bucket(-n, bidirectional=False, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)
+    want_b = int(buckets[T5_DISTANCE - 1])
+    want_c = int(np.sum(buckets == want_b))
+    if b != want_b:
+        if b == T5_DISTANCE:
+            return wrong("exact one-offset buckets only cover the smallest distances; 40 is in the log-spaced range.")
+        bidir = int(t5_bucket(-T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE))
+        if b == bidir:
+            return wrong("that is the encoder (bidirectional) bucket: a decoder spends all 32 buckets on one side.")
+        if b == int(t5_bucket(T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)):
+            return wrong("the key is before the query, so the relative position key - query is negative.")
+        return wrong(f"bucket {b} is not where distance {T5_DISTANCE} falls; evaluate the log-spaced formula and truncate.")
+    if c != want_c:
+        if abs(c - want_c) == 1:
+            return wrong("right bucket; the count is off by one: list the first and last distance in it, both included.")
+        return wrong("right bucket, wrong count: find every distance whose bucket is the same.")
+    return correct(f"distances {T5_DISTANCE} and its {want_c - 1} neighbours share bucket {want_b}, and so one learned bias.")
+
+
+def _alibi_mass_reference(slope, m, k):
+    d = np.arange(1, m + 1)
+    w = np.exp(-slope * d)
+    return w[k - 1] / w.sum()
+
+
+@exercise("ch07-alibi-mass")
+def _alibi_mass(answer):
+    if not callable(answer):
+        return wrong("expected a function alibi_mass(slope, m, k) returning a probability.")
+    cases = [(0.5, 10, 1), (0.5, 10, 5), (2 ** -4, 200, 40), (1.0, 1, 1), (2 ** -8, 511, 300), (0.25, 64, 64)]
+    for slope, m, k in cases:
+        got, err = _call(answer, slope, m, k)
+        if err:
+            return wrong(err)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            return wrong("your function must return one number (a probability).")
+        want = _alibi_mass_reference(slope, m, k)
+        if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15):
+            continue
+        d0 = np.exp(-slope * np.arange(0, m + 1))
+        d1 = np.exp(-slope * np.arange(0, m))
+        if math.isclose(got, d0[k] / d0.sum(), rel_tol=1e-9) or math.isclose(got, d1[k] / d1.sum(), rel_tol=1e-9) \
+                or (k < m and math.isclose(got, d1[k - 1] / d1.sum(), rel_tol=1e-9)):
+            return wrong("the query sees strictly earlier keys only: distances 1 .. m, not the query itself at 0.")
+        infinite = math.exp(-slope * (k - 1)) * (1 - math.exp(-slope))
+        if math.isclose(got, infinite, rel_tol=1e-9) and not math.isclose(got, want, rel_tol=1e-9):
+            return wrong("this is the mass with infinitely many keys: the query sees only m of them.")
+        if math.isclose(got, np.exp(slope * k) / np.exp(slope * np.arange(1, m + 1)).sum(), rel_tol=1e-9):
+            return wrong("the sign of the bias is flipped: ALiBi penalises distance.")
+        return wrong(f"for slope={slope:g}, m={m}, k={k} your value {got:.6g} is not the attention on that key.")
+    return correct("your closed form matches the softmax over the m earlier keys.")
+
+
+@exercise("ch07-alibi-slopes")
+def _alibi_slopes(answer):
+    if not callable(answer):
+        return wrong("expected a function slopes(heads) returning one slope per head.")
+    for h in (1, 2, 4, 8, 16, 3, 5, 6, 12, 20, 24, 40):
+        got, err = _call(answer, h)
+        if err:
+            return wrong(err)
+        try:
+            got = np.asarray(got, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            return wrong(f"for {h} heads your function did not return numbers.")
+        want = alibi_slopes(h)
+        if got.shape != want.shape:
+            return wrong(f"for {h} heads expected {h} slopes, got {got.size}.")
+        if np.allclose(got, want, rtol=1e-12, atol=0):
+            continue
+        naive = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
+        if np.allclose(got, naive, rtol=1e-12):
+            return wrong(f"right for powers of two, but for {h} heads the paper does not use 2^(-8h/H): "
+                         "it keeps a power-of-two set and adds slopes from the next one.")
+        if np.allclose(got, 2.0 ** (-8.0 * np.arange(0, h) / h), rtol=1e-12):
+            return wrong("the first head's slope is not 1: the exponents start at h = 1.")
+        if np.allclose(np.sort(got), np.sort(want), rtol=1e-12):
+            return wrong(f"right slopes for {h} heads, wrong order: keep the power-of-two set first, "
+                         "then the added slopes.")
+        return wrong(f"for {h} heads the slopes differ from ALiBi's.")
+    return correct("your slopes match ALiBi's for powers of two and for the other head counts.")
+
+
+@exercise("ch07-shaw-ceiling")
+def _shaw_ceiling(answer):
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not math.isfinite(float(answer)):
+        return wrong("expected one number: the largest attention the key can receive.")
+    x = float(answer)
+    keys = SHAW_LENGTH - 1  # the last query sees every earlier slot
+    # brute force: distances 1 .. keys, those at or beyond K share the clipped vector of K
+    shared = sum(1 for dist in range(1, keys + 1) if min(dist, SHAW_K) == min(SHAW_DISTANCE, SHAW_K))
+    want = 1.0 / shared
+    if math.isclose(x, want, rel_tol=1e-9):
+        return correct(f"{shared} keys share the clipped vector, so the best a head can do is split its attention "
+                       "evenly among them.")
+    if not 0 < x <= 1:
+        return wrong("an attention weight lies between 0 and 1.")
+    if math.isclose(x, 1 / keys, rel_tol=1e-9):
+        return wrong("not every earlier key looks the same: distances below the clipping distance have their own vectors.")
+    for near in (shared - 1, shared + 1):
+        if math.isclose(x, 1 / near, rel_tol=1e-9):
+            return wrong("off by one: count the distances from the clipping distance to the farthest key, both included.")
+    if math.isclose(x, 1.0, rel_tol=1e-9):
+        return wrong("a content-free head cannot single the key out: others share its representation exactly.")
+    return wrong("that is not the ceiling; count how many keys share the key's clipped representation.")

@@ -1,0 +1,513 @@
+"""Interventions that tell position schemes apart, each returning a measured number.
+
+Every function here works on a :class:`PositionHead`: an :class:`~ropegeo.attention.AttentionLayer`
+with any position scheme, fed the same token at every slot, so that whatever it attends to is
+decided by positions alone. Trained heads from :mod:`ropegeo.alternatives` are PositionHeads too,
+so a fixed-formula scheme and a trained model go through exactly the same measurement.
+
+The head attends to *strictly earlier* keys (a query never sees itself), as the heads of Gate C
+(:mod:`ropegeo.behaviour`) do; the query in slot 0 sees nothing and is never scored. The task is
+the displacement task of Gate C: the query in slot ``m`` should attend to the key in slot
+``m - offset``.
+
+==========================  ====================================================================
+intervention                what it measures
+==========================  ====================================================================
+:func:`global_shift`        add the same number to every position id: largest change of any
+                            attention weight and of any visible score, and the share of queries
+                            whose winning key stays the same
+:func:`local_displacement`  move the target key one position farther from each query, nothing
+                            else: change of its score (logit) and of the attention it receives
+:func:`length_stretch`      run at 2, 4, 8 times the training length: accuracy and mass
+:func:`sparse_retrieval`    one relevant key at a long distance among many: the mass it receives
+:func:`construction_gap`    what the scheme guarantees by construction (score change under a
+                            shift for random weights and random content) next to what a trained
+                            head achieves (its winners kept under the same shift)
+==========================  ====================================================================
+
+"Winner" is the key with the largest weight; a query counts as *correct* when the target's weight
+is strictly larger than every other visible key's (ties are not correct, so a head that cannot
+tell keys apart scores 0, not a lucky argmax). "Mass" is the weight on the target.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _validate as v
+from .attention import MAX_ENTRIES, AttentionLayer, make_scheme, masked_softmax
+
+__all__ = [
+    "PositionHead",
+    "TaskResult",
+    "ShiftResult",
+    "DisplacementResult",
+    "StretchResult",
+    "GapResult",
+    "position_head",
+    "strict_attention",
+    "offset_task",
+    "global_shift",
+    "local_displacement",
+    "length_stretch",
+    "sparse_retrieval",
+    "construction_gap",
+    "MAX_LENGTH",
+]
+
+#: Longest sequence an intervention runs (a length x length score matrix of 64 MiB at most).
+MAX_LENGTH = 4096
+
+
+class PositionHead:
+    """An attention layer fed one fixed token at every slot: a head that sees positions only.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        Any layer; its scheme decides how positions enter.
+    token : array_like, shape (d_model,), optional
+        The token placed at every slot (default: the first unit vector ``e_0``).
+    name : str, optional
+        A label (default: the scheme's registered name).
+
+    Raises
+    ------
+    ValueError
+        For a layer that is not an AttentionLayer or a token of the wrong width.
+    """
+
+    def __init__(self, layer: AttentionLayer, token=None, name: str | None = None):
+        if not isinstance(layer, AttentionLayer):
+            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+        self.layer = layer
+        if token is None:
+            token = np.zeros(layer.d_model)
+            token[0] = 1.0
+        t = v.finite_array("token", token)
+        if t.shape != (layer.d_model,):
+            raise ValueError(f"token must have shape ({layer.d_model},), got {t.shape}")
+        self.token = t
+        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
+
+    def __repr__(self) -> str:
+        return f"PositionHead({self.name!r}, {self.layer!r})"
+
+    def scores(self, positions) -> np.ndarray:
+        """Pre-softmax scores of a sequence at ``positions`` (1-D, length L): shape (L, L)."""
+        pos = _positions(positions)
+        x = np.broadcast_to(self.token, (pos.size, self.token.size))
+        return self.layer.scores(x, pos)
+
+    def pair_scores(self, q_positions, k_positions) -> np.ndarray:
+        """Score of a query at ``q_positions`` against a key at ``k_positions`` (broadcast together).
+
+        Each pair is run as its own two-token sequence ``[key, query]``, so the answer does not
+        depend on any other token (true for every content-free head).
+
+        Returns
+        -------
+        numpy.ndarray, the broadcast shape of the two inputs.
+        """
+        qp = v.finite_array("q_positions", q_positions)
+        kp = v.finite_array("k_positions", k_positions)
+        try:
+            qp, kp = np.broadcast_arrays(qp, kp)
+        except ValueError:
+            raise ValueError(f"q_positions {qp.shape} and k_positions {kp.shape} do not broadcast") from None
+        flat = np.stack([kp.ravel(), qp.ravel()], axis=-1)  # (n, 2)
+        out = np.empty(flat.shape[0])
+        step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.d_head)))
+        for s in range(0, flat.shape[0], step):
+            part = flat[s : s + step]
+            x = np.broadcast_to(self.token, part.shape + (self.token.size,))
+            out[s : s + step] = self.layer.scores(x, part)[:, 1, 0]
+        return out.reshape(qp.shape)
+
+
+def position_head(scheme="none", *, d_model: int = 16, seed=0, **options) -> PositionHead:
+    """A :class:`PositionHead` around a freshly drawn layer of any registered scheme.
+
+    Parameters
+    ----------
+    scheme : str or PositionScheme
+        See :func:`ropegeo.attention.scheme_names`.
+    d_model : int
+        Width of the layer (and of its head).
+    seed : int or numpy.random.Generator
+        The layer's randomness (projections and any table).
+    **options
+        Options of the scheme.
+
+    Returns
+    -------
+    PositionHead
+    """
+    return PositionHead(AttentionLayer(d_model, scheme=scheme, seed=seed, **options))
+
+
+def _positions(positions) -> np.ndarray:
+    pos = v.finite_array("positions", positions)
+    if pos.ndim != 1 or pos.size < 2:
+        raise ValueError(f"positions must be a 1-D array of at least 2 positions, got shape {pos.shape}")
+    if pos.size > MAX_LENGTH:
+        raise ValueError(f"positions has {pos.size} entries; at most MAX_LENGTH = {MAX_LENGTH} are allowed")
+    return pos
+
+
+def _length(name: str, length, minimum: int = 2) -> int:
+    return v.integer(name, length, minimum=minimum, maximum=MAX_LENGTH)
+
+
+def _head(head) -> PositionHead:
+    if not isinstance(head, PositionHead):
+        raise ValueError(f"head must be a PositionHead (see position_head), got {type(head).__name__}")
+    return head
+
+
+def _strict(scores: np.ndarray) -> np.ndarray:
+    """Softmax over strictly earlier keys; row 0 (no key) is all zeros."""
+    L = scores.shape[-1]
+    w = np.zeros_like(scores)
+    earlier = np.tri(L, L, -1, dtype=bool)
+    w[1:] = masked_softmax(scores[1:], earlier[1:])
+    return w
+
+
+def strict_attention(head: PositionHead, positions) -> np.ndarray:
+    """Attention weights over strictly earlier slots, shape (L, L); row 0 is all zeros.
+
+    Parameters
+    ----------
+    head : PositionHead
+    positions : array_like, shape (L,)
+        Position id of each slot (2 to ``MAX_LENGTH`` of them).
+    """
+    return _strict(_head(head).scores(positions))
+
+
+class TaskResult(NamedTuple):
+    """The displacement task on one sequence: per-query arrays and their means."""
+
+    #: Fraction of scored queries whose target is the strict winner.
+    accuracy: float
+    #: Mean attention weight on the target.
+    mass: float
+    #: Slot of each scored query (``offset .. L - 1``).
+    query: np.ndarray
+    #: Target weight per scored query.
+    target_mass: np.ndarray
+    #: Whether the target is the strict winner, per scored query.
+    correct: np.ndarray
+
+
+def _task(weights: np.ndarray, offset: int) -> TaskResult:
+    L = weights.shape[-1]
+    m = np.arange(offset, L)
+    t = m - offset
+    tw = weights[m, t]
+    others = weights[m].copy()
+    others[np.arange(m.size), t] = -np.inf
+    others[np.arange(L)[None, :] >= m[:, None]] = -np.inf  # keys the query cannot see
+    correct = tw > others.max(axis=1)
+    return TaskResult(float(correct.mean()), float(tw.mean()), m, tw, correct)
+
+
+def offset_task(head: PositionHead, length: int, offset: int, *, positions=None) -> TaskResult:
+    """Score the head on the displacement task: slot ``m`` should attend to slot ``m - offset``.
+
+    Parameters
+    ----------
+    head : PositionHead
+    length : int
+        Sequence length ``L`` (``offset + 1`` to ``MAX_LENGTH``).
+    offset : int
+        Target displacement in slots (at least 1).
+    positions : array_like, shape (L,), optional
+        Position ids of the slots (default ``0 .. L - 1``).
+
+    Returns
+    -------
+    TaskResult
+        Over the queries ``m = offset .. L - 1``.
+
+    Raises
+    ------
+    ValueError
+        For lengths or offsets outside their ranges, or positions the scheme refuses.
+    """
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    length = _length("length", length, minimum=offset + 1)
+    pos = np.arange(length, dtype=np.float64) if positions is None else _positions(positions)
+    if pos.size != length:
+        raise ValueError(f"positions must have length {length}, got {pos.size}")
+    return _task(strict_attention(head, pos), offset)
+
+
+class ShiftResult(NamedTuple):
+    """What a global shift of every position id changes."""
+
+    #: Largest change of any attention weight.
+    weight_change: float
+    #: Largest change of any score between a query and a visible (earlier) key.
+    score_change: float
+    #: Fraction of queries (slots 1 .. L - 1) whose winning key slot is unchanged.
+    winners_kept: float
+
+
+def global_shift(head: PositionHead, length: int, shift: float, *, start: float = 0.0) -> ShiftResult:
+    """Shift every position id of a sequence by ``shift`` and measure what changes.
+
+    Parameters
+    ----------
+    head : PositionHead
+    length : int
+        Sequence length (2 to ``MAX_LENGTH``).
+    shift : float
+        Added to every position id (finite; integer for table-based schemes).
+    start : float
+        First position of the unshifted sequence (positions ``start .. start + length - 1``).
+
+    Returns
+    -------
+    ShiftResult
+        All zero for a scheme whose scores depend on displacements only.
+
+    Raises
+    ------
+    ValueError
+        For bad arguments or shifted positions the scheme refuses (past an absolute table).
+    """
+    head = _head(head)
+    length = _length("length", length)
+    shift = v.real("shift", shift)
+    start = v.real("start", start)
+    pos = start + np.arange(length, dtype=np.float64)
+    s0, s1 = head.scores(pos), head.scores(pos + shift)
+    w0, w1 = _strict(s0), _strict(s1)
+    visible = np.tri(length, length, -1, dtype=bool)
+    kept = np.argmax(w0[1:], axis=1) == np.argmax(w1[1:], axis=1)
+    return ShiftResult(float(np.max(np.abs(w1 - w0))), float(np.max(np.abs(s1 - s0)[visible])), float(kept.mean()))
+
+
+class DisplacementResult(NamedTuple):
+    """What moving the target key one step changes, averaged over the queries that see it."""
+
+    #: Mean change of the moved key's score (logit); negative: the head likes it less.
+    score_change: float
+    #: Mean attention on the target key before the move.
+    mass_before: float
+    #: Mean attention on the same key after the move.
+    mass_after: float
+
+
+def local_displacement(head: PositionHead, length: int, offset: int, *, step: float = 1.0) -> DisplacementResult:
+    """Move the target key ``step`` positions farther from each query, leaving everything else.
+
+    For the query in slot ``m`` the key in slot ``m - offset`` gets position id
+    ``m - offset - step`` instead of ``m - offset``; every other id stays. The query's row is
+    re-scored with that one entry changed (content-free heads score each pair by its two positions
+    alone). Queries whose moved key would leave the range ``0 .. length - 1`` of the sequence's
+    own positions are skipped (with ``step = 1``: the first query, ``m = offset``).
+
+    Parameters
+    ----------
+    head : PositionHead
+    length : int
+        Sequence length (``offset + 1`` to ``MAX_LENGTH``).
+    offset : int
+        Displacement of the key that moves (at least 1).
+    step : float
+        How far it moves away from the query (finite; negative moves it closer).
+
+    Returns
+    -------
+    DisplacementResult
+
+    Raises
+    ------
+    ValueError
+        For bad arguments or moved positions the scheme refuses.
+    """
+    head = _head(head)
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    length = _length("length", length, minimum=offset + 1)
+    step = v.real("step", step)
+    pos = np.arange(length, dtype=np.float64)
+    s = head.scores(pos)
+    m = np.arange(offset, length)
+    t = m - offset
+    inside = (pos[t] - step >= pos[0]) & (pos[t] - step <= pos[-1])
+    m, t = m[inside], t[inside]
+    if m.size == 0:
+        raise ValueError(f"step={step:g} moves every target key out of the sequence's range 0 .. {length - 1}")
+    before = _strict(s)[m, t]
+    moved = head.pair_scores(pos[m], pos[t] - step)
+    rows = s[m].copy()
+    change = moved - rows[np.arange(m.size), t]
+    rows[np.arange(m.size), t] = moved
+    visible = np.arange(length)[None, :] < m[:, None]
+    after = masked_softmax(rows, visible)[np.arange(m.size), t]
+    return DisplacementResult(float(change.mean()), float(before.mean()), float(after.mean()))
+
+
+class StretchResult(NamedTuple):
+    """The displacement task at several multiples of the training length."""
+
+    #: The multiples evaluated.
+    factors: tuple
+    #: The lengths ``factor * train_length``.
+    lengths: tuple
+    #: Accuracy at each length, shape (len(factors),); NaN where the scheme refuses the positions.
+    accuracy: np.ndarray
+    #: Mean target mass at each length; NaN where refused.
+    mass: np.ndarray
+    #: Why a length was refused (one message per factor, None where it ran).
+    refused: tuple
+
+
+def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(2, 4, 8)) -> StretchResult:
+    """Run the displacement task at ``factor * train_length`` for every factor.
+
+    Parameters
+    ----------
+    head : PositionHead
+    train_length : int
+        The length the head was trained at (at least ``offset + 1``).
+    offset : int
+        The trained displacement.
+    factors : iterable of int
+        Multiples of the training length (each at least 1, the product at most ``MAX_LENGTH``).
+
+    Returns
+    -------
+    StretchResult
+        A scheme that refuses the positions (an absolute table that ends) gives NaN and the
+        refusal message instead of raising, because "undefined" is the measured answer.
+    """
+    head = _head(head)
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    train_length = _length("train_length", train_length, minimum=offset + 1)
+    fs = tuple(v.integer("factors", f, minimum=1) for f in factors)
+    if not fs:
+        raise ValueError("factors must hold at least one multiple")
+    lengths = tuple(_length("factor * train_length", f * train_length) for f in fs)
+    acc, mass, refused = [], [], []
+    for n in lengths:
+        try:
+            r = offset_task(head, n, offset)
+        except ValueError as err:
+            if "outside" not in str(err):
+                raise
+            acc.append(math.nan)
+            mass.append(math.nan)
+            refused.append(str(err))
+            continue
+        acc.append(r.accuracy)
+        mass.append(r.mass)
+        refused.append(None)
+    return StretchResult(fs, lengths, np.array(acc), np.array(mass), tuple(refused))
+
+
+def sparse_retrieval(head: PositionHead, length: int, distance: int) -> TaskResult:
+    """One relevant key at a long ``distance`` among all earlier keys: how much attention reaches it?
+
+    The displacement task with a far target, scored over every query that can see it (slots
+    ``distance .. length - 1``, each with ``m`` visible keys). A content-free head can only find
+    the key by its position, so the answer is limited by how finely the scheme resolves
+    displacements near ``distance``: keys that share its bucket (T5) or its clipped vector
+    (Shaw et al.) receive the same weight.
+
+    Parameters
+    ----------
+    head : PositionHead
+    length : int
+        Sequence length (``distance + 1`` to ``MAX_LENGTH``).
+    distance : int
+        Displacement of the relevant key (at least 1).
+
+    Returns
+    -------
+    TaskResult
+    """
+    return offset_task(head, length, distance)
+
+
+class GapResult(NamedTuple):
+    """Guaranteed versus achieved invariance under a global shift."""
+
+    #: Largest score change under the shift over random layers of the scheme with random
+    #: content: 0 (to rounding) when the scheme guarantees shift invariance by construction.
+    guaranteed_change: float
+    #: Whether that change is at rounding level (below ``tolerance``).
+    guaranteed: bool
+    #: Fraction of the trained head's queries whose winner is unchanged by the same shift.
+    achieved_winners_kept: float
+    #: Largest change of the trained head's attention weights under the shift.
+    achieved_weight_change: float
+
+
+def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0, 1, 2), tolerance: float = 1e-9) -> GapResult:
+    """Compare the shift invariance a scheme guarantees with the one a trained head shows.
+
+    The guarantee is measured on fresh layers of the head's scheme (same class and options, fresh
+    random projections and tables, random token content, every slot a different token): if the
+    formula makes scores depend on displacements only, no choice of weights or content can break
+    it. The achievement is the trained head's own behaviour under the same shift.
+
+    Parameters
+    ----------
+    head : PositionHead
+        A (trained) head.
+    length : int
+        Sequence length (2 to ``MAX_LENGTH``).
+    shift : float
+        The global shift.
+    seeds : iterable of int
+        Seeds of the random layers and contents (at least one).
+    tolerance : float
+        Score change regarded as rounding (positive).
+
+    Returns
+    -------
+    GapResult
+    """
+    head = _head(head)
+    length = _length("length", length)
+    shift = v.real("shift", shift)
+    tolerance = v.real("tolerance", tolerance, greater_than=0.0)
+    seeds = [v.integer("seeds", s, minimum=0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    worst = 0.0
+    for s in seeds:
+        layer = AttentionLayer(head.layer.d_model, head.layer.d_head, scheme=_fresh(head.layer.scheme), seed=s)
+        x = np.random.default_rng(10_000 + s).standard_normal((length, head.layer.d_model))
+        pos = np.arange(length, dtype=np.float64)
+        worst = max(worst, float(np.max(np.abs(layer.scores(x, pos + shift) - layer.scores(x, pos)))))
+    achieved = global_shift(head, length, shift)
+    return GapResult(worst, worst <= tolerance, achieved.winners_kept, achieved.weight_change)
+
+
+def _fresh(scheme):
+    """A new scheme of the same kind and options, with nothing drawn yet."""
+    name = getattr(scheme, "name", None)
+    if name == "absolute":
+        return make_scheme("absolute", rows=scheme.rows)
+    if name == "t5":
+        return make_scheme("t5", num_buckets=scheme.num_buckets, max_distance=scheme.max_distance,
+                           bidirectional=scheme.bidirectional)
+    if name == "relative":
+        return make_scheme("relative", max_distance=scheme.max_distance, values=scheme.values)
+    if name == "sinusoidal":
+        return make_scheme("sinusoidal", base=scheme.base)
+    if name == "alibi":
+        return make_scheme("alibi", slope=scheme.slope)
+    if name == "rope":
+        return make_scheme("rope", attention_factor=scheme.attention_factor, **scheme.options)
+    if name == "none":
+        return make_scheme("none")
+    raise ValueError(f"construction_gap does not know how to redraw a {type(scheme).__name__}")

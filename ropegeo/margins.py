@@ -1,0 +1,568 @@
+"""Gate B: how far apart a frequency bank keeps the offsets a task must tell apart.
+
+The *signature* of an offset ``a`` is its row of unit phase vectors ``u_i(a) = (cos phi_i, sin phi_i)``
+with ``phi_i = (origin + a) * scale * theta_i``, generated in a given precision (see
+:mod:`ropegeo.precision`). The *phase distance* between the signatures of ``a`` and ``b`` is the
+weighted chord length::
+
+    D(a, b) = sqrt( sum_i w_i |u_i(a) - u_i(b)|^2 ),     sum_i w_i = 1,
+
+which lies in ``[0, 2]``. In exact arithmetic ``|u_i(a) - u_i(b)|^2 = 4 sin^2((a - b) s theta_i / 2)``,
+so ``D`` depends on ``a - b`` only and ``D^2 = 2 (1 - K_w(a - b))`` with ``K_w`` the weighted kernel
+of :func:`ropegeo.geometry.kernel`. The *separation margin* of an offset set is the smallest ``D``
+over its pairs; the pair that attains it is the *most confusable pair*.
+
+For a set of offsets in arithmetic progression (a ``range``) the differences are the ``n - 1``
+multiples of the step, so the margin costs ``O(n * pairs)``; integer sets of moderate span use a
+table of ``D`` at every integer difference. Where limited precision breaks translation invariance
+(float32, float16, bfloat16 phases) the distances are computed from the generated phases
+themselves, in row blocks, with exact detection of collapsed (identical) signatures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as v
+from .precision import generated_phases
+
+__all__ = [
+    "SeparationMargin",
+    "BandMargin",
+    "difference_distance",
+    "pairwise_distances",
+    "separation_margin",
+    "band_slices",
+    "attention_probe",
+    "ProbeResult",
+]
+
+#: Largest offset set accepted by :func:`separation_margin` (any path) and by the cheap
+#: arithmetic-progression path.
+MAX_OFFSETS = 1 << 20
+#: Largest offset set for which pairwise distances are computed from generated phases
+#: (cost grows as n^2 * pairs) and for :func:`pairwise_distances` (an n x n matrix).
+MAX_DIRECT = 8192
+MAX_MATRIX = 4096
+#: Largest integer span handled by the difference table (one distance per integer difference).
+_MAX_SPAN = 1 << 22
+_CELLS = 1 << 21  # cells per temporary block: about 16 MiB of float64
+
+WEIGHTINGS = ("pair", "band")
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------------
+
+
+def _theta(theta) -> np.ndarray:
+    th = v.finite_array("theta", theta)
+    if th.ndim != 1 or th.size == 0:
+        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
+    if np.any(th < 0):
+        raise ValueError("theta must hold non-negative frequencies")
+    return th
+
+
+def _offsets(offsets, limit: int) -> np.ndarray:
+    if isinstance(offsets, range):
+        if len(offsets) > limit:
+            raise ValueError(f"offsets holds {len(offsets):,} offsets; at most {limit:,} are allowed")
+    elif isinstance(offsets, (set, frozenset)):
+        offsets = sorted(offsets)
+    arr = np.asarray(offsets) if not isinstance(offsets, range) else None
+    if arr is not None and arr.size > limit:
+        raise ValueError(f"offsets holds {arr.size:,} offsets; at most {limit:,} are allowed")
+    off = v.finite_array("offsets", offsets)
+    if off.ndim != 1:
+        raise ValueError(f"offsets must be a 1-D list of offsets, got shape {off.shape}")
+    if off.size < 2:
+        raise ValueError(f"offsets must hold at least two distinct offsets to compare, got {off.size}")
+    if np.any(off < 0):
+        raise ValueError(f"offsets must be non-negative, got {off[off < 0][0]:g}")
+    off = np.sort(off)
+    dup = np.flatnonzero(np.diff(off) == 0)
+    if dup.size:
+        raise ValueError(f"offsets must be distinct: {off[dup[0]]:g} appears more than once")
+    return off
+
+
+def _weights(weights, pairs: int) -> np.ndarray:
+    if weights is None:
+        return np.full(pairs, 1.0 / pairs)
+    w = v.finite_array("weights", weights)
+    if w.shape != (pairs,):
+        raise ValueError(f"weights (amplitudes) must have one entry per pair, shape ({pairs},), got {w.shape}")
+    if np.any(w < 0) or not np.any(w > 0):
+        raise ValueError("weights (amplitudes) must be non-negative with a positive sum")
+    return w / w.sum()
+
+
+def _common(theta, dtype, scale, origin):
+    th = _theta(theta)
+    dt = v.float_dtype(dtype)
+    scale = v.real("scale", scale, greater_than=0.0)
+    origin = v.real("origin", origin, minimum=0.0)
+    return th, dt, scale, origin
+
+
+# --------------------------------------------------------------------------------------------
+# distances
+# --------------------------------------------------------------------------------------------
+
+
+def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
+    """Exact phase distance between two signatures whose offsets differ by ``delta``.
+
+    ``D(delta) = sqrt(4 sum_i w_i sin^2(delta * scale * theta_i / 2))``, which equals
+    ``sqrt(2 (1 - K_w(delta)))`` without the cancellation of ``1 - K`` near zero.
+
+    Parameters
+    ----------
+    deltas : array_like
+        Offset differences (any shape, finite).
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+    scale : float
+        Position multiplier (positive).
+    weights : array_like, shape (pairs,), optional
+        Non-negative amplitudes per pair, normalised to sum to one; default equal.
+
+    Returns
+    -------
+    numpy.ndarray, shape deltas.shape, float64, values in [0, 2]
+    """
+    th = _theta(theta)
+    w = _weights(weights, th.size)
+    scale = v.real("scale", scale, greater_than=0.0)
+    d = v.finite_array("deltas", deltas)
+    flat = d.reshape(-1)
+    out = np.empty(flat.size)
+    half = 0.5 * scale * th
+    step = max(1, _CELLS // th.size)
+    for s in range(0, flat.size, step):
+        sn = np.sin(np.multiply.outer(flat[s : s + step], half))
+        out[s : s + step] = 4.0 * (sn * sn) @ w
+    return np.sqrt(out).reshape(d.shape)
+
+
+def _signatures(positions, th, dt, scale, w):
+    """Generated signatures scaled by sqrt(w): rows of length 2 * pairs."""
+    cos, sin = generated_phases(positions, th, dt, scale=scale)
+    r = np.sqrt(w)
+    return np.concatenate([cos * r, sin * r], axis=-1)
+
+
+def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, origin: float = 0.0, weights=None) -> np.ndarray:
+    """Every pairwise phase distance between the generated signatures of the offsets.
+
+    Computed directly from the phases generated in ``dtype`` (no translation-invariance
+    shortcut), ``D[j, k] = sqrt(sum_i w_i |u_i(o_j) - u_i(o_k)|^2)``.
+
+    Parameters
+    ----------
+    offsets : array_like or range, shape (n,)
+        Distinct, non-negative, finite offsets; ``2 <= n <= 4096``. Returned in sorted order.
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which the phases are generated.
+    scale : float
+        Position multiplier (positive).
+    origin : float
+        The signature of offset ``a`` is generated at position ``origin + a`` (non-negative).
+    weights : array_like, shape (pairs,), optional
+        Non-negative amplitudes per pair; default equal.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n), float64
+        Symmetric, zero diagonal, rows and columns in sorted offset order.
+
+    Raises
+    ------
+    ValueError
+        For fewer than two or more than 4096 offsets, negative, repeated or non-finite offsets,
+        an unknown dtype or bad weights.
+    """
+    th, dt, scale, origin = _common(theta, dtype, scale, origin)
+    off = _offsets(offsets, MAX_MATRIX)
+    w = _weights(weights, th.size)
+    sig = _signatures(origin + off, th, dt, scale, w)
+    out = np.empty((off.size, off.size))
+    rows = max(1, _CELLS // (off.size * sig.shape[1] + 1))
+    for s in range(0, off.size, rows):
+        diff = sig[s : s + rows, None, :] - sig[None, :, :]
+        out[s : s + rows] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# margins
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BandMargin:
+    """The margin seen by one frequency band alone (pairs ``first .. last``, fastest first)."""
+
+    band: int
+    first_pair: int
+    last_pair: int
+    shortest_wavelength: float
+    longest_wavelength: float
+    margin: float
+    pair: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class SeparationMargin:
+    """The result of :func:`separation_margin`.
+
+    Attributes
+    ----------
+    margin : float
+        Smallest phase distance over all pairs of offsets, in [0, 2]. Under ``weighting="band"``
+        the smallest band margin.
+    pair : (float, float)
+        The most confusable pair ``(a, b)``, ``a < b``.
+    n_offsets : int
+        Size of the offset set.
+    method : str
+        ``"difference"`` (translation invariance used) or ``"generated"`` (distances from the
+        generated phases).
+    dtype, scale, origin, weighting
+        The conditions of the computation.
+    bands : tuple of BandMargin
+        One entry per band under ``weighting="band"``, otherwise empty.
+    """
+
+    margin: float
+    pair: tuple[float, float]
+    n_offsets: int
+    method: str
+    dtype: str
+    scale: float
+    origin: float
+    weighting: str
+    bands: tuple[BandMargin, ...] = field(default_factory=tuple)
+
+    def __str__(self) -> str:
+        a, b = self.pair
+        text = (
+            f"margin {self.margin:.6g} between offsets {a:g} and {b:g} "
+            f"({self.n_offsets} offsets, {self.dtype}, scale {self.scale:g}, {self.method})"
+        )
+        for band in self.bands:
+            text += (
+                f"\n  band {band.band} (pairs {band.first_pair}-{band.last_pair}, wavelengths "
+                f"{band.shortest_wavelength:,.4g}-{band.longest_wavelength:,.4g}): margin {band.margin:.6g} "
+                f"at ({band.pair[0]:g}, {band.pair[1]:g})"
+            )
+        return text
+
+
+def _arithmetic_step(off: np.ndarray) -> float | None:
+    steps = np.diff(off)
+    if np.all(steps == steps[0]):
+        return float(steps[0])
+    return None
+
+
+def _margin_difference(off, th, scale, w):
+    """Margin by translation invariance; ``None`` if the set does not suit it."""
+    step = _arithmetic_step(off)
+    if step is not None:
+        k = np.arange(1, off.size, dtype=np.float64)
+        d = difference_distance(k * step, th, scale=scale, weights=w)
+        j = int(np.argmin(d))
+        return float(d[j]), (float(off[0]), float(off[0] + k[j] * step))
+    integral = np.all(off == np.round(off))
+    span = off[-1] - off[0]
+    if not integral or span > _MAX_SPAN:
+        return None
+    table = difference_distance(np.arange(int(span) + 1, dtype=np.float64), th, scale=scale, weights=w)
+    idx = (off - off[0]).astype(np.int64)
+    best, pair = math.inf, None
+    rows = max(1, _CELLS // off.size)
+    for s in range(0, off.size - 1, rows):
+        e = min(off.size - 1, s + rows)
+        diff = idx[None, :] - idx[s:e, None]  # (rows, n)
+        dist = np.where(diff > 0, table[np.clip(diff, 0, None)], np.inf)
+        flat = int(np.argmin(dist))
+        r, c = divmod(flat, off.size)
+        if dist[r, c] < best:
+            best, pair = float(dist[r, c]), (float(off[s + r]), float(off[c]))
+    return best, pair
+
+
+def _margin_generated(off, th, dt, scale, origin, w):
+    sig = _signatures(origin + off, th, dt, scale, w)
+    # exact collapse: identical generated rows are at distance exactly 0
+    _, first, inverse = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    repeated = np.flatnonzero(first[inverse] != np.arange(off.size))
+    if repeated.size:
+        j = int(repeated[0])
+        return 0.0, (float(off[first[inverse[j]]]), float(off[j]))
+    norms = np.einsum("ij,ij->i", sig, sig)
+    best, pair = math.inf, None
+    rows = max(1, _CELLS // off.size)
+    for s in range(0, off.size - 1, rows):
+        e = min(off.size - 1, s + rows)
+        gram = sig[s:e] @ sig.T
+        d2 = norms[s:e, None] + norms[None, :] - 2.0 * gram
+        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf  # keep j > row
+        flat = int(np.argmin(d2))
+        r, c = divmod(flat, off.size)
+        if d2[r, c] < best:
+            best, pair = float(d2[r, c]), (s + r, c)
+    j, k = pair
+    exact = float(np.sqrt(np.sum((sig[j] - sig[k]) ** 2)))  # recomputed without cancellation
+    return exact, (float(off[j]), float(off[k]))
+
+
+def band_slices(pairs: int, bands: int) -> list[slice]:
+    """Split ``pairs`` rotary pairs (fastest first) into ``bands`` contiguous, near-equal bands.
+
+    Pairs of a geometric schedule are evenly spaced in log-wavelength, so equal-size bands
+    cover equal ratios of wavelength.
+
+    Raises
+    ------
+    ValueError
+        If ``bands`` is not an integer between 1 and ``pairs``.
+    """
+    pairs = v.integer("pairs", pairs, minimum=1)
+    bands = v.integer("bands", bands, minimum=1, maximum=pairs)
+    edges = np.linspace(0, pairs, bands + 1).round().astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _margin_core(off, th, dt, scale, origin, w, method):
+    if method in ("auto", "difference") and dt == np.float64:
+        res = _margin_difference(off, th, scale, w)
+        if res is not None:
+            return res + ("difference",)
+        if method == "difference":
+            raise ValueError(
+                "method='difference' needs offsets in arithmetic progression or integers spanning at most "
+                f"{_MAX_SPAN:,}; use method='generated'"
+            )
+    elif method == "difference":
+        raise ValueError(f"method='difference' assumes exact (float64) phases, got dtype={dt.name}")
+    if off.size > MAX_DIRECT:
+        raise ValueError(
+            f"offsets holds {off.size:,} offsets; distances from generated phases allow at most {MAX_DIRECT:,} "
+            "(the cost grows as the square): use float64 phases with a range, or fewer offsets"
+        )
+    return _margin_generated(off, th, dt, scale, origin, w) + ("generated",)
+
+
+def separation_margin(
+    offsets,
+    theta,
+    *,
+    dtype="float64",
+    scale: float = 1.0,
+    origin: float = 0.0,
+    weighting="pair",
+    bands: int = 4,
+    method: str = "auto",
+) -> SeparationMargin:
+    """The smallest phase distance between the signatures of a required offset set.
+
+    Parameters
+    ----------
+    offsets : array_like or range, shape (n,)
+        The offsets the task must tell apart: distinct, non-negative, finite; ``n >= 2``.
+        At most 2**20 offsets; at most 8192 when distances come from generated phases.
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position (e.g. from :func:`ropegeo.frequencies.frequencies`
+        or a scaling rule).
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which the deployed model generates its phases.
+    scale : float
+        Position multiplier of the deployment (position interpolation: ``train / target``).
+    origin : float
+        Offset ``a`` sits at position ``origin + a`` (non-negative). Irrelevant in exact
+        arithmetic; decisive in low precision, where large positions round.
+    weighting : {"pair", "band"} or array_like of shape (pairs,)
+        ``"pair"``: equal weight on every pair. ``"band"``: each of ``bands`` contiguous frequency
+        bands judged alone, the margin being the worst band's (a head that relies on one band
+        sees only that band's separation). An array: non-negative amplitudes per pair, e.g. the
+        pair energies ``|q_i| |k_i|`` of a trained head.
+    bands : int
+        Number of bands for ``weighting="band"`` (1 to pairs).
+    method : {"auto", "difference", "generated"}
+        ``"auto"`` uses translation invariance when the phases are float64 and the set is an
+        arithmetic progression or an integer set of span at most 2**22, and the generated phases
+        otherwise. The other two force one path (``"difference"`` only with float64).
+
+    Returns
+    -------
+    SeparationMargin
+
+    Raises
+    ------
+    ValueError
+        For an empty set or a single offset, negative, repeated or non-finite offsets, too many
+        offsets, an unknown dtype, weighting or method, bad amplitudes or band count.
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> m = separation_margin(range(1, 9000), frequencies(8))
+    >>> m.pair[1] - m.pair[0]
+    6283.0
+    """
+    th, dt, scale, origin = _common(theta, dtype, scale, origin)
+    if method not in ("auto", "difference", "generated"):
+        raise ValueError(f"method must be one of 'auto', 'difference', 'generated', got {method!r}")
+    limit = MAX_OFFSETS if (dt == np.float64 and method != "generated") else MAX_DIRECT
+    off = _offsets(offsets, limit)
+    name = "bfloat16" if dt.name == "bfloat16" else dt.name
+    if isinstance(weighting, str):
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be 'pair', 'band' or an array of amplitudes, got {weighting!r}")
+        label = weighting
+        w = None
+    else:
+        w = _weights(weighting, th.size)
+        label = "amplitudes"
+    band_list: tuple[BandMargin, ...] = ()
+    if label == "band":
+        lam = 2 * np.pi / np.where(th > 0, th, np.nan)
+        results = []
+        for b, sl in enumerate(band_slices(th.size, bands)):
+            sub = th[sl]
+            m, pair, how = _margin_core(off, sub, dt, scale, origin, np.full(sub.size, 1.0 / sub.size), method)
+            results.append(
+                BandMargin(b, sl.start, sl.stop - 1, float(np.nanmin(lam[sl])) if np.any(sub > 0) else math.inf,
+                           float(np.nanmax(lam[sl])) if np.any(sub > 0) else math.inf, m, pair)
+            )
+        band_list = tuple(results)
+        worst = min(results, key=lambda r: r.margin)
+        margin, pair = worst.margin, worst.pair
+    else:
+        ww = np.full(th.size, 1.0 / th.size) if w is None else w
+        margin, pair, how = _margin_core(off, th, dt, scale, origin, ww, method)
+    return SeparationMargin(
+        margin=float(margin), pair=pair, n_offsets=int(off.size), method=how, dtype=name,
+        scale=scale, origin=origin, weighting=label, bands=band_list,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# the behavioural probe: inject a pair into a toy attention head
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a positional head does when a target key competes with distractor keys.
+
+    Attributes
+    ----------
+    weights : numpy.ndarray, shape (1 + n_distractors,)
+        Attention weights over the keys: the target first, then the distractors in the order given.
+    scores : numpy.ndarray, shape (1 + n_distractors,)
+        Pre-softmax scores, same order.
+    target_mass : float
+        ``weights[0]``.
+    winner : int
+        Index of the key with the largest weight (0 means the target wins).
+    """
+
+    weights: np.ndarray
+    scores: np.ndarray
+    target_mass: float
+    winner: int
+
+
+def attention_probe(
+    target: float,
+    distractors,
+    theta,
+    *,
+    amplitudes=None,
+    sharpness: float = 8.0,
+    dtype="float64",
+    scale: float = 1.0,
+    query_position: float = 0.0,
+) -> ProbeResult:
+    """A content-free rotary head tuned to ``target``, facing keys at other offsets.
+
+    The head is a :class:`ropegeo.attention.AttentionLayer` (``scheme="rope"``) whose query and
+    key projections are set so that the query, at ``query_position``, scores a key at
+    ``query_position - delta`` with ``sharpness * K_w(delta - target)``: every key carries the
+    same content, so the keys differ by position alone, and the gap between the target's score
+    and a distractor's at ``b`` is ``sharpness * D(target, b)^2 / 2`` (exact phases). The query
+    row's softmax is taken over the keys only.
+
+    Parameters
+    ----------
+    target : float
+        The offset the head is tuned to (non-negative).
+    distractors : array_like, shape (m,)
+        Offsets of the competing keys (non-negative, finite; ``1 <= m <= 4096``).
+    theta : array_like, shape (pairs,)
+        Angular frequencies; the head width is ``2 * pairs`` (at most 4096).
+    amplitudes : array_like, shape (pairs,), optional
+        Non-negative weight the head puts on each pair; default equal.
+    sharpness : float
+        Score of a perfect match (positive, at most 1000).
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Phase precision of the rotary layer.
+    scale : float
+        Position multiplier (positive).
+    query_position : float
+        Position of the query; keys sit at ``query_position - offset``.
+
+    Returns
+    -------
+    ProbeResult
+
+    Raises
+    ------
+    ValueError
+        For bad offsets, amplitudes, sharpness, dtype or scale.
+    """
+    from .attention import AttentionLayer, masked_softmax
+    from .rotation import apply_rope
+
+    th = _theta(theta)
+    if 2 * th.size > 4096:
+        raise ValueError(f"theta has {th.size} pairs; the probe allows at most 2048")
+    target = v.real("target", target, minimum=0.0)
+    dis = v.finite_array("distractors", distractors).reshape(-1)
+    if dis.size < 1 or dis.size > MAX_MATRIX:
+        raise ValueError(f"distractors must hold between 1 and {MAX_MATRIX} offsets, got {dis.size}")
+    if np.any(dis < 0):
+        raise ValueError("distractors must be non-negative offsets")
+    w = _weights(amplitudes, th.size)
+    sharpness = v.real("sharpness", sharpness, greater_than=0.0, maximum=1000.0)
+    scale = v.real("scale", scale, greater_than=0.0)
+    qpos = v.real("query_position", query_position)
+    d = 2 * th.size
+    layer = AttentionLayer(2, d, scheme="rope", theta=th, scale=scale, phase_dtype=dtype, seed=0)
+    # query: pair i carries energy sharpness * sqrt(d) * w_i on its first coordinate
+    q = np.zeros(d)
+    q[0::2] = np.sqrt(sharpness * math.sqrt(d) * w)
+    # key content: the query rotated by the target offset (exact), so R_{-target} undoes it
+    k = apply_rope(q, target, theta=th, scale=scale)
+    layer.Wq = np.stack([q, np.zeros(d)])  # token 0 (the query) -> q
+    layer.Wk = np.stack([np.zeros(d), k])  # token 1 (every key) -> k
+    layer.Wv = np.eye(2, d)
+    keys = np.concatenate([[target], dis])
+    x = np.zeros((keys.size + 1, 2))
+    x[:-1, 1] = 1.0
+    x[-1, 0] = 1.0
+    positions = np.concatenate([qpos - keys, [qpos]])
+    scores = layer.scores(x, positions)[-1, :-1]
+    weights = masked_softmax(scores)
+    return ProbeResult(weights, scores, float(weights[0]), int(np.argmax(weights)))

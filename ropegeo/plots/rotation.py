@@ -1,0 +1,232 @@
+"""Figures of chapter 2: one rotary pair as a clock, the two terms of its score, and the
+block-diagonal operator of a whole head.
+
+Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Arc, Circle, FancyArrowPatch
+
+from .. import _validate as v
+from ..rotation import apply_rope, rotation_matrix
+
+__all__ = ["phase_clock", "score_terms", "block_rotation_image"]
+
+_MAX_HANDS = 64  # arrows on one clock; more would be unreadable
+_MAX_OFFSET = 10_000  # largest |delta| drawn by score_terms
+_MAX_HEAD_DIM = 256  # largest matrix drawn as an image
+_COLOURS = {"query": "#1f77b4", "key": "#d62728", "arc": "#2ca02c", "trail": "#555555"}
+
+
+def _pair(name: str, value) -> np.ndarray:
+    arr = v.finite_array(name, value)
+    if arr.shape != (2,):
+        raise ValueError(f"{name} must be one feature pair of shape (2,), got shape {arr.shape}")
+    if not np.any(arr != 0):
+        raise ValueError(f"{name} must be a non-zero pair: a zero vector has no direction to rotate")
+    return arr
+
+
+def _arrow(ax, tip, colour, *, width=1.6, alpha=1.0, style="-|>"):
+    ax.add_patch(
+        FancyArrowPatch((0.0, 0.0), tuple(tip), arrowstyle=style, mutation_scale=12,
+                        color=colour, lw=width, alpha=alpha, shrinkA=0, shrinkB=0)
+    )
+
+
+def _clock_axes(ax, radius):
+    ax.add_patch(Circle((0, 0), radius, fill=False, lw=0.8, ls="--", color="#999999"))
+    ax.axhline(0, color="#cccccc", lw=0.6, zorder=0)
+    ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
+    lim = 1.3 * radius
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.set_xlabel("first coordinate (real part)")
+    ax.set_ylabel("second coordinate (imaginary part)")
+
+
+def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
+                query_position: float = 2.0, key_position: float = 5.0) -> Figure:
+    """One rotary pair drawn as a clock hand, in two panels.
+
+    Left: the pair rotated to each of ``positions`` (one arrow per position, labelled).
+    Right: the same pair as a query at ``query_position`` and a key at ``key_position``, with the
+    arc between them marking the angle ``(n - m) theta`` that the score sees.
+
+    Parameters
+    ----------
+    pair : array_like, shape (2,)
+        The content of the pair (non-zero, finite).
+    theta : float
+        Frequency of the pair, radians per position (positive, finite).
+    positions : array_like, shape (P,)
+        Positions drawn in the left panel, 1 <= P <= 64.
+    query_position, key_position : float
+        The positions ``m`` and ``n`` of the right panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes; arrows and arcs are patches of the axes.
+
+    Raises
+    ------
+    ValueError
+        For a zero or misshapen pair, a non-positive ``theta``, or too many or non-finite positions.
+    """
+    z = _pair("pair", pair)
+    theta = v.real("theta", theta, greater_than=0.0)
+    pos = v.finite_array("positions", list(positions) if isinstance(positions, range) else positions)
+    if pos.ndim != 1 or not 1 <= pos.size <= _MAX_HANDS:
+        raise ValueError(f"positions must be a 1-D array of 1 to {_MAX_HANDS} positions, got shape {pos.shape}")
+    m = v.real("query_position", query_position)
+    n = v.real("key_position", key_position)
+    r = float(np.hypot(*z))
+    th = np.array([theta])
+
+    fig = Figure(figsize=(10, 4.8), layout="constrained")
+    left, right = fig.subplots(1, 2)
+
+    _clock_axes(left, r)
+    hands = apply_rope(np.broadcast_to(z, (pos.size, 2)), pos, theta=th)
+    shades = np.linspace(0.35, 1.0, pos.size)
+    for p, tip, alpha in zip(pos, hands, shades):
+        _arrow(left, tip, _COLOURS["trail"], alpha=float(alpha))
+        left.annotate(f"{p:g}", tuple(1.12 * tip), ha="center", va="center", fontsize=8)
+    left.set_title(rf"one pair at positions {pos[0]:g}..{pos[-1]:g}, $\theta$ = {theta:g} rad/position")
+
+    _clock_axes(right, r)
+    qm, kn = apply_rope(np.stack([z, z]), np.array([m, n]), theta=th)
+    _arrow(right, qm, _COLOURS["query"], width=2.2)
+    _arrow(right, kn, _COLOURS["key"], width=2.2)
+    right.annotate(f"query at m = {m:g}", tuple(1.08 * qm), color=_COLOURS["query"], ha="center")
+    right.annotate(f"key at n = {n:g}", tuple(1.08 * kn), color=_COLOURS["key"], ha="center")
+    a_q, a_k = np.degrees(np.arctan2(qm[1], qm[0])), np.degrees(np.arctan2(kn[1], kn[0]))
+    sweep = np.degrees((n - m) * theta)
+    start, end = (a_q, a_q + sweep) if sweep >= 0 else (a_q + sweep, a_q)
+    right.add_patch(Arc((0, 0), 0.9 * r, 0.9 * r, theta1=start, theta2=end, color=_COLOURS["arc"], lw=2))
+    mid = np.radians(a_q + sweep / 2)
+    right.annotate(rf"$(n-m)\theta$ = {np.radians(sweep):.2f} rad", (0.62 * r * np.cos(mid), 0.62 * r * np.sin(mid)),
+                   color=_COLOURS["arc"], ha="center", fontsize=9)
+    right.set_title("the score sees only the angle between them")
+    return fig
+
+
+def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int = 20, *,
+                mark: float | None = None) -> Figure:
+    """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
+
+    Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
+    ``-(q x k) sin(delta theta)`` and their sum; the sum is computed independently by rotating
+    with :func:`ropegeo.rotation.apply_rope`, and dots mark integer displacements.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (2,)
+        Query and key contents of one pair (non-zero, finite).
+    theta : float
+        Frequency, radians per position (positive, finite).
+    max_offset : int
+        Displacements from ``-max_offset`` to ``max_offset`` are drawn; 1 to 10,000.
+    mark : float, optional
+        A displacement to mark together with its mirror ``-mark``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with three lines (symmetric, oriented, score) and the integer markers.
+
+    Raises
+    ------
+    ValueError
+        For misshapen or zero ``q``/``k``, a non-positive ``theta`` or an out-of-range ``max_offset``.
+    """
+    q = _pair("q", q)
+    k = _pair("k", k)
+    theta = v.real("theta", theta, greater_than=0.0)
+    max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_OFFSET)
+    if mark is not None:
+        mark = v.real("mark", mark, minimum=-max_offset, maximum=max_offset)
+
+    dot = float(q @ k)
+    cross = float(q[0] * k[1] - q[1] * k[0])
+    samples = min(4001, 40 * max_offset + 1)
+    delta = np.linspace(-max_offset, max_offset, samples)
+    integers = np.arange(-max_offset, max_offset + 1, dtype=np.float64)
+    th = np.array([theta])
+
+    def score(d):
+        # query at 0, key at d: the relative law makes this <R_m q, R_(m+d) k> for every m
+        return apply_rope(np.broadcast_to(k, (d.size, 2)), d, theta=th) @ q
+
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(delta, dot * np.cos(delta * theta), color="#1f77b4",
+            label=rf"symmetric: $(q\cdot k)\cos\delta\theta$, $q\cdot k$ = {dot:.3g}")
+    ax.plot(delta, -cross * np.sin(delta * theta), color="#ff7f0e",
+            label=rf"oriented: $-(q\times k)\sin\delta\theta$, $q\times k$ = {cross:.3g}")
+    ax.plot(delta, score(delta), color="black", lw=2, label=r"score $\langle R_m q, R_n k\rangle$")
+    if max_offset <= 200:
+        ax.plot(integers, score(integers), "o", color="black", ms=3)
+    if mark is not None:
+        for d, style in ((mark, "-"), (-mark, "--")):
+            ax.axvline(d, color="#777777", ls=style, lw=1)
+    ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
+    ax.set_xlabel(r"displacement $\delta = n - m$ (positions)")
+    ax.set_ylabel("contribution to the score")
+    ax.set_title(rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
+    return fig
+
+
+def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: float = 10_000.0,
+                         pairings=("interleaved", "half")) -> Figure:
+    """The rotary operator ``R_position`` of a head drawn as an image, one panel per pairing.
+
+    Parameters
+    ----------
+    position : float
+        The position whose rotation is drawn (finite).
+    head_dim : int
+        Width of the head (even, 2 to 256).
+    base : float
+        Frequency base (greater than 1).
+    pairings : sequence of {"interleaved", "half"}
+        One panel per layout (1 or 2 entries).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One image per pairing, entries coloured on a fixed [-1, 1] scale, and a shared colour bar.
+
+    Raises
+    ------
+    ValueError
+        For a bad position, head dimension, base or pairing.
+    """
+    position = v.real("position", position)
+    head_dim = v.head_dim(head_dim)
+    if head_dim > _MAX_HEAD_DIM:
+        raise ValueError(f"head_dim must be at most {_MAX_HEAD_DIM} to draw as an image, got {head_dim}")
+    if isinstance(pairings, str):
+        pairings = (pairings,)
+    pairings = tuple(v.pairing(p, "pairings") for p in pairings)
+    if not 1 <= len(pairings) <= 2:
+        raise ValueError(f"pairings must name 1 or 2 layouts, got {len(pairings)}")
+
+    fig = Figure(figsize=(4.6 * len(pairings) + 0.8, 4.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(pairings)))
+    image = None
+    for ax, pairing in zip(axes, pairings):
+        R = rotation_matrix(position, head_dim, base=base, pairing=pairing)
+        image = ax.imshow(R, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        ax.set_title(f"{pairing} pairing")
+        ax.set_xlabel("input coordinate")
+        ax.set_ylabel("output coordinate")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
+    fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
+    return fig

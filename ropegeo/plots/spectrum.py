@@ -1,0 +1,251 @@
+"""Figures of the frequency bank: wavelength ladder, kernel, torus, phase precision, margins.
+
+Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .. import _validate as v
+from ..frequencies import turns, wavelengths
+from ..geometry import kernel, near_collisions
+from ..precision import consecutive_integer_limit, max_phase_error
+
+__all__ = ["wavelength_ladder", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot", "probe_plot"]
+
+_FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
+
+
+def draw_ladder(ax, theta, train_length: float, target_length: float | None = None) -> None:
+    """Draw the wavelength ladder on an existing axes (shared by the figure and the lab)."""
+    lam = wavelengths(theta)
+    slow = turns(theta, train_length) < 1.0
+    idx = np.arange(lam.size)
+    ax.scatter(idx[~slow], lam[~slow], s=12, color=_FAST, label="completes a turn in training")
+    ax.scatter(idx[slow], lam[slow], s=12, color=_SLOW, label="less than one turn in training")
+    ax.axhline(train_length, color="0.3", lw=1, ls="--")
+    ax.text(0, train_length * 1.15, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
+    if target_length is not None and target_length != train_length:
+        ax.axhline(target_length, color="0.3", lw=1, ls=":")
+        ax.text(0, target_length * 1.15, f"target length {target_length:,.0f}", fontsize=8, color="0.3")
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i (fastest first)")
+    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.legend(loc="lower right", fontsize=8)
+
+
+def wavelength_ladder(theta, train_length: float, target_length: float | None = None) -> Figure:
+    """Wavelength of every pair on a log axis against the training (and target) length.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+    train_length : float
+        Training context (positive); pairs whose wavelength exceeds it are drawn as slow.
+    target_length : float, optional
+        Context to serve, drawn as a second line.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    if target_length is not None:
+        target_length = v.real("target_length", target_length, greater_than=0.0)
+    fig = Figure(figsize=(7, 3.6))
+    draw_ladder(fig.add_subplot(), theta, train_length, target_length)
+    fig.tight_layout()
+    return fig
+
+
+def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: int = 3, mark_from: int | None = None,
+                points: int = 4000) -> Figure:
+    """The equal-weight kernel K(Δ) over ``[start, stop]`` with its near-collisions marked.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies.
+    stop : int
+        Last offset drawn (at most 10**7).
+    scale : float
+        Position multiplier.
+    start : int
+        First offset drawn.
+    marks : int
+        How many near-collisions to mark (0 for none); they are searched exactly over every
+        integer offset in ``[mark_from, stop]`` with :func:`ropegeo.geometry.near_collisions`,
+        keeping peaks at least a 25th of the range apart.
+    mark_from : int, optional
+        Start of the search (default: a tenth of ``stop``, at least 2).
+    points : int
+        How many offsets to draw (at most 20,000); every integer when the range is smaller.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    start = v.integer("start", start, minimum=0)
+    stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
+    points = v.integer("points", points, minimum=10, maximum=20_000)
+    marks = v.integer("marks", marks, minimum=0, maximum=20)
+    n = stop - start + 1
+    d = np.arange(start, stop + 1) if n <= points else np.linspace(start, stop, points).round()
+    k = kernel(d, theta, scale=scale)
+    fig = Figure(figsize=(7, 3.4))
+    ax = fig.add_subplot()
+    ax.plot(d, k, lw=0.7, color=_FAST)
+    ax.axhline(0, color="0.6", lw=0.6)
+    if marks:
+        lo = max(2, stop // 10) if mark_from is None else v.integer("mark_from", mark_from, minimum=0)
+        lo = min(lo, stop)
+        gap = max(1, (stop - lo) // 25)  # mark separate peaks, not neighbours of one peak
+        chosen = []
+        for hit in near_collisions(theta, lo, stop, top=20 * marks, scale=scale, progress=False):
+            if all(abs(hit.offset - c.offset) >= gap for c in chosen):
+                chosen.append(hit)
+            if len(chosen) == marks:
+                break
+        for j, hit in enumerate(chosen):
+            ax.plot([hit.offset], [hit.similarity], "o", color=_MARK, ms=6, mfc="none")
+            ax.annotate(f"Δ={hit.offset:,}\nK={hit.similarity:.3f}", (hit.offset, hit.similarity),
+                        textcoords="offset points", xytext=(-60 if j % 2 else 4, 8 if j % 2 else -24),
+                        fontsize=8, color=_MARK, bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
+    ax.set_xlabel("offset Δ (tokens)")
+    ax.set_ylabel("K(Δ) = mean_i cos(Δ θ_i)")
+    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
+    fig.tight_layout()
+    return fig
+
+
+def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
+    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
+
+    Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
+    integer becomes one point on a product of circles.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    th = v.finite_array("theta", theta)
+    length = v.integer("length", length, minimum=2, maximum=100_000)
+    i, j = (v.integer("pairs", p, minimum=0, maximum=th.size - 1) for p in pairs)
+    p = np.arange(length)
+    two_pi = 2 * np.pi
+    fig = Figure(figsize=(4.2, 4))
+    ax = fig.add_subplot()
+    sc = ax.scatter(np.mod(p * th[i], two_pi), np.mod(p * th[j], two_pi), c=p, s=8, cmap="viridis")
+    fig.colorbar(sc, ax=ax, label="position")
+    ax.set_xlim(0, two_pi)
+    ax.set_ylim(0, two_pi)
+    ax.set_xlabel(f"phase of pair {i} (rad)")
+    ax.set_ylabel(f"phase of pair {j} (rad)")
+    fig.tight_layout()
+    return fig
+
+
+def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bfloat16"), *, points: int = 400) -> Figure:
+    """Largest phase error over the pairs against position, one curve per dtype (log-log).
+
+    Dashed verticals mark each dtype's consecutive-integer limit.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    stop = v.integer("stop", stop, minimum=2, maximum=2**30)
+    points = v.integer("points", points, minimum=10, maximum=5000)
+    pos = np.unique(np.geomspace(1, stop, points).round())
+    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "float64": "0.4"}
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    for dt in dtypes:
+        err = max_phase_error(pos[pos < 65504] if dt == "float16" else pos, theta, dt)
+        x = pos[: err.size]
+        ax.plot(x, np.maximum(err, 1e-12), lw=1.2, color=colours.get(dt), label=dt)
+        lim = consecutive_integer_limit(dt)
+        if lim <= stop:
+            ax.axvline(lim, color=colours.get(dt), lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-9, 4)
+    ax.set_xlabel("position")
+    ax.set_ylabel("largest phase error (rad)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def margin_plot(distances, offsets, *, pair=None) -> Figure:
+    """A pairwise phase-distance matrix as an image, with the most confusable pair circled.
+
+    Parameters
+    ----------
+    distances : array_like, shape (n, n)
+        From :func:`ropegeo.margins.pairwise_distances`.
+    offsets : array_like, shape (n,)
+        Sorted offsets labelling rows and columns.
+    pair : (float, float), optional
+        Pair to circle.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    D = v.finite_array("distances", distances)
+    off = v.finite_array("offsets", offsets)
+    if D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] != off.size:
+        raise ValueError(f"distances must be ({off.size}, {off.size}) to match offsets, got {D.shape}")
+    fig = Figure(figsize=(4.6, 4))
+    ax = fig.add_subplot()
+    im = ax.imshow(D, cmap="magma", vmin=0, vmax=max(1e-12, float(D.max())), origin="lower")
+    fig.colorbar(im, ax=ax, label="phase distance D")
+    if off.size <= 12:
+        ax.set_xticks(range(off.size), [f"{o:g}" for o in off], rotation=90, fontsize=7)
+        ax.set_yticks(range(off.size), [f"{o:g}" for o in off], fontsize=7)
+    if pair is not None:
+        r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
+        for a, b in ((r, c), (c, r)):
+            ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
+    ax.set_xlabel("offset")
+    ax.set_ylabel("offset")
+    fig.tight_layout()
+    return fig
+
+
+def probe_plot(margins, masses, *, sharpness: float = 8.0) -> Figure:
+    """Attention mass on the target against the pair's margin, with the exact-phase prediction.
+
+    Parameters
+    ----------
+    margins : array_like, shape (n,)
+        Phase distance between the target and each distractor.
+    masses : array_like, shape (n,)
+        Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
+    sharpness : float
+        The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    m = v.finite_array("margins", margins).reshape(-1)
+    a = v.finite_array("masses", masses).reshape(-1)
+    if m.shape != a.shape:
+        raise ValueError(f"margins and masses must have the same length, got {m.size} and {a.size}")
+    beta = v.real("sharpness", sharpness, greater_than=0.0)
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.add_subplot()
+    ax.scatter(m, a, s=8, color=_FAST, label="probe, one distractor each")
+    x = np.linspace(0, 2, 200)
+    ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D²/2))")
+    ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
+    ax.set_xlabel("margin D(target, distractor)")
+    ax.set_ylabel("attention mass on target")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,535 @@
+"""Checks of the built book: external references (static scan) and pages in headless Chromium.
+
+Used by ``tests/test_site.py`` (the book in ``_build/html``) and ``tests/test_kernel_lab.py``
+(a small page holding the kernel lab). Nothing here reaches beyond loopback: the pages are served
+by a local HTTP server, Chromium runs with its background networking off, and every request to
+another host is aborted and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+# ---------------------------------------------------------------------------------------------
+# Static scan: references to anything outside the site
+# ---------------------------------------------------------------------------------------------
+
+#: External URLs that may appear in the built HTML, each with the reason it is harmless.
+ALLOWED_EXTERNAL = {
+    "https://unpkg.com/thebe@0.8.2/lib/index.js": (
+        "sphinx-thebe's JS constant: thebe is fetched only when the reader clicks the 'Live Code' "
+        "launch button, which connects the page to a remote Binder kernel and so needs the network "
+        "anyway; nothing is loaded at page load (the browser test aborts and reports any request "
+        "to another host)"
+    ),
+}
+
+# link rel values that navigate rather than load a resource
+_NAV_RELS = {"canonical", "alternate", "next", "prev", "search", "index", "author", "license",
+             "help", "bookmark", "external", "nofollow", "noopener", "noreferrer", "top", "up",
+             "first", "last", "contents", "start", "glossary", "copyright", "chapter", "section",
+             "appendix", "subsection", "me"}
+_LOADING_ATTRS = {  # tag -> attributes whose URL the browser loads
+    "script": ("src",), "img": ("src", "srcset"), "source": ("src", "srcset"),
+    "iframe": ("src",), "video": ("src", "poster"), "audio": ("src",), "track": ("src",),
+    "embed": ("src",), "object": ("data",), "input": ("src",), "image": ("href", "xlink:href"),
+    "use": ("href", "xlink:href"),
+}
+_CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")\s]+)\1\s*\)|@import\s+(['"])([^'"]+)\3""", re.I)
+# in inline scripts: ES module imports and string literals naming a script, style or font file
+_JS_IMPORT = re.compile(r"""(?:\bimport\s*(?:[\w*{}\s,]+\s*from\s*)?|\bimport\s*\(\s*|importScripts\s*\(\s*)(['"`])([^'"`]+)\1""")
+_JS_ASSET = re.compile(
+    r"""(['"`])((?:https?:)?//[^'"`\s]+?\.(?:m?js|css|woff2?|ttf|otf|eot)(?:[?#][^'"`\s]*)?)\1""", re.I)
+_NON_JS_TYPES = ("json", "template", "text/x-", "math/tex", "text/html", "text/plain")
+
+
+def is_external(url: str) -> bool:
+    """True for a URL that leaves the site: an http(s)/ftp/ws scheme or a protocol-relative URL."""
+    u = url.strip().lower()
+    return u.startswith(("http://", "https://", "//", "ftp://", "ws://", "wss://"))
+
+
+def _srcset_urls(value: str) -> list[str]:
+    return [part.strip().split()[0] for part in value.split(",") if part.strip()]
+
+
+def css_urls(text: str) -> list[str]:
+    """Every ``url(...)`` and ``@import`` target in a piece of CSS."""
+    return [m.group(2) or m.group(4) for m in _CSS_URL.finditer(text)]
+
+
+def js_urls(text: str) -> list[str]:
+    """Module imports and script/style/font URL literals in an inline script."""
+    found = [m.group(2) for m in _JS_IMPORT.finditer(text)]
+    found += [m.group(2) for m in _JS_ASSET.finditer(text)]
+    return list(dict.fromkeys(found))
+
+
+class _RefParser(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.refs: list[tuple[str, str]] = []  # (what, url)
+        self.stylesheets: list[str] = []
+        self.ids: set[str] = set()
+        self._in: str | None = None
+        self._script_type = ""
+        self._buf: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = {k.lower(): (v or "") for k, v in attrs}
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+        if a.get("style"):
+            self.refs += [(f"<{tag} style>", u) for u in css_urls(a["style"])]
+        if tag == "link" and a.get("href"):
+            rels = set(a.get("rel", "").lower().split())
+            if not rels or not rels <= _NAV_RELS:
+                self.refs.append((f"<link rel={a.get('rel', '')}>", a["href"]))
+                if "stylesheet" in rels:
+                    self.stylesheets.append(a["href"])
+        for attr in _LOADING_ATTRS.get(tag, ()):
+            if a.get(attr):
+                urls = _srcset_urls(a[attr]) if attr == "srcset" else [a[attr]]
+                self.refs += [(f"<{tag} {attr}>", u) for u in urls]
+        if tag in ("script", "style"):
+            self._in, self._script_type, self._buf = tag, a.get("type", "").lower(), []
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag in ("script", "style"):
+            self.handle_endtag(tag)
+
+    def handle_data(self, data):
+        if self._in:
+            self._buf.append(data)
+
+    def handle_endtag(self, tag):
+        if self._in and tag == self._in:
+            text = "".join(self._buf)
+            if tag == "style":
+                self.refs += [("<style>", u) for u in css_urls(text)]
+            elif not any(t in self._script_type for t in _NON_JS_TYPES):
+                self.refs += [("<script> (inline)", u) for u in js_urls(text)]
+            self._in = None
+
+
+def parse_html(text: str) -> _RefParser:
+    p = _RefParser()
+    p.feed(text)
+    p.close()
+    return p
+
+
+def external_refs_in_html(text: str) -> list[tuple[str, str]]:
+    """(where, url) for every reference in an HTML text that the browser would load from outside."""
+    return [(w, u) for w, u in parse_html(text).refs if is_external(u)]
+
+
+def scan_site(site: Path, allowed=ALLOWED_EXTERNAL) -> tuple[list[str], int]:
+    """Scan every built page and every stylesheet it links for external loads.
+
+    Returns ``(problems, pages_scanned)``; a problem names the file, where, and the URL.
+    """
+    site = Path(site)
+    problems: list[str] = []
+    css_seen: dict[Path, list[str]] = {}
+
+    def scan_css(path: Path, depth: int = 0):
+        if path in css_seen or depth > 5 or not path.is_file():
+            return
+        css_seen[path] = []
+        for u in css_urls(path.read_text(encoding="utf-8", errors="replace")):
+            if is_external(u):
+                css_seen[path].append(u)
+            elif u.lower().endswith(".css") and not u.startswith("data:"):
+                scan_css((path.parent / unquote(urlsplit(u).path)).resolve(), depth + 1)
+
+    pages = html_pages(site)
+    for page in pages:
+        parsed = parse_html(page.read_text(encoding="utf-8", errors="replace"))
+        rel = page.relative_to(site).as_posix()
+        for where, url in parsed.refs:
+            if is_external(url) and url not in allowed:
+                problems.append(f"{rel}: {where} loads {url}")
+        for href in parsed.stylesheets:
+            if not is_external(href):
+                scan_css((page.parent / unquote(urlsplit(href).path)).resolve())
+    for path, urls in css_seen.items():
+        for url in urls:
+            if url not in allowed:
+                problems.append(f"{path.relative_to(site.resolve()).as_posix()}: css loads {url}")
+    return problems, len(pages)
+
+
+_REFRESH = re.compile(r"""<meta[^>]+http-equiv=["']?refresh["']?[^>]*content=["']\s*\d+\s*;\s*url=([^"'>\s]+)""", re.I)
+
+
+def meta_refresh(text: str) -> str | None:
+    """The target of a ``<meta http-equiv="refresh">`` redirect page, or None."""
+    m = _REFRESH.search(text)
+    return m.group(1) if m else None
+
+
+def html_pages(site: Path) -> list[Path]:
+    """Every HTML page the build produced (not the copies of static assets)."""
+    site = Path(site)
+    return sorted(p for p in site.rglob("*.html")
+                  if p.relative_to(site).parts[0] not in ("_static", "_sources", "_images"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Internal links
+# ---------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _ids_of(path: Path) -> frozenset:
+    return frozenset(parse_html(path.read_text(encoding="utf-8", errors="replace")).ids)
+
+
+def check_internal_link(site: Path, url: str) -> str | None:
+    """``None`` if an absolute same-site URL (path from the site root) resolves, else why not."""
+    parts = urlsplit(url)
+    path = unquote(parts.path).lstrip("/")
+    target = Path(site) / path
+    if path == "" or path.endswith("/"):
+        target = target / "index.html"
+    if not target.is_file():
+        return f"{url}: no file {target.relative_to(site).as_posix()}"
+    if parts.fragment and target.suffix == ".html":
+        frag = unquote(parts.fragment)
+        if frag not in _ids_of(target.resolve()):
+            return f"{url}: no element with id {frag!r} in {target.relative_to(site).as_posix()}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving and the browser
+# ---------------------------------------------------------------------------------------------
+
+#: Flags that keep Chromium off the network (it is a closed machine: only loopback).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
+                 "--disable-domain-reliability", "--metrics-recording-only"]
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium (``ROPEGEO_CHROMIUM`` overrides), or None when it is not installed."""
+    for cand in (os.environ.get("ROPEGEO_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".mjs": "text/javascript", ".js": "text/javascript", ".woff2": "font/woff2",
+                      ".wasm": "application/wasm"}
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@contextlib.contextmanager
+def browser():
+    """A headless Debian Chromium driven by Playwright (no browser download)."""
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_path()
+    if exe is None:
+        raise RuntimeError("Chromium is not installed (apt-get install chromium; .ci/run does this)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+#: Console messages (type "error") that are not defects, each with the reason.
+HARMLESS_CONSOLE = [
+    (re.compile(r"Failed to load resource: the server responded with a status of 404 .*favicon\.ico"),
+     "the browser asks for /favicon.ico on its own; the book has no favicon"),
+    (re.compile(r"^Got invalid theme mode: \. Resetting to auto\. @ .*/pydata-sphinx-theme\.js"),
+     "pydata-sphinx-theme 0.17 logs this on a reader's first visit, when no light/dark choice is "
+     "stored yet (the page sets data-mode from an empty localStorage); it then uses 'auto', its "
+     "default"),
+]
+
+#: Uncaught page errors that are not defects, each with the reason.
+HARMLESS_PAGE_ERRORS = [
+    (re.compile(r"^Identifier 'THEBE_JS_URL' has already been declared$"),
+     "sphinx-thebe 0.3.1 is set up twice under Jupyter Book 1 and writes its one-line config script "
+     "(const THEBE_JS_URL = ...) twice into every page; the second copy fails on the repeated const, "
+     "the first has already defined the same values, and thebe is only used after a click on "
+     "'Live Code'"),
+]
+
+
+class PageVisit:
+    """Opens one URL and records console errors, page errors, failed and external requests."""
+
+    def __init__(self, context, base: str):
+        self.context = context
+        self.base = base
+        self.console: list[str] = []
+        self.page_errors: list[str] = []
+        self.failed: list[str] = []
+        self.external: list[str] = []
+
+    def open(self, url: str, timeout_ms: int = 30_000, redirect: str | None = None):
+        """Open ``url``; ``redirect`` is the target of its meta refresh, if it has one."""
+        self.redirect = redirect
+        page = self.context.new_page()
+        page.on("console", lambda m: m.type == "error" and self.console.append(
+            f"{m.text} @ {m.location.get('url', '')}:{m.location.get('lineNumber', '')}"))
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.on("requestfailed", lambda r: self.failed.append(f"{r.url}: {r.failure}"))
+        page.on("response", lambda r: r.status >= 400 and not r.url.endswith("/favicon.ico")
+                and self.failed.append(f"{r.url}: HTTP {r.status}"))
+        page.goto(url, wait_until="load", timeout=timeout_ms)
+        if self.redirect:
+            # a meta-refresh page (Jupyter Book's index.html): check where it lands
+            page.wait_for_url(urljoin(url, self.redirect), wait_until="load", timeout=timeout_ms)
+        return page
+
+    def console_problems(self) -> list[str]:
+        bad = []
+        for text in self.console:
+            if not any(rx.search(text) for rx, _ in HARMLESS_CONSOLE):
+                bad.append(f"console error: {text}")
+        bad += [f"page error: {e}" for e in self.page_errors
+                if not any(rx.search(e) for rx, _ in HARMLESS_PAGE_ERRORS)]
+        return bad
+
+
+def new_context(b, base: str, external_log: list[str]):
+    """A browser context in which every request to another origin is aborted and logged."""
+    ctx = b.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    origin = base.rstrip("/")
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(origin + "/") or url == origin:
+            r.continue_()
+        else:
+            external_log.append(url)
+            r.abort()
+
+    ctx.route("**/*", route)
+    return ctx
+
+
+# JavaScript run in the page: wait for MathJax, mermaid and widgets to settle, then report.
+_SETTLE_JS = r"""
+async (timeoutMs) => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const t0 = performance.now();
+  const late = () => performance.now() - t0 > timeoutMs;
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    try { await MathJax.startup.promise; } catch (e) {}
+  }
+  // mermaid: each diagram ends with an <svg> (or is marked failed)
+  while (!late()) {
+    const pending = [...document.querySelectorAll('.mermaid')].filter(
+      (m) => !m.querySelector('svg') && !m.hasAttribute('data-mermaid-render-failed'));
+    if (pending.length === 0) break;
+    pending.forEach((m) => m.scrollIntoView());
+    await sleep(100);
+  }
+  // widgets: each embedded view gets a widget-subarea with content
+  const views = () => [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+  const rendered = (s) => {
+    const prev = s.previousElementSibling;
+    return !!(prev && prev.classList.contains('widget-subarea') && prev.childElementCount > 0
+              && prev.getBoundingClientRect().height > 0);
+  };
+  while (!late() && !views().every(rendered)) await sleep(100);
+  // images: scroll each into view so lazy ones load, then wait for completion
+  const imgs = [...document.querySelectorAll('img')];
+  imgs.forEach((i) => { i.loading = 'eager'; });
+  while (!late() && !imgs.every((i) => i.complete)) await sleep(100);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    try { await MathJax.startup.promise; } catch (e) {}
+  }
+  await sleep(200);
+  window.scrollTo(0, 0);
+
+  const problems = [];
+  const info = { math: 0, images: 0, mermaid: 0, widgets: 0, labs: 0 };
+  // math
+  const maths = [...document.querySelectorAll('.math')];
+  info.math = maths.length;
+  maths.forEach((m, k) => {
+    if (!m.querySelector('mjx-container')) problems.push(`math #${k} not typeset: ${m.textContent.slice(0, 80)}`);
+  });
+  document.querySelectorAll('mjx-merror, [data-mjx-error]').forEach((m) =>
+    problems.push(`MathJax error: ${(m.getAttribute('data-mjx-error') || m.textContent).slice(0, 120)}`));
+  const main = (document.querySelector('main') || document.body).cloneNode(true);
+  main.querySelectorAll('pre, code, script, style, textarea, .highlight, mjx-container, .math').forEach((e) => e.remove());
+  const text = main.textContent;
+  for (const raw of ['$$', '\\[', '\\(', '\\begin{']) {
+    const at = text.indexOf(raw);
+    if (at >= 0) problems.push(`raw math source left in the page: ...${text.slice(Math.max(0, at - 40), at + 60).replace(/\s+/g, ' ')}...`);
+  }
+  // images
+  imgs.forEach((i) => {
+    info.images += 1;
+    if (!i.complete || i.naturalWidth === 0) problems.push(`image not loaded: ${i.getAttribute('src')}`);
+  });
+  // mermaid
+  document.querySelectorAll('.mermaid').forEach((m, k) => {
+    info.mermaid += 1;
+    const svg = m.querySelector('svg');
+    if (!svg) problems.push(`mermaid diagram #${k} not drawn`);
+    else if (svg.querySelector('.error-icon') || /Syntax error in text/.test(svg.textContent))
+      problems.push(`mermaid diagram #${k} drawn as a syntax error`);
+  });
+  // widgets
+  views().forEach((s, k) => {
+    info.widgets += 1;
+    if (!rendered(s)) problems.push(`embedded widget view #${k} not rendered`);
+    const prev = s.previousElementSibling;
+    if (prev && /Error displaying widget/.test(prev.textContent)) problems.push(`widget view #${k}: Error displaying widget`);
+  });
+  info.labs = document.querySelectorAll('.ropegeo-kernel-lab').length;
+  const links = [...document.querySelectorAll('a[href]')].map((a) => a.href);
+  return { problems, info, links };
+}
+"""
+
+
+def settle_and_check(page, timeout_ms: int = 20_000) -> dict:
+    """Wait for the page's math, diagrams, widgets and images, then return what is wrong.
+
+    Returns a dict with ``problems`` (list of str), ``info`` (counts) and ``links`` (absolute).
+    """
+    return page.evaluate(_SETTLE_JS, timeout_ms)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel lab in a page
+# ---------------------------------------------------------------------------------------------
+
+LAB_SELECTOR = ".ropegeo-kernel-lab"
+
+_SET_CONTROL_JS = r"""
+([i, name, value]) => {
+  const root = document.querySelectorAll('.ropegeo-kernel-lab')[i];
+  const input = root.querySelector(`[data-control="${name}"]`);
+  const before = root.getAttribute('data-result');
+  if (input.type === 'checkbox') input.checked = !!value; else input.value = String(value);
+  input.dispatchEvent(new Event('input', { bubbles: true }));
+  input.dispatchEvent(new Event('change', { bubbles: true }));
+  return before !== root.getAttribute('data-result');
+}
+"""
+
+#: Moves of the lab's controls that the browser test makes, in order, as a reader would.
+LAB_MOVES = [
+    ("head_dim", 16),
+    ("base", 5.0),             # log10 slider: B = 100,000
+    ("offset_start", 500),
+    ("offset_stop", 60_000),
+    ("interpolate", True),
+    ("train_length", 2048),
+    ("target_length", 8192),
+    ("head_dim", 64),
+    ("offset_stop", 5_000_000),  # clipped by the lab to MAX_SPAN offsets
+]
+
+
+def lab_result(page, i: int = 0) -> dict:
+    return json.loads(page.eval_on_selector_all(LAB_SELECTOR, "(els, i) => els[i].getAttribute('data-result')", i))
+
+
+def move_lab(page, i: int, name: str, value) -> bool:
+    """Set one control of lab ``i`` as a reader would; True if the lab's numbers changed."""
+    return page.evaluate(_SET_CONTROL_JS, [i, name, value])
+
+
+def compare_lab(result: dict, tol: float = 1e-9) -> list[str]:
+    """Compare the lab's published numbers with ropegeo's for the same state."""
+    from ropegeo.widgets.kernel_lab import MAX_SPAN, reference
+
+    problems = []
+    state = {k: result[k] for k in ("head_dim", "base", "offset_start", "offset_stop",
+                                    "interpolate", "train_length", "target_length")}
+    if result["offset_stop"] - result["offset_start"] + 1 > MAX_SPAN:
+        problems.append(f"the lab searched {result['offset_stop'] - result['offset_start'] + 1} offsets (> {MAX_SPAN})")
+    offsets = [s["offset"] for s in result["samples"]] + [t["offset"] for t in result["top"]]
+    ref = reference(**state, top=len(result["top"]), offsets=offsets)
+    if abs(ref["scale"] - result["scale"]) > 1e-15:
+        problems.append(f"scale {result['scale']} != {ref['scale']}")
+    n_s = len(result["samples"])
+    for s, k in zip(result["samples"], ref["k"][:n_s]):
+        if abs(s["k"] - k) > tol:
+            problems.append(f"K({s['offset']}) = {s['k']!r} in the page, {k!r} from ropegeo ({state})")
+    for t, k in zip(result["top"], ref["k"][n_s:]):
+        if abs(min(1.0, k) - t["similarity"]) > tol:
+            problems.append(f"top offset {t['offset']}: K = {t['similarity']!r} in the page, {k!r} from ropegeo")
+    js_top = [t["similarity"] for t in result["top"]]
+    py_top = [c[1] for c in ref["top"]]
+    if len(js_top) != len(py_top) or any(abs(a - b) > tol for a, b in zip(js_top, py_top)):
+        problems.append(f"top similarities differ: page {js_top} vs ropegeo {py_top} ({state})")
+    # the offsets themselves must agree wherever the ranking is not a near-tie
+    for rank, (t, (off, sim)) in enumerate(zip(result["top"], ref["top"])):
+        if t["offset"] != off:
+            near_tie = any(abs(sim - other) <= tol for j, (_, other) in enumerate(ref["top"]) if j != rank)
+            if not near_tie:
+                problems.append(f"rank {rank}: page offset {t['offset']} vs ropegeo {off} ({state})")
+    return problems
+
+
+def wait_for_lab(page, timeout_s: float = 20.0) -> int:
+    """Wait until the page's labs have published numbers; returns how many labs there are."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        n = page.eval_on_selector_all(
+            LAB_SELECTOR, "els => els.filter((e) => e.hasAttribute('data-result')).length")
+        total = page.eval_on_selector_all(LAB_SELECTOR, "els => els.length")
+        if (total and n == total) or time.monotonic() > deadline:
+            return n
+        time.sleep(0.1)
+
+
+def site_url_to_path(base: str, url: str) -> str | None:
+    """The path (from the site root) of a same-site URL, or None for another origin."""
+    if not url.startswith(base):
+        return None
+    return url[len(base):]
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]
+
+
+def _resolve(base: str, href: str) -> str:  # used by the unit tests
+    return urljoin(base, href)

@@ -1,0 +1,136 @@
+"""Every number chapter 1 states in its prose, rederived independently.
+
+The glued values are read from the stored outputs of ``chapters/01_permutation_symmetry.ipynb``
+and compared with closed forms or with the scalar-loop reference of ``test_attention`` fed with
+weights drawn here from the documented seeding (``Wq, Wk, Wv`` then the table, all from one
+generator), never with ``AttentionLayer`` itself.
+"""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_attention import ref_attention, ref_code
+
+NB = Path(__file__).resolve().parents[1] / "chapters" / "01_permutation_symmetry.ipynb"
+EPS = 2.0**-52
+
+# the chapter's setup (its first code cells)
+X = np.random.default_rng(1).standard_normal((6, 16))
+PERM = [3, 0, 5, 1, 4, 2]
+
+
+def _glued():
+    nb = json.loads(NB.read_text())
+    values, used = {}, set()
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            used |= set(re.findall(r"\{glue:text\}`([a-z0-9_]+)", src))
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                values[name] = float(out["data"]["application/papermill.record/text/plain"])
+    return values, used
+
+
+GLUED, USED = _glued()
+
+
+def g(name):
+    return GLUED[name]
+
+
+def draws(n_extra_rows=0):
+    """Weights (and a table) exactly as the layer documents its seeding, from seed 0."""
+    rng = np.random.default_rng(0)
+    std = 1 / math.sqrt(16)
+    Wq, Wk, Wv = (std * rng.standard_normal((16, 16)) for _ in range(3))
+    table = rng.standard_normal((n_extra_rows, 16)) if n_extra_rows else None
+    return Wq, Wk, Wv, table
+
+
+def test_every_glue_in_the_prose_is_defined_and_tested():
+    assert USED <= set(GLUED)
+    tested = {
+        "perm_score_dev", "perm_output_dev", "score_scale", "float_eps", "perm_worst_dev",
+        "causal_score_dev", "causal_output_dev", "causal_first_slot", "table_perm_dev", "table_carry_dev",
+        "table_rows", "table_last_shift", "table_shift_score_dev", "table_shift_output_dev",
+        "sin_wl_first", "sin_wl_last", "shift_map_err", "shift_map_positions", "shift_map_max_angle",
+        "big_shift", "sinus_shift_score_dev", "rope_shift_score_dev",
+    }
+    assert set(GLUED) == tested
+
+
+def test_equivariance_numbers():
+    Wq, Wk, Wv, _ = draws()
+    S, _, out = ref_attention(X, Wq, Wk, Wv)
+    Sp, _, outp = ref_attention(X[PERM], Wq, Wk, Wv)
+    assert g("score_scale") == pytest.approx(np.abs(S).max(), rel=1e-12)
+    assert g("float_eps") == EPS
+    # the claim: deviations at rounding level, relative to the size of the numbers involved
+    ref_dev = max(abs(Sp[i, j] - S[PERM[i], PERM[j]]) for i in range(6) for j in range(6))
+    assert ref_dev < 64 * EPS * g("score_scale")
+    for name in ("perm_score_dev", "perm_output_dev", "perm_worst_dev"):
+        assert 0 <= g(name) < 64 * EPS * max(1.0, g("score_scale")), name
+    np.testing.assert_allclose(outp, out[PERM], atol=1e-13)
+
+
+def test_causal_numbers():
+    Wq, Wk, Wv, _ = draws()
+    S, _, out = ref_attention(X, Wq, Wk, Wv, causal=True)
+    Sp, _, outp = ref_attention(X[PERM], Wq, Wk, Wv, causal=True)
+    assert g("causal_output_dev") == pytest.approx(np.abs(outp - out[PERM]).max(), rel=1e-9)
+    assert g("causal_output_dev") > 0.1  # the break is not a rounding effect
+    assert 0 <= g("causal_score_dev") < 64 * EPS * g("score_scale")
+    v0 = X[0] @ Wv
+    assert np.abs(out[0] - v0).max() < 1e-14
+    assert 0 <= g("causal_first_slot") < 1e-14
+
+
+def test_absolute_table_numbers():
+    Wq, Wk, Wv, table = draws(16)
+    assert g("table_rows") == 16
+    assert g("table_last_shift") == max(s for s in range(100) if s + 6 - 1 <= 16 - 1)
+    _, _, out = ref_attention(X, Wq, Wk, Wv, add=table[:6])
+    _, _, outp = ref_attention(X[PERM], Wq, Wk, Wv, add=table[:6])
+    assert g("table_perm_dev") == pytest.approx(np.abs(outp - out[PERM]).max(), rel=1e-9)
+    _, _, outc = ref_attention(X[PERM], Wq, Wk, Wv, add=table[PERM])
+    assert np.abs(outc - out[PERM]).max() < 1e-13
+    assert 0 <= g("table_carry_dev") < 64 * EPS * 10
+    S0, _, o0 = ref_attention(X, Wq, Wk, Wv, add=table[:6])
+    S3, _, o3 = ref_attention(X, Wq, Wk, Wv, add=table[3:9])
+    assert g("table_shift_score_dev") == pytest.approx(np.abs(S3 - S0).max(), rel=1e-9)
+    assert g("table_shift_output_dev") == pytest.approx(np.abs(o3 - o0).max(), rel=1e-9)
+
+
+def test_sinusoidal_numbers():
+    assert g("sin_wl_first") == pytest.approx(2 * math.pi, rel=1e-14)
+    assert g("sin_wl_last") == pytest.approx(2 * math.pi * 10_000 ** (14 / 16), rel=1e-12)
+    assert g("shift_map_positions") == 2000
+    assert g("shift_map_max_angle") == 1999 + 250.5  # fastest pair turns one radian per position
+    # the claim: rounding error of float64 angles of that size (a few ulps of the angle)
+    assert 0 <= g("shift_map_err") < 64 * EPS * g("shift_map_max_angle")
+    # and the map itself, from the angle-addition formulas by hand, for one block and position
+    w, k, p = 10_000 ** (-2 / 16), 250.5, 1999.0
+    M = np.array([[math.cos(w * k), math.sin(w * k)], [-math.sin(w * k), math.cos(w * k)]])
+    got = M @ [math.sin(w * p), math.cos(w * p)]
+    assert np.abs(got - [math.sin(w * (p + k)), math.cos(w * (p + k))]).max() < 1e-12
+
+
+def test_shift_numbers_sinusoidal_vs_rope():
+    assert g("big_shift") == 1000
+    Wq, Wk, Wv, _ = draws()
+    pos = range(6)
+    S0, _, _ = ref_attention(X, Wq, Wk, Wv, add=[ref_code(p, 16) for p in pos])
+    S1, _, _ = ref_attention(X, Wq, Wk, Wv, add=[ref_code(p + 1000, 16) for p in pos])
+    assert g("sinus_shift_score_dev") == pytest.approx(np.abs(S1 - S0).max(), rel=1e-9)
+    R0, _, _ = ref_attention(X, Wq, Wk, Wv, rope_positions=list(pos))
+    R1, _, _ = ref_attention(X, Wq, Wk, Wv, rope_positions=[p + 1000 for p in pos])
+    # rounding of angles up to ~1000 rad, summed over 16 coordinates
+    bound = 16 * 64 * EPS * 1005 * max(1.0, np.abs(R0).max())
+    assert np.abs(R1 - R0).max() < bound
+    assert 0 <= g("rope_shift_score_dev") < bound

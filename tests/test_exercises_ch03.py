@@ -1,0 +1,142 @@
+"""Every chapter-3 check: fails on a stub, fails on a typical wrong answer with its message, passes the solution."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ropegeo.exercises import check, exercise_ids
+from ropegeo.frequencies import frequencies
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def test_all_ids_registered():
+    assert set(exercise_ids("ch03")) == {
+        "ch03-slow-pairs", "ch03-integer-limit", "ch03-margin-function", "ch03-parser-collapse", "ch03-fast-band",
+    }
+
+
+# -- slow pairs: an independent loop ---------------------------------------------------------------
+SLOW = sum(1 for i in range(32) if 8192 * 500_000.0 ** (-2 * i / 64) < 2 * math.pi)
+
+
+def test_slow_pairs():
+    assert not check("ch03-slow-pairs", None)
+    fb = check("ch03-slow-pairs", 32 - SLOW)
+    assert not fb and "DO complete" in fb.message
+    fb = check("ch03-slow-pairs", SLOW + 1)
+    assert not fb and "too many" in fb.message
+    assert not check("ch03-slow-pairs", "14")
+    assert check("ch03-slow-pairs", SLOW)
+
+
+# -- integer limit: ml_dtypes' own e4m3 format -----------------------------------------------------
+def _e4m3_limit():
+    n = 0
+    while float(ml_dtypes.float8_e4m3fn(n + 1)) == n + 1:
+        n += 1
+    return n
+
+
+def test_integer_limit():
+    assert not check("ch03-integer-limit", ...)
+    fb = check("ch03-integer-limit", 8)
+    assert not fb and "implicit" in fb.message
+    fb = check("ch03-integer-limit", _e4m3_limit() + 1)
+    assert not fb and "rounds" in fb.message
+    assert not check("ch03-integer-limit", 2.5)
+    assert check("ch03-integer-limit", _e4m3_limit())
+
+
+# -- margin function ---------------------------------------------------------------------------------
+def good_margin(offsets, theta):
+    best = (math.inf, None)
+    offs = sorted(offsets)
+    for j, a in enumerate(offs):
+        for b in offs[j + 1 :]:
+            d2 = sum(2 - 2 * math.cos((b - a) * t) for t in theta) / len(theta)
+            if math.sqrt(max(d2, 0)) < best[0] - 1e-12:
+                best = (math.sqrt(max(d2, 0)), (a, b))
+    return best
+
+
+def unweighted_margin(offsets, theta):
+    m, pair = good_margin(offsets, theta)
+    return m * math.sqrt(len(theta)), pair
+
+
+def one_minus_k(offsets, theta):
+    m, pair = good_margin(offsets, theta)
+    return m * m / 2, pair
+
+
+def neighbours_only(offsets, theta):
+    offs = sorted(offsets)
+    ds = [(math.sqrt(sum(2 - 2 * math.cos((b - a) * t) for t in theta) / len(theta)), (a, b)) for a, b in zip(offs, offs[1:])]
+    return min(ds)
+
+
+def reversed_pair(offsets, theta):
+    m, (a, b) = good_margin(offsets, theta)
+    return m, (b, a)
+
+
+def test_margin_function():
+    fb = check("ch03-margin-function", stub)
+    assert not fb and "NotImplementedError" in fb.message
+    assert not check("ch03-margin-function", None)
+    fb = check("ch03-margin-function", 0.5)
+    assert not fb and "function itself" in fb.message
+    fb = check("ch03-margin-function", unweighted_margin)
+    assert not fb and "1/pairs" in fb.message
+    fb = check("ch03-margin-function", one_minus_k)
+    assert not fb and "1 - K" in fb.message
+    fb = check("ch03-margin-function", neighbours_only)
+    assert not fb and "every pair" in fb.message
+    fb = check("ch03-margin-function", reversed_pair)
+    assert not fb and "smaller offset" in fb.message
+    assert check("ch03-margin-function", good_margin)
+
+
+# -- parser collapse: bfloat16 rounding of the three positions, by hand ----------------------------
+def _parser_collapse():
+    for p in range(1000):
+        vals = [float(ml_dtypes.bfloat16(p + j)) for j in (1, 2, 3)]
+        if len(set(vals)) < 3:
+            return p
+
+
+def test_parser_collapse():
+    P = _parser_collapse()
+    assert not check("ch03-parser-collapse", None)
+    fb = check("ch03-parser-collapse", P - 1)
+    assert not fb and "distinct" in fb.message
+    fb = check("ch03-parser-collapse", P + 1)
+    assert not fb and "smaller origin" in fb.message
+    fb = check("ch03-parser-collapse", 10**6)
+    assert not fb and "far too large" in fb.message
+    assert check("ch03-parser-collapse", P)
+
+
+# -- fast band: a plain loop over offsets ----------------------------------------------------------
+def _fast_band_best():
+    th = frequencies(128)[:4]
+    dist = [sum(1 - math.cos(d * t) for t in th) for d in range(1, 4097)]
+    order = np.argsort(dist)
+    return int(order[0]) + 1, int(order[1]) + 1
+
+
+def test_fast_band():
+    best, second = _fast_band_best()
+    assert not check("ch03-fast-band", None)
+    fb = check("ch03-fast-band", second)
+    assert not fb and "not the closest" in fb.message
+    fb = check("ch03-fast-band", 1)
+    assert not fb and "much closer" in fb.message
+    fb = check("ch03-fast-band", 5000)
+    assert not fb and "between 1 and 4096" in fb.message
+    assert check("ch03-fast-band", best)

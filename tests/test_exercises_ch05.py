@@ -1,0 +1,142 @@
+"""Every chapter-5 check: fails on a stub, fails on typical wrong answers with its message, passes
+on the solution. The expected answers are derived here independently of the checks."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ropegeo.exercises import check, exercise_ids
+from ropegeo.exercises.ch05 import MYSTERY_DECLARED, PADDING, PROMPT, mystery
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def test_all_checks_registered():
+    assert set(exercise_ids("ch05")) == {"ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
+                                         "ch05-rope-half", "ch05-diagnose"}
+
+
+@pytest.mark.parametrize("ex", ["ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
+                                "ch05-rope-half", "ch05-diagnose"])
+def test_stubs_fail(ex):
+    assert not check(ex, None)
+    assert not check(ex, ...)
+    fb = check(ex, stub)
+    assert not fb
+
+
+# ---- permutation: derived from the definitions of the two layouts
+def _perm_by_definition(d):
+    perm = np.empty(d, dtype=int)
+    for i in range(d // 2):
+        perm[i] = 2 * i            # half-split slot i holds the first member of interleaved pair i
+        perm[i + d // 2] = 2 * i + 1
+    return perm
+
+
+def test_permutation():
+    p = _perm_by_definition(8)
+    assert check("ch05-permutation", p)
+    assert check("ch05-permutation", p.astype(float))
+    assert "inverse permutation" in check("ch05-permutation", np.argsort(p)).message
+    assert "identity" in check("ch05-permutation", np.arange(8)).message
+    assert "exactly once" in check("ch05-permutation", [0, 0, 1, 2, 3, 4, 5, 6]).message
+    assert "shape" in check("ch05-permutation", np.arange(16)).message
+    assert "pair i" in check("ch05-permutation", np.roll(p, 1)).message
+    # the message never contains the answer
+    for bad in (np.argsort(p), np.arange(8), np.roll(p, 1)):
+        assert str(p.tolist()) not in check("ch05-permutation", bad).message
+
+
+def test_bfloat16_position():
+    # bfloat16 keeps 8 significant bits: between 512 and 1024 its numbers are 2**(9-7) = 4 apart,
+    # so 1001 sits between 1000 and 1004 and rounds to 1000, one radian off for theta_0 = 1
+    grid = np.arange(512, 1024, 4)
+    rounded = float(grid[np.argmin(np.abs(grid - 1001))])
+    assert rounded == float(np.float32(1001).astype(ml_dtypes.bfloat16))
+    cost = abs(1001 - rounded) * 1.0
+    assert check("ch05-bfloat16-position", (rounded, cost))
+    assert check("ch05-bfloat16-position", [int(rounded), int(cost)])
+    assert "10 significant bits" in check("ch05-bfloat16-position", (1001, 0)).message
+    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (1004, 3)).message
+    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (1002, 1)).message
+    assert "degrees" in check("ch05-bfloat16-position", (rounded, np.degrees(cost))).message
+    assert "frequency" in check("ch05-bfloat16-position", (rounded, 0.5)).message
+    assert "pair" in check("ch05-bfloat16-position", 1000).message
+    assert "cast it" in check("ch05-bfloat16-position", (2000, 1)).message
+    # never reveals the answer
+    assert "1000" not in check("ch05-bfloat16-position", (1004, 3)).message
+
+
+def test_padding_offset():
+    # with mask-based ids the next real token is at PROMPT; counting slots puts it at PADDING + PROMPT
+    answer = (PADDING + PROMPT) - PROMPT
+    assert check("ch05-padding-offset", answer)
+    assert "wrong sign" in check("ch05-padding-offset", -answer).message
+    assert "position the new token is given" in check("ch05-padding-offset", PADDING + PROMPT).message
+    assert "zero" in check("ch05-padding-offset", 0).message
+    assert "compare the position" in check("ch05-padding-offset", 42).message
+
+
+def rope_half_solution(x, positions):
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    inv = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    ang = np.asarray(positions, dtype=float)[:, None] * inv
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
+
+
+def rope_interleaved(x, positions):
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    inv = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    ang = np.asarray(positions, dtype=float)[:, None] * inv
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = a * np.cos(ang) - b * np.sin(ang)
+    out[..., 1::2] = a * np.sin(ang) + b * np.cos(ang)
+    return out
+
+
+def test_rope_half():
+    assert check("ch05-rope-half", rope_half_solution)
+    fb = check("ch05-rope-half", rope_interleaved)
+    assert not fb and "interleaved layout, while the declared convention is half-split" in fb.message
+    wrong_base = lambda x, p: _base(x, p, 500_000.0)  # noqa: E731
+    fb = check("ch05-rope-half", wrong_base)
+    assert not fb and "base" in fb.message
+    fb = check("ch05-rope-half", lambda x, p: np.asarray(x)[..., :4])
+    assert not fb and "cannot call it" in fb.message
+    assert "expected a function" in check("ch05-rope-half", 3).message
+
+
+def _base(x, positions, base):
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    inv = base ** (-np.arange(0, d, 2) / d)
+    ang = np.asarray(positions, dtype=float)[:, None] * inv
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
+
+
+def test_diagnose():
+    # independent: decode by hand and find where the new token lands
+    impl = mystery()
+    d = MYSTERY_DECLARED["head_dim"]
+    rng = np.random.default_rng(0)
+    K, V = rng.normal(size=(2, 5, d))
+    impl.prefill(K, V)
+    q = rng.normal(size=d)
+    qd, kc, _ = impl.decode_step(q, q, q)
+    positions = [p for p in range(12) if np.allclose(impl(q[None], [p])[0], qd)]
+    assert positions == [6]  # five cached tokens: the new one belongs at 5, it went to 6
+    assert check("ch05-diagnose", "cache-off-by-one")
+    assert check("ch05-diagnose", " Cache-Off-By-One ")
+    assert "right check" in check("ch05-diagnose", "query-restart").message
+    assert "passes" in check("ch05-diagnose", "wrong-base").message
+    assert "correct implementation" in check("ch05-diagnose", "half").message
+    assert "not a catalogue name" in check("ch05-diagnose", "off by one").message
+    assert "string" in check("ch05-diagnose", 1).message

@@ -1,0 +1,228 @@
+"""The manifest and the configuration reader: shipped models reproduce their documented fields,
+malformed configurations are refused with the field named."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from ropegeo.frequencies import frequencies
+from ropegeo.manifest import (
+    POSITION_ID_POLICIES,
+    ConfigError,
+    RopeManifest,
+    load_model,
+    model_record,
+    read_config,
+    shipped_models,
+)
+from ropegeo.scaling import Scaling
+
+# Documented values, written out by hand from the models' published configurations and papers.
+DOCUMENTED = {
+    "llama-2-7b": dict(base=10_000.0, head_dim=128, rotary_dim=128, ctx=4096, rule=None),
+    "llama-3.1-8b": dict(base=500_000.0, head_dim=128, rotary_dim=128, ctx=131_072, rule="llama3"),
+    "mistral-7b": dict(base=10_000.0, head_dim=128, rotary_dim=128, ctx=32_768, rule=None),
+    "qwen2.5-7b-instruct": dict(base=1_000_000.0, head_dim=128, rotary_dim=128, ctx=32_768, rule="yarn"),
+    "phi-3.5-mini-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
+    "phi-3-vision-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
+    "gpt-neox-20b": dict(base=10_000.0, head_dim=96, rotary_dim=24, ctx=2048, rule=None),
+}
+
+
+def test_every_shipped_model_is_documented_here():
+    assert set(shipped_models()) == set(DOCUMENTED)
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTED))
+def test_shipped_models_reproduce_documented_fields(name):
+    doc = DOCUMENTED[name]
+    m = load_model(name)
+    rec = model_record(name)
+    assert rec["source"] and rec["read_on"] and rec["model"]
+    assert m.source == rec["source"]
+    assert m.base == doc["base"] and m.head_dim == doc["head_dim"] and m.rotary_dim == doc["rotary_dim"]
+    assert m.max_position_embeddings == doc["ctx"]
+    assert (m.scaling.rule if m.scaling else None) == doc["rule"]
+    assert m.pairing == "half" and m.phase_dtype == "float32"
+    assert m.theta().shape == (doc["rotary_dim"] // 2,)
+
+
+def test_documented_scaling_parameters():
+    ll = load_model("llama-3.1-8b").scaling
+    assert (ll.factor, ll.low_freq_factor, ll.high_freq_factor, ll.original_max_position_embeddings) == (8, 1, 4, 8192)
+    qw = load_model("qwen2.5-7b-instruct")
+    assert (qw.scaling.factor, qw.scaling.original_max_position_embeddings) == (4.0, 32768)
+    assert qw.target_length == 131_072  # Qwen's documentation: 4 x 32,768
+    phi = load_model("phi-3.5-mini-instruct")
+    assert phi.scaling.factor == 131_072 / 4096 and len(phi.scaling.long_factor) == 48
+    assert phi.train_length == 4096
+    # GPT-NeoX-20B: 6144 / 64 = 96 wide heads, a quarter of them rotary
+    neox = load_model("gpt-neox-20b")
+    np.testing.assert_allclose(neox.theta(), 10_000.0 ** (-np.arange(12) / 12), rtol=1e-15)
+
+
+def test_case_insensitive_name_and_unknown_name():
+    assert load_model("Llama-2-7B").base == 10_000.0
+    with pytest.raises(ValueError, match="not a shipped model; known: .*llama-2-7b"):
+        load_model("gpt-5")
+
+
+def test_read_from_path(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(model_record("llama-3.1-8b")["config"]))
+    m = read_config(p)
+    assert m.scaling.rule == "llama3" and m.source == str(p)
+    np.testing.assert_array_equal(m.theta(), load_model("llama-3.1-8b").theta())
+
+
+def test_manifest_round_trip_and_table():
+    for name in shipped_models():
+        m = load_model(name)
+        again = RopeManifest.from_dict(json.loads(m.to_json()))
+        assert again == m
+        np.testing.assert_array_equal(again.theta(10**6), m.theta(10**6))
+        text = str(m)
+        assert f"{m.base:,.6g}" in text and m.pairing in text
+
+
+def test_manifest_defaults_and_fields():
+    m = RopeManifest()
+    assert (m.base, m.head_dim, m.rotary_dim, m.pairing, m.position_id_policy) == (10_000.0, 128, 128, "interleaved", "contiguous")
+    assert m.scaling is None and m.cache_offset == 0 and m.phase_dtype == "float64"
+    np.testing.assert_array_equal(m.theta(), frequencies(128))
+    assert m.attention_factor() == 1.0
+    m2 = m.with_(scaling={"rule": "linear", "factor": 4}, position_id_policy="kv-cache", cache_offset=100)
+    np.testing.assert_allclose(m2.theta(), frequencies(128) / 4)
+    assert set(POSITION_ID_POLICIES) >= {"contiguous", "left-padded", "packed-reset", "packed-continuous", "kv-cache"}
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(base=1.0), "base must be greater than 1"),
+        (dict(head_dim=7), "head_dim must be an even integer"),
+        (dict(rotary_dim=200), "rotary_dim must be at most 128"),
+        (dict(pairing="zigzag"), "pairing must be one of"),
+        (dict(position_id_policy="random"), "position_id_policy must be one of"),
+        (dict(cache_offset=-1), "cache_offset must be at least 0"),
+        (dict(phase_dtype="int8"), "phase_dtype must be one of"),
+        (dict(max_position_embeddings=0), "max_position_embeddings must be at least 1"),
+        (dict(scaling="linear"), "scaling must be a ropegeo.scaling.Scaling"),
+        (dict(scaling={"rule": "longrope", "factor": 2, "original_max_position_embeddings": 64,
+                       "short_factor": [1.0] * 3, "long_factor": [1.0] * 3}), "one entry per rotary pair \\(64\\)"),
+    ],
+)
+def test_manifest_refusals(kw, match):
+    with pytest.raises(ValueError, match=match):
+        RopeManifest(**kw)
+
+
+# ------------------------------------------------------------------------------------------------
+# the reader's rules
+# ------------------------------------------------------------------------------------------------
+BASE = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096, "rope_theta": 10000.0}
+
+
+def cfg(**kw):
+    c = copy.deepcopy(BASE)
+    c.update(kw)
+    return c
+
+
+@pytest.mark.parametrize(
+    "head, prf, expected",
+    [(80, 0.4, 32), (128, 0.3, 38), (64, 0.7, 44), (96, 0.25, 24), (128, 1.0, 128), (256, 0.5, 128)],
+)
+def test_partial_rotary_rounds_down_like_int(head, prf, expected):
+    # int() truncation, computed here by hand: 0.3 * 128 = 38.4 -> 38, 0.7 * 64 = 44.8 -> 44
+    m = read_config(cfg(head_dim=head, partial_rotary_factor=prf))
+    assert m.rotary_dim == expected == int(head * prf)
+    assert read_config(cfg(head_dim=head, rotary_pct=prf)).rotary_dim == expected
+
+
+def test_head_dim_key_wins_over_hidden_size():
+    assert read_config(cfg(head_dim=64)).head_dim == 64
+    assert read_config(cfg(head_dim=None)).head_dim == 128
+
+
+def test_rope_parameters_block_and_default_type():
+    m = read_config({**BASE, "rope_theta": None, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})
+    assert m.base == 5e5 and m.scaling is None
+    m = read_config({**BASE, "rope_parameters": {"rope_type": "linear", "factor": 2.0}})
+    assert m.scaling.rule == "linear"
+
+
+def test_ignored_keys_are_recorded():
+    m = read_config(cfg(rope_scaling={"type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 2048}))
+    # transformers' dynamic rule uses max_position_embeddings and never reads this key
+    assert m.scaling.original_max_position_embeddings == 4096
+    assert "original_max_position_embeddings" in m.scaling.ignored_keys
+    m = read_config(cfg(rope_scaling={"type": "linear", "factor": 2.0, "finetuned": True}))
+    assert m.scaling.ignored_keys == ("finetuned",)
+
+
+def test_longrope_top_level_original_overrides_factor():
+    rec = model_record("phi-3.5-mini-instruct")["config"]
+    c = copy.deepcopy(rec)
+    c["rope_scaling"]["factor"] = 2.0  # ignored: max / original wins when original is top-level
+    m = read_config(c)
+    assert m.scaling.factor == 32.0 and "factor" in m.scaling.ignored_keys
+
+
+def test_longrope_su_alias():
+    assert load_model("phi-3-vision-128k-instruct").scaling.rule == "longrope"
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        (cfg(rope_scaling={"type": "warp", "factor": 2}), "rope_scaling.rope_type 'warp' is not a known rope type"),
+        (cfg(rope_scaling={"factor": 2}), "rope_scaling.rope_type is missing"),
+        (cfg(rope_scaling={"type": "linear"}), "rope_scaling.factor is required"),
+        (cfg(rope_scaling={"type": "linear", "factor": 0}), "rope_scaling.factor must be greater than 0"),
+        (cfg(rope_scaling={"type": "linear", "factor": -1.5}), "rope_scaling.factor must be greater than 0"),
+        (cfg(rope_scaling={"type": "linear", "factor": "big"}), "rope_scaling.factor must be a finite number"),
+        (cfg(rope_scaling={"type": "ntk", "factor": 2}), "'ntk' is not a known rope type"),
+        (cfg(rope_scaling={"type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4}),
+         "rope_scaling.original_max_position_embeddings is required"),
+        (cfg(rope_scaling={"type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1,
+                           "original_max_position_embeddings": 8192}), "high_freq_factor .* must be greater than"),
+        (cfg(rope_scaling={"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [1.0] * 63, "factor": 2}),
+         "rope_scaling.long_factor must have one entry per rotary pair \\(64\\), got 63"),
+        (cfg(rope_scaling={"type": "longrope", "short_factor": [1.0] * 64}), "rope_scaling.long_factor is required"),
+        (cfg(rope_scaling={"type": "longrope", "short_factor": "1,1", "long_factor": [1.0] * 64, "factor": 2}),
+         "short_factor must be a list"),
+        (cfg(rope_scaling={"type": "yarn", "factor": 4, "truncate": "yes"}), "rope_scaling.truncate must be true or false"),
+        (cfg(rope_scaling=[1, 2]), "rope_scaling must be a dict or null"),
+        ({"num_attention_heads": 32}, "hidden_size is missing"),
+        (cfg(hidden_size=0), "hidden_size must be a positive integer"),
+        (cfg(head_dim=63), "head_dim must be even"),
+        (cfg(rope_theta=0.5), "rope_theta must be a finite number greater than 1"),
+        (cfg(partial_rotary_factor=1.5), "partial_rotary_factor must be in \\(0, 1\\]"),
+        (cfg(partial_rotary_factor=0), "partial_rotary_factor must be a finite number greater than 0"),
+        (cfg(head_dim=100, partial_rotary_factor=0.33), "int\\(100 \\* 0.33\\) = 33 rotary coordinates"),
+        (cfg(max_position_embeddings=-5), "max_position_embeddings must be a positive integer"),
+        ([1, 2, 3], "config must be a dict"),
+    ],
+)
+def test_malformed_configs_are_refused_naming_the_field(config, match):
+    with pytest.raises(ConfigError, match=match):
+        read_config(config)
+
+
+def test_unreadable_paths(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match="is not valid JSON"):
+        read_config(bad)
+
+
+def test_scaling_from_hf_none_and_default():
+    assert Scaling.from_hf(None) is None
+    assert Scaling.from_hf({"rope_type": "default"}) is None

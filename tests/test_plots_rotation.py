@@ -1,0 +1,145 @@
+"""Figures of chapter 2: they are Figures, carry the expected artists, draw the right data, and
+refuse bad input with a ValueError naming the parameter."""
+
+
+import numpy as np
+import pytest
+from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.patches import Arc, FancyArrowPatch
+
+from ropegeo.plots.rotation import block_rotation_image, phase_clock, score_terms
+
+
+def test_phase_clock_artists():
+    before = plt.get_fignums()
+    fig = phase_clock(pair=(0.8, 0.6), theta=0.6, positions=range(8), query_position=2, key_position=5)
+    assert isinstance(fig, Figure)
+    assert plt.get_fignums() == before  # built without pyplot
+    left, right = fig.axes
+    arrows_left = [p for p in left.patches if isinstance(p, FancyArrowPatch)]
+    assert len(arrows_left) == 8
+    # arrow tips: the pair rotated to each position, computed independently with complex numbers
+    z = 0.8 + 0.6j
+    tips = np.array([a._posA_posB[1] for a in arrows_left])
+    want = z * np.exp(1j * 0.6 * np.arange(8))
+    np.testing.assert_allclose(tips[:, 0] + 1j * tips[:, 1], want, atol=1e-12)
+    arrows_right = [p for p in right.patches if isinstance(p, FancyArrowPatch)]
+    arcs = [p for p in right.patches if isinstance(p, Arc)]
+    assert len(arrows_right) == 2 and len(arcs) == 1
+    arc = arcs[0]
+    assert arc.theta2 - arc.theta1 == pytest.approx(np.degrees(3 * 0.6))
+    labels = [t.get_text() for t in right.texts]
+    assert any("m = 2" in s for s in labels) and any("n = 5" in s for s in labels)
+
+
+def test_phase_clock_negative_displacement_draws_positive_arc():
+    fig = phase_clock(query_position=6, key_position=1, theta=0.4)
+    arc = [p for p in fig.axes[1].patches if isinstance(p, Arc)][0]
+    assert arc.theta2 - arc.theta1 == pytest.approx(np.degrees(5 * 0.4))
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"pair": (0.0, 0.0)}, "pair"),
+        ({"pair": (1.0, 2.0, 3.0)}, "pair"),
+        ({"pair": (np.nan, 1.0)}, "pair"),
+        ({"theta": 0.0}, "theta"),
+        ({"theta": float("inf")}, "theta"),
+        ({"positions": np.arange(65)}, "positions"),
+        ({"positions": []}, "positions"),
+        ({"positions": np.ones((2, 2))}, "positions"),
+        ({"query_position": np.nan}, "query_position"),
+        ({"key_position": "a"}, "key_position"),
+    ],
+)
+def test_phase_clock_validates(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        phase_clock(**kwargs)
+
+
+def test_score_terms_lines_match_closed_form():
+    q, k, th = np.array([1.0, 0.5]), np.array([0.3, 1.0]), 0.35
+    fig = score_terms(q, k, theta=th, max_offset=20, mark=4)
+    assert isinstance(fig, Figure)
+    (ax,) = fig.axes
+    lines = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-" and len(ln.get_xdata()) > 2]
+    sym_line, ori_line, total_line = lines[:3]
+    d = np.asarray(sym_line.get_xdata())
+    dot, cross = q @ k, q[0] * k[1] - q[1] * k[0]
+    np.testing.assert_allclose(sym_line.get_ydata(), dot * np.cos(d * th), atol=1e-12)
+    np.testing.assert_allclose(ori_line.get_ydata(), -cross * np.sin(d * th), atol=1e-12)
+    np.testing.assert_allclose(total_line.get_ydata(), dot * np.cos(d * th) - cross * np.sin(d * th), atol=1e-12)
+    # the symmetric line is even, the oriented line odd in delta
+    np.testing.assert_allclose(sym_line.get_ydata(), sym_line.get_ydata()[::-1], atol=1e-12)
+    np.testing.assert_allclose(ori_line.get_ydata(), -ori_line.get_ydata()[::-1], atol=1e-12)
+    markers = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(markers) == 1 and len(markers[0].get_xdata()) == 41
+    verticals = [ln for ln in ax.get_lines() if np.ptp(ln.get_xdata()) == 0 and ln.get_xdata()[0] != 0]
+    assert sorted(float(ln.get_xdata()[0]) for ln in verticals) == [-4.0, 4.0]
+    assert ax.get_legend() is not None and len(ax.get_legend().get_texts()) == 3
+
+
+def test_score_terms_large_range_bounded():
+    fig = score_terms(max_offset=10_000)
+    (ax,) = fig.axes
+    assert all(len(ln.get_xdata()) <= 4001 for ln in ax.get_lines())
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"q": (0.0, 0.0)}, "q"),
+        ({"k": (1.0,)}, "k"),
+        ({"theta": -1.0}, "theta"),
+        ({"max_offset": 0}, "max_offset"),
+        ({"max_offset": 10_001}, "max_offset"),
+        ({"max_offset": 2.5}, "max_offset"),
+        ({"mark": 50.0}, "mark"),
+    ],
+)
+def test_score_terms_validates(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        score_terms(**kwargs)
+
+
+def test_block_rotation_image():
+    fig = block_rotation_image(position=37, head_dim=16)
+    assert isinstance(fig, Figure)
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert len(images) == 2  # one per pairing, plus a colour-bar axes without images
+    assert len(fig.axes) == 3
+    inter = np.asarray(images[0].get_array())
+    # independent block-diagonal operator: pair i turns by 37 * 10000 ** (-2i/16)
+    want = np.zeros((16, 16))
+    for i in range(8):
+        a = 37 * 10_000 ** (-2 * i / 16)
+        want[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    np.testing.assert_allclose(inter, want, atol=1e-12)
+    half = np.asarray(images[1].get_array())
+    perm = np.ravel(np.column_stack([np.arange(8), np.arange(8) + 8]))  # interleaved order of half layout
+    np.testing.assert_allclose(half[np.ix_(perm, perm)], want, atol=1e-12)
+    assert all(isinstance(im, AxesImage) and im.get_clim() == (-1, 1) for im in images)
+
+
+def test_block_rotation_image_single_pairing():
+    fig = block_rotation_image(position=3, head_dim=8, pairings="half")
+    assert sum(len(ax.get_images()) for ax in fig.axes) == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"head_dim": 258}, "head_dim"),
+        ({"head_dim": 7}, "head_dim"),
+        ({"position": np.inf}, "position"),
+        ({"base": 1.0}, "base"),
+        ({"pairings": ("diagonal",)}, "pairings"),
+        ({"pairings": ()}, "pairings"),
+    ],
+)
+def test_block_rotation_image_validates(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        block_rotation_image(**kwargs)

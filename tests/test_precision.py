@@ -1,0 +1,164 @@
+"""Phase precision: against direct ml_dtypes / numpy computations and known format facts."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ropegeo.frequencies import frequencies
+from ropegeo.precision import (
+    PHASE_DTYPES,
+    consecutive_integer_limit,
+    first_collapse,
+    generated_phases,
+    max_phase_error,
+    phase_error,
+)
+
+NP = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}  # significant bits of each format
+THETA = frequencies(128)
+
+
+def direct(positions, theta, name, scale=1.0):
+    """Straight-line reference: cast, multiply, cos/sin, all in the dtype, element by element."""
+    t = NP[name]
+    pos = np.asarray(positions, dtype=np.float64).astype(t)
+    if scale != 1.0:
+        pos = (pos * t(scale)).astype(t)
+    ang = (pos[:, None] * np.asarray(theta).astype(t)[None, :]).astype(t)
+    return np.cos(ang).astype(t).astype(np.float64), np.sin(ang).astype(t).astype(np.float64)
+
+
+@pytest.mark.parametrize("name", PHASE_DTYPES)
+@pytest.mark.parametrize("scale", [1.0, 0.125])
+def test_generated_phases_match_direct_ml_dtypes(name, scale):
+    pos = np.array([0, 1, 7, 255, 256, 257, 1000, 4095, 20_000])
+    cos, sin = generated_phases(pos, THETA, name, scale=scale)
+    rc, rs = direct(pos, THETA, name, scale)
+    np.testing.assert_array_equal(cos, rc)
+    np.testing.assert_array_equal(sin, rs)
+    assert cos.dtype == np.float64 and cos.shape == (pos.size, THETA.size)
+
+
+def _first_missing_integer(t):
+    """Smallest positive integer that does not survive a round trip through dtype t (loop)."""
+    n = 1
+    while True:
+        block = np.arange(n, n + 4096, dtype=np.float64)
+        back = block.astype(t).astype(np.float64)
+        bad = np.flatnonzero(back != block)
+        if bad.size:
+            return int(block[bad[0]])
+        n += 4096
+
+
+@pytest.mark.parametrize("name, known", [("bfloat16", 256), ("float16", 2048), ("float32", 2**24)])
+def test_consecutive_integer_limits_known_facts(name, known):
+    assert consecutive_integer_limit(name) == known == 2 ** BITS[name]
+    if name != "float32":
+        assert _first_missing_integer(NP[name]) == known + 1
+    else:  # check only around the limit
+        block = np.arange(known - 8, known + 8, dtype=np.float64)
+        back = block.astype(np.float32).astype(np.float64)
+        assert np.all(back[block <= known] == block[block <= known])
+        assert back[block == known + 1][0] != known + 1
+
+
+def test_float64_limit():
+    assert consecutive_integer_limit("float64") == 2**53
+    assert float(2**53 + 1) == float(2**53)
+
+
+@pytest.mark.parametrize("name, expected", [("bfloat16", 256), ("float16", 2048)])
+def test_first_collapse_low_precision(name, expected):
+    # with theta_0 = 1 the rows differ as long as the positions do: collapse where 257 (2049) rounds down
+    assert first_collapse(THETA, name) == expected
+    # brute force with the direct reference around the point
+    pos = np.arange(expected - 3, expected + 3)
+    c, s = direct(pos, THETA, name)
+    same = [bool(np.all(c[j] == c[j + 1]) and np.all(s[j] == s[j + 1])) for j in range(pos.size - 1)]
+    assert same.index(True) == 3
+
+
+def test_first_collapse_float32_near_limit_and_none():
+    assert first_collapse(THETA, "float32", start=2**24 - 50, stop=2**24 + 50) == 2**24
+    assert first_collapse(THETA, "float32", start=0, stop=5000) is None
+
+
+def test_first_collapse_with_scale_and_offset_start():
+    # scale 1/8 is a power of two: exact in bfloat16, so the collapse stays where positions collide
+    assert first_collapse(THETA, "bfloat16", scale=0.125) == 256
+    # scale 0.3 rounds in bfloat16; compare with a brute-force scan of the direct reference
+    pos = np.arange(0, 400)
+    c, s = direct(pos, THETA, "bfloat16", 0.3)
+    same = np.all((c[1:] == c[:-1]) & (s[1:] == s[:-1]), axis=1)
+    expected = int(np.flatnonzero(same)[0]) if same.any() else None
+    assert first_collapse(THETA, "bfloat16", scale=0.3, stop=399) == expected
+    assert first_collapse(THETA, "float16", start=3000, stop=3100) == 3000
+
+
+def test_phase_error_float64_is_rounding_only():
+    err = phase_error(np.arange(0, 50_000, 997), THETA, "float64")
+    assert err.max() < 1e-10
+
+
+def test_phase_error_matches_scalar_loop():
+    pos = [3.0, 300.0, 3000.0]
+    err = phase_error(pos, THETA[:5], "bfloat16")
+    c, s = direct(pos, THETA[:5], "bfloat16")
+    for j, p in enumerate(pos):
+        for i, t in enumerate(THETA[:5]):
+            gen = math.atan2(s[j, i], c[j, i])
+            diff = (gen - p * t + math.pi) % (2 * math.pi) - math.pi
+            assert err[j, i] == pytest.approx(abs(diff), abs=1e-12)
+
+
+@given(
+    pos=st.floats(min_value=0, max_value=60_000, allow_nan=False),
+    name=st.sampled_from(["float32", "float16", "bfloat16"]),
+)
+def test_phase_error_bounded_by_rounding_model(pos, name):
+    # position, frequency and product each round with relative error <= u = 2^-p; cos and sin
+    # each round with absolute error <= u: the angle error is at most ~3u|angle| + 2u (plus slack)
+    u = 2.0 ** -BITS[name]
+    err = phase_error([pos], THETA, name)[0]
+    angle = pos * THETA
+    bound = 4 * u * angle + 3 * u
+    assert np.all(err <= np.minimum(bound, math.pi) + 1e-12)
+    assert np.all((err >= 0) & (err <= math.pi))
+
+
+def test_error_grows_with_position():
+    e = max_phase_error([10.0, 1000.0, 100_000.0], THETA, "float32")
+    assert e[0] < e[1] < e[2]
+
+
+def test_max_phase_error_chunks_agree():
+    pos = np.arange(0, 40_000, 3.0)
+    np.testing.assert_array_equal(max_phase_error(pos, THETA, "float16"), phase_error(pos, THETA, "float16").max(axis=1))
+
+
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: generated_phases([1.0], THETA, "int8"), "dtype"),
+        (lambda: generated_phases([1.0], THETA, "float128"), "dtype"),
+        (lambda: generated_phases([np.nan], THETA, "float32"), "positions"),
+        (lambda: generated_phases([1.0], [], "float32"), "theta"),
+        (lambda: generated_phases([1.0], [-1.0], "float32"), "theta"),
+        (lambda: generated_phases([100_000.0], THETA, "float16"), "float16"),
+        (lambda: generated_phases([1.0], THETA, "float32", scale=np.inf), "scale"),
+        (lambda: phase_error([1.0], THETA, "bogus"), "dtype"),
+        (lambda: consecutive_integer_limit("int32"), "dtype"),
+        (lambda: first_collapse(THETA, "bfloat16", start=-1), "start"),
+        (lambda: first_collapse(THETA, "bfloat16", stop=2**40), "stop"),
+        (lambda: max_phase_error(np.ones((2, 2)), THETA, "float32"), "positions"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(call, word):
+    with pytest.raises(ValueError, match=word):
+        call()

@@ -1,0 +1,290 @@
+"""The built book: nothing loaded from outside the site, and every page works in a real browser.
+
+The site tests read ``ROPEGEO_SITE`` (``make test-site`` sets it to ``_build/html`` after the book
+build). Without it they skip, so a plain ``pytest tests`` never checks a stale build. With
+``ROPEGEO_REQUIRE_SITE=1`` (``make test``) a missing site, Playwright or Chromium fails instead of
+skipping. ``ROPEGEO_REQUIRE_LAB=1`` makes it a failure when no page embeds the kernel lab.
+
+The checkers themselves are tested first, on small synthetic pages, so that each kind of failure
+(external script / style / font, untypeset math, raw ``$$``, a broken image, an undrawn diagram,
+an unrendered widget, a dead link, a console error) is shown to be caught.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import sitecheck as sc
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = Path(os.environ["ROPEGEO_SITE"]).resolve() if os.environ.get("ROPEGEO_SITE") else None
+REQUIRE_SITE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
+REQUIRE_LAB = os.environ.get("ROPEGEO_REQUIRE_LAB") == "1"
+VENDOR = ROOT / "_vendor" / "site"
+# Screenshots keep the top of very long pages only (the API page is ~130,000 px tall, which takes
+# Chromium ten seconds to capture); every chapter so far is well under this.
+SHOT_MAX_HEIGHT = 20_000
+
+
+def _skip_or_fail(reason: str):
+    if REQUIRE_SITE:
+        pytest.fail(reason + " (ROPEGEO_REQUIRE_SITE=1)")
+    pytest.skip(reason)
+
+
+def _need_browser():
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _skip_or_fail("the Python package playwright is not installed (requirements.txt)")
+    if sc.chromium_path() is None:
+        _skip_or_fail("Chromium is not installed (.ci/run installs Debian's chromium)")
+
+
+def _need_site():
+    if SITE is None:
+        _skip_or_fail("no built site to check: set ROPEGEO_SITE=_build/html (make test-site does, "
+                      "after the book build)")
+    if not (SITE / "index.html").is_file():
+        _skip_or_fail(f"the site {SITE} is not built (run make book)")
+
+
+# ---------------------------------------------------------------------------------------------
+# The static scan, on synthetic HTML
+# ---------------------------------------------------------------------------------------------
+
+def test_scan_finds_each_kind_of_external_reference():
+    html = """<html><head>
+      <script src="https://cdn.example.org/require.min.js"></script>
+      <script src="_static/local.js"></script>
+      <link rel="stylesheet" href="//fonts.example.org/css?family=Roboto">
+      <link rel="stylesheet" href="_static/ok.css">
+      <link rel="preload" as="font" href="https://cdn.example.org/f.woff2">
+      <link rel="canonical" href="https://example.org/page.html">
+      <style>@font-face { src: url("https://cdn.example.org/font.woff") }</style>
+      <style>@import 'https://cdn.example.org/x.css';</style>
+      <script type="module">import mermaid from "https://cdn.example.org/mermaid.esm.min.mjs";</script>
+      <script>const U = "https://cdn.example.org/lib/index.js"; const page = "https://example.org/";</script>
+      <script type="application/vnd.jupyter.widget-state+json">{"u": "https://example.org/a.js"}</script>
+    </head><body>
+      <img src="https://img.example.org/a.png"><img src="_images/b.png">
+      <div style="background: url(https://img.example.org/bg.png)"></div>
+      <a href="https://github.com/x/y">a link is not a load</a>
+    </body></html>"""
+    urls = sorted(u for _, u in sc.external_refs_in_html(html))
+    assert urls == sorted([
+        "https://cdn.example.org/require.min.js", "//fonts.example.org/css?family=Roboto",
+        "https://cdn.example.org/f.woff2", "https://cdn.example.org/font.woff",
+        "https://cdn.example.org/x.css", "https://cdn.example.org/mermaid.esm.min.mjs",
+        "https://cdn.example.org/lib/index.js", "https://img.example.org/a.png",
+        "https://img.example.org/bg.png",
+    ])
+
+
+def test_scan_site_follows_linked_css(tmp_path):
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "a.css").write_text("@import 'b.css'; body { color: red }")
+    (tmp_path / "_static" / "b.css").write_text("@font-face { src: url(https://fonts.example.org/x.woff2) }")
+    (tmp_path / "_static" / "unused.css").write_text("@import 'https://never.example.org/z.css';")
+    (tmp_path / "index.html").write_text('<link rel="stylesheet" href="_static/a.css"><p>hi</p>')
+    (tmp_path / "ok.html").write_text(
+        '<script>const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"</script>')
+    problems, n = sc.scan_site(tmp_path)
+    assert n == 2
+    assert problems == ["_static/b.css: css loads https://fonts.example.org/x.woff2"]
+
+
+def test_internal_link_checker(tmp_path):
+    (tmp_path / "a.html").write_text('<h1 id="top">A</h1><section id="part-2"></section>')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "index.html").write_text("<p>x</p>")
+    assert sc.check_internal_link(tmp_path, "/a.html#part-2") is None
+    assert sc.check_internal_link(tmp_path, "/a.html") is None
+    assert sc.check_internal_link(tmp_path, "/sub/") is None
+    assert "no file" in sc.check_internal_link(tmp_path, "/b.html")
+    assert "no element with id 'nope'" in sc.check_internal_link(tmp_path, "/a.html#nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser checks, on a synthetic site that has one of each failure
+# ---------------------------------------------------------------------------------------------
+
+def _visit(b, base, url, external):
+    ctx = sc.new_context(b, base, external)
+    visit = sc.PageVisit(ctx, base)
+    try:
+        page = visit.open(url)
+        out = sc.settle_and_check(page, timeout_ms=4000)
+    finally:
+        ctx.close()
+    return visit, out
+
+
+def _broken_page(good: bool) -> str:
+    mathjax = '<script defer src="_static/mathjax/tex-chtml.js"></script>'
+    img = '<img src="ok.png">' if good else '<img src="missing.png">'
+    math = (r'<div class="math notranslate nohighlight">\[x^2\]</div>' if good else
+            r'<div class="math notranslate nohighlight">\[x^2\]</div>'
+            # Sphinx tells MathJax to skip the page body (class "document") except .math: a
+            # formula myst did not parse stays raw like this
+            r'<p class="mathjax_ignore">left over: $$y$$</p>')
+    mermaid = ('<pre class="mermaid"><svg></svg></pre>' if good else
+               '<pre class="mermaid">flowchart LR; A--&gt;B</pre>')
+    widget = ('<div class="widget-subarea"><p>drawn</p></div>' if good else "")
+    widget += '<script type="application/vnd.jupyter.widget-view+json">{"model_id": "m"}</script>'
+    err = "" if good else "<script>console.error('boom')</script>"
+    ext = "" if good else '<img src="https://img.example.org/x.png" alt="">'
+    link = '<a href="good.html#here">ok</a>' if good else '<a href="gone.html">dead</a>'
+    return (f"<html><head>{mathjax}</head><body><main>{math}{img}{mermaid}{widget}{err}{ext}{link}"
+            f'<span id="here"></span></main></body></html>')
+
+
+def test_browser_checks_catch_each_failure(tmp_path):
+    _need_browser()
+    if not (VENDOR / "mathjax" / "tex-chtml.js").is_file():
+        _skip_or_fail("the vendored browser files are missing (make vendor)")
+    shutil.copytree(VENDOR / "mathjax", tmp_path / "_static" / "mathjax")
+    png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                        "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
+    (tmp_path / "ok.png").write_bytes(png)
+    (tmp_path / "good.html").write_text(_broken_page(True))
+    (tmp_path / "bad.html").write_text(_broken_page(False))
+    with sc.serve(tmp_path) as base, sc.browser() as b:
+        ext_good: list[str] = []
+        visit, good = _visit(b, base, base + "good.html", ext_good)
+        assert good["problems"] == [] and visit.console_problems() == [] and ext_good == []
+        assert good["info"]["math"] == 1 and good["info"]["images"] == 1
+        assert all(sc.check_internal_link(tmp_path, "/" + sc.site_url_to_path(base, u)) is None
+                   for u in good["links"])
+        ext_bad: list[str] = []
+        visit, bad = _visit(b, base, base + "bad.html", ext_bad)
+    text = "\n".join(bad["problems"])
+    assert "raw math source left in the page" in text
+    assert "image not loaded: missing.png" in text
+    assert "mermaid diagram #0 not drawn" in text
+    assert "embedded widget view #0 not rendered" in text
+    assert any("boom" in p for p in visit.console_problems())
+    assert set(ext_bad) == {"https://img.example.org/x.png"}
+    dead = [sc.check_internal_link(tmp_path, "/" + sc.site_url_to_path(base, u)) for u in bad["links"]]
+    assert any(d and "gone.html" in d for d in dead)
+
+
+# ---------------------------------------------------------------------------------------------
+# The built book
+# ---------------------------------------------------------------------------------------------
+
+def _pages():
+    if SITE is None or not SITE.is_dir():
+        return []
+    return [p.relative_to(SITE).as_posix() for p in sc.html_pages(SITE)]
+
+
+def test_site_has_pages():
+    _need_site()
+    assert _pages(), f"no HTML pages in {SITE}"
+
+
+def test_no_external_references_in_built_html():
+    """No page (nor a stylesheet it links) loads a script, style, font or image from outside."""
+    _need_site()
+    problems, n = sc.scan_site(SITE)
+    assert n > 0
+    assert not problems, "external references:\n" + "\n".join(problems)
+
+
+def test_vendored_files_are_served_from_the_site():
+    _need_site()
+    static = SITE / "_static"
+    for rel in ("mathjax/tex-chtml.js", "mathjax/output/chtml/fonts/woff-v2", "require/require.js",
+                "html-manager/embed-amd.js", "anywidget/index.js", "widgets-offline.js",
+                "mermaid/mermaid.esm.min.mjs"):
+        assert (static / rel).exists(), f"_static/{rel} missing from the built site (make vendor)"
+
+
+@pytest.fixture(scope="module")
+def served_site():
+    _need_site()
+    _need_browser()
+    shots = SITE.parent / "screenshots"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    with sc.serve(SITE) as base, sc.browser() as b:
+        yield {"base": base, "browser": b, "shots": shots, "stats": []}
+
+
+@pytest.mark.parametrize("rel", _pages() or ["<no site>"])
+def test_page_in_browser(served_site, rel):
+    """Open the page in headless Chromium: no console errors, math typeset, images loaded,
+    diagrams drawn, links resolving, widgets rendered; save a screenshot."""
+    base, b = served_site["base"], served_site["browser"]
+    external: list[str] = []
+    ctx = sc.new_context(b, base, external)
+    visit = sc.PageVisit(ctx, base)
+    t0 = time.monotonic()
+    try:
+        redirect = sc.meta_refresh((SITE / rel).read_text(encoding="utf-8", errors="replace"))
+        page = visit.open(base + rel, redirect=redirect)
+        out = sc.settle_and_check(page)
+        shot = served_site["shots"] / (rel[:-5] + ".png")
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        height = min(page.evaluate("document.documentElement.scrollHeight"), SHOT_MAX_HEIGHT)
+        page.screenshot(path=str(shot), full_page=True,
+                        clip={"x": 0, "y": 0, "width": 1280, "height": height})
+    finally:
+        ctx.close()
+    problems = list(out["problems"]) + visit.console_problems()
+    problems += [f"request failed: {f}" for f in visit.failed]
+    problems += [f"request to another host (blocked): {u}" for u in external]
+    for url in sorted(set(out["links"])):
+        path = sc.site_url_to_path(base, url)
+        if path is not None:
+            why = sc.check_internal_link(SITE, "/" + path)
+            if why:
+                problems.append(f"broken internal link: {why}")
+    served_site["stats"].append((rel, out["info"], time.monotonic() - t0))
+    print(f"{rel}: {json.dumps(out['info'])} in {time.monotonic() - t0:.1f}s")
+    assert not problems, f"{rel}:\n" + "\n".join(problems)
+
+
+def _lab_pages() -> list[str]:
+    marker = "ropegeo.widgets.kernel_lab.KernelLab"
+    return [rel for rel in _pages() if marker in (SITE / rel).read_text(encoding="utf-8", errors="replace")]
+
+
+def test_kernel_lab_in_book_matches_ropegeo(served_site):
+    """On every page embedding the kernel lab: with no kernel, moving its controls updates K and
+    the most identity-like offsets, and the page's numbers equal ropegeo's to 1e-9."""
+    pages = _lab_pages()
+    if not pages:
+        if REQUIRE_LAB:
+            pytest.fail("no page of the book embeds the kernel lab (ROPEGEO_REQUIRE_LAB=1)")
+        pytest.skip("no page of the book embeds the kernel lab yet")
+    base, b = served_site["base"], served_site["browser"]
+    for rel in pages:
+        external: list[str] = []
+        ctx = sc.new_context(b, base, external)
+        visit = sc.PageVisit(ctx, base)
+        try:
+            page = visit.open(base + rel)
+            n = sc.wait_for_lab(page)
+            assert n >= 1, f"{rel}: the kernel lab's state is embedded but no lab was drawn"
+            for i in range(n):
+                problems = sc.compare_lab(sc.lab_result(page, i))
+                for name, value in sc.LAB_MOVES:
+                    before = sc.lab_result(page, i)
+                    changed = sc.move_lab(page, i, name, value)
+                    after = sc.lab_result(page, i)
+                    if not changed:
+                        problems.append(f"moving {name} to {value} changed nothing (was {before[name]})")
+                    problems += sc.compare_lab(after)
+                assert after["clipped"], "a 5,000,000-offset range was not clipped"
+                assert not problems, f"{rel} lab #{i}:\n" + "\n".join(problems)
+        finally:
+            ctx.close()
+        assert visit.console_problems() == [] and external == []

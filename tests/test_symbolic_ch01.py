@@ -1,0 +1,72 @@
+"""Tests of chapter 1's SymPy derivation: a shift of the sinusoidal code is a fixed rotation."""
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ropegeo.attention import sinusoidal_encoding
+from ropegeo.symbolic import sinusoidal_shift, sinusoidal_shift_matrix
+
+D = sinusoidal_shift()
+
+
+def test_derived_matrix_is_the_closed_form():
+    w, k = D.omega, D.k
+    # written down independently from sin(a+b) = sin a cos b + cos a sin b and
+    # cos(a+b) = cos a cos b - sin a sin b with a = w p, b = w k
+    expected = sp.Matrix([[sp.cos(w * k), sp.sin(w * k)], [-sp.sin(w * k), sp.cos(w * k)]])
+    assert (D.matrix - expected).applyfunc(sp.simplify).is_zero_matrix
+
+
+def test_derivation_facts():
+    assert D.residual.is_zero_matrix
+    assert D.depends_on_position is False
+    assert D.p not in D.matrix.free_symbols
+    assert D.gram == sp.eye(2)
+    assert sp.simplify(D.determinant - 1) == 0
+    assert sp.simplify(D.rotation_angle + D.omega * D.k) == 0
+    # the shifted pair really is the pair at p + k (not p - k)
+    target = sp.Matrix([sp.sin(D.omega * (D.p + D.k)), sp.cos(D.omega * (D.p + D.k))])
+    assert (D.shifted - target).applyfunc(lambda e: sp.simplify(sp.expand_trig(e))).is_zero_matrix
+
+
+@given(st.floats(0.01, 3.0), st.floats(-100, 100), st.floats(-1000, 1000))
+def test_derived_matrix_numerically_shifts_the_pair(w, k, p):
+    M = np.array(D.matrix.subs({D.omega: w, D.k: k}).evalf(), dtype=float)
+    got = M @ np.array([math.sin(w * p), math.cos(w * p)])
+    np.testing.assert_allclose(got, [math.sin(w * (p + k)), math.cos(w * (p + k))], atol=1e-9)
+
+
+@given(st.floats(-3000, 3000), st.sampled_from([2, 4, 8, 16, 64]), st.floats(2.0, 1e5),
+       st.lists(st.floats(-5000, 5000), min_size=1, max_size=8))
+def test_shift_matrix_against_direct_evaluation(k, dim, base, positions):
+    M = sinusoidal_shift_matrix(k, dim, base)
+    pos = np.array(positions)
+    direct = sinusoidal_encoding(pos + k, dim, base)
+    np.testing.assert_allclose(sinusoidal_encoding(pos, dim, base) @ M.T, direct, atol=1e-8)
+
+
+@given(st.floats(-500, 500), st.floats(-500, 500), st.sampled_from([2, 6, 16]))
+def test_shift_matrix_is_a_block_rotation_group(a, b, dim):
+    Ma, Mb = sinusoidal_shift_matrix(a, dim), sinusoidal_shift_matrix(b, dim)
+    np.testing.assert_allclose(Ma @ Mb, sinusoidal_shift_matrix(a + b, dim), atol=1e-9)
+    np.testing.assert_allclose(Ma.T @ Ma, np.eye(dim), atol=1e-12)
+    np.testing.assert_allclose(sinusoidal_shift_matrix(-a, dim), Ma.T, atol=1e-12)
+    block = np.kron(np.eye(dim // 2), np.ones((2, 2)))
+    assert np.all(Ma[block == 0] == 0)
+    np.testing.assert_allclose(np.linalg.det(Ma[:2, :2]), 1.0, atol=1e-12)
+
+
+def test_shift_matrix_validation():
+    with pytest.raises(ValueError, match="shift must be finite"):
+        sinusoidal_shift_matrix(np.nan, 4)
+    with pytest.raises(ValueError, match="dim must be an even"):
+        sinusoidal_shift_matrix(1, 5)
+    with pytest.raises(ValueError, match="dim must be at most 4096"):
+        sinusoidal_shift_matrix(1, 8192)
+    with pytest.raises(ValueError, match="base must be greater than 1"):
+        sinusoidal_shift_matrix(1, 4, base=1)
