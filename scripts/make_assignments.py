@@ -74,12 +74,13 @@ def stub_source(source: str, label: str = "this exercise") -> str:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, (ast.Tuple, ast.List)):
-                    names = ", ".join(ast.unparse(t) for t in target.elts)
+                # only names become placeholders: x[i] = ... or x.attr = ... is solution work
+                if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+                    names = ", ".join(t.id for t in target.elts)
                     blanks = ", ".join("..." for _ in target.elts)
                     out.append(f"{names} = {blanks}  # your answer")
-                else:
-                    out.append(f"{ast.unparse(target)} = ...  # your answer")
+                elif isinstance(target, ast.Name):
+                    out.append(f"{target.id} = ...  # your answer")
         elif _is_check_call(node):
             call = node.value
             if len(call.args) >= 2 and not isinstance(call.args[1], ast.Name):

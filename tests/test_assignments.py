@@ -57,9 +57,10 @@ def test_check_on_an_expression_becomes_placeholder():
 
 def test_signature_kept_comments_and_tuples_handled():
     src = ma.stub_source(
-        "def f(a,\n      b) -> int:\n    # the trick: add\n    return a + b\n\nx, y = f(1, 2), 3\n", "ch01-z")
+        "def f(a,\n      b) -> int:\n    # the trick: add\n    return a + b\n\nx, y = f(1, 2), 3\nw = [0, 0]\nw[:1] = [5]\n", "ch01-z")
     assert "def f(a,\n      b) -> int:" in src and "trick" not in src and "a + b" not in src
     assert "x, y = ..., ...  # your answer" in src
+    assert "w = ...  # your answer" in src and "w[:1]" not in src
     exec(compile(src, "stub", "exec"), {})  # the stub itself runs without error
 
 
