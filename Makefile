@@ -12,13 +12,31 @@ export OPENBLAS_NUM_THREADS := 1
 
 NOTEBOOKS := $(sort $(wildcard chapters/*.ipynb))
 
-.PHONY: install book test test-package test-notebooks test-book notebooks assignments bench clean help
+# Browser files the built pages load, fetched from the npm registry (`npm pack`, exact versions)
+# into the gitignored _vendor/ and served from the site itself (_config.yml: html_static_path,
+# mathjax_path, nb_ipywidgets_js, mermaid_use_local). Nothing is loaded from a CDN.
+MATHJAX_VERSION      := 3.2.2
+REQUIREJS_VERSION    := 2.3.7
+HTML_MANAGER_VERSION := 1.0.15
+MERMAID_VERSION      := 11.12.1
+ANYWIDGET_VERSION    := 0.11.0
+VENDOR      := _vendor
+VENDOR_SITE := $(VENDOR)/site
+# Set to 1 once a chapter embeds the kernel lab: the browser test then fails if no page has it.
+REQUIRE_LAB ?= 1
+# The built site that test-site checks.
+SITE ?= _build/html
+VENDOR_STAMP := $(VENDOR)/.stamp-$(MATHJAX_VERSION)-$(REQUIREJS_VERSION)-$(HTML_MANAGER_VERSION)-$(MERMAID_VERSION)-$(ANYWIDGET_VERSION)
+
+.PHONY: install vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help
 
 help:
 	@echo "make book       install, execute every notebook, build the HTML book into _build/html"
 	@echo "make test       install, then package tests, nbval over every notebook, book build (-W)"
 	@echo "make notebooks  re-execute every chapter notebook in place (refresh stored outputs)"
 	@echo "make assignments  student and instructor editions into _build/assignments (+ zips), checked"
+	@echo "make vendor     fetch MathJax, require.js, the widget html-manager, anywidget and mermaid (npm) into _vendor/"
+	@echo "make test-site  open every page of _build/html in headless Chromium (after a book build)"
 	@echo "make bench      run the benchmarks in bench/"
 	@echo "make clean      remove build output (keeps .venv)"
 
@@ -31,22 +49,49 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-book: install
+$(VENDOR_STAMP): scripts/site/widgets-offline.js
+	rm -rf $(VENDOR)/npm $(VENDOR_SITE) $(VENDOR)/.stamp-*
+	mkdir -p $(VENDOR)/npm $(VENDOR_SITE)/html-manager $(VENDOR_SITE)/require $(VENDOR_SITE)/anywidget $(VENDOR_SITE)/mermaid
+	cd $(VENDOR)/npm && npm pack --silent mathjax@$(MATHJAX_VERSION) requirejs@$(REQUIREJS_VERSION) \
+		@jupyter-widgets/html-manager@$(HTML_MANAGER_VERSION) mermaid@$(MERMAID_VERSION) \
+		anywidget@$(ANYWIDGET_VERSION) > /dev/null
+	cd $(VENDOR)/npm && for t in *.tgz; do mkdir -p "$${t%.tgz}" && tar xzf "$$t" -C "$${t%.tgz}" --strip-components=1; done
+	cp -r $(VENDOR)/npm/mathjax-$(MATHJAX_VERSION)/es5 $(VENDOR_SITE)/mathjax
+	cp $(VENDOR)/npm/requirejs-$(REQUIREJS_VERSION)/require.js $(VENDOR_SITE)/require/
+	cd $(VENDOR)/npm/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION)/dist && \
+		cp embed-amd.js *.woff2 *.woff *.ttf *.eot *.svg ../../../site/html-manager/
+	cp $(VENDOR)/npm/anywidget-$(ANYWIDGET_VERSION)/dist/index.js $(VENDOR_SITE)/anywidget/
+	cp $(VENDOR)/npm/mermaid-$(MERMAID_VERSION)/dist/mermaid.esm.min.mjs $(VENDOR_SITE)/mermaid/
+	mkdir -p $(VENDOR_SITE)/mermaid/chunks
+	cp -r $(VENDOR)/npm/mermaid-$(MERMAID_VERSION)/dist/chunks/mermaid.esm.min $(VENDOR_SITE)/mermaid/chunks/
+	cp scripts/site/widgets-offline.js $(VENDOR_SITE)/
+	touch $@
+
+vendor: $(VENDOR_STAMP)
+
+book: install vendor
 	$(JB) build -W -n --keep-going .
 	@echo "The book is in _build/html/index.html"
 
-test: install test-package test-notebooks test-book assignments
+test: install test-package test-notebooks test-book test-site assignments
 
 test-package: install
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 test-notebooks: install
+	@test -n "$(NOTEBOOKS)" || { echo "no notebooks in chapters/"; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg $(NOTEBOOKS)
 
-test-book: install
+test-book: install vendor
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	$(JB) build -W -n --keep-going .
+
+# Serves _build/html on loopback and opens every page in headless Chromium (needs test-book first);
+# also renders the kernel lab from embedded state in a static page and checks it against ropegeo.
+test-site: install
+	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_site.py tests/test_kernel_lab.py
 
 notebooks: install
 	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)

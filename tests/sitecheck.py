@@ -527,9 +527,3 @@ def site_url_to_path(base: str, url: str) -> str | None:
         return None
     return url[len(base):]
 
-
-__all__ = [name for name in dir() if not name.startswith("_")]
-
-
-def _resolve(base: str, href: str) -> str:  # used by the unit tests
-    return urljoin(base, href)
