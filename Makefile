@@ -28,7 +28,8 @@ REQUIRE_LAB ?= 1
 SITE ?= _build/html
 VENDOR_STAMP := $(VENDOR)/.stamp-$(MATHJAX_VERSION)-$(REQUIREJS_VERSION)-$(HTML_MANAGER_VERSION)-$(MERMAID_VERSION)-$(ANYWIDGET_VERSION)
 
-.PHONY: install vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help
+
+.PHONY: install browser vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help
 
 help:
 	@echo "make book       install, execute every notebook, build the HTML book into _build/html"
@@ -89,9 +90,22 @@ test-book: install vendor
 
 # Serves _build/html on loopback and opens every page in headless Chromium (needs test-book first);
 # also renders the kernel lab from embedded state in a static page and checks it against ropegeo.
-test-site: install
+test-site: install browser
 	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/test_site.py tests/test_kernel_lab.py
+
+# Debian's Chromium for the browser test: installed with apt when missing (as root), so that
+# `make test` on a fresh machine needs no other step.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's chromium for the browser test"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "the browser test needs Chromium at /usr/bin/chromium: install Debian's 'chromium' package" >&2; exit 1; \
+		fi; }
+	@echo "browser: $$(command -v chromium)"
 
 notebooks: install
 	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)
