@@ -117,3 +117,25 @@ def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
         if dt is not None and dt in known.values():
             return dt
     raise ValueError(f"{name} must be one of {', '.join(known)}, got {value!r}")
+
+
+def frequencies(value: Any, name: str = "theta") -> np.ndarray:
+    """Per-pair angular frequencies: a non-empty 1-D array of finite, non-negative numbers."""
+    theta = finite_array(name, value)
+    if theta.ndim != 1 or theta.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
+    if np.any(theta < 0):
+        raise ValueError(f"{name} must hold non-negative frequencies")
+    return theta
+
+
+def pair_weights(value: Any, pairs: int, name: str = "weights") -> np.ndarray:
+    """Per-pair weights normalised to sum to one; ``None`` means equal weights."""
+    if value is None:
+        return np.full(pairs, 1.0 / pairs)
+    w = finite_array(name, value)
+    if w.shape != (pairs,):
+        raise ValueError(f"{name} must have one entry per pair, shape ({pairs},), got {w.shape}")
+    if np.any(w < 0) or not np.any(w > 0):
+        raise ValueError(f"{name} must be non-negative with a positive sum")
+    return w / w.sum()

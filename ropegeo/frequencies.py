@@ -81,15 +81,6 @@ def frequencies(head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | N
     return np.power(base, -exponents)
 
 
-def _theta(theta) -> np.ndarray:
-    theta = v.finite_array("theta", theta)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
-    if np.any(theta < 0):
-        raise ValueError("theta must hold non-negative frequencies")
-    return theta
-
-
 def wavelengths(theta) -> np.ndarray:
     """Wavelength ``2 pi / theta_i`` of each pair, in tokens (``inf`` for a zero frequency).
 
@@ -102,7 +93,7 @@ def wavelengths(theta) -> np.ndarray:
     -------
     numpy.ndarray, shape (pairs,)
     """
-    theta = _theta(theta)
+    theta = v.frequencies(theta)
     with np.errstate(divide="ignore"):
         return np.where(theta > 0, TWO_PI / np.where(theta > 0, theta, 1.0), np.inf)
 
@@ -121,7 +112,7 @@ def turns(theta, length: float) -> np.ndarray:
     -------
     numpy.ndarray, shape (pairs,)
     """
-    theta = _theta(theta)
+    theta = v.frequencies(theta)
     length = v.real("length", length, greater_than=0.0)
     return length * theta / TWO_PI
 

@@ -24,24 +24,6 @@ _BATCH = 256
 _PROGRESS_WORK = 2_000_000_000
 
 
-def _theta(theta) -> np.ndarray:
-    theta = v.finite_array("theta", theta)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
-    return theta
-
-
-def _weights(weights, pairs: int) -> np.ndarray:
-    if weights is None:
-        return np.full(pairs, 1.0 / pairs)
-    w = v.finite_array("weights", weights)
-    if w.shape != (pairs,):
-        raise ValueError(f"weights must have one entry per pair, shape ({pairs},), got {w.shape}")
-    if np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("weights must be non-negative with a positive sum")
-    return w / w.sum()
-
-
 def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     """The phase kernel ``K(delta) = sum_i w_i cos(delta * scale * theta_i)``.
 
@@ -62,8 +44,8 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     numpy.ndarray, shape offsets.shape, float64
         ``K(0) = 1``; values lie in [-1, 1].
     """
-    theta = _theta(theta)
-    w = _weights(weights, theta.size)
+    theta = v.frequencies(theta)
+    w = v.pair_weights(weights, theta.size)
     scale = v.real("scale", scale)
     d = v.finite_array("offsets", offsets)
     flat = d.reshape(-1)
@@ -132,8 +114,8 @@ def near_collisions(
     ValueError
         For an empty or reversed range, negative offsets, or ``top < 1``.
     """
-    theta = _theta(theta)
-    w = _weights(weights, theta.size)
+    theta = v.frequencies(theta)
+    w = v.pair_weights(weights, theta.size)
     scale = v.real("scale", scale)
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=0)
@@ -192,7 +174,7 @@ def brute_force_kernel_max(theta, start: int, stop: int, scale: float = 1.0) -> 
 
     This is the seed article's approach; kept for the benchmark and the tests.
     """
-    theta = _theta(theta)
+    theta = v.frequencies(theta)
     deltas = np.arange(start, stop + 1, dtype=np.float64)
     similarity = np.cos(np.outer(deltas * scale, theta)).sum(axis=1) / theta.size
     best = int(np.argmax(similarity))

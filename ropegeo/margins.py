@@ -59,15 +59,6 @@ WEIGHTINGS = ("pair", "band")
 # --------------------------------------------------------------------------------------------
 
 
-def _theta(theta) -> np.ndarray:
-    th = v.finite_array("theta", theta)
-    if th.ndim != 1 or th.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
-    if np.any(th < 0):
-        raise ValueError("theta must hold non-negative frequencies")
-    return th
-
-
 def _offsets(offsets, limit: int) -> np.ndarray:
     if isinstance(offsets, range):
         if len(offsets) > limit:
@@ -91,19 +82,8 @@ def _offsets(offsets, limit: int) -> np.ndarray:
     return off
 
 
-def _weights(weights, pairs: int) -> np.ndarray:
-    if weights is None:
-        return np.full(pairs, 1.0 / pairs)
-    w = v.finite_array("weights", weights)
-    if w.shape != (pairs,):
-        raise ValueError(f"weights (amplitudes) must have one entry per pair, shape ({pairs},), got {w.shape}")
-    if np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("weights (amplitudes) must be non-negative with a positive sum")
-    return w / w.sum()
-
-
 def _common(theta, dtype, scale, origin):
-    th = _theta(theta)
+    th = v.frequencies(theta)
     dt = v.float_dtype(dtype)
     scale = v.real("scale", scale, greater_than=0.0)
     origin = v.real("origin", origin, minimum=0.0)
@@ -136,8 +116,8 @@ def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> n
     -------
     numpy.ndarray, shape deltas.shape, float64, values in [0, 2]
     """
-    th = _theta(theta)
-    w = _weights(weights, th.size)
+    th = v.frequencies(theta)
+    w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
     scale = v.real("scale", scale, greater_than=0.0)
     d = v.finite_array("deltas", deltas)
     flat = d.reshape(-1)
@@ -191,7 +171,7 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
     """
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
     off = _offsets(offsets, MAX_MATRIX)
-    w = _weights(weights, th.size)
+    w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
     sig = _signatures(origin + off, th, dt, scale, w)
     out = np.empty((off.size, off.size))
     rows = max(1, _CELLS // (off.size * sig.shape[1] + 1))
@@ -432,7 +412,7 @@ def separation_margin(
         label = weighting
         w = None
     else:
-        w = _weights(weighting, th.size)
+        w = v.pair_weights(weighting, th.size, name="weights (amplitudes)")
         label = "amplitudes"
     band_list: tuple[BandMargin, ...] = ()
     if label == "band":
@@ -535,7 +515,7 @@ def attention_probe(
     from .attention import AttentionLayer, masked_softmax
     from .rotation import apply_rope
 
-    th = _theta(theta)
+    th = v.frequencies(theta)
     if 2 * th.size > 4096:
         raise ValueError(f"theta has {th.size} pairs; the probe allows at most 2048")
     target = v.real("target", target, minimum=0.0)
@@ -544,7 +524,7 @@ def attention_probe(
         raise ValueError(f"distractors must hold between 1 and {MAX_MATRIX} offsets, got {dis.size}")
     if np.any(dis < 0):
         raise ValueError("distractors must be non-negative offsets")
-    w = _weights(amplitudes, th.size)
+    w = v.pair_weights(amplitudes, th.size, name="weights (amplitudes)")
     sharpness = v.real("sharpness", sharpness, greater_than=0.0, maximum=1000.0)
     scale = v.real("scale", scale, greater_than=0.0)
     qpos = v.real("query_position", query_position)

@@ -40,15 +40,6 @@ _MAX_SCAN = 1 << 26
 _DEFAULT_SCAN = 1 << 16
 
 
-def _theta(theta) -> np.ndarray:
-    th = v.finite_array("theta", theta)
-    if th.ndim != 1 or th.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
-    if np.any(th < 0):
-        raise ValueError("theta must hold non-negative frequencies")
-    return th
-
-
 def _dtype_name(dtype) -> str:
     dt = v.float_dtype(dtype)
     return "bfloat16" if dt.name == "bfloat16" else dt.name
@@ -84,7 +75,7 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
         For an unknown dtype, non-finite positions, a bad ``theta`` or a non-finite ``scale``.
     """
     dt = v.float_dtype(dtype)
-    th = _theta(theta)
+    th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -134,7 +125,7 @@ def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.
     ValueError
         As :func:`generated_phases`.
     """
-    th = _theta(theta)
+    th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
     cos, sin = generated_phases(pos, th, dtype, scale=scale)
@@ -159,7 +150,7 @@ def max_phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) ->
     numpy.ndarray, shape (n,), float64
         ``max_i phase_error(positions, theta)[:, i]`` in radians.
     """
-    th = _theta(theta)
+    th = v.frequencies(theta)
     pos = v.finite_array("positions", positions)
     if pos.ndim != 1:
         raise ValueError(f"positions must be 1-D, got shape {pos.shape}")
@@ -222,7 +213,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
         For an unknown dtype, a bad ``theta``, a negative ``start`` or a range longer than
         ``2**26`` positions.
     """
-    th = _theta(theta)
+    th = v.frequencies(theta)
     dt = v.float_dtype(dtype)
     start = v.integer("start", start, minimum=0)
     if stop is None:

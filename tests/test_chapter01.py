@@ -6,13 +6,12 @@ weights drawn here from the documented seeding (``Wq, Wk, Wv`` then the table, a
 generator), never with ``AttentionLayer`` itself.
 """
 
-import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from glue import read_glued
 from test_attention import ref_attention, ref_code
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "01_permutation_symmetry.ipynb"
@@ -23,21 +22,7 @@ X = np.random.default_rng(1).standard_normal((6, 16))
 PERM = [3, 0, 5, 1, 4, 2]
 
 
-def _glued():
-    nb = json.loads(NB.read_text())
-    values, used = {}, set()
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            used |= set(re.findall(r"\{glue:text\}`([a-z0-9_]+)", src))
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                values[name] = float(out["data"]["application/papermill.record/text/plain"])
-    return values, used
-
-
-GLUED, USED = _glued()
+GLUED, USED = read_glued(NB)
 
 
 def g(name):

@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from glue import read_glued
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "02_complex_rotation.ipynb"
 
@@ -22,17 +23,8 @@ def nb():
 
 
 @pytest.fixture(scope="module")
-def glued(nb):
-    out = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for o in cell.get("outputs", []):
-            meta = o.get("metadata", {}).get("scrapbook")
-            if meta:
-                text = o["data"][meta["mime_prefix"] + "text/plain"]
-                out[meta["name"]] = float(text)
-    return out
+def glued():
+    return read_glued(NB)[0]
 
 
 def rot(x, pos, theta):

@@ -12,6 +12,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from glue import read_glued
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "03_frequency_bank.ipynb"
 D, B = 128, 10_000.0
@@ -25,16 +26,8 @@ def nb():
 
 
 @pytest.fixture(scope="module")
-def glued(nb):
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                text = o["data"]["application/papermill.record/text/plain"]
-                inner = re.fullmatch(r"np\.\w+\((.*)\)", text)  # numpy scalars: np.float64(...)
-                out[name] = float(inner.group(1) if inner else text)
-    return out
+def glued():
+    return read_glued(NB)[0]
 
 
 def K(delta, theta):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from glue import read_glued
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "04_extension.ipynb"
 DATA = Path(__file__).resolve().parents[1] / "ropegeo" / "data"
@@ -23,22 +24,7 @@ PAIRS = D // 2
 TWO_PI = 2 * math.pi
 
 
-def _glued():
-    nb = json.loads(NB.read_text())
-    values, used = {}, set()
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            used |= set(re.findall(r"\{glue:text\}`([a-z0-9_]+)", src))
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                text = out["data"]["application/papermill.record/text/plain"]
-                values[name] = float(re.sub(r"^np\.\w+\((.*)\)$", r"\1", text))
-    return values, used
-
-
-GLUED, USED = _glued()
+GLUED, USED = read_glued(NB)
 
 
 def g(name):

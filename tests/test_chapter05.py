@@ -12,6 +12,7 @@ import ml_dtypes
 import nbformat
 import numpy as np
 import pytest
+from glue import read_glued
 
 from ropegeo.broken import CATALOGUE, attention_comparison, broken_entries, correct_entries
 
@@ -24,16 +25,8 @@ def nb():
 
 
 @pytest.fixture(scope="module")
-def glued(nb):
-    out = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for o in cell.get("outputs", []):
-            meta = o.get("metadata", {}).get("scrapbook")
-            if meta:
-                out[meta["name"]] = float(o["data"][meta["mime_prefix"] + "text/plain"])
-    return out
+def glued():
+    return read_glued(NB)[0]
 
 
 def freqs(d, base=10_000.0):

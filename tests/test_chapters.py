@@ -1,0 +1,52 @@
+"""Checks every chapter shares: glued names resolve, no errors stored, exercises complete."""
+
+import json
+import re
+
+import pytest
+from glue import CHAPTERS, read_glued
+
+NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glued_name_in_the_prose_is_computed(path):
+    values, used = read_glued(path)
+    missing = sorted(used - set(values))
+    assert not missing, f"prose uses glue names no cell computes: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_outputs_have_no_errors_and_run_in_order(path):
+    nb = json.loads(path.read_text())
+    counts = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        assert not [o for o in cell.get("outputs", []) if o["output_type"] == "error"], cell["source"]
+        counts.append(cell.get("execution_count"))
+    assert counts and all(c is not None for c in counts), "every code cell must be executed"
+    assert counts == list(range(1, len(counts) + 1)), "cells must be executed once, top to bottom"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_at_least_four_exercises_each_with_a_solution(path):
+    nb = json.loads(path.read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    labels = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", text)
+    solved = re.findall(r"```\{solution-start\} (\S+)", text)
+    assert len(labels) >= 4, f"{path.name} has {len(labels)} exercises"
+    assert sorted(labels) == sorted(solved), "every exercise needs exactly one solution block"
+    tagged = [c for c in nb["cells"] if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) >= len(labels)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_opens_with_goals_and_install_cell(path):
+    nb = json.loads(path.read_text())
+    first_md = "".join(nb["cells"][0]["source"])
+    assert first_md.startswith("# ")
+    head = "\n".join("".join(c["source"]) for c in nb["cells"][:4])
+    assert "What you will be able to do" in head
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"][0]
+    assert "import ropegeo" in "".join(code["source"]) and "hide-cell" in code["metadata"].get("tags", [])
