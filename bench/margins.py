@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import time
-import tracemalloc
 
 import numpy as np
+from _measure import measure
 
 from ropegeo.frequencies import frequencies
 from ropegeo.margins import separation_margin
@@ -47,16 +47,6 @@ def python_pair_seconds(offsets, theta, sample=4000):
         cj, ck, sj, sk = cos[j], cos[k], sin[j], sin[k]
         math.sqrt(sum((a - b) ** 2 for a, b in zip(cj, ck)) + sum((a - b) ** 2 for a, b in zip(sj, sk)))
     return (time.perf_counter() - t0) / sample
-
-
-def measure(fn):
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return result, seconds, peak / 2**20
 
 
 def main() -> int:

@@ -9,9 +9,9 @@ over 10^7 offsets. Targets: >= 15x faster, top similarities within 1e-9, < 64 Mi
 from __future__ import annotations
 
 import time
-import tracemalloc
 
 import numpy as np
+from _measure import measure
 
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import near_collisions
@@ -22,16 +22,6 @@ def naive_top(theta, start, stop, top):
     sims = np.cos(offsets[:, None] * theta[None, :]).mean(axis=1)
     idx = np.argsort(-sims, kind="stable")[:top]
     return [(int(offsets[i]), float(sims[i])) for i in idx]
-
-
-def measure(fn):
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return result, seconds, peak / 2**20
 
 
 def main() -> None:
