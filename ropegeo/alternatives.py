@@ -6,16 +6,16 @@ guide it) is trained to attend to the key ``offset`` slots back, over strictly e
 the full-batch cross-entropy of Gate C, Adam, and hand-derived gradients (checked against finite
 differences in the tests). What each scheme lets the head learn:
 
-=============  ==================================  ============================================
-scheme         trained parameters                  score of query ``m`` against key ``n``
-=============  ==================================  ============================================
-``absolute``   table ``T`` (rows), ``W_q, W_k``    ``(e + T_m) W_q W_k^T (e + T_n)^T / sqrt(d)``
-``sinusoidal`` ``W_q, W_k``                        the same with the fixed code ``PE`` for ``T``
-``relative``   query ``q``, key vectors ``a^K_r``  ``q . a^K(clip(n - m, -K, K)) / sqrt(d)`` + const
-``t5``         one bias per bucket ``b``           ``b[t5_bucket(n - m)]`` + const
-``rope``       ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``: trained by
-                                                   :func:`ropegeo.behaviour.train_offset_head`
-=============  ==================================  ============================================
+===============  ==================================  ============================================
+scheme           trained parameters                  score of query ``m`` against key ``n``
+===============  ==================================  ============================================
+``absolute``     table ``T`` (rows), ``W_q, W_k``    ``(e + T_m) W_q W_k^T (e + T_n)^T / sqrt(d)``
+``sinusoidal``   ``W_q, W_k``                        the same with the fixed code ``PE`` for ``T``
+``relative``     query ``q``, key vectors ``a^K_r``  ``q . a^K(clip(n - m, -K, K)) / sqrt(d)`` + const
+``t5``           one bias per bucket ``b``           ``b[t5_bucket(n - m)]`` + const
+``rope``         ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``: trained by
+                                                     :func:`ropegeo.behaviour.train_offset_head`
+===============  ==================================  ============================================
 
 ``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads are the fixed formula.
 
@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
-from .attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
-from .behaviour import _Adam, _softmax_rows, train_offset_head
+from .attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
+from .behaviour import Adam, softmax_rows, match_targets, train_offset_head
+from .behaviour import train_match_head as _gate_c_match_head
 from .interventions import (
     PositionHead,
+    TokenHead,
+    match_task,
     construction_gap,
     global_shift,
     length_stretch,
@@ -51,6 +54,9 @@ __all__ = [
     "FIXED",
     "TrainedHead",
     "train_position_head",
+    "TrainedMatchHead",
+    "train_match_head",
+    "match_loss",
     "fixed_head",
     "task_loss",
     "SchemeResult",
@@ -98,7 +104,7 @@ def _task_grad(S: np.ndarray, offset: int) -> tuple[float, np.ndarray]:
     """Cross-entropy of the displacement task over strictly earlier keys and its gradient in S."""
     L = S.shape[0]
     earlier = np.tri(L, L, -1)
-    p, top, z = _softmax_rows(S.copy(), earlier)
+    p, top, z = softmax_rows(S.copy(), earlier)
     m = np.arange(offset, L)
     n = m.size
     loss = float(np.mean(np.log(z[m, 0]) + top[m, 0] - S[m, m - offset]))
@@ -157,7 +163,7 @@ def _train_absolute(rng, d, L, offset, steps, lr, init_std, rows):
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
     e0 = np.eye(d)[0]
     losses = np.empty(steps)
-    opt = _Adam([T, Wq, Wk], lr)
+    opt = Adam([T, Wq, Wk], lr)
     dT = np.zeros_like(T)
     for t in range(steps):
         losses[t], dWq, dWk, dH = _fb_projection(e0 + T[:L], Wq, Wk, offset)
@@ -172,7 +178,7 @@ def _train_sinusoidal(rng, d, L, offset, steps, lr, init_std):
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
     H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
     losses = np.empty(steps)
-    opt = _Adam([Wq, Wk], lr)
+    opt = Adam([Wq, Wk], lr)
     for t in range(steps):
         losses[t], dWq, dWk, _ = _fb_projection(H, Wq, Wk, offset)
         opt.step([dWq, dWk])
@@ -189,7 +195,7 @@ def _train_relative(rng, d, L, offset, steps, lr, init_std, max_distance):
     pos = np.arange(L)
     idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
     losses = np.empty(steps)
-    opt = _Adam([q, a], lr)
+    opt = Adam([q, a], lr)
     for t in range(steps):
         losses[t], dq, da = _fb_relative(q, a, k0, idx, L, offset)
         opt.step([dq, da])
@@ -206,7 +212,7 @@ def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance)
     idx = t5_bucket(pos[None, :] - pos[:, None], bidirectional=False, num_buckets=num_buckets,
                     max_distance=max_distance).ravel()
     losses = np.empty(steps)
-    opt = _Adam([b], lr)
+    opt = Adam([b], lr)
     for t in range(steps):
         losses[t], db = _fb_t5(b, idx, L, offset)
         opt.step([db])
@@ -326,6 +332,260 @@ def fixed_head(scheme: str, *, d: int = 16, seed: int = 0, **options) -> Positio
     return position_head(scheme, d_model=d, seed=seed, **options)
 
 
+# ---- content and position: Gate C's most-recent-match task ------------------------------------
+
+
+class TrainedMatchHead(TokenHead):
+    """A :class:`~ropegeo.interventions.TokenHead` trained on the most-recent-match task.
+
+    Attributes
+    ----------
+    layer, embedding
+        The trained layer and its input embedding (one-hot rows except for the schemes that add a
+        code to the inputs, whose learned token vectors are the embedding).
+    scheme : str
+    vocab, train_length, seed : int
+    losses : numpy.ndarray, shape (steps,)
+    """
+
+    def __init__(self, layer, embedding, *, scheme: str, train_length: int, seed: int, losses):
+        super().__init__(layer, embedding, name=scheme)
+        self.scheme, self.train_length, self.seed = scheme, train_length, seed
+        self.losses = np.asarray(losses, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        last = self.losses[-1] if self.losses.size else math.nan
+        return (f"TrainedMatchHead({self.scheme!r}, vocab={self.vocab}, train_length={self.train_length}, "
+                f"seed={self.seed}, final loss {last:.3g})")
+
+
+def _match_grad(S: np.ndarray, tok: np.ndarray) -> tuple[float, np.ndarray]:
+    """Cross-entropy of the most-recent-match task over strictly earlier keys, and its gradient in S."""
+    B, L, _ = S.shape
+    target = match_targets(tok)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    ti = target[bi, mi]
+    p, top, z = softmax_rows(S.copy(), np.tri(L, L, -1))
+    loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - S[bi, mi, ti]))
+    g = p * (valid / count)[..., None]
+    g[bi, mi, ti] -= 1.0 / count
+    return loss, g
+
+
+def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
+    """Sum per-slot gradients (B, L, d) into per-token rows (vocab, d)."""
+    onehot = (tok.reshape(1, -1) == np.arange(vocab)[:, None]).astype(np.float64)  # (vocab, B * L)
+    return onehot @ grad.reshape(-1, grad.shape[-1])
+
+
+def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
+    """Loss and gradients for ``S = (Q K^T + Q . a[idx]) / sqrt(d) + bias`` with Q = Qt[tok], K = Kt[tok].
+
+    ``bias``: (table, flat bucket index) for T5, or a fixed (L, L) array (ALiBi), or None.
+    ``rel``: (a, idx) for the relative scheme (``idx`` an (L, L) row index into ``a``), or None.
+    Every score is a lookup in a small table (token pair, or token and displacement row), so the
+    forward pass is a gather and each gradient a weighted count: no (batch, L, L, d) work.
+    Returns ``(loss, dQt, dKt, dtable_or_None, da_or_None)``.
+    """
+    B, L = tok.shape
+    V, d = Qt.shape
+    c = 1.0 / math.sqrt(d)
+    qi = np.broadcast_to(tok[:, :, None], (B, L, L))
+    pair = qi * V + tok[:, None, :]  # (query token, key token) of every score
+    S = c * (Qt @ Kt.T).ravel()[pair]
+    if rel is not None:
+        a, idx = rel
+        R = a.shape[0]
+        tok_rel = qi * R + idx  # (query token, displacement row)
+        S = S + c * (Qt @ a.T).ravel()[tok_rel]
+    if isinstance(bias, tuple):
+        table, flat = bias
+        S = S + table[flat].reshape(L, L)
+    elif bias is not None:
+        S = S + bias
+    loss, g = _match_grad(S, tok)
+    dM = np.bincount(pair.ravel(), weights=g.ravel(), minlength=V * V).reshape(V, V)
+    dQt, dKt = c * dM @ Kt, c * dM.T @ Qt
+    dtable = da = None
+    if isinstance(bias, tuple):
+        dtable = np.bincount(bias[1], weights=g.sum(axis=0).ravel(), minlength=bias[0].size)
+    if rel is not None:
+        dA = np.bincount(tok_rel.ravel(), weights=g.ravel(), minlength=V * R).reshape(V, R)
+        dQt = dQt + c * dA @ a
+        da = c * dA.T @ Qt
+    return loss, dQt, dKt, dtable, da
+
+
+def _fb_match_projection(E, P, Wq, Wk, tok):
+    """Loss and gradients for inputs ``H = E[tok] + P`` (P: (L, d) position code), ``S = H Wq (H Wk)^T / sqrt(d)``.
+
+    Returns ``(loss, dE, dP, dWq, dWk)``.
+    """
+    c = 1.0 / math.sqrt(Wq.shape[1])
+    H = E[tok] + P
+    Q, K = H @ Wq, H @ Wk
+    loss, g = _match_grad(c * Q @ K.transpose(0, 2, 1), tok)
+    dQ, dK = c * g @ K, c * g.transpose(0, 2, 1) @ Q
+    dH = dQ @ Wq.T + dK @ Wk.T
+    dWq = np.einsum("bld,ble->de", H, dQ)
+    dWk = np.einsum("bld,ble->de", H, dK)
+    return loss, _scatter(tok, dH, E.shape[0]), dH.sum(axis=0), dWq, dWk
+
+
+def match_loss(head: TokenHead, tokens) -> float:
+    """The most-recent-match loss of a head on a batch, computed through its attention layer.
+
+    Mean over the queries with an earlier occurrence of ``-log`` of the attention on the most
+    recent one (softmax over strictly earlier slots, positions ``0 .. L - 1``).
+    """
+    tok = np.asarray(tokens)
+    return _match_grad(head.scores(tok), tok)[0]
+
+
+def train_match_head(
+    scheme: str,
+    *,
+    vocab: int = 8,
+    train_length: int = 64,
+    d: int = 16,
+    batch: int = 32,
+    steps: int = 600,
+    lr: float = 0.05,
+    init_std: float = 0.3,
+    seed: int = 0,
+    rows: int | None = None,
+    max_distance: int | None = None,
+    num_buckets: int = 32,
+    alibi_heads: int = 8,
+    alibi_head: int = 0,
+    base: float = 10_000.0,
+    theta=None,
+) -> TrainedMatchHead:
+    """Train a head of any scheme to attend to the most recent earlier occurrence of its token.
+
+    Gate C's match task (:func:`ropegeo.behaviour.train_match_head`) for every scheme: each step
+    draws ``batch`` fresh sequences of ``train_length`` tokens (uniform over ``vocab``) from the
+    seeded generator. Learned per scheme:
+
+    * ``none``, ``alibi``: query and key tables (``vocab x d``), ALiBi's bias fixed;
+    * ``t5``: the tables and the bucket biases; ``relative``: the tables and the key vectors ``a^K``;
+    * ``absolute``: token vectors, the position table and ``W_q, W_k``; ``sinusoidal``: the same
+      without the table;
+    * ``rope``: Gate C's own match head (tables rotated by position).
+
+    Parameters
+    ----------
+    scheme : str
+        Any of ``SCHEMES``.
+    vocab : int
+        Token types (2 to 64).
+    train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
+        As in :func:`train_position_head`.
+    batch : int
+        Sequences per step (1 to 512).
+    alibi_heads, alibi_head : int
+        The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
+
+    Returns
+    -------
+    TrainedMatchHead
+
+    Raises
+    ------
+    ValueError
+        For an unknown scheme or parameters outside their ranges.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=64)
+    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    d = v.head_dim(d, "d")
+    if d > 256:
+        raise ValueError(f"d must be at most 256, got {d}")
+    batch = v.integer("batch", batch, minimum=1, maximum=512)
+    steps = v.integer("steps", steps, minimum=1, maximum=100_000)
+    lr = v.real("lr", lr, greater_than=0.0)
+    init_std = v.real("init_std", init_std, greater_than=0.0)
+    seed = v.integer("seed", seed, minimum=0)
+    if scheme == "rope":
+        gate_c = _gate_c_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,
+                                    steps=steps, lr=lr, init_std=init_std, seed=seed)
+        layer = AttentionLayer(vocab, d, scheme="rope", theta=gate_c.theta, seed=0)
+        layer.Wq, layer.Wk = math.sqrt(d) * gate_c.q_table, gate_c.k_table.copy()
+        return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=gate_c.losses)
+    rng = np.random.default_rng(seed)
+    pos = np.arange(L)
+    losses = np.empty(steps)
+    if scheme in ("absolute", "sinusoidal"):
+        E = rng.normal(scale=init_std, size=(vocab, d))
+        Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
+        if scheme == "absolute":
+            R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=1 << 16)
+            T = rng.normal(scale=init_std, size=(R, d))
+            params, dT = [E, T, Wq, Wk], np.zeros((R, d))
+        else:
+            T = sinusoidal_encoding(pos, d)
+            params = [E, Wq, Wk]
+        opt = Adam(params, lr)
+        for t in range(steps):
+            tok = rng.integers(0, vocab, size=(batch, L))
+            losses[t], dE, dP, dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, tok)
+            if scheme == "absolute":
+                dT[:L] = dP
+                opt.step([dE, dT, dWq, dWk])
+            else:
+                opt.step([dE, dWq, dWk])
+        scheme_obj = AbsolutePositions(table=T) if scheme == "absolute" else "sinusoidal"
+        layer = AttentionLayer(d, scheme=scheme_obj, seed=0)
+        layer.Wq, layer.Wk = Wq, Wk
+        return TrainedMatchHead(layer, E, scheme=scheme, train_length=L, seed=seed, losses=losses)
+    Qt, Kt = rng.normal(scale=init_std, size=(2, vocab, d))
+    params, extra = [Qt, Kt], {}
+    if scheme == "alibi":
+        opts = dict(heads=alibi_heads, head=alibi_head)
+        slope = AttentionLayer(2, scheme="alibi", **opts).scheme.slope
+        extra["bias"] = -slope * np.abs(pos[:, None] - pos[None, :]).astype(np.float64)
+    elif scheme == "t5":
+        md = 128 if max_distance is None else max_distance
+        opts = dict(num_buckets=num_buckets, max_distance=md, bidirectional=False)
+        T5Bias(**opts)  # validates
+        b = rng.normal(scale=init_std, size=int(num_buckets))
+        flat = t5_bucket(pos[None, :] - pos[:, None], **opts).ravel()
+        params.append(b)
+    elif scheme == "relative":
+        K = v.integer("max_distance", 16 if max_distance is None else max_distance, minimum=1, maximum=4096)
+        a = rng.normal(scale=init_std, size=(2 * K + 1, d))
+        idx = np.clip(pos[None, :] - pos[:, None], -K, K) + K
+        params.append(a)
+    opt = Adam(params, lr)
+    for t in range(steps):
+        tok = rng.integers(0, vocab, size=(batch, L))
+        if scheme == "t5":
+            losses[t], dQt, dKt, db, _ = _fb_match_table(Qt, Kt, tok, bias=(b, flat))
+            opt.step([dQt, dKt, db])
+        elif scheme == "relative":
+            losses[t], dQt, dKt, _, da = _fb_match_table(Qt, Kt, tok, rel=(a, idx))
+            opt.step([dQt, dKt, da])
+        else:
+            losses[t], dQt, dKt, _, _ = _fb_match_table(Qt, Kt, tok, bias=extra.get("bias"))
+            opt.step([dQt, dKt])
+    if scheme == "t5":
+        sch = T5Bias(table=b, **opts)
+    elif scheme == "relative":
+        sch = RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a), values=False)
+    elif scheme == "alibi":
+        sch = ALiBi(**opts)
+    else:
+        sch = "none"
+    layer = AttentionLayer(vocab, d, scheme=sch, seed=0)
+    layer.Wq, layer.Wk = Qt, Kt
+    return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=losses)
+
+
 # ---- the comparison ---------------------------------------------------------------------------
 
 
@@ -338,7 +598,8 @@ class SchemeResult:
     scheme : str
     seed : int
     trained : bool
-        False for the fixed formulas (none, alibi).
+        Whether the scheme's position term is learned (False for none and alibi, whose position-only
+        heads are the fixed formula).
     accuracy : float
         Displacement task at the training length (the short-context score).
     shift_guaranteed : bool
@@ -362,6 +623,9 @@ class SchemeResult:
         Share of those queries whose strict winner is that key, at the longest length.
     final_loss : float
         Training loss of the local head (NaN for fixed formulas).
+    match_accuracy_train, match_accuracy_long, match_mass_train, match_mass_long : float
+        Gate C's most-recent-match task (content and position) for a match head of the scheme, at
+        the training length and at the longest stretched length (NaN when not run).
     """
 
     scheme: str
@@ -381,6 +645,10 @@ class SchemeResult:
     retrieval_mass_long: float
     retrieval_accuracy_long: float
     final_loss: float
+    match_accuracy_train: float = math.nan
+    match_accuracy_long: float = math.nan
+    match_mass_train: float = math.nan
+    match_mass_long: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -414,22 +682,27 @@ class Comparison:
         """The table as Markdown: one row per scheme, means over seeds."""
         s = self.settings
         fac = " / ".join(f"{f}x" for f in s["factors"])
-        head = ["scheme", "kind", f"accuracy at L={s['train_length']}",
+        head = ["scheme", "position term", f"accuracy at L={s['train_length']}",
                 f"shift by {s['shift']:g}: guaranteed?", "shift: winners kept",
                 "move target 1 step: score change", "move: mass before -> after",
                 f"stretch {fac}: accuracy", f"retrieval at {s['distance']}: mass at L -> {s['factors'][-1]}L"]
+        match = s.get("match", False)
+        if match:
+            head.append(f"most-recent match: accuracy at L -> {s['factors'][-1]}L")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name in self.results:
             r0 = self.results[name][0]
             stretch = " / ".join("undefined" if math.isnan(a) else f"{a:.2f}" for a in self.mean(name, "stretch_accuracy"))
             row = [
-                name, "trained" if r0.trained else "formula", f"{self.mean(name, 'accuracy'):.2f}",
+                name, "learned" if r0.trained else "fixed", f"{self.mean(name, 'accuracy'):.2f}",
                 "yes" if r0.shift_guaranteed else "no", f"{self.mean(name, 'shift_winners_kept'):.2f}",
                 f"{self.mean(name, 'move_score_change'):+.2f}",
                 f"{self.mean(name, 'move_mass_before'):.2f} -> {self.mean(name, 'move_mass_after'):.2f}",
                 stretch,
                 f"{self.mean(name, 'retrieval_mass_train'):.3f} -> {self.mean(name, 'retrieval_mass_long'):.3f}",
             ]
+            if match:
+                row.append(f"{self.mean(name, 'match_accuracy_train'):.2f} -> {self.mean(name, 'match_accuracy_long'):.2f}")
             lines.append("| " + " | ".join(row) + " |")
         return "\n".join(lines)
 
@@ -441,7 +714,7 @@ class Comparison:
                             for k, rs in self.results.items()}}
 
 
-def _measure(head, far, *, trained, scheme, seed, offset, distance, L, factors, shift):
+def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, factors, shift):
     gap = construction_gap(head, L - shift, shift)
     sh = global_shift(head, L - shift, shift)
     mv = local_displacement(head, L, offset)
@@ -450,13 +723,18 @@ def _measure(head, far, *, trained, scheme, seed, offset, distance, L, factors, 
     ret_l = sparse_retrieval(far, L, distance)
     ret_x = sparse_retrieval(far, long, distance)
     loss = float(head.losses[-1]) if isinstance(head, TrainedHead) else math.nan
+    extra = {}
+    if matcher is not None:
+        m_l, m_x = match_task(matcher, L), match_task(matcher, long)
+        extra = dict(match_accuracy_train=m_l.accuracy, match_accuracy_long=m_x.accuracy,
+                     match_mass_train=m_l.mass, match_mass_long=m_x.mass)
     return SchemeResult(
         scheme=scheme, seed=seed, trained=trained, accuracy=offset_task(head, L, offset).accuracy,
         shift_guaranteed=gap.guaranteed, shift_change=gap.guaranteed_change, shift_winners_kept=sh.winners_kept,
         shift_weight_change=sh.weight_change, move_score_change=mv.score_change, move_mass_before=mv.mass_before,
         move_mass_after=mv.mass_after, stretch_accuracy=tuple(float(a) for a in st.accuracy),
         stretch_mass=tuple(float(a) for a in st.mass), retrieval_mass_train=ret_l.mass,
-        retrieval_mass_long=ret_x.mass, retrieval_accuracy_long=ret_x.accuracy, final_loss=loss,
+        retrieval_mass_long=ret_x.mass, retrieval_accuracy_long=ret_x.accuracy, final_loss=loss, **extra,
     )
 
 
@@ -473,6 +751,9 @@ def compare_schemes(
     steps: int = 1000,
     alibi_head: int = 0,
     alibi_heads: int = 8,
+    match: bool = False,
+    match_steps: int = 300,
+    match_batch: int = 16,
     progress: bool = False,
     **train_options,
 ) -> Comparison:
@@ -488,7 +769,9 @@ def compare_schemes(
     * the target key moved one position farther (:func:`~ropegeo.interventions.local_displacement`);
     * the local task at ``factor * train_length`` (:func:`~ropegeo.interventions.length_stretch`);
     * the far head's mass on its key at ``train_length`` and at ``factors[-1] * train_length``
-      (:func:`~ropegeo.interventions.sparse_retrieval`).
+      (:func:`~ropegeo.interventions.sparse_retrieval`);
+    * with ``match=True``, a third head per scheme and seed trained on Gate C's most-recent-match
+      task (:func:`train_match_head`), scored at both lengths (:func:`~ropegeo.interventions.match_task`).
 
     Parameters
     ----------
@@ -508,6 +791,10 @@ def compare_schemes(
         Training steps of each learned head.
     alibi_head, alibi_heads : int
         Which ALiBi slope the alibi head uses (``alibi_slopes(alibi_heads)[alibi_head]``).
+    match : bool
+        Also train and score a most-recent-match head per scheme and seed.
+    match_steps, match_batch : int
+        Its training steps and sequences per step.
     progress : bool
         Show a progress bar over schemes (off in the book: no bars in stored outputs).
     **train_options
@@ -541,9 +828,15 @@ def compare_schemes(
         from tqdm.auto import tqdm
 
         it = tqdm(schemes, desc="schemes", unit="scheme")
+    if not isinstance(match, (bool, np.bool_)):
+        raise ValueError(f"match must be True or False, got {match!r}")
+    match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=100_000)
+    match_batch = v.integer("match_batch", match_batch, minimum=1, maximum=512)
     results, heads = {}, {}
     for name in it:
         results[name], heads[(name, "local")], heads[(name, "far")] = [], [], []
+        if match:
+            heads[(name, "match")] = []
         for s in seeds:
             if name in FIXED:
                 opts = {"heads": alibi_heads, "head": alibi_head} if name == "alibi" else {}
@@ -555,9 +848,17 @@ def compare_schemes(
                                           **train_options)
             heads[(name, "local")].append(local)
             heads[(name, "far")].append(far)
-            results[name].append(_measure(local, far, trained=name in LEARNED, scheme=name, seed=s, offset=offset,
+            matcher = None
+            if match:
+                mopts = {"alibi_heads": alibi_heads, "alibi_head": alibi_head} if name == "alibi" else \
+                    {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "base", "theta")}
+                matcher = train_match_head(name, train_length=train_length, d=d, steps=match_steps, batch=match_batch,
+                                           seed=s, **mopts)
+                heads[(name, "match")].append(matcher)
+            results[name].append(_measure(local, far, matcher, trained=name in LEARNED, scheme=name, seed=s, offset=offset,
                                           distance=distance, L=train_length, factors=factors, shift=shift))
     settings = {"offset": offset, "distance": distance, "train_length": train_length, "factors": factors,
                 "shift": shift, "seeds": tuple(seeds), "d": d, "steps": steps, "alibi_head": alibi_head,
-                "alibi_heads": alibi_heads, **{k: val for k, val in train_options.items() if k != "theta"}}
+                "alibi_heads": alibi_heads, "match": bool(match), "match_steps": match_steps,
+                "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "theta"}}
     return Comparison(results, heads, settings)

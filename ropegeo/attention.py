@@ -28,17 +28,17 @@ accepts either a registered name (``"none"``, ``"absolute"``, ``"sinusoidal"``, 
 ``"t5"``, ``"alibi"``, ``"rope"``) or a scheme instance. Everything is float64 and vectorised over
 leading batch axes.
 
-=============  ==============  ==============================================================
-name           hook            position information
-=============  ==============  ==============================================================
-``none``       (none)          nothing (NoPE); with ``causal=True`` only the mask carries order
-``absolute``   embed           a table of one vector per position (learned; random at setup)
-``sinusoidal`` embed           the fixed sine/cosine code of the original Transformer
-``relative``   content/value   learned vectors per displacement, clipped at ``max_distance``
-``t5``         bias            one learned scalar per bucket of :func:`t5_bucket`
-``alibi``      bias            ``-slope * |i - j|`` with the slopes of :func:`alibi_slopes`
-``rope``       rotate          rotary embeddings, any schedule (``theta`` from ``ropegeo.scaling``)
-=============  ==============  ==============================================================
+===============  ==============  ==============================================================
+name             hook            position information
+===============  ==============  ==============================================================
+``none``         (none)          nothing (NoPE); with ``causal=True`` only the mask carries order
+``absolute``     embed           a table of one vector per position (learned; random at setup)
+``sinusoidal``   embed           the fixed sine/cosine code of the original Transformer
+``relative``     content/value   learned vectors per displacement, clipped at ``max_distance``
+``t5``           bias            one learned scalar per bucket of :func:`t5_bucket`
+``alibi``        bias            ``-slope * |i - j|`` with the slopes of :func:`alibi_slopes`
+``rope``         rotate          rotary embeddings, any schedule (``theta`` from ``ropegeo.scaling``)
+===============  ==============  ==============================================================
 """
 
 from __future__ import annotations

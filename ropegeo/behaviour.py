@@ -130,7 +130,7 @@ def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | No
     return th, None
 
 
-class _Adam:
+class Adam:
     """Adam (Kingma and Ba) on a list of arrays, updated in place."""
 
     def __init__(self, params, lr: float, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
@@ -481,7 +481,7 @@ def _offset_loss(q, k, cos, sin, offset):
 def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
     ang = phase_angles(np.arange(1, length) * scale, theta)
     cos, sin = gain * np.cos(ang), gain * np.sin(ang)  # gain: squared attention factor
-    opt = _Adam([q, k], lr)
+    opt = Adam([q, k], lr)
     losses = np.empty(steps)
     for t in range(steps):
         losses[t], dq, dk = _offset_loss(q, k, cos, sin, offset)
@@ -643,7 +643,7 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
 _EXP_FLOOR = -600.0
 
 
-def _softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """In-place masked softmax over the last axis: returns (p, row max, row sum of exp).
 
     ``earlier`` (seq, seq) is 1.0 where a key may be attended; ``masked`` says the caller has
@@ -679,7 +679,7 @@ def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
         ks = ks * gain
     s_target = np.einsum("nd,nd->n", qs[bi, mi], ks[bi, ti])
     earlier = np.tri(seq, seq, -1)
-    p, top, z = _softmax_rows(qs @ ks.transpose(0, 2, 1), earlier)
+    p, top, z = softmax_rows(qs @ ks.transpose(0, 2, 1), earlier)
     loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
     ds = p
     ds *= (valid / count)[..., None]
@@ -700,7 +700,7 @@ def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
 
 def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
     vocab = qt.shape[0]
-    opt = _Adam([qt, kt], lr)
+    opt = Adam([qt, kt], lr)
     losses = np.empty(steps)
     for t in range(steps):
         tok = rng.integers(0, vocab, size=(batch, length))
@@ -1185,7 +1185,7 @@ def _score_queries(head, length, name, th, sc, att, interventions, qs, ks, targe
         ti = tgt[bi, mi]
         s -= (1.0 - earlier) * 1e30
         out_w.append(np.argmax(s[bi, mi], axis=-1))
-        p, _, _ = _softmax_rows(s, earlier, masked=True)
+        p, _, _ = softmax_rows(s, earlier, masked=True)
         out_q.append(mi)
         out_t.append(ti)
         out_m.append(p[bi, mi, ti])

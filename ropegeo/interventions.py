@@ -23,6 +23,10 @@ intervention                what it measures
 :func:`construction_gap`    what the scheme guarantees by construction (score change under a
                             shift for random weights and random content) next to what a trained
                             head achieves (its winners kept under the same shift)
+:func:`needle_retrieval`    the content version of sparse retrieval: one key whose content matches
+                            the query, among blank keys, at a given distance: the attention it gets
+:func:`match_task`          Gate C's most-recent-match task for a :class:`TokenHead` (content and
+                            position): accuracy and mass at any length
 ==========================  ====================================================================
 
 "Winner" is the key with the largest weight; a query counts as *correct* when the target's weight
@@ -55,6 +59,12 @@ __all__ = [
     "length_stretch",
     "sparse_retrieval",
     "construction_gap",
+    "NeedleResult",
+    "needle_retrieval",
+    "TokenHead",
+    "match_task",
+    "MatchCeilings",
+    "match_ceilings",
     "MAX_LENGTH",
 ]
 
@@ -397,15 +407,14 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
     lengths = tuple(_length("factor * train_length", f * train_length) for f in fs)
     acc, mass, refused = [], [], []
     for n in lengths:
-        try:
-            r = offset_task(head, n, offset)
+        try:  # ask the scheme first, so that only its refusal of the positions becomes NaN
+            head.layer.scheme.check_positions(np.arange(n, dtype=np.float64))
         except ValueError as err:
-            if "outside" not in str(err):
-                raise
             acc.append(math.nan)
             mass.append(math.nan)
             refused.append(str(err))
             continue
+        r = offset_task(head, n, offset)
         acc.append(r.accuracy)
         mass.append(r.mass)
         refused.append(None)
@@ -511,3 +520,241 @@ def _fresh(scheme):
     if name == "none":
         return make_scheme("none")
     raise ValueError(f"construction_gap does not know how to redraw a {type(scheme).__name__}")
+
+
+class NeedleResult(NamedTuple):
+    """A content match among blanks, seen by the last query."""
+
+    #: Attention of the last query on the matching key.
+    mass: float
+    #: Score of the matching key (logit).
+    needle_score: float
+    #: Largest score of any blank key.
+    blank_score_max: float
+
+
+def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, gain: float = 8.0, d_model: int = 16,
+                     token=None, seed=0, **options) -> NeedleResult:
+    """One key whose content matches the query, ``distance`` slots back among blank keys.
+
+    The sequence holds zero vectors (blanks) except the last slot (the query) and the slot
+    ``distance`` before it (the needle), which both hold the unit token ``u`` with equal weight
+    ``2 / d_model`` on every rotary pair (``u = sqrt(2 / d) (1, 0, 1, 0, ...)``). The layer's query and
+    key projections are ``sqrt(gain * sqrt(d_model))`` times the identity, so that without positions
+    the needle scores exactly ``gain`` and a blank 0. The last query attends over all earlier slots.
+
+    Closed forms, with ``m = length - 1`` visible keys: NoPE gives ``e^g / (e^g + m - 1)``; ALiBi
+    subtracts ``slope * distance`` from the needle and ``slope * delta`` from each blank; RoPE scores
+    the needle ``g K(distance)`` with the equal-weight kernel :func:`ropegeo.geometry.kernel`, since
+    ``u . R_D u = K(D)``. Schemes that add a code to the inputs also give blanks a score.
+
+    Parameters
+    ----------
+    scheme : str or PositionScheme
+        Any scheme (a learned one with its random initial parameters).
+    length : int
+        Sequence length (``distance + 1`` to ``MAX_LENGTH``).
+    distance : int
+        Slots between the needle and the query (at least 1).
+    gain : float
+        Score of a perfect match without positions (non-negative).
+    d_model : int
+        Width (even, 2 to 1024).
+    token : array_like, shape (d_model,), optional
+        The shared content of query and needle instead of ``u`` (finite, not all zero; it is
+        normalised to unit length). Putting it on the slowest rotary pair only, for instance, makes
+        RoPE's match almost independent of distance.
+    seed : int or numpy.random.Generator
+        The layer's randomness (value projection and any table).
+    **options
+        Options of the scheme.
+
+    Returns
+    -------
+    NeedleResult
+
+    Raises
+    ------
+    ValueError
+        For arguments outside their ranges.
+    """
+    distance = v.integer("distance", distance, minimum=1, maximum=MAX_LENGTH - 1)
+    length = _length("length", length, minimum=distance + 1)
+    gain = v.real("gain", gain, minimum=0.0)
+    d_model = v.head_dim(d_model, "d_model")
+    layer = AttentionLayer(d_model, scheme=scheme, seed=seed, **options)
+    c = math.sqrt(gain * math.sqrt(layer.d_head))
+    layer.Wq = c * np.eye(d_model, layer.d_head)
+    layer.Wk = c * np.eye(d_model, layer.d_head)
+    if token is None:
+        u = np.zeros(d_model)
+        u[0::2] = math.sqrt(2.0 / d_model)
+    else:
+        u = v.finite_array("token", token)
+        if u.shape != (d_model,) or not np.any(u):
+            raise ValueError(f"token must be a non-zero vector of shape ({d_model},), got shape {u.shape}")
+        u = u / np.linalg.norm(u)
+    x = np.zeros((length, d_model))
+    x[-1] = u
+    x[-1 - distance] = u
+    row = layer.scores(x, np.arange(length, dtype=np.float64))[-1, :-1]
+    w = masked_softmax(row)
+    needle = length - 1 - distance
+    blanks = np.delete(row, needle)
+    return NeedleResult(float(w[needle]), float(row[needle]), float(blanks.max()) if blanks.size else math.nan)
+
+
+class TokenHead:
+    """An attention layer that reads token ids through an embedding: content and positions.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    embedding : array_like, shape (vocab, d_model)
+        Row ``t`` is the input vector of token ``t`` (the identity for one-hot inputs).
+    name : str, optional
+        A label (default: the scheme's registered name).
+
+    Raises
+    ------
+    ValueError
+        For a layer that is not an AttentionLayer or an embedding of the wrong width.
+    """
+
+    def __init__(self, layer: AttentionLayer, embedding, name: str | None = None):
+        if not isinstance(layer, AttentionLayer):
+            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+        e = v.finite_array("embedding", embedding)
+        if e.ndim != 2 or e.shape[0] < 2 or e.shape[1] != layer.d_model:
+            raise ValueError(f"embedding must have shape (vocab >= 2, {layer.d_model}), got {e.shape}")
+        self.layer, self.embedding = layer, e
+        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
+
+    @property
+    def vocab(self) -> int:
+        return int(self.embedding.shape[0])
+
+    def __repr__(self) -> str:
+        return f"TokenHead({self.name!r}, vocab={self.vocab}, {self.layer!r})"
+
+    def scores(self, tokens, positions=None) -> np.ndarray:
+        """Scores of token sequences: ``tokens`` (batch, L) of ids in ``[0, vocab)`` -> (batch, L, L).
+
+        Positions default to ``0 .. L - 1`` (shape (L,), shared by the batch).
+        """
+        tok = np.asarray(tokens)
+        if tok.ndim != 2 or not np.issubdtype(tok.dtype, np.integer) or tok.shape[1] < 2:
+            raise ValueError(f"tokens must be an integer array (batch, L >= 2), got {tok.dtype} {tok.shape}")
+        if tok.min() < 0 or tok.max() >= self.vocab:
+            raise ValueError(f"tokens must lie in [0, vocab={self.vocab})")
+        if tok.shape[1] > MAX_LENGTH:
+            raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_LENGTH = {MAX_LENGTH}")
+        pos = np.arange(tok.shape[1], dtype=np.float64) if positions is None else _positions(positions)
+        return self.layer.scores(self.embedding[tok], pos)
+
+
+def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, shift: float = 0.0) -> TaskResult:
+    """Gate C's most-recent-match task: attend to the last earlier occurrence of your own token.
+
+    Random sequences (tokens uniform over the vocabulary, from ``seed``) are scored over strictly
+    earlier keys; queries whose token has not occurred before are left out. A query is correct when
+    the most recent earlier occurrence is its strict winner.
+
+    Parameters
+    ----------
+    head : TokenHead
+    length : int
+        Sequence length (2 to ``MAX_LENGTH``).
+    sequences : int
+        How many random sequences (1 to 256).
+    seed : int or numpy.random.Generator
+        Randomness of the sequences.
+    shift : float
+        Added to every position id (a global shift).
+
+    Returns
+    -------
+    TaskResult
+        ``query`` holds the slot of each scored query (sequences concatenated).
+    """
+    from .behaviour import match_targets
+
+    if not isinstance(head, TokenHead):
+        raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
+    length = _length("length", length)
+    sequences = v.integer("sequences", sequences, minimum=1, maximum=256)
+    shift = v.real("shift", shift)
+    tok = _match_tokens(head.vocab, length, sequences, seed)
+    target = match_targets(tok)
+    out_q, out_m, out_c = [], [], []
+    chunk = max(1, MAX_ENTRIES // (4 * length * length))
+    earlier = np.tri(length, length, -1, dtype=bool)
+    for s0 in range(0, sequences, chunk):
+        S = head.scores(tok[s0 : s0 + chunk], shift + np.arange(length, dtype=np.float64))
+        tg = target[s0 : s0 + chunk]
+        bi, mi = np.nonzero(tg >= 0)
+        ti = tg[bi, mi]
+        rows = S[bi, mi]
+        w = masked_softmax(rows, earlier[mi])
+        tw = w[np.arange(ti.size), ti]
+        others = np.where(earlier[mi], w, -np.inf)
+        others[np.arange(ti.size), ti] = -np.inf
+        out_q.append(mi)
+        out_m.append(tw)
+        out_c.append(tw > others.max(axis=1))
+    if not any(q.size for q in out_q):
+        raise ValueError("no query has an earlier occurrence of its token; use longer or more sequences")
+    q, mass, correct = np.concatenate(out_q), np.concatenate(out_m), np.concatenate(out_c)
+    return TaskResult(float(correct.mean()), float(mass.mean()), q, mass, correct)
+
+
+def _match_tokens(vocab: int, length: int, sequences: int, seed) -> np.ndarray:
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(v.integer("seed", seed, minimum=0))
+    return rng.integers(0, vocab, size=(sequences, length))
+
+
+class MatchCeilings(NamedTuple):
+    """The best accuracies two schemes can reach on the sequences :func:`match_task` draws."""
+
+    #: Share of scored queries whose token occurred exactly once before: the most a head without
+    #: positions can get right, since several earlier copies of the token always tie.
+    single_copy: float
+    #: One minus the share of scored queries whose latest copy is ``clip`` or more slots back and
+    #: has another copy even farther back: those tie under relative vectors clipped at ``clip``.
+    clipped: float
+
+
+def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=12345, clip: int = 16) -> MatchCeilings:
+    """Accuracy ceilings of the most-recent-match task for NoPE and for clipped relative vectors.
+
+    Parameters
+    ----------
+    length : int
+        Sequence length (2 to ``MAX_LENGTH``).
+    vocab, sequences, seed
+        As :func:`match_task` draws its sequences (``vocab`` 2 to 4096, ``sequences`` 1 to 256).
+    clip : int
+        The clipping distance ``K`` of the relative scheme (at least 1).
+
+    Returns
+    -------
+    MatchCeilings
+    """
+    from .behaviour import match_targets
+
+    length = _length("length", length)
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=4096)
+    sequences = v.integer("sequences", sequences, minimum=1, maximum=256)
+    clip = v.integer("clip", clip, minimum=1)
+    tok = _match_tokens(vocab, length, sequences, seed)
+    target = match_targets(tok)
+    scored = target >= 0
+    if not scored.any():
+        raise ValueError("no query has an earlier occurrence of its token; use longer or more sequences")
+    # earlier copies of each slot's token: a running count per token type, minus the slot itself
+    counts = np.zeros(tok.shape, dtype=np.int64)
+    for t in range(vocab):
+        same = tok == t
+        counts += np.where(same, np.cumsum(same, axis=1) - 1, 0)
+    far = (np.arange(length) - target >= clip) & (counts >= 2)
+    return MatchCeilings(float(np.mean(counts[scored] == 1)), float(1.0 - np.mean(far[scored])))

@@ -17,7 +17,7 @@ from ..attention import alibi_slopes, t5_bucket
 # ---- problem data shared with the notebook -------------------------------------------------
 
 #: ch07-t5-bucket: a decoder-style T5 layer with these settings, a key this far back.
-T5_BUCKETS, T5_MAX_DISTANCE, T5_DISTANCE = 32, 128, 40
+T5_BUCKETS, T5_MAX_DISTANCE, T5_DISTANCE = 32, 128, 60
 
 #: ch07-shaw-ceiling: clipping distance, sequence length, distance of the relevant key.
 SHAW_K, SHAW_LENGTH, SHAW_DISTANCE = 16, 512, 40
@@ -57,18 +57,18 @@ def _t5_bucket(answer):
     want_c = int(np.sum(buckets == want_b))
     if b != want_b:
         if b == T5_DISTANCE:
-            return wrong("exact one-offset buckets only cover the smallest distances; 40 is in the log-spaced range.")
+            return wrong(f"exact one-offset buckets only cover the smallest distances; {T5_DISTANCE} is in the log-spaced range.")
         bidir = int(t5_bucket(-T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE))
         if b == bidir:
             return wrong("that is the encoder (bidirectional) bucket: a decoder spends all 32 buckets on one side.")
         if b == int(t5_bucket(T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)):
             return wrong("the key is before the query, so the relative position key - query is negative.")
-        return wrong(f"bucket {b} is not where distance {T5_DISTANCE} falls; evaluate the log-spaced formula and truncate.")
+        return wrong(f"bucket {b} is not where distance {T5_DISTANCE} falls; evaluate the log-spaced formula and round down.")
     if c != want_c:
         if abs(c - want_c) == 1:
             return wrong("right bucket; the count is off by one: list the first and last distance in it, both included.")
         return wrong("right bucket, wrong count: find every distance whose bucket is the same.")
-    return correct(f"distances {T5_DISTANCE} and its {want_c - 1} neighbours share bucket {want_b}, and so one learned bias.")
+    return correct(f"distance {T5_DISTANCE} shares bucket {want_b}, and so one learned bias, with {want_c - 1} other distances.")
 
 
 def _alibi_mass_reference(slope, m, k):
@@ -118,22 +118,22 @@ def _alibi_slopes(answer):
         try:
             got = np.asarray(got, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            return wrong(f"for {h} heads your function did not return numbers.")
+            return wrong(f"for H = {h} heads your function did not return numbers.")
         want = alibi_slopes(h)
         if got.shape != want.shape:
-            return wrong(f"for {h} heads expected {h} slopes, got {got.size}.")
+            return wrong(f"for H = {h} heads expected {h} slopes, got {got.size}.")
         if np.allclose(got, want, rtol=1e-12, atol=0):
             continue
         naive = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
         if np.allclose(got, naive, rtol=1e-12):
-            return wrong(f"right for powers of two, but for {h} heads the paper does not use 2^(-8h/H): "
+            return wrong(f"right for powers of two, but for H = {h} heads the paper does not use 2^(-8h/H): "
                          "it keeps a power-of-two set and adds slopes from the next one.")
         if np.allclose(got, 2.0 ** (-8.0 * np.arange(0, h) / h), rtol=1e-12):
             return wrong("the first head's slope is not 1: the exponents start at h = 1.")
         if np.allclose(np.sort(got), np.sort(want), rtol=1e-12):
-            return wrong(f"right slopes for {h} heads, wrong order: keep the power-of-two set first, "
+            return wrong(f"right slopes for H = {h} heads, wrong order: keep the power-of-two set first, "
                          "then the added slopes.")
-        return wrong(f"for {h} heads the slopes differ from ALiBi's.")
+        return wrong(f"for H = {h} heads the slopes differ from ALiBi's.")
     return correct("your slopes match ALiBi's for powers of two and for the other head counts.")
 
 

@@ -129,12 +129,12 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None) -> 
     ax.set_xlabel("displacement delta (key delta slots before the query)")
     ax.set_ylabel("score minus the row's best score")
     ax.set_title(f"What each trained head learned: the last query of a {length}-token sequence")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, ncol=4, loc="lower left")
     return fig
 
 
 def comparison_figure(comparison) -> Figure:
-    """Length stretch and long-distance retrieval for every scheme, one dot per seed.
+    """Length stretch, long-distance retrieval (and the match task, if run) for every scheme, one dot per seed.
 
     Parameters
     ----------
@@ -149,8 +149,10 @@ def comparison_figure(comparison) -> Figure:
     if not isinstance(comparison, Comparison):
         raise ValueError(f"comparison must be a ropegeo.alternatives.Comparison, got {type(comparison).__name__}")
     s = comparison.settings
-    fig = Figure(figsize=(12, 4.2), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
+    match = bool(s.get("match", False))
+    fig = Figure(figsize=(17 if match else 12, 4.2), layout="constrained")
+    axes = fig.subplots(1, 3 if match else 2)
+    a1, a2 = axes[0], axes[1]
     factors = np.array(s["factors"], dtype=float)
     x_all = np.concatenate([[1.0], factors])
     names = list(comparison.results)
@@ -180,4 +182,18 @@ def comparison_figure(comparison) -> Figure:
     a2.set_ylabel(f"attention on the key {s['distance']} back")
     a2.set_title(f"sparse retrieval: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
     a2.set_ylim(0, 1.05)
+    if match:
+        a3 = axes[2]
+        for i, name in enumerate(names):
+            c = _COLOURS.get(name)
+            short = comparison.per_seed(name, "match_accuracy_train")
+            long = comparison.per_seed(name, "match_accuracy_long")
+            a3.bar(i - 0.2, short.mean(), width=0.4, color=c, alpha=0.45)
+            a3.bar(i + 0.2, long.mean(), width=0.4, color=c)
+            a3.plot(np.full(short.size, i - 0.2), short, "k.", ms=3)
+            a3.plot(np.full(long.size, i + 0.2), long, "k.", ms=3)
+        a3.set_xticks(pos, names, rotation=20)
+        a3.set_ylabel("accuracy")
+        a3.set_title(f"most-recent match: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
+        a3.set_ylim(0, 1.05)
     return fig

@@ -1,0 +1,378 @@
+"""Every number chapter 7 states in its prose, rederived independently.
+
+Glued values are read from the stored outputs of ``chapters/07_alternatives.ipynb``. Closed forms
+are computed here by hand (T5's bucket recipe as scalar float32 steps, ALiBi's geometric series,
+counting arguments). Numbers of trained heads are recomputed from the heads' raw parameters with
+scores written out per scheme and a per-query softmax loop, never through
+``AttentionLayer`` or ``ropegeo.interventions``; the heads come from the same seeded training
+(whose gradients ``test_alternatives`` checks against finite differences).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from glue import read_glued
+from test_attention import ref_attention, ref_code
+from test_attention_schemes import ref_bucket
+
+from ropegeo import alternatives as alt
+from ropegeo import scaling
+
+NB = Path(__file__).resolve().parents[1] / "chapters" / "07_alternatives.ipynb"
+SETTINGS = dict(offset=5, distance=40, train_length=64, factors=(2, 4, 8), shift=16, seeds=(0, 1, 2))
+MATCH = dict(match=True)
+OFF, DIST, L, SHIFT = 5, 40, 64, 16
+
+
+GLUED, USED = read_glued(NB)
+
+
+def g(name):
+    return GLUED[name]
+
+
+CLOSED = {
+    "t5_exact", "t5_exact_last", "t5_exact_enc", "t5_width_100", "t5_last_start", "alibi_first", "alibi_last",
+    "alibi_gentle_100", "alibi12_extra", "kernel_min", "kernel_argmin", "big_shift", "n_guaranteed",
+    "sin_guarantee_change", "abs_guarantee_change", "rel_guarantee_worst", "cmp_offset", "cmp_distance",
+    "cmp_train_length", "cmp_steps", "cmp_shift", "cmp_seeds", "cmp_trained", "cmp_long", "cmp_window",
+    "cmp_keys_train", "cmp_keys_long", "alibi_move", "alibi_mass_before", "alibi_mass_after", "abs_rows_fraction",
+    "none_ret_train", "none_ret_long", "rel_ceiling_long", "t5_ret_width", "fixed_acc_max",
+    "none_needle", "alibi0_needle_40", "alibi7_needle_400", "sin_needle_40", "rope_needle_5", "rope_needle_40",
+    "rope_needle_400", "rope_slow_needle_400", "cmp_match_steps", "cmp_match_batch", "none_once_share",
+    "relative_tie_ceiling",
+}
+TRAINED = {
+    "learned_acc_min", "relt5_stretch_min", "abs_winners_kept", "sin_winners_kept", "sin_shift_weight_change",
+    "abs_stretch_8", "sin_stretch_8", "rope_stretch_8", "rope_stretch_8_min", "relative_ret_train",
+    "relative_ret_long", "t5_ret_train", "t5_ret_long", "rope_ret_train", "rope_ret_long", "rope_ret_long_min",
+    "rope10k_ret_long", "rope10k_stretch_8", "rope500_ret_long", "rope500_stretch_8", "ropepi_ret_long",
+    "ropepi_stretch_8",
+} | {f"{name}_match_{when}" for name in alt.SCHEMES for when in ("train", "long")}
+
+
+def test_every_glue_in_the_prose_is_defined_and_tested():
+    assert USED <= set(GLUED)
+    assert set(GLUED) == CLOSED | TRAINED
+
+
+# ---- closed forms -----------------------------------------------------------------------------------
+
+
+def test_t5_numbers():
+    dec = [ref_bucket(-n, False) for n in range(2000)]
+    enc = [ref_bucket(-n, True) for n in range(2000)]
+    alone = [n for n in range(2000) if dec.count(dec[n]) == 1]
+    assert g("t5_exact") == len(alone) == 32 // 2
+    assert g("t5_exact_last") == max(alone) == 15
+    assert g("t5_exact_enc") == sum(1 for n in range(2000) if enc.count(enc[n]) == 1) == 8
+    assert g("t5_width_100") == dec.count(dec[100])
+    # last bucket 31: 16 + floor(16 ln(n/16) / ln 8) >= 15 from n = 16 * 8**(15/16) = 112.99 on
+    assert g("t5_last_start") == dec.index(31) == math.ceil(16 * 8 ** (15 / 16))
+    assert g("t5_ret_width") == dec.count(dec[40]) == 6
+
+
+def test_alibi_numbers():
+    assert g("alibi_first") == 2.0**-1 and g("alibi_last") == 2.0**-8
+    assert g("alibi_gentle_100") == pytest.approx(100 / 256)
+    assert g("alibi12_extra") == pytest.approx(2 ** -0.5, rel=1e-14)
+    # content-free ALiBi with slope 1/2: weights r**delta over the m earlier keys
+    r = math.exp(-0.5)
+    before, after = [], []
+    for m in range(OFF + 1, L):  # the first query is skipped: its moved key would leave the sequence
+        w = [r**d for d in range(1, m + 1)]
+        before.append(w[OFF - 1] / sum(w))
+        moved = w[OFF - 1] * r
+        after.append(moved / (sum(w) - w[OFF - 1] + moved))
+    assert g("alibi_move") == pytest.approx(-0.5, rel=1e-12)
+    assert g("alibi_mass_before") == pytest.approx(np.mean(before), rel=1e-10)
+    assert g("alibi_mass_after") == pytest.approx(np.mean(after), rel=1e-10)
+
+
+def test_kernel_numbers():
+    theta = [10_000 ** (-2 * i / 16) for i in range(8)]
+    K = [sum(math.cos(d * t) for t in theta) / 8 for d in range(301)]
+    i = min(range(301), key=K.__getitem__)
+    assert g("kernel_argmin") == i
+    assert g("kernel_min") == pytest.approx(K[i], abs=1e-12)
+
+
+def _weights(seed, rows=None):
+    rng = np.random.default_rng(seed)
+    Wq, Wk, Wv = (rng.standard_normal((16, 16)) / 4 for _ in range(3))
+    table = rng.standard_normal((rows, 16)) if rows else None
+    return Wq, Wk, Wv, table
+
+
+def test_construction_numbers():
+    assert g("big_shift") == 1000
+    assert g("n_guaranteed") == 5  # none, relative, t5, alibi, rope: all see p_j - p_i only
+    worst_sin = worst_abs = 0.0
+    for s in (0, 1, 2):
+        x = np.random.default_rng(10_000 + s).standard_normal((24, 16))
+        Wq, Wk, Wv, table = _weights(s, rows=1100)
+        S0, _, _ = ref_attention(x, Wq, Wk, Wv, add=table[:24])
+        S1, _, _ = ref_attention(x, Wq, Wk, Wv, add=table[1000:1024])
+        worst_abs = max(worst_abs, np.abs(S1 - S0).max())
+        Wq, Wk, Wv, _ = _weights(s)
+        S0, _, _ = ref_attention(x, Wq, Wk, Wv, add=[ref_code(p, 16) for p in range(24)])
+        S1, _, _ = ref_attention(x, Wq, Wk, Wv, add=[ref_code(p + 1000, 16) for p in range(24)])
+        worst_sin = max(worst_sin, np.abs(S1 - S0).max())
+    assert g("abs_guarantee_change") == pytest.approx(worst_abs, rel=1e-9)
+    assert g("sin_guarantee_change") == pytest.approx(worst_sin, rel=1e-9)
+    assert 0 <= g("rel_guarantee_worst") < 1e-9  # rounding of angles up to ~1000 rad
+
+
+def test_settings_and_counts():
+    assert (g("cmp_offset"), g("cmp_distance"), g("cmp_train_length"), g("cmp_shift")) == (OFF, DIST, L, SHIFT)
+    assert g("cmp_steps") == 1000 and g("cmp_seeds") == 3
+    # learned schemes x (local, far) x seeds, plus a match head for every scheme and seed
+    assert g("cmp_trained") == 5 * 2 * 3 + 7 * 3
+    assert g("cmp_match_steps") == 300 and g("cmp_match_batch") == 16
+    assert (g("cmp_long"), g("cmp_window"), g("cmp_keys_train"), g("cmp_keys_long")) == (512, 48, 63, 511)
+    assert g("abs_rows_fraction") == pytest.approx((L - OFF) / (512 - OFF))
+
+
+def test_uniform_and_clipped_retrieval_closed_forms():
+    assert g("none_ret_train") == pytest.approx(np.mean([1 / m for m in range(DIST, L)]), rel=1e-12)
+    assert g("none_ret_long") == pytest.approx(np.mean([1 / m for m in range(DIST, 512)]), rel=1e-12)
+    # keys 16 or more slots back share the clipped vector: m - 16 + 1 of them for query m
+    assert g("rel_ceiling_long") == pytest.approx(np.mean([1 / (m - 15) for m in range(DIST, 512)]), rel=1e-12)
+    assert g("fixed_acc_max") == 0.0  # uniform ties and nearest-wins never pick a key 5 back
+
+
+# ---- trained heads, re-scored by hand --------------------------------------------------------------
+
+
+def ref_rotated(vec, positions, theta):
+    out = np.empty((len(positions), len(vec)))
+    for r, p in enumerate(positions):
+        for i, t in enumerate(theta):
+            a, b = vec[2 * i], vec[2 * i + 1]
+            out[r, 2 * i] = a * math.cos(p * t) - b * math.sin(p * t)
+            out[r, 2 * i + 1] = a * math.sin(p * t) + b * math.cos(p * t)
+    return out
+
+
+def ref_scores(head, positions):
+    """Scores from the head's raw parameters, formula by formula (token e_0 at every slot)."""
+    pos = np.asarray(positions, dtype=float)
+    n = pos.size
+    lay, name = head.layer, head.name
+    e0 = np.eye(16)[0]
+    if name in ("absolute", "sinusoidal"):
+        if name == "absolute":
+            H = e0 + lay.scheme.table[pos.astype(int)]
+        else:
+            H = e0 + np.array([ref_code(p, 16) for p in pos])
+        return (H @ lay.Wq) @ (H @ lay.Wk).T / 4
+    if name == "relative":
+        q, k0, a = lay.Wq[0], lay.Wk[0], lay.scheme.key_table
+        row = {r: q @ a[r + 16] for r in range(-16, 17)}
+        return np.array([[q @ k0 + row[int(min(max(pos[j] - pos[i], -16), 16))] for j in range(n)] for i in range(n)]) / 4
+    if name == "t5":
+        b = lay.scheme.table
+        cache = {}
+        return np.array([[b[cache.setdefault(int(pos[j] - pos[i]), ref_bucket(int(pos[j] - pos[i]), False))]
+                          for j in range(n)] for i in range(n)])
+    if name == "rope":
+        theta = lay.scheme.options["theta"]
+        return ref_rotated(lay.Wq[0], pos, theta) @ ref_rotated(lay.Wk[0], pos, theta).T / 4
+    raise AssertionError(name)
+
+
+def ref_task(S, k):
+    """(accuracy, mean mass) of the displacement task, one query at a time."""
+    correct, mass = [], []
+    for m in range(k, S.shape[0]):
+        row = S[m, :m]
+        w = np.exp(row - row.max())
+        w /= w.sum()
+        t = m - k
+        others = np.delete(w, t)
+        correct.append(others.size == 0 or w[t] > others.max())
+        mass.append(w[t])
+    return float(np.mean(correct)), float(np.mean(mass))
+
+
+@pytest.fixture(scope="module")
+def cmp():
+    return alt.compare_schemes(**SETTINGS, **MATCH)
+
+
+def _task(head, length, k):
+    return ref_task(ref_scores(head, np.arange(length)), k)
+
+
+def test_short_context_accuracy(cmp):
+    accs = [_task(h, L, OFF)[0] for name in alt.LEARNED for h in cmp.heads[(name, "local")]]
+    assert g("learned_acc_min") == min(accs) == 1.0
+
+
+def test_shift_numbers(cmp):
+    for name, key in (("absolute", "abs_winners_kept"), ("sinusoidal", "sin_winners_kept")):
+        kept, change = [], []
+        for h in cmp.heads[(name, "local")]:
+            ws = []
+            for start in (0, SHIFT):
+                S = ref_scores(h, np.arange(start, start + L - SHIFT))
+                W = np.zeros_like(S)
+                for m in range(1, S.shape[0]):
+                    e = np.exp(S[m, :m] - S[m, :m].max())
+                    W[m, :m] = e / e.sum()
+                ws.append(W)
+            kept.append(np.mean([np.argmax(ws[0][m]) == np.argmax(ws[1][m]) for m in range(1, L - SHIFT)]))
+            change.append(np.abs(ws[1] - ws[0]).max())
+        assert g(key) == pytest.approx(np.mean(kept), abs=1e-12), key
+        if name == "sinusoidal":
+            assert g("sin_shift_weight_change") == pytest.approx(np.mean(change), rel=1e-6)
+    assert g("abs_winners_kept") < 1.0  # not guaranteed, and indeed not perfect
+
+
+def test_stretch_numbers(cmp):
+    stretch = {name: np.array([[_task(h, f * L, OFF)[0] for f in (2, 4, 8)] for h in cmp.heads[(name, "local")]])
+               for name in ("absolute", "sinusoidal", "relative", "t5", "rope")}
+    assert g("relt5_stretch_min") == min(stretch["relative"].min(), stretch["t5"].min())
+    assert g("abs_stretch_8") == pytest.approx(stretch["absolute"][:, -1].mean(), abs=1e-12)
+    assert g("sin_stretch_8") == pytest.approx(stretch["sinusoidal"][:, -1].mean(), abs=1e-12)
+    assert g("rope_stretch_8") == pytest.approx(stretch["rope"][:, -1].mean(), abs=1e-12)
+    assert g("rope_stretch_8_min") == pytest.approx(stretch["rope"][:, -1].min(), abs=1e-12)
+    # the absolute head is right exactly on the queries that still sit on trained rows
+    assert g("abs_stretch_8") == pytest.approx(g("abs_rows_fraction"), abs=1e-12)
+
+
+def test_retrieval_numbers(cmp):
+    for name in ("relative", "t5", "rope"):
+        short = [_task(h, L, DIST)[1] for h in cmp.heads[(name, "far")]]
+        long = [_task(h, 512, DIST)[1] for h in cmp.heads[(name, "far")]]
+        assert g(f"{name}_ret_train") == pytest.approx(np.mean(short), rel=1e-9), name
+        assert g(f"{name}_ret_long") == pytest.approx(np.mean(long), rel=1e-9), name
+        if name == "rope":
+            assert g("rope_ret_long_min") == pytest.approx(min(long), rel=1e-9)
+    assert g("relative_ret_long") <= g("rel_ceiling_long") + 1e-12
+
+
+def test_rope_rulers():
+    theta10k = [10_000 ** (-2 * i / 16) for i in range(8)]
+    rulers = {"rope10k": theta10k, "rope500": [500 ** (-2 * i / 16) for i in range(8)],
+              "ropepi": [t / 8 for t in theta10k]}
+    for key, theta in rulers.items():
+        c = alt.compare_schemes(("rope",), theta=np.array(theta), **SETTINGS)
+        ret = [_task(h, 512, DIST)[1] for h in c.heads[("rope", "far")]]
+        acc = [_task(h, 512, OFF)[0] for h in c.heads[("rope", "local")]]
+        assert g(f"{key}_ret_long") == pytest.approx(np.mean(ret), rel=1e-9), key
+        assert g(f"{key}_stretch_8") == pytest.approx(np.mean(acc), abs=1e-12), key
+    # the interpolated ruler is exactly scaling.linear's
+    np.testing.assert_allclose(scaling.linear(np.array(theta10k), 8.0), rulers["ropepi"], rtol=1e-15)
+
+
+# ---- content needle among blanks (gain 8, 512 tokens: the last query sees 511 keys) ------------------
+
+
+def needle_mass(scores, needle):
+    w = np.exp(np.array(scores) - max(scores))
+    return w[needle] / w.sum()
+
+
+def test_needle_numbers():
+    gain, m = 8.0, 511
+    theta = [10_000 ** (-2 * i / 16) for i in range(8)]
+    e = math.exp(gain)
+    assert g("none_needle") == pytest.approx(e / (e + m - 1), rel=1e-10)
+    for key, slope, D in (("alibi0_needle_40", 2.0**-1, 40), ("alibi7_needle_400", 2.0**-8, 400)):
+        scores = [(gain if d == D else 0.0) - slope * d for d in range(1, m + 1)]
+        assert g(key) == pytest.approx(needle_mass(scores, D - 1), rel=1e-9), key
+    for D in (5, 40, 400):
+        K = sum(math.cos(D * t) for t in theta) / 8  # u . R_D u with weight 2/d per pair
+        assert g(f"rope_needle_{D}") == pytest.approx(math.exp(gain * K) / (math.exp(gain * K) + m - 1), rel=1e-9)
+    c = math.cos(400 * theta[-1])
+    assert g("rope_slow_needle_400") == pytest.approx(math.exp(gain * c) / (math.exp(gain * c) + m - 1), rel=1e-9)
+    # sinusoidal: the code is added to every slot, blanks included; score = gain (h_i . h_j) with h = x + PE
+    u = [math.sqrt(2 / 16) if c % 2 == 0 else 0.0 for c in range(16)]
+    h_last = np.add(u, ref_code(511, 16))
+    scores = []
+    for j in range(511):
+        h = np.add(u if j == 511 - 40 else [0.0] * 16, ref_code(j, 16))
+        scores.append(gain * float(h_last @ h))
+    assert g("sin_needle_40") == pytest.approx(needle_mass(scores, 511 - 40), rel=1e-6)
+
+
+# ---- most-recent match: every scheme's match head, re-scored by hand -------------------------------
+
+
+def match_sequences(length):
+    """The sequences ``match_task`` documents: 8 of them, tokens uniform over 8 types, seed 12345."""
+    return np.random.default_rng(12345).integers(0, 8, size=(8, length))
+
+
+def latest_copies(tok):
+    """Per scored query: (batch, slot, slot of the latest earlier copy, number of earlier copies)."""
+    out = []
+    for b in range(tok.shape[0]):
+        for m in range(tok.shape[1]):
+            copies = [n for n in range(m) if tok[b, n] == tok[b, m]]
+            if copies:
+                out.append((b, m, copies[-1], len(copies)))
+    return out
+
+
+def ref_match_scores(head, tok):
+    lay, name = head.layer, head.name
+    n = tok.shape[1]
+    pos = np.arange(n)
+    if name in ("absolute", "sinusoidal"):
+        P = lay.scheme.table[:n] if name == "absolute" else np.array([ref_code(p, 16) for p in pos])
+        H = head.embedding[tok] + P
+        return np.einsum("bmd,bnd->bmn", H @ lay.Wq, H @ lay.Wk) / 4
+    if name == "rope":
+        theta = lay.scheme.options["theta"]
+        Qr = np.stack([ref_rotated(lay.Wq[v], pos, theta) for v in range(8)])  # (vocab, L, d)
+        Kr = np.stack([ref_rotated(lay.Wk[v], pos, theta) for v in range(8)])
+        Q, K = Qr[tok, pos], Kr[tok, pos]
+        return np.einsum("bmd,bnd->bmn", Q, K) / 4
+    Q, K = lay.Wq[tok], lay.Wk[tok]  # one-hot inputs: row t of each projection
+    S = np.einsum("bmd,bnd->bmn", Q, K) / 4
+    if name == "alibi":
+        S = S - 0.5 * np.abs(pos[:, None] - pos[None, :])
+    elif name == "t5":
+        buckets = {dlt: ref_bucket(dlt, False) for dlt in range(-n, n)}
+        S = S + lay.scheme.table[np.vectorize(buckets.get)(pos[None, :] - pos[:, None])]
+    elif name == "relative":
+        a = lay.scheme.key_table
+        r = np.clip(pos[None, :] - pos[:, None], -16, 16) + 16
+        S = S + np.einsum("bmd,mnd->bmn", Q, a[r]) / 4
+    return S
+
+
+def ref_match_accuracy(head, length):
+    tok = match_sequences(length)
+    S = ref_match_scores(head, tok)
+    correct = []
+    for b, m, t, _ in latest_copies(tok):
+        row = S[b, m, :m]
+        w = np.exp(row - row.max())
+        w /= w.sum()
+        correct.append(all(w[t] > w[j] for j in range(m) if j != t))
+    return float(np.mean(correct))
+
+
+def test_match_numbers(cmp):
+    for name in alt.SCHEMES:
+        heads = cmp.heads[(name, "match")]
+        short = np.mean([ref_match_accuracy(h, L) for h in heads])
+        assert g(f"{name}_match_train") == pytest.approx(short, abs=1e-12), name
+        long = np.mean([ref_match_accuracy(h, 512) for h in heads])
+        assert g(f"{name}_match_long") == pytest.approx(long, abs=1e-12), name
+
+
+def test_match_closed_forms():
+    copies = latest_copies(match_sequences(L))
+    once = np.mean([c == 1 for _, _, _, c in copies])
+    assert g("none_once_share") == pytest.approx(once, abs=1e-12)
+    # NoPE can only be right where a single earlier copy exists, and the trained head is right there
+    assert g("none_match_train") == pytest.approx(once, abs=1e-12)
+    tied = np.mean([m - t >= 16 and c >= 2 for _, m, t, c in copies])
+    assert g("relative_tie_ceiling") == pytest.approx(1 - tied, abs=1e-12)
+    assert g("relative_match_train") <= g("relative_tie_ceiling") + 1e-12

@@ -1,0 +1,132 @@
+"""Every chapter-7 exercise check: it rejects stubs and typical mistakes (with the intended
+message) and accepts a solution derived here independently."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ropegeo.exercises import check, exercise_ids
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def test_all_chapter_checks_registered():
+    assert set(exercise_ids("ch07")) == {"ch07-t5-bucket", "ch07-alibi-mass", "ch07-alibi-slopes", "ch07-shaw-ceiling"}
+
+
+@pytest.mark.parametrize("ex", ["ch07-t5-bucket", "ch07-shaw-ceiling"])
+def test_value_stubs_fail(ex):
+    fb = check(ex, None)
+    assert not fb and "no answer yet" in fb.message
+    assert not check(ex, ...)
+
+
+@pytest.mark.parametrize("ex", ["ch07-alibi-mass", "ch07-alibi-slopes"])
+def test_function_stubs_fail(ex):
+    fb = check(ex, stub)
+    assert not fb and "NotImplementedError" in fb.message
+    assert not check(ex, None)
+
+
+# ---- ch07-t5-bucket -------------------------------------------------------------------------------
+
+
+def test_t5_bucket():
+    # by hand: decoder, 32 buckets -> 16 exact; n >= 16: 16 + floor(16 log(n/16) / log 8)
+    def bucket(n):
+        return n if n < 16 else min(31, 16 + int(16 * math.log(n / 16) / math.log(8)))
+
+    def encoder(n):  # bidirectional: 16 per side, 8 exact
+        return n if n < 8 else min(15, 8 + int(8 * math.log(n / 8) / math.log(16)))
+
+    b = bucket(60)
+    count = sum(1 for n in range(1, 1000) if bucket(n) == b)
+    assert (b, count) == (26, 8)  # 16 * 8**(10/16) = 58.7 and 16 * 8**(11/16) = 66.8: distances 59 .. 66
+    assert check("ch07-t5-bucket", (b, count))
+    assert check("ch07-t5-bucket", [np.int64(26), 8.0])
+    assert "exact one-offset buckets" in check("ch07-t5-bucket", (60, 1)).message
+    assert "encoder (bidirectional)" in check("ch07-t5-bucket", (encoder(60), 8)).message
+    assert "negative" in check("ch07-t5-bucket", (16 + encoder(60), 8)).message
+    assert "off by one" in check("ch07-t5-bucket", (26, 7)).message
+    assert "off by one" in check("ch07-t5-bucket", (26, 9)).message
+    assert "wrong count" in check("ch07-t5-bucket", (26, 2)).message
+    assert "is not where distance 60" in check("ch07-t5-bucket", (20, 8)).message
+    assert "pair" in check("ch07-t5-bucket", 26).message
+    assert "whole numbers" in check("ch07-t5-bucket", (26.5, 8)).message
+
+
+# ---- ch07-alibi-mass ------------------------------------------------------------------------------
+
+
+def test_alibi_mass():
+    def solution(slope, m, k):
+        # geometric series over distances 1..m
+        r = math.exp(-slope)
+        return r ** (k - 1) * (1 - r) / (1 - r**m)
+
+    assert check("ch07-alibi-mass", solution)
+
+    def with_self(slope, m, k):
+        w = [math.exp(-slope * d) for d in range(0, m + 1)]
+        return w[k] / sum(w)
+
+    assert "strictly earlier" in check("ch07-alibi-mass", with_self).message
+
+    def infinite(slope, m, k):
+        r = math.exp(-slope)
+        return r ** (k - 1) * (1 - r)
+
+    assert "infinitely many" in check("ch07-alibi-mass", infinite).message
+
+    def flipped(slope, m, k):
+        w = [math.exp(slope * d) for d in range(1, m + 1)]
+        return w[k - 1] / sum(w)
+
+    assert "sign" in check("ch07-alibi-mass", flipped).message
+    assert "is not the attention" in check("ch07-alibi-mass", lambda s, m, k: 0.5).message
+    assert "one number" in check("ch07-alibi-mass", lambda s, m, k: "x").message
+    assert "raised ZeroDivisionError" in check("ch07-alibi-mass", lambda s, m, k: 1 / 0).message
+    assert "expected a function" in check("ch07-alibi-mass", 0.3).message
+
+
+# ---- ch07-alibi-slopes ----------------------------------------------------------------------------
+
+
+def test_alibi_slopes():
+    def solution(h):
+        # the recursive recipe of the paper, written out
+        def pow2(n):
+            return [2 ** (-8 * (i + 1) / n) for i in range(n)]
+
+        if h & (h - 1) == 0:
+            return pow2(h)
+        p = 1 << (h.bit_length() - 1)
+        return pow2(p) + solution(2 * p)[0::2][: h - p]
+
+    assert check("ch07-alibi-slopes", solution)
+    naive = check("ch07-alibi-slopes", lambda h: [2 ** (-8 * (i + 1) / h) for i in range(h)])
+    assert "right for powers of two" in naive.message
+    assert "exponents start at h = 1" in check("ch07-alibi-slopes", lambda h: [2 ** (-8 * i / h) for i in range(h)]).message
+    assert "wrong order" in check("ch07-alibi-slopes", lambda h: sorted(solution(h), reverse=True)).message
+    assert "expected 3 slopes" in check("ch07-alibi-slopes", lambda h: solution(h) + [0.1] * (h == 3)).message
+    assert "differ" in check("ch07-alibi-slopes", lambda h: [0.1] * h).message
+
+
+# ---- ch07-shaw-ceiling ----------------------------------------------------------------------------
+
+
+def test_shaw_ceiling():
+    # 511 earlier keys; distances 16 .. 511 all use the clipped vector: 496 keys, even split
+    keys = 511
+    shared = keys - 16 + 1
+    assert check("ch07-shaw-ceiling", 1 / shared)
+    assert "own vectors" in check("ch07-shaw-ceiling", 1 / keys).message
+    assert "off by one" in check("ch07-shaw-ceiling", 1 / (shared - 1)).message
+    assert "off by one" in check("ch07-shaw-ceiling", 1 / (shared + 1)).message
+    assert "cannot single the key out" in check("ch07-shaw-ceiling", 1.0).message
+    assert "between 0 and 1" in check("ch07-shaw-ceiling", 2.0).message
+    assert "count how many keys" in check("ch07-shaw-ceiling", 0.01).message
+    assert "one number" in check("ch07-shaw-ceiling", "1/496").message
