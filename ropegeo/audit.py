@@ -25,7 +25,7 @@ from .geometry import adjacent_similarity, near_collisions
 from .rotation import apply_rope
 
 __all__ = ["GeometryAudit", "geometry_audit", "relative_law_error", "GATES", "MIN_MARGIN", "GateBResult",
-           "AuditReport", "audit", "gate_c_schedule"]
+           "AuditReport", "audit", "gate_c_schedule", "parse_offsets"]
 
 _ERROR_DTYPES = ("float64", "float32")
 
@@ -456,6 +456,8 @@ class AuditReport:
     def __str__(self) -> str:
         return self.table()
 
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         from html import escape
 
@@ -522,20 +524,29 @@ def _offset_sets(offsets, target_length: int) -> dict:
 
 
 def _gate_b(manifest, offsets, train_length, target_length, min_margin, origin, dtype) -> GateBResult:
-    from .margins import MAX_DIRECT, separation_margin
+    from .margins import MAX_DIRECT, MAX_OFFSETS, separation_margin
 
     theta = manifest.theta(target_length)
     att = manifest.attention_factor(target_length)
     sets = []
     for name, offs in _offset_sets(offsets, target_length).items():
-        n = len(offs) if hasattr(offs, "__len__") else 0
+        if isinstance(offs, range):
+            if len(offs) > MAX_OFFSETS:  # refuse before anything is allocated
+                raise ValueError(f"offsets ({name}) holds {len(offs):,} offsets; at most {MAX_OFFSETS:,} are allowed")
+            n, top = len(offs), (max(offs[0], offs[-1]) if len(offs) else 0)
+        else:
+            arr = v.finite_array("offsets", offs)
+            n, top = arr.size, (float(arr.max()) if arr.size else 0.0)
+        # distances from generated (low-precision) phases cost n^2: large sets fall back to exact phases
         use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
-        arr = np.asarray(offs, dtype=np.float64) if not isinstance(offs, range) else None
-        top = (max(offs) if isinstance(offs, range) and len(offs) else (float(arr.max()) if arr is not None and arr.size else 0))
         org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
         m = separation_margin(offs, theta, dtype=use, origin=org)
-        sets.append({"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair),
-                     "dtype": m.dtype, "origin": org, "method": m.method, "passed": bool(m.margin >= min_margin)})
+        entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair), "dtype": m.dtype,
+                 "origin": org, "method": m.method, "passed": bool(m.margin >= min_margin)}
+        if use != dtype:
+            entry["note"] = (f"{n:,} offsets: distances from {dtype} phases would cost n^2, so exact phases were "
+                             f"used (at most {MAX_DIRECT:,} offsets are compared in {dtype})")
+        sets.append(entry)
     plain = frequencies(manifest.rotary_dim, manifest.base)
     stop = min(target_length, 100_000)
     hit = near_collisions(theta, train_length, stop, top=1)[0] if stop > train_length else None
@@ -736,3 +747,85 @@ def audit(
         c.settings["rule"] = sch["rule"]
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)
+
+
+# =============================================================================================
+# Command line: python -m ropegeo report TARGET ...
+# =============================================================================================
+
+
+def parse_offsets(text: str) -> np.ndarray:
+    """Offsets from a command-line list such as ``"1-64,128,1000-1003"`` (inclusive ranges).
+
+    Raises
+    ------
+    ValueError
+        Naming ``--offsets`` for anything else, a reversed range or more than 2**20 offsets.
+    """
+    from .margins import MAX_OFFSETS
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("--offsets must be a comma-separated list of offsets or ranges, e.g. 1-64,128")
+    parts, total = [], 0
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            if "-" in item[1:]:
+                lo, hi = (int(x) for x in item.split("-", 1))
+            else:
+                lo = hi = int(item)
+        except ValueError:
+            raise ValueError(f"--offsets: {item!r} is neither an integer nor a range a-b") from None
+        if lo < 0 or hi < lo:
+            raise ValueError(f"--offsets: {item!r} must be a non-negative offset or an increasing range a-b")
+        total += hi - lo + 1
+        if total > MAX_OFFSETS:
+            raise ValueError(f"--offsets lists more than {MAX_OFFSETS:,} offsets")
+        parts.append(np.arange(lo, hi + 1, dtype=np.float64))
+    return np.unique(np.concatenate(parts))
+
+
+def add_report_subcommand(sub) -> None:
+    """Register ``report`` (the three-gate audit) on an argparse subparsers object."""
+    p = sub.add_parser(
+        "report",
+        help="the three-gate audit of a model configuration or an implementation, with a verdict",
+        description="Run Gate A (algebra), Gate B (separation margins of the task's offsets) and, with "
+        "--gate-c, Gate C (toy heads trained on the ruler), and print the verdict: the first gate that "
+        "fails and the kind of intervention it calls for. Exit status 0 when no gate fails, 1 when one "
+        "does, 2 for bad arguments.",
+    )
+    p.add_argument("target", help="a shipped model name (e.g. llama-3.1-8b), a config.json path, or an "
+                   "implementation as MODULE:FUNCTION")
+    p.add_argument("--manifest", default=None, metavar="NAME_OR_PATH",
+                   help="the declaration of a MODULE:FUNCTION target (a model name or config.json)")
+    p.add_argument("--offsets", default=None,
+                   help="offsets the task must tell apart, e.g. 1-64,1000 (default: 1..64 and 48 log-spaced)")
+    p.add_argument("--train-length", type=int, default=None, help="training context (default: the config's)")
+    p.add_argument("--target-length", type=int, default=None, help="context to serve (default: the config's)")
+    p.add_argument("--min-margin", type=float, default=MIN_MARGIN,
+                   help=f"Gate B threshold, a phase distance in (0, 2] (default {MIN_MARGIN:g})")
+    p.add_argument("--gate-c", action="store_true", help="also run Gate C (trains toy heads: seconds)")
+    p.add_argument("--seeds", type=int, default=1, help="Gate C seeds (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=run_report_subcommand)
+
+
+def run_report_subcommand(args) -> int:
+    """Run ``report`` from parsed arguments; returns 0 (no gate failed) or 1."""
+    from .gate_a import _resolve
+
+    target = args.target
+    manifest = None
+    if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):
+        target = _resolve(target)
+        manifest = args.manifest
+    elif args.manifest is not None:
+        raise ValueError("--manifest declares a MODULE:FUNCTION target; a configuration declares itself")
+    offsets = None if args.offsets is None else parse_offsets(args.offsets)
+    seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
+    report = audit(target, offsets, manifest=manifest, train_length=args.train_length,
+                   target_length=args.target_length, min_margin=args.min_margin, gate_c=bool(args.gate_c),
+                   gate_c_options={"seeds": tuple(range(seeds))})
+    print(report.to_json(indent=2) if args.json else report.table())
+    return 0 if report.passed else 1

@@ -1,0 +1,181 @@
+"""Every chapter-6 check: fails on a stub, fails on typical wrong answers with its message, passes on
+the solution. Expected answers are derived here (closed forms and scalar loops)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ropegeo import behaviour as gc
+from ropegeo.exercises import check, exercise_ids
+
+IDS = ["ch06-collision-margin", "ch06-reset-winner", "ch06-interpolated-rope", "ch06-rival-seeds",
+       "ch06-learned-margin"]
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def bank(d, base=10_000.0):
+    return np.array([base ** (-2.0 * i / d) for i in range(d // 2)])
+
+
+def test_all_checks_registered():
+    assert set(exercise_ids("ch06")) == set(IDS)
+
+
+@pytest.mark.parametrize("ex", IDS)
+def test_stubs_fail(ex):
+    assert not check(ex, None)
+    assert not check(ex, ...)
+    assert not check(ex, stub)
+
+
+# ---- collision margin
+def test_collision_margin():
+    k = sum(math.cos(6283 * t) for t in bank(8)) / 4
+    d = math.sqrt(2 * (1 - k))
+    assert check("ch06-collision-margin", d)
+    assert "similarity K" in check("ch06-collision-margin", k).message
+    assert "1 - K" in check("ch06-collision-margin", 1 - k).message
+    assert "constant" in check("ch06-collision-margin", math.sqrt(1 - k)).message
+    k_one = sum(math.cos(6288 * t) for t in bank(8)) / 4
+    assert "difference" in check("ch06-collision-margin", math.sqrt(2 * (1 - k_one))).message
+    assert "one number" in check("ch06-collision-margin", "D").message
+    assert f"{d:.4f}" not in check("ch06-collision-margin", k).message
+
+
+# ---- reset winner: a loop over queries and visible keys, scores from the pair coefficients
+def loop_reset_winners(head, length):
+    q, k = head.q, head.k
+    out = []
+    for m in range(head.offset, length):
+        best, arg = -np.inf, None
+        for n in range(m):
+            s = 0.0
+            for i, t in enumerate(head.theta):
+                zq = complex(q[2 * i], q[2 * i + 1])
+                zk = complex(k[2 * i], k[2 * i + 1])
+                s += (zq * zk.conjugate() * complex(math.cos(-n * t), math.sin(-n * t))).real
+            if s > best:
+                best, arg = s, n
+        out.append(arg)
+    return np.array(out)
+
+
+def test_reset_winner():
+    assert check("ch06-reset-winner", loop_reset_winners)
+
+    def no_reset(head, length):
+        return np.arange(head.offset, length) - head.offset
+
+    assert "without the reset" in check("ch06-reset-winner", no_reset).message
+
+    def future_keys(head, length):
+        scores = gc.score_profile(head, -np.arange(length))
+        return np.full(length - head.offset, int(np.argmax(scores)))
+
+    msg = check("ch06-reset-winner", future_keys).message
+    assert "not appeared yet" in msg or "same one" in msg
+
+    def wrong_shape(head, length):
+        return np.zeros(3, dtype=int)
+
+    assert "shape" in check("ch06-reset-winner", wrong_shape).message
+
+    def crashes(head, length):
+        raise KeyError("oops")
+
+    assert "KeyError" in check("ch06-reset-winner", crashes).message
+
+
+# ---- interpolated rope: Gate A decides
+def make_rope(scale=0.25, pairing="interleaved", base=10_000.0):
+    def rope(x, positions):
+        x = np.asarray(x, dtype=np.float64)
+        d = x.shape[-1]
+        theta = base ** (-np.arange(0, d, 2) / d)
+        ang = (np.asarray(positions, dtype=np.float64) * scale)[..., None] * theta
+        c, s = np.cos(ang), np.sin(ang)
+        out = np.empty_like(x)
+        if pairing == "interleaved":
+            a, b = x[..., 0::2], x[..., 1::2]
+            out[..., 0::2], out[..., 1::2] = a * c - b * s, a * s + b * c
+        else:
+            h = d // 2
+            a, b = x[..., :h], x[..., h:]
+            out[..., :h], out[..., h:] = a * c - b * s, a * s + b * c
+        return out
+
+    return rope
+
+
+def test_interpolated_rope():
+    assert check("ch06-interpolated-rope", make_rope())
+    fb = check("ch06-interpolated-rope", make_rope(scale=1.0))
+    assert not fb and "frequencies" in fb.message and "4 times" in fb.message
+    fb = check("ch06-interpolated-rope", make_rope(pairing="half"))
+    assert not fb and "half-split" in fb.message
+    assert "Gate A could not run" in check("ch06-interpolated-rope", lambda x, p: np.zeros(3)).message
+    assert "function" in check("ch06-interpolated-rope", 4).message
+
+
+# ---- rival seeds: brute force over displacements with the pair coefficients
+@pytest.fixture(scope="module")
+def seed_truth():
+    heads = gc.train_heads("offset", range(10), offset=5, head_dim=16, base=10_000.0, train_length=64)
+    out = {}
+    for n in (256, 384, 512):
+        losers = []
+        for h in heads:
+            a, b = h.coefficients()
+            score = lambda dl: float(np.sum(a * np.cos(dl * h.theta) + b * np.sin(dl * h.theta)))  # noqa: E731
+            if max(score(dl) for dl in range(64, n)) > score(5):
+                losers.append(h.seed)
+        out[n] = losers
+    return out
+
+
+def test_rival_seeds(seed_truth):
+    assert check("ch06-rival-seeds", seed_truth)
+    # the loops agree with the chapter's story: some seeds lose at 512, and losers only accumulate
+    assert seed_truth[512] and set(seed_truth[256]) <= set(seed_truth[384]) <= set(seed_truth[512])
+    everyone = {n: list(range(10)) for n in seed_truth}
+    assert "includes a seed" in check("ch06-rival-seeds", everyone).message
+    nobody = {n: [] for n in seed_truth}
+    assert "misses a seed" in check("ch06-rival-seeds", nobody).message
+    shrinking = {256: [1, 2], 384: [1], 512: [1]}
+    assert "must also lose" in check("ch06-rival-seeds", shrinking).message
+    assert "lengths" in check("ch06-rival-seeds", {512: seed_truth[512]}).message
+    assert "sorted" in check("ch06-rival-seeds", {n: list(reversed(s)) + s for n, s in seed_truth.items()}).message
+    # feedback never lists the answer
+    msg = check("ch06-rival-seeds", everyone).message
+    assert str(seed_truth[512]) not in msg
+
+
+# ---- learned margin: closed-form chord with the amplitudes |q_i| |k_i| read from the vectors
+def test_learned_margin():
+    head = gc.train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=1)
+    theta = bank(16)
+    amp = np.array([math.hypot(head.q[2 * i], head.q[2 * i + 1]) * math.hypot(head.k[2 * i], head.k[2 * i + 1])
+                    for i in range(8)])
+    deltas = np.arange(64, 512)
+    a, b = head.coefficients()
+    scores = (a * np.cos(np.outer(deltas, theta)) + b * np.sin(np.outer(deltas, theta))).sum(axis=1)
+    rival = int(deltas[np.argmax(scores)])
+
+    def chord(w):
+        w = np.asarray(w, float) / np.sum(w)
+        return math.sqrt(2 * (1 - float(np.sum(w * np.cos((rival - 5) * theta)))))
+
+    fast = np.where(64 * theta >= 2 * math.pi, amp, 0.0)
+    truth = (chord(np.ones(8)), chord(amp), chord(fast))
+    assert check("ch06-learned-margin", truth)
+    assert truth[2] < 0.1 < truth[1] < truth[0]
+    assert "order" in check("ch06-learned-margin", truth[::-1]).message
+    one_minus_k = tuple(t * t / 2 for t in truth)
+    assert "1 - K" in check("ch06-learned-margin", one_minus_k).message
+    assert "learned-amplitude" in check("ch06-learned-margin", (truth[0], truth[0], truth[2])).message
+    assert "fast-band" in check("ch06-learned-margin", (truth[0], truth[1], truth[1])).message
+    assert "three" in check("ch06-learned-margin", (1.0, 2.0)).message
