@@ -31,7 +31,19 @@ def frequency_lab() -> Callable[[int], object]:
     return lambda i: lab.update(**settings[i % len(settings)])
 
 
-LABS: list[Callable[[], Callable[[int], object]]] = [frequency_lab]
+def audit_lab() -> Callable[[int], object]:
+    """The audit lab (chapter 6): relative law, served K(Δ), distant offset, slow pairs, trade-off."""
+    from ropegeo.widgets.audit_lab import CONTROLS, RULES, audit_lab
+
+    lab = audit_lab()
+    defaults = {name: spec[-1] for name, spec in CONTROLS.items()}
+    # a dragged target-length slider, with the extension rule switched now and then
+    settings = [dict(defaults, target_length=defaults["target_length"] + 16 * j, rule=RULES[(j // 2) % len(RULES)])
+                for j in range(12)]
+    return lambda i: lab.update(**settings[i % len(settings)])
+
+
+LABS: list[Callable[[], Callable[[int], object]]] = [frequency_lab, audit_lab]
 
 
 def measure(build: Callable[[], Callable[[int], object]], repeats: int = REPEATS) -> tuple[float, float]:

@@ -722,7 +722,7 @@ def audit(
     elif not isinstance(gate_c, (bool, np.bool_)):
         raise ValueError(f"gate_c must be True, False or a GateCVerdict, got {type(gate_c).__name__}")
     elif not gate_c:
-        note = "not requested (pass gate_c=True to train and probe toy heads on this ruler)"
+        note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"
     elif not run_all and not (a.passed and b.passed):
         note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
     else:

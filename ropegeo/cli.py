@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .gate_a import add_subcommand as _add_gate_a
 
     _add_gate_a(sub)
+    from .audit import add_report_subcommand as _add_report
+
+    _add_report(sub)
     return parser
 
 

@@ -313,3 +313,20 @@ def test_first_failure_is_the_first_fail_in_gate_order(states):
     fails = [g for g in "ABC" if got[g] == "FAIL"]
     assert report.first_failure == (fails[0] if fails else None)
     assert report.intervention == (GATES[fails[0]][1] if fails else None)
+
+
+def test_report_through_the_command_line(capsys):
+    from ropegeo.cli import main
+
+    assert main(["report", "llama-2-7b", "--offsets", "1-16"]) == 0
+    assert "Gate B  pass" in capsys.readouterr().out
+    assert main(["report", "ropegeo.broken:QueryRestart", "--offsets", "1-16", "--train-length", "64",
+                 "--target-length", "512", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["first_failure"] == "A"
+    for argv, word in ((["report", "nope"], "nope"), (["report", "llama-2-7b", "--offsets", "9-2"], "--offsets"),
+                       (["report", "llama-2-7b", "--min-margin", "0"], "min_margin"),
+                       (["report", "llama-2-7b", "--manifest", "mistral-7b"], "--manifest"),
+                       (["report", "llama-2-7b", "--gate-c", "--seeds", "0"], "--seeds")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and word in err and "Traceback" not in err

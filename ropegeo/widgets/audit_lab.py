@@ -20,12 +20,11 @@ default settings (``bench/widgets.py`` checks the median stays under 100 ms).
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 
 from .. import _validate as v
 from ..audit import relative_law_error
+from ._figure_lab import FigureLab, check_control_names, panel_title
 from ..frequencies import frequencies, slow_pairs, turns
 from ..geometry import kernel, near_collisions
 from ..margins import difference_distance
@@ -48,11 +47,6 @@ KERNEL_POINTS = 1200
 #: Largest offset of the near-collision search.
 SEARCH_LIMIT = 131_072
 _RULE_LABELS = {"none": "raw", "linear": "PI", "ntk": "NTK", "dynamic": "dyn. NTK", "yarn": "YaRN", "llama3": "Llama 3"}
-
-
-def _title(ax, text: str) -> None:
-    """A panel title drawn as plain text (cheaper to redraw than ``set_title``)."""
-    ax.text(0.5, 1.02, text, transform=ax.transAxes, ha="center", va="bottom", fontsize=9)
 
 
 def _controls(head_dim, base, train_length, target_length, rule) -> dict:
@@ -180,7 +174,7 @@ def readout(state: dict) -> str:
     return "\n".join(lines)
 
 
-class AuditLab:
+class AuditLab(FigureLab):
     """The interactive audit lab: controls, a three-panel figure and a readout.
 
     Parameters
@@ -198,23 +192,19 @@ class AuditLab:
 
     def __init__(self, **controls):
         import ipywidgets as w
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
         from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
 
         init = {name: spec[-1] for name, spec in CONTROLS.items()}
         init.update(controls)
         init = _controls(**init)
-        self._fig = Figure(figsize=(9.6, 3.0), dpi=72)
-        self._canvas = FigureCanvasAgg(self._fig)
-        self._ax_k, self._ax_t, self._ax_x = self._fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.5, 1, 1]})
+        self._ax_k, self._ax_t, self._ax_x = self._start((9.6, 3.0), 3, [1.5, 1, 1])
         self._line_k, = self._ax_k.plot([], [], lw=0.7, color="#087A98")
         self._mark, = self._ax_k.plot([], [], "o", mfc="none", ms=8, color="#8b1e3f")
         self._train_k = self._ax_k.axvline(1, color="0.3", ls="--", lw=0.8)
         self._ax_k.axhline(0, color="0.6", lw=0.6)
         self._ax_k.set_ylim(-0.45, 1.1)
         self._ax_k.set_xlabel("offset Δ")
-        _title(self._ax_k, "served K(Δ); -- training length")
+        panel_title(self._ax_k, "served K(Δ); -- training length")
         self._ax_k.xaxis.set_major_locator(MaxNLocator(3))
         self._ax_k.yaxis.set_major_locator(MaxNLocator(3))
         self._ax_t.set_yscale("log")
@@ -225,7 +215,7 @@ class AuditLab:
         self._slow = self._ax_t.scatter([], [], s=7, color="#c05621")
         self._ax_t.axhline(1, color="0.3", ls=":", lw=1)
         self._ax_t.set_xlabel("pair i")
-        _title(self._ax_t, "turns in training (orange: < 1)")
+        panel_title(self._ax_t, "turns in training (orange: < 1)")
         self._pts = self._ax_x.scatter([], [], s=22, color="0.55")
         self._sel = self._ax_x.scatter([], [], s=70, facecolors="none", edgecolors="#8b1e3f", linewidths=1.6)
         # labels nudged up or down by turns: rules that keep the same D(1) and novelty would overlap
@@ -234,13 +224,13 @@ class AuditLab:
                         for i, r in enumerate(RULES)]
         self._ax_x.set_xlabel("novel phase at target (turns)")
         self._ax_x.set_ylabel("D(1)", fontsize=8)
-        _title(self._ax_x, "trade-off across rules")
+        panel_title(self._ax_x, "trade-off across rules")
         self._ax_x.xaxis.set_major_locator(MaxNLocator(3))
         self._ax_x.yaxis.set_major_locator(MaxNLocator(3))
         self._fig.subplots_adjust(left=0.05, right=0.99, bottom=0.17, top=0.88, wspace=0.28)
         style = {"description_width": "100px"}
         layout = w.Layout(width="360px")
-        self.controls = {
+        sliders = {
             "head_dim": w.IntSlider(init["head_dim"], min=CONTROLS["head_dim"][0], max=CONTROLS["head_dim"][1], step=2,
                                     description="head dim", style=style, layout=layout, continuous_update=False),
             "base": w.FloatLogSlider(init["base"], base=10, min=1, max=7, step=0.05, description="base",
@@ -255,14 +245,10 @@ class AuditLab:
         }
         self.image = w.Image(format="png")
         self.text = w.HTML()
-        for ctl in self.controls.values():
-            ctl.observe(self._on_change, names="value")
+        self._watch(sliders)
         names = list(self.controls.values())
         self.widget = w.VBox([w.HBox([w.VBox(names[:3]), w.VBox(names[3:])]), self.image, self.text])
         self.update(**init)
-
-    def _on_change(self, _change) -> None:
-        self.update(**{name: ctl.value for name, ctl in self.controls.items()})
 
     def update(self, **controls) -> dict:
         """Recompute :func:`lab_state` for ``controls`` and redraw; returns the state."""
@@ -297,19 +283,6 @@ class AuditLab:
         self.text.value = "<pre style='font-size:12px;line-height:1.3'>" + readout(state) + "</pre>"
         return state
 
-    def _png(self) -> bytes:
-        from PIL import Image
-
-        self._canvas.draw()
-        rgba = Image.frombuffer("RGBA", self._canvas.get_width_height(), self._canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buf = io.BytesIO()
-        rgba.save(buf, format="png", compress_level=1)
-        return buf.getvalue()
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def audit_lab(**controls) -> AuditLab:
@@ -330,8 +303,6 @@ def audit_lab(**controls) -> AuditLab:
     ValueError
         For an unknown control name or a value outside its bounds.
     """
-    unknown = sorted(set(controls) - set(CONTROLS))
-    if unknown:
-        raise ValueError(f"unknown control(s) {unknown}; the lab has {', '.join(CONTROLS)}")
+    check_control_names(controls, CONTROLS)
     return AuditLab(**controls)
 

@@ -10,11 +10,10 @@ covers at most ``131,072`` offsets.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 
 from .. import _validate as v
+from ._figure_lab import FigureLab, check_control_names, panel_title
 from ..frequencies import frequencies, slow_pairs, turns, wavelengths
 from ..geometry import kernel, near_collisions
 from ..margins import difference_distance, separation_margin
@@ -178,7 +177,7 @@ def readout(state: dict) -> str:
     return "\n".join(lines)
 
 
-class FrequencyLab:
+class FrequencyLab(FigureLab):
     """The interactive lab: sliders, a two-panel figure (K and the ladder) and a readout.
 
     Parameters
@@ -196,15 +195,11 @@ class FrequencyLab:
 
     def __init__(self, **controls):
         import ipywidgets as w
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
 
         init = {name: spec[-1] for name, spec in CONTROLS.items()}
         init.update(controls)
         init = _controls(**init)
-        self._fig = Figure(figsize=(8.2, 3.1), dpi=72)
-        self._canvas = FigureCanvasAgg(self._fig)
-        self._ax_k, self._ax_l = self._fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+        self._ax_k, self._ax_l = self._start((8.2, 3.1), 2, [1.5, 1])
         self._line_k, = self._ax_k.plot([], [], lw=0.7, color="0.7", label="exact")
         self._line_kd, = self._ax_k.plot([], [], lw=0.7, color="#087A98", label="phase dtype")
         self._marks, = self._ax_k.plot([], [], "o", mfc="none", color="#8b1e3f")
@@ -230,7 +225,7 @@ class FrequencyLab:
         self._fig.tight_layout()
         style = {"description_width": "110px"}
         layout = w.Layout(width="380px")
-        self.controls = {
+        sliders = {
             "head_dim": w.IntSlider(init["head_dim"], min=CONTROLS["head_dim"][0], max=CONTROLS["head_dim"][1], step=2,
                                     description="head dim", style=style, layout=layout, continuous_update=False),
             "base": w.FloatLogSlider(init["base"], base=10, min=1, max=7, step=0.05, description="base",
@@ -245,14 +240,10 @@ class FrequencyLab:
         }
         self.image = w.Image(format="png")
         self.text = w.HTML()
-        for ctl in self.controls.values():
-            ctl.observe(self._on_change, names="value")
+        self._watch(sliders)
         self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())[:3]), w.VBox(list(self.controls.values())[3:])]),
                               self.image, self.text])
         self.update(**init)
-
-    def _on_change(self, _change) -> None:
-        self.update(**{name: ctl.value for name, ctl in self.controls.items()})
 
     def update(self, **controls) -> dict:
         """Recompute :func:`lab_state` for ``controls`` and redraw; returns the state."""
@@ -281,20 +272,6 @@ class FrequencyLab:
         self.text.value = "<pre style='font-size:12px;line-height:1.3'>" + readout(state) + "</pre>"
         return state
 
-    def _png(self) -> bytes:
-        # Agg draw plus a fast PNG encoding: about a third of the cost of Figure.savefig
-        from PIL import Image
-
-        self._canvas.draw()
-        rgba = Image.frombuffer("RGBA", self._canvas.get_width_height(), self._canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buf = io.BytesIO()
-        rgba.save(buf, format="png", compress_level=1)
-        return buf.getvalue()
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def frequency_lab(**controls) -> FrequencyLab:
@@ -315,7 +292,5 @@ def frequency_lab(**controls) -> FrequencyLab:
     ValueError
         For an unknown control name or a value outside its bounds.
     """
-    unknown = sorted(set(controls) - set(CONTROLS))
-    if unknown:
-        raise ValueError(f"unknown control(s) {unknown}; the lab has {', '.join(CONTROLS)}")
+    check_control_names(controls, CONTROLS)
     return FrequencyLab(**controls)
