@@ -400,6 +400,9 @@ async (timeoutMs) => {
     const at = text.indexOf(raw);
     if (at >= 0) problems.push(`raw math source left in the page: ...${text.slice(Math.max(0, at - 40), at + 60).replace(/\s+/g, ' ')}...`);
   }
+  // Markdown that a cell displayed but the page did not parse: a table left as pipes and dashes
+  const rawTable = text.search(/\|\s*:?-{3,}:?\s*\|/);
+  if (rawTable >= 0) problems.push(`raw Markdown table left in the page: ...${text.slice(Math.max(0, rawTable - 60), rawTable + 40).replace(/\s+/g, ' ')}...`);
   // images
   imgs.forEach((i) => {
     info.images += 1;

@@ -141,7 +141,9 @@ def _broken_page(good: bool) -> str:
     err = "" if good else "<script>console.error('boom')</script>"
     ext = "" if good else '<img src="https://img.example.org/x.png" alt="">'
     link = '<a href="good.html#here">ok</a>' if good else '<a href="gone.html">dead</a>'
-    return (f"<html><head>{mathjax}</head><body><main>{math}{img}{mermaid}{widget}{err}{ext}{link}"
+    table = ("<table><tr><th>a</th></tr><tr><td>1</td></tr></table>" if good else
+             "<p>| a | b | | --- | --- | | 1 | 2 |</p>")  # a displayed Markdown table left unparsed
+    return (f"<html><head>{mathjax}</head><body><main>{math}{img}{mermaid}{widget}{err}{ext}{link}{table}"
             f'<span id="here"></span></main></body></html>')
 
 
@@ -166,6 +168,7 @@ def test_browser_checks_catch_each_failure(tmp_path):
         visit, bad = _visit(b, base, base + "bad.html", ext_bad)
     text = "\n".join(bad["problems"])
     assert "raw math source left in the page" in text
+    assert "raw Markdown table left in the page" in text
     assert "image not loaded: missing.png" in text
     assert "mermaid diagram #0 not drawn" in text
     assert "embedded widget view #0 not rendered" in text
