@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _validate as v
 from .attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
-from .behaviour import Adam, softmax_rows, match_targets, train_offset_head
+from .behaviour import Adam, softmax_rows, training_settings, match_targets, train_offset_head
 from .behaviour import train_match_head as _gate_c_match_head
 from .interventions import (
     PositionHead,
@@ -293,9 +293,7 @@ def train_position_head(
     d = v.head_dim(d, "d")
     if d > 256:
         raise ValueError(f"d must be at most 256, got {d}")
-    steps = v.integer("steps", steps, minimum=1, maximum=100_000)
-    lr = v.real("lr", lr, greater_than=0.0)
-    init_std = v.real("init_std", init_std, greater_than=0.0)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
@@ -507,9 +505,7 @@ def train_match_head(
     if d > 256:
         raise ValueError(f"d must be at most 256, got {d}")
     batch = v.integer("batch", batch, minimum=1, maximum=512)
-    steps = v.integer("steps", steps, minimum=1, maximum=100_000)
-    lr = v.real("lr", lr, greater_than=0.0)
-    init_std = v.real("init_std", init_std, greater_than=0.0)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
     if scheme == "rope":
         gate_c = _gate_c_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,

@@ -130,6 +130,22 @@ def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | No
     return th, None
 
 
+#: Most optimiser steps one training or fine-tuning call may take (the loss history is stored).
+MAX_STEPS = 100_000
+
+
+def training_settings(steps, lr, init_std=None) -> tuple:
+    """Validate the optimiser settings shared by every trainer: ``(steps, lr[, init_std])``.
+
+    ``steps`` is an integer from 1 to :data:`MAX_STEPS`; ``lr`` and ``init_std`` are positive.
+    """
+    steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
+    lr = v.real("lr", lr, greater_than=0.0)
+    if init_std is None:
+        return steps, lr
+    return steps, lr, v.real("init_std", init_std, greater_than=0.0)
+
+
 class Adam:
     """Adam (Kingma and Ba) on a list of arrays, updated in place."""
 
@@ -541,9 +557,7 @@ def train_offset_head(
     train_length = v.integer("train_length", train_length, minimum=2)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     scale = v.real("scale", scale, greater_than=0.0)
-    steps = v.integer("steps", steps, minimum=1)
-    lr = v.real("lr", lr, greater_than=0.0)
-    init_std = v.real("init_std", init_std, greater_than=0.0)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
     rng, seed_used = _rng(seed)
     q, k = rng.normal(scale=init_std, size=(2, head_dim))
     losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
@@ -752,9 +766,7 @@ def train_match_head(
     scale = v.real("scale", scale, greater_than=0.0)
     train_length = v.integer("train_length", train_length, minimum=2)
     batch = v.integer("batch", batch, minimum=1)
-    steps = v.integer("steps", steps, minimum=1)
-    lr = v.real("lr", lr, greater_than=0.0)
-    init_std = v.real("init_std", init_std, greater_than=0.0)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
     rng, seed_used = _rng(seed)
     qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
     losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
@@ -880,8 +892,7 @@ def fine_tune(
     th, sc, att, name = _resolve(head, length, extension, factor, theta, scale)
     if steps is None:
         steps = 600 if isinstance(head, OffsetHead) else 100
-    steps = v.integer("steps", steps, minimum=1)
-    lr = v.real("lr", lr, greater_than=0.0)
+    steps, lr = training_settings(steps, lr)
     stage = {"stage": "fine_tune", "steps": steps, "lr": lr, "length": length, "scale": sc, "extension": name,
              "factor": factor, "attention_factor": att}
     if isinstance(head, OffsetHead):

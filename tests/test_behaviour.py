@@ -506,3 +506,13 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
     assert "import matplotlib.pyplot" not in source and "from matplotlib import pyplot" not in source
     with pytest.raises(ValueError, match="evaluations"):
         P.accuracy_mass_by_position({})
+
+
+def test_step_count_is_bounded_for_every_trainer():
+    from ropegeo.behaviour import MAX_STEPS, fine_tune, train_match_head, train_offset_head
+
+    for call in (lambda: train_offset_head(steps=MAX_STEPS + 1),
+                 lambda: train_match_head(steps=MAX_STEPS + 1),
+                 lambda: fine_tune(train_offset_head(steps=5), extension="pi", factor=2, steps=MAX_STEPS + 1)):
+        with pytest.raises(ValueError, match=r"steps must be at most 100000"):
+            call()
