@@ -5,6 +5,7 @@ Usage: python scripts/execute_notebooks.py chapters/*.ipynb
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -22,12 +23,16 @@ def execute(path: Path, timeout: int = 600) -> float:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: execute_notebooks.py NOTEBOOK [NOTEBOOK ...]", file=sys.stderr)
-        return 2
-    for name in argv:
-        seconds = execute(Path(name))
-        print(f"{name}: executed in {seconds:.1f} s")
+    parser = argparse.ArgumentParser(description="Execute notebooks in place, each in a fresh kernel.")
+    parser.add_argument("notebooks", nargs="+", type=Path, metavar="NOTEBOOK")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.notebooks if not p.is_file() or p.suffix != ".ipynb"]
+    if missing:
+        parser.error(f"not a notebook file: {', '.join(missing)}")
+    for path in args.notebooks:
+        seconds = execute(path, timeout=args.timeout)
+        print(f"{path}: executed in {seconds:.1f} s")
     return 0
 
 

@@ -75,13 +75,24 @@ def llama3_theta():
     return out
 
 
-def phi_lists():
-    rec = json.loads((DATA / "phi-3.5-mini-instruct.json").read_text())["config"]["rope_scaling"]
+def phi_lists(name="phi-3-mini-128k-instruct"):
+    rec = json.loads((DATA / f"{name}.json").read_text())["config"]["rope_scaling"]
     return rec["short_factor"], rec["long_factor"]
 
 
-def longrope_theta():
-    return [t / f for t, f in zip(base_theta(), phi_lists()[1])]
+FAMILY = ("phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-3-vision-128k-instruct")
+
+
+def longrope_theta(name="phi-3-mini-128k-instruct"):
+    return [t / f for t, f in zip(base_theta(), phi_lists(name)[1])]
+
+
+def family_spread():
+    """(largest ratio, its pair) over pairs of the largest and smallest long factor of the three."""
+    lists = [phi_lists(n)[1] for n in FAMILY]
+    ratios = [max(col) / min(col) for col in zip(*lists)]
+    best = max(range(len(ratios)), key=lambda i: ratios[i])
+    return ratios[best], best
 
 
 def novelty(th):
@@ -148,6 +159,10 @@ EXPECTED = {
     "coarse_yarn": lambda: coarse_margin(yarn_theta()),
     "coarse_lr": lambda: coarse_margin(longrope_theta()),
     "coarse_l3": lambda: coarse_margin(llama3_theta()),
+    "family_spread": lambda: family_spread()[0],
+    "family_spread_pair": lambda: family_spread()[1],
+    "family_coarse_min": lambda: min(coarse_margin(longrope_theta(n)) for n in FAMILY),
+    "family_coarse_max": lambda: max(coarse_margin(longrope_theta(n)) for n in FAMILY),
     "llama_declared": lambda: 131_072,
     "llama_rule_span": lambda: 8 * 8192,
     "qwen_declared": lambda: 32_768,
@@ -176,6 +191,8 @@ def test_prose_claims_hold():
     assert g("coarse_pi") < g("coarse_lr") < g("coarse_l3") < g("coarse_yarn") < g("coarse_raw")
     assert g("yarn_novel_pairs") == 0 and g("pi_margin") < g("ntk_margin") < g("raw_margin")
     assert g("long_max") > 32 > g("long_min") > 1
+    # "the three long lists do not agree": the spread is far from rounding, and the margins differ
+    assert g("family_spread") > 1.5 and g("family_coarse_max") - g("family_coarse_min") > 0.05
 
 
 def test_chapter_has_exercises_and_solutions():

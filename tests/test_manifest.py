@@ -29,6 +29,7 @@ DOCUMENTED = {
     "qwen2.5-7b-instruct": dict(base=1_000_000.0, head_dim=128, rotary_dim=128, ctx=32_768, rule="yarn"),
     "phi-3.5-mini-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "phi-3-vision-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
+    "phi-3-mini-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "gpt-neox-20b": dict(base=10_000.0, head_dim=96, rotary_dim=24, ctx=2048, rule=None),
 }
 
@@ -226,3 +227,47 @@ def test_unreadable_paths(tmp_path):
 def test_scaling_from_hf_none_and_default():
     assert Scaling.from_hf(None) is None
     assert Scaling.from_hf({"rope_type": "default"}) is None
+
+
+# Phi-3-mini-128k-instruct: the full lists come from one copy (see the record's source); a second,
+# independent copy of the same config.json quotes these entries, and its GGUF conversion stores the
+# attention factor below. Written out by hand here from that second source.
+PHI3_MINI_QUOTED = dict(
+    long_head=[1.0700000524520874, 1.1200000047683716, 1.149999976158142, 1.4199999570846558,
+               1.5699999332427979, 1.7999999523162842, 2.129999876022339, 2.129999876022339,
+               3.009999990463257, 5.910000324249268, 6.950000286102295, 9.070000648498535,
+               9.930000305175781, 10.710000038146973, 11.130000114440918, 14.609999656677246],
+    long_tail=[64.12435150146484, 64.15435028076172, 64.19435119628906, 64.24435424804688,
+               64.57435607910156, 64.69000244140625, 64.76000213623047],
+    short_head=[1.1, 1.1, 1.1, 1.3000000000000003, 1.3500000000000003],
+    short_tail=[2.799999999999998, 2.8999999999999977, 3.049999999999997],
+    gguf_attn_factor=1.190238118171692,  # stored as float32
+    gguf_rope_dims=96,
+)
+
+
+def test_phi3_mini_128k_agrees_with_the_second_source():
+    q = PHI3_MINI_QUOTED
+    sc = model_record("phi-3-mini-128k-instruct")["config"]["rope_scaling"]
+    long, short = sc["long_factor"], sc["short_factor"]
+    assert long[:16] == q["long_head"] and long[-7:] == q["long_tail"]
+    assert short[:5] == q["short_head"] and short[-3:] == q["short_tail"]
+    m = load_model("phi-3-mini-128k-instruct")
+    assert m.rotary_dim == q["gguf_rope_dims"] and len(long) == len(short) == q["gguf_rope_dims"] // 2
+    assert np.float32(m.attention_factor()) == np.float32(q["gguf_attn_factor"])
+
+
+def test_phi3_mini_128k_lists_are_well_formed():
+    """Transcription checks: a mistyped digit would break one of these."""
+    sc = model_record("phi-3-mini-128k-instruct")["config"]["rope_scaling"]
+    long, short = np.array(sc["long_factor"]), np.array(sc["short_factor"])
+    # the long factors were stored as float32 and printed as doubles: each is exactly a float32
+    assert np.array_equal(long.astype(np.float32).astype(np.float64), long)
+    # the short factors are sums of 0.05 steps in double precision: within rounding of a 0.05 grid
+    np.testing.assert_allclose(short * 20, np.round(short * 20), atol=1e-12)
+    # both searched profiles are non-decreasing from the fastest pair to the slowest
+    assert np.all(np.diff(long) >= 0) and np.all(np.diff(short) >= 0)
+    # and the lists are not a sibling's: Phi-3.5-mini and Phi-3-vision ship different searches
+    for other in ("phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"):
+        o = model_record(other)["config"]["rope_scaling"]
+        assert o["long_factor"] != sc["long_factor"] and o["short_factor"] != sc["short_factor"]

@@ -269,7 +269,7 @@ def test_yarn_qwen_attention_factor_closed_form():
     assert m.attention_factor() == pytest.approx(1 + 0.1 * math.log(4.0), rel=1e-15)
 
 
-@pytest.mark.parametrize("name", ["phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"])
+@pytest.mark.parametrize("name", ["phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"])
 def test_longrope_switch_and_attention(name):
     from ropegeo.manifest import model_record
 

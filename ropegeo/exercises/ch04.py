@@ -135,7 +135,7 @@ def _longrope_switch(answer):
             return wrong(f"expected a sequence length (a whole number), got {answer!r}")
     from ..manifest import load_model
 
-    m = load_model("phi-3.5-mini-instruct")
+    m = load_model("phi-3-mini-128k-instruct")
     short = m.theta(None)
     # brute force around the plausible range: the first length whose frequencies differ
     want = next(n for n in range(1, 2 * TRAIN + 2) if not np.array_equal(m.theta(n), short))

@@ -8,7 +8,7 @@ stretched, pairs with novel phase, ``K(1)``, the fastest pair's step, the Gate B
 ``1 .. 16`` and the attention factor.
 
 LongRoPE is not offered: its per-pair factors come from a search over a trained model, not from
-a formula (chapter 4 uses Phi-3.5-mini's real lists instead).
+a formula (chapter 4 uses the real lists of three Phi-3 models instead).
 
 :func:`evaluate` is the lab's computation without widgets; the lab is an ipywidgets ``VBox``.
 """
