@@ -73,6 +73,7 @@ __all__ = [
     "masked_softmax",
     "permutation_deviation",
     "shift_deviation",
+    "copy_back_head",
 ]
 
 #: Largest number of entries any array built here may have (scores, codes, tables): 2**25
@@ -1004,3 +1005,77 @@ def shift_deviation(layer: AttentionLayer, x, shift: float, positions=None, *, c
         float(np.max(np.abs(b.weights - a.weights))),
         float(np.max(np.abs(b.outputs - a.outputs))),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# a content-free copy head, for the value-path / routing contrast of chapter 2
+# --------------------------------------------------------------------------------------------
+
+
+def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_shift: float = 0.0,
+                   value_lag: int = 0, sharpness: float = 8.0, seed: Any = 0) -> Callable:
+    """A content-free rotary head that should read the token ``back`` places before the query.
+
+    Every key holds the same random vector ``k`` and the query is ``sharpness * R_{-back} k``, so
+    with the query at position ``length - 1`` and keys at ``0 .. length - 1`` the score of key
+    ``n`` is ``sharpness * sum_i |k^(i)|^2 cos((n - m + back) theta_i) / sqrt(head_dim)``
+    (``k^(i)`` the i-th pair), which peaks at ``n = m - back``. Two defects can be switched on:
+
+    * ``key_shift``: keys were rotated at positions shifted by this amount (a routing defect, such
+      as cache position ids off by one);
+    * ``value_lag``: value slot ``j`` holds the message of token ``j - value_lag`` (a value-path
+      defect; ``np.roll`` of the values along the sequence).
+
+    Parameters
+    ----------
+    back : int
+        How far back the head should read (1 to ``length - 1``).
+    length : int
+        Number of tokens, 2 to 4,096; the query is the last one.
+    head_dim : int
+        Even width of the head, 2 to 1,024.
+    key_shift : float
+        Finite shift of the key positions (0 for a healthy head).
+    value_lag : int
+        Lag of the value slots, ``-(length - 1)`` to ``length - 1`` (0 for a healthy head).
+    sharpness : float
+        Positive multiplier of the query; larger concentrates the softmax.
+    seed : int or numpy.random.Generator
+        Draws the key content.
+
+    Returns
+    -------
+    callable
+        ``head(values) -> (weights, output)``: ``values`` of shape ``(length, v)`` (finite),
+        ``weights`` of shape ``(length,)`` summing to one, ``output = weights @ values as read``.
+
+    Examples
+    --------
+    >>> head = copy_back_head(2)
+    >>> weights, out = head(np.eye(8))
+    >>> int(weights.argmax()), int(out.argmax())
+    (5, 5)
+    """
+    length = v.integer("length", length, minimum=2, maximum=4096)
+    back = v.integer("back", back, minimum=1, maximum=length - 1)
+    d = v.head_dim(head_dim)
+    if d > MAX_WIDTH:
+        raise ValueError(f"head_dim must be at most {MAX_WIDTH}, got {d}")
+    shift = v.real("key_shift", key_shift)
+    lag = v.integer("value_lag", value_lag, minimum=-(length - 1), maximum=length - 1)
+    beta = v.real("sharpness", sharpness, greater_than=0.0)
+    k = _rng(seed).normal(size=d)
+    keys = apply_rope(np.tile(k, (length, 1)), np.arange(length) + shift)
+    query = apply_rope(apply_rope(beta * k, -float(back)), float(length - 1))
+    logits = keys @ query / math.sqrt(d)
+    weights = np.exp(logits - logits.max())
+    weights /= weights.sum()
+
+    def head(values):
+        vals = v.finite_array("values", values)
+        if vals.ndim != 2 or vals.shape[0] != length:
+            raise ValueError(f"values must have shape ({length}, v), got {vals.shape}")
+        return weights.copy(), weights @ np.roll(vals, lag, axis=0)
+
+    return head
+

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "resolve_rotary_dim"]
+__all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "character_coherence", "resolve_rotary_dim"]
 
 TWO_PI = 2.0 * math.pi
 
@@ -123,3 +123,45 @@ def slow_pairs(theta, length: float) -> int:
     These channels show the model only an arc of their circle during training.
     """
     return int(np.count_nonzero(turns(theta, length) < 1.0))
+
+
+#: Largest number of pairs :func:`character_coherence` accepts (its output is pairs x pairs).
+MAX_COHERENCE_PAIRS = 4096
+
+
+def character_coherence(theta, window: int) -> np.ndarray:
+    """How alike the pairs' characters look over a window of positions.
+
+    Pair ``i`` carries the character ``chi_i(t) = exp(i t theta_i)``. Over the positions
+    ``0 .. window - 1`` the normalised inner product of two characters is
+
+    ``|sum_t exp(i t (theta_j - theta_i))| / window = |sin(window d / 2) / sin(d / 2)| / window``
+
+    with ``d = theta_j - theta_i`` (and 1 when ``d`` is a multiple of ``2 pi``). On a DFT grid
+    (frequencies ``2 pi k / window``) distinct characters are orthogonal, so every off-diagonal
+    entry is 0; for a geometric RoPE schedule the slow pairs are nearly parallel.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies (at most 4,096 pairs).
+    window : int
+        Number of positions, at least 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape (pairs, pairs)
+        Symmetric, with ones on the diagonal and entries in ``[0, 1]``.
+    """
+    theta = v.frequencies(theta)
+    if theta.size > MAX_COHERENCE_PAIRS:
+        raise ValueError(f"theta may have at most {MAX_COHERENCE_PAIRS} pairs, got {theta.size}")
+    n = v.integer("window", window, minimum=1)
+    d = theta[None, :] - theta[:, None]
+    half = np.sin(d / 2)
+    # where d is (numerically) a multiple of 2 pi the terms are all equal: the sum is window
+    aligned = np.abs(half) < 1e-12
+    safe = np.where(aligned, 1.0, half)
+    out = np.where(aligned, 1.0, np.abs(np.sin(n * d / 2) / safe) / n)
+    return np.minimum(out, 1.0)
+

@@ -28,6 +28,7 @@ __all__ = [
     "phase_error",
     "max_phase_error",
     "consecutive_integer_limit",
+    "position_spacing",
     "first_collapse",
 ]
 
@@ -178,6 +179,44 @@ def consecutive_integer_limit(dtype) -> int:
     dt = v.float_dtype(dtype)
     info = ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
     return 2 ** (int(info.nmant) + 1)
+
+
+def position_spacing(position, dtype) -> float:
+    """Gap between neighbouring representable numbers of ``dtype`` around a position.
+
+    The gap is constant on each binade ``[2**k, 2**(k+1))``: it is ``2**k`` times the format's
+    machine epsilon (``2**(1 - p)`` for ``p`` significant bits). A position in that binade can only
+    be stored to the nearest multiple of the gap, so a gap of 16 means that only every 16th integer
+    position is kept. Positions below 1 report the gap of ``[1, 2)``.
+
+    Parameters
+    ----------
+    position : float
+        A finite, non-negative position.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        The storage format.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For a negative or non-finite position, or an unknown dtype.
+
+    Examples
+    --------
+    >>> position_spacing(32_764, "float16"), position_spacing(32_764, "bfloat16")
+    (16.0, 128.0)
+    """
+    import ml_dtypes
+
+    x = v.real("position", position, minimum=0.0)
+    dt = v.float_dtype(dtype)
+    info = ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
+    _, exponent = np.frexp(max(x, 1.0))  # x = f * 2**exponent with 0.5 <= f < 1
+    return float(np.ldexp(float(info.eps), int(exponent) - 1))
 
 
 def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, scale: float = 1.0) -> int | None:

@@ -560,8 +560,8 @@ def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
 
 
 def _correction_dim(turns: float, d: int, base: float, length: int) -> float:
-    # the (fractional) pair index whose frequency turns `turns` times over `length` positions,
-    # expressed on the 0..d scale of the exponent as transformers does
+    # the (fractional) pair index i, 0 <= i < d/2, whose frequency B^(-2i/d) turns `turns` times
+    # over `length` positions (transformers' find_correction_dim computes the same quantity)
     return d * math.log(length / (turns * TWO_PI)) / (2.0 * math.log(base))
 
 

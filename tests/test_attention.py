@@ -421,3 +421,65 @@ def test_figures_build_and_validate():
         shift_map_figure(np.eye(512), 1)
     with pytest.raises(ValueError, match="finite non-empty 2-D"):
         position_codes_figure(np.ones(3), np.ones((2, 2)))
+
+
+# ---- copy_back_head: against a plain loop over pairs -------------------------------------------
+def _copy_head_weights(k, back, length, key_shift, sharpness):
+    """Score of key n for the query at m = length - 1, written pair by pair with cosines."""
+    d = k.size
+    theta = [10_000.0 ** (-2 * i / d) for i in range(d // 2)]
+    m = length - 1
+    scores = []
+    for n in range(length):
+        disp = (n + key_shift) - m + back
+        s = sum((k[2 * i] ** 2 + k[2 * i + 1] ** 2) * math.cos(disp * t) for i, t in enumerate(theta))
+        scores.append(sharpness * s / math.sqrt(d))
+    e = np.exp(np.array(scores) - max(scores))
+    return e / e.sum()
+
+
+@pytest.mark.parametrize("back, length, shift, lag", [(2, 8, 0.0, 0), (2, 8, 1.0, 0), (2, 8, 0.0, 1), (3, 12, -0.5, 2)])
+def test_copy_back_head_matches_pairwise_cosines(back, length, shift, lag):
+    from ropegeo.attention import copy_back_head
+
+    k = np.random.default_rng(7).normal(size=16)
+    head = copy_back_head(back, length=length, head_dim=16, key_shift=shift, value_lag=lag, seed=7)
+    values = np.random.default_rng(1).normal(size=(length, 3))
+    w, out = head(values)
+    want = _copy_head_weights(k, back, length, shift, 8.0)
+    np.testing.assert_allclose(w, want, rtol=1e-10, atol=1e-14)
+    read = np.array([values[(j - lag) % length] for j in range(length)])  # slot j holds token j - lag
+    np.testing.assert_allclose(out, want @ read, rtol=1e-10, atol=1e-14)
+
+
+def test_copy_back_head_defects_route_and_read_as_described():
+    from ropegeo.attention import copy_back_head
+
+    labels = np.eye(8)
+    w, out = copy_back_head(2, seed=5)(labels)
+    assert (w.argmax(), out.argmax()) == (5, 5)
+    w, out = copy_back_head(2, seed=5, key_shift=1)(labels)
+    assert (w.argmax(), out.argmax()) == (4, 4)  # routing defect: attends to and reads token 4
+    w, out = copy_back_head(2, seed=5, value_lag=1)(labels)
+    assert (w.argmax(), out.argmax()) == (5, 4)  # value-path defect: attends right, reads wrong
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(back=0), "back"), (dict(back=8), "back"), (dict(length=1), "length"), (dict(length=10**6), "length"),
+    (dict(head_dim=15), "head_dim"), (dict(head_dim=4096), "head_dim"), (dict(key_shift=float("nan")), "key_shift"),
+    (dict(value_lag=8), "value_lag"), (dict(sharpness=0.0), "sharpness"), (dict(seed=-1), "seed"),
+])
+def test_copy_back_head_rejects_bad_parameters(kwargs, name):
+    from ropegeo.attention import copy_back_head
+
+    with pytest.raises(ValueError, match=name):
+        copy_back_head(**kwargs)
+
+
+def test_copy_back_head_rejects_bad_values():
+    from ropegeo.attention import copy_back_head
+
+    head = copy_back_head()
+    for bad in (np.eye(7), np.ones(8), np.full((8, 2), np.inf)):
+        with pytest.raises(ValueError, match="values"):
+            head(bad)

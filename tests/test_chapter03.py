@@ -63,15 +63,21 @@ def test_kernel_numbers(glued):
 def test_precision_numbers(glued):
     assert glued["limit_bfloat16"] == 256 and glued["limit_float16"] == 2048 and glued["limit_float32"] == 2**24
     assert glued["collapse_bf16"] == 256 and glued["collapse_f16"] == 2048
-    # the phase error at position 4000 by a direct bfloat16 computation
-    t = ml_dtypes.bfloat16
-    err = 0.0
-    for th in THETA:
-        a = t(t(4000.0) * t(th))
-        gen = math.atan2(float(t(np.sin(a))), float(t(np.cos(a))))
-        err = max(err, abs((gen - 4000 * th + math.pi) % (2 * math.pi) - math.pi))
-    assert glued["err4000_bf16"] == pytest.approx(err, abs=1e-12)
-    assert 1e-6 < glued["err4000_f32"] < 1e-3
+    # the phase error at positions 200 and 4000 by a direct computation in each format
+    def worst_error(pos, t):
+        err = 0.0
+        for th in THETA:
+            a = t(t(pos) * t(th))
+            gen = math.atan2(float(t(np.sin(a))), float(t(np.cos(a))))
+            err = max(err, abs((gen - pos * th + math.pi) % (2 * math.pi) - math.pi))
+        return err
+
+    for pos in (200, 4000):
+        assert glued[f"err{pos}_bf16"] == pytest.approx(worst_error(pos, ml_dtypes.bfloat16), abs=1e-12)
+        assert glued[f"err{pos}_f32"] == pytest.approx(worst_error(pos, np.float32), abs=2e-7)
+    # the prose: bfloat16 is already visibly off at 200, below both collapse points, and far off at 4000
+    assert 200 < glued["collapse_bf16"] and glued["err200_bf16"] > 0.1 and glued["err4000_bf16"] > 1
+    assert glued["err200_f32"] < 1e-4 and glued["err4000_f32"] < 1e-3
     assert glued["step_float16"] == 16 and glued["step_bfloat16"] == 128
     # independent: the spacing of the stored values between 16,384 and 32,768, read off the formats
     for t, step in ((np.float16, glued["step_float16"]), (ml_dtypes.bfloat16, glued["step_bfloat16"])):
@@ -83,6 +89,13 @@ def test_gate_b_numbers(glued):
     assert glued["parser_float64"] == pytest.approx(dist(1, THETA), rel=1e-9)
     assert glued["parser_float32"] == pytest.approx(dist(1, THETA), abs=1e-3)
     assert glued["parser_float16"] == 0 and glued["parser_bfloat16"] == 0
+    # "all three positions are stored as 32,768": cast each one in both formats
+    for t in (np.float16, ml_dtypes.bfloat16):
+        assert {float(t(32_764 + j)) for j in (1, 2, 3)} == {glued["parser_stored"]} == {32_768.0}
+    # under the retrieval deployment (bfloat16, scale 1/8) the same collapse happens before scaling
+    assert glued["parser_deployed"] == 0
+    # offsets 1..3 at scale 1/8 from the start: the largest distance is offsets 1 and 3, 2/8 apart
+    assert glued["short_block"] == pytest.approx(dist(2 / 8, THETA), abs=2e-3)
     assert glued["parser_interp"] == pytest.approx(dist(1 / 8, THETA), abs=1e-3)
     assert glued["retr_margin"] == pytest.approx(dist(16_000 / 8, THETA), abs=0.05)
     assert 0.5 < glued["grid_margin"] < 1.5 and glued["grid_b"] - glued["grid_a"] == 512

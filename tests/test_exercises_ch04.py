@@ -76,10 +76,10 @@ def test_ntk_base():
     assert not check("ch04-ntk-base", 2 * want)
 
 
-def _my_ramp(base, d, L, bf, bs, truncate=True, reverse=False):
+def _my_ramp(base, d, L, bf, bs, truncate=True, reverse=False, doubled=False):
     # written from YaRN's description: the fractional pair index where a pair turns r times over L
     def where(r):
-        return d * math.log(L / (2 * math.pi * r)) / (2 * math.log(base))
+        return (2 if doubled else 1) * d * math.log(L / (2 * math.pi * r)) / (2 * math.log(base))
 
     lo, hi = where(bf), where(bs)
     if truncate:
@@ -99,6 +99,8 @@ def test_yarn_ramp():
     assert "reversed" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: _my_ramp(b, d, L, bf, bs, reverse=True)).message
     assert "not rounded" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: _my_ramp(b, d, L, bf, bs, truncate=False)).message
     assert "swapped" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: _my_ramp(b, d, L, bs, bf)).message
+    fb = check("ch04-yarn-ramp", lambda b, d, L, bf, bs: _my_ramp(b, d, L, bf, bs, doubled=True))
+    assert not fb and "pair index i" in fb.message
     assert "shape" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: np.ones(d)).message
     assert "pair" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: np.ones(d // 2)).message
     assert "expected a function" in check("ch04-yarn-ramp", 3).message

@@ -63,3 +63,36 @@ def test_bad_lengths():
         turns(frequencies(8), 0)
     with pytest.raises(ValueError, match="theta"):
         wavelengths([])
+
+
+# ---- character coherence: closed form against the sum over positions ----------------------------
+@pytest.mark.parametrize("d, base, window", [(8, 10_000.0, 100), (64, 10_000.0, 4096), (32, 500.0, 37)])
+def test_character_coherence_matches_the_sum(d, base, window):
+    from ropegeo.frequencies import character_coherence, frequencies
+
+    th = frequencies(d, base)
+    t = np.arange(window)
+    brute = np.array([[abs(np.exp(1j * t * (b - a)).sum()) / window for b in th] for a in th])
+    np.testing.assert_allclose(character_coherence(th, window), brute, atol=1e-11)
+
+
+def test_character_coherence_is_zero_on_a_dft_grid():
+    from ropegeo.frequencies import character_coherence
+
+    window = 64
+    grid = 2 * np.pi * np.arange(1, 9) / window  # whole turns over the window
+    c = character_coherence(grid, window)
+    np.testing.assert_allclose(c, np.eye(8), atol=1e-12)
+    # a frequency and the same frequency plus a whole turn per position are the same character
+    np.testing.assert_allclose(character_coherence([0.3, 0.3 + 2 * np.pi], 10), np.ones((2, 2)), atol=1e-12)
+
+
+@pytest.mark.parametrize("theta, window, name", [
+    ([0.1, 0.2], 0, "window"), ([0.1, 0.2], 2.5, "window"), ([], 10, "theta"), ([0.1, -1.0], 10, "theta"),
+    ([0.1, np.nan], 10, "theta"), (np.ones(5000), 10, "theta"),
+])
+def test_character_coherence_rejects_bad_input(theta, window, name):
+    from ropegeo.frequencies import character_coherence
+
+    with pytest.raises(ValueError, match=name):
+        character_coherence(theta, window)

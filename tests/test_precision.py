@@ -162,3 +162,35 @@ def test_max_phase_error_chunks_agree():
 def test_bad_inputs_raise_clear_errors(call, word):
     with pytest.raises(ValueError, match=word):
         call()
+
+
+@pytest.mark.parametrize("dtype, position", [
+    (dt, p) for dt in ("float16", "float32", "float64") for p in (1, 3, 255, 256, 2047, 2048, 32_764, 65_000)
+] + [("float32", 1e6), ("float32", 2.0**24 + 3), ("float64", 1e6), ("float64", 2.0**53)])
+def test_position_spacing_matches_nextafter(dtype, position):
+    from ropegeo.precision import position_spacing
+
+    t = np.dtype(dtype).type
+    low = t(2.0 ** math.floor(math.log2(position)))  # start of the binade, exactly representable
+    assert position_spacing(position, dtype) == float(np.nextafter(low, t(np.inf))) - float(low)
+
+
+@pytest.mark.parametrize("position", [1, 200, 256, 300, 4000, 32_764])
+def test_position_spacing_bfloat16_by_enumeration(position):
+    from ropegeo.precision import position_spacing
+
+    k = math.floor(math.log2(position))
+    grid = np.linspace(2.0**k, 2.0 ** (k + 1), 4097)[:-1]  # finer than any bfloat16 gap in the binade
+    stored = np.unique(grid.astype(ml_dtypes.bfloat16).astype(np.float64))
+    stored = stored[stored < 2.0 ** (k + 1)]
+    assert set(np.diff(stored)) == {position_spacing(position, "bfloat16")}
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "7", None, True])
+def test_position_spacing_rejects_bad_positions(bad):
+    from ropegeo.precision import position_spacing
+
+    with pytest.raises(ValueError, match="position"):
+        position_spacing(bad, "float16")
+    with pytest.raises(ValueError, match="dtype"):
+        position_spacing(10, "int8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ..attention import copy_back_head
 from ..rotation import apply_rope, rotation_matrix
 from . import correct, exercise, wrong
 
@@ -211,22 +212,9 @@ def mystery_heads() -> dict:
         ``weights`` shape ``(8,)`` sums to one, ``output = weights @ (values as the head reads
         them)`` has shape ``(v,)``.
     """
-    rng = np.random.default_rng(11)
-    k = rng.normal(size=16)
-    keys = np.tile(k, (HEAD_LENGTH, 1))
-    query = apply_rope(8.0 * k, -2.0)
-
     def make(key_shift: float, value_lag: int):
-        def head(values):
-            vals = np.asarray(values, dtype=float)
-            if vals.ndim != 2 or vals.shape[0] != HEAD_LENGTH or not np.all(np.isfinite(vals)):
-                raise ValueError(f"values must be a finite array of shape ({HEAD_LENGTH}, v), got shape {vals.shape}")
-            logits = apply_rope(keys, np.arange(HEAD_LENGTH) + key_shift) @ apply_rope(query, HEAD_LENGTH - 1.0) / 4.0
-            w = np.exp(logits - logits.max())
-            w /= w.sum()
-            return w, w @ np.roll(vals, value_lag, axis=0)
-
-        return head
+        return copy_back_head(2, length=HEAD_LENGTH, head_dim=16, key_shift=key_shift, value_lag=value_lag,
+                              sharpness=8.0, seed=11)
 
     return {name: make(*_HEAD_KINDS[kind]) for name, kind in _HEAD_ASSIGNMENT.items()}
 

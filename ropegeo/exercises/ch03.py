@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -101,8 +102,9 @@ def margin_function_check(fn):
         if math.isclose(m, ref.margin**2, rel_tol=1e-6, abs_tol=1e-12):
             return wrong("you returned the squared distance; take its square root.")
         if not math.isclose(m, ref.margin, rel_tol=1e-7, abs_tol=1e-9):
-            return wrong(f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}; it should be smaller "
-                         "or larger: compare every pair of offsets, not only neighbours." if m > ref.margin else
+            return wrong(f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}, larger than the "
+                         "smallest distance of the set: compare every pair of offsets, not only neighbours."
+                         if m > ref.margin else
                          f"for offsets {offsets[:6]}... your margin {m:.6g} is below the true smallest distance: "
                          "are you comparing an offset with itself?")
         if a >= b:
@@ -121,18 +123,30 @@ def parser_collapse_check(answer):
     n, bad = _as_int(answer, "the origin")
     if bad:
         return bad
-    theta = frequencies(128)
     if n < 0:
         return wrong("origins are non-negative positions.")
     if n > 100_000:
         return wrong("far too large: the collapse happens much earlier.")
-    here = separation_margin([1, 2, 3], theta, dtype="bfloat16", origin=n).margin
-    if here > 0:
-        return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures (margin {here:.3g}).")
-    earlier = separation_margin([1, 2, 3], theta, dtype="bfloat16", origin=n - 1).margin if n > 0 else 1.0
-    if earlier == 0:
-        return wrong(f"two of the positions collide at origin {n}, but they already collide at a smaller origin.")
-    return correct("from this origin on, two of the parser's offsets share one bfloat16 phase row.")
+    want = _first_parser_collapse()
+    if n == want:
+        return correct("this is the first origin at which two of the parser's offsets share one bfloat16 phase row.")
+    here = _parser_margin(n)
+    if n > want and here == 0:
+        return wrong(f"the positions do collide at origin {n}, but there is an earlier origin where they collide.")
+    if n > want:
+        return wrong(f"at origin {n} the three positions have distinct bfloat16 signatures (margin {here:.3g}), "
+                     "although they collide at a smaller origin: scan upwards from 0.")
+    return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures (margin {here:.3g}).")
+
+
+def _parser_margin(origin: int) -> float:
+    return separation_margin([1, 2, 3], frequencies(128), dtype="bfloat16", origin=origin).margin
+
+
+@functools.lru_cache(maxsize=1)
+def _first_parser_collapse() -> int:
+    """Brute force: the first origin whose three positions share a bfloat16 phase row."""
+    return next(o for o in range(0, 100_001) if _parser_margin(o) == 0)
 
 
 @exercise("ch03-fast-band")

@@ -101,6 +101,17 @@ _YARN_CASES = [
 ]
 
 
+def _ramp_in_exponent(base, d, L, bf, bs):
+    """The typical slip: ramp ends computed as 2i (the exponent's numerator) instead of i."""
+    def end(r):
+        return d * math.log(L / (2 * math.pi * r)) / math.log(base)
+
+    low, high = max(math.floor(end(bf)), 0), min(math.ceil(end(bs)), d - 1)
+    if low == high:
+        high += 0.001
+    return 1.0 - np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
+
+
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
     from ..scaling import yarn_ramp
@@ -121,6 +132,9 @@ def _yarn_ramp(answer):
             return wrong(f"for {where} the ramp ends are not rounded: floor the fast end and ceil the slow end.")
         if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bs, beta_slow=bf), atol=1e-9):
             return wrong(f"for {where} beta_fast and beta_slow are swapped: the fast end is where pairs turn beta_fast times.")
+        if np.allclose(got, _ramp_in_exponent(base, d, L, bf, bs), atol=1e-9):
+            return wrong(f"for {where} your ramp ends are twice the pair index: you solved for 2i, the exponent's "
+                         "numerator; the ramp runs over the pair index i = d ln(L / 2 pi r) / (2 ln B).")
         bad = int(np.argmax(np.abs(got - want) > 1e-9))
         return wrong(f"for {where} the weight of pair {bad} is off; find the pair index where a pair turns r times over L.")
     return correct("your ramp matches YaRN's on every test case.")

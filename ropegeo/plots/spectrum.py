@@ -109,11 +109,15 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
                 chosen.append(hit)
             if len(chosen) == marks:
                 break
-        for j, hit in enumerate(chosen):
+        # number each marker and list the numbers in one box: labels beside close peaks collide
+        for j, hit in enumerate(chosen, start=1):
             ax.plot([hit.offset], [hit.similarity], "o", color=_MARK, ms=6, mfc="none")
-            ax.annotate(f"Δ={hit.offset:,}\nK={hit.similarity:.3f}", (hit.offset, hit.similarity),
-                        textcoords="offset points", xytext=(-60 if j % 2 else 4, 8 if j % 2 else -24),
-                        fontsize=8, color=_MARK, bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
+            ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize=8, color=_MARK, fontweight="bold")
+        if chosen:
+            listing = "\n".join(f"{j}: Δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
+            ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
+                    bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
     ax.set_xlabel("offset Δ (tokens)")
     ax.set_ylabel("K(Δ) = mean_i cos(Δ θ_i)")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
@@ -133,6 +137,8 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
     """
     th = v.finite_array("theta", theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__len__") or len(pairs) != 2:
+        raise ValueError(f"pairs must be two pair indices (i, j), got {pairs!r}")
     i, j = (v.integer("pairs", p, minimum=0, maximum=th.size - 1) for p in pairs)
     p = np.arange(length)
     two_pi = 2 * np.pi
@@ -208,6 +214,11 @@ def margin_plot(distances, offsets, *, pair=None) -> Figure:
         ax.set_xticks(range(off.size), [f"{o:g}" for o in off], rotation=90, fontsize=7)
         ax.set_yticks(range(off.size), [f"{o:g}" for o in off], fontsize=7)
     if pair is not None:
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"pair must be two of the offsets, got {pair!r}")
+        missing = [p for p in pair if not np.any(off == p)]
+        if missing:
+            raise ValueError(f"pair must be two of the offsets; {missing[0]!r} is not among them")
         r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
         for a, b in ((r, c), (c, r)):
             ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)

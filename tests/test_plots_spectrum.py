@@ -1,0 +1,112 @@
+"""Figures of chapter 3: they are Figures built without pyplot, draw the right data (checked against
+direct computations), and refuse bad input with a ValueError naming the parameter."""
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
+
+from ropegeo.frequencies import frequencies
+from ropegeo.plots.spectrum import (
+    kernel_plot,
+    margin_plot,
+    phase_error_plot,
+    probe_plot,
+    torus_plot,
+    wavelength_ladder,
+)
+
+THETA8 = frequencies(8)
+
+
+def brute_k(delta, theta):
+    return sum(math.cos(delta * t) for t in theta) / len(theta)
+
+
+def test_kernel_plot_curve_and_numbered_peaks():
+    before = plt.get_fignums()
+    fig = kernel_plot(THETA8, 10_000, marks=2, mark_from=100, points=20_000)
+    assert isinstance(fig, Figure) and plt.get_fignums() == before
+    ax = fig.axes[0]
+    line = ax.lines[0]
+    d, k = line.get_xdata(), line.get_ydata()
+    assert d[0] == 0 and d[-1] == 10_000  # every integer offset when the points allow it
+    np.testing.assert_allclose(k[[0, 1, 6283]], [brute_k(x, THETA8) for x in (0, 1, 6283)], atol=1e-12)
+    # markers: the best offset by brute force, then the best one at least (stop - from) // 25 away
+    gap = (10_000 - 100) // 25
+    ks = [(brute_k(x, THETA8), x) for x in range(100, 10_001)]
+    first = max(ks)[1]
+    second = max((kv for kv in ks if abs(kv[1] - first) >= gap))[1]
+    marks = [ln for ln in ax.lines if ln.get_marker() == "o"]
+    assert [int(m.get_xdata()[0]) for m in marks] == [first, second]
+    # each marker is numbered, and one box lists the numbers with offset and K
+    numbers = sorted(t.get_text() for t in ax.texts if t.get_text().isdigit())
+    assert numbers == ["1", "2"]
+    (listing,) = [t.get_text() for t in ax.texts if "Δ=" in t.get_text()]
+    assert listing.splitlines() == [
+        f"{j}: Δ={x:,}, K={brute_k(x, THETA8):.3f}" for j, x in ((1, first), (2, second))
+    ]
+
+
+def test_kernel_plot_without_marks_has_no_listing():
+    ax = kernel_plot(THETA8, 500, marks=0).axes[0]
+    assert not ax.texts and len(ax.lines) == 2  # the kernel and the zero line
+
+
+def test_torus_points_are_the_wrapped_phases():
+    fig = torus_plot(THETA8, pairs=(0, 1), length=50)
+    pts = fig.axes[0].collections[0].get_offsets()
+    p = np.arange(50)
+    np.testing.assert_allclose(pts[:, 0], np.mod(p * THETA8[0], 2 * np.pi), atol=1e-12)
+    np.testing.assert_allclose(pts[:, 1], np.mod(p * THETA8[1], 2 * np.pi), atol=1e-12)
+
+
+def test_phase_error_plot_draws_only_limits_inside_the_range():
+    ax = phase_error_plot(frequencies(16), 2**12, points=50).axes[0]
+    verticals = sorted(ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--")
+    assert verticals == [256, 2048]  # bfloat16 and float16; float32's 2**24 is beyond 4,096
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["float32", "float16", "bfloat16"]
+
+
+def test_wavelength_ladder_splits_slow_pairs():
+    th = frequencies(64)
+    ax = wavelength_ladder(th, 4096).axes[0]
+    fast, slow = (c.get_offsets() for c in ax.collections)
+    lam = 2 * np.pi / th
+    assert len(slow) == int(np.sum(lam > 4096)) and len(fast) == int(np.sum(lam <= 4096))
+
+
+def test_margin_plot_circles_the_pair():
+    D = np.array([[0.0, 0.2, 0.5], [0.2, 0.0, 0.4], [0.5, 0.4, 0.0]])
+    ax = margin_plot(D, [1, 2, 5], pair=(1, 2)).axes[0]
+    circles = sorted((float(ln.get_xdata()[0]), float(ln.get_ydata()[0])) for ln in ax.lines)
+    assert circles == [(0.0, 1.0), (1.0, 0.0)]
+
+
+def test_probe_plot_curve():
+    ax = probe_plot([0.1, 0.5], [0.5, 0.6], sharpness=4.0).axes[0]
+    x, y = ax.lines[0].get_xdata(), ax.lines[0].get_ydata()
+    np.testing.assert_allclose(y, 1 / (1 + np.exp(-4.0 * x**2 / 2)), atol=1e-15)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: kernel_plot(THETA8, 0), "stop"),
+    (lambda: kernel_plot(THETA8, 100, marks=-1), "marks"),
+    (lambda: torus_plot(THETA8, pairs=(0, 9)), "pairs"),
+    (lambda: torus_plot(THETA8, pairs=(0, 1, 2)), "pairs"),
+    (lambda: torus_plot(THETA8, pairs="01"), "pairs"),
+    (lambda: torus_plot(THETA8, length=10**9), "length"),
+    (lambda: phase_error_plot(THETA8, 1), "stop"),
+    (lambda: phase_error_plot(THETA8, 100, dtypes=("int8",)), "dtype"),
+    (lambda: wavelength_ladder(THETA8, 0), "train_length"),
+    (lambda: margin_plot(np.zeros((2, 2)), [1, 2, 3]), "distances"),
+    (lambda: margin_plot(np.zeros((2, 2)), [1, 2], pair=(1, 7)), "pair"),
+    (lambda: margin_plot(np.zeros((2, 2)), [1, 2], pair=(1,)), "pair"),
+    (lambda: probe_plot([0.1], [0.2, 0.3]), "margins and masses"),
+    (lambda: probe_plot([0.1], [0.2], sharpness=0), "sharpness"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
