@@ -43,7 +43,10 @@ def real(
     """Return ``value`` as a finite ``float`` or raise a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float range
+        raise ValueError(f"{name} must be finite, got a number beyond the float range") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if greater_than is not None and not value > greater_than:
@@ -55,12 +58,34 @@ def real(
     return value
 
 
-def head_dim(value: Any, name: str = "head_dim") -> int:
-    """A head dimension: an even integer of at least 2."""
-    value = integer(name, value, minimum=2)
+#: The widest head any function accepts (real models use 64 to 256): keeps every per-pair table
+#: small, while functions that build ``d x d`` matrices set their own, lower limit.
+MAX_HEAD_DIM = 65_536
+
+
+def head_dim(value: Any, name: str = "head_dim", *, maximum: int = MAX_HEAD_DIM) -> int:
+    """A head dimension: an even integer from 2 to ``maximum``."""
+    value = integer(name, value, minimum=2, maximum=maximum)
     if value % 2:
         raise ValueError(f"{name} must be an even integer of at least 2, got {value}")
     return value
+
+
+#: The longest sequence any length parameter may name (about 2.8e14 tokens): far beyond any
+#: model, and small enough that every float derived from it is exact and finite.
+MAX_LENGTH = 2**48
+
+
+def length(name: str, value: Any, *, minimum: int = 1) -> int:
+    """A sequence length or position count: an integer from ``minimum`` to :data:`MAX_LENGTH`."""
+    return integer(name, value, minimum=minimum, maximum=MAX_LENGTH)
+
+
+def boolean(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (or numpy bool); refuse strings, numbers and None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def base(value: Any, name: str = "base") -> float:
@@ -79,12 +104,14 @@ def finite_array(name: str, value: Any, *, dtype: Any = np.float64) -> np.ndarra
     """Convert to a numeric array and refuse NaN or infinite entries."""
     try:
         arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise ValueError(f"{name} must be array-like numbers: {exc}") from None
+    except Exception:  # ragged nesting and other exotic inputs
+        raise ValueError(f"{name} must be a rectangular array of numbers (equal-length rows)") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         # ml_dtypes types (bfloat16) are not np.number subclasses but convert cleanly
         try:
             arr = arr.astype(np.float64)
+        except OverflowError:
+            raise ValueError(f"{name} must be finite: an entry is beyond the float range") from None
         except (TypeError, ValueError):
             raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}") from None
     if np.iscomplexobj(arr):
@@ -112,7 +139,7 @@ def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     else:
         try:
             dt = np.dtype(value)
-        except TypeError:
+        except (TypeError, ValueError):
             dt = None
         if dt is not None and dt in known.values():
             return dt
@@ -138,4 +165,5 @@ def pair_weights(value: Any, pairs: int, name: str = "weights") -> np.ndarray:
         raise ValueError(f"{name} must have one entry per pair, shape ({pairs},), got {w.shape}")
     if np.any(w < 0) or not np.any(w > 0):
         raise ValueError(f"{name} must be non-negative with a positive sum")
+    w = w / w.max()  # rescale first: the sum of huge weights would overflow
     return w / w.sum()

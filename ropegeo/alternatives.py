@@ -19,6 +19,10 @@ scheme           trained parameters                  score of query ``m`` agains
 
 ``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads are the fixed formula.
 
+Two closed forms bound what the table can show: :func:`clipped_retrieval_ceiling` (the most attention
+clipped relative vectors let any content-free head put on a far key) and :func:`trained_rows_share`
+(the share of the stretched task's queries that an absolute table still covers with trained rows).
+
 :func:`compare_schemes` trains (or builds) one head per scheme, seed and task and runs every
 intervention of :mod:`ropegeo.interventions` on it; :class:`Comparison` holds the numbers and
 prints the table. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
@@ -62,6 +66,8 @@ __all__ = [
     "SchemeResult",
     "Comparison",
     "compare_schemes",
+    "clipped_retrieval_ceiling",
+    "trained_rows_share",
 ]
 
 SCHEMES = ("none", "absolute", "sinusoidal", "relative", "t5", "alibi", "rope")
@@ -580,6 +586,87 @@ def train_match_head(
     layer = AttentionLayer(vocab, d, scheme=sch, seed=0)
     layer.Wq, layer.Wk = Qt, Kt
     return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=losses)
+
+
+# ---- closed-form limits of the schemes -------------------------------------------------------
+
+
+def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> float:
+    """The most attention a content-free head with clipped relative vectors can put on a far key.
+
+    In the relative scheme (Shaw et al.) key ``n`` enters the score of query ``m`` only through the
+    vector of the clipped displacement ``clip(n - m, -K, K)``. Every earlier key ``K`` or more slots
+    back therefore gets the same score, and the same attention, as every other such key. For
+    ``distance >= K`` the best a head without content can do for query ``m`` is to push every nearer
+    key down and split its attention evenly over the ``m - K + 1`` keys at distances ``K .. m``:
+    ``1 / (m - K + 1)``. For ``distance < K`` the key has a vector of its own and the bound is 1.
+    Both are suprema, approached as the learned scores grow, never reached by finite weights.
+
+    The result is averaged over the queries ``m = distance .. length - 1`` that can see the key,
+    with strictly earlier keys only, exactly as :func:`ropegeo.interventions.sparse_retrieval`
+    averages a head's attention on it; a trained head's mean mass never exceeds it.
+
+    Parameters
+    ----------
+    length : int
+        Sequence length, in slots (``distance + 1`` to ``2**24``); positions ``0 .. length - 1``.
+    distance : int
+        Displacement of the relevant key, in slots (at least 1).
+    clip : int
+        The clipping distance ``K`` of the scheme (at least 1; the book's default 16).
+
+    Returns
+    -------
+    float
+        Mean over the scored queries of the largest attention on the key, in ``(0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter outside its range; the message names the parameter.
+    """
+    distance = v.integer("distance", distance, minimum=1)
+    length = v.integer("length", length, minimum=distance + 1, maximum=1 << 24)
+    clip = v.integer("clip", clip, minimum=1)
+    if distance < clip:
+        return 1.0
+    m = np.arange(distance, length, dtype=np.float64)
+    return float(np.mean(1.0 / (m - clip + 1.0)))
+
+
+def trained_rows_share(length: int, train_length: int, offset: int) -> float:
+    """Share of the displacement task's queries that an absolute table still covers with trained rows.
+
+    A learned absolute table trained on sequences of ``train_length`` slots has updated only the
+    rows ``0 .. train_length - 1``. On a sequence of ``length`` slots the task scores the queries
+    ``m = offset .. length - 1`` (as :func:`ropegeo.interventions.offset_task` does); query ``m`` and
+    every key it can see (slots ``0 .. m - 1``, its target ``m - offset`` among them) sit on trained
+    rows exactly when ``m < train_length``. The share is therefore
+    ``(min(length, train_length) - offset) / (length - offset)``, and 1 up to the training length.
+
+    Parameters
+    ----------
+    length : int
+        Length of the evaluated sequence, in slots (``offset + 1`` to ``2**24``).
+    train_length : int
+        Length the table was trained at, in slots (at least ``offset + 1``).
+    offset : int
+        Displacement of the task's target, in slots (at least 1).
+
+    Returns
+    -------
+    float
+        A share in ``(0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter outside its range; the message names the parameter.
+    """
+    offset = v.integer("offset", offset, minimum=1)
+    length = v.integer("length", length, minimum=offset + 1, maximum=1 << 24)
+    train_length = v.integer("train_length", train_length, minimum=offset + 1)
+    return (min(length, train_length) - offset) / (length - offset)
 
 
 # ---- the comparison ---------------------------------------------------------------------------

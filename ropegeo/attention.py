@@ -43,6 +43,7 @@ name             hook            position information
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -182,8 +183,8 @@ def masked_softmax(scores, mask=None) -> np.ndarray:
         masked (its softmax is undefined).
     """
     s = v.finite_array("scores", scores)
-    if s.ndim == 0:
-        raise ValueError("scores must have at least one axis, got a scalar")
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise ValueError(f"scores must have at least one entry along the last axis, got shape {s.shape}")
     if mask is not None:
         m = np.asarray(mask)
         if m.dtype != np.bool_:
@@ -238,9 +239,14 @@ def make_scheme(scheme: "str | PositionScheme" = "none", **options) -> "Position
         if options:
             raise ValueError(f"scheme options {sorted(options)} cannot be combined with a scheme instance")
         return scheme
-    if scheme not in _SCHEMES:
+    if not isinstance(scheme, str) or scheme not in _SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(map(repr, scheme_names()))}, got {scheme!r}")
-    return _SCHEMES[scheme](**options)
+    cls = _SCHEMES[scheme]
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise ValueError(f"scheme {scheme!r} does not take these options: {exc}") from None
+    return cls(**options)
 
 
 class PositionScheme:

@@ -248,7 +248,8 @@ _ADVICE = {
     "A": "fix the implementation (pairing, position ids, cache offset, scaling side, base or angle precision) "
          "before judging the geometry or the model",
     "B": "change the ruler: a larger head or rotary width, another base, another extension rule, or finer "
-         "phase precision; no amount of training separates offsets the geometry merges",
+         "phase precision; on this ruler a trained head can tell these offsets apart only by putting large, "
+         "fragile weights on the few pairs in which they still differ, and its attention mass blurs between them",
     "C": "train: fine-tune or continue training at the target length under the deployed schedule",
 }
 #: Default smallest acceptable separation margin of Gate B (a phase distance, in [0, 2]).

@@ -269,6 +269,10 @@ def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
 CATALOGUE: dict[str, CatalogueEntry] = _build()
 
 
+#: Widest head the catalogue builds (its probes draw samples x head_dim arrays).
+MAX_HEAD_DIM = 4096
+
+
 def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
     """A fresh catalogue entry (its implementation has an empty cache).
 
@@ -277,9 +281,9 @@ def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
     ValueError
         For an unknown name (the message lists the known ones) or a bad head dimension.
     """
-    if name not in CATALOGUE:
+    if not isinstance(name, str) or name not in CATALOGUE:
         raise ValueError(f"name must be one of {', '.join(CATALOGUE)}, got {name!r}")
-    head_dim = v.head_dim(head_dim)
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     if head_dim < 4 or head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
     return _build(head_dim)[name]
@@ -381,11 +385,16 @@ def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
     """
     if policy not in POSITION_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")
-    lens = np.atleast_1d(np.asarray(lengths))
+    try:
+        lens = np.atleast_1d(np.asarray(lengths))
+    except (TypeError, ValueError):
+        lens = np.empty(0)
     if lens.ndim != 1 or lens.size == 0 or not np.issubdtype(lens.dtype, np.integer) or np.any(lens < 1):
         raise ValueError(f"lengths must be a positive integer or a non-empty list of them, got {lengths!r}")
-    pad = v.integer("pad", pad, minimum=0)
-    total = int(lens.sum()) + pad
+    if np.any(lens > 65_536):  # checked before summing, which could wrap around in int64
+        raise ValueError(f"each length must be at most 65,536 slots, got {int(lens.max()):,}")
+    pad = v.integer("pad", pad, minimum=0, maximum=65_536)
+    total = sum(int(n) for n in lens) + pad
     if total > 65_536:
         raise ValueError(f"pad + sum(lengths) must be at most 65,536 slots, got {total:,}")
     if pad and not policy.startswith("left-padded"):
@@ -466,6 +475,8 @@ def shift_change(name: str = "interleaved", shift: int = 1000, *, side: str = "b
     samples = v.integer("samples", samples, minimum=1, maximum=100_000)
     max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
     impl = entry(name, head_dim).impl
+    if samples * head_dim > 2**23:
+        raise ValueError(f"samples * head_dim must be at most {2**23:,} (64 MiB per array), got {samples * head_dim:,}")
     rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
     Q, K = rng.normal(size=(2, samples, head_dim))
     m, n = rng.integers(0, max_position, size=(2, samples))
@@ -488,16 +499,25 @@ def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int
     float
         ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
     """
-    reset = position_ids("packed-reset", list(documents))
-    cont = position_ids("packed-continuous", list(documents))
+    reset = position_ids("packed-reset", documents)
+    cont = position_ids("packed-continuous", documents)
+    lengths = [int(n) for n in np.atleast_1d(documents)]
+    if max(lengths) > 4096:
+        raise ValueError(f"each document must be at most 4,096 tokens here (its scores form a square), "
+                         f"got {max(lengths):,}")
+    d = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
-    Q, K = rng.normal(size=(2, reset.size, v.head_dim(head_dim)))
-    doc = np.concatenate([np.full(n, i) for i, n in enumerate(documents)])
-    same = doc[:, None] == doc[None, :]
-    norms = np.linalg.norm(Q, axis=-1)[:, None] * np.linalg.norm(K, axis=-1)[None, :]
-    s_r = apply_rope(Q, reset) @ apply_rope(K, reset).T
-    s_c = apply_rope(Q, cont) @ apply_rope(K, cont).T
-    return float(np.max((np.abs(s_c - s_r) / norms)[same]))
+    Q, K = rng.normal(size=(2, reset.size, d))
+    worst, start = 0.0, 0
+    for n in lengths:  # scores only inside each document (a block-diagonal mask)
+        sl = slice(start, start + n)
+        q, k = Q[sl], K[sl]
+        norms = np.linalg.norm(q, axis=-1)[:, None] * np.linalg.norm(k, axis=-1)[None, :]
+        s_r = apply_rope(q, reset[sl]) @ apply_rope(k, reset[sl]).T
+        s_c = apply_rope(q, cont[sl]) @ apply_rope(k, cont[sl]).T
+        worst = max(worst, float(np.max(np.abs(s_c - s_r) / norms)))
+        start += n
+    return worst
 
 
 def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int = 256, seed: int = 0):

@@ -157,11 +157,13 @@ def character_coherence(theta, window: int) -> np.ndarray:
     if theta.size > MAX_COHERENCE_PAIRS:
         raise ValueError(f"theta may have at most {MAX_COHERENCE_PAIRS} pairs, got {theta.size}")
     n = v.integer("window", window, minimum=1)
+    # only d modulo 2 pi matters; reduce it to [-pi, pi) so that small differences stay small
     d = theta[None, :] - theta[:, None]
-    half = np.sin(d / 2)
-    # where d is (numerically) a multiple of 2 pi the terms are all equal: the sum is window
-    aligned = np.abs(half) < 1e-12
-    safe = np.where(aligned, 1.0, half)
-    out = np.where(aligned, 1.0, np.abs(np.sin(n * d / 2) / safe) / n)
-    return np.minimum(out, 1.0)
+    wide = np.abs(d) > np.pi  # reduce only these: adding pi to a tiny difference would round it away
+    d[wide] = np.mod(d[wide] + np.pi, TWO_PI) - np.pi
+    aligned = d == 0.0  # every term of the sum is 1
+    safe = np.where(aligned, 1.0, d)
+    with np.errstate(invalid="ignore"):
+        out = np.abs(np.sin(n * safe / 2) / np.sin(safe / 2)) / n
+    return np.minimum(np.where(aligned, 1.0, out), 1.0)
 

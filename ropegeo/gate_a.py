@@ -61,6 +61,8 @@ CHECKS = {
 _PRIORITY = ("layout", "frequencies", "precision", "roles", "values", "decoding", "norm", "shift", "composition", "inverse")
 
 _HEAD_DIMS = (8, 16, 32, 64, 128, 256)
+#: Widest head Gate A probes: the layout probe builds head_dim x head_dim inputs (32 MiB at 2,048).
+MAX_HEAD_DIM = 2048
 _SMALL_SHIFTS = (1, 5, 17)
 _LARGE_SHIFTS = (4096, 65_536, 1_000_000)
 _LAYOUT_POSITIONS = (1, 2, 7, 300, 2047)  # within a 2,048-row cos/sin table
@@ -82,6 +84,18 @@ class GateAError(ValueError):
 
 class _Bad(Exception):
     """An implementation returned something unusable during a check."""
+
+
+class _Refused(Exception):
+    """The implementation raised on a probe: it refuses that input.
+
+    Only exceptions raised inside the implementation are wrapped, so an error in ropegeo's own
+    probing (a bug, or memory) propagates instead of being reported as a refusal.
+    """
+
+    def __init__(self, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.original = exc
 
 
 @dataclass(frozen=True)
@@ -292,11 +306,14 @@ class _Impl:
         positions = np.asarray(positions)
         with np.errstate(all="ignore"):
             try:
-                out = self.obj(self._wrap(x), self._wrap(positions), **kwargs)
-            except (TypeError, AttributeError):
-                if self.torch is not None or not self._try_torch():
-                    raise
-                out = self.obj(self._wrap(x), self._wrap(positions), **kwargs)
+                try:
+                    out = self.obj(self._wrap(x), self._wrap(positions), **kwargs)
+                except (TypeError, AttributeError):
+                    if self.torch is not None or not self._try_torch():
+                        raise
+                    out = self.obj(self._wrap(x), self._wrap(positions), **kwargs)
+            except Exception as exc:
+                raise _Refused(exc) from exc
         dt = getattr(out, "dtype", None)
         self.out_unit = max(self.out_unit, _UNIT.get(str(dt).replace("torch.", ""), 0.0))
         arr = self._unwrap(out, "the implementation")
@@ -352,6 +369,10 @@ def infer_layout(mats: np.ndarray, tol: float = 1e-6) -> dict:
         coincide, or ``"other"``), ``rotary_dim`` and
         ``offset`` (first rotating coordinate).
     """
+    mats = v.finite_array("mats", mats)
+    if mats.ndim != 3 or mats.shape[0] == 0 or mats.shape[1] != mats.shape[2] or mats.shape[1] == 0:
+        raise ValueError(f"mats must be a non-empty stack of square matrices, shape (n, d, d), got {mats.shape}")
+    tol = v.real("tol", tol, greater_than=0.0)
     d = mats.shape[-1]
     off = np.abs(mats).max(axis=0)
     off[np.arange(d), np.arange(d)] = 0.0
@@ -450,9 +471,9 @@ def gate_a(
         ``x`` has shape ``(seq, head_dim)`` (float64 or float32), ``positions`` shape ``(seq,)``
         (int64, not necessarily sorted, possibly negative for the inverse check).
     head_dim : int, optional
-        The head width to test in detail. Default: the head widths 8 .. 256 that the callable
-        accepts are probed and the largest up to 128 is used; the algebraic checks run on up
-        to three of them.
+        The head width to test in detail (2 to 2,048). Default: the head widths 8 .. 256 that the
+        callable accepts are probed and the largest up to 128 is used; the algebraic checks run on
+        up to three of them.
     base, pairing, rotary_dim, scale, theta
         The declared operator, as in :func:`ropegeo.rotation.apply_rope` (pair ``i`` turns by
         ``scale * theta_i`` per position; ``theta`` overrides ``base``).
@@ -500,6 +521,15 @@ def gate_a(
     """
     t0 = time.perf_counter()
     if manifest is not None:
+        from .manifest import RopeManifest, read_config, resolve
+
+        if isinstance(manifest, dict):
+            manifest = read_config(manifest)
+        elif not isinstance(manifest, RopeManifest):
+            if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
+                raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
+                                 f"shipped model name, got {type(manifest).__name__}")
+            manifest = resolve(manifest)
         head_dim, base, rotary_dim = manifest.head_dim, manifest.base, manifest.rotary_dim
         pairing, phase_dtype = manifest.pairing, manifest.phase_dtype
         if manifest.scaling is not None:
@@ -507,11 +537,11 @@ def gate_a(
     base = v.base(base)
     pairing = v.pairing(pairing)
     scale = v.real("scale", scale, greater_than=0.0)
-    if phase_dtype not in _UNIT:
+    if not isinstance(phase_dtype, str) or phase_dtype not in _UNIT:
         raise ValueError(f"phase_dtype must be one of {', '.join(_UNIT)}, got {phase_dtype!r}")
     seed = v.integer("seed", seed, minimum=0)
     if head_dim is not None:
-        head_dim = v.head_dim(head_dim)
+        head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
         resolve_rotary_dim(head_dim, rotary_dim)
     if theta is not None:
         theta = v.finite_array("theta", theta)
@@ -528,8 +558,8 @@ def gate_a(
             return None
         except _Bad as exc:
             return GateAError(str(exc))
-        except Exception as exc:  # the implementation refuses this head dim
-            return exc
+        except _Refused as exc:  # the implementation refuses this head dim
+            return exc.original
 
     if head_dim is not None:
         err = probe(head_dim)
@@ -574,18 +604,15 @@ def gate_a(
             body()
         except _Bad as exc:
             record(name, False, float("inf"), 0.0, str(exc))
-        except Exception as exc:  # the implementation refused this probe (e.g. a position past its table)
-            record(name, None, float("nan"), 0.0,
-                   f"not measured: the implementation refused the probe ({type(exc).__name__}: {exc})")
+        except _Refused as exc:  # the implementation refused this probe (e.g. a position past its table)
+            record(name, None, float("nan"), 0.0, f"not measured: the implementation refused the probe ({exc})")
 
     def refused(call):
         """Run call; return the exception if the implementation refuses (not a contract break)."""
         try:
             return call(), None
-        except _Bad:
-            raise
-        except Exception as exc:
-            return None, exc
+        except _Refused as exc:
+            return None, exc.original
 
     # ---- norm
     def norm_check():
@@ -802,10 +829,9 @@ def gate_a(
     except _Bad as exc:
         record("frequencies", False, float("inf"), 0.0, str(exc))
         record("precision", False, float("inf"), 0.0, str(exc))
-    except Exception as exc:  # refused a probe position
+    except _Refused as exc:  # refused a probe position
         for name in ("frequencies", "precision"):
-            record(name, None, float("nan"), 0.0,
-                   f"not measured: the implementation refused the probe ({type(exc).__name__}: {exc})")
+            record(name, None, float("nan"), 0.0, f"not measured: the implementation refused the probe ({exc})")
 
     # the working precision the algebraic checks allow: the phase precision found, unless it is
     # coarser than declared (then the declared one, so the symptoms show too)
@@ -930,11 +956,17 @@ def _raw_decode(fn: _Impl, d: int, rng, *, steps: int = _STEPS):
     """Run prefill + decode steps; returns (Q, K, V, list of (q_rot, keys, values))."""
     n_all = _PREFILL + steps
     Q, K, V = (rng.normal(size=(n_all, d)) for _ in range(3))
-    fn.obj.prefill(fn._wrap(K[:_PREFILL]), fn._wrap(V[:_PREFILL]))
+    try:
+        fn.obj.prefill(fn._wrap(K[:_PREFILL]), fn._wrap(V[:_PREFILL]))
+    except Exception as exc:
+        raise _Refused(exc) from exc
     out = []
     for t in range(steps):
         i = _PREFILL + t
-        res = fn.obj.decode_step(fn._wrap(Q[i]), fn._wrap(K[i]), fn._wrap(V[i]))
+        try:
+            res = fn.obj.decode_step(fn._wrap(Q[i]), fn._wrap(K[i]), fn._wrap(V[i]))
+        except Exception as exc:
+            raise _Refused(exc) from exc
         if not isinstance(res, tuple) or len(res) != 3:
             raise _Bad("decode_step must return (rotated_query, cached_keys, cached_values)")
         qd = fn._unwrap(res[0], "decode_step")

@@ -22,6 +22,10 @@ _BLOCK = 2048
 _BATCH = 256
 # Show a progress bar when the search covers more offset-pairs than this (a couple of seconds).
 _PROGRESS_WORK = 2_000_000_000
+#: Largest search :func:`near_collisions` accepts, in offsets times pairs (about a minute of
+#: work: 10**9 offsets for a 128-wide head), and the largest offset (float64 holds it exactly).
+MAX_SEARCH_WORK = 2**36
+MAX_OFFSET = 2**53
 
 
 def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
@@ -112,17 +116,23 @@ def near_collisions(
     Raises
     ------
     ValueError
-        For an empty or reversed range, negative offsets, or ``top < 1``.
+        For an empty or reversed range, negative offsets or offsets beyond ``2**53``, ``top < 1``,
+        or a search longer than :data:`MAX_SEARCH_WORK` offsets times pairs.
     """
     theta = v.frequencies(theta)
     w = v.pair_weights(weights, theta.size)
     scale = v.real("scale", scale)
-    start = v.integer("start", start, minimum=0)
-    stop = v.integer("stop", stop, minimum=0)
+    start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)
+    stop = v.integer("stop", stop, minimum=0, maximum=MAX_OFFSET)
     if stop < start:
         raise ValueError(f"the offset range is empty: stop={stop} is smaller than start={start}")
     top = v.integer("top", top, minimum=1)
+    if progress is not None:
+        progress = v.boolean("progress", progress)
     n = stop - start + 1
+    if n * theta.size > MAX_SEARCH_WORK:
+        raise ValueError(f"the offset range [{start:,}, {stop:,}] is too long to search with {theta.size} pairs: "
+                         f"at most {MAX_SEARCH_WORK // theta.size:,} offsets")
     top = min(top, n)
 
     st = theta * scale

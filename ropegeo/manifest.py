@@ -113,13 +113,13 @@ class RopeManifest:
                 f"position_id_policy must be one of {', '.join(map(repr, POSITION_ID_POLICIES))}, "
                 f"got {self.position_id_policy!r}"
             )
-        set_(self, "cache_offset", v.integer("cache_offset", self.cache_offset, minimum=0))
+        set_(self, "cache_offset", v.length("cache_offset", self.cache_offset, minimum=0))
         if self.phase_dtype not in PHASE_DTYPES:
             raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {self.phase_dtype!r}")
         for key in ("max_position_embeddings", "original_max_position_embeddings"):
             val = getattr(self, key)
             if val is not None:
-                set_(self, key, v.integer(key, val, minimum=1))
+                set_(self, key, v.length(key, val, minimum=1))
         if self.scaling is not None:
             if isinstance(self.scaling, Mapping):
                 set_(self, "scaling", Scaling.from_dict(self.scaling))
@@ -258,16 +258,22 @@ class RopeManifest:
 _DATA = Path(__file__).with_name("data")
 
 
-def _positive_int(cfg: Mapping, key: str, where: str = "") -> int:
+def _positive_int(cfg: Mapping, key: str, where: str = "", *, maximum: int = v.MAX_LENGTH) -> int:
     val = cfg[key]
-    if isinstance(val, bool) or not isinstance(val, numbers.Real) or not float(val).is_integer() or val < 1:
-        raise ConfigError(f"{where}{key} must be a positive integer, got {val!r}")
+    if (isinstance(val, bool) or not isinstance(val, numbers.Real) or not 1 <= val <= maximum
+            or not float(val).is_integer()):
+        raise ConfigError(f"{where}{key} must be a positive integer up to {maximum:,}, got {val!r}")
     return int(val)
 
 
 def _positive_real(cfg: Mapping, key: str, where: str = "", *, greater_than: float = 0.0) -> float:
     val = cfg[key]
-    if isinstance(val, bool) or not isinstance(val, numbers.Real) or not math.isfinite(val) or not val > greater_than:
+    try:
+        ok = (not isinstance(val, bool) and isinstance(val, numbers.Real) and math.isfinite(float(val))
+              and val > greater_than)
+    except OverflowError:  # an integer literal beyond the float range
+        ok = False
+    if not ok:
         raise ConfigError(f"{where}{key} must be a finite number greater than {greater_than:g}, got {val!r}")
     return float(val)
 
@@ -309,11 +315,15 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
     from .scaling import Scaling
 
     if isinstance(config, (str, Path)) or hasattr(config, "__fspath__"):
+        if not str(config).strip():
+            raise ConfigError("config: the path is empty; give a config.json path or a shipped model name")
         path = Path(config)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config: {str(path)!r} is not UTF-8 text (byte {exc.start}); is it a config.json?") from None
         try:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -336,7 +346,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
 
     # --- head dim
     if cfg.get("head_dim") is not None:
-        head_dim = _positive_int(cfg, "head_dim")
+        head_dim = _positive_int(cfg, "head_dim", maximum=v.MAX_HEAD_DIM)
     else:
         for key in ("hidden_size", "num_attention_heads"):
             if cfg.get(key) is None:
@@ -344,6 +354,9 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
         hidden = _positive_int(cfg, "hidden_size")
         heads = _positive_int(cfg, "num_attention_heads")
         head_dim = hidden // heads
+        if head_dim > v.MAX_HEAD_DIM:
+            raise ConfigError(f"hidden_size // num_attention_heads = {head_dim:,} exceeds the widest head "
+                              f"ropegeo accepts, {v.MAX_HEAD_DIM:,}")
         if head_dim < 2:
             raise ConfigError(f"hidden_size // num_attention_heads = {head_dim} is too small for a rotary head")
     if head_dim % 2:
@@ -565,7 +578,7 @@ def default_offsets(target_length: int) -> dict[str, np.ndarray]:
     ``"distant"``: 48 log-spaced integers from 64 to ``target - 1`` (duplicates removed; only when
     the target exceeds 128).
     """
-    n = v.integer("target_length", target_length, minimum=3)
+    n = v.length("target_length", target_length, minimum=3)
     local = np.arange(1, min(LOCAL_OFFSETS, n - 1) + 1, dtype=np.float64)
     sets = {f"local 1..{int(local[-1])}": local}
     if n > 2 * LOCAL_OFFSETS:
@@ -615,8 +628,8 @@ def config_audit(
         raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
     if target_length is None:
         target_length = manifest.target_length
-    target = v.integer("target_length", target_length, minimum=3)
-    search_limit = v.integer("search_limit", search_limit, minimum=2)
+    target = v.length("target_length", target_length, minimum=3)
+    search_limit = v.length("search_limit", search_limit, minimum=2)
     top = v.integer("top", top, minimum=1, maximum=20)
     theta, att = manifest.theta(target), manifest.attention_factor(target)
     plain = frequencies(manifest.rotary_dim, manifest.base)
@@ -661,6 +674,8 @@ def resolve(name_or_path) -> RopeManifest:
     if not isinstance(name_or_path, (str, Path)):
         raise ValueError(f"config must be a model name or a path, got {type(name_or_path).__name__}")
     text = str(name_or_path)
+    if not text.strip():
+        raise ConfigError(f"config is empty; give a config.json path or one of: {', '.join(shipped_models())}")
     if text.strip().lower() in shipped_models():
         return load_model(text)
     p = Path(text)

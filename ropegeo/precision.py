@@ -215,6 +215,8 @@ def position_spacing(position, dtype) -> float:
     x = v.real("position", position, minimum=0.0)
     dt = v.float_dtype(dtype)
     info = ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
+    if x > float(info.max):
+        raise ValueError(f"position must be at most the largest {_dtype_name(dt)} number, {float(info.max):g}; got {x:g}")
     _, exponent = np.frexp(max(x, 1.0))  # x = f * 2**exponent with 0.5 <= f < 1
     return float(np.ldexp(float(info.eps), int(exponent) - 1))
 
@@ -234,10 +236,11 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     dtype : {"float64", "float32", "float16", "bfloat16"}
         Precision of the generated phases.
     start : int
-        First position scanned (non-negative).
+        First position scanned (0 to ``2**53 - 1``: positions are scanned in float64, exact up to
+        ``2**53``).
     stop : int, optional
-        End of the scan (exclusive), at most ``start + 2**26``. Default: ``start + 2**16``
-        (enough for float16 and bfloat16 from 0; start float32 near ``2**24``).
+        End of the scan (exclusive), at most ``start + 2**26`` and ``2**53``. Default:
+        ``start + 2**16`` (enough for float16 and bfloat16 from 0; start float32 near ``2**24``).
     scale : float
         Position multiplier.
 
@@ -254,10 +257,11 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     """
     th = v.frequencies(theta)
     dt = v.float_dtype(dtype)
-    start = v.integer("start", start, minimum=0)
+    # positions are scanned in float64, which holds every integer only up to 2**53
+    start = v.integer("start", start, minimum=0, maximum=2**53 - 1)
     if stop is None:
-        stop = start + _DEFAULT_SCAN
-    stop = v.integer("stop", stop, minimum=start + 1, maximum=start + _MAX_SCAN)
+        stop = min(start + _DEFAULT_SCAN, 2**53)
+    stop = v.integer("stop", stop, minimum=start + 1, maximum=min(start + _MAX_SCAN, 2**53))
     step = max(1, _CELLS // (2 * th.size))
     for s in range(start, stop, step):
         e = min(stop, s + step)

@@ -109,8 +109,19 @@ def phase_angles(positions, theta, dtype="float64") -> np.ndarray:
     th = v.finite_array("theta", theta)
     if th.ndim != 1:
         raise ValueError(f"theta must be 1-D, got shape {th.shape}")
-    prod = pos.astype(dt)[..., None] * th.astype(dt)
-    return prod.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pos_dt = pos.astype(dt)
+        if not np.all(np.isfinite(pos_dt.astype(np.float64))):
+            raise ValueError(f"positions exceed the largest {_dtype_label(dt)} number; use a wider phase dtype")
+        prod = pos_dt[..., None] * th.astype(dt)
+        out = prod.astype(np.float64)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"positions * theta overflows {_dtype_label(dt)}: use smaller positions or a wider phase dtype")
+    return out
+
+
+def _dtype_label(dt: np.dtype) -> str:
+    return "bfloat16" if dt.name == "bfloat16" else dt.name
 
 
 def apply_rope(
@@ -189,6 +200,10 @@ def apply_rope(
     return out.astype(out_dtype, copy=False)
 
 
+#: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
+MAX_MATRIX_DIM = 2048
+
+
 def rotation_matrix(
     position: float,
     head_dim: int = 128,
@@ -209,7 +224,7 @@ def rotation_matrix(
     numpy.ndarray, shape (head_dim, head_dim), float64
     """
     position = v.real("position", position)
-    head_dim = v.head_dim(head_dim)
+    head_dim = v.head_dim(head_dim, maximum=MAX_MATRIX_DIM)
     eye = np.eye(head_dim)
     # columns of R are the images of the basis vectors
     return apply_rope(

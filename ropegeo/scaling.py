@@ -115,8 +115,16 @@ _REQUIRED = {
 }
 
 
+#: Largest scale factor accepted (real extensions use 2 to a few hundred).
+MAX_FACTOR = 1e6
+
+
 def _pos(name: str, value) -> float:
     return v.real(name, value, greater_than=0.0)
+
+
+def _factor(value, name: str = "factor") -> float:
+    return v.real(name, value, greater_than=0.0, maximum=MAX_FACTOR)
 
 
 def _factors(name: str, value) -> tuple[float, ...]:
@@ -195,10 +203,10 @@ class Scaling:
         for name in _REQUIRED[self.rule]:
             if getattr(self, name) is None:
                 raise ValueError(f"{self.rule} scaling needs {name}")
-        set_(self, "factor", _pos("factor", self.factor))
+        set_(self, "factor", _factor(self.factor))
         if self.original_max_position_embeddings is not None:
             set_(self, "original_max_position_embeddings",
-                 v.integer("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1))
+                 v.length("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1))
         if self.attention_factor is not None:
             set_(self, "attention_factor", _pos("attention_factor", self.attention_factor))
         if self.rule == "yarn":
@@ -230,7 +238,10 @@ class Scaling:
                 )
             set_(self, "low_freq_factor", lo)
             set_(self, "high_freq_factor", hi)
-        set_(self, "ignored_keys", tuple(str(k) for k in self.ignored_keys))
+        keys = self.ignored_keys
+        if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
+            raise ValueError(f"ignored_keys must be a list of key names, got {keys!r}")
+        set_(self, "ignored_keys", tuple(str(k) for k in keys))
 
     # ---------------------------------------------------------------- checks and forms
     def check_pairs(self, pairs: int) -> None:
@@ -265,8 +276,11 @@ class Scaling:
         if unknown:
             raise ValueError(f"unknown scaling parameter(s): {', '.join(unknown)}")
         for key in ("short_factor", "long_factor", "ignored_keys"):
-            if data.get(key) is not None and not isinstance(data[key], (str, bytes)):
-                data[key] = tuple(data[key])
+            val = data.get(key)
+            if val is not None and not isinstance(val, (str, bytes)) and hasattr(val, "__iter__"):
+                data[key] = tuple(val)
+        if "ignored_keys" in data and data["ignored_keys"] is None:
+            data["ignored_keys"] = ()
         return cls(**data)
 
     def describe(self) -> str:
@@ -350,7 +364,7 @@ class Scaling:
                 kind = "default"
             else:
                 raise ValueError(f"{where}rope_type is missing (neither 'rope_type' nor 'type' is set)")
-        if kind not in HF_TYPES:
+        if not isinstance(kind, str) or kind not in HF_TYPES:
             raise ValueError(
                 f"{where}rope_type {kind!r} is not a known rope type; known: {', '.join(sorted(HF_TYPES))}"
             )
@@ -366,15 +380,20 @@ class Scaling:
             return block[key]
 
         def number(key, val, *, allow_zero=False):
-            if isinstance(val, bool) or not isinstance(val, numbers.Real) or not math.isfinite(val):
+            try:
+                finite = not isinstance(val, bool) and isinstance(val, numbers.Real) and math.isfinite(float(val))
+            except OverflowError:  # an integer literal beyond the float range
+                finite = False
+            if not finite:
                 raise ValueError(f"{where}{key} must be a finite number, got {val!r}")
             if val < 0 or (val == 0 and not allow_zero):
                 raise ValueError(f"{where}{key} must be greater than 0, got {val!r}")
             return float(val)
 
         def length(key, val):
-            if isinstance(val, bool) or not isinstance(val, numbers.Real) or not float(val).is_integer() or val < 1:
-                raise ValueError(f"{where}{key} must be a positive integer, got {val!r}")
+            if (isinstance(val, bool) or not isinstance(val, numbers.Real) or not 1 <= val <= v.MAX_LENGTH
+                    or not float(val).is_integer()):
+                raise ValueError(f"{where}{key} must be a positive integer up to {v.MAX_LENGTH:,}, got {val!r}")
             return int(val)
 
         kw: dict[str, Any] = {"rule": rule, "ignored_keys": ignored}
@@ -410,7 +429,12 @@ class Scaling:
                 kw["factor"] = number("factor", block["factor"])
             kw["original_max_position_embeddings"] = orig
             for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
+                # the reference reads `block.get(key) or default`: absent, null and 0 mean the
+                # default. Other non-numbers ("", false, []) are refused here rather than
+                # silently defaulted, since they can only be mistakes.
                 val = block.get(key)
+                if val is not None and not (isinstance(val, numbers.Real) and not isinstance(val, bool)):
+                    raise ValueError(f"{where}{key} must be a number (or absent for the default {default:g}), got {val!r}")
                 kw[key] = default if not val else number(key, val)
             for key in ("attention_factor",):
                 if block.get(key) is not None:
@@ -482,7 +506,7 @@ def linear(theta, factor: float) -> np.ndarray:
     numpy.ndarray, shape (pairs,)
     """
     th = v.finite_array("theta", theta)
-    return th / _pos("factor", factor)
+    return th / _factor(factor)
 
 
 def ntk(base: float, rotary_dim: int, factor: float) -> np.ndarray:
@@ -513,7 +537,7 @@ def ntk(base: float, rotary_dim: int, factor: float) -> np.ndarray:
     if d < 4:
         raise ValueError("rotary_dim must be at least 4 for NTK scaling (d / (d - 2) is undefined at d = 2)")
     base = v.base(base)
-    s = _pos("factor", factor)
+    s = _factor(factor)
     return frequencies(d, base * s ** (d / (d - 2)))
 
 
@@ -543,9 +567,9 @@ def dynamic_ntk(base: float, rotary_dim: int, factor: float, original_length: in
     if d < 4:
         raise ValueError("rotary_dim must be at least 4 for dynamic NTK scaling")
     base = v.base(base)
-    s = _pos("factor", factor)
-    L = v.integer("original_length", original_length, minimum=1)
-    n = L if seq_len is None else max(v.integer("seq_len", seq_len, minimum=1), L)
+    s = _factor(factor)
+    L = v.length("original_length", original_length, minimum=1)
+    n = L if seq_len is None else max(v.length("seq_len", seq_len, minimum=1), L)
     new_base = base * (s * n / L - (s - 1.0)) ** (d / (d - 2))
     if not new_base > 1.0:
         raise ValueError(f"factor={s:g} gives a dynamic base of {new_base:g} at seq_len={n}; it must stay above 1")
@@ -582,7 +606,7 @@ def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: 
     """
     d = _dim(rotary_dim)
     base = v.base(base)
-    L = v.integer("original_length", original_length, minimum=2)
+    L = v.length("original_length", original_length, minimum=2)
     bf = _pos("beta_fast", beta_fast)
     bs = _pos("beta_slow", beta_slow)
     low = _correction_dim(bf, d, base, L)
@@ -612,7 +636,7 @@ def yarn(base: float, rotary_dim: int, factor: float, original_length: int, *, b
     attention_factor : float
     """
     d = _dim(rotary_dim)
-    s = _pos("factor", factor)
+    s = _factor(factor)
     w = yarn_ramp(base, d, original_length, beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate)
     th = frequencies(d, base)
     out = th * w + (th / s) * (1.0 - w)
@@ -640,14 +664,14 @@ def longrope(base: float, rotary_dim: int, short_factor, long_factor, original_l
     attention_factor : float
     """
     d = _dim(rotary_dim)
-    L = v.integer("original_length", original_length, minimum=2)
-    s = _pos("factor", factor)
+    L = v.length("original_length", original_length, minimum=2)
+    s = _factor(factor)
     short = np.asarray(_factors("short_factor", short_factor))
     long = np.asarray(_factors("long_factor", long_factor))
     for name, arr in (("short_factor", short), ("long_factor", long)):
         if arr.size != d // 2:
             raise ValueError(f"{name} must have one entry per rotary pair ({d // 2}), got {arr.size}")
-    n = None if seq_len is None else v.integer("seq_len", seq_len, minimum=1)
+    n = None if seq_len is None else v.length("seq_len", seq_len, minimum=1)
     ext = long if (n is not None and n > L) else short
     if attention_factor is not None:
         att = _pos("attention_factor", attention_factor)
@@ -670,8 +694,8 @@ def llama3(base: float, rotary_dim: int, factor: float, original_length: int, *,
     numpy.ndarray, shape (rotary_dim // 2,)
     """
     d = _dim(rotary_dim)
-    s = _pos("factor", factor)
-    L = v.integer("original_length", original_length, minimum=1)
+    s = _factor(factor)
+    L = v.length("original_length", original_length, minimum=1)
     lo = _pos("low_freq_factor", low_freq_factor)
     hi = _pos("high_freq_factor", high_freq_factor)
     if not hi > lo:
@@ -706,7 +730,7 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
     """
     d = _dim(rotary_dim)
     if seq_len is not None:
-        seq_len = v.integer("seq_len", seq_len, minimum=1)
+        seq_len = v.length("seq_len", seq_len, minimum=1)
     if scaling is None:
         return frequencies(d, base), 1.0
     if not isinstance(scaling, Scaling):
@@ -754,8 +778,8 @@ def preset(rule: str | None, *, train_length: int, target_length: int, longrope_
     -------
     Scaling or None
     """
-    train = v.integer("train_length", train_length, minimum=2)
-    target = v.integer("target_length", target_length, minimum=2)
+    train = v.length("train_length", train_length, minimum=2)
+    target = v.length("target_length", target_length, minimum=2)
     if target < train:
         raise ValueError(f"target_length must be at least train_length ({train}), got {target}")
     if rule in (None, "none"):
@@ -772,6 +796,9 @@ def preset(rule: str | None, *, train_length: int, target_length: int, longrope_
     if rule == "longrope":
         if longrope_factors is None:
             raise ValueError("longrope_factors=(short_factor, long_factor) is required for the longrope preset")
+        if isinstance(longrope_factors, (str, bytes)) or not hasattr(longrope_factors, "__len__") \
+                or len(longrope_factors) != 2:
+            raise ValueError("longrope_factors must be a pair (short_factor, long_factor) of lists")
         kw["short_factor"], kw["long_factor"] = longrope_factors
     kw.update(params)
     return Scaling(**kw)
@@ -804,8 +831,8 @@ def phase_novelty(theta_train, theta_served, train_length: int, target_length: i
         raise ValueError(f"theta_train and theta_served must be 1-D with the same shape, got {a.shape} and {b.shape}")
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError("frequencies must be non-negative")
-    L = v.integer("train_length", train_length, minimum=1)
-    n = v.integer("target_length", target_length, minimum=1)
+    L = v.length("train_length", train_length, minimum=1)
+    n = v.length("target_length", target_length, minimum=1)
     seen = np.minimum(L * a, TWO_PI)
     served = np.minimum(n * b, TWO_PI)
     return np.maximum(0.0, served - seen) / TWO_PI
@@ -898,8 +925,8 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
     from .margins import separation_margin
 
     d = _dim(rotary_dim)
-    L = v.integer("train_length", train_length, minimum=2)
-    n = v.integer("target_length", target_length, minimum=2)
+    L = v.length("train_length", train_length, minimum=2)
+    n = v.length("target_length", target_length, minimum=2)
     base_theta = frequencies(d, base)
     theta, att = scaled_frequencies(scaling, base, d, seq_len=n)
     stretch = base_theta / theta
@@ -936,6 +963,8 @@ def text_table(rows) -> str:
     ValueError
         For no rows or rows with different keys.
     """
+    if isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+        raise ValueError(f"rows must be a non-empty list of dicts, got {type(rows).__name__}")
     rows = list(rows)
     if not rows or not all(isinstance(r, Mapping) for r in rows):
         raise ValueError("rows must be a non-empty list of dicts")

@@ -108,9 +108,11 @@ def rotation_2d(angle) -> sp.Matrix:
         If ``angle`` cannot be turned into a SymPy expression.
     """
     try:
-        a = sp.sympify(angle)
+        a = sp.sympify(angle, strict=True) if not isinstance(angle, sp.Basic) else angle
     except (sp.SympifyError, TypeError):
-        raise ValueError(f"angle must be a number or SymPy expression, got {angle!r}") from None
+        a = None
+    if not isinstance(a, sp.Expr):
+        raise ValueError(f"angle must be a number or SymPy expression, got {angle!r}")
     return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
 

@@ -323,3 +323,59 @@ def test_match_validation():
         h.scores(np.full((1, 5), 9))
     with pytest.raises(ValueError, match="match must be True or False"):
         alt.compare_schemes(("none",), match="yes")
+
+
+# ---- closed-form limits -------------------------------------------------------------------------
+
+
+def brute_clipped_ceiling(length, distance, clip):
+    """Per query: count the earlier keys whose clipped displacement equals the target's."""
+    best = []
+    for m in range(distance, length):
+        row = lambda n: max(n - m, -clip)  # noqa: E731  (keys are earlier: n - m < 0)
+        sharing = sum(1 for n in range(m) if row(n) == row(m - distance))
+        best.append(1.0 / sharing)
+    return sum(best) / len(best)
+
+
+@pytest.mark.parametrize("length,distance,clip", [(512, 40, 16), (64, 40, 16), (30, 4, 4), (30, 3, 4),
+                                                  (41, 40, 16), (100, 1, 1), (20, 7, 30)])
+def test_clipped_retrieval_ceiling_matches_a_brute_force_count(length, distance, clip):
+    assert alt.clipped_retrieval_ceiling(length, distance, clip=clip) == pytest.approx(
+        brute_clipped_ceiling(length, distance, clip), rel=1e-12)
+
+
+def test_clipped_retrieval_ceiling_bounds_a_trained_relative_head():
+    head = alt.train_position_head("relative", 6, train_length=L + 4, d=8, steps=150, seed=0, max_distance=4)
+    for n in (L + 4, 3 * L):
+        ceiling = alt.clipped_retrieval_ceiling(n, 6, clip=4)
+        assert ceiling < 1
+        assert sparse_retrieval(head, n, 6).mass <= ceiling + 1e-12
+
+
+def brute_rows_share(length, train_length, offset):
+    scored = range(offset, length)
+    covered = [m for m in scored if all(p < train_length for p in [m, *range(m)])]
+    return len(covered) / len(scored)
+
+
+@pytest.mark.parametrize("length,train_length,offset", [(512, 64, 5), (64, 64, 5), (40, 64, 5), (7, 3, 2), (100, 99, 1)])
+def test_trained_rows_share_matches_a_brute_force_count(length, train_length, offset):
+    assert alt.trained_rows_share(length, train_length, offset) == pytest.approx(
+        brute_rows_share(length, train_length, offset), rel=1e-15)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: alt.clipped_retrieval_ceiling(40, 40), "length"),
+    (lambda: alt.clipped_retrieval_ceiling(512, 0), "distance"),
+    (lambda: alt.clipped_retrieval_ceiling(512, 40, clip=0), "clip"),
+    (lambda: alt.clipped_retrieval_ceiling(512, 4.5), "distance"),
+    (lambda: alt.clipped_retrieval_ceiling(1 << 25, 40), "length"),
+    (lambda: alt.trained_rows_share(5, 64, 5), "length"),
+    (lambda: alt.trained_rows_share(512, 5, 5), "train_length"),
+    (lambda: alt.trained_rows_share(512, 64, 0), "offset"),
+    (lambda: alt.trained_rows_share(512, True, 5), "train_length"),
+])
+def test_closed_forms_name_the_bad_parameter(call, name):
+    with pytest.raises(ValueError, match=rf"^{name} must"):
+        call()

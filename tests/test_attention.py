@@ -483,3 +483,14 @@ def test_copy_back_head_rejects_bad_values():
     for bad in (np.eye(7), np.ones(8), np.full((8, 2), np.inf)):
         with pytest.raises(ValueError, match="values"):
             head(bad)
+
+
+def test_scheme_names_and_options_are_checked():
+    from ropegeo.attention import AttentionLayer, masked_softmax
+
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        AttentionLayer(8, scheme=["rope"])
+    with pytest.raises(ValueError, match="does not take these options"):
+        AttentionLayer(8, scheme="rope", bogus=1)
+    with pytest.raises(ValueError, match="scores must have at least one entry"):
+        masked_softmax([])

@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ropegeo.broken import (CATALOGUE, CacheOffByOne, QueryRestart, Rotary, ScaledQueries, attention_comparison,
-                            broken_entries, correct_entries, entry)
+                            broken_entries, correct_entries, entry, packed_score_change, position_ids,
+                            shift_change)
 from ropegeo.rotation import apply_rope
 
 
@@ -154,3 +155,21 @@ def test_figures_build_and_refuse_bad_input():
         figs.mixing_effect(span=10**6)
     with pytest.raises(ValueError, match="reports must be"):
         figs.gate_a_matrix([])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: position_ids("contiguous", [2**62, 2**62]), "each length"),
+    (lambda: position_ids("contiguous", "abc"), "lengths"),
+    (lambda: entry(["x"]), "name must be one of"),
+    (lambda: entry("interleaved", head_dim=2**22), "head_dim"),
+    (lambda: shift_change("interleaved", samples=100_000, head_dim=4096), "samples \\* head_dim"),
+    (lambda: packed_score_change(documents=(30_000, 30_000)), "at most 4,096"),
+    (lambda: packed_score_change(documents=5.5), "lengths"),
+])
+def test_resource_and_type_limits(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_packed_score_change_accepts_one_document():
+    assert packed_score_change(documents=12) < 1e-12

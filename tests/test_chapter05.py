@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from glue import read_glued
 
-from ropegeo.broken import CATALOGUE, attention_comparison, broken_entries, correct_entries
+from ropegeo.broken import CATALOGUE, attention_comparison, broken_entries, correct_entries, entry
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "05_implementation.ipynb"
 
@@ -191,3 +191,49 @@ def test_each_flagged_defect_is_real(name):
     res = attention_comparison(name, prompt=300)
     assert max(res["score_error"], res["output_error"]) > 1e-3
     assert CATALOGUE[name].check is not None
+
+
+# ---------------------------------------------------------------- what a manifest can record
+def _manifest_operator(man, x, positions):
+    """The operator a manifest dict describes, written out: explicit cos/sin, the angle formed in
+    the phase dtype (position, frequency and product each rounded), the leading rotary_dim
+    coordinates rotating, a linear scaling as a divided frequency."""
+    d, r = man["head_dim"], man["rotary_dim"]
+    th = freqs(r, man["base"])
+    if man.get("scaling"):
+        assert man["scaling"]["rule"] == "linear"
+        th = th / man["scaling"]["factor"]
+    dt = {"float64": np.float64, "bfloat16": ml_dtypes.bfloat16}[man["phase_dtype"]]
+    ang = (np.asarray(positions, dtype=float).astype(dt)[:, None] * th.astype(dt)).astype(float)
+    if man["pairing"] == "interleaved":
+        i1, i2 = np.arange(0, r, 2), np.arange(1, r, 2)
+    else:
+        i1, i2 = np.arange(r // 2), np.arange(r // 2, r)
+    out = np.array(x, dtype=float)
+    a, b = out[:, i1].copy(), out[:, i2].copy()
+    out[:, i1] = a * np.cos(ang) - b * np.sin(ang)
+    out[:, i2] = a * np.sin(ang) + b * np.cos(ang)
+    assert out.shape[1] == d
+    return out
+
+
+def test_manifest_counts(glued):
+    # a defect shows in the manifest when the operator the manifest describes replays the code:
+    # one decoding step after a 12-token prompt (query, cached keys at 0..11 and at the next
+    # position the manifest records, and values, which RoPE leaves alone)
+    rng = np.random.default_rng(7)
+    shows = []
+    for name in broken_entries():
+        man = CATALOGUE[name].manifest
+        impl = entry(name).impl
+        x = rng.normal(size=(13, man["head_dim"]))
+        impl.prefill(x[:12], x[:12])
+        q, keys, values = impl.decode_step(x[12], x[12], x[12])
+        ref = _manifest_operator(man, x, list(range(12)) + [man["cache_offset"]])
+        if np.allclose(q, ref[-1]) and np.allclose(keys, ref) and np.allclose(values, x):
+            shows.append(name)
+    hidden = sorted(set(broken_entries()) - set(shows))
+    assert hidden == ["missliced-partial", "rotated-values", "scaled-queries"]  # the three the prose names
+    assert glued["n_manifest_shows"] == len(shows) == 5
+    assert glued["n_manifest_hides"] == len(hidden) == 3
+    assert glued["n_manifest_shows"] + glued["n_manifest_hides"] == glued["n_broken"]

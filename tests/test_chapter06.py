@@ -113,6 +113,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "rival_acc", "rival_predicted", "n_fast", "margin_equal", "margin_learned", "margin_fast", "slow_gap",
         "rival_seed", "d8_wins", "d8_seeds", "n_ramps", "n_pairs16", "first_turn", "turn_in_target",
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
+        "pift_local_margin", "pift_amp_growth",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
     }
     assert set(GLUED) == tested
@@ -237,7 +238,11 @@ def test_rival_geometry(heads):
     gap = g("rival_offset") - OFF
     assert g("margin_equal") == pytest.approx(chord(gap, th), rel=1e-9)
     assert g("margin_learned") == pytest.approx(chord(gap, th, amp), rel=1e-9)
-    assert g("margin_fast") == pytest.approx(chord(gap, th[fast]), rel=1e-9)
+    # the fast-band weighting of the prose, the figure and the exercise: learned amplitudes on the
+    # fast pairs, zero on the slow ones (not equal weights on the fast pairs, a different number)
+    assert g("margin_fast") == pytest.approx(chord(gap, th, w_fast), rel=1e-9)
+    assert abs(chord(gap, th[fast]) - g("margin_fast")) > 1e-3
+    assert g("margin_fast") < g("min_margin") < g("margin_learned") < g("margin_equal")
     c = pair_products(h.q, h.k)
     per_pair = lambda dl: np.real(c * np.exp(1j * dl * th))  # noqa: E731
     slow_gap = float(np.sum((per_pair(g("rival_offset")) - per_pair(OFF))[~fast]))
@@ -282,6 +287,16 @@ def test_interpolation(heads):
     assert g("pift_mass_max") == pytest.approx(max(masses), rel=1e-9)
     near = np.nanmean([e["att"][[4, 6]] for e in ft], axis=0).sum()
     assert g("pift_neighbours") == pytest.approx(near, rel=1e-9)
+    # a share of all the attention, and more than the target receives in any seed
+    assert 0 < g("pift_neighbours") < 1 and g("pift_neighbours") > g("pift_mass_max")
+    # the interpolated ruler: offsets 1..64 on bank / 8, the closest pair one step apart
+    th8 = bank(16) / 8
+    assert g("pift_local_margin") == pytest.approx(min(chord(dl, th8) for dl in range(1, L)), rel=1e-9)
+    assert g("pift_local_margin") < g("min_margin")
+    # fine-tuning wins the winner back with larger weights: summed |z_q,i| |z_k,i| after over before
+    growth = min(np.abs(pair_products(t.q, t.k)).sum() / np.abs(pair_products(h.q, h.k)).sum()
+                 for h, t in zip(heads, tuned))
+    assert g("pift_amp_growth") == pytest.approx(growth, rel=1e-9) and growth > 1
 
 
 def test_ntk(heads):

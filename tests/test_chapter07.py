@@ -42,7 +42,7 @@ CLOSED = {
     "none_ret_train", "none_ret_long", "rel_ceiling_long", "t5_ret_width", "fixed_acc_max",
     "none_needle", "alibi0_needle_40", "alibi7_needle_400", "sin_needle_40", "rope_needle_5", "rope_needle_40",
     "rope_needle_400", "rope_slow_needle_400", "cmp_match_steps", "cmp_match_batch", "none_once_share",
-    "relative_tie_ceiling",
+    "relative_tie_ceiling", "alibi12_n_added", "alibi12_n_between", "rel_clip",
 }
 TRAINED = {
     "learned_acc_min", "relt5_stretch_min", "abs_winners_kept", "sin_winners_kept", "sin_shift_weight_change",
@@ -78,6 +78,13 @@ def test_alibi_numbers():
     assert g("alibi_first") == 2.0**-1 and g("alibi_last") == 2.0**-8
     assert g("alibi_gentle_100") == pytest.approx(100 / 256)
     assert g("alibi12_extra") == pytest.approx(2 ** -0.5, rel=1e-14)
+    # H = 12: the 8 slopes 2**-h, then every other slope of the H = 16 sequence 2**(-h/2): h = 1, 3, 5, 7
+    kept = [2.0 ** -h for h in range(1, 9)]
+    added = [2.0 ** (-h / 2) for h in (1, 3, 5, 7)]
+    assert g("alibi12_n_added") == len(added) == 12 - 8
+    assert g("alibi12_extra") == pytest.approx(added[0]) and added[0] > max(kept) == g("alibi_first")
+    between = [a for a in added if any(lo < a < hi for lo, hi in zip(kept[1:], kept[:-1]))]
+    assert g("alibi12_n_between") == len(between) == len(added) - 1
     # content-free ALiBi with slope 1/2: weights r**delta over the m earlier keys
     r = math.exp(-0.5)
     before, after = [], []
@@ -139,6 +146,7 @@ def test_uniform_and_clipped_retrieval_closed_forms():
     assert g("none_ret_train") == pytest.approx(np.mean([1 / m for m in range(DIST, L)]), rel=1e-12)
     assert g("none_ret_long") == pytest.approx(np.mean([1 / m for m in range(DIST, 512)]), rel=1e-12)
     # keys 16 or more slots back share the clipped vector: m - 16 + 1 of them for query m
+    assert g("rel_clip") == 16  # train_position_head's default clipping distance
     assert g("rel_ceiling_long") == pytest.approx(np.mean([1 / (m - 15) for m in range(DIST, 512)]), rel=1e-12)
     assert g("fixed_acc_max") == 0.0  # uniform ties and nearest-wins never pick a key 5 back
 

@@ -179,3 +179,9 @@ def test_learned_margin():
     assert "learned-amplitude" in check("ch06-learned-margin", (truth[0], truth[0], truth[2])).message
     assert "fast-band" in check("ch06-learned-margin", (truth[0], truth[1], truth[1])).message
     assert "three" in check("ch06-learned-margin", (1.0, 2.0)).message
+    # the near miss: equal weights on the fast pairs instead of their learned amplitudes
+    equal_fast = chord(np.where(64 * theta >= 2 * math.pi, 1.0, 0.0))
+    assert abs(equal_fast - truth[2]) > 1e-3
+    near_miss = check("ch06-learned-margin", (truth[0], truth[1], equal_fast))
+    assert not near_miss and "equally" in near_miss.message and "learned amplitudes" in near_miss.message
+    assert f"{truth[2]:.3f}" not in near_miss.message

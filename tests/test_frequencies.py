@@ -96,3 +96,10 @@ def test_character_coherence_rejects_bad_input(theta, window, name):
 
     with pytest.raises(ValueError, match=name):
         character_coherence(theta, window)
+
+
+def test_character_coherence_of_nearly_equal_frequencies_over_a_long_window():
+    from ropegeo.frequencies import character_coherence
+
+    # d = 1e-13 over 1e14 positions: |sin(n d / 2) / sin(d / 2)| / n = |sin 5| / 5
+    assert character_coherence([0.0, 1e-13], 10**14)[0, 1] == pytest.approx(abs(np.sin(5.0)) / 5, rel=1e-6)

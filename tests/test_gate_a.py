@@ -276,11 +276,50 @@ def test_bad_declarations(kwargs, message):
         gate_a(lambda x, p: apply_rope(x, p), **kwargs)
 
 
+def _float16_angles_rope(x, p):
+    """A rotary layer that forms its angles in float16 and does not guard against overflow: past
+    65,504 the positions become infinite and the cosines and sines NaN (ropegeo's apply_rope
+    refuses such positions instead)."""
+    x = np.asarray(x, dtype=np.float64)
+    theta = 10_000.0 ** (-np.arange(0, x.shape[-1], 2) / x.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        ang = (np.asarray(p).astype(np.float16)[:, None] * theta.astype(np.float16)).astype(np.float64)
+        c, s = np.cos(ang), np.sin(ang)
+    out = x.copy()
+    out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+    out[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+    return out
+
+
 def test_nan_at_large_positions_is_a_failure_not_a_crash():
     # float16 angles overflow past 65,504: the shift check reports it
-    r = gate_a(lambda x, p: apply_rope(x, p, phase_dtype="float16"), head_dim=16, phase_dtype="float16")
+    r = gate_a(_float16_angles_rope, head_dim=16, phase_dtype="float16")
     assert not r.check("shift").passed
     assert "NaN or infinite" in r.check("shift").diagnosis
+
+
+def test_an_implementation_that_refuses_large_positions_is_noted_not_failed():
+    # ropegeo's own apply_rope raises a ValueError for float16 positions past 65,504: a refusal
+    r = gate_a(lambda x, p: apply_rope(x, p, phase_dtype="float16"), head_dim=16, phase_dtype="float16")
+    assert r.check("shift").passed
+    assert any("refused" in n and "float16" in n for n in r.notes)
+
+
+def test_errors_in_the_probe_itself_are_not_refusals(monkeypatch):
+    # an error raised by ropegeo's probing code (here: memory) must propagate, never read as a pass
+    import ropegeo.gate_a as ga
+
+    def boom(*args, **kwargs):
+        raise MemoryError("probe")
+
+    monkeypatch.setattr(ga, "infer_layout", boom)
+    with pytest.raises(MemoryError):
+        gate_a(lambda x, p: apply_rope(x, p), head_dim=16)
+
+
+def test_head_dim_is_bounded():
+    with pytest.raises(ValueError, match="head_dim must be at most 2048"):
+        gate_a(lambda x, p: apply_rope(x, p), head_dim=65_536)
 
 
 def test_catalogue_is_complete():
@@ -302,7 +341,7 @@ def test_manifest_declaration():
 
 
 def test_json_is_strict():
-    r = gate_a(lambda x, p: apply_rope(x, p, phase_dtype="float16"), head_dim=16, phase_dtype="float16")
+    r = gate_a(_float16_angles_rope, head_dim=16, phase_dtype="float16")
     d = json.loads(r.to_json(allow_nan=False))
     assert d["failed"] == ["shift"] and d["checks"][1]["violation"] is None
 
@@ -322,3 +361,27 @@ def test_one_sided_magnitude_and_layout_are_named():
 
     r = gate_a(mixed_sides, head_dim=16)
     assert r.failed[0] == "roles" and "queries use the half-split layout and keys the interleaved" in r.diagnosis
+
+
+def test_manifest_may_be_a_name_or_a_config_dict():
+    from ropegeo.manifest import model_record
+
+    by_name = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest="llama-2-7b")
+    by_dict = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest=model_record("llama-2-7b")["config"])
+    assert by_name.passed and by_dict.passed and by_name.declared == by_dict.declared
+    with pytest.raises(ValueError, match="manifest must be"):
+        gate_a(lambda x, p: apply_rope(x, p), manifest=42)
+
+
+@pytest.mark.parametrize("bad", [["float32"], None, 3])
+def test_phase_dtype_must_be_a_name(bad):
+    with pytest.raises(ValueError, match="phase_dtype must be one of"):
+        gate_a(lambda x, p: apply_rope(x, p), phase_dtype=bad)
+
+
+@pytest.mark.parametrize("bad", [[1, 2], np.zeros((0, 4, 4)), np.zeros((2, 3, 4)), np.full((1, 2, 2), np.nan)])
+def test_infer_layout_rejects_bad_stacks(bad):
+    from ropegeo.gate_a import infer_layout
+
+    with pytest.raises(ValueError, match="mats"):
+        infer_layout(bad)

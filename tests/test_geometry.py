@@ -103,3 +103,17 @@ def test_bad_kernel_inputs():
         kernel(1, frequencies(8), weights=[0, 0, 0, 0])
     with pytest.raises(ValueError, match="offsets"):
         kernel([np.nan], frequencies(8))
+
+
+def test_near_collision_search_is_bounded():
+    from ropegeo.geometry import MAX_SEARCH_WORK, near_collisions
+
+    th = frequencies(128)
+    with pytest.raises(ValueError, match="too long to search"):
+        near_collisions(th, 0, MAX_SEARCH_WORK // th.size + 10)
+    with pytest.raises(ValueError, match="start must be at most"):
+        near_collisions(frequencies(8), 2**63 - 5, 2**63 + 5)
+    with pytest.raises(ValueError, match="stop must be at most"):
+        near_collisions(frequencies(8), 0, 2**63 + 5)
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        near_collisions(th, 0, 100, progress="yes")

@@ -284,3 +284,18 @@ def test_lab_in_a_jupyter_book_page(tmp_path):
             ctx.close()
     assert not problems, "\n".join(problems)
     assert visit.console_problems() == [] and visit.failed == [] and external == []
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(target_length=0, interpolate=True), "target_length"),
+    (dict(head_dim=10**12), "head_dim"),
+    (dict(offset_stop=10**12), "offset_stop"),
+    (dict(offset_start=0, offset_stop=300_000), "searches at most"),
+    (dict(interpolate="no"), "interpolate"),
+    (dict(top=0), "top"),
+])
+def test_reference_keeps_the_labs_limits(kwargs, name):
+    args = dict(head_dim=8, base=1e4, offset_start=1, offset_stop=100)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        reference(args.pop("head_dim"), args.pop("base"), args.pop("offset_start"), args.pop("offset_stop"), **args)

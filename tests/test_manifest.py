@@ -271,3 +271,57 @@ def test_phi3_mini_128k_lists_are_well_formed():
     for other in ("phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"):
         o = model_record(other)["config"]["rope_scaling"]
         assert o["long_factor"] != sc["long_factor"] and o["short_factor"] != sc["short_factor"]
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"max_position_embeddings": 10**400}, "max_position_embeddings"),
+    ({"rope_theta": 10**400}, "rope_theta"),
+    ({"head_dim": 10**12}, "head_dim"),
+    ({"hidden_size": 10**12, "num_attention_heads": 1}, "hidden_size // num_attention_heads"),
+    ({"rope_scaling": {"rope_type": ["yarn"], "factor": 4.0}}, "rope_type"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 10**400}}, "factor"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 1e300}}, "factor"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 10**30}},
+     "original_max_position_embeddings"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
+                       "beta_fast": ""}}, "beta_fast"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
+                       "beta_slow": False}}, "beta_slow"),
+])
+def test_extreme_and_mistyped_fields_are_refused_by_name(patch, field):
+    cfg = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192}
+    cfg.update(patch)
+    with pytest.raises(ConfigError, match=field):
+        read_config(cfg)
+
+
+def test_yarn_beta_zero_or_null_means_the_default_as_in_the_reference():
+    # transformers reads `rope_scaling.get("beta_fast") or 32`: null and 0 give the default
+    for val in (None, 0):
+        cfg = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192,
+               "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048,
+                                "beta_fast": val, "beta_slow": val}}
+        sc = read_config(cfg).scaling
+        assert (sc.beta_fast, sc.beta_slow) == (32.0, 1.0)
+
+
+def test_unreadable_files_name_the_file(tmp_path):
+    from ropegeo.manifest import resolve
+
+    bad = tmp_path / "config.json"
+    bad.write_bytes(b"\xff\xfe{ not utf-8")
+    with pytest.raises(ConfigError, match="config.json.*not UTF-8"):
+        read_config(bad)
+    with pytest.raises(ConfigError, match="empty"):
+        resolve("")
+    with pytest.raises(ConfigError, match="empty"):
+        read_config("  ")
+
+
+def test_scaling_from_dict_rejects_wrong_containers():
+    with pytest.raises(ValueError, match="short_factor"):
+        Scaling.from_dict({"rule": "longrope", "factor": 4.0, "original_max_position_embeddings": 4096,
+                           "short_factor": 5, "long_factor": [1.0]})
+    with pytest.raises(ValueError, match="ignored_keys"):
+        Scaling.from_dict({"rule": "linear", "factor": 2.0, "ignored_keys": 5})
+    assert Scaling.from_dict({"rule": "linear", "factor": 2.0, "ignored_keys": None}).ignored_keys == ()

@@ -194,3 +194,16 @@ def test_position_spacing_rejects_bad_positions(bad):
         position_spacing(bad, "float16")
     with pytest.raises(ValueError, match="dtype"):
         position_spacing(10, "int8")
+
+
+def test_position_spacing_refuses_positions_beyond_the_format():
+    from ropegeo.precision import position_spacing
+
+    with pytest.raises(ValueError, match="largest float16"):
+        position_spacing(1e6, "float16")
+    assert position_spacing(65_504, "float16") == 32.0
+
+
+def test_first_collapse_scans_only_exact_positions():
+    with pytest.raises(ValueError, match="start must be at most"):
+        first_collapse(frequencies(8), "float32", start=2**100)

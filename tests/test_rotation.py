@@ -117,3 +117,18 @@ def test_dtype_kept():
 def test_bad_input(call, word):
     with pytest.raises(ValueError, match=word):
         call()
+
+
+def test_low_precision_phases_refuse_overflow_instead_of_returning_nan():
+    from ropegeo.rotation import phase_angles
+
+    with pytest.raises(ValueError, match="positions exceed the largest float16"):
+        apply_rope(np.ones(4), 70_000, phase_dtype="float16")
+    with pytest.raises(ValueError, match="overflows float16"):
+        phase_angles([60_000.0], [2.0], "float16")  # the position fits, the angle does not
+    assert np.all(np.isfinite(apply_rope(np.ones(4), 60_000, phase_dtype="float16")))
+
+
+def test_rotation_matrix_is_bounded():
+    with pytest.raises(ValueError, match="head_dim must be at most 2048"):
+        rotation_matrix(1.0, 2**20)

@@ -186,6 +186,16 @@ def _margin_truth():
     return tuple(separation_margin([5, rival], theta, weighting=w).margin for w in ("pair", amp, fast)), amp, rival
 
 
+def _equal_fast_margin() -> float:
+    """The margin with equal weights on the fast pairs: a near miss for the fast-band weighting."""
+    from ..frequencies import frequencies
+    from ..margins import separation_margin
+
+    _, _, rival = _margin_truth()
+    theta = frequencies(16)
+    return separation_margin([5, rival], theta[theta * 64 >= 2 * np.pi]).margin
+
+
 @exercise("ch06-learned-margin")
 def _check_learned(answer):
     try:
@@ -200,6 +210,9 @@ def _check_learned(answer):
         return correct("only the fast band falls below 0.1: the geometry allows the rival; the slow ramps decide it.")
     if sorted(np.round(vals, 6)) == sorted(np.round(truth, 6)):
         return wrong("the three values are right but not in the order (equal, learned, fast)")
+    if ok[0] and ok[1] and abs(vals[2] - _equal_fast_margin()) <= 1e-6:
+        return wrong("your fast-band margin weights the fast pairs equally; the chapter's fast-band weighting "
+                     "keeps the head's learned amplitudes on those pairs (and zero on the slow ones).")
     dist_of = [1.0 - t * t / 2.0 for t in truth]  # K values of the three weightings
     if all(abs(x - (1.0 - k)) <= 1e-6 for x, k in zip(vals, dist_of)):
         return wrong("those are 1 - K values (as DistantRival.weighted_margin reports); Gate B's margin is the "

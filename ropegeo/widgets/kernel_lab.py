@@ -163,8 +163,20 @@ def reference(
         :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at ``offsets`` from
         :func:`ropegeo.geometry.kernel` (empty if ``offsets`` is None).
     """
+    # the lab's own limits, so that the reference can never run longer than one lab update
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     theta = frequencies(head_dim, base)
+    start = v.integer("offset_start", offset_start, minimum=0, maximum=MAX_OFFSET)
+    stop = v.integer("offset_stop", offset_stop, minimum=0, maximum=MAX_OFFSET)
+    try:
+        KernelLab._check_range(start, stop)
+    except traitlets.TraitError as exc:
+        raise ValueError(str(exc)) from None
+    interpolate = v.boolean("interpolate", interpolate)
+    train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_OFFSET)
+    target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_OFFSET)
+    top = v.integer("top", top, minimum=1, maximum=_MAX_TOP)
     scale = train_length / target_length if interpolate else 1.0
-    found = near_collisions(theta, offset_start, offset_stop, top=top, scale=scale, progress=False)
+    found = near_collisions(theta, start, stop, top=top, scale=scale, progress=False)
     k = kernel(np.asarray([] if offsets is None else offsets, dtype=np.float64), theta, scale=scale)
     return {"scale": scale, "top": [(c.offset, c.similarity) for c in found], "k": k.tolist()}
