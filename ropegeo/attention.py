@@ -595,8 +595,9 @@ def alibi_slopes(heads: int) -> np.ndarray:
     For ``H`` a power of two the slopes are the geometric sequence ``2 ** (-8 h / H)``,
     ``h = 1 .. H``. For other ``H`` the paper's code takes the ``P`` slopes of the largest power
     of two ``P < H`` and appends every other slope of the ``2P`` sequence, starting with its first
-    (``2 ** (-4 (2 j + 1) / P)``, ``j = 0, 1, ...``) until there are ``H``: the extra heads
-    interleave between the existing ones.
+    (``2 ** (-4 (2 j + 1) / P)``, ``j = 0, 1, ...``) until there are ``H``. The extra slopes sit
+    half a step off the existing sequence: the first is steeper than every existing slope, and
+    each later one falls between two existing neighbours.
 
     Parameters
     ----------

@@ -14,6 +14,7 @@ intervention that failure calls for: an implementation fix, a different ruler, o
 from __future__ import annotations
 
 import json
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -189,13 +190,14 @@ def geometry_audit(
     """
     head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     base = v.base(base)
-    train_length = v.integer("train_length", train_length, minimum=2)
-    target_length = v.integer("target_length", target_length, minimum=2)
-    search_limit = v.integer("search_limit", search_limit, minimum=2)
+    train_length = v.length("train_length", train_length, minimum=2)
+    target_length = v.length("target_length", target_length, minimum=2)
+    search_limit = v.length("search_limit", search_limit, minimum=2)
     if search_start is not None:
-        search_start = v.integer("search_start", search_start, minimum=2)
-    top = v.integer("top", top, minimum=1)
+        search_start = v.length("search_start", search_start, minimum=2)
+    top = v.integer("top", top, minimum=1, maximum=1000)
     pairing = v.pairing(pairing)
+    interpolate = v.boolean("interpolate", interpolate)
 
     theta = frequencies(head_dim, base, rotary_dim)
     # interpolation squeezes the target window into the trained one; it never stretches
@@ -584,7 +586,7 @@ def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
 
     from .scaling import scaled_frequencies
 
-    train_length = v.integer("train_length", train_length, minimum=2)
+    train_length = v.length("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
     theta = frequencies(manifest.rotary_dim, manifest.base)
     sc = manifest.scaling
@@ -705,9 +707,9 @@ def audit(
     if not isinstance(run_all, (bool, np.bool_)):
         raise ValueError(f"run_all must be True or False, got {run_all!r}")
     train = train_length if train_length is not None else (declared.train_length or 4096)
-    train = v.integer("train_length", train, minimum=2)
+    train = v.length("train_length", train, minimum=2)
     tgt = target_length if target_length is not None else (declared.target_length or max(train, 32_768))
-    tgt = v.integer("target_length", tgt, minimum=train)
+    tgt = v.length("target_length", tgt, minimum=train)
     seed = v.integer("seed", seed, minimum=0)
 
     # ---- Gate A
@@ -737,8 +739,12 @@ def audit(
                 c_train, c_target = gate_c_lengths
             except (TypeError, ValueError):
                 raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}") from None
-        sch = gate_c_schedule(declared, c_train, c_target)
         opts = dict(gate_c_options or {})
+        offset = opts.get("offset", 5)
+        if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
+            raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
+                             f"at least {offset + 2}, got {c_train}")
+        sch = gate_c_schedule(declared, c_train, c_target)
         for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
             if key in opts:
                 raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")

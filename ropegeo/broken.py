@@ -31,7 +31,7 @@ from .rotation import apply_rope
 
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
            "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_change",
-           "packed_score_change", "partial_score_parts"]
+           "packed_score_change", "partial_score_parts", "manifest_replays"]
 
 _ROLES = ("query", "key", "value")
 
@@ -538,3 +538,42 @@ def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int =
     delta = np.arange(-span, span + 1)
     kr = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing="half", rotary_dim=r)
     return delta, kr[:, :r] @ q[:r], kr[:, r:] @ q[r:]
+
+
+def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
+    """Whether an entry's manifest alone reproduces one decoding step of its code.
+
+    Builds ``ropegeo``'s own operator from the entry's declared manifest (frequencies, pairing,
+    rotary width, phase precision, and the position ``cache_offset`` it declares for the token
+    after a 12-token prompt), prefills the implementation with 12 random tokens, decodes one
+    more, and compares the rotated query, the cached keys and the
+    cached values with what the manifest predicts (values are never rotated). ``True`` means the
+    manifest is a complete record of what the code does; ``False`` that the defect lies somewhere
+    the manifest has no field for.
+
+    Parameters
+    ----------
+    name : str
+        A catalogue entry (see :data:`CATALOGUE`).
+    head_dim : int
+        Head width (a multiple of 4, up to :data:`MAX_HEAD_DIM`).
+    seed : int
+        Draws the token vectors.
+
+    Returns
+    -------
+    bool
+    """
+    from .manifest import RopeManifest
+
+    prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
+    impl = entry(name, head_dim).impl
+    m = RopeManifest(**CATALOGUE[name].manifest)
+    x = np.random.default_rng(v.integer("seed", seed, minimum=0)).normal(size=(prompt + 1, head_dim))
+    impl.prefill(x[:prompt], x[:prompt])
+    q, keys, values = impl.decode_step(x[prompt], x[prompt], x[prompt])
+    positions = np.r_[np.arange(prompt), m.cache_offset]
+    ref = apply_rope(x, positions, theta=m.theta(), pairing=m.pairing, rotary_dim=m.rotary_dim,
+                     phase_dtype=m.phase_dtype)
+    return bool(np.allclose(q, ref[-1]) and np.allclose(keys, ref) and np.allclose(values, x))
+

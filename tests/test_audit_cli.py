@@ -69,6 +69,13 @@ def test_cli_table_and_json():
         (["audit", "--head-dim", "x"], "head-dim"),
         (["audit", "--nope"], "unrecognized"),
         ([], "required"),
+        (["audit", "--head-dim", "2000000"], "head_dim must be at most"),
+        (["audit", "--search-limit", "1000000000000", "--target-length", "1000000000000"], "too long to search"),
+        (["audit", "--config", "llama-2-7b", "--target-length", "10" + "0" * 30], "target_length must be at most"),
+        (["audit", "--config", ""], "empty"),
+        (["report", "llama-2-7b", "--target-length", "99999999999999999999"], "target_length must be at most"),
+        (["report", "llama-2-7b", "--gate-c", "--train-length", "2", "--target-length", "3"],
+         "training length must be at least 7"),
     ],
 )
 def test_cli_bad_input_exit_2_one_line(args, word, capsys):
@@ -80,3 +87,8 @@ def test_cli_bad_input_exit_2_one_line(args, word, capsys):
 def test_cli_subprocess_error_is_one_line():
     out = _run("audit", "--head-dim", "9")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_geometry_audit_interpolate_must_be_a_bool():
+    with pytest.raises(ValueError, match="interpolate must be True or False"):
+        geometry_audit(8, interpolate="no")

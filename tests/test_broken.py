@@ -173,3 +173,13 @@ def test_resource_and_type_limits(call, name):
 
 def test_packed_score_change_accepts_one_document():
     assert packed_score_change(documents=12) < 1e-12
+
+
+def test_manifest_replays_exactly_the_entries_whose_defect_it_records():
+    from ropegeo.broken import manifest_replays
+
+    got = {n for n in CATALOGUE if manifest_replays(n)}
+    # values, the query-only scaling and the sliced end of the head have no manifest field
+    assert set(CATALOGUE) - got == {"scaled-queries", "missliced-partial", "rotated-values"}
+    with pytest.raises(ValueError, match="name must be one of"):
+        manifest_replays("nope")

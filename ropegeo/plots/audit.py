@@ -166,7 +166,7 @@ def rival_figure(head, length: int) -> Figure:
     ax_k.plot(deltas, kernel(deltas - k, th), color="0.55", lw=0.8, label="K with equal weights")
     fast = np.where(np.isin(np.arange(th.size), riv.fast_pairs), head.amplitudes(), 0.0)
     ax_k.plot(deltas, kernel(deltas - k, th, weights=fast), color="#3b3b7a", lw=0.8, alpha=0.8,
-              label="K over the fast band (pairs that turn in training)")
+              label="K over the fast band (learned amplitudes, slow pairs zero)")
     ax_k.set_ylabel(f"similarity to offset {k}")
     ax_k.set_xlabel("displacement delta = query - key")
     ax_k.legend(fontsize=7, loc="lower left", ncol=3)
