@@ -1046,7 +1046,7 @@ def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_sh
     value_lag : int
         Lag of the value slots, ``-(length - 1)`` to ``length - 1`` (0 for a healthy head).
     sharpness : float
-        Positive multiplier of the query; larger concentrates the softmax.
+        Positive multiplier of the query (at most 1e6); larger concentrates the softmax.
     seed : int or numpy.random.Generator
         Draws the key content.
 
@@ -1070,7 +1070,7 @@ def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_sh
         raise ValueError(f"head_dim must be at most {MAX_WIDTH}, got {d}")
     shift = v.real("key_shift", key_shift)
     lag = v.integer("value_lag", value_lag, minimum=-(length - 1), maximum=length - 1)
-    beta = v.real("sharpness", sharpness, greater_than=0.0)
+    beta = v.real("sharpness", sharpness, greater_than=0.0, maximum=1e6)
     k = _rng(seed).normal(size=d)
     keys = apply_rope(np.tile(k, (length, 1)), np.arange(length) + shift)
     query = apply_rope(apply_rope(beta * k, -float(back)), float(length - 1))

@@ -9,11 +9,13 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from .. import _validate as v
+
 __all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure"]
 
 
 def _square(name: str, a) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
+    a = v.finite_array(name, a)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
         raise ValueError(f"{name} must be a square 2-D matrix, got shape {a.shape}")
     if a.shape[0] > 256:
@@ -24,6 +26,8 @@ def _square(name: str, a) -> np.ndarray:
 def _labels(tokens, n: int) -> list[str]:
     if tokens is None:
         return [str(i) for i in range(n)]
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+        raise ValueError(f"tokens must be a list of {n} labels, got {tokens!r}")
     tokens = [str(t) for t in tokens]
     if len(tokens) != n:
         raise ValueError(f"tokens must have one label per row ({n}), got {len(tokens)}")
@@ -170,7 +174,8 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
     matplotlib.figure.Figure
     """
     m = _square("matrix", matrix)
-    zoom = int(min(max(2, zoom), m.shape[0]))
+    shift = v.real("shift", shift)
+    zoom = min(v.integer("zoom", zoom, minimum=2), m.shape[0])
     fig = Figure(figsize=(10, 4.4), layout="constrained")
     a1, a2 = fig.subplots(1, 2)
     im = a1.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")

@@ -122,6 +122,8 @@ def stretch_profile(base_theta, thetas: Mapping) -> Figure:
     """
     rules = _thetas(thetas)
     base = v.finite_array("base_theta", base_theta)
+    if base.shape != next(iter(rules.values())).shape:
+        raise ValueError("base_theta must have one entry per pair, like the rules")
     fig = Figure(figsize=(7.2, 3.6))
     ax = fig.add_subplot()
     styles = ["-", "--", "-.", ":"]
@@ -197,6 +199,11 @@ def model_ladders(manifests: Mapping) -> Figure:
     fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
     ax = fig.add_subplot()
     labels = []
+    from ..manifest import RopeManifest
+
+    for label, m in manifests.items():
+        if not isinstance(m, RopeManifest):
+            raise ValueError(f"manifests[{label!r}] must be a RopeManifest, got {type(m).__name__}")
     for row, (label, m) in enumerate(manifests.items()):
         if m.train_length is None:
             raise ValueError(f"{label}: the manifest has no training length")

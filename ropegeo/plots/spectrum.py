@@ -135,7 +135,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    th = v.finite_array("theta", theta)
+    th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
     if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__len__") or len(pairs) != 2:
         raise ValueError(f"pairs must be two pair indices (i, j), got {pairs!r}")
@@ -165,6 +165,8 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bf
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
+    if isinstance(dtypes, (str, bytes)) or not hasattr(dtypes, "__iter__"):
+        raise ValueError(f"dtypes must be a list of dtype names such as ('float32', 'bfloat16'), got {dtypes!r}")
     pos = np.unique(np.geomspace(1, stop, points).round())
     colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "float64": "0.4"}
     fig = Figure(figsize=(7, 3.6))
