@@ -30,6 +30,7 @@ prints the table. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -37,9 +38,22 @@ import numpy as np
 
 from . import _validate as v
 from .attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
-from .behaviour import Adam, softmax_rows, training_settings, match_targets, train_offset_head
+from .behaviour import (
+    Adam,
+    _match_budget,
+    _offset_budget,
+    check_trained,
+    match_targets,
+    seed_list,
+    softmax_rows,
+    train_offset_head,
+    training_budget,
+    training_settings,
+)
 from .behaviour import train_match_head as _gate_c_match_head
 from .interventions import (
+    MAX_FACTORS,
+    MAX_LENGTH,
     PositionHead,
     TokenHead,
     match_task,
@@ -76,6 +90,50 @@ FIXED = ("none", "alibi")
 
 #: Longest training length (a length x length score matrix per step).
 MAX_TRAIN_LENGTH = 1024
+#: Widest layer a trainer builds (``d x d`` projections).
+MAX_D = 256
+#: Most rows of a learned absolute table.
+MAX_ROWS = 1 << 16
+#: Largest vocabulary of a match head (:func:`train_match_head`).
+MAX_VOCAB = 64
+#: Most sequences in one training step of a match head.
+MAX_BATCH = 512
+#: Most scores (``batch * length**2``) one :func:`match_loss` call forms: each of its few
+#: working arrays is then at most 64 MiB.
+MAX_LOSS_SCORES = 2**23
+
+# Every trainer here also keeps one step under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB,
+# estimated from the step's array shapes) and ``steps`` steps under
+# ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute on one core); see
+# :func:`_position_budget` and :func:`_match_head_budget` for the estimates.
+_TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
+
+
+def _position_budget(scheme: str, steps: int, L: int, d: int, rows: int) -> None:
+    """Memory and work of a position head's training (``rows``: absolute table rows, else 0)."""
+    if scheme == "rope":
+        _offset_budget(steps, L, d // 2)
+        return
+    per_step = 2**16 + L * L * (16 + d // 4) + L * d * d // 4 + 8 * rows * d
+    step_bytes = 8 * (6 * L * L + 8 * L * d + 7 * rows * d)
+    sizes = {"train_length": L, "d": d} | ({"rows": rows} if rows else {})
+    training_budget(f"a position head of scheme {scheme!r}", steps, per_step, step_bytes, sizes)
+
+
+def _match_head_budget(scheme: str, steps: int, L: int, batch: int, vocab: int, d: int, rows: int,
+                       steps_name: str = "steps") -> None:
+    """Memory and work of a match head's training (``rows``: absolute table rows, else 0)."""
+    if scheme == "rope":
+        _match_budget(steps, L, batch, vocab, d, steps_name=steps_name)
+        return
+    if scheme in _TABLE_SCHEMES:  # every score is a lookup: no (batch, L, L, d) work
+        per_step = 2**16 + 24 * batch * L * L
+        step_bytes = 8 * (6 * batch * L * L + 2 * batch * L * vocab)
+    else:  # inputs H (batch, L, d) through d x d projections
+        per_step = 2**16 + batch * L * L * (16 + d // 2) + batch * L * d * d // 2 + 8 * rows * d
+        step_bytes = 8 * (2 * batch * L * L + 8 * batch * L * d + 2 * batch * L * vocab + 7 * rows * d)
+    sizes = {"train_length": L, "batch": batch, "vocab": vocab, "d": d} | ({"rows": rows} if rows else {})
+    training_budget(f"a match head of scheme {scheme!r}", steps, per_step, step_bytes, sizes, steps_name)
 
 
 class TrainedHead(PositionHead):
@@ -171,10 +229,12 @@ def _train_absolute(rng, d, L, offset, steps, lr, init_std, rows):
     losses = np.empty(steps)
     opt = Adam([T, Wq, Wk], lr)
     dT = np.zeros_like(T)
-    for t in range(steps):
-        losses[t], dWq, dWk, dH = _fb_projection(e0 + T[:L], Wq, Wk, offset)
-        dT[:L] = dH
-        opt.step([dT, dWq, dWk])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dWq, dWk, dH = _fb_projection(e0 + T[:L], Wq, Wk, offset)
+            dT[:L] = dH
+            opt.step([dT, dWq, dWk])
+    check_trained(opt.params, losses, lr, init_std)
     layer = AttentionLayer(d, scheme=AbsolutePositions(table=T), seed=0)
     layer.Wq, layer.Wk = Wq, Wk
     return layer, losses
@@ -185,9 +245,11 @@ def _train_sinusoidal(rng, d, L, offset, steps, lr, init_std):
     H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
     losses = np.empty(steps)
     opt = Adam([Wq, Wk], lr)
-    for t in range(steps):
-        losses[t], dWq, dWk, _ = _fb_projection(H, Wq, Wk, offset)
-        opt.step([dWq, dWk])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dWq, dWk, _ = _fb_projection(H, Wq, Wk, offset)
+            opt.step([dWq, dWk])
+    check_trained(opt.params, losses, lr, init_std)
     layer = AttentionLayer(d, scheme="sinusoidal", seed=0)
     layer.Wq, layer.Wk = Wq, Wk
     return layer, losses
@@ -202,9 +264,11 @@ def _train_relative(rng, d, L, offset, steps, lr, init_std, max_distance):
     idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
     losses = np.empty(steps)
     opt = Adam([q, a], lr)
-    for t in range(steps):
-        losses[t], dq, da = _fb_relative(q, a, k0, idx, L, offset)
-        opt.step([dq, da])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dq, da = _fb_relative(q, a, k0, idx, L, offset)
+            opt.step([dq, da])
+    check_trained(opt.params + [k0], losses, lr, init_std)
     layer = AttentionLayer(d, scheme=RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a),
                                                        values=False), seed=0)
     layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
@@ -219,9 +283,11 @@ def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance)
                     max_distance=max_distance).ravel()
     losses = np.empty(steps)
     opt = Adam([b], lr)
-    for t in range(steps):
-        losses[t], db = _fb_t5(b, idx, L, offset)
-        opt.step([db])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], db = _fb_t5(b, idx, L, offset)
+            opt.step([db])
+    check_trained(opt.params, losses, lr, init_std)
     layer = AttentionLayer(d, scheme=T5Bias(num_buckets=num_buckets, max_distance=max_distance, bidirectional=False,
                                             table=b), seed=0)
     layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
@@ -262,18 +328,23 @@ def train_position_head(
     offset : int
         Target displacement (1 to ``train_length - 1``).
     train_length : int
-        Sequence length of training (2 to 1024); positions ``0 .. train_length - 1``.
+        Sequence length of training (2 to :data:`MAX_TRAIN_LENGTH` = 1024); positions
+        ``0 .. train_length - 1``.
     d : int
-        Width of the layer and its head (even, 2 to 256).
+        Width of the layer and its head (even, 2 to :data:`MAX_D` = 256).
     steps : int
-        Full-batch Adam steps (1 to 100,000).
+        Full-batch Adam steps (1 to 100,000, and within ``ropegeo.behaviour.MAX_TRAINING_WORK``,
+        about half a minute: at ``train_length=1024`` and ``d=256`` about 150 steps).
     lr, init_std : float
-        Adam's learning rate and the standard deviation of the initial parameters (positive).
+        Adam's learning rate and the standard deviation of the initial parameters (positive, at
+        most ``ropegeo.behaviour.MAX_LR`` = 10 and ``MAX_INIT_STD`` = 10).
     seed : int
         Initialisation seed (non-negative).
     rows : int, optional
-        ``absolute``: rows of the table (default ``8 * train_length``, so a stretched sequence
-        still has rows; rows past the training length are never updated).
+        ``absolute``: rows of the table (``train_length`` to :data:`MAX_ROWS` = 65,536, with
+        ``rows * d`` small enough for one step to stay under ``ropegeo.behaviour.MAX_STEP_BYTES``;
+        default ``8 * train_length``, so a stretched sequence still has rows; rows past the
+        training length are never updated).
     max_distance : int, optional
         ``relative``: clipping distance ``K`` (default 16). ``t5``: the bucket ``max_distance``
         (default 128).
@@ -289,21 +360,23 @@ def train_position_head(
     Raises
     ------
     ValueError
-        For an unknown or fixed scheme and parameters outside their ranges.
+        For an unknown or fixed scheme and parameters outside their ranges (the message names
+        what to lower), or when training diverges to non-finite values (lower ``lr`` or
+        ``init_std``).
     """
-    if scheme not in LEARNED:
+    if not isinstance(scheme, str) or scheme not in LEARNED:
         raise ValueError(f"scheme must be one of the learned schemes {', '.join(map(repr, LEARNED))}, got {scheme!r}"
                          + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    d = v.head_dim(d, "d")
-    if d > 256:
-        raise ValueError(f"d must be at most 256, got {d}")
+    d = v.head_dim(d, "d", maximum=MAX_D)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
+    if scheme == "absolute":
+        rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
+    _position_budget(scheme, steps, train_length, d, rows if scheme == "absolute" else 0)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
-        rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=1 << 16)
         layer, losses = _train_absolute(rng, d, train_length, offset, steps, lr, init_std, rows)
     elif scheme == "sinusoidal":
         layer, losses = _train_sinusoidal(rng, d, train_length, offset, steps, lr, init_std)
@@ -445,8 +518,19 @@ def match_loss(head: TokenHead, tokens) -> float:
 
     Mean over the queries with an earlier occurrence of ``-log`` of the attention on the most
     recent one (softmax over strictly earlier slots, positions ``0 .. L - 1``).
+
+    Raises
+    ------
+    ValueError
+        For a head that is not a TokenHead, bad tokens, or ``batch * L**2`` beyond
+        :data:`MAX_LOSS_SCORES` (2**23 scores: use fewer or shorter sequences).
     """
+    if not isinstance(head, TokenHead):
+        raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
     tok = np.asarray(tokens)
+    if tok.ndim == 2 and tok.shape[0] * tok.shape[1] ** 2 > MAX_LOSS_SCORES:
+        raise ValueError(f"tokens of shape {tok.shape} give {tok.shape[0] * tok.shape[1] ** 2:,} scores; at most "
+                         f"MAX_LOSS_SCORES = {MAX_LOSS_SCORES:,}: use fewer or shorter sequences")
     return _match_grad(head.scores(tok), tok)[0]
 
 
@@ -486,13 +570,17 @@ def train_match_head(
     scheme : str
         Any of ``SCHEMES``.
     vocab : int
-        Token types (2 to 64).
+        Token types (2 to :data:`MAX_VOCAB` = 64).
     train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
         As in :func:`train_position_head`.
     batch : int
-        Sequences per step (1 to 512).
+        Sequences per step (1 to :data:`MAX_BATCH` = 512).
     alibi_heads, alibi_head : int
         The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
+
+    One step must stay under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB; ``batch *
+    train_length**2`` up to about 11 million scores for the table schemes) and ``steps`` steps
+    under ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute).
 
     Returns
     -------
@@ -501,18 +589,21 @@ def train_match_head(
     Raises
     ------
     ValueError
-        For an unknown scheme or parameters outside their ranges.
+        For an unknown scheme or parameters outside their ranges (the message names what to
+        lower), or when training diverges to non-finite values (lower ``lr`` or ``init_std``).
     """
-    if scheme not in SCHEMES:
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
-    vocab = v.integer("vocab", vocab, minimum=2, maximum=64)
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
     L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
-    d = v.head_dim(d, "d")
-    if d > 256:
-        raise ValueError(f"d must be at most 256, got {d}")
-    batch = v.integer("batch", batch, minimum=1, maximum=512)
+    d = v.head_dim(d, "d", maximum=MAX_D)
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
+    R = 0
+    if scheme == "absolute":
+        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
+    _match_head_budget(scheme, steps, L, batch, vocab, d, R)
     if scheme == "rope":
         gate_c = _gate_c_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,
                                     steps=steps, lr=lr, init_std=init_std, seed=seed)
@@ -526,21 +617,22 @@ def train_match_head(
         E = rng.normal(scale=init_std, size=(vocab, d))
         Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
         if scheme == "absolute":
-            R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=1 << 16)
             T = rng.normal(scale=init_std, size=(R, d))
             params, dT = [E, T, Wq, Wk], np.zeros((R, d))
         else:
             T = sinusoidal_encoding(pos, d)
             params = [E, Wq, Wk]
         opt = Adam(params, lr)
-        for t in range(steps):
-            tok = rng.integers(0, vocab, size=(batch, L))
-            losses[t], dE, dP, dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, tok)
-            if scheme == "absolute":
-                dT[:L] = dP
-                opt.step([dE, dT, dWq, dWk])
-            else:
-                opt.step([dE, dWq, dWk])
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(steps):
+                tok = rng.integers(0, vocab, size=(batch, L))
+                losses[t], dE, dP, dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, tok)
+                if scheme == "absolute":
+                    dT[:L] = dP
+                    opt.step([dE, dT, dWq, dWk])
+                else:
+                    opt.step([dE, dWq, dWk])
+        check_trained(params, losses, lr, init_std)
         scheme_obj = AbsolutePositions(table=T) if scheme == "absolute" else "sinusoidal"
         layer = AttentionLayer(d, scheme=scheme_obj, seed=0)
         layer.Wq, layer.Wk = Wq, Wk
@@ -564,17 +656,19 @@ def train_match_head(
         idx = np.clip(pos[None, :] - pos[:, None], -K, K) + K
         params.append(a)
     opt = Adam(params, lr)
-    for t in range(steps):
-        tok = rng.integers(0, vocab, size=(batch, L))
-        if scheme == "t5":
-            losses[t], dQt, dKt, db, _ = _fb_match_table(Qt, Kt, tok, bias=(b, flat))
-            opt.step([dQt, dKt, db])
-        elif scheme == "relative":
-            losses[t], dQt, dKt, _, da = _fb_match_table(Qt, Kt, tok, rel=(a, idx))
-            opt.step([dQt, dKt, da])
-        else:
-            losses[t], dQt, dKt, _, _ = _fb_match_table(Qt, Kt, tok, bias=extra.get("bias"))
-            opt.step([dQt, dKt])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            tok = rng.integers(0, vocab, size=(batch, L))
+            if scheme == "t5":
+                losses[t], dQt, dKt, db, _ = _fb_match_table(Qt, Kt, tok, bias=(b, flat))
+                opt.step([dQt, dKt, db])
+            elif scheme == "relative":
+                losses[t], dQt, dKt, _, da = _fb_match_table(Qt, Kt, tok, rel=(a, idx))
+                opt.step([dQt, dKt, da])
+            else:
+                losses[t], dQt, dKt, _, _ = _fb_match_table(Qt, Kt, tok, bias=extra.get("bias"))
+                opt.step([dQt, dKt])
+    check_trained(params, losses, lr, init_std)
     if scheme == "t5":
         sch = T5Bias(table=b, **opts)
     elif scheme == "relative":
@@ -611,9 +705,10 @@ def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> 
     length : int
         Sequence length, in slots (``distance + 1`` to ``2**24``); positions ``0 .. length - 1``.
     distance : int
-        Displacement of the relevant key, in slots (at least 1).
+        Displacement of the relevant key, in slots (1 to ``2**24 - 1``).
     clip : int
-        The clipping distance ``K`` of the scheme (at least 1; the book's default 16).
+        The clipping distance ``K`` of the scheme (1 to ``ropegeo._validate.MAX_LENGTH`` = 2**48;
+        the book's default 16).
 
     Returns
     -------
@@ -625,9 +720,9 @@ def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> 
     ValueError
         For a parameter outside its range; the message names the parameter.
     """
-    distance = v.integer("distance", distance, minimum=1)
+    distance = v.integer("distance", distance, minimum=1, maximum=(1 << 24) - 1)
     length = v.integer("length", length, minimum=distance + 1, maximum=1 << 24)
-    clip = v.integer("clip", clip, minimum=1)
+    clip = v.length("clip", clip)
     if distance < clip:
         return 1.0
     m = np.arange(distance, length, dtype=np.float64)
@@ -649,9 +744,9 @@ def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     length : int
         Length of the evaluated sequence, in slots (``offset + 1`` to ``2**24``).
     train_length : int
-        Length the table was trained at, in slots (at least ``offset + 1``).
+        Length the table was trained at, in slots (``offset + 1`` to ``ropegeo._validate.MAX_LENGTH``).
     offset : int
-        Displacement of the task's target, in slots (at least 1).
+        Displacement of the task's target, in slots (1 to ``2**24 - 1``).
 
     Returns
     -------
@@ -663,9 +758,9 @@ def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     ValueError
         For a parameter outside its range; the message names the parameter.
     """
-    offset = v.integer("offset", offset, minimum=1)
+    offset = v.integer("offset", offset, minimum=1, maximum=(1 << 24) - 1)
     length = v.integer("length", length, minimum=offset + 1, maximum=1 << 24)
-    train_length = v.integer("train_length", train_length, minimum=offset + 1)
+    train_length = v.length("train_length", train_length, minimum=offset + 1)
     return (min(length, train_length) - offset) / (length - offset)
 
 
@@ -821,6 +916,22 @@ def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, 
     )
 
 
+def _check_trainers(schemes, L, d, steps, match, match_steps, match_batch, train_options) -> None:
+    """Validate the settings and budgets of every head :func:`compare_schemes` will train, up front."""
+    d = v.head_dim(d, "d", maximum=MAX_D)
+    steps = training_settings(steps, train_options.get("lr", 0.05), train_options.get("init_std", 0.3))[0]
+    R = 0
+    if "absolute" in schemes:
+        rows = train_options.get("rows")
+        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
+    for name in schemes:
+        if name in LEARNED:
+            _position_budget(name, steps, L, d, R if name == "absolute" else 0)
+        if match:
+            _match_head_budget(name, match_steps, L, match_batch, 8, d, R if name == "absolute" else 0,
+                               steps_name="match_steps")
+
+
 def compare_schemes(
     schemes=SCHEMES,
     *,
@@ -863,11 +974,17 @@ def compare_schemes(
     offset, distance : int
         The local and the far displacement (``1 <= offset``, ``distance < train_length``).
     train_length : int
+        3 to :data:`MAX_TRAIN_LENGTH` = 1024.
     factors : tuple of int
-        Stretch multiples (increasing, the last one used for long retrieval).
+        Stretch multiples (increasing, each 1 to 64, at most
+        ``ropegeo.interventions.MAX_FACTORS`` = 16 of them, and ``factors[-1] * train_length``
+        at most ``ropegeo.interventions.MAX_LENGTH`` = 4096; the last one is used for long
+        retrieval).
     shift : int
         Global shift (``1 <= shift < train_length - offset``).
     seeds : iterable of int
+        1 to ``ropegeo.behaviour.MAX_SEEDS`` = 100 seeds (about 1 s each at the defaults, 3 s
+        with ``match=True``).
     d : int
         Width of every head.
     steps : int
@@ -890,22 +1007,32 @@ def compare_schemes(
     Raises
     ------
     ValueError
-        For unknown schemes or settings outside their ranges.
+        For unknown schemes or settings outside their ranges; all before any training.
     """
-    schemes = tuple(schemes)
-    bad = [s for s in schemes if s not in SCHEMES]
-    if bad or not schemes:
-        raise ValueError(f"schemes must be a non-empty selection of {', '.join(map(repr, SCHEMES))}, got {schemes!r}")
+    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__"):
+        raise ValueError(f"schemes must be a non-empty selection of {', '.join(map(repr, SCHEMES))} (a tuple such "
+                         f"as ('rope',)), got {schemes!r}")
+    schemes = tuple(itertools.islice(schemes, 2 * len(SCHEMES) + 1))
+    bad = [s for s in schemes if not isinstance(s, str) or s not in SCHEMES]
+    if bad or not schemes or len(set(schemes)) != len(schemes):
+        raise ValueError(f"schemes must be a non-empty selection of distinct names from "
+                         f"{', '.join(map(repr, SCHEMES))}, got {schemes!r}")
     train_length = v.integer("train_length", train_length, minimum=3, maximum=MAX_TRAIN_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 2)
     distance = v.integer("distance", distance, minimum=1, maximum=train_length - 1)
     shift = v.integer("shift", shift, minimum=1, maximum=train_length - offset - 1)
-    factors = tuple(v.integer("factors", f, minimum=1, maximum=64) for f in factors)
+    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__"):
+        raise ValueError(f"factors must be a non-empty increasing sequence of distinct multiples such as (2, 4, 8), "
+                         f"got {factors!r}")
+    factors = tuple(v.integer("factors", f, minimum=1, maximum=64) for f in itertools.islice(factors, MAX_FACTORS + 1))
     if not factors or list(factors) != sorted(set(factors)):
         raise ValueError(f"factors must be a non-empty increasing sequence of distinct multiples, got {factors!r}")
-    seeds = [v.integer("seeds", s, minimum=0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
+    if len(factors) > MAX_FACTORS:
+        raise ValueError(f"factors must hold at most MAX_FACTORS = {MAX_FACTORS} multiples, got more")
+    if factors[-1] * train_length > MAX_LENGTH:
+        raise ValueError(f"factors must keep factors[-1] * train_length at most MAX_LENGTH = {MAX_LENGTH}, got "
+                         f"{factors[-1]} * {train_length} = {factors[-1] * train_length}")
+    seeds = seed_list(seeds)
     it = schemes
     if progress:
         from tqdm.auto import tqdm
@@ -914,7 +1041,8 @@ def compare_schemes(
     if not isinstance(match, (bool, np.bool_)):
         raise ValueError(f"match must be True or False, got {match!r}")
     match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=100_000)
-    match_batch = v.integer("match_batch", match_batch, minimum=1, maximum=512)
+    match_batch = v.integer("match_batch", match_batch, minimum=1, maximum=MAX_BATCH)
+    _check_trainers(schemes, train_length, d, steps, match, match_steps, match_batch, train_options)
     results, heads = {}, {}
     for name in it:
         results[name], heads[(name, "local")], heads[(name, "far")] = [], [], []

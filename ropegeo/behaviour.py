@@ -43,6 +43,7 @@ All training is deterministic for a seed. Matrices are small, so run with one BL
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from dataclasses import asdict, dataclass, field, replace
@@ -90,8 +91,55 @@ RULES = EXTENSIONS + ("yarn", "llama3")
 _EXTENSION_ALIASES = {"none": "raw", "linear": "pi", "interpolation": "pi", "dynamic": "dynamic_ntk"}
 # Evaluate at most this many (sequence, query, key) scores at once: about 32 MiB of float64.
 _CELLS = 1 << 22
-# Longest evaluation: one sequence's score matrix is length**2 float64 (128 MiB at this length).
-_MAX_LENGTH = 4096
+
+# ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
+
+#: Longest evaluation (:func:`evaluate`) and longest training or fine-tuning length of an offset
+#: head. An evaluation holds a few ``length x length`` float64 arrays (128 MiB each at 4096);
+#: an offset head's training costs O(length) per step.
+MAX_LENGTH = 4096
+#: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
+#: of ``length x length`` query-key pairs.
+MAX_MATCH_LENGTH = 1024
+#: Widest head a trainer builds and :func:`evaluate` runs (real models use 64 to 256).
+MAX_HEAD_DIM = 512
+#: Largest vocabulary of a match head.
+MAX_VOCAB = 256
+#: Most sequences in one training step of a match head.
+MAX_BATCH = 512
+#: Most random sequences one :func:`evaluate` of a match head scores.
+MAX_SEQUENCES = 256
+#: Most seeds (independently trained heads) one call trains or evaluates: :func:`train_heads`,
+#: :func:`gate_c`, :func:`evaluate_seeds`, :func:`compare`, and the seeds of
+#: ``ropegeo.alternatives.compare_schemes`` and ``ropegeo.interventions.construction_gap``.
+#: Work grows linearly with it: each training call keeps its own budget (MAX_TRAINING_WORK), so
+#: a battery of many seeds takes longer (the default gate_c about 1 s per seed).
+MAX_SEEDS = 100
+#: Most lengths, and most extension rules, in one :func:`compare` table.
+MAX_CONDITIONS = 16
+#: Most bins of :meth:`Evaluation.by_position` and :meth:`Evaluation.by_displacement`.
+MAX_BINS = 10_000
+#: Longest evaluation length :func:`distant_rival` searches (and the longest horizon of
+#: ``ropegeo.plots.behaviour.score_profile``): one million displacements.
+MAX_PROFILE_LENGTH = 1_000_000
+#: Most ``(displacement, pair)`` cells one :func:`score_profile` call computes
+#: (``deltas.size * pairs``): the ``per_pair`` result is then at most 256 MiB.
+MAX_PROFILE_CELLS = 2**25
+#: Largest learning rate of any trainer (Adam moves each parameter by about ``lr`` per step).
+MAX_LR = 10.0
+#: Largest standard deviation of the initial parameters of any trainer.
+MAX_INIT_STD = 10.0
+#: Most memory one training step may hold, as estimated from the step's array shapes
+#: (scores ``batch x length x length``, rotated tables ``vocab x length x head_dim``, ...).
+MAX_STEP_BYTES = 2**29
+#: Most work one training or fine-tuning call may do: ``steps`` times the work of one step, in
+#: units of roughly one nanosecond on one core (so about half a minute at most). One step of an
+#: offset head costs ``2**15 + (length - 1) * (pairs + 32)``; one step of a match head
+#: ``2**15 + batch * length**2 * (pairs + 8) + 64 * vocab * length * head_dim``.
+MAX_TRAINING_WORK = 2**34
+#: Most work one :func:`evaluate` may do: ``sequences * length**2 * (head_dim + 32)`` (about
+#: half a minute on one core; an offset head uses one sequence).
+MAX_EVALUATION_WORK = 2**37
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,6 +159,9 @@ def _theta_arg(theta) -> np.ndarray:
     th = v.finite_array("theta", theta)
     if th.ndim != 1 or th.size == 0:
         raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
+    if th.size > MAX_HEAD_DIM // 2:
+        raise ValueError(f"theta must have at most {MAX_HEAD_DIM // 2} pairs (head_dim at most MAX_HEAD_DIM = "
+                         f"{MAX_HEAD_DIM}), got {th.size}")
     if np.any(th < 0):
         raise ValueError("theta must hold non-negative frequencies (radians per position)")
     return th.copy()
@@ -118,7 +169,7 @@ def _theta_arg(theta) -> np.ndarray:
 
 def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | None]:
     """Training frequencies: explicit ``theta`` (needs ``head_dim == 2 * len(theta)``) or the schedule."""
-    head_dim = v.head_dim(head_dim)
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     if theta is None:
         base = v.base(base)
         return frequencies(head_dim, base), base
@@ -137,13 +188,99 @@ MAX_STEPS = 100_000
 def training_settings(steps, lr, init_std=None) -> tuple:
     """Validate the optimiser settings shared by every trainer: ``(steps, lr[, init_std])``.
 
-    ``steps`` is an integer from 1 to :data:`MAX_STEPS`; ``lr`` and ``init_std`` are positive.
+    ``steps`` is an integer from 1 to :data:`MAX_STEPS`; ``lr`` is positive and at most
+    :data:`MAX_LR`; ``init_std`` is positive and at most :data:`MAX_INIT_STD`.
     """
     steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
-    lr = v.real("lr", lr, greater_than=0.0)
+    lr = v.real("lr", lr, greater_than=0.0, maximum=MAX_LR)
     if init_std is None:
         return steps, lr
-    return steps, lr, v.real("init_std", init_std, greater_than=0.0)
+    return steps, lr, v.real("init_std", init_std, greater_than=0.0, maximum=MAX_INIT_STD)
+
+
+def training_budget(what: str, steps: int, per_step: float, step_bytes: float, sizes: dict,
+                    steps_name: str = "steps") -> None:
+    """Refuse a training call whose step would exceed :data:`MAX_STEP_BYTES` or whose total work
+    ``steps * per_step`` would exceed :data:`MAX_TRAINING_WORK`.
+
+    ``sizes`` maps the parameter names that set the step's size to their values; the message
+    names them (and ``steps_name``) so the caller knows what to lower.
+    """
+    shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
+    names = ", ".join(sizes)
+    if step_bytes > MAX_STEP_BYTES:
+        raise ValueError(
+            f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
+            f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {names}"
+        )
+    if steps * per_step > MAX_TRAINING_WORK:
+        most = int(MAX_TRAINING_WORK // per_step)
+        raise ValueError(
+            f"{steps_name}={steps} is more training than one call may do for {what} with {shown} "
+            f"(MAX_TRAINING_WORK, about half a minute on one core): use at most {most:,} steps, or lower {names}"
+        )
+
+
+def check_trained(params, losses, lr: float, init_std: float | None = None) -> None:
+    """Raise a ValueError naming ``lr`` (and ``init_std``) when training diverged to NaN or infinity."""
+    if np.all(np.isfinite(losses)) and all(np.all(np.isfinite(p)) for p in params):
+        return
+    if init_std is None:
+        raise ValueError(f"training diverged to non-finite values with lr={lr:g}: lower lr")
+    raise ValueError(f"training diverged to non-finite values with lr={lr:g} and init_std={init_std:g}: "
+                     f"lower lr or init_std")
+
+
+def _offset_work(length: int, pairs: int) -> int:
+    """Work of one offset-head step (see :data:`MAX_TRAINING_WORK`)."""
+    return 2**15 + (length - 1) * (pairs + 32)
+
+
+def _offset_budget(steps: int, length: int, pairs: int, length_name: str = "train_length",
+                   steps_name: str = "steps") -> None:
+    training_budget("an offset head", steps, _offset_work(length, pairs), 0,
+                    {length_name: length, "head_dim": 2 * pairs}, steps_name)
+
+
+def _match_budget(steps: int, length: int, batch: int, vocab: int, head_dim: int,
+                  length_name: str = "train_length", steps_name: str = "steps") -> None:
+    """Memory and work of a match head's training (see :data:`MAX_STEP_BYTES`, :data:`MAX_TRAINING_WORK`)."""
+    per_step = 2**15 + batch * length**2 * (head_dim // 2 + 8) + 64 * vocab * length * head_dim
+    training_budget("a match head", steps, per_step, _match_step_bytes(length, batch, vocab, head_dim),
+                    {length_name: length, "batch": batch, "vocab": vocab, "head_dim": head_dim}, steps_name)
+
+
+def _match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
+    """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
+    the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
+    (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch)."""
+    return 4 * (3 * batch * length**2 + 18 * vocab * length * head_dim + 10 * batch * length * head_dim
+                + 4 * batch * length * vocab)
+
+
+def seed_list(seeds, name: str = "seeds") -> list:
+    """Validate an iterable of seeds: 1 to :data:`MAX_SEEDS` non-negative integers, as a list."""
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"{name} must be an iterable of non-negative integers such as range(3) or (0, 1, 2), "
+                         f"got {seeds!r}")
+    if hasattr(seeds, "__len__") and len(seeds) > MAX_SEEDS:
+        raise ValueError(f"{name} must hold at most MAX_SEEDS = {MAX_SEEDS} seeds, got {len(seeds)}")
+    out = [v.integer(name, s, minimum=0) for s in itertools.islice(seeds, MAX_SEEDS + 1)]
+    if len(out) > MAX_SEEDS:
+        raise ValueError(f"{name} must hold at most MAX_SEEDS = {MAX_SEEDS} seeds, got more")
+    if not out:
+        raise ValueError(f"{name} must hold at least one seed")
+    return out
+
+
+def _bounded_list(name: str, items, most: int, what: str) -> list:
+    """An iterable as a list of at most ``most`` items (a ValueError naming ``name`` otherwise)."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ValueError(f"{name} must be a list of {what}, got {items!r}")
+    out = list(itertools.islice(items, most + 1))
+    if len(out) > most:
+        raise ValueError(f"{name} must hold at most {most} {what}, got more")
+    return out
 
 
 class Adam:
@@ -231,12 +368,13 @@ def extension_schedule(
     base : float
         The training base (greater than 1).
     train_length, length : int
-        The training length and the length evaluated (each at least 2).
+        The training length and the length evaluated (each from 2 to ``ropegeo._validate.MAX_LENGTH``
+        = 2**48).
     factor : float, optional
-        The extension factor ``s`` (at least 1). Default: ``max(1, length / train_length)`` (the
-        rule configured for exactly this length) except ``"dynamic_ntk"``, whose default 1 makes
-        its base follow the current length alone; pass ``factor=8`` to evaluate a model configured
-        for ``8 * train_length`` at another length.
+        The extension factor ``s`` (1 to ``ropegeo.scaling.MAX_FACTOR`` = 1e6). Default:
+        ``max(1, length / train_length)`` (the rule configured for exactly this length) except
+        ``"dynamic_ntk"``, whose default 1 makes its base follow the current length alone; pass
+        ``factor=8`` to evaluate a model configured for ``8 * train_length`` at another length.
 
     Returns
     -------
@@ -253,11 +391,14 @@ def extension_schedule(
     name = _extension_name(extension)
     head_dim = v.head_dim(head_dim)
     base = v.base(base)
-    train_length = v.integer("train_length", train_length, minimum=2)
-    length = v.integer("length", length, minimum=2)
+    train_length = v.length("train_length", train_length, minimum=2)
+    length = v.length("length", length, minimum=2)
     if factor is None:
         factor = 1.0 if name == "dynamic_ntk" else max(1.0, length / train_length)
-    factor = v.real("factor", factor, minimum=1.0)
+        if factor > scaling.MAX_FACTOR:
+            raise ValueError(f"length / train_length must be at most {scaling.MAX_FACTOR:g} (the largest extension "
+                             f"factor) when factor is not given, got {length} / {train_length}")
+    factor = v.real("factor", factor, minimum=1.0, maximum=scaling.MAX_FACTOR)
     if name in ("ntk", "dynamic_ntk") and head_dim < 4:
         raise ValueError(f"head_dim must be at least 4 for the NTK rules, got {head_dim}")
     theta = frequencies(head_dim, base)
@@ -421,6 +562,10 @@ class MatchHead:
 def _check_head(head) -> None:
     if not isinstance(head, (OffsetHead, MatchHead)):
         raise ValueError(f"head must be an OffsetHead or a MatchHead, got {type(head).__name__}")
+    if head.head_dim > MAX_HEAD_DIM:
+        raise ValueError(f"head must have head_dim at most MAX_HEAD_DIM = {MAX_HEAD_DIM}, got {head.head_dim}")
+    if isinstance(head, MatchHead) and head.vocab > MAX_VOCAB:
+        raise ValueError(f"head must have a vocabulary of at most MAX_VOCAB = {MAX_VOCAB} tokens, got {head.vocab}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,7 +593,7 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     offset : int
         The target displacement, between 1 and ``length - 1``.
     length : int
-        Sequence length (at least 2).
+        Sequence length (2 to :data:`MAX_LENGTH` = 4096).
     scale : float
         Position multiplier.
 
@@ -460,14 +605,15 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     Raises
     ------
     ValueError
-        For mismatched shapes or an offset outside ``[1, length - 1]``.
+        For mismatched shapes, more than ``MAX_HEAD_DIM // 2`` pairs, a length outside
+        ``[2, MAX_LENGTH]`` or an offset outside ``[1, length - 1]``.
     """
     q = v.finite_array("q", q)
     k = v.finite_array("k", k)
     th = _theta_arg(theta)
     if q.shape != (2 * th.size,) or k.shape != q.shape:
         raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
-    length = v.integer("length", length, minimum=2)
+    length = v.integer("length", length, minimum=2, maximum=MAX_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
     scale = v.real("scale", scale, greater_than=0.0)
     ang = phase_angles(np.arange(1, length) * scale, th)
@@ -525,7 +671,7 @@ def train_offset_head(
     offset : int
         Target displacement, between 1 and ``train_length - 1``.
     head_dim : int
-        Head dimension (even, at least 2).
+        Head dimension (even, 2 to :data:`MAX_HEAD_DIM` = 512).
     base : float
         Frequency base of the schedule ``base ** (-2i / head_dim)`` (ignored with ``theta``).
     theta : array_like, shape (head_dim // 2,), optional
@@ -533,13 +679,16 @@ def train_offset_head(
     scale : float
         Position multiplier during training (positive).
     train_length : int
-        Training sequence length ``L`` (at least ``offset + 1``).
+        Training sequence length ``L`` (``offset + 1`` to :data:`MAX_LENGTH` = 4096).
     steps : int
-        Adam steps (full-batch: the task has no data noise; at least 1).
+        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`, and
+        ``steps`` times the work of one step at most :data:`MAX_TRAINING_WORK`: with head_dim
+        16, all 100,000 up to length 3,476 and about 87,000 at length 4096).
     lr : float
-        Adam learning rate (positive).
+        Adam learning rate (positive, at most :data:`MAX_LR` = 10).
     init_std : float
-        Standard deviation of the normal initialisation of ``q`` and ``k`` (positive).
+        Standard deviation of the normal initialisation of ``q`` and ``k`` (positive, at most
+        :data:`MAX_INIT_STD` = 10).
     seed : int or numpy.random.Generator
         Initialisation randomness.
 
@@ -550,17 +699,21 @@ def train_offset_head(
     Raises
     ------
     ValueError
-        For any parameter outside the ranges above.
+        For any parameter outside the ranges above, or when training diverges to non-finite
+        values (lower ``lr`` or ``init_std``).
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
-    train_length = v.integer("train_length", train_length, minimum=2)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     scale = v.real("scale", scale, greater_than=0.0)
     steps, lr, init_std = training_settings(steps, lr, init_std)
+    _offset_budget(steps, train_length, th.size)
     rng, seed_used = _rng(seed)
     q, k = rng.normal(scale=init_std, size=(2, head_dim))
-    losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
+    check_trained((q, k), losses, lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
     return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,))
 
@@ -634,7 +787,9 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     Raises
     ------
     ValueError
-        For mismatched shapes, tokens outside the vocabulary, or a batch with no match at all.
+        For mismatched shapes, tokens outside the vocabulary, a batch with no match at all, or
+        shapes whose step would hold more than :data:`MAX_STEP_BYTES` (use fewer or shorter
+        sequences, or smaller tables).
     """
     qt = v.finite_array("q_table", q_table)
     kt = v.finite_array("k_table", k_table)
@@ -649,6 +804,11 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     if tok.size and (tok.min() < 0 or tok.max() >= qt.shape[0]):
         raise ValueError(f"tokens must lie in [0, vocab={qt.shape[0]})")
     scale = v.real("scale", scale, greater_than=0.0)
+    need = _match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
+    if need > MAX_STEP_BYTES:
+        raise ValueError(f"tokens of shape {tok.shape} with tables of shape {qt.shape} would need about "
+                         f"{need / 2**20:,.0f} MiB; at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: "
+                         f"use fewer or shorter sequences in tokens, or smaller q_table and k_table")
     return _match_loss(qt, kt, tok, th, scale)
 
 
@@ -673,6 +833,10 @@ def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) ->
     z = s.sum(axis=-1, keepdims=True)
     s /= np.where(z > 0, z, 1.0)
     return s, top, z
+
+
+class _Diverged(ValueError):
+    """Non-finite scores or gradients of the match head (its tables have grown too large)."""
 
 
 def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
@@ -706,6 +870,9 @@ def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
     onehot = (tok[..., None] == np.arange(vocab)).astype(np.float64).transpose(1, 2, 0)  # (seq, vocab, batch)
     dqr = (onehot @ dqs.transpose(1, 0, 2)).transpose(1, 0, 2)  # (vocab, seq, d)
     dkr = (onehot @ dks.transpose(1, 0, 2)).transpose(1, 0, 2)
+    if not (math.isfinite(loss) and np.isfinite(dqr).all() and np.isfinite(dkr).all()):
+        raise _Diverged("q_table and k_table give non-finite scores or gradients (overflow): their entries are "
+                        "too large (in training: lower lr or init_std)")
     # the transpose of a rotation by p is the rotation by -p
     dq = apply_rope(dqr, -pos, theta=theta, scale=scale).sum(axis=1)
     dk = apply_rope(dkr, -pos, theta=theta, scale=scale).sum(axis=1)
@@ -718,8 +885,15 @@ def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
     losses = np.empty(steps)
     for t in range(steps):
         tok = rng.integers(0, vocab, size=(batch, length))
-        losses[t], dq, dk = _match_loss(qt, kt, tok, theta, scale, gain)
+        try:
+            losses[t], dq, dk = _match_loss(qt, kt, tok, theta, scale, gain)
+        except _Diverged:  # the caller reports it (check_trained)
+            losses[t:] = np.nan
+            break
         opt.step([dq, dk])
+        if not (np.isfinite(qt).all() and np.isfinite(kt).all()):
+            losses[t + 1 :] = np.nan
+            break
     return losses
 
 
@@ -745,11 +919,19 @@ def train_match_head(
     Parameters
     ----------
     vocab : int
-        Number of token types (at least 2).
-    head_dim, base, theta, scale, train_length, steps, lr, init_std, seed
+        Number of token types (2 to :data:`MAX_VOCAB` = 256).
+    head_dim, base, theta, scale, lr, init_std, seed
         As in :func:`train_offset_head`.
+    train_length : int
+        Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
     batch : int
-        Sequences per step (at least 1).
+        Sequences per step (1 to :data:`MAX_BATCH` = 512).
+    steps : int
+        Adam steps (1 to :data:`MAX_STEPS`).
+
+    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: ``batch * train_length**2`` up
+    to about 44 million scores) and ``steps`` steps at most :data:`MAX_TRAINING_WORK` (about
+    half a minute: some 6,000 steps at the defaults, 30 at ``train_length=1024``).
 
     Returns
     -------
@@ -758,18 +940,22 @@ def train_match_head(
     Raises
     ------
     ValueError
-        For any parameter outside its range.
+        For any parameter outside its range (the message names what to lower), or when training
+        diverges to non-finite values (lower ``lr`` or ``init_std``).
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
-    vocab = v.integer("vocab", vocab, minimum=2)
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
     scale = v.real("scale", scale, greater_than=0.0)
-    train_length = v.integer("train_length", train_length, minimum=2)
-    batch = v.integer("batch", batch, minimum=1)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
+    _match_budget(steps, train_length, batch, vocab, head_dim)
     rng, seed_used = _rng(seed)
     qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
-    losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
+    with np.errstate(over="ignore", invalid="ignore"):
+        losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
+    check_trained((qt, kt), losses, lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
     return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,))
 
@@ -781,7 +967,7 @@ def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False,
     ----------
     kind : {"offset", "match"}
     seeds : iterable of int
-        One head per seed (non-negative integers, at least one).
+        One head per seed (non-negative integers, 1 to :data:`MAX_SEEDS` = 100 of them).
     progress : bool
         Show a tqdm progress bar over the seeds (match heads take a second or two each).
     **options
@@ -790,12 +976,16 @@ def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False,
     Returns
     -------
     list of OffsetHead or MatchHead, in the order of ``seeds``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, seeds that are not an iterable of 1 to ``MAX_SEEDS`` non-negative
+        integers, or options the trainer refuses.
     """
-    if kind not in ("offset", "match"):
+    if not isinstance(kind, str) or kind not in ("offset", "match"):
         raise ValueError(f"kind must be 'offset' or 'match', got {kind!r}")
-    seeds = [v.integer("seeds", s, minimum=0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
+    seeds = seed_list(seeds)
     train = train_offset_head if kind == "offset" else train_match_head
     if progress:
         from tqdm.auto import tqdm
@@ -857,19 +1047,24 @@ def fine_tune(
         Named rule giving the new schedule (see :func:`extension_schedule`); ignored when
         ``theta`` or ``scale`` is given.
     length : int, optional
-        Training length of this stage. Default: ``factor * train_length`` (the extended context),
-        or the head's training length when ``factor`` is not given.
+        Training length of this stage (2 to :data:`MAX_LENGTH` = 4096 for an offset head, to
+        :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
+        original training length (the extended context), or the head's training length when
+        ``factor`` is not given.
     factor : float, optional
-        Extension factor (at least 1). Default 8 when a named rule other than ``"raw"`` is used.
+        Extension factor (1 to ``ropegeo.scaling.MAX_FACTOR``; without ``length``, the default
+        length must stay within the bound above). Default 8 when a named rule other than
+        ``"raw"`` is used.
     theta, scale
         Explicit schedule (instead of ``extension``).
     steps : int, optional
-        Adam steps of this stage (at least 1); moments restart from zero. Default: 600 for an
-        offset head (about 0.1 s at length 512), 100 for a match head (a few seconds at length 512).
+        Adam steps of this stage (1 to :data:`MAX_STEPS`, and at most :data:`MAX_TRAINING_WORK`
+        in all); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
+        length 512), 100 for a match head (a few seconds at length 512).
     lr : float
-        Learning rate (positive).
+        Learning rate (positive, at most :data:`MAX_LR`).
     batch : int
-        Sequences per step for a match head (at least 1); ignored by the offset head.
+        Sequences per step for a match head (1 to :data:`MAX_BATCH`); ignored by the offset head.
     seed : int or numpy.random.Generator
         Randomness of the match head's fresh sequences.
 
@@ -878,34 +1073,55 @@ def fine_tune(
     OffsetHead or MatchHead
         A new head (the input is not changed) whose own schedule is the new one, so
         ``evaluate(tuned, length)`` runs it as it was fine-tuned.
+
+    Raises
+    ------
+    ValueError
+        For a bad head, schedule, length, factor, steps, lr or batch (the message names what to
+        lower), or when training diverges to non-finite values (lower ``lr``).
     """
+    from .scaling import MAX_FACTOR
+
     _check_head(head)
+    offset_head = isinstance(head, OffsetHead)
+    most = MAX_LENGTH if offset_head else MAX_MATCH_LENGTH
+    kind = "an offset head" if offset_head else "a match head"
     if theta is not None or scale is not None:
         extension = None
     if extension is not None and _extension_name(extension) != "raw" and factor is None:
         factor = 8.0
     if factor is not None:
-        factor = v.real("factor", factor, minimum=1.0)
+        factor = v.real("factor", factor, minimum=1.0, maximum=MAX_FACTOR)
     if length is None:
         length = int(round(head.original_train_length * factor)) if factor is not None else head.train_length
-    length = v.integer("length", length, minimum=2)
+        if factor is not None and length > most:
+            raise ValueError(f"factor={factor:g} asks for a fine-tuning length of {length:,} (factor x the original "
+                             f"training length {head.original_train_length}); at most {most} for {kind}: "
+                             f"lower factor or pass length")
+    length = v.integer("length", length, minimum=2, maximum=most)
     th, sc, att, name = _resolve(head, length, extension, factor, theta, scale)
     if steps is None:
-        steps = 600 if isinstance(head, OffsetHead) else 100
+        steps = 600 if offset_head else 100
     steps, lr = training_settings(steps, lr)
     stage = {"stage": "fine_tune", "steps": steps, "lr": lr, "length": length, "scale": sc, "extension": name,
              "factor": factor, "attention_factor": att}
-    if isinstance(head, OffsetHead):
+    if offset_head:
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
+        _offset_budget(steps, length, th.size, length_name="length")
         q, k = head.q.copy(), head.k.copy()
-        losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
+        with np.errstate(over="ignore", invalid="ignore"):
+            losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
+        check_trained((q, k), losses, lr)
         return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
                        losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
-    batch = v.integer("batch", batch, minimum=1)
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+    _match_budget(steps, length, batch, head.vocab, head.head_dim, length_name="length")
     rng, _ = _rng(seed)
     qt, kt = head.q_table.copy(), head.k_table.copy()
-    losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
+    with np.errstate(over="ignore", invalid="ignore"):
+        losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
+    check_trained((qt, kt), losses, lr)
     stage["batch"] = batch
     return replace(head, q_table=qt, k_table=kt, theta=th, scale=sc, attention_factor=att, train_length=length,
                    losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
@@ -1023,12 +1239,15 @@ class Evaluation:
 
     def _binned(self, x: np.ndarray, bins, hi: int) -> Binned:
         if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
-            bins = v.integer("bins", bins, minimum=1)
+            bins = v.integer("bins", bins, minimum=1, maximum=MAX_BINS)
             edges = np.linspace(0.0, float(hi), bins + 1)
         else:
             edges = v.finite_array("bins", bins)
             if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
                 raise ValueError("bins must be a positive integer or an increasing array of at least two edges")
+            if edges.size > MAX_BINS + 1:
+                raise ValueError(f"bins must give at most MAX_BINS = {MAX_BINS} bins, got {edges.size - 1} "
+                                 f"(an array of {edges.size} edges)")
         idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
         inside = (x >= edges[0]) & (x <= edges[-1])
         n = edges.size - 1
@@ -1044,7 +1263,8 @@ class Evaluation:
         Parameters
         ----------
         bins : int or array_like
-            Number of equal bins over ``[0, length]`` or explicit increasing edges.
+            Number of equal bins over ``[0, length]`` (1 to :data:`MAX_BINS` = 10,000) or explicit
+            increasing edges (at most ``MAX_BINS + 1``).
         """
         return self._binned(self.query_position.astype(float), bins, self.length)
 
@@ -1073,12 +1293,37 @@ class Evaluation:
 
 def _positions(length, shift, query_offset, query_reset, position_dtype):
     idx = np.arange(length, dtype=np.float64)
-    kpos = idx + shift
-    qpos = np.zeros(length) if query_reset else idx + shift + query_offset
+    with np.errstate(over="ignore"):
+        kpos = idx + shift
+        qpos = np.zeros(length) if query_reset else idx + shift + query_offset
+    if not (np.all(np.isfinite(kpos)) and np.all(np.isfinite(qpos))):
+        raise ValueError(f"shift={shift:g} and query_offset={query_offset:g} put position ids beyond the float range")
     if position_dtype is not None:
-        kpos = kpos.astype(position_dtype).astype(np.float64)
-        qpos = qpos.astype(position_dtype).astype(np.float64)
+        reach = max(float(np.max(np.abs(kpos))), float(np.max(np.abs(qpos))))
+        with np.errstate(over="ignore"):
+            kpos = kpos.astype(position_dtype).astype(np.float64)
+            qpos = qpos.astype(position_dtype).astype(np.float64)
+        if not (np.all(np.isfinite(kpos)) and np.all(np.isfinite(qpos))):
+            import ml_dtypes
+
+            label = "bfloat16" if position_dtype.name == "bfloat16" else position_dtype.name
+            top = float(ml_dtypes.finfo(position_dtype).max)
+            raise ValueError(
+                f"position_dtype={label!r} overflows: position ids reach {reach:g} (shift={shift:g}, "
+                f"query_offset={query_offset:g}, length {length}) but its largest number is {top:g}; "
+                f"use a wider position_dtype or a smaller shift"
+            )
     return qpos, kpos
+
+
+def _check_phases(qpos, kpos, theta, scale, phase_dtype, shift) -> None:
+    """Refuse a phase dtype in which the largest phase overflows (phases grow with |position|)."""
+    top = max(float(np.max(np.abs(qpos))), float(np.max(np.abs(kpos)))) * scale
+    try:
+        phase_angles(np.array([top]), theta, phase_dtype)
+    except ValueError as err:
+        raise ValueError(f"phase_dtype={str(phase_dtype)!r} cannot hold the phases of these positions "
+                         f"(shift={shift:g}, position ids up to {top:g} after scaling): {err}") from None
 
 
 def evaluate(
@@ -1108,8 +1353,9 @@ def evaluate(
     ----------
     head : OffsetHead or MatchHead
     length : int
-        Sequence length (2 to 4096; for an offset head more than its offset). Scores are formed
-        a few sequences at a time, at most about 4 million at once.
+        Sequence length (2 to :data:`MAX_LENGTH` = 4096; for an offset head more than its
+        offset). Queries, keys and scores are formed a few sequences at a time, at most about
+        4 million scores at once.
     extension : {"raw", "pi", "ntk", "dynamic_ntk", "yarn", "llama3"}, optional
         A named extension rule relative to the head's original base and training length (see
         :func:`extension_schedule`). Default: the head's own schedule (as trained or fine-tuned).
@@ -1127,11 +1373,14 @@ def evaluate(
     query_reset : bool
         Give every query position id 0 while keys keep theirs (the KV-cache bug).
     position_dtype : {"float32", "float16", "bfloat16"}, optional
-        Round the position ids to this dtype (then compute phases in ``phase_dtype``).
+        Round the position ids to this dtype (then compute phases in ``phase_dtype``); it must
+        hold every position id (float16 stops at 65,504).
     phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of the angle table (positions times frequencies).
+        Precision of the angle table (positions times frequencies); it must hold every phase.
     sequences : int
-        Random sequences for a match head (at least 1; the offset head needs one).
+        Random sequences for a match head (1 to :data:`MAX_SEQUENCES` = 256, and
+        ``sequences * length**2 * (head_dim + 32)`` at most :data:`MAX_EVALUATION_WORK`: 170
+        sequences at length 4096 with head_dim 16); the offset head needs one.
     seed : int or numpy.random.Generator
         Randomness of the match head's sequences (tokens uniform over the vocabulary).
 
@@ -1142,10 +1391,11 @@ def evaluate(
     Raises
     ------
     ValueError
-        For a bad head, length, schedule, intervention or dtype.
+        For a bad head, length, schedule, intervention or dtype, a ``position_dtype`` or
+        ``phase_dtype`` that overflows at these positions, or too many sequences.
     """
     _check_head(head)
-    length = v.integer("length", length, minimum=2, maximum=_MAX_LENGTH)
+    length = v.integer("length", length, minimum=2, maximum=MAX_LENGTH)
     th, sc, att, name = _resolve(head, length, extension, factor, theta, scale, attention_factor)
     shift = v.real("shift", shift)
     query_offset = v.real("query_offset", query_offset)
@@ -1153,43 +1403,54 @@ def evaluate(
         raise ValueError(f"query_reset must be True or False, got {query_reset!r}")
     pdt = None if position_dtype is None else v.float_dtype(position_dtype, "position_dtype")
     v.float_dtype(phase_dtype, "phase_dtype")
-    sequences = v.integer("sequences", sequences, minimum=1)
+    sequences = v.integer("sequences", sequences, minimum=1, maximum=MAX_SEQUENCES)
+    d = head.head_dim
+    if isinstance(head, MatchHead) and sequences * length**2 * (d + 32) > MAX_EVALUATION_WORK:
+        most = max(1, MAX_EVALUATION_WORK // (length**2 * (d + 32)))
+        raise ValueError(f"sequences={sequences} at length {length} (head_dim {d}) is more work than one evaluation "
+                         f"may do (MAX_EVALUATION_WORK, about half a minute): use at most {most} sequences or a "
+                         f"shorter length")
     interventions = {
         "shift": shift, "query_offset": query_offset, "query_reset": bool(query_reset),
         "position_dtype": None if position_dtype is None else str(position_dtype), "phase_dtype": str(phase_dtype),
     }
     qpos, kpos = _positions(length, shift, query_offset, bool(query_reset), pdt)
+    _check_phases(qpos, kpos, th, sc, phase_dtype, shift)
     rope = dict(theta=th, scale=sc, phase_dtype=phase_dtype)
-    d = head.head_dim
     if isinstance(head, OffsetHead):
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
         qs = apply_rope(np.broadcast_to(head.q, (length, d)), qpos, **rope)[None]
         ks = apply_rope(np.broadcast_to(head.k, (length, d)), kpos, **rope)[None]
+        if att != 1.0:
+            qs, ks = qs * att, ks * att
         idx = np.arange(length)
         target = np.where(idx >= head.offset, idx - head.offset, -1)[None]
+
+        def rotated(s0, s1):
+            return qs[s0:s1], ks[s0:s1]
     else:
         rng, _ = _rng(seed)
         tok = rng.integers(0, head.vocab, size=(sequences, length))
-        qs = apply_rope(head.q_table[tok], qpos, **rope)  # (sequences, length, head_dim)
-        ks = apply_rope(head.k_table[tok], kpos, **rope)
         target = match_targets(tok)
-    if att != 1.0:
-        qs, ks = qs * att, ks * att
-    return _score_queries(head, length, name, th, sc, att, interventions, qs, ks, target)
+
+        def rotated(s0, s1):  # (chunk, length, head_dim): never every sequence at once
+            q = apply_rope(head.q_table[tok[s0:s1]], qpos, **rope)
+            k = apply_rope(head.k_table[tok[s0:s1]], kpos, **rope)
+            return (q * att, k * att) if att != 1.0 else (q, k)
+    return _score_queries(head, length, name, th, sc, att, interventions, rotated, target)
 
 
-def _score_queries(head, length, name, th, sc, att, interventions, qs, ks, target):
-    n_seq = qs.shape[0]
+def _score_queries(head, length, name, th, sc, att, interventions, rotated, target):
+    n_seq = target.shape[0]
     earlier = np.tri(length, length, -1)
-    rows, cols = np.nonzero(earlier)
-    disp = rows - cols
     weight_sum = np.zeros((length, length))
     visible = np.zeros(length)
     out_q, out_t, out_w, out_m = [], [], [], []
     chunk = max(1, _CELLS // (length * length))
     for s0 in range(0, n_seq, chunk):
-        s = qs[s0 : s0 + chunk] @ ks[s0 : s0 + chunk].transpose(0, 2, 1)
+        qs, ks = rotated(s0, s0 + chunk)
+        s = qs @ ks.transpose(0, 2, 1)
         tgt = target[s0 : s0 + chunk]
         valid = tgt >= 0
         bi, mi = np.nonzero(valid)
@@ -1203,9 +1464,14 @@ def _score_queries(head, length, name, th, sc, att, interventions, qs, ks, targe
         vf = valid.astype(np.float64)
         weight_sum += np.einsum("bmn,bm->mn", p, vf)
         visible += vf.sum(axis=0)
-    # mean attention at each displacement over the evaluated queries that can see it
-    by_disp = np.bincount(disp, weights=weight_sum[rows, cols], minlength=length)
-    seen = np.bincount(disp, weights=visible[rows], minlength=length)
+    # mean attention at each displacement over the evaluated queries that can see it: row m adds
+    # its weights at displacements 1 .. m, rows in order (the sums of a bincount over the lower
+    # triangle, without its index arrays)
+    by_disp = np.zeros(length)
+    seen = np.zeros(length)
+    for m in range(1, length):
+        by_disp[1 : m + 1] += weight_sum[m, m - 1 :: -1]
+        seen[1 : m + 1] += visible[m]
     with np.errstate(invalid="ignore", divide="ignore"):
         attention = np.where(seen > 0, by_disp / np.where(seen > 0, seen, 1.0), np.nan)
     cat = np.concatenate
@@ -1281,7 +1547,7 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
     Parameters
     ----------
     heads : sequence of OffsetHead or MatchHead
-        At least one head.
+        1 to :data:`MAX_SEEDS` = 100 heads.
     length : int
     label : str, optional
         Name of the condition (default: built from the options).
@@ -1292,9 +1558,7 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
     -------
     SeedResults
     """
-    heads = list(heads)
-    if not heads:
-        raise ValueError("heads must hold at least one trained head")
+    heads = _head_list(heads)
     evals = tuple(evaluate(h, length, **options) for h in heads)
     if label is None:
         extra = ", ".join(f"{k}={val}" for k, val in sorted(options.items()) if k not in ("sequences", "seed"))
@@ -1305,16 +1569,28 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
     )
 
 
+def _head_list(heads) -> list:
+    """1 to MAX_SEEDS trained heads (one per seed) as a list."""
+    if isinstance(heads, (OffsetHead, MatchHead)):
+        raise ValueError("heads must be a list of trained heads (one per seed), got a single head: use [head]")
+    heads = _bounded_list("heads", heads, MAX_SEEDS, "trained heads (one per seed; MAX_SEEDS)")
+    if not heads:
+        raise ValueError("heads must hold at least one trained head")
+    return heads
+
+
 def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
     """The length-by-schedule table: :func:`evaluate_seeds` for every length and extension rule.
 
     Parameters
     ----------
     heads : sequence of heads (one per seed)
+        1 to :data:`MAX_SEEDS` = 100 heads.
     lengths : iterable of int
-        Evaluation lengths, e.g. ``(64, 128, 256, 512)`` for a head trained at 64.
+        Evaluation lengths (each 2 to :data:`MAX_LENGTH`; at most :data:`MAX_CONDITIONS` = 16
+        of them), e.g. ``(64, 128, 256, 512)`` for a head trained at 64.
     extensions : iterable of str
-        Rule names (see :func:`extension_schedule`).
+        Rule names (see :func:`extension_schedule`; at most ``MAX_CONDITIONS``).
     **options
         Interventions and other :func:`evaluate` options, applied to every cell.
 
@@ -1323,10 +1599,15 @@ def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
     list of SeedResults
         Ordered by extension, then length; ``label`` is ``"<rule> L=<length>"``.
     """
-    lengths = [v.integer("lengths", n, minimum=2) for n in lengths]
+    heads = _head_list(heads)
+    lengths = [v.integer("lengths", n, minimum=2, maximum=MAX_LENGTH)
+               for n in _bounded_list("lengths", lengths, MAX_CONDITIONS, "lengths (MAX_CONDITIONS)")]
+    if isinstance(extensions, str):
+        extensions = (extensions,)
+    extensions = [_extension_name(ext)
+                  for ext in _bounded_list("extensions", extensions, MAX_CONDITIONS, "rule names (MAX_CONDITIONS)")]
     out = []
-    for ext in extensions:
-        name = _extension_name(ext)
+    for name in extensions:
         for n in lengths:
             out.append(evaluate_seeds(heads, n, extension=name, label=f"{name} L={n}", **options))
     return out
@@ -1344,7 +1625,9 @@ def score_profile(head: OffsetHead, deltas, *, theta=None, scale: float | None =
     ----------
     head : OffsetHead
     deltas : array_like
-        Displacements ``delta = m - n`` (any shape; finite; positive means the key is earlier).
+        Displacements ``delta = m - n`` (any shape; finite; positive means the key is earlier);
+        ``deltas.size * pairs`` at most :data:`MAX_PROFILE_CELLS` (2**25: a million
+        displacements for a 64-wide head).
     theta, scale : optional
         Schedule to read the profile under (default: the head's own).
     per_pair : bool
@@ -1355,15 +1638,38 @@ def score_profile(head: OffsetHead, deltas, *, theta=None, scale: float | None =
     -------
     numpy.ndarray
         Shape ``deltas.shape`` (or ``deltas.shape + (pairs,)`` with ``per_pair``).
+
+    Raises
+    ------
+    ValueError
+        For a head that is not an OffsetHead, a bad schedule, non-finite deltas, or more than
+        ``MAX_PROFILE_CELLS`` cells.
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
+    _check_head(head)
     th, sc, att, _ = _resolve(head, 2, None, None, theta, scale)
+    per_pair = v.boolean("per_pair", per_pair)
     d = v.finite_array("deltas", deltas)
+    if d.size * th.size > MAX_PROFILE_CELLS:
+        raise ValueError(f"deltas has {d.size:,} displacements; with {th.size} pairs at most "
+                         f"{MAX_PROFILE_CELLS // th.size:,} fit MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}")
+    return _profile(head, d, th, sc, att, per_pair)
+
+
+def _profile(head, d, th, sc, att, per_pair):
+    """Score profile in blocks of displacements (the (block, pairs) temporaries stay small)."""
     a, b = head.coefficients()
-    ang = phase_angles(d * sc, th)
-    parts = att * att * (a * np.cos(ang) + b * np.sin(ang))
-    return parts if per_pair else parts.sum(axis=-1)
+    flat = d.reshape(-1)
+    out = np.empty((flat.size, th.size) if per_pair else flat.size)
+    step = max(1, (1 << 18) // th.size)
+    for s0 in range(0, flat.size, step):
+        ang = phase_angles(flat[s0 : s0 + step] * sc, th)
+        parts = att * att * (a * np.cos(ang) + b * np.sin(ang))
+        out[s0 : s0 + step] = parts if per_pair else parts.sum(axis=-1)
+    if d.ndim == 0 and not per_pair:
+        return out[0]  # a numpy scalar, as a sum over the pairs of one displacement
+    return out.reshape(d.shape + ((th.size,) if per_pair else ()))
 
 
 @dataclass(frozen=True)
@@ -1412,7 +1718,8 @@ def pair_profiles(head: OffsetHead, *, train_length: int | None = None) -> list:
     ----------
     head : OffsetHead
     train_length : int, optional
-        The window to test monotonicity in (default: the head's training length).
+        The window to test monotonicity in (2 to ``ropegeo._validate.MAX_LENGTH`` = 2**48;
+        default: the head's training length).
 
     Returns
     -------
@@ -1420,7 +1727,8 @@ def pair_profiles(head: OffsetHead, *, train_length: int | None = None) -> list:
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
-    L = v.integer("train_length", head.train_length if train_length is None else train_length, minimum=2)
+    _check_head(head)
+    L = v.length("train_length", head.train_length if train_length is None else train_length, minimum=2)
     a, b = head.coefficients()
     out = []
     for i, (t, ai, bi) in enumerate(zip(head.theta * head.scale, a, b)):
@@ -1509,7 +1817,7 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     head : OffsetHead
     length : int
         The evaluation length; displacements ``train_length .. length - 1`` are searched
-        (``length > train_length``).
+        (``train_length < length <=`` :data:`MAX_PROFILE_LENGTH` = 1,000,000), a block at a time.
     theta, scale : optional
         Schedule (default: the head's own).
 
@@ -1520,20 +1828,29 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     Raises
     ------
     ValueError
-        For a head that is not an OffsetHead, ``length <= train_length``, or a schedule
-        without a fast pair.
+        For a head that is not an OffsetHead, ``length <= train_length`` or beyond
+        ``MAX_PROFILE_LENGTH``, or a schedule without a fast pair.
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
+    _check_head(head)
     L = head.train_length
-    length = v.integer("length", length, minimum=L + 1)
-    th, sc, _, _ = _resolve(head, length, None, None, theta, scale)
+    if L >= MAX_PROFILE_LENGTH:
+        raise ValueError(f"head has train_length {L}; distant_rival searches lengths up to "
+                         f"MAX_PROFILE_LENGTH = {MAX_PROFILE_LENGTH:,}")
+    length = v.integer("length", length, minimum=L + 1, maximum=MAX_PROFILE_LENGTH)
+    th, sc, att, _ = _resolve(head, length, None, None, theta, scale)
     k = head.offset
-    deltas = np.arange(L, length)
-    parts = score_profile(head, deltas, theta=th, scale=sc, per_pair=True)
-    total = parts.sum(axis=-1)
-    i = int(np.argmax(total))
-    rival = int(deltas[i])
+    # the best total score over the window, block by block (the first maximum, as argmax gives)
+    best, rival, rival_parts = -np.inf, -1, None
+    step = max(1, (1 << 18) // th.size)
+    for start in range(L, length, step):
+        deltas = np.arange(start, min(start + step, length))
+        parts = _profile(head, deltas.astype(np.float64), th, sc, att, True)
+        total = parts.sum(axis=-1)
+        i = int(np.argmax(total))
+        if total[i] > best or rival_parts is None:
+            best, rival, rival_parts = total[i], int(deltas[i]), parts[i].copy()
     at_target = score_profile(head, k, theta=th, scale=sc, per_pair=True)
     w = head.amplitudes()
     fast = (th * sc * L) >= 2 * math.pi
@@ -1543,10 +1860,10 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     hit = near_collisions(th, L - k, length - 1 - k, top=1, scale=sc, weights=w_fast)[0]
     sim = float(kernel(rival - k, th, scale=sc, weights=w))
     fast_sim = float(kernel(rival - k, th, scale=sc, weights=w_fast))
-    gap = parts[i] - at_target
+    gap = rival_parts - at_target
     return DistantRival(
-        offset=k, window=(L, length - 1), rival=rival, rival_score=float(total[i]),
-        target_score=float(at_target.sum()), wins=bool(total[i] > at_target.sum()),
+        offset=k, window=(L, length - 1), rival=rival, rival_score=float(best),
+        target_score=float(at_target.sum()), wins=bool(best > at_target.sum()),
         fast_pairs=tuple(int(j) for j in np.nonzero(fast)[0]), predicted=k + hit.offset,
         fast_similarity=fast_sim, weighted_similarity=sim, weighted_margin=1.0 - sim,
         fast_gap=float(gap[fast].sum()), slow_gap=float(gap[~fast].sum()),
@@ -1626,16 +1943,19 @@ def gate_c(
     Parameters
     ----------
     theta : array_like, shape (pairs,)
-        The training schedule, radians per position.
+        The training schedule, radians per position (at most ``MAX_HEAD_DIM // 2`` pairs).
     train_length, target_length : int
-        ``2 <= train_length < target_length``; ``offset < train_length``.
+        ``2 <= train_length < target_length``; ``offset < train_length``. The match heads train
+        at ``train_length``, so it is at most :data:`MAX_MATCH_LENGTH` = 1024; the heads are
+        evaluated at ``target_length``, at most :data:`MAX_LENGTH` = 4096.
     target_theta, target_scale, target_attention_factor
         The deployed schedule at the target length (frequencies, position multiplier, and the
         multiplier of rotated queries and keys, e.g. from ``ropegeo.scaling.rope_parameters``).
     offset : int
     seeds : iterable of int
+        1 to :data:`MAX_SEEDS` = 100 seeds (about 1 s each at the defaults).
     steps, match_steps : int
-        Training steps of the two heads.
+        Training steps of the two heads (each within :data:`MAX_TRAINING_WORK`).
     min_train_accuracy, min_target_accuracy, min_match_accuracy : float in [0, 1]
     max_shift_change : float
     shift : float
@@ -1649,12 +1969,19 @@ def gate_c(
     Raises
     ------
     ValueError
-        For bad lengths, thresholds outside [0, 1], or a target schedule of another size.
+        For bad lengths, seeds or steps, thresholds outside [0, 1], or a target schedule of
+        another size; all before any training.
     """
     th = _theta_arg(theta)
-    train_length = v.integer("train_length", train_length, minimum=2)
-    target_length = v.integer("target_length", target_length, minimum=train_length + 1)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
+    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=MAX_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
+    seeds = seed_list(seeds)
+    steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
+    match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=MAX_STEPS)
+    _offset_budget(steps, train_length, th.size)
+    # the match heads train with train_match_head's defaults (vocab 8, batch 32)
+    _match_budget(match_steps, train_length, 32, 8, 2 * th.size, steps_name="match_steps")
     tth = th if target_theta is None else _theta_arg(target_theta)
     if tth.size != th.size:
         raise ValueError(f"target_theta must have {th.size} pairs like theta, got {tth.size}")

@@ -36,13 +36,14 @@ tell keys apart scores 0, not a lucky argmax). "Mass" is the weight on the targe
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _validate as v
-from .attention import MAX_ENTRIES, AttentionLayer, make_scheme, masked_softmax
+from .attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer, make_scheme, masked_softmax
 
 __all__ = [
     "PositionHead",
@@ -66,10 +67,28 @@ __all__ = [
     "MatchCeilings",
     "match_ceilings",
     "MAX_LENGTH",
+    "MAX_PAIRS",
+    "MAX_FACTORS",
+    "MAX_GAIN",
+    "MAX_MATCH_WORK",
 ]
 
-#: Longest sequence an intervention runs (a length x length score matrix of 64 MiB at most).
+#: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_LENGTH = 4096
+#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores (each pair is a
+#: two-token sequence: a few seconds and some 100 MiB at most).
+MAX_PAIRS = 2**22
+#: Most stretch factors one :func:`length_stretch` (or ``compare_schemes``) call runs.
+MAX_FACTORS = 16
+#: Most work one :func:`match_task` may do: ``sequences * length**2 * (width + 32)`` with
+#: ``width`` the larger of the layer's ``d_model`` and ``d_head`` (about half a minute on one core:
+#: 21 sequences at length 4096 with width 16, all 256 up to length 1024).
+MAX_MATCH_WORK = 2**34
+# match_task scores its query rows in blocks of at most this many cells (16 MiB per working copy).
+_ROW_CELLS = 1 << 21
+#: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
+#: attention on the needle, and larger ones would overflow the projections.
+MAX_GAIN = 1e6
 
 
 class PositionHead:
@@ -120,7 +139,7 @@ class PositionHead:
 
         Returns
         -------
-        numpy.ndarray, the broadcast shape of the two inputs.
+        numpy.ndarray, the broadcast shape of the two inputs (at most :data:`MAX_PAIRS` entries).
         """
         qp = v.finite_array("q_positions", q_positions)
         kp = v.finite_array("k_positions", k_positions)
@@ -128,6 +147,9 @@ class PositionHead:
             qp, kp = np.broadcast_arrays(qp, kp)
         except ValueError:
             raise ValueError(f"q_positions {qp.shape} and k_positions {kp.shape} do not broadcast") from None
+        if qp.size > MAX_PAIRS:
+            raise ValueError(f"q_positions and k_positions broadcast to {qp.size:,} pairs; at most "
+                             f"MAX_PAIRS = {MAX_PAIRS:,}")
         flat = np.stack([kp.ravel(), qp.ravel()], axis=-1)  # (n, 2)
         out = np.empty(flat.shape[0])
         step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.d_head)))
@@ -219,7 +241,7 @@ def _task(weights: np.ndarray, offset: int) -> TaskResult:
     m = np.arange(offset, L)
     t = m - offset
     tw = weights[m, t]
-    others = weights[m].copy()
+    others = weights[m]  # fancy indexing: already a copy
     others[np.arange(m.size), t] = -np.inf
     others[np.arange(L)[None, :] >= m[:, None]] = -np.inf  # keys the query cannot see
     correct = tw > others.max(axis=1)
@@ -295,7 +317,11 @@ def global_shift(head: PositionHead, length: int, shift: float, *, start: float 
     length = _length("length", length)
     shift = v.real("shift", shift)
     start = v.real("start", start)
-    pos = start + np.arange(length, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        pos = start + np.arange(length, dtype=np.float64)
+        finite = np.all(np.isfinite(pos)) and np.all(np.isfinite(pos + shift))
+    if not finite:
+        raise ValueError(f"start={start:g} and shift={shift:g} put position ids beyond the float range")
     s0, s1 = head.scores(pos), head.scores(pos + shift)
     w0, w1 = _strict(s0), _strict(s1)
     visible = np.tri(length, length, -1, dtype=bool)
@@ -390,7 +416,8 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
     offset : int
         The trained displacement.
     factors : iterable of int
-        Multiples of the training length (each at least 1, the product at most ``MAX_LENGTH``).
+        Multiples of the training length (1 to :data:`MAX_FACTORS` = 16 of them, each at least 1,
+        the product at most ``MAX_LENGTH``).
 
     Returns
     -------
@@ -401,9 +428,14 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
     head = _head(head)
     offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
     train_length = _length("train_length", train_length, minimum=offset + 1)
-    fs = tuple(v.integer("factors", f, minimum=1) for f in factors)
+    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__"):
+        raise ValueError(f"factors must be an iterable of integer multiples such as (2, 4, 8), got {factors!r}")
+    fs = tuple(v.integer("factors", f, minimum=1, maximum=MAX_LENGTH)
+               for f in itertools.islice(factors, MAX_FACTORS + 1))
     if not fs:
         raise ValueError("factors must hold at least one multiple")
+    if len(fs) > MAX_FACTORS:
+        raise ValueError(f"factors must hold at most MAX_FACTORS = {MAX_FACTORS} multiples, got more")
     lengths = tuple(_length("factor * train_length", f * train_length) for f in fs)
     acc, mass, refused = [], [], []
     for n in lengths:
@@ -476,21 +508,26 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     shift : float
         The global shift.
     seeds : iterable of int
-        Seeds of the random layers and contents (at least one).
+        Seeds of the random layers and contents (1 to ``ropegeo.behaviour.MAX_SEEDS`` = 100).
     tolerance : float
         Score change regarded as rounding (positive).
 
     Returns
     -------
     GapResult
+
+    Raises
+    ------
+    ValueError
+        For a bad head, length, shift, tolerance or seeds.
     """
+    from .behaviour import seed_list
+
     head = _head(head)
     length = _length("length", length)
     shift = v.real("shift", shift)
     tolerance = v.real("tolerance", tolerance, greater_than=0.0)
-    seeds = [v.integer("seeds", s, minimum=0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
+    seeds = seed_list(seeds)
     worst = 0.0
     for s in seeds:
         layer = AttentionLayer(head.layer.d_model, head.layer.d_head, scheme=_fresh(head.layer.scheme), seed=s)
@@ -557,7 +594,7 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     distance : int
         Slots between the needle and the query (at least 1).
     gain : float
-        Score of a perfect match without positions (non-negative).
+        Score of a perfect match without positions (0 to :data:`MAX_GAIN` = 1e6).
     d_model : int
         Width (even, 2 to 1024).
     token : array_like, shape (d_model,), optional
@@ -580,8 +617,8 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     """
     distance = v.integer("distance", distance, minimum=1, maximum=MAX_LENGTH - 1)
     length = _length("length", length, minimum=distance + 1)
-    gain = v.real("gain", gain, minimum=0.0)
-    d_model = v.head_dim(d_model, "d_model")
+    gain = v.real("gain", gain, minimum=0.0, maximum=MAX_GAIN)
+    d_model = v.head_dim(d_model, "d_model", maximum=MAX_WIDTH)
     layer = AttentionLayer(d_model, scheme=scheme, seed=seed, **options)
     c = math.sqrt(gain * math.sqrt(layer.d_head))
     layer.Wq = c * np.eye(d_model, layer.d_head)
@@ -649,6 +686,10 @@ class TokenHead:
             raise ValueError(f"tokens must lie in [0, vocab={self.vocab})")
         if tok.shape[1] > MAX_LENGTH:
             raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_LENGTH = {MAX_LENGTH}")
+        entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.d_head)
+        if entries > MAX_ENTRIES:
+            raise ValueError(f"tokens of shape {tok.shape} would need {entries:,} entries for the inputs and scores; "
+                             f"at most MAX_ENTRIES = {MAX_ENTRIES:,}: use fewer or shorter sequences")
         pos = np.arange(tok.shape[1], dtype=np.float64) if positions is None else _positions(positions)
         return self.layer.scores(self.embedding[tok], pos)
 
@@ -666,7 +707,8 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
     length : int
         Sequence length (2 to ``MAX_LENGTH``).
     sequences : int
-        How many random sequences (1 to 256).
+        How many random sequences (1 to 256, and ``sequences * length**2 * (width + 32)`` at most
+        :data:`MAX_MATCH_WORK`).
     seed : int or numpy.random.Generator
         Randomness of the sequences.
     shift : float
@@ -676,6 +718,12 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
     -------
     TaskResult
         ``query`` holds the slot of each scored query (sequences concatenated).
+
+    Raises
+    ------
+    ValueError
+        For a head that is not a TokenHead, a bad length, shift or seed, too many sequences, or
+        sequences without any repeated token.
     """
     from .behaviour import match_targets
 
@@ -683,25 +731,32 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
         raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
     length = _length("length", length)
     sequences = v.integer("sequences", sequences, minimum=1, maximum=256)
+    width = max(head.layer.d_model, head.layer.d_head)
+    if sequences * length**2 * (width + 32) > MAX_MATCH_WORK:
+        most = max(1, MAX_MATCH_WORK // (length**2 * (width + 32)))
+        raise ValueError(f"sequences={sequences} at length {length} (width {width}) is more work than one call may "
+                         f"do (MAX_MATCH_WORK, about half a minute): use at most {most} sequences or a shorter length")
     shift = v.real("shift", shift)
     tok = _match_tokens(head.vocab, length, sequences, seed)
     target = match_targets(tok)
     out_q, out_m, out_c = [], [], []
     chunk = max(1, MAX_ENTRIES // (4 * length * length))
     earlier = np.tri(length, length, -1, dtype=bool)
+    block = max(1, _ROW_CELLS // length)  # scored rows at a time
     for s0 in range(0, sequences, chunk):
         S = head.scores(tok[s0 : s0 + chunk], shift + np.arange(length, dtype=np.float64))
         tg = target[s0 : s0 + chunk]
-        bi, mi = np.nonzero(tg >= 0)
-        ti = tg[bi, mi]
-        rows = S[bi, mi]
-        w = masked_softmax(rows, earlier[mi])
-        tw = w[np.arange(ti.size), ti]
-        others = np.where(earlier[mi], w, -np.inf)
-        others[np.arange(ti.size), ti] = -np.inf
-        out_q.append(mi)
-        out_m.append(tw)
-        out_c.append(tw > others.max(axis=1))
+        BI, MI = np.nonzero(tg >= 0)
+        for r0 in range(0, BI.size, block):
+            bi, mi = BI[r0 : r0 + block], MI[r0 : r0 + block]
+            ti = tg[bi, mi]
+            w = masked_softmax(S[bi, mi], earlier[mi])
+            tw = w[np.arange(ti.size), ti]
+            others = np.where(earlier[mi], w, -np.inf)
+            others[np.arange(ti.size), ti] = -np.inf
+            out_q.append(mi)
+            out_m.append(tw)
+            out_c.append(tw > others.max(axis=1))
     if not any(q.size for q in out_q):
         raise ValueError("no query has an earlier occurrence of its token; use longer or more sequences")
     q, mass, correct = np.concatenate(out_q), np.concatenate(out_m), np.concatenate(out_c)
@@ -734,7 +789,7 @@ def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=1234
     vocab, sequences, seed
         As :func:`match_task` draws its sequences (``vocab`` 2 to 4096, ``sequences`` 1 to 256).
     clip : int
-        The clipping distance ``K`` of the relative scheme (at least 1).
+        The clipping distance ``K`` of the relative scheme (1 to ``ropegeo._validate.MAX_LENGTH``).
 
     Returns
     -------
@@ -745,7 +800,7 @@ def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=1234
     length = _length("length", length)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=4096)
     sequences = v.integer("sequences", sequences, minimum=1, maximum=256)
-    clip = v.integer("clip", clip, minimum=1)
+    clip = v.length("clip", clip)
     tok = _match_tokens(vocab, length, sequences, seed)
     target = match_targets(tok)
     scored = target >= 0

@@ -379,3 +379,83 @@ def test_trained_rows_share_matches_a_brute_force_count(length, train_length, of
 def test_closed_forms_name_the_bad_parameter(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must"):
         call()
+
+
+# ---- bounds: counts, sizes, work, and divergence -------------------------------------------------
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: alt.compare_schemes(("none",), seeds=5), "seeds"),
+    (lambda: alt.compare_schemes(("none",), seeds=None), "seeds"),
+    (lambda: alt.compare_schemes(("none",), seeds=range(10**6)), "seeds"),
+    (lambda: alt.compare_schemes(("none",), factors=5), "factors"),
+    (lambda: alt.compare_schemes(("none",), factors=tuple(range(1, 20))), "factors"),
+    (lambda: alt.compare_schemes(("none",), train_length=128, factors=(64,)), "factors"),
+    (lambda: alt.compare_schemes(5), "schemes"),
+    (lambda: alt.compare_schemes("rope"), "schemes"),
+    (lambda: alt.compare_schemes(("rope", "rope")), "schemes"),
+    (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=1000), "steps=1000"),
+    (lambda: alt.compare_schemes(("none",), match=True, match_steps=100_000), "match_steps=100000"),
+    (lambda: alt.train_position_head("absolute", train_length=1024, d=256, steps=1000), "steps=1000"),
+    (lambda: alt.train_position_head("absolute", d=256, rows=65_536), "rows"),
+    (lambda: alt.train_position_head("relative", d=512), "d must be at most 256"),
+    (lambda: alt.train_position_head("t5", lr=1e300), "lr"),
+    (lambda: alt.train_position_head("sinusoidal", init_std=1e300), "init_std"),
+    (lambda: alt.train_match_head("none", train_length=1024, batch=512), "batch"),
+    (lambda: alt.train_match_head("absolute", steps=100_000), "steps=100000"),
+    (lambda: alt.train_match_head("alibi", vocab=65), "vocab"),
+    (lambda: alt.clipped_retrieval_ceiling(10**30, 10**29), "distance"),
+    (lambda: alt.clipped_retrieval_ceiling(512, 40, clip=10**400), "clip"),
+    (lambda: alt.trained_rows_share(100, 10**400, 5), "train_length"),
+    (lambda: alt.trained_rows_share(100, 64, 10**30), "offset"),
+    (lambda: alt.match_loss("head", [[0, 1]]), "head"),
+])
+def test_bounds_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_match_loss_refuses_oversized_token_batches():
+    head = alt.train_match_head("none", steps=1)
+    with pytest.raises(ValueError, match="tokens of shape \\(200, 1024\\)"):
+        alt.match_loss(head, np.zeros((200, 1024), dtype=int))
+
+
+@pytest.mark.parametrize("scheme", alt.SCHEMES)
+def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
+    """With the learning-rate bound lifted, the parameters blow up: the trainers must say so, naming lr."""
+    from ropegeo import behaviour
+
+    monkeypatch.setattr(behaviour, "MAX_LR", 1e300)
+    with np.errstate(all="ignore"):
+        with pytest.raises(ValueError, match="diverged.*lower lr"):
+            alt.train_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+        if scheme in ("absolute", "sinusoidal", "relative", "rope"):  # products of learned vectors overflow
+            with pytest.raises(ValueError, match="diverged.*lower lr"):
+                alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+        elif scheme == "t5":  # the score is one learned bias: huge, but finite, and so is the head
+            h = alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+            assert np.all(np.isfinite(h.layer.scheme.table)) and np.all(np.isfinite(h.losses))
+
+
+def test_learned_profiles_takes_one_head_or_a_list():
+    from matplotlib.figure import Figure
+
+    from ropegeo.plots.alternatives import bias_shapes, learned_profiles
+
+    h = alt.fixed_head("none")
+    assert isinstance(learned_profiles(h, length=32), Figure)
+    for call, name in [(lambda: learned_profiles(5), "heads"), (lambda: learned_profiles([h] * 11), "heads"),
+                       (lambda: learned_profiles(h, target="x"), "target"),
+                       (lambda: bias_shapes(head_dim=65_536), "head_dim"),
+                       (lambda: bias_shapes(theta=np.ones(600)), "theta")]:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+def test_budgets_accept_the_book_runs():
+    """The chapter's comparison (defaults, match=True, three seeds) passes every bound unchanged."""
+    alt._check_trainers(alt.SCHEMES, 64, 16, 1000, True, 300, 16, {})
+    alt._position_budget("absolute", 146, 1024, 256, 8192)  # the largest documented example
+    with pytest.raises(ValueError, match="at most 146 steps"):
+        alt._position_budget("absolute", 147, 1024, 256, 8192)

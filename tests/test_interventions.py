@@ -260,3 +260,68 @@ def test_t5_local_displacement_is_a_bucket_difference(seed, offset, bidirectiona
     assert got.score_change == pytest.approx(want, abs=1e-12)
     if offset >= 128:  # both offsets in the last bucket: T5 cannot see the move at all
         assert got.score_change == 0.0 and got.mass_after == pytest.approx(got.mass_before, abs=1e-15)
+
+
+# ---- bounds: an int where a list belongs, counts and sizes -----------------------------------------
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda h: construction_gap(h, 16, 3, seeds=5), "seeds"),
+    (lambda h: construction_gap(h, 16, 3, seeds=None), "seeds"),
+    (lambda h: construction_gap(h, 16, 3, seeds=()), "seeds"),
+    (lambda h: construction_gap(h, 16, 3, seeds=range(10**6)), "seeds"),
+    (lambda h: construction_gap(h, 16, 3, seeds=range(10**15)), "seeds"),
+    (lambda h: length_stretch(h, 16, 3, factors=5), "factors"),
+    (lambda h: length_stretch(h, 16, 3, factors=[1] * 17), "factors"),
+    (lambda h: length_stretch(h, 16, 3, factors=(2, 10**30)), "factors"),
+    (lambda h: global_shift(h, 16, 1e308, start=1e308), "shift"),
+    (lambda h: h.pair_scores(np.zeros((10**5, 1)), np.zeros((1, 10**5))), "q_positions and k_positions"),
+])
+def test_bounded_counts_name_the_parameter(call, name):
+    h = position_head("rope", seed=0)
+    with pytest.raises(ValueError, match=name):
+        call(h)
+
+
+def test_needle_match_and_token_bounds():
+    from ropegeo.attention import MAX_ENTRIES
+    from ropegeo.interventions import MAX_GAIN, TokenHead, match_ceilings, needle_retrieval
+
+    with pytest.raises(ValueError, match="^gain must be at most"):
+        needle_retrieval("none", gain=1e308)
+    with pytest.raises(ValueError, match="^d_model must be at most 1024"):
+        needle_retrieval("none", d_model=65_536)
+    with pytest.raises(ValueError, match="^clip must be at most"):
+        match_ceilings(64, clip=10**30)
+    # the largest gain still gives a finite answer: all the attention on the needle, as e^g / (e^g + m - 1)
+    assert needle_retrieval("none", gain=MAX_GAIN).mass == 1.0
+    assert match_ceilings(64, clip=2**48).clipped == 1.0  # nothing is ever clipped
+    head = TokenHead(AttentionLayer(8, scheme="none", seed=0), np.eye(8))
+    with pytest.raises(ValueError, match="tokens of shape \\(3, 4096\\)"):
+        head.scores(np.zeros((3, 4096), dtype=int))  # 3 * 4096**2 scores > MAX_ENTRIES
+    assert 2 * 4096**2 <= MAX_ENTRIES and head.scores(np.zeros((1, 64), dtype=int)).shape == (1, 64, 64)
+
+
+def test_match_task_work_bound_and_row_blocks(monkeypatch):
+    from ropegeo import interventions as I
+
+    head = I.TokenHead(AttentionLayer(16, scheme="rope", seed=0), np.eye(16)[:4])
+    with pytest.raises(ValueError, match="sequences=22 at length 4096"):
+        I.match_task(head, 4096, sequences=22)  # 21 fit MAX_MATCH_WORK
+    whole = I.match_task(head, 200, sequences=5)
+    monkeypatch.setattr(I, "_ROW_CELLS", 200 * 7)  # seven query rows per block
+    blocked = I.match_task(head, 200, sequences=5)
+    assert whole.accuracy == blocked.accuracy and whole.mass == blocked.mass
+    assert np.array_equal(whole.query, blocked.query) and np.array_equal(whole.target_mass, blocked.target_mass)
+    # and against a direct softmax of the layer's scores
+    tok = np.random.default_rng(12345).integers(0, 4, size=(5, 200))
+    S = head.scores(tok)
+    masses = []
+    for b in range(5):
+        for m in range(200):
+            earlier = [j for j in range(m) if tok[b, j] == tok[b, m]]
+            if earlier:
+                row = S[b, m, :m]
+                w = np.exp(row - row.max())
+                masses.append(w[earlier[-1]] / w.sum())
+    np.testing.assert_allclose(blocked.target_mass, masses, rtol=1e-12)

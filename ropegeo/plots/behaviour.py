@@ -8,12 +8,18 @@ only some seeds show stays visible.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from .. import _validate as v
-from ..behaviour import Evaluation, OffsetHead, SeedResults
+from ..behaviour import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ..behaviour import score_profile as _score_values
+
+#: Most conditions (labelled lists of evaluations) or result rows one figure draws (a full
+#: ``ropegeo.behaviour.compare`` table has at most 16 x 16 rows).
+MAX_ITEMS = 256
 
 __all__ = [
     "accuracy_mass_by_position",
@@ -34,6 +40,20 @@ def _nanmean(ys: np.ndarray) -> np.ndarray:
     return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
 
+def _items(name: str, items, most: int, what: str) -> list:
+    """An iterable as a list of 1 to ``most`` items, or a ValueError naming ``name``."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ValueError(f"{name} must be a non-empty list of {what}, got {items!r}")
+    out = []
+    for item in items:
+        if len(out) == most:
+            raise ValueError(f"{name} must hold at most {most} {what}, got more")
+        out.append(item)
+    if not out:
+        raise ValueError(f"{name} must be a non-empty list of {what}")
+    return out
+
+
 def _conditions(evaluations) -> dict:
     if isinstance(evaluations, Evaluation):
         evaluations = {"": [evaluations]}
@@ -43,12 +63,16 @@ def _conditions(evaluations) -> dict:
         evaluations = {"": list(evaluations)}
     if not isinstance(evaluations, dict) or not evaluations:
         raise ValueError("evaluations must be a non-empty mapping label -> list of Evaluation (one per seed)")
+    if len(evaluations) > MAX_ITEMS:
+        raise ValueError(f"evaluations must hold at most MAX_ITEMS = {MAX_ITEMS} conditions, "
+                         f"got {len(evaluations)}")
     out = {}
     for label, evs in evaluations.items():
         if isinstance(evs, SeedResults):
             evs = list(evs.evaluations)
-        evs = [evs] if isinstance(evs, Evaluation) else list(evs)
-        if not evs or not all(isinstance(e, Evaluation) for e in evs):
+        evs = [evs] if isinstance(evs, Evaluation) else _items(f"evaluations[{label!r}]", evs, MAX_SEEDS,
+                                                               "Evaluation objects (one per seed)")
+        if not all(isinstance(e, Evaluation) for e in evs):
             raise ValueError(f"evaluations[{label!r}] must be a non-empty list of Evaluation objects")
         out[str(label)] = evs
     return out
@@ -61,7 +85,7 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str) -> Figur
     for c, (label, evs) in enumerate(conds.items()):
         colour = _COLOURS[c % len(_COLOURS)]
         length = max(e.length for e in evs)
-        edges = np.linspace(0.0, float(length), bins + 1) if isinstance(bins, int) else np.asarray(bins, float)
+        edges = np.linspace(0.0, float(length), bins + 1) if isinstance(bins, int) else bins
         curves = [getattr(e, by)(edges) for e in evs]
         x = curves[0].centres
         for name, ax in (("accuracy", ax_acc), ("mass", ax_mass)):
@@ -89,7 +113,8 @@ def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By a
     evaluations : dict of str -> list of Evaluation, or a list of Evaluation, or SeedResults
         One list per condition, one evaluation per seed.
     bins : int or array_like
-        Equal bins over ``[0, length]`` (at least 1) or explicit increasing edges.
+        Equal bins over ``[0, length]`` (1 to ``ropegeo.behaviour.MAX_BINS`` = 10,000) or
+        explicit increasing edges (at most ``MAX_BINS + 1``).
     title : str
 
     Returns
@@ -100,18 +125,26 @@ def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By a
     Raises
     ------
     ValueError
-        For empty input or items that are not evaluations.
+        For empty input, items that are not evaluations, or bad bins.
     """
-    if isinstance(bins, int):
-        bins = v.integer("bins", bins, minimum=1)
-    return _binned_panels(evaluations, "by_position", bins, title, "query position")
+    return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position")
 
 
 def accuracy_mass_by_displacement(evaluations, *, bins=16, title: str = "By displacement to the target") -> Figure:
     """Accuracy and attention mass against the target displacement (see :func:`accuracy_mass_by_position`)."""
-    if isinstance(bins, int):
-        bins = v.integer("bins", bins, minimum=1)
-    return _binned_panels(evaluations, "by_displacement", bins, title, "displacement query - target")
+    return _binned_panels(evaluations, "by_displacement", _bins(bins), title, "displacement query - target")
+
+
+def _bins(bins):
+    """A bin count (int) or validated increasing edges (float array)."""
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+        return v.integer("bins", bins, minimum=1, maximum=MAX_BINS)
+    edges = v.finite_array("bins", bins)
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+        raise ValueError("bins must be a positive integer or an increasing array of at least two edges")
+    if edges.size > MAX_BINS + 1:
+        raise ValueError(f"bins must give at most MAX_BINS = {MAX_BINS} bins, got {edges.size - 1}")
+    return edges
 
 
 def attention_by_displacement(evaluations, *, max_displacement: int | None = None, log: bool = False,
@@ -122,7 +155,8 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     ----------
     evaluations : as in :func:`accuracy_mass_by_position`
     max_displacement : int, optional
-        Right end of the axis (at least 1; default: the longest evaluated length).
+        Right end of the axis (1 to ``ropegeo._validate.MAX_LENGTH``; default: the longest
+        evaluated length).
     log : bool
         Logarithmic weight axis (shows small leaks such as a distant rival).
     title : str
@@ -133,7 +167,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
-        max_displacement = v.integer("max_displacement", max_displacement, minimum=1)
+        max_displacement = v.length("max_displacement", max_displacement)
     fig = Figure(figsize=(8.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for c, (label, evs) in enumerate(conds.items()):
@@ -162,9 +196,11 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
     Parameters
     ----------
     heads : OffsetHead or sequence of OffsetHead
-        One curve per head (seed), under each head's own schedule.
+        One curve per head (seed), under each head's own schedule (at most
+        ``ropegeo.behaviour.MAX_SEEDS`` = 100 heads).
     horizon : int
-        Largest displacement drawn (at least 2).
+        Largest displacement drawn (2 to ``ropegeo.behaviour.MAX_PROFILE_LENGTH`` = 1,000,000,
+        and ``horizon * pairs`` at most ``MAX_PROFILE_CELLS``).
     per_pair : bool
         Add a second panel with each pair's contribution for the first head (ramps that turn
         around beyond the window show there).
@@ -177,10 +213,15 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
-    heads = list(heads)
-    if not heads or not all(isinstance(h, OffsetHead) for h in heads):
+    heads = _items("heads", heads, MAX_SEEDS, "OffsetHead objects")
+    if not all(isinstance(h, OffsetHead) for h in heads):
         raise ValueError("heads must be a non-empty list of OffsetHead")
-    horizon = v.integer("horizon", horizon, minimum=2)
+    horizon = v.integer("horizon", horizon, minimum=2, maximum=MAX_PROFILE_LENGTH)
+    pairs = max(h.theta.size for h in heads)
+    if horizon * pairs > MAX_PROFILE_CELLS:
+        raise ValueError(f"horizon must be at most {MAX_PROFILE_CELLS // pairs:,} for heads with {pairs} pairs "
+                         f"(MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}), got {horizon:,}")
+    per_pair = v.boolean("per_pair", per_pair)
     deltas = np.arange(1, horizon + 1)
     fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4), layout="constrained")
     axes = fig.subplots(2 if per_pair else 1, 1, sharex=True, squeeze=False)[:, 0]
@@ -212,15 +253,18 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
     Parameters
     ----------
     results : sequence of SeedResults
-        For example the output of :func:`ropegeo.behaviour.compare`.
+        For example the output of :func:`ropegeo.behaviour.compare` (at most
+        :data:`MAX_ITEMS` = 256 rows).
     title : str
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    results = list(results)
-    if not results or not all(isinstance(r, SeedResults) for r in results):
+    if isinstance(results, SeedResults):
+        results = [results]
+    results = _items("results", results, MAX_ITEMS, "SeedResults")
+    if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
     fig = Figure(figsize=(9.0, 0.45 * len(results) + 1.4), layout="constrained")
     ax_acc, ax_mass = fig.subplots(1, 2, sharey=True)
