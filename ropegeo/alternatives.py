@@ -578,10 +578,6 @@ def train_match_head(
     alibi_heads, alibi_head : int
         The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
 
-    One step must stay under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB; ``batch *
-    train_length**2`` up to about 11 million scores for the table schemes) and ``steps`` steps
-    under ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute).
-
     Returns
     -------
     TrainedMatchHead
@@ -591,6 +587,12 @@ def train_match_head(
     ValueError
         For an unknown scheme or parameters outside their ranges (the message names what to
         lower), or when training diverges to non-finite values (lower ``lr`` or ``init_std``).
+
+    Notes
+    -----
+    One step must stay under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB; up to about 11
+    million scores ``batch * train_length**2`` for the table schemes) and ``steps`` steps under
+    ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute).
     """
     if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")

@@ -929,10 +929,6 @@ def train_match_head(
     steps : int
         Adam steps (1 to :data:`MAX_STEPS`).
 
-    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: ``batch * train_length**2`` up
-    to about 44 million scores) and ``steps`` steps at most :data:`MAX_TRAINING_WORK` (about
-    half a minute: some 6,000 steps at the defaults, 30 at ``train_length=1024``).
-
     Returns
     -------
     MatchHead
@@ -942,6 +938,12 @@ def train_match_head(
     ValueError
         For any parameter outside its range (the message names what to lower), or when training
         diverges to non-finite values (lower ``lr`` or ``init_std``).
+
+    Notes
+    -----
+    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: ``batch * train_length**2`` up
+    to about 44 million scores) and ``steps`` steps at most :data:`MAX_TRAINING_WORK` (about
+    half a minute: some 6,000 steps at the defaults, 30 at ``train_length=1024``).
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
