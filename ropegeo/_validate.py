@@ -60,7 +60,7 @@ def real(
 
 #: The widest head any function accepts (real models use 64 to 256): keeps every per-pair table
 #: small, while functions that build ``d x d`` matrices set their own, lower limit.
-MAX_HEAD_DIM = 65_536
+MAX_HEAD_DIM = 4096
 
 
 def head_dim(value: Any, name: str = "head_dim", *, maximum: int = MAX_HEAD_DIM) -> int:
@@ -95,7 +95,7 @@ def base(value: Any, name: str = "base") -> float:
 
 def pairing(value: Any, name: str = "pairing") -> str:
     """A pairing convention: ``"interleaved"`` or ``"half"``."""
-    if value not in PAIRINGS:
+    if not isinstance(value, str) or value not in PAIRINGS:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, PAIRINGS))}, got {value!r}")
     return value
 

@@ -985,7 +985,7 @@ def compare_schemes(
     shift : int
         Global shift (``1 <= shift < train_length - offset``).
     seeds : iterable of int
-        1 to ``ropegeo.behaviour.MAX_SEEDS`` = 100 seeds (about 1 s each at the defaults, 3 s
+        1 to ``ropegeo.behaviour.MAX_SEEDS`` = 20 seeds (about 1 s each at the defaults, 3 s
         with ``match=True``).
     d : int
         Width of every head.
@@ -1011,7 +1011,7 @@ def compare_schemes(
     ValueError
         For unknown schemes or settings outside their ranges; all before any training.
     """
-    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__"):
+    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__") or getattr(schemes, "ndim", 1) == 0:
         raise ValueError(f"schemes must be a non-empty selection of {', '.join(map(repr, SCHEMES))} (a tuple such "
                          f"as ('rope',)), got {schemes!r}")
     schemes = tuple(itertools.islice(schemes, 2 * len(SCHEMES) + 1))
@@ -1023,7 +1023,7 @@ def compare_schemes(
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 2)
     distance = v.integer("distance", distance, minimum=1, maximum=train_length - 1)
     shift = v.integer("shift", shift, minimum=1, maximum=train_length - offset - 1)
-    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__"):
+    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__") or getattr(factors, "ndim", 1) == 0:
         raise ValueError(f"factors must be a non-empty increasing sequence of distinct multiples such as (2, 4, 8), "
                          f"got {factors!r}")
     factors = tuple(v.integer("factors", f, minimum=1, maximum=64) for f in itertools.islice(factors, MAX_FACTORS + 1))

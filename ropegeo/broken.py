@@ -474,6 +474,7 @@ def shift_change(name: str = "interleaved", shift: int = 1000, *, side: str = "b
     shift = v.integer("shift", shift, minimum=-10**7, maximum=10**7)
     samples = v.integer("samples", samples, minimum=1, maximum=100_000)
     max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     impl = entry(name, head_dim).impl
     if samples * head_dim > 2**23:
         raise ValueError(f"samples * head_dim must be at most {2**23:,} (64 MiB per array), got {samples * head_dim:,}")
@@ -567,6 +568,7 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
     from .manifest import RopeManifest
 
     prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
     impl = entry(name, head_dim).impl
     m = RopeManifest(**CATALOGUE[name].manifest)
     x = np.random.default_rng(v.integer("seed", seed, minimum=0)).normal(size=(prompt + 1, head_dim))

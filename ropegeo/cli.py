@@ -7,6 +7,7 @@ stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -103,11 +104,22 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         return int(args.func(args))
     except UsageError as exc:
-        print(str(exc), file=sys.stderr)
+        print(_one_line(str(exc)), file=sys.stderr)
         return 2
     except ValueError as exc:
-        print(f"ropegeo: error: {exc}", file=sys.stderr)
+        print(f"ropegeo: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`): stop quietly
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - let the interpreter's final flush succeed
+        except OSError:
+            pass
+        return 0
+
+
+def _one_line(text: str) -> str:
+    """Errors are one line on stderr: fold any line breaks a message carries."""
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -156,7 +156,7 @@ def character_coherence(theta, window: int) -> np.ndarray:
     theta = v.frequencies(theta)
     if theta.size > MAX_COHERENCE_PAIRS:
         raise ValueError(f"theta may have at most {MAX_COHERENCE_PAIRS} pairs, got {theta.size}")
-    n = v.integer("window", window, minimum=1)
+    n = v.length("window", window, minimum=1)
     # only d modulo 2 pi matters; reduce it to [-pi, pi) so that small differences stay small
     d = theta[None, :] - theta[:, None]
     wide = np.abs(d) > np.pi  # reduce only these: adding pi to a tiny difference would round it away

@@ -61,8 +61,9 @@ CHECKS = {
 _PRIORITY = ("layout", "frequencies", "precision", "roles", "values", "decoding", "norm", "shift", "composition", "inverse")
 
 _HEAD_DIMS = (8, 16, 32, 64, 128, 256)
-#: Widest head Gate A probes: the layout probe builds head_dim x head_dim inputs (32 MiB at 2,048).
-MAX_HEAD_DIM = 2048
+#: Widest head Gate A probes: its probes build head_dim x head_dim inputs per position (about
+#: 0.5 GiB at 1,024).
+MAX_HEAD_DIM = 1024
 _SMALL_SHIFTS = (1, 5, 17)
 _LARGE_SHIFTS = (4096, 65_536, 1_000_000)
 _LAYOUT_POSITIONS = (1, 2, 7, 300, 2047)  # within a 2,048-row cos/sin table
@@ -169,7 +170,12 @@ class GateAReport:
     def diagnosis(self) -> str:
         """The leading diagnosis, or a one-line pass verdict."""
         d = self.diagnoses
-        return d[0] if d else "every check passed"
+        if d:
+            return d[0]
+        unmeasured = [c.name for c in self.checks if c.passed is None and c.diagnosis.startswith("not measured")]
+        if unmeasured:
+            return f"every measured check passed; not measured: {', '.join(unmeasured)}"
+        return "every check passed"
 
     def to_dict(self) -> dict:
         return {
@@ -209,7 +215,7 @@ class GateAReport:
             if c.passed is False:
                 lines.append(f"  - {c.name}: {c.diagnosis}")
         if self.passed:
-            lines.append("  every check passed")
+            lines.append(f"  {self.diagnosis}")
         for c in self.checks:
             if c.passed is None:
                 lines.append(f"  (skipped {c.name}: {c.diagnosis})")
@@ -312,7 +318,7 @@ class _Impl:
                     if self.torch is not None or not self._try_torch():
                         raise
                     out = self.obj(self._wrap(x), self._wrap(positions), **kwargs)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit inside the implementation is a refusal too
                 raise _Refused(exc) from exc
         dt = getattr(out, "dtype", None)
         self.out_unit = max(self.out_unit, _UNIT.get(str(dt).replace("torch.", ""), 0.0))
@@ -336,6 +342,12 @@ class _Impl:
 # --------------------------------------------------------------------------- layout and angles
 def _unit(dtype: str) -> float:
     return _UNIT[dtype]
+
+
+def _wrap_far(x):
+    """Wrap only the angles beyond +-pi, so that small differences keep their exact value."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.abs(x) > np.pi, _wrap(x), x)
 
 
 def _wrap(a):
@@ -471,7 +483,7 @@ def gate_a(
         ``x`` has shape ``(seq, head_dim)`` (float64 or float32), ``positions`` shape ``(seq,)``
         (int64, not necessarily sorted, possibly negative for the inverse check).
     head_dim : int, optional
-        The head width to test in detail (2 to 2,048). Default: the head widths 8 .. 256 that the
+        The head width to test in detail (2 to 1,024). Default: the head widths 8 .. 256 that the
         callable accepts are probed and the largest up to 128 is used; the algebraic checks run on
         up to three of them.
     base, pairing, rotary_dim, scale, theta
@@ -718,6 +730,16 @@ def gate_a(
         mats["key"] = _matrices(fn, d, _LAYOUT_POSITIONS + _PRECISION_POSITIONS, role=krole)
         lay = infer_layout(mats["key"][: len(_LAYOUT_POSITIONS)])
         inferred["layout"] = lay
+        # a declared pair that turns by a multiple of pi per position looks, at every integer
+        # position, like a sign flip or the identity: no probe can see which coordinates it couples
+        blind = np.all(np.abs(np.sin(np.multiply.outer(_LAYOUT_POSITIONS, theta_decl))) < 1e-9, axis=0)
+        if blind.any():
+            inferred["layout_blind"] = True
+            i = int(np.argmax(blind))
+            record("layout", None, float("nan"), 0.0,
+                   f"not measured: declared pair {i} turns by {theta_decl[i]:.6g} rad, a multiple of pi, per "
+                   "position, so no integer position shows which coordinates it couples")
+            return
         problems, misplaced = [], 0
         r = lay["rotary_dim"]
         declared_pairs = _declared_pairs(d, rot_decl, pairing)
@@ -757,6 +779,10 @@ def gate_a(
 
     def freq_precision_checks():
         lay = inferred.get("layout")
+        if inferred.get("layout_blind"):
+            for name in ("frequencies", "precision"):
+                record(name, None, float("nan"), 0.0, "not measured: the pairs could not be observed (see layout)")
+            return
         if lay is None or not lay["pairs"]:
             record("frequencies", None, float("nan"), 0.0, "no rotating pair was found to measure")
             record("precision", None, float("nan"), 0.0, "no rotating pair was found to measure")
@@ -769,8 +795,19 @@ def gate_a(
         pred = ang[0][None, :] + (pp[:, None] - 1.0) * theta_hat[None, :]
         dev = np.abs(_wrap(ang[npos:] - pred))
         big = pp[:, None] * np.abs(theta_hat)[None, :] >= 1.0
-        rel = dev[big] / (pp[:, None] * np.abs(theta_hat)[None, :])[big] if big.any() else np.zeros(1)
-        stat = float(np.quantile(rel, 0.9))
+        if not big.any():
+            record("precision", None, float("nan"), 0.0,
+                   f"not measured: no probed angle reaches 1 rad (positions up to {int(pp.max()):,}, fastest pair "
+                   f"{float(np.abs(theta_hat).max()):.3g} rad per position), too small for rounding to show")
+            stat = None
+        else:
+            rel = dev[big] / (pp[:, None] * np.abs(theta_hat)[None, :])[big]
+            stat = float(np.quantile(rel, 0.9))
+        if stat is not None:
+            _precision_record(stat)
+        frequency_record()
+
+    def _precision_record(stat):
         names = [n for n in ("float64", "float32", "float16", "bfloat16") if stat <= _PRECISION_LIMIT[n]]
         have = names[0] if names else "coarser than bfloat16"
         inferred["phase_precision"] = have
@@ -785,7 +822,11 @@ def gate_a(
                    f"{have}, while {phase_dtype} or better is declared (an angle of 100 rad is off by about "
                    f"{100 * stat:.2g} rad)")
         record("precision", ok, stat, limit, msg)
-        # frequencies
+
+    def frequency_record():
+        lay = inferred["layout"]
+        theta_hat = _wrap(_angles(mats["key"], lay["pairs"])[1] - _angles(mats["key"], lay["pairs"])[0])
+        have = inferred.get("phase_precision", phase_dtype)
         inferred["theta"] = np.abs(theta_hat).tolist()
         tol_f = max(1e-6, 4.0 * _UNIT.get(have, 2.0**-8))
         if len(theta_hat) != len(theta_decl):
@@ -799,12 +840,13 @@ def gate_a(
             record("frequencies", False, float("inf"), tol_f,
                    f"{len(theta_hat)} pairs rotate, but the declared frequencies have {len(theta_decl)}")
             return
-        relerr = np.abs(np.abs(theta_hat) - ref) / ref
+        # integer positions cannot tell theta from theta + 2 pi: compare the angles modulo 2 pi
+        relerr = np.abs(_wrap_far(theta_hat - ref)) / ref
         viol = float(relerr.max())
-        ok = viol <= tol_f and np.all(theta_hat >= 0)
+        ok = viol <= tol_f
         if ok:
             msg = f"every pair turns at its declared frequency (largest relative deviation {viol:.1e})"
-        elif np.any(theta_hat < 0) and np.allclose(-theta_hat, ref, rtol=max(tol_f, 1e-6)):
+        elif np.all(np.abs(_wrap_far(theta_hat + ref)) <= max(tol_f, 1e-6) * ref):
             msg = "every pair rotates the opposite way (sin enters with the other sign): a mirrored convention"
         else:
             i = int(np.argmax(relerr))
@@ -1065,7 +1107,7 @@ def _resolve(target: str):
     module_name, attr = target.split(":")
     try:
         obj = importlib.import_module(module_name)
-    except Exception as exc:  # an import error is the user's input, not a crash
+    except (Exception, SystemExit) as exc:  # an import error (even sys.exit) is the user's input
         raise ValueError(f"target: cannot import module {module_name!r} ({type(exc).__name__}: {exc})") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -1074,7 +1116,7 @@ def _resolve(target: str):
     if isinstance(obj, type):
         try:
             obj = obj()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise ValueError(f"target: the class {attr!r} cannot be built without arguments ({exc})") from None
     return obj
 

@@ -26,6 +26,12 @@ _PROGRESS_WORK = 2_000_000_000
 #: work: 10**9 offsets for a 128-wide head), and the largest offset (float64 holds it exactly).
 MAX_SEARCH_WORK = 2**36
 MAX_OFFSET = 2**53
+#: Largest ``top`` of :func:`near_collisions`.
+MAX_TOP = 10_000
+#: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (1 GiB of float64).
+MAX_BRUTE_CELLS = 2**27
+# per-offset cost of the search besides the pairs (selection, bookkeeping), in pair units
+_OFFSET_OVERHEAD = 16
 
 
 def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
@@ -53,6 +59,8 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     scale = v.real("scale", scale)
     d = v.finite_array("offsets", offsets)
     flat = d.reshape(-1)
+    if flat.size and not np.isfinite(float(np.abs(flat).max()) * abs(scale) * float(theta.max())):
+        raise ValueError("offsets * scale * theta overflows: use smaller offsets or scale")
     out = np.empty(flat.size)
     step = max(1, (1 << 20) // theta.size)  # bound the temporary to about 8 MiB
     for s in range(0, flat.size, step):
@@ -126,13 +134,16 @@ def near_collisions(
     stop = v.integer("stop", stop, minimum=0, maximum=MAX_OFFSET)
     if stop < start:
         raise ValueError(f"the offset range is empty: stop={stop} is smaller than start={start}")
-    top = v.integer("top", top, minimum=1)
+    top = v.integer("top", top, minimum=1, maximum=MAX_TOP)
     if progress is not None:
         progress = v.boolean("progress", progress)
     n = stop - start + 1
-    if n * theta.size > MAX_SEARCH_WORK:
+    per_offset = theta.size + _OFFSET_OVERHEAD  # the cost per offset does not vanish with the pairs
+    if n * per_offset > MAX_SEARCH_WORK:
         raise ValueError(f"the offset range [{start:,}, {stop:,}] is too long to search with {theta.size} pairs: "
-                         f"at most {MAX_SEARCH_WORK // theta.size:,} offsets")
+                         f"at most {MAX_SEARCH_WORK // per_offset:,} offsets")
+    if not np.isfinite(stop * abs(scale) * float(theta.max())):
+        raise ValueError("stop * scale * theta overflows: use a smaller scale or range")
     top = min(top, n)
 
     st = theta * scale
@@ -182,9 +193,19 @@ def near_collisions(
 def brute_force_kernel_max(theta, start: int, stop: int, scale: float = 1.0) -> tuple[int, float]:
     """Reference only: the single best offset by evaluating every offset at once (memory heavy).
 
-    This is the seed article's approach; kept for the benchmark and the tests.
+    This is the seed article's approach; kept for the benchmark and the tests. It builds the full
+    offsets-by-pairs matrix, so the range times the pairs is limited to ``MAX_BRUTE_CELLS``
+    (2**27, 1 GiB); use :func:`near_collisions` for anything larger.
     """
     theta = v.frequencies(theta)
+    scale = v.real("scale", scale)
+    start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)
+    stop = v.integer("stop", stop, minimum=start, maximum=MAX_OFFSET)
+    if (stop - start + 1) * theta.size > MAX_BRUTE_CELLS:
+        raise ValueError(f"the brute-force reference holds at most {MAX_BRUTE_CELLS:,} offset-pair cells; "
+                         f"use near_collisions for [{start:,}, {stop:,}] with {theta.size} pairs")
+    if not np.isfinite(stop * abs(scale) * float(theta.max())):
+        raise ValueError("stop * scale * theta overflows: use a smaller scale or range")
     deltas = np.arange(start, stop + 1, dtype=np.float64)
     similarity = np.cos(np.outer(deltas * scale, theta)).sum(axis=1) / theta.size
     best = int(np.argmax(similarity))

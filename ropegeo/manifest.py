@@ -278,6 +278,10 @@ def _positive_real(cfg: Mapping, key: str, where: str = "", *, greater_than: flo
     return float(val)
 
 
+#: Largest config.json read (real ones are a few KiB; LongRoPE lists make them tens of KiB).
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def read_config(config, *, name: str | None = None, source: str | None = None) -> RopeManifest:
     """Build a manifest from a Hugging Face style ``config.json``.
 
@@ -319,7 +323,14 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
             raise ConfigError("config: the path is empty; give a config.json path or a shipped model name")
         path = Path(config)
         try:
-            text = path.read_text(encoding="utf-8")
+            if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"config: {str(path)!r} is {path.stat().st_size:,} bytes; a config.json is far "
+                                  f"smaller (at most {MAX_CONFIG_BYTES:,} bytes are read)")
+            with path.open("rb") as fh:  # bounded read: a device such as /dev/zero never ends
+                raw = fh.read(MAX_CONFIG_BYTES + 1)
+            if len(raw) > MAX_CONFIG_BYTES:
+                raise ConfigError(f"config: {str(path)!r} holds more than {MAX_CONFIG_BYTES:,} bytes; is it a config.json?")
+            text = raw.decode("utf-8")
         except OSError as exc:
             raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
@@ -328,10 +339,23 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
             config = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"config: {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise ConfigError(f"config: {str(path)!r} nests its JSON too deeply to be a config.json") from None
         source = source or str(path)
     if not isinstance(config, Mapping):
         raise ConfigError(f"config must be a dict (parsed config.json) or a path, got {type(config).__name__}")
     cfg = config
+    for key in ("_name_or_path", "name"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
+    params_block = cfg.get("rope_parameters")
+    if isinstance(params_block, Mapping) and params_block and all(isinstance(b, Mapping) for b in params_block.values()):
+        # transformers >= 5 may key rope_parameters by layer type (Gemma 3: full / sliding attention)
+        raise ConfigError(
+            "rope_parameters holds one block per layer type (" + ", ".join(map(str, params_block)) + "); "
+            "ropegeo audits one rotary operator at a time: pass a config whose rope_parameters is the block of "
+            "the layer type to audit"
+        )
 
     # --- base
     params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), Mapping) else None

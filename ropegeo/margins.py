@@ -61,11 +61,20 @@ WEIGHTINGS = ("pair", "band")
 
 def _offsets(offsets, limit: int) -> np.ndarray:
     if isinstance(offsets, range):
+        try:
+            count = len(offsets)
+        except OverflowError:  # a range longer than sys.maxsize
+            count = limit + 1
+        if count > limit:
+            raise ValueError(f"offsets holds more than {limit:,} offsets; at most {limit:,} are allowed")
+    elif isinstance(offsets, (set, frozenset)):
         if len(offsets) > limit:
             raise ValueError(f"offsets holds {len(offsets):,} offsets; at most {limit:,} are allowed")
-    elif isinstance(offsets, (set, frozenset)):
         offsets = sorted(offsets)
-    arr = np.asarray(offsets) if not isinstance(offsets, range) else None
+    try:
+        arr = np.asarray(offsets) if not isinstance(offsets, range) else None
+    except (ValueError, TypeError, OverflowError):
+        arr = None  # ragged or exotic: finite_array below says what is wrong
     if arr is not None and arr.size > limit:
         raise ValueError(f"offsets holds {arr.size:,} offsets; at most {limit:,} are allowed")
     off = v.finite_array("offsets", offsets)
@@ -121,6 +130,8 @@ def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> n
     scale = v.real("scale", scale, greater_than=0.0)
     d = v.finite_array("deltas", deltas)
     flat = d.reshape(-1)
+    if flat.size and not np.isfinite(float(np.abs(flat).max()) * scale * float(th.max())):
+        raise ValueError("deltas * scale * theta overflows: use smaller offsets or scale")
     out = np.empty(flat.size)
     half = 0.5 * scale * th
     step = max(1, _CELLS // th.size)
@@ -317,7 +328,7 @@ def band_slices(pairs: int, bands: int) -> list[slice]:
     ValueError
         If ``bands`` is not an integer between 1 and ``pairs``.
     """
-    pairs = v.integer("pairs", pairs, minimum=1)
+    pairs = v.integer("pairs", pairs, minimum=1, maximum=v.MAX_HEAD_DIM // 2)
     bands = v.integer("bands", bands, minimum=1, maximum=pairs)
     edges = np.linspace(0, pairs, bands + 1).round().astype(int)
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]

@@ -38,6 +38,8 @@ PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 _CELLS = 1 << 21
 # The largest position range first_collapse scans, and its default length.
 _MAX_SCAN = 1 << 26
+#: Largest scan of :func:`first_collapse`, in positions times pairs (about ten seconds).
+MAX_SCAN_WORK = 1 << 29
 _DEFAULT_SCAN = 1 << 16
 
 
@@ -252,8 +254,8 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     Raises
     ------
     ValueError
-        For an unknown dtype, a bad ``theta``, a negative ``start`` or a range longer than
-        ``2**26`` positions.
+        For an unknown dtype, a bad ``theta``, a negative ``start``, a range longer than
+        ``2**26`` positions, or more than :data:`MAX_SCAN_WORK` positions times pairs.
     """
     th = v.frequencies(theta)
     dt = v.float_dtype(dtype)
@@ -262,6 +264,9 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     if stop is None:
         stop = min(start + _DEFAULT_SCAN, 2**53)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=min(start + _MAX_SCAN, 2**53))
+    if (stop - start) * th.size > MAX_SCAN_WORK:
+        raise ValueError(f"scanning {stop - start:,} positions with {th.size} pairs is too long: at most "
+                         f"{MAX_SCAN_WORK // th.size:,} positions (MAX_SCAN_WORK = {MAX_SCAN_WORK:,} position-pairs)")
     step = max(1, _CELLS // (2 * th.size))
     for s in range(start, stop, step):
         e = min(stop, s + step)

@@ -195,9 +195,14 @@ def apply_rope(
     first, second = pair_indices(rot, pairing)
     a, b = xf[..., first], xf[..., second]
     out = xf.copy()
-    out[..., first] = a * cos - b * sin
-    out[..., second] = a * sin + b * cos
-    return out.astype(out_dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out[..., first] = a * cos - b * sin
+        out[..., second] = a * sin + b * cos
+        result = out.astype(out_dtype, copy=False)
+    if not np.all(np.isfinite(result.astype(np.float64, copy=False))):
+        raise ValueError(f"x is too large to rotate in {np.dtype(out_dtype).name}: a rotated pair can grow by "
+                         "sqrt(2) in one coordinate and overflows; scale x down or use a wider dtype")
+    return result
 
 
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).

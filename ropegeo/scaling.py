@@ -119,12 +119,17 @@ _REQUIRED = {
 MAX_FACTOR = 1e6
 
 
+#: Smallest positive parameter accepted (factors, betas, per-pair factors): far below any real
+#: setting, and large enough that no division by it overflows.
+MIN_PARAMETER = 1e-6
+
+
 def _pos(name: str, value) -> float:
-    return v.real(name, value, greater_than=0.0)
+    return v.real(name, value, minimum=MIN_PARAMETER, maximum=MAX_FACTOR)
 
 
 def _factor(value, name: str = "factor") -> float:
-    return v.real(name, value, greater_than=0.0, maximum=MAX_FACTOR)
+    return v.real(name, value, minimum=MIN_PARAMETER, maximum=MAX_FACTOR)
 
 
 def _factors(name: str, value) -> tuple[float, ...]:
@@ -133,8 +138,10 @@ def _factors(name: str, value) -> tuple[float, ...]:
     arr = v.finite_array(name, value)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a flat, non-empty list of numbers, got shape {arr.shape}")
-    if np.any(arr <= 0):
-        raise ValueError(f"{name} must hold positive numbers; entry {int(np.argmax(arr <= 0))} is {arr[arr <= 0][0]:g}")
+    bad = (arr < MIN_PARAMETER) | (arr > MAX_FACTOR)
+    if np.any(bad):
+        raise ValueError(f"{name} must hold numbers from {MIN_PARAMETER:g} to {MAX_FACTOR:g}; "
+                         f"entry {int(np.argmax(bad))} is {arr[bad][0]:g}")
     return tuple(float(x) for x in arr)
 
 
@@ -388,6 +395,8 @@ class Scaling:
                 raise ValueError(f"{where}{key} must be a finite number, got {val!r}")
             if val < 0 or (val == 0 and not allow_zero):
                 raise ValueError(f"{where}{key} must be greater than 0, got {val!r}")
+            if not (allow_zero and val == 0) and not MIN_PARAMETER <= val <= MAX_FACTOR:
+                raise ValueError(f"{where}{key} must be from {MIN_PARAMETER:g} to {MAX_FACTOR:g}, got {val!r}")
             return float(val)
 
         def length(key, val):
@@ -483,10 +492,7 @@ class Scaling:
 
 # ------------------------------------------------------------------------------------ the rules
 def _dim(rotary_dim) -> int:
-    d = v.integer("rotary_dim", rotary_dim, minimum=2)
-    if d % 2:
-        raise ValueError(f"rotary_dim must be even, got {d}")
-    return d
+    return v.head_dim(rotary_dim, "rotary_dim")
 
 
 def linear(theta, factor: float) -> np.ndarray:
@@ -969,6 +975,8 @@ def text_table(rows) -> str:
     if not rows or not all(isinstance(r, Mapping) for r in rows):
         raise ValueError("rows must be a non-empty list of dicts")
     keys = list(rows[0])
+    if not all(isinstance(k, str) for k in keys):
+        raise ValueError("rows must have string keys (the column names)")
     if any(list(r) != keys for r in rows):
         raise ValueError("every row must have the same keys in the same order")
 

@@ -94,6 +94,20 @@ class Identity:
         return rf"$\displaystyle {sp.latex(self.lhs)} = {sp.latex(self.rhs)}$"
 
 
+def _expr(name: str, value) -> sp.Expr:
+    """A SymPy expression from a number or an expression. Strings are refused: SymPy parses them
+    with ``eval``, which would run arbitrary code."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a number or a SymPy expression, not a string (build it with sympy.symbols)")
+    try:
+        out = value if isinstance(value, sp.Basic) else sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError, ValueError):
+        out = None
+    if not isinstance(out, sp.Expr):
+        raise ValueError(f"{name} must be a number or a SymPy expression, got {value!r}")
+    return out
+
+
 def rotation_2d(angle) -> sp.Matrix:
     """The 2x2 counter-clockwise rotation matrix by ``angle`` (a SymPy expression or number).
 
@@ -107,12 +121,7 @@ def rotation_2d(angle) -> sp.Matrix:
     ValueError
         If ``angle`` cannot be turned into a SymPy expression.
     """
-    try:
-        a = sp.sympify(angle, strict=True) if not isinstance(angle, sp.Basic) else angle
-    except (sp.SympifyError, TypeError):
-        a = None
-    if not isinstance(a, sp.Expr):
-        raise ValueError(f"angle must be a number or SymPy expression, got {angle!r}")
+    a = _expr("angle", angle)
     return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
 
@@ -227,10 +236,11 @@ def block_rotation(position=None, pairs: int = 3) -> tuple[sp.Matrix, tuple]:
     Raises
     ------
     ValueError
-        If ``pairs`` is not an integer in [1, 16].
+        If ``pairs`` is not an integer in [1, 16], or ``position`` is not a number or expression
+        (strings are refused: SymPy would evaluate them as code).
     """
     pairs = _pairs(pairs)
-    pos = _m if position is None else sp.sympify(position)
+    pos = _m if position is None else _expr("position", position)
     thetas = sp.symbols(f"theta_0:{pairs}", positive=True)
     return sp.diag(*[rotation_2d(pos * t) for t in thetas]), thetas
 
@@ -388,7 +398,7 @@ def shift_change(expr, positions, shift=None):
     positions = tuple(positions)
     if not positions or not all(isinstance(p, sp.Symbol) for p in positions):
         raise ValueError("positions must be a non-empty sequence of SymPy symbols")
-    shift = _c if shift is None else sp.sympify(shift)
+    shift = _c if shift is None else _expr("shift", shift)
     moved = expr.subs({p: p + shift for p in positions}, simultaneous=True)
     diff = sp.expand(sp.powsimp(sp.expand((moved - expr).rewrite(sp.exp))))
     return sp.simplify(diff) if diff != 0 else diff

@@ -35,6 +35,9 @@ MODULE = textwrap.dedent(
 @pytest.fixture()
 def env(tmp_path):
     (tmp_path / "userrope.py").write_text(MODULE)
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "multiline_error.py").write_text("raise RuntimeError('first line\\nsecond line')\n")
+    (tmp_path / "exits_when_called.py").write_text("def f(x, p):\n    raise SystemExit(3)\n")
     e = dict(os.environ)
     e["PYTHONPATH"] = str(tmp_path) + os.pathsep + e.get("PYTHONPATH", "")
     return e
@@ -82,6 +85,10 @@ def test_json_for_a_decoder_class():
         (["userrope:good_half", "--head-dim", "7"], "head_dim must be an even integer"),
         (["userrope:good_half", "--base", "abc"], "invalid float value"),
         ([], "required"),
+        (["exits_on_import:f"], "cannot import module 'exits_on_import' (SystemExit: 0)"),
+        (["multiline_error:f"], "first line second line"),
+        (["exits_when_called:f"], "SystemExit: 3"),
+        (["userrope:good_half", "--head-dim", "2048"], "head_dim must be at most 1024"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(env, args, message):

@@ -318,7 +318,7 @@ def test_errors_in_the_probe_itself_are_not_refusals(monkeypatch):
 
 
 def test_head_dim_is_bounded():
-    with pytest.raises(ValueError, match="head_dim must be at most 2048"):
+    with pytest.raises(ValueError, match="head_dim must be at most 1024"):
         gate_a(lambda x, p: apply_rope(x, p), head_dim=65_536)
 
 
@@ -385,3 +385,24 @@ def test_infer_layout_rejects_bad_stacks(bad):
 
     with pytest.raises(ValueError, match="mats"):
         infer_layout(bad)
+
+
+def test_frequencies_above_pi_are_compared_modulo_two_pi():
+    # at integer positions theta and theta - 2 pi are the same rotation: a correct operator with
+    # a step of 4 rad per position must pass
+    r = gate_a(lambda x, p: apply_rope(x, p, scale=4.0), head_dim=16, scale=4.0)
+    assert r.passed and r.check("frequencies").passed
+
+
+def test_precision_is_not_measured_when_no_angle_is_large():
+    r = gate_a(lambda x, p: apply_rope(x, p, scale=1e-4), head_dim=16, scale=1e-4, phase_dtype="float64")
+    assert r.check("precision").passed is None and "not measured" in r.check("precision").diagnosis
+    assert "not measured: precision" in r.diagnosis
+
+
+def test_a_pair_turning_by_pi_leaves_the_layout_unmeasured_not_failed():
+    th = [np.pi, 0.5, 0.1, 0.01]
+    r = gate_a(lambda x, p: apply_rope(x, p, theta=th), head_dim=8, theta=th)
+    assert r.check("layout").passed is None and "multiple of pi" in r.check("layout").diagnosis
+    assert r.check("frequencies").passed is None and r.passed
+    assert r.diagnosis.startswith("every measured check passed; not measured: layout")

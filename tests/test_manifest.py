@@ -325,3 +325,27 @@ def test_scaling_from_dict_rejects_wrong_containers():
     with pytest.raises(ValueError, match="ignored_keys"):
         Scaling.from_dict({"rule": "linear", "factor": 2.0, "ignored_keys": 5})
     assert Scaling.from_dict({"rule": "linear", "factor": 2.0, "ignored_keys": None}).ignored_keys == ()
+
+
+def test_per_layer_type_rope_parameters_are_refused_not_ignored():
+    cfg = {"hidden_size": 4096, "num_attention_heads": 32,
+           "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8, "rope_theta": 1e6},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    with pytest.raises(ConfigError, match="one block per layer type.*full_attention, sliding_attention"):
+        read_config(cfg)
+    # one of those blocks on its own is read as usual
+    m = read_config({**cfg, "rope_parameters": cfg["rope_parameters"]["full_attention"]})
+    assert m.base == 1e6 and m.scaling.rule == "linear" and m.scaling.factor == 8
+
+
+def test_unbounded_or_pathological_files_are_refused(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    with pytest.raises(ConfigError, match="nests its JSON too deeply"):
+        read_config(deep)
+    big = tmp_path / "big.json"
+    big.write_text(" " * (2 << 20))
+    with pytest.raises(ConfigError, match="bytes"):
+        read_config(big)
+    with pytest.raises(ConfigError, match="_name_or_path must be a string"):
+        read_config({"hidden_size": 4096, "num_attention_heads": 32, "_name_or_path": 42})

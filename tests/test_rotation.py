@@ -132,3 +132,10 @@ def test_low_precision_phases_refuse_overflow_instead_of_returning_nan():
 def test_rotation_matrix_is_bounded():
     with pytest.raises(ValueError, match="head_dim must be at most 2048"):
         rotation_matrix(1.0, 2**20)
+
+
+def test_rotation_that_overflows_the_dtype_is_refused():
+    with pytest.raises(ValueError, match="x is too large to rotate in float64"):
+        apply_rope([1.5e308, 1.5e308], np.pi / 4, theta=[1.0])
+    with pytest.raises(ValueError, match="x is too large to rotate in float16"):
+        apply_rope(np.array([60_000, 60_000], dtype=np.float16), np.pi / 4, theta=[1.0])

@@ -70,3 +70,19 @@ def test_shift_matrix_validation():
         sinusoidal_shift_matrix(1, 8192)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_shift_matrix(1, 4, base=1)
+
+
+def test_symbolic_inputs_refuse_strings_which_sympy_would_evaluate(tmp_path):
+    import sympy as sp
+
+    from ropegeo.symbolic import block_rotation, rotation_2d, shift_change
+
+    marker = tmp_path / "ran"
+    code = f"__import__('pathlib').Path({str(marker)!r}).touch() or m"
+    for call in (lambda: block_rotation(code), lambda: rotation_2d(code),
+                 lambda: shift_change(sp.Symbol("m"), [sp.Symbol("m")], shift=code)):
+        with pytest.raises(ValueError, match="not a string"):
+            call()
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="position must be a number"):
+        block_rotation([])

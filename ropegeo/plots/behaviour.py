@@ -197,7 +197,7 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
     ----------
     heads : OffsetHead or sequence of OffsetHead
         One curve per head (seed), under each head's own schedule (at most
-        ``ropegeo.behaviour.MAX_SEEDS`` = 100 heads).
+        ``ropegeo.behaviour.MAX_SEEDS`` = 20 heads).
     horizon : int
         Largest displacement drawn (2 to ``ropegeo.behaviour.MAX_PROFILE_LENGTH`` = 1,000,000,
         and ``horizon * pairs`` at most ``MAX_PROFILE_CELLS``).

@@ -80,7 +80,15 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
-    pos = v.finite_array("positions", list(positions) if isinstance(positions, range) else positions)
+    if isinstance(positions, range):
+        try:
+            too_many = len(positions) > _MAX_HANDS
+        except OverflowError:
+            too_many = True
+        if too_many:
+            raise ValueError(f"positions must hold 1 to {_MAX_HANDS} positions, got a longer range")
+        positions = list(positions)
+    pos = v.finite_array("positions", positions)
     if pos.ndim != 1 or not 1 <= pos.size <= _MAX_HANDS:
         raise ValueError(f"positions must be a 1-D array of 1 to {_MAX_HANDS} positions, got shape {pos.shape}")
     m = v.real("query_position", query_position)

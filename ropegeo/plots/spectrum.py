@@ -18,6 +18,16 @@ __all__ = ["wavelength_ladder", "kernel_plot", "torus_plot", "phase_error_plot",
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
 
+def _is_pair(x) -> bool:
+    """Whether ``x`` is a sequence of exactly two items (a huge range must not overflow len)."""
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__len__") or getattr(x, "ndim", 1) != 1:
+        return False
+    try:
+        return len(x) == 2
+    except OverflowError:
+        return False
+
+
 def draw_ladder(ax, theta, train_length: float, target_length: float | None = None) -> None:
     """Draw the wavelength ladder on an existing axes (shared by the figure and the lab)."""
     lam = wavelengths(theta)
@@ -137,7 +147,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
-    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__len__") or len(pairs) != 2:
+    if not _is_pair(pairs):
         raise ValueError(f"pairs must be two pair indices (i, j), got {pairs!r}")
     i, j = (v.integer("pairs", p, minimum=0, maximum=th.size - 1) for p in pairs)
     p = np.arange(length)
@@ -165,7 +175,7 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bf
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
-    if isinstance(dtypes, (str, bytes)) or not hasattr(dtypes, "__iter__"):
+    if isinstance(dtypes, (str, bytes)) or not hasattr(dtypes, "__iter__") or getattr(dtypes, "ndim", 1) == 0:
         raise ValueError(f"dtypes must be a list of dtype names such as ('float32', 'bfloat16'), got {dtypes!r}")
     pos = np.unique(np.geomspace(1, stop, points).round())
     colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "float64": "0.4"}
@@ -216,7 +226,7 @@ def margin_plot(distances, offsets, *, pair=None) -> Figure:
         ax.set_xticks(range(off.size), [f"{o:g}" for o in off], rotation=90, fontsize=7)
         ax.set_yticks(range(off.size), [f"{o:g}" for o in off], fontsize=7)
     if pair is not None:
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+        if not _is_pair(pair):
             raise ValueError(f"pair must be two of the offsets, got {pair!r}")
         missing = [p for p in pair if not np.any(off == p)]
         if missing:
