@@ -136,3 +136,66 @@ def test_a_crashing_function_is_reported_not_raised(ex):
 
     fb = check(ex, broken)
     assert not fb and "raised IndexError" in fb.message
+
+
+# ---- odd answers get a specific one-line "not yet", never an exception -----------------------------
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "~10**400, which is far outside the range"),
+    (float("inf"), "finite"),
+    (float("nan"), "finite"),
+    ("11", "text"),
+    (True, "bool"),
+])
+def test_table_shifts_odd_answers(answer, fragment):
+    fb = check("ch01-table-shifts", answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ([float("inf")], "finite"),
+    ((float("inf"), 4), "finite"),
+    ([10**400], "far outside the range"),
+    (range(10**20), "far too many"),
+    ("4567", "text"),  # the characters of a string are not slot numbers
+    ({4: 1}, "dict"),
+    ([4.5, 5], "whole number"),
+])
+def test_causal_survivors_odd_answers(answer, fragment):
+    fb = check("ch01-causal-survivors", answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_causal_survivors_accepts_a_set():
+    assert check("ch01-causal-survivors", {4, 5, 6, 7})
+
+
+@pytest.mark.parametrize("answer", [range(10**20), [[1, 2], range(10**20)], [[1, 2, 3], [4, 5, 6]], "ab"])
+def test_shift_matrix_never_builds_a_huge_matrix(answer):
+    fb = check("ch01-shift-matrix", answer)
+    assert not fb and "2x2" in fb.message
+
+
+@pytest.mark.parametrize("ex", ["ch01-permuted-scores", "ch01-sinusoidal"])
+@pytest.mark.parametrize("returned, fragment", [
+    (10**400, "far outside the range"), ("x", "text"), (object(), "not real numbers"), (None, "None"),
+])
+def test_unreadable_results_are_named(ex, returned, fragment):
+    fb = check(ex, lambda a, b: returned)
+    assert not fb and fragment in fb.message and "what your function returned" in fb.message
+
+
+def test_shift_matrix_refuses_unbounded_or_unevaluable_entries():
+    w, k = sp.symbols("omega k")
+    n = sp.Symbol("n", integer=True)
+    c, s = sp.cos(w * k), sp.sin(w * k)
+    # a Sum over 10**9 terms would be evaluated term by term; an Integral makes lambdify raise NotImplementedError
+    fb = check("ch01-shift-matrix", sp.Matrix([[c, s], [-s, sp.Sum(sp.cos(w * n), (n, 1, 10**9))]]))
+    assert not fb and "Sum" in fb.message
+    fb = check("ch01-shift-matrix", sp.Matrix([[c, s], [-s, sp.Integral(sp.cos(w * k), (k, 0, 1))]]))
+    assert not fb and "Integral" in fb.message and "NotImplementedError" not in fb.message
+    fb = check("ch01-shift-matrix", sp.Matrix([[c, s], [-s, sp.exp(sp.exp(sp.exp(100 * w)))]]))
+    assert not fb and "\n" not in fb.message
+    fb = check("ch01-shift-matrix", sp.Matrix([[c, s], [-s, sp.expand((w + k + 1) ** 30)]]))
+    assert not fb and "far larger" in fb.message

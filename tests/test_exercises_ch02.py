@@ -207,3 +207,123 @@ def test_mystery_heads_validate():
 def test_direction_blind_placeholders():
     fb = check("ch02-direction-blind", (Ellipsis, Ellipsis))
     assert not fb and "placeholders" in fb.message
+
+
+# ---------------------------------------------------------------- odd answers
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "far outside the range"), (float("inf"), "finite"), ("-6.9", "text"), (sp.Symbol("s"), "Symbol"),
+    (np.array([SCORE]), "shape (1,)"),
+])
+def test_score_odd_answers(answer, fragment):
+    fb = check("ch02-score-by-hand", answer)
+    assert not fb and fragment in fb.message
+
+
+def test_score_accepts_numpy_and_sympy_numbers():
+    assert check("ch02-score-by-hand", np.array(SCORE))
+    assert check("ch02-score-by-hand", sp.Float(SCORE))
+
+
+def test_score_message_of_a_huge_number_is_short():
+    fb = check("ch02-score-by-hand", -1e300)
+    assert not fb and len(fb.message) < 200 and "is not the score" in fb.message
+
+
+def test_sign_flip_refuses_a_huge_expression_before_simplifying():
+    # (q1 + q2 + k1 + k2 + delta)**8 expands to 495 terms; simplifying that took minutes
+    fb = check("ch02-sign-flip", (q1 + q2 + k1 + k2 + delta) ** 8)
+    assert not fb and "far larger" in fb.message
+    fb = check("ch02-sign-flip", sp.expand((q1 + q2 + k1 + k2 + delta) ** 6))
+    assert not fb and "far larger" in fb.message
+    # an identity hidden in trigonometric functions that expand_trig would blow up before simplifying
+    x = q1 + q2 + k1 + k2 + delta + theta
+    assert "far larger" in check("ch02-sign-flip", FLIP + sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1).message
+    assert "far larger" in check("ch02-sign-flip", FLIP + sp.sin(1000 * delta) ** 2 + sp.cos(1000 * delta) ** 2 - 1).message
+    # ... while a small hidden identity is still proved
+    assert check("ch02-sign-flip", FLIP + sp.sin(3 * delta * theta) ** 2 + sp.cos(3 * delta * theta) ** 2 - 1)
+    # a long sum: many terms, each cheap
+    assert "far larger" in check("ch02-sign-flip", FLIP + sum(sp.sin(i * delta * theta) for i in range(2, 200))).message
+
+
+def test_sign_flip_accepts_an_unsimplified_derivation():
+    # the difference of the two scores straight from the rotation matrices, not simplified
+    def score(d):
+        rot = sp.Matrix([[sp.cos(d * theta), -sp.sin(d * theta)], [sp.sin(d * theta), sp.cos(d * theta)]])
+        return (sp.Matrix([[q1, q2]]) * rot * sp.Matrix([k1, k2]))[0, 0]
+
+    assert check("ch02-sign-flip", score(-delta) - score(delta))
+    assert check("ch02-sign-flip", sp.expand(score(-delta) - score(delta)))
+    assert check("ch02-sign-flip", FLIP.rewrite(sp.exp))  # the same, through complex exponentials
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (sp.Function("f")(delta), "elementary functions"),  # an undefined function has no value
+    (sp.Integral(q1, (q1, 0, 1)) * FLIP, "Integral"),  # SymPy's lambdify raises NotImplementedError on it
+    (sp.Sum(sp.sin(delta * sp.Symbol("n")), (sp.Symbol("n"), 1, 10**9)), "Sum"),  # 10**9 terms to add up
+    (FLIP / sp.sin(0 * delta), "sin and cos"),  # zoo: no finite value anywhere
+    (sp.oo, "sin and cos"),
+    (sp.exp(sp.exp(sp.exp(100 * delta))), "sin and cos"),  # float64 overflow, not a number with many digits
+    (sp.sin(10**400 * delta * theta), "far larger"),  # expand_trig would write sin(n x) with n terms
+    (sp.I * FLIP, "not equal"),  # not real
+    (FLIP + 1e-12 * q1, "exact numbers"),  # numerically close, symbolically different
+])
+def test_sign_flip_odd_expressions(answer, fragment):
+    fb = check("ch02-sign-flip", answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-3, 1.0, 1e150, 1e300])
+def test_direction_blind_is_scale_invariant(scale):
+    blind = (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-0.5, -1.0, 4.0, -2.0]))
+    visible = (np.array([1.0, 0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0, 1.0]))
+    assert check("ch02-direction-blind", (blind[0] * scale, blind[1] * scale))
+    assert check("ch02-direction-blind", (blind[0] * scale, blind[1]))
+    fb = check("ch02-direction-blind", (visible[0] * scale, visible[1] * scale))
+    assert not fb and "direction is still visible" in fb.message
+
+
+def test_direction_blind_huge_entries_are_not_a_pass():
+    # the probe: at scale 1e154 the old tolerance overflowed to inf and everything passed
+    fb = check("ch02-direction-blind", ([1e154, 0, 1e154, 0], [1e154, 0, 0, 1e154]))
+    assert not fb and "direction is still visible" in fb.message
+    assert not check("ch02-direction-blind", ([1e308, 0, 1e308, 0], [1e308, 0, 0, 1e308]))
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ((10**400, 1), "far outside"),
+    (([np.inf, 0, 0, 1], [1, 0, 0, 1]), "finite"),
+    ((["1", "0", "0", "1"], [1, 0, 0, 1]), "text"),
+    (([0, 0, 0, 0], [1, 0, 0, 1]), "zero"),
+    (range(10**20), "far too many"),
+    ("qk", "text"),
+])
+def test_direction_blind_odd_answers(answer, fragment):
+    fb = check("ch02-direction-blind", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ({"A": np.array(["routing", "value"]), "B": "healthy", "C": "value"}, "must be one of"),
+    ({1: "routing", "B": "healthy", "C": "value"}, "one verdict for each"),
+    ({"A": "routing", "B": "healthy", 3.5: "value"}, "one verdict for each"),
+    ({"A": "routing", "B": "healthy", "C": "value", "D": "value"}, "one verdict for each"),
+    ({"A": None, "B": "healthy", "C": "value"}, "must be one of"),
+])
+def test_which_defect_odd_answers(answer, fragment):
+    fb = check("ch02-which-defect", answer)
+    assert not fb and fragment in fb.message
+
+
+def test_rotate_pair_reports_a_failure_on_the_basis_check():
+    calls = []
+
+    def only_five_calls(x, angle):
+        calls.append(1)
+        if len(calls) > 5:
+            raise RuntimeError("sixth call")
+        return rotate_pair(x, angle)
+
+    fb = check("ch02-rotate-pair", only_five_calls)
+    assert not fb and "raised RuntimeError: sixth call" in fb.message

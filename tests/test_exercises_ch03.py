@@ -146,3 +146,33 @@ def test_fast_band():
     fb = check("ch03-fast-band", 5000)
     assert not fb and "between 1 and 4096" in fb.message
     assert check("ch03-fast-band", best)
+
+
+# -- odd answers: a specific one-line "not yet", never an exception ----------------------------------
+@pytest.mark.parametrize("ex", ["ch03-slow-pairs", "ch03-integer-limit", "ch03-parser-collapse", "ch03-fast-band"])
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "~10**400, which is far outside the range"),
+    (-(10**400), "far outside the range"),
+    (1e300, "far outside the range"),
+    (float("inf"), "finite"),
+    (float("nan"), "finite"),
+    ("16", "text"),
+    (2.5, "not a whole number"),
+])
+def test_whole_number_checks_refuse_odd_answers(ex, answer, fragment):
+    fb = check(ex, answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+@pytest.mark.parametrize("returned, fragment", [
+    ((10**400, (1, 2)), "far outside the range"),
+    ((float("nan"), (1, 2)), "finite"),
+    ((0.5, (10**400, 2)), "far outside the range"),
+    ((0.5, range(10**20)), "far too many"),
+    ((0.5, (1, 2, 3)), "two offsets"),
+    ((0.5, "ab"), "text"),
+    (10**400, "tuple"),
+])
+def test_margin_function_odd_results(returned, fragment):
+    fb = check("ch03-margin-function", lambda offsets, theta: returned)
+    assert not fb and fragment in fb.message and "\n" not in fb.message

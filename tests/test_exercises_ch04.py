@@ -114,3 +114,87 @@ def test_longrope_switch():
     assert "declared context" in check("ch04-longrope-switch", 131072).message
     assert "long" in check("ch04-longrope-switch", 5000).message
     assert "whole number" in check("ch04-longrope-switch", 4097.5).message
+
+
+# ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
+@pytest.mark.parametrize("ex", ["ch04-pi-step", "ch04-ntk-base"])
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "far outside the range"), (float("inf"), "finite"), (float("nan"), "finite"), ("0.03125", "text"),
+    (np.array([0.03125]), "shape (1,)"), (1j, "complex"),
+])
+def test_number_checks_refuse_odd_answers(ex, answer, fragment):
+    fb = check(ex, answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_pi_step_accepts_a_zero_d_array():
+    assert check("ch04-pi-step", np.array(4096 / 131072))
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ((10**400, 0, 0), "between 0 and 64"),
+    ((-1, 30, 35), "between 0 and 64"),
+    (range(10**20), "three pair counts"),
+])
+def test_llama3_bands_odd_answers(answer, fragment):
+    fb = check("ch04-llama3-bands", answer)
+    assert not fb and fragment in fb.message and len(fb.message) < 200
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda b, d, L, bf, bs: 1 / 0, "raised ZeroDivisionError"),
+    (lambda b, d, L, bf, bs: np.ones(3)[10], "raised IndexError"),
+    (lambda b, d: None, "raised TypeError"),
+    (lambda b, d, L, bf, bs: 10**400, "far outside the range"),
+    (lambda b, d, L, bf, bs: [10**400] * (d // 2), "far outside the range"),
+    (lambda b, d, L, bf, bs: "x", "text"),
+    (lambda b, d, L, bf, bs: object(), "not real numbers"),
+    (lambda b, d, L, bf, bs: __import__("sympy").Symbol("x"), "not real numbers"),
+    (lambda b, d, L, bf, bs: np.full(d // 2, np.nan), "pair 0"),
+])
+def test_yarn_ramp_reports_the_students_failure(fn, fragment):
+    fb = check("ch04-yarn-ramp", fn)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_yarn_ramp_recursion_is_reported():
+    def forever(*args):
+        return forever(*args)
+
+    fb = check("ch04-yarn-ramp", forever)
+    assert not fb and "raised RecursionError" in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "far outside the range"),
+    (1e20, "far outside the range"),
+    (float("inf"), "finite"),
+    ("4097", "text"),
+    (0, "at least one token"),
+])
+def test_longrope_switch_odd_answers(answer, fragment):
+    fb = check("ch04-longrope-switch", answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_longrope_switch_matrix_answer_is_one_line():
+    import sympy as sp
+
+    fb = check("ch04-longrope-switch", sp.Matrix([[1, 2], [3, 4]]))
+    assert not fb and "\n" not in fb.message and "whole number" in fb.message
+    fb = check("ch04-longrope-switch", np.ones((3, 3)))
+    assert not fb and "\n" not in fb.message
+
+
+def test_number_checks_evaluate_sympy_numbers_in_float64():
+    import sympy as sp
+
+    assert check("ch04-pi-step", sp.Rational(1, 32))
+    assert check("ch04-ntk-base", 10_000 * sp.Integer(32) ** sp.Rational(96, 94))
+    # a tower that SymPy would try to evaluate to millions of digits: float64 overflows at once
+    fb = check("ch04-ntk-base", sp.exp(sp.exp(sp.exp(100))))
+    assert not fb and "finite" in fb.message
+    n = sp.Symbol("n", integer=True)
+    fb = check("ch04-pi-step", sp.Sum(1 / n**2, (n, 1, 10**9)))
+    assert not fb and "Sum" in fb.message
+    assert "not a real number" in check("ch04-pi-step", sp.I / 32).message

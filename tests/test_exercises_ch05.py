@@ -140,3 +140,66 @@ def test_diagnose():
     assert "correct implementation" in check("ch05-diagnose", "half").message
     assert "not a catalogue name" in check("ch05-diagnose", "off by one").message
     assert "string" in check("ch05-diagnose", 1).message
+
+
+# ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
+@pytest.mark.parametrize("answer, fragment", [
+    ("3", "text"), (b"3", "text"), (3.5, "not a whole number"), (10**400, "far outside the range"),
+    (float("inf"), "finite"), (float("nan"), "finite"), (True, "bool"),
+])
+def test_padding_offset_needs_a_number(answer, fragment):
+    fb = check("ch05-padding-offset", answer)
+    assert not fb and fragment in fb.message
+
+
+def test_padding_offset_accepts_numeric_types():
+    answer = (PADDING + PROMPT) - PROMPT
+    assert check("ch05-padding-offset", float(answer))
+    assert check("ch05-padding-offset", np.int64(answer))
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ((10**400, 1), "far outside the range"),
+    ((1000, 10**400), "far outside the range"),
+    ((float("inf"), 1), "finite"),
+    (("1000", "1"), "text"),
+    (range(10**20), "far too many"),
+    ({1000: 1}, "dict"),
+    ((1000, 1, 2), "pair"),
+])
+def test_bfloat16_position_odd_answers(answer, fragment):
+    fb = check("ch05-bfloat16-position", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (range(10**20), "far too many"), ([10**400] * 8, "far outside the range"), ([np.inf] * 8, "finite"),
+    (np.ones((2, 4)), "shape (2, 4)"), ("01234567", "text"), ([0.5] * 8, "not a whole number"),
+])
+def test_permutation_odd_answers(answer, fragment):
+    fb = check("ch05-permutation", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x, p: 1 / 0, "raised ZeroDivisionError"),
+    (lambda x, p: x[100], "raised IndexError"),
+    (lambda x: x, "raised TypeError"),
+    (lambda x, p, q: x, "raised TypeError"),
+])
+def test_rope_half_reports_the_students_failure(fn, fragment):
+    fb = check("ch05-rope-half", fn)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_rope_half_recursion_is_reported():
+    def forever(x, p):
+        return forever(x, p)
+
+    fb = check("ch05-rope-half", forever)
+    assert not fb and "raised RecursionError" in fb.message
+
+
+def test_diagnose_long_name_is_shortened():
+    fb = check("ch05-diagnose", "cache\n" * 10_000)
+    assert not fb and "\n" not in fb.message and len(fb.message) <= 300

@@ -185,3 +185,66 @@ def test_learned_margin():
     near_miss = check("ch06-learned-margin", (truth[0], truth[1], equal_fast))
     assert not near_miss and "equally" in near_miss.message and "learned amplitudes" in near_miss.message
     assert f"{truth[2]:.3f}" not in near_miss.message
+
+
+# ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "far outside the range"), (float("inf"), "finite"), ("0.093", "text"), (np.ones(2), "shape (2,)"),
+])
+def test_collision_margin_odd_answers(answer, fragment):
+    fb = check("ch06-collision-margin", answer)
+    assert not fb and fragment in fb.message and "one number" in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (range(10**20), "far too many"),
+    ([10**400, 1.0, 1.0], "far outside the range"),
+    ((float("inf"), 1.0, 1.0), "finite"),
+    (("1", "2", "3"), "text"),
+    (np.ones(4), "got 4 items"),
+    ("abc", "text"),
+])
+def test_learned_margin_odd_answers(answer, fragment):
+    fb = check("ch06-learned-margin", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ({float("inf"): [1]}, "finite"),
+    ({10**400: [1]}, "far outside the range"),
+    ({256: [float("inf")], 384: [], 512: []}, "finite"),
+    ({256: range(10**20), 384: [], 512: []}, "far too many"),
+    ({256: "13", 384: [], 512: []}, "text"),
+    ({"256": [], 384: [], 512: []}, "text"),
+    ({n: [] for n in range(1000)}, "1,000 keys"),
+])
+def test_rival_seeds_odd_answers(answer, fragment):
+    fb = check("ch06-rival-seeds", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("returned, fragment", [
+    (10**400, "far outside the range"), ("x", "text"), (None, "None"), (np.full(59, np.inf), "nan or infinite"),
+    (np.full(59, 1e300), "between 0 and length - 1"),
+])
+def test_reset_winner_odd_results(returned, fragment):
+    fb = check("ch06-reset-winner", lambda head, length: returned)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x, p: 1 / 0, "raised ZeroDivisionError"),
+    (lambda x, p: x[100], "raised IndexError"),
+    (lambda x: x, "raised TypeError"),
+])
+def test_interpolated_rope_reports_the_students_failure(fn, fragment):
+    fb = check("ch06-interpolated-rope", fn)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_interpolated_rope_recursion_is_reported():
+    def forever(x, p):
+        return forever(x, p)
+
+    fb = check("ch06-interpolated-rope", forever)
+    assert not fb and "raised RecursionError" in fb.message

@@ -130,3 +130,40 @@ def test_shaw_ceiling():
     assert "between 0 and 1" in check("ch07-shaw-ceiling", 2.0).message
     assert "count how many keys" in check("ch07-shaw-ceiling", 0.01).message
     assert "one number" in check("ch07-shaw-ceiling", "1/496").message
+
+
+# ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    ((10**400, 8), "far outside the range"), ((26, float("inf")), "finite"), (("26", 8), "text"),
+    (range(10**20), "pair"), ((26, 8, 1), "pair"),
+])
+def test_t5_bucket_odd_answers(answer, fragment):
+    fb = check("ch07-t5-bucket", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (10**400, "far outside the range"), (float("inf"), "finite"), (float("nan"), "finite"), ("1/496", "text"),
+])
+def test_shaw_ceiling_odd_answers(answer, fragment):
+    fb = check("ch07-shaw-ceiling", answer)
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("returned, fragment", [
+    (10**400, "far outside the range"), (float("nan"), "finite"), (None, "NoneType"), ([0.5], "list"),
+])
+def test_alibi_mass_odd_results(returned, fragment):
+    fb = check("ch07-alibi-mass", lambda s, m, k: returned)
+    assert not fb and fragment in fb.message and "one number" in fb.message
+
+
+@pytest.mark.parametrize("returned, fragment", [
+    (10**400, "far outside the range"), ([10**400], "far outside the range"), ("x", "text"),
+    ([None], "None"), (range(10**20), "far too many"),
+])
+def test_alibi_slopes_odd_results(returned, fragment):
+    fb = check("ch07-alibi-slopes", lambda h: returned)
+    assert not fb and fragment in fb.message

@@ -6,11 +6,9 @@ reason says what is off without giving the answer away.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from . import correct, exercise, wrong
+from . import as_float_array, as_items, as_whole, call_student, correct, exercise, short, sympy_problem, wrong
 from ..attention import AttentionLayer, sinusoidal_encoding
 
 # ---- problem data shared with the notebook -------------------------------------------------
@@ -41,11 +39,9 @@ def survivor_problem():
 
 @exercise("ch01-table-shifts")
 def _table_shifts(answer):
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return wrong(f"expected a whole number of shifts, got {type(answer).__name__}")
-    if not float(answer).is_integer():
-        return wrong(f"a count of shifts is a whole number, got {answer}")
-    n = int(answer)
+    n, bad = as_whole(answer, "a whole number of shifts")
+    if bad:
+        return bad
     # brute force: shift s is valid when every position s .. s + L - 1 indexes the table
     valid = sum(1 for s in range(TABLE_ROWS + 1) if s + SEQUENCE_LENGTH - 1 <= TABLE_ROWS - 1)
     if n == valid:
@@ -63,12 +59,11 @@ def _random_scores(rng, n):
 
 def _call(fn, *args):
     """Call the student's function; return (array, None) or (None, reason)."""
-    try:
-        return np.asarray(fn(*args), dtype=np.float64), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # report, do not crash the notebook
-        return None, f"your function raised {type(exc).__name__}: {exc}"
+    out, err = call_student(fn, *args)
+    if err:
+        return None, err
+    arr, bad = as_float_array(out, "what your function returned", finite=False)
+    return (None, bad[1]) if bad else (arr, None)
 
 
 @exercise("ch01-permuted-scores")
@@ -105,9 +100,19 @@ def _permuted_scores(answer):
 def _matrix2(answer):
     import sympy as sp
 
+    # look at the shape before building a Matrix: range(10**20) or a huge nested list must not be read
+    if isinstance(answer, (sp.MatrixBase, np.ndarray)):
+        shape = tuple(answer.shape)
+    else:
+        try:
+            shape = (len(answer), *{len(row) for row in answer}) if 0 < len(answer) <= 2 else (len(answer),)
+        except (TypeError, OverflowError):
+            return None, f"expected a 2x2 SymPy Matrix in the symbols omega and k, got {type(answer).__name__}."
+    if shape != (2, 2):
+        return None, f"expected a 2x2 matrix, got shape {short(shape)}."
     try:
         M = sp.Matrix(answer)
-    except Exception:
+    except Exception:  # noqa: BLE001 - not something SymPy can read as a matrix (even NotImplementedError)
         return None, "expected a 2x2 SymPy Matrix in the symbols omega and k."
     if M.shape != (2, 2):
         return None, f"expected a 2x2 matrix, got shape {M.shape}."
@@ -121,6 +126,10 @@ def _shift_matrix(answer):
     M, err = _matrix2(answer)
     if err:
         return wrong(err)
+    for entry in M:
+        problem = sympy_problem(sp.sympify(entry), 200)
+        if problem:  # a Sum over 10**9 terms would be evaluated term by term below
+            return wrong(f"an entry of your matrix {problem}.")
     names = {s.name for s in M.free_symbols}
     if "p" in names:
         return wrong("your matrix contains p: the map must be the same at every position.")
@@ -128,7 +137,10 @@ def _shift_matrix(answer):
     if extra:
         return wrong(f"unexpected symbols {sorted(extra)}: use only omega (frequency) and k (shift).")
     by_name = {s.name: s for s in M.free_symbols}
-    f = sp.lambdify([by_name.get("omega", sp.Symbol("omega")), by_name.get("k", sp.Symbol("k"))], M, "numpy")
+    try:
+        f = sp.lambdify([by_name.get("omega", sp.Symbol("omega")), by_name.get("k", sp.Symbol("k"))], M, "numpy")
+    except Exception:  # noqa: BLE001 - SymPy cannot print it for NumPy (it may raise NotImplementedError)
+        return wrong("your matrix cannot be evaluated at numeric omega and k.")
     rng = np.random.default_rng(7)
     forward = backward = True
     for _ in range(12):
@@ -173,10 +185,16 @@ def _sinusoidal(answer):
 
 @exercise("ch01-causal-survivors")
 def _causal_survivors(answer):
-    try:
-        got = sorted({int(i) for i in answer})
-    except (TypeError, ValueError):
-        return wrong("expected a list of slot indices (integers from 0 to 7).")
+    items, bad = as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True)
+    if bad:
+        return bad
+    slots = set()
+    for item in items:
+        i, bad = as_whole(item, "slot indices as whole numbers from 0 to 7")
+        if bad:
+            return bad
+        slots.add(i)
+    got = sorted(slots)
     if any(i < 0 or i > 7 for i in got):
         return wrong("slot indices run from 0 to 7.")
     layer, x, perm = survivor_problem()

@@ -7,12 +7,14 @@ without printing the expected answer.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import sympy as sp
 
 from ..attention import copy_back_head
 from ..rotation import apply_rope, rotation_matrix
-from . import correct, exercise, wrong
+from . import as_float_array, as_items, as_number, call_student, correct, exercise, short, sympy_problem, wrong
 
 # ---- ch02-score-by-hand: the one-pair score from its two terms ------------------------------
 SCORE_Q = np.array([1.0, 2.0])
@@ -26,19 +28,13 @@ def _score(q, k, m, n, theta):
     return float(apply_rope(q, m, theta=th) @ apply_rope(k, n, theta=th))
 
 
-def _number(answer, what="a single real number"):
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return None, wrong(f"expected {what}, got {type(answer).__name__}")
-    if not np.isfinite(value):
-        return None, wrong(f"expected a finite number, got {value}")
-    return value, None
+def _fmt(x: float) -> str:
+    return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.4g}"
 
 
 @exercise("ch02-score-by-hand")
 def _check_score(answer):
-    value, bad = _number(answer)
+    value, bad = as_number(answer, "a single real number")
     if bad:
         return bad
     q, k, th, m, n = SCORE_Q, SCORE_K, SCORE_THETA, SCORE_M, SCORE_N
@@ -56,7 +52,7 @@ def _check_score(answer):
         return wrong("that is only the symmetric cosine term: the oriented sine term is missing.")
     if close(_score(q, k, m, n, np.radians(th))) or close(float(q @ k) * np.cos(np.radians((n - m) * th))):
         return wrong("theta is in radians per position; it looks like degrees were used somewhere.")
-    return wrong(f"{value:.4f} is not the score; compute q . k and q x k first, then combine them "
+    return wrong(f"{_fmt(value)} is not the score; compute q . k and q x k first, then combine them "
                  "with cos and sin of the displacement angle.")
 
 
@@ -70,17 +66,84 @@ def _flip_symbols():
 
 
 def _is_zero(expr) -> bool:
-    return sp.simplify(sp.expand_trig(sp.expand(expr))) == 0
+    expr = sp.expand(expr)
+    return sp.simplify(sp.expand_trig(expr)) == 0 or sp.simplify(expr.rewrite(sp.exp)) == 0
+
+
+#: Size bounds of a sign-flip answer (the intended expression has about 10 nodes and 2 terms):
+#: nodes of the expression tree, and terms its expansion would have. Anything larger is refused
+#: before SymPy simplifies it (simplifying a large expansion takes minutes).
+MAX_FLIP_NODES, MAX_FLIP_TERMS = 300, 64
+
+
+def _expanded_terms(expr, cap: int) -> int:
+    """An estimate (an upper bound for polynomials) of the terms of ``sp.expand(expr)``, stopped past ``cap``.
+
+    Every sub-expression is bounded too (``expand`` works inside function arguments).
+    """
+    import math
+
+    def terms(e) -> int:
+        if not e.args:
+            return 1
+        inner = [terms(a) for a in e.args]
+        if e.is_Add:
+            n = sum(inner)
+        elif e.is_Mul:
+            n = 1
+            for t in inner:
+                n = min(n * t, cap + 1)
+        elif e.is_Pow and e.exp.is_Integer and abs(int(e.exp)) >= 2 and inner[0] > 1:
+            p = abs(int(e.exp))
+            n = cap + 1 if p > cap else math.comb(inner[0] + p - 1, p)
+        elif isinstance(e, (sp.functions.elementary.trigonometric.TrigonometricFunction,
+                            sp.functions.elementary.hyperbolic.HyperbolicFunction)) and len(e.args) == 1:
+            # expand_trig: sin(a + b) doubles the terms for every summand, sin(c x) has about c terms
+            n = 1
+            for term in e.args[0].args if e.args[0].is_Add else (e.args[0],):
+                c = term.as_coeff_Mul()[0]
+                n = min(n * 2 * (min(abs(int(c)), cap + 1) if c.is_Integer and c != 0 else 1), cap + 1)
+        else:  # a power that does not multiply out, a function of several arguments
+            n = 1
+        if n > cap or max(inner) > cap:
+            raise OverflowError
+        return n
+
+    try:
+        return terms(expr)
+    except (OverflowError, RecursionError):
+        return cap + 1
+
+
+def _flip_values(expr, symbols, points):
+    """``expr`` at each point (dicts of symbol values) in float64, as complex numbers, or None without a finite value.
+
+    Evaluated with ``lambdify`` and NumPy, never in arbitrary precision: ``exp(exp(exp(100 delta)))``
+    overflows to inf at once instead of computing a number with millions of digits.
+    """
+    names = list(_FLIP_NAMES)
+    try:
+        fn = sp.lambdify([symbols[n] for n in names], expr, modules="numpy")
+        columns = [np.array([float(p[n]) for p in points]) for n in names]
+        values = np.broadcast_to(np.asarray(fn(*columns), dtype=np.complex128), (len(points),))
+    except Exception:  # noqa: BLE001 - NumPy cannot evaluate it (undefined functions; SymPy raises even
+        return None    # NotImplementedError for an Integral, which is no stub of the student's)
+    return values if np.all(np.isfinite(values)) else None
 
 
 @exercise("ch02-sign-flip")
 def _check_sign_flip(answer):
     if not isinstance(answer, sp.Expr):
         return wrong(f"expected a SymPy expression in {', '.join(_FLIP_NAMES)}, got {type(answer).__name__}")
+    problem = sympy_problem(answer, MAX_FLIP_NODES)
+    if problem is None and _expanded_terms(answer, MAX_FLIP_TERMS) > MAX_FLIP_TERMS:
+        problem = "is far larger than the answer needs: simplify it first"
+    if problem:  # refused before SymPy simplifies it (a large expansion takes minutes)
+        return wrong(f"your expression {problem}.")
     S = _flip_symbols()
     unknown = sorted(s.name for s in answer.free_symbols if s.name not in S)
     if unknown:
-        return wrong(f"the expression uses symbols {unknown}; only {', '.join(_FLIP_NAMES)} are allowed.")
+        return wrong(f"the expression uses symbols {short(unknown)}; only {', '.join(_FLIP_NAMES)} are allowed.")
     ans = answer.subs({s: S[s.name] for s in answer.free_symbols}, simultaneous=True)
     q1, q2, k1, k2, d, t = (S[name] for name in _FLIP_NAMES)
     # independent of ropegeo.symbolic: the score from the complex form Re(conj(zq) zk e^(i d t))
@@ -90,15 +153,34 @@ def _check_sign_flip(answer):
         return sp.re(sp.expand_complex(sp.conjugate(zq) * zk * sp.exp(sp.I * disp * t)))
 
     truth = s(-d) - s(d)
-    if _is_zero(ans - truth):
-        return correct("swapping the positions changes the score by exactly this oriented amount.")
-    if _is_zero(ans + truth):
+    # screen numerically at random points (fast whatever the expression); SymPy confirms a match
+    rng = np.random.default_rng(12)
+    points = [dict(zip(("q1", "q2", "k1", "k2"), rng.uniform(-2, 2, 4)), delta=rng.uniform(-4, 4),
+                   theta=rng.uniform(0.1, 2)) for _ in range(8)]
+    got = _flip_values(ans, S, points)
+    if got is None:
+        return wrong("your expression has no finite real-or-complex value at some real q, k, delta and positive "
+                     f"theta: use only {', '.join(_FLIP_NAMES)}, numbers, sin and cos.")
+    want = _flip_values(truth, S, points)
+    scale = max(1.0, float(np.max(np.abs(want))))
+
+    def same(a, b):
+        return bool(np.all(np.abs(a - b) <= 1e-9 * scale))
+
+    if same(got, want):
+        if _is_zero(ans - truth):
+            return correct("swapping the positions changes the score by exactly this oriented amount.")
+        return wrong("it is numerically very close to s(-delta) - s(delta), but SymPy does not find them equal: use "
+                     "exact numbers instead of rounded floats, write it with sin and cos, and check again.")
+    if same(got, -want):
         return wrong("right size, opposite sign: the exercise asks for s(-delta) - s(delta).")
-    if _is_zero(2 * ans - truth):
+    if same(2 * got, want):
         return wrong("half the right size: both s(delta) and s(-delta) carry the oriented term, with opposite signs.")
-    if not _is_zero(ans.subs({k1: q1, k2: q2}, simultaneous=True)):
+    at_q = _flip_values(ans, S, [dict(p, k1=p["q1"], k2=p["q2"]) for p in points])
+    if at_q is None or not same(at_q, 0):
         return wrong("it does not vanish when k = q: something symmetric in delta (a cosine part) is left in it.")
-    if not _is_zero(ans + ans.subs(d, -d)):
+    mirrored = _flip_values(ans, S, [dict(p, delta=-p["delta"]) for p in points])
+    if mirrored is None or not same(got, -mirrored):
         return wrong("it is not odd in delta, but s(-delta) - s(delta) must change sign with delta.")
     return wrong("not equal to s(-delta) - s(delta): check the oriented coefficient q1*k2 - q2*k1 and the angle.")
 
@@ -126,12 +208,12 @@ def _check_rotate_pair(fn):
         ("a (3, 4, 2) batch with (3, 4) angles", rng.normal(size=(3, 4, 2)), rng.uniform(-7, 7, size=(3, 4))),
     ]
     for label, x, angle in cases:
-        try:
-            got = np.asarray(fn(x.copy(), angle), dtype=float)
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # the student's code failed: say how, on which input
-            return wrong(f"on {label} it raised {type(exc).__name__}: {exc}")
+        out, err = call_student(fn, x.copy(), angle, what=f"on {label} it")
+        if err:  # the student's code failed: say how, on which input
+            return wrong(err)
+        got, bad = as_float_array(out, f"on {label} what it returned", finite=False)
+        if bad:
+            return bad
         want = _reference_rotate(x, angle)
         if got.shape != want.shape:
             return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
@@ -146,7 +228,13 @@ def _check_rotate_pair(fn):
         return wrong(f"on {label} the result is not the rotation of x by the angle.")
     # agree with the operator the book uses
     R = rotation_matrix(0.9, 2, theta=[1.0])
-    if not np.allclose(np.asarray(fn(np.eye(2), 0.9)), (R @ np.eye(2)).T, atol=1e-9):
+    out, err = call_student(fn, np.eye(2), 0.9, what="on the basis vectors (np.eye(2), angle 0.9) it")
+    if err:
+        return wrong(err)
+    got, bad = as_float_array(out, "on the basis vectors what it returned", finite=False)
+    if bad:
+        return bad
+    if got.shape != (2, 2) or not np.allclose(got, (R @ np.eye(2)).T, atol=1e-9):
         return wrong("it does not match ropegeo.rotation.rotation_matrix on the basis vectors.")
     return correct("your rotation agrees with R(angle) on single vectors and broadcast batches.")
 
@@ -159,35 +247,48 @@ BLIND_OFFSETS = np.arange(1, 2001, dtype=np.float64)
 
 @exercise("ch02-direction-blind")
 def _check_direction_blind(answer):
-    if isinstance(answer, tuple) and any(x is None or x is Ellipsis for x in answer):
-        return wrong("no answer yet: q and k are still placeholders.")
-    try:
-        q, k = answer
-        q = np.asarray(q, dtype=float)
-        k = np.asarray(k, dtype=float)
-    except (TypeError, ValueError):
+    items, bad = as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64)
+    if bad:
+        return bad
+    if len(items) != 2:
         return wrong("expected a pair (q, k) of two arrays of shape (4,)")
+    q, bad = as_float_array(items[0], "q", finite=False)
+    if bad:
+        return bad
+    k, bad = as_float_array(items[1], "k", finite=False)
+    if bad:
+        return bad
     if q.shape != (BLIND_HEAD_DIM,) or k.shape != (BLIND_HEAD_DIM,):
         return wrong(f"q and k must both have shape (4,), got {q.shape} and {k.shape}")
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k))):
         return wrong("q and k must be finite")
+    # the verdict does not depend on the scale of q or k: judge the unit vectors (scaled by their
+    # largest entry first, so that no square overflows or underflows)
+    units = {}
     for name, x in (("q", q), ("k", k)):
+        top = float(np.max(np.abs(x)))
+        if top == 0.0:
+            return wrong(f"{name} is zero: every pair must carry content.")
+        x = x / top
+        units[name] = x = x / np.linalg.norm(x)
         for i in range(2):
             if np.hypot(x[2 * i], x[2 * i + 1]) < 1e-6:
                 return wrong(f"pair {i} of {name} (coordinates {2 * i}, {2 * i + 1}) is zero: every pair must carry content.")
-    cos_qk = abs(q @ k) / (np.linalg.norm(q) * np.linalg.norm(k))
+    q, k = units["q"], units["k"]
+    cos_qk = abs(q @ k)
     if cos_qk > 1 - 1e-6:
         return wrong("q and k are parallel as 4-vectors: that case is easy; find a pair that is not.")
     d = BLIND_OFFSETS
     forward = apply_rope(np.broadcast_to(k, (d.size, 4)), d, base=BLIND_BASE) @ q
     backward = apply_rope(np.broadcast_to(k, (d.size, 4)), -d, base=BLIND_BASE) @ q
     gap = np.abs(forward - backward)
-    tol = 1e-9 * np.linalg.norm(q) * np.linalg.norm(k)
-    if np.all(gap <= tol):
+    if not np.all(np.isfinite(gap)):
+        return wrong("the scores of q and k are not finite numbers; choose moderate entries.")
+    if np.all(gap <= 1e-9):  # q and k are unit vectors: an absolute tolerance is a relative one
         return correct("the score is the same at +delta and -delta for every displacement tested.")
     worst = int(np.argmax(gap))
-    return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores at +delta and -delta "
-                 f"differ by {gap[worst]:.3g}.")
+    return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores of the unit vectors q/|q| and "
+                 f"k/|k| at +delta and -delta differ by {gap[worst]:.3g}.")
 
 
 # ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------
@@ -224,9 +325,11 @@ def _check_which_defect(answer):
     if not isinstance(answer, dict):
         return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ...}}, got {type(answer).__name__}")
     names = sorted(_HEAD_ASSIGNMENT)
-    if sorted(answer) != names:
-        return wrong(f"give one verdict for each head {names}, got keys {sorted(map(str, answer))}")
-    bad = [h for h in names if answer[h] not in VERDICTS]
+    if len(answer) != len(names) or not all(isinstance(key, str) and key in names for key in answer):
+        keys = ", ".join(short(key, 20) for key in itertools.islice(answer, 6)) + (", ..." if len(answer) > 6 else "")
+        return wrong(f"give one verdict for each head {names}, got keys [{keys}]")
+    answer = {str(key): value for key, value in answer.items()}
+    bad = [h for h in names if not isinstance(answer[h], str) or answer[h] not in VERDICTS]
     if bad:
         return wrong(f"each verdict must be one of {list(VERDICTS)}; head(s) {bad} are not")
     if sorted(answer.values()) != sorted(VERDICTS):

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 
 import numpy as np
 
-from . import correct, exercise, wrong
+from . import as_items, as_number, as_whole, call_student, correct, exercise, wrong
 from ..frequencies import frequencies, slow_pairs
 from ..margins import difference_distance, separation_margin
 
 
 def _as_int(answer, what: str):
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return None, wrong(f"give {what} as a single integer, got {type(answer).__name__}")
-    if not math.isfinite(float(answer)) or float(answer) != int(answer):
-        return None, wrong(f"give {what} as a whole number, got {answer!r}")
-    return int(answer), None
+    return as_whole(answer, f"{what} as a single whole number")
 
 
 # -- compute -----------------------------------------------------------------------------------
@@ -80,20 +75,26 @@ def margin_function_check(fn):
         return wrong("pass the function itself, margin, not its result.")
     for offsets, theta in _CASES:
         ref = separation_margin(offsets, theta)
-        try:
-            out = fn(list(offsets), np.array(theta))
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # report, do not crash the student's notebook
-            return wrong(f"your function raised {type(exc).__name__}: {exc} (offsets {offsets[:5]}...)")
+        out, err = call_student(fn, list(offsets), np.array(theta))
+        if err:  # report, do not crash the student's notebook
+            return wrong(f"{err} (offsets {offsets[:5]}...)")
         if not isinstance(out, tuple) or len(out) != 2:
             return wrong("return a tuple (margin, (a, b)).")
         m, pair = out
-        try:
-            m = float(m)
-            a, b = (float(p) for p in pair)
-        except (TypeError, ValueError):
-            return wrong("the margin must be a number and the pair two offsets.")
+        m, bad = as_number(m, "the margin as one finite number")
+        if bad:
+            return bad
+        pair, bad = as_items(pair, "the pair as two offsets (a, b)", max_items=16)
+        if bad:
+            return bad
+        if len(pair) != 2:
+            return wrong(f"the pair must hold two offsets (a, b), got {len(pair)} items.")
+        a, bad = as_number(pair[0], "each offset of the pair as a finite number")
+        if bad:
+            return bad
+        b, bad = as_number(pair[1], "each offset of the pair as a finite number")
+        if bad:
+            return bad
         pairs = len(theta)
         if math.isclose(m, ref.margin * math.sqrt(pairs), rel_tol=1e-6) and pairs > 1:
             return wrong(f"your distances are {math.sqrt(pairs):.3g} times too large: weight each pair by 1/pairs.")

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from . import correct, exercise, wrong
+from . import as_float_array, as_number, as_whole, call_student, correct, exercise, wrong
 from ..frequencies import frequencies
 
 #: the chapter's bench
@@ -20,12 +20,7 @@ FACTOR = TARGET / TRAIN
 
 
 def _number(answer, what: str):
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return None, wrong(f"expected {what} as a number, got {type(answer).__name__}")
-    x = float(answer)
-    if not math.isfinite(x):
-        return None, wrong(f"expected a finite number, got {x}")
-    return x, None
+    return as_number(answer, f"{what} as a number")
 
 
 def _close(x: float, y: float, rel: float = 1e-9) -> bool:
@@ -59,6 +54,8 @@ def _llama3_bands(answer):
     if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in answer):
         return wrong("each count must be a whole number of pairs (int).")
     keep, div, blend = map(int, answer)
+    if not all(0 <= c <= 64 for c in (keep, div, blend)):
+        return wrong("each count lies between 0 and 64: Llama-3.1-8B's heads have 64 rotary pairs.")
     theta = frequencies(128, 500_000.0)
     lam = 2 * math.pi / theta
     want = (int(np.sum(lam < 8192 / 4)), int(np.sum(lam > 8192 / 1)), int(np.sum((lam >= 2048) & (lam <= 8192))))
@@ -119,9 +116,14 @@ def _yarn_ramp(answer):
     if not callable(answer):
         return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow).")
     for base, d, L, bf, bs in _YARN_CASES:
-        got = np.asarray(answer(base, d, L, bf, bs), dtype=np.float64)
-        want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs)
         where = f"(base={base:g}, rotary_dim={d}, original_length={L}, beta_fast={bf:g}, beta_slow={bs:g})"
+        out, err = call_student(answer, base, d, L, bf, bs)
+        if err:
+            return wrong(f"for {where} {err}")
+        got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
+        if bad:
+            return bad
+        want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs)
         if got.shape != want.shape:
             return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
         if np.allclose(got, want, atol=1e-9):
@@ -135,25 +137,24 @@ def _yarn_ramp(answer):
         if np.allclose(got, _ramp_in_exponent(base, d, L, bf, bs), atol=1e-9):
             return wrong(f"for {where} your ramp ends are twice the pair index: you solved for 2i, the exponent's "
                          "numerator; the ramp runs over the pair index i = d ln(L / 2 pi r) / (2 ln B).")
-        bad = int(np.argmax(np.abs(got - want) > 1e-9))
+        bad = int(np.argmax(~np.isclose(got, want, rtol=0.0, atol=1e-9)))
         return wrong(f"for {where} the weight of pair {bad} is off; find the pair index where a pair turns r times over L.")
     return correct("your ramp matches YaRN's on every test case.")
 
 
 @exercise("ch04-longrope-switch")
 def _longrope_switch(answer):
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
-        if isinstance(answer, numbers.Real) and float(answer).is_integer():
-            answer = int(answer)
-        else:
-            return wrong(f"expected a sequence length (a whole number), got {answer!r}")
+    n, bad = as_whole(answer, "a sequence length (a whole number)")
+    if bad:
+        return bad
+    if n < 1:
+        return wrong(f"a sequence holds at least one token, got {n}.")
     from ..manifest import load_model
 
     m = load_model("phi-3-mini-128k-instruct")
     short = m.theta(None)
     # brute force around the plausible range: the first length whose frequencies differ
-    want = next(n for n in range(1, 2 * TRAIN + 2) if not np.array_equal(m.theta(n), short))
-    n = int(answer)
+    want = next(length for length in range(1, 2 * TRAIN + 2) if not np.array_equal(m.theta(length), short))
     if n == want:
         return correct(f"{n:,}: up to the original length the short factors apply; one token more switches to the long ones.")
     if n == want - 1:

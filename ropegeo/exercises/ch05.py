@@ -12,7 +12,7 @@ import numpy as np
 from ..broken import CATALOGUE, CacheOffByOne
 from ..gate_a import GateAError, gate_a
 from ..rotation import pairing_permutation
-from . import correct, exercise, wrong
+from . import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 
 __all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT"]
 
@@ -23,16 +23,22 @@ PERM_DIM = 8
 
 @exercise("ch05-permutation")
 def _check_permutation(answer):
-    try:
-        perm = np.asarray(answer)
-    except Exception:
-        return wrong(f"expected an array of {PERM_DIM} integer indices, got {type(answer).__name__}")
-    if perm.shape != (PERM_DIM,):
-        return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape {perm.shape}")
-    if not np.issubdtype(perm.dtype, np.integer):
-        if not (np.issubdtype(perm.dtype, np.floating) and np.all(perm == np.round(perm))):
-            return wrong("indices must be integers")
-        perm = perm.astype(int)
+    if isinstance(answer, (str, bytes)):
+        return wrong(f"expected an array of {PERM_DIM} integer indices, got the text {short(answer)}")
+    if isinstance(answer, np.ndarray) and answer.ndim != 1:
+        return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape {answer.shape}")
+    items, bad = as_items(answer, f"an array of {PERM_DIM} integer indices", max_items=4096)
+    if bad:
+        return bad
+    if len(items) != PERM_DIM:
+        return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
+    perm = []
+    for item in items:
+        i, bad = as_whole(item, "indices as integers", limit=10**6)
+        if bad:
+            return bad
+        perm.append(i)
+    perm = np.array(perm)
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
     truth = pairing_permutation(PERM_DIM, source="interleaved", target="half")
@@ -54,12 +60,17 @@ BF16_POSITION = 1001
 def _check_bf16(answer):
     import ml_dtypes
 
-    try:
-        rounded, cost = (float(a) for a in answer)
-    except (TypeError, ValueError):
+    items, bad = as_items(answer, "a pair (rounded_position, phase_cost_in_radians)", max_items=64)
+    if bad:
+        return bad
+    if len(items) != 2:
         return wrong("expected a pair (rounded_position, phase_cost_in_radians)")
-    if not (np.isfinite(rounded) and np.isfinite(cost)):
-        return wrong("both numbers must be finite")
+    rounded, bad = as_number(items[0], "the rounded position as a finite number")
+    if bad:
+        return bad
+    cost, bad = as_number(items[1], "the phase cost as a finite number (radians)")
+    if bad:
+        return bad
     p = BF16_POSITION
     truth = float(np.array(p, dtype=np.float64).astype(ml_dtypes.bfloat16))
     cost_truth = abs(p - truth) * 1.0  # the fastest pair turns 1 rad per position
@@ -87,10 +98,9 @@ PROMPT = 5
 
 @exercise("ch05-padding-offset")
 def _check_padding(answer):
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return wrong(f"expected a number of positions, got {type(answer).__name__}")
+    value, bad = as_whole(answer, "a number of positions (a whole number)")
+    if bad:
+        return bad
     # prefill ids from the mask: real tokens 0..PROMPT-1; decode id from the cache length with pads
     correct_pos = PROMPT
     given_pos = PADDING + PROMPT
@@ -115,7 +125,10 @@ def _check_padding(answer):
 def _check_rope_half(answer):
     if not callable(answer):
         return wrong(f"expected a function rope_half(x, positions), got {type(answer).__name__}")
-    answer(np.zeros((2, 16)), np.arange(2))  # a stub raises NotImplementedError here
+    # a stub raises NotImplementedError here (Gate A would count it as a refusal)
+    _, err = call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))")
+    if err:
+        return wrong(err)
     try:
         for d in (16, 64):
             rep = gate_a(answer, head_dim=d, pairing="half")
@@ -162,7 +175,7 @@ def _check_diagnose(answer):
         return wrong(f"expected the name of a catalogue entry as a string, got {type(answer).__name__}")
     name = answer.strip().lower()
     if name not in CATALOGUE:
-        return wrong(f"{answer!r} is not a catalogue name; the names are: {', '.join(CATALOGUE)}")
+        return wrong(f"{short(answer)} is not a catalogue name; the names are: {', '.join(CATALOGUE)}")
     if name == _MYSTERY_NAME:
         return correct("the new token lands one past the cache: a defect in the decoding path only.")
     guess = CATALOGUE[name]

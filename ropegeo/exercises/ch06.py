@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import correct, exercise, wrong
+from . import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
 
 __all__ = ["COLLISION_OFFSETS", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
 
@@ -21,13 +21,7 @@ INTERPOLATION_FACTOR = 4.0
 
 
 def _number(answer, what: str):
-    try:
-        x = float(answer)
-    except (TypeError, ValueError):
-        return None, wrong(f"expected one number ({what}), got {type(answer).__name__}")
-    if not math.isfinite(x):
-        return None, wrong(f"{what} must be a finite number")
-    return x, None
+    return as_number(answer, f"one number ({what})")
 
 
 # ---- ch06-collision-margin ------------------------------------------------------------------
@@ -82,17 +76,19 @@ def _check_reset(answer):
     for seed, d, off, length in _RESET_CASES:
         head = _head(seed, d, off, 64)
         truth = evaluate(head, length, query_reset=True).winner_position
-        try:
-            got = np.asarray(answer(head, length))
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # the student's function failed: say how
-            return wrong(f"reset_winners raised {type(exc).__name__}: {exc}")
+        out, err = call_student(answer, head, length, what="reset_winners")
+        if err:  # the student's function failed: say how
+            return wrong(err)
+        got, bad = as_float_array(out, "what reset_winners returned")
+        if bad:
+            return bad
         if got.shape != truth.shape:
             return wrong(f"expected one key position per query m = offset .. length-1, i.e. shape {truth.shape}, "
                          f"got {got.shape}")
-        if not np.issubdtype(got.dtype, np.number) or not np.all(got == np.round(got)):
+        if not np.all(got == np.round(got)):
             return wrong("key positions must be integers")
+        if np.any(got < 0) or np.any(got >= length):
+            return wrong(f"key positions lie between 0 and length - 1 = {length - 1}")
         got = got.astype(np.int64)
         if np.array_equal(got, truth):
             continue
@@ -119,7 +115,10 @@ def _check_interpolated(answer):
 
     if not callable(answer):
         return wrong(f"expected a function my_rope(x, positions), got {type(answer).__name__}")
-    answer(np.zeros((2, 64)), np.arange(2))  # a stub's NotImplementedError surfaces here
+    # a stub's NotImplementedError surfaces here (Gate A would count it as a refusal)
+    _, err = call_student(answer, np.zeros((2, 64)), np.arange(2), what="my_rope(np.zeros((2, 64)), np.arange(2))")
+    if err:
+        return wrong(err)
     declared = RopeManifest(head_dim=64, base=10_000.0, pairing="interleaved", phase_dtype="float32",
                             scaling={"rule": "linear", "factor": INTERPOLATION_FACTOR})
     try:
@@ -145,10 +144,24 @@ def _rival_truth():
 def _check_rivals(answer):
     if not isinstance(answer, dict):
         return wrong(f"expected a dict length -> list of seeds, got {type(answer).__name__}")
-    try:
-        got = {int(k): [int(s) for s in val] for k, val in answer.items()}
-    except (TypeError, ValueError):
-        return wrong("keys must be lengths and values lists of integer seeds")
+    if len(answer) > 64:
+        return wrong(f"expected exactly the lengths {', '.join(map(str, RIVAL_LENGTHS))} as keys, "
+                     f"got {len(answer):,} keys")
+    got = {}
+    for key, val in answer.items():
+        n, bad = as_whole(key, "each key as a length (a whole number)")
+        if bad:
+            return bad
+        items, bad = as_items(val, f"a list of integer seeds for length {n}", max_items=64)
+        if bad:
+            return bad
+        seeds = []
+        for item in items:
+            seed, bad = as_whole(item, f"the seeds for length {n} as whole numbers")
+            if bad:
+                return bad
+            seeds.append(seed)
+        got[n] = seeds
     if set(got) != set(RIVAL_LENGTHS):
         return wrong(f"expected exactly the lengths {', '.join(map(str, RIVAL_LENGTHS))} as keys")
     for n, seeds in got.items():
@@ -198,12 +211,17 @@ def _equal_fast_margin() -> float:
 
 @exercise("ch06-learned-margin")
 def _check_learned(answer):
-    try:
-        vals = [float(a) for a in answer]
-    except (TypeError, ValueError):
-        return wrong("expected three numbers: (equal, learned, fast)")
-    if len(vals) != 3 or not all(math.isfinite(x) for x in vals):
-        return wrong("expected three finite numbers: (equal, learned, fast)")
+    items, bad = as_items(answer, "three numbers: (equal, learned, fast)", max_items=64)
+    if bad:
+        return bad
+    if len(items) != 3:
+        return wrong(f"expected three numbers: (equal, learned, fast), got {len(items)} items")
+    vals = []
+    for item in items:
+        x, bad = as_number(item, "three finite numbers: (equal, learned, fast)")
+        if bad:
+            return bad
+        vals.append(x)
     truth, _, _ = _margin_truth()
     ok = [abs(a - b) <= 1e-6 for a, b in zip(vals, truth)]
     if all(ok):

@@ -7,11 +7,10 @@ reason says what is off without giving the answer away.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from . import correct, exercise, wrong
+from . import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
 from ..attention import alibi_slopes, t5_bucket
 
 # ---- problem data shared with the notebook -------------------------------------------------
@@ -23,20 +22,7 @@ T5_BUCKETS, T5_MAX_DISTANCE, T5_DISTANCE = 32, 128, 60
 SHAW_K, SHAW_LENGTH, SHAW_DISTANCE = 16, 512, 40
 
 
-def _whole(x) -> int | None:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(float(x)):
-        return None
-    return int(x) if float(x).is_integer() else None
-
-
-def _call(fn, *args):
-    """Call the student's function; return (value, None) or (None, reason)."""
-    try:
-        return fn(*args), None
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # report, do not crash the notebook
-        return None, f"your function raised {type(exc).__name__}: {exc}"
+_call = call_student  # (value, None), or (None, reason) when the student's function raised
 
 
 # ---- checks --------------------------------------------------------------------------------
@@ -44,13 +30,16 @@ def _call(fn, *args):
 
 @exercise("ch07-t5-bucket")
 def _t5_bucket(answer):
-    try:
-        bucket, count = answer
-    except (TypeError, ValueError):
+    items, _ = as_items(answer, "a pair (bucket, count)", max_items=64)
+    if items is None or len(items) != 2:
         return wrong("expected a pair (bucket, count): the bucket index and how many distances share it.")
-    b, c = _whole(bucket), _whole(count)
-    if b is None or c is None:
-        return wrong("both the bucket and the count are whole numbers.")
+    bucket, count = items
+    b, bad = as_whole(bucket, "the bucket and the count as whole numbers")
+    if bad:
+        return bad
+    c, bad = as_whole(count, "the bucket and the count as whole numbers")
+    if bad:
+        return bad
     n = np.arange(1, 4 * T5_MAX_DISTANCE)
     buckets = t5_bucket(-n, bidirectional=False, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)
     want_b = int(buckets[T5_DISTANCE - 1])
@@ -86,10 +75,9 @@ def _alibi_mass(answer):
         got, err = _call(answer, slope, m, k)
         if err:
             return wrong(err)
-        try:
-            got = float(got)
-        except (TypeError, ValueError):
-            return wrong("your function must return one number (a probability).")
+        got, bad = as_number(got, "your function to return one number (a probability)")
+        if bad:
+            return bad
         want = _alibi_mass_reference(slope, m, k)
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15):
             continue
@@ -115,10 +103,10 @@ def _alibi_slopes(answer):
         got, err = _call(answer, h)
         if err:
             return wrong(err)
-        try:
-            got = np.asarray(got, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            return wrong(f"for H = {h} heads your function did not return numbers.")
+        got, bad = as_float_array(got, f"for H = {h} heads what your function returned", finite=False)
+        if bad:
+            return bad
+        got = got.reshape(-1)
         want = alibi_slopes(h)
         if got.shape != want.shape:
             return wrong(f"for H = {h} heads expected {h} slopes, got {got.size}.")
@@ -139,9 +127,9 @@ def _alibi_slopes(answer):
 
 @exercise("ch07-shaw-ceiling")
 def _shaw_ceiling(answer):
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not math.isfinite(float(answer)):
-        return wrong("expected one number: the largest attention the key can receive.")
-    x = float(answer)
+    x, bad = as_number(answer, "one number: the largest attention the key can receive")
+    if bad:
+        return bad
     keys = SHAW_LENGTH - 1  # the last query sees every earlier slot
     # brute force: distances 1 .. keys, those at or beyond K share the clipped vector of K
     shared = sum(1 for dist in range(1, keys + 1) if min(dist, SHAW_K) == min(SHAW_DISTANCE, SHAW_K))
