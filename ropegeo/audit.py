@@ -815,6 +815,9 @@ def add_report_subcommand(sub) -> None:
     p.add_argument("--gate-c", action="store_true", help="also run Gate C (trains toy heads: seconds)")
     p.add_argument("--seeds", type=int, default=1, help="Gate C seeds (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--layer-type", default=None, metavar="TYPE",
+                   help="the layer type to audit when the configuration's rope_parameters holds one block per "
+                   "layer type (e.g. full_attention for Gemma 3)")
     p.set_defaults(func=run_report_subcommand)
 
 
@@ -829,6 +832,15 @@ def run_report_subcommand(args) -> int:
         manifest = args.manifest
     elif args.manifest is not None:
         raise ValueError("--manifest declares a MODULE:FUNCTION target; a configuration declares itself")
+    if args.layer_type is not None:
+        from .manifest import resolve
+
+        if isinstance(target, str) and ":" not in target:
+            target = resolve(target, layer_type=args.layer_type)
+        elif manifest is not None:
+            manifest = resolve(manifest, layer_type=args.layer_type)
+        else:
+            raise ValueError("--layer-type picks a block of a configuration; give a config (or --manifest)")
     offsets = None if args.offsets is None else parse_offsets(args.offsets)
     seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
     report = audit(target, offsets, manifest=manifest, train_length=args.train_length,

@@ -46,13 +46,17 @@ def _add_audit(sub) -> None:
                    help="audit a model: a config.json path or a shipped name (e.g. llama-3.1-8b); "
                    "--head-dim, --base, --train-length, --interpolate, --pairing and --rotary-dim then come from it, "
                    "--target-length defaults to the context it is built for, and --top to 3")
+    p.add_argument("--layer-type", default=None, metavar="TYPE",
+                   help="with --config: the layer type to audit when rope_parameters holds one block per layer "
+                   "type (e.g. full_attention or sliding_attention for Gemma 3)")
     p.set_defaults(func=_run_audit)
 
 
 def _run_config_audit(args) -> int:
     from .manifest import config_audit, resolve
 
-    report = config_audit(resolve(args.config), args.target_length, search_limit=args.search_limit,
+    report = config_audit(resolve(args.config, layer_type=args.layer_type), args.target_length,
+                          search_limit=args.search_limit,
                           top=3 if args.top is None else args.top)
     print(report.to_json(indent=2) if args.json else report.table())
     return 0
@@ -63,6 +67,8 @@ def _run_audit(args) -> int:
 
     if args.config is not None:
         return _run_config_audit(args)
+    if args.layer_type is not None:
+        raise ValueError("--layer-type applies to --config only")
     if args.target_length is None:
         args.target_length = 32768
     if args.top is None:

@@ -282,7 +282,8 @@ def _positive_real(cfg: Mapping, key: str, where: str = "", *, greater_than: flo
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def read_config(config, *, name: str | None = None, source: str | None = None) -> RopeManifest:
+def read_config(config, *, name: str | None = None, source: str | None = None,
+                layer_type: str | None = None) -> RopeManifest:
     """Build a manifest from a Hugging Face style ``config.json``.
 
     Parameters
@@ -291,6 +292,11 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
         The parsed configuration, or the path of a JSON file holding it.
     name, source : str, optional
         Labels stored in the manifest (default: ``config["_name_or_path"]`` / the path).
+    layer_type : str, optional
+        For a configuration whose ``rope_parameters`` holds one block per layer type (the
+        transformers 5 layout of models such as Gemma 3: ``{"full_attention": {...},
+        "sliding_attention": {...}}``), the layer type whose rotary operator to read. Required
+        for such configurations, refused for the others.
 
     Returns
     -------
@@ -349,13 +355,21 @@ def read_config(config, *, name: str | None = None, source: str | None = None) -
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
     params_block = cfg.get("rope_parameters")
-    if isinstance(params_block, Mapping) and params_block and all(isinstance(b, Mapping) for b in params_block.values()):
+    per_layer = (isinstance(params_block, Mapping) and bool(params_block)
+                 and all(isinstance(b, Mapping) for b in params_block.values()))
+    if per_layer:
         # transformers >= 5 may key rope_parameters by layer type (Gemma 3: full / sliding attention)
-        raise ConfigError(
-            "rope_parameters holds one block per layer type (" + ", ".join(map(str, params_block)) + "); "
-            "ropegeo audits one rotary operator at a time: pass a config whose rope_parameters is the block of "
-            "the layer type to audit"
-        )
+        types = ", ".join(map(str, params_block))
+        if layer_type is None:
+            raise ConfigError(f"rope_parameters holds one block per layer type ({types}); ropegeo audits one "
+                              "rotary operator at a time: choose one with layer_type (--layer-type)")
+        if not isinstance(layer_type, str) or layer_type not in params_block:
+            raise ConfigError(f"layer_type must be one of {types}, got {layer_type!r}")
+        cfg = {**cfg, "rope_parameters": params_block[layer_type]}
+        name = name or f"{cfg.get('_name_or_path') or cfg.get('name') or 'config'} ({layer_type})"
+    elif layer_type is not None:
+        raise ConfigError(f"layer_type {layer_type!r} was given, but this config has a single rope block "
+                          "(layer_type is only for rope_parameters keyed by layer type)")
 
     # --- base
     params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), Mapping) else None
@@ -687,8 +701,10 @@ def config_audit(
     )
 
 
-def resolve(name_or_path) -> RopeManifest:
+def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
     """A shipped model name (see :func:`shipped_models`) or the path of a ``config.json``.
+
+    ``layer_type`` is passed to :func:`read_config` (for configurations keyed by layer type).
 
     Raises
     ------
@@ -701,10 +717,13 @@ def resolve(name_or_path) -> RopeManifest:
     if not text.strip():
         raise ConfigError(f"config is empty; give a config.json path or one of: {', '.join(shipped_models())}")
     if text.strip().lower() in shipped_models():
+        if layer_type is not None:
+            raise ConfigError(f"layer_type {layer_type!r} was given, but the shipped model {text!r} has a single "
+                              "rope block")
         return load_model(text)
     p = Path(text)
     if not p.exists():
         raise ConfigError(
             f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}"
         )
-    return read_config(p)
+    return read_config(p, layer_type=layer_type)

@@ -117,3 +117,19 @@ def test_top_defaults(capsys):
     assert len(run_json(capsys, "--config", "llama-3.1-8b", "--top", "1")["top_offsets"]) == 1
     assert main(["audit", "--head-dim", "8", "--target-length", "7000", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["top_offsets"]) == 1
+
+
+def test_layer_type_selects_a_block(tmp_path, capsys):
+    cfg = {"_name_or_path": "layered", "hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 32768,
+           "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e6},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["audit", "--config", str(path), "--layer-type", "full_attention", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["manifest"]["base"] == 1e6 and out["manifest"]["scaling"]["rule"] == "linear"
+    assert main(["audit", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "--layer-type" in err and err.count("\n") == 1
+    assert main(["audit", "--layer-type", "full_attention"]) == 2
+    assert "applies to --config only" in capsys.readouterr().err

@@ -333,9 +333,18 @@ def test_per_layer_type_rope_parameters_are_refused_not_ignored():
                                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     with pytest.raises(ConfigError, match="one block per layer type.*full_attention, sliding_attention"):
         read_config(cfg)
-    # one of those blocks on its own is read as usual
+    # one of those blocks on its own is read as usual, and layer_type picks the same block
     m = read_config({**cfg, "rope_parameters": cfg["rope_parameters"]["full_attention"]})
     assert m.base == 1e6 and m.scaling.rule == "linear" and m.scaling.factor == 8
+    full = read_config(cfg, layer_type="full_attention")
+    assert (full.base, full.scaling.factor) == (1e6, 8) and full.name.endswith("(full_attention)")
+    np.testing.assert_array_equal(full.theta(), m.theta())
+    sliding = read_config(cfg, layer_type="sliding_attention")
+    assert sliding.base == 1e4 and sliding.scaling is None
+    with pytest.raises(ConfigError, match="layer_type must be one of full_attention, sliding_attention"):
+        read_config(cfg, layer_type="global")
+    with pytest.raises(ConfigError, match="single rope block"):
+        read_config({"hidden_size": 4096, "num_attention_heads": 32}, layer_type="full_attention")
 
 
 def test_unbounded_or_pathological_files_are_refused(tmp_path):
