@@ -50,11 +50,11 @@ def real(
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if greater_than is not None and not value > greater_than:
-        raise ValueError(f"{name} must be greater than {greater_than:g}, got {value:g}")
+        raise ValueError(f"{name} must be greater than {greater_than:.10g}, got {value:.10g}")
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum:g}, got {value:g}")
+        raise ValueError(f"{name} must be at least {minimum:.10g}, got {value:.10g}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum:g}, got {value:g}")
+        raise ValueError(f"{name} must be at most {maximum:.10g}, got {value:.10g}")
     return value
 
 

@@ -855,9 +855,9 @@ def gate_a(
             ratio = np.abs(theta_hat) / ref
             if np.ptp(ratio) <= 1e-6 * ratio.mean():
                 r = float(ratio.mean())
-                msg = (f"every frequency is {r:.4g} times the declared one: the implementation scales positions "
-                       f"by {r * scale:.4g} where {scale:g} is declared (a position interpolation applied or "
-                       "forgotten on one side of the declaration)")
+                msg = (f"every frequency is {r:.4g} times the declared one: positions advance {r:.4g} times as "
+                       "fast as declared (a position interpolation forgotten, applied twice, or applied on one "
+                       "side of the declaration only)")
             elif fit is not None and fit[2] < 1e-3 and theta is None:
                 b_hat, s_hat, _ = fit
                 if abs(b_hat / base - 1.0) > 1e-3:

@@ -28,8 +28,8 @@ MAX_SEARCH_WORK = 2**36
 MAX_OFFSET = 2**53
 #: Largest ``top`` of :func:`near_collisions`.
 MAX_TOP = 10_000
-#: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (1 GiB of float64).
-MAX_BRUTE_CELLS = 2**27
+#: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (256 MiB of float64).
+MAX_BRUTE_CELLS = 2**25
 # per-offset cost of the search besides the pairs (selection, bookkeeping), in pair units
 _OFFSET_OVERHEAD = 16
 
@@ -195,7 +195,7 @@ def brute_force_kernel_max(theta, start: int, stop: int, scale: float = 1.0) -> 
 
     This is the seed article's approach; kept for the benchmark and the tests. It builds the full
     offsets-by-pairs matrix, so the range times the pairs is limited to ``MAX_BRUTE_CELLS``
-    (2**27, 1 GiB); use :func:`near_collisions` for anything larger.
+    (2**25, 256 MiB); use :func:`near_collisions` for anything larger.
     """
     theta = v.frequencies(theta)
     scale = v.real("scale", scale)

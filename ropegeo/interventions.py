@@ -75,8 +75,9 @@ __all__ = [
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_LENGTH = 4096
-#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores (each pair is a
-#: two-token sequence: a few seconds and some 100 MiB at most).
+#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (each pair
+#: is a two-token sequence: a few seconds and some 100 MiB at most); wider layers get
+#: proportionally fewer (``MAX_PAIRS * 16 / width``).
 MAX_PAIRS = 2**22
 #: Most stretch factors one :func:`length_stretch` (or ``compare_schemes``) call runs.
 MAX_FACTORS = 16
@@ -139,7 +140,8 @@ class PositionHead:
 
         Returns
         -------
-        numpy.ndarray, the broadcast shape of the two inputs (at most :data:`MAX_PAIRS` entries).
+        numpy.ndarray, the broadcast shape of the two inputs (at most :data:`MAX_PAIRS` entries at
+        width 16, proportionally fewer for wider layers).
         """
         qp = v.finite_array("q_positions", q_positions)
         kp = v.finite_array("k_positions", k_positions)
@@ -147,9 +149,11 @@ class PositionHead:
             qp, kp = np.broadcast_arrays(qp, kp)
         except ValueError:
             raise ValueError(f"q_positions {qp.shape} and k_positions {kp.shape} do not broadcast") from None
-        if qp.size > MAX_PAIRS:
-            raise ValueError(f"q_positions and k_positions broadcast to {qp.size:,} pairs; at most "
-                             f"MAX_PAIRS = {MAX_PAIRS:,}")
+        width = max(self.token.size, self.layer.d_head)
+        most = max(1, MAX_PAIRS * 16 // width)  # the work of one pair grows with the layer's width
+        if qp.size > most:
+            raise ValueError(f"q_positions and k_positions broadcast to {qp.size:,} pairs; at most {most:,} for a "
+                             f"width of {width} (MAX_PAIRS = {MAX_PAIRS:,} pairs at width 16)")
         flat = np.stack([kp.ravel(), qp.ravel()], axis=-1)  # (n, 2)
         out = np.empty(flat.shape[0])
         step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.d_head)))

@@ -355,9 +355,14 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
     params_block = cfg.get("rope_parameters")
-    per_layer = (isinstance(params_block, Mapping) and bool(params_block)
-                 and all(isinstance(b, Mapping) for b in params_block.values()))
+    per_layer = isinstance(params_block, Mapping) and any(isinstance(b, Mapping) for b in params_block.values())
     if per_layer:
+        # a single rope block never holds a dict: any dict value means one block per layer type,
+        # and then every value must be one
+        bad = [k for k, b in params_block.items() if not isinstance(b, Mapping)]
+        if bad:
+            raise ConfigError(f"rope_parameters mixes per-layer-type blocks with other entries ({', '.join(map(str, bad))}): "
+                              "each value must be the block of one layer type")
         # transformers >= 5 may key rope_parameters by layer type (Gemma 3: full / sliding attention)
         types = ", ".join(map(str, params_block))
         if layer_type is None:
@@ -365,7 +370,13 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
                               "rotary operator at a time: choose one with layer_type (--layer-type)")
         if not isinstance(layer_type, str) or layer_type not in params_block:
             raise ConfigError(f"layer_type must be one of {types}, got {layer_type!r}")
-        cfg = {**cfg, "rope_parameters": params_block[layer_type]}
+        if cfg.get("rope_scaling") is not None:
+            raise ConfigError("the config has both rope_scaling and per-layer-type rope_parameters; they conflict, "
+                              "so ropegeo reads neither: remove one of them")
+        block = params_block[layer_type]
+        cfg = {**cfg, "rope_parameters": block}
+        if block.get("rope_theta") is not None:
+            cfg.pop("rope_theta", None)  # the chosen layer's own base wins over a top-level one
         name = name or f"{cfg.get('_name_or_path') or cfg.get('name') or 'config'} ({layer_type})"
     elif layer_type is not None:
         raise ConfigError(f"layer_type {layer_type!r} was given, but this config has a single rope block "

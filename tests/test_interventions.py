@@ -325,3 +325,12 @@ def test_match_task_work_bound_and_row_blocks(monkeypatch):
                 w = np.exp(row - row.max())
                 masses.append(w[earlier[-1]] / w.sum())
     np.testing.assert_allclose(blocked.target_mass, masses, rtol=1e-12)
+
+
+def test_pair_scores_bound_scales_with_width():
+    from ropegeo.interventions import MAX_PAIRS, position_head
+
+    wide = position_head("rope", d_model=1024)
+    q = np.arange(MAX_PAIRS * 16 // 1024 + 1) % 5000
+    with pytest.raises(ValueError, match="for a width of 1024"):
+        wide.pair_scores(q, q + 1)

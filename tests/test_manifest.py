@@ -358,3 +358,16 @@ def test_unbounded_or_pathological_files_are_refused(tmp_path):
         read_config(big)
     with pytest.raises(ConfigError, match="_name_or_path must be a string"):
         read_config({"hidden_size": 4096, "num_attention_heads": 32, "_name_or_path": 42})
+
+
+def test_the_chosen_layer_block_wins_and_conflicts_are_refused():
+    cfg = {"hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1e6,
+           "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    assert read_config(cfg, layer_type="sliding_attention").base == 1e4  # not the top-level 1e6
+    with pytest.raises(ConfigError, match="both rope_scaling and per-layer-type rope_parameters"):
+        read_config({**cfg, "rope_scaling": {"rope_type": "linear", "factor": 8}}, layer_type="sliding_attention")
+    for bad in ({"full_attention": {"rope_theta": 1e6}, "sliding_attention": None},
+                {"full_attention": {"rope_theta": 1e6}, "rope_type": "default"}):
+        with pytest.raises(ConfigError, match="rope_parameters mixes per-layer-type blocks"):
+            read_config({**cfg, "rope_parameters": bad}, layer_type="full_attention")

@@ -244,3 +244,18 @@ def test_bad_inputs_other_functions():
         attention_probe(1, [2], TH8, sharpness=1e6)
     with pytest.raises(ValueError, match="dtype"):
         attention_probe(1, [2], TH8, dtype="float8")
+
+
+def test_margin_work_is_bounded():
+    from ropegeo.margins import pairwise_distances, separation_margin
+
+    uneven = np.arange(2**16) * 2
+    uneven[-1] += 1  # not an arithmetic progression: every pair must be compared
+    with pytest.raises(ValueError, match="comparing every pair of 65,536 unevenly spaced offsets"):
+        separation_margin(uneven, frequencies(8))
+    with pytest.raises(ValueError, match="difference table over a span of 4,194,304 positions"):
+        separation_margin([0, 1, 2**22], frequencies(4096))
+    with pytest.raises(ValueError, match="4,096 x 4,096 distance matrix with 2048 pairs"):
+        pairwise_distances(np.arange(4096) * 7919, frequencies(4096))
+    # an evenly spaced set stays cheap at the largest size
+    assert separation_margin(range(0, 2**20), frequencies(8)).margin > 0
