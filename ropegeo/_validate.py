@@ -81,6 +81,13 @@ def length(name: str, value: Any, *, minimum: int = 1) -> int:
     return integer(name, value, minimum=minimum, maximum=MAX_LENGTH)
 
 
+def is_collection(value: Any) -> bool:
+    """Whether ``value`` is a collection of items: iterable, but neither text nor a 0-d array
+    (a 0-d numpy array has ``__iter__`` and still cannot be iterated)."""
+    return (not isinstance(value, (str, bytes)) and hasattr(value, "__iter__")
+            and getattr(value, "ndim", 1) != 0)
+
+
 def boolean(name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool (or numpy bool); refuse strings, numbers and None."""
     if isinstance(value, (bool, np.bool_)):

@@ -1011,7 +1011,7 @@ def compare_schemes(
     ValueError
         For unknown schemes or settings outside their ranges; all before any training.
     """
-    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__") or getattr(schemes, "ndim", 1) == 0:
+    if not v.is_collection(schemes):
         raise ValueError(f"schemes must be a non-empty selection of {', '.join(map(repr, SCHEMES))} (a tuple such "
                          f"as ('rope',)), got {schemes!r}")
     schemes = tuple(itertools.islice(schemes, 2 * len(SCHEMES) + 1))
@@ -1023,7 +1023,7 @@ def compare_schemes(
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 2)
     distance = v.integer("distance", distance, minimum=1, maximum=train_length - 1)
     shift = v.integer("shift", shift, minimum=1, maximum=train_length - offset - 1)
-    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__") or getattr(factors, "ndim", 1) == 0:
+    if not v.is_collection(factors):
         raise ValueError(f"factors must be a non-empty increasing sequence of distinct multiples such as (2, 4, 8), "
                          f"got {factors!r}")
     factors = tuple(v.integer("factors", f, minimum=1, maximum=64) for f in itertools.islice(factors, MAX_FACTORS + 1))

@@ -261,7 +261,7 @@ def _match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int
 
 def seed_list(seeds, name: str = "seeds") -> list:
     """Validate an iterable of seeds: 1 to :data:`MAX_SEEDS` non-negative integers, as a list."""
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__") or (isinstance(seeds, np.ndarray) and seeds.ndim == 0):
+    if not v.is_collection(seeds):
         raise ValueError(f"{name} must be an iterable of non-negative integers such as range(3) or (0, 1, 2), "
                          f"got {seeds!r}")
     out = [v.integer(name, s, minimum=0) for s in itertools.islice(seeds, MAX_SEEDS + 1)]
@@ -274,7 +274,7 @@ def seed_list(seeds, name: str = "seeds") -> list:
 
 def _bounded_list(name: str, items, most: int, what: str) -> list:
     """An iterable as a list of at most ``most`` items (a ValueError naming ``name`` otherwise)."""
-    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__") or getattr(items, "ndim", 1) == 0:
+    if not v.is_collection(items):
         raise ValueError(f"{name} must be a list of {what}, got {items!r}")
     out = list(itertools.islice(items, most + 1))
     if len(out) > most:

@@ -804,10 +804,10 @@ def gate_a(
             rel = dev[big] / (pp[:, None] * np.abs(theta_hat)[None, :])[big]
             stat = float(np.quantile(rel, 0.9))
         if stat is not None:
-            _precision_record(stat)
-        frequency_record()
+            precision_record(stat)
+        frequency_record(theta_hat)
 
-    def _precision_record(stat):
+    def precision_record(stat):
         names = [n for n in ("float64", "float32", "float16", "bfloat16") if stat <= _PRECISION_LIMIT[n]]
         have = names[0] if names else "coarser than bfloat16"
         inferred["phase_precision"] = have
@@ -823,9 +823,7 @@ def gate_a(
                    f"{100 * stat:.2g} rad)")
         record("precision", ok, stat, limit, msg)
 
-    def frequency_record():
-        lay = inferred["layout"]
-        theta_hat = _wrap(_angles(mats["key"], lay["pairs"])[1] - _angles(mats["key"], lay["pairs"])[0])
+    def frequency_record(theta_hat):
         have = inferred.get("phase_precision", phase_dtype)
         inferred["theta"] = np.abs(theta_hat).tolist()
         tol_f = max(1e-6, 4.0 * _UNIT.get(have, 2.0**-8))

@@ -432,7 +432,7 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
     head = _head(head)
     offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
     train_length = _length("train_length", train_length, minimum=offset + 1)
-    if isinstance(factors, (str, bytes)) or not hasattr(factors, "__iter__") or getattr(factors, "ndim", 1) == 0:
+    if not v.is_collection(factors):
         raise ValueError(f"factors must be an iterable of integer multiples such as (2, 4, 8), got {factors!r}")
     fs = tuple(v.integer("factors", f, minimum=1, maximum=MAX_LENGTH)
                for f in itertools.islice(factors, MAX_FACTORS + 1))

@@ -43,9 +43,11 @@ MAX_SCAN_WORK = 1 << 29
 _DEFAULT_SCAN = 1 << 16
 
 
-def _dtype_name(dtype) -> str:
-    dt = v.float_dtype(dtype)
-    return "bfloat16" if dt.name == "bfloat16" else dt.name
+def _finfo(dt: np.dtype):
+    """Format facts of a floating dtype (ml_dtypes knows bfloat16, numpy the others)."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
 
 
 def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -87,14 +89,10 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
             pos_dt = pos_dt * np.asarray(scale).astype(dt)
         if not np.all(np.isfinite(pos_dt.astype(np.float64))):
             raise ValueError(
-                f"positions (times scale) exceed the largest {_dtype_name(dt)} number; "
+                f"positions (times scale) exceed the largest {dt.name} number; "
                 "use smaller positions or a wider dtype"
             )
-        angles = phase_angles(pos_dt, th, dt).astype(dt)
-        if not np.all(np.isfinite(angles)):
-            raise ValueError(
-                f"positions * scale * theta overflows {_dtype_name(dt)}: use smaller positions or a wider dtype"
-            )
+        angles = phase_angles(pos_dt, th, dt).astype(dt)  # refuses an overflowing product
         cos = np.cos(angles).astype(np.float64)
         sin = np.sin(angles).astype(np.float64)
     return cos, sin
@@ -176,10 +174,7 @@ def consecutive_integer_limit(dtype) -> int:
     ValueError
         For an unknown dtype.
     """
-    import ml_dtypes
-
-    dt = v.float_dtype(dtype)
-    info = ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
+    info = _finfo(v.float_dtype(dtype))
     return 2 ** (int(info.nmant) + 1)
 
 
@@ -212,13 +207,11 @@ def position_spacing(position, dtype) -> float:
     >>> position_spacing(32_764, "float16"), position_spacing(32_764, "bfloat16")
     (16.0, 128.0)
     """
-    import ml_dtypes
-
     x = v.real("position", position, minimum=0.0)
     dt = v.float_dtype(dtype)
-    info = ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
+    info = _finfo(dt)
     if x > float(info.max):
-        raise ValueError(f"position must be at most the largest {_dtype_name(dt)} number, {float(info.max):g}; got {x:g}")
+        raise ValueError(f"position must be at most the largest {dt.name} number, {float(info.max):g}; got {x:g}")
     _, exponent = np.frexp(max(x, 1.0))  # x = f * 2**exponent with 0.5 <= f < 1
     return float(np.ldexp(float(info.eps), int(exponent) - 1))
 

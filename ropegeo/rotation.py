@@ -112,16 +112,12 @@ def phase_angles(positions, theta, dtype="float64") -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         pos_dt = pos.astype(dt)
         if not np.all(np.isfinite(pos_dt.astype(np.float64))):
-            raise ValueError(f"positions exceed the largest {_dtype_label(dt)} number; use a wider phase dtype")
+            raise ValueError(f"positions exceed the largest {dt.name} number; use a wider phase dtype")
         prod = pos_dt[..., None] * th.astype(dt)
         out = prod.astype(np.float64)
     if not np.all(np.isfinite(out)):
-        raise ValueError(f"positions * theta overflows {_dtype_label(dt)}: use smaller positions or a wider phase dtype")
+        raise ValueError(f"positions * theta overflows {dt.name}: use smaller positions or a wider phase dtype")
     return out
-
-
-def _dtype_label(dt: np.dtype) -> str:
-    return "bfloat16" if dt.name == "bfloat16" else dt.name
 
 
 def apply_rope(

@@ -26,7 +26,7 @@ def _square(name: str, a) -> np.ndarray:
 def _labels(tokens, n: int) -> list[str]:
     if tokens is None:
         return [str(i) for i in range(n)]
-    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__") or getattr(tokens, "ndim", 1) == 0:
+    if not v.is_collection(tokens):
         raise ValueError(f"tokens must be a list of {n} labels, got {tokens!r}")
     tokens = [str(t) for t in tokens]
     if len(tokens) != n:

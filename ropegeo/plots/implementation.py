@@ -137,7 +137,7 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3)) -> F
     """
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
     pad = v.integer("pad", pad, minimum=0, maximum=8)
-    if isinstance(documents, (str, bytes)) or not hasattr(documents, "__iter__") or getattr(documents, "ndim", 1) == 0:
+    if not v.is_collection(documents):
         raise ValueError(f"documents must be a list of document lengths, got {documents!r}")
     docs = [v.integer("documents", n, minimum=1, maximum=16) for n in documents]
     if not docs or sum(docs) > 16:

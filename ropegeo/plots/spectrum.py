@@ -175,7 +175,7 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bf
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
-    if isinstance(dtypes, (str, bytes)) or not hasattr(dtypes, "__iter__") or getattr(dtypes, "ndim", 1) == 0:
+    if not v.is_collection(dtypes):
         raise ValueError(f"dtypes must be a list of dtype names such as ('float32', 'bfloat16'), got {dtypes!r}")
     pos = np.unique(np.geomspace(1, stop, points).round())
     colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "float64": "0.4"}
