@@ -30,8 +30,9 @@ intervention                what it measures
 ==========================  ====================================================================
 
 "Winner" is the key with the largest weight; a query counts as *correct* when the target's weight
-is strictly larger than every other visible key's (ties are not correct, so a head that cannot
-tell keys apart scores 0, not a lucky argmax). "Mass" is the weight on the target.
+is larger than every other visible key's by more than :data:`TIE` (ties are not correct, so a head
+that cannot tell keys apart scores 0, not a lucky argmax; and a "win" by rounding noise is a tie,
+since another CPU's rounding could reverse it). "Mass" is the weight on the target.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ MAX_FACTORS = 16
 MAX_MATCH_WORK = 2**34
 # match_task scores its query rows in blocks of at most this many cells (16 MiB per working copy).
 _ROW_CELLS = 1 << 21
+#: Attention weights closer than this count as tied: equal scores computed by different BLAS
+#: paths differ in their last digits, and such a "win" would flip on another machine.
+TIE = 1e-9
 #: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
 #: attention on the needle, and larger ones would overflow the projections.
 MAX_GAIN = 1e6
@@ -248,7 +252,7 @@ def _task(weights: np.ndarray, offset: int) -> TaskResult:
     others = weights[m]  # fancy indexing: already a copy
     others[np.arange(m.size), t] = -np.inf
     others[np.arange(L)[None, :] >= m[:, None]] = -np.inf  # keys the query cannot see
-    correct = tw > others.max(axis=1)
+    correct = tw > others.max(axis=1) + TIE
     return TaskResult(float(correct.mean()), float(tw.mean()), m, tw, correct)
 
 
@@ -760,7 +764,7 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
             others[np.arange(ti.size), ti] = -np.inf
             out_q.append(mi)
             out_m.append(tw)
-            out_c.append(tw > others.max(axis=1))
+            out_c.append(tw > others.max(axis=1) + TIE)
     if not any(q.size for q in out_q):
         raise ValueError("no query has an earlier occurrence of its token; use longer or more sequences")
     q, mass, correct = np.concatenate(out_q), np.concatenate(out_m), np.concatenate(out_c)

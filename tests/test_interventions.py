@@ -334,3 +334,16 @@ def test_pair_scores_bound_scales_with_width():
     q = np.arange(MAX_PAIRS * 16 // 1024 + 1) % 5000
     with pytest.raises(ValueError, match="for a width of 1024"):
         wide.pair_scores(q, q + 1)
+
+
+def test_a_win_by_rounding_noise_is_a_tie():
+    """Equal scores computed by different BLAS paths differ in the last digits: not a win."""
+    from ropegeo.interventions import TIE, _task
+
+    w = np.zeros((3, 3))
+    w[2, 1] = 0.5                      # slot 2's target at offset 1 is slot 1
+    w[2, 0] = 0.5 - 1e-15              # slot 0 "loses" by rounding noise only
+    w[1, 0] = 1.0
+    assert _task(w, 1).correct.tolist() == [True, False]
+    w[2, 0] = 0.5 - 10 * TIE           # a real margin is a win
+    assert _task(w, 1).correct.tolist() == [True, True]
