@@ -27,7 +27,6 @@ inference).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +86,7 @@ def _targets(targets) -> np.ndarray:
 def _table(offsets: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """Rows ``[cos(delta theta), sin(delta theta)] / sqrt(P)``: row products are ``K`` values."""
     ang = np.multiply.outer(offsets.astype(np.float64), theta)
-    return np.concatenate([np.cos(ang), np.sin(ang)], axis=1) / math.sqrt(theta.size)
+    return np.concatenate([np.cos(ang), np.sin(ang)], axis=1) / np.sqrt(theta.size)
 
 
 def _chord(phase_a: np.ndarray, phase_b: np.ndarray) -> np.ndarray:

@@ -325,6 +325,7 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
         ax.grid(alpha=0.3)
     left.axvline(train_length, color="0.3", lw=0.9, ls="--")
     left.set_xscale("symlog", linthresh=max(1.0, train_length / 64))
+    left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
     left.set_xlabel("served offset (dashed: training length)")
     left.set_ylabel("distance to nearest training offset")
     left.legend(fontsize=7, ncol=2)
