@@ -16,7 +16,6 @@ from ..frequencies import frequencies
 
 #: the chapter's bench
 HEAD_DIM, BASE, TRAIN, TARGET = 96, 10_000.0, 4096, 131_072
-FACTOR = TARGET / TRAIN
 
 
 def _number(answer, what: str):
@@ -59,26 +58,25 @@ def _slow(base: float, length: int, d: int = 128) -> int:
 
 @exercise("ch04-abf-slow")
 def _abf_slow(answer):
-    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        return wrong("expected a tuple (llama2_slow, code_llama_slow) of two pair counts.")
-    if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in answer):
-        return wrong("each count must be a whole number of pairs (int).")
-    got = tuple(int(a) for a in answer)
-    if not all(0 <= c <= 64 for c in got):
-        return wrong("each count lies between 0 and 64: these heads have 64 rotary pairs.")
-    want = (_slow(10_000.0, 4096), _slow(1_000_000.0, 16_384))
-    if got == want:
-        return correct(f"{got[0]} slow pairs for Llama 2 at 4,096 tokens, {got[1]} for Code Llama at 16,384: "
+    n, bad = as_whole(answer, "a number of pairs (a whole number)")
+    if bad:
+        return bad
+    if not 0 <= n <= 64:
+        return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
+    want = _slow(1_000_000.0, 16_384)
+    if n == want:
+        return correct(f"{n} slow pairs at 16,384 tokens, against {_slow(10_000.0, 4096)} for Llama 2 at 4,096: "
                        "the larger base leaves more pairs short of a turn even at four times the length.")
-    if got == want[::-1]:
-        return wrong("the counts are swapped: Llama 2 (base 10,000, 4,096 tokens) comes first.")
-    if got[1] == _slow(1_000_000.0, 4096):
-        return wrong("Code Llama's count must use its fine-tuning length, 16,384 tokens, not Llama 2's 4,096.")
-    if got[1] == _slow(10_000.0, 16_384):
-        return wrong("Code Llama's count must use its own base, 1,000,000, not Llama 2's 10,000.")
-    if got[0] == want[0]:
-        return wrong("Llama 2's count is right; recheck Code Llama's (base 1,000,000, 16,384 tokens).")
-    return wrong("count the pairs with L theta_i / (2 pi) < 1, with theta_i = B^(-2i/d) and d = 128.")
+    if n == _slow(1_000_000.0, 4096):
+        return wrong("use Code Llama's training length, 16,384 tokens, not Llama 2's 4,096.")
+    if n == _slow(10_000.0, 16_384):
+        return wrong("use Code Llama's base, 1,000,000, not Llama 2's 10,000.")
+    if n == _slow(10_000.0, 4096):
+        return wrong("that is Llama 2's count (base 10,000 over 4,096 tokens); the question is about Code Llama.")
+    if n == 64 - want:
+        return wrong("that counts the pairs that do complete a turn; the question asks for those that do not.")
+    return wrong("count the pairs with L theta_i / (2 pi) < 1, with theta_i = B^(-2i/d), d = 128, B = 1,000,000 "
+                 "and L = 16,384.")
 
 
 @exercise("ch04-llama3-half")
