@@ -118,6 +118,10 @@ def ramp_gap():
     return gaps[best], best
 
 
+def mistral_config():
+    return json.loads((DATA / "mistral-7b.json").read_text())["config"]
+
+
 JOINT_TARGETS = np.arange(0, N, 61)
 
 
@@ -218,8 +222,8 @@ EXPECTED = {
     "llama_original": lambda: 8192,
     "neox_pairs": lambda: int(6144 // 64 * 0.25) // 2,
     "neox_content": lambda: 6144 // 64 - int(6144 // 64 * 0.25),
-    "mistral_declared": lambda: json.loads((DATA / "mistral-7b.json").read_text())["config"]["max_position_embeddings"],
-    "mistral_window": lambda: json.loads((DATA / "mistral-7b.json").read_text())["config"]["sliding_window"],
+    "mistral_declared": lambda: mistral_config()["max_position_embeddings"],
+    "mistral_window": lambda: mistral_config()["sliding_window"],
     "mistral_context": lambda: 8192,  # Jiang et al. 2023, Table 1 (context_len)
     "llama_declared": lambda: 131_072,
     "llama_rule_span": lambda: 8 * 8192,
