@@ -99,6 +99,49 @@ def novelty(th):
     return [(min(N * a, TWO_PI) - min(L * b, TWO_PI)) / TWO_PI for a, b in zip(th, base_theta())]
 
 
+def yarn_weight_untruncated(fast, slow, d=D, base=B, length=L):
+    def where(r):
+        return d * math.log(length / (TWO_PI * r)) / (2 * math.log(base))
+
+    lo, hi = max(where(fast), 0), min(where(slow), d - 1)
+    return [1 - min(1, max(0, (i - lo) / (hi - lo))) for i in range(d // 2)]
+
+
+def llama3_weight():
+    # g = (L / lambda - low) / (high - low), clipped: 1 keeps theta_i, 0 divides it by s
+    return [min(1.0, max(0.0, (L * t / TWO_PI - 1) / 3)) for t in base_theta()]
+
+
+def ramp_gap():
+    gaps = [abs(a - b) for a, b in zip(llama3_weight(), yarn_weight_untruncated(4, 1))]
+    best = max(range(len(gaps)), key=gaps.__getitem__)
+    return gaps[best], best
+
+
+def mistral_config():
+    return json.loads((DATA / "mistral-7b.json").read_text())["config"]
+
+
+JOINT_TARGETS = np.arange(0, N, 61)
+
+
+def joint_distances(served):
+    """Nearest training offset by brute force over all of 0..L-1, with complex exponentials:
+    the mean of Re(conj(z_train) z_served) over pairs is K, and the chord is sqrt(2 (1 - K))."""
+    th = np.array(base_theta())
+    train = np.exp(1j * np.outer(np.arange(L), th))
+    out = []
+    for lo in range(0, JOINT_TARGETS.size, 512):
+        z = np.exp(1j * np.outer(JOINT_TARGETS[lo:lo + 512], np.array(served)))
+        k = (z @ train.conj().T).real / th.size
+        out.append(np.sqrt(np.maximum(0.0, 2 * (1 - k.max(axis=1)))))
+    return np.concatenate(out)
+
+
+JOINT_RULES = {"raw": base_theta, "pi": pi_theta, "ntk": ntk_theta, "yarn": yarn_theta, "lr": longrope_theta,
+               "l3": llama3_theta}
+
+
 def k_of(delta, th):
     return sum(math.cos(delta * t) for t in th) / len(th)
 
@@ -119,7 +162,7 @@ def coarse_margin(th):
 # ---- tests -------------------------------------------------------------------------------------
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
-    tested = set(EXPECTED) | {"raw_novelty", "ntk_novelty"}
+    tested = set(EXPECTED) | {"raw_novelty", "ntk_novelty"} | {f"joint_{k}_{r}" for k in ("med", "share") for r in JOINT_RULES}
     assert set(GLUED) <= tested, set(GLUED) - tested
 
 
@@ -163,6 +206,25 @@ EXPECTED = {
     "family_spread_pair": lambda: family_spread()[1],
     "family_coarse_min": lambda: min(coarse_margin(longrope_theta(n)) for n in FAMILY),
     "family_coarse_max": lambda: max(coarse_margin(longrope_theta(n)) for n in FAMILY),
+    "dyn_key_pos": lambda: 4000,
+    # dynamic NTK with factor 1 at n = N is the NTK ruler of s = 32: the slowest pair is 32 times slower
+    "dyn_cache_angle": lambda: 4000 * B ** (-94 / 96) * (1 - 1 / 32),
+    # the slowest pair (i = 63 of 64) slows by (B' / B)^(126 / 128)
+    "abf_s_long": lambda: (10_000.0 ** (-126 / 128)) / (500_000.0 ** (-126 / 128)),
+    "abf_s_code": lambda: (10_000.0 ** (-126 / 128)) / (1_000_000.0 ** (-126 / 128)),
+    "ramp_gap": lambda: ramp_gap()[0],
+    "ramp_gap_pair": lambda: ramp_gap()[1],
+    "joint_step": lambda: math.sqrt(2 * (1 - k_of(1, base_theta()))),
+    "joint_targets": lambda: math.ceil(N / 61),
+    # interpolated offsets sit at t / 32; half-way between two training offsets is the farthest
+    "joint_pi_max": lambda: math.sqrt(2 * (1 - k_of(0.5, base_theta()))),
+    "llama_factor": lambda: 8,
+    "llama_original": lambda: 8192,
+    "neox_pairs": lambda: int(6144 // 64 * 0.25) // 2,
+    "neox_content": lambda: 6144 // 64 - int(6144 // 64 * 0.25),
+    "mistral_declared": lambda: mistral_config()["max_position_embeddings"],
+    "mistral_window": lambda: mistral_config()["sliding_window"],
+    "mistral_context": lambda: 8192,  # Jiang et al. 2023, Table 1 (context_len)
     "llama_declared": lambda: 131_072,
     "llama_rule_span": lambda: 8 * 8192,
     "qwen_declared": lambda: 32_768,
@@ -186,6 +248,25 @@ def test_novelty_totals():
     assert g("ntk_novelty") == pytest.approx(sum(novelty(ntk_theta())), rel=1e-9)
 
 
+@pytest.fixture(scope="module")
+def joint():
+    return {r: joint_distances(f()) for r, f in JOINT_RULES.items()}
+
+
+def test_joint_novelty_glues(joint):
+    step = math.sqrt(2 * (1 - k_of(1, base_theta())))
+    for r, dist in joint.items():
+        assert g(f"joint_med_{r}") == pytest.approx(float(np.median(dist)), abs=1e-6)
+        assert g(f"joint_share_{r}") == pytest.approx(float(np.mean(dist > step)), abs=1e-12)
+    # the prose: raw's share is the share of scanned offsets past L; PI never leaves the grid
+    assert g("joint_share_raw") == pytest.approx(np.mean(JOINT_TARGETS >= L))
+    assert g("joint_share_pi") == 0 and joint["pi"].max() == pytest.approx(g("joint_pi_max"), abs=1e-6)
+    # zero per-pair novelty, yet almost every offset off the grid, and medians close to raw's
+    for r in ("yarn", "l3"):
+        assert g(f"joint_share_{r}") > 0.99 and 0.8 * g("joint_med_raw") < g(f"joint_med_{r}") < g("joint_med_raw")
+    assert max(novelty(yarn_theta())) < 1e-9 and max(novelty(llama3_theta())) < 1e-9
+
+
 def test_prose_claims_hold():
     # the ordering the trade-off section describes
     assert g("coarse_pi") < g("coarse_lr") < g("coarse_l3") < g("coarse_yarn") < g("coarse_raw")
@@ -193,6 +274,12 @@ def test_prose_claims_hold():
     assert g("long_max") > 32 > g("long_min") > 1
     # "the three long lists do not agree": the spread is far from rounding, and the margins differ
     assert g("family_spread") > 1.5 and g("family_coarse_max") - g("family_coarse_min") > 0.05
+    # ABF: both recipes slow the slowest pair far more than their training length grew (8 and 4 times)
+    assert g("abf_s_long") > 8 * 4 and g("abf_s_code") > 4 * 16
+    # Llama 3's weight and an untruncated YaRN ramp from 4 to 1 turns agree at both ends of the band
+    l3w, yw = llama3_weight(), yarn_weight_untruncated(4, 1)
+    assert all(abs(a - b) < 1e-12 for a, b in zip(l3w, yw) if a in (0.0, 1.0) and b in (0.0, 1.0))
+    assert 0 < g("ramp_gap") < 0.5
 
 
 def test_chapter_has_exercises_and_solutions():

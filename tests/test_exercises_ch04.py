@@ -15,11 +15,11 @@ def stub(*args, **kwargs):
 
 def test_all_chapter_checks_registered():
     assert set(exercise_ids("ch04")) == {
-        "ch04-pi-step", "ch04-llama3-bands", "ch04-ntk-base", "ch04-yarn-ramp", "ch04-longrope-switch",
+        "ch04-llama3-bands", "ch04-abf-slow", "ch04-llama3-half", "ch04-yarn-ramp", "ch04-joint-first",
     }
 
 
-@pytest.mark.parametrize("ex", ["ch04-pi-step", "ch04-llama3-bands", "ch04-ntk-base", "ch04-longrope-switch"])
+@pytest.mark.parametrize("ex", ["ch04-llama3-bands", "ch04-abf-slow", "ch04-llama3-half", "ch04-joint-first"])
 def test_value_stubs_fail(ex):
     fb = check(ex, None)
     assert not fb and "no answer yet" in fb.message
@@ -29,17 +29,6 @@ def test_function_stub_fails():
     fb = check("ch04-yarn-ramp", stub)
     assert not fb and "NotImplementedError" in fb.message
     assert not check("ch04-yarn-ramp", None)
-
-
-def test_pi_step():
-    assert check("ch04-pi-step", 4096 / 131072)
-    assert check("ch04-pi-step", 0.03125)
-    assert "raw extrapolation" in check("ch04-pi-step", 1.0).message
-    assert "smaller, not larger" in check("ch04-pi-step", 32).message
-    assert "4,096 -> 32,768" in check("ch04-pi-step", 0.125).message
-    assert "not 2 pi" in check("ch04-pi-step", 2 * math.pi / 32).message
-    assert "as a number" in check("ch04-pi-step", "1/32").message
-    assert not check("ch04-pi-step", 0.03)
 
 
 def test_llama3_bands():
@@ -65,15 +54,41 @@ def test_llama3_bands():
     assert "500,000" in check("ch04-llama3-bands", (k2, d2, 64 - k2 - d2)).message
 
 
-def test_ntk_base():
-    # solve (B')^(-(d-2)/d) = B^(-(d-2)/d) / s for d = 96, s = 32
-    d, s, B = 96, 32.0, 10_000.0
-    want = (B ** (-(d - 2) / d) / s) ** (-d / (d - 2))
-    assert check("ch04-ntk-base", want)
-    assert "a little less than s" in check("ch04-ntk-base", B * s).message
-    assert "upside down" in check("ch04-ntk-base", B * s ** ((d - 2) / d)).message
-    assert "faster" in check("ch04-ntk-base", B / s ** (d / (d - 2))).message
-    assert not check("ch04-ntk-base", 2 * want)
+def _slow_loop(base, length, d=128):
+    # pair i turns length * base^(-2i/d) / (2 pi) times; slow when that is below one
+    return sum(1 for i in range(d // 2) if length * base ** (-2 * i / d) / (2 * math.pi) < 1)
+
+
+def test_abf_slow():
+    want = _slow_loop(1_000_000.0, 16_384)
+    # closed form of chapter 3: pair i is slow when i > (d/2) ln(L / 2 pi) / ln B
+    assert want == 64 - 1 - math.floor(64 * math.log(16_384 / (2 * math.pi)) / math.log(1_000_000.0))
+    assert check("ch04-abf-slow", want)
+    assert check("ch04-abf-slow", float(want))
+    assert "16,384" in check("ch04-abf-slow", _slow_loop(1_000_000.0, 4096)).message
+    assert "base, 1,000,000" in check("ch04-abf-slow", _slow_loop(10_000.0, 16_384)).message
+    assert "Llama 2's count" in check("ch04-abf-slow", _slow_loop(10_000.0, 4096)).message
+    assert "do complete a turn" in check("ch04-abf-slow", 64 - want).message
+    assert "between 0 and 64" in check("ch04-abf-slow", 65).message
+    assert "whole number" in check("ch04-abf-slow", 27.5).message
+    assert not check("ch04-abf-slow", want + 1)
+
+
+def test_llama3_half():
+    import sympy as sp
+
+    # g = (8192 / lambda - 1) / 3 = 1/2  <=>  8192 theta_i / (2 pi) = 5/2, theta_i = 500000^(-2i/128)
+    i = sp.Symbol("i")
+    sol = sp.nsolve(8192 * sp.Integer(500_000) ** (-2 * i / 128) / (2 * sp.pi) - sp.Rational(5, 2), i, 30)
+    want = float(sol)
+    assert check("ch04-llama3-half", want)
+    assert "exponent's numerator" in check("ch04-llama3-half", 2 * want).message
+    idx = lambda r: 64 * math.log(8192 / (2 * math.pi * r)) / math.log(500_000.0)
+    assert "wavelength" in check("ch04-llama3-half", idx(1.6)).message
+    assert "YaRN" in check("ch04-llama3-half", idx(2.0)).message
+    assert "YaRN" in check("ch04-llama3-half", (idx(1.0) + idx(4.0)) / 2).message  # the same point
+    assert "close but not exact" in check("ch04-llama3-half", round(want)).message
+    assert not check("ch04-llama3-half", 12.0)
 
 
 def _my_ramp(base, d, L, bf, bs, truncate=True, reverse=False, doubled=False):
@@ -106,18 +121,44 @@ def test_yarn_ramp():
     assert "expected a function" in check("ch04-yarn-ramp", 3).message
 
 
-def test_longrope_switch():
-    # the reference's rule: long factors when seq_len > original_max_position_embeddings (4096)
-    assert check("ch04-longrope-switch", 4097)
-    assert check("ch04-longrope-switch", 4097.0)
-    assert "exactly the original length" in check("ch04-longrope-switch", 4096).message
-    assert "declared context" in check("ch04-longrope-switch", 131072).message
-    assert "long" in check("ch04-longrope-switch", 5000).message
-    assert "whole number" in check("ch04-longrope-switch", 4097.5).message
+def _first_crossing(stretch_of):
+    """Brute force over offsets 0, 1, ..: every training offset 0..4095 is tried, with the
+    chord distance written from its definition (complex exponentials), and the rule's
+    frequencies written here from YaRN's paper (no call into ropegeo)."""
+    d, B, L = 96, 10_000.0, 4096
+    th = B ** (-np.arange(0, d, 2) / d)
+    served = th / stretch_of(th)
+    step = np.sqrt(np.mean(np.abs(np.exp(1j * th) - 1) ** 2))  # neighbouring training offsets
+    train = np.exp(1j * np.outer(np.arange(L), th))
+    for n in range(L):
+        dist = np.sqrt(np.mean(np.abs(train - np.exp(1j * n * served)) ** 2, axis=1)).min()
+        if dist > step:
+            return n
+    return None
+
+
+def _yarn_stretch(th, d=96, B=10_000.0, L=4096, s=32.0):
+    where = lambda r: d * math.log(L / (2 * math.pi * r)) / (2 * math.log(B))
+    lo, hi = max(math.floor(where(32)), 0), min(math.ceil(where(1)), d - 1)
+    w = 1 - np.clip((np.arange(th.size) - lo) / (hi - lo), 0, 1)
+    return 1 / (w + (1 - w) / s)
+
+
+def test_joint_first():
+    want = _first_crossing(_yarn_stretch)
+    assert 0 < want < 4096
+    assert check("ch04-joint-first", want)
+    assert check("ch04-joint-first", float(want))
+    assert "one later" in check("ch04-joint-first", want - 1).message
+    assert "below" in check("ch04-joint-first", want - 5).message
+    assert "far below the training length" in check("ch04-joint-first", 5000).message
+    assert "whole number" in check("ch04-joint-first", want + 0.5).message
+    ntk = _first_crossing(lambda th: (10_000.0 * 32 ** (96 / 94)) ** (np.arange(0, 96, 2) / 96) * th)
+    assert "NTK" in check("ch04-joint-first", ntk).message
 
 
 # ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
-@pytest.mark.parametrize("ex", ["ch04-pi-step", "ch04-ntk-base"])
+@pytest.mark.parametrize("ex", ["ch04-llama3-half"])
 @pytest.mark.parametrize("answer, fragment", [
     (10**400, "far outside the range"), (float("inf"), "finite"), (float("nan"), "finite"), ("0.03125", "text"),
     (np.array([0.03125]), "shape (1,)"), (1j, "complex"),
@@ -127,8 +168,9 @@ def test_number_checks_refuse_odd_answers(ex, answer, fragment):
     assert not fb and fragment in fb.message and "\n" not in fb.message
 
 
-def test_pi_step_accepts_a_zero_d_array():
-    assert check("ch04-pi-step", np.array(4096 / 131072))
+def test_llama3_half_accepts_a_zero_d_array():
+    want = 64 * math.log(8192 / (2 * math.pi * 2.5)) / math.log(500_000.0)
+    assert check("ch04-llama3-half", np.array(want))
 
 
 @pytest.mark.parametrize("answer, fragment", [
@@ -169,32 +211,32 @@ def test_yarn_ramp_recursion_is_reported():
     (10**400, "far outside the range"),
     (1e20, "far outside the range"),
     (float("inf"), "finite"),
-    ("4097", "text"),
-    (0, "at least one token"),
+    ("103", "text"),
+    (-3, "non-negative"),
 ])
-def test_longrope_switch_odd_answers(answer, fragment):
-    fb = check("ch04-longrope-switch", answer)
+def test_joint_first_odd_answers(answer, fragment):
+    fb = check("ch04-joint-first", answer)
     assert not fb and fragment in fb.message and "\n" not in fb.message
 
 
-def test_longrope_switch_matrix_answer_is_one_line():
+def test_joint_first_matrix_answer_is_one_line():
     import sympy as sp
 
-    fb = check("ch04-longrope-switch", sp.Matrix([[1, 2], [3, 4]]))
+    fb = check("ch04-joint-first", sp.Matrix([[1, 2], [3, 4]]))
     assert not fb and "\n" not in fb.message and "whole number" in fb.message
-    fb = check("ch04-longrope-switch", np.ones((3, 3)))
+    fb = check("ch04-joint-first", np.ones((3, 3)))
     assert not fb and "\n" not in fb.message
 
 
 def test_number_checks_evaluate_sympy_numbers_in_float64():
     import sympy as sp
 
-    assert check("ch04-pi-step", sp.Rational(1, 32))
-    assert check("ch04-ntk-base", 10_000 * sp.Integer(32) ** sp.Rational(96, 94))
+    exact = 64 * sp.log(sp.Integer(8192) / (2 * sp.pi * sp.Rational(5, 2))) / sp.log(500_000)
+    assert check("ch04-llama3-half", exact)
     # a tower that SymPy would try to evaluate to millions of digits: float64 overflows at once
-    fb = check("ch04-ntk-base", sp.exp(sp.exp(sp.exp(100))))
+    fb = check("ch04-llama3-half", sp.exp(sp.exp(sp.exp(100))))
     assert not fb and "finite" in fb.message
     n = sp.Symbol("n", integer=True)
-    fb = check("ch04-pi-step", sp.Sum(1 / n**2, (n, 1, 10**9)))
+    fb = check("ch04-llama3-half", sp.Sum(1 / n**2, (n, 1, 10**9)))
     assert not fb and "Sum" in fb.message
-    assert "not a real number" in check("ch04-pi-step", sp.I / 32).message
+    assert "not a real number" in check("ch04-llama3-half", sp.I / 32).message

@@ -16,7 +16,6 @@ from ..frequencies import frequencies
 
 #: the chapter's bench
 HEAD_DIM, BASE, TRAIN, TARGET = 96, 10_000.0, 4096, 131_072
-FACTOR = TARGET / TRAIN
 
 
 def _number(answer, what: str):
@@ -25,26 +24,6 @@ def _number(answer, what: str):
 
 def _close(x: float, y: float, rel: float = 1e-9) -> bool:
     return abs(x - y) <= rel * abs(y)
-
-
-@exercise("ch04-pi-step")
-def _pi_step(answer):
-    x, bad = _number(answer, "an angle in radians")
-    if bad:
-        return bad
-    # pair 0 turns theta_0 = 1 radian per token; interpolation divides positions by s
-    want = frequencies(HEAD_DIM, BASE)[0] * TRAIN / TARGET
-    if _close(x, want):
-        return correct(f"{x:g} rad: interpolation shrinks every adjacent step by the same factor s.")
-    if _close(x, 1.0):
-        return wrong("1 rad is the step without interpolation (raw extrapolation); divide positions by s.")
-    if _close(x, FACTOR):
-        return wrong("that is s itself: interpolation makes the step smaller, not larger.")
-    if _close(x, 1 / 8):
-        return wrong("1/8 belongs to the 4,096 -> 32,768 example; this bench stretches 4,096 to 131,072.")
-    if _close(x, 2 * math.pi / FACTOR) or _close(x, 2 * math.pi / TARGET * TRAIN):
-        return wrong("the fastest pair turns 1 radian per token, not 2 pi: no factor 2 pi here.")
-    return wrong(f"{x:g} rad is not the interpolated step of pair 0; start from theta_0 and the factor s.")
 
 
 @exercise("ch04-llama3-bands")
@@ -72,21 +51,58 @@ def _llama3_bands(answer):
     return wrong("compare each pair's wavelength with 8,192 / high_freq_factor and 8,192 / low_freq_factor.")
 
 
-@exercise("ch04-ntk-base")
-def _ntk_base(answer):
-    x, bad = _number(answer, "a base")
+def _slow(base: float, length: int, d: int = 128) -> int:
+    # pairs that complete less than one turn over `length` tokens
+    return int(np.sum(length * frequencies(d, base) / (2 * math.pi) < 1.0))
+
+
+@exercise("ch04-abf-slow")
+def _abf_slow(answer):
+    n, bad = as_whole(answer, "a number of pairs (a whole number)")
     if bad:
         return bad
-    want = BASE * FACTOR ** (HEAD_DIM / (HEAD_DIM - 2))
-    if _close(x, want, 1e-7):
-        return correct(f"B' = {x:,.6g}: the slowest pair becomes exactly {FACTOR:g} times slower, the fastest keeps 1 rad.")
-    if _close(x, BASE * FACTOR, 1e-7):
-        return wrong("with B' = s B the slowest pair slows by s^((d-2)/d), a little less than s: solve for the exponent.")
-    if _close(x, BASE * FACTOR ** ((HEAD_DIM - 2) / HEAD_DIM), 1e-7):
-        return wrong("the exponent is upside down: the slowest pair's exponent is -(d-2)/d, so B' needs s^(d/(d-2)).")
-    if _close(x, BASE / FACTOR ** (HEAD_DIM / (HEAD_DIM - 2)), 1e-7):
-        return wrong("a smaller base makes every pair faster; the slow pairs must get slower.")
-    return wrong("set theta'_last = theta_last / s with theta_i = B'^(-2i/d) and solve for B'.")
+    if not 0 <= n <= 64:
+        return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
+    want = _slow(1_000_000.0, 16_384)
+    if n == want:
+        return correct(f"{n} slow pairs at 16,384 tokens, against {_slow(10_000.0, 4096)} for Llama 2 at 4,096: "
+                       "the larger base leaves more pairs short of a turn even at four times the length.")
+    if n == _slow(1_000_000.0, 4096):
+        return wrong("use Code Llama's training length, 16,384 tokens, not Llama 2's 4,096.")
+    if n == _slow(10_000.0, 16_384):
+        return wrong("use Code Llama's base, 1,000,000, not Llama 2's 10,000.")
+    if n == _slow(10_000.0, 4096):
+        return wrong("that is Llama 2's count (base 10,000 over 4,096 tokens); the question is about Code Llama.")
+    if n == 64 - want:
+        return wrong("that counts the pairs that do complete a turn; the question asks for those that do not.")
+    return wrong("count the pairs with L theta_i / (2 pi) < 1, with theta_i = B^(-2i/d), d = 128, B = 1,000,000 "
+                 "and L = 16,384.")
+
+
+@exercise("ch04-llama3-half")
+def _llama3_half(answer):
+    x, bad = _number(answer, "a (fractional) pair index")
+    if bad:
+        return bad
+    d, base, L, lo, hi = 128, 500_000.0, 8192, 1.0, 4.0
+
+    def index_at(turns):  # pair index whose frequency turns `turns` times over L
+        return d * math.log(L / (2 * math.pi * turns)) / (2 * math.log(base))
+
+    want = index_at((lo + hi) / 2)
+    if _close(x, want, 1e-6):
+        return correct(f"i = {x:.4f}: the weight is 1/2 where a pair turns (1 + 4) / 2 = 2.5 times over 8,192 tokens.")
+    if _close(x, 2 * want, 1e-6):
+        return wrong("that is 2i, the exponent's numerator; the pair index is half of it.")
+    if _close(x, index_at(1 / (((1 / lo) + (1 / hi)) / 2)), 1e-6):
+        return wrong("you took the midpoint of the two wavelength edges; the weight is linear in L / lambda "
+                     "(turns), so its midpoint is the midpoint in turns.")
+    if _close(x, index_at(math.sqrt(lo * hi)), 1e-6):
+        return wrong("that is the midpoint in pair index (the geometric mean of the turns), where a ramp linear in "
+                     "i, like YaRN's, is at 1/2; Llama 3's weight is linear in the turns themselves.")
+    if abs(x - want) < 0.5:
+        return wrong(f"{x:g} is close but not exact; solve g = 1/2 for the turns, then turns for i, without rounding.")
+    return wrong("write g as a function of the turns L theta_i / (2 pi), solve g = 1/2, then solve for i.")
 
 
 _YARN_CASES = [
@@ -142,23 +158,37 @@ def _yarn_ramp(answer):
     return correct("your ramp matches YaRN's on every test case.")
 
 
-@exercise("ch04-longrope-switch")
-def _longrope_switch(answer):
-    n, bad = as_whole(answer, "a sequence length (a whole number)")
+def _first_beyond(rule: str) -> int:
+    from ..geometry import kernel
+    from ..novelty import joint_novelty
+    from ..scaling import preset, scaled_frequencies
+
+    theta = frequencies(HEAD_DIM, BASE)
+    served = scaled_frequencies(preset(rule, train_length=TRAIN, target_length=TARGET), BASE, HEAD_DIM, TARGET)[0]
+    step = math.sqrt(2.0 * (1.0 - float(kernel(1.0, theta))))
+    res = joint_novelty(theta, served, TRAIN, range(TRAIN))
+    return int(np.argmax(res.distance > step))
+
+
+@exercise("ch04-joint-first")
+def _joint_first(answer):
+    n, bad = as_whole(answer, "an offset (a whole number)")
     if bad:
         return bad
-    if n < 1:
-        return wrong(f"a sequence holds at least one token, got {n}.")
-    from ..manifest import load_model
-
-    m = load_model("phi-3-mini-128k-instruct")
-    short = m.theta(None)
-    # brute force around the plausible range: the first length whose frequencies differ
-    want = next(length for length in range(1, 2 * TRAIN + 2) if not np.array_equal(m.theta(length), short))
+    if n < 0:
+        return wrong(f"offsets are non-negative, got {n}.")
+    want = _first_beyond("yarn")
     if n == want:
-        return correct(f"{n:,}: up to the original length the short factors apply; one token more switches to the long ones.")
+        return correct(f"offset {n}: from here on the fast pairs and the interpolated slow pairs disagree about "
+                       "the offset by more than one training step.")
     if n == want - 1:
-        return wrong("a sequence of exactly the original length still uses the short factors.")
-    if n in (m.max_position_embeddings, m.max_position_embeddings + 1):
-        return wrong("the switch happens at the pre-training length, not at the declared context.")
-    return wrong(f"at {n:,} tokens the model uses the {'long' if n > want else 'short'} list; probe theta(n) around the original length.")
+        return wrong("at that offset the distance is still below the neighbour distance; the first offset beyond it "
+                     "is one later.")
+    if n == _first_beyond("llama3"):
+        return wrong("that is Llama 3's first offset; the question is about YaRN with its defaults (32, 1).")
+    if n == _first_beyond("ntk"):
+        return wrong("that is the NTK rule's first offset; the question is about YaRN.")
+    if n >= TRAIN:
+        return wrong("the crossing happens far below the training length: static rules change short offsets too.")
+    return wrong(f"at offset {n:,} YaRN's distance is {'above' if n > want else 'below'} the threshold, but it is not "
+                 "the first offset where it exceeds sqrt(2 (1 - K(1))) of the unscaled bank.")

@@ -14,27 +14,48 @@ from matplotlib.figure import Figure
 from .. import _validate as v
 from ..frequencies import wavelengths
 
-__all__ = ["draw_ruler", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders"]
+__all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders",
+           "joint_novelty_plot", "ramp_comparison"]
 
 _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
 _MAX_RULES = 12
 _MAX_PAIRS = 1024
+_MAX_FAMILY = 8
 
 
-def _thetas(thetas: Mapping) -> dict:
+def _bank(where: str, th) -> np.ndarray:
+    arr = v.finite_array(where, th)
+    if arr.ndim != 1 or arr.size == 0 or arr.size > _MAX_PAIRS or np.any(arr <= 0):
+        raise ValueError(f"{where} must be 1 to {_MAX_PAIRS} positive frequencies")
+    return arr
+
+
+def _thetas(thetas: Mapping, *, families: bool = False) -> dict:
+    """Validate label -> frequencies; with ``families``, a value may also be a mapping
+    current length -> frequencies (a rule that depends on the length, like dynamic NTK)."""
     if not isinstance(thetas, Mapping) or not thetas:
         raise ValueError("thetas must be a non-empty mapping of label -> frequencies")
     if len(thetas) > _MAX_RULES:
         raise ValueError(f"thetas holds {len(thetas)} rules; at most {_MAX_RULES} can be drawn")
     out, size = {}, None
     for label, th in thetas.items():
-        arr = v.finite_array(f"thetas[{label!r}]", th)
-        if arr.ndim != 1 or arr.size == 0 or arr.size > _MAX_PAIRS or np.any(arr <= 0):
-            raise ValueError(f"thetas[{label!r}] must be 1 to {_MAX_PAIRS} positive frequencies")
-        if size is not None and arr.size != size:
-            raise ValueError(f"every rule must have the same number of pairs; {label!r} has {arr.size}, not {size}")
-        size = arr.size
-        out[str(label)] = arr
+        if families and isinstance(th, Mapping):
+            if not th or len(th) > _MAX_FAMILY:
+                raise ValueError(f"thetas[{label!r}] must map 1 to {_MAX_FAMILY} lengths to frequencies")
+            fam = {}
+            for n, arr in th.items():
+                n = v.real(f"a length of thetas[{label!r}]", n, greater_than=0.0)
+                fam[n] = _bank(f"thetas[{label!r}][{n:g}]", arr)
+            arrs = list(fam.values())
+            value = fam
+        else:
+            value = _bank(f"thetas[{label!r}]", th)
+            arrs = [value]
+        for arr in arrs:
+            if size is not None and arr.size != size:
+                raise ValueError(f"every rule must have the same number of pairs; {label!r} has {arr.size}, not {size}")
+            size = arr.size
+        out[str(label)] = value
     return out
 
 
@@ -68,6 +89,31 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
         ax.legend(fontsize=7, loc="upper left")
 
 
+def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
+                      title: str | None = None, legend: bool = True) -> None:
+    """Draw a length-dependent rule on an existing axes: one wavelength line per current length.
+
+    ``family`` maps the current sequence length ``n`` to the frequencies the rule serves at that
+    length (dynamic NTK recomputes its base from ``n``); lines run from light (short) to dark
+    (long), over the grey unscaled ladder and the training (dashed) and target (dotted) lengths.
+    """
+    lam0 = wavelengths(base_theta)
+    idx = np.arange(lam0.size)
+    ax.plot(idx, lam0, color=_BASE, lw=1.2, label="unscaled")
+    items = sorted(family.items())
+    for k, (n, th) in enumerate(items):
+        shade = 0.25 + 0.75 * (k + 1) / len(items)
+        ax.plot(idx, wavelengths(th), color=(0.55 * (1 - shade), 0.12 + 0.35 * (1 - shade), 0.25 + 0.35 * shade),
+                lw=1.3, label=f"n = {n:,.0f}")
+    ax.axhline(train_length, color="0.25", lw=0.9, ls="--")
+    ax.axhline(target_length, color="0.25", lw=0.9, ls=":")
+    ax.set_yscale("log")
+    if title:
+        ax.set_title(title, fontsize=9)
+    if legend:
+        ax.legend(fontsize=6, loc="upper left")
+
+
 def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4) -> Figure:
     """Small multiples: each rule's wavelength per pair against the unscaled ladder.
 
@@ -75,8 +121,10 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     ----------
     base_theta : array_like, shape (pairs,)
         The unscaled frequencies.
-    thetas : mapping of str -> array_like, shape (pairs,)
-        Served frequencies per rule (at most 12 rules).
+    thetas : mapping of str -> array_like of shape (pairs,), or str -> mapping of length -> array_like
+        Served frequencies per rule (at most 12 rules). A rule whose frequencies depend on the
+        current length (dynamic NTK) is given as a mapping from lengths to frequencies (at most
+        8) and drawn as a family of lines, one per length.
     train_length, target_length : float
         Drawn as horizontal lines (dashed and dotted).
     columns : int
@@ -86,9 +134,11 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     -------
     matplotlib.figure.Figure
     """
-    rules = _thetas(thetas)
+    rules = _thetas(thetas, families=True)
     base = v.finite_array("base_theta", base_theta)
-    if base.shape != next(iter(rules.values())).shape:
+    first = next(iter(rules.values()))
+    first = next(iter(first.values())) if isinstance(first, dict) else first
+    if base.shape != first.shape:
         raise ValueError("base_theta must have one entry per pair, like the rules")
     train_length = v.real("train_length", train_length, greater_than=0.0)
     target_length = v.real("target_length", target_length, greater_than=0.0)
@@ -98,7 +148,10 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
     for k, (label, th) in enumerate(rules.items()):
         ax = axes[k // columns][k % columns]
-        draw_ruler(ax, base, th, train_length, target_length, title=label, legend=(k == 0))
+        if isinstance(th, dict):
+            draw_ruler_family(ax, base, th, train_length, target_length, title=label)
+        else:
+            draw_ruler(ax, base, th, train_length, target_length, title=label, legend=(k == 0))
     for k in range(len(rules), rows * columns):
         axes[k // columns][k % columns].set_visible(False)
     for ax in axes[-1]:
@@ -220,5 +273,114 @@ def model_ladders(manifests: Mapping) -> Figure:
                   "bar: training length, diamond: target", fontsize=9)
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return fig
+
+
+def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float) -> Figure:
+    """Joint phase novelty per rule, beside its per-pair novelty.
+
+    Parameters
+    ----------
+    results : mapping of str -> ropegeo.novelty.JointNovelty
+        One result per rule (at most 12), over the served offsets.
+    per_pair : mapping of str -> float
+        Each rule's total per-pair novelty, in turns (same labels as ``results``).
+    train_length : float
+        Marked as a vertical line (offsets beyond it were never served in training).
+    threshold : float
+        A reference distance drawn as a horizontal line (e.g. between neighbouring training
+        offsets).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: distance from each served offset to the nearest training offset, per rule. Right:
+        per rule, total per-pair novelty (x) against the median joint distance (y).
+    """
+    from ..novelty import JointNovelty
+
+    if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
+        raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
+    if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
+        raise ValueError("per_pair must be a mapping with the same labels as results")
+    for label, res in results.items():
+        if not isinstance(res, JointNovelty):
+            raise ValueError(f"results[{label!r}] must be a JointNovelty, got {type(res).__name__}")
+    novel = {k: v.real(f"per_pair[{k!r}]", x, minimum=0.0) for k, x in per_pair.items()}
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    threshold = v.real("threshold", threshold, minimum=0.0)
+    fig = Figure(figsize=(11, 3.8))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
+    styles = ["-", "--", "-.", ":"]
+    for k, (label, res) in enumerate(results.items()):
+        order = np.argsort(res.targets)
+        left.plot(res.targets[order], res.distance[order], ls=styles[k % 4], lw=0.9, label=label)
+        med = float(np.median(res.distance))
+        right.scatter(novel[label], med, s=36, zorder=3)
+        right.annotate(label, (novel[label], med), textcoords="offset points", xytext=(6, -12 + 9 * (k % 3)),
+                       fontsize=8)
+    for ax in (left, right):
+        ax.axhline(threshold, color="0.3", lw=0.9, ls=":")
+        ax.grid(alpha=0.3)
+    left.axvline(train_length, color="0.3", lw=0.9, ls="--")
+    left.set_xscale("symlog", linthresh=max(1.0, train_length / 64))
+    left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
+    left.set_xlabel("served offset (dashed: training length)")
+    left.set_ylabel("distance to nearest training offset")
+    left.legend(fontsize=7, ncol=2)
+    right.set_xlabel("per-pair novelty, total (turns)")
+    right.set_ylabel("median joint distance")
+    fig.suptitle("joint phase novelty; dotted: distance between neighbouring training offsets", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0) -> Figure:
+    """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
+
+    Parameters
+    ----------
+    base_theta : array_like, shape (pairs,)
+        The unscaled frequencies.
+    train_length : float
+        ``L``: the right panel's axis is the number of turns ``L theta_i / 2 pi``.
+    weights : mapping of str -> array_like, shape (pairs,)
+        Weights in [0, 1] per rule (at most 12).
+    max_turns : float
+        Right end of the turns axis (positive).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
+        up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
+        in pair index (in the logarithm of the turns) is curved.
+    """
+    base = _bank("base_theta", base_theta)
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:
+        raise ValueError(f"weights must be a mapping of 1 to {_MAX_RULES} label -> weights")
+    rows = {}
+    for label, w in weights.items():
+        arr = v.finite_array(f"weights[{label!r}]", w)
+        if arr.shape != base.shape or np.any(arr < 0) or np.any(arr > 1):
+            raise ValueError(f"weights[{label!r}] must hold one weight in [0, 1] per pair")
+        rows[str(label)] = arr
+    max_turns = v.real("max_turns", max_turns, greater_than=0.0)
+    turns = train_length * base / (2 * math.pi)
+    fig = Figure(figsize=(10, 3.4))
+    left, right = fig.subplots(1, 2)
+    styles = ["-", "--", "-.", ":"]
+    for k, (label, w) in enumerate(rows.items()):
+        left.plot(np.arange(w.size), w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        right.plot(turns, w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+    left.set_xlabel("pair index i")
+    right.set_xlim(0.0, max_turns)
+    right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")
+    for ax in (left, right):
+        ax.set_ylabel("keep-weight")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
