@@ -168,8 +168,9 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        How the phases are generated (:func:`ropegeo.precision.as_pipeline`: a dtype name is the
-        deployed pipeline of a model in that dtype, float32 angles and a table in the dtype).
+        How the phases are generated (:func:`ropegeo.precision.as_pipeline`: a dtype name rounds
+        every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is float32 angles and a
+        bfloat16 table, as transformers runs a bfloat16 model).
     scale : float
         Position multiplier (positive).
     origin : float
@@ -397,8 +398,8 @@ def separation_margin(
         or a scaling rule).
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
         How the deployed model generates its phases (:func:`ropegeo.precision.as_pipeline`: a
-        dtype name is the deployed pipeline of a model in that dtype, float32 angles and a
-        table in the dtype; ``ropegeo.precision.uniform("bfloat16")`` rounds every stage).
+        dtype name rounds every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is
+        float32 angles and a bfloat16 table, as transformers runs a bfloat16 model).
     scale : float
         Position multiplier of the deployment (position interpolation: ``train / target``).
     origin : float
@@ -533,7 +534,7 @@ def attention_probe(
         Score of a perfect match, ``beta`` (positive, at most 1000). :func:`gate_b_decision`
         derives the one a task calls for.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The phase pipeline of the rotary layer (a name: the deployed pipeline of that dtype).
+        The phase pipeline of the rotary layer (a name: every stage in that dtype).
     scale : float
         Position multiplier (positive).
     query_position : float
@@ -716,10 +717,10 @@ def gate_b_decision(
     --------
     >>> from ropegeo.frequencies import frequencies
     >>> th = frequencies(128)
-    >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).passed
+    >>> from ropegeo.precision import deployed
+    >>> gate_b_decision([1, 2, 3], th, dtype=deployed("bfloat16"), origin=32_764).passed
     True
-    >>> from ropegeo.precision import uniform
-    >>> gate_b_decision([1, 2, 3], th, dtype=uniform("bfloat16"), origin=32_764).passed
+    >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).passed
     False
     """
     cal = v.real("calibration_mass", calibration_mass, greater_than=0.5)

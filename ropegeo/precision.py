@@ -34,8 +34,10 @@ Two facts organise the chapter's figures:
   proportion to ``position * theta``; rounding only the finished cosine and sine adds an error
   of at most about one unit of the table format, whatever the position.
 
-Every function that takes ``dtype`` accepts either a :class:`PhasePipeline` or a dtype name; a
-name means the deployed pipeline of a model held in that dtype (:func:`as_pipeline`).
+Every function that takes ``dtype`` accepts either a :class:`PhasePipeline` or a dtype name. A
+name means *phases in that dtype*, every stage rounded to it (:func:`uniform`): the meaning
+``phase_dtype`` has across ropegeo (a manifest's declared phase precision, the labs, Gate A).
+To model a model held in bfloat16 as transformers runs it today, pass ``deployed("bfloat16")``.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class PhasePipeline:
     >>> deployed("bfloat16")
     PhasePipeline(angle_dtype='float32', table_dtype='bfloat16', rotation_dtype='bfloat16')
     >>> uniform("bfloat16").label, deployed("bfloat16").label
-    ('all-bfloat16', 'bfloat16')
+    ('bfloat16', 'deployed bfloat16')
     """
 
     angle_dtype: str = "float64"
@@ -116,12 +118,12 @@ class PhasePipeline:
 
     @property
     def label(self) -> str:
-        """Short name: the model dtype for a deployed pipeline, ``all-<dtype>`` for a uniform one."""
+        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>`` for :func:`deployed`."""
+        if self.angle_dtype == self.table_dtype == self.rotation_dtype:
+            return self.angle_dtype
         for dt in PHASE_DTYPES:
             if self == deployed(dt):
-                return dt
-        if self.angle_dtype == self.table_dtype == self.rotation_dtype:
-            return f"all-{self.angle_dtype}"
+                return f"deployed {dt}"
         return f"{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
 
     def rotate(self, a, b, cos, sin) -> tuple[np.ndarray, np.ndarray]:
@@ -179,7 +181,7 @@ def uniform(dtype) -> PhasePipeline:
 
 
 def as_pipeline(dtype) -> PhasePipeline:
-    """A :class:`PhasePipeline` as given, or :func:`deployed` of a dtype name.
+    """A :class:`PhasePipeline` as given, or :func:`uniform` of a dtype name.
 
     Raises
     ------
@@ -188,7 +190,7 @@ def as_pipeline(dtype) -> PhasePipeline:
     """
     if isinstance(dtype, PhasePipeline):
         return dtype
-    return deployed(v.float_dtype(dtype).name)
+    return uniform(v.float_dtype(dtype).name)
 
 
 def _table(positions, th, pipe: PhasePipeline, scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -216,9 +218,9 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
     theta : array_like, shape (pairs,)
         Angular frequencies in radians per position (non-negative, finite).
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline; a dtype name means :func:`deployed` of that model dtype, so ``"bfloat16"``
-        forms float32 angles and rounds the table to bfloat16. Pass ``uniform("bfloat16")`` for
-        the all-bfloat16 pipeline.
+        The pipeline; a dtype name rounds every stage to that dtype (:func:`uniform`), so
+        ``"bfloat16"`` is the all-bfloat16 pipeline. Pass ``deployed("bfloat16")`` for float32
+        angles and a bfloat16 table.
     scale : float
         Position multiplier (position interpolation uses ``train_length / target_length``).
 
@@ -236,8 +238,8 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
     Examples
     --------
     >>> from ropegeo.frequencies import frequencies
-    >>> c_new, _ = generated_phases([32_765, 32_766], frequencies(128), "bfloat16")
-    >>> c_old, _ = generated_phases([32_765, 32_766], frequencies(128), uniform("bfloat16"))
+    >>> c_new, _ = generated_phases([32_765, 32_766], frequencies(128), deployed("bfloat16"))
+    >>> c_old, _ = generated_phases([32_765, 32_766], frequencies(128), "bfloat16")
     >>> bool((c_new[0] == c_new[1]).all()), bool((c_old[0] == c_old[1]).all())
     (False, True)
     """
@@ -262,7 +264,7 @@ def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline (a name: :func:`deployed` of that model dtype).
+        The pipeline (a name: every stage in that dtype, :func:`uniform`).
     scale : float
         Position multiplier.
 
@@ -379,8 +381,8 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline (a name: :func:`deployed` of that model dtype; pass :func:`uniform` for
-        every stage in one dtype).
+        The pipeline (a name: every stage in that dtype, :func:`uniform`; pass
+        :func:`deployed` for float32 angles and a table in the model dtype).
     start : int
         First position scanned (0 to ``2**53 - 1``: positions are scanned in float64, exact up to
         ``2**53``).

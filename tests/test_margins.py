@@ -46,7 +46,7 @@ def pipe_of(kind, name):
     if kind == "uniform":
         return uniform(name), name, name
     angle = "float64" if name == "float64" else "float32"
-    return name, angle, name  # a dtype name means the deployed pipeline
+    return deployed(name), angle, name
 
 
 def brute_margin(offsets, theta, name="float64", scale=1.0, origin=0.0, weights=None, table=None):
@@ -157,13 +157,13 @@ def test_range_is_cheap_and_finds_the_article_near_return():
 def test_low_precision_breaks_invariance():
     exact = separation_margin([1, 2, 3], TH128, origin=32_764)
     f32 = separation_margin([1, 2, 3], TH128, dtype="float32", origin=32_764)
-    bf16 = separation_margin([1, 2, 3], TH128, dtype=uniform("bfloat16"), origin=32_764)
+    bf16 = separation_margin([1, 2, 3], TH128, dtype="bfloat16", origin=32_764)
     assert exact.margin == pytest.approx(math.sqrt(2 * (1 - np.mean(np.cos(TH128)))), rel=1e-9)
     assert f32.margin != exact.margin and f32.margin == pytest.approx(exact.margin, abs=1e-3)
-    assert bf16.margin == 0.0 and bf16.dtype == "all-bfloat16"
+    assert bf16.margin == 0.0 and bf16.dtype == "bfloat16"
     # the deployed pipeline (float32 angles, bfloat16 cos/sin) keeps the three positions apart
-    dep = separation_margin([1, 2, 3], TH128, dtype="bfloat16", origin=32_764)
-    assert dep.dtype == "bfloat16" and dep.margin == pytest.approx(exact.margin, abs=2e-3)
+    dep = separation_margin([1, 2, 3], TH128, dtype=deployed("bfloat16"), origin=32_764)
+    assert dep.dtype == "deployed bfloat16" and dep.margin == pytest.approx(exact.margin, abs=2e-3)
     # 32765, 32766, 32767 in bfloat16 (8 significant bits, spacing 128 there): all become 32768
     assert {float(ml_dtypes.bfloat16(x)) for x in (32765, 32766, 32767)} == {32768.0}
 
@@ -205,10 +205,10 @@ def test_probe_follows_closed_form():
 
 
 def test_probe_collapse_in_bfloat16_and_shift_invariance():
-    p = attention_probe(1, [2, 3], TH128, dtype=uniform("bfloat16"), query_position=32_768)
+    p = attention_probe(1, [2, 3], TH128, dtype="bfloat16", query_position=32_768)
     np.testing.assert_allclose(p.weights, 1 / 3, atol=1e-12)
     # deployed: the three keys stay apart and the target wins, as in float32
-    dep = attention_probe(1, [2, 3], TH128, dtype="bfloat16", query_position=32_768, sharpness=100)
+    dep = attention_probe(1, [2, 3], TH128, dtype=deployed("bfloat16"), query_position=32_768, sharpness=100)
     f32 = attention_probe(1, [2, 3], TH128, dtype="float32", query_position=32_768, sharpness=100)
     assert dep.winner == 0 and dep.target_mass == pytest.approx(f32.target_mass, abs=0.02)
     a = attention_probe(1, [6284], TH8, query_position=0)
@@ -335,8 +335,9 @@ def test_decision_rule_calibration_is_what_the_probe_does():
 
 @pytest.mark.parametrize(
     "dtype, scale, passed",
-    [("float32", 1.0, True), ("bfloat16", 1.0, True), ("float16", 1.0, True), (uniform("bfloat16"), 1.0, False),
-     (uniform("float16"), 1.0, False), ("float32", 0.125, False), ("bfloat16", 0.125, False)],
+    [("float32", 1.0, True), (deployed("bfloat16"), 1.0, True), (deployed("float16"), 1.0, True),
+     ("bfloat16", 1.0, False), (uniform("float16"), 1.0, False), ("float32", 0.125, False),
+     (deployed("bfloat16"), 0.125, False)],
 )
 def test_decision_rule_on_the_parser_agrees_with_the_probe(dtype, scale, passed):
     from ropegeo.margins import gate_b_decision

@@ -145,7 +145,7 @@ def test_error_grows_with_position():
 
 def test_max_phase_error_chunks_agree():
     pos = np.arange(0, 40_000, 3.0)
-    for dt in (uniform("float16"), "float16"):
+    for dt in (deployed("float16"), "float16"):
         np.testing.assert_array_equal(max_phase_error(pos, THETA, dt), phase_error(pos, THETA, dt).max(axis=1))
 
 
@@ -223,20 +223,21 @@ def test_first_collapse_scans_only_exact_positions():
 
 @pytest.mark.parametrize("name", PHASE_DTYPES)
 @pytest.mark.parametrize("scale", [1.0, 0.125, 0.3])
-def test_a_dtype_name_is_the_deployed_pipeline(name, scale):
+def test_the_deployed_pipeline_casts_only_the_table(name, scale):
     """float32 angles (float64 for a float64 model), the finished cos/sin cast to the model dtype."""
     pos = np.array([0, 1, 255, 256, 257, 4095, 32_765, 32_766, 32_767])
     angle = "float64" if name == "float64" else "float32"
     rc, rs = direct(pos, THETA, angle, scale, table=name)
-    for dt in (name, deployed(name), PhasePipeline(angle, name, name)):
+    for dt in (deployed(name), PhasePipeline(angle, name, name)):
         cos, sin = generated_phases(pos, THETA, dt, scale=scale)
         np.testing.assert_array_equal(cos, rc)
         np.testing.assert_array_equal(sin, rs)
-    assert as_pipeline(name) == deployed(name) == PhasePipeline(angle, name, name)
+    # a dtype name keeps its meaning across ropegeo: every stage in that dtype
+    assert as_pipeline(name) == uniform(name) == PhasePipeline(name, name, name)
 
 
 def test_pipeline_labels_and_exactness():
-    assert deployed("bfloat16").label == "bfloat16" and uniform("bfloat16").label == "all-bfloat16"
+    assert deployed("bfloat16").label == "deployed bfloat16" and uniform("bfloat16").label == "bfloat16"
     assert uniform("float32") == deployed("float32") and uniform("float64").exact
     assert not deployed("bfloat16").exact
     assert PhasePipeline("float16", "float32", "float64").label == "float16 angles, float32 cos/sin, float64 rotation"
@@ -246,9 +247,10 @@ def test_pipeline_labels_and_exactness():
 
 def test_deployed_bfloat16_keeps_neighbours_apart_until_the_float32_limit():
     # the positions are float32, so rows first coincide where float32 integers do (2**24), not at 256
-    assert first_collapse(THETA, "bfloat16", start=0, stop=5000) is None
-    assert first_collapse(THETA, "bfloat16", start=2**24 - 40, stop=2**24 + 40) == 2**24
-    assert first_collapse(THETA, uniform("bfloat16")) == 256
+    dep = deployed("bfloat16")
+    assert first_collapse(THETA, dep, start=0, stop=5000) is None
+    assert first_collapse(THETA, dep, start=2**24 - 40, stop=2**24 + 40) == 2**24
+    assert first_collapse(THETA, "bfloat16") == first_collapse(THETA, uniform("bfloat16")) == 256
 
 
 @given(pos=st.floats(min_value=0, max_value=60_000, allow_nan=False), name=st.sampled_from(["float16", "bfloat16"]))
@@ -256,14 +258,14 @@ def test_deployed_error_is_float32_angle_error_plus_one_table_rounding(pos, name
     # float32 angle: at most ~4 u32 |angle| + 3 u32; rounding cos and sin to the table adds at most
     # 2**-p each, an angle error of at most about sqrt(2) 2**-p
     u32, ut = 2.0**-24, 2.0 ** -BITS[name]
-    err = phase_error([pos], THETA, name)[0]
+    err = phase_error([pos], THETA, deployed(name))[0]
     assert np.all(err <= 4 * u32 * pos * THETA + 3 * u32 + 1.5 * ut + 1e-12)
 
 
 def test_deployed_error_is_far_below_the_uniform_error():
     pos = np.array([200.0, 4000.0, 32_000.0])
-    dep = max_phase_error(pos, THETA, "bfloat16")
-    old = max_phase_error(pos, THETA, uniform("bfloat16"))
+    dep = max_phase_error(pos, THETA, deployed("bfloat16"))
+    old = max_phase_error(pos, THETA, "bfloat16")
     assert np.all(dep < 0.01) and np.all(old > 0.1)
 
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from .. import _validate as v
 from ..frequencies import frequencies, turns, wavelengths
 from ..geometry import kernel, near_collisions
-from ..precision import as_pipeline, consecutive_integer_limit, max_phase_error, uniform
+from ..precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
 
 __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
            "probe_plot"]
@@ -252,14 +252,14 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
 
 
 #: The phase pipelines :func:`phase_error_plot` draws by default.
-ERROR_PIPELINES = ("float32", "bfloat16", uniform("float16"), uniform("bfloat16"))
+ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
 
 
 def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400) -> Figure:
     """Largest phase error over the pairs against position, one curve per pipeline (log-log).
 
-    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name is
-    the deployed pipeline of that model dtype). Dashed verticals mark the consecutive-integer
+    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
+    rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
     limit of each low-precision *angle* dtype, where positions themselves start to collide.
 
     Returns
@@ -273,16 +273,18 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
                          f"got {dtypes!r}")
     pipes = [as_pipeline(dt) for dt in dtypes]
     pos = np.unique(np.geomspace(1, stop, points).round())
-    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": "#2f855a", "all-float16": "#6b46c1",
-               "all-bfloat16": _SLOW, "float64": "0.4"}
+    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
+               "deployed bfloat16": "#2f855a", "float64": "0.4"}
     fig = Figure(figsize=(7, 3.6))
     ax = fig.add_subplot()
     for pipe in pipes:
         keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
         err = max_phase_error(pos[keep], theta, pipe)
         label = pipe.label
-        if label in ("float16", "bfloat16"):  # the deployed pipeline of a low-precision model
-            label += " cos/sin, float32 angles"
+        if label in ("float16", "bfloat16"):
+            label += ", every stage"
+        elif label in ("deployed float16", "deployed bfloat16"):
+            label = f"{pipe.table_dtype} cos/sin, float32 angles"
         ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
                 ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
         lim = consecutive_integer_limit(pipe.angle_dtype)
