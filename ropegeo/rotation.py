@@ -89,10 +89,11 @@ def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np
 
     The angle stages of a rotary layer (see :mod:`ropegeo.precision`), in order: the positions
     are cast to ``dtype``; when ``scale != 1`` they are multiplied there by ``scale`` (cast to
-    ``dtype``); the frequencies are cast to ``dtype`` and the product is formed there. This is
-    the order of Hugging Face transformers, which casts position ids to float32 before dividing
-    them by a linear-scaling factor. The result is returned as float64 holding exactly the values
-    the chosen dtype produced.
+    ``dtype``); the frequencies are cast to ``dtype`` and the product is formed there. Hugging
+    Face transformers 4.38 cast position ids to float32 and then divided them by a linear-scaling
+    factor, as here; later versions fold the factor into the float32 inverse frequencies, which
+    gives the same angles for a power-of-two factor. The result is returned as float64 holding
+    exactly the values the chosen dtype produced.
 
     Parameters
     ----------
