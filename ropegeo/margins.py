@@ -17,6 +17,15 @@ multiples of the step, so the margin costs ``O(n * pairs)``; integer sets of mod
 table of ``D`` at every integer difference. Where limited precision breaks translation invariance
 (float32, float16, bfloat16 phases) the distances are computed from the generated phases
 themselves, in row blocks, with exact detection of collapsed (identical) signatures.
+
+A margin becomes a verdict through :func:`gate_b_decision`. The probe head of
+:func:`attention_probe` gives the right one of two keys ``D`` apart the share
+``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`), so any threshold on ``D`` is a threshold on
+attention at some sharpness ``beta``. The rule takes ``beta`` from the task: the least sharp head
+that gives :data:`CALIBRATION_MASS` to the right one of the task's two closest offsets on the
+trained ruler, in exact arithmetic. The deployment passes when that head still gives the most
+confusable pair at least :data:`PASS_MASS`, which with the defaults is a margin of at least the
+reference distance over ``sqrt(2)``.
 """
 
 from __future__ import annotations

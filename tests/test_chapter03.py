@@ -12,6 +12,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from glue import read_glued
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "03_frequency_bank.ipynb"
@@ -207,3 +209,14 @@ def test_structure(nb):
     used = set(re.findall(r"\{glue:text\}`([a-zA-Z0-9_]+)", "\n".join(src)))
     assert used <= glued_names, used - glued_names
     assert not any(o.get("output_type") == "error" for c in cells for o in c.get("outputs", []))
+
+
+@given(d=st.integers(1, 512).map(lambda k: 2 * k), base=st.floats(2.0, 1e7), length=st.integers(2, 10**6))
+def test_critical_dimension_property(d, base, length):
+    """i_c = (d/2) ln(L/2 pi) / ln B splits the pairs exactly where slow_pairs does (away from ties)."""
+    from ropegeo.frequencies import frequencies, slow_pairs
+
+    crit = (d / 2) * math.log(length / (2 * math.pi)) / math.log(base)
+    assume(abs(crit - round(crit)) > 1e-6)  # a pair exactly at one turn is a rounding tie
+    closed = sum(1 for i in range(d // 2) if i > crit)
+    assert closed == slow_pairs(frequencies(d, base), length)
