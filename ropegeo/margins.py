@@ -17,6 +17,15 @@ multiples of the step, so the margin costs ``O(n * pairs)``; integer sets of mod
 table of ``D`` at every integer difference. Where limited precision breaks translation invariance
 (float32, float16, bfloat16 phases) the distances are computed from the generated phases
 themselves, in row blocks, with exact detection of collapsed (identical) signatures.
+
+A margin becomes a verdict through :func:`gate_b_decision`. The probe head of
+:func:`attention_probe` gives the right one of two keys ``D`` apart the share
+``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`), so any threshold on ``D`` is a threshold on
+attention at some sharpness ``beta``. The rule takes ``beta`` from the task: the least sharp head
+that gives :data:`CALIBRATION_MASS` to the right one of the task's two closest offsets on the
+trained ruler, in exact arithmetic. The deployment passes when that head still gives the most
+confusable pair at least :data:`PASS_MASS`, which with the defaults is a margin of at least the
+reference distance over ``sqrt(2)``.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
-from .precision import generated_phases
+from .precision import as_pipeline, generated_phases
 
 __all__ = [
     "SeparationMargin",
@@ -38,6 +47,9 @@ __all__ = [
     "band_slices",
     "attention_probe",
     "ProbeResult",
+    "probe_mass",
+    "gate_b_decision",
+    "GateBDecision",
 ]
 
 #: Largest offset set accepted by :func:`separation_margin` (any path) and by the cheap
@@ -97,7 +109,7 @@ def _offsets(offsets, limit: int) -> np.ndarray:
 
 def _common(theta, dtype, scale, origin):
     th = v.frequencies(theta)
-    dt = v.float_dtype(dtype)
+    dt = as_pipeline(dtype)
     scale = v.real("scale", scale, greater_than=0.0)
     origin = v.real("origin", origin, minimum=0.0)
     return th, dt, scale, origin
@@ -164,8 +176,10 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
         Distinct, non-negative, finite offsets; ``2 <= n <= 4096``. Returned in sorted order.
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the phases are generated.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        How the phases are generated (:func:`ropegeo.precision.as_pipeline`: a dtype name rounds
+        every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is float32 angles and a
+        bfloat16 table, as transformers runs a bfloat16 model).
     scale : float
         Position multiplier (positive).
     origin : float
@@ -351,7 +365,7 @@ def band_slices(pairs: int, bands: int) -> list[slice]:
 
 
 def _margin_core(off, th, dt, scale, origin, w, method):
-    if method in ("auto", "difference") and dt == np.float64:
+    if method in ("auto", "difference") and dt.exact:
         res = _margin_difference(off, th, scale, w)
         if res is not None:
             return res + ("difference",)
@@ -361,7 +375,7 @@ def _margin_core(off, th, dt, scale, origin, w, method):
                 f"{_MAX_SPAN:,}; use method='generated'"
             )
     elif method == "difference":
-        raise ValueError(f"method='difference' assumes exact (float64) phases, got dtype={dt.name}")
+        raise ValueError(f"method='difference' assumes exact (float64) phases, got dtype={dt.label}")
     if off.size > MAX_DIRECT:
         raise ValueError(
             f"offsets holds {off.size:,} offsets; distances from generated phases allow at most {MAX_DIRECT:,} "
@@ -391,8 +405,10 @@ def separation_margin(
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position (e.g. from :func:`ropegeo.frequencies.frequencies`
         or a scaling rule).
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the deployed model generates its phases.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        How the deployed model generates its phases (:func:`ropegeo.precision.as_pipeline`: a
+        dtype name rounds every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is
+        float32 angles and a bfloat16 table, as transformers runs a bfloat16 model).
     scale : float
         Position multiplier of the deployment (position interpolation: ``train / target``).
     origin : float
@@ -430,9 +446,9 @@ def separation_margin(
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
     if method not in ("auto", "difference", "generated"):
         raise ValueError(f"method must be one of 'auto', 'difference', 'generated', got {method!r}")
-    limit = MAX_OFFSETS if (dt == np.float64 and method != "generated") else MAX_DIRECT
+    limit = MAX_OFFSETS if (dt.exact and method != "generated") else MAX_DIRECT
     off = _offsets(offsets, limit)
-    name = "bfloat16" if dt.name == "bfloat16" else dt.name
+    name = dt.label
     if isinstance(weighting, str):
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be 'pair', 'band' or an array of amplitudes, got {weighting!r}")
@@ -504,12 +520,14 @@ def attention_probe(
 ) -> ProbeResult:
     """A content-free rotary head tuned to ``target``, facing keys at other offsets.
 
-    The head is a :class:`ropegeo.attention.AttentionLayer` (``scheme="rope"``) whose query and
-    key projections are set so that the query, at ``query_position``, scores a key at
-    ``query_position - delta`` with ``sharpness * K_w(delta - target)``: every key carries the
-    same content, so the keys differ by position alone, and the gap between the target's score
-    and a distractor's at ``b`` is ``sharpness * D(target, b)^2 / 2`` (exact phases). The query
-    row's softmax is taken over the keys only.
+    The query sits at ``query_position`` and a key at offset ``delta`` at
+    ``query_position - delta``. Pair ``i`` of the query holds ``(a_i, 0)`` and every key holds the
+    query's content rotated by ``target``, with ``a_i**2 = sharpness * sqrt(d) * w_i``; both are
+    rotated by the phase tables of the pipeline ``dtype`` (stages 1 to 5 of
+    :mod:`ropegeo.precision`, the rotation rounded to its rotation dtype), and the score is the dot
+    product over ``sqrt(d)``. With exact phases the key at ``delta`` scores
+    ``sharpness * K_w(delta - target)``, so the gap between the target's score and a distractor's at
+    ``b`` is ``sharpness * D(target, b)**2 / 2``. The softmax is taken over the keys only.
 
     Parameters
     ----------
@@ -522,9 +540,10 @@ def attention_probe(
     amplitudes : array_like, shape (pairs,), optional
         Non-negative weight the head puts on each pair; default equal.
     sharpness : float
-        Score of a perfect match (positive, at most 1000).
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Phase precision of the rotary layer.
+        Score of a perfect match, ``beta`` (positive, at most 1000). :func:`gate_b_decision`
+        derives the one a task calls for.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        The phase pipeline of the rotary layer (a name: every stage in that dtype).
     scale : float
         Position multiplier (positive).
     query_position : float
@@ -538,9 +557,14 @@ def attention_probe(
     ------
     ValueError
         For bad offsets, amplitudes, sharpness, dtype or scale.
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> round(attention_probe(1, [2], frequencies(128), sharpness=100).target_mass, 3)
+    0.952
     """
-    from .attention import AttentionLayer, masked_softmax
-    from .rotation import apply_rope
+    from .attention import masked_softmax
 
     th = v.frequencies(theta)
     if 2 * th.size > 4096:
@@ -553,23 +577,179 @@ def attention_probe(
         raise ValueError("distractors must be non-negative offsets")
     w = v.pair_weights(amplitudes, th.size, name="weights (amplitudes)")
     sharpness = v.real("sharpness", sharpness, greater_than=0.0, maximum=1000.0)
+    pipe = as_pipeline(dtype)
     scale = v.real("scale", scale, greater_than=0.0)
     qpos = v.real("query_position", query_position)
     d = 2 * th.size
-    layer = AttentionLayer(2, d, scheme="rope", theta=th, scale=scale, phase_dtype=dtype, seed=0)
-    # query: pair i carries energy sharpness * sqrt(d) * w_i on its first coordinate
-    q = np.zeros(d)
-    q[0::2] = np.sqrt(sharpness * math.sqrt(d) * w)
-    # key content: the query rotated by the target offset (exact), so R_{-target} undoes it
-    k = apply_rope(q, target, theta=th, scale=scale)
-    layer.Wq = np.stack([q, np.zeros(d)])  # token 0 (the query) -> q
-    layer.Wk = np.stack([np.zeros(d), k])  # token 1 (every key) -> k
-    layer.Wv = np.eye(2, d)
+    amp = np.sqrt(sharpness * math.sqrt(d) * w)
+    # key content: the query rotated by the target offset (exact)
+    kc, ks = amp * np.cos(target * scale * th), amp * np.sin(target * scale * th)
     keys = np.concatenate([[target], dis])
-    x = np.zeros((keys.size + 1, 2))
-    x[:-1, 1] = 1.0
-    x[-1, 0] = 1.0
-    positions = np.concatenate([qpos - keys, [qpos]])
-    scores = layer.scores(x, positions)[-1, :-1]
+    cq, sq = generated_phases(np.array([qpos]), th, pipe, scale=scale)
+    ck, sk = generated_phases(qpos - keys, th, pipe, scale=scale)
+    qa, qb = pipe.rotate(amp, 0.0, cq, sq)
+    ka, kb = pipe.rotate(kc, ks, ck, sk)
+    scores = (qa * ka + qb * kb).sum(axis=-1) / math.sqrt(d)
     weights = masked_softmax(scores)
     return ProbeResult(weights, scores, float(weights[0]), int(np.argmax(weights)))
+
+
+# --------------------------------------------------------------------------------------------
+# the decision rule
+# --------------------------------------------------------------------------------------------
+
+#: Attention mass the calibrated head puts on the right one of the task's two closest offsets,
+#: on the trained ruler in exact arithmetic (nine to one).
+CALIBRATION_MASS = 0.9
+#: Attention mass the most confusable pair must still get under deployment (three to one).
+PASS_MASS = 0.75
+
+
+def probe_mass(margin, sharpness: float):
+    """Closed-form target mass of the probe against one distractor at phase distance ``margin``.
+
+    ``1 / (1 + exp(-sharpness * margin**2 / 2))``: the softmax of two scores ``sharpness * D**2 / 2``
+    apart (exact phases).
+
+    Parameters
+    ----------
+    margin : float or array_like
+        Phase distances in [0, 2].
+    sharpness : float
+        Positive.
+
+    Returns
+    -------
+    float or numpy.ndarray, values in [0.5, 1)
+    """
+    beta = v.real("sharpness", sharpness, greater_than=0.0)
+    m = v.finite_array("margin", margin)
+    out = 1.0 / (1.0 + np.exp(-beta * m * m / 2.0))
+    return float(out) if out.ndim == 0 else out
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+@dataclass(frozen=True)
+class GateBDecision:
+    """The verdict of :func:`gate_b_decision` for one offset set.
+
+    Attributes
+    ----------
+    passed : bool
+        ``margin.margin >= threshold``.
+    margin : SeparationMargin
+        The deployed margin and its most confusable pair.
+    reference_step : float
+        The task's finest step: the smallest gap between two of its offsets.
+    reference_distance : float
+        Phase distance of that step on the trained ruler, exact phases, no scaling.
+    sharpness : float
+        The calibrated ``beta``: the least sharp head that gives ``calibration_mass`` to the right
+        offset of that step, ``2 logit(calibration_mass) / reference_distance**2``.
+    mass : float
+        Closed-form mass that head gives the right offset of the deployed most confusable pair.
+    threshold : float
+        Smallest margin that passes, ``reference_distance * sqrt(logit(pass_mass) / logit(calibration_mass))``
+        (with the defaults exactly ``reference_distance / sqrt(2)``).
+    calibration_mass, pass_mass : float
+        The two masses of the rule.
+    """
+
+    passed: bool
+    margin: SeparationMargin
+    reference_step: float
+    reference_distance: float
+    sharpness: float
+    mass: float
+    threshold: float
+    calibration_mass: float
+    pass_mass: float
+
+    def __str__(self) -> str:
+        word = "pass" if self.passed else "FAIL"
+        return (f"{word}: margin {self.margin.margin:.4g} against threshold {self.threshold:.4g} "
+                f"(step {self.reference_step:g} is {self.reference_distance:.4g} apart on the trained ruler; "
+                f"sharpness {self.sharpness:.4g}; mass on the most confusable pair {self.mass:.3f}, "
+                f"needed {self.pass_mass:g})")
+
+
+def gate_b_decision(
+    offsets,
+    theta,
+    *,
+    trained_theta=None,
+    calibration_mass: float = CALIBRATION_MASS,
+    pass_mass: float = PASS_MASS,
+    **margin_options,
+) -> GateBDecision:
+    """Gate B's decision rule: does the deployment keep the task's offsets apart for a calibrated head?
+
+    The sharpness of the head is not chosen but derived from the task. On the ruler the model was
+    trained with (``trained_theta``, exact phases, no scaling), take the task's finest step ``g``
+    (the smallest gap between two required offsets) and its phase distance ``D_ref``. The least
+    sharp head that puts ``calibration_mass`` of its attention on the right one of two offsets
+    ``g`` apart has ``beta = 2 logit(calibration_mass) / D_ref**2``; a head that does the task in
+    training is at least this sharp, and the least sharp one is the most easily confused, so it is
+    the one to judge. The deployment passes when, at that ``beta``, the most confusable pair of
+    the deployed margin still gives the right offset at least ``pass_mass``, which is the same as
+    ``margin >= D_ref * sqrt(logit(pass_mass) / logit(calibration_mass))``. With the defaults (0.9,
+    0.75) the threshold is exactly ``D_ref / sqrt(2)``: the deployment may lose at most half of the
+    squared distance of the task's finest step.
+
+    Parameters
+    ----------
+    offsets, theta
+        As in :func:`separation_margin` (``theta`` is the deployed bank).
+    trained_theta : array_like, shape (pairs,), optional
+        The bank the model was trained with; default ``theta``.
+    calibration_mass, pass_mass : float
+        The two masses of the rule, ``0.5 < pass_mass <= calibration_mass < 1``.
+    **margin_options
+        ``dtype``, ``scale``, ``origin``, ``weighting``, ``bands``, ``method`` of
+        :func:`separation_margin`. An amplitude array as ``weighting`` also weights the reference
+        distance; otherwise it uses equal weights.
+
+    Returns
+    -------
+    GateBDecision
+
+    Raises
+    ------
+    ValueError
+        As :func:`separation_margin`, or for masses outside the range above or a ``trained_theta``
+        of another length.
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> th = frequencies(128)
+    >>> from ropegeo.precision import deployed
+    >>> gate_b_decision([1, 2, 3], th, dtype=deployed("bfloat16"), origin=32_764).passed
+    True
+    >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).passed
+    False
+    """
+    cal = v.real("calibration_mass", calibration_mass, greater_than=0.5)
+    if cal >= 1.0:
+        raise ValueError(f"calibration_mass must be below 1, got {cal:g}")
+    ok = v.real("pass_mass", pass_mass, greater_than=0.5, maximum=cal)
+    result = separation_margin(offsets, theta, **margin_options)
+    th = v.frequencies(theta)
+    ref_th = th if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
+    if ref_th.size != th.size:
+        raise ValueError(f"trained_theta has {ref_th.size} pairs, theta {th.size}: they must match")
+    off = _offsets(offsets, MAX_OFFSETS)
+    step = float(np.diff(off).min())
+    weighting = margin_options.get("weighting", "pair")
+    w = None if isinstance(weighting, str) else weighting
+    ref = float(difference_distance(step, ref_th, weights=w))
+    if ref == 0.0:
+        raise ValueError(f"the task's finest step, {step:g}, is invisible to the trained ruler (distance 0): "
+                         "no head can be calibrated on it")
+    beta = 2.0 * _logit(cal) / (ref * ref)
+    threshold = ref * math.sqrt(_logit(ok) / _logit(cal))
+    mass = probe_mass(result.margin, beta)
+    return GateBDecision(bool(result.margin >= threshold), result, step, ref, beta, mass, threshold, cal, ok)

@@ -1,21 +1,48 @@
-"""Phases as real implementations generate them, in limited precision.
+"""Phases as real implementations generate them, stage by stage, in limited precision.
 
-A rotary layer builds its cosine and sine tables from positions and frequencies held in the dtype
-of its buffers. In float32, float16 or bfloat16 every step rounds: the position itself (a large
-integer may not be representable), the angle ``position * theta`` and the cosine and sine. This
-module reproduces that pipeline (bfloat16 through ``ml_dtypes``) and measures it against the
-float64 truth.
+A rotary layer turns integer positions into cosine and sine tables and rotates queries and keys
+with them. :class:`PhasePipeline` names every place where that pipeline can round:
+
+1. **positions**: the position ids are cast to the *angle dtype*;
+2. **scale**: a position multiplier (position interpolation) is applied to the cast positions,
+   in the angle dtype;
+3. **angles**: the frequencies are cast to the angle dtype and multiplied by the positions there
+   (:func:`ropegeo.rotation.phase_angles` carries out stages 1 to 3);
+4. **table**: cosine and sine are evaluated from those angles and cast to the *table dtype*;
+5. **rotation**: ``x cos - y sin`` and ``x sin + y cos`` are formed in the *rotation dtype*.
+
+Two pipelines matter for a model held in bfloat16:
+
+* the **deployed** one (:func:`deployed`), which current Hugging Face transformers uses:
+  ``LlamaRotaryEmbedding.forward`` in ``src/transformers/models/llama/modeling_llama.py`` casts
+  the position ids and inverse frequencies to float32, forms the angles and takes cosine and
+  sine with autocast disabled, and returns ``cos.to(x.dtype), sin.to(x.dtype)``;
+  ``apply_rotary_pos_emb`` then rotates in the model dtype. Angles are float32, the table and
+  the rotation bfloat16;
+* the **uniform** one (:func:`uniform`), every stage in one dtype. In bfloat16 this is a real,
+  fixed bug: a model cast with ``.to(torch.bfloat16)`` also cast the inverse-frequency buffer,
+  and the positions built with ``type_as`` of it (transformers issue 25681 and the fix in pull
+  request 29285; GPT-NeoX issue 1003).
 
 Two facts organise the chapter's figures:
 
 * a binary floating format with ``p`` significant bits holds every integer up to ``2**p`` and
   then skips odd integers (float64: ``2**53``, float32: ``2**24``, float16: ``2048``,
-  bfloat16: ``256``), so beyond that point neighbouring positions share one phase row;
+  bfloat16: ``256``), so where positions are cast to such a format, neighbouring positions
+  beyond that point share one phase row;
 * the rounding of the angle grows with the angle, so the phase error of a pair grows roughly in
-  proportion to ``position * theta``.
+  proportion to ``position * theta``; rounding only the finished cosine and sine adds an error
+  of at most about one unit of the table format, whatever the position.
+
+Every function that takes ``dtype`` accepts either a :class:`PhasePipeline` or a dtype name. A
+name means *phases in that dtype*, every stage rounded to it (:func:`uniform`): the meaning
+``phase_dtype`` has across ropegeo (a manifest's declared phase precision, the labs, Gate A).
+To model a model held in bfloat16 as transformers runs it today, pass ``deployed("bfloat16")``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +51,10 @@ from .rotation import phase_angles
 
 __all__ = [
     "PHASE_DTYPES",
+    "PhasePipeline",
+    "deployed",
+    "uniform",
+    "as_pipeline",
     "generated_phases",
     "phase_error",
     "max_phase_error",
@@ -50,13 +81,135 @@ def _finfo(dt: np.dtype):
     return ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
 
 
-def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine and sine tables generated entirely in one floating dtype.
+@dataclass(frozen=True)
+class PhasePipeline:
+    """Where a rotary layer rounds: one dtype per stage (see the module docstring).
 
-    The pipeline is the one of common implementations: positions cast to ``dtype`` (and, when
-    ``scale != 1``, multiplied by ``scale`` in ``dtype``), frequencies cast to ``dtype``, the angle
-    product formed in ``dtype`` (:func:`ropegeo.rotation.phase_angles`), then cosine and sine
-    evaluated and rounded to ``dtype``.
+    Attributes
+    ----------
+    angle_dtype : str
+        Stages 1 to 3: positions are cast to it, scaled in it, and multiplied there by the
+        frequencies (cast to it as well).
+    table_dtype : str
+        Stage 4: the dtype cosine and sine are cast to after being evaluated from the angles.
+    rotation_dtype : str
+        Stage 5: the dtype of the rotated query and key coordinates.
+
+    Examples
+    --------
+    >>> deployed("bfloat16")
+    PhasePipeline(angle_dtype='float32', table_dtype='bfloat16', rotation_dtype='bfloat16')
+    >>> uniform("bfloat16").label, deployed("bfloat16").label
+    ('bfloat16', 'deployed bfloat16')
+    """
+
+    angle_dtype: str = "float64"
+    table_dtype: str = "float64"
+    rotation_dtype: str = "float64"
+
+    def __post_init__(self):
+        for name in ("angle_dtype", "table_dtype", "rotation_dtype"):
+            object.__setattr__(self, name, v.float_dtype(getattr(self, name), name).name)
+
+    @property
+    def exact(self) -> bool:
+        """True when every stage is float64 (phases exact up to float64 rounding)."""
+        return self.angle_dtype == self.table_dtype == self.rotation_dtype == "float64"
+
+    @property
+    def label(self) -> str:
+        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>`` for :func:`deployed`."""
+        if self.angle_dtype == self.table_dtype == self.rotation_dtype:
+            return self.angle_dtype
+        for dt in PHASE_DTYPES:
+            if self == deployed(dt):
+                return f"deployed {dt}"
+        return f"{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
+
+    def rotate(self, a, b, cos, sin) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 5: rotate the pairs ``(a, b)`` by a phase table, rounding as the rotation dtype does.
+
+        Each product and each sum is rounded to :attr:`rotation_dtype` (as two elementwise
+        products and one addition in that dtype would be); the result is widened to float64.
+
+        Parameters
+        ----------
+        a, b : array_like
+            First and second coordinates of the pairs (broadcast against ``cos`` and ``sin``).
+        cos, sin : array_like
+            The phase table (from :func:`generated_phases`).
+
+        Returns
+        -------
+        (a', b') : tuple of numpy.ndarray, float64
+        """
+        dt = v.float_dtype(self.rotation_dtype)
+
+        def r(x):
+            return np.asarray(x, dtype=np.float64).astype(dt).astype(np.float64)
+
+        a, b, cos, sin = (r(x) for x in (a, b, cos, sin))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return r(r(a * cos) - r(b * sin)), r(r(a * sin) + r(b * cos))
+
+
+def deployed(model_dtype="bfloat16") -> PhasePipeline:
+    """The pipeline of current transformers for a model held in ``model_dtype``.
+
+    Angles in float32 (float64 for a float64 model), cosine and sine cast to the model dtype,
+    rotation in the model dtype.
+
+    Raises
+    ------
+    ValueError
+        For an unknown dtype.
+    """
+    dt = v.float_dtype(model_dtype, "model_dtype").name
+    return PhasePipeline("float64" if dt == "float64" else "float32", dt, dt)
+
+
+def uniform(dtype) -> PhasePipeline:
+    """Every stage in one dtype; in bfloat16 or float16 this is the historical buffer-cast bug.
+
+    Raises
+    ------
+    ValueError
+        For an unknown dtype.
+    """
+    dt = v.float_dtype(dtype).name
+    return PhasePipeline(dt, dt, dt)
+
+
+def as_pipeline(dtype) -> PhasePipeline:
+    """A :class:`PhasePipeline` as given, or :func:`uniform` of a dtype name.
+
+    Raises
+    ------
+    ValueError
+        For anything else, naming ``dtype``.
+    """
+    if isinstance(dtype, PhasePipeline):
+        return dtype
+    return uniform(v.float_dtype(dtype).name)
+
+
+def _table(positions, th, pipe: PhasePipeline, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stages 1-4 on validated inputs: the cos/sin table, widened to float64."""
+    ang_dt = v.float_dtype(pipe.angle_dtype)
+    tab_dt = v.float_dtype(pipe.table_dtype)
+    angles = phase_angles(positions, th, ang_dt, scale=scale).astype(ang_dt)  # stages 1-3
+    with np.errstate(over="ignore", invalid="ignore"):
+        cos = np.cos(angles).astype(tab_dt).astype(np.float64)  # stage 4
+        sin = np.sin(angles).astype(tab_dt).astype(np.float64)
+    return cos, sin
+
+
+def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine and sine tables as a pipeline generates them (stages 1 to 4).
+
+    Positions are cast to the angle dtype, multiplied by ``scale`` there, multiplied by the
+    frequencies (cast to the angle dtype) there (:func:`ropegeo.rotation.phase_angles`); cosine
+    and sine are evaluated from those angles and cast to the table dtype.
 
     Parameters
     ----------
@@ -64,38 +217,37 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
         Token positions (any shape; finite). Numbers, not indices: fractional values are allowed.
     theta : array_like, shape (pairs,)
         Angular frequencies in radians per position (non-negative, finite).
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of every step.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        The pipeline; a dtype name rounds every stage to that dtype (:func:`uniform`), so
+        ``"bfloat16"`` is the all-bfloat16 pipeline. Pass ``deployed("bfloat16")`` for float32
+        angles and a bfloat16 table.
     scale : float
         Position multiplier (position interpolation uses ``train_length / target_length``).
 
     Returns
     -------
     (cos, sin) : tuple of numpy.ndarray, each shape positions.shape + (pairs,), float64
-        Exactly the values the dtype produced, widened to float64.
+        Exactly the values the pipeline produced, widened to float64.
 
     Raises
     ------
     ValueError
-        For an unknown dtype, non-finite positions, a bad ``theta`` or a non-finite ``scale``.
+        For an unknown dtype, non-finite positions, a bad ``theta``, a non-finite ``scale``, or
+        positions (times scale, times theta) beyond the angle dtype's range.
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> c_new, _ = generated_phases([32_765, 32_766], frequencies(128), deployed("bfloat16"))
+    >>> c_old, _ = generated_phases([32_765, 32_766], frequencies(128), "bfloat16")
+    >>> bool((c_new[0] == c_new[1]).all()), bool((c_old[0] == c_old[1]).all())
+    (False, True)
     """
-    dt = v.float_dtype(dtype)
+    pipe = as_pipeline(dtype)
     th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
-    with np.errstate(over="ignore", invalid="ignore"):
-        pos_dt = pos.astype(dt)
-        if scale != 1.0:
-            pos_dt = pos_dt * np.asarray(scale).astype(dt)
-        if not np.all(np.isfinite(pos_dt.astype(np.float64))):
-            raise ValueError(
-                f"positions (times scale) exceed the largest {dt.name} number; "
-                "use smaller positions or a wider dtype"
-            )
-        angles = phase_angles(pos_dt, th, dt).astype(dt)  # refuses an overflowing product
-        cos = np.cos(angles).astype(np.float64)
-        sin = np.sin(angles).astype(np.float64)
-    return cos, sin
+    return _table(pos, th, pipe, scale)
 
 
 def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.ndarray:
@@ -111,8 +263,8 @@ def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.
         Token positions (any shape; finite).
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of the generated phases.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        The pipeline (a name: every stage in that dtype, :func:`uniform`).
     scale : float
         Position multiplier.
 
@@ -228,8 +380,9 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     ----------
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of the generated phases.
+    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
+        The pipeline (a name: every stage in that dtype, :func:`uniform`; pass
+        :func:`deployed` for float32 angles and a table in the model dtype).
     start : int
         First position scanned (0 to ``2**53 - 1``: positions are scanned in float64, exact up to
         ``2**53``).
@@ -251,7 +404,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
         ``2**26`` positions, or more than :data:`MAX_SCAN_WORK` positions times pairs.
     """
     th = v.frequencies(theta)
-    dt = v.float_dtype(dtype)
+    pipe = as_pipeline(dtype)
     # positions are scanned in float64, which holds every integer only up to 2**53
     start = v.integer("start", start, minimum=0, maximum=2**53 - 1)
     if stop is None:
@@ -264,7 +417,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     for s in range(start, stop, step):
         e = min(stop, s + step)
         pos = np.arange(s, e + 1, dtype=np.float64)  # one extra for the neighbour of the last
-        cos, sin = generated_phases(pos, th, dt, scale=scale)
+        cos, sin = _table(pos, th, pipe, scale)
         same = np.all((cos[1:] == cos[:-1]) & (sin[1:] == sin[:-1]), axis=-1)
         hit = np.flatnonzero(same)
         if hit.size:

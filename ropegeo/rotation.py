@@ -84,12 +84,16 @@ def pairing_permutation(
     return perm
 
 
-def phase_angles(positions, theta, dtype="float64") -> np.ndarray:
-    """Rotation angles ``positions[..., None] * theta`` formed in a given floating dtype.
+def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np.ndarray:
+    """Rotation angles ``positions[..., None] * scale * theta`` formed in a given floating dtype.
 
-    Real implementations build the angle table in the dtype of their buffers; forming it in
-    float16 or bfloat16 rounds both the positions and the product. The result is returned as
-    float64 holding exactly the values the chosen dtype produced.
+    The angle stages of a rotary layer (see :mod:`ropegeo.precision`), in order: the positions
+    are cast to ``dtype``; when ``scale != 1`` they are multiplied there by ``scale`` (cast to
+    ``dtype``); the frequencies are cast to ``dtype`` and the product is formed there. Hugging
+    Face transformers 4.38 cast position ids to float32 and then divided them by a linear-scaling
+    factor, as here; later versions fold the factor into the float32 inverse frequencies, which
+    gives the same angles for a power-of-two factor. The result is returned as float64 holding
+    exactly the values the chosen dtype produced.
 
     Parameters
     ----------
@@ -98,22 +102,39 @@ def phase_angles(positions, theta, dtype="float64") -> np.ndarray:
     theta : array_like, shape (pairs,)
         Angular frequencies.
     dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which positions, frequencies and their product are held.
+        Precision in which positions, scale, frequencies and their product are held.
+    scale : float
+        Position multiplier (finite).
 
     Returns
     -------
     numpy.ndarray, shape positions.shape + (pairs,), float64
+
+    Raises
+    ------
+    ValueError
+        For an unknown dtype, non-finite positions or scale, a theta that is not 1-D, or
+        positions (times scale, times theta) beyond the range of ``dtype``.
+
+    Examples
+    --------
+    >>> float(phase_angles([257.0], [1.0], "bfloat16")[0, 0])  # 257 is not a bfloat16 number
+    256.0
     """
     dt = v.float_dtype(dtype)
     pos = v.finite_array("positions", positions)
     th = v.finite_array("theta", theta)
+    scale = v.real("scale", scale)
     if th.ndim != 1:
         raise ValueError(f"theta must be 1-D, got shape {th.shape}")
     with np.errstate(over="ignore", invalid="ignore"):
-        pos_dt = pos.astype(dt)
+        pos_dt = pos.astype(dt)  # stage 1: positions cast
+        if scale != 1.0:
+            pos_dt = (pos_dt * np.asarray(scale).astype(dt)).astype(dt)  # stage 2: scale applied
         if not np.all(np.isfinite(pos_dt.astype(np.float64))):
-            raise ValueError(f"positions exceed the largest {dt.name} number; use a wider phase dtype")
-        prod = pos_dt[..., None] * th.astype(dt)
+            what = "positions" if scale == 1.0 else "positions times scale"
+            raise ValueError(f"{what} exceed the largest {dt.name} number; use a wider phase dtype")
+        prod = pos_dt[..., None] * th.astype(dt)  # stage 3: angles formed
         out = prod.astype(np.float64)
     if not np.all(np.isfinite(out)):
         raise ValueError(f"positions * theta overflows {dt.name}: use smaller positions or a wider phase dtype")
@@ -186,7 +207,7 @@ def apply_rope(
         raise ValueError(
             f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = {xf.shape[:-1]}"
         ) from None
-    angles = phase_angles(pos * scale, theta, phase_dtype)
+    angles = phase_angles(pos, theta, phase_dtype, scale=scale)
     cos, sin = np.cos(angles), np.sin(angles)
     first, second = pair_indices(rot, pairing)
     a, b = xf[..., first], xf[..., second]

@@ -12,6 +12,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from glue import read_glued
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "03_frequency_bank.ipynb"
@@ -60,45 +62,99 @@ def test_kernel_numbers(glued):
     assert glued["dist_id"] == pytest.approx(max(max(abs(math.cos(6283 * t) - 1), abs(math.sin(6283 * t))) for t in THETA8))
 
 
+def test_critical_dimension(glued):
+    # the closed form of the text against a turn-by-turn count of the slow pairs
+    crit = (D / 2) * math.log(4096 / (2 * math.pi)) / math.log(B)
+    assert glued["crit_index"] == pytest.approx(crit, rel=1e-12)
+    full = [i for i in range(D // 2) if 4096 * THETA[i] >= 2 * math.pi]  # pairs that complete a turn
+    assert glued["crit_last_full"] == max(full) == math.floor(crit)
+    assert glued["crit_count"] == D // 2 - len(full) == glued["slow_count"]
+    assert glued["crit_dim"] == 2 * math.ceil(crit) == 2 * len(full)  # Liu et al.'s critical dimension
+
+
+@pytest.mark.parametrize("d, base, length", [(128, 10_000.0, 4096), (128, 500_000.0, 8192), (64, 500_000.0, 8192),
+                                             (128, 1_000_000.0, 32_768), (16, 10_000.0, 100), (256, 2.0e6, 131_072)])
+def test_critical_dimension_closed_form_matches_slow_pairs(d, base, length):
+    from ropegeo.frequencies import frequencies, slow_pairs
+
+    crit = (d / 2) * math.log(length / (2 * math.pi)) / math.log(base)
+    closed = sum(1 for i in range(d // 2) if i > crit)
+    assert closed == slow_pairs(frequencies(d, base), length) == d // 2 - 1 - math.floor(crit)
+
+
+def test_bases(glued):
+    for base in (10_000, 500_000, 1_000_000):
+        th = [base ** (-2 * i / 128) for i in range(64)]
+        assert glued[f"slow_base_{base}"] == sum(8192 * t < 2 * math.pi for t in th)
+        assert glued[f"k1000_base_{base}"] == pytest.approx(K(1000, th), abs=1e-12)
+    assert glued["k1000_base_500000"] > 3 * glued["k1000_base_10000"]
+
+
+def test_torus_return(glued):
+    best = min(range(1, 300), key=lambda d: math.sin(d * THETA[0] / 2) ** 2 + math.sin(d * THETA[16] / 2) ** 2)
+    assert glued["torus_return"] == best == 63  # about 20 pi: ten turns of pair 0, one of pair 16
+    assert glued["torus_turns0"] == pytest.approx(63 / (2 * math.pi), rel=1e-12)
+    assert glued["torus_turns16"] == pytest.approx(63 * THETA[16] / (2 * math.pi), rel=1e-12)
+
+
+def _worst_error(pos, angle, table):
+    """Largest phase error over the 64 pairs: angle formed in ``angle``, cos/sin rounded to ``table``."""
+    err = 0.0
+    for th in THETA:
+        a = angle(angle(pos) * angle(th))
+        c, s = float(table(np.cos(a))), float(table(np.sin(a)))
+        err = max(err, abs((math.atan2(s, c) - pos * th + math.pi) % (2 * math.pi) - math.pi))
+    return err
+
+
 def test_precision_numbers(glued):
     assert glued["limit_bfloat16"] == 256 and glued["limit_float16"] == 2048 and glued["limit_float32"] == 2**24
-    assert glued["collapse_bf16"] == 256 and glued["collapse_f16"] == 2048
-    # the phase error at positions 200 and 4000 by a direct computation in each format
-    def worst_error(pos, t):
-        err = 0.0
-        for th in THETA:
-            a = t(t(pos) * t(th))
-            gen = math.atan2(float(t(np.sin(a))), float(t(np.cos(a))))
-            err = max(err, abs((gen - pos * th + math.pi) % (2 * math.pi) - math.pi))
-        return err
-
-    for pos in (200, 4000):
-        assert glued[f"err{pos}_bf16"] == pytest.approx(worst_error(pos, ml_dtypes.bfloat16), abs=1e-12)
-        assert glued[f"err{pos}_f32"] == pytest.approx(worst_error(pos, np.float32), abs=2e-7)
-    # the prose: bfloat16 is already visibly off at 200, below both collapse points, and far off at 4000
-    assert 200 < glued["collapse_bf16"] and glued["err200_bf16"] > 0.1 and glued["err4000_bf16"] > 1
-    assert glued["err200_f32"] < 1e-4 and glued["err4000_f32"] < 1e-3
-    assert glued["step_float16"] == 16 and glued["step_bfloat16"] == 128
-    # independent: the spacing of the stored values between 16,384 and 32,768, read off the formats
-    for t, step in ((np.float16, glued["step_float16"]), (ml_dtypes.bfloat16, glued["step_bfloat16"])):
-        values = np.unique(np.arange(16_384, 32_768, dtype=np.float64).astype(t).astype(np.float64))
-        assert set(np.diff(values)) == {step}
+    assert glued["collapse_bf16"] == 256  # 257 rounds to 256 when positions are bfloat16
+    assert float(ml_dtypes.bfloat16(257.0)) == 256.0
+    assert glued["collapse_dep"] == 2**24 and float(np.float32(2**24 + 1)) == 2**24  # positions in float32
+    bf16 = ml_dtypes.bfloat16
+    assert glued["err4000_old"] == pytest.approx(_worst_error(4000, bf16, bf16), abs=1e-12)
+    assert glued["err4000_dep"] == pytest.approx(_worst_error(4000, np.float32, bf16), abs=2e-4)
+    assert glued["err4000_f32"] == pytest.approx(_worst_error(4000, np.float32, np.float32), abs=2e-7)
+    # the prose: the bug scrambles the fast pairs; the deployed error is one bfloat16 rounding (2**-8 or so)
+    assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
 
 
 def test_gate_b_numbers(glued):
-    assert glued["parser_float64"] == pytest.approx(dist(1, THETA), rel=1e-9)
-    assert glued["parser_float32"] == pytest.approx(dist(1, THETA), abs=1e-3)
-    assert glued["parser_float16"] == 0 and glued["parser_bfloat16"] == 0
-    # "all three positions are stored as 32,768": cast each one in both formats
-    for t in (np.float16, ml_dtypes.bfloat16):
-        assert {float(t(32_764 + j)) for j in (1, 2, 3)} == {glued["parser_stored"]} == {32_768.0}
-    # under the retrieval deployment (bfloat16, scale 1/8) the same collapse happens before scaling
-    assert glued["parser_deployed"] == 0
+    ref = dist(1, THETA)
+    assert glued["parser_exact"] == pytest.approx(ref, rel=1e-9)
+    assert glued["parser_beta"] == pytest.approx(2 * math.log(9) / ref**2, rel=1e-9)
+    assert glued["parser_threshold"] == pytest.approx(ref / math.sqrt(2), rel=1e-9)
+    # deployed: float32 positions and angles, only the table in bfloat16 -> the margin is the exact one,
+    # up to the table's rounding; recompute the three signatures directly
+    def sig(pos, angle, table, scale=1.0):
+        p = angle(pos)
+        if scale != 1.0:
+            p = angle(p * angle(scale))
+        return [(float(table(np.cos(angle(p * angle(t))))), float(table(np.sin(angle(p * angle(t)))))) for t in THETA]
+
+    def margin(angle, table, scale=1.0):
+        sigs = [sig(32_764 + j, angle, table, scale) for j in (1, 2, 3)]
+        return min(math.sqrt(sum((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 for a, b in zip(x, y)) / 64)
+                   for x, y in ((sigs[0], sigs[1]), (sigs[0], sigs[2]), (sigs[1], sigs[2])))
+
+    bf16 = ml_dtypes.bfloat16
+    assert glued["parser_dep"] == pytest.approx(margin(np.float32, bf16), abs=1e-9)
+    assert glued["parser_dep"] == pytest.approx(0.244, abs=5e-4) and glued["parser_dep"] > glued["parser_threshold"]
+    assert glued["parser_old"] == 0 == margin(bf16, bf16)
+    assert glued["parser_interp"] == pytest.approx(margin(np.float32, bf16, 1 / 8), abs=1e-9)
+    assert glued["parser_interp"] == pytest.approx(dist(1 / 8, THETA), abs=1e-3)
+    assert round(glued["parser_interp"], 3) == 0.031 and glued["parser_interp"] < glued["parser_threshold"]
+    # "bfloat16 stores only every 128th integer below 32,768, and all three positions become 32,768"
+    assert glued["step_bfloat16"] == 128
+    values = np.unique(np.arange(16_384, 32_768, dtype=np.float64).astype(bf16).astype(np.float64))
+    assert set(np.diff(values)) == {128.0}
+    assert {float(bf16(32_764 + j)) for j in (1, 2, 3)} == {glued["parser_stored"]} == {32_768.0}
+    # retrieval: exact distance of 16,000 / 8 up to the table rounding; its threshold is D(16,000) / sqrt 2
+    assert glued["retr_margin"] == pytest.approx(dist(16_000 / 8, THETA), abs=0.02)
+    assert glued["retr_margin"] > dist(16_000, THETA) / math.sqrt(2)
     # offsets 1..3 at scale 1/8 from the start: the largest distance is offsets 1 and 3, 2/8 apart
     assert glued["short_block"] == pytest.approx(dist(2 / 8, THETA), abs=2e-3)
-    assert glued["parser_interp"] == pytest.approx(dist(1 / 8, THETA), abs=1e-3)
-    assert glued["retr_margin"] == pytest.approx(dist(16_000 / 8, THETA), abs=0.05)
-    assert 0.5 < glued["grid_margin"] < 1.5 and glued["grid_b"] - glued["grid_a"] == 512
     # fast band: a brute-force search over offsets 1..4096 with four pairs
     best = min(range(1, 4097), key=lambda d: dist(d, THETA[:4]))
     assert glued["fast_offset"] == best
@@ -107,24 +163,35 @@ def test_gate_b_numbers(glued):
     assert glued["d_equal"] == pytest.approx(dist(best, THETA), abs=1e-12)
 
 
+def mass(d, beta):
+    return 1 / (1 + math.exp(-beta * d * d / 2))
+
+
 def test_probe_numbers(glued):
     # most confusable pair of 1..8191 at head dim 8, by differences 1..8190
     best = min(range(1, 8191), key=lambda d: dist(d, THETA8))
     assert glued["small_b"] - glued["small_a"] == best == 6283
-    assert glued["small_margin"] == pytest.approx(dist(best, THETA8), abs=1e-12)
-
-    def mass(d, beta=8.0):
-        return 1 / (1 + math.exp(-beta * d * d / 2))
-
-    assert glued["mass_pair"] == pytest.approx(mass(dist(best, THETA8)), abs=1e-9)
-    assert glued["mass_control"] == pytest.approx(mass(dist(3141, THETA8)), abs=1e-9)
+    beta8 = 2 * math.log(9) / dist(1, THETA8) ** 2  # calibrated on the finest step, 1
+    assert glued["small_beta"] == pytest.approx(beta8, rel=1e-9)
+    assert glued["mass_pair"] == pytest.approx(mass(dist(best, THETA8), beta8), abs=1e-9)
+    assert glued["mass_pair"] < 0.55  # "only": well below the rule's three quarters
+    assert glued["mass_control"] == pytest.approx(mass(dist(3141, THETA8), beta8), abs=1e-9)
     assert glued["mass_shift"] == pytest.approx(glued["mass_pair"], abs=1e-9)
-    assert glued["mass_f32"] == pytest.approx(mass(dist(1, THETA), 100.0), abs=2e-3)
-    assert glued["mass_bf16"] == 0.5
+    beta = 2 * math.log(9) / dist(1, THETA) ** 2
+    assert glued["mass_f32"] == pytest.approx(mass(dist(1, THETA), beta), abs=2e-3)
+    assert glued["mass_dep"] == pytest.approx(glued["mass_f32"], abs=5e-3)
+    assert glued["mass_old"] == 0.5
     w = [1.0] * 4 + [0.0] * 60
-    assert glued["mass_fast"] == pytest.approx(mass(dist(glued["fast_offset"], THETA, w)), abs=1e-9)
-    assert glued["mass_equal"] == pytest.approx(mass(dist(glued["fast_offset"], THETA)), abs=1e-9)
+    beta_fast = 2 * math.log(9) / dist(1, THETA, w) ** 2
+    assert glued["mass_fast"] == pytest.approx(mass(dist(glued["fast_offset"], THETA, w), beta_fast), abs=1e-9)
+    assert glued["mass_equal"] == pytest.approx(mass(dist(glued["fast_offset"], THETA), beta), abs=1e-9)
     assert glued["sweep_gap"] < 1e-9
+
+
+def test_fast_band_offset_is_near_whole_turns(glued):
+    # the exercise's explanation: 2,438 is within 0.03 of a whole number of turns of each fast pair
+    t = [glued["fast_offset"] * th / (2 * math.pi) for th in THETA[:4]]
+    assert all(abs(x - round(x)) < 0.03 for x in t)
 
 
 def test_structure(nb):
@@ -142,3 +209,14 @@ def test_structure(nb):
     used = set(re.findall(r"\{glue:text\}`([a-zA-Z0-9_]+)", "\n".join(src)))
     assert used <= glued_names, used - glued_names
     assert not any(o.get("output_type") == "error" for c in cells for o in c.get("outputs", []))
+
+
+@given(d=st.integers(1, 512).map(lambda k: 2 * k), base=st.floats(2.0, 1e7), length=st.integers(2, 10**6))
+def test_critical_dimension_property(d, base, length):
+    """i_c = (d/2) ln(L/2 pi) / ln B splits the pairs exactly where slow_pairs does (away from ties)."""
+    from ropegeo.frequencies import frequencies, slow_pairs
+
+    crit = (d / 2) * math.log(length / (2 * math.pi)) / math.log(base)
+    assume(abs(crit - round(crit)) > 1e-6)  # a pair exactly at one turn is a rounding tie
+    closed = sum(1 for i in range(d // 2) if i > crit)
+    assert closed == slow_pairs(frequencies(d, base), length)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
+from ropegeo.precision import deployed, uniform
 from ropegeo.margins import (
     MAX_DIRECT,
     attention_probe,
@@ -26,23 +27,32 @@ TH16 = frequencies(16)
 TH128 = frequencies(128)
 
 
-def signature(pos, theta, name="float64", scale=1.0):
-    """One offset's generated (cos, sin) row, scalar by scalar through the dtype."""
+def signature(pos, theta, name="float64", scale=1.0, table=None):
+    """One offset's generated (cos, sin) row, scalar by scalar: angle in ``name``, table in ``table``."""
     t = NP[name]
+    tab = NP[table or name]
     p = t(pos)
     if scale != 1.0:
         p = t(p * t(scale))
     out = []
     for th in theta:
         a = t(p * t(th))
-        out.append((float(t(np.cos(a))), float(t(np.sin(a)))))
+        out.append((float(tab(np.cos(a))), float(tab(np.sin(a)))))
     return out
 
 
-def brute_margin(offsets, theta, name="float64", scale=1.0, origin=0.0, weights=None):
+def pipe_of(kind, name):
+    """(pipeline, angle dtype, table dtype) of the uniform or the deployed pipeline of ``name``."""
+    if kind == "uniform":
+        return uniform(name), name, name
+    angle = "float64" if name == "float64" else "float32"
+    return deployed(name), angle, name
+
+
+def brute_margin(offsets, theta, name="float64", scale=1.0, origin=0.0, weights=None, table=None):
     """Pure-Python loop over every pair: the reference for the margin and the confusable pair."""
     w = [1.0 / len(theta)] * len(theta) if weights is None else [x / sum(weights) for x in weights]
-    sigs = {a: signature(origin + a, theta, name, scale) for a in offsets}
+    sigs = {a: signature(origin + a, theta, name, scale, table) for a in offsets}
     best = (math.inf, None)
     for a, b in itertools.combinations(sorted(offsets), 2):
         d2 = sum(wi * ((ca - cb) ** 2 + (sa - sb) ** 2) for wi, (ca, sa), (cb, sb) in zip(w, sigs[a], sigs[b]))
@@ -63,34 +73,40 @@ def test_margin_matches_brute_force_float64(offsets, theta):
     assert res.pair == pair
 
 
+@pytest.mark.parametrize("kind", ["uniform", "deployed"])
 @pytest.mark.parametrize("name", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("origin, scale", [(0.0, 1.0), (3000.0, 1.0), (3000.0, 0.125), (200.0, 0.3)])
-def test_margin_matches_brute_force_low_precision(name, origin, scale):
+def test_margin_matches_brute_force_low_precision(kind, name, origin, scale):
     offsets = [1, 2, 3, 17, 40, 41, 90]
-    m, pair = brute_margin(offsets, TH16, name, scale, origin)
-    res = separation_margin(offsets, TH16, dtype=name, origin=origin, scale=scale)
+    pipe, angle, table = pipe_of(kind, name)
+    m, pair = brute_margin(offsets, TH16, angle, scale, origin, table=table)
+    res = separation_margin(offsets, TH16, dtype=pipe, origin=origin, scale=scale)
     assert res.method == "generated"
     assert res.margin == pytest.approx(m, abs=1e-7)
     if m > 1e-6:
         assert res.pair == pair
     else:  # a collapse: the reported pair must itself be at distance 0
         a, b = res.pair
-        assert signature(origin + a, TH16, name, scale) == signature(origin + b, TH16, name, scale)
+        assert signature(origin + a, TH16, angle, scale, table) == signature(origin + b, TH16, angle, scale, table)
 
 
-@given(st.lists(st.integers(0, 3000), min_size=2, max_size=12, unique=True), st.sampled_from(["float64", "bfloat16"]))
-def test_margin_matches_brute_force_property(offsets, name):
-    m, _ = brute_margin(offsets, TH8, name, 1.0, 100.0)
-    assert separation_margin(offsets, TH8, dtype=name, origin=100.0).margin == pytest.approx(m, abs=1e-7)
+@given(st.lists(st.integers(0, 3000), min_size=2, max_size=12, unique=True), st.sampled_from(["float64", "bfloat16"]),
+       st.sampled_from(["uniform", "deployed"]))
+def test_margin_matches_brute_force_property(offsets, name, kind):
+    pipe, angle, table = pipe_of(kind, name)
+    m, _ = brute_margin(offsets, TH8, angle, 1.0, 100.0, table=table)
+    assert separation_margin(offsets, TH8, dtype=pipe, origin=100.0).margin == pytest.approx(m, abs=1e-7)
 
 
-def test_pairwise_distances_against_loop():
+@pytest.mark.parametrize("kind", ["uniform", "deployed"])
+def test_pairwise_distances_against_loop(kind):
     offs = [3, 1, 8, 20]
-    D = pairwise_distances(offs, TH8, dtype="float16", origin=1000)
+    pipe, angle, table = pipe_of(kind, "float16")
+    D = pairwise_distances(offs, TH8, dtype=pipe, origin=1000)
     srt = sorted(offs)
     for j, a in enumerate(srt):
         for k, b in enumerate(srt):
-            sa, sb = signature(1000 + a, TH8, "float16"), signature(1000 + b, TH8, "float16")
+            sa, sb = signature(1000 + a, TH8, angle, 1.0, table), signature(1000 + b, TH8, angle, 1.0, table)
             ref = math.sqrt(sum(((x[0] - y[0]) ** 2 + (x[1] - y[1]) ** 2) / 4 for x, y in zip(sa, sb)))
             assert D[j, k] == pytest.approx(ref, abs=1e-12)
 
@@ -144,7 +160,10 @@ def test_low_precision_breaks_invariance():
     bf16 = separation_margin([1, 2, 3], TH128, dtype="bfloat16", origin=32_764)
     assert exact.margin == pytest.approx(math.sqrt(2 * (1 - np.mean(np.cos(TH128)))), rel=1e-9)
     assert f32.margin != exact.margin and f32.margin == pytest.approx(exact.margin, abs=1e-3)
-    assert bf16.margin == 0.0
+    assert bf16.margin == 0.0 and bf16.dtype == "bfloat16"
+    # the deployed pipeline (float32 angles, bfloat16 cos/sin) keeps the three positions apart
+    dep = separation_margin([1, 2, 3], TH128, dtype=deployed("bfloat16"), origin=32_764)
+    assert dep.dtype == "deployed bfloat16" and dep.margin == pytest.approx(exact.margin, abs=2e-3)
     # 32765, 32766, 32767 in bfloat16 (8 significant bits, spacing 128 there): all become 32768
     assert {float(ml_dtypes.bfloat16(x)) for x in (32765, 32766, 32767)} == {32768.0}
 
@@ -188,6 +207,10 @@ def test_probe_follows_closed_form():
 def test_probe_collapse_in_bfloat16_and_shift_invariance():
     p = attention_probe(1, [2, 3], TH128, dtype="bfloat16", query_position=32_768)
     np.testing.assert_allclose(p.weights, 1 / 3, atol=1e-12)
+    # deployed: the three keys stay apart and the target wins, as in float32
+    dep = attention_probe(1, [2, 3], TH128, dtype=deployed("bfloat16"), query_position=32_768, sharpness=100)
+    f32 = attention_probe(1, [2, 3], TH128, dtype="float32", query_position=32_768, sharpness=100)
+    assert dep.winner == 0 and dep.target_mass == pytest.approx(f32.target_mass, abs=0.02)
     a = attention_probe(1, [6284], TH8, query_position=0)
     b = attention_probe(1, [6284], TH8, query_position=12_345)
     assert a.target_mass == pytest.approx(b.target_mass, abs=1e-9)
@@ -259,3 +282,86 @@ def test_margin_work_is_bounded():
         pairwise_distances(np.arange(4096) * 7919, frequencies(4096))
     # an evenly spaced set stays cheap at the largest size
     assert separation_margin(range(0, 2**20), frequencies(8)).margin > 0
+
+
+# ---- the staged pipeline in the probe, and the decision rule ------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["uniform", "deployed"])
+def test_probe_scores_against_scalar_loop(kind):
+    """Rotate query and keys scalar by scalar through the pipeline's dtypes, then dot over sqrt(d)."""
+    pipe, angle, table = pipe_of(kind, "bfloat16")
+    r = NP["bfloat16"]
+    beta, target, qpos, dis = 20.0, 3.0, 700.0, [5.0, 40.0]
+    d = 2 * TH8.size
+    amp = [math.sqrt(beta * math.sqrt(d) / TH8.size)] * TH8.size
+    got = attention_probe(target, dis, TH8, sharpness=beta, dtype=pipe, query_position=qpos).scores
+
+    def rot(a, b, c, s):
+        a, b, c, s = (r(x) for x in (a, b, c, s))
+        return float(r(r(a * c) - r(b * s))), float(r(r(a * s) + r(b * c)))
+
+    q_sig = signature(qpos, TH8, angle, 1.0, table)
+    for j, off in enumerate([target] + dis):
+        k_sig = signature(qpos - off, TH8, angle, 1.0, table)
+        total = 0.0
+        for i, th in enumerate(TH8):
+            qa, qb = rot(amp[i], 0.0, *q_sig[i])
+            ka, kb = rot(amp[i] * math.cos(target * th), amp[i] * math.sin(target * th), *k_sig[i])
+            total += qa * ka + qb * kb
+        assert got[j] == pytest.approx(total / math.sqrt(d), abs=1e-9)
+
+
+def test_probe_mass_closed_form():
+    from ropegeo.margins import probe_mass
+
+    assert probe_mass(0.0, 5.0) == 0.5
+    assert probe_mass(math.sqrt(2 * math.log(9) / 7.0), 7.0) == pytest.approx(0.9, abs=1e-12)
+    np.testing.assert_allclose(probe_mass([0.1, 0.3], 50.0), [1 / (1 + math.exp(-50 * x * x / 2)) for x in (0.1, 0.3)])
+
+
+def test_decision_rule_calibration_is_what_the_probe_does():
+    from ropegeo.margins import gate_b_decision
+
+    dec = gate_b_decision([1, 2, 3], TH128)
+    ref = math.sqrt(2 * (1 - sum(math.cos(t) for t in TH128) / TH128.size))  # step 1 on the trained ruler
+    assert dec.reference_step == 1 and dec.reference_distance == pytest.approx(ref, rel=1e-12)
+    assert dec.sharpness == pytest.approx(2 * math.log(9) / ref**2, rel=1e-12)
+    assert dec.threshold == pytest.approx(ref / math.sqrt(2), rel=1e-12)
+    # the calibrated head, as an actual probe, gives 0.9 to the right one of two neighbours
+    assert attention_probe(1, [2], TH128, sharpness=dec.sharpness).target_mass == pytest.approx(0.9, abs=1e-9)
+    assert dec.passed and dec.mass == pytest.approx(0.9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "dtype, scale, passed",
+    [("float32", 1.0, True), (deployed("bfloat16"), 1.0, True), (deployed("float16"), 1.0, True),
+     ("bfloat16", 1.0, False), (uniform("float16"), 1.0, False), ("float32", 0.125, False),
+     (deployed("bfloat16"), 0.125, False)],
+)
+def test_decision_rule_on_the_parser_agrees_with_the_probe(dtype, scale, passed):
+    from ropegeo.margins import gate_b_decision
+
+    dec = gate_b_decision([1, 2, 3], TH128, dtype=dtype, origin=32_764, scale=scale)
+    assert dec.passed is passed
+    # behaviour: the calibrated head, run through the same pipeline, on the most confusable pair
+    a, b = dec.margin.pair
+    probe = attention_probe(a, [b], TH128, sharpness=dec.sharpness, dtype=dtype, scale=scale, query_position=32_768)
+    assert (probe.target_mass >= dec.pass_mass) is passed
+
+
+def test_decision_rule_masses_move_the_threshold_and_bad_input():
+    from ropegeo.margins import gate_b_decision
+
+    strict = gate_b_decision([1, 2, 3], TH128, pass_mass=0.9)
+    assert strict.threshold == pytest.approx(strict.reference_distance, rel=1e-12)
+    with pytest.raises(ValueError, match="calibration_mass"):
+        gate_b_decision([1, 2], TH128, calibration_mass=1.0)
+    with pytest.raises(ValueError, match="pass_mass"):
+        gate_b_decision([1, 2], TH128, pass_mass=0.95)
+    with pytest.raises(ValueError, match="pass_mass"):
+        gate_b_decision([1, 2], TH128, pass_mass=0.5)
+    with pytest.raises(ValueError, match="trained_theta"):
+        gate_b_decision([1, 2], TH128, trained_theta=TH8)
+    with pytest.raises(ValueError, match="invisible"):
+        gate_b_decision([0, 5], [0.0])

@@ -8,13 +8,17 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from ropegeo.frequencies import frequencies
+from ropegeo.frequencies import frequencies, wavelengths
+from ropegeo.geometry import kernel
+from ropegeo.precision import max_phase_error, uniform
 from ropegeo.plots.spectrum import (
+    base_comparison,
     kernel_plot,
     margin_plot,
     phase_error_plot,
     probe_plot,
     torus_plot,
+    return_offset,
     wavelength_ladder,
 )
 
@@ -66,8 +70,39 @@ def test_torus_points_are_the_wrapped_phases():
 def test_phase_error_plot_draws_only_limits_inside_the_range():
     ax = phase_error_plot(frequencies(16), 2**12, points=50).axes[0]
     verticals = sorted(ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--")
-    assert verticals == [256, 2048]  # bfloat16 and float16; float32's 2**24 is beyond 4,096
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["float32", "float16", "bfloat16"]
+    assert verticals == [256, 2048]  # bfloat16 and float16 angles; float32's 2**24 is beyond 4,096
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "float32", "bfloat16 cos/sin, float32 angles", "float16, every stage", "bfloat16, every stage"]
+    # each curve is the largest error of its pipeline
+    curves = [ln for ln in ax.lines if ln.get_linestyle() != "--"]
+    x = curves[3].get_xdata()
+    np.testing.assert_allclose(curves[3].get_ydata(), np.maximum(max_phase_error(x, frequencies(16), uniform("bfloat16")), 1e-12))
+
+
+def test_torus_marks_the_closest_return_and_glues_edges():
+    th = frequencies(128)
+    ax = torus_plot(th, pairs=(0, 16), length=300).axes[0]
+    # brute force: the offset whose two phases are nearest a whole number of turns
+    best = min(range(1, 300), key=lambda d: math.sin(d * th[0] / 2) ** 2 + math.sin(d * th[16] / 2) ** 2)
+    assert return_offset(th[[0, 16]], 300) == best
+    (ring,) = [ln for ln in ax.lines if ln.get_marker() == "o"]
+    np.testing.assert_allclose(ring.get_xdata(), np.mod([0, best * th[0]], 2 * np.pi), atol=1e-12)
+    assert any(f"{best:,}" in t.get_text() for t in ax.texts)
+    assert "glued" in ax.get_title()
+    edges = [ln for ln in ax.lines if ln.get_marker() != "o"]
+    assert len(edges) == 4  # two vertical, two horizontal edges
+
+
+def test_base_comparison_draws_each_base():
+    fig = base_comparison((10_000, 500_000), head_dim=16, train_length=1000, stop=1e5, points=50)
+    lad, ker = fig.axes
+    for j, b in enumerate((10_000, 500_000)):
+        th = frequencies(16, b)
+        np.testing.assert_allclose(lad.lines[j].get_ydata(), wavelengths(th))
+        x = ker.lines[j].get_xdata()
+        np.testing.assert_allclose(ker.lines[j].get_ydata(), [sum(math.cos(d * t) for t in th) / 8 for d in x],
+                                   atol=1e-12)
+    assert [t.get_text() for t in ker.get_legend().get_texts()] == ["base 10,000", "base 500,000"]
 
 
 def test_wavelength_ladder_splits_slow_pairs():
@@ -100,6 +135,10 @@ def test_probe_plot_curve():
     (lambda: torus_plot(THETA8, length=10**9), "length"),
     (lambda: phase_error_plot(THETA8, 1), "stop"),
     (lambda: phase_error_plot(THETA8, 100, dtypes=("int8",)), "dtype"),
+    (lambda: torus_plot(THETA8, mark_return="yes"), "mark_return"),
+    (lambda: base_comparison(bases=()), "bases"),
+    (lambda: base_comparison(bases=(1.0,)), "base"),
+    (lambda: base_comparison(stop=1), "stop"),
     (lambda: wavelength_ladder(THETA8, 0), "train_length"),
     (lambda: margin_plot(np.zeros((2, 2)), [1, 2, 3]), "distances"),
     (lambda: margin_plot(np.zeros((2, 2)), [1, 2], pair=(1, 7)), "pair"),

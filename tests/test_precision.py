@@ -11,33 +11,39 @@ from hypothesis import strategies as st
 from ropegeo.frequencies import frequencies
 from ropegeo.precision import (
     PHASE_DTYPES,
+    PhasePipeline,
+    as_pipeline,
     consecutive_integer_limit,
+    deployed,
     first_collapse,
     generated_phases,
     max_phase_error,
     phase_error,
+    uniform,
 )
+from ropegeo.rotation import phase_angles
 
 NP = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}  # significant bits of each format
 THETA = frequencies(128)
 
 
-def direct(positions, theta, name, scale=1.0):
-    """Straight-line reference: cast, multiply, cos/sin, all in the dtype, element by element."""
+def direct(positions, theta, name, scale=1.0, table=None):
+    """Straight-line reference: cast, scale, multiply in dtype ``name``; cos/sin there, cast to ``table``."""
     t = NP[name]
+    tab = NP[table or name]
     pos = np.asarray(positions, dtype=np.float64).astype(t)
     if scale != 1.0:
         pos = (pos * t(scale)).astype(t)
     ang = (pos[:, None] * np.asarray(theta).astype(t)[None, :]).astype(t)
-    return np.cos(ang).astype(t).astype(np.float64), np.sin(ang).astype(t).astype(np.float64)
+    return np.cos(ang).astype(tab).astype(np.float64), np.sin(ang).astype(tab).astype(np.float64)
 
 
 @pytest.mark.parametrize("name", PHASE_DTYPES)
 @pytest.mark.parametrize("scale", [1.0, 0.125])
 def test_generated_phases_match_direct_ml_dtypes(name, scale):
     pos = np.array([0, 1, 7, 255, 256, 257, 1000, 4095, 20_000])
-    cos, sin = generated_phases(pos, THETA, name, scale=scale)
+    cos, sin = generated_phases(pos, THETA, uniform(name), scale=scale)
     rc, rs = direct(pos, THETA, name, scale)
     np.testing.assert_array_equal(cos, rc)
     np.testing.assert_array_equal(sin, rs)
@@ -76,7 +82,7 @@ def test_float64_limit():
 @pytest.mark.parametrize("name, expected", [("bfloat16", 256), ("float16", 2048)])
 def test_first_collapse_low_precision(name, expected):
     # with theta_0 = 1 the rows differ as long as the positions do: collapse where 257 (2049) rounds down
-    assert first_collapse(THETA, name) == expected
+    assert first_collapse(THETA, uniform(name)) == expected
     # brute force with the direct reference around the point
     pos = np.arange(expected - 3, expected + 3)
     c, s = direct(pos, THETA, name)
@@ -91,14 +97,14 @@ def test_first_collapse_float32_near_limit_and_none():
 
 def test_first_collapse_with_scale_and_offset_start():
     # scale 1/8 is a power of two: exact in bfloat16, so the collapse stays where positions collide
-    assert first_collapse(THETA, "bfloat16", scale=0.125) == 256
+    assert first_collapse(THETA, uniform("bfloat16"), scale=0.125) == 256
     # scale 0.3 rounds in bfloat16; compare with a brute-force scan of the direct reference
     pos = np.arange(0, 400)
     c, s = direct(pos, THETA, "bfloat16", 0.3)
     same = np.all((c[1:] == c[:-1]) & (s[1:] == s[:-1]), axis=1)
     expected = int(np.flatnonzero(same)[0]) if same.any() else None
-    assert first_collapse(THETA, "bfloat16", scale=0.3, stop=399) == expected
-    assert first_collapse(THETA, "float16", start=3000, stop=3100) == 3000
+    assert first_collapse(THETA, uniform("bfloat16"), scale=0.3, stop=399) == expected
+    assert first_collapse(THETA, uniform("float16"), start=3000, stop=3100) == 3000
 
 
 def test_phase_error_float64_is_rounding_only():
@@ -108,7 +114,7 @@ def test_phase_error_float64_is_rounding_only():
 
 def test_phase_error_matches_scalar_loop():
     pos = [3.0, 300.0, 3000.0]
-    err = phase_error(pos, THETA[:5], "bfloat16")
+    err = phase_error(pos, THETA[:5], uniform("bfloat16"))
     c, s = direct(pos, THETA[:5], "bfloat16")
     for j, p in enumerate(pos):
         for i, t in enumerate(THETA[:5]):
@@ -125,7 +131,7 @@ def test_phase_error_bounded_by_rounding_model(pos, name):
     # position, frequency and product each round with relative error <= u = 2^-p; cos and sin
     # each round with absolute error <= u: the angle error is at most ~3u|angle| + 2u (plus slack)
     u = 2.0 ** -BITS[name]
-    err = phase_error([pos], THETA, name)[0]
+    err = phase_error([pos], THETA, uniform(name))[0]
     angle = pos * THETA
     bound = 4 * u * angle + 3 * u
     assert np.all(err <= np.minimum(bound, math.pi) + 1e-12)
@@ -139,7 +145,8 @@ def test_error_grows_with_position():
 
 def test_max_phase_error_chunks_agree():
     pos = np.arange(0, 40_000, 3.0)
-    np.testing.assert_array_equal(max_phase_error(pos, THETA, "float16"), phase_error(pos, THETA, "float16").max(axis=1))
+    for dt in (deployed("float16"), "float16"):
+        np.testing.assert_array_equal(max_phase_error(pos, THETA, dt), phase_error(pos, THETA, dt).max(axis=1))
 
 
 @pytest.mark.parametrize(
@@ -150,7 +157,9 @@ def test_max_phase_error_chunks_agree():
         (lambda: generated_phases([np.nan], THETA, "float32"), "positions"),
         (lambda: generated_phases([1.0], [], "float32"), "theta"),
         (lambda: generated_phases([1.0], [-1.0], "float32"), "theta"),
-        (lambda: generated_phases([100_000.0], THETA, "float16"), "float16"),
+        (lambda: generated_phases([100_000.0], THETA, uniform("float16")), "float16"),
+        (lambda: generated_phases([1.0], THETA, PhasePipeline("float32", "float8")), "table_dtype"),
+        (lambda: deployed("int8"), "model_dtype"),
         (lambda: generated_phases([1.0], THETA, "float32", scale=np.inf), "scale"),
         (lambda: phase_error([1.0], THETA, "bogus"), "dtype"),
         (lambda: consecutive_integer_limit("int32"), "dtype"),
@@ -207,3 +216,94 @@ def test_position_spacing_refuses_positions_beyond_the_format():
 def test_first_collapse_scans_only_exact_positions():
     with pytest.raises(ValueError, match="start must be at most"):
         first_collapse(frequencies(8), "float32", start=2**100)
+
+
+# ---- the staged pipeline ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PHASE_DTYPES)
+@pytest.mark.parametrize("scale", [1.0, 0.125, 0.3])
+def test_the_deployed_pipeline_casts_only_the_table(name, scale):
+    """float32 angles (float64 for a float64 model), the finished cos/sin cast to the model dtype."""
+    pos = np.array([0, 1, 255, 256, 257, 4095, 32_765, 32_766, 32_767])
+    angle = "float64" if name == "float64" else "float32"
+    rc, rs = direct(pos, THETA, angle, scale, table=name)
+    for dt in (deployed(name), PhasePipeline(angle, name, name)):
+        cos, sin = generated_phases(pos, THETA, dt, scale=scale)
+        np.testing.assert_array_equal(cos, rc)
+        np.testing.assert_array_equal(sin, rs)
+    # a dtype name keeps its meaning across ropegeo: every stage in that dtype
+    assert as_pipeline(name) == uniform(name) == PhasePipeline(name, name, name)
+
+
+def test_pipeline_labels_and_exactness():
+    assert deployed("bfloat16").label == "deployed bfloat16" and uniform("bfloat16").label == "bfloat16"
+    assert uniform("float32") == deployed("float32") and uniform("float64").exact
+    assert not deployed("bfloat16").exact
+    assert PhasePipeline("float16", "float32", "float64").label == "float16 angles, float32 cos/sin, float64 rotation"
+    with pytest.raises(ValueError, match="rotation_dtype"):
+        PhasePipeline("float32", "float32", "int8")
+
+
+def test_deployed_bfloat16_keeps_neighbours_apart_until_the_float32_limit():
+    # the positions are float32, so rows first coincide where float32 integers do (2**24), not at 256
+    dep = deployed("bfloat16")
+    assert first_collapse(THETA, dep, start=0, stop=5000) is None
+    assert first_collapse(THETA, dep, start=2**24 - 40, stop=2**24 + 40) == 2**24
+    assert first_collapse(THETA, "bfloat16") == first_collapse(THETA, uniform("bfloat16")) == 256
+
+
+@given(pos=st.floats(min_value=0, max_value=60_000, allow_nan=False), name=st.sampled_from(["float16", "bfloat16"]))
+def test_deployed_error_is_float32_angle_error_plus_one_table_rounding(pos, name):
+    # float32 angle: at most ~4 u32 |angle| + 3 u32; rounding cos and sin to the table adds at most
+    # 2**-p each, an angle error of at most about sqrt(2) 2**-p
+    u32, ut = 2.0**-24, 2.0 ** -BITS[name]
+    err = phase_error([pos], THETA, deployed(name))[0]
+    assert np.all(err <= 4 * u32 * pos * THETA + 3 * u32 + 1.5 * ut + 1e-12)
+
+
+def test_deployed_error_is_far_below_the_uniform_error():
+    pos = np.array([200.0, 4000.0, 32_000.0])
+    dep = max_phase_error(pos, THETA, deployed("bfloat16"))
+    old = max_phase_error(pos, THETA, "bfloat16")
+    assert np.all(dep < 0.01) and np.all(old > 0.1)
+
+
+def test_phase_angles_stages_cast_then_scale_then_multiply():
+    # 259 is not a bfloat16 number: cast first, it becomes 260 (ties to even), and 260 * bf16(0.3)
+    # rounds to 78 in bfloat16; scaling first in float64 would give 77.7, stored as 77.5
+    b = ml_dtypes.bfloat16
+    assert float(b(259.0)) == 260.0
+    expected = float(b(b(b(259.0) * b(0.3)) * b(1.0)))
+    assert float(phase_angles([259.0], [1.0], "bfloat16", scale=0.3)[0, 0]) == expected == 78.0
+    assert float(b(259.0 * 0.3)) == 77.5
+    # and in float32, the order of transformers' linear scaling: float32 positions / factor
+    got = phase_angles([32_765.0], THETA[:3], "float32", scale=1 / 8)
+    want = (np.float32(32_765.0) * np.float32(1 / 8)) * THETA[:3].astype(np.float32)
+    np.testing.assert_array_equal(got[0], want.astype(np.float64))
+
+
+def test_apply_rope_uses_the_same_angle_stages():
+    from ropegeo.rotation import apply_rope
+
+    x = np.zeros(4)
+    x[0] = 1.0
+    th = np.array([1.0, 0.01])
+    out = apply_rope(x, 259.0, theta=th, scale=0.3, phase_dtype="bfloat16")
+    ang = phase_angles([259.0], th, "bfloat16", scale=0.3)[0, 0]
+    assert ang == 78.0
+    assert out[0] == pytest.approx(math.cos(ang), abs=1e-15) and out[1] == pytest.approx(math.sin(ang), abs=1e-15)
+
+
+def test_rotation_stage_rounds_like_the_dtype():
+    rng = np.random.default_rng(0)
+    a, b, c, s = rng.normal(size=(4, 50))
+    t = ml_dtypes.bfloat16
+    ra, rb = deployed("bfloat16").rotate(a, b, c, s)
+    for j in range(50):
+        aj, bj, cj, sj = t(a[j]), t(b[j]), t(c[j]), t(s[j])
+        assert ra[j] == float(t(t(aj * cj) - t(bj * sj)))
+        assert rb[j] == float(t(t(aj * sj) + t(bj * cj)))
+    ea, eb = uniform("float64").rotate(a, b, c, s)
+    np.testing.assert_allclose(ea, a * c - b * s, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(eb, a * s + b * c, rtol=0, atol=1e-15)

@@ -10,6 +10,7 @@ import numpy as np
 from . import as_items, as_number, as_whole, call_student, correct, exercise, wrong
 from ..frequencies import frequencies, slow_pairs
 from ..margins import difference_distance, separation_margin
+from ..precision import uniform
 
 
 def _as_int(answer, what: str):
@@ -120,7 +121,7 @@ def margin_function_check(fn):
 
 @exercise("ch03-parser-collapse")
 def parser_collapse_check(answer):
-    """Smallest origin at which offsets 1, 2, 3 collapse in bfloat16 (head dim 128, base 10,000)."""
+    """Smallest origin at which offsets 1, 2, 3 collapse in the all-bfloat16 pipeline (head dim 128, base 10,000)."""
     n, bad = _as_int(answer, "the origin")
     if bad:
         return bad
@@ -130,7 +131,8 @@ def parser_collapse_check(answer):
         return wrong("far too large: the collapse happens much earlier.")
     want = _first_parser_collapse()
     if n == want:
-        return correct("this is the first origin at which two of the parser's offsets share one bfloat16 phase row.")
+        return correct("this is the first origin at which two of the parser's offsets share one phase row when "
+                       "every stage runs in bfloat16.")
     here = _parser_margin(n)
     if n > want and here == 0:
         return wrong(f"the positions do collide at origin {n}, but there is an earlier origin where they collide.")
@@ -141,12 +143,12 @@ def parser_collapse_check(answer):
 
 
 def _parser_margin(origin: int) -> float:
-    return separation_margin([1, 2, 3], frequencies(128), dtype="bfloat16", origin=origin).margin
+    return separation_margin([1, 2, 3], frequencies(128), dtype=uniform("bfloat16"), origin=origin).margin
 
 
 @functools.lru_cache(maxsize=1)
 def _first_parser_collapse() -> int:
-    """Brute force: the first origin whose three positions share a bfloat16 phase row."""
+    """Brute force: the first origin whose three positions share an all-bfloat16 phase row."""
     return next(o for o in range(0, 100_001) if _parser_margin(o) == 0)
 
 

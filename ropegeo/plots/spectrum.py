@@ -9,11 +9,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import _validate as v
-from ..frequencies import turns, wavelengths
+from ..frequencies import frequencies, turns, wavelengths
 from ..geometry import kernel, near_collisions
-from ..precision import consecutive_integer_limit, max_phase_error
+from ..precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
 
-__all__ = ["wavelength_ladder", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot", "probe_plot"]
+__all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
+           "probe_plot"]
 
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
@@ -135,11 +136,15 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
     return fig
 
 
-def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
+def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True) -> Figure:
     """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
 
     Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
-    integer becomes one point on a product of circles.
+    integer becomes one point on a product of circles. The square's opposite edges are the same
+    circle (a phase of 2π is a phase of 0), drawn in matching colours. With ``mark_return`` the
+    closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
+    whose two phases come nearest to a whole number of turns (the smallest phase distance of
+    the two pairs), marked at positions 0 and ``Δ``.
 
     Returns
     -------
@@ -147,27 +152,115 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200) -> Figure:
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
+    mark_return = v.boolean("mark_return", mark_return)
     if not _is_pair(pairs):
         raise ValueError(f"pairs must be two pair indices (i, j), got {pairs!r}")
     i, j = (v.integer("pairs", p, minimum=0, maximum=th.size - 1) for p in pairs)
     p = np.arange(length)
     two_pi = 2 * np.pi
-    fig = Figure(figsize=(4.2, 4))
+    fig = Figure(figsize=(4.4, 4.1))
     ax = fig.add_subplot()
     sc = ax.scatter(np.mod(p * th[i], two_pi), np.mod(p * th[j], two_pi), c=p, s=8, cmap="viridis")
     fig.colorbar(sc, ax=ax, label="position")
+    for x, colour in ((0, "#d97706"), (two_pi, "#d97706")):  # left and right edges: one circle
+        ax.axvline(x, color=colour, lw=3)
+    for y, colour in ((0, "#7c3aed"), (two_pi, "#7c3aed")):  # bottom and top edges: the other
+        ax.axhline(y, color=colour, lw=3)
+    if mark_return:
+        delta = return_offset(th[[i, j]], length)
+        pts = np.mod(np.array([0, delta])[:, None] * th[[i, j]], two_pi)
+        ax.plot(pts[:, 0], pts[:, 1], "o", ms=11, mfc="none", mec=_MARK, mew=1.6)
+        ax.annotate(f"positions 0 and {delta:,}", pts[1], textcoords="offset points", xytext=(10, 12),
+                    fontsize=8, color=_MARK, fontweight="bold")
     ax.set_xlim(0, two_pi)
     ax.set_ylim(0, two_pi)
     ax.set_xlabel(f"phase of pair {i} (rad)")
     ax.set_ylabel(f"phase of pair {j} (rad)")
+    ax.set_title("opposite edges glued (same colour)", fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bfloat16"), *, points: int = 400) -> Figure:
-    """Largest phase error over the pairs against position, one curve per dtype (log-log).
+def return_offset(theta, length: int) -> int:
+    """The offset in ``1 .. length-1`` at which the pairs come closest to a whole number of turns.
 
-    Dashed verticals mark each dtype's consecutive-integer limit.
+    The minimiser of ``sum_i sin^2(Δ θ_i / 2)`` (the equal-weight phase distance to offset 0).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``theta`` or ``length`` (2 to 100,000).
+    """
+    th = v.frequencies(theta)
+    length = v.integer("length", length, minimum=2, maximum=100_000)
+    d = np.arange(1, length)
+    return int(d[np.argmin((np.sin(np.multiply.outer(d, th) / 2) ** 2).sum(axis=1))])
+
+
+def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
+                    stop: float = 1_000_000, *, points: int = 600) -> Figure:
+    """Wavelength ladders and kernels of several bases side by side.
+
+    Left: the wavelength of every pair (log axis) for each base, with the training length drawn.
+    Right: ``K(Δ)`` for each base on a logarithmic offset axis from 1 to ``stop``.
+
+    Parameters
+    ----------
+    bases : sequence of float
+        One to six bases (each greater than 1).
+    head_dim : int
+        Head (rotary) dimension, even.
+    train_length : float
+        Training context drawn on the ladder (positive).
+    stop : float
+        Largest offset of the kernel panel (2 to 10**9).
+    points : int
+        Offsets drawn per kernel curve (10 to 5,000), log-spaced.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
+        raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
+    bases = [v.base(b) for b in bases]
+    head_dim = v.head_dim(head_dim)
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
+    points = v.integer("points", points, minimum=10, maximum=5000)
+    colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
+    fig = Figure(figsize=(9, 3.6))
+    lad, ker = fig.subplots(1, 2)
+    d = np.geomspace(1, stop, points)
+    for b, c in zip(bases, colours):
+        th = frequencies(head_dim, b)
+        lad.plot(np.arange(th.size), wavelengths(th), ".", ms=4, color=c, label=f"base {b:,.0f}")
+        ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
+    lad.axhline(train_length, color="0.3", lw=1, ls="--")
+    lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
+    lad.set_yscale("log")
+    lad.set_xlabel("pair index i (fastest first)")
+    lad.set_ylabel("wavelength 2π/θ_i (tokens)")
+    lad.legend(fontsize=8, loc="upper left")
+    ker.axhline(0, color="0.6", lw=0.6)
+    ker.set_xscale("log")
+    ker.set_xlabel("offset Δ (tokens)")
+    ker.set_ylabel("K(Δ)")
+    ker.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+#: The phase pipelines :func:`phase_error_plot` draws by default.
+ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
+
+
+def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400) -> Figure:
+    """Largest phase error over the pairs against position, one curve per pipeline (log-log).
+
+    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
+    rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
+    limit of each low-precision *angle* dtype, where positions themselves start to collide.
 
     Returns
     -------
@@ -176,18 +269,27 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=("float32", "float16", "bf
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
     if not v.is_collection(dtypes):
-        raise ValueError(f"dtypes must be a list of dtype names such as ('float32', 'bfloat16'), got {dtypes!r}")
+        raise ValueError(f"dtypes must be a list of pipelines or dtype names such as ('float32', 'bfloat16'), "
+                         f"got {dtypes!r}")
+    pipes = [as_pipeline(dt) for dt in dtypes]
     pos = np.unique(np.geomspace(1, stop, points).round())
-    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "float64": "0.4"}
+    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
+               "deployed bfloat16": "#2f855a", "float64": "0.4"}
     fig = Figure(figsize=(7, 3.6))
     ax = fig.add_subplot()
-    for dt in dtypes:
-        err = max_phase_error(pos[pos < 65504] if dt == "float16" else pos, theta, dt)
-        x = pos[: err.size]
-        ax.plot(x, np.maximum(err, 1e-12), lw=1.2, color=colours.get(dt), label=dt)
-        lim = consecutive_integer_limit(dt)
+    for pipe in pipes:
+        keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
+        err = max_phase_error(pos[keep], theta, pipe)
+        label = pipe.label
+        if label in ("float16", "bfloat16"):
+            label += ", every stage"
+        elif label in ("deployed float16", "deployed bfloat16"):
+            label = f"{pipe.table_dtype} cos/sin, float32 angles"
+        ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
+                ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
+        lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
-            ax.axvline(lim, color=colours.get(dt), lw=0.8, ls="--")
+            ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(1e-9, 4)
