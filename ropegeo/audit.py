@@ -706,6 +706,15 @@ def _declaration(target, manifest):
     return declared, _reference_operator(declared), "reference", declared.name or "a RoPE manifest"
 
 
+def _own_choices(declared, offsets, origin, train: int, target: int) -> list[str]:
+    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``)."""
+    own = [k for k, val in (("offsets", offsets), ("origin", origin)) if val is not None]
+    own += [k for k, val, default in (("train_length", train, declared.train_length),
+                                       ("target_length", target, declared.target_length)) if val != default]
+    return [f"{', '.join(own)} chosen here, not the model's: the geometry audit of this manifest (audit --config) "
+            "uses the defaults, so its margins may differ"] if own else []
+
+
 def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
     if gate_c_lengths is None:
         c_train = min(train, _C_TRAIN_LENGTH)
@@ -753,11 +762,10 @@ def audit(
 ) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
-    Gate A checks the algebra (:func:`ropegeo.gate_a.gate_a`), Gate B the separation margins
-    of the task's offsets under the deployed ruler and phase precision (:func:`gate_b`), Gate C
-    trains toy heads on that ruler and tests them at the target length
-    (:func:`ropegeo.behaviour.gate_c`). The verdict names the first gate that fails and the kind
-    of intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
+    Gate A checks the algebra (:func:`ropegeo.gate_a.gate_a`), Gate B the separation margins of the
+    task's offsets (:func:`gate_b`), Gate C trains toy heads on the ruler
+    (:func:`ropegeo.behaviour.gate_c`). The verdict names the first gate that fails and the
+    intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
 
     Parameters
     ----------
@@ -775,16 +783,14 @@ def audit(
         (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
         ``2 <= train_length <= target_length``.
     min_margin : float
-        Gate B threshold, a phase distance in ``(0, 2]``; 0.1 means a kernel similarity of 0.995.
+        Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel similarity 0.995).
     origin : float, optional
-        Position of offset 0 when phases are generated in limited precision (non-negative).
-        Default: the far end of the target context, where rounding is worst.
+        Position of offset 0 (non-negative). Default: the far end of the target context.
     gate_c : bool or ropegeo.behaviour.GateCVerdict
-        ``True`` runs Gate C (seconds to a minute: it trains heads); a verdict computed earlier
-        is used as it is.
+        ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional
-        Toy training and target lengths of Gate C. Default: training at ``min(train_length, 64)``
-        and testing at the same extension ratio (at most 4,096, at least one more token).
+        Toy training and target lengths of Gate C. Default: ``min(train_length, 64)`` and the same
+        extension ratio (at most 4,096).
     gate_c_options : dict, optional
         Further keyword arguments of :func:`ropegeo.behaviour.gate_c`.
     run_all : bool
@@ -795,7 +801,6 @@ def audit(
     Returns
     -------
     AuditReport
-        ``table()``/``str()`` for text, ``to_json()`` for JSON, rich display in a notebook.
 
     Raises
     ------
@@ -806,11 +811,9 @@ def audit(
 
     Notes
     -----
-    With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks that the
-    declaration is a consistent rotary operator in the declared precision, not that anyone's code
-    implements it. Gate C trains toy heads on the manifest's frequencies (see
-    :func:`gate_c_schedule`); it says whether the ruler can be learned and carried to a longer
-    context, not whether a given checkpoint does.
+    With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks the
+    declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
+    :func:`gate_c_schedule`), not a given checkpoint.
     """
     from .behaviour import GateCVerdict  # the training toolkit is heavy: only its verdict type here
 
@@ -827,10 +830,9 @@ def audit(
                      minimum=2)
     tgt = target_length if target_length is not None else (declared.target_length or max(train, 32_768))
     tgt = v.length("target_length", tgt, minimum=train)
-    seed = v.integer("seed", seed, minimum=0)
-
-    a = run_gate_a(impl, manifest=declared, seed=seed)
+    a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
     b = gate_b(declared, offsets, train_length=train, target_length=tgt, min_margin=min_margin, origin=origin)
+    b.notes.extend(_own_choices(declared, offsets, origin, train, tgt))
     c, note = (gate_c, "") if isinstance(gate_c, GateCVerdict) else (None, "")
     if c is None and not gate_c:
         note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"

@@ -736,12 +736,3 @@ def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
         )
     return read_config(Path(text), layer_type=layer_type)
 
-
-def __getattr__(name: str):
-    # Transitional: chapter 4 still imports the old name of the geometry audit of a manifest.
-    # ropegeo.audit imports this module, so the audit can only be reached lazily from here.
-    if name == "config_audit":
-        from .audit import geometry_audit
-
-        return geometry_audit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -347,21 +347,9 @@ class Scaling:
         Notes
         -----
         As in transformers: the type is ``rope_type``, else the legacy ``type``; ``"su"`` means
-        LongRoPE. YaRN's ``beta_fast`` / ``beta_slow`` fall back to 32 / 1 when absent or zero and
-        ``truncate`` to True; its pre-training length is the block's
-        ``original_max_position_embeddings``, else ``max_position_embeddings``. YaRN's ``factor`` is
-        the block's; only when it is absent does ropegeo use
-        ``max_position_embeddings / original_max_position_embeddings`` (as transformers v5). Some
-        2025 releases of transformers replaced a given ``factor`` by that ratio whenever the block
-        had ``original_max_position_embeddings`` (huggingface/transformers issue 38224, fixed by
-        pull request 40320), which turns Qwen2.5's documented block (both lengths 32,768) into no
-        scaling at all; ropegeo deliberately follows the fixed behaviour. Dynamic NTK uses
-        the top-level ``max_position_embeddings`` as its threshold and ignores the block's
-        ``original_max_position_embeddings``. LongRoPE takes the top-level
-        ``original_max_position_embeddings`` when present and then sets
-        ``factor = max_position_embeddings / original_max_position_embeddings`` whatever the
-        block says (v4.x behaviour); without it, ropegeo reads the block's value (as transformers
-        v5 does) and falls back to ``max_position_embeddings``.
+        LongRoPE. Each rule has its own reader (``_BLOCK_READERS``, keyed by rule name as
+        transformers keys ``ROPE_INIT_FUNCTIONS``), whose comments say where ropegeo follows which
+        transformers release.
         """
         if block is None:
             return None
@@ -470,6 +458,11 @@ def _yarn_beta(b: _Block, key: str, default: float) -> float:
 
 
 def _read_yarn(b: _Block) -> dict:
+    # Betas fall back to 32 / 1 when absent or zero, truncate to True; the length is the block's,
+    # else max_position_embeddings. The block's factor wins: some 2025 transformers releases replaced
+    # it by max / original whenever the block named an original length (huggingface/transformers
+    # issue 38224, fixed by pull request 40320), turning Qwen2.5's documented block into no scaling;
+    # ropegeo follows the fix and uses the ratio only when the block has no factor (as v5).
     orig = b.original()
     if b.data.get("factor") is not None:
         factor = b.number("factor")
@@ -494,6 +487,8 @@ def _read_yarn(b: _Block) -> dict:
 
 
 def _read_longrope(b: _Block) -> dict:
+    # A top-level original length (transformers 4.x, Phi-3) sets factor = max / original whatever
+    # the block says; without one, the block's length and factor are read (as v5).
     kw: dict[str, Any] = {"unused": set()}
     for key in ("short_factor", "long_factor"):
         kw[key] = _factors(f"{b.where}{key}", b.need(key))

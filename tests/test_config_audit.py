@@ -113,3 +113,11 @@ def test_deepseek_audit_uses_the_rotary_head(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["head_dim"] == 64 and out["rotary_dim"] == 64 and len(out["theta"]) == 32
     assert out["manifest"]["logit_scale"] == pytest.approx((0.1 * math.log(40) + 1) ** 2, rel=1e-15)
+
+
+def test_report_says_why_its_margins_differ_from_audit():
+    assert not audit("llama-2-7b").gate_b.notes
+    own = audit("llama-2-7b", offsets=range(1, 17)).gate_b
+    assert any("offsets chosen here" in n and "audit --config" in n for n in own.notes)
+    longer = audit("llama-2-7b", target_length=8192).gate_b
+    assert any("target_length chosen here" in n for n in longer.notes)
