@@ -706,11 +706,13 @@ def _declaration(target, manifest):
     return declared, _reference_operator(declared), "reference", declared.name or "a RoPE manifest"
 
 
-def _own_choices(declared, offsets, origin, train: int, target: int) -> list[str]:
-    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``)."""
+def _own_choices(declared, offsets, origin, train, target) -> list[str]:
+    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``):
+    the caller chose offsets, an origin, or lengths other than the manifest's."""
     own = [k for k, val in (("offsets", offsets), ("origin", origin)) if val is not None]
     own += [k for k, val, default in (("train_length", train, declared.train_length),
-                                       ("target_length", target, declared.target_length)) if val != default]
+                                       ("target_length", target, declared.target_length))
+            if val is not None and val != default]
     return [f"{', '.join(own)} chosen here, not the model's: the geometry audit of this manifest (audit --config) "
             "uses the defaults, so its margins may differ"] if own else []
 
@@ -832,7 +834,7 @@ def audit(
     tgt = v.length("target_length", tgt, minimum=train)
     a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
     b = gate_b(declared, offsets, train_length=train, target_length=tgt, min_margin=min_margin, origin=origin)
-    b.notes.extend(_own_choices(declared, offsets, origin, train, tgt))
+    b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
     c, note = (gate_c, "") if isinstance(gate_c, GateCVerdict) else (None, "")
     if c is None and not gate_c:
         note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"

@@ -121,3 +121,10 @@ def test_report_says_why_its_margins_differ_from_audit():
     assert any("offsets chosen here" in n and "audit --config" in n for n in own.notes)
     longer = audit("llama-2-7b", target_length=8192).gate_b
     assert any("target_length chosen here" in n for n in longer.notes)
+
+
+def test_defaults_filled_in_by_audit_are_not_called_the_callers_choice():
+    from ropegeo.manifest import RopeManifest
+
+    # no declared length: audit fills in 4,096 -> 32,768 itself; no "chosen here" note
+    assert not audit(RopeManifest(head_dim=16)).gate_b.notes
