@@ -128,3 +128,14 @@ def test_defaults_filled_in_by_audit_are_not_called_the_callers_choice():
 
     # no declared length: audit fills in 4,096 -> 32,768 itself; no "chosen here" note
     assert not audit(RopeManifest(head_dim=16)).gate_b.notes
+
+
+def test_doctest_examples_run():
+    import doctest
+
+    import ropegeo.audit
+    import ropegeo.manifest
+
+    for mod in (ropegeo.manifest, ropegeo.audit):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__
