@@ -313,7 +313,7 @@ class GeometryAudit:
         k_id = 1 - self.gate_b.min_margin ** 2 / 2
         rows = [
             ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
-            ("attention factor at target", f"{self.attention_factor:.6g}"),
+            ("attention factor on cos, sin at target", f"{self.attention_factor:.6g}"),
             ("pairs rescaled by the rule", f"{self.scaled_pairs} of {p}"),
             ("wavelengths, scaled at target", f"{lo:,.4g} .. {hi:,.6g} tokens"),
             ("pairs longer than train / target, scaled", f"{self.pairs_longer_than_train} / "
