@@ -8,10 +8,10 @@ C: a trained model uses it).
 Modules are imported on demand; the most used names are re-exported here.
 """
 
-from .audit import GeometryAudit, geometry_audit, relative_law_error
+from .audit import GeometryAudit, geometry_audit
 from .frequencies import frequencies, slow_pairs, turns, wavelengths
 from .geometry import NearCollision, adjacent_similarity, kernel, near_collisions
-from .rotation import apply_rope, pairing_permutation, rotation_matrix
+from .rotation import apply_rope, pairing_permutation, relative_law_error, rotation_matrix
 
 __version__ = "0.1.0"
 

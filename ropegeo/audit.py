@@ -1,241 +1,39 @@
-"""The audit: the bare geometry of a frequency bank, and the three gates as one procedure.
+"""The audit: the geometry of a rotary operator, and the three gates as one procedure.
 
-:func:`geometry_audit` reports the exactness of the relative law on deterministic random vectors,
-the adjacent similarity ``K(1)``, the most identity-like distant offsets, the slow pairs and the
-angular step ratio under position interpolation. It says nothing about a trained model.
+:func:`geometry_audit` describes what a manifest's frequency bank does at its training and target
+lengths: the exactness of the relative law, the adjacent similarity ``K(1)``, the most
+identity-like offsets, the slow pairs and Gate B's separation margins. It says nothing about a
+trained model. Given plain numbers (head width, base, lengths) it audits the manifest they define.
 
 :func:`audit` runs the three gates in order on a manifest, a configuration or an implementation
 and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gate_a`), Gate B (separation margins,
 :mod:`ropegeo.margins`) and optionally Gate C (toy heads trained on the ruler,
 :mod:`ropegeo.behaviour`). Its :class:`AuditReport` names the first gate that fails and the kind of
 intervention that failure calls for: an implementation fix, a different ruler, or training.
+Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the same margins.
 """
 
 from __future__ import annotations
 
 import json
 import numbers
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import time
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from . import _validate as v
-from .frequencies import frequencies, resolve_rotary_dim, slow_pairs
+from .frequencies import frequencies, slow_pairs, wavelengths
+from .gate_a import _json_default, _resolve
+from .gate_a import gate_a as run_gate_a
 from .geometry import adjacent_similarity, near_collisions
-from .rotation import apply_rope
+from .manifest import RopeManifest, read_config, resolve
+from .margins import MAX_DIRECT, MAX_OFFSETS, separation_margin
+from .rotation import apply_rope, relative_law_error  # noqa: F401 - relative_law_error kept importable here
+from .scaling import Scaling, scaled_frequencies
 
-__all__ = ["GeometryAudit", "geometry_audit", "relative_law_error", "GATES", "MIN_MARGIN", "GateBResult",
+__all__ = ["GeometryAudit", "geometry_audit", "GATES", "MIN_MARGIN", "GateBResult", "gate_b", "default_offsets",
            "AuditReport", "audit", "gate_c_schedule", "parse_offsets"]
-
-_ERROR_DTYPES = ("float64", "float32")
-
-
-def relative_law_error(
-    head_dim: int,
-    base: float = 10_000.0,
-    *,
-    position_pairs=None,
-    pairing: str = "interleaved",
-    rotary_dim: int | None = None,
-    theta=None,
-    scale: float = 1.0,
-    dtype: str = "float64",
-    seed: int = 7,
-) -> float:
-    """Largest violation of ``<R_m q, R_n k> = <q, R_{n-m} k>`` over some position pairs.
-
-    Parameters
-    ----------
-    head_dim, base, pairing, rotary_dim, theta, scale
-        The rotary operator, as in :func:`ropegeo.rotation.apply_rope`.
-    position_pairs : sequence of (m, n), optional
-        Query and key positions to test. Default: ``(2, 9), (31, 40), (97, 611), (1024, 4094)``.
-    dtype : {"float64", "float32"}
-        Precision of the vectors and of the rotated results.
-    seed : int
-        Seed of the standard normal query and key vectors.
-
-    Returns
-    -------
-    float
-        ``max |<R_m q, R_n k> - <q, R_{n-m} k>|`` over the pairs.
-    """
-    if dtype not in _ERROR_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(_ERROR_DTYPES)}, got {dtype!r}")
-    head_dim = v.head_dim(head_dim)
-    seed = v.integer("seed", seed, minimum=0)
-    if position_pairs is None:
-        position_pairs = [(2, 9), (31, 40), (97, 611), (1024, 4094)]
-    pairs = v.finite_array("position_pairs", position_pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
-        raise ValueError(f"position_pairs must be a non-empty list of (m, n) pairs, got shape {pairs.shape}")
-    rng = np.random.default_rng(seed)
-    q = rng.normal(size=head_dim).astype(dtype)
-    k = rng.normal(size=head_dim).astype(dtype)
-    kw = dict(base=base, pairing=pairing, rotary_dim=rotary_dim, theta=theta, scale=scale)
-    m, n = pairs[:, 0], pairs[:, 1]
-    qs = np.broadcast_to(q, (len(m), head_dim))
-    ks = np.broadcast_to(k, (len(m), head_dim))
-    direct = np.sum(apply_rope(qs, m, **kw) * apply_rope(ks, n, **kw), axis=-1)
-    relative = np.sum(qs * apply_rope(ks, n - m, **kw), axis=-1)
-    return float(np.max(np.abs(direct.astype(np.float64) - relative.astype(np.float64))))
-
-
-@dataclass(frozen=True)
-class GeometryAudit:
-    """The result of :func:`geometry_audit`. ``to_dict`` / ``to_json`` give a plain form."""
-
-    head_dim: int
-    rotary_dim: int
-    base: float
-    train_length: int
-    target_length: int
-    interpolate: bool
-    pairing: str
-    dtype: str
-    relative_law_error: float
-    adjacent_similarity: float
-    distant_offset: int
-    distant_similarity: float
-    pair_count: int
-    slow_pairs: int
-    angular_step_ratio: float
-    search_range: tuple[int, int]
-    top_offsets: list[dict] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["search_range"] = list(self.search_range)
-        return d
-
-    def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
-
-    def table(self) -> str:
-        """A short human-readable table."""
-        lo, hi = self.search_range
-        rows = [
-            ("head dim / rotary dim", f"{self.head_dim} / {self.rotary_dim}"),
-            ("base", f"{self.base:g}"),
-            ("pairing, dtype", f"{self.pairing}, {self.dtype}"),
-            ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
-            ("interpolation", f"{'on' if self.interpolate else 'off'} (angular step ratio {self.angular_step_ratio:g})"),
-            ("relative-law error", f"{self.relative_law_error:.3e}"),
-            ("adjacent similarity K(1)", f"{self.adjacent_similarity:.6f}"),
-            (f"most identity-like offset in [{lo:,}, {hi:,}]", f"{self.distant_offset:,} (K = {self.distant_similarity:.6f})"),
-            ("slow pairs (< 1 turn in training)", f"{self.slow_pairs} of {self.pair_count}"),
-        ]
-        for extra in self.top_offsets[1:]:
-            rows.append(("  next", f"{extra['offset']:,} (K = {extra['similarity']:.6f})"))
-        width = max(len(r[0]) for r in rows)
-        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
-
-    def __str__(self) -> str:
-        return self.table()
-
-
-def geometry_audit(
-    head_dim: int = 128,
-    base: float = 1e4,
-    train_length: int = 4096,
-    target_length: int = 32768,
-    rotary_dim: int | None = None,
-    *,
-    interpolate: bool = False,
-    search_start: int | None = None,
-    search_limit: int = 100_000,
-    pairing: str = "interleaved",
-    dtype: str = "float64",
-    top: int = 1,
-    seed: int = 7,
-) -> GeometryAudit:
-    """Audit the bare geometry of a rotary frequency bank.
-
-    Parameters
-    ----------
-    head_dim : int
-        Width of one head (even, at least 2).
-    base : float
-        Frequency base (finite, greater than 1).
-    train_length, target_length : int
-        Context seen in training and the context to serve (each at least 2).
-    interpolate : bool
-        Apply linear position interpolation, scaling positions by
-        ``min(1, train_length / target_length)``.
-    search_start : int, optional
-        First offset of the near-collision search (at least 2). Default: ``train_length``.
-    search_limit : int
-        Largest offset searched, whatever the target length (at least 2): the search covers
-        ``[search_start, min(target_length, search_limit)]``.
-    pairing : {"interleaved", "half"}
-        Pairing convention used in the relative-law check.
-    rotary_dim : int, optional
-        Partial rotary dimension.
-    dtype : {"float64", "float32"}
-        Precision of the relative-law check.
-    top : int
-        How many distant offsets to report (at least 1).
-    seed : int
-        Seed of the random vectors in the relative-law check.
-
-    Returns
-    -------
-    GeometryAudit
-
-    Notes
-    -----
-    The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
-    ``(L // 4, L - 2)`` for the training length ``L``.
-    """
-    head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
-    base = v.base(base)
-    train_length = v.length("train_length", train_length, minimum=2)
-    target_length = v.length("target_length", target_length, minimum=2)
-    search_limit = v.length("search_limit", search_limit, minimum=2)
-    if search_start is not None:
-        search_start = v.length("search_start", search_start, minimum=2)
-    top = v.integer("top", top, minimum=1, maximum=1000)
-    pairing = v.pairing(pairing)
-    interpolate = v.boolean("interpolate", interpolate)
-
-    theta = frequencies(head_dim, base, rotary_dim)
-    # interpolation squeezes the target window into the trained one; it never stretches
-    squeeze = train_length / target_length
-    scale = squeeze if (interpolate and squeeze < 1.0) else 1.0
-    pairs = [(2, 9), (31, 40), (97, 611), (train_length // 4, train_length - 2)]
-    err = relative_law_error(
-        head_dim, base, position_pairs=pairs, pairing=pairing, rotary_dim=rotary_dim,
-        scale=scale, dtype=dtype, seed=seed,
-    )
-    stop = min(target_length, search_limit)
-    first = train_length if search_start is None else search_start
-    start = min(stop, max(first, 2))
-    hits = near_collisions(theta, start, stop, top=top, scale=scale)
-    return GeometryAudit(
-        head_dim=head_dim,
-        rotary_dim=rotary_dim,
-        base=base,
-        train_length=train_length,
-        target_length=target_length,
-        interpolate=bool(interpolate),
-        pairing=pairing,
-        dtype=dtype,
-        relative_law_error=err,
-        adjacent_similarity=adjacent_similarity(theta, scale=scale),
-        distant_offset=hits[0].offset,
-        distant_similarity=hits[0].similarity,
-        slow_pairs=slow_pairs(theta, train_length),
-        pair_count=int(theta.size),
-        angular_step_ratio=scale,
-        search_range=(start, stop),
-        top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
-    )
-
-
-# =============================================================================================
-# The audit as one procedure: Gate A, then Gate B, then (optionally) Gate C
-# =============================================================================================
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
 GATES = {
@@ -256,14 +54,72 @@ _ADVICE = {
 }
 #: Default smallest acceptable separation margin of Gate B (a phase distance, in [0, 2]).
 MIN_MARGIN = 0.1
+#: Gate B's default offset sets: every offset up to 64 (local order) and 48 log-spaced offsets up to
+#: the largest offset attention sees (long-range retrieval).
+LOCAL_OFFSETS = 64
+DISTANT_OFFSETS = 48
 #: Largest toy lengths Gate C uses (its evaluation forms length-by-length score matrices).
 _C_MAX_LENGTH = 4096
 _C_TRAIN_LENGTH = 64
+_LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
+
+
+def _span(target_length: int, window: int | None) -> int:
+    """Number of distinct offsets attention sees: the target context, cut by a sliding window."""
+    return target_length if window is None else min(target_length, window)
+
+
+def default_offsets(target_length: int, window: int | None = None) -> dict[str, np.ndarray]:
+    """Gate B's default offset sets for a target length (at least 3) and an attention window.
+
+    ``"local 1..64"``: every offset from 1 to ``min(64, span - 1)``; ``"distant 64..span-1"``: 48
+    log-spaced integers from 64 to ``span - 1`` (duplicates removed; only when the span exceeds
+    128), where ``span = min(target_length, window)``: offsets at or beyond a sliding window never
+    reach attention.
+    """
+    n = v.length("target_length", target_length, minimum=3)
+    span = max(3, _span(n, None if window is None else v.length("window", window, minimum=1)))
+    local = np.arange(1, min(LOCAL_OFFSETS, span - 1) + 1, dtype=np.float64)
+    sets = {f"local 1..{int(local[-1])}": local}
+    if span > 2 * LOCAL_OFFSETS:
+        sets[f"distant 64..{span - 1:,}"] = np.unique(np.round(np.geomspace(LOCAL_OFFSETS, span - 1, DISTANT_OFFSETS)))
+    return sets
+
+
+def _search_range(train: int, target: int, window: int | None, start: int | None,
+                  limit: int | None) -> tuple[int, int, str]:
+    """The offsets searched for identity-like displacements, and why those."""
+    stop, why = _span(target, window), []
+    if window is not None and window < target:
+        stop -= 1
+        why.append(f"stops at {stop:,}: the attention window ({window:,}) hides larger offsets")
+    if limit is not None and limit < stop:
+        stop = limit
+        why.append(f"capped at search_limit {limit:,} (the context reaches {_span(target, window) - 1:,})")
+    stop = max(stop, 2)
+    if start is None and train < stop:
+        start = train
+        why.append(f"offsets beyond the training length {train:,}")
+    elif start is None:
+        start = min(LOCAL_OFFSETS, stop - 1)
+        why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
+                   "searched, as Gate B's distant set")
+    else:
+        why.append(f"from search_start {start:,}")
+    if start >= stop:
+        why.append(f"search_start moved to {stop - 1:,} to leave a range")
+        start = stop - 1
+    return max(start, 1), stop, "; ".join(why)
+
+
+def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
+    """Rounding a score may carry: 16 eps(dtype) x head width x (1 + largest position)."""
+    return float(16 * np.finfo(dtype).eps * head_dim * (1 + top_position))
 
 
 @dataclass(frozen=True)
 class GateBResult:
-    """Gate B of :func:`audit`: the separation margins of the task's offset sets.
+    """Gate B: the separation margins of the task's offset sets (from :func:`gate_b`).
 
     Attributes
     ----------
@@ -274,20 +130,14 @@ class GateBResult:
     sets : list of dict
         One entry per offset set: ``name``, ``n_offsets``, ``margin``, ``pair`` (the most
         confusable offsets), ``dtype`` (precision of the phases), ``origin`` (position of offset
-        0), ``method`` and ``passed``.
+        0) and ``origin_rule`` (why there), ``method``, ``frequencies`` (``"scaled at target"``)
+        and ``passed``.
     train_length, target_length : int
         The lengths the ruler was judged at.
-    theta : list of float
-        The frequencies served at the target length (radians per position), fastest first.
-    attention_factor : float
-        The rule's attention factor at the target length.
-    adjacent_similarity : float
-        ``K(1)`` of the served bank.
-    distant_offset, distant_similarity : int, float
-        The most identity-like offset in ``[train_length, min(target_length, 100000)]`` and its K
-        (``None`` when the target is not longer than the training length).
-    slow_pairs, pair_count : int
-        Pairs of the training bank under one turn in ``train_length``; number of pairs.
+    window : int or None
+        The attention window of the layers audited (``None``: every offset is seen).
+    notes : list of str
+        What limited the sets (the window), in plain words.
     """
 
     passed: bool
@@ -295,34 +145,332 @@ class GateBResult:
     sets: list
     train_length: int
     target_length: int
-    theta: list
-    attention_factor: float
-    adjacent_similarity: float
-    distant_offset: int | None
-    distant_similarity: float | None
-    slow_pairs: int
-    pair_count: int
+    window: int | None = None
+    notes: list = field(default_factory=list)
 
     @property
     def worst(self) -> dict:
         """The set with the smallest margin."""
         return min(self.sets, key=lambda s: s["margin"])
 
+    @staticmethod
+    def describe(s: dict, min_margin: float) -> str:
+        """One set as a line: margin, verdict against the threshold, closest pair, phases and origin."""
+        a, b = s["pair"]
+        verdict = "pass" if s["passed"] else "FAIL"
+        return (f"{s['margin']:.4g} between offsets {a:,g} and {b:,g}: {verdict} (threshold {min_margin:g}); "
+                f"{s['dtype']} phases, {s['frequencies']} frequencies, origin {s['origin']:,.0f} ({s['origin_rule']})")
+
     @property
     def diagnosis(self) -> str:
         w = self.worst
-        a, b = w["pair"]
-        gap = b - a
-        text = (f"offsets {a:,g} and {b:,g} ({w['name']}) are {w['margin']:.3g} apart in phase "
-                f"({w['dtype']} phases)")
+        gap = w["pair"][1] - w["pair"][0]
+        text = f"closest set {w['name']}: " + self.describe(w, self.min_margin)
+        if self.notes:
+            text += "; " + "; ".join(self.notes)
         if self.passed:
-            return f"every offset set keeps a margin of at least {self.min_margin:g}; the closest: " + text
-        return (text + f", below the margin {self.min_margin:g}: the ruler turns a displacement of {gap:,g} "
-                "into nearly the identity")
+            return f"every offset set keeps a margin of at least {self.min_margin:g}; " + text
+        return text + f". The ruler turns a displacement of {gap:,g} into nearly the identity"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+
+def _offset_sets(offsets, target_length: int, window: int | None) -> dict:
+    if offsets is None:
+        return default_offsets(target_length, window)
+    if isinstance(offsets, dict):
+        if not offsets:
+            raise ValueError("offsets must hold at least one named offset set")
+        return {str(k): val for k, val in offsets.items()}
+    return {"task offsets": offsets}
+
+
+def _set_size(name, offs) -> tuple[int, float]:
+    if isinstance(offs, range):
+        if len(offs) > MAX_OFFSETS:  # refuse before anything is allocated
+            raise ValueError(f"offsets ({name}) holds {len(offs):,} offsets; at most {MAX_OFFSETS:,} are allowed")
+        return len(offs), (max(offs[0], offs[-1]) if len(offs) else 0)
+    arr = v.finite_array("offsets", offs)
+    return arr.size, (float(arr.max()) if arr.size else 0.0)
+
+
+def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_length: int,
+           min_margin: float = MIN_MARGIN, origin: float | None = None) -> GateBResult:
+    """Gate B: the separation margins of offset sets under the manifest's ruler at the target length.
+
+    Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
+    phase precision, with offset 0 at ``origin`` (default: the far end of the target context,
+    ``target_length - 1 - largest offset``, where rounding is worst). Sets above 8,192 offsets
+    use exact phases (a note says so). Arguments are trusted (checked by the callers).
+    """
+    theta, window, dtype = manifest.theta(target_length), manifest.sliding_window, manifest.phase_dtype
+    sets, notes = [], []
+    if offsets is None and window is not None and window < target_length:
+        notes.append(f"offsets stop below the attention window ({window:,} tokens): larger ones never reach attention")
+    for name, offs in _offset_sets(offsets, target_length, window).items():
+        n, top = _set_size(name, offs)
+        use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
+        org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
+        m = separation_margin(offs, theta, dtype=use, origin=org)
+        entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair), "dtype": m.dtype,
+                 "origin": org, "origin_rule": "far end of the target context" if origin is None else "given",
+                 "method": m.method, "frequencies": "scaled at target" if manifest.scaling else "unscaled (no rule)",
+                 "passed": bool(m.margin >= min_margin)}
+        if use != dtype:
+            entry["note"] = (f"{n:,} offsets: distances from {dtype} phases would cost n^2, so exact phases were "
+                             f"used (at most {MAX_DIRECT:,} offsets are compared in {dtype})")
+        sets.append(entry)
+    return GateBResult(passed=all(s["passed"] for s in sets), min_margin=min_margin, sets=sets,
+                       train_length=train_length, target_length=target_length, window=window, notes=notes)
+
+
+@dataclass(frozen=True)
+class GeometryAudit:
+    """The geometry audit of one manifest (from :func:`geometry_audit`).
+
+    Every length is in tokens, every frequency in radians per position. ``theta`` and
+    ``attention_factor`` are those served at ``target_length`` (the rule's ``seq_len``); rows
+    built on them say "scaled", rows built on the pre-training schedule say "unscaled".
+    """
+
+    manifest: RopeManifest
+    train_length: int
+    target_length: int
+    theta: np.ndarray
+    attention_factor: float
+    dtype: str
+    relative_law_error: float
+    law_tolerance: float
+    adjacent_similarity: float
+    slow_pairs: int
+    slow_pairs_target: int
+    pairs_longer_than_train: int
+    pairs_longer_than_target: int
+    scaled_pairs: int
+    angular_step_ratio: float
+    search_range: tuple[int, int]
+    search_note: str
+    top_offsets: list
+    gate_b: GateBResult
+
+    # ---------------------------------------------------------------- views kept by name
+    head_dim = property(lambda self: self.manifest.head_dim)
+    rotary_dim = property(lambda self: self.manifest.rotary_dim)
+    base = property(lambda self: self.manifest.base)
+    pairing = property(lambda self: self.manifest.pairing)
+    pair_count = property(lambda self: int(self.theta.size))
+    distant_offset = property(lambda self: self.top_offsets[0]["offset"])
+    distant_similarity = property(lambda self: self.top_offsets[0]["similarity"])
+    interpolate = property(lambda self: self.manifest.scaling is not None and self.manifest.scaling.rule == "linear")
+
+    @property
+    def margins(self) -> dict:
+        """Gate B's sets by name."""
+        return {s["name"]: s for s in self.gate_b.sets}
+
+    @property
+    def wavelength_range(self) -> tuple[float, float]:
+        lam = wavelengths(self.theta)
+        return float(lam.min()), float(lam.max())
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the manifest as a dict, every measured number, ``theta`` as a list."""
+        d = {k: getattr(self, k) for k in ("train_length", "target_length", "attention_factor", "dtype",
+                                            "relative_law_error", "law_tolerance", "adjacent_similarity",
+                                            "slow_pairs", "slow_pairs_target", "pairs_longer_than_train",
+                                            "pairs_longer_than_target", "scaled_pairs", "angular_step_ratio",
+                                            "search_note", "head_dim", "rotary_dim", "base", "pairing",
+                                            "pair_count", "distant_offset", "distant_similarity", "interpolate")}
+        return {"manifest": self.manifest.to_dict(), **d, "theta": [float(x) for x in self.theta],
+                "wavelength_range": list(self.wavelength_range), "search_range": list(self.search_range),
+                "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def row(self) -> dict:
+        """The headline numbers as one flat dict (for a comparison table across models)."""
+        m = self.manifest
+        local = self.gate_b.sets[0]["margin"]
+        return {
+            "model": (m.name or "?").split("/")[-1],
+            "base": m.base,
+            "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
+            "train": self.train_length,
+            "target": self.target_length,
+            "rule": "none" if m.scaling is None else m.scaling.rule,
+            "attention": round(self.attention_factor, 4),
+            "slow pairs": self.slow_pairs,
+            "K(1)": round(self.adjacent_similarity, 5),
+            "margin 1..64": round(local, 4),
+        }
+
+    def _rows(self) -> list[tuple[str, str]]:
+        p, (lo, hi), (s0, s1) = self.pair_count, self.wavelength_range, self.search_range
+        law_ok = "pass" if self.relative_law_error <= self.law_tolerance else "FAIL"
+        k_id = 1 - self.gate_b.min_margin ** 2 / 2
+        rows = [
+            ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
+            ("attention factor on cos, sin at target", f"{self.attention_factor:.6g}"),
+            ("pairs rescaled by the rule", f"{self.scaled_pairs} of {p}"),
+            ("wavelengths, scaled at target", f"{lo:,.4g} .. {hi:,.6g} tokens"),
+            ("pairs longer than train / target, scaled", f"{self.pairs_longer_than_train} / "
+                                                          f"{self.pairs_longer_than_target} of {p}"),
+            ("slow pairs (< 1 turn) over train, unscaled", f"{self.slow_pairs} of {p}"),
+            ("slow pairs (< 1 turn) over target, scaled", f"{self.slow_pairs_target} of {p}"),
+            ("adjacent similarity K(1), scaled", f"{self.adjacent_similarity:.6f}"),
+            (f"relative-law error ({self.dtype}), scaled", f"{self.relative_law_error:.3e}: {law_ok} (threshold "
+                                                          f"{self.law_tolerance:.1e}, the rounding allowed)"),
+        ]
+        for i, hit in enumerate(self.top_offsets):
+            label = f"identity-like offsets in [{s0:,}, {s1:,}], scaled" if i == 0 else ""
+            same = "confusable with 0" if hit["similarity"] >= k_id else "distinct from 0"
+            rows.append((label, f"{hit['offset']:,} (K = {hit['similarity']:.6f}: {same}, "
+                                f"threshold K {k_id:.4g} = Gate B margin {self.gate_b.min_margin:g})"))
+        rows.append(("  search range", self.search_note))
+        for s in self.gate_b.sets:
+            rows.append((f"Gate B margin, {s['name']}", GateBResult.describe(s, self.gate_b.min_margin)))
+        rows.extend(("  Gate B note", n) for n in self.gate_b.notes)
+        return rows
+
+    def table(self) -> str:
+        """The manifest followed by the audit, as aligned text: every number with its verdict."""
+        rows = self._rows()
+        width = max(len(r[0]) for r in rows)
+        body = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
+        return self.manifest.table() + "\n" + "-" * 40 + "\n" + body
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _plain_manifest(head_dim, base, rotary_dim, pairing, train, target, interpolate) -> RopeManifest:
+    """The manifest plain geometry-audit arguments define (interpolation: linear, target / train)."""
+    scaling = None
+    if interpolate and target > train:
+        scaling = Scaling("linear", factor=target / train)
+    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, scaling=scaling,
+                        phase_dtype="float64", max_position_embeddings=train,
+                        name=f"head dim {head_dim}, base {base:g}")
+
+
+def geometry_audit(
+    head_dim=128,
+    base: float = 1e4,
+    train_length: int | None = None,
+    target_length: int | None = None,
+    rotary_dim: int | None = None,
+    *,
+    interpolate: bool = False,
+    search_start: int | None = None,
+    search_limit: int | None = None,
+    pairing: str = "interleaved",
+    dtype: str = "float64",
+    top: int = 1,
+    min_margin: float = MIN_MARGIN,
+    seed: int = 7,
+) -> GeometryAudit:
+    """Audit the geometry of a rotary operator: a manifest, or the one plain numbers define.
+
+    Parameters
+    ----------
+    head_dim : int or RopeManifest
+        A manifest (e.g. :func:`ropegeo.manifest.load_model`; it needs a known training length),
+        or the width of one head (even, at least 2), with ``base``, ``rotary_dim``, ``pairing``,
+        ``train_length`` (default 4,096) and ``interpolate`` defining the operator.
+    base : float
+        Frequency base (finite, greater than 1); plain numbers only.
+    train_length, target_length : int, optional
+        Context seen in training (plain numbers only) and the context to serve (at least 3;
+        default: the manifest's :attr:`~RopeManifest.target_length`, else 32,768).
+    interpolate : bool
+        Plain numbers only: linear position interpolation by ``target_length / train_length``.
+    search_start, search_limit : int, optional
+        First and last offset of the identity-like search (at least 2). Default: from the training
+        length (or 2 when the target is not longer) to the last offset attention sees (the target,
+        or the sliding window); :attr:`GeometryAudit.search_note` says which and why.
+    pairing : {"interleaved", "half"}
+        Plain numbers only.
+    dtype : {"float64", "float32"}
+        Precision of the relative-law check.
+    top : int
+        How many identity-like offsets to report (1 to 1,000).
+    min_margin : float
+        Gate B threshold, in ``(0, 2]``.
+    seed : int
+        Seed of the random vectors in the relative-law check.
+
+    Returns
+    -------
+    GeometryAudit
+
+    Raises
+    ------
+    ValueError
+        For an argument out of range (named), a manifest without a training length, or plain
+        operator arguments given together with a manifest.
+
+    Notes
+    -----
+    The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
+    ``(L // 4, L - 2)`` for the training length ``L``. Gate B is :func:`gate_b`, the one
+    :func:`audit` runs, so both give the same margins.
+
+    Examples
+    --------
+    >>> r = geometry_audit(8, train_length=4096, target_length=7000)
+    >>> r.distant_offset, round(r.distant_similarity, 4)
+    (6283, 0.9957)
+    """
+    if isinstance(head_dim, RopeManifest):
+        if (base, train_length, rotary_dim, interpolate, pairing) != (1e4, None, None, False, "interleaved"):
+            raise ValueError("give either a manifest or head_dim/base/train_length/rotary_dim/pairing/interpolate, "
+                             "not both")
+        m = head_dim
+        if m.train_length is None:
+            raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
+        train = m.train_length
+        target = v.length("target_length", target_length if target_length is not None else m.target_length, minimum=3)
+    else:
+        train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
+        target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
+        m = _plain_manifest(head_dim, base, rotary_dim, v.pairing(pairing), train, target,
+                            v.boolean("interpolate", interpolate))
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    start = None if search_start is None else v.length("search_start", search_start, minimum=2)
+    limit = None if search_limit is None else v.length("search_limit", search_limit, minimum=2)
+    top = v.integer("top", top, minimum=1, maximum=1000)
+    min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
+    return _geometry(m, train, target, start, limit, dtype, top, min_margin, v.integer("seed", seed, minimum=0))
+
+
+def _geometry(m, train, target, start, limit, dtype, top, min_margin, seed) -> GeometryAudit:
+    theta, att = m.theta(target), m.attention_factor(target)
+    plain, lam = frequencies(m.rotary_dim, m.base), wavelengths(theta)
+    pairs = [*_LAW_PAIRS, (train // 4, train - 2)]
+    err = relative_law_error(m.head_dim, theta=theta, pairing=m.pairing, rotary_dim=m.rotary_dim,
+                             position_pairs=pairs, dtype=dtype, seed=seed)
+    s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)
+    hits = near_collisions(theta, s0, s1, top=top)
+    return GeometryAudit(
+        manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
+        dtype=dtype, relative_law_error=err, law_tolerance=_law_tolerance(dtype, m.head_dim, max(max(p) for p in pairs)),
+        adjacent_similarity=adjacent_similarity(theta), slow_pairs=slow_pairs(plain, train),
+        slow_pairs_target=slow_pairs(theta, target), pairs_longer_than_train=int(np.count_nonzero(lam > train)),
+        pairs_longer_than_target=int(np.count_nonzero(lam > target)),
+        scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
+        angular_step_ratio=float(theta[0] / plain[0]), search_range=(s0, s1), search_note=note,
+        top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
+        gate_b=gate_b(m, None, train_length=train, target_length=target, min_margin=min_margin),
+    )
+
+
+# =============================================================================================
+# The audit as one procedure: Gate A, then Gate B, then (optionally) Gate C
+# =============================================================================================
 
 @dataclass
 class AuditReport:
@@ -435,8 +583,6 @@ class AuditReport:
 
     def to_json(self, **kwargs) -> str:
         """:meth:`to_dict` as JSON (keyword arguments go to ``json.dumps``)."""
-        from .gate_a import _json_default
-
         kwargs.setdefault("default", _json_default)
         return json.dumps(_finite(self.to_dict()), **kwargs)
 
@@ -500,8 +646,6 @@ def _reference_operator(manifest):
 
 def _manifest_of(target, where: str):
     """A RopeManifest from a manifest, a config dict, a path or a shipped model name."""
-    from .manifest import RopeManifest, read_config, resolve
-
     if isinstance(target, RopeManifest):
         return target
     if isinstance(target, dict):
@@ -511,54 +655,6 @@ def _manifest_of(target, where: str):
     raise ValueError(
         f"{where} must be a RopeManifest, a config dict, a config.json path, a shipped model name "
         f"or a callable implementation, got {type(target).__name__}"
-    )
-
-
-def _offset_sets(offsets, target_length: int) -> dict:
-    from .manifest import default_offsets
-
-    if offsets is None:
-        return default_offsets(target_length)
-    if isinstance(offsets, dict):
-        if not offsets:
-            raise ValueError("offsets must hold at least one named offset set")
-        return {str(k): val for k, val in offsets.items()}
-    return {"task offsets": offsets}
-
-
-def _gate_b(manifest, offsets, train_length, target_length, min_margin, origin, dtype) -> GateBResult:
-    from .margins import MAX_DIRECT, MAX_OFFSETS, separation_margin
-
-    theta = manifest.theta(target_length)
-    att = manifest.attention_factor(target_length)
-    sets = []
-    for name, offs in _offset_sets(offsets, target_length).items():
-        if isinstance(offs, range):
-            if len(offs) > MAX_OFFSETS:  # refuse before anything is allocated
-                raise ValueError(f"offsets ({name}) holds {len(offs):,} offsets; at most {MAX_OFFSETS:,} are allowed")
-            n, top = len(offs), (max(offs[0], offs[-1]) if len(offs) else 0)
-        else:
-            arr = v.finite_array("offsets", offs)
-            n, top = arr.size, (float(arr.max()) if arr.size else 0.0)
-        # distances from generated (low-precision) phases cost n^2: large sets fall back to exact phases
-        use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
-        org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
-        m = separation_margin(offs, theta, dtype=use, origin=org)
-        entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair), "dtype": m.dtype,
-                 "origin": org, "method": m.method, "passed": bool(m.margin >= min_margin)}
-        if use != dtype:
-            entry["note"] = (f"{n:,} offsets: distances from {dtype} phases would cost n^2, so exact phases were "
-                             f"used (at most {MAX_DIRECT:,} offsets are compared in {dtype})")
-        sets.append(entry)
-    plain = frequencies(manifest.rotary_dim, manifest.base)
-    stop = min(target_length, 100_000)
-    hit = near_collisions(theta, train_length, stop, top=1)[0] if stop > train_length else None
-    return GateBResult(
-        passed=all(s["passed"] for s in sets), min_margin=min_margin, sets=sets, train_length=train_length,
-        target_length=target_length, theta=[float(t) for t in theta], attention_factor=float(att),
-        adjacent_similarity=adjacent_similarity(theta), distant_offset=None if hit is None else hit.offset,
-        distant_similarity=None if hit is None else hit.similarity, slow_pairs=slow_pairs(plain, train_length),
-        pair_count=int(theta.size),
     )
 
 
@@ -582,10 +678,6 @@ def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
         ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
         ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name).
     """
-    from dataclasses import replace
-
-    from .scaling import scaled_frequencies
-
     train_length = v.length("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
     theta = frequencies(manifest.rotary_dim, manifest.base)
@@ -599,6 +691,59 @@ def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
         rule = sc.rule
     return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
             "train_length": train_length, "target_length": target_length, "rule": rule}
+
+
+def _declaration(target, manifest):
+    """``(declared manifest, Gate A callable, "implementation" | "reference", subject)``."""
+    if callable(target) and not isinstance(target, (RopeManifest, dict, str)):
+        if manifest is None:
+            raise ValueError("manifest is required for an implementation: ropegeo does not assume the operator "
+                             "your code declares (give a RopeManifest, a config dict or path, or a shipped model name)")
+        subject = getattr(target, "__name__", None) or type(target).__name__
+        return _manifest_of(manifest, "manifest"), target, "implementation", subject
+    declared = _manifest_of(target, "target")
+    return declared, _reference_operator(declared), "reference", declared.name or "a RoPE manifest"
+
+
+def _own_choices(declared, offsets, origin, train, target) -> list[str]:
+    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``):
+    the caller chose offsets, an origin, or lengths other than the manifest's."""
+    own = [k for k, val in (("offsets", offsets), ("origin", origin)) if val is not None]
+    own += [k for k, val, default in (("train_length", train, declared.train_length),
+                                       ("target_length", target, declared.target_length))
+            if val is not None and val != default]
+    return [f"{', '.join(own)} chosen here, not the model's: the geometry audit of this manifest (audit --config) "
+            "uses the defaults, so its margins may differ"] if own else []
+
+
+def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
+    if gate_c_lengths is None:
+        c_train = min(train, _C_TRAIN_LENGTH)
+        return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
+    try:
+        c_train, c_target = gate_c_lengths
+    except (TypeError, ValueError):
+        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}") from None
+    return c_train, c_target
+
+
+def _run_gate_c(declared, gate_c_lengths, gate_c_options, train: int, target: int):
+    from .behaviour import gate_c as run_gate_c  # the training toolkit: loaded only when Gate C runs
+
+    c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
+    opts = dict(gate_c_options or {})
+    offset = opts.get("offset", 5)
+    if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
+        raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
+                         f"at least {offset + 2}, got {c_train}")
+    sch = gate_c_schedule(declared, c_train, c_target)
+    for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
+        if key in opts:
+            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
+    c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
+                   target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
+    c.settings["rule"] = sch["rule"]
+    return c
 
 
 def audit(
@@ -618,46 +763,37 @@ def audit(
 ) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
-    Gate A checks the algebra (:func:`ropegeo.gate_a.gate_a`), Gate B the separation margins
-    of the task's offsets under the deployed ruler and phase precision
-    (:func:`ropegeo.margins.separation_margin`), Gate C trains toy heads on that ruler and tests
-    them at the target length (:func:`ropegeo.behaviour.gate_c`). The verdict names the first
-    gate that fails and the kind of intervention it calls for: an implementation fix (A), a
-    different ruler (B) or training (C).
+    Gate A checks the algebra (:func:`ropegeo.gate_a.gate_a`), Gate B the separation margins of the
+    task's offsets (:func:`gate_b`), Gate C trains toy heads on the ruler
+    (:func:`ropegeo.behaviour.gate_c`). The verdict names the first gate that fails and the
+    intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
 
     Parameters
     ----------
     target : RopeManifest, dict, str, path or callable
         A manifest, a parsed ``config.json``, the path of one, a shipped model name (see
         :func:`ropegeo.manifest.shipped_models`), or a rotary implementation ``f(x, positions)``
-        (the Gate A protocols). A callable's declaration comes from ``manifest``; without it, the
-        RoPE defaults (base 10,000, interleaved, head dim 64, float32 angles) are assumed.
+        (the Gate A protocols), whose declaration ``manifest`` must give.
     offsets : array_like, range or dict of name -> offsets, optional
         The offsets the task must tell apart (non-negative, distinct, at least two per set).
-        Default: :func:`ropegeo.manifest.default_offsets` of the target length (every offset up
-        to 64, and 48 log-spaced offsets up to the target).
+        Default: :func:`default_offsets` of the target length and the manifest's attention window.
     manifest : RopeManifest, dict, str or path, optional
-        The declaration of a callable ``target`` (ignored otherwise).
+        The declaration of a callable ``target``: required for one, ignored otherwise.
     train_length, target_length : int, optional
         Context of training and context to serve. Default: the manifest's
         (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
         ``2 <= train_length <= target_length``.
     min_margin : float
-        Gate B threshold: the smallest acceptable phase distance between two required offsets,
-        in ``(0, 2]``. The default 0.1 means a kernel similarity of 0.995.
+        Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel similarity 0.995).
     origin : float, optional
-        Position of offset 0 when phases are generated in limited precision (non-negative).
-        Default: the far end of the target context (``target_length - 1 - max offset``), where
-        rounding is worst.
+        Position of offset 0 (non-negative). Default: the far end of the target context.
     gate_c : bool or ropegeo.behaviour.GateCVerdict
-        ``True`` runs Gate C (seconds to a minute: it trains heads); a verdict computed earlier
-        is used as it is.
+        ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional
-        Toy training and target lengths of Gate C. Default: training at ``min(train_length, 64)``
-        and testing at the same extension ratio (at most 4,096, at least one more token).
+        Toy training and target lengths of Gate C. Default: ``min(train_length, 64)`` and the same
+        extension ratio (at most 4,096).
     gate_c_options : dict, optional
-        Further keyword arguments of :func:`ropegeo.behaviour.gate_c` (``seeds``, ``steps``,
-        ``match_steps``, ``offset``, thresholds).
+        Further keyword arguments of :func:`ropegeo.behaviour.gate_c`.
     run_all : bool
         Run Gate C even when Gate A or B has already failed (default: it is skipped then).
     seed : int
@@ -666,92 +802,45 @@ def audit(
     Returns
     -------
     AuditReport
-        ``table()``/``str()`` for text, ``to_json()`` for JSON, rich display in a notebook.
 
     Raises
     ------
     ValueError
-        For an unreadable target or manifest, bad lengths, offsets or margin;
-        :class:`ropegeo.gate_a.GateAError` (a ValueError) when a callable breaks the calling
-        contract.
+        For an unreadable target or manifest, a callable without ``manifest``, bad lengths,
+        offsets or margin; :class:`ropegeo.gate_a.GateAError` (a ValueError) when a callable breaks
+        the calling contract.
 
     Notes
     -----
-    What the gates can establish is limited on purpose. With a manifest as target, Gate A runs on
-    ropegeo's own operator for it: it checks that the declaration is a consistent rotary operator
-    in the declared precision, not that anyone's code implements it. Gate C trains toy heads on
-    the manifest's frequencies (see :func:`gate_c_schedule`); it says whether the ruler can be
-    learned and carried to a longer context, not whether a given checkpoint does.
+    With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks the
+    declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
+    :func:`gate_c_schedule`), not a given checkpoint.
     """
-    import time
-
-    from .gate_a import gate_a as run_gate_a
-    from .manifest import RopeManifest
+    from .behaviour import GateCVerdict  # the training toolkit is heavy: only its verdict type here
 
     t0 = time.perf_counter()
-    if callable(target) and not isinstance(target, (RopeManifest, dict, str)):
-        if manifest is None:
-            declared = RopeManifest(base=10_000.0, head_dim=64, pairing="interleaved", phase_dtype="float32",
-                                    name="declared defaults")
-        else:
-            declared = _manifest_of(manifest, "manifest")
-        impl, a_on = target, "implementation"
-        subject = getattr(target, "__name__", None) or type(target).__name__
-    else:
-        declared = _manifest_of(target, "target")
-        impl, a_on = _reference_operator(declared), "reference"
-        subject = declared.name or "a RoPE manifest"
+    declared, impl, a_on, subject = _declaration(target, manifest)
     min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
     if origin is not None:
         origin = v.real("origin", origin, minimum=0.0)
     if not isinstance(run_all, (bool, np.bool_)):
         raise ValueError(f"run_all must be True or False, got {run_all!r}")
-    train = train_length if train_length is not None else (declared.train_length or 4096)
-    train = v.length("train_length", train, minimum=2)
+    if not isinstance(gate_c, (bool, np.bool_, GateCVerdict)):
+        raise ValueError(f"gate_c must be True, False or a GateCVerdict, got {type(gate_c).__name__}")
+    train = v.length("train_length", train_length if train_length is not None else (declared.train_length or 4096),
+                     minimum=2)
     tgt = target_length if target_length is not None else (declared.target_length or max(train, 32_768))
     tgt = v.length("target_length", tgt, minimum=train)
-    seed = v.integer("seed", seed, minimum=0)
-
-    # ---- Gate A
-    a = run_gate_a(impl, manifest=declared, seed=seed)
-    # ---- Gate B, on the declared ruler at the target length, in the declared phase precision
-    b = _gate_b(declared, offsets, train, tgt, min_margin, origin, declared.phase_dtype)
-    # ---- Gate C
-    from .behaviour import GateCVerdict
-
-    c, note = None, ""
-    if isinstance(gate_c, GateCVerdict):
-        c = gate_c
-    elif not isinstance(gate_c, (bool, np.bool_)):
-        raise ValueError(f"gate_c must be True, False or a GateCVerdict, got {type(gate_c).__name__}")
-    elif not gate_c:
+    a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
+    b = gate_b(declared, offsets, train_length=train, target_length=tgt, min_margin=min_margin, origin=origin)
+    b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
+    c, note = (gate_c, "") if isinstance(gate_c, GateCVerdict) else (None, "")
+    if c is None and not gate_c:
         note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"
-    elif not run_all and not (a.passed and b.passed):
+    elif c is None and not run_all and not (a.passed and b.passed):
         note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
-    else:
-        from .behaviour import gate_c as run_gate_c
-
-        if gate_c_lengths is None:
-            c_train = min(train, _C_TRAIN_LENGTH)
-            c_target = min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * tgt / train))))
-        else:
-            try:
-                c_train, c_target = gate_c_lengths
-            except (TypeError, ValueError):
-                raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}") from None
-        opts = dict(gate_c_options or {})
-        offset = opts.get("offset", 5)
-        if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
-            raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
-                             f"at least {offset + 2}, got {c_train}")
-        sch = gate_c_schedule(declared, c_train, c_target)
-        for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
-            if key in opts:
-                raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
-        c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
-                       target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"],
-                       **opts)
-        c.settings["rule"] = sch["rule"]
+    elif c is None:
+        c = _run_gate_c(declared, gate_c_lengths, gate_c_options, train, tgt)
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)
 
@@ -769,8 +858,6 @@ def parse_offsets(text: str) -> np.ndarray:
     ValueError
         Naming ``--offsets`` for anything else, a reversed range or more than 2**20 offsets.
     """
-    from .margins import MAX_OFFSETS
-
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--offsets must be a comma-separated list of offsets or ranges, e.g. 1-64,128")
     parts, total = [], 0
@@ -804,8 +891,9 @@ def add_report_subcommand(sub) -> None:
     )
     p.add_argument("target", help="a shipped model name (e.g. llama-3.1-8b), a config.json path, or an "
                    "implementation as MODULE:FUNCTION")
-    p.add_argument("--manifest", default=None, metavar="NAME_OR_PATH",
-                   help="the declaration of a MODULE:FUNCTION target (a model name or config.json)")
+    p.add_argument("--config", "--manifest", dest="config", default=None, metavar="NAME_OR_PATH",
+                   help="the operator a MODULE:FUNCTION target declares: a shipped model name or a config.json "
+                   "(required for an implementation: report never assumes a pairing, width or base)")
     p.add_argument("--offsets", default=None,
                    help="offsets the task must tell apart, e.g. 1-64,1000 (default: 1..64 and 48 log-spaced)")
     p.add_argument("--train-length", type=int, default=None, help="training context (default: the config's)")
@@ -816,34 +904,27 @@ def add_report_subcommand(sub) -> None:
     p.add_argument("--seeds", type=int, default=1, help="Gate C seeds (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--layer-type", default=None, metavar="TYPE",
-                   help="the layer type to audit when the configuration's rope_parameters holds one block per "
-                   "layer type (e.g. full_attention for Gemma 3)")
+                   help="the kind of layer to audit when the model's layers differ (e.g. full_attention or "
+                   "sliding_attention for Gemma 3 or gpt-oss)")
     p.set_defaults(func=run_report_subcommand)
 
 
 def run_report_subcommand(args) -> int:
     """Run ``report`` from parsed arguments; returns 0 (no gate failed) or 1."""
-    from .gate_a import _resolve
-
-    target = args.target
-    manifest = None
+    target, declared = args.target, None
     if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):
+        if args.config is None:
+            raise ValueError(f"report {target} needs the operator your code declares: give --config NAME_OR_PATH "
+                             "(a shipped model or a config.json); ropegeo does not assume a pairing, head width or base")
+        declared = resolve(args.config, layer_type=args.layer_type)
         target = _resolve(target)
-        manifest = args.manifest
-    elif args.manifest is not None:
-        raise ValueError("--manifest declares a MODULE:FUNCTION target; a configuration declares itself")
-    if args.layer_type is not None:
-        from .manifest import resolve
-
-        if isinstance(target, str) and ":" not in target:
-            target = resolve(target, layer_type=args.layer_type)
-        elif manifest is not None:
-            manifest = resolve(manifest, layer_type=args.layer_type)
-        else:
-            raise ValueError("--layer-type picks a block of a configuration; give a config (or --manifest)")
+    elif args.config is not None:
+        raise ValueError("--config declares a MODULE:FUNCTION target; a configuration declares itself")
+    elif args.layer_type is not None:
+        target = resolve(target, layer_type=args.layer_type)
     offsets = None if args.offsets is None else parse_offsets(args.offsets)
     seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
-    report = audit(target, offsets, manifest=manifest, train_length=args.train_length,
+    report = audit(target, offsets, manifest=declared, train_length=args.train_length,
                    target_length=args.target_length, min_margin=args.min_margin, gate_c=bool(args.gate_c),
                    gate_c_options={"seeds": tuple(range(seeds))})
     print(report.to_json(indent=2) if args.json else report.table())

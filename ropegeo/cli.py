@@ -27,64 +27,58 @@ class _Parser(argparse.ArgumentParser):
 def _add_audit(sub) -> None:
     p = sub.add_parser(
         "audit",
-        help="geometry audit of a rotary frequency bank",
-        description="Audit the bare geometry of a RoPE frequency bank: relative-law error, adjacent "
-        "similarity, the most identity-like distant offsets, slow pairs, interpolation.",
+        help="geometry audit of a rotary operator: a model configuration or plain numbers",
+        description="Audit the geometry of a RoPE operator: relative-law error, adjacent similarity, the most "
+        "identity-like offsets, slow pairs and Gate B's separation margins, each with its verdict and threshold. "
+        "With --config the operator is the model's; otherwise --head-dim, --base, --pairing, --rotary-dim, "
+        "--train-length and --interpolate define it. Gate B is the one `report` runs: same model, same margins.",
     )
-    p.add_argument("--head-dim", type=int, default=128, help="head dimension (even, >= 2; default 128)")
-    p.add_argument("--base", type=float, default=10_000.0, help="frequency base (> 1; default 10000)")
-    p.add_argument("--train-length", type=int, default=4096, help="training context (>= 2; default 4096)")
+    p.add_argument("--head-dim", type=int, default=None, help="head dimension (even, >= 2; default 128)")
+    p.add_argument("--base", type=float, default=None, help="frequency base (> 1; default 10000)")
+    p.add_argument("--train-length", type=int, default=None, help="training context (>= 2; default 4096)")
     p.add_argument("--target-length", type=int, default=None,
-                   help="target context (>= 2; default 32768, or the configuration's own with --config)")
+                   help="target context (>= 3; default 32768, or the configuration's own with --config)")
     p.add_argument("--interpolate", action="store_true", help="apply linear position interpolation")
-    p.add_argument("--pairing", default="interleaved", help="'interleaved' or 'half' (default interleaved)")
+    p.add_argument("--pairing", default=None, help="'interleaved' or 'half' (default interleaved)")
     p.add_argument("--rotary-dim", type=int, default=None, help="partial rotary dimension (even, <= head dim)")
-    p.add_argument("--search-limit", type=int, default=100_000, help="largest offset searched (default 100000)")
+    p.add_argument("--search-limit", type=int, default=None,
+                   help="largest offset searched (default: the last offset attention sees)")
     p.add_argument("--top", type=int, default=None, help="how many distant offsets to report (default 1; 3 with --config)")
+    p.add_argument("--min-margin", type=float, default=0.1, help="Gate B threshold, in (0, 2] (default 0.1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--config", default=None, metavar="PATH_OR_NAME",
-                   help="audit a model: a config.json path or a shipped name (e.g. llama-3.1-8b); "
-                   "--head-dim, --base, --train-length, --interpolate, --pairing and --rotary-dim then come from it, "
-                   "--target-length defaults to the context it is built for, and --top to 3")
+                   help="audit a model: a config.json path or a shipped name (e.g. llama-3.1-8b); the operator, "
+                   "training length and attention window then come from it, --target-length defaults to the "
+                   "context it is built for, and --top to 3")
     p.add_argument("--layer-type", default=None, metavar="TYPE",
-                   help="with --config: the layer type to audit when rope_parameters holds one block per layer "
-                   "type (e.g. full_attention or sliding_attention for Gemma 3)")
+                   help="with --config: the kind of layer to audit when the model's layers differ (e.g. "
+                   "full_attention or sliding_attention for Gemma 3 or gpt-oss)")
     p.set_defaults(func=_run_audit)
 
 
-def _run_config_audit(args) -> int:
-    from .manifest import config_audit, resolve
-
-    report = config_audit(resolve(args.config, layer_type=args.layer_type), args.target_length,
-                          search_limit=args.search_limit,
-                          top=3 if args.top is None else args.top)
-    print(report.to_json(indent=2) if args.json else report.table())
-    return 0
+#: Options that define the operator from plain numbers, refused beside --config.
+_PLAIN = ("head_dim", "base", "train_length", "pairing", "rotary_dim")
 
 
 def _run_audit(args) -> int:
     from .audit import geometry_audit
 
+    common = dict(target_length=args.target_length, search_limit=args.search_limit, min_margin=args.min_margin)
     if args.config is not None:
-        return _run_config_audit(args)
-    if args.layer_type is not None:
-        raise ValueError("--layer-type applies to --config only")
-    if args.target_length is None:
-        args.target_length = 32768
-    if args.top is None:
-        args.top = 1
+        from .manifest import resolve
 
-    report = geometry_audit(
-        head_dim=args.head_dim,
-        base=args.base,
-        train_length=args.train_length,
-        target_length=args.target_length,
-        interpolate=args.interpolate,
-        pairing=args.pairing,
-        rotary_dim=args.rotary_dim,
-        search_limit=args.search_limit,
-        top=args.top,
-    )
+        given = [f"--{k.replace('_', '-')}" for k in _PLAIN if getattr(args, k) is not None]
+        if given or args.interpolate:
+            raise ValueError(f"{', '.join(given) or '--interpolate'}: the configuration defines the operator; "
+                             "drop these options or drop --config")
+        report = geometry_audit(resolve(args.config, layer_type=args.layer_type),
+                                top=3 if args.top is None else args.top, **common)
+    else:
+        if args.layer_type is not None:
+            raise ValueError("--layer-type applies to --config only")
+        plain = {k: getattr(args, k) for k in _PLAIN if getattr(args, k) is not None}
+        report = geometry_audit(interpolate=args.interpolate, top=1 if args.top is None else args.top,
+                                **plain, **common)
     print(report.to_json(indent=2) if args.json else report.table())
     return 0
 

@@ -22,18 +22,17 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import _validate as v
-from .frequencies import resolve_rotary_dim
+from .frequencies import resolve_rotary_dim, wavelengths
+from .scaling import Scaling, rope_parameters, yarn_mscale
 
 __all__ = [
     "RopeManifest",
     "POSITION_ID_POLICIES",
+    "PAIRING_BY_MODEL_TYPE",
     "read_config",
     "load_model",
     "shipped_models",
     "ConfigError",
-    "ConfigAudit",
-    "config_audit",
-    "default_offsets",
     "resolve",
     "model_record",
 ]
@@ -77,6 +76,19 @@ class RopeManifest:
     original_max_position_embeddings : int, optional
         The context length the model was pre-trained at, when it differs from the declared one
         (positive). ``None`` means "same as ``max_position_embeddings``".
+    sliding_window : int, optional
+        The attention window of the layers this operator serves (positive): a query sees keys
+        fewer than ``sliding_window`` positions back, so larger offsets never reach attention.
+        ``None`` means every offset in the context does.
+    layer_type : str, optional
+        Which kind of layer of the model this operator belongs to (``"full_attention"``,
+        ``"sliding_attention"``), for models whose layers differ.
+    logit_scale : float
+        A factor the model applies to its attention logits besides ``1 / sqrt(head width)``
+        and the rule's attention factor (positive; DeepSeek-V2/V3 multiply the softmax scale by
+        ``mscale(factor, mscale_all_dim) ** 2``). 1 for most models.
+    notes : tuple of str
+        What the reader inferred or chose rather than read, in plain words.
     name, source : str, optional
         A label for the model and where the values were read.
 
@@ -96,12 +108,14 @@ class RopeManifest:
     phase_dtype: str = "float64"
     max_position_embeddings: int | None = None
     original_max_position_embeddings: int | None = None
+    sliding_window: int | None = None
+    layer_type: str | None = None
+    logit_scale: float = 1.0
+    notes: tuple = ()
     name: str | None = None
     source: str | None = None
 
     def __post_init__(self) -> None:
-        from .scaling import Scaling
-
         set_ = object.__setattr__
         head_dim, rotary_dim = resolve_rotary_dim(self.head_dim, self.rotary_dim)
         set_(self, "head_dim", head_dim)
@@ -116,10 +130,16 @@ class RopeManifest:
         set_(self, "cache_offset", v.length("cache_offset", self.cache_offset, minimum=0))
         if self.phase_dtype not in PHASE_DTYPES:
             raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {self.phase_dtype!r}")
-        for key in ("max_position_embeddings", "original_max_position_embeddings"):
+        for key in ("max_position_embeddings", "original_max_position_embeddings", "sliding_window"):
             val = getattr(self, key)
             if val is not None:
                 set_(self, key, v.length(key, val, minimum=1))
+        set_(self, "logit_scale", v.real("logit_scale", self.logit_scale, greater_than=0.0))
+        if self.layer_type is not None and not isinstance(self.layer_type, str):
+            raise ValueError(f"layer_type must be a string or None, got {type(self.layer_type).__name__}")
+        if isinstance(self.notes, (str, bytes)) or not all(isinstance(n, str) for n in self.notes):
+            raise ValueError("notes must be a list of strings")
+        set_(self, "notes", tuple(self.notes))
         if self.scaling is not None:
             if isinstance(self.scaling, Mapping):
                 set_(self, "scaling", Scaling.from_dict(self.scaling))
@@ -167,8 +187,6 @@ class RopeManifest:
         numpy.ndarray, shape (rotary_dim // 2,), float64
             Fastest pair first.
         """
-        from .scaling import rope_parameters
-
         return rope_parameters(self, seq_len)[0]
 
     def attention_factor(self, seq_len: int | None = None) -> float:
@@ -176,14 +194,10 @@ class RopeManifest:
 
         1.0 for the plain schedule, linear, NTK and dynamic NTK.
         """
-        from .scaling import rope_parameters
-
         return rope_parameters(self, seq_len)[1]
 
     def wavelengths(self, seq_len: int | None = None) -> np.ndarray:
         """Wavelength ``2 pi / theta_i`` of each pair in tokens, shape ``(rotary_dim // 2,)``."""
-        from .frequencies import wavelengths
-
         return wavelengths(self.theta(seq_len))
 
     def with_(self, **changes) -> "RopeManifest":
@@ -206,6 +220,10 @@ class RopeManifest:
             "phase_dtype": self.phase_dtype,
             "max_position_embeddings": self.max_position_embeddings,
             "original_max_position_embeddings": self.original_max_position_embeddings,
+            "sliding_window": self.sliding_window,
+            "layer_type": self.layer_type,
+            "logit_scale": self.logit_scale,
+            "notes": list(self.notes),
         }
 
     def to_json(self, **kwargs) -> str:
@@ -245,6 +263,13 @@ class RopeManifest:
             ("context: served (target)", "unknown" if self.target_length is None else f"{self.target_length:,}"),
             ("scaling", "none" if self.scaling is None else self.scaling.describe()),
         ]
+        if self.layer_type is not None:
+            rows.append(("layer type", self.layer_type))
+        if self.sliding_window is not None:
+            rows.append(("attention window", f"{self.sliding_window:,} tokens (larger offsets never reach attention)"))
+        if self.logit_scale != 1.0:
+            rows.append(("extra logit scale", f"{self.logit_scale:.6g} (applied to the softmax scale)"))
+        rows.extend(("note" if i == 0 else "", n) for i, n in enumerate(self.notes))
         if self.source:
             rows.append(("source", self.source))
         width = max(len(r[0]) for r in rows)
@@ -255,7 +280,29 @@ class RopeManifest:
 
 
 # ---------------------------------------------------------------------- reading configs
+# One small reader per field group, as transformers keys its RoPE initialisers by rule name;
+# :func:`read_config` loads the file, picks the layer kind and runs the readers in order. Each
+# reader takes the configuration (a dict) and the fields read so far, and returns new fields
+# (``notes`` are collected, not replaced).
+
 _DATA = Path(__file__).with_name("data")
+
+#: Largest config.json read (real ones are a few KiB; LongRoPE lists make them tens of KiB).
+MAX_CONFIG_BYTES = 1 << 20
+
+#: Coordinate pairing of each model type, as its transformers modeling code rotates: GPT-J, GLM
+#: and DeepSeek-V2/V3 rotate adjacent pairs (``rotate_every_two``, complex multiplication or
+#: DeepSeek's interleave permutation), the Llama family and GPT-NeoX rotate the two halves.
+PAIRING_BY_MODEL_TYPE = {
+    **dict.fromkeys(("gptj", "codegen", "glm", "glm4", "chatglm", "deepseek_v2", "deepseek_v3", "kimi_k2"),
+                    "interleaved"),
+    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi", "phi3",
+                     "gemma", "gemma2", "gemma3", "gemma3_text", "gpt_neox", "gpt_oss", "olmo", "olmo2",
+                     "starcoder2", "stablelm", "falcon", "granite", "cohere"), "half"),
+}
+
+#: Layer kinds whose rotary operator ropegeo reads.
+LAYER_KINDS = ("full_attention", "sliding_attention")
 
 
 def _positive_int(cfg: Mapping, key: str, where: str = "", *, maximum: int = v.MAX_LENGTH) -> int:
@@ -278,209 +325,339 @@ def _positive_real(cfg: Mapping, key: str, where: str = "", *, greater_than: flo
     return float(val)
 
 
-#: Largest config.json read (real ones are a few KiB; LongRoPE lists make them tens of KiB).
-MAX_CONFIG_BYTES = 1 << 20
+def _given(cfg: Mapping, key: str) -> bool:
+    return cfg.get(key) is not None
 
 
-def read_config(config, *, name: str | None = None, source: str | None = None,
-                layer_type: str | None = None) -> RopeManifest:
-    """Build a manifest from a Hugging Face style ``config.json``.
+def _params(cfg: Mapping) -> Mapping | None:
+    """The single ``rope_parameters`` block (transformers 5), if any."""
+    p = cfg.get("rope_parameters")
+    return p if isinstance(p, Mapping) else None
 
-    Parameters
-    ----------
-    config : dict or str or os.PathLike
-        The parsed configuration, or the path of a JSON file holding it.
-    name, source : str, optional
-        Labels stored in the manifest (default: ``config["_name_or_path"]`` / the path).
-    layer_type : str, optional
-        For a configuration whose ``rope_parameters`` holds one block per layer type (the
-        transformers 5 layout of models such as Gemma 3: ``{"full_attention": {...},
-        "sliding_attention": {...}}``), the layer type whose rotary operator to read. Required
-        for such configurations, refused for the others.
 
-    Returns
-    -------
-    RopeManifest
-        With ``pairing="half"`` (the ``rotate_half`` layout of transformers) and
-        ``phase_dtype="float32"`` (transformers computes inverse frequencies and angles in float32).
+def _read_base(cfg: Mapping, got: dict) -> dict:
+    params = _params(cfg)
+    if _given(cfg, "rope_theta"):
+        return {"base": _positive_real(cfg, "rope_theta", greater_than=1.0)}
+    if params is not None and _given(params, "rope_theta"):
+        return {"base": _positive_real(params, "rope_theta", "rope_parameters.", greater_than=1.0)}
+    if _given(cfg, "rotary_emb_base"):  # GPT-NeoX's name for the base
+        return {"base": _positive_real(cfg, "rotary_emb_base", greater_than=1.0)}
+    return {"base": 10_000.0, "notes": ["no rope_theta: base 10,000, the default of transformers' configuration "
+                                        "classes"]}
 
-    Raises
-    ------
-    ConfigError
-        (a ``ValueError``) for a missing or malformed field, naming the field.
 
-    Notes
-    -----
-    Fields read, as transformers reads them:
+def _head_from(cfg: Mapping, width_key: str, heads_key: str) -> int:
+    width, heads = _positive_int(cfg, width_key), _positive_int(cfg, heads_key)
+    head_dim = width // heads
+    if not 2 <= head_dim <= v.MAX_HEAD_DIM:
+        raise ConfigError(f"{width_key} // {heads_key} = {head_dim:,} is not a rotary head width "
+                          f"(2 to {v.MAX_HEAD_DIM:,})")
+    return head_dim
 
-    * ``rope_theta`` (also inside ``rope_parameters``, or GPT-NeoX's ``rotary_emb_base``; 10,000
-      when absent, the default of transformers' configuration classes);
-    * ``head_dim`` if present and not null, else ``hidden_size // num_attention_heads``;
-    * ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``); the rotary width is
-      ``int(head_dim * factor)``, truncated as transformers truncates it, and must be even;
-    * ``rope_scaling`` or ``rope_parameters`` (the newer name): see :meth:`ropegeo.scaling.Scaling.from_hf`;
-    * ``max_position_embeddings`` and ``original_max_position_embeddings`` (top level, as Phi-3 has it,
-      or inside the scaling block, as Llama-3.1 and Qwen2.5 have it).
-    """
-    from .scaling import Scaling
 
-    if isinstance(config, (str, Path)) or hasattr(config, "__fspath__"):
-        if not str(config).strip():
-            raise ConfigError("config: the path is empty; give a config.json path or a shipped model name")
-        path = Path(config)
-        try:
-            if path.is_file() and path.stat().st_size > MAX_CONFIG_BYTES:
-                raise ConfigError(f"config: {str(path)!r} is {path.stat().st_size:,} bytes; a config.json is far "
-                                  f"smaller (at most {MAX_CONFIG_BYTES:,} bytes are read)")
-            with path.open("rb") as fh:  # bounded read: a device such as /dev/zero never ends
-                raw = fh.read(MAX_CONFIG_BYTES + 1)
-            if len(raw) > MAX_CONFIG_BYTES:
-                raise ConfigError(f"config: {str(path)!r} holds more than {MAX_CONFIG_BYTES:,} bytes; is it a config.json?")
-            text = raw.decode("utf-8")
-        except OSError as exc:
-            raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"config: {str(path)!r} is not UTF-8 text (byte {exc.start}); is it a config.json?") from None
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"config: {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        except RecursionError:
-            raise ConfigError(f"config: {str(path)!r} nests its JSON too deeply to be a config.json") from None
-        source = source or str(path)
-    if not isinstance(config, Mapping):
-        raise ConfigError(f"config must be a dict (parsed config.json) or a path, got {type(config).__name__}")
-    cfg = config
-    for key in ("_name_or_path", "name"):
-        if cfg.get(key) is not None and not isinstance(cfg[key], str):
-            raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
-    params_block = cfg.get("rope_parameters")
-    per_layer = isinstance(params_block, Mapping) and any(isinstance(b, Mapping) for b in params_block.values())
-    if per_layer:
-        # a single rope block never holds a dict: any dict value means one block per layer type,
-        # and then every value must be one
-        bad = [k for k, b in params_block.items() if not isinstance(b, Mapping)]
-        if bad:
-            raise ConfigError(f"rope_parameters mixes per-layer-type blocks with other entries ({', '.join(map(str, bad))}): "
-                              "each value must be the block of one layer type")
-        # transformers >= 5 may key rope_parameters by layer type (Gemma 3: full / sliding attention)
-        types = ", ".join(map(str, params_block))
-        if layer_type is None:
-            raise ConfigError(f"rope_parameters holds one block per layer type ({types}); ropegeo audits one "
-                              "rotary operator at a time: choose one with layer_type (--layer-type)")
-        if not isinstance(layer_type, str) or layer_type not in params_block:
-            raise ConfigError(f"layer_type must be one of {types}, got {layer_type!r}")
-        if cfg.get("rope_scaling") is not None:
-            raise ConfigError("the config has both rope_scaling and per-layer-type rope_parameters; they conflict, "
-                              "so ropegeo reads neither: remove one of them")
-        block = params_block[layer_type]
-        cfg = {**cfg, "rope_parameters": block}
-        if block.get("rope_theta") is not None:
-            cfg.pop("rope_theta", None)  # the chosen layer's own base wins over a top-level one
-        name = name or f"{cfg.get('_name_or_path') or cfg.get('name') or 'config'} ({layer_type})"
-    elif layer_type is not None:
-        raise ConfigError(f"layer_type {layer_type!r} was given, but this config has a single rope block "
-                          "(layer_type is only for rope_parameters keyed by layer type)")
+def _read_head(cfg: Mapping, got: dict) -> dict:
+    if _given(cfg, "qk_rope_head_dim"):  # DeepSeek-V2/V3 (MLA): the rotary part is a head of its own
+        rope = _positive_int(cfg, "qk_rope_head_dim", maximum=v.MAX_HEAD_DIM)
+        nope = cfg.get("qk_nope_head_dim")
+        extra = f"; the other {nope} coordinates of each query/key head (qk_nope_head_dim) never rotate" \
+            if nope else ""
+        return {"head_dim": rope, "notes": [f"rotary head: qk_rope_head_dim = {rope}{extra}"]}
+    if _given(cfg, "head_dim"):
+        return {"head_dim": _positive_int(cfg, "head_dim", maximum=v.MAX_HEAD_DIM)}
+    for width, heads in (("hidden_size", "num_attention_heads"), ("n_embd", "n_head")):  # n_*: GPT-J
+        if _given(cfg, width) and _given(cfg, heads):
+            return {"head_dim": _head_from(cfg, width, heads)}
+    missing = "hidden_size" if not _given(cfg, "hidden_size") else "num_attention_heads"
+    raise ConfigError(f"config needs head_dim, or hidden_size and num_attention_heads: {missing} is missing")
 
-    # --- base
-    params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), Mapping) else None
-    if cfg.get("rope_theta") is not None:
-        base = _positive_real(cfg, "rope_theta", greater_than=1.0)
-    elif params is not None and params.get("rope_theta") is not None:
-        base = _positive_real(params, "rope_theta", "rope_parameters.", greater_than=1.0)
-    elif cfg.get("rotary_emb_base") is not None:  # GPT-NeoX's name for the base
-        base = _positive_real(cfg, "rotary_emb_base", greater_than=1.0)
-    else:
-        base = 10_000.0
 
-    # --- head dim
-    if cfg.get("head_dim") is not None:
-        head_dim = _positive_int(cfg, "head_dim", maximum=v.MAX_HEAD_DIM)
-    else:
-        for key in ("hidden_size", "num_attention_heads"):
-            if cfg.get(key) is None:
-                raise ConfigError(f"config needs head_dim, or hidden_size and num_attention_heads: {key} is missing")
-        hidden = _positive_int(cfg, "hidden_size")
-        heads = _positive_int(cfg, "num_attention_heads")
-        head_dim = hidden // heads
-        if head_dim > v.MAX_HEAD_DIM:
-            raise ConfigError(f"hidden_size // num_attention_heads = {head_dim:,} exceeds the widest head "
-                              f"ropegeo accepts, {v.MAX_HEAD_DIM:,}")
-        if head_dim < 2:
-            raise ConfigError(f"hidden_size // num_attention_heads = {head_dim} is too small for a rotary head")
+def _read_rotary(cfg: Mapping, got: dict) -> dict:
+    head_dim = got["head_dim"]
     if head_dim % 2:
         raise ConfigError(f"head_dim must be even, got {head_dim}")
-
-    # --- partial rotary
-    prf_key = None
-    for key, holder in (("partial_rotary_factor", cfg), ("rotary_pct", cfg)):
-        if holder.get(key) is not None:
-            prf_key = key
+    if _given(cfg, "qk_rope_head_dim"):
+        return {"rotary_dim": head_dim}
+    holder, where, key = None, "", None
+    for k in ("partial_rotary_factor", "rotary_pct"):  # rotary_pct: GPT-NeoX
+        if _given(cfg, k):
+            holder, key = cfg, k
             break
-    if prf_key is None and params is not None and params.get("partial_rotary_factor") is not None:
-        prf_key = "partial_rotary_factor"
-        cfg_prf, where = params, "rope_parameters."
-    else:
-        cfg_prf, where = cfg, ""
-    if prf_key is not None:
-        prf = _positive_real(cfg_prf, prf_key, where)
+    params = _params(cfg)
+    if key is None and params is not None and _given(params, "partial_rotary_factor"):
+        holder, where, key = params, "rope_parameters.", "partial_rotary_factor"
+    from_factor = None
+    if key is not None:
+        prf = _positive_real(holder, key, where)
         if prf > 1:
-            raise ConfigError(f"{where}{prf_key} must be in (0, 1], got {prf:g}")
-        rotary_dim = int(head_dim * prf)
-        if rotary_dim < 2 or rotary_dim % 2:
-            raise ConfigError(
-                f"{where}{prf_key}={prf:g} gives int({head_dim} * {prf:g}) = {rotary_dim} rotary coordinates; "
-                "it must be an even number of at least 2"
-            )
-    else:
-        rotary_dim = head_dim
+            raise ConfigError(f"{where}{key} must be in (0, 1], got {prf:g}")
+        from_factor = int(head_dim * prf)  # truncated, as transformers truncates it
+        if from_factor < 2 or from_factor % 2:
+            raise ConfigError(f"{where}{key}={prf:g} gives int({head_dim} * {prf:g}) = {from_factor} rotary "
+                              "coordinates; it must be an even number of at least 2")
+    if _given(cfg, "rotary_dim"):  # GPT-J: an absolute count
+        rot = _positive_int(cfg, "rotary_dim", maximum=head_dim)
+        if rot % 2:
+            raise ConfigError(f"rotary_dim must be even, got {rot}")
+        if from_factor is not None and from_factor != rot:
+            raise ConfigError(f"rotary_dim ({rot}) contradicts {where}{key}, which gives {from_factor} rotary "
+                              f"coordinates of a {head_dim}-wide head")
+        return {"rotary_dim": rot}
+    return {"rotary_dim": head_dim if from_factor is None else from_factor}
 
-    # --- context lengths
-    max_pos = _positive_int(cfg, "max_position_embeddings") if cfg.get("max_position_embeddings") is not None else None
-    orig = (
-        _positive_int(cfg, "original_max_position_embeddings")
-        if cfg.get("original_max_position_embeddings") is not None
-        else None
-    )
 
-    # --- scaling block
-    block = None
-    block_name = None
-    for key in ("rope_scaling", "rope_parameters"):
-        if cfg.get(key) is not None:
-            block, block_name = cfg[key], key
+def _read_pairing(cfg: Mapping, got: dict) -> dict:
+    kind = cfg.get("model_type")
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError(f"model_type must be a string, got {type(kind).__name__}")
+    if cfg.get("rope_interleave") is not None:  # DeepSeek-V3 in transformers: True (the default) or False
+        if not isinstance(cfg["rope_interleave"], bool):
+            raise ConfigError(f"rope_interleave must be true or false, got {cfg['rope_interleave']!r}")
+        return {"pairing": "interleaved" if cfg["rope_interleave"] else "half"}
+    if kind in PAIRING_BY_MODEL_TYPE:
+        return {"pairing": PAIRING_BY_MODEL_TYPE[kind]}
+    why = "the config names no model_type" if kind is None else f"model_type {kind!r} is not in ropegeo's table"
+    return {"pairing": "half", "notes": [f"pairing assumed half-split (transformers' rotate_half): {why}"]}
+
+
+def _read_lengths(cfg: Mapping, got: dict) -> dict:
+    out = {"max_position_embeddings": None, "original_max_position_embeddings": None}
+    for key in ("max_position_embeddings", "n_positions"):  # n_positions: GPT-J
+        if _given(cfg, key):
+            out["max_position_embeddings"] = _positive_int(cfg, key)
             break
+    if _given(cfg, "original_max_position_embeddings"):
+        out["original_max_position_embeddings"] = _positive_int(cfg, "original_max_position_embeddings")
+    return out
+
+
+def _read_scaling(cfg: Mapping, got: dict) -> dict:
+    name = next((k for k in ("rope_scaling", "rope_parameters") if _given(cfg, k)), None)
+    max_pos, orig = got["max_position_embeddings"], got["original_max_position_embeddings"]
     try:
-        scaling = Scaling.from_hf(
-            block,
-            field_name=block_name or "rope_scaling",
-            max_position_embeddings=max_pos,
-            original_max_position_embeddings=orig,
-            pairs=rotary_dim // 2,
-        )
+        scaling = Scaling.from_hf(None if name is None else cfg[name], field_name=name or "rope_scaling",
+                                  max_position_embeddings=max_pos, original_max_position_embeddings=orig,
+                                  pairs=got["rotary_dim"] // 2)
         if scaling is not None:
-            scaling.check_pairs(rotary_dim // 2)
+            scaling.check_pairs(got["rotary_dim"] // 2)
     except ConfigError:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if scaling is not None and scaling.original_max_position_embeddings is not None and orig is None:
-        orig = scaling.original_max_position_embeddings
+    out = {"scaling": scaling}
+    block_orig = None if scaling is None or scaling.rule == "dynamic" else scaling.original_max_position_embeddings
+    if orig is None and block_orig is not None:
+        out["original_max_position_embeddings"] = orig = block_orig
+    if max_pos is not None and orig is not None and orig > max_pos:
+        where = "original_max_position_embeddings" if got["original_max_position_embeddings"] else \
+            f"{name}.original_max_position_embeddings"
+        raise ConfigError(f"{where} ({orig:,}) is above max_position_embeddings ({max_pos:,}): a model cannot be "
+                          "pre-trained on more tokens than it declares")
+    return out
 
+
+def _read_window(cfg: Mapping, got: dict) -> dict:
+    if not _given(cfg, "sliding_window"):
+        return {"sliding_window": None}
+    window = _positive_int(cfg, "sliding_window")
+    if cfg.get("use_sliding_window") is False:  # Qwen2: the window is declared but switched off
+        return {"sliding_window": None, "notes": [f"sliding_window {window:,} is off (use_sliding_window false)"]}
+    return {"sliding_window": window}
+
+
+def _read_logit_scale(cfg: Mapping, got: dict) -> dict:
+    sc = got["scaling"]
+    if not _given(cfg, "qk_rope_head_dim") or sc is None or sc.rule != "yarn" or not sc.mscale_all_dim:
+        return {}
+    # DeepSeek-V2/V3 attention multiplies its softmax scale by mscale(factor, mscale_all_dim) ** 2
+    m = yarn_mscale(sc.factor, sc.mscale_all_dim)
+    return {"logit_scale": m * m,
+            "notes": [f"softmax scale multiplied by (0.1 * {sc.mscale_all_dim:g} * ln {sc.factor:g} + 1)^2 = "
+                      f"{m * m:.6g} (mscale_all_dim, DeepSeek attention)"]}
+
+
+#: The readers, in order; each may use the fields of the ones before it.
+_READERS = (_read_base, _read_head, _read_rotary, _read_pairing, _read_lengths, _read_scaling, _read_window,
+            _read_logit_scale)
+
+
+def _load(config, source: str | None) -> tuple[Mapping, str | None]:
+    """The parsed configuration and its source label, from a dict or a (bounded) JSON file."""
+    if not (isinstance(config, (str, Path)) or hasattr(config, "__fspath__")):
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"config must be a dict (parsed config.json) or a path, got {type(config).__name__}")
+        return config, source
+    if not str(config).strip():
+        raise ConfigError("config: the path is empty; give a config.json path or a shipped model name")
+    path = Path(config)
+    try:
+        with path.open("rb") as fh:  # bounded read: a device such as /dev/zero never ends
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config: {str(path)!r} holds more than {MAX_CONFIG_BYTES:,} bytes; is it a config.json?")
+        cfg = json.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config: {str(path)!r} is not UTF-8 text (byte {exc.start}); is it a config.json?") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"config: {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ConfigError(f"config: {str(path)!r} nests its JSON too deeply to be a config.json") from None
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"config: {str(path)!r} holds a JSON {type(cfg).__name__}, not an object")
+    return cfg, source or str(path)
+
+
+def _layer_names(cfg: Mapping) -> list[str]:
+    """The kinds of layer a configuration declares, in order of first appearance."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        if isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) \
+                or not all(isinstance(t, str) for t in types):
+            raise ConfigError("layer_types must be a list of layer-kind names")
+        return list(dict.fromkeys(types))
+    if _given(cfg, "sliding_window") and (cfg.get("model_type") == "gemma2" or _given(cfg, "sliding_window_pattern")
+                                          or _given(cfg, "rope_local_base_freq")):
+        return list(LAYER_KINDS[::-1])  # Gemma 2 / 3: sliding and full layers alternate in a pattern
+    return []
+
+
+def _kind_view(cfg: Mapping, kind: str, block: Mapping | None) -> dict:
+    """The configuration as the layers of one kind read it."""
+    view = {k: val for k, val in cfg.items() if k not in ("layer_types", "rope_local_base_freq")}
+    if block is not None:  # transformers 5: one rope_parameters block per layer kind
+        view["rope_parameters"] = block
+        if _given(block, "rope_theta"):
+            view.pop("rope_theta", None)  # the chosen layer's own base wins over a top-level one
+    elif kind == "sliding_attention" and _given(cfg, "rope_local_base_freq"):
+        # Gemma 3: local layers rotate with their own base and no scaling rule
+        view.update(rope_theta=cfg["rope_local_base_freq"], rope_scaling=None, rope_parameters=None)
+    if kind != "sliding_attention":
+        view.pop("sliding_window", None)
+    return view
+
+
+def _layer_kinds(cfg: Mapping) -> dict[str, dict] | None:
+    """``{kind: view}`` for a configuration whose layers differ, ``None`` when they all share one."""
+    params = cfg.get("rope_parameters")
+    if isinstance(params, Mapping) and any(isinstance(b, Mapping) for b in params.values()):
+        bad = [k for k, b in params.items() if not isinstance(b, Mapping)]
+        if bad:
+            raise ConfigError(f"rope_parameters mixes per-layer-type blocks with other entries ({', '.join(map(str, bad))}): "
+                              "each value must be the block of one layer type")
+        if _given(cfg, "rope_scaling"):
+            raise ConfigError("the config has both rope_scaling and per-layer-type rope_parameters; they conflict, "
+                              "so ropegeo reads neither: remove one of them")
+        return {str(k): _kind_view(cfg, str(k), b) for k, b in params.items()}
+    names = _layer_names(cfg)
+    if names == ["full_attention"] and _given(cfg, "sliding_window"):
+        return {"full_attention": _kind_view(cfg, "full_attention", None)}  # every layer full: no window
+    if len(names) < 2:
+        return None
+    return {k: _kind_view(cfg, k, None) for k in names}
+
+
+def _describe_kind(view: Mapping) -> str:
+    params = _params(view) or {}
+    base = view.get("rope_theta", params.get("rope_theta", 10_000))
+    window = view.get("sliding_window")
+    base = f"{base:,.10g}" if isinstance(base, numbers.Real) and not isinstance(base, bool) else repr(base)
+    return f"base {base}, " + ("no window" if window is None else f"window {window:,}")
+
+
+def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None]:
+    kinds = _layer_kinds(cfg)
+    if kinds is None:
+        if layer_type is not None:
+            raise ConfigError(f"layer_type {layer_type!r} was given, but this config has a single kind of layer "
+                              "(layer_type is for configurations whose layers differ)")
+        return cfg, None
+    if len(kinds) == 1:
+        return next(iter(kinds.values())), None
+    listing = "; ".join(f"{k} ({_describe_kind(view)})" for k, view in kinds.items())
+    if layer_type is None:
+        raise ConfigError(f"the config has {len(kinds)} kinds of layer: {listing}; ropegeo audits one rotary "
+                          "operator at a time: choose one with layer_type (--layer-type)")
+    if not isinstance(layer_type, str) or layer_type not in kinds:
+        raise ConfigError(f"layer_type must be one of {', '.join(kinds)}, got {layer_type!r}")
+    if layer_type not in LAYER_KINDS and not isinstance(cfg.get("rope_parameters"), Mapping):
+        raise ConfigError(f"layer_type {layer_type!r}: ropegeo reads the rotary operator of "
+                          f"{' and '.join(LAYER_KINDS)} layers only")
+    return kinds[layer_type], layer_type
+
+
+def read_config(config, *, name: str | None = None, source: str | None = None,
+                layer_type: str | None = None) -> RopeManifest:
+    """Build a manifest from a Hugging Face style ``config.json``, read as its model uses it.
+
+    Parameters
+    ----------
+    config : dict or str or os.PathLike
+        The parsed configuration, or the path of a JSON file holding it (at most 1 MiB).
+    name, source : str, optional
+        Labels stored in the manifest (default: ``config["_name_or_path"]`` / the path).
+    layer_type : str, optional
+        For a model whose layers differ (``layer_types`` listing two kinds, Gemma 2/3's
+        alternating sliding and full layers, or transformers 5's ``rope_parameters`` keyed by
+        layer type): the kind of layer whose rotary operator to read. Required for such
+        configurations, refused for the others.
+
+    Returns
+    -------
+    RopeManifest
+        With ``phase_dtype="float32"`` (transformers computes inverse frequencies and angles in
+        float32). ``notes`` lists what was inferred rather than read.
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) for a missing, malformed or contradictory field, naming the field.
+
+    Notes
+    -----
+    The field groups, one reader each (see ``_READERS``):
+
+    * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
+      Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
+    * head: ``qk_rope_head_dim`` (DeepSeek-V2/V3: the rotary part is a head of its own), else
+      ``head_dim``, else ``hidden_size // num_attention_heads`` (GPT-J: ``n_embd // n_head``);
+    * rotary width: ``rotary_dim`` (GPT-J, a count), ``partial_rotary_factor`` or ``rotary_pct``
+      (``int(head_dim * factor)``, truncated as transformers truncates it); they must agree;
+    * pairing: by ``model_type`` (:data:`PAIRING_BY_MODEL_TYPE`; DeepSeek-V3's ``rope_interleave``);
+      half-split with a note when the type is unknown;
+    * lengths: ``max_position_embeddings`` (GPT-J ``n_positions``) and
+      ``original_max_position_embeddings`` (top level or in the scaling block); an original length
+      above the maximum is refused;
+    * scaling: ``rope_scaling`` / ``rope_parameters``, see :meth:`ropegeo.scaling.Scaling.from_hf`;
+    * window: ``sliding_window`` unless ``use_sliding_window`` is false;
+    * logit scale: DeepSeek's ``mscale_all_dim`` softmax factor.
+
+    Examples
+    --------
+    >>> m = read_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64,
+    ...                  "n_positions": 2048})
+    >>> m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings
+    (256, 64, 'interleaved', 2048)
+    """
+    cfg, source = _load(config, source)
+    for key in ("_name_or_path", "name"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
+    if isinstance(cfg.get("text_config"), Mapping):
+        raise ConfigError("the rotary settings sit in text_config (a multimodal config), where the model class "
+                          "fills in defaults ropegeo does not know: pass the text model's own config.json")
+    label = name or cfg.get("_name_or_path") or cfg.get("name")
+    view, kind = _choose_kind(cfg, layer_type)
+    fields: dict[str, Any] = {"notes": []}
+    for reader in _READERS:
+        new = reader(view, fields)
+        fields["notes"] += new.pop("notes", [])
+        fields.update(new)
     return RopeManifest(
-        base=base,
-        head_dim=head_dim,
-        rotary_dim=rotary_dim,
-        pairing="half",
-        position_id_policy="contiguous",
-        scaling=scaling,
-        cache_offset=0,
-        phase_dtype="float32",
-        max_position_embeddings=max_pos,
-        original_max_position_embeddings=orig,
-        name=name or cfg.get("_name_or_path") or cfg.get("name"),
-        source=source or cfg.get("source"),
-    )
+        position_id_policy="contiguous", cache_offset=0, phase_dtype="float32", layer_type=kind,
+        name=f"{label or 'config'} ({kind})" if kind and not name else label,
+        source=source or cfg.get("source"), **fields)
 
 
 def shipped_models() -> list[str]:
@@ -488,13 +665,10 @@ def shipped_models() -> list[str]:
     return sorted(p.stem for p in _DATA.glob("*.json"))
 
 
-def load_model(name: str) -> RopeManifest:
-    """The manifest of a shipped model configuration.
-
-    Parameters
-    ----------
-    name : str
-        One of :func:`shipped_models` (e.g. ``"llama-3.1-8b"``); case-insensitive.
+def model_record(name: str) -> dict:
+    """The raw shipped record of a model: ``model``, ``source`` (the hub ``config.json`` it copies, at
+    a named revision where one is known), ``read_on``, optionally ``layer_type`` (the kind of layer
+    :func:`load_model` reads by default) and ``config``.
 
     Raises
     ------
@@ -503,219 +677,46 @@ def load_model(name: str) -> RopeManifest:
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type(name).__name__}")
-    key = name.strip().lower()
-    path = _DATA / f"{key}.json"
+    path = _DATA / f"{name.strip().lower()}.json"
     if not path.is_file():
         raise ValueError(f"name {name!r} is not a shipped model; known: {', '.join(shipped_models())}")
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    return read_config(raw["config"], name=raw.get("model", key), source=raw.get("source"))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
-def model_record(name: str) -> dict:
-    """The raw shipped record of a model: ``model``, ``source``, ``read_on`` and ``config``."""
-    load_model(name)  # validates the name
-    return json.loads((_DATA / f"{name.strip().lower()}.json").read_text(encoding="utf-8"))
-
-
-# ---------------------------------------------------------------------- auditing a configuration
-#: Gate B's default offset sets: every offset up to 64 (local order) and 48 log-spaced offsets up to
-#: the target length (long-range retrieval).
-LOCAL_OFFSETS = 64
-DISTANT_OFFSETS = 48
-
-
-@dataclass(frozen=True)
-class ConfigAudit:
-    """The geometry audit of one model configuration (from :func:`config_audit`).
-
-    Every length is in tokens, every frequency in radians per position. ``theta`` and
-    ``attention_factor`` are those served at ``target_length`` (the rule's ``seq_len``).
-    """
-
-    manifest: RopeManifest
-    train_length: int
-    target_length: int
-    theta: np.ndarray
-    attention_factor: float
-    wavelength_range: tuple[float, float]
-    pairs_longer_than_train: int
-    pairs_longer_than_target: int
-    slow_pairs_train: int
-    slow_pairs_target: int
-    scaled_pairs: int
-    adjacent_similarity: float
-    relative_law_error: float
-    search_range: tuple[int, int]
-    top_offsets: list = field(default_factory=list)
-    margins: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """JSON-ready: every field, the manifest as a dict, ``theta`` as a list."""
-        return {
-            "manifest": self.manifest.to_dict(),
-            "train_length": self.train_length,
-            "target_length": self.target_length,
-            "attention_factor": self.attention_factor,
-            "theta": [float(x) for x in self.theta],
-            "wavelength_range": list(self.wavelength_range),
-            "pairs": int(self.theta.size),
-            "pairs_longer_than_train": self.pairs_longer_than_train,
-            "pairs_longer_than_target": self.pairs_longer_than_target,
-            "slow_pairs_train": self.slow_pairs_train,
-            "slow_pairs_target": self.slow_pairs_target,
-            "scaled_pairs": self.scaled_pairs,
-            "adjacent_similarity": self.adjacent_similarity,
-            "relative_law_error": self.relative_law_error,
-            "search_range": list(self.search_range),
-            "top_offsets": list(self.top_offsets),
-            "margins": dict(self.margins),
-        }
-
-    def row(self) -> dict:
-        """The headline numbers as one flat dict (for a comparison table across models)."""
-        m = self.manifest
-        local = next(iter(self.margins.values()))["margin"] if self.margins else None
-        return {
-            "model": (m.name or "?").split("/")[-1],
-            "base": m.base,
-            "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
-            "train": self.train_length,
-            "target": self.target_length,
-            "rule": "none" if m.scaling is None else m.scaling.rule,
-            "attention": round(self.attention_factor, 4),
-            "slow pairs": self.slow_pairs_train,
-            "K(1)": round(self.adjacent_similarity, 5),
-            "margin 1..64": None if local is None else round(local, 4),
-        }
-
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON."""
-        return json.dumps(self.to_dict(), **kwargs)
-
-    def table(self) -> str:
-        """The manifest followed by the audit, as aligned text."""
-        lo, hi = self.wavelength_range
-        p = int(self.theta.size)
-        rows = [
-            ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
-            ("attention factor at target", f"{self.attention_factor:.6g}"),
-            ("pairs rescaled by the rule", f"{self.scaled_pairs} of {p}"),
-            ("wavelengths at target", f"{lo:,.4g} .. {hi:,.6g} tokens"),
-            ("pairs longer than train / target", f"{self.pairs_longer_than_train} / {self.pairs_longer_than_target} of {p}"),
-            ("slow pairs (< 1 turn): train, target", f"{self.slow_pairs_train}, {self.slow_pairs_target} of {p}"),
-            ("adjacent similarity K(1)", f"{self.adjacent_similarity:.6f}"),
-            ("relative-law error (float64)", f"{self.relative_law_error:.3e}"),
-        ]
-        s0, s1 = self.search_range
-        for i, hit in enumerate(self.top_offsets):
-            label = f"identity-like offsets in [{s0:,}, {s1:,}]" if i == 0 else ""
-            rows.append((label, f"{hit['offset']:,} (K = {hit['similarity']:.6f})"))
-        for name, m in self.margins.items():
-            rows.append((f"Gate B margin, {name}", f"{m['margin']:.4g} between {m['pair'][0]:g} and {m['pair'][1]:g} ({m['dtype']})"))
-        width = max(len(r[0]) for r in rows)
-        audit = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
-        return self.manifest.table() + "\n" + "-" * 40 + "\n" + audit
-
-    def __str__(self) -> str:
-        return self.table()
-
-
-def default_offsets(target_length: int) -> dict[str, np.ndarray]:
-    """Gate B's default offset sets for a target length (at least 3).
-
-    ``"local 1..64"``: every offset from 1 to ``min(64, target - 1)``;
-    ``"distant"``: 48 log-spaced integers from 64 to ``target - 1`` (duplicates removed; only when
-    the target exceeds 128).
-    """
-    n = v.length("target_length", target_length, minimum=3)
-    local = np.arange(1, min(LOCAL_OFFSETS, n - 1) + 1, dtype=np.float64)
-    sets = {f"local 1..{int(local[-1])}": local}
-    if n > 2 * LOCAL_OFFSETS:
-        sets[f"distant 64..{n - 1:,}"] = np.unique(np.round(np.geomspace(LOCAL_OFFSETS, n - 1, DISTANT_OFFSETS)))
-    return sets
-
-
-def config_audit(
-    manifest: RopeManifest,
-    target_length: int | None = None,
-    *,
-    search_limit: int = 100_000,
-    top: int = 3,
-) -> ConfigAudit:
-    """Audit the geometry a model configuration supplies, at its training and target lengths.
+def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
+    """The manifest of a shipped model configuration.
 
     Parameters
     ----------
-    manifest : RopeManifest
-        E.g. from :func:`read_config` or :func:`load_model`. Needs a known training length.
-    target_length : int, optional
-        Context to serve (at least 3). Default: :attr:`RopeManifest.target_length`.
-    search_limit : int
-        Largest offset of the near-collision search (at least 2; the search covers
-        ``[train_length, min(target_length, search_limit)]``).
-    top : int
-        How many identity-like offsets to list (1 to 20).
-
-    Returns
-    -------
-    ConfigAudit
+    name : str
+        One of :func:`shipped_models` (e.g. ``"llama-3.1-8b"``); case-insensitive.
+    layer_type : str, optional
+        For a model whose layers differ: the kind to read. Default: the record's own ``layer_type``
+        (its long-range layers), named in the manifest's notes.
 
     Raises
     ------
     ValueError
-        If the manifest has no context length, or an argument is out of range.
+        For an unknown name or layer type.
     """
-    from .audit import relative_law_error
-    from .frequencies import frequencies, slow_pairs, wavelengths
-    from .geometry import adjacent_similarity, near_collisions
-    from .margins import separation_margin
-
-    if not isinstance(manifest, RopeManifest):
-        raise ValueError(f"manifest must be a RopeManifest, got {type(manifest).__name__}")
-    train = manifest.train_length
-    if train is None:
-        raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
-    if target_length is None:
-        target_length = manifest.target_length
-    target = v.length("target_length", target_length, minimum=3)
-    search_limit = v.length("search_limit", search_limit, minimum=2)
-    top = v.integer("top", top, minimum=1, maximum=20)
-    theta, att = manifest.theta(target), manifest.attention_factor(target)
-    plain = frequencies(manifest.rotary_dim, manifest.base)
-    lam = wavelengths(theta)
-    stop = min(target, search_limit)
-    start = min(max(2, train), stop)
-    hits = near_collisions(theta, start, stop, top=top)
-    margins = {}
-    for name, offs in default_offsets(target).items():
-        m = separation_margin(offs, theta, dtype=manifest.phase_dtype)
-        margins[name] = {"margin": m.margin, "pair": list(m.pair), "dtype": m.dtype, "n_offsets": m.n_offsets}
-    err = relative_law_error(manifest.head_dim, manifest.base, theta=theta, pairing=manifest.pairing,
-                             position_pairs=[(3, 11), (17, 29), (101, 503), (train // 3, train - 1)])
-    return ConfigAudit(
-        manifest=manifest,
-        train_length=int(train),
-        target_length=int(target),
-        theta=theta,
-        attention_factor=float(att),
-        wavelength_range=(float(lam.min()), float(lam.max())),
-        pairs_longer_than_train=int(np.count_nonzero(lam > train)),
-        pairs_longer_than_target=int(np.count_nonzero(lam > target)),
-        slow_pairs_train=slow_pairs(plain, train),
-        slow_pairs_target=slow_pairs(theta, target),
-        scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
-        adjacent_similarity=adjacent_similarity(theta),
-        relative_law_error=err,
-        search_range=(start, stop),
-        top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
-        margins=margins,
-    )
+    rec = model_record(name)
+    chosen = layer_type if layer_type is not None else rec.get("layer_type")
+    label = rec.get("model", name.strip().lower())
+    m = read_config(rec["config"], name=None if chosen else label, source=rec.get("source"), layer_type=chosen)
+    if chosen is None:
+        return m
+    others = [k for k in (_layer_kinds(rec["config"]) or {}) if k != chosen]
+    notes = m.notes
+    if layer_type is None:
+        notes += (f"{chosen} layers: the kind this shipped record reads by default; its "
+                  f"{', '.join(others)} layers: layer_type={others[0]!r} (--layer-type {others[0]})",)
+    return m.with_(name=f"{label} ({chosen})", notes=notes)
 
 
 def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
     """A shipped model name (see :func:`shipped_models`) or the path of a ``config.json``.
 
-    ``layer_type`` is passed to :func:`read_config` (for configurations keyed by layer type).
+    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`.
 
     Raises
     ------
@@ -728,13 +729,10 @@ def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
     if not text.strip():
         raise ConfigError(f"config is empty; give a config.json path or one of: {', '.join(shipped_models())}")
     if text.strip().lower() in shipped_models():
-        if layer_type is not None:
-            raise ConfigError(f"layer_type {layer_type!r} was given, but the shipped model {text!r} has a single "
-                              "rope block")
-        return load_model(text)
-    p = Path(text)
-    if not p.exists():
+        return load_model(text, layer_type=layer_type)
+    if not Path(text).exists():
         raise ConfigError(
             f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}"
         )
-    return read_config(p, layer_type=layer_type)
+    return read_config(Path(text), layer_type=layer_type)
+

@@ -19,7 +19,7 @@ import numpy as np
 from . import _validate as v
 from .frequencies import frequencies, resolve_rotary_dim
 
-__all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles"]
+__all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles", "relative_law_error"]
 
 
 def _resolve_theta(head_dim: int, base: float, rotary_dim: int | None, theta) -> tuple[np.ndarray, int]:
@@ -252,3 +252,57 @@ def rotation_matrix(
     return apply_rope(
         eye, position, base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale
     ).T
+
+
+_ERROR_DTYPES = ("float64", "float32")
+
+
+def relative_law_error(
+    head_dim: int,
+    base: float = 10_000.0,
+    *,
+    position_pairs=None,
+    pairing: str = "interleaved",
+    rotary_dim: int | None = None,
+    theta=None,
+    scale: float = 1.0,
+    dtype: str = "float64",
+    seed: int = 7,
+) -> float:
+    """Largest violation of ``<R_m q, R_n k> = <q, R_{n-m} k>`` over some position pairs.
+
+    Parameters
+    ----------
+    head_dim, base, pairing, rotary_dim, theta, scale
+        The rotary operator, as in :func:`ropegeo.rotation.apply_rope`.
+    position_pairs : sequence of (m, n), optional
+        Query and key positions to test. Default: ``(2, 9), (31, 40), (97, 611), (1024, 4094)``.
+    dtype : {"float64", "float32"}
+        Precision of the vectors and of the rotated results.
+    seed : int
+        Seed of the standard normal query and key vectors.
+
+    Returns
+    -------
+    float
+        ``max |<R_m q, R_n k> - <q, R_{n-m} k>|`` over the pairs.
+    """
+    if dtype not in _ERROR_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(_ERROR_DTYPES)}, got {dtype!r}")
+    head_dim = v.head_dim(head_dim)
+    seed = v.integer("seed", seed, minimum=0)
+    if position_pairs is None:
+        position_pairs = [(2, 9), (31, 40), (97, 611), (1024, 4094)]
+    pairs = v.finite_array("position_pairs", position_pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
+        raise ValueError(f"position_pairs must be a non-empty list of (m, n) pairs, got shape {pairs.shape}")
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=head_dim).astype(dtype)
+    k = rng.normal(size=head_dim).astype(dtype)
+    kw = dict(base=base, pairing=pairing, rotary_dim=rotary_dim, theta=theta, scale=scale)
+    m, n = pairs[:, 0], pairs[:, 1]
+    qs = np.broadcast_to(q, (len(m), head_dim))
+    ks = np.broadcast_to(k, (len(m), head_dim))
+    direct = np.sum(apply_rope(qs, m, **kw) * apply_rope(ks, n, **kw), axis=-1)
+    relative = np.sum(qs * apply_rope(ks, n - m, **kw), axis=-1)
+    return float(np.max(np.abs(direct.astype(np.float64) - relative.astype(np.float64))))

@@ -219,6 +219,8 @@ class Scaling:
         if self.rule == "yarn":
             set_(self, "beta_fast", _pos("beta_fast", self.beta_fast))
             set_(self, "beta_slow", _pos("beta_slow", self.beta_slow))
+            if self.beta_fast < self.beta_slow:
+                raise ValueError(f"beta_fast ({self.beta_fast:g}) must not be below beta_slow ({self.beta_slow:g})")
             for name in ("mscale", "mscale_all_dim"):
                 if getattr(self, name) is not None:
                     set_(self, name, v.real(name, getattr(self, name), minimum=0.0))
@@ -296,7 +298,8 @@ class Scaling:
         if self.original_max_position_embeddings:
             s += f" from {self.original_max_position_embeddings:,}"
         if self.rule == "yarn":
-            s += f" (beta_fast {self.beta_fast:g}, beta_slow {self.beta_slow:g})"
+            s += f" (beta_fast {self.beta_fast:g}, beta_slow {self.beta_slow:g}" + \
+                ("" if self.truncate else ", truncate false") + ")"
         if self.rule == "llama3":
             s += f" (low {self.low_freq_factor:g}, high {self.high_freq_factor:g})"
         if self.rule == "longrope":
@@ -344,150 +347,174 @@ class Scaling:
         Notes
         -----
         As in transformers: the type is ``rope_type``, else the legacy ``type``; ``"su"`` means
-        LongRoPE. YaRN's ``beta_fast`` / ``beta_slow`` fall back to 32 / 1 when absent or zero and
-        ``truncate`` to True; its pre-training length is the block's
-        ``original_max_position_embeddings``, else ``max_position_embeddings``. YaRN's ``factor`` is
-        the block's; only when it is absent does ropegeo use
-        ``max_position_embeddings / original_max_position_embeddings`` (as transformers v5). Some
-        2025 releases of transformers replaced a given ``factor`` by that ratio whenever the block
-        had ``original_max_position_embeddings`` (huggingface/transformers issue 38224, fixed by
-        pull request 40320), which turns Qwen2.5's documented block (both lengths 32,768) into no
-        scaling at all; ropegeo deliberately follows the fixed behaviour. Dynamic NTK uses
-        the top-level ``max_position_embeddings`` as its threshold and ignores the block's
-        ``original_max_position_embeddings``. LongRoPE takes the top-level
-        ``original_max_position_embeddings`` when present and then sets
-        ``factor = max_position_embeddings / original_max_position_embeddings`` whatever the
-        block says (v4.x behaviour); without it, ropegeo reads the block's value (as transformers
-        v5 does) and falls back to ``max_position_embeddings``.
+        LongRoPE. Each rule has its own reader (``_BLOCK_READERS``, keyed by rule name as
+        transformers keys ``ROPE_INIT_FUNCTIONS``), whose comments say where ropegeo follows which
+        transformers release.
         """
         if block is None:
             return None
-        where = f"{field_name}."
         if not isinstance(block, Mapping):
             raise ValueError(f"{field_name} must be a dict or null, got {type(block).__name__}")
         kind = block.get("rope_type", block.get("type"))
         if kind is None:
-            if field_name == "rope_parameters":
-                kind = "default"
-            else:
-                raise ValueError(f"{where}rope_type is missing (neither 'rope_type' nor 'type' is set)")
+            if field_name != "rope_parameters":
+                raise ValueError(f"{field_name}.rope_type is missing (neither 'rope_type' nor 'type' is set)")
+            kind = "default"
         if not isinstance(kind, str) or kind not in HF_TYPES:
             raise ValueError(
-                f"{where}rope_type {kind!r} is not a known rope type; known: {', '.join(sorted(HF_TYPES))}"
+                f"{field_name}.rope_type {kind!r} is not a known rope type; known: {', '.join(sorted(HF_TYPES))}"
             )
         rule = HF_TYPES[kind]
         if rule is None:
             return None
-        read = set(HF_KEYS[rule])
-        ignored = tuple(sorted(k for k in block if k not in read and k not in _NAME_KEYS))
+        src = _Block(block, f"{field_name}.", kind, max_position_embeddings, original_max_position_embeddings, pairs)
+        kw = _BLOCK_READERS[rule](src)
+        ignored = {k for k in block if k not in HF_KEYS[rule] and k not in _NAME_KEYS} | kw.pop("unused", set())
+        return cls(rule=rule, ignored_keys=tuple(sorted(ignored)), **kw)
 
-        def need(key):
-            if block.get(key) is None:
-                raise ValueError(f"{where}{key} is required for {kind} scaling")
-            return block[key]
 
-        def number(key, val, *, allow_zero=False):
-            try:
-                finite = not isinstance(val, bool) and isinstance(val, numbers.Real) and math.isfinite(float(val))
-            except OverflowError:  # an integer literal beyond the float range
-                finite = False
-            if not finite:
-                raise ValueError(f"{where}{key} must be a finite number, got {val!r}")
-            if val < 0 or (val == 0 and not allow_zero):
-                raise ValueError(f"{where}{key} must be greater than 0, got {val!r}")
-            if not (allow_zero and val == 0) and not MIN_PARAMETER <= val <= MAX_FACTOR:
-                raise ValueError(f"{where}{key} must be from {MIN_PARAMETER:g} to {MAX_FACTOR:g}, got {val!r}")
-            return float(val)
+# ------------------------------------------------------------------------------------ reading blocks
+# One reader per rule, keyed by rule name as transformers keys ROPE_INIT_FUNCTIONS; each returns the
+# Scaling parameters it read (``unused``: keys present in the block that the rule ignores).
 
-        def length(key, val):
-            if (isinstance(val, bool) or not isinstance(val, numbers.Real) or not 1 <= val <= v.MAX_LENGTH
-                    or not float(val).is_integer()):
-                raise ValueError(f"{where}{key} must be a positive integer up to {v.MAX_LENGTH:,}, got {val!r}")
-            return int(val)
+@dataclass(frozen=True)
+class _Block:
+    """A transformers scaling block and what its reader may need from the rest of the config."""
 
-        kw: dict[str, Any] = {"rule": rule, "ignored_keys": ignored}
-        if rule in ("linear", "dynamic", "llama3"):
-            kw["factor"] = number("factor", need("factor"))
-        if rule == "dynamic":
-            if max_position_embeddings is None:
-                raise ValueError("max_position_embeddings is required for dynamic scaling (it is the threshold length)")
-            kw["original_max_position_embeddings"] = max_position_embeddings
-            if "original_max_position_embeddings" in block:
-                kw["ignored_keys"] = tuple(sorted(set(ignored) | {"original_max_position_embeddings"}))
-        if rule == "llama3":
-            kw["low_freq_factor"] = number("low_freq_factor", need("low_freq_factor"))
-            kw["high_freq_factor"] = number("high_freq_factor", need("high_freq_factor"))
-            kw["original_max_position_embeddings"] = length(
-                "original_max_position_embeddings", need("original_max_position_embeddings")
-            )
-            if kw["high_freq_factor"] <= kw["low_freq_factor"]:
-                raise ValueError(
-                    f"{where}high_freq_factor ({kw['high_freq_factor']:g}) must be greater than "
-                    f"{where}low_freq_factor ({kw['low_freq_factor']:g})"
-                )
-        if rule == "yarn":
-            orig = block.get("original_max_position_embeddings")
-            orig = length("original_max_position_embeddings", orig) if orig is not None else max_position_embeddings
-            if orig is None:
-                raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is required for yarn")
-            if block.get("factor") is None:
-                if max_position_embeddings is None or block.get("original_max_position_embeddings") is None:
-                    raise ValueError(f"{where}factor is required for yarn scaling")
-                kw["factor"] = max_position_embeddings / orig
-            else:
-                kw["factor"] = number("factor", block["factor"])
-            kw["original_max_position_embeddings"] = orig
-            for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
-                # the reference reads `block.get(key) or default`: absent, null and 0 mean the
-                # default. Other non-numbers ("", false, []) are refused here rather than
-                # silently defaulted, since they can only be mistakes.
-                val = block.get(key)
-                if val is not None and not (isinstance(val, numbers.Real) and not isinstance(val, bool)):
-                    raise ValueError(f"{where}{key} must be a number (or absent for the default {default:g}), got {val!r}")
-                kw[key] = default if not val else number(key, val)
-            for key in ("attention_factor",):
-                if block.get(key) is not None:
-                    kw[key] = number(key, block[key])
-            for key in ("mscale", "mscale_all_dim"):
-                if block.get(key) is not None:
-                    kw[key] = number(key, block[key], allow_zero=True)
-            tr = block.get("truncate", True)
-            if not isinstance(tr, bool):
-                raise ValueError(f"{where}truncate must be true or false, got {tr!r}")
-            kw["truncate"] = tr
-        if rule == "longrope":
-            for key in ("short_factor", "long_factor"):
-                val = need(key)
-                try:
-                    kw[key] = _factors(f"{where}{key}", val)
-                except ValueError as exc:
-                    raise ValueError(str(exc)) from None
-                if pairs is not None and len(kw[key]) != pairs:
-                    raise ValueError(
-                        f"{where}{key} must have one entry per rotary pair ({pairs}), got {len(kw[key])}"
-                    )
-            if original_max_position_embeddings is not None:
-                if max_position_embeddings is None:
-                    raise ValueError("max_position_embeddings is required with original_max_position_embeddings")
-                kw["original_max_position_embeddings"] = original_max_position_embeddings
-                kw["factor"] = max_position_embeddings / original_max_position_embeddings
-                if "factor" in block:
-                    kw["ignored_keys"] = tuple(sorted(set(kw["ignored_keys"]) | {"factor"}))
-            else:
-                orig = block.get("original_max_position_embeddings")
-                orig = length("original_max_position_embeddings", orig) if orig is not None else max_position_embeddings
-                if orig is None:
-                    raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is required for longrope")
-                kw["original_max_position_embeddings"] = orig
-                if block.get("factor") is not None:
-                    kw["factor"] = number("factor", block["factor"])
-                elif max_position_embeddings is not None and block.get("original_max_position_embeddings") is not None:
-                    kw["factor"] = max_position_embeddings / orig
-                else:
-                    raise ValueError(f"{where}factor is required for longrope when original_max_position_embeddings is not given")
-            if block.get("attention_factor") is not None:
-                kw["attention_factor"] = number("attention_factor", block["attention_factor"])
-        return cls(**kw)
+    data: Mapping
+    where: str
+    kind: str
+    max_pos: int | None
+    top_orig: int | None
+    pairs: int | None
+
+    def need(self, key):
+        if self.data.get(key) is None:
+            raise ValueError(f"{self.where}{key} is required for {self.kind} scaling")
+        return self.data[key]
+
+    def number(self, key, val=None, *, allow_zero=False) -> float:
+        val = self.data[key] if val is None else val
+        try:
+            finite = not isinstance(val, bool) and isinstance(val, numbers.Real) and math.isfinite(float(val))
+        except OverflowError:  # an integer literal beyond the float range
+            finite = False
+        if not finite:
+            raise ValueError(f"{self.where}{key} must be a finite number, got {val!r}")
+        if val < 0 or (val == 0 and not allow_zero):
+            raise ValueError(f"{self.where}{key} must be greater than 0, got {val!r}")
+        if not (allow_zero and val == 0) and not MIN_PARAMETER <= val <= MAX_FACTOR:
+            raise ValueError(f"{self.where}{key} must be from {MIN_PARAMETER:g} to {MAX_FACTOR:g}, got {val!r}")
+        return float(val)
+
+    def length(self, key) -> int | None:
+        val = self.data.get(key)
+        if val is None:
+            return None
+        if (isinstance(val, bool) or not isinstance(val, numbers.Real) or not 1 <= val <= v.MAX_LENGTH
+                or not float(val).is_integer()):
+            raise ValueError(f"{self.where}{key} must be a positive integer up to {v.MAX_LENGTH:,}, got {val!r}")
+        return int(val)
+
+    def original(self) -> int:
+        """The block's pre-training length, else the config's ``max_position_embeddings``."""
+        orig = self.length("original_max_position_embeddings") or self.max_pos
+        if orig is None:
+            raise ValueError(f"{self.where}original_max_position_embeddings (or max_position_embeddings) is "
+                             f"required for {self.kind}")
+        return orig
+
+
+def _read_linear(b: _Block) -> dict:
+    return {"factor": b.number("factor", b.need("factor"))}
+
+
+def _read_dynamic(b: _Block) -> dict:
+    # transformers thresholds dynamic NTK at the config's max_position_embeddings, not the block's length
+    if b.max_pos is None:
+        raise ValueError("max_position_embeddings is required for dynamic scaling (it is the threshold length)")
+    unused = {"original_max_position_embeddings"} & set(b.data)
+    return {"factor": b.number("factor", b.need("factor")), "original_max_position_embeddings": b.max_pos,
+            "unused": unused}
+
+
+def _read_llama3(b: _Block) -> dict:
+    lo = b.number("low_freq_factor", b.need("low_freq_factor"))
+    hi = b.number("high_freq_factor", b.need("high_freq_factor"))
+    if hi <= lo:
+        raise ValueError(f"{b.where}high_freq_factor ({hi:g}) must be greater than {b.where}low_freq_factor ({lo:g})")
+    b.need("original_max_position_embeddings")
+    return {"factor": b.number("factor", b.need("factor")), "low_freq_factor": lo, "high_freq_factor": hi,
+            "original_max_position_embeddings": b.length("original_max_position_embeddings")}
+
+
+def _yarn_beta(b: _Block, key: str, default: float) -> float:
+    # the reference reads `block.get(key) or default`: absent, null and 0 mean the default. Other
+    # non-numbers ("", false, []) are refused rather than silently defaulted: they can only be mistakes.
+    val = b.data.get(key)
+    if val is not None and not (isinstance(val, numbers.Real) and not isinstance(val, bool)):
+        raise ValueError(f"{b.where}{key} must be a number (or absent for the default {default:g}), got {val!r}")
+    return default if not val else b.number(key, val)
+
+
+def _read_yarn(b: _Block) -> dict:
+    # Betas fall back to 32 / 1 when absent or zero, truncate to True; the length is the block's,
+    # else max_position_embeddings. The block's factor wins: some 2025 transformers releases replaced
+    # it by max / original whenever the block named an original length (huggingface/transformers
+    # issue 38224, fixed by pull request 40320), turning Qwen2.5's documented block into no scaling;
+    # ropegeo follows the fix and uses the ratio only when the block has no factor (as v5).
+    orig = b.original()
+    if b.data.get("factor") is not None:
+        factor = b.number("factor")
+    elif b.max_pos is not None and b.length("original_max_position_embeddings") is not None:
+        factor = b.max_pos / orig  # transformers v5 when the block names no factor
+    else:
+        raise ValueError(f"{b.where}factor is required for yarn scaling")
+    kw = {"factor": factor, "original_max_position_embeddings": orig,
+          "beta_fast": _yarn_beta(b, "beta_fast", 32.0), "beta_slow": _yarn_beta(b, "beta_slow", 1.0)}
+    if kw["beta_fast"] < kw["beta_slow"]:
+        raise ValueError(f"{b.where}beta_fast ({kw['beta_fast']:g}) is below {b.where}beta_slow "
+                         f"({kw['beta_slow']:g}): the ramp would run backwards (fast pairs turn more often than slow ones)")
+    if b.data.get("attention_factor") is not None:
+        kw["attention_factor"] = b.number("attention_factor")
+    for key in ("mscale", "mscale_all_dim"):
+        if b.data.get(key) is not None:
+            kw[key] = b.number(key, allow_zero=True)
+    tr = b.data.get("truncate", True)
+    if not isinstance(tr, bool):
+        raise ValueError(f"{b.where}truncate must be true or false, got {tr!r}")
+    return {**kw, "truncate": tr}
+
+
+def _read_longrope(b: _Block) -> dict:
+    # A top-level original length (transformers 4.x, Phi-3) sets factor = max / original whatever
+    # the block says; without one, the block's length and factor are read (as v5).
+    kw: dict[str, Any] = {"unused": set()}
+    for key in ("short_factor", "long_factor"):
+        kw[key] = _factors(f"{b.where}{key}", b.need(key))
+        if b.pairs is not None and len(kw[key]) != b.pairs:
+            raise ValueError(f"{b.where}{key} must have one entry per rotary pair ({b.pairs}), got {len(kw[key])}")
+    if b.top_orig is not None:  # Phi-3 (transformers 4.x): the factor is the ratio of the two lengths
+        if b.max_pos is None:
+            raise ValueError("max_position_embeddings is required with original_max_position_embeddings")
+        kw.update(original_max_position_embeddings=b.top_orig, factor=b.max_pos / b.top_orig)
+        kw["unused"] = {"factor"} & set(b.data)
+    else:
+        kw["original_max_position_embeddings"] = orig = b.original()
+        if b.data.get("factor") is not None:
+            kw["factor"] = b.number("factor")
+        elif b.max_pos is not None and b.length("original_max_position_embeddings") is not None:
+            kw["factor"] = b.max_pos / orig
+        else:
+            raise ValueError(f"{b.where}factor is required for longrope when original_max_position_embeddings is not given")
+    if b.data.get("attention_factor") is not None:
+        kw["attention_factor"] = b.number("attention_factor")
+    return kw
+
+
+#: rule name -> reader of its transformers block.
+_BLOCK_READERS = {"linear": _read_linear, "dynamic": _read_dynamic, "yarn": _read_yarn, "longrope": _read_longrope,
+                  "llama3": _read_llama3}
 
 
 # ------------------------------------------------------------------------------------ the rules

@@ -188,7 +188,13 @@ def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, word):
 
 def test_a_callable_that_breaks_the_contract():
     with pytest.raises(GateAError):
-        audit(lambda x: x)
+        audit(lambda x: x, manifest=RopeManifest(head_dim=64))
+
+
+def test_a_callable_needs_its_declaration():
+    # the operator an implementation claims is never assumed (no default pairing or head width)
+    with pytest.raises(ValueError, match="manifest is required"):
+        audit(entry("query-restart").impl)
 
 
 def test_report_type():
@@ -249,15 +255,21 @@ def _report(argv, capsys):
     return status, capsys.readouterr().out
 
 
-def test_report_subcommand(capsys):
+#: A config declaring what the catalogue's implementations claim: head 64, adjacent pairs, base 10,000.
+GPTJ_64 = {"model_type": "gptj", "n_embd": 1024, "n_head": 16, "n_positions": 4096}
+
+
+def test_report_subcommand(capsys, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(GPTJ_64))
     status, out = _report(["llama-2-7b"], capsys)
     assert status == 0 and "Gate C  not run" in out
     status, out = _report(["llama-2-7b", "--offsets", "1-8,6283", "--json"], capsys)
     d = json.loads(out)
     assert status == 0 and d["gate_b"]["sets"][0]["n_offsets"] == 9
     # a broken implementation given as MODULE:FUNCTION, with its declaration: exit status 1 at Gate A
-    status, out = _report(["ropegeo.broken:CacheOffByOne", "--offsets", "1-16", "--train-length", "64",
-                           "--target-length", "512"], capsys)
+    status, out = _report(["ropegeo.broken:CacheOffByOne", "--config", str(cfg), "--offsets", "1-16",
+                           "--train-length", "64", "--target-length", "512"], capsys)
     assert status == 1 and "Gate A  FAIL" in out and "implementation fix" in out
 
 
@@ -319,17 +331,20 @@ def test_first_failure_is_the_first_fail_in_gate_order(states):
     assert report.intervention == (GATES[fails[0]][1] if fails else None)
 
 
-def test_report_through_the_command_line(capsys):
+def test_report_through_the_command_line(capsys, tmp_path):
     from ropegeo.cli import main
 
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(GPTJ_64))
     assert main(["report", "llama-2-7b", "--offsets", "1-16"]) == 0
     assert "Gate B  pass" in capsys.readouterr().out
-    assert main(["report", "ropegeo.broken:QueryRestart", "--offsets", "1-16", "--train-length", "64",
-                 "--target-length", "512", "--json"]) == 1
+    assert main(["report", "ropegeo.broken:QueryRestart", "--config", str(cfg), "--offsets", "1-16",
+                 "--train-length", "64", "--target-length", "512", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["first_failure"] == "A"
     for argv, word in ((["report", "nope"], "nope"), (["report", "llama-2-7b", "--offsets", "9-2"], "--offsets"),
                        (["report", "llama-2-7b", "--min-margin", "0"], "min_margin"),
-                       (["report", "llama-2-7b", "--manifest", "mistral-7b"], "--manifest"),
+                       (["report", "llama-2-7b", "--manifest", "mistral-7b"], "--config"),
+                       (["report", "ropegeo.broken:QueryRestart"], "--config"),
                        (["report", "llama-2-7b", "--gate-c", "--seeds", "0"], "--seeds")):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err

@@ -31,6 +31,15 @@ DOCUMENTED = {
     "phi-3-vision-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "phi-3-mini-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "gpt-neox-20b": dict(base=10_000.0, head_dim=96, rotary_dim=24, ctx=2048, rule=None),
+    # DeepSeek-V3: the rotary part of each head is qk_rope_head_dim = 64 wide (hidden 7168 / 128 heads
+    # would give 56); YaRN x40 from 4,096; adjacent pairs (transformers' rope_interleave default)
+    "deepseek-v3": dict(base=10_000.0, head_dim=64, rotary_dim=64, ctx=163_840, rule="yarn", pairing="interleaved"),
+    # Gemma 3 1B, full-attention layers (the record's default): base 1e6, no rule, no window
+    "gemma-3-1b-it": dict(base=1_000_000.0, head_dim=256, rotary_dim=256, ctx=32_768, rule=None),
+    # GPT-J 6B: 4096 / 16 = 256-wide heads, 64 of them rotate, in adjacent pairs; n_positions 2048
+    "gpt-j-6b": dict(base=10_000.0, head_dim=256, rotary_dim=64, ctx=2048, rule=None, pairing="interleaved"),
+    # gpt-oss-20b, full-attention layers: base 150,000, YaRN x32 from 4,096 without truncation
+    "gpt-oss-20b": dict(base=150_000.0, head_dim=64, rotary_dim=64, ctx=131_072, rule="yarn"),
 }
 
 
@@ -48,7 +57,8 @@ def test_shipped_models_reproduce_documented_fields(name):
     assert m.base == doc["base"] and m.head_dim == doc["head_dim"] and m.rotary_dim == doc["rotary_dim"]
     assert m.max_position_embeddings == doc["ctx"]
     assert (m.scaling.rule if m.scaling else None) == doc["rule"]
-    assert m.pairing == "half" and m.phase_dtype == "float32"
+    assert m.pairing == doc.get("pairing", "half") and m.phase_dtype == "float32"
+    assert not any("pairing assumed" in n for n in m.notes)  # every record names its model_type
     assert m.theta().shape == (doc["rotary_dim"] // 2,)
 
 
@@ -331,7 +341,7 @@ def test_per_layer_type_rope_parameters_are_refused_not_ignored():
     cfg = {"hidden_size": 4096, "num_attention_heads": 32,
            "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8, "rope_theta": 1e6},
                                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
-    with pytest.raises(ConfigError, match="one block per layer type.*full_attention, sliding_attention"):
+    with pytest.raises(ConfigError, match="2 kinds of layer: full_attention .*sliding_attention .*layer_type"):
         read_config(cfg)
     # one of those blocks on its own is read as usual, and layer_type picks the same block
     m = read_config({**cfg, "rope_parameters": cfg["rope_parameters"]["full_attention"]})
@@ -343,7 +353,7 @@ def test_per_layer_type_rope_parameters_are_refused_not_ignored():
     assert sliding.base == 1e4 and sliding.scaling is None
     with pytest.raises(ConfigError, match="layer_type must be one of full_attention, sliding_attention"):
         read_config(cfg, layer_type="global")
-    with pytest.raises(ConfigError, match="single rope block"):
+    with pytest.raises(ConfigError, match="single kind of layer"):
         read_config({"hidden_size": 4096, "num_attention_heads": 32}, layer_type="full_attention")
 
 

@@ -24,8 +24,14 @@ F = np.float32
 
 
 def _hf_dim(cfg):
+    # DeepseekV3Config sets head_dim = qk_rope_head_dim; GPTJ rotates rotary_dim of n_embd // n_head
+    if cfg.get("qk_rope_head_dim"):
+        return cfg["qk_rope_head_dim"]
+    if cfg.get("rotary_dim"):
+        return cfg["rotary_dim"]
     prf = cfg.get("partial_rotary_factor", cfg.get("rotary_pct", 1.0))
-    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    head_dim = cfg.get("head_dim") or (cfg.get("hidden_size") or cfg["n_embd"]) // (
+        cfg.get("num_attention_heads") or cfg["n_head"])
     return int(head_dim * prf)
 
 

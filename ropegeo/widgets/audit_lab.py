@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..audit import relative_law_error
+from ..rotation import relative_law_error
 from ._figure_lab import FigureLab, check_control_names, panel_title
 from ..frequencies import frequencies, slow_pairs, turns
 from ..geometry import kernel, near_collisions

@@ -1,0 +1,212 @@
+"""Real configurations read as their models use them, or refused by name.
+
+Every expected value here is written out by hand from the model's published configuration and
+from transformers' modeling code (its YaRN ``get_mscale``, DeepSeek's softmax scale, GPT-J's
+``rotate_every_two``), never copied from ropegeo's output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ropegeo.manifest import ConfigError, load_model, model_record, read_config
+
+DEEPSEEK_V3 = model_record("deepseek-v3")["config"]
+
+
+def _yarn_by_hand(dim, base, factor, orig, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    """YaRN's per-pair frequencies, from the formula in transformers' _compute_yarn_parameters."""
+    def corr(rot):
+        return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))
+    low, high = corr(beta_fast), corr(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    out = []
+    for i in range(dim // 2):
+        t = base ** (-2 * i / dim)
+        ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+        extrapolation = 1.0 - ramp
+        out.append(t * extrapolation + (t / factor) * (1.0 - extrapolation))
+    return np.array(out)
+
+
+# ------------------------------------------------------------------ DeepSeek-V3 (MLA)
+def test_deepseek_v3_reads_the_rotary_head_not_hidden_over_heads():
+    m = load_model("deepseek-v3")
+    assert 7168 // 128 == 56  # what a reader that ignores qk_rope_head_dim would audit
+    assert (m.head_dim, m.rotary_dim, m.pairing) == (64, 64, "interleaved")
+    assert (m.max_position_embeddings, m.train_length, m.target_length) == (163_840, 4096, 163_840)
+    assert any("qk_nope_head_dim" in n for n in m.notes)
+
+
+def test_deepseek_v3_yarn_frequencies_by_hand():
+    m = load_model("deepseek-v3")
+    np.testing.assert_allclose(m.theta(), _yarn_by_hand(64, 10_000.0, 40.0, 4096), rtol=1e-13)
+
+
+def test_deepseek_mscale_handling_by_hand():
+    # cos/sin factor: get_mscale(40, mscale) / get_mscale(40, mscale_all_dim), both 1.0 in V3
+    m = load_model("deepseek-v3")
+    assert m.attention_factor() == 1.0
+    # softmax scale: DeepseekV3Attention multiplies qk_head_dim ** -0.5 by mscale(40, mscale_all_dim) ** 2
+    assert m.logit_scale == pytest.approx((0.1 * 1.0 * math.log(40) + 1.0) ** 2, rel=1e-15)
+    # DeepSeek-V2-style values: mscale 0.707, mscale_all_dim 1.0 (the ratio is no longer 1)
+    cfg = {**DEEPSEEK_V3, "rope_scaling": {**DEEPSEEK_V3["rope_scaling"], "mscale": 0.707}}
+    m2 = read_config(cfg)
+    want = (0.1 * 0.707 * math.log(40) + 1.0) / (0.1 * 1.0 * math.log(40) + 1.0)
+    assert m2.attention_factor() == pytest.approx(want, rel=1e-14)
+    # without mscale_all_dim transformers leaves the softmax scale alone
+    rs = {k: val for k, val in DEEPSEEK_V3["rope_scaling"].items() if k not in ("mscale", "mscale_all_dim")}
+    m3 = read_config({**DEEPSEEK_V3, "rope_scaling": rs})
+    assert m3.logit_scale == 1.0 and m3.attention_factor() == pytest.approx(0.1 * math.log(40) + 1.0, rel=1e-14)
+
+
+def test_deepseek_rope_interleave_false_is_half_split():
+    assert read_config({**DEEPSEEK_V3, "rope_interleave": False}).pairing == "half"
+    with pytest.raises(ConfigError, match="rope_interleave must be true or false"):
+        read_config({**DEEPSEEK_V3, "rope_interleave": "yes"})
+
+
+# ------------------------------------------------------------------ GPT-J
+def test_gpt_j_fields():
+    m = load_model("gpt-j-6b")
+    assert (m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings) == (4096 // 16, 64, "interleaved", 2048)
+    np.testing.assert_allclose(m.theta(), [10_000.0 ** (-2 * i / 64) for i in range(32)], rtol=1e-15)
+
+
+def test_rotary_dim_and_partial_factor_must_agree():
+    gptj = model_record("gpt-j-6b")["config"]
+    assert read_config({**gptj, "partial_rotary_factor": 0.25}).rotary_dim == 64  # 256 * 0.25 = 64
+    with pytest.raises(ConfigError, match="rotary_dim \\(64\\) contradicts partial_rotary_factor"):
+        read_config({**gptj, "partial_rotary_factor": 0.5})
+    with pytest.raises(ConfigError, match="rotary_dim must be even"):
+        read_config({**gptj, "rotary_dim": 63})
+
+
+# ------------------------------------------------------------------ pairing by model type
+@pytest.mark.parametrize("model_type,pairing", [
+    ("gptj", "interleaved"), ("glm", "interleaved"), ("chatglm", "interleaved"), ("deepseek_v2", "interleaved"),
+    ("llama", "half"), ("mistral", "half"), ("gpt_neox", "half"), ("qwen2", "half"), ("gpt_oss", "half"),
+])
+def test_pairing_follows_the_model_type(model_type, pairing):
+    m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4})
+    assert m.pairing == pairing and not m.notes
+
+
+def test_unknown_model_type_is_an_inference_stated_in_the_notes():
+    m = read_config({"model_type": "brand_new", "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4})
+    assert m.pairing == "half" and "pairing assumed half-split" in m.notes[0] and "brand_new" in m.notes[0]
+    assert "pairing assumed" in m.table()
+
+
+# ------------------------------------------------------------------ two rulers: Gemma 2 / 3, gpt-oss
+GEMMA3_27B_TEXT = {  # google/gemma-3-27b-it's text_config (transformers 4.51 dump), RoPE fields
+    "model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376, "num_attention_heads": 32,
+    "max_position_embeddings": 131_072, "rope_local_base_freq": 10_000, "rope_theta": 1_000_000,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024, "sliding_window_pattern": 6,
+}
+
+
+def test_gemma3_has_two_rulers_one_per_kind_of_layer():
+    with pytest.raises(ConfigError, match="2 kinds of layer") as err:
+        read_config(GEMMA3_27B_TEXT)
+    for part in ("full_attention (base 1,000,000, no window)", "sliding_attention (base 10,000, window 1,024)",
+                 "layer_type"):
+        assert part in str(err.value)
+    full = read_config(GEMMA3_27B_TEXT, layer_type="full_attention")
+    local = read_config(GEMMA3_27B_TEXT, layer_type="sliding_attention")
+    assert (full.base, full.scaling.rule, full.scaling.factor, full.sliding_window) == (1e6, "linear", 8.0, None)
+    assert (local.base, local.scaling, local.sliding_window) == (1e4, None, 1024)
+    theta = [1e6 ** (-2 * i / 128) / 8 for i in range(64)]
+    np.testing.assert_allclose(full.theta(), theta, rtol=1e-14)
+    np.testing.assert_allclose(local.theta(), [1e4 ** (-2 * i / 128) for i in range(64)], rtol=1e-14)
+
+
+def test_shipped_gemma_reads_its_long_range_layers_and_says_so():
+    m = load_model("gemma-3-1b-it")
+    assert m.layer_type == "full_attention" and m.sliding_window is None and m.base == 1e6
+    assert any("sliding_attention" in n for n in m.notes)
+    local = load_model("gemma-3-1b-it", layer_type="sliding_attention")
+    assert (local.base, local.sliding_window) == (1e4, 512)
+
+
+def test_gemma2_alternates_windowed_and_full_layers_on_one_base():
+    cfg = {"model_type": "gemma2", "head_dim": 256, "hidden_size": 3584, "num_attention_heads": 16,
+           "max_position_embeddings": 8192, "rope_theta": 10_000.0, "sliding_window": 4096}
+    full = read_config(cfg, layer_type="full_attention")
+    local = read_config(cfg, layer_type="sliding_attention")
+    assert full.base == local.base == 1e4 and (full.sliding_window, local.sliding_window) == (None, 4096)
+
+
+def test_gpt_oss_truncate_false_and_windowed_layers():
+    m = load_model("gpt-oss-20b")
+    assert m.scaling.truncate is False and "truncate false" in m.scaling.describe()
+    np.testing.assert_allclose(m.theta(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=False), rtol=1e-13)
+    # truncated ends would move the ramp: the two readings differ
+    assert not np.allclose(m.theta(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=True), rtol=1e-6)
+    assert m.attention_factor() == pytest.approx(0.1 * math.log(32) + 1.0, rel=1e-14)
+    assert load_model("gpt-oss-20b", layer_type="sliding_attention").sliding_window == 128
+
+
+# ------------------------------------------------------------------ one window for every layer
+def test_mistral_window_and_qwen_switched_off_window():
+    assert load_model("mistral-7b").sliding_window == 4096
+    cfg = {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 32768,
+           "rope_theta": 1e6, "sliding_window": 131_072, "use_sliding_window": False}
+    m = read_config(cfg)
+    assert m.sliding_window is None and "use_sliding_window false" in m.notes[0]
+
+
+# ------------------------------------------------------------------ contradictions, refused by name
+def test_original_length_above_maximum_is_refused():
+    base = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096}
+    with pytest.raises(ConfigError, match="^original_max_position_embeddings \\(8,192\\) is above "
+                                          "max_position_embeddings \\(4,096\\)"):
+        read_config({**base, "original_max_position_embeddings": 8192})
+    with pytest.raises(ConfigError, match="rope_scaling.original_max_position_embeddings \\(8,192\\) is above"):
+        read_config({**base, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                              "original_max_position_embeddings": 8192}})
+    # equal lengths are fine (Qwen2.5's documented YaRN block)
+    assert read_config({**base, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                 "original_max_position_embeddings": 4096}}).target_length == 16384
+
+
+def test_yarn_beta_fast_below_beta_slow_is_refused():
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 32.0}}
+    with pytest.raises(ConfigError, match="rope_scaling.beta_fast \\(1\\) is below rope_scaling.beta_slow \\(32\\)"):
+        read_config(cfg)
+    from ropegeo.scaling import Scaling
+
+    with pytest.raises(ValueError, match="beta_fast"):
+        Scaling("yarn", factor=4.0, original_max_position_embeddings=4096, beta_fast=1.0, beta_slow=2.0)
+
+
+def test_multimodal_text_config_is_refused_by_name():
+    with pytest.raises(ConfigError, match="text_config"):
+        read_config({"model_type": "gemma3", "text_config": GEMMA3_27B_TEXT})
+
+
+# ------------------------------------------------------------------ citations
+@pytest.mark.parametrize("name", ["deepseek-v3", "gemma-3-1b-it", "gpt-j-6b", "gpt-oss-20b", "llama-3.1-8b",
+                                  "llama-2-7b", "mistral-7b", "qwen2.5-7b-instruct", "gpt-neox-20b",
+                                  "phi-3-mini-128k-instruct", "phi-3-vision-128k-instruct", "phi-3.5-mini-instruct"])
+def test_records_cite_the_hub_config_at_a_revision_or_say_why_not(name):
+    rec = model_record(name)
+    assert "code index id" not in json_text(rec)
+    rev = rec["revision"]
+    assert rec["source"] == f"https://huggingface.co/{rec['model']}/blob/{rev or 'main'}/config.json"
+    assert rev is None or (len(rev) == 40 and int(rev, 16) >= 0)
+    assert rec["revision_note"] and rec["read_from"]
+    if rev is None:
+        assert "no revision hash" in rec["revision_note"]
+
+
+def json_text(rec) -> str:
+    import json
+
+    return json.dumps(rec)
