@@ -334,7 +334,7 @@ function arithmeticStep(off) {
   return step;
 }
 
-const MAX_SPAN = 1 << 22;
+const MAX_DIFF_SPAN = 1 << 22;
 function marginDifference(off, theta, scale, w) {
   const step = arithmeticStep(off);
   if (step !== null) {
@@ -345,7 +345,7 @@ function marginDifference(off, theta, scale, w) {
     return { margin: d[j], pair: [off[0], off[0] + ks[j]], method: "difference" };
   }
   const span = off[off.length - 1] - off[0];
-  if (!off.every((o) => o === Math.round(o)) || span > MAX_SPAN) return null;
+  if (!off.every((o) => o === Math.round(o)) || span > MAX_DIFF_SPAN) return null;
   // D at every difference that occurs (the same numbers as ropegeo's table over the whole span)
   const table = new Map();
   for (let a = 0; a < off.length - 1; a++) for (let b = a + 1; b < off.length; b++) table.set(off[b] - off[a], 0);
