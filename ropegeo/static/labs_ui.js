@@ -43,7 +43,8 @@ export function pick(x, options, fallback) {
 
 // ------------------------------------------------------------------------------ controls
 // spec: {name, label, kind: "range" | "log" | "number" | "select" | "checkbox" | "button",
-//        min, max, step, options: [[value, text]...], unit, format(value) -> text, onPress}
+//        min, max, step, options: [[value, text]...], unit, format(value) -> text,
+//        onPress(params) -> {name: value, ...} (buttons: the traits to set)}
 function makeControl(spec, id) {
   const wrap = h("div", { class: "rl-row" });
   const label = h("label", { for: id, class: "rl-label", text: spec.label });
@@ -121,7 +122,10 @@ export function makeLab(opts) {
     return r;
   }
   function set(name, value) {
-    model.set(name, value);
+    setMany({ [name]: value });
+  }
+  function setMany(values) {
+    for (const [name, value] of Object.entries(values)) model.set(name, value);
     const r = opts.compute(opts.read(model)); // hand the bounded values back to the model
     for (const [k, v] of Object.entries(r.state)) {
       if (k in specs && specs[k].kind !== "button" && JSON.stringify(model.get(k)) !== JSON.stringify(v)) model.set(k, v);
@@ -134,7 +138,7 @@ export function makeLab(opts) {
   for (const [name, spec] of Object.entries(specs)) {
     const input = parts.inputs[name];
     if (spec.kind === "button") {
-      input.addEventListener("click", () => { const [k, v] = spec.onPress(opts.read(model)); set(k, v); });
+      input.addEventListener("click", () => setMany(spec.onPress(opts.read(model))));
     } else if (spec.kind === "checkbox") {
       input.addEventListener("change", () => set(name, input.checked));
     } else if (spec.kind === "select") {

@@ -475,3 +475,24 @@ export function normals(count, seed) {
   for (let j = 0; j < count; j++) out[j] = Math.sqrt(-2 * Math.log(1 - uni())) * Math.cos(TWO_PI * uni());
   return out;
 }
+
+/** ropegeo.rotation.apply_rope for one vector: pair i of the layout turns by the angle
+ * position * theta_i formed in `dtype` (position and theta cast, product rounded; cos and sin
+ * then taken in float64, as apply_rope does); coordinates beyond the rotary width pass through. */
+export function rotate(x, position, theta, { pairing = "interleaved", dtype = "float64" } = {}) {
+  const pairs = theta.length, out = Float64Array.from(x);
+  const angles = generatedAngles(position, theta, dtype);
+  if (angles == null) return null;
+  for (let i = 0; i < pairs; i++) {
+    const a = pairing === "half" ? i : 2 * i, b = pairing === "half" ? i + pairs : 2 * i + 1;
+    const c = Math.cos(angles[i]), sn = Math.sin(angles[i]);
+    out[a] = x[a] * c - x[b] * sn;
+    out[b] = x[a] * sn + x[b] * c;
+  }
+  return out;
+}
+export function dot(a, b) {
+  let acc = 0;
+  for (let j = 0; j < a.length; j++) acc += a[j] * b[j];
+  return acc;
+}
