@@ -23,7 +23,7 @@ export function compute(p, q0, k0) {
     const a = pairing === "half" ? i : 2 * i, b = pairing === "half" ? i + head_dim / 2 : 2 * i + 1;
     return { pair: [a, b], q: [rq[a], rq[b]], k: [rk[a], rk[b]], q_angle: m * t, k_angle: n * t };
   });
-  return { state, offset: n - m, score, relative, theta: Array.from(theta), hands, _curve: curve };
+  return { state, q: Array.from(q), k: Array.from(k), offset: n - m, score, relative, theta: Array.from(theta), hands, _curve: curve };
 }
 
 function clock(hand, i, theta) {
@@ -36,13 +36,13 @@ function clock(hand, i, theta) {
     svg.appendChild(s("line", { x1: c, y1: c, x2: c + (R * v[0]) / len, y2: c - (R * v[1]) / len, class: cls }));
   }
   svg.appendChild(s("text", { x: c, y: 110, class: "rl-note", "text-anchor": "middle" },
-    `pair ${i} (${hand.pair[0]},${hand.pair[1]}) θ=${fmtNum(theta, 3)} rad`));
+    `pair ${i}: θ = ${fmtNum(theta, 2)}`));
   return svg;
 }
 
 function draw(r, parts) {
   const st = r.state;
-  const clocks = h("div", { class: "rl-clocks", style: "display:grid;grid-template-columns:repeat(auto-fit,minmax(90px,1fr));gap:4px" },
+  const clocks = h("div", { class: "rl-clocks" },
     r.hands.map((hd, i) => clock(hd, i, r.theta[i])));
   const c = chart({ xr: [-CURVE / 2, CURVE / 2], yr: [Math.min(...r._curve) - 0.1, Math.max(...r._curve) + 0.1],
     xlabel: "offset n − m (tokens)", ylabel: "score", title: "the score depends on n − m only (red: now)",
@@ -52,7 +52,8 @@ function draw(r, parts) {
   paint(parts, [clocks, c.svg], [
     `query at m = ${st.m}, key at n = ${st.n}: offset n − m = ${r.offset} tokens`,
     `score ⟨R_m q, R_n k⟩ = ${r.score.toFixed(6)}; ⟨q, R_(n−m) k⟩ = ${r.relative.toFixed(6)} (difference ${Math.abs(r.score - r.relative).toExponential(1)})`,
-    `blue: query hand at angle m·θᵢ; orange: key hand at n·θᵢ (radians); ${st.pairing} pairing`,
+    `one clock per pair (θᵢ in radians per token); blue: the query's pair turned by m·θᵢ, orange: the key's turned by n·θᵢ; ` +
+      `${st.pairing} pairing: pair i rotates coordinates ${st.pairing === "half" ? "(i, i + d/2)" : "(2i, 2i + 1)"}`,
   ]);
 }
 

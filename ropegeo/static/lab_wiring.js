@@ -53,7 +53,7 @@ export function compute(p, q0, k0) {
   const worst = errors.indexOf(score_error);
   const tol_scores = tolerance(dtype, head_dim, pmax, theta[0]);
   const tol_shift = tolerance(dtype, head_dim, pmax + 4096, theta[0]);
-  return { state, positions: ids, query_position: pq, reference, scores, score_error, worst_key: worst,
+  return { state, q: Array.from(q), k: Array.from(k), positions: ids, query_position: pq, reference, scores, score_error, worst_key: worst,
     tolerance_scores: tol_scores, scores_pass: score_error <= tol_scores,
     shift_residual: residual, residual_shift: residualShift, tolerance_shift: tol_shift, shift_pass: residual <= tol_shift };
 }

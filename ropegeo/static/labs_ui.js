@@ -5,6 +5,7 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 let LAB_COUNTER = 0;
+let CHART_W = 640; // drawing width of the charts, in CSS pixels: the lab's own width (see makeLab)
 
 export function h(tag, attrs = {}, children = []) {
   const e = document.createElement(tag);
@@ -74,7 +75,7 @@ function makeControl(spec, id) {
  *        write(result) -> {name: value} (bounded values handed back), draw(result, parts)} */
 export function makeLab(opts) {
   const { model, el: host } = opts;
-  const uid = `rl${++LAB_COUNTER}`;
+  const uid = `rl${++LAB_COUNTER}-${Math.random().toString(36).slice(2, 10)}`; // unique across labs on a page
   const root = h("div", { class: `ropegeo-lab ${opts.cls}`, role: "group", "aria-label": opts.title });
   root.appendChild(h("div", { class: "rl-title", text: opts.title }));
   const controls = h("div", { class: "rl-controls" });
@@ -114,6 +115,7 @@ export function makeLab(opts) {
     if (previous && previous.clipped) r.clipped = true; // the value asked for was cut to the lab's bound
     r.compute_ms = performance.now() - t0;
     show(r);
+    CHART_W = chartWidth();
     opts.draw(r, parts);
     r.update_ms = performance.now() - t0;
     // published for the tests: everything but the bulky arrays (keys starting with "_")
@@ -154,6 +156,15 @@ export function makeLab(opts) {
       input.addEventListener("input", () => set(name, Number(input.value)));
     }
   }
+  // draw at the lab's own width, so that text in the charts keeps its size on a narrow screen
+  const chartWidth = () => Math.round(Math.max(280, Math.min(720, (root.clientWidth || 656) - 16)));
+  let drawnWidth = chartWidth();
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(() => {
+      const w = chartWidth();
+      if (Math.abs(w - drawnWidth) > 24) { drawnWidth = w; update(); }
+    }).observe(root);
+  }
   const names = [...new Set([...Object.keys(specs), ...(opts.extraNames || [])])];
   const onChange = () => update();
   for (const k of names) model.on(`change:${k}`, onChange);
@@ -163,7 +174,7 @@ export function makeLab(opts) {
 
 // ------------------------------------------------------------------------------ charts
 /** An SVG chart scaled to its container (viewBox), with axes, ticks and labels. */
-export function chart({ w = 640, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
+export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
   left = 52, right = 12, top = 20, bottom = 34, label }) {
   const svg = s("svg", { viewBox: `0 0 ${w} ${h}`, class: "rl-chart", role: "img", "aria-label": label || title,
     preserveAspectRatio: "xMidYMid meet" });
