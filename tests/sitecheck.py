@@ -423,7 +423,7 @@ async (timeoutMs) => {
     const prev = s.previousElementSibling;
     if (prev && /Error displaying widget/.test(prev.textContent)) problems.push(`widget view #${k}: Error displaying widget`);
   });
-  info.labs = document.querySelectorAll('.ropegeo-kernel-lab').length;
+  info.labs = document.querySelectorAll('.ropegeo-lab').length;
   const links = [...document.querySelectorAll('a[href]')].map((a) => a.href);
   return { problems, info, links };
 }

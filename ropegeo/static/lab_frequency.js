@@ -29,25 +29,19 @@ export function compute(p) {
   const values = kernelRange(theta, 0, T, { scale });
   let near = [];
   if (T > train_length) near = topOffsets(values.subarray(train_length), train_length, 3).map((h) => [h.offset, h.similarity]);
-  const offs = T + 1 <= KERNEL_POINTS ? Array.from({ length: T + 1 }, (_, k) => k) : linspaceRound(T, KERNEL_POINTS);
+  // the dtype's kernel on ropegeo's offset grid (at most 1,500 offsets), drawn at about 300 of them
+  const grid = T + 1 <= KERNEL_POINTS ? Array.from({ length: T + 1 }, (_, k) => k) : linspaceRound(T, KERNEL_POINTS);
+  const every = Math.max(1, Math.ceil(grid.length / 300));
+  const offs = grid.filter((_, k) => k % every === 0 || k === grid.length - 1);
   const largest = largestFinite(dtype);
-  const kd = offs.map((d) => {
-    if (d > largest) return NaN;
-    const g = generatedPhases(d, theta, dtype, scale);
-    if (g == null) return NaN;
-    let acc = 0;
-    for (const c of g.cos) acc += c;
-    return acc / theta.length;
-  });
+  const kd = kernelInDtype(offs.map((d) => (d > largest ? Infinity : d)), theta, dtype, scale);
   const origin = Math.max(0, T - 4);
   let parser = null;
   if (origin + 3 <= largest) parser = separationMargin([1, 2, 3], theta, { dtype, scale, origin });
   const lam = wavelengths(theta);
-  const samples = [];
-  for (let q = 0; q < N_SAMPLES; q++) {
-    const k = Math.round((q * (offs.length - 1)) / (N_SAMPLES - 1));
-    samples.push({ offset: offs[k], k: values[offs[k]], k_dtype: Number.isFinite(kd[k]) ? kd[k] : null });
-  }
+  const picks = Array.from({ length: N_SAMPLES }, (_, q) => grid[Math.round((q * (grid.length - 1)) / (N_SAMPLES - 1))]);
+  const kdSamples = kernelInDtype(picks.map((d) => (d > largest ? Infinity : d)), theta, dtype, scale);
+  const samples = picks.map((o, q) => ({ offset: o, k: values[o], k_dtype: Number.isFinite(kdSamples[q]) ? kdSamples[q] : null }));
   return {
     state, scale, pairs: theta.length, slow_pairs: slowPairs(theta, train_length),
     wavelength_range: [lam[0], lam[lam.length - 1]], near,

@@ -109,15 +109,18 @@ export function makeLab(opts) {
       parts.outs[name].textContent = spec.format ? spec.format(value, r) : `${fmtNum(value)}${spec.unit ? " " + spec.unit : ""}`;
     }
   }
-  function update(previous = null) {
+  // one computation per change: the result is drawn, published and its bounded values handed
+  // back to the model (so Python never sees an out-of-range state)
+  let own = false; // our own model.set calls: their change events must not recompute
+  function update(previous = null, given = null) {
     const t0 = performance.now();
-    const r = opts.compute(opts.read(model));
+    const r = given || opts.compute(opts.read(model));
+    if (!given) r.compute_ms = performance.now() - t0;
     if (previous && previous.clipped) r.clipped = true; // the value asked for was cut to the lab's bound
-    r.compute_ms = performance.now() - t0;
     show(r);
     CHART_W = chartWidth();
     opts.draw(r, parts);
-    r.update_ms = performance.now() - t0;
+    r.update_ms = performance.now() - (given ? given._t0 : t0);
     // published for the tests: everything but the bulky arrays (keys starting with "_")
     root.setAttribute("data-result", JSON.stringify(r, (k, v) =>
       (k.startsWith("_") ? undefined : ArrayBuffer.isView(v) ? Array.from(v) : v)));
@@ -127,15 +130,30 @@ export function makeLab(opts) {
     setMany({ [name]: value });
   }
   function setMany(values) {
-    for (const [name, value] of Object.entries(values)) model.set(name, value);
-    const r = opts.compute(opts.read(model)); // hand the bounded values back to the model
-    for (const [k, v] of Object.entries(r.state)) {
-      if (k in specs && specs[k].kind !== "button" && JSON.stringify(model.get(k)) !== JSON.stringify(v)) model.set(k, v);
-    }
+    const t0 = performance.now();
+    own = true;
     try {
-      model.save_changes(); // live in Jupyter; nothing to sync with on a static page
-    } catch (e) { /* static page */ }
-    update(r);
+      for (const [name, value] of Object.entries(values)) model.set(name, value);
+      const r = opts.compute(opts.read(model));
+      r.compute_ms = performance.now() - t0;
+      r._t0 = t0;
+      let cut = false;
+      for (const [k, v] of Object.entries(r.state)) {
+        if (k in specs && specs[k].kind !== "button" && JSON.stringify(model.get(k)) !== JSON.stringify(v)) {
+          model.set(k, v);
+          cut = true;
+        }
+      }
+      try {
+        model.save_changes(); // live in Jupyter; nothing to sync with on a static page
+      } catch (e) { /* static page */ }
+      own = false;
+      // a value cut to its bound: recompute from the bounded state (keeping the "clipped" note)
+      if (cut) update(r);
+      else update(null, r);
+    } finally {
+      own = false;
+    }
   }
   for (const [name, spec] of Object.entries(specs)) {
     const input = parts.inputs[name];
@@ -166,7 +184,7 @@ export function makeLab(opts) {
     }).observe(root);
   }
   const names = [...new Set([...Object.keys(specs), ...(opts.extraNames || [])])];
-  const onChange = () => update();
+  const onChange = () => { if (!own) update(); }; // a change from Python (or another view)
   for (const k of names) model.on(`change:${k}`, onChange);
   update();
   return () => { for (const k of names) model.off(`change:${k}`, onChange); };

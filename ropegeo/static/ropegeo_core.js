@@ -221,25 +221,50 @@ const BLOCK = 256; // re-seed the rotation recurrence with exact cos/sin every B
 /** K at every integer offset start..stop (inclusive), by a rotation recurrence per pair that is
  * re-seeded with exact cos/sin every 256 offsets (error about 1e-13). */
 export function kernelRange(theta, start, stop, { scale = 1.0, weights = null } = {}) {
-  const n = stop - start + 1;
+  const n = stop - start + 1, pairs = theta.length;
   const out = new Float64Array(n);
-  const w = pairWeights(weights, theta.length);
-  for (let i = 0; i < theta.length; i++) {
-    const step = theta[i] * scale;
-    const cx = Math.cos(step), sx = Math.sin(step), wi = w[i];
-    for (let b = 0; b < n; b += BLOCK) {
-      const len = Math.min(BLOCK, n - b);
-      const a = (start + b) * step;
+  const w = pairWeights(weights, pairs);
+  const step = Float64Array.from(theta, (t) => t * scale);
+  const cx = step.map(Math.cos), sx = step.map(Math.sin);
+  const acc = new Float64Array(BLOCK);
+  for (let b = 0; b < n; b += BLOCK) { // block-major: the block's sums stay in cache
+    const len = Math.min(BLOCK, n - b);
+    acc.fill(0);
+    for (let i = 0; i < pairs; i++) {
+      const a = (start + b) * step[i];
       let c = Math.cos(a), s = Math.sin(a);
+      const ci = cx[i], si = sx[i], wi = w[i];
       for (let j = 0; j < len; j++) {
-        out[b + j] += wi * c;
-        const c2 = c * cx - s * sx;
-        s = s * cx + c * sx;
+        acc[j] += wi * c;
+        const c2 = c * ci - s * si;
+        s = s * ci + c * si;
         c = c2;
       }
     }
+    out.set(len === BLOCK ? acc : acc.subarray(0, len), b);
   }
   return out;
+}
+
+/** Mean of the cosine row generated in a dtype at each position (the kernel as the deployment
+ * computes it against offset 0); NaN where the position overflows the dtype. */
+export function kernelInDtype(positions, theta, dtype, scale = 1.0) {
+  const r = ROUNDERS[dtype], pairs = theta.length;
+  const th = Float64Array.from(theta, r), sc = r(scale);
+  const low = dtype === "float16" || dtype === "bfloat16";
+  return Float64Array.from(positions, (position) => {
+    let p = r(position);
+    if (scale !== 1.0) p = r(p * sc);
+    if (!Number.isFinite(p)) return NaN;
+    let acc = 0;
+    for (let i = 0; i < pairs; i++) {
+      const a = r(p * th[i]);
+      if (!Number.isFinite(a)) return NaN;
+      const c = Math.cos(a);
+      acc += dtype === "float64" ? c : low ? r(Math.fround(c)) : Math.fround(c);
+    }
+    return acc / pairs;
+  });
 }
 
 /** The `top` entries with the largest value, largest first; ties go to the smaller offset. */
