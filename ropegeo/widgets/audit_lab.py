@@ -58,7 +58,7 @@ def _manifest(state: dict) -> RopeManifest:
 
 
 def reference(state: dict) -> dict:
-    """ropegeo's numbers for a lab state: ``audit`` (:func:`config_audit`, top 3, as a dict; its own
+    """ropegeo's numbers for a lab state: ``audit`` (``config_audit``, top 3, as a dict; its own
     margins from exact phases) and
     ``gate_b`` (Gate B over the default offset sets, origin at the end of the target context;
     ``None`` when the phases overflow the dtype)."""
@@ -80,8 +80,8 @@ def reference(state: dict) -> dict:
 class AuditLab(Lab):
     """The audit lab (an anywidget computing in JavaScript).
 
-    Traits (synced with the front end)
-    ----------------------------------
+    Parameters
+    ----------
     model : str
         A shipped configuration (:func:`ropegeo.manifest.shipped_models`) or ``"custom"``.
     target_length : int

@@ -34,8 +34,8 @@ def _vectors(seed: int = 2) -> tuple[list, list]:
 class ClockLab(Lab):
     """The rotation clock (an anywidget computing in JavaScript).
 
-    Traits (synced with the front end)
-    ----------------------------------
+    Parameters
+    ----------
     m, n : int
         Query and key positions, 0 to 512 tokens.
     head_dim : int

@@ -33,7 +33,7 @@ _MAX_TOP = 20
 class KernelLab(Lab):
     """The equal-weight kernel ``K(delta)`` of a rotary frequency bank, as a live/static widget.
 
-    Parameters (all traitlets, synced with the front end)
+    Parameters
     ----------
     head_dim : int
         Rotary dimension ``d`` (even, 2 to 256). Default 8.

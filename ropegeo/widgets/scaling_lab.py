@@ -111,7 +111,7 @@ class ScalingLab(Lab):
     Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
     ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
     with the bounds of :func:`evaluate`. A YaRN ramp with ``beta_fast <= beta_slow`` or Llama-3
-    bands with ``high <= low`` are refused on the lab's numbers line, not raised. :attr:`report`
+    bands with ``high <= low`` are refused on the lab's numbers line, not raised. :attr:`ScalingLab.report`
     is ropegeo's :func:`evaluate` for the current state.
 
     Raises

@@ -89,8 +89,8 @@ def _vectors(seed: int = 5) -> tuple[list, list]:
 class WiringLab(Lab):
     """The wiring lab (an anywidget computing in JavaScript).
 
-    Traits (synced with the front end)
-    ----------------------------------
+    Parameters
+    ----------
     pairing, query_pairing : {"interleaved", "half"}
         The declared pairing (keys) and the one the query is rotated with.
     policy : str
