@@ -1,10 +1,12 @@
 """The labs' JavaScript geometry core (ropegeo/static/ropegeo_core.js) against ropegeo, under Node.
 
 Float64 quantities agree to 1e-9 on a grid of settings; the roundings to float32, float16 and
-bfloat16 agree exactly with numpy and ml_dtypes; the near-collision search returns the same
-offsets. Generated float16 and bfloat16 phases agree exactly; float32 cos/sin within one float32
-ulp (numpy's float32 cos/sin is a vectorised approximation that is not correctly rounded: about one
-entry in nine differs from the correctly rounded value by one ulp).
+bfloat16 agree exactly with numpy and ml_dtypes, and so do the generated angles; the near-collision
+search returns the same offsets. Generated cos/sin are the correctly rounded values taken through
+every rounding of the format exactly; they agree with ropegeo's within one ulp of the format,
+because numpy's vectorised float32 cos/sin (which ropegeo's float32, float16 and bfloat16 phases go
+through) is an approximation: about one entry in nine differs from the correctly rounded value by
+one float32 ulp, which now and then moves a float16 or bfloat16 result across a rounding midpoint.
 """
 
 from __future__ import annotations
@@ -293,3 +295,24 @@ def test_rotary_score_is_apply_rope(pairing, dtype):
         calls.append(("rotaryScore", [q, k, m, n, th, {"pairing": pairing, "dtype": dtype}]))
         want.append(float(qa @ ka + qb @ kb + q[r:] @ k[r:]))
     close(js(*calls), want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_generated_phases_round_exactly_like_the_format(dtype):
+    """Given correctly rounded float32 cos and sin, every rounding of the pipeline is exact: the
+    page's phases equal the float64 cos/sin of the dtype's angles rounded to float32 and then to
+    the dtype (numpy and ml_dtypes take float16 and bfloat16 cos/sin through float32)."""
+    from ropegeo.rotation import phase_angles
+
+    dt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
+    th = frequencies(128, 1e4)
+    positions = [0, 1, 2, 3, 100, 255, 257, 1000, 2047, 2049, 4097, 30001, 60000]
+    calls, want = [], []
+    for p in positions:
+        calls.append(("generatedPhases", [float(p), th, dtype, 1.0]))
+        a = phase_angles(np.asarray([float(p)]).astype(dt), th, dtype)[0]
+        want.append((np.cos(a).astype(np.float32).astype(dt).astype(float).tolist(),
+                     np.sin(a).astype(np.float32).astype(dt).astype(float).tolist()))
+    got = js(*calls)
+    for g, (c, s) in zip(got, want):
+        assert g["cos"] == c and g["sin"] == s
