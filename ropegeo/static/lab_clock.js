@@ -18,12 +18,14 @@ export function compute(p, q0, k0) {
   const rq = rotate(q, m, theta, { pairing }), rk = rotate(k, n, theta, { pairing });
   const score = dot(rq, rk);
   const relative = dot(q, rotate(k, n - m, theta, { pairing }));
-  const curve = Array.from({ length: CURVE + 1 }, (_, d) => dot(q, rotate(k, d - CURVE / 2, theta, { pairing })));
+  // the score against the offset, in a window of 200 offsets around the current one
+  const lo = n - m - CURVE / 2;
+  const curve = Array.from({ length: CURVE + 1 }, (_, d) => dot(q, rotate(k, lo + d, theta, { pairing })));
   const hands = Array.from(theta, (t, i) => {
     const a = pairing === "half" ? i : 2 * i, b = pairing === "half" ? i + head_dim / 2 : 2 * i + 1;
     return { pair: [a, b], q: [rq[a], rq[b]], k: [rk[a], rk[b]], q_angle: m * t, k_angle: n * t };
   });
-  return { state, q: Array.from(q), k: Array.from(k), offset: n - m, score, relative, theta: Array.from(theta), hands, _curve: curve };
+  return { state, q: Array.from(q), k: Array.from(k), offset: n - m, score, relative, _lo: lo, theta: Array.from(theta), hands, _curve: curve };
 }
 
 function clock(hand, i, theta) {
@@ -44,11 +46,11 @@ function draw(r, parts) {
   const st = r.state;
   const clocks = h("div", { class: "rl-clocks" },
     r.hands.map((hd, i) => clock(hd, i, r.theta[i])));
-  const c = chart({ xr: [-CURVE / 2, CURVE / 2], yr: [Math.min(...r._curve) - 0.1, Math.max(...r._curve) + 0.1],
+  const c = chart({ xr: [r._lo, r._lo + CURVE], yr: [Math.min(...r._curve) - 0.1, Math.max(...r._curve) + 0.1],
     xlabel: "offset n − m (tokens)", ylabel: "score", title: "the score depends on n − m only (red: now)",
     label: "the score as a function of the offset" });
-  c.line(Array.from(r._curve, (_, d) => d - CURVE / 2), r._curve, "rl-exact");
-  if (Math.abs(r.offset) <= CURVE / 2) c.dot(r.offset, r.score, "rl-mark", 4);
+  c.line(Array.from(r._curve, (_, d) => r._lo + d), r._curve, "rl-exact");
+  c.dot(r.offset, r.score, "rl-mark", 4);
   paint(parts, [clocks, c.svg], [
     `query at m = ${st.m}, key at n = ${st.n}: offset n − m = ${r.offset} tokens`,
     `score ⟨R_m q, R_n k⟩ = ${r.score.toFixed(6)}; ⟨q, R_(n−m) k⟩ = ${r.relative.toFixed(6)} (difference ${Math.abs(r.score - r.relative).toExponential(1)})`,
