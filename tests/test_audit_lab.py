@@ -10,7 +10,7 @@ import traitlets
 from jsrun import call_js
 from ropegeo.manifest import shipped_models
 from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.audit_lab import AuditLab, audit_lab, records, reference
+from ropegeo.widgets.audit_lab import AuditLab, audit_lab, law_normals, records, reference
 
 DEFAULT = dict(model="custom", target_length=512, dtype="config", head_dim=16, base=10_000.0, train_length=64, rule="none")
 
@@ -28,7 +28,7 @@ def _states():
 
 
 def page_numbers(states):
-    return call_js(esm_source("lab_audit.js"), [("compute", [s, records()]) for s in states])
+    return call_js(esm_source("lab_audit.js"), [("compute", [s, records(), law_normals()]) for s in states])
 
 
 def assert_matches(r, ref, state):
@@ -40,6 +40,9 @@ def assert_matches(r, ref, state):
         assert a[key] == want[key], key
     for key in ("attention_factor", "adjacent_similarity", "wavelength_range"):
         np.testing.assert_allclose(a[key], want[key], rtol=1e-9, err_msg=key)
+    # rounding noise of float64 (about 1e-14) on both sides: the law holds
+    if a["relative_law_error"] is not None:
+        assert abs(a["relative_law_error"] - want["relative_law_error"]) <= 1e-9 and a["relative_law_error"] < 1e-9
     assert [t["offset"] for t in a["top_offsets"]] == [t["offset"] for t in want["top_offsets"]]
     np.testing.assert_allclose([t["similarity"] for t in a["top_offsets"]],
                                [t["similarity"] for t in want["top_offsets"]], atol=1e-9)

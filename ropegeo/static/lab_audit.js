@@ -21,7 +21,22 @@ export function manifestOf(p, records) {
     phase_dtype: p.dtype === "config" ? "float32" : p.dtype, train_length: train, target_length: train, scaling };
 }
 
-export function audit(m, target) {
+/** ropegeo.audit.relative_law_error: max |<R_m q, R_n k> - <q, R_(n-m) k>| over position pairs,
+ * float64, with q and k the first 2 x head_dim standard normals of ropegeo's seed-7 stream. */
+export function relativeLawError(m, theta, normals) {
+  const d = m.head_dim, q = normals.slice(0, d), k = normals.slice(d, 2 * d), train = m.train_length;
+  const pairs = [[3, 11], [17, 29], [101, 503], [Math.floor(train / 3), train - 1]];
+  const opts = { pairing: m.pairing };
+  let worst = 0;
+  for (const [a, b] of pairs) {
+    const direct = dot(rotate(q, a, theta, opts), rotate(k, b, theta, opts));
+    const relative = dot(q, rotate(k, b - a, theta, opts));
+    worst = Math.max(worst, Math.abs(direct - relative));
+  }
+  return worst;
+}
+
+export function audit(m, target, normals = null) {
   const { theta, attention_factor } = scaledFrequencies(m.scaling, m.base, m.rotary_dim, target);
   const plain = frequencies(m.rotary_dim, m.base);
   const lam = wavelengths(theta), train = m.train_length;
@@ -41,13 +56,14 @@ export function audit(m, target) {
     slow_pairs_train: slowPairs(plain, train), slow_pairs_target: slowPairs(theta, target),
     scaled_pairs: count(plain, (t, i) => Math.abs(t / theta[i] - 1.0) > 1e-3),
     adjacent_similarity: adjacentSimilarity(theta),
+    relative_law_error: normals ? relativeLawError(m, theta, normals) : null,
     search_range: [start, stop], top_offsets: nearCollisions(theta, start, stop, { top: 3 }),
     gate_b: { passed: sets.every((x) => x.passed), min_margin: MIN_MARGIN, sets },
     _theta: theta, _plain: plain,
   };
 }
 
-export function compute(p, records) {
+export function compute(p, records, normals = null) {
   const names = Object.keys(records);
   const model = pick(p.model, [...names, "custom"], names[0] || "custom");
   const state = {
@@ -59,7 +75,7 @@ export function compute(p, records) {
   const m = manifestOf(state, records);
   return { state, manifest: { name: m.name, base: m.base, head_dim: m.head_dim, rotary_dim: m.rotary_dim, pairing: m.pairing,
     phase_dtype: m.phase_dtype, train_length: m.train_length, rule: m.scaling ? m.scaling.rule : "none" },
-    audit: audit(m, state.target_length) };
+    audit: audit(m, state.target_length, normals) };
 }
 
 function draw(r, parts) {
@@ -85,6 +101,7 @@ function draw(r, parts) {
     ["pairs longer than train / target", `${a.pairs_longer_than_train} / ${a.pairs_longer_than_target} of ${n}`],
     ["slow pairs (< 1 turn): train, target", `${a.slow_pairs_train}, ${a.slow_pairs_target} of ${n}`],
     ["adjacent similarity K(1)", a.adjacent_similarity.toFixed(6)],
+    ...(a.relative_law_error == null ? [] : [["relative-law error (float64)", a.relative_law_error.toExponential(3)]]),
     ...a.top_offsets.map((t, k) => [k ? "" : `identity-like offsets in [${a.search_range[0].toLocaleString("en")}, ${a.search_range[1].toLocaleString("en")}]`,
       `${t.offset.toLocaleString("en")} tokens (K = ${t.similarity.toFixed(6)})`]),
   ];
@@ -98,6 +115,7 @@ function draw(r, parts) {
 
 function render({ model, el }) {
   const records = model.get("records") || {};
+  const normals = model.get("law_normals") || null;
   const names = ["model", "target_length", "dtype", "head_dim", "base", "train_length", "rule"];
   return makeLab({
     model, el, cls: "ropegeo-audit-lab", title: "Audit lab: a configuration's geometry and Gate B",
@@ -111,7 +129,7 @@ function render({ model, el }) {
       { name: "rule", label: "custom rule", kind: "select", options: CUSTOM_RULES.map((x) => [x, x]), format: () => "" },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),
-    compute: (p) => compute(p, records), draw,
+    compute: (p) => compute(p, records, normals), draw,
   });
 }
 

@@ -7,7 +7,8 @@ configurations' records (:func:`records`, from :mod:`ropegeo.manifest`) travel i
 so the page needs no kernel and no network. It shows
 
 * the **geometry audit** of :func:`ropegeo.manifest.config_audit`: the served ruler, attention
-  factor, rescaled and slow pairs, ``K(1)`` and the most identity-like offsets beyond training;
+  factor, rescaled and slow pairs, ``K(1)``, the relative-law error and the most identity-like
+  offsets beyond training;
 * **Gate B** of :func:`ropegeo.audit.audit`: the separation margins of the default offset sets
   (:func:`ropegeo.manifest.default_offsets`) at the far end of the target context, in the phase
   dtype, and the verdict (every margin at least :data:`ropegeo.audit.MIN_MARGIN`).
@@ -17,13 +18,14 @@ so the page needs no kernel and no network. It shows
 
 from __future__ import annotations
 
+import numpy as np
 import traitlets
 
 from ..manifest import PHASE_DTYPES, RopeManifest, config_audit, load_model, shipped_models
 from ..scaling import preset
 from ._lab import Lab, esm_source
 
-__all__ = ["AuditLab", "audit_lab", "records", "reference", "RULES", "MAX_TARGET", "SEARCH_LIMIT"]
+__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULES", "MAX_TARGET", "SEARCH_LIMIT"]
 
 #: Extension rules of the custom bank (LongRoPE needs searched per-pair factors: pick a Phi-3 model).
 RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
@@ -43,6 +45,12 @@ def records() -> dict:
                      "target_length": m.target_length,
                      "scaling": None if m.scaling is None else m.scaling.to_dict()}
     return out
+
+
+def law_normals() -> list:
+    """The first 512 standard normals of ``numpy.random.default_rng(7)``: the query (first
+    ``head_dim``) and key (next ``head_dim``) of :func:`ropegeo.audit.relative_law_error`."""
+    return np.random.default_rng(7).normal(size=2 * 256).tolist()
 
 
 def _manifest(state: dict) -> RopeManifest:
@@ -93,6 +101,8 @@ class AuditLab(Lab):
         10**7, training length 16 to 131,072, rule stretching it to the target.
     records : dict
         The shipped configurations (:func:`records`), embedded for the front end.
+    law_normals : list of float
+        :func:`law_normals`: the vectors of the relative-law check, embedded for the front end.
 
     Raises
     ------
@@ -113,9 +123,10 @@ class AuditLab(Lab):
     train_length = traitlets.Int(4096).tag(sync=True)
     rule = traitlets.Unicode("none").tag(sync=True)
     records = traitlets.Dict().tag(sync=True)
+    law_normals = traitlets.List(traitlets.Float()).tag(sync=True)
 
     def __init__(self, **kwargs):
-        super().__init__(records=records(), **kwargs)
+        super().__init__(records=records(), law_normals=law_normals(), **kwargs)
 
     @traitlets.validate(*BOUNDS)
     def _check(self, proposal):
