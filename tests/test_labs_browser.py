@@ -92,3 +92,56 @@ def test_labs_fit_a_narrow_screen_with_labelled_keyboard_controls(page_of_labs):
         after = sc.lab_data(page, i)
         assert after["state"] != before["state"], f"{kind}: the arrow key moved nothing"
     page.set_viewport_size({"width": 1280, "height": 900})
+
+
+_MOCK_JS = r"""
+async ([esm, state, changes]) => {
+  // a stand-in for the Jupyter widget model: what Python sets arrives as change events
+  const listeners = {};
+  const data = { ...state };
+  const saved = [];
+  const model = {
+    get: (k) => data[k],
+    set: (k, v) => { data[k] = v; },
+    on: (ev, f) => { (listeners[ev] = listeners[ev] || []).push(f); },
+    off: (ev, f) => { listeners[ev] = (listeners[ev] || []).filter((g) => g !== f); },
+    save_changes: () => { saved.push({ ...data }); },
+  };
+  const url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
+  const mod = await import(url);
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  mod.default.render({ model, el });
+  const root = el.querySelector(".ropegeo-lab");
+  const out = [JSON.parse(root.getAttribute("data-result")).state];
+  for (const [k, v] of Object.entries(changes)) {   // "Python" changes one trait
+    data[k] = v;
+    (listeners[`change:${k}`] || []).forEach((f) => f());
+    out.push(JSON.parse(root.getAttribute("data-result")).state);
+  }
+  // a reader moves the first slider: the model is written and saved for Python
+  const input = root.querySelector('input[type="range"]');
+  input.value = String(Number(input.min) + Number(input.step || 1));
+  input.dispatchEvent(new Event("input", { bubbles: true }));
+  el.remove();
+  return { states: out, saved };
+}
+"""
+
+
+@pytest.mark.parametrize("lab, changes", [
+    (ClockLab(), {"m": 50, "pairing": "half"}),
+    (frequency_lab(), {"dtype": "float16", "target_length": 4096}),
+    (KernelLab(), {"head_dim": 32}),
+    (ScalingLab(), {"rule": "llama3", "factor": 4.0}),
+    (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
+    (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),
+])
+def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
+    """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is
+    written to the model and saved (synced to Python)."""
+    state = {k: v for k, v in lab.get_state().items() if not k.startswith("_") or k == "_esm"}
+    got = page_of_labs["page"].evaluate(_MOCK_JS, [lab._esm, state, changes])
+    for k, v in changes.items():
+        assert got["states"][-1][k] == v
+    assert len(got["saved"]) == 1 and got["saved"][0] != state
