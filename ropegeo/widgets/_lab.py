@@ -27,8 +27,9 @@ def esm_source(lab_file: str) -> str:
 class Lab(anywidget.AnyWidget):
     """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")`` and ``BOUNDS``.
 
-    ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (numbers) or to a tuple of allowed
-    values; :meth:`_bounded` enforces it for the traits a subclass validates with it.
+    ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
+    values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
+    traits a subclass validates with it.
     """
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
@@ -38,8 +39,8 @@ class Lab(anywidget.AnyWidget):
         name = proposal["trait"].name
         value = proposal["value"]
         spec = self.BOUNDS[name]
-        if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(x, (int, float)) for x in spec) \
-                and not isinstance(value, str):
+        numeric = len(spec) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in spec)
+        if numeric:
             lo, hi = spec
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
                 raise traitlets.TraitError(f"{name} must be a number from {lo:,} to {hi:,}, got {value!r}")
