@@ -22,7 +22,8 @@ MERMAID_VERSION      := 11.12.1
 ANYWIDGET_VERSION    := 0.11.0
 VENDOR      := _vendor
 VENDOR_SITE := $(VENDOR)/site
-# Set to 1 once a chapter embeds the kernel lab: the browser test then fails if no page has it.
+# Set to 1 once the chapters embed the labs: the browser test then fails if one of the six labs
+# (clock, frequency, kernel, scaling, wiring, audit) is embedded in no page.
 REQUIRE_LAB ?= 1
 # The built site that test-site checks.
 SITE ?= _build/html
@@ -88,11 +89,12 @@ test-book: install vendor
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	$(JB) build -W -n --keep-going .
 
-# Serves _build/html on loopback and opens every page in headless Chromium (needs test-book first);
-# also renders the kernel lab from embedded state in a static page and checks it against ropegeo.
+# Serves _build/html on loopback and opens every page in headless Chromium (needs test-book first),
+# driving every embedded lab; also renders every lab from embedded state in a static page, drives
+# its controls and checks its numbers against ropegeo (no kernel, outside requests blocked).
 test-site: install browser
 	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/test_site.py tests/test_kernel_lab.py
+		tests/test_site.py tests/test_kernel_lab.py tests/test_labs_browser.py
 
 # Debian's Chromium for the browser test: installed with apt when missing (as root), so that
 # `make test` on a fresh machine needs no other step.

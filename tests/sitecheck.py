@@ -423,7 +423,7 @@ async (timeoutMs) => {
     const prev = s.previousElementSibling;
     if (prev && /Error displaying widget/.test(prev.textContent)) problems.push(`widget view #${k}: Error displaying widget`);
   });
-  info.labs = document.querySelectorAll('.ropegeo-kernel-lab').length;
+  info.labs = document.querySelectorAll('.ropegeo-lab').length;
   const links = [...document.querySelectorAll('a[href]')].map((a) => a.href);
   return { problems, info, links };
 }
@@ -530,3 +530,209 @@ def site_url_to_path(base: str, url: str) -> str | None:
         return None
     return url[len(base):]
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Every lab in a page: drive its controls and check its numbers against ropegeo
+# ---------------------------------------------------------------------------------------------
+
+LABS_SELECTOR = ".ropegeo-lab"
+
+_MOVE_JS = r"""
+([i, name, value]) => {
+  const root = document.querySelectorAll('.ropegeo-lab')[i];
+  const input = root.querySelector(`[data-control="${name}"]`);
+  if (!input) return null;
+  const before = root.getAttribute('data-result');
+  if (input.tagName === 'BUTTON') input.click();
+  else {
+    if (input.type === 'checkbox') input.checked = !!value; else input.value = String(value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+  }
+  return before !== root.getAttribute('data-result');
+}
+"""
+
+
+def lab_kinds(page) -> list[str]:
+    """The kind of each lab in the page, in order (its class, e.g. ``ropegeo-audit-lab``)."""
+    return page.eval_on_selector_all(LABS_SELECTOR, "els => els.map((e) => [...e.classList].find("
+                                                    "(c) => c !== 'ropegeo-lab' && c.startsWith('ropegeo-')))")
+
+
+def lab_data(page, i: int) -> dict:
+    return json.loads(page.eval_on_selector_all(LABS_SELECTOR, "(els, i) => els[i].getAttribute('data-result')", i))
+
+
+def move_control(page, i: int, name: str, value=None):
+    """Set (or press) one control of lab ``i`` as a reader would; True if its numbers changed,
+    None if the lab has no such control."""
+    return page.evaluate(_MOVE_JS, [i, name, value])
+
+
+def wait_for_labs(page, timeout_s: float = 20.0) -> int:
+    """Wait until every lab of the page has published numbers; returns how many have."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        n = page.eval_on_selector_all(LABS_SELECTOR, "els => els.filter((e) => e.hasAttribute('data-result')).length")
+        total = page.eval_on_selector_all(LABS_SELECTOR, "els => els.length")
+        if (total and n == total) or time.monotonic() > deadline:
+            return n
+        time.sleep(0.1)
+
+
+def _problems(check, *args) -> list[str]:
+    try:
+        check(*args)
+    except AssertionError as exc:
+        return [str(exc)[:800]]
+    return []
+
+
+def _check_frequency(r):
+    from test_frequency_lab import assert_matches
+    from ropegeo.widgets.frequency_lab import lab_state
+
+    assert_matches(r, lab_state(**r["state"]))
+
+
+def _check_scaling(r):
+    from ropegeo.widgets.scaling_lab import evaluate
+
+    st = dict(r["state"])
+    if r["refused"]:
+        return
+    rep = evaluate(st.pop("rule"), st.pop("factor"), **st)
+    sel = r["selected"]
+    for f in ("scaled_pairs", "novel_pairs", "total_novelty", "adjacent_similarity", "fastest_step", "margin",
+              "coarse_margin", "attention_factor"):
+        assert abs(sel[f] - getattr(rep, f)) <= 1e-9 * max(1.0, abs(getattr(rep, f))), (f, sel[f], getattr(rep, f), r["state"])
+
+
+def _check_audit(r):
+    from test_audit_lab import assert_matches
+    from ropegeo.widgets.audit_lab import reference
+
+    assert_matches(r, reference(r["state"]), r["state"])
+
+
+def _check_clock(r):
+    from ropegeo.widgets.clock_lab import reference
+
+    ref = reference(r["state"], r["q"], r["k"])
+    assert abs(r["score"] - ref["score"]) <= 1e-9 and abs(r["relative"] - ref["relative"]) <= 1e-9, (r["state"], r["score"], ref)
+
+
+def _check_wiring(r):
+    import numpy as np
+
+    from ropegeo.widgets.wiring_lab import reference
+
+    ref = reference(r["state"], r["q"], r["k"])
+    assert r["positions"] == ref["positions"], r["state"]
+    np.testing.assert_allclose(r["scores"], ref["scores"], atol=1e-9, err_msg=str(r["state"]))
+    for key in ("score_error", "shift_residual"):
+        assert abs(r[key] - ref[key]) <= 1e-9, (key, r[key], ref[key], r["state"])
+
+
+def _check_kernel(r):
+    assert not compare_lab(r), compare_lab(r)
+
+
+#: For each kind of lab: the moves a reader makes (control, value; None presses a button) and the
+#: check of its numbers against ropegeo.
+LAB_DRIVES = {
+    "ropegeo-kernel-lab": (LAB_MOVES, _check_kernel),
+    "ropegeo-frequency-lab": ([("head_dim", 64), ("base", 5.0), ("target_length", 65536), ("dtype", "bfloat16"),
+                               ("interpolate", True), ("dtype", "float16"), ("train_length", 2048), ("dtype", "float64")],
+                              _check_frequency),
+    "ropegeo-scaling-lab": ([("rule", "ntk"), ("factor", 16), ("head_dim", 64), ("rule", "llama3"), ("high_freq_factor", 8),
+                             ("rule", "yarn"), ("beta_fast", 16), ("train_length", 8192), ("rule", "dynamic"), ("base", 5.5)],
+                            _check_scaling),
+    "ropegeo-audit-lab": ([("model", "phi-3-mini-128k-instruct"), ("target_length", 20000), ("dtype", "bfloat16"),
+                           ("model", "qwen2.5-7b-instruct"), ("dtype", "config"), ("model", "custom"), ("rule", "yarn"),
+                           ("head_dim", 32), ("train_length", 1024)], _check_audit),
+    "ropegeo-clock-lab": ([("m", 40), ("n", 45), ("shift_up", None), ("shift_up", None), ("shift_down", None),
+                           ("pairing", "half"), ("head_dim", 8), ("n", 200)], _check_clock),
+    "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
+                            ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],
+                           _check_wiring),
+}
+
+
+def drive_labs(page) -> tuple[list[str], list[float]]:
+    """Drive every lab of the page through its moves; returns (problems, update times in ms)."""
+    problems, times = [], []
+    for i, kind in enumerate(lab_kinds(page)):
+        if kind not in LAB_DRIVES:
+            problems.append(f"lab #{i}: unknown kind {kind}")
+            continue
+        moves, check = LAB_DRIVES[kind]
+        problems += [f"{kind} #{i} as embedded: {p}" for p in _problems(check, lab_data(page, i))]
+        for name, value in moves:
+            changed = move_control(page, i, name, value)
+            if changed is None:
+                problems.append(f"{kind} #{i}: no control {name}")
+                continue
+            r = lab_data(page, i)
+            times.append(r.get("update_ms", 0.0))
+            if not changed:
+                problems.append(f"{kind} #{i}: moving {name} to {value} changed nothing")
+            problems += [f"{kind} #{i} after {name}={value}: {p}" for p in _problems(check, r)]
+    return problems, times
+
+
+_LAYOUT_JS = r"""
+() => [...document.querySelectorAll('.ropegeo-lab')].map((root) => {
+  const bad = [];
+  const box = root.getBoundingClientRect();
+  if (box.right > window.innerWidth + 1) bad.push(`wider than the screen: right edge at ${box.right}px of ${window.innerWidth}px`);
+  if (root.scrollWidth > root.clientWidth + 1) bad.push(`content overflows: ${root.scrollWidth}px in ${root.clientWidth}px`);
+  root.querySelectorAll('input, select, button').forEach((c) => {
+    const name = c.tagName === 'BUTTON' ? c.textContent.trim() : [...(c.labels || [])].map((l) => l.textContent.trim()).join(' ');
+    if (!name && !c.getAttribute('aria-label')) bad.push(`control ${c.getAttribute('data-control')} has no label`);
+    if (c.tabIndex < 0) bad.push(`control ${c.getAttribute('data-control')} is not reachable by keyboard`);
+  });
+  return bad;
+})
+"""
+
+
+def lab_layout_problems(page) -> list[str]:
+    """Labs wider than the viewport or the column, and controls without a label or keyboard access."""
+    out = []
+    for i, bad in enumerate(page.evaluate(_LAYOUT_JS)):
+        out += [f"lab #{i}: {b}" for b in bad]
+    return out
+
+
+_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>labs</title>
+<script src="_static/require/require.js"></script>
+<script src="_static/widgets-offline.js"></script>
+<script src="_static/html-manager/embed-amd.js"></script>
+<script type="application/vnd.jupyter.widget-state+json">%s</script>
+</head><body><main style="max-width: 46em; margin: 0 auto; padding: 0 8px">
+%s
+</main></body></html>
+"""
+
+
+def write_lab_page(directory: Path, labs, vendor: Path, name: str = "labs.html") -> Path:
+    """A static page embedding ``labs`` (widget state in the page, no kernel), with the vendored
+    browser files copied to ``_static``."""
+    import shutil
+
+    from ipywidgets.embed import embed_data
+
+    data = embed_data(views=labs, drop_defaults=False)
+    views = "\n".join(f'<div><script type="application/vnd.jupyter.widget-view+json">{json.dumps(v)}'
+                      f"</script></div>" for v in data["view_specs"])
+    if not (directory / "_static").exists():
+        shutil.copytree(vendor, directory / "_static", ignore=shutil.ignore_patterns("mathjax", "mermaid"))
+    state = json.dumps(data["manager_state"]).replace("</", "<\\/")
+    path = directory / name
+    path.write_text(_PAGE % (state, views))
+    return path

@@ -293,7 +293,9 @@ def test_chapter_has_exercises_and_solutions():
 
 # ---- the scaling lab ----------------------------------------------------------------------------
 def test_lab_bounds_and_numbers():
-    from ropegeo.widgets.scaling_lab import ScalingLab, evaluate, svg
+    import traitlets
+
+    from ropegeo.widgets.scaling_lab import ScalingLab, evaluate
 
     rep = evaluate("linear", 8.0, train_length=4096, head_dim=128, base=1e4)
     assert rep.fastest_step == pytest.approx(1 / 8) and rep.novel_pairs == 0
@@ -309,10 +311,8 @@ def test_lab_bounds_and_numbers():
     ]:
         with pytest.raises(ValueError, match=match):
             evaluate(**kw)
-    lab = ScalingLab(rule="ntk", factor=4.0, head_dim=64)
-    lab.controls["rule"].value = "llama3"
-    assert lab.report.rule == "llama3" and "<svg" in lab.picture.value
-    lab.controls["beta_fast"].value = 0.5  # below beta_slow: refused in the numbers line, no crash
-    lab.controls["rule"].value = "yarn"
-    assert "beta_fast must be greater" in lab.numbers.value
-    assert svg(rep, 128, 10_000.0, 4096, 32768).count("<circle") >= 64
+    lab = ScalingLab(rule="ntk", factor=4.0, head_dim=64)  # an anywidget: its page computes in JavaScript
+    lab.rule = "llama3"
+    assert lab.report.rule == "llama3"
+    with pytest.raises(traitlets.TraitError, match="rule"):
+        lab.rule = "longrope"

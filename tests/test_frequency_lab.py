@@ -5,7 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.widgets.frequency_lab import CONTROLS, KERNEL_POINTS, frequency_lab, lab_state, readout
+import traitlets
+
+from jsrun import call_js
+from ropegeo.widgets._lab import esm_source
+from ropegeo.widgets.frequency_lab import CONTROLS, KERNEL_POINTS, FrequencyLab, frequency_lab, lab_state, readout
 
 
 def test_default_state_matches_closed_forms():
@@ -91,15 +95,60 @@ def test_controls_table_is_consistent():
     lab_state(**{k: spec[-1] for k, spec in CONTROLS.items()})
 
 
-def test_widget_builds_and_updates():
-    lab = frequency_lab()
-    first = lab.image.value
-    assert first[:8] == b"\x89PNG\r\n\x1a\n"
-    lab.controls["dtype"].value = "bfloat16"  # goes through the observer
-    assert lab.state["controls"]["dtype"] == "bfloat16"
-    assert "COLLAPSED" in lab.text.value
-    assert bytes(lab.image.value) != bytes(first)  # the dtype curve of K changed
+def test_widget_state_is_validated():
+    lab = frequency_lab(dtype="bfloat16")
+    assert isinstance(lab, FrequencyLab) and lab.state()["dtype"] == "bfloat16"
+    assert lab.numbers["parser_margin"] == lab_state(**lab.state())["parser_margin"]
     with pytest.raises(ValueError, match="unknown control"):
         frequency_lab(heads=3)
-    sliders = lab.controls
-    assert sliders["head_dim"].max == CONTROLS["head_dim"][1] and sliders["target_length"].max == CONTROLS["target_length"][1]
+    for name, value in [("head_dim", 7), ("head_dim", 300), ("base", 5.0), ("dtype", "float8"), ("target_length", 10**6)]:
+        with pytest.raises(traitlets.TraitError, match=name):
+            setattr(lab, name, value)
+    assert "export default" in lab._esm and "function compute" in lab._esm
+
+
+def _page_numbers(states):
+    return call_js(esm_source("lab_frequency.js"), [("compute", [s]) for s in states])
+
+
+STATES = [
+    dict(head_dim=128, base=1e4, train_length=4096, target_length=32768, interpolate=False, dtype="float32"),
+    dict(head_dim=128, base=1e4, train_length=4096, target_length=32768, interpolate=True, dtype="bfloat16"),
+    dict(head_dim=64, base=5e5, train_length=2048, target_length=131072, interpolate=False, dtype="float16"),
+    dict(head_dim=4, base=10.0, train_length=16, target_length=16, interpolate=True, dtype="float64"),
+    dict(head_dim=256, base=1e7, train_length=131072, target_length=1000, interpolate=True, dtype="float16"),
+    dict(head_dim=16, base=500.0, train_length=100, target_length=1499, interpolate=False, dtype="bfloat16"),
+]
+
+
+def test_front_end_numbers_match_lab_state():
+    """The JavaScript (run in Node) gives ropegeo's numbers: float64 ones to 1e-9, the dtype's K
+    within about an ulp of the format (its cos/sin are correctly rounded, numpy's float32 ones are not)."""
+    for st, r in zip(STATES, _page_numbers(STATES)):
+        assert_matches(r, lab_state(**st))
+
+
+def assert_matches(r, ref):
+    c = ref["controls"]
+    assert r["state"] == c
+    assert r["slow_pairs"] == ref["slow_pairs"] and r["integer_limit"] == ref["integer_limit"]
+    np.testing.assert_allclose(r["scale"], ref["scale"], rtol=1e-15)
+    np.testing.assert_allclose(r["wavelength_range"], ref["wavelengths"][[0, -1]], rtol=1e-9)
+    np.testing.assert_allclose(r["adjacent_distance"], ref["adjacent_distance"], rtol=1e-9)
+    assert [o for o, _ in r["near"]] == [o for o, _ in ref["near"]]
+    np.testing.assert_allclose([k for _, k in r["near"]], [k for _, k in ref["near"]], atol=1e-9)
+    offs = list(ref["kernel_offsets"])
+    tol = {"float64": 1e-9, "float32": 1e-6, "float16": 2e-3, "bfloat16": 2e-2}[c["dtype"]]
+    for smp in r["samples"]:
+        j = offs.index(smp["offset"])
+        assert abs(smp["k"] - ref["kernel_values"][j]) <= 1e-9
+        if np.isnan(ref["kernel_dtype"][j]):
+            assert smp["k_dtype"] is None
+        else:
+            assert abs(smp["k_dtype"] - ref["kernel_dtype"][j]) <= tol
+    if ref["parser_margin"] is None:
+        assert r["parser_margin"] is None
+    else:
+        assert abs(r["parser_margin"] - ref["parser_margin"]) <= max(tol, 1e-9)
+        if ref["parser_margin"] == 0:
+            assert r["parser_margin"] == 0 and tuple(r["parser_pair"]) == ref["parser_pair"]

@@ -1,6 +1,6 @@
 """The kernel lab: validated state in Python, the numbers computed by its JavaScript.
 
-The JavaScript (``ropegeo/static/kernel_lab.js``) is checked against ``ropegeo`` to 1e-9 twice:
+The JavaScript (``ropegeo/static/lab_kernel.js`` on the shared core) is checked against ``ropegeo`` to 1e-9 twice:
 in Node (its ``compute`` function, over many states) and in headless Chromium, where the widget is
 rendered from embedded state by the vendored html-manager with no kernel and its controls are
 moved as a reader would. The browser part needs ``make vendor`` and Chromium; it skips without
@@ -21,11 +21,13 @@ import pytest
 import traitlets
 
 import sitecheck as sc
+from jsrun import call_js
 from ropegeo.widgets import kernel_lab as kl
+from ropegeo.widgets._lab import esm_source
 from ropegeo.widgets.kernel_lab import MAX_SPAN, KernelLab, reference
 
 ROOT = Path(__file__).resolve().parent.parent
-JS = ROOT / "ropegeo" / "static" / "kernel_lab.js"
+JS = esm_source("lab_kernel.js")
 VENDOR = ROOT / "_vendor" / "site"
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
 
@@ -48,6 +50,7 @@ def test_defaults_and_state():
     lab.interpolate = True
     assert lab.scale == 4096 / 16_384
     assert "export default" in lab._esm and "function render" in lab._esm  # the ES module travels inline
+    assert "export function nearCollisions" in lab._esm  # with the shared geometry core
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -96,13 +99,14 @@ def test_reference_against_brute_force():
 # The JavaScript in Node
 # ---------------------------------------------------------------------------------------------
 
-_NODE_SCRIPT = """
-import { compute, topOffsets } from %s;
-const states = JSON.parse(process.argv[1]);
-const out = states.map((p) => { const { values, ...r } = compute(p); return r; });
-out.push({ ties: topOffsets(new Float64Array([0.5, 0.9, 0.9, 0.1, 0.9]), 10, 2) });
-console.log(JSON.stringify(out));
-"""
+def _node_compute(states):
+    calls = [("compute", [st]) for st in states]
+    calls.append(("topOffsets", [[0.5, 0.9, 0.9, 0.1, 0.9], 10, 2]))
+    out = call_js(JS, calls)
+    for r in out[:-1]:
+        del r["_values"], r["state"]
+    out[-1] = {"ties": out[-1]}
+    return out
 
 
 def _states():
@@ -130,15 +134,8 @@ def _states():
 
 
 def test_javascript_compute_matches_ropegeo_in_node():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
     states = _states()
-    script = _NODE_SCRIPT % json.dumps(JS.as_uri())
-    run = subprocess.run([node, "--input-type=module", "-e", script, json.dumps(states)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    results = json.loads(run.stdout)
+    results = _node_compute(states)
     ties = results.pop()["ties"]
     assert ties == [{"offset": 11, "similarity": 0.9}, {"offset": 12, "similarity": 0.9}]
     problems = []
@@ -150,16 +147,9 @@ def test_javascript_compute_matches_ropegeo_in_node():
 
 
 def test_javascript_clips_the_range_and_bounds_the_controls():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
     states = [dict(head_dim=999, base=-3, offset_start=5, offset_stop=10**12, interpolate=False,
                    train_length=1, target_length=1, top=500)]
-    script = _NODE_SCRIPT % json.dumps(JS.as_uri())
-    run = subprocess.run([node, "--input-type=module", "-e", script, json.dumps(states)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    r = json.loads(run.stdout)[0]
+    r = _node_compute(states)[0]
     assert r["head_dim"] == kl.MAX_HEAD_DIM and r["base"] == 10_000
     assert r["clipped"] and r["offset_stop"] - r["offset_start"] + 1 == MAX_SPAN
     assert len(r["top"]) == 20

@@ -3,7 +3,8 @@
 The site tests read ``ROPEGEO_SITE`` (``make test-site`` sets it to ``_build/html`` after the book
 build). Without it they skip, so a plain ``pytest tests`` never checks a stale build. With
 ``ROPEGEO_REQUIRE_SITE=1`` (``make test``) a missing site, Playwright or Chromium fails instead of
-skipping. ``ROPEGEO_REQUIRE_LAB=1`` makes it a failure when no page embeds the kernel lab.
+skipping. ``ROPEGEO_REQUIRE_LAB=1`` makes it a failure when no page embeds the kernel lab, or when one of the
+six labs is embedded in no page.
 
 The checkers themselves are tested first, on small synthetic pages, so that each kind of failure
 (external script / style / font, untypeset math, raw ``$$``, a broken image, an undrawn diagram,
@@ -288,6 +289,53 @@ def test_kernel_lab_in_book_matches_ropegeo(served_site):
                     problems += sc.compare_lab(after)
                 assert after["clipped"], "a 5,000,000-offset range was not clipped"
                 assert not problems, f"{rel} lab #{i}:\n" + "\n".join(problems)
+        finally:
+            ctx.close()
+        assert visit.console_problems() == [] and external == []
+
+
+#: The labs, by the anywidget id myst-nb embeds, and the chapter each belongs to.
+LAB_CHAPTERS = {
+    "ropegeo.widgets.clock_lab.ClockLab": "02", "ropegeo.widgets.frequency_lab.FrequencyLab": "03",
+    "ropegeo.widgets.kernel_lab.KernelLab": "03", "ropegeo.widgets.scaling_lab.ScalingLab": "04",
+    "ropegeo.widgets.wiring_lab.WiringLab": "05", "ropegeo.widgets.audit_lab.AuditLab": "06",
+}
+
+
+def _pages_with_labs() -> dict[str, list[str]]:
+    out = {}
+    for rel in _pages():
+        text = (SITE / rel).read_text(encoding="utf-8", errors="replace")
+        found = [marker for marker in LAB_CHAPTERS if marker in text]
+        if found:
+            out[rel] = found
+    return out
+
+
+def test_every_lab_in_book_answers_its_controls(served_site):
+    """On every page embedding a lab: with no kernel and no network, each lab's controls move its
+    numbers, which equal ropegeo's after every move; the labs fit a 360 px screen."""
+    pages = _pages_with_labs()
+    if REQUIRE_LAB:
+        embedded = {m for found in pages.values() for m in found}
+        missing = sorted(set(LAB_CHAPTERS) - embedded)
+        assert not missing, f"labs embedded in no page (ROPEGEO_REQUIRE_LAB=1): {', '.join(missing)}"
+    if not pages:
+        pytest.skip("no page of the book embeds a lab yet")
+    base, b = served_site["base"], served_site["browser"]
+    for rel in pages:
+        external: list[str] = []
+        ctx = sc.new_context(b, base, external)
+        visit = sc.PageVisit(ctx, base)
+        try:
+            page = visit.open(base + rel)
+            n = sc.wait_for_labs(page)
+            assert n >= 1, f"{rel}: a lab's state is embedded but no lab was drawn"
+            problems, _ = sc.drive_labs(page)
+            page.set_viewport_size({"width": 360, "height": 800})
+            page.wait_for_timeout(200)
+            problems += sc.lab_layout_problems(page)
+            assert not problems, f"{rel}:\n" + "\n".join(problems)
         finally:
             ctx.close()
         assert visit.console_problems() == [] and external == []

@@ -1,8 +1,9 @@
 """The frequency lab: drag head dim, base, lengths, interpolation and phase dtype; watch K(Δ),
 the wavelength ladder and the Gate B readout change.
 
-The computation is :func:`lab_state`, a plain function from the controls to arrays and numbers
-(reusable by a static, kernel-free version of the lab); :class:`FrequencyLab` only draws it.
+:class:`FrequencyLab` is an anywidget whose JavaScript (``ropegeo/static/lab_frequency.js`` on the
+shared core) computes and draws, in Jupyter and on the static book alike. :func:`lab_state` is
+ropegeo's computation of the same numbers, which the tests compare with the page's.
 Every control is bounded (:data:`CONTROLS`), so no slider position can ask for unbounded work:
 the kernel is drawn at no more than :data:`KERNEL_POINTS` offsets and the near-collision search
 covers at most ``131,072`` offsets.
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import traitlets
+
 from .. import _validate as v
-from ._figure_lab import FigureLab, check_control_names, panel_title
+from ._lab import Lab, esm_source
 from ..frequencies import frequencies, slow_pairs, turns, wavelengths
 from ..geometry import kernel, near_collisions
 from ..margins import difference_distance, separation_margin
@@ -177,101 +180,42 @@ def readout(state: dict) -> str:
     return "\n".join(lines)
 
 
-class FrequencyLab(FigureLab):
-    """The interactive lab: sliders, a two-panel figure (K and the ladder) and a readout.
+class FrequencyLab(Lab):
+    """The frequency lab as a widget whose JavaScript computes and draws (Jupyter and static pages).
 
-    Parameters
-    ----------
-    **controls
-        Initial control values (see :data:`CONTROLS`).
+    Traits (synced with the front end, bounds in :data:`CONTROLS`): ``head_dim``, ``base``,
+    ``train_length``, ``target_length``, ``interpolate``, ``dtype``. The front end shows K(Δ)
+    exact and from the dtype's phases, the wavelength ladder and the readout of :func:`readout`;
+    :func:`lab_state` gives ropegeo's numbers for the same state.
 
-    Attributes
-    ----------
-    widget : ipywidgets.VBox
-        The whole lab; a notebook displays the lab object itself.
-    state : dict
-        The last :func:`lab_state`.
+    Raises
+    ------
+    traitlets.TraitError
+        For a value outside :data:`CONTROLS` (the message names the control).
     """
 
-    def __init__(self, **controls):
-        import ipywidgets as w
+    _esm = esm_source("lab_frequency.js")
+    BOUNDS = {"head_dim": (4, 256), "base": (10.0, 1.0e7), "train_length": (16, 131_072),
+              "target_length": (16, 131_072), "interpolate": (False, True), "dtype": PHASE_DTYPES}
 
-        init = {name: spec[-1] for name, spec in CONTROLS.items()}
-        init.update(controls)
-        init = _controls(**init)
-        self._ax_k, self._ax_l = self._start((8.2, 3.1), 2, [1.5, 1])
-        self._line_k, = self._ax_k.plot([], [], lw=0.7, color="0.7", label="exact")
-        self._line_kd, = self._ax_k.plot([], [], lw=0.7, color="#087A98", label="phase dtype")
-        self._marks, = self._ax_k.plot([], [], "o", mfc="none", color="#8b1e3f")
-        self._ax_k.axhline(0, color="0.6", lw=0.6)
-        self._ax_k.set_ylim(-0.45, 1.1)
-        self._ax_k.set_xlabel("offset Δ")
-        self._ax_k.set_title("K(Δ): grey exact, blue in the phase dtype", fontsize=9)
-        self._ax_l.set_yscale("log")
-        # few ticks, no minor ticks: tick layout is most of the cost of a redraw
-        from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
+    head_dim = traitlets.Int(CONTROLS["head_dim"][2]).tag(sync=True)
+    base = traitlets.Float(CONTROLS["base"][2]).tag(sync=True)
+    train_length = traitlets.Int(CONTROLS["train_length"][2]).tag(sync=True)
+    target_length = traitlets.Int(CONTROLS["target_length"][2]).tag(sync=True)
+    interpolate = traitlets.Bool(False).tag(sync=True)
+    dtype = traitlets.Unicode(CONTROLS["dtype"][1]).tag(sync=True)
 
-        self._ax_l.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
-        self._ax_l.yaxis.set_minor_locator(NullLocator())
-        self._ax_l.xaxis.set_major_locator(MaxNLocator(5, integer=True))
-        self._ax_k.xaxis.set_major_locator(MaxNLocator(5))
-        self._ax_k.yaxis.set_major_locator(MaxNLocator(5))
-        self._fast = self._ax_l.scatter([], [], s=8, color="#087A98")
-        self._slow = self._ax_l.scatter([], [], s=8, color="#c05621")
-        self._train_line = self._ax_l.axhline(1, color="0.3", ls="--", lw=1)
-        self._target_line = self._ax_l.axhline(1, color="0.3", ls=":", lw=1)
-        self._ax_l.set_xlabel("pair i")
-        self._ax_l.set_title("wavelengths; -- train, ··· target", fontsize=9)
-        self._fig.tight_layout()
-        style = {"description_width": "110px"}
-        layout = w.Layout(width="380px")
-        sliders = {
-            "head_dim": w.IntSlider(init["head_dim"], min=CONTROLS["head_dim"][0], max=CONTROLS["head_dim"][1], step=2,
-                                    description="head dim", style=style, layout=layout, continuous_update=False),
-            "base": w.FloatLogSlider(init["base"], base=10, min=1, max=7, step=0.05, description="base",
-                                     style=style, layout=layout, continuous_update=False),
-            "train_length": w.IntSlider(init["train_length"], min=16, max=CONTROLS["train_length"][1], step=16,
-                                        description="train length", style=style, layout=layout, continuous_update=False),
-            "target_length": w.IntSlider(init["target_length"], min=16, max=CONTROLS["target_length"][1], step=16,
-                                         description="target length", style=style, layout=layout, continuous_update=False),
-            "interpolate": w.Checkbox(init["interpolate"], description="interpolate positions", style=style),
-            "dtype": w.Dropdown(options=list(PHASE_DTYPES), value=init["dtype"], description="phase dtype",
-                                style=style, layout=layout),
-        }
-        self.image = w.Image(format="png")
-        self.text = w.HTML()
-        self._watch(sliders)
-        self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())[:3]), w.VBox(list(self.controls.values())[3:])]),
-                              self.image, self.text])
-        self.update(**init)
+    @traitlets.validate("head_dim", "base", "train_length", "target_length", "dtype")
+    def _check(self, proposal):
+        value = self._bounded(proposal)
+        if proposal["trait"].name == "head_dim" and value % 2:
+            raise traitlets.TraitError(f"head_dim must be even (between 4 and 256), got {value}")
+        return value
 
-    def update(self, **controls) -> dict:
-        """Recompute :func:`lab_state` for ``controls`` and redraw; returns the state."""
-        state = lab_state(**controls)
-        self.state = state
-        c = state["controls"]
-        d, k = state["kernel_offsets"], state["kernel_values"]
-        self._line_k.set_data(d, k)
-        self._line_kd.set_data(d, state["kernel_dtype"])
-        self._ax_k.set_xlim(0, max(1.0, d[-1]))
-        if state["near"]:
-            self._marks.set_data([n[0] for n in state["near"]], [n[1] for n in state["near"]])
-        else:
-            self._marks.set_data([], [])
-        lam = state["wavelengths"]
-        slow = state["turns"] < 1
-        idx = np.arange(lam.size)
-        self._fast.set_offsets(np.column_stack([idx[~slow], lam[~slow]]))
-        self._slow.set_offsets(np.column_stack([idx[slow], lam[slow]]))
-        self._train_line.set_ydata([c["train_length"]] * 2)
-        self._target_line.set_ydata([c["target_length"]] * 2)
-        self._ax_l.set_xlim(-1, lam.size)
-        top = max(float(lam[-1]), c["target_length"]) * 2
-        self._ax_l.set_ylim(min(float(lam[0]), 16.0) / 2, top)
-        self.image.value = self._png()
-        self.text.value = "<pre style='font-size:12px;line-height:1.3'>" + readout(state) + "</pre>"
-        return state
-
+    @property
+    def numbers(self) -> dict:
+        """:func:`lab_state` for the current controls (ropegeo's numbers)."""
+        return lab_state(**self.state())
 
 
 def frequency_lab(**controls) -> FrequencyLab:
@@ -292,5 +236,9 @@ def frequency_lab(**controls) -> FrequencyLab:
     ValueError
         For an unknown control name or a value outside its bounds.
     """
-    check_control_names(controls, CONTROLS)
-    return FrequencyLab(**controls)
+    unknown = sorted(set(controls) - set(CONTROLS))
+    if unknown:
+        raise ValueError(f"unknown control(s) {', '.join(unknown)}; the controls are {', '.join(CONTROLS)}")
+    init = {name: spec[-1] for name, spec in CONTROLS.items()}
+    init.update(controls)
+    return FrequencyLab(**_controls(**init))

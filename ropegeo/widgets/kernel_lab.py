@@ -1,6 +1,7 @@
 """The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
 
-The widget is an :mod:`anywidget` whose JavaScript (``ropegeo/static/kernel_lab.js``) computes
+The widget is an :mod:`anywidget` whose JavaScript (``ropegeo/static/lab_kernel.js`` on the shared
+geometry core ``ropegeo_core.js``) computes
 ``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
 it and lists the most identity-like offsets in a bounded range. Python only holds the validated
 state, so the same widget answers live in Jupyter and, from its embedded state, in the static book
@@ -10,19 +11,15 @@ book's browser test checks the two agree to 1e-9).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import anywidget
 import numpy as np
 import traitlets
 
 from .. import _validate as v
 from ..frequencies import frequencies
 from ..geometry import kernel, near_collisions
+from ._lab import Lab, esm_source
 
 __all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_HEAD_DIM", "MAX_OFFSET"]
-
-_STATIC = Path(__file__).resolve().parent.parent / "static"
 
 #: Offsets searched per update; the JavaScript clips a longer range to this many.
 MAX_SPAN = 200_000
@@ -33,10 +30,10 @@ MAX_OFFSET = 100_000_000
 _MAX_TOP = 20
 
 
-class KernelLab(anywidget.AnyWidget):
+class KernelLab(Lab):
     """The equal-weight kernel ``K(delta)`` of a rotary frequency bank, as a live/static widget.
 
-    Parameters (all traitlets, synced with the front end)
+    Parameters
     ----------
     head_dim : int
         Rotary dimension ``d`` (even, 2 to 256). Default 8.
@@ -62,8 +59,7 @@ class KernelLab(anywidget.AnyWidget):
     >>> KernelLab(head_dim=8, offset_start=1000, offset_stop=20000)  # doctest: +SKIP
     """
 
-    _esm = _STATIC / "kernel_lab.js"
-    _css = _STATIC / "kernel_lab.css"
+    _esm = esm_source("lab_kernel.js")
 
     head_dim = traitlets.Int(8).tag(sync=True)
     base = traitlets.Float(10_000.0).tag(sync=True)

@@ -1,0 +1,148 @@
+"""The wiring lab (chapter 5): pairings, position ids and phase precision, judged as Gate A would.
+
+The query of the last of 32 tokens attends to every token of its document. The lab chooses the
+pairing the keys are declared with and the pairing the query is actually rotated with, the
+position-id policy (contiguous, left-padded, packed with reset or continuing positions, a KV cache
+whose decoded token gets a chosen position) and the phase dtype, and reports
+
+* the **relative-law residual**: how much a query-key score changes when both positions shift by
+  1, 5, 17 or 4,096 (Gate A's shift check), relative to ``|q| |k|``;
+* the **score errors**: each score against the declared operator at the true positions
+  ``0 .. 31`` in float64, relative to ``|q| |k|``;
+
+each against Gate A's rounding tolerance for the dtype. A shift of every position (padding,
+continuing packed positions) changes no score beyond rounding; a mixed pairing breaks the relative
+law; a wrong cache offset keeps the law but gives wrong scores.
+
+:class:`WiringLab` is an anywidget whose JavaScript (``ropegeo/static/lab_wiring.js`` on the
+shared geometry core) computes and draws; :func:`reference` is ropegeo's computation
+(:func:`ropegeo.rotation.apply_rope` with ``phase_dtype``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import traitlets
+
+from ..frequencies import frequencies
+from ..manifest import PHASE_DTYPES, POSITION_ID_POLICIES
+from ..rotation import apply_rope
+from ._lab import Lab, esm_source
+
+__all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS"]
+
+#: Tokens in the document; the query is the last one.
+LENGTH = 32
+#: Shifts of Gate A's shift check that the lab applies.
+SHIFTS = (1, 5, 17, 4096)
+_UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+_SAFETY = 16.0
+_WIDTH = 64
+
+
+def position_ids(policy: str, pad: int, cache_offset: int) -> np.ndarray:
+    """The position ids the implementation gives the document's tokens under a policy."""
+    ids = np.arange(LENGTH)
+    if policy in ("left-padded", "packed-continuous"):
+        return ids + pad
+    if policy == "kv-cache":
+        ids[-1] = cache_offset
+    return ids
+
+
+def _tol(dtype: str, d: int, pmax: float, theta_max: float) -> float:
+    return _SAFETY * _UNIT[dtype] * (math.sqrt(d) + 2.0 * pmax * max(theta_max, 1e-12))
+
+
+def reference(state: dict, q, k) -> dict:
+    """ropegeo's numbers for a wiring state: ``positions``, ``reference`` and ``scores`` (per key),
+    ``score_error`` and ``shift_residual`` (relative to ``|q||k|``) and Gate A's tolerances."""
+    d, dtype = state["head_dim"], state["dtype"]
+    theta = frequencies(d, state["base"])
+    qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
+    norm = np.linalg.norm(qv) * np.linalg.norm(kv)
+    ids = position_ids(state["policy"], state["pad"], state["cache_offset"])
+    keys = np.tile(kv, (LENGTH, 1))
+
+    def scores(pq, pk, phase, qp, kp):
+        rq = apply_rope(qv[None], [pq], theta=theta, pairing=qp, phase_dtype=phase)[0]
+        rk = apply_rope(keys, pk, theta=theta, pairing=kp, phase_dtype=phase)
+        return rk @ rq
+
+    ref = scores(LENGTH - 1, np.arange(LENGTH), "float64", state["pairing"], state["pairing"])
+    got = scores(ids[-1], ids, dtype, state["query_pairing"], state["pairing"])
+    residual = max(float(np.max(np.abs(scores(ids[-1] + c, ids + c, dtype, state["query_pairing"], state["pairing"]) - got)))
+                   for c in SHIFTS) / norm
+    return {"positions": ids.tolist(), "reference": ref, "scores": got,
+            "score_error": float(np.max(np.abs(got - ref))) / norm, "shift_residual": residual,
+            "tolerance_scores": _tol(dtype, d, int(ids.max()), theta[0]),
+            "tolerance_shift": _tol(dtype, d, int(ids.max()) + max(SHIFTS), theta[0])}
+
+
+def _vectors(seed: int = 5) -> tuple[list, list]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=_WIDTH).round(6).tolist(), rng.normal(size=_WIDTH).round(6).tolist()
+
+
+class WiringLab(Lab):
+    """The wiring lab (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    pairing, query_pairing : {"interleaved", "half"}
+        The declared pairing (keys) and the one the query is rotated with.
+    policy : str
+        One of :data:`ropegeo.manifest.POSITION_ID_POLICIES`.
+    pad : int
+        Left padding, or the length of the earlier packed document (0 to 4,096 tokens).
+    cache_offset : int
+        Position the KV-cache policy gives the decoded token (0 to 8,192; correct: 31).
+    dtype : str
+        Phase dtype (float64, float32, float16, bfloat16).
+    head_dim, base
+        Even head dim 4 to 64; base 10 to 10**7.
+    q, k : list of float
+        Query and key vectors (64 entries; the first ``head_dim`` are used).
+
+    Raises
+    ------
+    traitlets.TraitError
+        For a value outside its bounds (the message names the parameter).
+    """
+
+    _esm = esm_source("lab_wiring.js")
+    BOUNDS = {"head_dim": (4, 64), "base": (10.0, 1e7), "pairing": ("interleaved", "half"),
+              "query_pairing": ("interleaved", "half"), "policy": POSITION_ID_POLICIES, "pad": (0, 4096),
+              "cache_offset": (0, 8192), "dtype": PHASE_DTYPES}
+
+    head_dim = traitlets.Int(16).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    query_pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    policy = traitlets.Unicode("contiguous").tag(sync=True)
+    pad = traitlets.Int(0).tag(sync=True)
+    cache_offset = traitlets.Int(LENGTH - 1).tag(sync=True)
+    dtype = traitlets.Unicode("float32").tag(sync=True)
+    q = traitlets.List(traitlets.Float(), default_value=_vectors()[0]).tag(sync=True)
+    k = traitlets.List(traitlets.Float(), default_value=_vectors()[1]).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        value = self._bounded(proposal)
+        if proposal["trait"].name == "head_dim" and value % 2:
+            raise traitlets.TraitError(f"head_dim must be even (between 4 and 64), got {value}")
+        return value
+
+    @traitlets.validate("q", "k")
+    def _check_vector(self, proposal):
+        value = proposal["value"]
+        if len(value) != _WIDTH or not all(np.isfinite(value)):
+            raise traitlets.TraitError(f"{proposal['trait'].name} must hold {_WIDTH} finite numbers")
+        return value
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state(), self.q, self.k)

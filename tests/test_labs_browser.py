@@ -1,0 +1,147 @@
+"""Every lab in a static page, as the book serves it: rendered from embedded widget state by the
+vendored html-manager in headless Chromium, with no kernel and every request to another host
+blocked. Each lab's controls are moved as a reader would and its numbers checked against ropegeo
+after every move; the labs must fit a 360 px screen with every control labelled and reachable
+from the keyboard, and a keyboard press must move a slider.
+
+Needs ``make vendor``, Chromium and Playwright; skips without them unless ``ROPEGEO_REQUIRE_SITE=1``
+(``make test-site``), where it must run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sitecheck as sc
+from ropegeo.widgets.audit_lab import AuditLab, audit_lab
+from ropegeo.widgets.clock_lab import ClockLab
+from ropegeo.widgets.frequency_lab import frequency_lab
+from ropegeo.widgets.kernel_lab import KernelLab
+from ropegeo.widgets.scaling_lab import ScalingLab
+from ropegeo.widgets.wiring_lab import WiringLab
+
+ROOT = Path(__file__).resolve().parent.parent
+VENDOR = ROOT / "_vendor" / "site"
+REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
+KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-scaling-lab",
+         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab"]
+
+
+def _skip_or_fail(reason):
+    if REQUIRE:
+        pytest.fail(reason + " (ROPEGEO_REQUIRE_SITE=1)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def page_of_labs(tmp_path_factory):
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _skip_or_fail("the Python package playwright is not installed (requirements.txt)")
+    if sc.chromium_path() is None:
+        _skip_or_fail("Chromium is not installed (Debian's chromium)")
+    if not (VENDOR / "html-manager" / "embed-amd.js").is_file():
+        _skip_or_fail("the vendored browser files are missing (make vendor)")
+    labs = [ClockLab(), frequency_lab(), KernelLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
+            audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab()]
+    tmp = tmp_path_factory.mktemp("labs")
+    sc.write_lab_page(tmp, labs, VENDOR)
+    external: list[str] = []
+    with sc.serve(tmp) as base, sc.browser() as b:
+        ctx = sc.new_context(b, base, external)
+        visit = sc.PageVisit(ctx, base)
+        try:
+            page = visit.open(base + "labs.html")
+            assert sc.wait_for_labs(page) == len(labs), "; ".join(visit.console_problems() + visit.failed)
+            yield {"page": page, "visit": visit, "external": external, "tmp": tmp}
+        finally:
+            ctx.close()
+
+
+def test_every_lab_renders_from_embedded_state_and_matches_ropegeo(page_of_labs):
+    page = page_of_labs["page"]
+    assert sc.lab_kinds(page) == KINDS
+    problems, times = sc.drive_labs(page)
+    page.screenshot(path=str(page_of_labs["tmp"] / "labs.png"), full_page=True)
+    print(f"lab updates in the browser: median {np.median(times):.1f} ms, max {max(times):.1f} ms over {len(times)}")
+    assert not problems, "\n".join(problems)
+    visit = page_of_labs["visit"]
+    assert visit.console_problems() == [] and visit.failed == [] and page_of_labs["external"] == []
+
+
+def test_labs_fit_a_narrow_screen_with_labelled_keyboard_controls(page_of_labs):
+    page = page_of_labs["page"]
+    for width in (360, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.wait_for_timeout(200)
+        assert sc.lab_layout_problems(page) == [], f"at {width} px"
+    page.set_viewport_size({"width": 360, "height": 800})
+    page.screenshot(path=str(page_of_labs["tmp"] / "labs-360.png"), full_page=True)
+    # the keyboard: focus a slider of each kind of lab and press the arrow key
+    for i, kind in enumerate(sc.lab_kinds(page)):
+        before = sc.lab_data(page, i)
+        control = page.locator(".ropegeo-lab").nth(i).locator('input[type="range"]').first
+        control.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        after = sc.lab_data(page, i)
+        assert after["state"] != before["state"], f"{kind}: the arrow key moved nothing"
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+_MOCK_JS = r"""
+async ([esm, state, changes]) => {
+  // a stand-in for the Jupyter widget model: what Python sets arrives as change events
+  const listeners = {};
+  const data = { ...state };
+  const saved = [];
+  const model = {
+    get: (k) => data[k],
+    set: (k, v) => { data[k] = v; },
+    on: (ev, f) => { (listeners[ev] = listeners[ev] || []).push(f); },
+    off: (ev, f) => { listeners[ev] = (listeners[ev] || []).filter((g) => g !== f); },
+    save_changes: () => { saved.push({ ...data }); },
+  };
+  const url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
+  const mod = await import(url);
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  mod.default.render({ model, el });
+  const root = el.querySelector(".ropegeo-lab");
+  const out = [JSON.parse(root.getAttribute("data-result")).state];
+  for (const [k, v] of Object.entries(changes)) {   // "Python" changes one trait
+    data[k] = v;
+    (listeners[`change:${k}`] || []).forEach((f) => f());
+    out.push(JSON.parse(root.getAttribute("data-result")).state);
+  }
+  // a reader moves the first slider: the model is written and saved for Python
+  const input = root.querySelector('input[type="range"]');
+  input.value = String(Number(input.min) + Number(input.step || 1));
+  input.dispatchEvent(new Event("input", { bubbles: true }));
+  el.remove();
+  return { states: out, saved };
+}
+"""
+
+
+@pytest.mark.parametrize("lab, changes", [
+    (ClockLab(), {"m": 50, "pairing": "half"}),
+    (frequency_lab(), {"dtype": "float16", "target_length": 4096}),
+    (KernelLab(), {"head_dim": 32}),
+    (ScalingLab(), {"rule": "llama3", "factor": 4.0}),
+    (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
+    (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),
+])
+def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
+    """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is
+    written to the model and saved (synced to Python)."""
+    state = {k: v for k, v in lab.get_state().items() if not k.startswith("_") or k == "_esm"}
+    got = page_of_labs["page"].evaluate(_MOCK_JS, [lab._esm, state, changes])
+    for k, v in changes.items():
+        assert got["states"][-1][k] == v
+    assert len(got["saved"]) == 1 and got["saved"][0] != state
