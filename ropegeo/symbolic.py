@@ -36,6 +36,7 @@ __all__ = [
     "SinusoidalShift",
     "sinusoidal_shift",
     "sinusoidal_shift_matrix",
+    "sinusoidal_self_similarity",
 ]
 
 
@@ -546,3 +547,28 @@ def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
         for col in range(2):
             out[idx + r, idx + col] = blocks[r, col]
     return out
+
+
+def sinusoidal_self_similarity() -> Identity:
+    """One sinusoidal pair compared with itself ``k`` positions later: ``cos(omega k)``.
+
+    The left side is the dot product of ``[sin(omega p), cos(omega p)]`` with the same pair at
+    ``p + k``, as multiplied out; the right side is ``cos(omega k)``, which holds no ``p`` and
+    is even in ``k``. Summed over the pairs of a code of width ``d`` this gives
+    ``PE(p) . PE(p + k) = sum_i cos(omega_i k) = (d / 2) K(k)``.
+
+    Returns
+    -------
+    Identity
+        With symbols ``p``, ``k`` (real) and ``omega`` (positive).
+
+    Examples
+    --------
+    >>> sinusoidal_self_similarity().holds()
+    True
+    """
+    p, k = sp.symbols("p k", real=True)
+    omega = sp.Symbol("omega", positive=True)
+    lhs = sp.sin(omega * p) * sp.sin(omega * (p + k)) + sp.cos(omega * p) * sp.cos(omega * (p + k))
+    return Identity("PE(p) . PE(p + k) = cos(omega k), one pair", lhs, sp.cos(omega * k),
+                    {"p": p, "k": k, "omega": omega})
