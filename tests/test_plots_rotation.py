@@ -143,3 +143,68 @@ def test_block_rotation_image_single_pairing():
 def test_block_rotation_image_validates(kwargs, name):
     with pytest.raises(ValueError, match=name):
         block_rotation_image(**kwargs)
+
+
+def test_decay_panels_draw_the_data():
+    from ropegeo.plots.rotation import decay_panels
+
+    x = np.arange(0.0, 11.0)
+    d = -x[::-1]
+    trained = np.vstack([np.sin(d), np.cos(d), 2 * np.sin(d)])
+    before = plt.get_fignums()
+    fig = decay_panels((x, 10 - x), (d, np.cos(d + 3)), (d, trained), train_length=5)
+    assert isinstance(fig, Figure) and plt.get_fignums() == before
+    a1, a2, a3 = fig.axes
+    np.testing.assert_allclose(a1.get_lines()[0].get_ydata(), 10 - x)
+    np.testing.assert_allclose(a2.get_lines()[0].get_ydata(), np.cos(d + 3))
+    # the counterexample's peak is marked at its argmax
+    assert a2.get_lines()[1].get_xdata()[0] == d[np.argmax(np.cos(d + 3))]
+    np.testing.assert_allclose(a3.get_lines()[0].get_ydata(), np.median(trained, axis=0))
+    assert len(a3.patches) == 1  # the shaded training window
+
+
+@pytest.mark.parametrize("args, name", [
+    (((np.arange(3.0), np.ones(4)), (np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones((2, 3)))), "bound"),
+    (((np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones(3))), "trained"),
+    (((np.arange(3.0), np.ones(3)), (np.arange(3.0), [np.nan] * 3), (np.arange(3.0), np.ones((2, 3)))), "counter"),
+])
+def test_decay_panels_validates(args, name):
+    from ropegeo.plots.rotation import decay_panels
+
+    with pytest.raises(ValueError, match=name):
+        decay_panels(*args)
+
+
+def test_defect_heads_figure():
+    from ropegeo.plots.rotation import defect_heads_figure
+
+    w = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
+    o = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
+    fig = defect_heads_figure(w, o, target=5)
+    assert len(fig.axes) == 4
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "healthy: attends to 5" in titles and "routing: attends to 4" in titles and "reads token 4" in titles
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    np.testing.assert_allclose(heights, np.eye(8)[5])
+    with pytest.raises(ValueError, match="same head names"):
+        defect_heads_figure(w, {"healthy": o["healthy"]})
+    with pytest.raises(ValueError, match="target"):
+        defect_heads_figure(w, o, target=8)
+    with pytest.raises(ValueError, match="common length"):
+        defect_heads_figure(w, {"healthy": np.ones(7), "routing": np.ones(8)})
+
+
+def test_shift_change_figure():
+    from ropegeo.plots.rotation import shift_change_figure
+
+    c = np.arange(10.0, 60.0, 10.0)
+    fig = shift_change_figure(c, {"additive": c / 10, "rotary": np.zeros(5)})
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    additive, rotary = ax.get_lines()
+    np.testing.assert_allclose(additive.get_ydata(), c / 10)
+    assert np.all(rotary.get_ydata() > 0)  # zeros are drawn at a floor, not lost on the log axis
+    with pytest.raises(ValueError, match="non-negative"):
+        shift_change_figure(c, {"additive": -c})
+    with pytest.raises(ValueError, match="shifts"):
+        shift_change_figure([1.0], {"a": [1.0]})
