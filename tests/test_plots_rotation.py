@@ -152,15 +152,23 @@ def test_decay_panels_draw_the_data():
     d = -x[::-1]
     trained = np.vstack([np.sin(d), np.cos(d), 2 * np.sin(d)])
     before = plt.get_fignums()
-    fig = decay_panels((x, 10 - x), (d, np.cos(d + 3)), (d, trained), train_length=5)
+    fig = decay_panels((x, 10 - x), (d, np.cos(d + 3)), (d, trained), train_length=5, target=-5, window=2)
     assert isinstance(fig, Figure) and plt.get_fignums() == before
     a1, a2, a3 = fig.axes
     np.testing.assert_allclose(a1.get_lines()[0].get_ydata(), 10 - x)
     np.testing.assert_allclose(a2.get_lines()[0].get_ydata(), np.cos(d + 3))
     # the counterexample's peak is marked at its argmax
     assert a2.get_lines()[1].get_xdata()[0] == d[np.argmax(np.cos(d + 3))]
-    np.testing.assert_allclose(a3.get_lines()[0].get_ydata(), np.median(trained, axis=0))
+    # windows of 2 offsets from the left: (-10, -9), (-8, -7), ...; the median over seeds of each window's best
+    best = np.array([[row[j:j + 2].max() for j in range(0, 10, 2)] for row in trained])
+    np.testing.assert_allclose(a3.get_lines()[0].get_xdata(), [-9.5, -7.5, -5.5, -3.5, -1.5])
+    np.testing.assert_allclose(a3.get_lines()[0].get_ydata(), np.median(best, axis=0))
+    assert a3.get_lines()[1].get_ydata()[0] == np.median(trained[:, d == -5])  # the target line
     assert len(a3.patches) == 1  # the shaded training window
+    with pytest.raises(ValueError, match="target"):
+        decay_panels((x, 10 - x), (d, np.cos(d)), (d, trained), target=-4.5, window=2)
+    with pytest.raises(ValueError, match="window"):
+        decay_panels((x, 10 - x), (d, np.cos(d)), (d, trained), window=0)
 
 
 @pytest.mark.parametrize("args, name", [

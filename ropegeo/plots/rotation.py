@@ -257,7 +257,8 @@ def _curve(name: str, x, y) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def decay_panels(bound, counter, trained, *, train_length: int | None = None) -> Figure:
+def decay_panels(bound, counter, trained, *, train_length: int | None = None, target: float | None = None,
+                 window: int = 64) -> Figure:
     """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
 
     Parameters
@@ -268,10 +269,17 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None) ->
     counter : (offsets, scores)
         The score of one pair of contents against the offset ``delta = n - m``.
     trained : (offsets, scores)
-        Scores of trained heads, shape ``(seeds, offsets)`` (1 to 64 seeds), against ``delta``;
-        drawn as the median and the min-max band over the seeds.
+        Scores of trained heads, shape ``(seeds, offsets)`` (1 to 64 seeds), against ``delta``.
+        A score over thousands of offsets oscillates too fast to read, so each seed is reduced
+        to its best score in consecutive windows of ``window`` offsets, drawn as the median and
+        the min-max band over the seeds.
     train_length : int, optional
         Shades the offsets ``-(train_length - 1) .. 0`` seen in training.
+    target : float, optional
+        An offset among the trained offsets whose score (median over seeds) is drawn as a
+        horizontal line, e.g. the offset the heads were trained to attend to.
+    window : int
+        Offsets per window of the trained panel (1 to the number of offsets).
 
     Returns
     -------
@@ -291,6 +299,11 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None) ->
         raise ValueError(f"trained scores must have shape (seeds, offsets) with 1 to {_MAX_SEEDS} seeds, got {yt.shape}")
     if train_length is not None:
         train_length = v.integer("train_length", train_length, minimum=2)
+    window = v.integer("window", window, minimum=1, maximum=xt.size)
+    if target is not None:
+        target = v.real("target", target)
+        if not np.any(xt == target):
+            raise ValueError(f"target must be one of the trained offsets, got {target:g}")
     fig = Figure(figsize=(13, 4), layout="constrained")
     a1, a2, a3 = fig.subplots(1, 3)
     a1.plot(xb, yb, color="black")
@@ -304,12 +317,18 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None) ->
     a2.set_title("contents aimed far back: no decay")
     if train_length is not None:
         a3.axvspan(-(train_length - 1), 0, color="#dddddd", zorder=0, label="offsets seen in training")
-    a3.fill_between(xt, yt.min(axis=0), yt.max(axis=0), color="#1f77b4", alpha=0.3, lw=0,
+    n_win = xt.size // window
+    best = yt[:, : n_win * window].reshape(yt.shape[0], n_win, window).max(axis=2)
+    centres = xt[: n_win * window].reshape(n_win, window).mean(axis=1)
+    a3.fill_between(centres, best.min(axis=0), best.max(axis=0), color="#1f77b4", alpha=0.3, lw=0,
                     label=f"min-max over {yt.shape[0]} seeds")
-    a3.plot(xt, np.median(yt, axis=0), color="#1f77b4", lw=1, label="median")
+    a3.plot(centres, np.median(best, axis=0), color="#1f77b4", lw=1.2, label="median")
+    if target is not None:
+        a3.axhline(float(np.median(yt[:, xt == target])), color="black", ls="--", lw=1,
+                   label=rf"score at the target $\delta$ = {target:g} (median)")
     a3.set_xlabel(r"offset $\delta = n - m$")
-    a3.set_ylabel("score")
-    a3.set_title("trained heads (target $\\delta = -5$)")
+    a3.set_ylabel(f"best score in each window of {window} offsets")
+    a3.set_title("trained heads: no fading with distance")
     a3.legend(fontsize=8, loc="lower left")
     for ax in (a2, a3):
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
