@@ -181,8 +181,8 @@ def _check_sign_bug(answer):
 
     if same(got, want["bug"]):
         if _is_zero(ans - scores["bug"]):
-            return correct("this is the bugged score; write it in the displacement and the positions to see which "
-                           "combination of m and n it depends on.")
+            return correct("this is the bugged score; now read off which combination of m and n it depends on, "
+                           "and what a global shift does to it.")
         return wrong("it is numerically very close to the bugged score, but SymPy does not find them equal: use "
                      "exact numbers instead of rounded floats, write it with sin and cos, and check again.")
     if same(got, want["healthy"]):
@@ -281,7 +281,7 @@ def _check_direction_blind(answer):
     if not np.all(np.isfinite(gap)):
         return wrong("the scores of q and k are not finite numbers; choose moderate entries.")
     if np.all(gap <= 1e-9):  # q and k are unit vectors: an absolute tolerance is a relative one
-        return correct("the score is the same at +delta and -delta for every displacement tested.")
+        return correct("the score is the same at +delta and -delta for every offset tested.")
     worst = int(np.argmax(gap))
     return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores of the unit vectors q/|q| and "
                  f"k/|k| at +delta and -delta differ by {gap[worst]:.3g}.")
