@@ -216,3 +216,23 @@ def test_shift_change_figure():
         shift_change_figure(c, {"additive": -c})
     with pytest.raises(ValueError, match="shifts"):
         shift_change_figure([1.0], {"a": [1.0]})
+
+
+def test_score_split_figure_bars():
+    from ropegeo.plots.rotation import score_split_figure
+
+    q, k, th, d = (1.0, 0.5), (0.3, 1.0), 0.35, 4.0
+    fig = score_split_figure(q, k, th, d)
+    (ax,) = fig.axes
+    heights = [p.get_height() for p in ax.patches]
+    dot, cross = 1.0 * 0.3 + 0.5 * 1.0, 1.0 * 1.0 - 0.5 * 0.3
+    # by complex numbers: the score with the key at +d and at -d
+    zq, zk = complex(*q), complex(*k)
+    fwd = (np.conj(zq) * zk * np.exp(1j * d * th)).real
+    back = (np.conj(zq) * zk * np.exp(-1j * d * th)).real
+    want = [dot * np.cos(d * th), -cross * np.sin(d * th), fwd, dot * np.cos(d * th), cross * np.sin(d * th), back]
+    np.testing.assert_allclose(heights, want, atol=1e-12)
+    with pytest.raises(ValueError, match="delta"):
+        score_split_figure(delta=0.0)
+    with pytest.raises(ValueError, match="q"):
+        score_split_figure(q=(0.0, 0.0))

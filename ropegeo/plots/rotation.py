@@ -15,8 +15,8 @@ from matplotlib.patches import Arc, Circle, FancyArrowPatch
 from .. import _validate as v
 from ..rotation import apply_rope, rotation_matrix
 
-__all__ = ["phase_clock", "score_terms", "block_rotation_image", "decay_panels", "defect_heads_figure",
-           "shift_change_figure"]
+__all__ = ["phase_clock", "score_terms", "score_split_figure", "block_rotation_image", "decay_panels",
+           "defect_heads_figure", "shift_change_figure"]
 
 _MAX_HANDS = 64  # arrows on one clock; more would be unreadable
 _MAX_OFFSET = 10_000  # largest |delta| drawn by score_terms
@@ -427,4 +427,57 @@ def shift_change_figure(shifts, changes) -> Figure:
     ax.set_ylabel("largest change of any score")
     ax.set_title("moving the origin: the additive code's scores move, the rotary ones only round")
     ax.legend()
+    return fig
+
+
+def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0) -> Figure:
+    """One pair's score at ``+delta`` and ``-delta``, split into its symmetric and oriented parts.
+
+    For each sign of the offset three bars: the symmetric part ``(q . k) cos(delta theta)``, the
+    oriented part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``,
+    the last computed independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars
+    are equal, the oriented ones opposite, so the scores differ by twice the oriented part.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (2,)
+        Query and key contents of one pair (non-zero, finite).
+    theta : float
+        Frequency, radians per position (positive).
+    delta : float
+        The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with two groups of three bars, each bar labelled with its value.
+
+    Raises
+    ------
+    ValueError
+        For misshapen or zero ``q``/``k``, or a bad ``theta`` or ``delta``.
+    """
+    q = _pair("q", q)
+    k = _pair("k", k)
+    theta = v.real("theta", theta, greater_than=0.0)
+    delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)
+    dot = float(q @ k)
+    cross = float(q[0] * k[1] - q[1] * k[0])
+    th = np.array([theta])
+    fig = Figure(figsize=(7, 3.8), layout="constrained")
+    ax = fig.subplots()
+    colours = ("#1f77b4", "#ff7f0e", "black")
+    names = ("symmetric part", "oriented part", "score")
+    for g, d in enumerate((delta, -delta)):
+        total = float(apply_rope(k, d, theta=th) @ q)  # query at 0, key at d
+        parts = (dot * np.cos(d * theta), -cross * np.sin(d * theta), total)
+        for j, (value, colour, name) in enumerate(zip(parts, colours, names)):
+            x = 4 * g + j
+            ax.bar(x, value, color=colour, label=name if g == 0 else None)
+            ax.annotate(f"{value:.3f}", (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
+    ax.axhline(0, color="#999999", lw=0.8)
+    ax.set_xticks([1, 5], [rf"key after the query, $\delta$ = +{delta:g}", rf"key before the query, $\delta$ = -{delta:g}"])
+    ax.set_ylabel("contribution to the score")
+    ax.set_title("swapping the positions keeps the symmetric part and flips the oriented one")
+    ax.legend(fontsize=8)
     return fig
