@@ -36,6 +36,9 @@ __all__ = [
     "SinusoidalShift",
     "sinusoidal_shift",
     "sinusoidal_shift_matrix",
+    "sinusoidal_self_similarity",
+    "amplitude_phase_identity",
+    "requirement_phase",
 ]
 
 
@@ -546,3 +549,81 @@ def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
         for col in range(2):
             out[idx + r, idx + col] = blocks[r, col]
     return out
+
+
+def sinusoidal_self_similarity() -> Identity:
+    """One sinusoidal pair compared with itself ``k`` positions later: ``cos(omega k)``.
+
+    The left side is the dot product of ``[sin(omega p), cos(omega p)]`` with the same pair at
+    ``p + k``, as multiplied out; the right side is ``cos(omega k)``, which holds no ``p`` and
+    is even in ``k``. Summed over the pairs of a code of width ``d`` this gives
+    ``PE(p) . PE(p + k) = sum_i cos(omega_i k) = (d / 2) K(k)``.
+
+    Returns
+    -------
+    Identity
+        With symbols ``p``, ``k`` (real) and ``omega`` (positive).
+
+    Examples
+    --------
+    >>> sinusoidal_self_similarity().holds()
+    True
+    """
+    p, k = sp.symbols("p k", real=True)
+    omega = sp.Symbol("omega", positive=True)
+    lhs = sp.sin(omega * p) * sp.sin(omega * (p + k)) + sp.cos(omega * p) * sp.cos(omega * (p + k))
+    return Identity("PE(p) . PE(p + k) = cos(omega k), one pair", lhs, sp.cos(omega * k),
+                    {"p": p, "k": k, "omega": omega})
+
+
+def amplitude_phase_identity() -> Identity:
+    """The one-pair score in amplitude-phase form: ``|q||k| cos(delta theta + gamma)``.
+
+    With the query pair written in polar form ``q = r_q (cos phi, sin phi)`` and the key pair
+    ``k = r_k (cos psi, sin psi)``, the left side is ``q^T R(delta theta) k`` multiplied out and
+    the right side is ``r_q r_k cos(delta theta + psi - phi)``: the pair's score is a cosine in
+    ``delta`` whose peak sits where ``delta theta = phi - psi`` (modulo a full turn), so the angle
+    ``gamma = psi - phi`` from query to key chooses the pair's preferred offset.
+
+    Returns
+    -------
+    Identity
+        Symbols ``r_q, r_k`` (positive), ``phi, psi, delta`` (real), ``theta`` (positive).
+
+    Examples
+    --------
+    >>> amplitude_phase_identity().holds()
+    True
+    """
+    r_q, r_k = sp.symbols("r_q r_k", positive=True)
+    phi, psi = sp.symbols("phi psi", real=True)
+    q = sp.Matrix([r_q * sp.cos(phi), r_q * sp.sin(phi)])
+    k = sp.Matrix([r_k * sp.cos(psi), r_k * sp.sin(psi)])
+    lhs = sp.expand((q.T * rotation_2d(_delta * _theta) * k)[0, 0])
+    rhs = r_q * r_k * sp.cos(_delta * _theta + psi - phi)
+    return Identity("q^T R(delta theta) k = |q||k| cos(delta theta + psi - phi)", lhs, rhs,
+                    {"r_q": r_q, "r_k": r_k, "phi": phi, "psi": psi, "delta": _delta, "theta": _theta})
+
+
+def requirement_phase():
+    """Solve the phase condition of the RoPE derivation: ``phi(m + 1) - phi(m) = theta``, ``phi(0) = 0``.
+
+    In the derivation from the requirement ``<f(q, m), f(k, n)> = g(q, k, n - m)`` the phase that
+    position ``m`` adds to every vector must grow by the same amount ``theta`` from each position
+    to the next; SymPy's recurrence solver returns the only solution, ``phi(m) = m theta``.
+
+    Returns
+    -------
+    (sympy.Eq, sympy.Expr)
+        The recurrence as an equation and its solution in ``m`` and ``theta``.
+
+    Examples
+    --------
+    >>> requirement_phase()[1]
+    m*theta
+    """
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    phase = sp.Function("phi")
+    recurrence = sp.Eq(phase(m + 1) - phase(m), _theta)
+    solution = sp.rsolve(phase(m + 1) - phase(m) - _theta, phase(m), {phase(0): 0})
+    return recurrence, sp.simplify(solution)

@@ -46,6 +46,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "table_rows", "table_last_shift", "table_shift_score_dev", "table_shift_output_dev",
         "sin_wl_first", "sin_wl_last", "shift_map_err", "shift_map_positions", "shift_map_max_angle",
         "big_shift", "sinus_shift_score_dev", "rope_shift_score_dev",
+        "selfsim_zero", "selfsim_rounding", "selfsim_first_negative",
     }
     assert set(GLUED) == tested
 
@@ -119,3 +120,53 @@ def test_shift_numbers_sinusoidal_vs_rope():
     bound = 16 * 64 * EPS * 1005 * max(1.0, np.abs(R0).max())
     assert np.abs(R1 - R0).max() < bound
     assert 0 <= g("rope_shift_score_dev") < bound
+
+
+def test_self_similarity_numbers():
+    # PE(p) . PE(p) = sum_i (sin^2 + cos^2) = d_model / 2
+    assert g("selfsim_zero") == 16 / 2
+    # the closed form sum_i cos(w_i k), with an explicit loop: first k >= 1 where it is negative
+    k = 1
+    while sum(math.cos(10_000 ** (-2 * i / 16) * k) for i in range(8)) >= 0:
+        k += 1
+    assert g("selfsim_first_negative") == k
+    # the p-independence and the mirror symmetry hold to rounding: codes of size 1, angles up to 5,200 rad
+    assert g("selfsim_rounding") <= 1e-12
+    spread = 0.0
+    for k in (-200, -37, 5, 200):
+        vals = [np.dot(ref_code(p, 16), ref_code(p + k, 16)) for p in (0.0, 150.0, 5000.0)]
+        mirror = [np.dot(ref_code(p, 16), ref_code(p - k, 16)) for p in (0.0, 150.0, 5000.0)]
+        spread = max(spread, np.ptp(vals), np.ptp(vals + mirror))
+    assert spread < g("selfsim_rounding")
+
+
+def test_exercise_structure():
+    """Every exercise is followed (after an optional given cell) by solution-start, solution cells
+    ending in a passing check, and solution-end, as the student-edition generator expects."""
+    import nbformat
+
+    from ropegeo.exercises import exercise_ids
+
+    cells = nbformat.read(NB, as_version=4).cells
+    labels = []
+    for i, c in enumerate(cells):
+        if c.cell_type == "markdown" and c.source.startswith("```{exercise}"):
+            label = c.source.split(":label: ")[1].split()[0]
+            labels.append(label)
+            j = i + 1
+            if cells[j].cell_type == "code":
+                assert "solution" not in cells[j].metadata.get("tags", [])
+                j += 1
+            assert cells[j].source.startswith("```{solution-start} " + label)
+            j += 1
+            sol = []
+            while cells[j].cell_type == "code":
+                assert "solution" in cells[j].metadata.get("tags", []), label
+                sol.append(cells[j])
+                j += 1
+            assert sol and f'check("{label}"' in sol[-1].source
+            assert any("correct:" in o.get("data", {}).get("text/plain", "") for o in sol[-1].outputs), label
+            assert cells[j].source.startswith("```{solution-end}")
+    assert labels == ["ch01-half-similarity", "ch01-mirror-position", "ch01-any-start", "ch01-permuted-scores",
+                      "ch01-sinusoidal", "ch01-causal-survivors"]
+    assert set(labels) == set(exercise_ids("ch01"))

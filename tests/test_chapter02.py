@@ -205,3 +205,123 @@ def test_fourier_contrast(glued):
             D = th[j] - th[i]
             best = max(best, abs(np.sin(L * D / 2) / (L * np.sin(D / 2))))
     assert glued["max_coherence"] == pytest.approx(best, rel=1e-9)
+
+
+def test_amplitude_phase_numbers(glued):
+    import math
+
+    q, k, th = (1.0, 0.5), (0.3, 1.0), 0.35
+    assert glued["amp_amplitude"] == pytest.approx(math.hypot(*q) * math.hypot(*k), rel=1e-12)
+    gamma = math.atan2(k[1], k[0]) - math.atan2(q[1], q[0])
+    assert glued["amp_gamma"] == pytest.approx(gamma, rel=1e-12)
+    assert glued["amp_peak"] == pytest.approx(-gamma / th, rel=1e-12)
+    # brute force: the one-pair score on a grid 0.01 apart, within half a wavelength of 0
+    grid = np.round(np.arange(-897, 898) * 0.01, 2)
+    s = [q[0] * (math.cos(d * th) * k[0] - math.sin(d * th) * k[1]) + q[1] * (math.sin(d * th) * k[0] + math.cos(d * th) * k[1])
+         for d in grid]
+    assert glued["amp_peak_numeric"] == pytest.approx(grid[int(np.argmax(s))], abs=1e-9)
+    assert abs(glued["amp_peak_numeric"] - glued["amp_peak"]) <= 0.005
+
+
+def test_decay_bound_numbers(glued):
+    import cmath
+
+    th = freqs(128)
+
+    def bound(delta):
+        total, partial = 0.0, 0j
+        for t in th:
+            partial += cmath.exp(1j * delta * t)
+            total += abs(partial)
+        return total / len(th)
+
+    assert glued["bound_zero"] == pytest.approx(65 / 2)
+    assert glued["bound_250"] == pytest.approx(bound(250.0), rel=1e-12)
+    assert glued["bound_250"] < glued["bound_zero"] / 4
+
+
+def test_decay_counterexample(glued):
+    k = np.random.default_rng(7).normal(size=128)
+    th = freqs(128)
+    q = rot(k, -200.0, th)
+    deltas = np.arange(-250.0, 1.0)
+    scores = np.array([q @ rot(k, d, th) for d in deltas])
+    assert glued["counter_peak"] == -200
+    assert deltas[np.argmax(scores)] == -200
+    # at delta = -200 the score is |k|^2 (every pair aligned); at 0 it is k^T R_200 k
+    assert glued["counter_ratio"] == pytest.approx(k @ k / (k @ rot(k, 200.0, th)), rel=1e-9)
+    assert glued["counter_ratio"] > 1
+
+
+def _profiles(seeds):
+    """Train with the package, then score with explicit rotations (not score_profile)."""
+    from ropegeo.behaviour import train_heads
+
+    heads = train_heads("offset", seeds=seeds, offset=5, head_dim=16, train_length=64)
+    back = np.arange(1.0, 4097.0)
+    out = []
+    for h in heads:
+        th = np.asarray(h.theta)
+        # query at m, key at m - back: <R_m q, R_(m - back) k> = q . R_(-back) k
+        out.append(np.array([h.q @ rot(h.k, -b, th) for b in back]))
+    return np.array(out)
+
+
+def test_trained_head_numbers(glued):
+    prof = _profiles(range(10))
+    ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
+    assert glued["decay_seeds"] == 10
+    assert glued["trained_peak_at_target"] == np.sum(prof[:, :63].argmax(axis=1) == 4)
+    assert glued["trained_near_max"] == pytest.approx(prof[:, 0].max(), rel=1e-6)
+    assert glued["trained_ratio_min"] == pytest.approx(ratio.min(), rel=1e-6)
+    assert glued["trained_ratio_max"] == pytest.approx(ratio.max(), rel=1e-6)
+    assert glued["trained_far_wins"] == np.sum(ratio > 1)
+    # the prose: peak at the target in every seed, nearest key negative, no fading beyond the window
+    assert glued["trained_peak_at_target"] == 10 and glued["trained_near_max"] < 0
+    assert glued["trained_ratio_min"] > 0.8 and glued["trained_far_wins"] >= 7
+
+
+def test_trained_head_direction_on_disjoint_seeds():
+    prof = _profiles(range(10, 20))
+    ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
+    assert np.all(prof[:, :63].argmax(axis=1) == 4)
+    assert np.all(prof[:, 0] < 0)
+    assert ratio.min() > 0.8 and np.sum(ratio > 1) >= 7
+
+
+def test_numpy_rope_listing(nb, glued):
+    assert glued["numpy_rope_tol"] == 1e-9
+    src = next(c.source for c in nb.cells if c.cell_type == "code" and "def rope_numpy" in c.source)
+    ns = {"np": np}
+    exec(src.split("\n\n\nx_demo")[0], ns)  # the function alone
+    assert len(src.split("\n\n\nx_demo")[0].splitlines()) <= 10
+    x = np.random.default_rng(0).normal(size=(5, 8))
+    pos = np.arange(5.0) * 7
+    # independent: half pairing means coordinate i pairs with i + 4; rotate each pair explicitly
+    want = np.empty_like(x)
+    for i in range(4):
+        t = 10_000.0 ** (-2 * i / 8)
+        c, s = np.cos(pos * t), np.sin(pos * t)
+        want[:, i] = c * x[:, i] - s * x[:, i + 4]
+        want[:, i + 4] = s * x[:, i] + c * x[:, i + 4]
+    np.testing.assert_allclose(ns["rope_numpy"](x, pos), want, atol=1e-12)
+
+
+def test_exercise_order_and_structure(nb):
+    cells = nb.cells
+    labels = []
+    for i, c in enumerate(cells):
+        if c.cell_type == "markdown" and c.source.startswith("```{exercise}"):
+            label = c.source.split(":label: ")[1].split()[0]
+            labels.append(label)
+            j = i + 1 + (cells[i + 1].cell_type == "code")
+            assert cells[j].source.startswith("```{solution-start} " + label)
+            j += 1
+            while cells[j].cell_type == "code":
+                assert "solution" in cells[j].metadata.get("tags", []), label
+                j += 1
+            assert cells[j].source.startswith("```{solution-end}")
+    assert labels == ["ch02-score-by-hand", "ch02-sign-bug", "ch02-complex-rope", "ch02-direction-blind",
+                      "ch02-which-defect"]
+    kinds = [next(c.source for c in cells if f":label: {lab}" in c.source).split("**")[1] for lab in labels]
+    assert kinds == ["Compute.", "Derive.", "Implement.", "Investigate.", "Investigate."]

@@ -7,7 +7,7 @@ import sympy as sp
 
 from ropegeo.exercises import check, exercise_ids
 
-IDS = ["ch02-direction-blind", "ch02-rotate-pair", "ch02-score-by-hand", "ch02-sign-flip", "ch02-which-defect"]
+IDS = ["ch02-complex-rope", "ch02-direction-blind", "ch02-score-by-hand", "ch02-sign-bug", "ch02-which-defect"]
 
 
 def _raise(*args, **kwargs):
@@ -59,71 +59,119 @@ def test_score_wrong_answers(answer, fragment):
     assert f"{SCORE:.4f}" not in fb.message
 
 
-# ---------------------------------------------------------------- ch02-sign-flip
-q1, q2, k1, k2, delta = sp.symbols("q1 q2 k1 k2 delta", real=True)
+# ---------------------------------------------------------------- ch02-sign-bug
+q1, q2, k1, k2, m, n = sp.symbols("q1 q2 k1 k2 m n", real=True)
+delta = sp.Symbol("delta", real=True)
 theta = sp.Symbol("theta", positive=True)
-# independent derivation: s(d) = q.k cos(d theta) - (q1 k2 - q2 k1) sin(d theta), so the difference
-# s(-d) - s(d) = 2 (q1 k2 - q2 k1) sin(d theta)
-FLIP = 2 * (q1 * k2 - q2 * k1) * sp.sin(delta * theta)
+# independent derivation: the query turned by -m theta and the key by n theta differ by the angle
+# (n + m) theta, so the score is q.k cos((m + n) theta) - (q1 k2 - q2 k1) sin((m + n) theta)
+BUG = (q1 * k1 + q2 * k2) * sp.cos((m + n) * theta) - (q1 * k2 - q2 * k1) * sp.sin((m + n) * theta)
+HEALTHY = BUG.subs(m, -m)  # the healthy score depends on n - m
+KEY_BUG = BUG.subs(n, -n).subs(m, -m)  # query turned by +m, key by -n: the angle -(m + n) theta
 
 
-def test_sign_flip_solution_passes():
-    assert check("ch02-sign-flip", FLIP)
-    # an equivalent but differently written form
-    assert check("ch02-sign-flip", sp.expand(-2 * q2 * k1 * sp.sin(delta * theta) + 2 * q1 * k2 * sp.sin(delta * theta)))
-    # symbols with no assumptions are matched by name
-    Q1, Q2, K1, K2, D, T = sp.symbols("q1 q2 k1 k2 delta theta")
-    assert check("ch02-sign-flip", 2 * (Q1 * K2 - Q2 * K1) * sp.sin(D * T))
+def test_sign_bug_solution_passes():
+    assert check("ch02-sign-bug", BUG)
+    assert check("ch02-sign-bug", sp.expand(sp.expand_trig(BUG)))
+    Q1, Q2, K1, K2, M, N, T = sp.symbols("q1 q2 k1 k2 m n theta")  # symbols without assumptions match by name
+    assert check("ch02-sign-bug", (Q1 * K1 + Q2 * K2) * sp.cos((M + N) * T) - (Q1 * K2 - Q2 * K1) * sp.sin((M + N) * T))
+
+
+def test_sign_bug_accepts_an_unsimplified_derivation():
+    def rot(a):
+        return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
+
+    raw = ((rot(-m * theta) * sp.Matrix([q1, q2])).T * (rot(n * theta) * sp.Matrix([k1, k2])))[0, 0]
+    assert check("ch02-sign-bug", raw)
+    assert check("ch02-sign-bug", BUG.rewrite(sp.exp))
 
 
 @pytest.mark.parametrize(
     "answer, fragment",
     [
-        (-FLIP, "opposite sign"),
-        (FLIP / 2, "half the right size"),
-        (FLIP + (q1 * k1 + q2 * k2) * sp.cos(delta * theta), "does not vanish when k = q"),
-        (2 * (q1 * k2 - q2 * k1) * sp.cos(delta * theta), "not odd in delta"),
-        (2 * (q1 * k2 - q2 * k1) * sp.sin(2 * delta * theta), "not equal"),
-        (FLIP.subs(theta, sp.Symbol("omega")), "only"),
+        (HEALTHY, "healthy RoPE score"),
+        (KEY_BUG, "the key, not the query"),
+        (-BUG, "opposite sign"),
+        (BUG.subs(theta, 2 * theta), "not equal"),
+        (BUG.subs(n, delta), "only"),
         (3.5, "SymPy expression"),
-        ("2*sin(delta)", "SymPy expression"),
+        ("cos((m+n)*theta)", "SymPy expression"),
     ],
 )
-def test_sign_flip_wrong_answers(answer, fragment):
-    fb = check("ch02-sign-flip", answer)
+def test_sign_bug_wrong_answers(answer, fragment):
+    fb = check("ch02-sign-bug", answer)
     assert not fb
     assert fragment in fb.message
-    assert "sin(delta*theta)" not in fb.message
+    assert "m + n" not in fb.message and "(m+n)" not in fb.message
 
 
-# ---------------------------------------------------------------- ch02-rotate-pair
+def test_sign_bug_refuses_a_huge_expression_before_simplifying():
+    fb = check("ch02-sign-bug", (q1 + q2 + k1 + k2 + m) ** 8)
+    assert not fb and "far larger" in fb.message
+    x = q1 + q2 + k1 + k2 + m + theta
+    assert "far larger" in check("ch02-sign-bug", BUG + sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1).message
+    assert "far larger" in check("ch02-sign-bug", BUG + sum(sp.sin(i * m * theta) for i in range(2, 200))).message
+    assert check("ch02-sign-bug", BUG + sp.sin(3 * m * theta) ** 2 + sp.cos(3 * m * theta) ** 2 - 1)
 
 
-def rotate_pair(x, angle):
+@pytest.mark.parametrize("answer, fragment", [
+    (sp.Function("f")(m), "elementary functions"),
+    (sp.Integral(q1, (q1, 0, 1)) * BUG, "Integral"),
+    (sp.Sum(sp.sin(m * sp.Symbol("j")), (sp.Symbol("j"), 1, 10**9)), "Sum"),
+    (BUG / sp.sin(0 * m), "sin and cos"),
+    (sp.exp(sp.exp(sp.exp(100 * m))), "sin and cos"),
+    (sp.sin(10**400 * m * theta), "far larger"),
+    (sp.I * BUG, "not equal"),
+    (BUG + 1e-12 * q1, "exact numbers"),
+])
+def test_sign_bug_odd_expressions(answer, fragment):
+    fb = check("ch02-sign-bug", answer)
+    assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+# ---------------------------------------------------------------- ch02-complex-rope
+
+
+def complex_rope(x, positions):
+    """Independent: explicit per-pair loop with complex numbers."""
     x = np.asarray(x, dtype=float)
-    z = (x[..., 0] + 1j * x[..., 1]) * np.exp(1j * np.asarray(angle, dtype=float))
-    return np.stack([z.real, z.imag], axis=-1)
+    out = np.empty_like(x)
+    d = x.shape[-1]
+    for i in range(d // 2):
+        w = 10_000.0 ** (-2 * i / d)
+        z = (x[..., 2 * i] + 1j * x[..., 2 * i + 1]) * np.exp(1j * w * np.asarray(positions, dtype=float))
+        out[..., 2 * i], out[..., 2 * i + 1] = z.real, z.imag
+    return out
 
 
-def test_rotate_solution_passes():
-    assert check("ch02-rotate-pair", rotate_pair)
+def half_rope(x, positions):
+    x = np.asarray(x, dtype=float)
+    d = x.shape[-1]
+    perm = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])  # interleaved -> half layout
+    inv = np.argsort(perm)
+    return complex_rope(x[..., inv], positions)[..., perm]
+
+
+def test_complex_rope_solution_passes():
+    assert check("ch02-complex-rope", complex_rope)
 
 
 @pytest.mark.parametrize(
     "fn, fragment",
     [
-        (lambda x, a: rotate_pair(x, -np.asarray(a)), "clockwise"),
-        (lambda x, a: 2 * rotate_pair(x, a), "length"),
-        (lambda x, a: rotate_pair(x, np.radians(a)), "degrees"),
-        (lambda x, a: rotate_pair(x, a)[..., ::-1] * np.array([1, -1]) if np.ndim(a) == 0 else rotate_pair(x, a), "not the rotation"),
-        (lambda x, a: rotate_pair(x, np.ravel(a)[0]), "not the rotation"),
-        (lambda x, a: rotate_pair(x, a).ravel(), "shape"),
-        (lambda x, a: np.einsum("ij,...j->...i", [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]], x), "raised"),
+        (lambda x, p: complex_rope(x, -np.asarray(p)), "wrong way"),
+        (half_rope, "half pairing"),
+        (lambda x, p: 2 * complex_rope(x, p), "length"),
+        (lambda x, p: np.concatenate([complex_rope(x[..., :2], p), complex_rope(x[..., 2:], p)], axis=-1)
+         if np.shape(x)[-1] > 2 else complex_rope(x, p), "later pairs"),
+        (lambda x, p: complex_rope(x, p)[..., ::-1], "not the rotary embedding"),
+        (lambda x, p: complex_rope(x, p).ravel(), "shape"),
+        (lambda x, p: x[100], "raised IndexError"),
         ("not a function", "expected a function"),
     ],
 )
-def test_rotate_wrong_answers(fn, fragment):
-    fb = check("ch02-rotate-pair", fn)
+def test_complex_rope_wrong_answers(fn, fragment):
+    fb = check("ch02-complex-rope", fn)
     assert not fb
     assert fragment in fb.message
 
@@ -231,49 +279,6 @@ def test_score_message_of_a_huge_number_is_short():
     assert not fb and len(fb.message) < 200 and "is not the score" in fb.message
 
 
-def test_sign_flip_refuses_a_huge_expression_before_simplifying():
-    # (q1 + q2 + k1 + k2 + delta)**8 expands to 495 terms; simplifying that took minutes
-    fb = check("ch02-sign-flip", (q1 + q2 + k1 + k2 + delta) ** 8)
-    assert not fb and "far larger" in fb.message
-    fb = check("ch02-sign-flip", sp.expand((q1 + q2 + k1 + k2 + delta) ** 6))
-    assert not fb and "far larger" in fb.message
-    # an identity hidden in trigonometric functions that expand_trig would blow up before simplifying
-    x = q1 + q2 + k1 + k2 + delta + theta
-    assert "far larger" in check("ch02-sign-flip", FLIP + sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1).message
-    assert "far larger" in check("ch02-sign-flip", FLIP + sp.sin(1000 * delta) ** 2 + sp.cos(1000 * delta) ** 2 - 1).message
-    # ... while a small hidden identity is still proved
-    assert check("ch02-sign-flip", FLIP + sp.sin(3 * delta * theta) ** 2 + sp.cos(3 * delta * theta) ** 2 - 1)
-    # a long sum: many terms, each cheap
-    assert "far larger" in check("ch02-sign-flip", FLIP + sum(sp.sin(i * delta * theta) for i in range(2, 200))).message
-
-
-def test_sign_flip_accepts_an_unsimplified_derivation():
-    # the difference of the two scores straight from the rotation matrices, not simplified
-    def score(d):
-        rot = sp.Matrix([[sp.cos(d * theta), -sp.sin(d * theta)], [sp.sin(d * theta), sp.cos(d * theta)]])
-        return (sp.Matrix([[q1, q2]]) * rot * sp.Matrix([k1, k2]))[0, 0]
-
-    assert check("ch02-sign-flip", score(-delta) - score(delta))
-    assert check("ch02-sign-flip", sp.expand(score(-delta) - score(delta)))
-    assert check("ch02-sign-flip", FLIP.rewrite(sp.exp))  # the same, through complex exponentials
-
-
-@pytest.mark.parametrize("answer, fragment", [
-    (sp.Function("f")(delta), "elementary functions"),  # an undefined function has no value
-    (sp.Integral(q1, (q1, 0, 1)) * FLIP, "Integral"),  # SymPy's lambdify raises NotImplementedError on it
-    (sp.Sum(sp.sin(delta * sp.Symbol("n")), (sp.Symbol("n"), 1, 10**9)), "Sum"),  # 10**9 terms to add up
-    (FLIP / sp.sin(0 * delta), "sin and cos"),  # zoo: no finite value anywhere
-    (sp.oo, "sin and cos"),
-    (sp.exp(sp.exp(sp.exp(100 * delta))), "sin and cos"),  # float64 overflow, not a number with many digits
-    (sp.sin(10**400 * delta * theta), "far larger"),  # expand_trig would write sin(n x) with n terms
-    (sp.I * FLIP, "not equal"),  # not real
-    (FLIP + 1e-12 * q1, "exact numbers"),  # numerically close, symbolically different
-])
-def test_sign_flip_odd_expressions(answer, fragment):
-    fb = check("ch02-sign-flip", answer)
-    assert not fb and fragment in fb.message and "\n" not in fb.message
-
-
 @pytest.mark.parametrize("scale", [1e-150, 1e-3, 1.0, 1e150, 1e300])
 def test_direction_blind_is_scale_invariant(scale):
     blind = (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-0.5, -1.0, 4.0, -2.0]))
@@ -314,16 +319,3 @@ def test_direction_blind_odd_answers(answer, fragment):
 def test_which_defect_odd_answers(answer, fragment):
     fb = check("ch02-which-defect", answer)
     assert not fb and fragment in fb.message
-
-
-def test_rotate_pair_reports_a_failure_on_the_basis_check():
-    calls = []
-
-    def only_five_calls(x, angle):
-        calls.append(1)
-        if len(calls) > 5:
-            raise RuntimeError("sixth call")
-        return rotate_pair(x, angle)
-
-    fb = check("ch02-rotate-pair", only_five_calls)
-    assert not fb and "raised RuntimeError: sixth call" in fb.message

@@ -143,3 +143,96 @@ def test_block_rotation_image_single_pairing():
 def test_block_rotation_image_validates(kwargs, name):
     with pytest.raises(ValueError, match=name):
         block_rotation_image(**kwargs)
+
+
+def test_decay_panels_draw_the_data():
+    from ropegeo.plots.rotation import decay_panels
+
+    x = np.arange(0.0, 11.0)
+    d = -x[::-1]
+    trained = np.vstack([np.sin(d), np.cos(d), 2 * np.sin(d)])
+    before = plt.get_fignums()
+    fig = decay_panels((x, 10 - x), (d, np.cos(d + 3)), (d, trained), train_length=5, target=-5, window=2)
+    assert isinstance(fig, Figure) and plt.get_fignums() == before
+    a1, a2, a3 = fig.axes
+    np.testing.assert_allclose(a1.get_lines()[0].get_ydata(), 10 - x)
+    np.testing.assert_allclose(a2.get_lines()[0].get_ydata(), np.cos(d + 3))
+    # the counterexample's peak is marked at its argmax
+    assert a2.get_lines()[1].get_xdata()[0] == d[np.argmax(np.cos(d + 3))]
+    # windows of 2 offsets from the left: (-10, -9), (-8, -7), ...; the median over seeds of each window's best
+    best = np.array([[row[j:j + 2].max() for j in range(0, 10, 2)] for row in trained])
+    np.testing.assert_allclose(a3.get_lines()[0].get_xdata(), [-9.5, -7.5, -5.5, -3.5, -1.5])
+    np.testing.assert_allclose(a3.get_lines()[0].get_ydata(), np.median(best, axis=0))
+    assert a3.get_lines()[1].get_ydata()[0] == np.median(trained[:, d == -5])  # the target line
+    assert len(a3.patches) == 1  # the shaded training window
+    with pytest.raises(ValueError, match="target"):
+        decay_panels((x, 10 - x), (d, np.cos(d)), (d, trained), target=-4.5, window=2)
+    with pytest.raises(ValueError, match="window"):
+        decay_panels((x, 10 - x), (d, np.cos(d)), (d, trained), window=0)
+
+
+@pytest.mark.parametrize("args, name", [
+    (((np.arange(3.0), np.ones(4)), (np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones((2, 3)))), "bound"),
+    (((np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones(3)), (np.arange(3.0), np.ones(3))), "trained"),
+    (((np.arange(3.0), np.ones(3)), (np.arange(3.0), [np.nan] * 3), (np.arange(3.0), np.ones((2, 3)))), "counter"),
+])
+def test_decay_panels_validates(args, name):
+    from ropegeo.plots.rotation import decay_panels
+
+    with pytest.raises(ValueError, match=name):
+        decay_panels(*args)
+
+
+def test_defect_heads_figure():
+    from ropegeo.plots.rotation import defect_heads_figure
+
+    w = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
+    o = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
+    fig = defect_heads_figure(w, o, target=5)
+    assert len(fig.axes) == 4
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "healthy: attends to 5" in titles and "routing: attends to 4" in titles and "reads token 4" in titles
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    np.testing.assert_allclose(heights, np.eye(8)[5])
+    with pytest.raises(ValueError, match="same head names"):
+        defect_heads_figure(w, {"healthy": o["healthy"]})
+    with pytest.raises(ValueError, match="target"):
+        defect_heads_figure(w, o, target=8)
+    with pytest.raises(ValueError, match="common length"):
+        defect_heads_figure(w, {"healthy": np.ones(7), "routing": np.ones(8)})
+
+
+def test_shift_change_figure():
+    from ropegeo.plots.rotation import shift_change_figure
+
+    c = np.arange(10.0, 60.0, 10.0)
+    fig = shift_change_figure(c, {"additive": c / 10, "rotary": np.zeros(5)})
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    additive, rotary = ax.get_lines()
+    np.testing.assert_allclose(additive.get_ydata(), c / 10)
+    assert np.all(rotary.get_ydata() > 0)  # zeros are drawn at a floor, not lost on the log axis
+    with pytest.raises(ValueError, match="non-negative"):
+        shift_change_figure(c, {"additive": -c})
+    with pytest.raises(ValueError, match="shifts"):
+        shift_change_figure([1.0], {"a": [1.0]})
+
+
+def test_score_split_figure_bars():
+    from ropegeo.plots.rotation import score_split_figure
+
+    q, k, th, d = (1.0, 0.5), (0.3, 1.0), 0.35, 4.0
+    fig = score_split_figure(q, k, th, d)
+    (ax,) = fig.axes
+    heights = [p.get_height() for p in ax.patches]
+    dot, cross = 1.0 * 0.3 + 0.5 * 1.0, 1.0 * 1.0 - 0.5 * 0.3
+    # by complex numbers: the score with the key at +d and at -d
+    zq, zk = complex(*q), complex(*k)
+    fwd = (np.conj(zq) * zk * np.exp(1j * d * th)).real
+    back = (np.conj(zq) * zk * np.exp(-1j * d * th)).real
+    want = [dot * np.cos(d * th), -cross * np.sin(d * th), fwd, dot * np.cos(d * th), cross * np.sin(d * th), back]
+    np.testing.assert_allclose(heights, want, atol=1e-12)
+    with pytest.raises(ValueError, match="delta"):
+        score_split_figure(delta=0.0)
+    with pytest.raises(ValueError, match="q"):
+        score_split_figure(q=(0.0, 0.0))

@@ -86,3 +86,25 @@ def test_symbolic_inputs_refuse_strings_which_sympy_would_evaluate(tmp_path):
     assert not marker.exists()
     with pytest.raises(ValueError, match="position must be a number"):
         block_rotation([])
+
+
+def test_self_similarity_identity():
+    from ropegeo.symbolic import sinusoidal_self_similarity
+
+    ident = sinusoidal_self_similarity()
+    assert ident.holds()
+    p, k, w = (ident.symbols[n] for n in ("p", "k", "omega"))
+    # the simplified product holds no p and is even in k
+    simple = sp.simplify(ident.lhs)
+    assert p not in simple.free_symbols
+    assert sp.simplify(simple.subs(k, -k) - simple) == 0
+    # numerically, against the code itself: one pair of width-2 sinusoidal_encoding
+    for wv, kv, pv in ((0.3, 4.0, 11.0), (1.0, -7.5, 250.0)):
+        val = float(ident.lhs.subs({w: wv, k: kv, p: pv}))
+        code = sinusoidal_encoding(np.array([pv, pv + kv]) * wv, 2)
+        assert val == pytest.approx(code[0] @ code[1], abs=1e-12)
+        assert val == pytest.approx(math.cos(wv * kv), abs=1e-12)
+    # a wrong right side is caught: the identity machinery can fail
+    from ropegeo.symbolic import Identity
+
+    assert not Identity("wrong", ident.lhs, sp.cos(w * (p + k)), ident.symbols).holds()

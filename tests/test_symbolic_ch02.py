@@ -369,3 +369,44 @@ def test_shift_change_validates():
         sym.shift_change(m + n, ())
     with pytest.raises(ValueError, match="positions"):
         sym.shift_change(m + n, (m, 3))
+
+
+def test_amplitude_phase_identity():
+    import math
+
+    from ropegeo.symbolic import amplitude_phase_identity
+
+    ident = amplitude_phase_identity()
+    assert ident.holds()
+    S = ident.symbols
+    # numerically against a rotation written out here, at a few points
+    for rq, rk, phi, psi, d, t in ((1.0, 2.0, 0.3, -1.1, 4.0, 0.35), (0.5, 3.0, 2.0, 2.5, -7.5, 1.2)):
+        q = (rq * math.cos(phi), rq * math.sin(phi))
+        k = (rk * math.cos(psi), rk * math.sin(psi))
+        a = d * t
+        rk_vec = (math.cos(a) * k[0] - math.sin(a) * k[1], math.sin(a) * k[0] + math.cos(a) * k[1])
+        want = q[0] * rk_vec[0] + q[1] * rk_vec[1]
+        vals = {S["r_q"]: rq, S["r_k"]: rk, S["phi"]: phi, S["psi"]: psi, S["delta"]: d, S["theta"]: t}
+        assert float(ident.lhs.subs(vals)) == pytest.approx(want, abs=1e-12)
+        assert float(ident.rhs.subs(vals)) == pytest.approx(want, abs=1e-12)
+        # the peak: delta = (phi - psi) / theta maximises the pair's score
+        vals[S["delta"]] = (phi - psi) / t
+        assert float(ident.rhs.subs(vals)) == pytest.approx(rq * rk)
+    # the wrong sign of the angle is not an identity
+    from ropegeo.symbolic import Identity
+
+    wrong = S["r_q"] * S["r_k"] * sp.cos(S["delta"] * S["theta"] - S["psi"] + S["phi"])
+    assert not Identity("wrong", ident.lhs, wrong, S).holds()
+
+
+def test_requirement_phase():
+    from ropegeo.symbolic import requirement_phase
+
+    recurrence, solution = requirement_phase()
+    (m,) = [s for s in solution.free_symbols if s.name == "m"]
+    (theta,) = [s for s in solution.free_symbols if s.name == "theta"]
+    assert sp.simplify(solution - m * theta) == 0
+    # it satisfies the recurrence and the initial condition, checked by substitution
+    assert sp.simplify(solution.subs(m, m + 1) - solution - theta) == 0
+    assert solution.subs(m, 0) == 0
+    assert recurrence.rhs == theta

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import as_float_array, as_items, as_whole, call_student, correct, exercise, short, sympy_problem, wrong
+from . import as_float_array, as_items, as_whole, call_student, correct, exercise, sympy_problem, wrong
 from ..attention import AttentionLayer, sinusoidal_encoding
 
 # ---- problem data shared with the notebook -------------------------------------------------
 
-#: ch01-table-shifts: an absolute table of this many rows, a sequence of this many tokens.
-TABLE_ROWS, SEQUENCE_LENGTH = 16, 6
+#: ch01-half-similarity: the width of the sinusoidal code, and the offsets searched (1 .. this).
+SIMILARITY_WIDTH, SIMILARITY_SEARCH = 16, 2048
 
 #: ch01-causal-survivors: the permutation applied to an 8-token sequence.
 SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
@@ -37,20 +37,125 @@ def survivor_problem():
 # ---- checks --------------------------------------------------------------------------------
 
 
-@exercise("ch01-table-shifts")
-def _table_shifts(answer):
-    n, bad = as_whole(answer, "a whole number of shifts")
+@exercise("ch01-half-similarity")
+def _half_similarity(answer):
+    n, bad = as_whole(answer, "a whole number of positions k")
     if bad:
         return bad
-    # brute force: shift s is valid when every position s .. s + L - 1 indexes the table
-    valid = sum(1 for s in range(TABLE_ROWS + 1) if s + SEQUENCE_LENGTH - 1 <= TABLE_ROWS - 1)
-    if n == valid:
-        return correct(f"{n} shifts keep all {SEQUENCE_LENGTH} positions inside the {TABLE_ROWS}-row table.")
-    if n == TABLE_ROWS:
-        return wrong("that is the number of rows: the last token of the sequence must fit in the table too.")
-    if abs(n - valid) == 1:
-        return wrong("off by one: check the smallest and the largest valid shift, both included.")
-    return wrong(f"{n} is not the count of valid shifts; write down the first and last position for a shift s.")
+    if n < 1:
+        return wrong("the offset must be a positive whole number: at k = 0 the code is compared with itself.")
+    sim = _similarity(np.arange(1, SIMILARITY_SEARCH + 1))
+    below = np.flatnonzero(sim < SIMILARITY_WIDTH / 4) + 1
+    first = int(below[0])
+    if n == first:
+        return correct(f"k = {n} is the first offset at which the two codes share less than half of their "
+                       "similarity at k = 0 (it does not fall steadily: it dips and recovers first).")
+    if n > SIMILARITY_SEARCH:
+        return wrong(f"the similarity first falls below half much earlier than k = {n}.")
+    value = float(_similarity(np.array([n]))[0])
+    if value >= SIMILARITY_WIDTH / 4:
+        return wrong(f"at k = {n} the similarity is still at least half of its value at k = 0.")
+    if n == int(np.flatnonzero(sim < 0)[0]) + 1:
+        return wrong("that is where the similarity first turns negative; the question asks where it first "
+                     "drops below half.")
+    return wrong(f"at k = {n} the similarity is below half, but it already was at a smaller offset.")
+
+
+def _similarity(k):
+    """PE(p) . PE(p + k) for the code of exercise ch01-half-similarity, by brute force at p = 0 and p = 37."""
+    a = sinusoidal_encoding(np.zeros(1), SIMILARITY_WIDTH) @ sinusoidal_encoding(k, SIMILARITY_WIDTH).T
+    b = sinusoidal_encoding(np.full(1, 37.0), SIMILARITY_WIDTH) @ sinusoidal_encoding(37.0 + k, SIMILARITY_WIDTH).T
+    return 0.5 * (a[0] + b[0])
+
+
+def _sympy_answer(answer, what, allowed):
+    """A SymPy expression in the symbols ``allowed`` (names), or (None, reason)."""
+    import sympy as sp
+
+    if isinstance(answer, (str, bytes)):
+        return None, f"expected {what} as a SymPy expression, got text: build it from sympy symbols."
+    if isinstance(answer, bool) or not isinstance(answer, (sp.Basic, int, float)):
+        return None, f"expected {what} as a SymPy expression, got {type(answer).__name__}."
+    expr = sp.sympify(answer)
+    if not isinstance(expr, sp.Expr):
+        return None, f"expected {what} as a SymPy expression, got {type(expr).__name__}."
+    problem = sympy_problem(expr, 300)
+    if problem:
+        return None, f"your expression {problem}."
+    extra = sorted({s.name for s in expr.free_symbols} - set(allowed))
+    if extra:
+        return None, f"unexpected symbols {extra}: use only {', '.join(allowed)}."
+    return expr, None
+
+
+def _numeric(expr, names, points):
+    """Evaluate a SymPy expression at rows of ``points`` (one column per name); None if it cannot."""
+    import sympy as sp
+
+    by_name = {s.name: s for s in expr.free_symbols}
+    args = [by_name.get(n, sp.Symbol(n)) for n in names]
+    try:
+        f = sp.lambdify(args, expr, "numpy")
+        out = np.array([complex(f(*row)) for row in points])
+    except Exception:  # noqa: BLE001 - SymPy or NumPy cannot evaluate the student's expression
+        return None
+    if not np.all(np.isfinite(out)) or np.abs(out.imag).max() > 1e-9:
+        return None
+    return out.real
+
+
+@exercise("ch01-mirror-position")
+def _mirror_position(answer):
+    expr, err = _sympy_answer(answer, "the position p'", ("p", "k"))
+    if err:
+        return wrong(err)
+    pts = np.random.default_rng(11).uniform(-40, 40, size=(8, 2))
+    got = _numeric(expr, ("p", "k"), pts)
+    if got is None:
+        return wrong("your expression cannot be evaluated at numeric p and k.")
+    p, k = pts[:, 0], pts[:, 1]
+    if np.allclose(got, p + k, atol=1e-9):
+        return correct("with p' = p + k, PE(p').PE(p' - k) is PE(p + k).PE(p), the same dot product read in "
+                       "the other order; since it depends on k alone, the similarity at -k equals the one at +k.")
+    if np.allclose(got, p - k, atol=1e-9):
+        return wrong("with that p', the pair (p', p' - k) is (p - k, p - 2k): not the two positions you started from.")
+    if np.allclose(got, p, atol=1e-9):
+        return wrong("with p' = p the product PE(p).PE(p - k) compares p with p - k, not with p + k.")
+    return wrong("with your p', the positions p' and p' - k are not the two positions p and p + k.")
+
+
+@exercise("ch01-any-start")
+def _any_start(answer):
+    expr, err = _sympy_answer(answer, "c(p).c(p + k)", ("a", "b", "omega", "k", "p"))
+    if err:
+        return wrong(err)
+    names = ("a", "b", "omega", "k", "p")
+    rng = np.random.default_rng(12)
+    pts = np.column_stack([rng.uniform(-2, 2, (10, 2)), rng.uniform(0.05, 1.5, 10), rng.uniform(-20, 20, (10, 2))])
+    got = _numeric(expr, names, pts)
+    if got is None:
+        return wrong("your expression cannot be evaluated at numeric a, b, omega, k and p.")
+    a, b, w, k, p = pts.T
+    want = (a * a + b * b) * np.cos(w * k)
+    if np.allclose(got, want, atol=1e-9):
+        if "p" in {s.name for s in expr.free_symbols}:
+            return correct("right, and p cancels: simplify your expression to see that only k is left.")
+        return correct("the start vector only sets the scale: any code that rotates one fixed vector compares "
+                       "itself through cos(omega k) alone, an even function of k.")
+    pts2 = pts.copy()
+    pts2[:, 4] += 3.0
+    other = _numeric(expr, names, pts2)
+    if other is not None and not np.allclose(other, got, atol=1e-9):
+        return wrong("your expression changes when p changes: the product must not depend on p.")
+    if np.allclose(got, np.cos(w * k), atol=1e-9):
+        return wrong("this is right only for a start vector of length 1: keep a and b in the answer.")
+    if np.allclose(got, (a * a + b * b) * np.cos(w * k) + 2 * a * b * np.sin(w * k), atol=1e-9) or np.allclose(
+            got, (a * a - b * b) * np.cos(w * k), atol=1e-9):
+        return wrong("a sine or a difference of squares survived: collect the terms again; a rotation matrix "
+                     "contributes only its symmetric part to x^T R x.")
+    if np.allclose(got, (a * a + b * b) * np.cos(w * k) * -1, atol=1e-9):
+        return wrong("the sign is off: at k = 0 the product is the squared length of the start vector.")
+    return wrong("your expression differs from c(p).c(p + k) at some values of a, b, omega and k.")
 
 
 def _random_scores(rng, n):
@@ -95,68 +200,6 @@ def _permuted_scores(answer):
             return wrong("the result is transposed: rows must stay queries and columns keys.")
         return wrong(f"for n={n} the result differs from the layer's scores of the permuted tokens.")
     return correct("the permuted scores are P S P^T: every pair of tokens keeps its score.")
-
-
-def _matrix2(answer):
-    import sympy as sp
-
-    # look at the shape before building a Matrix: range(10**20) or a huge nested list must not be read
-    if isinstance(answer, (sp.MatrixBase, np.ndarray)):
-        shape = tuple(answer.shape)
-    else:
-        try:
-            shape = (len(answer), *{len(row) for row in answer}) if 0 < len(answer) <= 2 else (len(answer),)
-        except (TypeError, OverflowError):
-            return None, f"expected a 2x2 SymPy Matrix in the symbols omega and k, got {type(answer).__name__}."
-    if shape != (2, 2):
-        return None, f"expected a 2x2 matrix, got shape {short(shape)}."
-    try:
-        M = sp.Matrix(answer)
-    except Exception:  # noqa: BLE001 - not something SymPy can read as a matrix (even NotImplementedError)
-        return None, "expected a 2x2 SymPy Matrix in the symbols omega and k."
-    if M.shape != (2, 2):
-        return None, f"expected a 2x2 matrix, got shape {M.shape}."
-    return M, None
-
-
-@exercise("ch01-shift-matrix")
-def _shift_matrix(answer):
-    import sympy as sp
-
-    M, err = _matrix2(answer)
-    if err:
-        return wrong(err)
-    for entry in M:
-        problem = sympy_problem(sp.sympify(entry), 200)
-        if problem:  # a Sum over 10**9 terms would be evaluated term by term below
-            return wrong(f"an entry of your matrix {problem}.")
-    names = {s.name for s in M.free_symbols}
-    if "p" in names:
-        return wrong("your matrix contains p: the map must be the same at every position.")
-    extra = names - {"omega", "k"}
-    if extra:
-        return wrong(f"unexpected symbols {sorted(extra)}: use only omega (frequency) and k (shift).")
-    by_name = {s.name: s for s in M.free_symbols}
-    try:
-        f = sp.lambdify([by_name.get("omega", sp.Symbol("omega")), by_name.get("k", sp.Symbol("k"))], M, "numpy")
-    except Exception:  # noqa: BLE001 - SymPy cannot print it for NumPy (it may raise NotImplementedError)
-        return wrong("your matrix cannot be evaluated at numeric omega and k.")
-    rng = np.random.default_rng(7)
-    forward = backward = True
-    for _ in range(12):
-        w, k, p = rng.uniform(0.05, 1.5), rng.uniform(-20, 20), rng.uniform(-50, 50)
-        try:
-            A = np.asarray(f(w, k), dtype=np.float64)
-        except Exception:
-            return wrong("your matrix cannot be evaluated at numeric omega and k.")
-        v0 = np.array([np.sin(w * p), np.cos(w * p)])
-        forward &= np.allclose(A @ v0, [np.sin(w * (p + k)), np.cos(w * (p + k))], atol=1e-9)
-        backward &= np.allclose(A @ v0, [np.sin(w * (p - k)), np.cos(w * (p - k))], atol=1e-9)
-    if forward:
-        return correct("this matrix moves every sinusoidal pair from p to p + k.")
-    if backward:
-        return wrong("your matrix moves the code from p to p - k: the angle has the wrong sign.")
-    return wrong("multiplying [sin(omega p), cos(omega p)] by your matrix does not give the pair at p + k.")
 
 
 @exercise("ch01-sinusoidal")

@@ -13,7 +13,7 @@ import numpy as np
 import sympy as sp
 
 from ..attention import copy_back_head
-from ..rotation import apply_rope, rotation_matrix
+from ..rotation import apply_rope
 from . import as_float_array, as_items, as_number, call_student, correct, exercise, short, sympy_problem, wrong
 
 # ---- ch02-score-by-hand: the one-pair score from its two terms ------------------------------
@@ -56,24 +56,28 @@ def _check_score(answer):
                  "with cos and sin of the displacement angle.")
 
 
-# ---- ch02-sign-flip: s(-delta) - s(delta) as a SymPy expression ------------------------------
-_FLIP_NAMES = ("q1", "q2", "k1", "k2", "delta", "theta")
+# ---- ch02-sign-bug: the score when the query is turned the wrong way -------------------------
+_BUG_NAMES = ("q1", "q2", "k1", "k2", "m", "n", "theta")
 
 
-def _flip_symbols():
-    q1, q2, k1, k2, delta = sp.symbols("q1 q2 k1 k2 delta", real=True)
-    return {"q1": q1, "q2": q2, "k1": k1, "k2": k2, "delta": delta, "theta": sp.Symbol("theta", positive=True)}
+def _bug_symbols():
+    q1, q2, k1, k2, m, n = sp.symbols("q1 q2 k1 k2 m n", real=True)
+    return {"q1": q1, "q2": q2, "k1": k1, "k2": k2, "m": m, "n": n, "theta": sp.Symbol("theta", positive=True)}
 
 
 def _is_zero(expr) -> bool:
     expr = sp.expand(expr)
+    # cheap first: after the angle-addition formulas both sides are polynomials in sin and cos of
+    # m theta and n theta, which usually cancel term by term; simplify only what is left
+    if sp.expand(sp.expand_trig(expr)) == 0 or sp.expand(expr.rewrite(sp.exp)) == 0:
+        return True
     return sp.simplify(sp.expand_trig(expr)) == 0 or sp.simplify(expr.rewrite(sp.exp)) == 0
 
 
-#: Size bounds of a sign-flip answer (the intended expression has about 10 nodes and 2 terms):
+#: Size bounds of a sign-bug answer (the intended expression has about 20 nodes and 2 terms):
 #: nodes of the expression tree, and terms its expansion would have. Anything larger is refused
 #: before SymPy simplifies it (simplifying a large expansion takes minutes).
-MAX_FLIP_NODES, MAX_FLIP_TERMS = 300, 64
+MAX_BUG_NODES, MAX_BUG_TERMS = 300, 64
 
 
 def _expanded_terms(expr, cap: int) -> int:
@@ -115,13 +119,13 @@ def _expanded_terms(expr, cap: int) -> int:
         return cap + 1
 
 
-def _flip_values(expr, symbols, points):
+def _values(expr, symbols, points):
     """``expr`` at each point (dicts of symbol values) in float64, as complex numbers, or None without a finite value.
 
-    Evaluated with ``lambdify`` and NumPy, never in arbitrary precision: ``exp(exp(exp(100 delta)))``
+    Evaluated with ``lambdify`` and NumPy, never in arbitrary precision: ``exp(exp(exp(100 m)))``
     overflows to inf at once instead of computing a number with millions of digits.
     """
-    names = list(_FLIP_NAMES)
+    names = list(_BUG_NAMES)
     try:
         fn = sp.lambdify([symbols[n] for n in names], expr, modules="numpy")
         columns = [np.array([float(p[n]) for p in points]) for n in names]
@@ -131,112 +135,104 @@ def _flip_values(expr, symbols, points):
     return values if np.all(np.isfinite(values)) else None
 
 
-@exercise("ch02-sign-flip")
-def _check_sign_flip(answer):
+def _bug_scores(S):
+    """The bugged score and the two scores it is easily confused with, from complex numbers.
+
+    Independent of ``ropegeo.symbolic``: a plane vector is a complex number, a rotation by ``a``
+    multiplies it by ``exp(i a)``, and the dot product of two plane vectors is ``Re(conj(z) w)``.
+    """
+    zq, zk = S["q1"] + sp.I * S["q2"], S["k1"] + sp.I * S["k2"]
+    m, n, t = S["m"], S["n"], S["theta"]
+
+    def score(query_angle, key_angle):
+        return sp.re(sp.expand_complex(sp.conjugate(zq * sp.exp(sp.I * query_angle)) * zk * sp.exp(sp.I * key_angle)))
+
+    return {"bug": score(-m * t, n * t), "healthy": score(m * t, n * t), "key bug": score(m * t, -n * t)}
+
+
+@exercise("ch02-sign-bug")
+def _check_sign_bug(answer):
     if not isinstance(answer, sp.Expr):
-        return wrong(f"expected a SymPy expression in {', '.join(_FLIP_NAMES)}, got {type(answer).__name__}")
-    problem = sympy_problem(answer, MAX_FLIP_NODES)
-    if problem is None and _expanded_terms(answer, MAX_FLIP_TERMS) > MAX_FLIP_TERMS:
+        return wrong(f"expected a SymPy expression in {', '.join(_BUG_NAMES)}, got {type(answer).__name__}")
+    problem = sympy_problem(answer, MAX_BUG_NODES)
+    if problem is None and _expanded_terms(answer, MAX_BUG_TERMS) > MAX_BUG_TERMS:
         problem = "is far larger than the answer needs: simplify it first"
     if problem:  # refused before SymPy simplifies it (a large expansion takes minutes)
         return wrong(f"your expression {problem}.")
-    S = _flip_symbols()
+    S = _bug_symbols()
     unknown = sorted(s.name for s in answer.free_symbols if s.name not in S)
     if unknown:
-        return wrong(f"the expression uses symbols {short(unknown)}; only {', '.join(_FLIP_NAMES)} are allowed.")
+        return wrong(f"the expression uses symbols {short(unknown)}; only {', '.join(_BUG_NAMES)} are allowed.")
     ans = answer.subs({s: S[s.name] for s in answer.free_symbols}, simultaneous=True)
-    q1, q2, k1, k2, d, t = (S[name] for name in _FLIP_NAMES)
-    # independent of ropegeo.symbolic: the score from the complex form Re(conj(zq) zk e^(i d t))
-    zq, zk = q1 + sp.I * q2, k1 + sp.I * k2
-
-    def s(disp):
-        return sp.re(sp.expand_complex(sp.conjugate(zq) * zk * sp.exp(sp.I * disp * t)))
-
-    truth = s(-d) - s(d)
+    scores = _bug_scores(S)
     # screen numerically at random points (fast whatever the expression); SymPy confirms a match
-    rng = np.random.default_rng(12)
-    points = [dict(zip(("q1", "q2", "k1", "k2"), rng.uniform(-2, 2, 4)), delta=rng.uniform(-4, 4),
+    rng = np.random.default_rng(13)
+    points = [dict(zip(("q1", "q2", "k1", "k2"), rng.uniform(-2, 2, 4)), m=rng.uniform(-6, 6), n=rng.uniform(-6, 6),
                    theta=rng.uniform(0.1, 2)) for _ in range(8)]
-    got = _flip_values(ans, S, points)
+    got = _values(ans, S, points)
     if got is None:
-        return wrong("your expression has no finite real-or-complex value at some real q, k, delta and positive "
-                     f"theta: use only {', '.join(_FLIP_NAMES)}, numbers, sin and cos.")
-    want = _flip_values(truth, S, points)
-    scale = max(1.0, float(np.max(np.abs(want))))
+        return wrong("your expression has no finite real-or-complex value at some real q, k, m, n and positive "
+                     f"theta: use only {', '.join(_BUG_NAMES)}, numbers, sin and cos.")
+    want = {name: _values(expr, S, points) for name, expr in scores.items()}
+    scale = max(1.0, float(np.max(np.abs(want["bug"]))))
 
     def same(a, b):
         return bool(np.all(np.abs(a - b) <= 1e-9 * scale))
 
-    if same(got, want):
-        if _is_zero(ans - truth):
-            return correct("swapping the positions changes the score by exactly this oriented amount.")
-        return wrong("it is numerically very close to s(-delta) - s(delta), but SymPy does not find them equal: use "
+    if same(got, want["bug"]):
+        if _is_zero(ans - scores["bug"]):
+            return correct("this is the bugged score; now read off which combination of m and n it depends on, "
+                           "and what a global shift does to it.")
+        return wrong("it is numerically very close to the bugged score, but SymPy does not find them equal: use "
                      "exact numbers instead of rounded floats, write it with sin and cos, and check again.")
-    if same(got, -want):
-        return wrong("right size, opposite sign: the exercise asks for s(-delta) - s(delta).")
-    if same(2 * got, want):
-        return wrong("half the right size: both s(delta) and s(-delta) carry the oriented term, with opposite signs.")
-    at_q = _flip_values(ans, S, [dict(p, k1=p["q1"], k2=p["q2"]) for p in points])
-    if at_q is None or not same(at_q, 0):
-        return wrong("it does not vanish when k = q: something symmetric in delta (a cosine part) is left in it.")
-    mirrored = _flip_values(ans, S, [dict(p, delta=-p["delta"]) for p in points])
-    if mirrored is None or not same(got, -mirrored):
-        return wrong("it is not odd in delta, but s(-delta) - s(delta) must change sign with delta.")
-    return wrong("not equal to s(-delta) - s(delta): check the oriented coefficient q1*k2 - q2*k1 and the angle.")
+    if same(got, want["healthy"]):
+        return wrong("that is the healthy RoPE score: in this implementation the query is turned by -m theta.")
+    if same(got, want["key bug"]):
+        return wrong("that is the score when the key, not the query, is turned the wrong way.")
+    if same(got, -want["bug"]):
+        return wrong("right size, opposite sign: recheck the sign of the dot product's terms.")
+    return wrong("not equal to the score of the bugged implementation: rotate q by -m theta and k by n theta, then "
+                 "take their dot product.")
 
 
-# ---- ch02-rotate-pair: implement the 2-D rotation --------------------------------------------
+# ---- ch02-complex-rope: RoPE through complex multiplication ----------------------------------
 
 
-def _reference_rotate(x, angle):
-    x = np.asarray(x, dtype=float)
-    angle = np.broadcast_to(np.asarray(angle, dtype=float), x.shape[:-1])
-    c, s = np.cos(angle), np.sin(angle)
-    return np.stack([c * x[..., 0] - s * x[..., 1], s * x[..., 0] + c * x[..., 1]], axis=-1)
-
-
-@exercise("ch02-rotate-pair")
-def _check_rotate_pair(fn):
-    if not callable(fn):
-        return wrong(f"expected a function rotate_pair(x, angle), got {type(fn).__name__}")
-    rng = np.random.default_rng(2)
-    cases = [
-        ("one vector", np.array([1.0, 0.0]), 0.5),
-        ("one vector", np.array([0.3, -2.0]), -1.2),
-        ("a batch with one angle", rng.normal(size=(5, 2)), 2.0),
-        ("a batch with one angle per row", rng.normal(size=(6, 2)), rng.uniform(-7, 7, size=6)),
-        ("a (3, 4, 2) batch with (3, 4) angles", rng.normal(size=(3, 4, 2)), rng.uniform(-7, 7, size=(3, 4))),
+def _rope_cases(rng):
+    return [
+        ("one vector of width 2", rng.normal(size=(1, 2)), np.array([3.0])),
+        ("8 tokens of width 16", rng.normal(size=(8, 16)), np.arange(8.0)),
+        ("a (2, 5, 8) batch at shifted fractional positions", rng.normal(size=(2, 5, 8)), np.arange(5.0) * 1.5 + 100),
     ]
-    for label, x, angle in cases:
-        out, err = call_student(fn, x.copy(), angle, what=f"on {label} it")
-        if err:  # the student's code failed: say how, on which input
+
+
+@exercise("ch02-complex-rope")
+def _check_complex_rope(fn):
+    if not callable(fn):
+        return wrong(f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
+    for label, x, pos in _rope_cases(np.random.default_rng(21)):
+        out, err = call_student(fn, x.copy(), pos.copy(), what=f"on {label} it")
+        if err:
             return wrong(err)
         got, bad = as_float_array(out, f"on {label} what it returned", finite=False)
         if bad:
             return bad
-        want = _reference_rotate(x, angle)
+        want = apply_rope(x, pos)
         if got.shape != want.shape:
             return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
         if np.allclose(got, want, atol=1e-9):
             continue
-        if np.allclose(got, _reference_rotate(x, -np.asarray(angle)), atol=1e-9):
-            return wrong("it turns clockwise: a positive angle must carry the first axis towards the second.")
-        if not np.allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-9):
+        if np.allclose(got, apply_rope(x, pos, pairing="half"), atol=1e-9):
+            return wrong("it pairs coordinate i with i + d_head/2 (half pairing); this exercise pairs neighbours "
+                         "2i and 2i + 1, the real and imaginary parts of one complex number.")
+        if np.allclose(got, apply_rope(x, -pos), atol=1e-9):
+            return wrong("it turns the wrong way: multiply by exp(+i m theta_i), not by its conjugate.")
+        if not np.allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-8):
             return wrong(f"on {label} it changes the length of the vectors; a rotation preserves it.")
-        if np.allclose(got, _reference_rotate(x, np.radians(angle)), atol=1e-9):
-            return wrong("the angle is in radians; it was treated as degrees.")
-        return wrong(f"on {label} the result is not the rotation of x by the angle.")
-    # agree with the operator the book uses
-    R = rotation_matrix(0.9, 2, theta=[1.0])
-    out, err = call_student(fn, np.eye(2), 0.9, what="on the basis vectors (np.eye(2), angle 0.9) it")
-    if err:
-        return wrong(err)
-    got, bad = as_float_array(out, "on the basis vectors what it returned", finite=False)
-    if bad:
-        return bad
-    if got.shape != (2, 2) or not np.allclose(got, (R @ np.eye(2)).T, atol=1e-9):
-        return wrong("it does not match ropegeo.rotation.rotation_matrix on the basis vectors.")
-    return correct("your rotation agrees with R(angle) on single vectors and broadcast batches.")
+        if x.shape[-1] > 2 and np.allclose(got[..., :2], want[..., :2], atol=1e-9):
+            return wrong("the first pair is right but later pairs are not: check theta_i = 10000^(-2i/d_head).")
+        return wrong(f"on {label} the result is not the rotary embedding of x at those positions.")
+    return correct("your complex multiplication is the rotary embedding, pair for pair.")
 
 
 # ---- ch02-direction-blind: contents whose score cannot tell before from after ----------------
@@ -285,7 +281,7 @@ def _check_direction_blind(answer):
     if not np.all(np.isfinite(gap)):
         return wrong("the scores of q and k are not finite numbers; choose moderate entries.")
     if np.all(gap <= 1e-9):  # q and k are unit vectors: an absolute tolerance is a relative one
-        return correct("the score is the same at +delta and -delta for every displacement tested.")
+        return correct("the score is the same at +delta and -delta for every offset tested.")
     worst = int(np.argmax(gap))
     return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores of the unit vectors q/|q| and "
                  f"k/|k| at +delta and -delta differ by {gap[worst]:.3g}.")

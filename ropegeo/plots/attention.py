@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from .. import _validate as v
 
-__all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure"]
+__all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure", "self_similarity_figure"]
 
 
 def _square(name: str, a) -> np.ndarray:
@@ -192,4 +192,66 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
     a2.set_xticks(range(zoom))
     a2.set_yticks(range(zoom))
     fig.colorbar(im, ax=[a1, a2], shrink=0.8)
+    return fig
+
+
+_MAX_SIMILARITY_OFFSET = 100_000  # largest |k| drawn by self_similarity_figure
+_MAX_STARTS = 8  # curves overlaid by self_similarity_figure
+
+
+def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
+                           base: float = 10_000.0) -> Figure:
+    """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
+
+    One curve per start position ``p``, each computed by brute force from
+    :func:`ropegeo.attention.sinusoidal_encoding`, for ``k`` from ``-max_offset`` to
+    ``max_offset``, and the closed form ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (with
+    :func:`ropegeo.geometry.kernel`) dashed on top. The curves coincide (the product depends on
+    ``k`` alone) and are mirror images about ``k = 0`` (it is even in ``k``).
+
+    Parameters
+    ----------
+    dim : int
+        Width of the code (even, 2 to 1,024).
+    max_offset : int
+        Offsets ``k`` from ``-max_offset`` to ``max_offset`` are drawn (1 to 100,000).
+    starts : sequence of float
+        Start positions ``p`` (1 to 8 finite numbers).
+    base : float
+        Frequency base (greater than 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes: a line per start, the dashed closed form, and ``k = 0`` marked.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``dim``, ``max_offset``, ``starts`` or ``base``.
+    """
+    from ..attention import sinusoidal_encoding
+    from ..frequencies import frequencies
+    from ..geometry import kernel
+
+    dim = v.head_dim(dim, "dim", maximum=1024)
+    max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_SIMILARITY_OFFSET)
+    p0 = v.finite_array("starts", starts)
+    if p0.ndim != 1 or not 1 <= p0.size <= _MAX_STARTS:
+        raise ValueError(f"starts must be 1 to {_MAX_STARTS} positions, got shape {p0.shape}")
+    base = v.base(base)
+    k = np.linspace(-max_offset, max_offset, min(4001, 20 * max_offset + 1))
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for p in p0:
+        sim = sinusoidal_encoding(p + k, dim, base) @ sinusoidal_encoding(p, dim, base)
+        ax.plot(k, sim, lw=3 if p == p0[0] else 1.2, alpha=0.6, label=f"brute force from p = {p:g}")
+    closed = (dim / 2) * kernel(k, frequencies(dim, base))
+    ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d}{2}K(k)$")
+    ax.axvline(0, color="#999999", lw=0.8)
+    ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
+    ax.set_xlabel(r"offset $k$ (positions)")
+    ax.set_ylabel(r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$")
+    ax.set_title(f"sinusoidal code, width {dim}: one curve for every start, mirror-symmetric in k")
+    ax.legend(fontsize=8, loc="upper right")
     return fig

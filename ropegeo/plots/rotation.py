@@ -1,5 +1,7 @@
-"""Figures of chapter 2: one rotary pair as a clock, the two terms of its score, and the
-block-diagonal operator of a whole head.
+"""Figures of chapter 2: one rotary pair as a clock, the two terms of its score, the
+block-diagonal operator of a whole head, the long-term-decay claim against a counterexample and
+trained heads, the routing and value-path defect heads, and additive against rotary codes under
+a global shift.
 
 Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
@@ -13,7 +15,8 @@ from matplotlib.patches import Arc, Circle, FancyArrowPatch
 from .. import _validate as v
 from ..rotation import apply_rope, rotation_matrix
 
-__all__ = ["phase_clock", "score_terms", "block_rotation_image"]
+__all__ = ["phase_clock", "score_terms", "score_split_figure", "block_rotation_image", "decay_panels",
+           "defect_heads_figure", "shift_change_figure"]
 
 _MAX_HANDS = 64  # arrows on one clock; more would be unreadable
 _MAX_OFFSET = 10_000  # largest |delta| drawn by score_terms
@@ -237,4 +240,244 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
         ax.set_ylabel("output coordinate")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
     fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
+    return fig
+
+
+_MAX_CURVE = 1_000_000  # points in one curve of the figures below
+_MAX_SEEDS = 64  # trained heads overlaid in decay_panels
+
+
+def _curve(name: str, x, y) -> tuple[np.ndarray, np.ndarray]:
+    x = v.finite_array(f"{name} offsets", x)
+    y = v.finite_array(name, y)
+    if x.ndim != 1 or not 2 <= x.size <= _MAX_CURVE:
+        raise ValueError(f"{name} offsets must be 1-D with 2 to {_MAX_CURVE:,} points, got shape {x.shape}")
+    if y.shape[-1:] != x.shape:
+        raise ValueError(f"{name} must end in an axis of {x.size} values (one per offset), got shape {y.shape}")
+    return x, y
+
+
+def decay_panels(bound, counter, trained, *, train_length: int | None = None, target: float | None = None,
+                 window: int = 64) -> Figure:
+    """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
+
+    Parameters
+    ----------
+    bound : (offsets, values)
+        RoFormer's relative upper bound against the distance (e.g. from
+        :func:`ropegeo.decay.relative_upper_bound`); both 1-D of equal length.
+    counter : (offsets, scores)
+        The score of one pair of contents against the offset ``delta = n - m``.
+    trained : (offsets, scores)
+        Scores of trained heads, shape ``(seeds, offsets)`` (1 to 64 seeds), against ``delta``.
+        A score over thousands of offsets oscillates too fast to read, so each seed is reduced
+        to its best score in consecutive windows of ``window`` offsets, drawn as the median and
+        the min-max band over the seeds.
+    train_length : int, optional
+        Shades the offsets ``-(train_length - 1) .. 0`` seen in training.
+    target : float, optional
+        An offset among the trained offsets whose score (median over seeds) is drawn as a
+        horizontal line, e.g. the offset the heads were trained to attend to.
+    window : int
+        Offsets per window of the trained panel (1 to the number of offsets).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three axes, left to right.
+
+    Raises
+    ------
+    ValueError
+        For misshapen or non-finite curves or a bad ``train_length``.
+    """
+    (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
+                                    (("bound", bound), ("counter", counter), ("trained", trained)))
+    if yb.ndim != 1 or yc.ndim != 1:
+        raise ValueError("bound and counter must each be one curve (1-D values)")
+    if yt.ndim != 2 or not 1 <= yt.shape[0] <= _MAX_SEEDS:
+        raise ValueError(f"trained scores must have shape (seeds, offsets) with 1 to {_MAX_SEEDS} seeds, got {yt.shape}")
+    if train_length is not None:
+        train_length = v.integer("train_length", train_length, minimum=2)
+    window = v.integer("window", window, minimum=1, maximum=xt.size)
+    if target is not None:
+        target = v.real("target", target)
+        if not np.any(xt == target):
+            raise ValueError(f"target must be one of the trained offsets, got {target:g}")
+    fig = Figure(figsize=(13, 4), layout="constrained")
+    a1, a2, a3 = fig.subplots(1, 3)
+    a1.plot(xb, yb, color="black")
+    a1.set_xlabel(r"distance $|\delta|$ (positions)")
+    a1.set_ylabel(r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$")
+    a1.set_title("RoFormer's relative upper bound")
+    a2.plot(xc, yc, color="#d62728")
+    a2.axvline(float(xc[np.argmax(yc)]), color="#777777", ls="--", lw=1)
+    a2.set_xlabel(r"offset $\delta = n - m$")
+    a2.set_ylabel("score")
+    a2.set_title("contents aimed far back: no decay")
+    if train_length is not None:
+        a3.axvspan(-(train_length - 1), 0, color="#dddddd", zorder=0, label="offsets seen in training")
+    n_win = xt.size // window
+    best = yt[:, : n_win * window].reshape(yt.shape[0], n_win, window).max(axis=2)
+    centres = xt[: n_win * window].reshape(n_win, window).mean(axis=1)
+    a3.fill_between(centres, best.min(axis=0), best.max(axis=0), color="#1f77b4", alpha=0.3, lw=0,
+                    label=f"min-max over {yt.shape[0]} seeds")
+    a3.plot(centres, np.median(best, axis=0), color="#1f77b4", lw=1.2, label="median")
+    if target is not None:
+        a3.axhline(float(np.median(yt[:, xt == target])), color="black", ls="--", lw=1,
+                   label=rf"score at the target $\delta$ = {target:g} (median)")
+    a3.set_xlabel(r"offset $\delta = n - m$")
+    a3.set_ylabel(f"best score in each window of {window} offsets")
+    a3.set_title("trained heads: no fading with distance")
+    a3.legend(fontsize=8, loc="lower left")
+    for ax in (a2, a3):
+        ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
+    return fig
+
+
+def defect_heads_figure(weights, outputs, *, target: int | None = None) -> Figure:
+    """Attention weights and read-out labels of several copy heads, one column per head.
+
+    Parameters
+    ----------
+    weights : dict of str to array_like, shape (length,)
+        Each head's attention weights over key positions (1 to 6 heads, same length).
+    outputs : dict of str to array_like, shape (labels,)
+        Each head's output when the values are one-hot labels (same keys as ``weights``).
+    target : int, optional
+        The position the heads should read, marked in every panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two rows of bar charts: weights (top) and output (bottom).
+
+    Raises
+    ------
+    ValueError
+        For mismatched heads or shapes, or non-finite values.
+    """
+    if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
+        raise ValueError("weights and outputs must be dicts with the same head names")
+    if not 1 <= len(weights) <= 6:
+        raise ValueError(f"weights must hold 1 to 6 heads, got {len(weights)}")
+    w = {str(n): v.finite_array(f"weights[{n!r}]", a) for n, a in weights.items()}
+    o = {str(n): v.finite_array(f"outputs[{n!r}]", a) for n, a in outputs.items()}
+    shapes = {a.shape for a in w.values()} | {a.shape for a in o.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] > 256:
+        raise ValueError(f"every weights and outputs array must be 1-D of one common length (at most 256), got {shapes}")
+    if target is not None:
+        target = v.integer("target", target, minimum=0, maximum=next(iter(shapes))[0] - 1)
+    fig = Figure(figsize=(3.4 * len(w) + 0.6, 5), layout="constrained")
+    axes = np.array(fig.subplots(2, len(w), squeeze=False))
+    for j, name in enumerate(w):
+        pos = np.arange(w[name].size)
+        for row, data, label in ((0, w[name], "attention weight"), (1, o[name], "output (label read)")):
+            ax = axes[row, j]
+            colours = ["#d62728" if i == int(np.argmax(data)) else "#9ecae1" for i in pos]
+            ax.bar(pos, data, color=colours)
+            if target is not None:
+                ax.axvline(target, color="black", ls=":", lw=1)
+            ax.set_ylim(0, 1.05)
+            ax.set_xticks(pos)
+            ax.set_ylabel(label if j == 0 else "")
+        axes[0, j].set_title(f"{name}: attends to {int(np.argmax(w[name]))}")
+        axes[0, j].set_xlabel("key position")
+        axes[1, j].set_title(f"reads token {int(np.argmax(o[name]))}")
+        axes[1, j].set_xlabel("token label")
+    return fig
+
+
+def shift_change_figure(shifts, changes) -> Figure:
+    """How much a global shift of every position moves the scores, one line per scheme, log scale.
+
+    Parameters
+    ----------
+    shifts : array_like, shape (n,)
+        Global shifts ``c`` (finite, 2 to 10,000 of them).
+    changes : dict of str to array_like, shape (n,)
+        For each scheme (1 to 6), the largest change of any score at each shift (non-negative;
+        zeros are drawn at the bottom of the axis).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        For misshapen, negative or non-finite data.
+    """
+    c = v.finite_array("shifts", shifts)
+    if c.ndim != 1 or not 2 <= c.size <= 10_000:
+        raise ValueError(f"shifts must be 1-D with 2 to 10,000 values, got shape {c.shape}")
+    if not isinstance(changes, dict) or not 1 <= len(changes) <= 6:
+        raise ValueError("changes must be a dict of 1 to 6 schemes")
+    data = {str(n): v.finite_array(f"changes[{n!r}]", a) for n, a in changes.items()}
+    for n, a in data.items():
+        if a.shape != c.shape or np.any(a < 0):
+            raise ValueError(f"changes[{n!r}] must be {c.size} non-negative values, got shape {a.shape}")
+    floor = 1e-17
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.subplots()
+    for n, a in data.items():
+        ax.plot(c, np.maximum(a, floor), marker="o", ms=3, label=n)
+    ax.set_yscale("log")
+    ax.set_xlabel("global shift $c$ added to every position")
+    ax.set_ylabel("largest change of any score")
+    ax.set_title("moving the origin: the additive code's scores move, the rotary ones only round")
+    ax.legend()
+    return fig
+
+
+def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0) -> Figure:
+    """One pair's score at ``+delta`` and ``-delta``, split into its symmetric and oriented parts.
+
+    For each sign of the offset three bars: the symmetric part ``(q . k) cos(delta theta)``, the
+    oriented part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``,
+    the last computed independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars
+    are equal, the oriented ones opposite, so the scores differ by twice the oriented part.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (2,)
+        Query and key contents of one pair (non-zero, finite).
+    theta : float
+        Frequency, radians per position (positive).
+    delta : float
+        The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with two groups of three bars, each bar labelled with its value.
+
+    Raises
+    ------
+    ValueError
+        For misshapen or zero ``q``/``k``, or a bad ``theta`` or ``delta``.
+    """
+    q = _pair("q", q)
+    k = _pair("k", k)
+    theta = v.real("theta", theta, greater_than=0.0)
+    delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)
+    dot = float(q @ k)
+    cross = float(q[0] * k[1] - q[1] * k[0])
+    th = np.array([theta])
+    fig = Figure(figsize=(7, 3.8), layout="constrained")
+    ax = fig.subplots()
+    colours = ("#1f77b4", "#ff7f0e", "black")
+    names = ("symmetric part", "oriented part", "score")
+    for g, d in enumerate((delta, -delta)):
+        total = float(apply_rope(k, d, theta=th) @ q)  # query at 0, key at d
+        parts = (dot * np.cos(d * theta), -cross * np.sin(d * theta), total)
+        for j, (value, colour, name) in enumerate(zip(parts, colours, names)):
+            x = 4 * g + j
+            ax.bar(x, value, color=colour, label=name if g == 0 else None)
+            ax.annotate(f"{value:.3f}", (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
+    ax.axhline(0, color="#999999", lw=0.8)
+    ax.set_xticks([1, 5], [rf"key after the query, $\delta$ = +{delta:g}", rf"key before the query, $\delta$ = -{delta:g}"])
+    ax.set_ylabel("contribution to the score")
+    ax.set_title("swapping the positions keeps the symmetric part and flips the oriented one")
+    ax.legend(fontsize=8)
     return fig

@@ -1,0 +1,104 @@
+"""RoFormer's long-term decay argument: a bound on the rotary score that shrinks with distance.
+
+Write one head's score at offset ``delta`` with complex pairs, ``S(delta) = Re sum_i h_i
+e^(i delta theta_i)`` with ``h_i = conj(q_i) k_i``. Summation by parts (Abel's transformation)
+with the partial sums ``P_j(delta) = sum_{i < j} e^(i delta theta_i)`` and ``h_{d/2} = 0`` gives
+
+    |sum_i h_i e^(i delta theta_i)| <= (max_i |h_{i+1} - h_i|) * sum_{j=1}^{d/2} |P_j(delta)|,
+
+RoFormer's section 3.4.3 (Su et al.). The content-free factor ``(2/d) sum_j |P_j(delta)|``, the
+*relative upper bound*, falls as ``|delta|`` grows for the geometric schedule; that is the
+paper's long-term-decay figure. It bounds the size of the score from above. It does not say
+that a given head's score shrinks: contents whose ``h_i`` vary little across pairs, or that are
+aimed at a distant offset, score highest far away (chapter 2 shows both).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+
+__all__ = ["relative_upper_bound", "abel_bound", "MAX_CELLS"]
+
+#: Most ``(offset, pair)`` cells one call computes (about 256 MiB of complex128 at most).
+MAX_CELLS = 2**24
+
+
+def _offsets_and_theta(offsets, theta):
+    d = v.finite_array("offsets", offsets)
+    th = v.frequencies(theta)
+    if d.size * th.size > MAX_CELLS:
+        raise ValueError(f"offsets has {d.size:,} entries; with {th.size} pairs at most "
+                         f"{MAX_CELLS // th.size:,} fit MAX_CELLS = {MAX_CELLS:,}")
+    if d.size and not np.isfinite(float(np.abs(d).max()) * float(th.max())):
+        raise ValueError("offsets * theta overflows: use smaller offsets")
+    return d, th
+
+
+def _partial_sums(d, th):
+    """``|P_j(delta)|`` for ``j = 1 .. pairs``, shape ``d.shape + (pairs,)``."""
+    return np.abs(np.cumsum(np.exp(1j * np.multiply.outer(d, th)), axis=-1))
+
+
+def relative_upper_bound(offsets, theta) -> np.ndarray:
+    """RoFormer's relative upper bound ``(1 / pairs) sum_{j=1}^{pairs} |P_j(delta)|``.
+
+    Parameters
+    ----------
+    offsets : array_like
+        Offsets ``delta`` (any shape, finite; the bound is even in ``delta``).
+    theta : array_like, shape (pairs,)
+        Positive angular frequencies, radians per position, in the order the sum runs
+        (fastest first for the standard schedule).
+
+    Returns
+    -------
+    numpy.ndarray, shape offsets.shape
+        ``(pairs + 1) / 2`` at ``delta = 0``; at least 0 everywhere.
+
+    Raises
+    ------
+    ValueError
+        For non-finite offsets, bad frequencies, or more than :data:`MAX_CELLS` cells.
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> float(relative_upper_bound(0, frequencies(8)))
+    2.5
+    """
+    d, th = _offsets_and_theta(offsets, theta)
+    return _partial_sums(d, th).mean(axis=-1)
+
+
+def abel_bound(q, k, offsets, theta) -> np.ndarray:
+    """The full bound ``max_i |h_{i+1} - h_i| * sum_j |P_j(delta)|`` on ``|S(delta)|``.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (2 * pairs,)
+        Query and key contents, interleaved pairs (coordinates ``2i, 2i + 1`` form pair ``i``).
+    offsets : array_like
+        Offsets ``delta = n - m`` (any shape, finite).
+    theta : array_like, shape (pairs,)
+        Angular frequencies.
+
+    Returns
+    -------
+    numpy.ndarray, shape offsets.shape
+        An upper bound on ``|<R_m q, R_n k>|`` at each offset (``h_pairs = 0`` closes the sum).
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes or the conditions of :func:`relative_upper_bound`.
+    """
+    d, th = _offsets_and_theta(offsets, theta)
+    q = v.finite_array("q", q)
+    k = v.finite_array("k", k)
+    if q.shape != (2 * th.size,) or k.shape != q.shape:
+        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
+    h = np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
+    step = np.abs(np.diff(np.append(h, 0.0))).max()
+    return step * _partial_sums(d, th).sum(axis=-1)
