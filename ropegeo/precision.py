@@ -18,11 +18,16 @@ Two pipelines matter for a model held in bfloat16:
   the position ids and inverse frequencies to float32, forms the angles and takes cosine and
   sine with autocast disabled, and returns ``cos.to(x.dtype), sin.to(x.dtype)``;
   ``apply_rotary_pos_emb`` then rotates in the model dtype. Angles are float32, the table and
-  the rotation bfloat16;
+  the rotation bfloat16. (Stage 2 follows the older linear-scaling class, which divided the
+  float32 position ids; later releases fold the factor into the float32 inverse frequencies
+  instead, which moves one float32 rounding. For a power-of-two factor the two orders agree
+  exactly, since scaling by a power of two is exact; for factor 3, head width 128 and positions
+  below 131,072 we measured angles up to ``2**-8`` radians apart, about one unit of a bfloat16
+  table near 1.)
 * the **uniform** one (:func:`uniform`), every stage in one dtype. In bfloat16 this is a real,
   fixed bug: a model cast with ``.to(torch.bfloat16)`` also cast the inverse-frequency buffer,
-  and the positions built with ``type_as`` of it (transformers issue 25681 and the fix in pull
-  request 29285; GPT-NeoX issue 1003).
+  and the positions built with ``type_as`` of it followed (GPT-NeoX issue 1003, transformers
+  issue 25681; transformers forces float32 angles since pull request 29285).
 
 Two facts organise the chapter's figures:
 

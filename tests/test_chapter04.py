@@ -212,6 +212,8 @@ EXPECTED = {
     # the slowest pair (i = 63 of 64) slows by (B' / B)^(126 / 128)
     "abf_s_long": lambda: (10_000.0 ** (-126 / 128)) / (500_000.0 ** (-126 / 128)),
     "abf_s_code": lambda: (10_000.0 ** (-126 / 128)) / (1_000_000.0 ** (-126 / 128)),
+    "abf_grow_long": lambda: 32_768 / 4096,  # Llama 2 Long trained on 32,768 tokens (Xiong et al.), Llama 2 on 4,096
+    "abf_grow_code": lambda: 16_384 / 4096,  # Code Llama trained on 16,384 tokens (Roziere et al.)
     "ramp_gap": lambda: ramp_gap()[0],
     "ramp_gap_pair": lambda: ramp_gap()[1],
     "joint_step": lambda: math.sqrt(2 * (1 - k_of(1, base_theta()))),

@@ -307,3 +307,16 @@ def test_rotation_stage_rounds_like_the_dtype():
     ea, eb = uniform("float64").rotate(a, b, c, s)
     np.testing.assert_allclose(ea, a * c - b * s, rtol=0, atol=1e-15)
     np.testing.assert_allclose(eb, a * s + b * c, rtol=0, atol=1e-15)
+
+
+def test_scale_on_positions_or_on_frequencies_in_float32():
+    # the module docstring: later transformers folds a linear factor into the float32 inverse
+    # frequencies instead of dividing the float32 positions; for a power-of-two factor the two
+    # orders agree exactly, for factor 3 they differ by one float32 rounding (at most 2**-8 rad here)
+    th = (10_000.0 ** (-np.arange(0, 128, 2) / 128)).astype(np.float32)
+    p = np.arange(0, 131_072, dtype=np.float32)
+    for f, bound in ((8.0, 0.0), (32.0, 0.0), (3.0, 2.0**-8)):
+        on_positions = np.multiply.outer(p / np.float32(f), th).astype(np.float64)
+        on_frequencies = np.multiply.outer(p, th / np.float32(f)).astype(np.float64)
+        gap = np.abs(on_positions - on_frequencies).max()
+        assert gap <= bound and (bound == 0 or gap > 0)

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import as_items, as_number, as_whole, call_student, correct, exercise, wrong
 from ..frequencies import frequencies, slow_pairs
-from ..margins import difference_distance, separation_margin
+from ..margins import difference_distance, pairwise_distances, separation_margin
 from ..precision import uniform
 
 
@@ -121,40 +121,53 @@ def margin_function_check(fn):
 
 @exercise("ch03-parser-collapse")
 def parser_collapse_check(answer):
-    """Smallest origin at which offsets 1, 2, 3 collapse in the all-bfloat16 pipeline (head dim 128, base 10,000)."""
+    """Smallest origin at which offsets 1, 2, 3 all share one phase row in the all-bfloat16 pipeline
+    (head dim 128, base 10,000)."""
     n, bad = _as_int(answer, "the origin")
     if bad:
         return bad
     if n < 0:
         return wrong("origins are non-negative positions.")
     if n > 100_000:
-        return wrong("far too large: the collapse happens much earlier.")
-    want = _first_parser_collapse()
+        return wrong("far too large: the three positions merge much earlier.")
+    want = _first_parser_merge()
     if n == want:
-        return correct("this is the first origin at which two of the parser's offsets share one phase row when "
-                       "every stage runs in bfloat16.")
-    here = _parser_margin(n)
-    if n > want and here == 0:
-        return wrong(f"the positions do collide at origin {n}, but there is an earlier origin where they collide.")
+        return correct("this is the first origin at which all three of the parser's offsets share one phase row "
+                       "when every stage runs in bfloat16.")
+    rows = _parser_rows(n)
+    if rows == 1:
+        return wrong(f"the three positions do share one row at origin {n}, but there is an earlier origin where "
+                     "they do.")
+    if rows == 2 and n > want:
+        return wrong(f"at origin {n} only two of the three positions share a row; all three merge at a smaller "
+                     "origin: scan upwards from 0.")
+    if rows == 2:
+        return wrong(f"at origin {n} two of the three positions share a row, but the third is still apart: "
+                     "that is the first collision, not a full merge.")
     if n > want:
-        return wrong(f"at origin {n} the three positions have distinct bfloat16 signatures (margin {here:.3g}), "
-                     "although they collide at a smaller origin: scan upwards from 0.")
-    return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures (margin {here:.3g}).")
+        return wrong(f"at origin {n} the three positions have distinct bfloat16 signatures, although all three "
+                     "merge at a smaller origin: scan upwards from 0.")
+    return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures.")
 
 
-def _parser_margin(origin: int) -> float:
-    return separation_margin([1, 2, 3], frequencies(128), dtype=uniform("bfloat16"), origin=origin).margin
+def _parser_rows(origin: int) -> int:
+    """How many distinct all-bfloat16 phase rows the positions origin + 1, 2, 3 produce."""
+    d = pairwise_distances([1, 2, 3], frequencies(128), dtype=uniform("bfloat16"), origin=origin)
+    zero = d == 0
+    if zero.all():
+        return 1
+    return 2 if zero[np.triu_indices(3, 1)].any() else 3
 
 
 @functools.lru_cache(maxsize=1)
-def _first_parser_collapse() -> int:
-    """Brute force: the first origin whose three positions share an all-bfloat16 phase row."""
-    return next(o for o in range(0, 100_001) if _parser_margin(o) == 0)
+def _first_parser_merge() -> int:
+    """Brute force: the first origin whose three positions all share one all-bfloat16 phase row."""
+    return next(o for o in range(0, 100_001) if _parser_rows(o) == 1)
 
 
 @exercise("ch03-fast-band")
 def fast_band_check(answer):
-    """The offset in [1, 4096] most confusable with 0 for a head on pairs 0-3 only (d=128, base 10,000)."""
+    """The offset in [1, 4096] most confusable with 0 for a head on pairs 4-7 only (d=128, base 10,000)."""
     n, bad = _as_int(answer, "the offset")
     if bad:
         return bad
@@ -162,13 +175,13 @@ def fast_band_check(answer):
         return wrong("the offset must lie between 1 and 4096.")
     theta = frequencies(128)
     w = np.zeros(theta.size)
-    w[:4] = 1.0
+    w[4:8] = 1.0
     d = difference_distance(np.arange(1, 4097), theta, weights=w)
     best = int(np.argmin(d)) + 1
     if n == best:
-        return correct(f"at that offset the fast band sits at distance {d[n - 1]:.3f} from offset 0, "
+        return correct(f"at that offset the band of pairs 4-7 sits at distance {d[n - 1]:.3f} from offset 0, "
                        f"while the equal-weight distance is {float(difference_distance(n, theta)):.3f}.")
     rank = int(np.sum(d < d[n - 1])) + 1
     if rank <= 5:
-        return wrong(f"offset {n} is a near-return of the fast band (rank {rank}), but not the closest one.")
-    return wrong(f"the fast band's distance at offset {n} is {d[n - 1]:.3f}; several offsets come much closer to 0.")
+        return wrong(f"offset {n} is a near-return of pairs 4-7 (rank {rank}), but not the closest one.")
+    return wrong(f"the distance of pairs 4-7 at offset {n} is {d[n - 1]:.3f}; several offsets come much closer to 0.")
