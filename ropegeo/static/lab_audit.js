@@ -227,8 +227,11 @@ function draw(r, parts) {
     title: `${m.name}: ruler scaled at target (grey: unscaled)`, label: "wavelength per pair as served at the target length" });
   c.line(Array.from(lam0, (_, i) => i), lam0, "rl-base");
   lam.forEach((v, i) => c.dot(i, v, v > a.train_length ? "rl-slow" : "rl-fast", 2.2));
-  c.hline(a.train_length, "rl-train", `train ${commas(a.train_length)}`);
-  c.hline(a.target_length, "rl-target", `target ${commas(a.target_length)}`);
+  if (a.train_length === a.target_length) c.hline(a.train_length, "rl-target", `train = target ${commas(a.train_length)}`);
+  else {
+    c.hline(a.train_length, "rl-train", `train ${commas(a.train_length)}`);
+    c.hline(a.target_length, "rl-target", `target ${commas(a.target_length)}`);
+  }
   if (m.sliding_window != null && m.sliding_window < a.target_length) {
     c.hline(m.sliding_window, "rl-train", `window ${commas(m.sliding_window)}`);
   }
@@ -238,13 +241,15 @@ function draw(r, parts) {
   const verdict = h("p", { class: gb.passed ? "rl-pass" : "rl-fail",
     text: `Gate B ${gb.passed ? "passes" : "FAILS"}: every offset set needs a margin of at least ${fmtG(MIN_MARGIN, 6)} `
       + `(a phase distance, at most 2; K = ${fmtG(1 - MIN_MARGIN ** 2 / 2, 4)}), phases in ${m.phase_dtype}. `
-      + `Closest set: ${worst.name}.` });
+      + (worst.margin == null ? `Positions overflow ${m.phase_dtype} (set ${worst.name}).` : `Closest set: ${worst.name}.`) });
   const gateRows = gb.sets.map((x) => [x.name, x.text]);
   gb.notes.forEach((t) => gateRows.push(["note", t]));
+  // sentences, not numbers: read from the left
+  const left = (t) => { t.querySelectorAll("td, th").forEach((x) => { x.style.textAlign = "left"; }); return t; };
   paint(parts, [c.svg], [verdict], [
-    table(["Gate B offset set", "margin and verdict"], gateRows, `Gate B (${gb.sets.length} default offset sets)`),
-    table(["geometry audit (float64)", "value"], a.rows),
-    table(["manifest", "value"], manifestRows(m)),
+    left(table(["Gate B offset set", "margin and verdict"], gateRows, `Gate B (${gb.sets.length} default offset sets)`)),
+    left(table(["geometry audit (float64)", "value"], a.rows)),
+    left(table(["manifest", "value"], manifestRows(m))),
   ]);
 }
 
@@ -252,12 +257,11 @@ function render({ model, el }) {
   const records = model.get("records") || {};
   const normals = model.get("law_normals") || null;
   const names = ["model", "layer_type", "target_length", "dtype", "head_dim", "base", "train_length", "rule"];
-  const kindText = (v, r) => (r.kinds.length ? `reads ${r.manifest.layer_type} layers` : "one kind of layer");
   return makeLab({
     model, el, cls: "ropegeo-audit-lab", title: "Audit lab: a configuration's geometry and Gate B",
     controls: [
       { name: "model", label: "configuration", kind: "select", options: [...Object.keys(records).map((k) => [k, k]), ["custom", "custom bank (below)"]], format: () => "" },
-      { name: "layer_type", label: "layer kind", kind: "select", options: [["default", "as the record reads"], ["full_attention", "full attention"], ["sliding_attention", "sliding attention"]], format: kindText },
+      { name: "layer_type", label: "layer kind", kind: "select", options: [["default", "as the record reads"], ["full_attention", "full attention"], ["sliding_attention", "sliding attention"]], format: () => "" },
       { name: "target_length", label: "target length", kind: "number", min: 3, max: MAX_TARGET, unit: "tokens" },
       { name: "dtype", label: "phase dtype", kind: "select", options: [["config", "as configured"], ...PHASE_DTYPES.map((d) => [d, d])], format: () => "" },
       { name: "head_dim", label: "custom head dim", kind: "range", min: 4, max: 256, step: 2, unit: "coords" },
