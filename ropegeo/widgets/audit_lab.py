@@ -157,8 +157,8 @@ class AuditLab(Lab):
 
     _esm = esm_source("lab_audit.js")
     BOUNDS = {"model": (*shipped_models(), "custom"), "layer_type": ("default", *LAYER_KINDS),
-              "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256), "base": (10.0, 1e7),
-              "train_length": (16, 131_072), "rule": RULES}
+              "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256),
+              "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": RULES}
 
     model = traitlets.Unicode("llama-3.1-8b").tag(sync=True)
     layer_type = traitlets.Unicode("default").tag(sync=True)
