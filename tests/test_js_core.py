@@ -21,7 +21,8 @@ from jsrun import call_js
 from ropegeo import scaling as S
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.manifest import default_offsets, load_model, shipped_models
+from ropegeo.audit import default_offsets
+from ropegeo.manifest import load_model, shipped_models
 from ropegeo.margins import difference_distance, separation_margin
 from ropegeo.precision import consecutive_integer_limit, generated_phases, position_spacing
 from ropegeo.rotation import apply_rope
@@ -266,12 +267,16 @@ def test_distances_and_gate_b_margins():
 
 
 def test_default_offsets():
-    for n in (3, 64, 129, 4096, 32768, 131072, 10**6):
-        got = js(("defaultOffsets", [n]))[0]
-        want = default_offsets(n)
-        assert [s["name"] for s in got] == list(want)
-        for s, w in zip(got, want.values()):
-            assert s["offsets"] == w.tolist()
+    cases = [(n, None) for n in (3, 64, 129, 4096, 32768, 131072, 10**6)]
+    cases += [(32768, 4096), (32768, 512), (131072, 128), (131072, 129), (100, 4096), (4096, 4096), (50, 2), (10**6, 1)]
+    got = js(*[("defaultOffsets", [n, w]) for n, w in cases])
+    for g, (n, w) in zip(got, cases):
+        want = default_offsets(n, w)
+        assert [s["name"] for s in g] == list(want), (n, w)
+        for s, o in zip(g, want.values()):
+            assert s["offsets"] == o.tolist(), (n, w)
+    # without a window the call keeps its one-argument form
+    assert js(("defaultOffsets", [32768]))[0] == got[4]
 
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])

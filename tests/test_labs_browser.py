@@ -94,6 +94,39 @@ def test_labs_fit_a_narrow_screen_with_labelled_keyboard_controls(page_of_labs):
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+#: A reader's path through the audit lab's shipped models: layer kinds (Gemma 3, gpt-oss), windows
+#: (Mistral, the sliding layers), DeepSeek-V3's extra logit scale, a partial rotary width (GPT-J).
+AUDIT_MOVES = [("model", "gemma-3-1b-it"), ("layer_type", "sliding_attention"), ("target_length", 8192),
+               ("model", "gpt-oss-20b"), ("dtype", "float16"), ("model", "deepseek-v3"), ("dtype", "config"),
+               ("model", "mistral-7b"), ("target_length", 32768), ("model", "gpt-j-6b")]
+
+
+def test_audit_lab_reads_layer_kinds_windows_and_the_new_models(page_of_labs):
+    from test_audit_lab import assert_matches
+    from ropegeo.widgets.audit_lab import reference
+
+    page = page_of_labs["page"]
+    i = len(KINDS) - 1  # AuditLab(): a shipped model
+    lab = page.locator(".ropegeo-lab").nth(i)
+    for name, value in AUDIT_MOVES:
+        assert sc.move_control(page, i, name, value), f"moving {name} to {value} changed nothing"
+        r = sc.lab_data(page, i)
+        assert_matches(r, reference(r["state"]), r["state"])
+        text = lab.inner_text()
+        # the readout says what the audit found, with its thresholds: search range and why, each set's verdict
+        assert r["audit"]["search_note"] in text
+        assert ("Gate B passes" if r["audit"]["gate_b"]["passed"] else "Gate B FAILS") in text
+        assert all(s["text"] in text for s in r["audit"]["gate_b"]["sets"])
+        assert all(n in text for n in r["audit"]["gate_b"]["notes"])
+        if r["state"]["model"] == "deepseek-v3":
+            assert "1.87385 (applied to the softmax scale)" in text
+    # a model with one kind of layer: the kind falls back to the record's reading, on the page too
+    r = sc.lab_data(page, i)
+    assert r["state"]["layer_type"] == "default" and r["kinds"] == []
+    assert lab.locator('[data-control="layer_type"]').input_value() == "default"
+    assert "1.87385 (applied to the softmax scale)" not in lab.inner_text()
+
+
 _MOCK_JS = r"""
 async ([esm, state, changes]) => {
   // a stand-in for the Jupyter widget model: what Python sets arrives as change events
@@ -136,6 +169,7 @@ async ([esm, state, changes]) => {
     (ScalingLab(), {"rule": "llama3", "factor": 4.0}),
     (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
     (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),
+    (AuditLab(), {"model": "gpt-oss-20b", "layer_type": "sliding_attention", "dtype": "bfloat16"}),
 ])
 def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
     """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is

@@ -445,13 +445,16 @@ export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.
   return marginGenerated(off, theta, dtype, scale, origin, w);
 }
 
-/** ropegeo.manifest.default_offsets: Gate B's local and distant offset sets for a target length. */
-export function defaultOffsets(targetLength) {
+/** ropegeo.audit.default_offsets: Gate B's local and distant offset sets for a target length and
+ * an attention window (null: none); the span is min(target, window), as offsets at or beyond a
+ * sliding window never reach attention. */
+export function defaultOffsets(targetLength, window = null) {
   const sets = [];
-  const m = Math.min(64, targetLength - 1);
+  const span = Math.max(3, window == null ? targetLength : Math.min(targetLength, window));
+  const m = Math.min(64, span - 1);
   sets.push({ name: `local 1..${m}`, offsets: Array.from({ length: m }, (_, k) => k + 1) });
-  if (targetLength > 128) {
-    const hi = targetLength - 1, n = 48;
+  if (span > 128) {
+    const hi = span - 1, n = 48;
     const lo = Math.log10(64), top = Math.log10(hi);
     const vals = new Set();
     for (let k = 0; k < n; k++) {

@@ -1,17 +1,21 @@
-"""The audit lab: pick a shipped model configuration (or a custom bank) and a target length; read
-the geometry audit and Gate B's verdict.
+"""The audit lab: pick a shipped model configuration (and, for a model whose layers differ, the kind
+of layer) or a custom bank, a target length and the phase dtype; read the geometry audit and Gate B.
 
 :class:`AuditLab` is an anywidget whose JavaScript (``ropegeo/static/lab_audit.js`` on the shared
 geometry core) computes and draws, in Jupyter and on the static book alike. The shipped
-configurations' records (:func:`records`, from :mod:`ropegeo.manifest`) travel in the widget state,
-so the page needs no kernel and no network. It shows
+configurations' records (:func:`records`, from :mod:`ropegeo.manifest`, one per kind of layer)
+travel in the widget state, so the page needs no kernel and no network. It shows
 
-* the **geometry audit** of :func:`ropegeo.audit.geometry_audit`: the served ruler, attention
-  factor, rescaled and slow pairs, ``K(1)``, the relative-law error and the most identity-like
-  offsets beyond training;
-* **Gate B** of :func:`ropegeo.audit.audit`: the separation margins of the default offset sets
-  (:func:`ropegeo.audit.default_offsets`) at the far end of the target context, in the phase
-  dtype, and the verdict (every margin at least :data:`ropegeo.audit.MIN_MARGIN`).
+* the **geometry audit** of :func:`ropegeo.audit.geometry_audit`, row by row as its table labels
+  them: the served ruler ("scaled" at the target, "unscaled" for the pre-training schedule),
+  attention factor and extra logit scale, rescaled and slow pairs, ``K(1)``, the relative-law error
+  against its rounding tolerance, and the most identity-like offsets in the search range (from the
+  training length to the target, from 64 when nothing is extended, stopped by a sliding window or
+  the lab's search limit) with the note saying which and why;
+* **Gate B** of :func:`ropegeo.audit.gate_b`: the separation margins of the default offset sets
+  (:func:`ropegeo.audit.default_offsets`, the distant set stopped by the window) at the far end of
+  the target context, in the phase dtype, each with its verdict against
+  :data:`ropegeo.audit.MIN_MARGIN`, and the gate's verdict.
 
 :func:`reference` gives ropegeo's numbers for a lab state; the tests compare them with the page's.
 """
@@ -22,7 +26,7 @@ import numpy as np
 import traitlets
 
 from ..audit import MIN_MARGIN, gate_b as run_gate_b, geometry_audit
-from ..manifest import PHASE_DTYPES, RopeManifest, load_model, shipped_models
+from ..manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
 from ..scaling import preset
 from ._lab import Lab, esm_source
 
@@ -32,19 +36,49 @@ __all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULE
 RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
 #: Largest target length the lab accepts.
 MAX_TARGET = 1 << 20
-#: Largest offset of the near-collision search (as :func:`ropegeo.audit.geometry_audit`).
+#: Largest offset of the near-collision search (the lab's ``search_limit`` of
+#: :func:`ropegeo.audit.geometry_audit`).
 SEARCH_LIMIT = 100_000
+#: How many identity-like offsets the lab lists.
+TOP = 3
+
+
+def _fields(m: RopeManifest) -> dict:
+    return {"label": m.name, "base": m.base, "head_dim": m.head_dim, "rotary_dim": m.rotary_dim,
+            "pairing": m.pairing, "phase_dtype": m.phase_dtype, "train_length": m.train_length,
+            "target_length": m.target_length, "scaling": None if m.scaling is None else m.scaling.to_dict(),
+            "sliding_window": m.sliding_window, "layer_type": m.layer_type, "logit_scale": m.logit_scale,
+            "notes": list(m.notes)}
+
+
+def _kinds(name: str) -> list[str]:
+    """The kinds of layer of a shipped model whose layers differ (empty when they all share one)."""
+    out = []
+    for kind in LAYER_KINDS:
+        try:
+            load_model(name, layer_type=kind)
+        except ValueError:
+            continue
+        out.append(kind)
+    return out if len(out) > 1 else []
 
 
 def records() -> dict:
-    """The shipped configurations as the lab's front end reads them: name -> manifest fields."""
+    """The shipped configurations as the lab's front end reads them.
+
+    Returns
+    -------
+    dict
+        Model name -> the manifest fields of its default reading (``label``, ``base``,
+        ``head_dim``, ``rotary_dim``, ``pairing``, ``phase_dtype``, ``train_length``,
+        ``target_length``, ``scaling`` as a dict, ``sliding_window``, ``layer_type``,
+        ``logit_scale``, ``notes``), plus ``name`` and ``layer_types``: kind -> the same fields
+        read for that kind of layer (empty for a model whose layers all share one operator).
+    """
     out = {}
     for name in shipped_models():
-        m = load_model(name)
-        out[name] = {"name": name, "base": m.base, "head_dim": m.head_dim, "rotary_dim": m.rotary_dim,
-                     "pairing": m.pairing, "phase_dtype": m.phase_dtype, "train_length": m.train_length,
-                     "target_length": m.target_length,
-                     "scaling": None if m.scaling is None else m.scaling.to_dict()}
+        out[name] = {"name": name, **_fields(load_model(name)),
+                     "layer_types": {k: _fields(load_model(name, layer_type=k)) for k in _kinds(name)}}
     return out
 
 
@@ -57,7 +91,9 @@ def law_normals() -> list:
 def _manifest(state: dict) -> RopeManifest:
     dtype = state["dtype"]
     if state["model"] != "custom":
-        m = load_model(state["model"])
+        kind = state.get("layer_type", "default")
+        kind = kind if kind in _kinds(state["model"]) else None
+        m = load_model(state["model"], layer_type=kind)
         return m if dtype == "config" else m.with_(phase_dtype=dtype)
     train, target = state["train_length"], state["target_length"]
     rule = state["rule"]
@@ -67,21 +103,27 @@ def _manifest(state: dict) -> RopeManifest:
 
 
 def reference(state: dict) -> dict:
-    """ropegeo's numbers for a lab state: ``audit`` (``geometry_audit``, top 3, as a dict; its own
-    margins from exact phases) and
-    ``gate_b`` (Gate B over the default offset sets, origin at the end of the target context;
-    ``None`` when the phases overflow the dtype)."""
+    """ropegeo's numbers for a lab state.
+
+    Returns
+    -------
+    dict
+        ``manifest``: the manifest audited (as a dict; for a shipped model, the kind of layer the
+        state names, or the record's default when the model has no such kind); ``audit``:
+        :func:`ropegeo.audit.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
+        dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
+        rows (label, text); ``gate_b``: :func:`ropegeo.audit.gate_b` in the phase dtype (default
+        offset sets, origin at the far end of the target context) as a dict, ``None`` when the
+        positions overflow the dtype.
+    """
     m = _manifest(state)
     target = state["target_length"]
-    # the geometry audit is taken from exact phases so that a dtype overflow there cannot hide the rest
-    audit = geometry_audit(m.with_(phase_dtype="float64"), target_length=target, search_limit=SEARCH_LIMIT,
-                           top=3).to_dict()
+    exact = geometry_audit(m.with_(phase_dtype="float64"), target_length=target, search_limit=SEARCH_LIMIT, top=TOP)
     try:
-        gate = run_gate_b(m, train_length=m.train_length, target_length=target, min_margin=MIN_MARGIN)
-        gate_b = {"passed": gate.passed, "sets": gate.sets}
+        gate = run_gate_b(m, train_length=m.train_length, target_length=target, min_margin=MIN_MARGIN).to_dict()
     except ValueError:
-        gate_b = None
-    return {"audit": audit, "gate_b": gate_b}
+        gate = None
+    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact._rows(), "gate_b": gate}
 
 
 class AuditLab(Lab):
@@ -91,6 +133,10 @@ class AuditLab(Lab):
     ----------
     model : str
         A shipped configuration (:func:`ropegeo.manifest.shipped_models`) or ``"custom"``.
+    layer_type : str
+        ``"default"`` (the kind of layer the shipped record reads by default), ``"full_attention"``
+        or ``"sliding_attention"``: for a model whose layers differ (Gemma 3, gpt-oss), the kind
+        audited. The front end sets it back to ``"default"`` for a model with one kind of layer.
     target_length : int
         Context to serve, 3 to 2**20 tokens.
     dtype : str
@@ -110,11 +156,12 @@ class AuditLab(Lab):
     """
 
     _esm = esm_source("lab_audit.js")
-    BOUNDS = {"model": (*shipped_models(), "custom"), "target_length": (3, MAX_TARGET),
-              "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256), "base": (10.0, 1e7),
-              "train_length": (16, 131_072), "rule": RULES}
+    BOUNDS = {"model": (*shipped_models(), "custom"), "layer_type": ("default", *LAYER_KINDS),
+              "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256),
+              "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": RULES}
 
     model = traitlets.Unicode("llama-3.1-8b").tag(sync=True)
+    layer_type = traitlets.Unicode("default").tag(sync=True)
     target_length = traitlets.Int(131_072).tag(sync=True)
     dtype = traitlets.Unicode("config").tag(sync=True)
     head_dim = traitlets.Int(128).tag(sync=True)
@@ -149,7 +196,7 @@ def audit_lab(model: str = "custom", **controls) -> AuditLab:
         A shipped configuration or ``"custom"`` (default) for the bank set by ``head_dim``,
         ``base``, ``train_length`` and ``rule``.
     **controls
-        ``target_length``, ``dtype``, ``head_dim``, ``base``, ``train_length``, ``rule``.
+        ``layer_type``, ``target_length``, ``dtype``, ``head_dim``, ``base``, ``train_length``, ``rule``.
 
     Raises
     ------
