@@ -31,7 +31,8 @@ import numpy as np
 from . import _validate as v
 from . import behaviour
 
-__all__ = ["RULES", "BUDGETS", "RUNS", "PIPELINES", "budget_curve", "pipeline_mass", "spread", "load_run"]
+__all__ = ["RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
+           "pipeline_mass", "spread", "load_run"]
 
 #: The rules of the curve (``ropegeo.behaviour.extension_schedule`` names).
 RULES = ("raw", "pi", "ntk", "yarn", "llama3")
@@ -218,6 +219,78 @@ def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int
                 row["amplitude_ratio"].append(float(tuned.amplitudes().sum() / h.amplitudes().sum()))
             for k in keys:
                 out[k][rule].append(row[k])
+    out["settings"] = dict(s, seeds=seeds, rules=rules, budgets=budgets, target_length=target)
+    return out
+
+
+#: Fine-tuning budgets of :func:`match_fix_curve` (Adam steps of 4 sequences at the target length).
+MATCH_BUDGETS = (0, 10, 30, 100)
+
+
+def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS, *, head_dim: int = 16,
+                    base: float = 10_000.0, train_length: int = 64, factor: int = 8, train_steps: int = 300,
+                    sequences: int = 4) -> dict:
+    """Gate C's prescribed fix, measured: fine-tune its match heads at the target length.
+
+    Match heads (``ropegeo.behaviour.train_match_head``, the content-and-position head of the
+    Gate C battery, trained with ``train_steps`` steps as chapter 6's battery does) are
+    fine-tuned under each rule for each budget at ``factor * train_length`` and evaluated there
+    on ``sequences`` random sequences (seed 12345, the same for every head).
+
+    Parameters
+    ----------
+    seeds : iterable of int
+        1 to 20 seeds.
+    rules : iterable of str
+        Rule names (``ropegeo.behaviour.RULES``).
+    budgets : iterable of int
+        Fine-tuning steps, each 0 to 1,000 (0: the head as trained); at most 16.
+    head_dim, base, train_length, factor, train_steps, sequences : optional
+        head_dim at most 64, train_length 8 to 128, factor 2 to 8, train_steps 1 to 2,000,
+        sequences 1 to 16.
+
+    Returns
+    -------
+    dict
+        ``settings`` and ``accuracy``, ``mass``: rule -> list over budgets of lists over seeds.
+
+    Raises
+    ------
+    ValueError
+        For bad seeds, rules, budgets or settings.
+    """
+    seeds = seed_list(seeds)
+    if isinstance(rules, str) or not v.is_collection(rules):
+        raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
+    rules = [str(r) for r in list(rules)[: len(behaviour.RULES) + 1]]
+    if not rules or any(r not in behaviour.RULES for r in rules):
+        raise ValueError(f"rules must hold names from {behaviour.RULES}, got {rules!r}")
+    if not v.is_collection(budgets):
+        raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
+    budgets = [v.integer("budgets", b, minimum=0, maximum=1000) for b in list(budgets)[: MAX_BUDGETS + 1]]
+    if not budgets or len(budgets) > MAX_BUDGETS:
+        raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
+    s = {"head_dim": v.head_dim(head_dim, maximum=64), "base": v.base(base),
+         "train_length": v.integer("train_length", train_length, minimum=8, maximum=128),
+         "factor": v.integer("factor", factor, minimum=2, maximum=8),
+         "train_steps": v.integer("train_steps", train_steps, minimum=1, maximum=2000),
+         "sequences": v.integer("sequences", sequences, minimum=1, maximum=16)}
+    target = s["factor"] * s["train_length"]
+    heads = behaviour.train_heads("match", seeds, head_dim=s["head_dim"], base=s["base"],
+                                  train_length=s["train_length"], steps=s["train_steps"])
+    out = {"accuracy": {r: [] for r in rules}, "mass": {r: [] for r in rules}}
+    for rule in rules:
+        for steps in budgets:
+            acc, mass = [], []
+            for h in heads:
+                tuned = h if steps == 0 else behaviour.fine_tune(h, extension=rule, factor=s["factor"],
+                                                                 length=target, steps=steps, seed=h.seed)
+                e = behaviour.evaluate(tuned, target, sequences=s["sequences"],
+                                       **({"extension": rule, "factor": s["factor"]} if steps == 0 else {}))
+                acc.append(e.accuracy)
+                mass.append(e.mass)
+            out["accuracy"][rule].append(acc)
+            out["mass"][rule].append(mass)
     out["settings"] = dict(s, seeds=seeds, rules=rules, budgets=budgets, target_length=target)
     return out
 
