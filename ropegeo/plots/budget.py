@@ -89,8 +89,10 @@ def dilution_figure(probe: dict) -> Figure:
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     for sc in probe["mass"]:
-        _band(ax1, x, probe["mass"][sc], sc, _NAMES.get(sc, sc) if sc != "yarn" else "YaRN attention factor")
-        _band(ax2, x, probe["entropy"][sc], sc, _NAMES.get(sc, sc) if sc != "yarn" else "YaRN attention factor")
+        label = "YaRN attention factor" if sc == "yarn" else _NAMES.get(sc, sc)
+        style = "--" if sc == "log_length" else "-"
+        _band(ax1, x, probe["mass"][sc], sc, label, style)
+        _band(ax2, x, probe["entropy"][sc], sc, label, style)
     ax2.plot(x, probe["uniform_entropy"], "k--", lw=1, label="even over all keys")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
