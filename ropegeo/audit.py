@@ -249,9 +249,10 @@ GATES = {
 _ADVICE = {
     "A": "fix the implementation (pairing, position ids, cache offset, scaling side, base or angle precision) "
          "before judging the geometry or the model",
-    "B": "change the ruler: a larger head or rotary width, another base, another extension rule, or finer "
-         "phase precision; on this ruler a trained head can tell these offsets apart only by putting large, "
-         "fragile weights on the few pairs in which they still differ, and its attention mass blurs between them",
+    "B": "a risk flag, not a barrier: change the ruler (a larger head or rotary width, another base, another "
+         "extension rule, or finer phase precision), or budget for training; on this ruler a trained head can "
+         "still tell these offsets apart, but only by growing its weights on the few pairs in which they differ, "
+         "which takes fine-tuning (chapter 6 measures the curve)",
     "C": "train: fine-tune or continue training at the target length under the deployed schedule",
 }
 #: Default smallest acceptable separation margin of Gate B (a phase distance, in [0, 2]).
@@ -406,7 +407,8 @@ class AuditReport:
         """One sentence: the first failing gate and the intervention, or what remains untested."""
         gate = self.first_failure
         if gate is not None:
-            later = " Later gates are not conclusive until this one passes." if gate != "C" else ""
+            later = {"A": " Later gates are not conclusive until this one passes.",
+                     "B": " Gate C on this ruler measures whether training pays for it."}.get(gate, "")
             return (f"Gate {gate} fails ({GATES[gate][0].split(':')[0]}): {self.reason}. "
                     f"Intervention: {GATES[gate][1]} - {_ADVICE[gate]}.{later}")
         if self.gate_c is None:
