@@ -564,25 +564,34 @@ def _gate_b(manifest, offsets, train_length, target_length, min_margin, origin, 
     )
 
 
-def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
+def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
     """The toy schedule Gate C trains and tests on, for a manifest.
 
-    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads on the
-    manifest's own frequency bank at a toy training length and tests them at a toy target length,
-    under the manifest's extension rule re-anchored at the toy training length (same rule, same
-    factor, ``original_max_position_embeddings`` replaced by the toy length).
+    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
+    training length and tests them at a toy target length, under the manifest's extension rule
+    re-anchored at the toy training length (same rule, same factor,
+    ``original_max_position_embeddings`` replaced by the toy length).
+
+    With ``model_length`` (the model's own training length) above the toy length, the bank is
+    re-anchored too: its base becomes ``ropegeo.reanchor.reanchored_base(base, model_length,
+    train_length)``, so that as many pairs complete a turn within the toy length as within the
+    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
+    long-context bank would be slow at 64 tokens.
 
     Parameters
     ----------
     manifest : ropegeo.manifest.RopeManifest
     train_length, target_length : int
         The toy lengths, ``2 <= train_length < target_length <= 4096``.
+    model_length : int, optional
+        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
 
     Returns
     -------
     dict
         ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
-        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name).
+        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
+        (the base of the training bank, re-anchored or the manifest's).
     """
     from dataclasses import replace
 
@@ -590,17 +599,24 @@ def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
 
     train_length = v.length("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
-    theta = frequencies(manifest.rotary_dim, manifest.base)
+    base = manifest.base
+    if model_length is not None:
+        from .reanchor import reanchored_base
+
+        model_length = v.length("model_length", model_length, minimum=2)
+        if model_length > train_length >= 7:
+            base = reanchored_base(base, model_length, train_length)
+    theta = frequencies(manifest.rotary_dim, base)
     sc = manifest.scaling
     if sc is None:
         tt, att, rule = theta, 1.0, "none"
     else:
         if sc.original_max_position_embeddings is not None:
             sc = replace(sc, original_max_position_embeddings=train_length)
-        tt, att = scaled_frequencies(sc, manifest.base, manifest.rotary_dim, seq_len=target_length)
+        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
         rule = sc.rule
     return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
-            "train_length": train_length, "target_length": target_length, "rule": rule}
+            "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
 
 
 def audit(
@@ -746,7 +762,7 @@ def audit(
         if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
             raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
                              f"at least {offset + 2}, got {c_train}")
-        sch = gate_c_schedule(declared, c_train, c_target)
+        sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
         for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
             if key in opts:
                 raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
@@ -754,6 +770,7 @@ def audit(
                        target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"],
                        **opts)
         c.settings["rule"] = sch["rule"]
+        c.settings["base"] = sch["base"]  # re-anchored to keep the model's slow/fast split
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)
 

@@ -90,3 +90,19 @@ def test_reanchored_base():
         reanchor.reanchored_base(10_000.0, 4096, 4)
     with pytest.raises(ValueError, match="base"):
         reanchor.reanchored_base(1.0, 4096, 64)
+
+
+def test_gate_c_schedule_keeps_the_models_split():
+    from ropegeo.audit import gate_c_schedule
+    from ropegeo.manifest import load_model
+
+    m = load_model("llama-3.1-8b")
+    plain = gate_c_schedule(m, 64, 512)
+    kept = gate_c_schedule(m, 64, 512, model_length=m.train_length)
+    assert plain["base"] == m.base and kept["base"] == pytest.approx(reanchor.reanchored_base(m.base, m.train_length, 64))
+    slow = lambda th, n: int(np.sum(np.asarray(th) * n < 2 * math.pi))  # noqa: E731
+    model_theta = m.base ** (-np.arange(0, m.rotary_dim, 2) / m.rotary_dim)
+    assert slow(kept["theta"], 64) == slow(model_theta, m.train_length) < slow(plain["theta"], 64)
+    # a toy manifest trained at the toy length is left alone
+    same = gate_c_schedule(m, 64, 512, model_length=64)
+    np.testing.assert_array_equal(same["theta"], plain["theta"])
