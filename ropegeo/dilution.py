@@ -9,7 +9,7 @@ multiply the logits by a factor that grows with the length:
   extension factor), so the logits by its square;
 * log-length scaling: the logits are multiplied by ``ln n / ln L`` for a context of ``n`` tokens
   and a training length ``L`` (and left alone for ``n <= L``), as in Qwen's ``use_logn_attn``
-  and the analysis of Chiang and Cholak.
+  and the analysis of Chiang and Cholak (2022).
 
 :func:`dilution_probe` serves trained offset heads (``ropegeo.behaviour.train_offset_head``) at
 growing lengths under an extension rule and measures, for the last query of each sequence (it
