@@ -23,6 +23,7 @@ Only public names of ``ropegeo.behaviour`` are used.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def seed_list(seeds) -> list:
     if isinstance(seeds, (str, bytes)) or not v.is_collection(seeds):
         raise ValueError(f"seeds must be an iterable of non-negative integers such as range(10), got {seeds!r}")
     most = behaviour.MAX_SEEDS
-    out = [v.integer("seeds", x, minimum=0) for x in list(seeds)[: most + 1]]
+    out = [v.integer("seeds", x, minimum=0) for x in itertools.islice(seeds, most + 1)]
     if not out or len(out) > most:
         raise ValueError(f"seeds must hold 1 to MAX_SEEDS = {most} seeds")
     return out
@@ -185,13 +186,13 @@ def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int
     seeds = seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('pi', 'ntk'), got {rules!r}")
-    rules = [str(r) for r in rules][: len(behaviour.RULES) + 1]
+    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 1)]
     for r in rules:
         if r not in behaviour.RULES:
             raise ValueError(f"rules must hold names from {behaviour.RULES}, got {r!r}")
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 600, 3000), got {budgets!r}")
-    budgets = [v.integer("budgets", b, minimum=0, maximum=MAX_BUDGET) for b in list(budgets)[: MAX_BUDGETS + 1]]
+    budgets = [v.integer("budgets", b, minimum=0, maximum=MAX_BUDGET) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
     if not budgets or len(budgets) > MAX_BUDGETS:
         raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
     s = _head_settings(head_dim, base, train_length, offset, factor, lr)
@@ -262,12 +263,12 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
     seeds = seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
-    rules = [str(r) for r in list(rules)[: len(behaviour.RULES) + 1]]
+    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 1)]
     if not rules or any(r not in behaviour.RULES for r in rules):
         raise ValueError(f"rules must hold names from {behaviour.RULES}, got {rules!r}")
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
-    budgets = [v.integer("budgets", b, minimum=0, maximum=1000) for b in list(budgets)[: MAX_BUDGETS + 1]]
+    budgets = [v.integer("budgets", b, minimum=0, maximum=1000) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
     if not budgets or len(budgets) > MAX_BUDGETS:
         raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
     s = {"head_dim": v.head_dim(head_dim, maximum=64), "base": v.base(base),

@@ -19,6 +19,7 @@ each logit scaling. Only public names of ``ropegeo.behaviour`` are used.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -115,7 +116,7 @@ def dilution_probe(heads, lengths, *, rule: str = "yarn", scalings=SCALINGS) -> 
     """
     if isinstance(heads, behaviour.OffsetHead) or not v.is_collection(heads):
         raise ValueError("heads must be a list of trained offset heads (one per seed)")
-    heads = list(heads)[: behaviour.MAX_SEEDS + 1]
+    heads = list(itertools.islice(heads, behaviour.MAX_SEEDS + 1))
     if not heads or len(heads) > behaviour.MAX_SEEDS:
         raise ValueError(f"heads must hold 1 to MAX_SEEDS = {behaviour.MAX_SEEDS} offset heads")
     for h in heads:
@@ -125,14 +126,14 @@ def dilution_probe(heads, lengths, *, rule: str = "yarn", scalings=SCALINGS) -> 
         raise ValueError(f"lengths must be a list of sequence lengths, got {lengths!r}")
     most_offset = max(h.offset for h in heads)
     lengths = [v.integer("lengths", n, minimum=most_offset + 1, maximum=MAX_PROBE_LENGTH)
-               for n in list(lengths)[: MAX_LENGTHS + 1]]
+               for n in itertools.islice(lengths, MAX_LENGTHS + 1)]
     if not lengths or len(lengths) > MAX_LENGTHS:
         raise ValueError(f"lengths must hold 1 to {MAX_LENGTHS} lengths")
     if rule not in behaviour.RULES:
         raise ValueError(f"rule must be one of {behaviour.RULES}, got {rule!r}")
     if isinstance(scalings, str) or not v.is_collection(scalings):
         raise ValueError(f"scalings must be a list drawn from {SCALINGS}, got {scalings!r}")
-    scalings = list(scalings)[: len(SCALINGS) + 1]
+    scalings = list(itertools.islice(scalings, len(SCALINGS) + 1))
     if not scalings or any(s not in SCALINGS for s in scalings):
         raise ValueError(f"scalings must be a non-empty list drawn from {SCALINGS}, got {scalings!r}")
     train = heads[0].original_train_length

@@ -29,6 +29,7 @@ learn more {Haviv et al. 2022; Kazemnejad et al. 2023}.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,7 +220,7 @@ def study(seeds=range(10), offsets=(1, 5), *, length: int = 64, steps: int = 600
     """
     if not v.is_collection(seeds):
         raise ValueError(f"seeds must be an iterable of non-negative integers, got {seeds!r}")
-    seeds = [v.integer("seeds", x, minimum=0) for x in list(seeds)[:21]]
+    seeds = [v.integer("seeds", x, minimum=0) for x in itertools.islice(seeds, 21)]
     if not seeds or len(seeds) > 20:
         raise ValueError("seeds must hold 1 to 20 seeds")
     out = {}
