@@ -47,9 +47,10 @@ GATES = {
 _ADVICE = {
     "A": "fix the implementation (pairing, position ids, cache offset, scaling side, base or angle precision) "
          "before judging the geometry or the model",
-    "B": "change the ruler: a larger head or rotary width, another base, another extension rule, or finer "
-         "phase precision; on this ruler a trained head can tell these offsets apart only by putting large, "
-         "fragile weights on the few pairs in which they still differ, and its attention mass blurs between them",
+    "B": "a risk flag, not a barrier: change the ruler (a larger head or rotary width, another base, another "
+         "extension rule, or finer phase precision), or budget for training; on this ruler a trained head can "
+         "still tell these offsets apart, but only by growing its weights on the few pairs in which they differ, "
+         "which takes fine-tuning (chapter 6 measures the curve)",
     "C": "train: fine-tune or continue training at the target length under the deployed schedule",
 }
 #: Default smallest acceptable separation margin of Gate B (a phase distance, in [0, 2]).
@@ -554,7 +555,8 @@ class AuditReport:
         """One sentence: the first failing gate and the intervention, or what remains untested."""
         gate = self.first_failure
         if gate is not None:
-            later = " Later gates are not conclusive until this one passes." if gate != "C" else ""
+            later = {"A": " Later gates are not conclusive until this one passes.",
+                     "B": " Gate C on this ruler measures whether training pays for it."}.get(gate, "")
             return (f"Gate {gate} fails ({GATES[gate][0].split(':')[0]}): {self.reason}. "
                     f"Intervention: {GATES[gate][1]} - {_ADVICE[gate]}.{later}")
         if self.gate_c is None:
@@ -658,39 +660,55 @@ def _manifest_of(target, where: str):
     )
 
 
-def gate_c_schedule(manifest, train_length: int, target_length: int) -> dict:
+def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
     """The toy schedule Gate C trains and tests on, for a manifest.
 
-    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads on the
-    manifest's own frequency bank at a toy training length and tests them at a toy target length,
-    under the manifest's extension rule re-anchored at the toy training length (same rule, same
-    factor, ``original_max_position_embeddings`` replaced by the toy length).
+    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
+    training length and tests them at a toy target length, under the manifest's extension rule
+    re-anchored at the toy training length (same rule, same factor,
+    ``original_max_position_embeddings`` replaced by the toy length).
+
+    With ``model_length`` (the model's own training length) above the toy length, the bank is
+    re-anchored too: its base becomes ``ropegeo.reanchor.reanchored_base(base, model_length,
+    train_length)``, so that as many pairs complete a turn within the toy length as within the
+    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
+    long-context bank would be slow at 64 tokens.
 
     Parameters
     ----------
     manifest : ropegeo.manifest.RopeManifest
     train_length, target_length : int
         The toy lengths, ``2 <= train_length < target_length <= 4096``.
+    model_length : int, optional
+        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
 
     Returns
     -------
     dict
         ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
-        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name).
+        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
+        (the base of the training bank, re-anchored or the manifest's).
     """
     train_length = v.length("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
-    theta = frequencies(manifest.rotary_dim, manifest.base)
+    base = manifest.base
+    if model_length is not None:
+        from .reanchor import reanchored_base
+
+        model_length = v.length("model_length", model_length, minimum=2)
+        if model_length > train_length >= 7:
+            base = reanchored_base(base, model_length, train_length)
+    theta = frequencies(manifest.rotary_dim, base)
     sc = manifest.scaling
     if sc is None:
         tt, att, rule = theta, 1.0, "none"
     else:
         if sc.original_max_position_embeddings is not None:
             sc = replace(sc, original_max_position_embeddings=train_length)
-        tt, att = scaled_frequencies(sc, manifest.base, manifest.rotary_dim, seq_len=target_length)
+        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
         rule = sc.rule
     return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
-            "train_length": train_length, "target_length": target_length, "rule": rule}
+            "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
 
 
 def _declaration(target, manifest):
@@ -736,13 +754,14 @@ def _run_gate_c(declared, gate_c_lengths, gate_c_options, train: int, target: in
     if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
         raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
                          f"at least {offset + 2}, got {c_train}")
-    sch = gate_c_schedule(declared, c_train, c_target)
+    sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
     for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
         if key in opts:
             raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
     c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
                    target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
     c.settings["rule"] = sch["rule"]
+    c.settings["base"] = sch["base"]  # re-anchored to keep the model's slow/fast split
     return c
 
 

@@ -39,6 +39,19 @@ def _glued():
 
 
 GLUED, USED = _glued()
+# glued by the seed-and-budget sections (fast-band rule, budget curve, precision, dilution, battery, re-anchoring)
+NEW_GLUES = {
+    "fast_flagged", "fast_flagged_losers", "survivors_negative_gap", "n_survivors",
+    *(f"curve_pi_{b}{x}" for b in (600, 1500, 3000, 6000) for x in ("", "_min", "_max")),
+    "curve_others_150_min", "curve_amp_3000", "curve_amp_3000_min", "curve_amp_3000_max",
+    "curve_amp_others_3000_low", "curve_amp_others_3000_high", "curve_seeds", "bf16_raw_0", "bf16_pi_3000", "bf16_others_3000_min", "bf16_others_3000_max", "cs_pi_3000",
+    "cs_others_maxdiff",
+    *(f"dil_{sc}_{x}" for sc in ("none", "yarn", "log_length") for x in ("4096", "4096_min", "entropy_4096", "mult")),
+    "dil_none_64", "dil_none_entropy_64", "dil_uniform_4096", "dil_none_4096_max",
+    "b10_seeds", "b10_failed", "b10_match_mean", "b10_match_min", "b10_match_max", "b10_offset_mean",
+    "fix_steps", "fix_pi_0_min", "fix_raw_min",
+    "ra_pairs", "ra_model", "ra_toy", "ra_base", "ra_kept", "ra_models",
+}
 
 
 def g(name):
@@ -115,7 +128,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
         "pift_local_margin", "pift_amp_growth",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    }
+    } | NEW_GLUES
     assert set(GLUED) == tested
 
 

@@ -14,10 +14,11 @@ def stub(*args, **kwargs):
 
 
 def test_all_chapter_checks_registered():
-    assert set(exercise_ids("ch07")) == {"ch07-t5-bucket", "ch07-alibi-mass", "ch07-alibi-slopes", "ch07-shaw-ceiling"}
+    assert set(exercise_ids("ch07")) == {"ch07-t5-bucket", "ch07-alibi-mass", "ch07-alibi-slopes", "ch07-shaw-ceiling",
+                                            "ch07-two-layer-bound"}
 
 
-@pytest.mark.parametrize("ex", ["ch07-t5-bucket", "ch07-shaw-ceiling"])
+@pytest.mark.parametrize("ex", ["ch07-t5-bucket", "ch07-shaw-ceiling", "ch07-two-layer-bound"])
 def test_value_stubs_fail(ex):
     fb = check(ex, None)
     assert not fb and "no answer yet" in fb.message
@@ -167,3 +168,18 @@ def test_alibi_mass_odd_results(returned, fragment):
 def test_alibi_slopes_odd_results(returned, fragment):
     fb = check("ch07-alibi-slopes", lambda h: returned)
     assert not fb and fragment in fb.message
+
+
+# ---- ch07-two-layer-bound ---------------------------------------------------------------------------
+
+
+def test_two_layer_bound():
+    # queries i = 5 .. 63; target i - 5 wins only as the start token (i = 5) or the first token key (i = 6)
+    want = sum(1 for i in range(5, 64) if i - 5 == 0 or i - 5 == 1)
+    assert want == 2
+    assert check("ch07-two-layer-bound", want) and check("ch07-two-layer-bound", 2.0)
+    assert "every query" in check("ch07-two-layer-bound", 59).message
+    assert "start token" in check("ch07-two-layer-bound", 1).message
+    assert "some queries" in check("ch07-two-layer-bound", 0).message
+    assert "too many" in check("ch07-two-layer-bound", 3).message
+    assert "whole number" in check("ch07-two-layer-bound", 2.5).message

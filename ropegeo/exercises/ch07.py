@@ -147,3 +147,31 @@ def _shaw_ceiling(answer):
     if math.isclose(x, 1.0, rel_tol=1e-9):
         return wrong("a content-free head cannot single the key out: others share its representation exactly.")
     return wrong("that is not the ceiling; count how many keys share the key's clipped representation.")
+
+
+#: ch07-two-layer-bound: the probe's target displacement and the training length of the two-layer check.
+TWO_LAYER_OFFSET, TWO_LAYER_LENGTH = 5, 64
+
+
+@exercise("ch07-two-layer-bound")
+def _two_layer_bound(answer):
+    n, bad = as_whole(answer, "one whole number (how many queries can have the target as strict winner)")
+    if bad:
+        return bad
+    k, length = TWO_LAYER_OFFSET, TWO_LAYER_LENGTH
+    # token keys j = 1 .. i-1 score monotonically in j, so only j = 1 or j = i - 1 can be their strict
+    # maximum; the start token (j = 0) is a key of its own
+    want = sum(1 for i in range(k, length) if i - k in (0, 1, i - 1))
+    if n == want:
+        return correct(f"{want} of the {length - k} queries at most: the stored heads reach exactly that, "
+                       f"{want}/{length - k} = {want / (length - k):.3f}.")
+    if n == length - k:
+        return wrong("that counts every query; for a fixed query the score over the token keys is monotone in the "
+                     "key's position, so only an end of that range can win.")
+    if n == 0:
+        return wrong("some queries can still be right: the target can be an end of the range of keys a query sees.")
+    if n == want - 1:
+        return wrong("one case is missing: the start token is a key of its own, with a score of its own.")
+    if n > want:
+        return wrong("too many: the target five back is an end of the token keys only when it is the first token key.")
+    return wrong("not the count of queries whose target five back can be the strict winner.")
