@@ -155,5 +155,7 @@ class Impl:
             import torch  # noqa: PLC0415
         except ImportError:
             return False
+        if not callable(getattr(torch, "from_numpy", None)):  # not PyTorch (a directory named torch)
+            return False
         self.torch = torch  # pragma: no cover - torch path
         return True  # pragma: no cover
