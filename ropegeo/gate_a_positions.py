@@ -138,13 +138,15 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
     p, status, what = first_fail
     lo = max([q for q in ok if q < p], default=0)
     n = _first_bad(fn, x, lo, p, role)
-    if status == "refused":
-        return {"kind": "refused", "boundary": n, "first": p, "defect": "position-id",
-                "text": f"position-id defect: the implementation refuses positions from {n:,} on "
-                        f"({type(what).__name__}: {what}), inside the declared context of {max_position:,}: it cannot "
-                        "serve that context (a cos/sin table shorter than the context, or a format that overflows); "
-                        f"declare --max-position {n:,} if that is the real limit"}
     fp16 = abs(n - _FP16_MAX) <= 32
+    if status == "refused":
+        why = ("float16 cannot hold positions past 65,504: positions or angles are formed in float16" if fp16 else
+               "a cos/sin table shorter than the context, or a format that overflows")
+        return {"kind": "refused", "boundary": n, "first": p, "defect": "precision" if fp16 else "position-id",
+                "text": f"{'precision' if fp16 else 'position-id'} defect: the implementation refuses positions "
+                        f"from {n:,} on ({type(what).__name__}: {what}), inside the declared context of "
+                        f"{max_position:,}: it cannot serve that context ({why}); declare --max-position {n:,} if "
+                        "that is the real limit"}
     return {"kind": "nan", "boundary": n, "first": p, "defect": "precision" if fp16 else None,
             "text": (f"precision defect: the implementation returns NaN or infinite values from position {n:,} on: "
                      f"positions or angles are formed in float16, whose largest finite value is {_FP16_MAX:,}"
