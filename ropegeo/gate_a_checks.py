@@ -89,6 +89,18 @@ def _matrix_reading(ctx, rng) -> None:
     orth = float(max(np.max(np.abs(m.T @ m - eye)) for m in ctx.mats[:3]))
     ctx.inferred["orthogonality_error"] = orth
     gain = float(np.median(np.linalg.norm(ctx.mats[:3], axis=1)))
+    factor = ctx.fn.factor
+    if factor != 1.0 and abs(gain * factor - 1.0) < abs(gain - 1.0):
+        # the declared attention factor is not in the rotation: legitimate when the attention
+        # applies it to the logits instead; judged without it from here on
+        ctx.mats = ctx.mats * factor
+        gain *= factor
+        ctx.fn.factor = 1.0
+        ctx.inferred["attention_factor_applied"] = False
+        ctx.notes.append(f"the declared attention factor {factor:.4g} is not applied by the rotation (cos and sin "
+                         f"keep unit length): the attention must multiply its logits by {factor ** 2:.4g} instead")
+    elif factor != 1.0:
+        ctx.inferred["attention_factor_applied"] = True
     ctx.gain = gain  # a magnitude factor is the norm check's finding: the other checks divide it out
     seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
     by_output = seen[-1] if seen else None

@@ -202,3 +202,13 @@ def test_served_rotary_against_a_hand_rotation():
         a, b = bf(x[i]), bf(x[i + d // 2])
         want[i], want[i + d // 2] = bf(bf(a * c) - bf(b * s)), bf(bf(a * s) + bf(b * c))
     assert np.allclose(got, want, rtol=2**-7, atol=2**-7)
+
+
+def test_a_declared_attention_factor_may_live_in_the_attention_instead():
+    # YaRN-style factor declared, rotation left unit-length: noted, not failed; any other gain fails
+    r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, attention_factor=1.2)
+    assert r.passed and r.inferred["attention_factor_applied"] is False
+    assert any("multiply its logits by 1.44" in n for n in r.notes)
+    r = gate_a(lambda x, p: 1.2 * apply_rope(x, p), head_dim=16, attention_factor=1.2)
+    assert r.passed and r.inferred["attention_factor_applied"] is True
+    assert gate_a(lambda x, p: 1.5 * apply_rope(x, p), head_dim=16, attention_factor=1.2).failed[0] == "norm"
