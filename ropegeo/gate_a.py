@@ -299,6 +299,47 @@ def _run_checks(ctx, seed: int) -> list[Check]:
     return out
 
 
+_DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta", "phase_dtype", "dtype",
+                  "max_position", "attention_factor", "seed", "extra_sizes", "name")
+
+
+def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
+               attention_factor, manifest, target_length, seed) -> dict:
+    """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
+    extra_sizes, name = (), None
+    if target_length is not None:
+        if manifest is None:
+            raise ValueError("target_length applies with a manifest (or --config) only")
+        target_length = v.length("target_length", target_length, minimum=2)
+    if manifest is not None:
+        m = _from_manifest(manifest, target_length)
+        head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
+        phase_dtype, attention_factor, extra_sizes, name = m["phase_dtype"], m["attention_factor"], m["extra_sizes"], m["name"]
+        theta = m.get("theta", theta)
+        if max_position is None:
+            max_position = m["max_position"]
+    base = v.base(base)
+    pairing = v.pairing(pairing)
+    scale = v.real("scale", scale, greater_than=0.0)
+    attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
+    phase_dtype = _dtype_arg("phase_dtype", phase_dtype)
+    dtype = _dtype_arg("dtype", dtype, allow_none=True)
+    max_position = DEFAULT_MAX_POSITION if max_position is None else v.length("max_position", max_position, minimum=16)
+    if max_position > MAX_POSITION:
+        raise ValueError(f"max_position must be at most {MAX_POSITION:,}, got {max_position:,}")
+    seed = v.integer("seed", seed, minimum=0)
+    if head_dim is not None:
+        head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+        resolve_rotary_dim(head_dim, rotary_dim)
+    if theta is not None:
+        theta = v.finite_array("theta", theta)
+        if theta.ndim != 1 or theta.size == 0 or np.any(theta <= 0):
+            raise ValueError(f"theta must be a non-empty 1-D array of positive frequencies, got shape {theta.shape}")
+    return dict(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
+                phase_dtype=phase_dtype, dtype=dtype, max_position=max_position, attention_factor=attention_factor,
+                seed=seed, extra_sizes=extra_sizes, name=name)
+
+
 def gate_a(
     impl,
     *,
@@ -386,35 +427,11 @@ def gate_a(
     (True, 'every measured check passed; not measured: roles, values, decoding')
     """
     t0 = time.perf_counter()
-    extra_sizes, name = (), None
-    if target_length is not None:
-        if manifest is None:
-            raise ValueError("target_length applies with a manifest (or --config) only")
-        target_length = v.length("target_length", target_length, minimum=2)
-    if manifest is not None:
-        m = _from_manifest(manifest, target_length)
-        head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
-        phase_dtype, attention_factor, extra_sizes, name = m["phase_dtype"], m["attention_factor"], m["extra_sizes"], m["name"]
-        theta = m.get("theta", theta)
-        if max_position is None:
-            max_position = m["max_position"]
-    base = v.base(base)
-    pairing = v.pairing(pairing)
-    scale = v.real("scale", scale, greater_than=0.0)
-    attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
-    phase_dtype = _dtype_arg("phase_dtype", phase_dtype)
-    dtype = _dtype_arg("dtype", dtype, allow_none=True)
-    max_position = DEFAULT_MAX_POSITION if max_position is None else v.length("max_position", max_position, minimum=16)
-    if max_position > MAX_POSITION:
-        raise ValueError(f"max_position must be at most {MAX_POSITION:,}, got {max_position:,}")
-    seed = v.integer("seed", seed, minimum=0)
-    if head_dim is not None:
-        head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
-        resolve_rotary_dim(head_dim, rotary_dim)
-    if theta is not None:
-        theta = v.finite_array("theta", theta)
-        if theta.ndim != 1 or theta.size == 0 or np.any(theta <= 0):
-            raise ValueError(f"theta must be a non-empty 1-D array of positive frequencies, got shape {theta.shape}")
+    decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
+                      phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
+                      attention_factor=attention_factor, manifest=manifest, target_length=target_length, seed=seed)
+    (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
+     extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
     fn = Impl(impl, attention_factor)
     dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]))
     d = dims[0]
