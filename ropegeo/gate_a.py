@@ -161,8 +161,12 @@ class GateAReport:
         kwargs.setdefault("default", _json_default)
         return json.dumps(self.to_dict(), **kwargs)
 
-    def table(self) -> str:
-        """A readable report: one line per check, the precision found, then the diagnoses."""
+    def table(self, passing_sizes: bool = True) -> str:
+        """A readable report: one line per check, the precision found, then the diagnoses.
+
+        With ``passing_sizes=False`` a passing check shows only its tolerance (its violation is
+        rounding noise, which differs between machines).
+        """
         inf = self.inferred
         lines = [
             f"Gate A: {'PASS' if self.passed else 'FAIL'}  (protocols: {', '.join(self.protocols)}; "
@@ -177,6 +181,8 @@ class GateAReport:
         for c in self.checks:
             mark = "skip" if c.passed is None else ("pass" if c.passed else "FAIL")
             size = "" if c.passed is None else f"  {c.violation:.2e} (tol {c.tolerance:.1e})"
+            if c.passed and not passing_sizes:
+                size = f"  (tol {c.tolerance:.1e})"
             lines.append(f"  {c.name:<{width}}  {mark}{size}")
         lines.append("diagnosis:")
         for c in self.checks:

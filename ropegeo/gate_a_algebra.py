@@ -132,7 +132,7 @@ def check_inverse(ctx, rng) -> Check:
 
 def _indexed_from_end(ctx, x, a):
     """The table size n with f(x, -a) == f(x, n - a) (negative indices counted from the end), or None."""
-    for n in table_sizes(ctx.max_position + 1, (ctx.max_position,) + tuple(ctx.extra_sizes)):
+    for n in table_sizes(max(ctx.max_position + 1, 1 << 21), (ctx.max_position,) + tuple(ctx.extra_sizes)):
         if n <= a.max():
             continue
         try:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..broken import CATALOGUE, CacheOffByOne
+from ..broken import CATALOGUE, CacheOffByOne, PositionDefect
 from ..gate_a import GateAError, gate_a
 from ..rotation import pairing_permutation
 from . import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 
-__all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT"]
+__all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED"]
 
 
 # ---- ch05-permutation: interleaved -> half-split for head dim 8 ----------------------------
@@ -187,3 +187,45 @@ def _check_diagnose(answer):
                      "token is placed.")
     return wrong(f"that defect would make Gate A's '{guess.check}' check fail, and on this implementation it "
                  "passes.")
+
+
+# ---- ch05-table-size: the length of a cos/sin table that wraps ----------------------------
+#: What the table-based implementation declares (keyword arguments of gate_a).
+TABLE_DECLARED = {"head_dim": 32, "pairing": "interleaved", "base": 10_000.0}
+_TABLE_ROWS = 6144  # 3 * 2048: a common size that is not a power of two
+
+
+def table_rope():
+    """A rotary callable ``f(x, positions)`` built on a precomputed cos/sin table (``ch05-table-size``).
+
+    It declares :data:`TABLE_DECLARED`; how many rows its table holds is the exercise.
+    """
+    impl = PositionDefect(TABLE_DECLARED["head_dim"], mode="wrapped", size=_TABLE_ROWS)
+
+    def rope(x, positions):
+        return impl(x, positions, role="key")
+
+    return rope
+
+
+@exercise("ch05-table-size")
+def _check_table_size(answer):
+    n, bad = as_whole(answer, "a number of rows (a whole number)", limit=10**12)
+    if bad:
+        return bad
+    rows = _TABLE_ROWS
+    if n == rows:
+        return correct(f"position P is rotated as P mod {rows:,}: every query-key pair that straddles a multiple "
+                       f"of {rows:,} sees a displacement off by {rows:,}, and no probe below {rows:,} can tell.")
+    if n == rows - 1:
+        return wrong("that is the index of the last row; the table holds one row more (rows 0 to that index).")
+    if n > rows and n % rows == 0:
+        return wrong("the rotations do repeat after that many positions, but they already repeat sooner: find the "
+                     "smallest period.")
+    if n in (131_072, 4096):
+        return wrong("that is a context you declared to Gate A, not a property of the table; read the diagnosis "
+                     "of the run with the default context.")
+    if n > 0 and n & (n - 1) == 0:
+        return wrong("tables are often a power of two long, but not this one: test your guess by comparing "
+                     "f(x, [p]) with f(x, [p - N]) for a position p past the table.")
+    return wrong("look for the smallest N with f(x, [p]) equal to f(x, [p - N]) for a position p past the table.")
