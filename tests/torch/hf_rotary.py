@@ -67,11 +67,16 @@ def _rotate_every_two(x):
     return torch.stack((-x2, x1), dim=-1).flatten(-2)
 
 
-def llama_rotary(dtype="float32", defect=None, *, head_dim=64, base=500_000.0, family="llama"):
-    """Llama's (or GPT-NeoX's) LlamaRotaryEmbedding + apply_rotary_pos_emb as f(x, positions)."""
+def llama_rotary(dtype="float32", defect=None, *, head_dim=64, base=500_000.0, family="llama", rope_parameters=None,
+                 max_position_embeddings=131_072):
+    """Llama's (or GPT-NeoX's) LlamaRotaryEmbedding + apply_rotary_pos_emb as f(x, positions).
+
+    ``rope_parameters`` (Llama only) replaces the default block, e.g. a llama3 or yarn scaling rule.
+    """
     if family == "llama":
+        params = rope_parameters or {"rope_type": "default", "rope_theta": base}
         cfg = LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
-                          max_position_embeddings=131_072, rope_parameters={"rope_type": "default", "rope_theta": base})
+                          max_position_embeddings=max_position_embeddings, rope_parameters=dict(params))
         module, apply = llama.LlamaRotaryEmbedding(cfg), llama.apply_rotary_pos_emb
     else:
         cfg = GPTNeoXConfig(hidden_size=4 * head_dim, num_attention_heads=4, max_position_embeddings=131_072,

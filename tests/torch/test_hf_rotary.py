@@ -117,3 +117,49 @@ def test_command_line_on_a_wrapped_bfloat16_llama():
     bad = subprocess.run(args[:4] + ["hf_rotary:llama_bf16_wrapped"] + args[4:], capture_output=True, text=True,
                          env=env, timeout=600)
     assert bad.returncode == 1 and json.loads(bad.stdout)["defects"] == ["position-id"]
+
+
+def test_torch_tensors_in_and_out():
+    # an implementation written for tensors: Gate A retries with torch tensors and reads bfloat16 back
+    import torch
+    from transformers.models.llama import modeling_llama as llama
+
+    f = h.llama_rotary("bfloat16")
+
+    def tensor_rope(x, positions):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError("x must be a torch.Tensor")
+        out = f(x.float().numpy(), positions.numpy())
+        return torch.from_numpy(out.astype("float32")).to(torch.bfloat16)
+
+    assert llama.apply_rotary_pos_emb  # the wrapper above is built on it
+    r = gate_a(tensor_rope, **h.DECLARED["llama"])
+    assert r.passed, r.table()
+    assert r.inferred["data_dtype"] == "bfloat16" and any("torch tensors" in n for n in r.notes)
+
+
+SCALED = {
+    # shipped configuration -> transformers' rope_parameters block for the same model
+    "llama-3.1-8b": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 8192, "rope_theta": 500_000.0}, 131_072),
+    "qwen2.5-7b-instruct": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32_768,
+                             "rope_theta": 1_000_000.0}, 32_768),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("model", list(SCALED))
+def test_scaled_rules_checked_against_what_the_config_promises(model, dtype):
+    from ropegeo.manifest import resolve
+
+    params, mpe = SCALED[model]
+    m = resolve(model)
+    f = h.llama_rotary(dtype, head_dim=m.head_dim, rope_parameters=params, max_position_embeddings=mpe)
+    r = gate_a(f, manifest=model)
+    assert r.passed, r.table()
+    if m.attention_factor() != 1.0:  # YaRN: transformers multiplies cos and sin by the factor
+        assert r.inferred["attention_factor_applied"] is True
+    # the same code without its scaling rule breaks the promise, as a frequency defect
+    plain = h.llama_rotary(dtype, head_dim=m.head_dim, base=params["rope_theta"])
+    r = gate_a(plain, manifest=model)
+    assert r.failed[0] == "frequencies" and r.defects[0] == "frequency", r.table()
