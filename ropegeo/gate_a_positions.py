@@ -48,9 +48,11 @@ def _first_bad(fn, x, lo: int, hi: int, role, same=None) -> int:
     return hi
 
 
-def _ignored(fn, x, role, tol):
+def _ignored(fn, x, role, tol, max_position):
     a = np.array([37, 101, 419, 1001, 5, 300])
     b = np.array([612, 7, 203, 77, 999, 11])
+    if max_position <= 1001:  # a short context: stay inside it
+        a, b = a % (max_position - 1) + 1, (b + 3) % (max_position - 1) + 1
     X = np.tile(x, (a.size, 1))
     try:
         ya, yb = fn(X, a, role=role), fn(X, b, role=role)
@@ -103,7 +105,7 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
         ``boundary`` (the first position affected), ``text`` (the diagnosis), ``defect`` (its
         class) and, for refusals and NaN, ``first`` (the first probe affected).
     """
-    found = _ignored(fn, x, role, tol)
+    found = _ignored(fn, x, role, tol, max_position)
     if found:
         found["defect"] = "position-id"
         return found

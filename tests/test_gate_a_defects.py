@@ -212,3 +212,19 @@ def test_a_declared_attention_factor_may_live_in_the_attention_instead():
     r = gate_a(lambda x, p: 1.2 * apply_rope(x, p), head_dim=16, attention_factor=1.2)
     assert r.passed and r.inferred["attention_factor_applied"] is True
     assert gate_a(lambda x, p: 1.5 * apply_rope(x, p), head_dim=16, attention_factor=1.2).failed[0] == "norm"
+
+
+@pytest.mark.parametrize("context", [16, 64, 500])
+def test_short_declared_contexts_are_read_inside_them(context):
+    # a table of 64 rows: fine for a context of 16 or 64, a refusal inside a context of 500
+    def table_64(x, p):
+        p = np.asarray(p)
+        if p.max() >= 64 or p.min() < 0:
+            raise IndexError("table of 64 rows")
+        return apply_rope(x, p)
+
+    r = gate_a(table_64, head_dim=16, max_position=context)
+    if context <= 64:
+        assert r.passed and r.check("layout").passed and r.check("batch").passed, r.table()
+    else:
+        assert r.failed == ["context"] and "refuses positions from 64 on" in r.diagnosis
