@@ -48,7 +48,7 @@ from .frequencies import frequencies, resolve_rotary_dim
 from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
                              check_values)
 from .gate_a_call import UNIT, Bad, GateAError, Impl, Refused
-from .gate_a_checks import (Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
+from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
                             check_precision)
 from .gate_a_read import infer_layout
 
@@ -174,9 +174,11 @@ class GateAReport:
             f"positions up to {self.declared.get('max_position', 0):,})"
         ]
         if inf.get("data_dtype"):
+            have, res = inf.get("phase_precision", "not measured"), inf.get("phase_resolution")
+            if have in PRECISION_LIMIT and isinstance(res, float) and res > PRECISION_LIMIT[have]:
+                have = f"finer than the {inf['data_dtype']} data can show ({res:.0e})"
             lines.append(f"  data rounding: {inf['data_dtype']} (from the {inf.get('data_dtype_source', '?')}; flat in "
-                         f"position)   angle precision: {inf.get('phase_precision', 'not measured')} (grows with "
-                         "position)")
+                         f"position)   angle precision: {have} (error grows with position)")
         width = max(len(n) for n in CHECKS)
         for c in self.checks:
             mark = "skip" if c.passed is None else ("pass" if c.passed else "FAIL")

@@ -318,14 +318,19 @@ def check_precision(ctx, rng) -> Check:
     have = _precision_name(stat)
     ctx.inferred["phase_precision"] = have
     ctx.inferred["relative_phase_error"] = stat
+    # the smallest relative angle error the data's rounding lets this reading see
+    resolution = 4.0 * ctx.u_data / float(np.max(np.abs(ctx.theta_ref())) * (pos[-1] - pos[0]))
+    ctx.inferred["phase_resolution"] = resolution
     if have in UNIT and UNIT[have] <= UNIT[ctx.phase_dtype]:
         ctx.u_phase = UNIT[have]
     growth = ", ".join(f"{worst[j]:.2g} rad at position {int(pos[j]):,}" for j in (1, len(pos) // 2, len(pos) - 1))
     data = ctx.inferred["data_dtype"]
     limit = PRECISION_LIMIT[ctx.phase_dtype]
     if stat <= limit:
-        return Check("precision", True, stat, limit, f"angles are formed with relative error {stat:.1e} ({have} or "
-                     f"better; {ctx.phase_dtype} declared); the data rounds as {data}, flat in position "
+        seen = (f"{have} or better" if resolution <= PRECISION_LIMIT[have] else
+                f"below what the {data} data can resolve, {resolution:.0e}")
+        return Check("precision", True, stat, limit, f"angles are formed with relative error {stat:.1e} ({seen}; "
+                     f"{ctx.phase_dtype} declared); the data rounds as {data}, flat in position "
                      f"(worst angle error {growth})", "callable")
     return Check("precision", False, stat, limit,
                  f"precision defect: rotation angles carry a relative error of {stat:.1e}, the rounding of {have}: "
