@@ -6,6 +6,13 @@ says in the same words what was measured, against which threshold, and what was 
 
 A check has three outcomes: passed (``True``), failed (``False``) or not measured (``None``). A
 check that was not measured never counts as passed: :func:`verdict` lists it by name.
+
+Adopting it in another gate: build one ``Check`` per question the gate asks, with the measured
+number as ``violation`` and the threshold it is judged against as ``tolerance`` (Gate B: the
+separation margin's shortfall against ``min_margin``; Gate C: each trained quantity against its
+bound), ``Check.judged`` when the verdict is ``violation <= tolerance``, ``Check.skipped`` with the
+reason when a check cannot run, and :func:`verdict` for the one-line summary; ``to_dict`` gives the
+JSON form every report shares.
 """
 
 from __future__ import annotations
