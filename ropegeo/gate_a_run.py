@@ -102,7 +102,10 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
             raise
         finally:
             os.close(r)
-        proc.wait()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # threads the implementation left running keep it alive
+            _stop(proc)
         notes = [n for n in (_captured(out_path, "stdout"), _captured(err_path, "stderr")) if n]
     if msg["kind"] == "error":
         raise ValueError(msg["body"])
@@ -147,6 +150,9 @@ def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the work
         say("crash", json.dumps(traceback.format_exc()))
     finally:
         ctl.close()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(0)  # do not wait for threads the implementation may have started
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,6 +39,12 @@ MODULE = textwrap.dedent(
                 pass
         return apply_rope(x, positions)
 
+    import threading
+
+    def leaves_a_thread(x, positions):
+        threading.Thread(target=threading.Event().wait, daemon=False).start()  # never ends
+        return apply_rope(x, positions, pairing="half")
+
     def sleeps(x, positions):
         import time
         time.sleep(3600)
@@ -191,3 +197,9 @@ def test_new_options_refuse_bad_values(env, args, message):
 def test_max_position_option(env):
     out = _run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "16", "--max-position", "4096", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["declared"]["max_position"] == 4096
+
+
+def test_threads_left_running_do_not_keep_gate_a_waiting(env):
+    out = _run(env, "userrope:leaves_a_thread", "--pairing", "half", "--head-dim", "16", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["passed"] is True
