@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ropegeo.exercises import check, exercise_ids
-from ropegeo.exercises.ch05 import MYSTERY_DECLARED, PADDING, PROMPT, TABLE_DECLARED, mystery, table_rope
+from ropegeo.exercises.ch05 import (MYSTERY_DECLARED, PADDING, PROMPT, TABLE_DECLARED, TABLE_KEY, TABLE_QUERY, mystery,
+                                    table_rope)
 
 
 def stub(*args, **kwargs):
@@ -215,18 +216,37 @@ def _period_by_scan(f, d, limit=20_000):
     return int(n[hit[0]]) if hit.size else None
 
 
+def _seen_offset(f, d, m, n):
+    """The offset a score sees, by brute force: the displacement whose plain rotation matches it."""
+    from ropegeo.rotation import apply_rope
+
+    rng = np.random.default_rng(5)
+    q, k = rng.normal(size=(2, d))
+    s = f(q[None], [m])[0] @ f(k[None], [n])[0]
+    offs = np.arange(-8000, 8001)
+    cand = apply_rope(np.tile(k, (offs.size, 1)), -offs) @ q  # score of q at 0 against k at -offset
+    return int(offs[np.argmin(np.abs(cand - s))])
+
+
 def test_table_size():
     f = table_rope()
     rows = _period_by_scan(f, TABLE_DECLARED["head_dim"])
     assert rows is not None and rows & (rows - 1) != 0  # not a power of two
-    assert check("ch05-table-size", rows)
-    assert check("ch05-table-size", float(rows))
-    assert "last row" in check("ch05-table-size", rows - 1).message
-    assert "smallest period" in check("ch05-table-size", 2 * rows).message
-    assert "context you declared" in check("ch05-table-size", 131_072).message
-    assert "power of two" in check("ch05-table-size", 8192).message
-    assert "smallest N" in check("ch05-table-size", 5000).message
-    assert "whole number" in check("ch05-table-size", "many").message.lower() or not check("ch05-table-size", "many")
+    seen = _seen_offset(f, TABLE_DECLARED["head_dim"], TABLE_QUERY, TABLE_KEY)
+    assert seen != TABLE_QUERY - TABLE_KEY
+    assert check("ch05-table-size", (rows, seen))
+    assert check("ch05-table-size", [float(rows), float(seen)])
+    assert "last row" in check("ch05-table-size", (rows - 1, seen)).message
+    assert "smallest period" in check("ch05-table-size", (2 * rows, seen)).message
+    assert "context you declared" in check("ch05-table-size", (131_072, seen)).message
+    assert "power of two" in check("ch05-table-size", (8192, seen)).message
+    assert "smallest N" in check("ch05-table-size", (5000, seen)).message
+    assert "true one" in check("ch05-table-size", (rows, TABLE_QUERY - TABLE_KEY)).message
+    assert "sign" in check("ch05-table-size", (rows, -seen)).message
+    assert "row the query is read from" in check("ch05-table-size", (rows, TABLE_QUERY % rows)).message
+    assert "modulo" in check("ch05-table-size", (rows, 17)).message
+    assert "pair" in check("ch05-table-size", rows).message
+    assert not check("ch05-table-size", ("many", seen))
 
 
 def test_table_size_with_gate_a():
