@@ -188,10 +188,11 @@ class PositionDefect(Rotary):
     ``mode`` is one of ``"wrapped"`` (a table of ``size`` rows indexed modulo its size),
     ``"clamped"`` (indexed with a clamp at ``size - 1``), ``"int8"`` (ids stored in int8),
     ``"ignored"`` (each row rotated by its slot index), ``"origin"`` (every id shifted by
-    ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only).
+    ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only),
+    ``"start"`` (only the first id read, as a start position of a contiguous run).
     """
 
-    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row")
+    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start")
 
     def __init__(self, *args, mode: str = "wrapped", size: int = 4096, **kwargs):
         super().__init__(*args, **kwargs)
@@ -211,6 +212,8 @@ class PositionDefect(Rotary):
             return np.broadcast_to(np.arange(p.shape[-1]), p.shape) if p.ndim else np.zeros_like(p)
         if self.mode == "origin":
             return p + self.size
+        if self.mode == "start":
+            return p[..., :1] + np.arange(p.shape[-1]) if p.ndim else p
         return np.broadcast_to(p.reshape(-1, p.shape[-1])[0], p.shape) if p.ndim > 1 else p
 
     def _rotate(self, x, positions, role):
@@ -695,6 +698,8 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
             PositionDefect(d, mode="ignored"), "context", "positions are ignored", "position-id"),
         bad("origin-off-by-two", "every position id shifted by 2", PositionDefect(d, mode="origin", size=2),
             "origin", "origin is off by +2", "position-id"),
+        bad("start-position-only", "only the first id read, as the start of a contiguous run",
+            PositionDefect(d, mode="start"), "context", "one contiguous run", "position-id"),
         bad("first-row-only", "a (batch, seq) position tensor read through its first row",
             PositionDefect(d, mode="first-row"), "batch", "first row's position ids", "position-id"),
         bad("float16-angles", "the angle table formed in float16", Rotary(d, phase_dtype="float16"),

@@ -78,7 +78,7 @@ class Ctx:
     def read_limit(self) -> int:
         """Reading stays below the first position a position-id defect touches."""
         pd = self.position_defect
-        return pd["boundary"] if pd and pd["kind"] != "ignored" else 10**12
+        return pd["boundary"] if pd and pd["kind"] not in _UNREADABLE else 10**12
 
 
 def _layout_rows(ctx) -> list[int]:
@@ -87,11 +87,30 @@ def _layout_rows(ctx) -> list[int]:
     return want if len(want) >= 3 else list(range(len(ctx.read_positions)))
 
 
-def _matrix_reading(ctx, rng) -> None:
-    """Matrices at READ_POSITIONS, the layout, and the data precision they show."""
+_UNREADABLE = ("ignored", "contiguous")  # position-id defects that make the matrices meaningless
+
+
+def _data_dtype(ctx, orth) -> None:
+    """The data precision: declared, else the coarser of the dtype returned and the rounding seen."""
+    seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
+    by_output = seen[-1] if seen else None
+    by_rounding = None
+    if orth is not None:
+        by_rounding = next((n for n in ("float64", "float32", "float16", "bfloat16") if orth <= DATA_SAFETY * UNIT[n]),
+                           None)
+    cands = [n for n in (by_output, by_rounding) if n]
+    data = ctx.data_dtype_declared or (max(cands, key=lambda n: UNIT[n]) if cands else "float32")
+    ctx.inferred["data_dtype"] = data
+    ctx.inferred["data_dtype_source"] = ("declared" if ctx.data_dtype_declared else
+                                         "returned arrays" if data == by_output else "measured rounding")
+    ctx.u_data = UNIT[data]
+
+
+def _read_matrices(ctx) -> None:
+    """R(p) at the read positions, stopping before the first position the implementation refuses."""
     try:
         ctx.mats = matrices(ctx.fn, ctx.d, ctx.read_positions, role=ctx.krole)
-    except (Refused, Bad):  # read only the positions before the first one it refuses
+    except (Refused, Bad):
         keep = []
         for p in ctx.read_positions:
             try:
@@ -102,40 +121,41 @@ def _matrix_reading(ctx, rng) -> None:
             raise
         ctx.read_positions = ctx.read_positions[: len(keep)]
         ctx.mats = np.stack(keep)
-    lay = infer_layout(ctx.mats[_layout_rows(ctx)])
-    ctx.inferred["layout"] = lay
-    eye = np.eye(ctx.d)
-    orth = float(max(np.max(np.abs(m.T @ m - eye)) for m in ctx.mats[:3]))
-    ctx.inferred["orthogonality_error"] = orth
-    gain = float(np.median(np.linalg.norm(ctx.mats[:3], axis=1)))
+
+
+def _attention_factor(ctx, gain: float) -> float:
+    """Judge without a declared attention factor that the rotation leaves out (the attention may apply it)."""
     factor = ctx.fn.factor
     if factor != 1.0 and abs(gain * factor - 1.0) < abs(gain - 1.0):
-        # the declared attention factor is not in the rotation: legitimate when the attention
-        # applies it to the logits instead; judged without it from here on
         ctx.mats = ctx.mats * factor
-        gain *= factor
         ctx.fn.factor = 1.0
         ctx.inferred["attention_factor_applied"] = False
         ctx.notes.append(f"the declared attention factor {factor:.4g} is not applied by the rotation (cos and sin "
                          f"keep unit length): the attention must multiply its logits by {factor ** 2:.4g} instead")
-    elif factor != 1.0:
+        return gain * factor
+    if factor != 1.0:
         ctx.inferred["attention_factor_applied"] = True
-    ctx.gain = gain  # a magnitude factor is the norm check's finding: the other checks divide it out
-    seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
-    by_output = seen[-1] if seen else None
-    by_rounding = next((n for n in ("float64", "float32", "float16", "bfloat16") if orth <= DATA_SAFETY * UNIT[n]), None)
-    cands = [n for n in (ctx.data_dtype_declared, by_output, by_rounding) if n]
-    data = max(cands, key=lambda n: UNIT[n]) if cands else "float32"
-    if ctx.data_dtype_declared:
-        data = ctx.data_dtype_declared
-    ctx.inferred["data_dtype"] = data
-    ctx.inferred["data_dtype_source"] = ("declared" if ctx.data_dtype_declared else
-                                         "returned arrays" if data == by_output else "measured rounding")
-    ctx.u_data = UNIT[data]
+    return gain
+
+
+def _matrix_reading(ctx, rng) -> None:
+    """Position-id defects first (the implementation against itself), then the matrices, the layout
+    and the data precision they show."""
+    _data_dtype(ctx, None)  # provisional: what the contract probe returned
     x = rng.normal(size=ctx.d)
     ctx.position_defect = find_position_defect(ctx.fn, x, ctx.max_position, role=ctx.krole,
                                                tol=DATA_SAFETY * 2 * ctx.u_data + 1e-9,
                                                extra_sizes=ctx.extra_sizes)
+    if ctx.position_defect and ctx.position_defect["kind"] in _UNREADABLE:
+        return
+    _read_matrices(ctx)
+    ctx.inferred["layout"] = infer_layout(ctx.mats[_layout_rows(ctx)])
+    eye = np.eye(ctx.d)
+    orth = float(max(np.max(np.abs(m.T @ m - eye)) for m in ctx.mats[:3]))
+    ctx.inferred["orthogonality_error"] = orth
+    # a magnitude factor is the norm check's finding: the other checks divide it out
+    ctx.gain = _attention_factor(ctx, float(np.median(np.linalg.norm(ctx.mats[:3], axis=1))))
+    _data_dtype(ctx, orth)
 
 
 def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:
@@ -148,6 +168,9 @@ def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:
 def check_layout(ctx, rng) -> Check:
     """Which coordinates rotate together, against the declared pairing and rotary dim."""
     _matrix_reading(ctx, rng)
+    if ctx.layout is None:
+        return Check.skipped("layout", "not measured: the implementation does not use the positions it is given "
+                             "(see context)", "callable")
     lay, d, theta = ctx.layout, ctx.d, ctx.theta_decl
     pos = np.array(ctx.read_positions)[_layout_rows(ctx)]
     blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < 1e-9, axis=0)
@@ -201,8 +224,8 @@ def _usable(ctx):
     if lay is None or not lay["pairs"]:
         return None, "not measured: no rotating pair was found"
     pd = ctx.position_defect
-    if pd and pd["kind"] == "ignored":
-        return None, "not measured: the implementation ignores positions (see context)"
+    if pd and pd["kind"] in _UNREADABLE:
+        return None, "not measured: the implementation does not use the positions it is given (see context)"
     rows = [i for i, p in enumerate(ctx.read_positions) if p < ctx.read_limit()]
     if len(rows) < 4:
         return None, f"not measured: a position-id defect from position {ctx.read_limit():,} on (see context)"
@@ -342,8 +365,9 @@ def check_precision(ctx, rng) -> Check:
 def check_origin(ctx, rng) -> Check:
     """Position 0 is the identity; an origin off by k is named."""
     pd = ctx.position_defect
-    if pd and pd["kind"] == "ignored":
-        return Check.skipped("origin", "not measured: the implementation ignores positions (see context)", "callable")
+    if pd and pd["kind"] in _UNREADABLE:
+        return Check.skipped("origin", "not measured: the implementation does not use the positions it is given "
+                             "(see context)", "callable")
     x = rng.normal(size=(8, ctx.d))
     y = ctx.fn(x, np.zeros(8, dtype=np.int64), role=ctx.krole) / ctx.gain
     err = float(np.max(relative_rows(y, x, x)))

@@ -59,7 +59,7 @@ def _ignored(fn, x, role, tol, max_position):
     except (Refused, Bad):
         return None
     if np.max(relative_rows(ya, yb, X)) > tol:
-        return None
+        return _contiguous(fn, X, a, ya, role, tol)
     moved = np.max(relative_rows(ya, X, X)) > tol
     how = ("every row is rotated by its slot index in the array (0, 1, 2, ...) instead of its position id"
            if moved and np.max(relative_rows(ya[1:], ya[:1], X[1:])) > tol else
@@ -67,6 +67,20 @@ def _ignored(fn, x, role, tol, max_position):
     return {"kind": "ignored", "boundary": 0,
             "text": f"position-id defect: positions are ignored: {how} (positions {fmt_positions(a)} and "
                     f"{fmt_positions(b)} give the same output)"}
+
+
+def _contiguous(fn, X, a, ya, role, tol):
+    """A start-position implementation: row i rotated at positions[0] + i whatever the ids say."""
+    try:
+        yc = fn(X, a[0] + np.arange(a.size), role=role)
+    except (Refused, Bad):
+        return None
+    if np.max(relative_rows(ya, yc, X)) > tol:
+        return None
+    return {"kind": "contiguous", "boundary": 0,
+            "text": f"position-id defect: positions are read as one contiguous run from the first id (row i is "
+                    f"rotated at positions[0] + i; ids {', '.join(f'{p:,}' for p in a[:3])}, ... are treated as {a[0]}, {a[0] + 1}, "
+                    f"{a[0] + 2}, ...): every gap in the ids, as left padding, packing or a KV cache produce, is lost"}
 
 
 def _wrapped(fn, x, ys: dict, sizes, role, tol):
@@ -101,7 +115,7 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
     Returns
     -------
     dict or None
-        ``kind`` (``"ignored"``, ``"wrapped"``, ``"clamped"``, ``"refused"``, ``"nan"``),
+        ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"refused"``, ``"nan"``),
         ``boundary`` (the first position affected), ``text`` (the diagnosis), ``defect`` (its
         class) and, for refusals and NaN, ``first`` (the first probe affected).
     """

@@ -56,6 +56,8 @@ def _positions(pos, defect):
         return torch.arange(pos.shape[-1]).expand_as(pos)
     if defect == "origin-off-by-one":
         return pos + 1
+    if defect == "start-position":  # only the first id read, as the start of a contiguous run
+        return pos[..., :1] + torch.arange(pos.shape[-1])
     if defect == "first-row-only":
         return pos[:1].expand_as(pos)
     return pos

@@ -73,6 +73,7 @@ DEFECTS = {
     "ignored-positions": ("context", "position-id", "positions are ignored"),
     "origin-off-by-one": ("origin", "position-id", "origin is off by +1"),
     "first-row-only": ("batch", "position-id", "first row's position ids"),
+    "start-position": ("context", "position-id", "one contiguous run"),
     "bf16-angles": ("precision", "precision", "formed in bfloat16"),
     "mirrored": ("frequencies", "convention", "relative law still holds"),
     "wrong-pairing": ("layout", "layout", "interleaved layout, while the declared convention is half-split"),
