@@ -30,7 +30,7 @@ SITE ?= _build/html
 VENDOR_STAMP := $(VENDOR)/.stamp-$(MATHJAX_VERSION)-$(REQUIREJS_VERSION)-$(HTML_MANAGER_VERSION)-$(MERMAID_VERSION)-$(ANYWIDGET_VERSION)
 
 
-.PHONY: install browser vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help
+.PHONY: install browser vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help test-torch
 
 help:
 	@echo "make book       install, execute every notebook, build the HTML book into _build/html"
@@ -40,6 +40,7 @@ help:
 	@echo "make vendor     fetch MathJax, require.js, the widget html-manager, anywidget and mermaid (npm) into _vendor/"
 	@echo "make test-site  open every page of _build/html in headless Chromium (after a book build)"
 	@echo "make bench      run the benchmarks in bench/"
+	@echo "make test-torch Gate A on transformers' rotary code (optional; torch CPU + transformers in .venv-torch)"
 	@echo "make clean      remove build output (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -116,6 +117,24 @@ assignments: install
 	rm -rf _build/assignments
 	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
 	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_assignments.py
+
+# Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J)
+# in float32, bfloat16 and float16. torch never goes into requirements.txt (Binder stays light).
+TORCH_VENV         := .venv-torch
+TORCH_VERSION      := 2.13.0
+TRANSFORMERS_VERSION := 5.24.0
+TORCH_STAMP        := $(TORCH_VENV)/.installed-stamp-$(TORCH_VERSION)-$(TRANSFORMERS_VERSION)
+
+$(TORCH_STAMP): requirements.txt pyproject.toml
+	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(TORCH_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION) transformers==$(TRANSFORMERS_VERSION) \
+		--extra-index-url https://download.pytorch.org/whl/cpu
+	touch $(TORCH_STAMP)
+
+test-torch: $(TORCH_STAMP)
+	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/torch
 
 bench: install
 	@for f in $$(ls bench/*.py | grep -v "/_"); do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -17,6 +17,11 @@ consistently interpolated) and eight broken ones:
 ``wrong-base``        base 10,000 used where 500,000 is declared
 ``missliced-partial`` the trailing, not the leading, coordinates rotate
 ``rotated-values``    values are rotated as keys are
+
+:data:`DEFECTS` is the wider catalogue Gate A is tested on: every defect class it names
+(position-id, precision, frequency, layout, convention, magnitude, roles, values, decoding), each
+with the check that must lead its report and the words its diagnosis must contain, plus correct
+implementations served in bfloat16 and float16 that must pass. See :func:`defect_entry`.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ import numpy as np
 
 from . import _validate as v
 from .frequencies import resolve_rotary_dim
-from .rotation import apply_rope
+from .rotation import apply_rope, pair_indices
 
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
            "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_change",
-           "packed_score_change", "partial_score_parts", "manifest_replays"]
+           "packed_score_change", "partial_score_parts", "manifest_replays", "DEFECTS", "defect_entry",
+           "PositionDefect", "ServedRotary"]
 
 _ROLES = ("query", "key", "value")
 
@@ -176,6 +182,82 @@ class RotatedValues(Rotary):
         return super()._rotate(x, positions, "key" if role == "value" else role)
 
 
+class PositionDefect(Rotary):
+    """What a broken integration does to position ids before an otherwise correct rotation.
+
+    ``mode`` is one of ``"wrapped"`` (a table of ``size`` rows indexed modulo its size),
+    ``"clamped"`` (indexed with a clamp at ``size - 1``), ``"int8"`` (ids stored in int8),
+    ``"ignored"`` (each row rotated by its slot index), ``"origin"`` (every id shifted by
+    ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only),
+    ``"start"`` (only the first id read, as a start position of a contiguous run).
+    """
+
+    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start")
+
+    def __init__(self, *args, mode: str = "wrapped", size: int = 4096, **kwargs):
+        super().__init__(*args, **kwargs)
+        if mode not in self._MODES:
+            raise ValueError(f"mode must be one of {', '.join(self._MODES)}, got {mode!r}")
+        self.mode, self.size = mode, v.integer("size", size, minimum=-(2**20), maximum=2**40)
+
+    def _ids(self, positions):
+        p = np.asarray(positions, dtype=np.int64)
+        if self.mode == "wrapped":
+            return p % self.size
+        if self.mode == "clamped":
+            return np.minimum(p, self.size - 1)
+        if self.mode == "int8":
+            return p.astype(np.int8).astype(np.int64)
+        if self.mode == "ignored":
+            return np.broadcast_to(np.arange(p.shape[-1]), p.shape) if p.ndim else np.zeros_like(p)
+        if self.mode == "origin":
+            return p + self.size
+        if self.mode == "start":
+            return p[..., :1] + np.arange(p.shape[-1]) if p.ndim else p
+        return np.broadcast_to(p.reshape(-1, p.shape[-1])[0], p.shape) if p.ndim > 1 else p
+
+    def _rotate(self, x, positions, role):
+        return super()._rotate(x, self._ids(positions), role)
+
+
+class ServedRotary(Rotary):
+    """A correct rotary layer served in a low-precision data dtype, as models are deployed.
+
+    Angles are formed in float32 (``phase_dtype``); cos, sin and the vectors are cast to
+    ``data_dtype`` (``"bfloat16"`` or ``"float16"``) and rotated there; the result is returned
+    in ``data_dtype``. ``variant`` breaks it: ``"mirrored"`` (sin negated), ``"scaled"`` (cos and
+    sin multiplied by 1.2), ``"reversed"`` (the frequency table in reverse order).
+    """
+
+    def __init__(self, *args, data_dtype: str = "bfloat16", variant: str | None = None, **kwargs):
+        kwargs.setdefault("phase_dtype", "float32")
+        super().__init__(*args, **kwargs)
+        import ml_dtypes
+
+        self.data = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[data_dtype]
+        if variant not in (None, "mirrored", "scaled", "reversed"):
+            raise ValueError(f"variant must be None, 'mirrored', 'scaled' or 'reversed', got {variant!r}")
+        self.variant = variant
+
+    def _rotate(self, x, positions, role):
+        x = np.asarray(x, dtype=np.float32).astype(self.data)
+        if role == "value":
+            return x
+        r = self.rotary_dim
+        theta = (self.base ** (-np.arange(0, r, 2, dtype=np.float32) / np.float32(r))).astype(np.float32)
+        if self.variant == "reversed":
+            theta = theta[::-1]
+        ang = np.asarray(positions, dtype=np.float32)[..., None] * (theta * np.float32(self.scale))
+        gain = 1.2 if self.variant == "scaled" else 1.0
+        c = (np.cos(ang) * gain).astype(self.data)
+        sn = (np.sin(ang) * gain * (-1.0 if self.variant == "mirrored" else 1.0)).astype(self.data)
+        a, b = pair_indices(r, self.pairing)
+        out = x.copy()
+        out[..., a] = x[..., a] * c - x[..., b] * sn
+        out[..., b] = x[..., a] * sn + x[..., b] * c
+        return out
+
+
 @dataclass(frozen=True)
 class CatalogueEntry:
     """One implementation with its declaration.
@@ -199,6 +281,9 @@ class CatalogueEntry:
         The Gate A check that must flag it (``None`` for a correct entry).
     keyword : str or None
         A phrase the diagnosis of that check must contain.
+    defect : str or None
+        The defect class Gate A must name (:data:`ropegeo.checks.DEFECT_CLASSES`); set in
+        :data:`DEFECTS`.
     """
 
     name: str
@@ -209,6 +294,7 @@ class CatalogueEntry:
     check: str | None = None
     keyword: str | None = None
     extra: dict = field(default_factory=dict)
+    defect: str | None = None
 
     @property
     def broken(self) -> bool:
@@ -579,3 +665,83 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
                      phase_dtype=m.phase_dtype)
     return bool(np.allclose(q, ref[-1]) and np.allclose(keys, ref) and np.allclose(values, x))
 
+
+
+# ------------------------------------------------------------------------- every defect class
+#: Declared context of the :data:`DEFECTS` entries (Gate A's default).
+DEFECT_CONTEXT = 131_072
+
+
+def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
+    d = head_dim
+    decl = dict(head_dim=d)
+    served = dict(head_dim=d, pairing="half")
+    m = dict(head_dim=d, base=10_000.0, rotary_dim=d, pairing="interleaved", phase_dtype="float32")
+    mh = dict(m, pairing="half")
+
+    def bad(name, title, impl, check, keyword, defect, declared=decl, manifest=m):
+        return CatalogueEntry(name, title, impl, dict(declared), dict(manifest), check, keyword, defect=defect)
+
+    entries = [
+        CatalogueEntry("served-bfloat16", "correct, served in bfloat16 (angles in float32, cos/sin and vectors "
+                       "cast to bfloat16)", ServedRotary(d, pairing="half", data_dtype="bfloat16"), dict(served),
+                       dict(mh)),
+        CatalogueEntry("served-float16", "correct, served in float16", ServedRotary(d, pairing="half",
+                       data_dtype="float16"), dict(served), dict(mh)),
+        bad("wrapped-table", "a cos/sin table of 4,096 rows indexed modulo its size",
+            PositionDefect(d, mode="wrapped", size=4096), "context", "P mod 4,096", "position-id"),
+        bad("clamped-table", "a cos/sin table of 8,192 rows indexed with a clamp",
+            PositionDefect(d, mode="clamped", size=8192), "context", "rotated as 8,191", "position-id"),
+        bad("int8-positions", "position ids stored in int8", PositionDefect(d, mode="int8"),
+            "context", "8-bit integer", "position-id"),
+        bad("ignored-positions", "each row rotated by its slot index, whatever ids it is given",
+            PositionDefect(d, mode="ignored"), "context", "positions are ignored", "position-id"),
+        bad("origin-off-by-two", "every position id shifted by 2", PositionDefect(d, mode="origin", size=2),
+            "origin", "origin is off by +2", "position-id"),
+        bad("start-position-only", "only the first id read, as the start of a contiguous run",
+            PositionDefect(d, mode="start"), "context", "one contiguous run", "position-id"),
+        bad("first-row-only", "a (batch, seq) position tensor read through its first row",
+            PositionDefect(d, mode="first-row"), "batch", "first row's position ids", "position-id"),
+        bad("float16-angles", "the angle table formed in float16", Rotary(d, phase_dtype="float16"),
+            "precision", "formed in float16", "precision"),
+        bad("undeclared-interpolation", "positions interpolated by 1/4 that the declaration does not state",
+            Rotary(d, scale=0.25), "frequencies", "0.25 times the declared one", "frequency"),
+        bad("reversed-frequencies", "the frequency table in reverse order (slowest pair first)",
+            ServedRotary(d, pairing="half", data_dtype="float32", variant="reversed"), "frequencies",
+            "ordering is reversed", "frequency", declared=served, manifest=mh),
+        bad("mirrored", "sin enters with the other sign (served in bfloat16)",
+            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="mirrored"), "frequencies",
+            "relative law still holds", "convention", declared=served, manifest=mh),
+        bad("scaled-table", "cos and sin multiplied by 1.2 (served in bfloat16)",
+            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="scaled"), "norm",
+            "norm ratio up to 1.2", "magnitude", declared=served, manifest=mh),
+    ]
+    kinds = {"mixed-pairing": "layout", "missliced-partial": "layout", "query-restart": "decoding",
+             "cache-off-by-one": "decoding", "scaled-queries": "roles", "bfloat16-angles": "precision",
+             "wrong-base": "frequency", "rotated-values": "values"}
+    out = {e.name: e for e in entries}
+    for name, kind in kinds.items():
+        e = _build(d)[name]
+        out[name] = CatalogueEntry(e.name, e.title, e.impl, e.declared, e.manifest, e.check, e.keyword, e.extra, kind)
+    return out
+
+
+#: Gate A's test catalogue: correct implementations served in low precision, and at least one
+#: broken implementation for every defect class, with the check that must lead and its words.
+DEFECTS: dict[str, CatalogueEntry] = _defects()
+
+
+def defect_entry(name: str, head_dim: int = 64) -> CatalogueEntry:
+    """A fresh :data:`DEFECTS` entry (its implementation has an empty cache).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones) or a bad head dimension.
+    """
+    if not isinstance(name, str) or name not in DEFECTS:
+        raise ValueError(f"name must be one of {', '.join(DEFECTS)}, got {name!r}")
+    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    if head_dim < 4 or head_dim % 4:
+        raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
+    return _defects(head_dim)[name]

@@ -1,7 +1,7 @@
 """Command line: ``python -m ropegeo SUBCOMMAND ...``.
 
 Exit status: 0 on success, 1 when an audit finds a failure, 2 for bad arguments (one line on
-stderr, no traceback).
+stderr, no traceback), 130 when interrupted with Ctrl-C (one line).
 """
 
 from __future__ import annotations
@@ -109,6 +109,9 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"ropegeo: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("ropegeo: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`): stop quietly
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - let the interpreter's final flush succeed

@@ -237,3 +237,77 @@ def test_manifest_counts(glued):
     assert glued["n_manifest_shows"] == len(shows) == 5
     assert glued["n_manifest_hides"] == len(hidden) == 3
     assert glued["n_manifest_shows"] + glued["n_manifest_hides"] == glued["n_broken"]
+
+
+# ---------------------------------------------------------------- Gate A's wider catalogue
+def test_gate_constants(glued):
+    # the default context is 2**17, the safety factors are the ones the prose describes
+    assert glued["gate_default_context"] == 2**17
+    assert (glued["gate_data_safety"], glued["gate_angle_safety"]) == (8, 16)
+    # the callable protocol: everything but roles, values and decoding
+    assert glued["n_callable_checks"] == 13 - 3
+
+
+def test_defect_catalogue_counts(glued):
+    from ropegeo.broken import DEFECTS
+    from ropegeo.checks import DEFECT_CLASSES
+
+    broken_names = [n for n, e in DEFECTS.items() if e.check is not None]
+    assert glued["n_defect_broken"] == len(broken_names)
+    # every class a failed check can name, except the two symptoms without a culprit
+    assert glued["n_defect_classes"] == len(set(DEFECT_CLASSES) - {"algebra", "contract"}) == 9
+    assert glued["n_defect_correct"] == glued["n_defect_correct_pass"] == 2
+    assert glued["n_defect_named"] == glued["n_defect_broken"]
+
+
+def test_wrapped_table_length_by_brute_force(glued):
+    # the period of the wrapped entry, found by scanning positions for the first return to the identity
+    from ropegeo.broken import DEFECTS
+
+    f = DEFECTS["wrapped-table"].impl
+    x = np.random.default_rng(2).normal(size=64)
+    n = np.arange(1, 10_000)
+    y = f(np.tile(x, (n.size, 1)), n, role="key")
+    period = int(n[np.argmax(np.linalg.norm(y - x, axis=1) < 1e-9)])
+    assert glued["wrap_rows"] == period == 4096
+    assert glued["wrap_blind_context"] == period  # the blind run stops exactly at the table's end
+    assert glued["wrap_blind_failed"] == 0
+
+
+def test_bfloat16_angle_error_is_bfloat16_sized(glued):
+    u = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps) / 2  # 2**-8, bfloat16's unit roundoff
+    assert u / 4 < glued["bf16_angle_error"] < 4 * u
+
+
+# ---------------------------------------------------------------- statements about real systems
+def test_per_head_permutation_of_projection_rows():
+    # with ropegeo's rotation (not the chapter's listing): reordering each head's rows of W_q and
+    # W_k by the layout permutation gives the half-split code the interleaved code's scores, while
+    # one permutation over all rows mixes the heads and changes them
+    from ropegeo.rotation import apply_rope, pairing_permutation
+
+    heads, d = 2, 8
+    perm = pairing_permutation(d, source="interleaved", target="half")
+    rng = np.random.default_rng(0)
+    W_q, W_k = rng.normal(size=(2, heads * d, 16))
+    tokens, pos = rng.normal(size=(5, 16)), np.arange(5) * 7
+    per_head = np.concatenate([h * d + perm for h in range(heads)])
+    whole = pairing_permutation(heads * d, source="interleaved", target="half")
+    for rows_perm, same in ((per_head, True), (whole, False)):
+        gaps = []
+        for h in range(heads):
+            r = slice(h * d, (h + 1) * d)
+            s1 = apply_rope(tokens @ W_q[r].T, pos) @ apply_rope(tokens @ W_k[r].T, pos).T
+            s2 = (apply_rope(tokens @ W_q[rows_perm][r].T, pos, pairing="half")
+                  @ apply_rope(tokens @ W_k[rows_perm][r].T, pos, pairing="half").T)
+            gaps.append(np.max(np.abs(s1 - s2)))
+        assert bool(max(gaps) < 1e-9) is same
+
+
+def test_phi3_switch_point(glued):
+    # read straight from the shipped config file, not through ropegeo's manifest reader
+    import json
+
+    cfg = json.loads((NB.parents[1] / "ropegeo" / "data" / "phi-3-mini-128k-instruct.json").read_text())["config"]
+    assert glued["phi3_original"] == cfg["original_max_position_embeddings"] == 4096
+    assert glued["phi3_switch"] == cfg["original_max_position_embeddings"] + 1

@@ -28,6 +28,36 @@ MODULE = textwrap.dedent(
 
     def one_arg(x):
         return x
+
+    def chatty(x, positions):
+        print("rotating", len(positions), "rows")
+        return apply_rope(x, positions, pairing="half")
+
+    def hangs(x, positions):
+        if len(positions) > 3:  # passes the contract probe, then hangs
+            while True:
+                pass
+        return apply_rope(x, positions)
+
+    import threading
+
+    def leaves_a_thread(x, positions):
+        threading.Thread(target=threading.Event().wait, daemon=False).start()  # never ends
+        return apply_rope(x, positions, pairing="half")
+
+    def sleeps(x, positions):
+        import time
+        time.sleep(3600)
+
+    from ropegeo.manifest import resolve
+
+    _LLAMA31 = resolve("llama-3.1-8b")
+
+    def llama31(x, positions):
+        return apply_rope(x, positions, theta=_LLAMA31.theta(), pairing="half")
+
+    def llama31_unscaled(x, positions):
+        return apply_rope(x, positions, base=500_000.0, pairing="half")
     """
 )
 
@@ -38,6 +68,10 @@ def env(tmp_path):
     (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
     (tmp_path / "multiline_error.py").write_text("raise RuntimeError('first line\\nsecond line')\n")
     (tmp_path / "exits_when_called.py").write_text("def f(x, p):\n    raise SystemExit(3)\n")
+    (tmp_path / "hangs_on_import.py").write_text("import time\ntime.sleep(3600)\n")
+    (tmp_path / "prints_on_import.py").write_text(
+        "print('hello from import')\nfrom ropegeo.rotation import apply_rope\n"
+        "def f(x, p):\n    return apply_rope(x, p)\n")
     e = dict(os.environ)
     e["PYTHONPATH"] = str(tmp_path) + os.pathsep + e.get("PYTHONPATH", "")
     return e
@@ -102,3 +136,70 @@ def test_bad_arguments_exit_2_with_one_line(env, args, message):
 def test_main_in_process(capsys):
     assert main(["gate-a", "ropegeo.broken:QueryRestart"]) == 1
     assert "restarts at the origin" in capsys.readouterr().out
+
+
+def test_a_hanging_call_or_import_stops_with_one_line(env):
+    for target in ("userrope:hangs", "userrope:sleeps", "hangs_on_import:f"):
+        out = _run(env, target, "--head-dim", "16", "--timeout", "2")
+        assert out.returncode == 2, (target, out.stderr)
+        assert "timeout" in out.stderr and "within 2 s" in out.stderr
+        assert out.stderr.count("\n") == 1 and out.stdout == ""
+
+
+def test_printed_output_never_reaches_json(env):
+    for target, extra in (("userrope:chatty", ["--pairing", "half"]), ("prints_on_import:f", [])):
+        out = _run(env, target, "--head-dim", "16", "--json", *extra)
+        assert out.returncode == 0, out.stderr
+        d = json.loads(out.stdout)  # the whole stdout is the report
+        assert any("printed" in n and "stdout" in n for n in d["notes"])
+    text = _run(env, "userrope:chatty", "--head-dim", "16", "--pairing", "half")
+    assert "rotating" not in text.stdout.split("note:")[0] and "printed" in text.stdout
+
+
+def test_ctrl_c_exits_130_with_one_line(env):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "ropegeo", "gate-a", "userrope:sleeps", "--head-dim", "16"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err == "ropegeo: interrupted\n" and out == ""
+
+
+def test_config_declares_the_operator(env):
+    out = _run(env, "userrope:llama31", "--config", "llama-3.1-8b", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    d = json.loads(out.stdout)
+    assert d["declared"]["max_position"] == 131_072 and d["declared"]["pairing"] == "half"
+    assert d["declared"]["model"]
+    # forgetting the Llama 3.1 scaling rule is a frequency defect against what the config promises
+    out = _run(env, "userrope:llama31_unscaled", "--config", "llama-3.1-8b", "--json")
+    assert out.returncode == 1
+    d = json.loads(out.stdout)
+    assert d["failed"][0] == "frequencies" and d["defects"][0] == "frequency"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["userrope:llama31", "--config", "llama-3.1-8b", "--base", "10000"], "--base comes from --config"),
+    (["userrope:good_half", "--target-length", "4096"], "--target-length applies with --config only"),
+    (["userrope:good_half", "--timeout", "0"], "--timeout must be"),
+    (["userrope:good_half", "--dtype", "int4"], "dtype must be one of"),
+    (["userrope:good_half", "--max-position", "3"], "max_position must be at least 16"),
+])
+def test_new_options_refuse_bad_values(env, args, message):
+    out = _run(env, *args)
+    assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_max_position_option(env):
+    out = _run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "16", "--max-position", "4096", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["declared"]["max_position"] == 4096
+
+
+def test_threads_left_running_do_not_keep_gate_a_waiting(env):
+    out = _run(env, "userrope:leaves_a_thread", "--pairing", "half", "--head-dim", "16", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["passed"] is True

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ropegeo.exercises import check, exercise_ids
-from ropegeo.exercises.ch05 import MYSTERY_DECLARED, PADDING, PROMPT, mystery
+from ropegeo.exercises.ch05 import (MYSTERY_DECLARED, PADDING, PROMPT, TABLE_DECLARED, TABLE_KEY, TABLE_QUERY, mystery,
+                                    table_rope)
 
 
 def stub(*args, **kwargs):
@@ -15,11 +16,11 @@ def stub(*args, **kwargs):
 
 def test_all_checks_registered():
     assert set(exercise_ids("ch05")) == {"ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
-                                         "ch05-rope-half", "ch05-diagnose"}
+                                         "ch05-rope-half", "ch05-diagnose", "ch05-table-size"}
 
 
 @pytest.mark.parametrize("ex", ["ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
-                                "ch05-rope-half", "ch05-diagnose"])
+                                "ch05-rope-half", "ch05-diagnose", "ch05-table-size"])
 def test_stubs_fail(ex):
     assert not check(ex, None)
     assert not check(ex, ...)
@@ -203,3 +204,56 @@ def test_rope_half_recursion_is_reported():
 def test_diagnose_long_name_is_shortened():
     fb = check("ch05-diagnose", "cache\n" * 10_000)
     assert not fb and "\n" not in fb.message and len(fb.message) <= 300
+
+
+# ---- table size: the period of the rotation, found by brute force (no Gate A)
+def _period_by_scan(f, d, limit=20_000):
+    """Smallest n > 0 with f(x, n) == x (a wrapped table returns to its first row)."""
+    x = np.random.default_rng(11).normal(size=d)
+    n = np.arange(1, limit)
+    y = f(np.tile(x, (n.size, 1)), n)
+    hit = np.flatnonzero(np.linalg.norm(y - x, axis=1) < 1e-9 * np.linalg.norm(x))
+    return int(n[hit[0]]) if hit.size else None
+
+
+def _seen_offset(f, d, m, n):
+    """The offset a score sees, by brute force: the displacement whose plain rotation matches it."""
+    from ropegeo.rotation import apply_rope
+
+    rng = np.random.default_rng(5)
+    q, k = rng.normal(size=(2, d))
+    s = f(q[None], [m])[0] @ f(k[None], [n])[0]
+    offs = np.arange(-8000, 8001)
+    cand = apply_rope(np.tile(k, (offs.size, 1)), -offs) @ q  # score of q at 0 against k at -offset
+    return int(offs[np.argmin(np.abs(cand - s))])
+
+
+def test_table_size():
+    f = table_rope()
+    rows = _period_by_scan(f, TABLE_DECLARED["head_dim"])
+    assert rows is not None and rows & (rows - 1) != 0  # not a power of two
+    seen = _seen_offset(f, TABLE_DECLARED["head_dim"], TABLE_QUERY, TABLE_KEY)
+    assert seen != TABLE_QUERY - TABLE_KEY
+    assert check("ch05-table-size", (rows, seen))
+    assert check("ch05-table-size", [float(rows), float(seen)])
+    assert "last row" in check("ch05-table-size", (rows - 1, seen)).message
+    assert "smallest period" in check("ch05-table-size", (2 * rows, seen)).message
+    assert "context you declared" in check("ch05-table-size", (131_072, seen)).message
+    assert "power of two" in check("ch05-table-size", (8192, seen)).message
+    assert "smallest N" in check("ch05-table-size", (5000, seen)).message
+    assert "true one" in check("ch05-table-size", (rows, TABLE_QUERY - TABLE_KEY)).message
+    assert "sign" in check("ch05-table-size", (rows, -seen)).message
+    assert "row the query is read from" in check("ch05-table-size", (rows, TABLE_QUERY % rows)).message
+    assert "modulo" in check("ch05-table-size", (rows, 17)).message
+    assert "pair" in check("ch05-table-size", rows).message
+    assert not check("ch05-table-size", ("many", seen))
+
+
+def test_table_size_with_gate_a():
+    from ropegeo.gate_a import gate_a
+
+    f = table_rope()
+    assert gate_a(f, max_position=4096, **TABLE_DECLARED).passed  # every probe below the table: blind
+    r = gate_a(f, **TABLE_DECLARED)
+    assert r.failed == ["context"] and r.defects == ["position-id"]
+    assert f"P mod {_period_by_scan(f, 32):,}" in r.diagnosis

@@ -172,7 +172,8 @@ def test_bfloat16_relative_error_is_of_bfloat16_size():
     assert u / 4 < r.inferred["relative_phase_error"] < 4 * u
 
 
-def test_positions_refused_at_large_shifts_are_noted_not_failed():
+def test_positions_refused_inside_the_declared_context_fail_as_position_id():
+    # a table of 8,192 rows cannot serve the default declared context of 131,072
     def table_lookup(x, positions):
         positions = np.asarray(positions)
         if positions.max() >= 8192:
@@ -180,8 +181,10 @@ def test_positions_refused_at_large_shifts_are_noted_not_failed():
         return apply_rope(x, positions)
 
     r = gate_a(table_lookup, head_dim=16)
-    assert r.passed
-    assert any("refused positions" in n for n in r.notes)
+    assert r.failed == ["context"] and r.defects == ["position-id"]
+    assert "refuses positions from 8,192 on" in r.diagnosis
+    # declared with the context it really serves, it passes
+    assert gate_a(table_lookup, head_dim=16, max_position=8192).passed
 
 
 def test_negative_positions_refused_skip_the_inverse():
@@ -292,22 +295,24 @@ def _float16_angles_rope(x, p):
 
 
 def test_nan_at_large_positions_is_a_failure_not_a_crash():
-    # float16 angles overflow past 65,504: the shift check reports it
+    # float16 angles overflow past 65,504: the context check names float16
     r = gate_a(_float16_angles_rope, head_dim=16, phase_dtype="float16")
-    assert not r.check("shift").passed
-    assert "NaN or infinite" in r.check("shift").diagnosis
+    assert r.failed == ["context"] and r.defects == ["precision"]
+    assert "NaN or infinite" in r.diagnosis and "float16" in r.diagnosis
 
 
-def test_an_implementation_that_refuses_large_positions_is_noted_not_failed():
-    # ropegeo's own apply_rope raises a ValueError for float16 positions past 65,504: a refusal
-    r = gate_a(lambda x, p: apply_rope(x, p, phase_dtype="float16"), head_dim=16, phase_dtype="float16")
-    assert r.check("shift").passed
-    assert any("refused" in n and "float16" in n for n in r.notes)
+def test_an_implementation_that_refuses_large_positions_fails_only_past_its_declared_context():
+    # ropegeo's own apply_rope raises a ValueError for float16 positions past 65,504: a refusal,
+    # which fails the default context of 131,072 and passes a declared context of 65,504
+    f = lambda x, p: apply_rope(x, p, phase_dtype="float16")  # noqa: E731
+    r = gate_a(f, head_dim=16, phase_dtype="float16")
+    assert r.failed == ["context"] and "refuses positions from 65,520 on" in r.diagnosis
+    assert gate_a(f, head_dim=16, phase_dtype="float16", max_position=65_504).passed
 
 
 def test_errors_in_the_probe_itself_are_not_refusals(monkeypatch):
     # an error raised by ropegeo's probing code (here: memory) must propagate, never read as a pass
-    import ropegeo.gate_a as ga
+    import ropegeo.gate_a_checks as ga
 
     def boom(*args, **kwargs):
         raise MemoryError("probe")
@@ -343,7 +348,7 @@ def test_manifest_declaration():
 def test_json_is_strict():
     r = gate_a(_float16_angles_rope, head_dim=16, phase_dtype="float16")
     d = json.loads(r.to_json(allow_nan=False))
-    assert d["failed"] == ["shift"] and d["checks"][1]["violation"] is None
+    assert d["failed"] == ["context"] and d["checks"][list(CHECKS).index("context")]["violation"] is None
 
 
 def test_one_sided_magnitude_and_layout_are_named():

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..broken import CATALOGUE, CacheOffByOne
+from ..broken import CATALOGUE, CacheOffByOne, PositionDefect
 from ..gate_a import GateAError, gate_a
 from ..rotation import pairing_permutation
 from . import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 
-__all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT"]
+__all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
+           "TABLE_KEY"]
 
 
 # ---- ch05-permutation: interleaved -> half-split for head dim 8 ----------------------------
@@ -187,3 +188,77 @@ def _check_diagnose(answer):
                      "token is placed.")
     return wrong(f"that defect would make Gate A's '{guess.check}' check fail, and on this implementation it "
                  "passes.")
+
+
+# ---- ch05-table-size: the length of a cos/sin table that wraps ----------------------------
+#: What the table-based implementation declares (keyword arguments of gate_a).
+TABLE_DECLARED = {"head_dim": 32, "pairing": "interleaved", "base": 10_000.0}
+_TABLE_ROWS = 6144  # 3 * 2048: a common size that is not a power of two
+
+
+def table_rope():
+    """A rotary callable ``f(x, positions)`` built on a precomputed cos/sin table (``ch05-table-size``).
+
+    It declares :data:`TABLE_DECLARED`; how many rows its table holds is the exercise.
+    """
+    impl = PositionDefect(TABLE_DECLARED["head_dim"], mode="wrapped", size=_TABLE_ROWS)
+
+    def rope(x, positions):
+        return impl(x, positions, role="key")
+
+    return rope
+
+
+#: The query and key positions of the second part of ``ch05-table-size``.
+TABLE_QUERY, TABLE_KEY = 10_000, 5_000
+
+
+def _table_answer(answer):
+    items, bad = as_items(answer, "a pair (rows, offset)", max_items=64)
+    if bad:
+        return None, None, bad
+    if len(items) != 2:
+        return None, None, wrong("expected a pair (rows, offset): the table's length and how far after the key the "
+                                 "query appears")
+    rows, bad = as_whole(items[0], "the number of rows as a whole number", limit=10**12)
+    if bad:
+        return None, None, bad
+    seen, bad = as_whole(items[1], "the offset as a whole number of positions", limit=10**12)
+    return rows, seen, bad
+
+
+@exercise("ch05-table-size")
+def _check_table_size(answer):
+    n, seen, bad = _table_answer(answer)
+    if bad:
+        return bad
+    rows = _TABLE_ROWS
+    if n != rows:
+        if n == rows - 1:
+            return wrong("that is the index of the last row; the table holds one row more (rows 0 to that index).")
+        if n > rows and n % rows == 0:
+            return wrong("the rotations do repeat after that many positions, but they already repeat sooner: find "
+                         "the smallest period.")
+        if n in (131_072, 4096):
+            return wrong("that is a context you declared to Gate A, not a property of the table; read the diagnosis "
+                         "of the run with the default context.")
+        if n > 0 and n & (n - 1) == 0:
+            return wrong("tables are often a power of two long, but not this one: test your guess by comparing "
+                         "f(x, [p]) with f(x, [p - N]) for a position p past the table.")
+        return wrong("look for the smallest N with f(x, [p]) equal to f(x, [p - N]) for a position p past the table.")
+    q, k = TABLE_QUERY % rows, TABLE_KEY % rows
+    truth = q - k
+    if seen == truth:
+        return correct(f"the table has {rows:,} rows; the query at {TABLE_QUERY:,} is read from row {q:,}, so the score "
+                       f"sees it {abs(truth):,} positions {'before' if truth < 0 else 'after'} the key instead of "
+                       f"{TABLE_QUERY - TABLE_KEY:,} after: the sign of the displacement flips.")
+    if seen == TABLE_QUERY - TABLE_KEY:
+        return wrong("the table length is right; that offset is the true one, but the score sees the positions the "
+                     "table rows stand for.")
+    if seen == -truth:
+        return wrong("the table length is right; check the sign: query position minus key position, both as the "
+                     "table sees them.")
+    if seen == q:
+        return wrong("the table length is right; that is the row the query is read from: subtract the key's.")
+    return wrong("the table length is right; reduce both positions modulo the table length, then subtract the key's "
+                 "from the query's.")

@@ -1,0 +1,308 @@
+"""The algebraic and protocol checks of Gate A: norm, shift, composition, inverse, roles, values,
+decoding. Each is a small function ``check(ctx, rng) -> Check``. Internal to :mod:`ropegeo.gate_a`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import Check
+from .gate_a_call import UNIT, Bad, Refused
+from .gate_a_checks import READ_POSITIONS
+from .gate_a_read import angles, infer_layout, layout_name, matrices, table_sizes, wrap
+
+_BATCH = 16
+_SMALL_SHIFTS = (1, 5, 17)
+_LARGE_SHIFTS = (4_099, 65_539, 1_000_003)
+_INPUTS = ("float64", "float32")
+
+
+def _score_rel(qa, ka, qb, kb, q, k):
+    """max |<qa,ka> - <qb,kb>| / (|q| |k|) over the batch."""
+    sa = np.sum(qa * ka, axis=-1)
+    sb = np.sum(qb * kb, axis=-1)
+    return float(np.max(np.abs(sa - sb) / (np.linalg.norm(q, axis=-1) * np.linalg.norm(k, axis=-1))))
+
+
+def _vec_rel(a, b, ref):
+    return float(np.max(np.linalg.norm(a - b, axis=-1) / np.linalg.norm(ref, axis=-1)))
+
+
+def check_norm(ctx, rng) -> Check:
+    worst, tol_worst, ratio = 0.0, 1.0, []
+    hi = min(4096, ctx.max_position)
+    for dd in ctx.dims:
+        for dtype in _INPUTS:
+            x = rng.normal(size=(_BATCH, dd)).astype(dtype)
+            p = rng.integers(0, hi, size=_BATCH)
+            for role in ({ctx.qrole, ctx.krole} if ctx.fn.role else {None}):
+                y = ctx.fn(x, p, role=role)
+                r = np.linalg.norm(y, axis=-1) / np.linalg.norm(x.astype(np.float64), axis=-1)
+                ratio.append(float(np.median(r)))
+                viol = float(np.max(np.abs(r - 1.0)))
+                tol = 2.0 * ctx.tol_vec(0.0, UNIT[dtype])
+                if viol / tol > worst / tol_worst:
+                    worst, tol_worst = viol, tol
+    med = float(np.median(ratio))
+    factor = ctx.fn.factor
+    fix = (f"an attention factor of {med * factor:.4g} folded into cos and sin (declare it: --attention-factor, or "
+           "--config for a YaRN/LongRoPE model)" if factor == 1.0 else
+           f"the declared attention factor is {factor:.4g}, the measured one {med * factor:.4g}")
+    return Check.judged("norm", worst, tol_worst, "every rotated vector keeps its norm (after the declared attention "
+                        "factor)" if factor != 1.0 else "every rotated vector keeps its norm",
+                        f"magnitude defect: rotated vectors change length (norm ratio up to {1 + worst:.4g}, median "
+                        f"{med:.4g}): the map is not a rotation; {fix}, or a scaled cos/sin table", "callable",
+                        "magnitude")
+
+
+def _shifts(ctx, rng):
+    m = ctx.max_position
+    big = [c for c in _LARGE_SHIFTS if c + 64 < m]
+    if m > 2_000:
+        big.append(int(rng.integers(1_000, m - 64)))
+    return _SMALL_SHIFTS + tuple(big)
+
+
+def check_shift(ctx, rng) -> Check:
+    worst, tol_worst, where = 0.0, 1.0, None
+    shifts = _shifts(ctx, rng)
+    for dd in ctx.dims:
+        q = rng.normal(size=(_BATCH, dd))
+        k = rng.normal(size=(_BATCH, dd))
+        m = rng.integers(0, 64, size=_BATCH)
+        n = rng.integers(0, 64, size=_BATCH)
+        for dtype in _INPUTS:
+            qd, kd = q.astype(dtype), k.astype(dtype)
+            q0, k0 = ctx.fn(qd, m, role=ctx.qrole), ctx.fn(kd, n, role=ctx.krole)
+            for c in shifts:
+                try:
+                    q1, k1 = ctx.fn(qd, m + c, role=ctx.qrole), ctx.fn(kd, n + c, role=ctx.krole)
+                except (Refused, Bad) as exc:
+                    ctx.notes.append(f"shift {c:,} skipped: {exc} (see context)")
+                    continue
+                viol = _score_rel(q0, k0, q1, k1, q, k)
+                tol = ctx.tol_score(64 + c, UNIT[dtype])
+                if viol / tol > worst / tol_worst:
+                    worst, tol_worst, where = viol, tol, (c, dtype, dd)
+    c, dtype, dd = where or (0, "", 0)
+    return Check.judged("shift", worst, tol_worst, f"query-key scores survive shifts of 1 to {max(shifts):,} positions",
+                        f"shifting query and key by the same {c:,} positions changes their score by {worst:.2e} of "
+                        f"|q||k| ({dtype}, head dim {dd}): the score depends on absolute position", "callable", None)
+
+
+def check_composition(ctx, rng) -> Check:
+    worst, tol_worst = 0.0, 1.0
+    hi = max(2, min(2048, ctx.max_position // 2))
+    for dd in ctx.dims:
+        for dtype in _INPUTS:
+            x = rng.normal(size=(_BATCH, dd)).astype(dtype)
+            a = rng.integers(0, hi, size=_BATCH)
+            b = rng.integers(0, hi, size=_BATCH)
+            two = ctx.fn(ctx.fn(x, a, role=ctx.krole).astype(dtype), b, role=ctx.krole)
+            one = ctx.fn(x, a + b, role=ctx.krole)
+            viol = _vec_rel(two, one, x.astype(np.float64))
+            tol = 2.0 * ctx.tol_vec(2 * hi, UNIT[dtype])
+            if viol / tol > worst / tol_worst:
+                worst, tol_worst = viol, tol
+    return Check.judged("composition", worst, tol_worst, "rotating by a then b equals rotating by a + b",
+                        f"rotating by a then by b differs from rotating by a + b by {worst:.2e} of |x|: the rotation "
+                        "is not additive in position", "callable", None)
+
+
+def check_inverse(ctx, rng) -> Check:
+    x = rng.normal(size=(_BATCH, ctx.d))
+    a = rng.integers(1, max(2, min(4096, ctx.max_position)), size=_BATCH)
+    try:
+        res = ctx.fn(ctx.fn(x, a, role=ctx.krole), -a, role=ctx.krole)
+    except Refused as exc:
+        return Check.skipped("inverse", f"not measured: the implementation refuses negative positions "
+                             f"({type(exc.original).__name__}), so R(-a) cannot be formed", "callable")
+    viol = _vec_rel(res, x, x)
+    tol = 2.0 * ctx.tol_vec(2 * float(a.max()))
+    if viol > tol:
+        n = _indexed_from_end(ctx, x, a)
+        if n is not None:
+            return Check.skipped("inverse", f"not measured: negative positions index a table of {n:,} rows from its "
+                                 f"end (position -a is rotated as {n:,} - a, as Python indexing does); position ids "
+                                 "are never negative in use, so R(-a) is not formed", "callable")
+    return Check.judged("inverse", viol, tol, "rotating by a then by -a gives the input back",
+                        f"rotating by a then by -a misses the input by {viol:.2e} of |x|: negative positions are not "
+                        "the inverse", "callable", None)
+
+
+def _indexed_from_end(ctx, x, a):
+    """The table size n with f(x, -a) == f(x, n - a) (negative indices counted from the end), or None."""
+    for n in table_sizes(max(ctx.max_position + 1, 1 << 21), (ctx.max_position,) + tuple(ctx.extra_sizes)):
+        if n <= a.max():
+            continue
+        try:
+            neg, wrapped = ctx.fn(x, -a, role=ctx.krole), ctx.fn(x, n - a, role=ctx.krole)
+        except (Refused, Bad):
+            continue
+        if _vec_rel(neg, wrapped, x) <= 2.0 * ctx.tol_vec(0.0):
+            return n
+    return None
+
+
+def check_roles(ctx, rng) -> Check:
+    if not ctx.fn.role:
+        return Check.skipped("roles", "not measured: needs the role protocol (a callable without a role keyword "
+                             "rotates queries and keys alike by construction)", "role")
+    pos = READ_POSITIONS[:4]
+    mq = matrices(ctx.fn, ctx.d, pos, role="query")
+    mk = matrices(ctx.fn, ctx.d, pos, role="key")
+    viol = float(np.max(np.abs(mq - mk)))
+    tol = ctx.tol_vec(max(pos))
+    if viol <= tol:
+        return Check("roles", True, viol, tol, "queries and keys are rotated by the same operator", "role")
+    lq, lk = infer_layout(mq), infer_layout(mk)
+    nq = np.linalg.norm(mq[0], ord=2)
+    nk = np.linalg.norm(mk[0], ord=2)
+    if lq["pairs"] != lk["pairs"]:
+        msg = (f"queries use the {layout_name(lq['pairing'])} layout and keys the {layout_name(lk['pairing'])} "
+               "one: the two sides of every score are paired differently")
+    elif abs(nq / nk - 1.0) > 1e-3:
+        msg = f"queries are multiplied by {nq:.4g} and keys by {nk:.4g}: a scaling applied to one side only"
+    else:
+        tq = np.abs(wrap(angles(mq, lq["pairs"])[1] - angles(mq, lq["pairs"])[0]))
+        tk = np.abs(wrap(angles(mk, lk["pairs"])[1] - angles(mk, lk["pairs"])[0]))
+        ratio = tq / np.where(tk > 0, tk, 1.0)
+        if np.ptp(ratio) < 1e-3 * max(1.0, abs(ratio.mean())):
+            msg = (f"queries rotate at {ratio.mean():.4g} times the key frequencies: a position scaling "
+                   f"(interpolation factor {ratio.mean():.4g}) is applied to queries but not to keys")
+        else:
+            msg = "queries and keys are rotated by different operators"
+    return Check("roles", False, viol, tol, "roles defect: " + msg, "role", "roles")
+
+
+def check_values(ctx, rng) -> Check:
+    fn = ctx.fn
+    if not fn.role and not fn.decoder:
+        return Check.skipped("values", "not measured: needs the role or decoder protocol (a plain callable never "
+                             "sees values)", "role")
+    viol, where = 0.0, ""
+    x = rng.normal(size=(_BATCH, ctx.d))
+    p = rng.integers(1, 4096, size=_BATCH)
+    if fn.role:
+        viol = _vec_rel(fn(x, p, role="value"), x, x)
+        where = "values passed with role='value'"
+    if fn.decoder:
+        dv = _decode_values(fn, ctx.d, rng)
+        if dv > viol:
+            viol, where = dv, "values read back from the KV cache"
+    tol = 2.0 * ctx.tol_vec(0.0)
+    return Check.judged("values", viol, tol, "values pass through unrotated",
+                        f"values defect: {where} differ from the inputs by {viol:.2e} of |v|: values are rotated by "
+                        "position, so the message a token carries changes with where it sits (RoPE rotates queries "
+                        "and keys only)", "role", "values")
+
+
+def check_decoding(ctx, rng) -> Check:
+    if not ctx.fn.decoder:
+        return Check.skipped("decoding", "not measured: needs the decoder protocol (prefill / decode_step)", "decoder")
+    viol, tol, msg = _decode_scores(ctx, rng)
+    return Check.judged("decoding", viol, tol, msg, "decoding defect: " + msg, "decoder", "decoding")
+
+
+_PREFILL = 12
+_STEPS = 3
+
+
+def _raw_decode(fn, d: int, rng, *, steps: int = _STEPS):
+    """Run prefill + decode steps; returns (Q, K, V, list of (q_rot, keys, values))."""
+    n_all = _PREFILL + steps
+    Q, K, V = (rng.normal(size=(n_all, d)) for _ in range(3))
+    fn.method("prefill", K[:_PREFILL], V[:_PREFILL])
+    out = []
+    for t in range(steps):
+        i = _PREFILL + t
+        res = fn.method("decode_step", Q[i], K[i], V[i])
+        if not isinstance(res, tuple) or len(res) != 3:
+            raise Bad("decode_step must return (rotated_query, cached_keys, cached_values)")
+        qd = fn.unwrap(res[0], "decode_step") / fn.factor
+        kc = fn.unwrap(res[1], "decode_step") / fn.factor
+        vc = fn.unwrap(res[2], "decode_step")
+        if qd.shape != (d,) or kc.shape != (i + 1, d) or vc.shape != (i + 1, d):
+            raise Bad(f"decode_step returned shapes {qd.shape}, {kc.shape}, {vc.shape} with {i} tokens cached "
+                       f"before it; expected ({d},), ({i + 1}, {d}), ({i + 1}, {d})")
+        if not (np.all(np.isfinite(qd)) and np.all(np.isfinite(kc)) and np.all(np.isfinite(vc))):
+            raise Bad("decode_step returned NaN or infinite values")
+        out.append((qd, kc, vc))
+    return Q, K, V, out
+
+
+def _decode_values(fn, d: int, rng) -> float:
+    _, _, V, out = _raw_decode(fn, d, rng, steps=1)
+    vc = out[-1][2]
+    return _vec_rel(vc, V[: vc.shape[0]], V[: vc.shape[0]])
+
+
+def _match_position(fn, vec_raw, vec_rot, role, limit: int, tol: float = 1e-9):
+    """The integer position p in [0, limit] with f(vec_raw, p) == vec_rot, or None."""
+    cand = np.arange(limit + 1)
+    rot = fn(np.tile(vec_raw, (cand.size, 1)), cand, role=role)
+    err = np.linalg.norm(rot - vec_rot, axis=-1) / np.linalg.norm(vec_raw)
+    i = int(np.argmin(err))
+    return int(cand[i]) if err[i] < max(tol, 1e-9) else None
+
+
+def _decode_scores(ctx, rng):
+    fn, d, qrole, krole, theta_decl, layout = ctx.fn, ctx.d, ctx.qrole, ctx.krole, ctx.theta_decl, ctx.layout
+    Q, K, V, out = _raw_decode(fn, d, rng)
+    n_all = Q.shape[0]
+    pos = np.arange(n_all)
+    qf = fn(Q, pos, role=qrole)
+    kf = fn(K, pos, role=krole)
+    tol = ctx.tol_score(n_all)
+    viol, worst_t = 0.0, 0
+    for t, (qd, kc, _) in enumerate(out):
+        i = _PREFILL + t
+        s_dec = kc @ qd
+        s_full = kf[: i + 1] @ qf[i]
+        norms = np.linalg.norm(K[: i + 1], axis=-1) * np.linalg.norm(Q[i])
+        e = float(np.max(np.abs(s_dec - s_full) / norms))
+        if e > tol and viol <= tol:
+            worst_t = t  # diagnose the first step that goes wrong
+        viol = max(viol, e)
+    if viol <= tol:
+        return viol, tol, (f"{_STEPS} decoding steps after a prefill of {_PREFILL} tokens reproduce the "
+                           "full-sequence scores")
+    t = worst_t
+    i = _PREFILL + t
+    qd, kc, _ = out[t]
+    limit = 2 * n_all + 2
+    pq = _match_position(fn, Q[i], qd, qrole, limit, tol / 2)
+    pk = _match_position(fn, K[i], kc[i], krole, limit, tol / 2)
+    cache_ok = np.max(np.linalg.norm(kc[:i] - kf[:i], axis=-1) / np.linalg.norm(K[:i], axis=-1)) <= tol / 2
+    head = f"decoding step {t + 1} (token {i}, {i} tokens cached) changes scores by {viol:.2e} of |q||k|: "
+    if not cache_ok:
+        return viol, tol, head + ("the cached keys differ from the full-sequence keys (prefill rotates them at "
+                                  "other positions)")
+    if pq == 0 and i != 0:
+        return viol, tol, head + (f"the decoding query is rotated at position 0 instead of {i}: it restarts at the "
+                                  f"origin while the cached keys keep positions 0..{i - 1}, so every displacement "
+                                  f"is off by {i}")
+    if pq is not None and pk is not None and pq == pk:
+        delta = pq - i
+        return viol, tol, head + (f"the new token is placed at position {pq} while the cache holds {i} tokens at "
+                                  f"0..{i - 1}: an off-by-{delta:+d} cache offset (query and new key move together, "
+                                  f"so every displacement to the cached keys is wrong by {abs(delta)})")
+    if pq is not None:
+        return viol, tol, head + f"the decoding query sits at position {pq} instead of {i}"
+    # no integer position reproduces the query: estimate a scale from the slow pairs
+    if layout is not None and layout["pairs"]:
+        a = np.array([p[0] for p in layout["pairs"]])
+        b = np.array([p[1] for p in layout["pairs"]])
+        z_raw = Q[i, a] + 1j * Q[i, b]
+        z_rot = qd[a] + 1j * qd[b]
+        ang = np.angle(z_rot / z_raw)
+        th = theta_decl[: a.size]
+        slow = (i * th < 1.0) & (i * th > 1e-3)
+        if slow.any():
+            s = float(np.median(ang[slow] / (i * th[slow])))
+            return viol, tol, head + (f"the decoding query is rotated with {s:.4g} times the angles of its position "
+                                      "while the cached keys keep the unscaled ones: a scaling applied to the query "
+                                      "but not to the cached keys")
+    return viol, tol, head + "the decoding query is rotated differently from the full computation"
+
+

@@ -1,0 +1,161 @@
+"""Calling the implementation under Gate A: validation of what comes back, dtypes, refusals.
+
+Internal to :mod:`ropegeo.gate_a`. Only exceptions raised *inside* the implementation become
+refusals (:class:`Refused`); an error in ropegeo's own probing propagates.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+__all__ = ["GateAError", "Bad", "Refused", "Impl", "UNIT", "dtype_name"]
+
+#: Unit roundoff of each floating format Gate A knows.
+UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+
+#: Called with ``"call"`` before and ``"done"`` after every call of the implementation (the
+#: command line's watchdog sets it to stop a call that hangs); ``None`` otherwise.
+CALL_HOOK = None
+
+
+class GateAError(ValueError):
+    """The object under test breaks the calling contract (not a finding about RoPE)."""
+
+
+class Bad(Exception):
+    """An implementation returned something unusable during a check."""
+
+
+class Refused(Exception):
+    """The implementation raised on a probe: it refuses that input."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.original = exc
+
+
+def dtype_name(dt) -> str | None:
+    """``"bfloat16"``, ``"float32"``, ... for a numpy, ml_dtypes or torch dtype; ``None`` if unknown."""
+    name = str(dt).replace("torch.", "")
+    return name if name in UNIT else None
+
+
+def _accepts_role(obj) -> bool:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return False
+    params = sig.parameters
+    return "role" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class Impl:
+    """Calls the implementation; scales its output by ``1 / attention_factor``; records dtypes."""
+
+    def __init__(self, obj, attention_factor: float = 1.0):
+        if not callable(obj):
+            raise GateAError(f"implementation must be a callable f(x, positions) -> rotated x, got {type(obj).__name__}")
+        try:
+            sig = inspect.signature(obj)
+        except (TypeError, ValueError):
+            sig = None
+        if sig is not None:
+            try:
+                sig.bind(np.zeros((1, 2)), np.zeros(1))
+            except TypeError:
+                raise GateAError(
+                    f"implementation must accept two positional arguments (x, positions); its signature is {sig}"
+                ) from None
+        self.obj = obj
+        self.factor = float(attention_factor)
+        self.role = _accepts_role(obj)
+        self.decoder = callable(getattr(obj, "prefill", None)) and callable(getattr(obj, "decode_step", None))
+        self.torch = None  # the torch module once the implementation is found to need tensors
+        self.out_dtypes: set[str] = set()  # every floating dtype returned so far
+
+    def wrap(self, a):
+        if self.torch is None:
+            return a
+        return self.torch.from_numpy(np.ascontiguousarray(a))  # pragma: no cover - torch path
+
+    def unwrap(self, out, what):
+        if hasattr(out, "detach") and hasattr(out, "cpu") and not isinstance(out, np.ndarray):  # a torch tensor
+            name = dtype_name(getattr(out, "dtype", ""))
+            if name:
+                self.out_dtypes.add(name)
+            out = out.detach().cpu()
+            out = out.float().numpy() if name in ("bfloat16", "float16") else out.numpy()
+        try:
+            arr = np.asarray(out)
+        except Exception:  # pragma: no cover - exotic returns
+            raise Bad(f"{what} returned {type(out).__name__}, not an array") from None
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype.name == "bfloat16"):
+            raise Bad(f"{what} returned {type(out).__name__} of dtype {arr.dtype}, not an array of real numbers")
+        if np.iscomplexobj(arr):
+            raise Bad(f"{what} returned complex values; return real arrays of the input's shape")
+        if dtype_name(arr.dtype):
+            self.out_dtypes.add(dtype_name(arr.dtype))
+        return arr.astype(np.float64)
+
+    def raw(self, *args, **kwargs):
+        """Call the object itself (any method result), counting exceptions as refusals."""
+        hook = CALL_HOOK
+        if hook is not None:
+            hook("call")
+        try:
+            with np.errstate(all="ignore"):
+                return self._call(self.obj, args, kwargs)
+        finally:
+            if hook is not None:
+                hook("done")
+
+    def method(self, name, *args):
+        """Call the object's method ``name`` (``prefill``, ``decode_step``) on numpy arguments."""
+        hook = CALL_HOOK
+        if hook is not None:
+            hook("call")
+        try:
+            with np.errstate(all="ignore"):
+                return self._call(getattr(self.obj, name), args, {})
+        finally:
+            if hook is not None:
+                hook("done")
+
+    def _call(self, fn, args, kwargs):
+        try:
+            try:
+                return fn(*(self.wrap(a) for a in args), **kwargs)
+            except (TypeError, AttributeError):
+                if self.torch is not None or not self._try_torch():
+                    raise
+                return fn(*(self.wrap(a) for a in args), **kwargs)  # pragma: no cover - torch path
+        except (Exception, SystemExit) as exc:  # sys.exit inside the implementation is a refusal too
+            raise Refused(exc) from exc
+
+    def __call__(self, x, positions, role=None):
+        """``f(x, positions) / attention_factor`` as float64, shape checked, finite."""
+        kwargs = {"role": role} if (role is not None and self.role) else {}
+        x = np.asarray(x)
+        positions = np.asarray(positions)
+        out = self.raw(x.copy(), positions.copy(), **kwargs)  # copies: code that writes into its input harms no probe
+        arr = self.unwrap(out, "the implementation")
+        if arr.shape != x.shape:
+            raise Bad(f"the implementation returned shape {arr.shape} for x of shape {x.shape}; it must return x's shape")
+        if not np.all(np.isfinite(arr)):
+            hi = int(np.max(np.abs(positions))) if positions.size else 0
+            raise Bad(f"the implementation returned NaN or infinite values (positions up to {hi:,})")
+        if self.factor != 1.0 and role != "value":
+            arr = arr / self.factor
+        return arr
+
+    def _try_torch(self) -> bool:
+        try:
+            import torch  # noqa: PLC0415
+        except ImportError:
+            return False
+        if not callable(getattr(torch, "from_numpy", None)):  # not PyTorch (a directory named torch)
+            return False
+        self.torch = torch  # pragma: no cover - torch path
+        return True  # pragma: no cover

@@ -1,0 +1,458 @@
+"""The reading checks of Gate A: layout, frequencies, precision, origin, context and batch.
+
+Each check is a small function ``check(ctx, rng) -> Check`` with its own random stream; the
+table of all checks lives in :mod:`ropegeo.gate_a`. Internal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .checks import Check
+from .gate_a_call import UNIT, Bad, Refused
+from .gate_a_positions import find_position_defect
+from .gate_a_read import (angles, fmt_positions, infer_layout, layout_name, matrices, probe_positions,
+                          refine_theta, relative_rows, rotate_pairs, span, wrap, wrap_far)
+
+#: Positions at which the matrices are read (layout, frequencies, precision): consecutive at
+#: the start (the step of every pair), then odd numbers away from powers of two.
+READ_POSITIONS = (1, 2, 3, 7, 37, 101, 300, 419, 1001)
+#: Largest relative angle error (90th percentile) accepted for a declared angle precision; also
+#: the boundaries used to name the precision found. Measured: float32 ~1e-7, float16 ~3e-4,
+#: bfloat16 ~4e-3; each limit lies about halfway (log scale) to the next coarser format.
+PRECISION_LIMIT = {"float64": 1e-12, "float32": 1e-5, "float16": 1.1e-3, "bfloat16": 3e-2}
+DATA_SAFETY = 8.0  # normwise rounding of a rotated vector stays below a few unit roundoffs
+ANGLE_SAFETY = 16.0
+
+
+class Ctx:
+    """What every check reads: the implementation, the declaration, and what was inferred."""
+
+    def __init__(self, fn, *, d, dims, rot_decl, pairing, theta_decl, base, theta_given, phase_dtype,
+                 data_dtype, max_position, extra_sizes=()):
+        self.fn, self.d, self.dims = fn, d, dims
+        self.rot_decl, self.pairing, self.base = rot_decl, pairing, base
+        self.theta_decl, self.theta_given = theta_decl, theta_given
+        self.theta_max = float(theta_decl.max())
+        self.phase_dtype, self.data_dtype_declared = phase_dtype, data_dtype
+        self.max_position = max_position
+        self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
+        self.extra_sizes = extra_sizes
+        self.krole = "key" if fn.role else None
+        self.qrole = "query" if fn.role else None
+        self.inferred: dict = {}
+        self.notes: list[str] = []
+        self.mats = None
+        self.freq_state = None  # "ok", "mirrored", "wrong" or None (not measured)
+        self.theta_hat = None
+        self.position_defect = None
+        self.u_data = UNIT["float32"]
+        self.u_phase = UNIT[phase_dtype]
+        self.gain = 1.0
+
+    # ---- tolerances
+    def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
+        """Largest relative change of a rotated vector that rounding explains at positions up to pmax."""
+        u = max(self.u_data, u_in)
+        return DATA_SAFETY * u + ANGLE_SAFETY * self.u_phase * pmax * self.theta_max
+
+    def tol_score(self, pmax: float, u_in: float = 0.0) -> float:
+        """The same for a query-key score, relative to |q| |k| (both sides round)."""
+        return 2.0 * self.tol_vec(pmax, u_in)
+
+    # ---- what the reading found
+    @property
+    def layout(self):
+        return self.inferred.get("layout")
+
+    def theta_ref(self):
+        """The frequencies to compare against: declared (signed as measured) when they agree."""
+        if self.freq_state == "ok":
+            return self.theta_decl
+        if self.freq_state == "mirrored":
+            return -self.theta_decl
+        return self.theta_hat
+
+    def read_limit(self) -> int:
+        """Reading stays below the first position a position-id defect touches."""
+        pd = self.position_defect
+        return pd["boundary"] if pd and pd["kind"] not in _UNREADABLE else 10**12
+
+
+def _layout_rows(ctx) -> list[int]:
+    """The read positions the layout is inferred from (1, 2, 7, 300, 1001 when the context allows)."""
+    want = [i for i, p in enumerate(ctx.read_positions) if p in (1, 2, 7, 300, 1001)]
+    return want if len(want) >= 3 else list(range(len(ctx.read_positions)))
+
+
+_UNREADABLE = ("ignored", "contiguous")  # position-id defects that make the matrices meaningless
+
+
+def _data_dtype(ctx, orth) -> None:
+    """The data precision: declared, else the coarser of the dtype returned and the rounding seen."""
+    seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
+    by_output = seen[-1] if seen else None
+    by_rounding = None
+    if orth is not None:
+        by_rounding = next((n for n in ("float64", "float32", "float16", "bfloat16") if orth <= DATA_SAFETY * UNIT[n]),
+                           None)
+    cands = [n for n in (by_output, by_rounding) if n]
+    data = ctx.data_dtype_declared or (max(cands, key=lambda n: UNIT[n]) if cands else "float32")
+    ctx.inferred["data_dtype"] = data
+    ctx.inferred["data_dtype_source"] = ("declared" if ctx.data_dtype_declared else
+                                         "returned arrays" if data == by_output else "measured rounding")
+    ctx.u_data = UNIT[data]
+
+
+def _read_matrices(ctx) -> None:
+    """R(p) at the read positions, stopping before the first position the implementation refuses."""
+    try:
+        ctx.mats = matrices(ctx.fn, ctx.d, ctx.read_positions, role=ctx.krole)
+    except (Refused, Bad):
+        keep = []
+        for p in ctx.read_positions:
+            try:
+                keep.append(matrices(ctx.fn, ctx.d, [p], role=ctx.krole)[0])
+            except (Refused, Bad):
+                break
+        if len(keep) < 3:
+            raise
+        ctx.read_positions = ctx.read_positions[: len(keep)]
+        ctx.mats = np.stack(keep)
+
+
+def _attention_factor(ctx, gain: float) -> float:
+    """Judge without a declared attention factor that the rotation leaves out (the attention may apply it)."""
+    factor = ctx.fn.factor
+    if factor != 1.0 and abs(gain * factor - 1.0) < abs(gain - 1.0):
+        ctx.mats = ctx.mats * factor
+        ctx.fn.factor = 1.0
+        ctx.inferred["attention_factor_applied"] = False
+        ctx.notes.append(f"the declared attention factor {factor:.4g} is not applied by the rotation (cos and sin "
+                         f"keep unit length): the attention must multiply its logits by {factor ** 2:.4g} instead")
+        return gain * factor
+    if factor != 1.0:
+        ctx.inferred["attention_factor_applied"] = True
+    return gain
+
+
+def _matrix_reading(ctx, rng) -> None:
+    """Position-id defects first (the implementation against itself), then the matrices, the layout
+    and the data precision they show."""
+    _data_dtype(ctx, None)  # provisional: what the contract probe returned
+    x = rng.normal(size=ctx.d)
+    ctx.position_defect = find_position_defect(ctx.fn, x, ctx.max_position, role=ctx.krole,
+                                               tol=DATA_SAFETY * 2 * ctx.u_data + 1e-9,
+                                               extra_sizes=ctx.extra_sizes)
+    if ctx.position_defect and ctx.position_defect["kind"] in _UNREADABLE:
+        return
+    _read_matrices(ctx)
+    ctx.inferred["layout"] = infer_layout(ctx.mats[_layout_rows(ctx)])
+    eye = np.eye(ctx.d)
+    orth = float(max(np.max(np.abs(m.T @ m - eye)) for m in ctx.mats[:3]))
+    ctx.inferred["orthogonality_error"] = orth
+    # a magnitude factor is the norm check's finding: the other checks divide it out
+    ctx.gain = _attention_factor(ctx, float(np.median(np.linalg.norm(ctx.mats[:3], axis=1))))
+    _data_dtype(ctx, orth)
+
+
+def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:
+    h = r // 2
+    if pairing == "interleaved":
+        return [[2 * i, 2 * i + 1] for i in range(h)]
+    return [[i, i + h] for i in range(h)]
+
+
+def check_layout(ctx, rng) -> Check:
+    """Which coordinates rotate together, against the declared pairing and rotary dim."""
+    _matrix_reading(ctx, rng)
+    if ctx.layout is None:
+        return Check.skipped("layout", "not measured: the implementation does not use the positions it is given "
+                             "(see context)", "callable")
+    lay, d, theta = ctx.layout, ctx.d, ctx.theta_decl
+    pos = np.array(ctx.read_positions)[_layout_rows(ctx)]
+    blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < 1e-9, axis=0)
+    if blind.any():
+        ctx.inferred["layout_blind"] = True
+        i = int(np.argmax(blind))
+        return Check.skipped("layout", f"not measured: declared pair {i} turns by {theta[i]:.6g} rad, a multiple of "
+                             "pi, per position, so no integer position shows which coordinates it couples", "callable")
+    problems = []
+    r = lay["rotary_dim"]
+    declared_pairs = _declared_pairs(d, ctx.rot_decl, ctx.pairing)
+    misplaced = 2 * (sum(p not in lay["pairs"] for p in declared_pairs) + sum(p not in declared_pairs for p in lay["pairs"]))
+    if lay["odd"]:
+        problems.append(f"coordinates {span(lay['odd'])} are neither rotated in a pair nor passed through: "
+                        "the map is not a set of independent 2-D rotations")
+    if r == 0 and not lay["odd"]:
+        problems.append("no coordinate rotates: the implementation returns its input unchanged")
+    elif lay["pairing"] == "other" and r:
+        a, b = lay["pairs"][0]
+        problems.append(f"coordinates pair up irregularly (for example {a} with {b}): neither interleaved nor half-split")
+    elif r and lay["pairing"] not in (ctx.pairing, "both"):
+        if lay["pairing"] == "half":
+            problems.append(f"coordinates i and i+{r // 2} rotate together: half-split layout, while the declared "
+                            "convention is interleaved (the pairing of GPT-J; half-split is that of GPT-NeoX and "
+                            "Llama's rotate_half)")
+        else:
+            problems.append("coordinates 2i and 2i+1 rotate together: interleaved layout, while the declared "
+                            f"convention is half-split (pairs i, i+{r // 2}, as in GPT-NeoX and Llama; interleaved "
+                            "is the pairing of GPT-J)")
+    if r and r != ctx.rot_decl:
+        problems.append(f"{r} of {d} coordinates rotate, while the declared rotary dim is {ctx.rot_decl}")
+    elif r and lay["offset"] != 0:
+        problems.append(f"coordinates {span(range(lay['offset'], lay['offset'] + r))} rotate and "
+                        f"{span(lay['passthrough'])} pass through: the rotary slice is taken from the wrong "
+                        f"end of the head (partial rotary rotates the leading {ctx.rot_decl} coordinates)")
+    if not problems and misplaced:
+        problems.append("the rotating pairs differ from the declared ones")
+    pt = f"; coordinates {span(lay['passthrough'])} pass through" if lay["passthrough"] else ""
+    if not problems:
+        return Check("layout", True, 0.0, 0.0, f"{layout_name(lay['pairing'])} pairs over {r} coordinates{pt}, as declared",
+                     "callable")
+    return Check("layout", False, float(misplaced + len(lay["odd"])), 0.0, "layout defect: " + "; ".join(problems),
+                 "callable", "layout")
+
+
+def _usable(ctx):
+    """Row indices of READ_POSITIONS below the reading limit, or a reason they cannot be read."""
+    lay = ctx.layout
+    if ctx.inferred.get("layout_blind"):
+        return None, "not measured: the pairs could not be observed (see layout)"
+    if lay is None or not lay["pairs"]:
+        return None, "not measured: no rotating pair was found"
+    pd = ctx.position_defect
+    if pd and pd["kind"] in _UNREADABLE:
+        return None, "not measured: the implementation does not use the positions it is given (see context)"
+    rows = [i for i, p in enumerate(ctx.read_positions) if p < ctx.read_limit()]
+    if len(rows) < 4:
+        return None, f"not measured: a position-id defect from position {ctx.read_limit():,} on (see context)"
+    return rows, None
+
+
+def _angle_error(ctx, rows, th):
+    """Relative angle error (90th percentile, data rounding taken off) against steps ``th``, the
+    worst error at each position, and the positions; ``None`` when no angle reaches 1 rad."""
+    pos = np.array(ctx.read_positions, dtype=float)[rows]
+    ang = angles(ctx.mats[rows], ctx.layout["pairs"])
+    moved = np.outer(pos - pos[0], np.abs(th))
+    dev = np.abs(wrap(ang - ang[0] - np.outer(pos - pos[0], th)))
+    big = moved >= 1.0
+    if not big.any():
+        return None, dev.max(axis=1), pos
+    rel = np.maximum(dev - 4.0 * ctx.u_data, 0.0)[big] / moved[big]
+    return float(np.quantile(rel, 0.9)), dev.max(axis=1), pos
+
+
+def _precision_name(stat) -> str:
+    names = [n for n in ("float64", "float32", "float16", "bfloat16") if stat <= PRECISION_LIMIT[n]]
+    return names[0] if names else "coarser than bfloat16"
+
+
+def check_frequencies(ctx, rng) -> Check:
+    """Each pair's step per position, against the declared frequencies."""
+    rows, why = _usable(ctx)
+    if rows is None:
+        return Check.skipped("frequencies", why, "callable")
+    lay = ctx.layout
+    pos = np.array(ctx.read_positions)[rows]
+    ang = angles(ctx.mats[rows], lay["pairs"])
+    th = refine_theta(ang, pos)
+    ctx.theta_hat = th
+    ctx.inferred["theta"] = np.abs(th).tolist()
+    fit = _fit_schedule(th, 2 * len(th))
+    if fit is not None:
+        ctx.inferred["base"], ctx.inferred["scale"], ctx.inferred["schedule_residual"] = fit
+    ref = ctx.theta_decl
+    if len(th) != len(ref):
+        ctx.freq_state = "wrong"
+        return Check("frequencies", False, float("inf"), 0.0,
+                     f"frequency defect: {len(th)} pairs rotate, but the declared frequencies have {len(ref)}",
+                     "callable", "frequency")
+    own, _, _ = _angle_error(ctx, rows, th)  # the angle precision, judged against the implementation's own steps
+    u_angle = UNIT.get(_precision_name(own), UNIT["bfloat16"]) if own is not None else ctx.u_phase
+    span_ = float(pos[-1] - pos[0])
+    tol = 4.0 * max(u_angle, UNIT["float64"]) * ref + DATA_SAFETY * ctx.u_data / span_
+    tol = np.maximum(tol, 1e-6 * ref)  # what the angles' own rounding in float64 allows
+    dev = np.abs(wrap_far(th - ref))
+    ratio = dev / tol
+    worst = int(np.argmax(ratio))
+    viol, tol_w = float(dev[worst] / ref[worst]), float(tol[worst] / ref[worst])
+    if np.all(ratio <= 1.0):
+        ctx.freq_state = "ok"
+        return Check("frequencies", True, viol, tol_w, f"every pair turns at its declared frequency (largest relative "
+                     f"deviation {float(np.max(dev / ref)):.1e})", "callable")
+    if np.all(np.abs(wrap_far(th + ref)) <= tol):
+        ctx.freq_state = "mirrored"
+        return Check("frequencies", False, viol, tol_w,
+                     "convention defect: every pair rotates the opposite way (sin enters with the other sign): a "
+                     "mirrored convention. The relative law still holds (scores depend on n - m only), but with the "
+                     "sign flipped: weights trained with the declared convention see every displacement reversed, "
+                     "so it is the checkpoint's convention that breaks", "callable", "convention")
+    ctx.freq_state = "wrong"
+    return Check("frequencies", False, viol, tol_w, "frequency defect: " + _frequency_words(ctx, th, ref, worst, fit),
+                 "callable", "frequency")
+
+
+def _frequency_words(ctx, th, ref, i, fit) -> str:
+    a = np.abs(th)
+    msg = (f"pair {i} turns at {a[i]:.6g} rad per position instead of the declared {ref[i]:.6g} "
+           f"(relative deviation {abs(a[i] - ref[i]) / ref[i]:.2e})")
+    ratio = a / ref
+    if np.ptp(ratio) <= 1e-3 * ratio.mean():
+        r = float(ratio.mean())
+        return (f"every frequency is {r:.4g} times the declared one: the position scale is wrong, positions advance "
+                f"{r:.4g} times as fast as declared (a position interpolation forgotten, applied twice, or applied "
+                "on one side of the declaration only)")
+    if np.allclose(np.sort(a), np.sort(ref), rtol=1e-3) and not np.allclose(a, ref, rtol=1e-3):
+        order = "reversed (the slowest pair first)" if np.allclose(a, ref[::-1], rtol=1e-3) else "permuted"
+        return f"the declared frequencies are all there but their ordering is {order}: " + msg
+    if fit is not None and fit[2] < 1e-3 and not ctx.theta_given and abs(fit[0] / ctx.base - 1.0) > 1e-3:
+        return f"the frequencies follow base {fit[0]:,.6g}, while the declared base is {ctx.base:,.6g}: " + msg
+    if fit is not None and fit[2] >= 1e-3 and not ctx.theta_given:
+        return "the frequencies are not a geometric schedule: " + msg
+    return msg
+
+
+def _fit_schedule(theta_hat, rotary_dim: int):
+    """Fit ln theta_i = ln s - (2 i / r) ln B; returns (base, scale, max residual) or None."""
+    th = np.abs(theta_hat)
+    ok = th > 0
+    if ok.sum() < 2:
+        return None
+    i = np.arange(th.size)[ok]
+    slope, intercept = np.polyfit(i, np.log(th[ok]), 1)
+    resid = float(np.max(np.abs(np.log(th[ok]) - (slope * i + intercept))))
+    base = math.exp(-slope * rotary_dim / 2.0) if slope < 0 else float("nan")
+    return base, math.exp(intercept), resid
+
+
+def check_precision(ctx, rng) -> Check:
+    """Angle error that grows with position, apart from the data's flat rounding."""
+    rows, why = _usable(ctx)
+    if rows is None or ctx.theta_hat is None:
+        return Check.skipped("precision", why or "not measured: no frequencies were read", "callable")
+    stat, worst, pos = _angle_error(ctx, rows, ctx.theta_ref())
+    if stat is None:
+        return Check.skipped("precision", f"not measured: no probed angle reaches 1 rad (positions up to "
+                             f"{int(pos.max()):,}), too small for rounding to show", "callable")
+    have = _precision_name(stat)
+    ctx.inferred["phase_precision"] = have
+    ctx.inferred["relative_phase_error"] = stat
+    # the smallest relative angle error the data's rounding lets this reading see
+    resolution = 4.0 * ctx.u_data / float(np.max(np.abs(ctx.theta_ref())) * (pos[-1] - pos[0]))
+    ctx.inferred["phase_resolution"] = resolution
+    if have in UNIT and UNIT[have] <= UNIT[ctx.phase_dtype]:
+        ctx.u_phase = UNIT[have]
+    growth = ", ".join(f"{worst[j]:.2g} rad at position {int(pos[j]):,}" for j in (1, len(pos) // 2, len(pos) - 1))
+    data = ctx.inferred["data_dtype"]
+    limit = PRECISION_LIMIT[ctx.phase_dtype]
+    if stat <= limit:
+        seen = (f"{have} or better" if resolution <= PRECISION_LIMIT[have] else
+                f"below what the {data} data can resolve, {resolution:.0e}")
+        return Check("precision", True, stat, limit, f"angles are formed with relative error {stat:.1e} ({seen}; "
+                     f"{ctx.phase_dtype} declared); the data rounds as {data}, flat in position "
+                     f"(worst angle error {growth})", "callable")
+    return Check("precision", False, stat, limit,
+                 f"precision defect: rotation angles carry a relative error of {stat:.1e}, the rounding of {have}: "
+                 f"the angle table is formed in {have}, while {ctx.phase_dtype} or better is declared. The error grows "
+                 f"with position ({growth}), unlike the {data} rounding of the data, which stays flat; form the "
+                 "angles in float32 and cast only cos and sin", "callable", "precision")
+
+
+def check_origin(ctx, rng) -> Check:
+    """Position 0 is the identity; an origin off by k is named."""
+    pd = ctx.position_defect
+    if pd and pd["kind"] in _UNREADABLE:
+        return Check.skipped("origin", "not measured: the implementation does not use the positions it is given "
+                             "(see context)", "callable")
+    x = rng.normal(size=(8, ctx.d))
+    y = ctx.fn(x, np.zeros(8, dtype=np.int64), role=ctx.krole) / ctx.gain
+    err = float(np.max(relative_rows(y, x, x)))
+    tol = ctx.tol_vec(0.0)
+    if err <= tol:
+        return Check("origin", True, err, tol, "position 0 leaves vectors unchanged", "callable")
+    lay, th = ctx.layout, ctx.theta_ref()
+    if lay and lay["pairs"] and th is not None and len(th) == len(lay["pairs"]):
+        for k in sorted(range(-64, 65), key=abs):
+            if k and np.max(relative_rows(rotate_pairs(x, np.full(8, k), lay["pairs"], th), y, x)) <= max(tol, 1e-3):
+                ctx.inferred["origin_offset"] = k
+                return Check("origin", False, err, tol,
+                             f"position-id defect: the origin is off by {k:+d}: position p is rotated as p{k:+d}. "
+                             "Scores still depend on n - m only, but rotations no longer compose (R(a) R(b) is "
+                             f"R(a + b{k:+d}), not R(a + b)) and a cache that counts from 0 is off by {k:+d}",
+                             "callable", "position-id")
+    return Check("origin", False, err, tol, f"position 0 changes vectors by {err:.2e} of |x|: the rotation at the "
+                 "origin is not the identity", "callable", "position-id")
+
+
+def check_context(ctx, rng) -> Check:
+    """Positions across the whole declared context: no wrap, clamp, refusal, NaN or drift."""
+    pd, m = ctx.position_defect, ctx.max_position
+    if pd is not None:
+        return Check("context", False, float("inf") if pd["kind"] in ("refused", "nan") else 1.0, 0.0, pd["text"],
+                     "callable", pd["defect"])
+    probes = probe_positions(m)
+    if not probes:
+        return Check("context", True, 0.0, 0.0, f"the declared context ({m:,}) is within the read positions",
+                     "callable")
+    lay, th = ctx.layout, ctx.theta_ref()
+    if ctx.freq_state not in ("ok", "mirrored") or not lay or len(lay["pairs"]) != len(ctx.theta_decl):
+        return Check.skipped("context", f"no position-id defect up to {m:,}; not compared with the declared rotation "
+                             "(the layout or the frequencies differ from the declaration, see those checks)", "callable")
+    k = ctx.inferred.get("origin_offset", 0)
+    p = np.array(probes)
+    x = rng.normal(size=(p.size, ctx.d))
+    y = ctx.fn(x, p, role=ctx.krole) / ctx.gain
+    ref = rotate_pairs(x, p + k, lay["pairs"], th)
+    err = relative_rows(y, ref, x)
+    tols = np.array([ctx.tol_vec(q) for q in p])
+    j = int(np.argmax(err / tols))
+    if np.all(err <= tols):
+        return Check("context", True, float(err[j]), float(tols[j]), f"positions {p.min():,} to {p.max():,} (up to the "
+                     f"declared {m:,}) are rotated as declared; no wrapped, clamped or refused position", "callable")
+    bad = p[err > tols]
+    if np.corrcoef(p, err)[0, 1] > 0.5 or bad.min() > p.min():
+        have = ctx.inferred.get("phase_precision")
+        coarse = have if have in UNIT and UNIT[have] > UNIT[ctx.phase_dtype] else "a coarser format than declared"
+        msg = (f"precision defect: the rotation drifts from the declared one as positions grow ({err[0]:.2g} of |x| at "
+               f"{p[0]:,}, {err[-1]:.2g} at {p[-1]:,}; allowed at {ctx.phase_dtype}: {tols[-1]:.2g}): angles formed "
+               f"in {coarse} lose the large positions")
+        return Check("context", False, float(err[j]), float(tols[j]), msg, "callable", "precision")
+    return Check("context", False, float(err[j]), float(tols[j]),
+                 f"at positions {fmt_positions(bad)} the rotation differs from the declared one by up to "
+                 f"{float(err.max()):.2g} of |x|, while ordinary positions are right", "callable", "position-id")
+
+
+BATCH_POSITIONS = np.array([[0, 1, 2, 3, 4, 5],          # a plain row
+                            [9, 10, 11, 12, 13, 14],     # after 9 cached or padded slots
+                            [0, 1, 2, 0, 1, 2],          # two packed documents, ids reset
+                            [401, 405, 409, 413, 417, 421]])
+
+
+def check_batch(ctx, rng) -> Check:
+    """A (batch, seq) position tensor whose rows differ: each row rotated by its own ids."""
+    pos = BATCH_POSITIONS % ctx.max_position  # rows still differ in a short context
+    x = rng.normal(size=pos.shape + (ctx.d,))
+    try:
+        y = ctx.fn(x, pos, role=ctx.krole)
+    except (Refused, Bad) as exc:
+        return Check.skipped("batch", f"not measured: the implementation does not take x of shape (batch, seq, "
+                             f"head_dim) with positions (batch, seq) ({exc})", "callable")
+    rows = np.stack([ctx.fn(x[b], pos[b], role=ctx.krole) for b in range(pos.shape[0])])
+    err = float(np.max(relative_rows(y, rows, x)))
+    tol = 2.0 * ctx.tol_vec(float(pos.max()))
+    if err <= tol:
+        return Check("batch", True, err, tol, "each row of a (batch, seq) position tensor is rotated by its own "
+                     "position ids", "callable")
+    for b, name in ((0, "first"), (pos.shape[0] - 1, "last")):
+        alt = np.stack([ctx.fn(x[r], pos[b], role=ctx.krole) for r in range(pos.shape[0])])
+        if np.max(relative_rows(y, alt, x)) <= tol:
+            return Check("batch", False, err, tol, f"position-id defect: every row of a (batch, seq) position tensor "
+                         f"is rotated by the {name} row's position ids: with padding or packing, the rows whose ids "
+                         "differ get the wrong positions", "callable", "position-id")
+    return Check("batch", False, err, tol, f"position-id defect: rows of a (batch, seq) position tensor are not rotated "
+                 f"by their own ids (largest error {err:.2g} of |x|): the ids are mixed across the batch", "callable",
+                 "position-id")

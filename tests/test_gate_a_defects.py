@@ -1,0 +1,230 @@
+"""Gate A names the defect class of every implementation in ropegeo.broken.DEFECTS, passes correct
+code served in low precision, separates data rounding from angle error, and probes the whole
+declared context (independent derivations: ml_dtypes rounding, hand-built tables)."""
+
+import math
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ropegeo.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry
+from ropegeo.checks import DEFECT_CLASSES, Check, verdict
+from ropegeo.gate_a import CHECKS, gate_a
+from ropegeo.rotation import apply_rope
+
+BROKEN = [n for n, e in DEFECTS.items() if e.broken]
+CORRECT = [n for n, e in DEFECTS.items() if not e.broken]
+
+
+def test_the_catalogue_covers_every_defect_class():
+    named = {DEFECTS[n].defect for n in BROKEN}
+    assert named == set(DEFECT_CLASSES) - {"algebra", "contract"}
+    assert {"served-bfloat16", "served-float16"} <= set(CORRECT)
+
+
+@pytest.mark.parametrize("name", BROKEN)
+@pytest.mark.parametrize("head_dim", [16, 64])
+def test_every_defect_is_named_with_its_class(name, head_dim):
+    e = defect_entry(name, head_dim)
+    r = gate_a(e.impl, **e.declared)
+    assert r.failed[0] == e.check, r.table()
+    assert r.defects[0] == e.defect and r.check(e.check).defect == e.defect
+    assert e.keyword in r.diagnosis, r.diagnosis
+    assert r.diagnosis.startswith(f"{e.defect} defect") or e.defect in ("decoding",)
+
+
+@pytest.mark.parametrize("name", CORRECT)
+@pytest.mark.parametrize("head_dim", [16, 64])
+def test_correct_code_served_in_low_precision_passes(name, head_dim):
+    e = defect_entry(name, head_dim)
+    r = gate_a(e.impl, **e.declared)
+    assert r.passed, r.table()
+    assert r.inferred["data_dtype"] == name.split("-")[1]
+
+
+# ---------------------------------------------------------------- data rounding vs angle error
+def _bf16_round_trip(y):
+    """What a framework serving bfloat16 does to a float64 result: round each entry to 8 bits."""
+    return np.asarray(y, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+
+
+def test_bfloat16_data_returned_as_float64_is_inferred_from_its_rounding():
+    r = gate_a(lambda x, p: _bf16_round_trip(apply_rope(x, p, pairing="half")), head_dim=64, pairing="half")
+    assert r.passed, r.table()
+    assert r.inferred["data_dtype"] == "bfloat16" and r.inferred["data_dtype_source"] == "measured rounding"
+    # the orthogonality defect of R(p) is a few bfloat16 unit roundoffs (2**-8), no more
+    u = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps) / 2
+    assert u / 16 < r.inferred["orthogonality_error"] < 8 * u
+
+
+def test_declared_data_dtype_overrides_the_inference():
+    f = lambda x, p: _bf16_round_trip(apply_rope(x, p))  # noqa: E731
+    assert not gate_a(f, head_dim=32, dtype="float32").passed
+    assert gate_a(f, head_dim=32, dtype="bfloat16").passed
+
+
+def test_angle_error_grows_with_position_while_data_rounding_stays_flat():
+    # bfloat16 angles: the diagnosis quotes the error at three positions, growing
+    r = gate_a(defect_entry("bfloat16-angles", 64).impl, head_dim=64)
+    text = r.check("precision").diagnosis
+    found = re.findall(r"([0-9.e+-]+) rad at position ([0-9,]+)", text)
+    errs = [float(e) for e, _ in found]
+    positions = [int(p.replace(",", "")) for _, p in found]
+    assert len(errs) == 3 and positions == sorted(positions) and errs[0] < errs[1] < errs[2]
+    # served in bfloat16 with float32 angles: the angle error is below what the data can show
+    r = gate_a(defect_entry("served-bfloat16", 64).impl, head_dim=64, pairing="half")
+    assert r.check("precision").passed and r.inferred["relative_phase_error"] < 1e-5
+
+
+def test_bfloat16_angles_are_still_a_failure_when_the_data_is_bfloat16():
+    # low-precision data does not excuse a low-precision angle table
+    f = lambda x, p: _bf16_round_trip(apply_rope(x, p, phase_dtype="bfloat16"))  # noqa: E731
+    r = gate_a(f, head_dim=64)
+    assert r.failed[0] == "precision" and "formed in bfloat16" in r.diagnosis
+
+
+# ---------------------------------------------------------------- the whole declared context
+@pytest.mark.parametrize("rows", [4096, 8192, 32768])
+def test_wrapped_tables_of_common_sizes_fail_even_when_negative_positions_are_refused(rows):
+    # the issue's false PASS: a table that wraps, in code that refuses negative positions
+    d = 32
+    inv = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    table = np.arange(rows)[:, None] * inv[None, :]  # the angle table, built here by hand
+
+    def f(x, positions):
+        positions = np.asarray(positions)
+        if np.any(positions < 0):
+            raise ValueError("positions must be non-negative")
+        ang = table[positions % rows]
+        x = np.asarray(x, dtype=float)
+        out = x.copy()
+        out[..., 0::2] = x[..., 0::2] * np.cos(ang) - x[..., 1::2] * np.sin(ang)
+        out[..., 1::2] = x[..., 0::2] * np.sin(ang) + x[..., 1::2] * np.cos(ang)
+        return out
+
+    r = gate_a(f, head_dim=d)
+    assert r.failed == ["context"], r.table()
+    assert f"P mod {rows:,}" in r.diagnosis
+    assert r.check("inverse").passed is None  # refused negatives stay "not measured"
+    assert gate_a(f, head_dim=d, max_position=rows).passed  # declared honestly, it passes
+
+
+def test_probes_avoid_powers_of_two_and_reach_the_declared_context():
+    from ropegeo.gate_a_read import probe_positions
+
+    for m in (2048, 8192, 131_072, 1_000_000):
+        ps = probe_positions(m)
+        assert ps and max(ps) < m and max(ps) > 0.9 * m
+        assert all(p & (p - 1) and p % 100 for p in ps)
+
+
+def test_max_position_comes_from_the_manifest():
+    from ropegeo.manifest import RopeManifest
+
+    m = RopeManifest(head_dim=32, max_position_embeddings=4096, phase_dtype="float32")
+    assert gate_a(PositionDefect(32, mode="wrapped", size=4096), manifest=m).passed
+    r = gate_a(PositionDefect(32, mode="wrapped", size=4096), manifest=m.with_(max_position_embeddings=16_384))
+    assert r.failed == ["context"] and r.declared["max_position"] == 16_384
+
+
+def test_batched_positions_whose_rows_differ():
+    assert gate_a(lambda x, p: apply_rope(x, p), head_dim=16).check("batch").passed
+    r = gate_a(PositionDefect(16, mode="first-row"), head_dim=16)
+    assert r.failed == ["batch"]
+
+    def one_d_only(x, p):
+        if np.ndim(p) != 1:
+            raise ValueError("positions must be 1-D")
+        return apply_rope(x, p)
+
+    r = gate_a(one_d_only, head_dim=16)
+    assert r.check("batch").passed is None and "batch" in r.diagnosis  # listed as not measured
+
+
+# ---------------------------------------------------------------- structure
+def test_a_skipped_check_never_reads_as_every_check_passed():
+    r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16)
+    assert r.passed and r.diagnosis != "every check passed"
+    assert r.diagnosis == "every measured check passed; not measured: roles, values, decoding"
+    assert verdict([Check("a", True, 0.0, 1.0, "")]) == "every check passed"
+
+
+def test_each_check_has_its_own_random_stream():
+    # the vectors a check draws do not depend on whether the checks before it ran: the
+    # shift violation of a plain callable equals that of the same callable with a role keyword
+    # (which runs two extra checks before shift)
+    plain = gate_a(lambda x, p: apply_rope(x, p), head_dim=16)
+
+    def with_role(x, p, role="key"):
+        return np.asarray(x, dtype=float) if role == "value" else apply_rope(x, p)
+
+    rich = gate_a(with_role, head_dim=16)
+    for name in ("norm", "composition", "inverse", "context", "origin"):
+        assert plain.check(name).violation == rich.check(name).violation, name
+
+
+def test_attention_factor_is_divided_out_when_declared():
+    f = lambda x, p: 1.1 * apply_rope(x, p)  # noqa: E731
+    assert gate_a(f, head_dim=16).failed[0] == "norm"
+    assert gate_a(f, head_dim=16, attention_factor=1.1).passed
+
+
+def test_checks_table_and_record():
+    assert list(CHECKS)[:6] == ["layout", "frequencies", "precision", "origin", "context", "batch"]
+    c = Check.skipped("x", "why")
+    assert c.to_dict()["violation"] is None and Check.from_dict(c.to_dict()).passed is None
+    assert math.isnan(Check.from_dict(c.to_dict()).violation)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(max_position=8), "max_position must be at least 16"),
+    (dict(dtype="int8"), "dtype must be one of"),
+    (dict(attention_factor=0.0), "attention_factor must be greater than 0"),
+    (dict(target_length=4096), "target_length applies with a manifest"),
+])
+def test_bad_new_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gate_a(lambda x, p: apply_rope(x, p), head_dim=8, **kwargs)
+
+
+def test_served_rotary_against_a_hand_rotation():
+    # half-split pairs, angles in float32, everything rounded to bfloat16: matches a direct loop
+    d, p = 8, 37
+    x = np.random.default_rng(0).normal(size=d)
+    got = ServedRotary(d, pairing="half", data_dtype="bfloat16")(x[None], [p])[0].astype(np.float64)
+    bf = lambda a: np.float64(np.float32(a).astype(ml_dtypes.bfloat16))  # noqa: E731
+    want = np.empty(d)
+    for i in range(d // 2):
+        ang = np.float32(p) * np.float32(10_000.0 ** (-2 * i / d))
+        c, s = bf(np.cos(ang)), bf(np.sin(ang))
+        a, b = bf(x[i]), bf(x[i + d // 2])
+        want[i], want[i + d // 2] = bf(bf(a * c) - bf(b * s)), bf(bf(a * s) + bf(b * c))
+    assert np.allclose(got, want, rtol=2**-7, atol=2**-7)
+
+
+def test_a_declared_attention_factor_may_live_in_the_attention_instead():
+    # YaRN-style factor declared, rotation left unit-length: noted, not failed; any other gain fails
+    r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, attention_factor=1.2)
+    assert r.passed and r.inferred["attention_factor_applied"] is False
+    assert any("multiply its logits by 1.44" in n for n in r.notes)
+    r = gate_a(lambda x, p: 1.2 * apply_rope(x, p), head_dim=16, attention_factor=1.2)
+    assert r.passed and r.inferred["attention_factor_applied"] is True
+    assert gate_a(lambda x, p: 1.5 * apply_rope(x, p), head_dim=16, attention_factor=1.2).failed[0] == "norm"
+
+
+@pytest.mark.parametrize("context", [16, 64, 500])
+def test_short_declared_contexts_are_read_inside_them(context):
+    # a table of 64 rows: fine for a context of 16 or 64, a refusal inside a context of 500
+    def table_64(x, p):
+        p = np.asarray(p)
+        if p.max() >= 64 or p.min() < 0:
+            raise IndexError("table of 64 rows")
+        return apply_rope(x, p)
+
+    r = gate_a(table_64, head_dim=16, max_position=context)
+    if context <= 64:
+        assert r.passed and r.check("layout").passed and r.check("batch").passed, r.table()
+    else:
+        assert r.failed == ["context"] and "refuses positions from 64 on" in r.diagnosis
