@@ -40,8 +40,6 @@ from . import _validate as v
 from .attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 from .behaviour import (
     Adam,
-    _match_budget,
-    _offset_budget,
     check_trained,
     match_targets,
     seed_list,
@@ -51,6 +49,7 @@ from .behaviour import (
     training_settings,
 )
 from .behaviour import train_match_head as _gate_c_match_head
+from .behaviour.training import _match_budget, _offset_budget
 from .interventions import (
     MAX_FACTORS,
     MAX_LENGTH,

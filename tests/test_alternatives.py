@@ -426,7 +426,7 @@ def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
     """With the learning-rate bound lifted, the parameters blow up: the trainers must say so, naming lr."""
     from ropegeo import behaviour
 
-    monkeypatch.setattr(behaviour, "MAX_LR", 1e300)
+    monkeypatch.setattr(behaviour.training, "MAX_LR", 1e300)
     with np.errstate(all="ignore"):
         with pytest.raises(ValueError, match="diverged.*lower lr"):
             alt.train_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)

@@ -272,7 +272,7 @@ def test_extension_schedules_closed_forms():
     dyn = B.extension_schedule("dynamic", length=128, factor=8, **kw)
     np.testing.assert_allclose(dyn.theta, (base * 9 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
     raw = B.extension_schedule("raw", length=512, **kw)
-    assert raw.scale == 1.0 and raw.rule == "raw"
+    assert raw.scale == 1.0 and raw.rule == "none"
     yarn = B.extension_schedule("yarn", length=512, **kw)
     assert yarn.attention_factor == pytest.approx(0.1 * math.log(8) + 1)
     assert yarn.theta[0] == pytest.approx(plain[0]) and yarn.theta[-1] == pytest.approx(plain[-1] / 8)

@@ -74,7 +74,7 @@ def test_every_bound_is_a_documented_module_constant():
         assert isinstance(getattr(B, const), (int, float))
     import inspect
 
-    lines = inspect.getsource(B).splitlines()
+    lines = "\n".join(inspect.getsource(m) for m in (B.training, B.evaluation, B.readouts)).splitlines()
     for const in ("MAX_LENGTH", "MAX_MATCH_LENGTH", "MAX_SEEDS", "MAX_BINS", "MAX_TRAINING_WORK",
                   "MAX_EVALUATION_WORK", "MAX_STEP_BYTES"):
         i = next(k for k, line in enumerate(lines) if line.startswith(f"{const} ="))
@@ -116,7 +116,7 @@ def test_huge_lengths_are_value_errors_not_overflow(head):
         B.pair_profiles(head, train_length=10**400)
     # the largest allowed values still work
     assert B.pair_profiles(head, train_length=2**48)[0].pair == 0
-    assert B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic_ntk"
+    assert B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic"
 
 
 # ----------------------------------------------------------------------------- silent wrong answers
@@ -132,7 +132,7 @@ def test_learning_rate_and_init_are_bounded(kwargs, name):
 
 def test_divergence_is_reported_not_returned(monkeypatch, head, match_head):
     """With the bound lifted, a huge learning rate makes NaN parameters: the trainers must refuse them."""
-    monkeypatch.setattr(B, "MAX_LR", 1e300)
+    monkeypatch.setattr(B.training, "MAX_LR", 1e300)
     for call in (lambda: B.train_offset_head(lr=1e300, steps=5),
                  lambda: B.train_match_head(lr=1e300, steps=5),
                  lambda: B.fine_tune(head, extension="pi", factor=2, lr=1e300, steps=5),
@@ -163,19 +163,19 @@ def test_low_precision_overflow_names_the_dtype(head):
 
 def test_budgets_accept_their_documented_edges():
     # offset head at length 4096, head_dim 16: about 87,000 steps
-    B._offset_budget(87_399, 4096, 8)
+    B.training._offset_budget(87_399, 4096, 8)
     with pytest.raises(ValueError, match="at most 87,399 steps"):
-        B._offset_budget(87_400, 4096, 8)
-    B._offset_budget(B.MAX_STEPS, 3476, 8)  # all 100,000 steps up to length 3,476
+        B.training._offset_budget(87_400, 4096, 8)
+    B.training._offset_budget(B.MAX_STEPS, 3476, 8)  # all 100,000 steps up to length 3,476
     # match head at the defaults: some 6,000 steps; at length 1024 with batch 32: 31
-    B._match_budget(6472, 64, 32, 8, 16)
+    B.training._match_budget(6472, 64, 32, 8, 16)
     with pytest.raises(ValueError, match="steps=6473"):
-        B._match_budget(6473, 64, 32, 8, 16)
-    B._match_budget(31, 1024, 32, 8, 16)
+        B.training._match_budget(6473, 64, 32, 8, 16)
+    B.training._match_budget(31, 1024, 32, 8, 16)
     # every default training of the book fits
-    B._match_budget(600, 64, 32, 8, 16)
-    B._match_budget(100, 512, 4, 8, 16, length_name="length")
-    B._offset_budget(600, 512, 8, length_name="length")
+    B.training._match_budget(600, 64, 32, 8, 16)
+    B.training._match_budget(100, 512, 4, 8, 16, length_name="length")
+    B.training._offset_budget(600, 512, 8, length_name="length")
 
 
 def test_evaluate_runs_at_the_longest_length(head):
