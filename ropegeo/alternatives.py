@@ -40,19 +40,19 @@ from . import _validate as v
 from .attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 from .behaviour import (
     Adam,
+    check_match_step,
+    check_step_memory,
     check_trained,
     match_targets,
     seed_list,
     softmax_rows,
     train_offset_head,
-    training_budget,
     training_settings,
 )
-from .behaviour import train_match_head as _gate_c_match_head
-from .behaviour.training import _match_budget, _offset_budget
+from .behaviour import train_match_head as train_rope_match_head
 from .interventions import (
     MAX_FACTORS,
-    MAX_LENGTH,
+    MAX_PROBE_LENGTH,
     PositionHead,
     TokenHead,
     match_task,
@@ -72,7 +72,7 @@ __all__ = [
     "TrainedHead",
     "train_position_head",
     "TrainedMatchHead",
-    "train_match_head",
+    "train_scheme_match_head",
     "match_loss",
     "fixed_head",
     "task_loss",
@@ -93,8 +93,8 @@ MAX_TRAIN_LENGTH = 1024
 MAX_D = 256
 #: Most rows of a learned absolute table.
 MAX_ROWS = 1 << 16
-#: Largest vocabulary of a match head (:func:`train_match_head`).
-MAX_VOCAB = 64
+#: Largest vocabulary of a match head (:func:`train_scheme_match_head`).
+MAX_SCHEME_VOCAB = 64
 #: Most sequences in one training step of a match head.
 MAX_BATCH = 512
 #: Most scores (``batch * length**2``) one :func:`match_loss` call forms: each of its few
@@ -102,37 +102,30 @@ MAX_BATCH = 512
 MAX_LOSS_SCORES = 2**23
 
 # Every trainer here also keeps one step under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB,
-# estimated from the step's array shapes) and ``steps`` steps under
-# ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute on one core); see
-# :func:`_position_budget` and :func:`_match_head_budget` for the estimates.
+# estimated from the step's array shapes); see :func:`_position_memory` and :func:`_match_memory`.
 _TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
 
 
-def _position_budget(scheme: str, steps: int, L: int, d: int, rows: int) -> None:
-    """Memory and work of a position head's training (``rows``: absolute table rows, else 0)."""
-    if scheme == "rope":
-        _offset_budget(steps, L, d // 2)
+def _position_memory(scheme: str, L: int, d: int, rows: int) -> None:
+    """Refuse a position head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
+    if scheme == "rope":  # Gate C's offset head: O(L * d) per step
         return
-    per_step = 2**16 + L * L * (16 + d // 4) + L * d * d // 4 + 8 * rows * d
     step_bytes = 8 * (6 * L * L + 8 * L * d + 7 * rows * d)
     sizes = {"train_length": L, "d": d} | ({"rows": rows} if rows else {})
-    training_budget(f"a position head of scheme {scheme!r}", steps, per_step, step_bytes, sizes)
+    check_step_memory(f"a position head of scheme {scheme!r}", step_bytes, sizes)
 
 
-def _match_head_budget(scheme: str, steps: int, L: int, batch: int, vocab: int, d: int, rows: int,
-                       steps_name: str = "steps") -> None:
-    """Memory and work of a match head's training (``rows``: absolute table rows, else 0)."""
+def _match_memory(scheme: str, L: int, batch: int, vocab: int, d: int, rows: int) -> None:
+    """Refuse a match head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
     if scheme == "rope":
-        _match_budget(steps, L, batch, vocab, d, steps_name=steps_name)
+        check_match_step(L, batch, vocab, d)
         return
-    if scheme in _TABLE_SCHEMES:  # every score is a lookup: no (batch, L, L, d) work
-        per_step = 2**16 + 24 * batch * L * L
+    if scheme in _TABLE_SCHEMES:  # every score is a lookup: no (batch, L, L, d) arrays
         step_bytes = 8 * (6 * batch * L * L + 2 * batch * L * vocab)
     else:  # inputs H (batch, L, d) through d x d projections
-        per_step = 2**16 + batch * L * L * (16 + d // 2) + batch * L * d * d // 2 + 8 * rows * d
         step_bytes = 8 * (2 * batch * L * L + 8 * batch * L * d + 2 * batch * L * vocab + 7 * rows * d)
     sizes = {"train_length": L, "batch": batch, "vocab": vocab, "d": d} | ({"rows": rows} if rows else {})
-    training_budget(f"a match head of scheme {scheme!r}", steps, per_step, step_bytes, sizes, steps_name)
+    check_step_memory(f"a match head of scheme {scheme!r}", step_bytes, sizes)
 
 
 class TrainedHead(PositionHead):
@@ -332,8 +325,8 @@ def train_position_head(
     d : int
         Width of the layer and its head (even, 2 to :data:`MAX_D` = 256).
     steps : int
-        Full-batch Adam steps (1 to 100,000, and within ``ropegeo.behaviour.MAX_TRAINING_WORK``,
-        about half a minute: at ``train_length=1024`` and ``d=256`` about 150 steps).
+        Full-batch Adam steps (1 to ``ropegeo.behaviour.MAX_STEPS`` = 100,000; time grows with
+        ``steps * train_length**2``).
     lr, init_std : float
         Adam's learning rate and the standard deviation of the initial parameters (positive, at
         most ``ropegeo.behaviour.MAX_LR`` = 10 and ``MAX_INIT_STD`` = 10).
@@ -373,7 +366,7 @@ def train_position_head(
     seed = v.integer("seed", seed, minimum=0)
     if scheme == "absolute":
         rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
-    _position_budget(scheme, steps, train_length, d, rows if scheme == "absolute" else 0)
+    _position_memory(scheme, train_length, d, rows if scheme == "absolute" else 0)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
         layer, losses = _train_absolute(rng, d, train_length, offset, steps, lr, init_std, rows)
@@ -533,7 +526,7 @@ def match_loss(head: TokenHead, tokens) -> float:
     return _match_grad(head.scores(tok), tok)[0]
 
 
-def train_match_head(
+def train_scheme_match_head(
     scheme: str,
     *,
     vocab: int = 8,
@@ -569,7 +562,7 @@ def train_match_head(
     scheme : str
         Any of ``SCHEMES``.
     vocab : int
-        Token types (2 to :data:`MAX_VOCAB` = 64).
+        Token types (2 to :data:`MAX_SCHEME_VOCAB` = 64).
     train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
         As in :func:`train_position_head`.
     batch : int
@@ -590,12 +583,11 @@ def train_match_head(
     Notes
     -----
     One step must stay under ``ropegeo.behaviour.MAX_STEP_BYTES`` (512 MiB; up to about 11
-    million scores ``batch * train_length**2`` for the table schemes) and ``steps`` steps under
-    ``ropegeo.behaviour.MAX_TRAINING_WORK`` (about half a minute).
+    million scores ``batch * train_length**2`` for the table schemes).
     """
     if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
-    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_SCHEME_VOCAB)
     L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
     d = v.head_dim(d, "d", maximum=MAX_D)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
@@ -604,9 +596,9 @@ def train_match_head(
     R = 0
     if scheme == "absolute":
         R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
-    _match_head_budget(scheme, steps, L, batch, vocab, d, R)
+    _match_memory(scheme, L, batch, vocab, d, R)
     if scheme == "rope":
-        gate_c = _gate_c_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,
+        gate_c = train_rope_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,
                                     steps=steps, lr=lr, init_std=init_std, seed=seed)
         layer = AttentionLayer(vocab, d, scheme="rope", theta=gate_c.theta, seed=0)
         layer.Wq, layer.Wk = math.sqrt(d) * gate_c.q_table, gate_c.k_table.copy()
@@ -927,10 +919,9 @@ def _check_trainers(schemes, L, d, steps, match, match_steps, match_batch, train
         R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     for name in schemes:
         if name in LEARNED:
-            _position_budget(name, steps, L, d, R if name == "absolute" else 0)
+            _position_memory(name, L, d, R if name == "absolute" else 0)
         if match:
-            _match_head_budget(name, match_steps, L, match_batch, 8, d, R if name == "absolute" else 0,
-                               steps_name="match_steps")
+            _match_memory(name, L, match_batch, 8, d, R if name == "absolute" else 0)
 
 
 def compare_schemes(
@@ -966,7 +957,7 @@ def compare_schemes(
     * the far head's mass on its key at ``train_length`` and at ``factors[-1] * train_length``
       (:func:`~ropegeo.interventions.sparse_retrieval`);
     * with ``match=True``, a third head per scheme and seed trained on Gate C's most-recent-match
-      task (:func:`train_match_head`), scored at both lengths (:func:`~ropegeo.interventions.match_task`).
+      task (:func:`train_scheme_match_head`), scored at both lengths (:func:`~ropegeo.interventions.match_task`).
 
     Parameters
     ----------
@@ -979,7 +970,7 @@ def compare_schemes(
     factors : tuple of int
         Stretch multiples (increasing, each 1 to 64, at most
         ``ropegeo.interventions.MAX_FACTORS`` = 16 of them, and ``factors[-1] * train_length``
-        at most ``ropegeo.interventions.MAX_LENGTH`` = 4096; the last one is used for long
+        at most ``ropegeo.interventions.MAX_PROBE_LENGTH`` = 4096; the last one is used for long
         retrieval).
     shift : int
         Global shift (``1 <= shift < train_length - offset``).
@@ -1030,8 +1021,8 @@ def compare_schemes(
         raise ValueError(f"factors must be a non-empty increasing sequence of distinct multiples, got {factors!r}")
     if len(factors) > MAX_FACTORS:
         raise ValueError(f"factors must hold at most MAX_FACTORS = {MAX_FACTORS} multiples, got more")
-    if factors[-1] * train_length > MAX_LENGTH:
-        raise ValueError(f"factors must keep factors[-1] * train_length at most MAX_LENGTH = {MAX_LENGTH}, got "
+    if factors[-1] * train_length > MAX_PROBE_LENGTH:
+        raise ValueError(f"factors must keep factors[-1] * train_length at most MAX_PROBE_LENGTH = {MAX_PROBE_LENGTH}, got "
                          f"{factors[-1]} * {train_length} = {factors[-1] * train_length}")
     seeds = seed_list(seeds)
     it = schemes
@@ -1064,7 +1055,7 @@ def compare_schemes(
             if match:
                 mopts = {"alibi_heads": alibi_heads, "alibi_head": alibi_head} if name == "alibi" else \
                     {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "base", "theta")}
-                matcher = train_match_head(name, train_length=train_length, d=d, steps=match_steps, batch=match_batch,
+                matcher = train_scheme_match_head(name, train_length=train_length, d=d, steps=match_steps, batch=match_batch,
                                            seed=s, **mopts)
                 heads[(name, "match")].append(matcher)
             results[name].append(_measure(local, far, matcher, trained=name in LEARNED, scheme=name, seed=s, offset=offset,

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
-from .behaviour.evaluation import evaluate_seeds
-from .behaviour.heads import train_heads
-from .behaviour.training import (
-    MAX_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, MAX_TRAINING_WORK, _match_budget, _offset_budget,
-    _theta_arg, seed_list,
+from .behaviour import (
+    MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, check_match_step, check_theta, evaluate_seeds, seed_list,
+    train_heads,
 )
 
 __all__ = ["GateCVerdict", "gate_c"]
@@ -92,11 +90,11 @@ def gate_c(
     Parameters
     ----------
     theta : array_like, shape (pairs,)
-        The training schedule, radians per position (at most ``MAX_HEAD_DIM // 2`` pairs).
+        The training schedule, radians per position (at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs).
     train_length, target_length : int
         ``2 <= train_length < target_length``; ``offset < train_length``. The match heads train
         at ``train_length``, so it is at most :data:`MAX_MATCH_LENGTH` = 1024; the heads are
-        evaluated at ``target_length``, at most :data:`MAX_LENGTH` = 4096.
+        evaluated at ``target_length``, at most :data:`MAX_HEAD_LENGTH` = 4096.
     target_theta, target_scale, target_attention_factor
         The deployed schedule at the target length (frequencies, position multiplier, and the
         multiplier of rotated queries and keys, e.g. from ``ropegeo.scaling.rope_parameters``).
@@ -104,7 +102,7 @@ def gate_c(
     seeds : iterable of int
         1 to :data:`MAX_SEEDS` = 20 seeds (about 1 s each at the defaults).
     steps, match_steps : int
-        Training steps of the two heads (each within :data:`MAX_TRAINING_WORK`).
+        Training steps of the two heads (each 1 to :data:`MAX_STEPS`).
     min_train_accuracy, min_target_accuracy, min_match_accuracy : float in [0, 1]
     max_shift_change : float
     shift : float
@@ -121,17 +119,16 @@ def gate_c(
         For bad lengths, seeds or steps, thresholds outside [0, 1], or a target schedule of
         another size; all before any training.
     """
-    th = _theta_arg(theta)
+    th = check_theta(theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
-    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=MAX_LENGTH)
+    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     seeds = seed_list(seeds)
     steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
     match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=MAX_STEPS)
-    _offset_budget(steps, train_length, th.size)
     # the match heads train with train_match_head's defaults (vocab 8, batch 32)
-    _match_budget(match_steps, train_length, 32, 8, 2 * th.size, steps_name="match_steps")
-    tth = th if target_theta is None else _theta_arg(target_theta)
+    check_match_step(train_length, 32, 8, 2 * th.size)
+    tth = th if target_theta is None else check_theta(target_theta)
     if tth.size != th.size:
         raise ValueError(f"target_theta must have {th.size} pairs like theta, got {tth.size}")
     target_scale = v.real("target_scale", target_scale, greater_than=0.0)

@@ -277,7 +277,7 @@ def test_match_projection_gradients(kind):
 def test_rope_match_head_is_gate_c_inside_the_layer():
     from ropegeo.behaviour import match_head_loss
 
-    h = alt.train_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
+    h = alt.train_scheme_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
     want, _, _ = match_head_loss(h.layer.Wq / math.sqrt(8), h.layer.Wk, TOK, h.layer.scheme.options["theta"])
     assert alt.match_loss(h, TOK) == pytest.approx(want, rel=1e-10)
 
@@ -302,18 +302,18 @@ def test_match_closed_forms_nope_ceiling_and_alibi_recency():
 
 @pytest.mark.parametrize("scheme", alt.SCHEMES)
 def test_match_heads_train_for_every_scheme(scheme):
-    h = alt.train_match_head(scheme, steps=150, batch=8, seed=0)
+    h = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     assert h.losses[-1] < 0.6 * h.losses[0]
-    again = alt.train_match_head(scheme, steps=150, batch=8, seed=0)
+    again = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     np.testing.assert_array_equal(h.losses, again.losses)
     assert match_task(h, 64).accuracy > (0.05 if scheme == "none" else 0.8)
 
 
 def test_match_validation():
     with pytest.raises(ValueError, match="scheme must be one of"):
-        alt.train_match_head("xl")
+        alt.train_scheme_match_head("xl")
     with pytest.raises(ValueError, match="vocab must be at most 64"):
-        alt.train_match_head("none", vocab=100)
+        alt.train_scheme_match_head("none", vocab=100)
     with pytest.raises(ValueError, match="head must be a TokenHead"):
         match_task("rope", 10)
     with pytest.raises(ValueError, match="embedding must have shape"):
@@ -394,16 +394,14 @@ def test_closed_forms_name_the_bad_parameter(call, name):
     (lambda: alt.compare_schemes(5), "schemes"),
     (lambda: alt.compare_schemes("rope"), "schemes"),
     (lambda: alt.compare_schemes(("rope", "rope")), "schemes"),
-    (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=1000), "steps=1000"),
-    (lambda: alt.compare_schemes(("none",), match=True, match_steps=100_000), "match_steps=100000"),
-    (lambda: alt.train_position_head("absolute", train_length=1024, d=256, steps=1000), "steps=1000"),
     (lambda: alt.train_position_head("absolute", d=256, rows=65_536), "rows"),
     (lambda: alt.train_position_head("relative", d=512), "d must be at most 256"),
     (lambda: alt.train_position_head("t5", lr=1e300), "lr"),
     (lambda: alt.train_position_head("sinusoidal", init_std=1e300), "init_std"),
-    (lambda: alt.train_match_head("none", train_length=1024, batch=512), "batch"),
-    (lambda: alt.train_match_head("absolute", steps=100_000), "steps=100000"),
-    (lambda: alt.train_match_head("alibi", vocab=65), "vocab"),
+    (lambda: alt.train_scheme_match_head("none", train_length=1024, batch=512), "batch"),
+    (lambda: alt.train_scheme_match_head("absolute", steps=100_001), "steps"),
+    (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=100_001), "steps"),
+    (lambda: alt.train_scheme_match_head("alibi", vocab=65), "vocab"),
     (lambda: alt.clipped_retrieval_ceiling(10**30, 10**29), "distance"),
     (lambda: alt.clipped_retrieval_ceiling(512, 40, clip=10**400), "clip"),
     (lambda: alt.trained_rows_share(100, 10**400, 5), "train_length"),
@@ -416,7 +414,7 @@ def test_bounds_name_the_parameter(call, name):
 
 
 def test_match_loss_refuses_oversized_token_batches():
-    head = alt.train_match_head("none", steps=1)
+    head = alt.train_scheme_match_head("none", steps=1)
     with pytest.raises(ValueError, match="tokens of shape \\(200, 1024\\)"):
         alt.match_loss(head, np.zeros((200, 1024), dtype=int))
 
@@ -429,7 +427,7 @@ def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
     monkeypatch.setattr(behaviour.training, "MAX_LR", 1e300)
     with np.errstate(all="ignore"):
         with pytest.raises(ValueError, match="diverged.*lower lr"):
-            alt.train_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+            alt.train_scheme_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
         if scheme in ("absolute", "sinusoidal", "relative", "rope"):  # products of learned vectors overflow
             with pytest.raises(ValueError, match="diverged.*lower lr"):
                 alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
@@ -456,6 +454,6 @@ def test_learned_profiles_takes_one_head_or_a_list():
 def test_budgets_accept_the_book_runs():
     """The chapter's comparison (defaults, match=True, three seeds) passes every bound unchanged."""
     alt._check_trainers(alt.SCHEMES, 64, 16, 1000, True, 300, 16, {})
-    alt._position_budget("absolute", 146, 1024, 256, 8192)  # the largest documented example
-    with pytest.raises(ValueError, match="at most 146 steps"):
-        alt._position_budget("absolute", 147, 1024, 256, 8192)
+    alt._position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
+    with pytest.raises(ValueError, match="MAX_STEP_BYTES"):
+        alt._match_memory("absolute", 1024, 512, 8, 256, 8192)

@@ -25,7 +25,7 @@ these names only.
 
 from ..scaling import RULES, Schedule, extension_schedule
 from .evaluation import (
-    EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_EVALUATION_WORK, MAX_SEQUENCES, Binned, Evaluation, SeedResults, compare, evaluate,
+    EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_SEQUENCES, Binned, Evaluation, SeedResults, compare, evaluate,
     evaluate_seeds,
 )
 from .heads import (
@@ -36,9 +36,9 @@ from .readouts import (
     MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, DistantRival, PairProfile, distant_rival, pair_profiles, score_profile,
 )
 from .training import (
-    MAX_BATCH, MAX_HEAD_DIM, MAX_INIT_STD, MAX_LENGTH, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEP_BYTES,
-    MAX_STEPS, MAX_TRAINING_WORK, MAX_VOCAB, Adam, check_trained, seed_list, softmax_rows, training_budget,
-    training_settings,
+    MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEP_BYTES, MAX_STEPS,
+    MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam, check_match_step, check_step_memory, check_theta, check_trained,
+    match_step_bytes, seed_list, softmax_rows, training_settings,
 )
 
 __all__ = [
@@ -73,12 +73,15 @@ __all__ = [
     "softmax_rows",
     "seed_list",
     "training_settings",
-    "training_budget",
+    "check_step_memory",
+    "check_match_step",
+    "match_step_bytes",
+    "check_theta",
     "check_trained",
     # bounds
-    "MAX_LENGTH",
+    "MAX_HEAD_LENGTH",
     "MAX_MATCH_LENGTH",
-    "MAX_HEAD_DIM",
+    "MAX_TRAINED_HEAD_DIM",
     "MAX_VOCAB",
     "MAX_BATCH",
     "MAX_SEEDS",
@@ -86,7 +89,6 @@ __all__ = [
     "MAX_LR",
     "MAX_INIT_STD",
     "MAX_STEP_BYTES",
-    "MAX_TRAINING_WORK",
     "MAX_SEQUENCES",
     "MAX_CONDITIONS",
     "MAX_BINS",

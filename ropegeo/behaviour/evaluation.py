@@ -23,7 +23,7 @@ from .. import _validate as v
 from ..rotation import apply_rope, phase_angles
 from ..scaling import rule_name
 from .heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
-from .training import MAX_LENGTH, MAX_SEEDS, _bounded_list, _rng, softmax_rows
+from .training import MAX_HEAD_LENGTH, MAX_SEEDS, _bounded_list, _rng, softmax_rows
 
 # Evaluate at most this many (sequence, query, key) scores at once: about 32 MiB of float64.
 _CELLS = 1 << 22
@@ -37,9 +37,6 @@ MAX_SEQUENCES = 256
 MAX_CONDITIONS = 16
 #: Most bins of :meth:`Evaluation.by_position` and :meth:`Evaluation.by_displacement`.
 MAX_BINS = 10_000
-#: Most work one :func:`evaluate` may do: ``sequences * length**2 * (head_dim + 32)`` (about
-#: half a minute on one core; an offset head uses one sequence).
-MAX_EVALUATION_WORK = 2**37
 
 
 @dataclass(frozen=True)
@@ -263,7 +260,7 @@ def evaluate(
     ----------
     head : OffsetHead or MatchHead
     length : int
-        Sequence length (2 to :data:`MAX_LENGTH` = 4096; for an offset head more than its
+        Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096; for an offset head more than its
         offset). Queries, keys and scores are formed a few sequences at a time, at most about
         4 million scores at once.
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}, optional
@@ -288,9 +285,9 @@ def evaluate(
     phase_dtype : {"float64", "float32", "float16", "bfloat16"}
         Precision of the angle table (positions times frequencies); it must hold every phase.
     sequences : int
-        Random sequences for a match head (1 to :data:`MAX_SEQUENCES` = 256, and
-        ``sequences * length**2 * (head_dim + 32)`` at most :data:`MAX_EVALUATION_WORK`: 170
-        sequences at length 4096 with head_dim 16); the offset head needs one.
+        Random sequences for a match head (1 to :data:`MAX_SEQUENCES` = 256; time grows with
+        ``sequences * length**2 * head_dim``, memory does not: they are scored a few at a time);
+        the offset head needs one.
     seed : int or numpy.random.Generator
         Randomness of the match head's sequences (tokens uniform over the vocabulary).
 
@@ -305,7 +302,7 @@ def evaluate(
         ``phase_dtype`` that overflows at these positions, or too many sequences.
     """
     _check_head(head)
-    length = v.integer("length", length, minimum=2, maximum=MAX_LENGTH)
+    length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
     th, sc, att, name = _resolve(head, length, extension, factor, theta, scale, attention_factor)
     shift = v.real("shift", shift)
     query_offset = v.real("query_offset", query_offset)
@@ -315,11 +312,6 @@ def evaluate(
     v.float_dtype(phase_dtype, "phase_dtype")
     sequences = v.integer("sequences", sequences, minimum=1, maximum=MAX_SEQUENCES)
     d = head.head_dim
-    if isinstance(head, MatchHead) and sequences * length**2 * (d + 32) > MAX_EVALUATION_WORK:
-        most = max(1, MAX_EVALUATION_WORK // (length**2 * (d + 32)))
-        raise ValueError(f"sequences={sequences} at length {length} (head_dim {d}) is more work than one evaluation "
-                         f"may do (MAX_EVALUATION_WORK, about half a minute): use at most {most} sequences or a "
-                         f"shorter length")
     interventions = {
         "shift": shift, "query_offset": query_offset, "query_reset": bool(query_reset),
         "position_dtype": None if position_dtype is None else str(position_dtype), "phase_dtype": str(phase_dtype),
@@ -497,7 +489,7 @@ def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
     heads : sequence of heads (one per seed)
         1 to :data:`MAX_SEEDS` = 20 heads.
     lengths : iterable of int
-        Evaluation lengths (each 2 to :data:`MAX_LENGTH`; at most :data:`MAX_CONDITIONS` = 16
+        Evaluation lengths (each 2 to :data:`MAX_HEAD_LENGTH`; at most :data:`MAX_CONDITIONS` = 16
         of them), e.g. ``(64, 128, 256, 512)`` for a head trained at 64.
     extensions : iterable of str
         Rule names (see :func:`extension_schedule`; at most ``MAX_CONDITIONS``).
@@ -510,7 +502,7 @@ def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
         Ordered by extension, then length; ``label`` is ``"<rule> L=<length>"``.
     """
     heads = _head_list(heads)
-    lengths = [v.integer("lengths", n, minimum=2, maximum=MAX_LENGTH)
+    lengths = [v.integer("lengths", n, minimum=2, maximum=MAX_HEAD_LENGTH)
                for n in _bounded_list("lengths", lengths, MAX_CONDITIONS, "lengths (MAX_CONDITIONS)")]
     if isinstance(extensions, str):
         extensions = (extensions,)

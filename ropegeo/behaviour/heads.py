@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import _validate as v
-from ..rotation import apply_rope, pair_indices, phase_angles
+from ..rotation import pair_indices, phase_angles, rotate_pairs
 from ..scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
 from .training import (
-    MAX_BATCH, MAX_HEAD_DIM, MAX_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_VOCAB, Adam, _match_budget,
-    _match_step_bytes, _offset_budget, _pair_coefficients, _rng, _schedule, _theta_arg, check_trained, seed_list,
+    MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam,
+    _pair_coefficients, _rng, _schedule, check_match_step, check_theta, check_trained, match_step_bytes, seed_list,
     softmax_rows, training_settings,
 )
 
@@ -179,8 +179,8 @@ class MatchHead:
 def _check_head(head) -> None:
     if not isinstance(head, (OffsetHead, MatchHead)):
         raise ValueError(f"head must be an OffsetHead or a MatchHead, got {type(head).__name__}")
-    if head.head_dim > MAX_HEAD_DIM:
-        raise ValueError(f"head must have head_dim at most MAX_HEAD_DIM = {MAX_HEAD_DIM}, got {head.head_dim}")
+    if head.head_dim > MAX_TRAINED_HEAD_DIM:
+        raise ValueError(f"head must have head_dim at most MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM}, got {head.head_dim}")
     if isinstance(head, MatchHead) and head.vocab > MAX_VOCAB:
         raise ValueError(f"head must have a vocabulary of at most MAX_VOCAB = {MAX_VOCAB} tokens, got {head.vocab}")
 
@@ -211,7 +211,7 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     offset : int
         The target displacement, between 1 and ``length - 1``.
     length : int
-        Sequence length (2 to :data:`MAX_LENGTH` = 4096).
+        Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096).
     scale : float
         Position multiplier.
 
@@ -223,15 +223,15 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     Raises
     ------
     ValueError
-        For mismatched shapes, more than ``MAX_HEAD_DIM // 2`` pairs, a length outside
-        ``[2, MAX_LENGTH]`` or an offset outside ``[1, length - 1]``.
+        For mismatched shapes, more than ``MAX_TRAINED_HEAD_DIM // 2`` pairs, a length outside
+        ``[2, MAX_HEAD_LENGTH]`` or an offset outside ``[1, length - 1]``.
     """
     q = v.finite_array("q", q)
     k = v.finite_array("k", k)
-    th = _theta_arg(theta)
+    th = check_theta(theta)
     if q.shape != (2 * th.size,) or k.shape != q.shape:
         raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
-    length = v.integer("length", length, minimum=2, maximum=MAX_LENGTH)
+    length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
     scale = v.real("scale", scale, greater_than=0.0)
     ang = phase_angles(np.arange(1, length) * scale, th)
@@ -289,7 +289,7 @@ def train_offset_head(
     offset : int
         Target displacement, between 1 and ``train_length - 1``.
     head_dim : int
-        Head dimension (even, 2 to :data:`MAX_HEAD_DIM` = 512).
+        Head dimension (even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
     base : float
         Frequency base of the schedule ``base ** (-2i / head_dim)`` (ignored with ``theta``).
     theta : array_like, shape (head_dim // 2,), optional
@@ -297,11 +297,10 @@ def train_offset_head(
     scale : float
         Position multiplier during training (positive).
     train_length : int
-        Training sequence length ``L`` (``offset + 1`` to :data:`MAX_LENGTH` = 4096).
+        Training sequence length ``L`` (``offset + 1`` to :data:`MAX_HEAD_LENGTH` = 4096).
     steps : int
-        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`, and
-        ``steps`` times the work of one step at most :data:`MAX_TRAINING_WORK`: with head_dim
-        16, all 100,000 up to length 3,476 and about 87,000 at length 4096).
+        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`; about
+        0.1 ms per step at length 64 with head_dim 16).
     lr : float
         Adam learning rate (positive, at most :data:`MAX_LR` = 10).
     init_std : float
@@ -322,11 +321,10 @@ def train_offset_head(
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
-    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_LENGTH)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     scale = v.real("scale", scale, greater_than=0.0)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    _offset_budget(steps, train_length, th.size)
     rng, seed_used = _rng(seed)
     q, k = rng.normal(scale=init_std, size=(2, head_dim))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -374,11 +372,21 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
-def _rotated_tables(table, positions, theta, scale):
+def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
+    """cos and sin of the rotations at positions ``0 .. seq - 1`` and of their inverses, each (seq, pairs).
+
+    The same float64 angles :func:`ropegeo.rotation.apply_rope` forms; computed once per
+    training run instead of at every step (the positions do not change).
+    """
+    pos = np.arange(seq, dtype=np.float64)
+    ang, back = (pos * scale)[:, None] * theta, (-pos * scale)[:, None] * theta
+    return np.cos(ang), np.sin(ang), np.cos(back), np.sin(back)
+
+
+def _rotated_tables(table, cos, sin):
     """``R_p table[v]`` for every token ``v`` and position ``p``: shape (vocab, seq, head_dim)."""
     vocab, d = table.shape
-    x = np.broadcast_to(table[:, None, :], (vocab, positions.size, d))
-    return apply_rope(x, positions, theta=theta, scale=scale)
+    return rotate_pairs(np.broadcast_to(table[:, None, :], (vocab, cos.shape[0], d)), cos, sin)
 
 
 def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
@@ -411,7 +419,7 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     """
     qt = v.finite_array("q_table", q_table)
     kt = v.finite_array("k_table", k_table)
-    th = _theta_arg(theta)
+    th = check_theta(theta)
     if qt.ndim != 2 or qt.shape[1] != 2 * th.size or kt.shape != qt.shape:
         raise ValueError(
             f"q_table and k_table must both have shape (vocab, {2 * th.size}), got {qt.shape} and {kt.shape}"
@@ -422,12 +430,12 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     if tok.size and (tok.min() < 0 or tok.max() >= qt.shape[0]):
         raise ValueError(f"tokens must lie in [0, vocab={qt.shape[0]})")
     scale = v.real("scale", scale, greater_than=0.0)
-    need = _match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
+    need = match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
     if need > MAX_STEP_BYTES:
         raise ValueError(f"tokens of shape {tok.shape} with tables of shape {qt.shape} would need about "
                          f"{need / 2**20:,.0f} MiB; at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: "
                          f"use fewer or shorter sequences in tokens, or smaller q_table and k_table")
-    return _match_loss(qt, kt, tok, th, scale)
+    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale))
 
 
 
@@ -435,11 +443,12 @@ class _Diverged(ValueError):
     """Non-finite scores or gradients of the match head (its tables have grown too large)."""
 
 
-def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
+def _match_loss(qt, kt, tok, rotations, gain=1.0):
+    """The unchecked loss and gradient of :func:`match_head_loss` (``rotations`` from :func:`_rotations`)."""
     batch, seq = tok.shape
-    pos = np.arange(seq, dtype=np.float64)
-    qr = _rotated_tables(qt, pos, theta, scale)  # (vocab, seq, d)
-    kr = _rotated_tables(kt, pos, theta, scale)
+    cos, sin, cos_back, sin_back = rotations
+    qr = _rotated_tables(qt, cos, sin)  # (vocab, seq, d)
+    kr = _rotated_tables(kt, cos, sin)
     cols = np.arange(seq)
     qs, ks = qr[tok, cols], kr[tok, cols]  # (batch, seq, d)
     target = match_targets(tok)
@@ -470,8 +479,8 @@ def _match_loss(qt, kt, tok, theta, scale, gain=1.0):
         raise _Diverged("q_table and k_table give non-finite scores or gradients (overflow): their entries are "
                         "too large (in training: lower lr or init_std)")
     # the transpose of a rotation by p is the rotation by -p
-    dq = apply_rope(dqr, -pos, theta=theta, scale=scale).sum(axis=1)
-    dk = apply_rope(dkr, -pos, theta=theta, scale=scale).sum(axis=1)
+    dq = rotate_pairs(dqr, cos_back, sin_back).sum(axis=1)
+    dk = rotate_pairs(dkr, cos_back, sin_back).sum(axis=1)
     return loss, dq, dk
 
 
@@ -479,10 +488,11 @@ def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
     vocab = qt.shape[0]
     opt = Adam([qt, kt], lr)
     losses = np.empty(steps)
+    rotations = _rotations(length, theta, scale)
     for t in range(steps):
         tok = rng.integers(0, vocab, size=(batch, length))
         try:
-            losses[t], dq, dk = _match_loss(qt, kt, tok, theta, scale, gain)
+            losses[t], dq, dk = _match_loss(qt, kt, tok, rotations, gain)
         except _Diverged:  # the caller reports it (check_trained)
             losses[t:] = np.nan
             break
@@ -537,9 +547,9 @@ def train_match_head(
 
     Notes
     -----
-    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: ``batch * train_length**2`` up
-    to about 44 million scores) and ``steps`` steps at most :data:`MAX_TRAINING_WORK` (about
-    half a minute: some 6,000 steps at the defaults, 30 at ``train_length=1024``).
+    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
+    the other defaults, ``batch`` up to 39). Time grows with ``steps * batch * train_length**2``: about
+    2 ms per step at the defaults.
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
@@ -548,7 +558,7 @@ def train_match_head(
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    _match_budget(steps, train_length, batch, vocab, head_dim)
+    check_match_step(train_length, batch, vocab, head_dim)
     rng, seed_used = _rng(seed)
     qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -602,7 +612,7 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
     if theta is not None or scale is not None:
         if extension is not None:
             raise ValueError("give either extension or theta/scale, not both")
-        th = head.theta if theta is None else _theta_arg(theta)
+        th = head.theta if theta is None else check_theta(theta)
         if th.size != head.theta.size:
             raise ValueError(f"theta must have {head.theta.size} pairs to match the head, got {th.size}")
         sc = head.scale if scale is None else v.real("scale", scale, greater_than=0.0)
@@ -645,7 +655,7 @@ def fine_tune(
         Named rule giving the new schedule (see :func:`extension_schedule`); ignored when
         ``theta`` or ``scale`` is given.
     length : int, optional
-        Training length of this stage (2 to :data:`MAX_LENGTH` = 4096 for an offset head, to
+        Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to
         :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
         original training length (the extended context), or the head's training length when
         ``factor`` is not given.
@@ -656,8 +666,7 @@ def fine_tune(
     theta, scale
         Explicit schedule (instead of ``extension``).
     steps : int, optional
-        Adam steps of this stage (1 to :data:`MAX_STEPS`, and at most :data:`MAX_TRAINING_WORK`
-        in all); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
+        Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
         length 512), 100 for a match head (a few seconds at length 512).
     lr : float
         Learning rate (positive, at most :data:`MAX_LR`).
@@ -680,7 +689,7 @@ def fine_tune(
     """
     _check_head(head)
     offset_head = isinstance(head, OffsetHead)
-    most = MAX_LENGTH if offset_head else MAX_MATCH_LENGTH
+    most = MAX_HEAD_LENGTH if offset_head else MAX_MATCH_LENGTH
     kind = "an offset head" if offset_head else "a match head"
     if theta is not None or scale is not None:
         extension = None
@@ -704,7 +713,6 @@ def fine_tune(
     if offset_head:
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
-        _offset_budget(steps, length, th.size, length_name="length")
         q, k = head.q.copy(), head.k.copy()
         with np.errstate(over="ignore", invalid="ignore"):
             losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
@@ -712,7 +720,7 @@ def fine_tune(
         return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
                        losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
-    _match_budget(steps, length, batch, head.vocab, head.head_dim, length_name="length")
+    check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
     rng, _ = _rng(seed)
     qt, kt = head.q_table.copy(), head.k_table.copy()
     with np.errstate(over="ignore", invalid="ignore"):

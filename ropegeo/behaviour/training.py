@@ -17,25 +17,25 @@ from ..rotation import pair_indices
 
 # ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
 
-#: Longest evaluation (:func:`evaluate`) and longest training or fine-tuning length of an offset
-#: head. An evaluation holds a few ``length x length`` float64 arrays (128 MiB each at 4096);
-#: an offset head's training costs O(length) per step.
-MAX_LENGTH = 4096
+#: Longest sequence a Gate C head trains or is evaluated on (the match head trains up to
+#: :data:`MAX_MATCH_LENGTH`): an evaluation holds a few ``length x length`` float64 arrays
+#: (128 MiB each at 4096).
+MAX_HEAD_LENGTH = 4096
 #: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
 #: of ``length x length`` query-key pairs.
 MAX_MATCH_LENGTH = 1024
-#: Widest head a trainer builds and :func:`evaluate` runs (real models use 64 to 256).
-MAX_HEAD_DIM = 512
-#: Largest vocabulary of a match head.
+#: Widest head a trainer builds and :func:`ropegeo.behaviour.evaluate` runs (real models use 64
+#: to 256); the rotated tables of a match head grow with it.
+MAX_TRAINED_HEAD_DIM = 512
+#: Largest vocabulary of a match head (its tables are rotated at every position each step).
 MAX_VOCAB = 256
 #: Most sequences in one training step of a match head.
 MAX_BATCH = 512
-#: Most seeds (independently trained heads) one call trains or evaluates: :func:`train_heads`,
-#: :func:`gate_c`, :func:`evaluate_seeds`, :func:`compare`, and the seeds of
-#: ``ropegeo.alternatives.compare_schemes`` and ``ropegeo.interventions.construction_gap``.
-#: Work grows linearly with it: each training call keeps its own budget (MAX_TRAINING_WORK), so
-#: a battery of many seeds takes longer (the default gate_c about 1 s per seed; the book uses at
-#: most 10 seeds, and the command line caps them at 10).
+#: Most seeds (independently trained heads) one call trains or evaluates: ``train_heads``,
+#: ``gate_c``, ``evaluate_seeds``, ``compare``, and the seeds of
+#: ``ropegeo.alternatives.compare_schemes`` and ``ropegeo.interventions.construction_gap``
+#: (the default gate_c takes about 1 s per seed; the book uses at most 10 seeds, and the
+#: command line caps them at 10).
 MAX_SEEDS = 20
 #: Largest learning rate of any trainer (Adam moves each parameter by about ``lr`` per step).
 MAX_LR = 10.0
@@ -44,11 +44,6 @@ MAX_INIT_STD = 10.0
 #: Most memory one training step may hold, as estimated from the step's array shapes
 #: (scores ``batch x length x length``, rotated tables ``vocab x length x head_dim``, ...).
 MAX_STEP_BYTES = 2**29
-#: Most work one training or fine-tuning call may do: ``steps`` times the work of one step, in
-#: units of roughly one nanosecond on one core (so about half a minute at most). One step of an
-#: offset head costs ``2**15 + (length - 1) * (pairs + 32)``; one step of a match head
-#: ``2**15 + batch * length**2 * (pairs + 8) + 64 * vocab * length * head_dim``.
-MAX_TRAINING_WORK = 2**34
 
 
 def _rng(seed) -> tuple[np.random.Generator, int | None]:
@@ -59,13 +54,13 @@ def _rng(seed) -> tuple[np.random.Generator, int | None]:
     return np.random.default_rng(seed), seed
 
 
-def _theta_arg(theta) -> np.ndarray:
+def check_theta(theta) -> np.ndarray:
     th = v.finite_array("theta", theta)
     if th.ndim != 1 or th.size == 0:
         raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
-    if th.size > MAX_HEAD_DIM // 2:
-        raise ValueError(f"theta must have at most {MAX_HEAD_DIM // 2} pairs (head_dim at most MAX_HEAD_DIM = "
-                         f"{MAX_HEAD_DIM}), got {th.size}")
+    if th.size > MAX_TRAINED_HEAD_DIM // 2:
+        raise ValueError(f"theta must have at most {MAX_TRAINED_HEAD_DIM // 2} pairs (head_dim at most MAX_TRAINED_HEAD_DIM = "
+                         f"{MAX_TRAINED_HEAD_DIM}), got {th.size}")
     if np.any(th < 0):
         raise ValueError("theta must hold non-negative frequencies (radians per position)")
     return th.copy()
@@ -73,11 +68,11 @@ def _theta_arg(theta) -> np.ndarray:
 
 def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | None]:
     """Training frequencies: explicit ``theta`` (needs ``head_dim == 2 * len(theta)``) or the schedule."""
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=MAX_TRAINED_HEAD_DIM)
     if theta is None:
         base = v.base(base)
         return frequencies(head_dim, base), base
-    th = _theta_arg(theta)
+    th = check_theta(theta)
     if 2 * th.size != head_dim:
         raise ValueError(
             f"theta has {th.size} pairs, so head_dim must be {2 * th.size}, got head_dim={head_dim}"
@@ -102,26 +97,17 @@ def training_settings(steps, lr, init_std=None) -> tuple:
     return steps, lr, v.real("init_std", init_std, greater_than=0.0, maximum=MAX_INIT_STD)
 
 
-def training_budget(what: str, steps: int, per_step: float, step_bytes: float, sizes: dict,
-                    steps_name: str = "steps") -> None:
-    """Refuse a training call whose step would exceed :data:`MAX_STEP_BYTES` or whose total work
-    ``steps * per_step`` would exceed :data:`MAX_TRAINING_WORK`.
+def check_step_memory(what: str, step_bytes: float, sizes: dict) -> None:
+    """Refuse a training step that would hold more than :data:`MAX_STEP_BYTES`.
 
     ``sizes`` maps the parameter names that set the step's size to their values; the message
-    names them (and ``steps_name``) so the caller knows what to lower.
+    names them so the caller knows what to lower.
     """
-    shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
-    names = ", ".join(sizes)
     if step_bytes > MAX_STEP_BYTES:
+        shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
         raise ValueError(
             f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
-            f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {names}"
-        )
-    if steps * per_step > MAX_TRAINING_WORK:
-        most = int(MAX_TRAINING_WORK // per_step)
-        raise ValueError(
-            f"{steps_name}={steps} is more training than one call may do for {what} with {shown} "
-            f"(MAX_TRAINING_WORK, about half a minute on one core): use at most {most:,} steps, or lower {names}"
+            f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {', '.join(sizes)}"
         )
 
 
@@ -135,26 +121,13 @@ def check_trained(params, losses, lr: float, init_std: float | None = None) -> N
                      f"lower lr or init_std")
 
 
-def _offset_work(length: int, pairs: int) -> int:
-    """Work of one offset-head step (see :data:`MAX_TRAINING_WORK`)."""
-    return 2**15 + (length - 1) * (pairs + 32)
+def check_match_step(length: int, batch: int, vocab: int, head_dim: int, length_name: str = "train_length") -> None:
+    """Refuse match-head training whose step would hold more than :data:`MAX_STEP_BYTES`."""
+    check_step_memory("a match head", match_step_bytes(length, batch, vocab, head_dim),
+                      {length_name: length, "batch": batch, "vocab": vocab, "head_dim": head_dim})
 
 
-def _offset_budget(steps: int, length: int, pairs: int, length_name: str = "train_length",
-                   steps_name: str = "steps") -> None:
-    training_budget("an offset head", steps, _offset_work(length, pairs), 0,
-                    {length_name: length, "head_dim": 2 * pairs}, steps_name)
-
-
-def _match_budget(steps: int, length: int, batch: int, vocab: int, head_dim: int,
-                  length_name: str = "train_length", steps_name: str = "steps") -> None:
-    """Memory and work of a match head's training (see :data:`MAX_STEP_BYTES`, :data:`MAX_TRAINING_WORK`)."""
-    per_step = 2**15 + batch * length**2 * (head_dim // 2 + 8) + 64 * vocab * length * head_dim
-    training_budget("a match head", steps, per_step, _match_step_bytes(length, batch, vocab, head_dim),
-                    {length_name: length, "batch": batch, "vocab": vocab, "head_dim": head_dim}, steps_name)
-
-
-def _match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
+def match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
     """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
     the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
     (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch)."""
