@@ -53,6 +53,12 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     -------
     numpy.ndarray, shape offsets.shape, float64
         ``K(0) = 1``; values lie in [-1, 1].
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> kernel([0, 1, 10], frequencies(8)).round(3).tolist()
+    [1.0, 0.884, 0.424]
     """
     theta = v.frequencies(theta)
     w = v.pair_weights(weights, theta.size)
@@ -126,6 +132,14 @@ def near_collisions(
     ValueError
         For an empty or reversed range, negative offsets or offsets beyond ``2**53``, ``top < 1``,
         or a search longer than :data:`MAX_SEARCH_WORK` offsets times pairs.
+
+    Examples
+    --------
+    The two offsets between 100 and 10,000 that look most like offset 0 to a 16-wide head:
+
+    >>> from ropegeo.frequencies import frequencies
+    >>> [(c.offset, round(c.similarity, 3)) for c in near_collisions(frequencies(16), 100, 10_000, top=2)]
+    [(182, 0.719), (195, 0.698)]
     """
     theta = v.frequencies(theta)
     w = v.pair_weights(weights, theta.size)
