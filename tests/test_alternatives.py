@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ropegeo import alternatives as alt
+from ropegeo import scheme_heads as sh
 from ropegeo.attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 from ropegeo.behaviour import offset_head_loss
 from ropegeo.interventions import PositionHead, offset_task, sparse_retrieval
@@ -43,7 +44,7 @@ def test_projection_gradients_absolute():
     Wq, Wk = rng.normal(size=(2, d, d))
     layer = AttentionLayer(d, scheme=AbsolutePositions(table=T), seed=0)
     layer.Wq, layer.Wk = Wq, Wk
-    loss, dWq, dWk, dH = alt._fb_projection(np.eye(d)[0] + T[:L], Wq, Wk, OFF)
+    loss, dWq, dWk, dH = sh._fb_projection(np.eye(d)[0] + T[:L], Wq, Wk, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dWq, fd(lambda: layer_loss(layer), layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dWk, fd(lambda: layer_loss(layer), layer.Wk), atol=1e-6)
@@ -58,7 +59,7 @@ def test_projection_gradients_sinusoidal():
     layer = AttentionLayer(d, scheme="sinusoidal", seed=0)
     layer.Wq, layer.Wk = rng.normal(size=(2, d, d))
     H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
-    loss, dWq, dWk, _ = alt._fb_projection(H, layer.Wq, layer.Wk, OFF)
+    loss, dWq, dWk, _ = sh._fb_projection(H, layer.Wq, layer.Wk, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dWq, fd(lambda: layer_loss(layer), layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dWk, fd(lambda: layer_loss(layer), layer.Wk), atol=1e-6)
@@ -74,7 +75,7 @@ def test_relative_gradients():
     layer.Wq[0], layer.Wk[0] = q, k0
     pos = np.arange(L)
     idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
-    loss, dq, da = alt._fb_relative(q, a, k0, idx, L, OFF)
+    loss, dq, da = sh._fb_relative(q, a, k0, idx, L, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dq, fd(lambda: layer_loss(layer), layer.Wq)[0], atol=1e-6)
     np.testing.assert_allclose(da, fd(lambda: layer_loss(layer), layer.scheme.key_table), atol=1e-6)
@@ -85,7 +86,7 @@ def test_t5_gradients():
     layer = AttentionLayer(4, scheme=T5Bias(num_buckets=16, max_distance=20, bidirectional=False, table=b), seed=0)
     pos = np.arange(L)
     idx = t5_bucket(pos[None, :] - pos[:, None], bidirectional=False, num_buckets=16, max_distance=20).ravel()
-    loss, db = alt._fb_t5(b, idx, L, OFF)
+    loss, db = sh._fb_t5(b, idx, L, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(db, fd(lambda: layer_loss(layer), layer.scheme.table), atol=1e-6)
 
@@ -246,7 +247,7 @@ def test_match_table_gradients(kind):
         a = np.random.default_rng(2).normal(size=(7, 4))
         head = _table_head(RelativePositions(max_distance=3, key_table=a, value_table=a, values=False))
         kw = {"rel": (head.layer.scheme.key_table, np.clip(pos[None, :] - pos[:, None], -3, 3) + 3)}
-    loss, dQt, dKt, dtab, da = alt._fb_match_table(head.layer.Wq, head.layer.Wk, TOK, **kw)
+    loss, dQt, dKt, dtab, da = sh._fb_match_table(head.layer.Wq, head.layer.Wk, TOK, **kw)
     assert loss == pytest.approx(match_layer_loss(head), rel=1e-12)
     np.testing.assert_allclose(dQt, fd(lambda: match_layer_loss(head), head.layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dKt, fd(lambda: match_layer_loss(head), head.layer.Wk), atol=1e-6)
@@ -265,7 +266,7 @@ def test_match_projection_gradients(kind):
     layer = AttentionLayer(d, scheme=AbsolutePositions(table=T) if kind == "absolute" else "sinusoidal", seed=0)
     layer.Wq, layer.Wk = rng.normal(size=(2, d, d))
     head = TokenHead(layer, E)
-    loss, dE, dP, dWq, dWk = alt._fb_match_projection(E, T[:L], layer.Wq, layer.Wk, TOK)
+    loss, dE, dP, dWq, dWk = sh._fb_match_projection(E, T[:L], layer.Wq, layer.Wk, TOK)
     assert loss == pytest.approx(match_layer_loss(head), rel=1e-12)
     np.testing.assert_allclose(dE, fd(lambda: match_layer_loss(head), head.embedding), atol=1e-6)
     np.testing.assert_allclose(dWq, fd(lambda: match_layer_loss(head), layer.Wq), atol=1e-6)
@@ -454,6 +455,6 @@ def test_learned_profiles_takes_one_head_or_a_list():
 def test_budgets_accept_the_book_runs():
     """The chapter's comparison (defaults, match=True, three seeds) passes every bound unchanged."""
     alt._check_trainers(alt.SCHEMES, 64, 16, 1000, True, 300, 16, {})
-    alt._position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
+    alt.check_position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
     with pytest.raises(ValueError, match="MAX_STEP_BYTES"):
-        alt._match_memory("absolute", 1024, 512, 8, 256, 8192)
+        alt.check_match_memory("absolute", 1024, 512, 8, 256, 8192)
