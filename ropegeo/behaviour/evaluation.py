@@ -17,6 +17,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from .. import _validate as v
@@ -211,8 +212,6 @@ def _positions(length, shift, query_offset, query_reset, position_dtype):
             kpos = kpos.astype(position_dtype).astype(np.float64)
             qpos = qpos.astype(position_dtype).astype(np.float64)
         if not (np.all(np.isfinite(kpos)) and np.all(np.isfinite(qpos))):
-            import ml_dtypes
-
             label = "bfloat16" if position_dtype.name == "bfloat16" else position_dtype.name
             top = float(ml_dtypes.finfo(position_dtype).max)
             raise ValueError(
