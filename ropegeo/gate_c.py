@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
+from ._json import dumps
 from .behaviour import (
     MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, check_match_step, check_theta, evaluate_seeds, seed_list,
     train_heads,
@@ -45,6 +46,10 @@ class GateCVerdict:
 
     def to_dict(self) -> dict:
         return {"passed": self.passed, "checks": self.checks, "per_seed": self.per_seed, "settings": self.settings}
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
         rows = [f"Gate C: {'PASS' if self.passed else 'FAIL'}"]

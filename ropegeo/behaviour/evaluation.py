@@ -13,7 +13,6 @@ and keep every seed's numbers, because some effects appear for some seeds only.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -21,6 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _validate as v
+from .._json import dumps, plain
 from ..rotation import apply_rope, phase_angles
 from ..scaling import rule_name
 from .heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
@@ -195,8 +195,12 @@ class Evaluation:
         d = self.summary()
         d["theta"] = self.theta.tolist()
         for name in ("query_position", "target_position", "winner_position", "target_mass", "attention_by_displacement"):
-            d[name] = [None if isinstance(x, float) and math.isnan(x) else x for x in getattr(self, name).tolist()]
+            d[name] = plain(getattr(self, name))
         return d
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON (NaN as null; keyword arguments go to ``json.dumps``)."""
+        return dumps(self.to_dict(), **kwargs)
 
 
 def _positions(length, shift, query_offset, query_reset, position_dtype):
