@@ -401,7 +401,7 @@ def compare_schemes(
     * the far head's mass on its key at ``train_length`` and at ``factors[-1] * train_length``
       (:func:`~ropegeo.interventions.sparse_retrieval`);
     * with ``match=True``, a third head per scheme and seed trained on Gate C's most-recent-match
-      task (:func:`train_scheme_match_head`), scored at both lengths (:func:`~ropegeo.interventions.match_task`).
+      task (:func:`ropegeo.scheme_heads.train_scheme_match_head`), scored at both lengths (:func:`~ropegeo.interventions.match_task`).
 
     Parameters
     ----------
@@ -434,7 +434,7 @@ def compare_schemes(
     progress : bool
         Show a progress bar over schemes (off in the book: no bars in stored outputs).
     **train_options
-        Passed to :func:`train_position_head` (e.g. ``theta=`` for rope, ``max_distance=``).
+        Passed to :func:`ropegeo.scheme_heads.train_position_head` (e.g. ``theta=`` for rope, ``max_distance=``).
 
     Returns
     -------

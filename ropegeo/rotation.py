@@ -217,7 +217,7 @@ def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pairing: str =
     what :func:`apply_rope` checks: ``x`` is a float64 array of shape ``(..., head_dim)``,
     ``cos`` and ``sin`` broadcast against ``x.shape[:-1] + (pairs,)`` with ``2 * pairs <=
     head_dim``, and ``pairing`` is ``"interleaved"`` or ``"half"``. Validate once at the public
-    entry (with :func:`apply_rope` or :mod:`ropegeo._validate`), then call this in the loop.
+    entry (with :func:`apply_rope` or ``ropegeo._validate``), then call this in the loop.
 
     Returns
     -------

@@ -1049,13 +1049,13 @@ def extension_schedule(
     ----------
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}
         ``"none"``: the training schedule unchanged (raw extrapolation).
-        ``"linear"``: position interpolation (:func:`linear`), expressed here as a position scale
+        ``"linear"``: position interpolation (:func:`~ropegeo.scaling.linear`), expressed here as a position scale
         ``1 / factor`` on the unchanged frequencies (the same phases).
-        ``"ntk"``: the NTK-aware base ``base * factor ** (d / (d - 2))`` (:func:`ntk`).
+        ``"ntk"``: the NTK-aware base ``base * factor ** (d / (d - 2))`` (:func:`~ropegeo.scaling.ntk`).
         ``"dynamic"``: the NTK base recomputed for the current length, as in transformers
-        (:func:`dynamic_ntk`): ``base * (factor * length / train_length - (factor - 1)) **
+        (:func:`~ropegeo.scaling.dynamic_ntk`): ``base * (factor * length / train_length - (factor - 1)) **
         (d / (d - 2))`` beyond the training length, the training schedule within it.
-        ``"yarn"``, ``"llama3"``: :func:`yarn` (with its attention factor) and :func:`llama3` at
+        ``"yarn"``, ``"llama3"``: :func:`~ropegeo.scaling.yarn` (with its attention factor) and :func:`~ropegeo.scaling.llama3` at
         their default parameters.
         Aliases (:data:`RULE_ALIASES`): ``"raw"`` (none), ``"pi"`` and ``"interpolation"``
         (linear), ``"dynamic_ntk"`` (dynamic).

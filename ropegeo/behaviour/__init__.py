@@ -5,22 +5,20 @@ finite differences): a content-free *offset head* that attends ``offset`` positi
 *match head* that attends to the most recent earlier occurrence of its own token. They are then
 run at other lengths, under other frequency schedules and under interventions, and read.
 
-=================================  =========================================================
-module                             what it holds
-=================================  =========================================================
-:mod:`ropegeo.behaviour.training`  bounds, seeds, optimiser settings, Adam, the masked softmax
-:mod:`ropegeo.behaviour.heads`     :class:`OffsetHead`, :class:`MatchHead`, losses, trainers,
-                                   :func:`fine_tune`
-:mod:`ropegeo.behaviour.evaluation` :func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`
-:mod:`ropegeo.behaviour.readouts`  :func:`score_profile`, :func:`pair_profiles`,
-                                   :func:`distant_rival`
-:mod:`ropegeo.gate_c`              :func:`gate_c`, the verdict of the audit (re-exported here)
-=================================  =========================================================
+``ropegeo.behaviour.training``
+    bounds, seeds, optimiser settings, Adam, the masked softmax;
+``ropegeo.behaviour.heads``
+    :class:`OffsetHead`, :class:`MatchHead`, their losses and trainers, :func:`fine_tune`;
+``ropegeo.behaviour.evaluation``
+    :func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`;
+``ropegeo.behaviour.readouts``
+    :func:`score_profile`, :func:`pair_profiles`, :func:`distant_rival`.
 
-The extension rules come from :mod:`ropegeo.scaling` (:data:`RULES`,
-:func:`extension_schedule`); this package re-exports them. Every name listed in ``__all__`` is
-public: other modules (``ropegeo.alternatives``, ``ropegeo.interventions``, the figures) import
-these names only.
+Gate C's verdict, :func:`ropegeo.gate_c.gate_c`, lives beside Gate A in :mod:`ropegeo.gate_c`
+(``gate_c`` and ``GateCVerdict`` are re-exported here). The extension rules come from
+:mod:`ropegeo.scaling` (``RULES``, :func:`ropegeo.scaling.extension_schedule`, re-exported
+here). Every name listed in ``__all__`` is public: other modules (``ropegeo.alternatives``,
+``ropegeo.interventions``, the figures) import these names only.
 """
 
 from ..scaling import RULES, Schedule, extension_schedule
