@@ -133,7 +133,7 @@ def gate_c(
     match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=MAX_STEPS)
     # the match heads train with train_match_head's defaults (vocab 8, batch 32)
     check_match_step(train_length, 32, 8, 2 * th.size)
-    tth = th if target_theta is None else check_theta(target_theta)
+    tth = th if target_theta is None else check_theta(target_theta, "target_theta")
     if tth.size != th.size:
         raise ValueError(f"target_theta must have {th.size} pairs like theta, got {tth.size}")
     target_scale = v.real("target_scale", target_scale, greater_than=0.0)

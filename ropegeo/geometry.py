@@ -22,16 +22,15 @@ _BLOCK = 2048
 _BATCH = 256
 # Show a progress bar when the search covers more offset-pairs than this (a couple of seconds).
 _PROGRESS_WORK = 2_000_000_000
-#: Largest search :func:`near_collisions` accepts, in offsets times pairs (about a minute of
-#: work: 10**9 offsets for a 128-wide head), and the largest offset (float64 holds it exactly).
-MAX_SEARCH_WORK = 2**36
+#: Largest search :func:`near_collisions` accepts, in offsets times pairs (its time grows with
+#: both; about a minute on one core: 10**9 offsets for a 128-wide head).
+MAX_SEARCH_CELLS = 2**36
+#: Largest offset (float64 holds every integer up to it exactly).
 MAX_OFFSET = 2**53
 #: Largest ``top`` of :func:`near_collisions`.
 MAX_TOP = 10_000
 #: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (256 MiB of float64).
 MAX_BRUTE_CELLS = 2**25
-# per-offset cost of the search besides the pairs (selection, bookkeeping), in pair units
-_OFFSET_OVERHEAD = 16
 
 
 def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
@@ -131,7 +130,7 @@ def near_collisions(
     ------
     ValueError
         For an empty or reversed range, negative offsets or offsets beyond ``2**53``, ``top < 1``,
-        or a search longer than :data:`MAX_SEARCH_WORK` offsets times pairs.
+        or a search longer than :data:`MAX_SEARCH_CELLS` offsets times pairs.
 
     Examples
     --------
@@ -152,10 +151,9 @@ def near_collisions(
     if progress is not None:
         progress = v.boolean("progress", progress)
     n = stop - start + 1
-    per_offset = theta.size + _OFFSET_OVERHEAD  # the cost per offset does not vanish with the pairs
-    if n * per_offset > MAX_SEARCH_WORK:
+    if n * theta.size > MAX_SEARCH_CELLS:
         raise ValueError(f"the offset range [{start:,}, {stop:,}] is too long to search with {theta.size} pairs: "
-                         f"at most {MAX_SEARCH_WORK // per_offset:,} offsets")
+                         f"at most {MAX_SEARCH_CELLS // theta.size:,} offsets (MAX_SEARCH_CELLS)")
     if not np.isfinite(stop * abs(scale) * float(theta.max())):
         raise ValueError("stop * scale * theta overflows: use a smaller scale or range")
     top = min(top, n)

@@ -54,15 +54,13 @@ def _rng(seed) -> tuple[np.random.Generator, int | None]:
     return np.random.default_rng(seed), seed
 
 
-def check_theta(theta) -> np.ndarray:
-    th = v.finite_array("theta", theta)
-    if th.ndim != 1 or th.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {th.shape}")
+def check_theta(theta, name: str = "theta") -> np.ndarray:
+    """A copy of per-pair frequencies a head can be trained on: ``ropegeo._validate.frequencies``
+    (non-empty, 1-D, finite, non-negative) with at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs."""
+    th = v.frequencies(theta, name)
     if th.size > MAX_TRAINED_HEAD_DIM // 2:
-        raise ValueError(f"theta must have at most {MAX_TRAINED_HEAD_DIM // 2} pairs (head_dim at most MAX_TRAINED_HEAD_DIM = "
-                         f"{MAX_TRAINED_HEAD_DIM}), got {th.size}")
-    if np.any(th < 0):
-        raise ValueError("theta must hold non-negative frequencies (radians per position)")
+        raise ValueError(f"{name} must have at most {MAX_TRAINED_HEAD_DIM // 2} pairs (head_dim at most "
+                         f"MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM}), got {th.size}")
     return th.copy()
 
 
