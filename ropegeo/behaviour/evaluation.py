@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _validate as v
 from .._json import dumps, plain
-from ..rotation import apply_rope, phase_angles
+from ..rotation import apply_rope, phase_angles, rotate_pairs
 from ..scaling import rule_name
 from .heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
 from .training import MAX_HEAD_LENGTH, MAX_SEEDS, _bounded_list, _rng, softmax_rows
@@ -339,9 +339,13 @@ def evaluate(
         tok = rng.integers(0, head.vocab, size=(sequences, length))
         target = match_targets(tok)
 
+        # the rotations are checked and formed once; the chunks use the unchecked kernel
+        q_ang, k_ang = phase_angles(qpos * sc, th, phase_dtype), phase_angles(kpos * sc, th, phase_dtype)
+        q_cos, q_sin, k_cos, k_sin = np.cos(q_ang), np.sin(q_ang), np.cos(k_ang), np.sin(k_ang)
+
         def rotated(s0, s1):  # (chunk, length, head_dim): never every sequence at once
-            q = apply_rope(head.q_table[tok[s0:s1]], qpos, **rope)
-            k = apply_rope(head.k_table[tok[s0:s1]], kpos, **rope)
+            q = rotate_pairs(head.q_table[tok[s0:s1]], q_cos, q_sin)
+            k = rotate_pairs(head.k_table[tok[s0:s1]], k_cos, k_sin)
             return (q * att, k * att) if att != 1.0 else (q, k)
     return _score_queries(head, length, name, th, sc, att, interventions, rotated, target)
 
