@@ -508,7 +508,7 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     shift : float
         The global shift.
     seeds : iterable of int
-        Seeds of the random layers and contents (1 to ``ropegeo.behaviour.MAX_SEEDS`` = 100).
+        Seeds of the random layers and contents (1 to ``ropegeo.behaviour.MAX_SEEDS`` = 20).
     tolerance : float
         Score change regarded as rounding (positive).
 
