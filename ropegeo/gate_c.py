@@ -45,6 +45,7 @@ class GateCVerdict:
     settings: dict
 
     def to_dict(self) -> dict:
+        """Plain-Python form: ``passed``, ``checks``, ``per_seed`` and ``settings``."""
         return {"passed": self.passed, "checks": self.checks, "per_seed": self.per_seed, "settings": self.settings}
 
     def to_json(self, **kwargs) -> str:

@@ -105,3 +105,7 @@ def __getattr__(name):
 
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_GATE_C))
