@@ -72,8 +72,8 @@ def frequencies(head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | N
 
     Examples
     --------
-    >>> frequencies(8).round(4)
-    array([1.    , 0.1   , 0.01  , 0.001 ])
+    >>> frequencies(8).round(4).tolist()
+    [1.0, 0.1, 0.01, 0.001]
     """
     _, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     base = v.base(base)

@@ -22,16 +22,15 @@ _BLOCK = 2048
 _BATCH = 256
 # Show a progress bar when the search covers more offset-pairs than this (a couple of seconds).
 _PROGRESS_WORK = 2_000_000_000
-#: Largest search :func:`near_collisions` accepts, in offsets times pairs (about a minute of
-#: work: 10**9 offsets for a 128-wide head), and the largest offset (float64 holds it exactly).
-MAX_SEARCH_WORK = 2**36
+#: Largest search :func:`near_collisions` accepts, in offsets times pairs (its time grows with
+#: both; about a minute on one core: 10**9 offsets for a 128-wide head).
+MAX_SEARCH_CELLS = 2**36
+#: Largest offset (float64 holds every integer up to it exactly).
 MAX_OFFSET = 2**53
 #: Largest ``top`` of :func:`near_collisions`.
 MAX_TOP = 10_000
 #: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (256 MiB of float64).
 MAX_BRUTE_CELLS = 2**25
-# per-offset cost of the search besides the pairs (selection, bookkeeping), in pair units
-_OFFSET_OVERHEAD = 16
 
 
 def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
@@ -53,6 +52,12 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     -------
     numpy.ndarray, shape offsets.shape, float64
         ``K(0) = 1``; values lie in [-1, 1].
+
+    Examples
+    --------
+    >>> from ropegeo.frequencies import frequencies
+    >>> kernel([0, 1, 10], frequencies(8)).round(3).tolist()
+    [1.0, 0.884, 0.424]
     """
     theta = v.frequencies(theta)
     w = v.pair_weights(weights, theta.size)
@@ -125,7 +130,15 @@ def near_collisions(
     ------
     ValueError
         For an empty or reversed range, negative offsets or offsets beyond ``2**53``, ``top < 1``,
-        or a search longer than :data:`MAX_SEARCH_WORK` offsets times pairs.
+        or a search longer than :data:`MAX_SEARCH_CELLS` offsets times pairs.
+
+    Examples
+    --------
+    The two offsets between 100 and 10,000 that look most like offset 0 to a 16-wide head:
+
+    >>> from ropegeo.frequencies import frequencies
+    >>> [(c.offset, round(c.similarity, 3)) for c in near_collisions(frequencies(16), 100, 10_000, top=2)]
+    [(182, 0.719), (195, 0.698)]
     """
     theta = v.frequencies(theta)
     w = v.pair_weights(weights, theta.size)
@@ -138,10 +151,9 @@ def near_collisions(
     if progress is not None:
         progress = v.boolean("progress", progress)
     n = stop - start + 1
-    per_offset = theta.size + _OFFSET_OVERHEAD  # the cost per offset does not vanish with the pairs
-    if n * per_offset > MAX_SEARCH_WORK:
+    if n * theta.size > MAX_SEARCH_CELLS:
         raise ValueError(f"the offset range [{start:,}, {stop:,}] is too long to search with {theta.size} pairs: "
-                         f"at most {MAX_SEARCH_WORK // per_offset:,} offsets")
+                         f"at most {MAX_SEARCH_CELLS // theta.size:,} offsets (MAX_SEARCH_CELLS)")
     if not np.isfinite(stop * abs(scale) * float(theta.max())):
         raise ValueError("stop * scale * theta overflows: use a smaller scale or range")
     top = min(top, n)

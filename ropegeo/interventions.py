@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate as v
+from .behaviour import match_targets, seed_list
 from .attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer, make_scheme, masked_softmax
 
 __all__ = [
@@ -67,25 +68,20 @@ __all__ = [
     "match_task",
     "MatchCeilings",
     "match_ceilings",
-    "MAX_LENGTH",
+    "MAX_PROBE_LENGTH",
     "MAX_PAIRS",
     "MAX_FACTORS",
     "MAX_GAIN",
-    "MAX_MATCH_WORK",
 ]
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
-MAX_LENGTH = 4096
+MAX_PROBE_LENGTH = 4096
 #: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (each pair
 #: is a two-token sequence: a few seconds and some 100 MiB at most); wider layers get
 #: proportionally fewer (``MAX_PAIRS * 16 / width``).
 MAX_PAIRS = 2**22
 #: Most stretch factors one :func:`length_stretch` (or ``compare_schemes``) call runs.
 MAX_FACTORS = 16
-#: Most work one :func:`match_task` may do: ``sequences * length**2 * (width + 32)`` with
-#: ``width`` the larger of the layer's ``d_model`` and ``d_head`` (about half a minute on one core:
-#: 21 sequences at length 4096 with width 16, all 256 up to length 1024).
-MAX_MATCH_WORK = 2**34
 # match_task scores its query rows in blocks of at most this many cells (16 MiB per working copy).
 _ROW_CELLS = 1 << 21
 #: Attention weights closer than this count as tied: equal scores computed by different BLAS
@@ -193,13 +189,13 @@ def _positions(positions) -> np.ndarray:
     pos = v.finite_array("positions", positions)
     if pos.ndim != 1 or pos.size < 2:
         raise ValueError(f"positions must be a 1-D array of at least 2 positions, got shape {pos.shape}")
-    if pos.size > MAX_LENGTH:
-        raise ValueError(f"positions has {pos.size} entries; at most MAX_LENGTH = {MAX_LENGTH} are allowed")
+    if pos.size > MAX_PROBE_LENGTH:
+        raise ValueError(f"positions has {pos.size} entries; at most MAX_PROBE_LENGTH = {MAX_PROBE_LENGTH} are allowed")
     return pos
 
 
 def _length(name: str, length, minimum: int = 2) -> int:
-    return v.integer(name, length, minimum=minimum, maximum=MAX_LENGTH)
+    return v.integer(name, length, minimum=minimum, maximum=MAX_PROBE_LENGTH)
 
 
 def _head(head) -> PositionHead:
@@ -224,7 +220,7 @@ def strict_attention(head: PositionHead, positions) -> np.ndarray:
     ----------
     head : PositionHead
     positions : array_like, shape (L,)
-        Position id of each slot (2 to ``MAX_LENGTH`` of them).
+        Position id of each slot (2 to ``MAX_PROBE_LENGTH`` of them).
     """
     return _strict(_head(head).scores(positions))
 
@@ -263,7 +259,7 @@ def offset_task(head: PositionHead, length: int, offset: int, *, positions=None)
     ----------
     head : PositionHead
     length : int
-        Sequence length ``L`` (``offset + 1`` to ``MAX_LENGTH``).
+        Sequence length ``L`` (``offset + 1`` to ``MAX_PROBE_LENGTH``).
     offset : int
         Target displacement in slots (at least 1).
     positions : array_like, shape (L,), optional
@@ -279,7 +275,7 @@ def offset_task(head: PositionHead, length: int, offset: int, *, positions=None)
     ValueError
         For lengths or offsets outside their ranges, or positions the scheme refuses.
     """
-    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     length = _length("length", length, minimum=offset + 1)
     pos = np.arange(length, dtype=np.float64) if positions is None else _positions(positions)
     if pos.size != length:
@@ -305,7 +301,7 @@ def global_shift(head: PositionHead, length: int, shift: float, *, start: float 
     ----------
     head : PositionHead
     length : int
-        Sequence length (2 to ``MAX_LENGTH``).
+        Sequence length (2 to ``MAX_PROBE_LENGTH``).
     shift : float
         Added to every position id (finite; integer for table-based schemes).
     start : float
@@ -361,7 +357,7 @@ def local_displacement(head: PositionHead, length: int, offset: int, *, step: fl
     ----------
     head : PositionHead
     length : int
-        Sequence length (``offset + 1`` to ``MAX_LENGTH``).
+        Sequence length (``offset + 1`` to ``MAX_PROBE_LENGTH``).
     offset : int
         Displacement of the key that moves (at least 1).
     step : float
@@ -377,7 +373,7 @@ def local_displacement(head: PositionHead, length: int, offset: int, *, step: fl
         For bad arguments or moved positions the scheme refuses.
     """
     head = _head(head)
-    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     length = _length("length", length, minimum=offset + 1)
     step = v.real("step", step)
     pos = np.arange(length, dtype=np.float64)
@@ -425,7 +421,7 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
         The trained displacement.
     factors : iterable of int
         Multiples of the training length (1 to :data:`MAX_FACTORS` = 16 of them, each at least 1,
-        the product at most ``MAX_LENGTH``).
+        the product at most ``MAX_PROBE_LENGTH``).
 
     Returns
     -------
@@ -434,11 +430,11 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
         refusal message instead of raising, because "undefined" is the measured answer.
     """
     head = _head(head)
-    offset = v.integer("offset", offset, minimum=1, maximum=MAX_LENGTH - 1)
+    offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     train_length = _length("train_length", train_length, minimum=offset + 1)
     if not v.is_collection(factors):
         raise ValueError(f"factors must be an iterable of integer multiples such as (2, 4, 8), got {factors!r}")
-    fs = tuple(v.integer("factors", f, minimum=1, maximum=MAX_LENGTH)
+    fs = tuple(v.integer("factors", f, minimum=1, maximum=MAX_PROBE_LENGTH)
                for f in itertools.islice(factors, MAX_FACTORS + 1))
     if not fs:
         raise ValueError("factors must hold at least one multiple")
@@ -474,7 +470,7 @@ def sparse_retrieval(head: PositionHead, length: int, distance: int) -> TaskResu
     ----------
     head : PositionHead
     length : int
-        Sequence length (``distance + 1`` to ``MAX_LENGTH``).
+        Sequence length (``distance + 1`` to ``MAX_PROBE_LENGTH``).
     distance : int
         Displacement of the relevant key (at least 1).
 
@@ -512,11 +508,11 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     head : PositionHead
         A (trained) head.
     length : int
-        Sequence length (2 to ``MAX_LENGTH``).
+        Sequence length (2 to ``MAX_PROBE_LENGTH``).
     shift : float
         The global shift.
     seeds : iterable of int
-        Seeds of the random layers and contents (1 to ``ropegeo.behaviour.MAX_SEEDS`` = 100).
+        Seeds of the random layers and contents (1 to ``ropegeo.behaviour.MAX_SEEDS`` = 20).
     tolerance : float
         Score change regarded as rounding (positive).
 
@@ -529,8 +525,6 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     ValueError
         For a bad head, length, shift, tolerance or seeds.
     """
-    from .behaviour import seed_list
-
     head = _head(head)
     length = _length("length", length)
     shift = v.real("shift", shift)
@@ -598,7 +592,7 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     scheme : str or PositionScheme
         Any scheme (a learned one with its random initial parameters).
     length : int
-        Sequence length (``distance + 1`` to ``MAX_LENGTH``).
+        Sequence length (``distance + 1`` to ``MAX_PROBE_LENGTH``).
     distance : int
         Slots between the needle and the query (at least 1).
     gain : float
@@ -623,7 +617,7 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     ValueError
         For arguments outside their ranges.
     """
-    distance = v.integer("distance", distance, minimum=1, maximum=MAX_LENGTH - 1)
+    distance = v.integer("distance", distance, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     length = _length("length", length, minimum=distance + 1)
     gain = v.real("gain", gain, minimum=0.0, maximum=MAX_GAIN)
     d_model = v.head_dim(d_model, "d_model", maximum=MAX_WIDTH)
@@ -692,8 +686,8 @@ class TokenHead:
             raise ValueError(f"tokens must be an integer array (batch, L >= 2), got {tok.dtype} {tok.shape}")
         if tok.min() < 0 or tok.max() >= self.vocab:
             raise ValueError(f"tokens must lie in [0, vocab={self.vocab})")
-        if tok.shape[1] > MAX_LENGTH:
-            raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_LENGTH = {MAX_LENGTH}")
+        if tok.shape[1] > MAX_PROBE_LENGTH:
+            raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_PROBE_LENGTH = {MAX_PROBE_LENGTH}")
         entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.d_head)
         if entries > MAX_ENTRIES:
             raise ValueError(f"tokens of shape {tok.shape} would need {entries:,} entries for the inputs and scores; "
@@ -713,10 +707,10 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
     ----------
     head : TokenHead
     length : int
-        Sequence length (2 to ``MAX_LENGTH``).
+        Sequence length (2 to ``MAX_PROBE_LENGTH``).
     sequences : int
-        How many random sequences (1 to 256, and ``sequences * length**2 * (width + 32)`` at most
-        :data:`MAX_MATCH_WORK`).
+        How many random sequences (1 to 256; time grows with ``sequences * length**2 * width``,
+        memory does not: query rows are scored in blocks).
     seed : int or numpy.random.Generator
         Randomness of the sequences.
     shift : float
@@ -733,17 +727,10 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
         For a head that is not a TokenHead, a bad length, shift or seed, too many sequences, or
         sequences without any repeated token.
     """
-    from .behaviour import match_targets
-
     if not isinstance(head, TokenHead):
         raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
     length = _length("length", length)
     sequences = v.integer("sequences", sequences, minimum=1, maximum=256)
-    width = max(head.layer.d_model, head.layer.d_head)
-    if sequences * length**2 * (width + 32) > MAX_MATCH_WORK:
-        most = max(1, MAX_MATCH_WORK // (length**2 * (width + 32)))
-        raise ValueError(f"sequences={sequences} at length {length} (width {width}) is more work than one call may "
-                         f"do (MAX_MATCH_WORK, about half a minute): use at most {most} sequences or a shorter length")
     shift = v.real("shift", shift)
     tok = _match_tokens(head.vocab, length, sequences, seed)
     target = match_targets(tok)
@@ -793,7 +780,7 @@ def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=1234
     Parameters
     ----------
     length : int
-        Sequence length (2 to ``MAX_LENGTH``).
+        Sequence length (2 to ``MAX_PROBE_LENGTH``).
     vocab, sequences, seed
         As :func:`match_task` draws its sequences (``vocab`` 2 to 4096, ``sequences`` 1 to 256).
     clip : int
@@ -803,8 +790,6 @@ def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=1234
     -------
     MatchCeilings
     """
-    from .behaviour import match_targets
-
     length = _length("length", length)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=4096)
     sequences = v.integer("sequences", sequences, minimum=1, maximum=256)

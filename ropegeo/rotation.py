@@ -19,7 +19,8 @@ import numpy as np
 from . import _validate as v
 from .frequencies import frequencies, resolve_rotary_dim
 
-__all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles", "relative_law_error"]
+__all__ = ["apply_rope", "rotate_pairs", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles",
+           "relative_law_error"]
 
 
 def _resolve_theta(head_dim: int, base: float, rotary_dim: int | None, theta) -> tuple[np.ndarray, int]:
@@ -188,6 +189,20 @@ def apply_rope(
     ValueError
         For a bad head dimension, base, pairing or rotary dimension, non-finite values, or
         positions that do not broadcast against ``x``.
+
+    Examples
+    --------
+    Pair 0 turns by 1 radian per position, pair 1 by 0.01:
+
+    >>> import numpy as np
+    >>> q = np.array([1.0, 0.0, 1.0, 0.0])
+    >>> apply_rope(q, 1, base=10_000.0).round(3).tolist()
+    [0.54, 0.841, 1.0, 0.01]
+
+    The score of two rotated vectors depends on their displacement only:
+
+    >>> bool(np.isclose(apply_rope(q, 7) @ apply_rope(q, 5), apply_rope(q, 2) @ apply_rope(q, 0)))
+    True
     """
     x = np.asarray(x)
     if x.ndim == 0:
@@ -208,18 +223,44 @@ def apply_rope(
             f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = {xf.shape[:-1]}"
         ) from None
     angles = phase_angles(pos, theta, phase_dtype, scale=scale)
-    cos, sin = np.cos(angles), np.sin(angles)
-    first, second = pair_indices(rot, pairing)
-    a, b = xf[..., first], xf[..., second]
-    out = xf.copy()
     with np.errstate(over="ignore", invalid="ignore"):
-        out[..., first] = a * cos - b * sin
-        out[..., second] = a * sin + b * cos
-        result = out.astype(out_dtype, copy=False)
+        result = rotate_pairs(xf, np.cos(angles), np.sin(angles), pairing).astype(out_dtype, copy=False)
     if not np.all(np.isfinite(result.astype(np.float64, copy=False))):
         raise ValueError(f"x is too large to rotate in {np.dtype(out_dtype).name}: a rotated pair can grow by "
                          "sqrt(2) in one coordinate and overflows; scale x down or use a wider dtype")
     return result
+
+
+def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pairing: str = "interleaved") -> np.ndarray:
+    """The rotation kernel of :func:`apply_rope`, without any check: for inner loops.
+
+    Rotates pair ``i`` of ``x`` by the angle whose cosine and sine are ``cos[..., i]`` and
+    ``sin[..., i]``; coordinates beyond ``2 * cos.shape[-1]`` pass through. The caller guarantees
+    what :func:`apply_rope` checks: ``x`` is a float64 array of shape ``(..., head_dim)``,
+    ``cos`` and ``sin`` broadcast against ``x.shape[:-1] + (pairs,)`` with ``2 * pairs <=
+    head_dim``, and ``pairing`` is ``"interleaved"`` or ``"half"``. Validate once at the public
+    entry (with :func:`apply_rope` or ``ropegeo._validate``), then call this in the loop.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape ``x.shape`` (a new array).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rotate_pairs(np.array([1.0, 0.0]), np.array([0.0]), np.array([1.0])).tolist()
+    [0.0, 1.0]
+    """
+    pairs = cos.shape[-1]
+    if pairing == "interleaved":
+        first, second = slice(0, 2 * pairs, 2), slice(1, 2 * pairs, 2)
+    else:
+        first, second = slice(0, pairs), slice(pairs, 2 * pairs)
+    a, b = x[..., first], x[..., second]
+    out = x.copy()
+    out[..., first] = a * cos - b * sin
+    out[..., second] = a * sin + b * cos
+    return out
 
 
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ropegeo import alternatives as alt
+from ropegeo import scheme_heads as sh
 from ropegeo.attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 from ropegeo.behaviour import offset_head_loss
 from ropegeo.interventions import PositionHead, offset_task, sparse_retrieval
@@ -43,7 +44,7 @@ def test_projection_gradients_absolute():
     Wq, Wk = rng.normal(size=(2, d, d))
     layer = AttentionLayer(d, scheme=AbsolutePositions(table=T), seed=0)
     layer.Wq, layer.Wk = Wq, Wk
-    loss, dWq, dWk, dH = alt._fb_projection(np.eye(d)[0] + T[:L], Wq, Wk, OFF)
+    loss, dWq, dWk, dH = sh._fb_projection(np.eye(d)[0] + T[:L], Wq, Wk, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dWq, fd(lambda: layer_loss(layer), layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dWk, fd(lambda: layer_loss(layer), layer.Wk), atol=1e-6)
@@ -58,7 +59,7 @@ def test_projection_gradients_sinusoidal():
     layer = AttentionLayer(d, scheme="sinusoidal", seed=0)
     layer.Wq, layer.Wk = rng.normal(size=(2, d, d))
     H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
-    loss, dWq, dWk, _ = alt._fb_projection(H, layer.Wq, layer.Wk, OFF)
+    loss, dWq, dWk, _ = sh._fb_projection(H, layer.Wq, layer.Wk, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dWq, fd(lambda: layer_loss(layer), layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dWk, fd(lambda: layer_loss(layer), layer.Wk), atol=1e-6)
@@ -74,7 +75,7 @@ def test_relative_gradients():
     layer.Wq[0], layer.Wk[0] = q, k0
     pos = np.arange(L)
     idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
-    loss, dq, da = alt._fb_relative(q, a, k0, idx, L, OFF)
+    loss, dq, da = sh._fb_relative(q, a, k0, idx, L, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(dq, fd(lambda: layer_loss(layer), layer.Wq)[0], atol=1e-6)
     np.testing.assert_allclose(da, fd(lambda: layer_loss(layer), layer.scheme.key_table), atol=1e-6)
@@ -85,7 +86,7 @@ def test_t5_gradients():
     layer = AttentionLayer(4, scheme=T5Bias(num_buckets=16, max_distance=20, bidirectional=False, table=b), seed=0)
     pos = np.arange(L)
     idx = t5_bucket(pos[None, :] - pos[:, None], bidirectional=False, num_buckets=16, max_distance=20).ravel()
-    loss, db = alt._fb_t5(b, idx, L, OFF)
+    loss, db = sh._fb_t5(b, idx, L, OFF)
     assert loss == pytest.approx(layer_loss(layer), rel=1e-12)
     np.testing.assert_allclose(db, fd(lambda: layer_loss(layer), layer.scheme.table), atol=1e-6)
 
@@ -246,7 +247,7 @@ def test_match_table_gradients(kind):
         a = np.random.default_rng(2).normal(size=(7, 4))
         head = _table_head(RelativePositions(max_distance=3, key_table=a, value_table=a, values=False))
         kw = {"rel": (head.layer.scheme.key_table, np.clip(pos[None, :] - pos[:, None], -3, 3) + 3)}
-    loss, dQt, dKt, dtab, da = alt._fb_match_table(head.layer.Wq, head.layer.Wk, TOK, **kw)
+    loss, dQt, dKt, dtab, da = sh._fb_match_table(head.layer.Wq, head.layer.Wk, TOK, **kw)
     assert loss == pytest.approx(match_layer_loss(head), rel=1e-12)
     np.testing.assert_allclose(dQt, fd(lambda: match_layer_loss(head), head.layer.Wq), atol=1e-6)
     np.testing.assert_allclose(dKt, fd(lambda: match_layer_loss(head), head.layer.Wk), atol=1e-6)
@@ -265,7 +266,7 @@ def test_match_projection_gradients(kind):
     layer = AttentionLayer(d, scheme=AbsolutePositions(table=T) if kind == "absolute" else "sinusoidal", seed=0)
     layer.Wq, layer.Wk = rng.normal(size=(2, d, d))
     head = TokenHead(layer, E)
-    loss, dE, dP, dWq, dWk = alt._fb_match_projection(E, T[:L], layer.Wq, layer.Wk, TOK)
+    loss, dE, dP, dWq, dWk = sh._fb_match_projection(E, T[:L], layer.Wq, layer.Wk, TOK)
     assert loss == pytest.approx(match_layer_loss(head), rel=1e-12)
     np.testing.assert_allclose(dE, fd(lambda: match_layer_loss(head), head.embedding), atol=1e-6)
     np.testing.assert_allclose(dWq, fd(lambda: match_layer_loss(head), layer.Wq), atol=1e-6)
@@ -277,7 +278,7 @@ def test_match_projection_gradients(kind):
 def test_rope_match_head_is_gate_c_inside_the_layer():
     from ropegeo.behaviour import match_head_loss
 
-    h = alt.train_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
+    h = alt.train_scheme_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
     want, _, _ = match_head_loss(h.layer.Wq / math.sqrt(8), h.layer.Wk, TOK, h.layer.scheme.options["theta"])
     assert alt.match_loss(h, TOK) == pytest.approx(want, rel=1e-10)
 
@@ -302,18 +303,18 @@ def test_match_closed_forms_nope_ceiling_and_alibi_recency():
 
 @pytest.mark.parametrize("scheme", alt.SCHEMES)
 def test_match_heads_train_for_every_scheme(scheme):
-    h = alt.train_match_head(scheme, steps=150, batch=8, seed=0)
+    h = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     assert h.losses[-1] < 0.6 * h.losses[0]
-    again = alt.train_match_head(scheme, steps=150, batch=8, seed=0)
+    again = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     np.testing.assert_array_equal(h.losses, again.losses)
     assert match_task(h, 64).accuracy > (0.05 if scheme == "none" else 0.8)
 
 
 def test_match_validation():
     with pytest.raises(ValueError, match="scheme must be one of"):
-        alt.train_match_head("xl")
+        alt.train_scheme_match_head("xl")
     with pytest.raises(ValueError, match="vocab must be at most 64"):
-        alt.train_match_head("none", vocab=100)
+        alt.train_scheme_match_head("none", vocab=100)
     with pytest.raises(ValueError, match="head must be a TokenHead"):
         match_task("rope", 10)
     with pytest.raises(ValueError, match="embedding must have shape"):
@@ -394,16 +395,14 @@ def test_closed_forms_name_the_bad_parameter(call, name):
     (lambda: alt.compare_schemes(5), "schemes"),
     (lambda: alt.compare_schemes("rope"), "schemes"),
     (lambda: alt.compare_schemes(("rope", "rope")), "schemes"),
-    (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=1000), "steps=1000"),
-    (lambda: alt.compare_schemes(("none",), match=True, match_steps=100_000), "match_steps=100000"),
-    (lambda: alt.train_position_head("absolute", train_length=1024, d=256, steps=1000), "steps=1000"),
     (lambda: alt.train_position_head("absolute", d=256, rows=65_536), "rows"),
     (lambda: alt.train_position_head("relative", d=512), "d must be at most 256"),
     (lambda: alt.train_position_head("t5", lr=1e300), "lr"),
     (lambda: alt.train_position_head("sinusoidal", init_std=1e300), "init_std"),
-    (lambda: alt.train_match_head("none", train_length=1024, batch=512), "batch"),
-    (lambda: alt.train_match_head("absolute", steps=100_000), "steps=100000"),
-    (lambda: alt.train_match_head("alibi", vocab=65), "vocab"),
+    (lambda: alt.train_scheme_match_head("none", train_length=1024, batch=512), "batch"),
+    (lambda: alt.train_scheme_match_head("absolute", steps=100_001), "steps"),
+    (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=100_001), "steps"),
+    (lambda: alt.train_scheme_match_head("alibi", vocab=65), "vocab"),
     (lambda: alt.clipped_retrieval_ceiling(10**30, 10**29), "distance"),
     (lambda: alt.clipped_retrieval_ceiling(512, 40, clip=10**400), "clip"),
     (lambda: alt.trained_rows_share(100, 10**400, 5), "train_length"),
@@ -416,7 +415,7 @@ def test_bounds_name_the_parameter(call, name):
 
 
 def test_match_loss_refuses_oversized_token_batches():
-    head = alt.train_match_head("none", steps=1)
+    head = alt.train_scheme_match_head("none", steps=1)
     with pytest.raises(ValueError, match="tokens of shape \\(200, 1024\\)"):
         alt.match_loss(head, np.zeros((200, 1024), dtype=int))
 
@@ -426,10 +425,10 @@ def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
     """With the learning-rate bound lifted, the parameters blow up: the trainers must say so, naming lr."""
     from ropegeo import behaviour
 
-    monkeypatch.setattr(behaviour, "MAX_LR", 1e300)
+    monkeypatch.setattr(behaviour.training, "MAX_LR", 1e300)
     with np.errstate(all="ignore"):
         with pytest.raises(ValueError, match="diverged.*lower lr"):
-            alt.train_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+            alt.train_scheme_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
         if scheme in ("absolute", "sinusoidal", "relative", "rope"):  # products of learned vectors overflow
             with pytest.raises(ValueError, match="diverged.*lower lr"):
                 alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
@@ -456,6 +455,6 @@ def test_learned_profiles_takes_one_head_or_a_list():
 def test_budgets_accept_the_book_runs():
     """The chapter's comparison (defaults, match=True, three seeds) passes every bound unchanged."""
     alt._check_trainers(alt.SCHEMES, 64, 16, 1000, True, 300, 16, {})
-    alt._position_budget("absolute", 146, 1024, 256, 8192)  # the largest documented example
-    with pytest.raises(ValueError, match="at most 146 steps"):
-        alt._position_budget("absolute", 147, 1024, 256, 8192)
+    alt.check_position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
+    with pytest.raises(ValueError, match="MAX_STEP_BYTES"):
+        alt.check_match_memory("absolute", 1024, 512, 8, 256, 8192)

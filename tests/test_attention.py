@@ -378,9 +378,9 @@ def test_registry_accepts_a_new_scheme_with_a_bias_hook():
         assert shift_deviation(biased, x, 9).scores < 1e-12
         assert permutation_deviation(biased, x, [1, 0, 2, 3]).scores > 1e-3  # (a reversal keeps |i - j|)
     finally:
-        from ropegeo import attention
+        from ropegeo import position_schemes
 
-        attention._SCHEMES.pop("test_linear_bias", None)
+        position_schemes._SCHEMES.pop("test_linear_bias", None)
 
 
 def test_builtin_schemes_registered():

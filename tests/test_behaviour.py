@@ -272,7 +272,7 @@ def test_extension_schedules_closed_forms():
     dyn = B.extension_schedule("dynamic", length=128, factor=8, **kw)
     np.testing.assert_allclose(dyn.theta, (base * 9 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
     raw = B.extension_schedule("raw", length=512, **kw)
-    assert raw.scale == 1.0 and raw.rule == "raw"
+    assert raw.scale == 1.0 and raw.rule == "none"
     yarn = B.extension_schedule("yarn", length=512, **kw)
     assert yarn.attention_factor == pytest.approx(0.1 * math.log(8) + 1)
     assert yarn.theta[0] == pytest.approx(plain[0]) and yarn.theta[-1] == pytest.approx(plain[-1] / 8)
@@ -516,3 +516,16 @@ def test_step_count_is_bounded_for_every_trainer():
                  lambda: fine_tune(train_offset_head(steps=5), extension="pi", factor=2, steps=MAX_STEPS + 1)):
         with pytest.raises(ValueError, match=r"steps must be at most 100000"):
             call()
+
+
+def test_evaluation_and_verdict_json_have_no_nan():
+    import json
+
+    from ropegeo.gate_c import GateCVerdict
+
+    e = B.evaluate(B.train_offset_head(steps=20), 32)
+    d = json.loads(e.to_json())
+    assert d["attention_by_displacement"][0] is None  # displacement 0 is never attended (NaN)
+    assert d["queries"] == e.query_position.size and d["accuracy"] == e.accuracy
+    verdict = GateCVerdict(False, {"x": {"passed": False, "value": np.nan, "threshold": 1.0}}, {}, {"theta": [1.0]})
+    assert json.loads(verdict.to_json())["checks"]["x"]["value"] is None

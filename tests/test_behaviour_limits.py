@@ -32,19 +32,18 @@ def match_head():
         (lambda h, m: B.train_offset_head(train_length=10**9), "train_length"),
         (lambda h, m: B.train_offset_head(head_dim=1024), "head_dim"),
         (lambda h, m: B.offset_head_loss(np.ones(600), np.ones(600), np.ones(300), offset=1, length=5), "theta"),
-        (lambda h, m: B.train_offset_head(train_length=4096, steps=100_000), "steps=100000"),
+        (lambda h, m: B.train_offset_head(steps=100_001), "steps"),
         (lambda h, m: B.train_match_head(vocab=10**9), "vocab"),
         (lambda h, m: B.train_match_head(batch=10**9), "batch"),
         (lambda h, m: B.train_match_head(train_length=10**7), "train_length"),
         (lambda h, m: B.train_match_head(train_length=1024, batch=512), "batch"),  # 4 GiB of scores per step
-        (lambda h, m: B.train_match_head(steps=100_000), "steps=100000"),  # minutes of work
+        (lambda h, m: B.train_match_head(steps=100_001), "steps"),
         (lambda h, m: B.fine_tune(h, factor=1e7), "factor"),
         (lambda h, m: B.fine_tune(h, factor=100), "factor"),  # 6,400 > the longest offset-head length
         (lambda h, m: B.fine_tune(m, length=10**6), "length"),
         (lambda h, m: B.fine_tune(m, factor=16, batch=64), "batch"),
         (lambda h, m: B.fine_tune(h, extension="pi", factor=2, lr=1e300), "lr"),
         (lambda h, m: B.evaluate(m, 4096, sequences=10**6), "sequences"),
-        (lambda h, m: B.evaluate(m, 4096, sequences=200), "sequences"),  # within 256, but minutes of work
         (lambda h, m: B.evaluate(h, 64).by_position(bins=10**10), "bins"),
         (lambda h, m: B.evaluate(h, 64).by_displacement(bins=np.arange(20_002.0)), "bins"),
         (lambda h, m: B.distant_rival(h, 10**10), "length"),
@@ -54,7 +53,8 @@ def match_head():
         (lambda h, m: B.gate_c(h.theta, train_length=10**7), "train_length"),
         (lambda h, m: B.gate_c(h.theta, target_length=10**6), "target_length"),
         (lambda h, m: B.gate_c(h.theta, seeds=range(10**5)), "seeds"),
-        (lambda h, m: B.gate_c(h.theta, match_steps=100_000), "match_steps"),
+        (lambda h, m: B.gate_c(h.theta, match_steps=100_001), "match_steps"),
+        (lambda h, m: B.gate_c(np.ones(256), train_length=1024, target_length=2048), "MAX_STEP_BYTES"),
         (lambda h, m: B.train_heads("offset", range(10**6)), "seeds"),
         (lambda h, m: B.train_heads("offset", range(10**12)), "seeds"),
         (lambda h, m: B.compare([h], range(2, 100)), "lengths"),
@@ -68,15 +68,14 @@ def test_oversized_requests_name_the_parameter(head, match_head, call, name):
 
 
 def test_every_bound_is_a_documented_module_constant():
-    for const in ("MAX_LENGTH", "MAX_MATCH_LENGTH", "MAX_HEAD_DIM", "MAX_VOCAB", "MAX_BATCH", "MAX_SEQUENCES",
-                  "MAX_SEEDS", "MAX_CONDITIONS", "MAX_BINS", "MAX_PROFILE_LENGTH", "MAX_PROFILE_CELLS", "MAX_LR",
-                  "MAX_INIT_STD", "MAX_STEP_BYTES", "MAX_TRAINING_WORK", "MAX_EVALUATION_WORK", "MAX_STEPS"):
+    for const in ("MAX_HEAD_LENGTH", "MAX_MATCH_LENGTH", "MAX_TRAINED_HEAD_DIM", "MAX_VOCAB", "MAX_BATCH",
+                  "MAX_SEQUENCES", "MAX_SEEDS", "MAX_CONDITIONS", "MAX_BINS", "MAX_PROFILE_LENGTH",
+                  "MAX_PROFILE_CELLS", "MAX_LR", "MAX_INIT_STD", "MAX_STEP_BYTES", "MAX_STEPS"):
         assert isinstance(getattr(B, const), (int, float))
     import inspect
 
-    lines = inspect.getsource(B).splitlines()
-    for const in ("MAX_LENGTH", "MAX_MATCH_LENGTH", "MAX_SEEDS", "MAX_BINS", "MAX_TRAINING_WORK",
-                  "MAX_EVALUATION_WORK", "MAX_STEP_BYTES"):
+    lines = "\n".join(inspect.getsource(m) for m in (B.training, B.evaluation, B.readouts)).splitlines()
+    for const in ("MAX_HEAD_LENGTH", "MAX_MATCH_LENGTH", "MAX_SEEDS", "MAX_BINS", "MAX_STEP_BYTES"):
         i = next(k for k, line in enumerate(lines) if line.startswith(f"{const} ="))
         assert lines[i - 1].startswith("#:"), const  # documented where it is defined
 
@@ -116,7 +115,7 @@ def test_huge_lengths_are_value_errors_not_overflow(head):
         B.pair_profiles(head, train_length=10**400)
     # the largest allowed values still work
     assert B.pair_profiles(head, train_length=2**48)[0].pair == 0
-    assert B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic_ntk"
+    assert B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic"
 
 
 # ----------------------------------------------------------------------------- silent wrong answers
@@ -132,7 +131,7 @@ def test_learning_rate_and_init_are_bounded(kwargs, name):
 
 def test_divergence_is_reported_not_returned(monkeypatch, head, match_head):
     """With the bound lifted, a huge learning rate makes NaN parameters: the trainers must refuse them."""
-    monkeypatch.setattr(B, "MAX_LR", 1e300)
+    monkeypatch.setattr(B.training, "MAX_LR", 1e300)
     for call in (lambda: B.train_offset_head(lr=1e300, steps=5),
                  lambda: B.train_match_head(lr=1e300, steps=5),
                  lambda: B.fine_tune(head, extension="pi", factor=2, lr=1e300, steps=5),
@@ -161,25 +160,20 @@ def test_low_precision_overflow_names_the_dtype(head):
 # ----------------------------------------------------------------------------- the documented limits
 
 
-def test_budgets_accept_their_documented_edges():
-    # offset head at length 4096, head_dim 16: about 87,000 steps
-    B._offset_budget(87_399, 4096, 8)
-    with pytest.raises(ValueError, match="at most 87,399 steps"):
-        B._offset_budget(87_400, 4096, 8)
-    B._offset_budget(B.MAX_STEPS, 3476, 8)  # all 100,000 steps up to length 3,476
-    # match head at the defaults: some 6,000 steps; at length 1024 with batch 32: 31
-    B._match_budget(6472, 64, 32, 8, 16)
-    with pytest.raises(ValueError, match="steps=6473"):
-        B._match_budget(6473, 64, 32, 8, 16)
-    B._match_budget(31, 1024, 32, 8, 16)
-    # every default training of the book fits
-    B._match_budget(600, 64, 32, 8, 16)
-    B._match_budget(100, 512, 4, 8, 16, length_name="length")
-    B._offset_budget(600, 512, 8, length_name="length")
+def test_step_memory_accepts_the_book_runs_and_refuses_the_documented_edge():
+    # every default training of the book fits in one step's memory
+    B.check_match_step(64, 32, 8, 16)
+    B.check_match_step(512, 4, 8, 16, length_name="length")
+    # 512 MiB: at train_length 1024 (head_dim 16, vocab 8) batch 39 fits, 40 does not
+    need = [B.match_step_bytes(1024, b, 8, 16) for b in (39, 40)]
+    assert need[0] <= B.MAX_STEP_BYTES < need[1]
+    B.check_match_step(1024, 39, 8, 16)
+    with pytest.raises(ValueError, match="batch"):
+        B.check_match_step(1024, 40, 8, 16)
 
 
 def test_evaluate_runs_at_the_longest_length(head):
-    e = B.evaluate(head, B.MAX_LENGTH)
+    e = B.evaluate(head, B.MAX_HEAD_LENGTH)
     assert e.length == 4096 and e.query_position.size == 4096 - head.offset
 
 

@@ -106,11 +106,11 @@ def test_bad_kernel_inputs():
 
 
 def test_near_collision_search_is_bounded():
-    from ropegeo.geometry import MAX_SEARCH_WORK, near_collisions
+    from ropegeo.geometry import MAX_SEARCH_CELLS, near_collisions
 
     th = frequencies(128)
     with pytest.raises(ValueError, match="too long to search"):
-        near_collisions(th, 0, MAX_SEARCH_WORK // th.size + 10)
+        near_collisions(th, 0, MAX_SEARCH_CELLS // th.size + 10)
     with pytest.raises(ValueError, match="start must be at most"):
         near_collisions(frequencies(8), 2**63 - 5, 2**63 + 5)
     with pytest.raises(ValueError, match="stop must be at most"):

@@ -12,6 +12,13 @@ import math
 import numpy as np
 
 from . import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
+from ..audit import audit
+from ..behaviour import distant_rival, evaluate, train_offset_head
+from ..frequencies import frequencies
+from ..gate_a import GateAError
+from ..geometry import kernel
+from ..manifest import RopeManifest
+from ..margins import separation_margin
 
 __all__ = ["COLLISION_OFFSETS", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
 
@@ -27,8 +34,6 @@ def _number(answer, what: str):
 # ---- ch06-collision-margin ------------------------------------------------------------------
 @exercise("ch06-collision-margin")
 def _check_collision(answer):
-    from ..frequencies import frequencies
-    from ..geometry import kernel
 
     x, bad = _number(answer, "the phase distance D")
     if bad:
@@ -58,7 +63,6 @@ def _check_collision(answer):
 # ---- ch06-reset-winner -----------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _head(seed: int, head_dim: int = 16, offset: int = 5, train_length: int = 64, steps: int = 1000):
-    from ..behaviour import train_offset_head
 
     return train_offset_head(offset, head_dim=head_dim, base=10_000.0, train_length=train_length, seed=seed,
                              steps=steps)
@@ -69,7 +73,6 @@ _RESET_CASES = ((0, 16, 5, 64), (3, 8, 3, 48))
 
 @exercise("ch06-reset-winner")
 def _check_reset(answer):
-    from ..behaviour import evaluate
 
     if not callable(answer):
         return wrong(f"expected a function reset_winners(head, length), got {type(answer).__name__}")
@@ -109,9 +112,6 @@ def _check_reset(answer):
 # ---- ch06-interpolated-rope --------------------------------------------------------------------
 @exercise("ch06-interpolated-rope")
 def _check_interpolated(answer):
-    from ..audit import audit
-    from ..gate_a import GateAError
-    from ..manifest import RopeManifest
 
     if not callable(answer):
         return wrong(f"expected a function my_rope(x, positions), got {type(answer).__name__}")
@@ -134,7 +134,6 @@ def _check_interpolated(answer):
 # ---- ch06-rival-seeds ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _rival_truth():
-    from ..behaviour import distant_rival
 
     heads = [_head(s) for s in range(10)]
     return {n: sorted(h.seed for h in heads if distant_rival(h, n).wins) for n in RIVAL_LENGTHS}
@@ -187,9 +186,6 @@ def _check_rivals(answer):
 # ---- ch06-learned-margin -------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _margin_truth():
-    from ..behaviour import distant_rival
-    from ..frequencies import frequencies
-    from ..margins import separation_margin
 
     head = _head(1)
     rival = distant_rival(head, 512).rival
@@ -201,8 +197,6 @@ def _margin_truth():
 
 def _equal_fast_margin() -> float:
     """The margin with equal weights on the fast pairs: a near miss for the fast-band weighting."""
-    from ..frequencies import frequencies
-    from ..margins import separation_margin
 
     _, _, rival = _margin_truth()
     theta = frequencies(16)

@@ -12,14 +12,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import _validate as v
+from ..alternatives import Comparison
 from ..attention import alibi_slopes, t5_bucket
 from ..frequencies import frequencies
 from ..geometry import kernel
+from ..interventions import MAX_PROBE_LENGTH, PositionHead
 
 __all__ = ["bias_shapes", "learned_profiles", "comparison_figure"]
 
 #: Widest schedule :func:`bias_shapes` draws (the kernel costs offsets x pairs).
-MAX_HEAD_DIM = 1024
+MAX_DRAWN_HEAD_DIM = 1024
 
 _COLOURS = {"none": "#7f7f7f", "absolute": "#8c564b", "sinusoidal": "#9467bd", "relative": "#2ca02c",
             "t5": "#ff7f0e", "alibi": "#d62728", "rope": "#1f77b4"}
@@ -37,9 +39,9 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
         ALiBi head count; one line per slope of :func:`ropegeo.attention.alibi_slopes`.
     head_dim, base : int, float
         The RoPE schedule whose equal-weight kernel ``K(delta)`` is drawn (head_dim even, 2 to
-        :data:`MAX_HEAD_DIM` = 1024).
+        :data:`MAX_DRAWN_HEAD_DIM` = 1024).
     theta : array_like, optional
-        An explicit schedule (e.g. from ``ropegeo.scaling``; at most ``MAX_HEAD_DIM // 2``
+        An explicit schedule (e.g. from ``ropegeo.scaling``; at most ``MAX_DRAWN_HEAD_DIM // 2``
         pairs), drawn next to the plain one.
     max_offset : int
         Largest offset shown (10 to 100,000).
@@ -54,11 +56,11 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
         For options outside the ranges of the underlying functions.
     """
     max_offset = v.integer("max_offset", max_offset, minimum=10, maximum=100_000)
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=MAX_DRAWN_HEAD_DIM)
     if theta is not None:
         theta = v.frequencies(theta)
-        if theta.size > MAX_HEAD_DIM // 2:
-            raise ValueError(f"theta must have at most {MAX_HEAD_DIM // 2} pairs, got {theta.size}")
+        if theta.size > MAX_DRAWN_HEAD_DIM // 2:
+            raise ValueError(f"theta must have at most {MAX_DRAWN_HEAD_DIM // 2} pairs, got {theta.size}")
     fig = Figure(figsize=(13, 3.9), layout="constrained")
     a1, a2, a3 = fig.subplots(1, 3)
     rel = np.arange(-max_offset, max_offset + 1)
@@ -108,13 +110,12 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None) -> 
     length : int
         Sequence length of the probe (3 to 4096).
     target : int, optional
-        The trained displacement, marked with a vertical line (1 to ``MAX_LENGTH``).
+        The trained displacement, marked with a vertical line (1 to ``MAX_PROBE_LENGTH``).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from ..interventions import MAX_LENGTH, PositionHead
 
     if isinstance(heads, PositionHead):
         heads = [heads]
@@ -123,9 +124,9 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None) -> 
     heads = list(itertools.islice(heads, 11))
     if not heads or len(heads) > 10 or not all(isinstance(h, PositionHead) for h in heads):
         raise ValueError("heads must be 1 to 10 PositionHead objects")
-    length = v.integer("length", length, minimum=3, maximum=MAX_LENGTH)
+    length = v.integer("length", length, minimum=3, maximum=MAX_PROBE_LENGTH)
     if target is not None:
-        target = v.integer("target", target, minimum=1, maximum=MAX_LENGTH)
+        target = v.integer("target", target, minimum=1, maximum=MAX_PROBE_LENGTH)
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.subplots()
     delta = np.arange(1, length)
@@ -161,7 +162,6 @@ def comparison_figure(comparison) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    from ..alternatives import Comparison
 
     if not isinstance(comparison, Comparison):
         raise ValueError(f"comparison must be a ropegeo.alternatives.Comparison, got {type(comparison).__name__}")

@@ -19,7 +19,7 @@ from ..behaviour import score_profile as _score_values
 
 #: Most conditions (labelled lists of evaluations) or result rows one figure draws (a full
 #: ``ropegeo.behaviour.compare`` table has at most 16 x 16 rows).
-MAX_ITEMS = 256
+MAX_TABLE_ROWS = 256
 
 __all__ = [
     "accuracy_mass_by_position",
@@ -63,8 +63,8 @@ def _conditions(evaluations) -> dict:
         evaluations = {"": list(evaluations)}
     if not isinstance(evaluations, dict) or not evaluations:
         raise ValueError("evaluations must be a non-empty mapping label -> list of Evaluation (one per seed)")
-    if len(evaluations) > MAX_ITEMS:
-        raise ValueError(f"evaluations must hold at most MAX_ITEMS = {MAX_ITEMS} conditions, "
+    if len(evaluations) > MAX_TABLE_ROWS:
+        raise ValueError(f"evaluations must hold at most MAX_TABLE_ROWS = {MAX_TABLE_ROWS} conditions, "
                          f"got {len(evaluations)}")
     out = {}
     for label, evs in evaluations.items():
@@ -254,7 +254,7 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
     ----------
     results : sequence of SeedResults
         For example the output of :func:`ropegeo.behaviour.compare` (at most
-        :data:`MAX_ITEMS` = 256 rows).
+        :data:`MAX_TABLE_ROWS` = 256 rows).
     title : str
 
     Returns
@@ -263,7 +263,7 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
     """
     if isinstance(results, SeedResults):
         results = [results]
-    results = _items("results", results, MAX_ITEMS, "SeedResults")
+    results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")
     if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
     fig = Figure(figsize=(9.0, 0.45 * len(results) + 1.4), layout="constrained")

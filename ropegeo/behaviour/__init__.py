@@ -1,0 +1,111 @@
+"""Gate C's toolkit: tiny attention heads trained in numpy, run under extension rules, and read.
+
+Two heads are trained with Adam and gradients derived by hand (the tests check them against
+finite differences): a content-free *offset head* that attends ``offset`` positions back and a
+*match head* that attends to the most recent earlier occurrence of its own token. They are then
+run at other lengths, under other frequency schedules and under interventions, and read.
+
+``ropegeo.behaviour.training``
+    bounds, seeds, optimiser settings, Adam, the masked softmax;
+``ropegeo.behaviour.heads``
+    :class:`OffsetHead`, :class:`MatchHead`, their losses and trainers, :func:`fine_tune`;
+``ropegeo.behaviour.evaluation``
+    :func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`;
+``ropegeo.behaviour.readouts``
+    :func:`score_profile`, :func:`pair_profiles`, :func:`distant_rival`.
+
+Gate C's verdict, :func:`ropegeo.gate_c.gate_c`, lives beside Gate A in :mod:`ropegeo.gate_c`
+(``gate_c`` and ``GateCVerdict`` are re-exported here). The extension rules come from
+:mod:`ropegeo.scaling` (``RULES``, :func:`ropegeo.scaling.extension_schedule`, re-exported
+here). Every name listed in ``__all__`` is public: other modules (``ropegeo.alternatives``,
+``ropegeo.interventions``, the figures) import these names only.
+"""
+
+from ..scaling import RULES, Schedule, extension_schedule
+from .evaluation import (
+    EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_SEQUENCES, Binned, Evaluation, SeedResults, compare, evaluate,
+    evaluate_seeds,
+)
+from .heads import (
+    MatchHead, OffsetHead, fine_tune, match_head_loss, match_targets, offset_head_loss, train_heads,
+    train_match_head, train_offset_head,
+)
+from .readouts import (
+    MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, DistantRival, PairProfile, distant_rival, pair_profiles, score_profile,
+)
+from .training import (
+    MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEP_BYTES, MAX_STEPS,
+    MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam, check_match_step, check_step_memory, check_theta, check_trained,
+    match_step_bytes, seed_list, softmax_rows, training_settings,
+)
+
+__all__ = [
+    "EXTENSIONS",
+    "RULES",
+    "Schedule",
+    "OffsetHead",
+    "MatchHead",
+    "Evaluation",
+    "Binned",
+    "SeedResults",
+    "PairProfile",
+    "DistantRival",
+    "GateCVerdict",
+    "extension_schedule",
+    "train_offset_head",
+    "train_match_head",
+    "train_heads",
+    "fine_tune",
+    "offset_head_loss",
+    "match_head_loss",
+    "match_targets",
+    "evaluate",
+    "evaluate_seeds",
+    "compare",
+    "score_profile",
+    "pair_profiles",
+    "distant_rival",
+    "gate_c",
+    # the training toolkit, shared with ropegeo.alternatives
+    "Adam",
+    "softmax_rows",
+    "seed_list",
+    "training_settings",
+    "check_step_memory",
+    "check_match_step",
+    "match_step_bytes",
+    "check_theta",
+    "check_trained",
+    # bounds
+    "MAX_HEAD_LENGTH",
+    "MAX_MATCH_LENGTH",
+    "MAX_TRAINED_HEAD_DIM",
+    "MAX_VOCAB",
+    "MAX_BATCH",
+    "MAX_SEEDS",
+    "MAX_STEPS",
+    "MAX_LR",
+    "MAX_INIT_STD",
+    "MAX_STEP_BYTES",
+    "MAX_SEQUENCES",
+    "MAX_CONDITIONS",
+    "MAX_BINS",
+    "MAX_PROFILE_LENGTH",
+    "MAX_PROFILE_CELLS",
+]
+
+# Gate C's verdict lives in ropegeo.gate_c (beside gate_a), which imports this package's modules;
+# importing it here at module level would make a cycle, so the two names resolve on first use.
+_GATE_C = ("GateCVerdict", "gate_c")
+
+
+def __getattr__(name):
+    if name in _GATE_C:
+        from .. import gate_c as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_GATE_C))
