@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _validate as v
 from . import behaviour
+from .scaling import rule_name
 
 __all__ = ["RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run"]
@@ -144,6 +145,15 @@ def seed_list(seeds) -> list:
     return out
 
 
+def _rule(name: str) -> str:
+    """The scaling rule a curve's rule name stands for (``"raw"`` and ``"pi"`` are the chapter's
+    names for ``"none"`` and ``"linear"``); a ValueError naming ``rules`` otherwise."""
+    try:
+        return rule_name(name)
+    except ValueError:
+        raise ValueError(f"rules must hold rule names such as {RULES}, got {name!r}") from None
+
+
 def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int = 16, base: float = 10_000.0,
                  train_length: int = 64, offset: int = 5, factor: int = 8, lr: float = 0.05) -> dict:
     """Fine-tune offset heads under each rule for each budget and measure them at the target length.
@@ -186,10 +196,9 @@ def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int
     seeds = seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('pi', 'ntk'), got {rules!r}")
-    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 1)]
+    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 2)]
     for r in rules:
-        if r not in behaviour.RULES:
-            raise ValueError(f"rules must hold names from {behaviour.RULES}, got {r!r}")
+        _rule(r)
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 600, 3000), got {budgets!r}")
     budgets = [v.integer("budgets", b, minimum=0, maximum=MAX_BUDGET) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
@@ -263,9 +272,11 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
     seeds = seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
-    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 1)]
-    if not rules or any(r not in behaviour.RULES for r in rules):
-        raise ValueError(f"rules must hold names from {behaviour.RULES}, got {rules!r}")
+    rules = [str(r) for r in itertools.islice(rules, len(behaviour.RULES) + 2)]
+    if not rules:
+        raise ValueError(f"rules must hold at least one rule name, got {rules!r}")
+    for r in rules:
+        _rule(r)
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
     budgets = [v.integer("budgets", b, minimum=0, maximum=1000) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]

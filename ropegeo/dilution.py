@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _validate as v
 from . import behaviour
+from .scaling import rule_name
 
 __all__ = ["SCALINGS", "logit_multiplier", "dilution_probe"]
 
@@ -129,8 +130,10 @@ def dilution_probe(heads, lengths, *, rule: str = "yarn", scalings=SCALINGS) -> 
                for n in itertools.islice(lengths, MAX_LENGTHS + 1)]
     if not lengths or len(lengths) > MAX_LENGTHS:
         raise ValueError(f"lengths must hold 1 to {MAX_LENGTHS} lengths")
-    if rule not in behaviour.RULES:
-        raise ValueError(f"rule must be one of {behaviour.RULES}, got {rule!r}")
+    try:
+        rule_name(rule)
+    except ValueError:
+        raise ValueError(f"rule must be a rule name such as {behaviour.RULES}, got {rule!r}") from None
     if isinstance(scalings, str) or not v.is_collection(scalings):
         raise ValueError(f"scalings must be a list drawn from {SCALINGS}, got {scalings!r}")
     scalings = list(itertools.islice(scalings, len(SCALINGS) + 1))

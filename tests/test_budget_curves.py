@@ -73,7 +73,7 @@ def test_dilution_probe(head):
     assert out["mass"]["none"].shape == (2, 1) and out["mass"]["none"][1, 0] < out["mass"]["none"][0, 0]
     assert np.all(out["entropy"]["none"] <= np.array(out["uniform_entropy"])[:, None] + 1e-12)
     assert dilution_figure(out).axes
-    for kwargs, name in ((dict(lengths=[3]), "lengths"), (dict(rule="linear"), "rule"), (dict(scalings="none"), "scalings")):
+    for kwargs, name in ((dict(lengths=[3]), "lengths"), (dict(rule="pie"), "rule"), (dict(scalings="none"), "scalings")):
         with pytest.raises(ValueError, match=name):
             dilution.dilution_probe([head], **dict(dict(lengths=[64]), **kwargs))
     with pytest.raises(ValueError, match="heads"):
