@@ -113,6 +113,24 @@ def test_permuted_scores():
     assert "expected a function" in check("ch01-permuted-scores", np.eye(3)).message
 
 
+def test_permuted_scores_refuses_the_matrix_product_on_a_padding_mask():
+    # the text's P S P^T, computed as a product, turns the padding key's -inf into nan
+    def by_product(S, perm):
+        P = np.eye(len(perm))[perm]
+        return P @ S @ P.T
+
+    with np.errstate(invalid="ignore"):
+        fb = check("ch01-permuted-scores", by_product)
+    assert not fb and "nan" in fb.message and "-inf" in fb.message
+    # the answer keeps the -inf column where the padded token went: checked against an explicit loop
+    rng = np.random.default_rng(0)
+    S = rng.standard_normal((5, 5))
+    S[:, 2] = -np.inf
+    perm = np.array([2, 0, 4, 1, 3])
+    looped = np.array([[S[perm[i], perm[j]] for j in range(5)] for i in range(5)])
+    assert np.all(np.isneginf(looped[:, 0])) and np.isfinite(looped[:, 1:]).all()
+
+
 # ---- ch01-sinusoidal ------------------------------------------------------------------------------
 
 

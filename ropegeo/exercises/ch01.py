@@ -159,7 +159,11 @@ def _any_start(answer):
 
 
 def _random_scores(rng, n):
-    return rng.standard_normal((n, n))
+    """Random scores with the column of one padding key set to -inf (a padding mask belongs to the key
+    token and moves with it, unlike the causal mask, which belongs to the slots)."""
+    S = rng.standard_normal((n, n))
+    S[:, rng.integers(n)] = -np.inf
+    return S
 
 
 def _call(fn, *args):
@@ -189,6 +193,9 @@ def _permuted_scores(answer):
             return wrong(f"for a {n}x{n} score matrix your function returned shape {got.shape}.")
         if np.allclose(got, want, atol=1e-12):
             continue
+        if np.isnan(got).any() and not np.isnan(want).any():
+            return wrong("your result holds nan where the padding key's -inf scores should be: a matrix product "
+                         "multiplies -inf by the zeros of P (0 x inf is nan). Move entries instead of multiplying.")
         inv = np.argsort(perm)
         if np.allclose(got, S[perm]):
             return wrong("only the rows (queries) moved: the keys are the same tokens, so the columns move too.")
