@@ -96,6 +96,18 @@ def test_complex_gap(glued):
     assert 0 <= glued["complex_gap"] < 1e-14
 
 
+def test_rounding_is_stated_as_a_bound(nb, glued):
+    """Quantities that are only rounding appear in the prose as bounds, with room to spare, never as digits."""
+    assert glued["rounding_bound"] == 1e-12 and glued["shift_bound"] == 1e-10
+    for name in ("complex_gap", "norm_change"):
+        assert glued[name] < glued["rounding_bound"] / 100, name
+    for name in ("shift_gap_interleaved", "shift_gap_half", "rope_shift_change"):
+        assert glued[name] < glued["shift_bound"] / 10, name
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for name in ("complex_gap", "norm_change", "shift_gap_interleaved", "shift_gap_half", "rope_shift_change"):
+        assert f"`{name}:" not in prose, name
+
+
 def test_global_shift(glued):
     # the relative law says a global shift changes nothing; angles near 1e4 rad round at ~1e-12
     assert 0 <= glued["shift_gap_interleaved"] < 1e-10
