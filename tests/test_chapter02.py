@@ -55,6 +55,22 @@ def test_every_glue_reference_is_glued(nb, glued):
     assert refs <= set(glued), f"unglued references: {sorted(refs - set(glued))}"
 
 
+def test_every_glued_number_has_a_test_below(glued):
+    """A number added to the chapter must be added here too, with its independent derivation."""
+    tested = {
+        "additive_scale", "additive_shift_change", "amp_amplitude", "amp_gamma", "amp_peak", "amp_peak_numeric",
+        "bound_250", "bound_zero", "complex_gap", "cos_max", "cos_min", "counter_peak", "counter_ratio",
+        "decay_seeds", "dft_rows_changed", "fast_angle", "grid_pairs", "mass_healthy", "mass_routing", "mass_value",
+        "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
+        "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
+        "routed_routing", "routed_value", "s_forward", "s_oriented", "s_parallel_forward", "s_parallel_swapped",
+        "s_swapped", "s_symmetric", "score_scale", "shift_bound", "shift_gap_half", "shift_gap_interleaved",
+        "slow_angle", "trained_far_wins", "trained_near_max", "trained_peak_at_target", "trained_ratio_max",
+        "trained_ratio_min",
+    }
+    assert set(glued) == tested
+
+
 def test_no_errors_and_figures_shown(nb):
     pngs = 0
     for cell in nb.cells:
