@@ -64,7 +64,7 @@ def test_every_glued_number_has_a_test_below(glued):
         "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
         "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
         "routed_routing", "routed_value", "s_forward", "s_oriented", "s_parallel_forward", "s_parallel_swapped",
-        "s_swapped", "s_symmetric", "score_scale", "shift_bound", "shift_gap_half", "shift_gap_interleaved",
+        "s_swapped", "s_symmetric", "score_scale", "shift_bound", "angle_spacing", "shift_gap_half", "shift_gap_interleaved",
         "slow_angle", "trained_far_wins", "trained_near_max", "trained_peak_at_target", "trained_ratio_max",
         "trained_ratio_min",
     }
@@ -115,6 +115,8 @@ def test_complex_gap(glued):
 def test_rounding_is_stated_as_a_bound(nb, glued):
     """Quantities that are only rounding appear in the prose as bounds, with room to spare, never as digits."""
     assert glued["rounding_bound"] == 1e-12 and glued["shift_bound"] == 1e-10
+    # 2**13 <= 10,000 < 2**14, and float64 keeps 52 bits after the leading one
+    assert glued["angle_spacing"] == 2.0 ** (13 - 52)
     for name in ("complex_gap", "norm_change"):
         assert glued[name] < glued["rounding_bound"] / 100, name
     for name in ("shift_gap_interleaved", "shift_gap_half", "rope_shift_change"):
