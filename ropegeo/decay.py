@@ -9,8 +9,9 @@ with the partial sums ``P_j(delta) = sum_{i < j} e^(i delta theta_i)`` and ``h_{
 RoFormer's section 3.4.3 (Su et al.). The content-free factor ``(2/d) sum_j |P_j(delta)|``, the
 *relative upper bound*, falls as ``|delta|`` grows for the geometric schedule; that is the
 paper's long-term-decay figure. It bounds the size of the score from above. It does not say
-that a given head's score shrinks: contents whose ``h_i`` vary little across pairs, or that are
-aimed at a distant offset, score highest far away (chapter 2 shows both).
+that a given head's score shrinks: contents aimed at a distant offset, whose ``h_i`` change sharply
+from pair to pair (so the first factor is large and the bound loose), score highest far away
+(chapter 2 shows such contents, and trained heads).
 """
 
 from __future__ import annotations

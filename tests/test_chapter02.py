@@ -59,7 +59,7 @@ def test_every_glued_number_has_a_test_below(glued):
     """A number added to the chapter must be added here too, with its independent derivation."""
     tested = {
         "additive_scale", "additive_shift_change", "amp_amplitude", "amp_gamma", "amp_peak", "amp_peak_numeric",
-        "bound_250", "bound_zero", "complex_gap", "cos_max", "cos_min", "counter_peak", "counter_ratio",
+        "bound_250", "bound_zero", "complex_gap", "counter_bound_ratio", "cos_max", "cos_min", "counter_peak", "counter_ratio",
         "decay_seeds", "dft_rows_changed", "fast_angle", "grid_pairs", "mass_healthy", "mass_routing", "mass_value",
         "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
         "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
@@ -281,6 +281,17 @@ def test_decay_counterexample(glued):
     # at delta = -200 the score is |k|^2 (every pair aligned); at 0 it is k^T R_200 k
     assert glued["counter_ratio"] == pytest.approx(k @ k / (k @ rot(k, 200.0, th)), rel=1e-9)
     assert glued["counter_ratio"] > 1
+    # RoFormer's full bound at -200, by an explicit Abel sum: max |h_(i+1) - h_i| (h_64 = 0) times sum_j |P_j|
+    h = [complex(q[2 * i], -q[2 * i + 1]) * complex(k[2 * i], k[2 * i + 1]) for i in range(64)] + [0j]
+    step = max(abs(h[i + 1] - h[i]) for i in range(64))
+    partial, total = 0j, 0.0
+    for t in th:
+        partial += np.exp(-200j * t)
+        total += abs(partial)
+    at_target = q @ rot(k, -200.0, th)
+    assert at_target == pytest.approx(k @ k, rel=1e-9)  # every pair aligned at -200
+    assert glued["counter_bound_ratio"] == pytest.approx(step * total / at_target, rel=1e-9)
+    assert glued["counter_bound_ratio"] > 1  # the bound holds, loosely
 
 
 def _profiles(seeds):
