@@ -215,13 +215,15 @@ def _diagnose():
         w, out = head(np.eye(8))
         assert w.shape == (8,) and abs(w.sum() - 1) < 1e-12
         attends, reads = int(np.argmax(w)), int(np.argmax(out))
-        verdict[name] = "healthy" if (attends, reads) == (5, 5) else ("routing" if attends != 5 else "value")
+        routed, passed_on = attends != 5, reads != attends
+        verdict[name] = {(False, False): "healthy", (True, False): "routing", (False, True): "value",
+                         (True, True): "both"}[routed, passed_on]
     return verdict
 
 
 def test_which_defect_solution_passes():
     verdict = _diagnose()
-    assert sorted(verdict.values()) == ["healthy", "routing", "value"]
+    assert sorted(verdict.values()) == ["both", "healthy", "routing", "value"]
     assert check("ch02-which-defect", verdict)
 
 
@@ -241,6 +243,15 @@ def test_which_defect_wrong_answers():
     assert "one verdict for each" in check("ch02-which-defect", {"A": "healthy"}).message
     assert "must be one of" in check("ch02-which-defect", dict(good, A="broken")).message
     assert "expected a dict" in check("ch02-which-defect", ["routing", "healthy", "value"]).message
+    # the text's rule alone (attends elsewhere -> routing, else value) misreads the head with both defects
+    from ropegeo.exercises.ch02 import mystery_heads
+
+    naive = {}
+    for name, head in mystery_heads().items():
+        w, out = head(np.eye(8))
+        attends, reads = int(np.argmax(w)), int(np.argmax(out))
+        naive[name] = "healthy" if (attends, reads) == (5, 5) else ("routing" if attends != 5 else "value")
+    assert not check("ch02-which-defect", naive)
 
 
 def test_mystery_heads_validate():
@@ -310,11 +321,11 @@ def test_direction_blind_odd_answers(answer, fragment):
 
 
 @pytest.mark.parametrize("answer, fragment", [
-    ({"A": np.array(["routing", "value"]), "B": "healthy", "C": "value"}, "must be one of"),
+    ({"A": np.array(["routing", "value"]), "B": "both", "C": "healthy", "D": "value"}, "must be one of"),
     ({1: "routing", "B": "healthy", "C": "value"}, "one verdict for each"),
     ({"A": "routing", "B": "healthy", 3.5: "value"}, "one verdict for each"),
-    ({"A": "routing", "B": "healthy", "C": "value", "D": "value"}, "one verdict for each"),
-    ({"A": None, "B": "healthy", "C": "value"}, "must be one of"),
+    ({"A": "routing", "B": "both", "C": "healthy", "D": "value", "E": "value"}, "one verdict for each"),
+    ({"A": None, "B": "both", "C": "healthy", "D": "value"}, "must be one of"),
 ])
 def test_which_defect_odd_answers(answer, fragment):
     fb = check("ch02-which-defect", answer)

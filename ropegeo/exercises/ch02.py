@@ -289,18 +289,18 @@ def _check_direction_blind(answer):
 
 # ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------
 HEAD_LENGTH = 8  # tokens 0..7; the query sits at position 7 and should copy token 5
-_HEAD_KINDS = {"healthy": (0.0, 0), "routing": (1.0, 0), "value": (0.0, 1)}
-_HEAD_ASSIGNMENT = {"A": "routing", "B": "healthy", "C": "value"}
+_HEAD_KINDS = {"healthy": (0.0, 0), "routing": (1.0, 0), "value": (0.0, 1), "both": (1.0, 1)}
+_HEAD_ASSIGNMENT = {"A": "routing", "B": "both", "C": "healthy", "D": "value"}
 VERDICTS = tuple(_HEAD_KINDS)
 
 
 def mystery_heads() -> dict:
-    """Three attention heads that should copy the token two places before the query.
+    """Four attention heads that should copy the token two places before the query.
 
     Each head is a content-free rotary head (every key holds the same vector, the query is that
     vector rotated back by two positions) with its query at position 7 over tokens 0..7. One is
-    healthy, one caches its keys with position ids one too high (a routing defect), and one
-    reads each value slot one token late (a value-path defect).
+    healthy, one caches its keys with position ids one too high (a routing defect), one reads
+    each value slot one token late (a value-path defect), and one has both defects.
 
     Returns
     -------
@@ -319,7 +319,7 @@ def mystery_heads() -> dict:
 @exercise("ch02-which-defect")
 def _check_which_defect(answer):
     if not isinstance(answer, dict):
-        return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ...}}, got {type(answer).__name__}")
+        return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ..., 'D': ...}}, got {type(answer).__name__}")
     names = sorted(_HEAD_ASSIGNMENT)
     if len(answer) != len(names) or not all(isinstance(key, str) and key in names for key in answer):
         keys = ", ".join(short(key, 20) for key in itertools.islice(answer, 6)) + (", ..." if len(answer) > 6 else "")
@@ -329,10 +329,11 @@ def _check_which_defect(answer):
     if bad:
         return wrong(f"each verdict must be one of {list(VERDICTS)}; head(s) {bad} are not")
     if sorted(answer.values()) != sorted(VERDICTS):
-        return wrong("there is exactly one healthy head, one routing defect and one value-path defect.")
+        return wrong("there is exactly one head of each kind: healthy, routing, value and both.")
     wrong_heads = [h for h in names if answer[h] != _HEAD_ASSIGNMENT[h]]
     if not wrong_heads:
-        return correct("attention weights separate the routing defect from the value-path defect.")
+        return correct("the weights show where a head reads and the output what it brings back: a routing defect "
+                       "moves the first, a value-path defect separates the second from the first.")
     if {answer[h] for h in wrong_heads} == {"routing", "value"} and len(wrong_heads) == 2:
         return wrong("the healthy head is right, but the two defects are swapped: for each broken head, compare "
                      "the position it attends to with the token its output reveals.")
