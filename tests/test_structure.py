@@ -129,3 +129,86 @@ def test_core_package_imports_only_the_numpy_core():
     init = graph["ropegeo"]
     assert not any(m.startswith(("ropegeo.plots", "ropegeo.widgets", "ropegeo.exercises", "ropegeo.symbolic"))
                    for m in init)
+
+
+# --------------------------------------------------------------------------------- private names
+#: Shared internal helpers every module may use.
+SHARED_PRIVATE = {"ropegeo._validate", "ropegeo._json"}
+#: Private names still imported across modules, each until its owner makes it public.
+#: ropegeo.gate_a is being rebuilt by another engineer: its import helper `_resolve` (MODULE:FUNCTION
+#: -> object) is used by the audit's command line too; remove this entry when gate_a exports it.
+ALLOWED_PRIVATE = {("ropegeo.audit", "ropegeo.gate_a", "_resolve"),
+                   ("ropegeo.gate_a_run", "ropegeo.gate_a", "_resolve")}
+
+
+def _target(name: str, path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _same_subpackage(a: str, b: str) -> bool:
+    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.behaviour.*), not at its top level."""
+    pa, pb = a.split("."), b.split(".")
+    return len(pa) > 2 and len(pb) > 2 and pa[1] == pb[1]
+
+
+def private_imports(path: Path, tree: ast.Module) -> list:
+    """``(importer, module, name)`` for each private ropegeo name a module takes from another module.
+
+    Counted: ``from ropegeo.x import _name``, ``from ropegeo._x import name`` (a private module),
+    and ``x._name`` where ``x`` is a ropegeo module imported under that name; anywhere in the module.
+    Not counted: the shared helpers (``_validate``, ``_json``), imports within one subpackage.
+    """
+    name = module_name(path)
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _target(name, path, node)
+            if target.split(".")[0] != "ropegeo":
+                continue
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                is_module = (ROOT.parent / (full.replace(".", "/") + ".py")).exists() or \
+                    (ROOT.parent / full.replace(".", "/") / "__init__.py").exists()
+                module, attr = (full, None) if is_module else (target, alias.name)
+                if is_module:
+                    aliases[alias.asname or alias.name] = full
+                found.append((name, module, attr))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "ropegeo" and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            found.append((name, aliases[node.value.id], node.attr))
+    out = []
+    for importer, module, attr in found:
+        if module in SHARED_PRIVATE or module == importer or _same_subpackage(importer, module):
+            continue
+        private_module = any(p.startswith("_") and p != "__init__" for p in module.split(".")[1:])
+        private_name = attr is not None and attr.startswith("_") and not attr.startswith("__")
+        if private_module or private_name:
+            out.append((importer, module, attr))
+    return out
+
+
+def test_no_private_imports_across_modules():
+    bad = [hit for path, tree in modules() for hit in private_imports(path, tree) if hit not in ALLOWED_PRIVATE]
+    assert not bad, "private names used across modules: " + ", ".join(
+        f"{a} uses {m}" + (f".{n}" if n else "") for a, m, n in bad)
+
+
+def test_the_private_import_finder_finds_one(tmp_path):
+    src = ("from . import _validate as v\nfrom .gate_a import _resolve, gate_a\nfrom .widgets import _lab\n"
+           "from . import margins\nx = margins._pair_margin\n")
+    hits = private_imports(ROOT / "audit.py", ast.parse(src))
+    assert ("ropegeo.audit", "ropegeo.gate_a", "_resolve") in hits
+    assert ("ropegeo.audit", "ropegeo.widgets._lab", None) in hits
+    assert ("ropegeo.audit", "ropegeo.margins", "_pair_margin") in hits
+    assert not any(m == "ropegeo._validate" or n == "gate_a" for _, m, n in hits)
+    inside = "from ._lab import Lab\nfrom .heads import _check_head\n"
+    assert private_imports(ROOT / "widgets" / "kernel_lab.py", ast.parse(inside)) == []

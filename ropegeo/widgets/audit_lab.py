@@ -123,7 +123,7 @@ def reference(state: dict) -> dict:
         gate = run_gate_b(m, train_length=m.train_length, target_length=target, min_margin=MIN_MARGIN).to_dict()
     except ValueError:
         gate = None
-    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact._rows(), "gate_b": gate}
+    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact.rows(), "gate_b": gate}
 
 
 class AuditLab(Lab):
