@@ -95,6 +95,7 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
     if window is not None and window < target:
         stop -= 1
         why.append(f"stops at {stop:,}: the attention window ({window:,}) hides larger offsets")
+    seen = stop  # the largest offset attention sees
     if limit is not None and limit < stop:
         stop = limit
         why.append(f"capped at search_limit {limit:,} (the context reaches {_span(target, window) - 1:,})")
@@ -104,8 +105,12 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
         why.append(f"offsets beyond the training length {train:,}")
     elif start is None:
         start = min(LOCAL_OFFSETS, stop - 1)
-        why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
-                   "searched, as Gate B's distant set")
+        if seen > train:  # the context reaches beyond training, the capped search does not
+            why.append(f"the offsets beyond training ({train:,}) lie past the cap, so the distant offsets from "
+                       f"{start:,} are searched, as Gate B's distant set")
+        else:
+            why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
+                       "searched, as Gate B's distant set")
     else:
         why.append(f"from search_start {start:,}")
     if start >= stop:
