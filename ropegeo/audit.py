@@ -392,13 +392,13 @@ def geometry_audit(
         Frequency base (finite, greater than 1); plain numbers only.
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
-        default: the manifest's :attr:`~RopeManifest.target_length`, else 32,768).
+        default: the manifest's :attr:`~ropegeo.manifest.RopeManifest.target_length`, else 32,768).
     interpolate : bool
         Plain numbers only: linear position interpolation by ``target_length / train_length``.
     search_start, search_limit : int, optional
         First and last offset of the identity-like search (at least 2). Default: from the training
         length (or 2 when the target is not longer) to the last offset attention sees (the target,
-        or the sliding window); :attr:`GeometryAudit.search_note` says which and why.
+        or the sliding window); the result's ``search_note`` says which and why.
     pairing : {"interleaved", "half"}
         Plain numbers only.
     dtype : {"float64", "float32"}

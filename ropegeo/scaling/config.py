@@ -1,7 +1,7 @@
-"""One configured rule (:class:`Scaling`), and the frequencies it serves.
+"""One configured rule (:class:`~ropegeo.scaling.Scaling`), and the frequencies it serves.
 
-:class:`Scaling` holds a rule with every parameter checked; :func:`scaled_frequencies` dispatches to
-the formulas of :mod:`ropegeo.scaling.rules`; :func:`preset` configures a rule for a target length.
+:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked; :func:`~ropegeo.scaling.scaled_frequencies` dispatches to
+the formulas of :mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target length.
 The public names are re-exported by :mod:`ropegeo.scaling`.
 """
 

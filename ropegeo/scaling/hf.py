@@ -2,7 +2,7 @@
 
 The readers are keyed by rule name, as transformers keys ``ROPE_INIT_FUNCTIONS``; each returns the
 :class:`ropegeo.scaling.Scaling` parameters it read. :meth:`ropegeo.scaling.Scaling.from_hf` is the
-public entry; :func:`read_block` puts the readers together.
+public entry; ``read_block`` puts the readers together.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a rule trades: phase novelty against local resolution (:func:`extension_report`), and tables.
+"""What a rule trades: phase novelty against local resolution (:func:`~ropegeo.scaling.extension_report`), and tables.
 
 The public names are re-exported by :mod:`ropegeo.scaling`.
 """

@@ -1,7 +1,7 @@
 """One rule at one evaluation length, as a trained head is run under it (Gate C).
 
-:func:`rule_name` is the one vocabulary of rule names (with aliases); :func:`extension_schedule`
-gives the :class:`Schedule` a head is run under. The public names are re-exported by
+:func:`~ropegeo.scaling.rule_name` is the one vocabulary of rule names (with aliases); :func:`~ropegeo.scaling.extension_schedule`
+gives the :class:`~ropegeo.scaling.Schedule` a head is run under. The public names are re-exported by
 :mod:`ropegeo.scaling`.
 """
 

@@ -46,10 +46,9 @@ class ClockLab(Lab):
     q, k : list of float
         The query and key vectors (16 entries; the lab uses the first ``head_dim``).
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_clock.js")

@@ -1,6 +1,6 @@
 """The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
 
-The widget is an :mod:`anywidget` whose JavaScript (``ropegeo/static/lab_kernel.js`` on the shared
+The widget is an ``anywidget`` whose JavaScript (``ropegeo/static/lab_kernel.js`` on the shared
 geometry core ``ropegeo_core.js``) computes
 ``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
 it and lists the most identity-like offsets in a bounded range. Python only holds the validated
@@ -49,10 +49,9 @@ class KernelLab(Lab):
     top : int
         How many most identity-like offsets to list (1 to 20). Default 5.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside the ranges above (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside the ranges above (the message names the parameter). raises ``traitlets.TraitError``.
 
     Examples
     --------

@@ -116,10 +116,9 @@ class ScalingLab(Lab):
     bands with ``high <= low`` are refused on the lab's numbers line, not raised. :attr:`ScalingLab.report`
     is ropegeo's :func:`evaluate` for the current state.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_scaling.js")
