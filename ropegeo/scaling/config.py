@@ -1,8 +1,9 @@
 """One configured rule (:class:`~ropegeo.scaling.Scaling`), and the frequencies it serves.
 
-:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked; :func:`~ropegeo.scaling.scaled_frequencies` dispatches to
-the formulas of :mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target length.
-The public names are re-exported by :mod:`ropegeo.scaling`.
+:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked;
+:func:`~ropegeo.scaling.scaled_frequencies` dispatches to the formulas of
+:mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target
+length. The public names are re-exported by :mod:`ropegeo.scaling`.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ _REQUIRED = {
     "longrope": ("factor", "original_max_position_embeddings", "short_factor", "long_factor"),
     "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
 }
-
-
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ RULES = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
 #: Largest scale factor accepted (real extensions use 2 to a few hundred).
 MAX_FACTOR = 1e6
 
-
 #: Smallest positive parameter accepted (factors, betas, per-pair factors): far below any real
 #: setting, and large enough that no division by it overflows.
 MIN_PARAMETER = 1e-6
@@ -46,7 +45,6 @@ def _factors(name: str, value) -> tuple[float, ...]:
         raise ValueError(f"{name} must hold numbers from {MIN_PARAMETER:g} to {MAX_FACTOR:g}; "
                          f"entry {int(np.argmax(bad))} is {arr[bad][0]:g}")
     return tuple(float(x) for x in arr)
-
 
 
 # ------------------------------------------------------------------------------------ the rules

@@ -1,8 +1,8 @@
 """One rule at one evaluation length, as a trained head is run under it (Gate C).
 
-:func:`~ropegeo.scaling.rule_name` is the one vocabulary of rule names (with aliases); :func:`~ropegeo.scaling.extension_schedule`
-gives the :class:`~ropegeo.scaling.Schedule` a head is run under. The public names are re-exported by
-:mod:`ropegeo.scaling`.
+:func:`~ropegeo.scaling.rule_name` is the one vocabulary of rule names (with aliases);
+:func:`~ropegeo.scaling.extension_schedule` gives the :class:`~ropegeo.scaling.Schedule` a head is
+run under. The public names are re-exported by :mod:`ropegeo.scaling`.
 """
 
 from __future__ import annotations
