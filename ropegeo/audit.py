@@ -15,16 +15,17 @@ Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the sam
 
 from __future__ import annotations
 
-import json
 import numbers
 import time
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from . import _json
 from . import _validate as v
 from .frequencies import frequencies, slow_pairs, wavelengths
-from .gate_a import _json_default, _resolve
+from .gate_a import _resolve  # allow-listed in tests/test_structure.py until gate_a makes it public
 from .gate_a import gate_a as run_gate_a
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
@@ -94,6 +95,7 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
     if window is not None and window < target:
         stop -= 1
         why.append(f"stops at {stop:,}: the attention window ({window:,}) hides larger offsets")
+    seen = stop  # the largest offset attention sees
     if limit is not None and limit < stop:
         stop = limit
         why.append(f"capped at search_limit {limit:,} (the context reaches {_span(target, window) - 1:,})")
@@ -103,8 +105,12 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
         why.append(f"offsets beyond the training length {train:,}")
     elif start is None:
         start = min(LOCAL_OFFSETS, stop - 1)
-        why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
-                   "searched, as Gate B's distant set")
+        if seen > train:  # the context reaches beyond training, the capped search does not
+            why.append(f"the offsets beyond training ({train:,}) lie past the cap, so the distant offsets from "
+                       f"{start:,} are searched, as Gate B's distant set")
+        else:
+            why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
+                       "searched, as Gate B's distant set")
     else:
         why.append(f"from search_start {start:,}")
     if start >= stop:
@@ -288,8 +294,8 @@ class GeometryAudit:
                 "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
 
     def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON."""
-        return json.dumps(self.to_dict(), **kwargs)
+        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
 
     def row(self) -> dict:
         """The headline numbers as one flat dict (for a comparison table across models)."""
@@ -308,7 +314,8 @@ class GeometryAudit:
             "margin 1..64": round(local, 4),
         }
 
-    def _rows(self) -> list[tuple[str, str]]:
+    def rows(self) -> list[tuple[str, str]]:
+        """The audit as ``(label, value)`` text rows, in the order :meth:`table` prints them."""
         p, (lo, hi), (s0, s1) = self.pair_count, self.wavelength_range, self.search_range
         law_ok = "pass" if self.relative_law_error <= self.law_tolerance else "FAIL"
         k_id = 1 - self.gate_b.min_margin ** 2 / 2
@@ -338,7 +345,7 @@ class GeometryAudit:
 
     def table(self) -> str:
         """The manifest followed by the audit, as aligned text: every number with its verdict."""
-        rows = self._rows()
+        rows = self.rows()
         width = max(len(r[0]) for r in rows)
         body = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
         return self.manifest.table() + "\n" + "-" * 40 + "\n" + body
@@ -385,13 +392,13 @@ def geometry_audit(
         Frequency base (finite, greater than 1); plain numbers only.
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
-        default: the manifest's :attr:`~RopeManifest.target_length`, else 32,768).
+        default: the manifest's :attr:`~ropegeo.manifest.RopeManifest.target_length`, else 32,768).
     interpolate : bool
         Plain numbers only: linear position interpolation by ``target_length / train_length``.
     search_start, search_limit : int, optional
         First and last offset of the identity-like search (at least 2). Default: from the training
         length (or 2 when the target is not longer) to the last offset attention sees (the target,
-        or the sliding window); :attr:`GeometryAudit.search_note` says which and why.
+        or the sliding window); the result's ``search_note`` says which and why.
     pairing : {"interleaved", "half"}
         Plain numbers only.
     dtype : {"float64", "float32"}
@@ -424,6 +431,15 @@ def geometry_audit(
     >>> r = geometry_audit(8, train_length=4096, target_length=7000)
     >>> r.distant_offset, round(r.distant_similarity, 4)
     (6283, 0.9957)
+
+    A shipped manifest (Llama 3.1 8B: the llama3 rule stretches 8,192 to 131,072 tokens):
+
+    >>> from ropegeo.manifest import load_model
+    >>> r = geometry_audit(load_model("llama-3.1-8b"))
+    >>> r.train_length, r.target_length, r.scaled_pairs, r.pair_count
+    (8192, 131072, 35, 64)
+    >>> round(r.adjacent_similarity, 3), r.gate_b.passed
+    (0.978, True)
     """
     if isinstance(head_dim, RopeManifest):
         if (base, train_length, rotary_dim, interpolate, pairing) != (1e4, None, None, False, "interleaved"):
@@ -584,9 +600,8 @@ class AuditReport:
         }
 
     def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (keyword arguments go to ``json.dumps``)."""
-        kwargs.setdefault("default", _json_default)
-        return json.dumps(_finite(self.to_dict()), **kwargs)
+        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
 
     def _rows(self) -> list[tuple[str, str, str]]:
         st = self.status()
@@ -620,17 +635,6 @@ class AuditReport:
         )
         return (f"<div><p><b>Audit of {escape(self.subject)}</b></p><table>{rows}</table>"
                 f"<p><b>Verdict.</b> {escape(self.verdict)}</p></div>")
-
-
-def _finite(o):
-    """Replace non-finite floats by None, recursively (JSON has no NaN or infinity)."""
-    if isinstance(o, dict):
-        return {k: _finite(val) for k, val in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_finite(val) for val in o]
-    if isinstance(o, float) and not np.isfinite(o):
-        return None
-    return o
 
 
 def _reference_operator(manifest):

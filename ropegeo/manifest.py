@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import _json
 from . import _validate as v
 from .frequencies import resolve_rotary_dim, wavelengths
 from .scaling import Scaling, rope_parameters, yarn_mscale
@@ -227,8 +228,8 @@ class RopeManifest:
         }
 
     def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as a JSON string (keyword arguments go to ``json.dumps``)."""
-        return json.dumps(self.to_dict(), **kwargs)
+        """:meth:`to_dict` as a JSON string (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "RopeManifest":
@@ -639,6 +640,17 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     ...                  "n_positions": 2048})
     >>> m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings
     (256, 64, 'interleaved', 2048)
+
+    A scaling block is read by its rule's reader (Llama 3.1's ``rope_scaling``):
+
+    >>> m = read_config({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+    ...                  "rope_theta": 500000.0, "max_position_embeddings": 131072,
+    ...                  "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+    ...                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
+    >>> m.scaling.describe(), m.train_length, m.pairing
+    ('llama3 x8 from 8,192 (low 1, high 4)', 8192, 'half')
+    >>> round(float(m.theta()[-1] / 500000.0 ** (-126 / 128)), 6)  # the slowest pair runs 8 times slower
+    0.125
     """
     cfg, source = _load(config, source)
     for key in ("_name_or_path", "name"):

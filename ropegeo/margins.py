@@ -62,10 +62,10 @@ MAX_MATRIX = 4096
 #: Largest integer span handled by the difference table (one distance per integer difference).
 _MAX_SPAN = 1 << 22
 _CELLS = 1 << 21  # cells per temporary block: about 16 MiB of float64
-#: Most work of one margin or distance computation, in units of about 2.5 ns (an offset pair
-#: times a rotary pair; a difference-table cell counts four, an offset comparison three): some
-#: twenty seconds at most.
-MAX_MARGIN_WORK = 1 << 33
+#: Most entries one margin or distance computation evaluates (its time grows with them): offsets
+#: squared times pairs for distances compared directly, span times pairs for the difference table,
+#: offsets squared for the comparisons that read it.
+MAX_MARGIN_CELLS = 1 << 33
 
 WEIGHTINGS = ("pair", "band")
 
@@ -201,7 +201,7 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
     off = _offsets(offsets, MAX_MATRIX)
     w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
-    _check_work(off.size * off.size * th.size, f"a {off.size:,} x {off.size:,} distance matrix with {th.size} pairs")
+    _check_cells(off.size * off.size * th.size, f"a {off.size:,} x {off.size:,} distance matrix with {th.size} pairs")
     sig = _signatures(origin + off, th, dt, scale, w)
     out = np.empty((off.size, off.size))
     rows = max(1, _CELLS // (off.size * sig.shape[1] + 1))
@@ -295,8 +295,8 @@ def _margin_difference(off, th, scale, w):
     span = off[-1] - off[0]
     if not integral or span > _MAX_SPAN:
         return None
-    _check_work(4 * span * th.size, f"a difference table over a span of {int(span):,} positions with {th.size} pairs")
-    _check_work(3 * off.size * off.size, f"comparing every pair of {off.size:,} unevenly spaced offsets "
+    _check_cells(span * th.size, f"a difference table over a span of {int(span):,} positions with {th.size} pairs")
+    _check_cells(off.size * off.size, f"comparing every pair of {off.size:,} unevenly spaced offsets "
                 "(an evenly spaced set, such as a range, is cheap at any size)")
     table = difference_distance(np.arange(int(span) + 1, dtype=np.float64), th, scale=scale, weights=w)
     idx = (off - off[0]).astype(np.int64)
@@ -313,14 +313,14 @@ def _margin_difference(off, th, scale, w):
     return best, pair
 
 
-def _check_work(work: float, what: str) -> None:
-    if work > MAX_MARGIN_WORK:
-        raise ValueError(f"{what} is too much work (MAX_MARGIN_WORK = {MAX_MARGIN_WORK:,} units); "
+def _check_cells(cells: float, what: str) -> None:
+    if cells > MAX_MARGIN_CELLS:
+        raise ValueError(f"{what} evaluates {int(cells):,} entries, more than MAX_MARGIN_CELLS = {MAX_MARGIN_CELLS:,}; "
                          "use fewer offsets, a shorter span or fewer pairs")
 
 
 def _margin_generated(off, th, dt, scale, origin, w):
-    _check_work(off.size * off.size * th.size, f"distances between {off.size:,} offsets from generated phases "
+    _check_cells(off.size * off.size * th.size, f"distances between {off.size:,} offsets from generated phases "
                 f"with {th.size} pairs")
     sig = _signatures(origin + off, th, dt, scale, w)
     # exact collapse: identical generated rows are at distance exactly 0

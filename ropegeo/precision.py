@@ -72,10 +72,9 @@ PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 # Work on at most this many (position, pair) cells at a time: about 16 MiB per float64 table.
 _CELLS = 1 << 21
-# The largest position range first_collapse scans, and its default length.
-_MAX_SCAN = 1 << 26
-#: Largest scan of :func:`first_collapse`, in positions times pairs (about ten seconds).
-MAX_SCAN_WORK = 1 << 29
+#: Largest scan of :func:`first_collapse`: positions times pairs, the phases it generates (its
+#: time grows with them).
+MAX_SCAN_CELLS = 1 << 29
 _DEFAULT_SCAN = 1 << 16
 
 
@@ -405,8 +404,8 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     Raises
     ------
     ValueError
-        For an unknown dtype, a bad ``theta``, a negative ``start``, a range longer than
-        ``2**26`` positions, or more than :data:`MAX_SCAN_WORK` positions times pairs.
+        For an unknown dtype, a bad ``theta``, a negative ``start``, or a range of more than
+        :data:`MAX_SCAN_CELLS` positions times pairs.
     """
     th = v.frequencies(theta)
     pipe = as_pipeline(dtype)
@@ -414,10 +413,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     start = v.integer("start", start, minimum=0, maximum=2**53 - 1)
     if stop is None:
         stop = min(start + _DEFAULT_SCAN, 2**53)
-    stop = v.integer("stop", stop, minimum=start + 1, maximum=min(start + _MAX_SCAN, 2**53))
-    if (stop - start) * th.size > MAX_SCAN_WORK:
-        raise ValueError(f"scanning {stop - start:,} positions with {th.size} pairs is too long: at most "
-                         f"{MAX_SCAN_WORK // th.size:,} positions (MAX_SCAN_WORK = {MAX_SCAN_WORK:,} position-pairs)")
+    stop = v.integer("stop", stop, minimum=start + 1, maximum=min(start + MAX_SCAN_CELLS // th.size, 2**53))
     step = max(1, _CELLS // (2 * th.size))
     for s in range(start, stop, step):
         e = min(stop, s + step)

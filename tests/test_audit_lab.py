@@ -31,7 +31,9 @@ def _states():
     out += [dict(DEFAULT), dict(DEFAULT, rule="yarn", dtype="float64"), dict(DEFAULT, rule="dynamic", dtype="float16"),
             dict(DEFAULT, rule="llama3", head_dim=64, base=5e5, train_length=4096, target_length=65536, dtype="float16"),
             dict(DEFAULT, rule="linear", target_length=100), dict(DEFAULT, train_length=4096, target_length=300_000),
-            dict(DEFAULT, train_length=100, target_length=40, dtype="float64")]
+            dict(DEFAULT, train_length=100, target_length=40, dtype="float64"),
+            # trained beyond the lab's search limit: the capped search moves to 64..limit, and says why
+            dict(DEFAULT, train_length=131_072, target_length=262_144, dtype="float64")]
     return out
 
 
@@ -115,6 +117,9 @@ def test_windows_search_ranges_and_layer_kinds_reach_the_page():
     assert gemma["audit"]["search_range"] == [64, 511] and set(gemma["kinds"]) == {"sliding_attention", "full_attention"}
     assert short["audit"]["search_range"] == [64, 2048]
     assert llama["audit"]["search_range"] == [8192, 100_000] and "capped at search_limit 100,000" in llama["audit"]["search_note"]
+    long_train = page_numbers([dict(DEFAULT, train_length=131_072, target_length=262_144)])[0]
+    assert long_train["audit"]["search_range"] == [64, 100_000]
+    assert "lie past the cap" in long_train["audit"]["search_note"]
     # a kind the model does not have: the page reads the record's default and says so in its state
     assert llama2["state"]["layer_type"] == "default" and llama2["kinds"] == []
 

@@ -47,6 +47,15 @@ def test_a_capped_search_says_why():
     assert full.search_range == (8192, 131_072)  # by default the search reaches the target
 
 
+def test_a_search_capped_within_training_says_the_context_reaches_beyond_it():
+    a = geometry_audit(load_model("llama-3.1-8b"), search_limit=5000)  # trained at 8,192, served at 131,072
+    assert a.search_range == (64, 5000)
+    assert "capped at search_limit 5,000 (the context reaches 131,071)" in a.search_note
+    assert "lie past the cap" in a.search_note and "no offset beyond training" not in a.search_note
+    short = geometry_audit(load_model("llama-2-7b"), search_limit=3000)  # served at its training length
+    assert short.search_range == (64, 3000) and "no offset beyond training (4,096) is seen" in short.search_note
+
+
 def test_mistral_window_stops_gate_b_and_the_search():
     a = geometry_audit(load_model("mistral-7b"))
     names = [s["name"] for s in a.gate_b.sets]

@@ -1,8 +1,9 @@
 """The examples in the docstrings run and print what they say (doctest).
 
 The main public functions carry examples: ``frequencies``, ``apply_rope``, ``kernel``,
-``near_collisions`` (and ``extension_schedule``, ``rotate_pairs``). Outputs are rounded in the
-examples, so they do not depend on the last digits of a float.
+``near_collisions``, ``geometry_audit``, ``read_config`` (and ``extension_schedule``,
+``rotate_pairs``). Outputs are rounded in the examples, so they do not depend on the last digits
+of a float.
 """
 
 import doctest
@@ -10,9 +11,9 @@ import importlib
 
 import pytest
 
-MODULES = ["ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.scaling", "ropegeo._json"]
-# to add at merge (their files were edited elsewhere meanwhile): ropegeo.audit (geometry_audit),
-# ropegeo.manifest (read_config), ropegeo.gate_a (gate_a)
+MODULES = ["ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.scaling.schedule", "ropegeo._json",
+           "ropegeo.audit", "ropegeo.manifest"]
+# to add at merge (its file is edited elsewhere meanwhile): ropegeo.gate_a (gate_a)
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -26,7 +27,9 @@ def test_docstring_examples(name):
 def test_the_main_functions_have_examples():
     from ropegeo.frequencies import frequencies
     from ropegeo.geometry import kernel, near_collisions
+    from ropegeo.audit import geometry_audit
+    from ropegeo.manifest import read_config
     from ropegeo.rotation import apply_rope
 
-    for f in (frequencies, apply_rope, kernel, near_collisions):
+    for f in (frequencies, apply_rope, kernel, near_collisions, geometry_audit, read_config):
         assert ">>> " in f.__doc__, f.__name__

@@ -150,7 +150,7 @@ def test_javascript_clips_the_range_and_bounds_the_controls():
     states = [dict(head_dim=999, base=-3, offset_start=5, offset_stop=10**12, interpolate=False,
                    train_length=1, target_length=1, top=500)]
     r = _node_compute(states)[0]
-    assert r["head_dim"] == kl.MAX_HEAD_DIM and r["base"] == 10_000
+    assert r["head_dim"] == kl.MAX_LAB_HEAD_DIM and r["base"] == 10_000
     assert r["clipped"] and r["offset_stop"] - r["offset_start"] + 1 == MAX_SPAN
     assert len(r["top"]) == 20
     assert not sc.compare_lab(r)

@@ -272,12 +272,13 @@ def test_bad_inputs_other_functions():
 def test_margin_work_is_bounded():
     from ropegeo.margins import pairwise_distances, separation_margin
 
-    uneven = np.arange(2**16) * 2
-    uneven[-1] += 1  # not an arithmetic progression: every pair must be compared
-    with pytest.raises(ValueError, match="comparing every pair of 65,536 unevenly spaced offsets"):
+    # a plain count of the entries evaluated (MAX_MARGIN_CELLS = 2**33), no calibrated weights
+    uneven = np.arange(2**17) * 2
+    uneven[-1] += 1  # not an arithmetic progression: every pair must be compared (2**34 comparisons)
+    with pytest.raises(ValueError, match="comparing every pair of 131,072 unevenly spaced offsets"):
         separation_margin(uneven, frequencies(8))
     with pytest.raises(ValueError, match="difference table over a span of 4,194,304 positions"):
-        separation_margin([0, 1, 2**22], frequencies(4096))
+        separation_margin([0, 1, 2**22], np.tile(frequencies(4096), 2))  # 2**22 x 4,096 pairs
     with pytest.raises(ValueError, match="4,096 x 4,096 distance matrix with 2048 pairs"):
         pairwise_distances(np.arange(4096) * 7919, frequencies(4096))
     # an evenly spaced set stays cheap at the largest size

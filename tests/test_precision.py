@@ -218,6 +218,14 @@ def test_first_collapse_scans_only_exact_positions():
         first_collapse(frequencies(8), "float32", start=2**100)
 
 
+def test_first_collapse_scans_at_most_max_scan_cells_phases():
+    from ropegeo.precision import MAX_SCAN_CELLS
+
+    pairs = 2048
+    with pytest.raises(ValueError, match=f"stop must be at most {MAX_SCAN_CELLS // pairs}"):
+        first_collapse(frequencies(2 * pairs), "float32", stop=MAX_SCAN_CELLS // pairs + 1)
+
+
 # ---- the staged pipeline ------------------------------------------------------------------------
 
 

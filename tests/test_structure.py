@@ -13,7 +13,7 @@ MAX_MODULE_LINES = 1000
 
 # Being split now; remove each entry when it is.
 KNOWN_LONG_FUNCTIONS = {("gate_a.py", "gate_a")}
-KNOWN_LONG_MODULES = {"scaling.py"}
+KNOWN_LONG_MODULES = set()
 
 
 def modules():
@@ -129,3 +129,157 @@ def test_core_package_imports_only_the_numpy_core():
     init = graph["ropegeo"]
     assert not any(m.startswith(("ropegeo.plots", "ropegeo.widgets", "ropegeo.exercises", "ropegeo.symbolic"))
                    for m in init)
+
+
+# --------------------------------------------------------------------------------- private names
+#: Shared internal helpers every module may use.
+SHARED_PRIVATE = {"ropegeo._validate", "ropegeo._json"}
+#: Private names still imported across modules, each until its owner makes it public.
+#: ropegeo.gate_a is being rebuilt by another engineer: its import helper `_resolve` (MODULE:FUNCTION
+#: -> object) is used by the audit's command line too; remove this entry when gate_a exports it.
+ALLOWED_PRIVATE = {("ropegeo.audit", "ropegeo.gate_a", "_resolve"),
+                   ("ropegeo.gate_a_run", "ropegeo.gate_a", "_resolve")}
+
+
+def _target(name: str, path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _same_subpackage(a: str, b: str) -> bool:
+    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.behaviour.*), not at its top level."""
+    pa, pb = a.split("."), b.split(".")
+    return len(pa) > 2 and len(pb) > 2 and pa[1] == pb[1]
+
+
+def private_imports(path: Path, tree: ast.Module) -> list:
+    """``(importer, module, name)`` for each private ropegeo name a module takes from another module.
+
+    Counted: ``from ropegeo.x import _name``, ``from ropegeo._x import name`` (a private module),
+    and ``x._name`` where ``x`` is a ropegeo module imported under that name; anywhere in the module.
+    Not counted: the shared helpers (``_validate``, ``_json``), imports within one subpackage.
+    """
+    name = module_name(path)
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _target(name, path, node)
+            if target.split(".")[0] != "ropegeo":
+                continue
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                is_module = (ROOT.parent / (full.replace(".", "/") + ".py")).exists() or \
+                    (ROOT.parent / full.replace(".", "/") / "__init__.py").exists()
+                module, attr = (full, None) if is_module else (target, alias.name)
+                if is_module:
+                    aliases[alias.asname or alias.name] = full
+                found.append((name, module, attr))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "ropegeo" and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            found.append((name, aliases[node.value.id], node.attr))
+    out = []
+    for importer, module, attr in found:
+        if module in SHARED_PRIVATE or module == importer or _same_subpackage(importer, module):
+            continue
+        private_module = any(p.startswith("_") and p != "__init__" for p in module.split(".")[1:])
+        private_name = attr is not None and attr.startswith("_") and not attr.startswith("__")
+        if private_module or private_name:
+            out.append((importer, module, attr))
+    return out
+
+
+def test_no_private_imports_across_modules():
+    bad = [hit for path, tree in modules() for hit in private_imports(path, tree) if hit not in ALLOWED_PRIVATE]
+    assert not bad, "private names used across modules: " + ", ".join(
+        f"{a} uses {m}" + (f".{n}" if n else "") for a, m, n in bad)
+
+
+def test_the_private_import_finder_finds_one(tmp_path):
+    src = ("from . import _validate as v\nfrom .gate_a import _resolve, gate_a\nfrom .widgets import _lab\n"
+           "from . import margins\nx = margins._pair_margin\n")
+    hits = private_imports(ROOT / "audit.py", ast.parse(src))
+    assert ("ropegeo.audit", "ropegeo.gate_a", "_resolve") in hits
+    assert ("ropegeo.audit", "ropegeo.widgets._lab", None) in hits
+    assert ("ropegeo.audit", "ropegeo.margins", "_pair_margin") in hits
+    assert not any(m == "ropegeo._validate" or n == "gate_a" for _, m, n in hits)
+    inside = "from ._lab import Lab\nfrom .heads import _check_head\n"
+    assert private_imports(ROOT / "widgets" / "kernel_lab.py", ast.parse(inside)) == []
+
+
+# --------------------------------------------------------------------------------- limits
+#: Modules left out of the MAX_* comparison for now (Gate A is being rebuilt by another engineer).
+LIMITS_SKIPPED = ("gate_a", "broken")
+#: Same name, different value, in modules others are reviewing now: to rename at merge (each entry
+#: names the limit and the modules; remove it when one of them is renamed).
+KNOWN_LIMIT_CLASHES = {
+    ("MAX_D", frozenset({"ropegeo.scheme_heads", "ropegeo.two_layer"})),
+    ("MAX_LENGTH", frozenset({"ropegeo._validate", "ropegeo.two_layer"})),
+    ("MAX_STEPS", frozenset({"ropegeo.behaviour.training", "ropegeo.two_layer"})),
+    ("MAX_PROBE_LENGTH", frozenset({"ropegeo.interventions", "ropegeo.dilution"})),
+}
+
+
+def _constant(node):
+    """The value of a literal arithmetic expression (``2**48``, ``1 << 20``, ``1e6``), else None."""
+    try:
+        return eval(compile(ast.Expression(node), "<limit>", "eval"), {"__builtins__": {}}, {})
+    except Exception:
+        return None
+
+
+def limits() -> dict:
+    """``{name: {module: value}}`` for every public ``MAX_*`` assigned at a module's top level."""
+    out = {}
+    for path, tree in modules():
+        name = module_name(path)
+        if (name.split(".") + [""])[1].startswith(LIMITS_SKIPPED):
+            continue
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.startswith("MAX_"):
+                    out.setdefault(t.id, {})[name] = _constant(node.value)
+    return out
+
+
+def test_no_two_limits_share_a_name_with_different_values():
+    clashes = []
+    for limit, where in limits().items():
+        if len(set(where.values())) > 1 and (limit, frozenset(where)) not in KNOWN_LIMIT_CLASHES:
+            clashes.append(f"{limit}: " + ", ".join(f"{m} = {val!r}" for m, val in sorted(where.items())))
+    assert not clashes, "limits named alike with different values: " + "; ".join(clashes)
+
+
+def test_known_limit_clashes_are_still_real():
+    found = limits()
+    for limit, where in KNOWN_LIMIT_CLASHES:
+        values = {m: found.get(limit, {}).get(m) for m in where}
+        assert len(set(values.values())) > 1, f"{limit} no longer clashes in {sorted(where)}: drop the entry"
+
+
+def test_lab_bounds_match_their_javascript():
+    """Every ``export const MAX_*`` of a lab's JavaScript equals the Python lab's limit of that name."""
+    import importlib
+    import re
+
+    checked = 0
+    for path in sorted((ROOT / "widgets").glob("[!_]*.py")):
+        m = re.search(r'_esm = esm_source\("(lab_\w+\.js)"\)', path.read_text(encoding="utf-8"))
+        if not m:
+            continue
+        js = (ROOT / "static" / m.group(1)).read_text(encoding="utf-8")
+        lab = importlib.import_module(module_name(path))
+        for name, value in re.findall(r"export const (MAX_\w+) = ([0-9.e+]+);", js):
+            assert hasattr(lab, name), f"{m.group(1)} exports {name}, {module_name(path)} has none"
+            assert float(value) == getattr(lab, name), (m.group(1), name)
+            checked += 1
+    assert checked >= 5

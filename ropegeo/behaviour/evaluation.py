@@ -1,13 +1,13 @@
-"""Running a trained head: :func:`evaluate` under a schedule and interventions, and across seeds.
+"""Running a trained head: :func:`~ropegeo.behaviour.evaluate` under a schedule and interventions, and across seeds.
 
-:func:`evaluate` runs a head on sequences of any length under a frequency schedule (raw,
+:func:`~ropegeo.behaviour.evaluate` runs a head on sequences of any length under a frequency schedule (raw,
 position interpolation, NTK-aware, dynamic NTK, YaRN or Llama-3 through ``ropegeo.scaling``, or
 any explicit per-pair ``theta`` with a position ``scale`` and attention factor) and under
 interventions (a global shift of every position, a query position off by some steps, the query
 position reset to 0 as in a broken KV cache, positions or phases held in a low precision). It
 reports, per query, whether the attention *winner* is the target and how much attention *mass*
 lands on it; :class:`Evaluation` bins both by absolute query position and by displacement.
-:func:`evaluate_seeds` and :func:`compare` repeat this over several independently trained heads
+:func:`~ropegeo.behaviour.evaluate_seeds` and :func:`~ropegeo.behaviour.compare` repeat this over several independently trained heads
 and keep every seed's numbers, because some effects appear for some seeds only.
 """
 

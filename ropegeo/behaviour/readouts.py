@@ -1,6 +1,6 @@
 """Reading a trained offset head: its score profile, its slow ramps, and its distant rivals.
 
-:func:`pair_profiles` and :func:`distant_rival` say which slow pairs were learned as a ramp
+:func:`~ropegeo.behaviour.pair_profiles` and :func:`~ropegeo.behaviour.distant_rival` say which slow pairs were learned as a ramp
 inside the training window and where they turn around, and which distant displacement beats the
 target once the fast pairs nearly realign (predicted with the kernel of
 :func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).

@@ -64,6 +64,7 @@ export function searchRange(train, target, window, limit) {
     stop -= 1;
     why.push(`stops at ${commas(stop)}: the attention window (${commas(window)}) hides larger offsets`);
   }
+  const seen = stop; // the largest offset attention sees
   if (limit != null && limit < stop) {
     stop = limit;
     why.push(`capped at search_limit ${commas(limit)} (the context reaches ${commas(span - 1)})`);
@@ -74,8 +75,12 @@ export function searchRange(train, target, window, limit) {
     why.push(`offsets beyond the training length ${commas(train)}`);
   } else {
     start = Math.min(64, stop - 1);
-    why.push(`no offset beyond training (${commas(train)}) is seen, so the distant offsets from ${commas(start)} are `
-      + "searched, as Gate B's distant set");
+    // the context may reach beyond training while the capped search does not
+    why.push(seen > train
+      ? `the offsets beyond training (${commas(train)}) lie past the cap, so the distant offsets from ${commas(start)} `
+        + "are searched, as Gate B's distant set"
+      : `no offset beyond training (${commas(train)}) is seen, so the distant offsets from ${commas(start)} are `
+        + "searched, as Gate B's distant set");
   }
   return { range: [Math.max(start, 1), stop], note: why.join("; ") };
 }

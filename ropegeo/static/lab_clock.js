@@ -4,13 +4,13 @@
 // changes. The pairing toggle regroups the coordinates into different pairs (another operator,
 // with the same relative law). Numbers: ropegeo.rotation.apply_rope in float64.
 
-export const MAX_POSITION = 512;
+export const MAX_CLOCK_POSITION = 512;
 const CURVE = 200;
 
 export function compute(p, q0, k0) {
   const head_dim = 2 * clampInt(p.head_dim / 2, 1, 8, 2);
   const base = clampNum(p.base, 2, 1e5, 100);
-  const m = clampInt(p.m, 0, MAX_POSITION, 3), n = clampInt(p.n, 0, MAX_POSITION, 7);
+  const m = clampInt(p.m, 0, MAX_CLOCK_POSITION, 3), n = clampInt(p.n, 0, MAX_CLOCK_POSITION, 7);
   const pairing = pick(p.pairing, ["interleaved", "half"], "interleaved");
   const state = { m, n, head_dim, base, pairing };
   const theta = frequencies(head_dim, base);
@@ -62,7 +62,7 @@ function draw(r, parts) {
 /** Both positions moved by t tokens, if both stay in range (else neither moves). */
 export function shift(p, t) {
   const m = Number(p.m) + t, n = Number(p.n) + t;
-  return m < 0 || n < 0 || m > MAX_POSITION || n > MAX_POSITION ? {} : { m, n };
+  return m < 0 || n < 0 || m > MAX_CLOCK_POSITION || n > MAX_CLOCK_POSITION ? {} : { m, n };
 }
 
 function render({ model, el }) {
@@ -71,8 +71,8 @@ function render({ model, el }) {
   return makeLab({
     model, el, cls: "ropegeo-clock-lab", title: "Rotation clock: shift both positions, the score stays put",
     controls: [
-      { name: "m", label: "query position m", kind: "range", min: 0, max: MAX_POSITION, step: 1, unit: "tokens" },
-      { name: "n", label: "key position n", kind: "range", min: 0, max: MAX_POSITION, step: 1, unit: "tokens" },
+      { name: "m", label: "query position m", kind: "range", min: 0, max: MAX_CLOCK_POSITION, step: 1, unit: "tokens" },
+      { name: "n", label: "key position n", kind: "range", min: 0, max: MAX_CLOCK_POSITION, step: 1, unit: "tokens" },
       { name: "shift_up", label: "shift both +1", kind: "button", text: "shift both +1 token", onPress: (p) => shift(p, 1) },
       { name: "shift_down", label: "shift both −1", kind: "button", text: "shift both −1 token", onPress: (p) => shift(p, -1) },
       { name: "head_dim", label: "head dim d", kind: "range", min: 2, max: 16, step: 2, unit: "coords" },

@@ -3,20 +3,20 @@
 // optional position interpolation s = train / target. At most MAX_SPAN offsets per update.
 
 export const MAX_SPAN = 200000;
-export const MAX_HEAD_DIM = 256;
-export const MAX_OFFSET = 100000000;
+export const MAX_LAB_HEAD_DIM = 256;
+export const MAX_LAB_OFFSET = 100000000;
 const N_SAMPLES = 16;
 
 export function compute(p) {
-  const head_dim = 2 * clampInt(p.head_dim / 2, 1, MAX_HEAD_DIM / 2, 4);
+  const head_dim = 2 * clampInt(p.head_dim / 2, 1, MAX_LAB_HEAD_DIM / 2, 4);
   let base = Number(p.base);
   if (!(base > 1) || !Number.isFinite(base)) base = 10000;
-  const offset_start = clampInt(p.offset_start, 0, MAX_OFFSET, 1);
-  let offset_stop = clampInt(p.offset_stop, offset_start, MAX_OFFSET, offset_start);
+  const offset_start = clampInt(p.offset_start, 0, MAX_LAB_OFFSET, 1);
+  let offset_stop = clampInt(p.offset_stop, offset_start, MAX_LAB_OFFSET, offset_start);
   const clipped = offset_stop - offset_start + 1 > MAX_SPAN;
   if (clipped) offset_stop = offset_start + MAX_SPAN - 1;
-  const train_length = clampInt(p.train_length, 1, MAX_OFFSET, 4096);
-  const target_length = clampInt(p.target_length, 1, MAX_OFFSET, 16384);
+  const train_length = clampInt(p.train_length, 1, MAX_LAB_OFFSET, 4096);
+  const target_length = clampInt(p.target_length, 1, MAX_LAB_OFFSET, 16384);
   const interpolate = !!p.interpolate;
   const scale = interpolate ? train_length / target_length : 1.0;
   const top = clampInt(p.top, 1, 20, 5);
@@ -49,13 +49,13 @@ function render({ model, el }) {
   return makeLab({
     model, el, cls: "ropegeo-kernel-lab", title: "Kernel lab: K(Δ) and its near-returns",
     controls: [
-      { name: "head_dim", label: "head dim d", kind: "range", min: 2, max: MAX_HEAD_DIM, step: 2, unit: "coords" },
+      { name: "head_dim", label: "head dim d", kind: "range", min: 2, max: MAX_LAB_HEAD_DIM, step: 2, unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 1, max: 7, step: 0.01, format: (v) => fmtNum(v, 6) },
-      { name: "offset_start", label: "first offset Δ", kind: "number", min: 0, max: MAX_OFFSET, unit: "tokens" },
-      { name: "offset_stop", label: "last offset Δ", kind: "number", min: 0, max: MAX_OFFSET, unit: "tokens" },
+      { name: "offset_start", label: "first offset Δ", kind: "number", min: 0, max: MAX_LAB_OFFSET, unit: "tokens" },
+      { name: "offset_stop", label: "last offset Δ", kind: "number", min: 0, max: MAX_LAB_OFFSET, unit: "tokens" },
       { name: "interpolate", label: "interpolate positions", kind: "checkbox", format: (v, r) => `s = ${r.scale.toPrecision(4)}` },
-      { name: "train_length", label: "train length", kind: "number", min: 1, max: MAX_OFFSET, unit: "tokens" },
-      { name: "target_length", label: "target length", kind: "number", min: 1, max: MAX_OFFSET, unit: "tokens" },
+      { name: "train_length", label: "train length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens" },
+      { name: "target_length", label: "target length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens" },
       { name: "top", label: "offsets listed", kind: "range", min: 1, max: 20, step: 1 },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),

@@ -5,6 +5,7 @@
 // factor. The numbers are ropegeo.widgets.scaling_lab.evaluate's (ropegeo.scaling.extension_report).
 
 export const LAB_RULES = ["none", "linear", "ntk", "dynamic", "yarn", "llama3"];
+export const MAX_LAB_FACTOR = 64;
 const HEAD_DIMS = [32, 64, 96, 128, 256];
 const TRAIN_LENGTHS = [1024, 2048, 4096, 8192, 32768];
 const SMALL_OFFSETS = 16;
@@ -45,7 +46,7 @@ export function report(rule, p) {
 export function compute(p) {
   const state = {
     rule: pick(p.rule, LAB_RULES, "yarn"),
-    factor: clampNum(p.factor, 1, 64, 8),
+    factor: clampNum(p.factor, 1, MAX_LAB_FACTOR, 8),
     head_dim: pick(Number(p.head_dim), HEAD_DIMS, 128),
     base: clampNum(p.base, 1000, 1e7, 10000),
     train_length: pick(Number(p.train_length), TRAIN_LENGTHS, 4096),
@@ -114,7 +115,7 @@ function render({ model, el }) {
     model, el, cls: "ropegeo-scaling-lab", title: "Scaling lab: one extension rule, its ruler and its trade-off",
     controls: [
       { name: "rule", label: "extension rule", kind: "select", options: LAB_RULES.map((x) => [x, x]), format: () => "" },
-      { name: "factor", label: "factor s", kind: "range", min: 1, max: 64, step: 0.5, format: (v) => `×${fmtNum(v)}` },
+      { name: "factor", label: "factor s", kind: "range", min: 1, max: MAX_LAB_FACTOR, step: 0.5, format: (v) => `×${fmtNum(v)}` },
       { name: "head_dim", label: "head dim d", kind: "select", options: HEAD_DIMS.map((x) => [x, String(x)]), unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 3, max: 7, step: 0.01, format: (v) => fmtNum(v, 6) },
       { name: "train_length", label: "train length", kind: "select", options: TRAIN_LENGTHS.map((x) => [x, x.toLocaleString("en")]), unit: "tokens" },

@@ -84,7 +84,7 @@ def records() -> dict:
 
 def law_normals() -> list:
     """The first 512 standard normals of ``numpy.random.default_rng(7)``: the query (first
-    ``head_dim``) and key (next ``head_dim``) of :func:`ropegeo.audit.relative_law_error`."""
+    ``head_dim``) and key (next ``head_dim``) of :func:`ropegeo.rotation.relative_law_error`."""
     return np.random.default_rng(7).normal(size=2 * 256).tolist()
 
 
@@ -123,7 +123,7 @@ def reference(state: dict) -> dict:
         gate = run_gate_b(m, train_length=m.train_length, target_length=target, min_margin=MIN_MARGIN).to_dict()
     except ValueError:
         gate = None
-    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact._rows(), "gate_b": gate}
+    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact.rows(), "gate_b": gate}
 
 
 class AuditLab(Lab):
@@ -149,10 +149,9 @@ class AuditLab(Lab):
     law_normals : list of float
         :func:`law_normals`: the vectors of the relative-law check, embedded for the front end.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_audit.js")

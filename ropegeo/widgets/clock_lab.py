@@ -19,10 +19,10 @@ from ..frequencies import frequencies
 from ..rotation import apply_rope
 from ._lab import Lab, esm_source
 
-__all__ = ["ClockLab", "reference", "MAX_POSITION"]
+__all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION"]
 
 #: Largest position either slider reaches.
-MAX_POSITION = 512
+MAX_CLOCK_POSITION = 512
 _WIDTH = 16  # the query and key vectors carried in the state (the lab uses the first head_dim)
 
 
@@ -46,14 +46,13 @@ class ClockLab(Lab):
     q, k : list of float
         The query and key vectors (16 entries; the lab uses the first ``head_dim``).
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_clock.js")
-    BOUNDS = {"m": (0, MAX_POSITION), "n": (0, MAX_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
+    BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
               "pairing": ("interleaved", "half")}
 
     m = traitlets.Int(3).tag(sync=True)

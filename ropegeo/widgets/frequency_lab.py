@@ -188,10 +188,9 @@ class FrequencyLab(Lab):
     exact and from the dtype's phases, the wavelength ladder and the readout of :func:`readout`;
     :func:`lab_state` gives ropegeo's numbers for the same state.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside :data:`CONTROLS` (the message names the control).
+    Notes
+    -----
+    Setting a control to a value outside :data:`CONTROLS` (the message names the control). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_frequency.js")

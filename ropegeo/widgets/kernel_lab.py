@@ -1,6 +1,6 @@
 """The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
 
-The widget is an :mod:`anywidget` whose JavaScript (``ropegeo/static/lab_kernel.js`` on the shared
+The widget is an ``anywidget`` whose JavaScript (``ropegeo/static/lab_kernel.js`` on the shared
 geometry core ``ropegeo_core.js``) computes
 ``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
 it and lists the most identity-like offsets in a bounded range. Python only holds the validated
@@ -19,14 +19,14 @@ from ..frequencies import frequencies
 from ..geometry import kernel, near_collisions
 from ._lab import Lab, esm_source
 
-__all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_HEAD_DIM", "MAX_OFFSET"]
+__all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_LAB_HEAD_DIM", "MAX_LAB_OFFSET"]
 
 #: Offsets searched per update; the JavaScript clips a longer range to this many.
 MAX_SPAN = 200_000
 #: Largest head dimension the lab accepts.
-MAX_HEAD_DIM = 256
+MAX_LAB_HEAD_DIM = 256
 #: Largest offset, training or target length the lab accepts.
-MAX_OFFSET = 100_000_000
+MAX_LAB_OFFSET = 100_000_000
 _MAX_TOP = 20
 
 
@@ -49,10 +49,9 @@ class KernelLab(Lab):
     top : int
         How many most identity-like offsets to list (1 to 20). Default 5.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside the ranges above (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside the ranges above (the message names the parameter). raises ``traitlets.TraitError``.
 
     Examples
     --------
@@ -83,7 +82,7 @@ class KernelLab(Lab):
 
     @traitlets.validate("head_dim")
     def _v_head_dim(self, proposal):
-        return self._bad(proposal, lambda x: v.integer("head_dim", v.head_dim(x), maximum=MAX_HEAD_DIM))
+        return self._bad(proposal, lambda x: v.integer("head_dim", v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
 
     @traitlets.validate("base")
     def _v_base(self, proposal):
@@ -92,7 +91,7 @@ class KernelLab(Lab):
     @traitlets.validate("offset_start", "offset_stop")
     def _v_offset(self, proposal):
         name = proposal["trait"].name
-        value = self._bad(proposal, lambda x: v.integer(name, x, minimum=0, maximum=MAX_OFFSET))
+        value = self._bad(proposal, lambda x: v.integer(name, x, minimum=0, maximum=MAX_LAB_OFFSET))
         # cross-validated: under hold_trait_notifications (construction, a front-end update of
         # both ends) this runs once both new values are in place
         start = value if name == "offset_start" else self.offset_start
@@ -103,7 +102,7 @@ class KernelLab(Lab):
     @traitlets.validate("train_length", "target_length")
     def _v_length(self, proposal):
         name = proposal["trait"].name
-        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=MAX_OFFSET))
+        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=MAX_LAB_OFFSET))
 
     @traitlets.validate("top")
     def _v_top(self, proposal):
@@ -160,17 +159,17 @@ def reference(
         :func:`ropegeo.geometry.kernel` (empty if ``offsets`` is None).
     """
     # the lab's own limits, so that the reference can never run longer than one lab update
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=MAX_LAB_HEAD_DIM)
     theta = frequencies(head_dim, base)
-    start = v.integer("offset_start", offset_start, minimum=0, maximum=MAX_OFFSET)
-    stop = v.integer("offset_stop", offset_stop, minimum=0, maximum=MAX_OFFSET)
+    start = v.integer("offset_start", offset_start, minimum=0, maximum=MAX_LAB_OFFSET)
+    stop = v.integer("offset_stop", offset_stop, minimum=0, maximum=MAX_LAB_OFFSET)
     try:
         KernelLab._check_range(start, stop)
     except traitlets.TraitError as exc:
         raise ValueError(str(exc)) from None
     interpolate = v.boolean("interpolate", interpolate)
-    train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_OFFSET)
-    target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_OFFSET)
+    train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_LAB_OFFSET)
+    target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_LAB_OFFSET)
     top = v.integer("top", top, minimum=1, maximum=_MAX_TOP)
     scale = train_length / target_length if interpolate else 1.0
     found = near_collisions(theta, start, stop, top=top, scale=scale, progress=False)

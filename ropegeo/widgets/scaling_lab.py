@@ -24,10 +24,12 @@ from .. import _validate as v
 from ..scaling import ExtensionReport, extension_report, preset
 from ._lab import Lab, esm_source
 
-__all__ = ["ScalingLab", "evaluate", "summary", "LAB_RULES", "MAX_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
+__all__ = ["ScalingLab", "evaluate", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
 
 LAB_RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
-MAX_FACTOR = 64.0
+#: Largest extension factor of the lab's slider (the package itself accepts up to
+#: :data:`ropegeo.scaling.MAX_FACTOR`).
+MAX_LAB_FACTOR = 64.0
 HEAD_DIMS = (32, 64, 96, 128, 256)
 TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 32768)
 SMALL_OFFSETS = 16
@@ -66,7 +68,7 @@ def evaluate(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 409
     """
     if rule not in LAB_RULES:
         raise ValueError(f"rule must be one of {', '.join(map(repr, LAB_RULES))}, got {rule!r}")
-    factor = v.real("factor", factor, minimum=1.0, maximum=MAX_FACTOR)
+    factor = v.real("factor", factor, minimum=1.0, maximum=MAX_LAB_FACTOR)
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {', '.join(map(str, HEAD_DIMS))}, got {head_dim!r}")
     base = v.real("base", base, minimum=1_000.0, maximum=1e7)
@@ -114,14 +116,13 @@ class ScalingLab(Lab):
     bands with ``high <= low`` are refused on the lab's numbers line, not raised. :attr:`ScalingLab.report`
     is ropegeo's :func:`evaluate` for the current state.
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_scaling.js")
-    BOUNDS = {"rule": LAB_RULES, "factor": (1.0, MAX_FACTOR), "head_dim": HEAD_DIMS, "base": (1_000.0, 1e7),
+    BOUNDS = {"rule": LAB_RULES, "factor": (1.0, MAX_LAB_FACTOR), "head_dim": HEAD_DIMS, "base": (1_000.0, 1e7),
               "train_length": TRAIN_LENGTHS, "beta_fast": (0.25, 128.0), "beta_slow": (0.25, 128.0),
               "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.25, 64.0)}
 

@@ -106,10 +106,9 @@ class WiringLab(Lab):
     q, k : list of float
         Query and key vectors (64 entries; the first ``head_dim`` are used).
 
-    Raises
-    ------
-    traitlets.TraitError
-        For a value outside its bounds (the message names the parameter).
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
     """
 
     _esm = esm_source("lab_wiring.js")
