@@ -21,6 +21,7 @@ from ropegeo.gate_a import gate_a
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "06_audit.ipynb"
 L, T, OFF = 64, 512, 5
+RUNS = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs"
 
 
 def _glued():
@@ -128,8 +129,34 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
         "pift_local_margin", "pift_amp_growth",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES
+    } | NEW_GLUES | SETTING_GLUES
     assert set(GLUED) == tested
+
+
+SETTING_GLUES = {"min_margin_k", "b_local_n", "b_distant_n", "near_return", "collision_far", "c_offset", "c_length",
+                 "c_seeds", "c_shift", "c_target", "c_ratio", "raw_perfect", "ft_steps", "curve_budget_first",
+                 "curve_budget_last", "dil_long", "battery_off_first", "battery_off_last", "fix_sequences"}
+
+
+def test_settings_and_counts_in_the_prose(raw):
+    # a phase distance D = sqrt(2 (1 - K)) of 0.1 is a kernel similarity of 0.995
+    assert g("min_margin_k") == pytest.approx(1 - g("min_margin") ** 2 / 2) == pytest.approx(0.995)
+    assert (g("b_local_n"), g("b_distant_n")) == (64, 48)  # Gate B's default sets: 1..64 and 48 log-spaced
+    # head dim 8, base 10,000: brute force over every offset up to 8,192 for the one closest to the identity
+    th8 = [10_000 ** (-2 * i / 8) for i in range(4)]
+    best = max(range(1, 8193), key=lambda n: sum(math.cos(n * t) for t in th8))
+    assert g("near_return") == best == 6283 and g("collision_far") == OFF + best
+    assert (g("c_offset"), g("c_length"), g("c_seeds"), g("c_target")) == (OFF, L, 10, T)
+    assert g("c_ratio") == T // L == 8 and g("c_shift") == 10_000
+    assert g("raw_perfect") == sum(r["acc"] == 1.0 for r in raw) == 10 - g("rival_count")
+    assert g("ft_steps") == 600
+    curve = json.loads((RUNS / "finetune_budget.json").read_text())
+    assert (g("curve_budget_first"), g("curve_budget_last")) == (150, 6000) == (curve["settings"]["budgets"][1],
+                                                                               max(curve["settings"]["budgets"]))
+    assert g("dil_long") == 4096
+    assert (g("battery_off_first"), g("battery_off_last")) == (1, 8)
+    battery = json.loads((RUNS / "gate_c_battery.json").read_text())
+    assert g("fix_sequences") == battery["fix"]["settings"]["sequences"] == 4
 
 
 # ------------------------------------------------------------------ Gate A and Gate B
