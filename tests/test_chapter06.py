@@ -375,3 +375,34 @@ def test_battery_numbers(raw):
                 hits += int(np.argmax(S[m, :m]) == last[t])
             last[t] = m
     assert g("battery_match") == pytest.approx(hits / total, abs=1e-12)
+
+
+# ------------------------------------------------------------------ the Gate C probes on a disjoint seed set
+def test_gate_c_probe_directions_on_disjoint_seeds():
+    """Each direction the Gate C section states over seeds 0-9, re-checked on seeds 10-19 by hand."""
+    other = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    for h in other:
+        at_l = ref_offset_eval(h, L)
+        assert at_l["acc"] == 1.0  # every seed learns the task
+        shifted = ref_offset_eval(h, L, shift=10_000.0)
+        assert np.abs(shifted["mass"] - at_l["mass"]).max() < 1e-9  # a global shift changes nothing
+        plus, minus = ref_offset_eval(h, L, query_offset=1), ref_offset_eval(h, L, query_offset=-1)
+        assert np.mean(plus["winner_disp"] == OFF - 1) > 0.9 and np.mean(minus["winner_disp"] == OFF + 1) > 0.9
+    reset = [ref_offset_eval(h, L, reset=True)["acc"] for h in other]
+    assert np.mean(reset) < 0.2  # the restarted query collapses the head
+    raw = [ref_offset_eval(h, T) for h in other]
+    losers = [h.seed for h, e in zip(other, raw) if e["acc"] < 1]
+    assert len(losers) < 5  # most seeds stay perfect at 8x
+    # and a seed loses exactly when a displacement beyond the window outscores the target
+    assert losers == [h.seed for h in other if score(h, np.arange(L, T)).max() > score(h, [OFF])[0]]
+    # position interpolation without fine-tuning: the head now finds its phase 8 times farther away
+    for h in other:
+        e = ref_offset_eval(h, T, scale=1 / 8)
+        assert e["acc"] == 0.0 and int(np.median(e["winner_disp"])) == 8 * OFF
+    # 600 steps of PI fine-tuning: winners right in most seeds, mass blurred over the neighbours
+    tuned = [gc.fine_tune(h, extension="pi", factor=8, steps=600) for h in other]
+    ft = [ref_offset_eval(t, T) for t in tuned]
+    assert np.mean([e["acc"] == 1.0 for e in ft]) >= 0.8 and max(np.mean(e["mass"]) for e in ft) < 0.5
+    # fewer pairs, more near-returns: head dim 8 loses to a distant rival at least as often as head dim 16
+    other8 = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=8, base=10_000.0, train_length=L)
+    assert sum(gc.distant_rival(h, T).wins for h in other8) >= len(losers)
