@@ -32,24 +32,32 @@ def test_stubs_fail(ex):
 
 # ---- permutation: derived from the definitions of the two layouts
 def _perm_by_definition(d):
+    """x_interleaved = x_half[perm]: interleaved slot 2i holds half-split coordinate i, slot 2i + 1 holds i + d/2."""
     perm = np.empty(d, dtype=int)
     for i in range(d // 2):
-        perm[i] = 2 * i            # half-split slot i holds the first member of interleaved pair i
-        perm[i + d // 2] = 2 * i + 1
+        perm[2 * i] = i
+        perm[2 * i + 1] = i + d // 2
     return perm
 
 
 def test_permutation():
-    p = _perm_by_definition(8)
+    p = _perm_by_definition(12)
+    # the rotation commutes with it: rotating half-split then permuting = permuting then rotating interleaved
+    from ropegeo.rotation import apply_rope
+
+    x = np.random.default_rng(0).normal(size=(3, 12))
+    pos = np.array([0, 7, 300])
+    np.testing.assert_allclose(apply_rope(x, pos, pairing="half")[:, p], apply_rope(x[:, p], pos, pairing="interleaved"),
+                               atol=1e-12)
     assert check("ch05-permutation", p)
     assert check("ch05-permutation", p.astype(float))
-    assert "inverse permutation" in check("ch05-permutation", np.argsort(p)).message
-    assert "identity" in check("ch05-permutation", np.arange(8)).message
-    assert "exactly once" in check("ch05-permutation", [0, 0, 1, 2, 3, 4, 5, 6]).message
-    assert "shape" in check("ch05-permutation", np.arange(16)).message
+    assert "other direction" in check("ch05-permutation", np.argsort(p)).message
+    assert "identity" in check("ch05-permutation", np.arange(12)).message
+    assert "exactly once" in check("ch05-permutation", [0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]).message
+    assert "shape" in check("ch05-permutation", np.arange(8)).message
     assert "pair i" in check("ch05-permutation", np.roll(p, 1)).message
     # the message never contains the answer
-    for bad in (np.argsort(p), np.arange(8), np.roll(p, 1)):
+    for bad in (np.argsort(p), np.arange(12), np.roll(p, 1)):
         assert str(p.tolist()) not in check("ch05-permutation", bad).message
 
 
@@ -186,8 +194,8 @@ def test_bfloat16_position_odd_answers(answer, fragment):
 
 
 @pytest.mark.parametrize("answer, fragment", [
-    (range(10**20), "far too many"), ([10**400] * 8, "far outside the range"), ([np.inf] * 8, "finite"),
-    (np.ones((2, 4)), "shape (2, 4)"), ("01234567", "text"), ([0.5] * 8, "not a whole number"),
+    (range(10**20), "far too many"), ([10**400] * 12, "far outside the range"), ([np.inf] * 12, "finite"),
+    (np.ones((2, 4)), "shape (2, 4)"), ("01234567", "text"), ([0.5] * 12, "not a whole number"),
 ])
 def test_permutation_odd_answers(answer, fragment):
     fb = check("ch05-permutation", answer)

@@ -18,8 +18,8 @@ __all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope"
            "TABLE_KEY"]
 
 
-# ---- ch05-permutation: interleaved -> half-split for head dim 8 ----------------------------
-PERM_DIM = 8
+# ---- ch05-permutation: half-split -> interleaved for head dim 12 -----------------------------
+PERM_DIM = 12
 
 
 @exercise("ch05-permutation")
@@ -42,15 +42,18 @@ def _check_permutation(answer):
     perm = np.array(perm)
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
-    truth = pairing_permutation(PERM_DIM, source="interleaved", target="half")
+    half = PERM_DIM // 2
+    truth = pairing_permutation(PERM_DIM, source="half", target="interleaved")
     if np.array_equal(perm, truth):
-        return correct("x[perm] lays the interleaved pairs out half-split: pair i lands on (i, i + 4).")
+        return correct(f"x_half[perm] lays the half-split pairs out interleaved: pair i, at (i, i + {half}), lands on "
+                       "(2i, 2i + 1).")
     if np.array_equal(perm, np.argsort(truth)):
-        return wrong("that is the inverse permutation: it carries a half-split layout onto an interleaved one.")
+        return wrong("that is the other direction (interleaved to half-split, the one the chapter printed for width "
+                     "8); here the checkpoint is half-split and the code interleaved.")
     if np.array_equal(perm, np.arange(PERM_DIM)):
-        return wrong("the identity leaves (2i, 2i+1) together; the half-split layout needs them i + 4 apart.")
-    return wrong("with x_half = x_interleaved[perm], coordinate i of the half-split layout must be the first "
-                 "member of pair i and coordinate i + 4 its second member; yours is not.")
+        return wrong(f"the identity leaves the pairs at (i, i + {half}); the interleaved layout needs them side by side.")
+    return wrong(f"with x_interleaved = x_half[perm], coordinate 2i of the interleaved layout must be the first member "
+                 f"of pair i (half-split coordinate i) and coordinate 2i + 1 its second member (i + {half}); yours is not.")
 
 
 # ---- ch05-bfloat16-position: where bfloat16 puts position 1001, and what it costs ------------
