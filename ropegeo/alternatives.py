@@ -293,11 +293,45 @@ class Comparison:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        """Plain-Python form of every per-seed result and the settings."""
-        return {"settings": dict(self.settings),
+        """Plain-Python form of every per-seed result and the settings (lists for tuples)."""
+        settings = {k: list(val) if isinstance(val, tuple) else val for k, val in self.settings.items()}
+        return {"settings": settings,
                 "results": {k: [r.__dict__ | {"stretch_accuracy": list(r.stretch_accuracy),
                                               "stretch_mass": list(r.stretch_mass)} for r in rs]
                             for k, rs in self.results.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Comparison":
+        """Rebuild a comparison from :meth:`to_dict`'s form, e.g. a stored run (results only, no heads).
+
+        Parameters
+        ----------
+        data : dict
+            ``{"settings": ..., "results": {scheme: [per-seed fields]}}``; other keys (provenance) are ignored.
+
+        Returns
+        -------
+        Comparison
+            With ``heads`` empty: the heads themselves are not stored.
+
+        Raises
+        ------
+        ValueError
+            If ``data`` lacks the settings or results, or a result lacks a field of :class:`SchemeResult`.
+        """
+        if not isinstance(data, dict) or "settings" not in data or "results" not in data:
+            raise ValueError("data must be a dict with 'settings' and 'results' (Comparison.to_dict's form)")
+        settings = {k: tuple(val) if isinstance(val, list) else val for k, val in data["settings"].items()}
+        results = {}
+        names = sorted(data["results"], key=lambda n: (SCHEMES.index(n) if n in SCHEMES else len(SCHEMES), n))
+        for name in names:
+            rows = data["results"][name]
+            try:
+                results[name] = [SchemeResult(**(r | {"stretch_accuracy": tuple(r["stretch_accuracy"]),
+                                                      "stretch_mass": tuple(r["stretch_mass"])})) for r in rows]
+            except (TypeError, KeyError) as err:
+                raise ValueError(f"data['results'][{name!r}] does not hold SchemeResult fields: {err}") from None
+        return cls(results, {}, settings)
 
 
 def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, factors, shift):

@@ -181,6 +181,15 @@ def test_figures_build_and_validate():
     c = alt.compare_schemes(("none", "t5", "rope"), seeds=(0,), train_length=24, offset=3, distance=10, shift=4,
                             factors=(2,), steps=100)
     json.dumps(c.to_dict())  # plain Python all the way down
+    back = alt.Comparison.from_dict(json.loads(json.dumps(c.to_dict())))  # the stored-run round trip
+    assert list(back.results) == ["none", "t5", "rope"] and back.heads == {}
+    assert back.settings["factors"] == (2,) and back.markdown() == c.markdown()
+    for name in c.results:
+        assert repr(back.results[name]) == repr(c.results[name])  # NaN fields compare equal as text
+    with pytest.raises(ValueError, match="settings"):
+        alt.Comparison.from_dict({"results": {}})
+    with pytest.raises(ValueError, match="SchemeResult fields"):
+        alt.Comparison.from_dict({"settings": {}, "results": {"rope": [{"seed": 0}]}})
     assert isinstance(bias_shapes(max_offset=50, heads=12, theta=np.ones(8) * 0.1), Figure)
     fig = learned_profiles([c.heads[(n, "local")][0] for n in ("none", "t5", "rope")], length=48, target=3)
     assert [ln.get_label() for ln in fig.axes[0].lines][:3] == ["none", "t5", "rope"]

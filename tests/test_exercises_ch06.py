@@ -9,7 +9,7 @@ import pytest
 from ropegeo import behaviour as gc
 from ropegeo.exercises import check, exercise_ids
 
-IDS = ["ch06-collision-margin", "ch06-reset-winner", "ch06-interpolated-rope", "ch06-rival-seeds",
+IDS = ["ch06-collision-margin", "ch06-yarn-log", "ch06-reset-winner", "ch06-interpolated-rope", "ch06-rival-seeds",
        "ch06-learned-margin"]
 
 
@@ -34,16 +34,40 @@ def test_stubs_fail(ex):
 
 # ---- collision margin
 def test_collision_margin():
-    k = sum(math.cos(6283 * t) for t in bank(8)) / 4
+    k = sum(math.cos(6283 * t / 2) for t in bank(8)) / 4  # interpolated by 2: every frequency halved
     d = math.sqrt(2 * (1 - k))
+    assert d > 0.9  # about half a turn of the fastest pair: far apart
     assert check("ch06-collision-margin", d)
+    k_raw = sum(math.cos(6283 * t) for t in bank(8)) / 4
+    assert "original ruler" in check("ch06-collision-margin", math.sqrt(2 * (1 - k_raw))).message
+    k_mul = sum(math.cos(6283 * t * 2) for t in bank(8)) / 4
+    assert "multiplied" in check("ch06-collision-margin", math.sqrt(2 * (1 - k_mul))).message
     assert "similarity K" in check("ch06-collision-margin", k).message
     assert "1 - K" in check("ch06-collision-margin", 1 - k).message
     assert "constant" in check("ch06-collision-margin", math.sqrt(1 - k)).message
-    k_one = sum(math.cos(6288 * t) for t in bank(8)) / 4
+    k_one = sum(math.cos(6288 * t / 2) for t in bank(8)) / 4
     assert "difference" in check("ch06-collision-margin", math.sqrt(2 * (1 - k_one))).message
     assert "one number" in check("ch06-collision-margin", "D").message
     assert f"{d:.4f}" not in check("ch06-collision-margin", k).message
+
+
+# ---- yarn vs log-length: first-order agreement, found numerically here
+def test_yarn_log():
+    # the L at which d/d(ln s) of both multipliers agree at s = 1, by bisection on the slopes
+    def slope_gap(L, h=1e-6):
+        yarn = ((0.1 * h + 1) ** 2 - 1) / h
+        log_len = (math.log(math.exp(h) * L) / math.log(L) - 1) / h
+        return log_len - yarn
+    lo, hi = 10.0, 1000.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if slope_gap(mid) > 0 else (lo, mid)
+    assert lo == pytest.approx(148.41, rel=1e-3)
+    assert check("ch06-yarn-log", math.exp(5))
+    assert "ln L" in check("ch06-yarn-log", 5).message
+    assert "square" in check("ch06-yarn-log", math.exp(10)).message
+    assert "expand" in check("ch06-yarn-log", 64).message
+    assert "first order" in check("ch06-yarn-log", 100).message
 
 
 # ---- reset winner: a loop over queries and visible keys, scores from the pair coefficients
@@ -156,7 +180,7 @@ def test_rival_seeds(seed_truth):
 
 # ---- learned margin: closed-form chord with the amplitudes |q_i| |k_i| read from the vectors
 def test_learned_margin():
-    head = gc.train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=1)
+    head = gc.train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=8)
     theta = bank(16)
     amp = np.array([math.hypot(head.q[2 * i], head.q[2 * i + 1]) * math.hypot(head.k[2 * i], head.k[2 * i + 1])
                     for i in range(8)])

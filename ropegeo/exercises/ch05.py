@@ -1,4 +1,4 @@
-"""Checks for the exercises of chapter 5 (where the same formula gets wired differently).
+"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision).
 
 Each check derives the expected answer here and, when an answer is wrong, names the mistake it
 recognises (an inverse permutation, a sign, another format's limit, another defect) without
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..broken import CATALOGUE, CacheOffByOne, PositionDefect
+from ..broken import PositionDefect
 from ..gate_a import GateAError, gate_a
 from ..rotation import pairing_permutation
 from . import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 
-__all__ = ["mystery", "MYSTERY_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
+__all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
            "TABLE_KEY"]
 
 
-# ---- ch05-permutation: interleaved -> half-split for head dim 8 ----------------------------
-PERM_DIM = 8
+# ---- ch05-permutation: half-split -> interleaved for head dim 12 -----------------------------
+PERM_DIM = 12
 
 
 @exercise("ch05-permutation")
@@ -42,15 +42,18 @@ def _check_permutation(answer):
     perm = np.array(perm)
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
-    truth = pairing_permutation(PERM_DIM, source="interleaved", target="half")
+    half = PERM_DIM // 2
+    truth = pairing_permutation(PERM_DIM, source="half", target="interleaved")
     if np.array_equal(perm, truth):
-        return correct("x[perm] lays the interleaved pairs out half-split: pair i lands on (i, i + 4).")
+        return correct(f"x_half[perm] lays the half-split pairs out interleaved: pair i, at (i, i + {half}), lands on "
+                       "(2i, 2i + 1).")
     if np.array_equal(perm, np.argsort(truth)):
-        return wrong("that is the inverse permutation: it carries a half-split layout onto an interleaved one.")
+        return wrong("that is the other direction (interleaved to half-split, the one the chapter printed for width "
+                     "8); here the checkpoint is half-split and the code interleaved.")
     if np.array_equal(perm, np.arange(PERM_DIM)):
-        return wrong("the identity leaves (2i, 2i+1) together; the half-split layout needs them i + 4 apart.")
-    return wrong("with x_half = x_interleaved[perm], coordinate i of the half-split layout must be the first "
-                 "member of pair i and coordinate i + 4 its second member; yours is not.")
+        return wrong(f"the identity leaves the pairs at (i, i + {half}); the interleaved layout needs them side by side.")
+    return wrong(f"with x_interleaved = x_half[perm], coordinate 2i of the interleaved layout must be the first member "
+                 f"of pair i (half-split coordinate i) and coordinate 2i + 1 its second member (i + {half}); yours is not.")
 
 
 # ---- ch05-bfloat16-position: where bfloat16 puts position 1001, and what it costs ------------
@@ -141,53 +144,65 @@ def _check_rope_half(answer):
     return correct("Gate A passes it as a half-split rotary operator with base 10,000 at head dims 16 and 64.")
 
 
-# ---- ch05-diagnose: name the defect of a mystery implementation ----------------------------
-#: What the mystery implementation declares (keyword arguments of gate_a).
-MYSTERY_DECLARED = {"head_dim": 32, "pairing": "interleaved", "base": 10_000.0}
+# ---- ch05-diagnose: find the defect of a suspect implementation ---------------------------
+#: What the suspect implementation declares (keyword arguments of gate_a).
+SUSPECT_DECLARED = {"head_dim": 32, "pairing": "half", "base": 10_000.0}
 
 
-class _Mystery:
-    """A rotary layer with a KV cache; its defect is the exercise (run Gate A on it)."""
+def suspect_rope():
+    """A rotary callable ``f(x, positions)`` with one wiring defect (``ch05-diagnose``).
 
-    def __init__(self):
-        self._impl = CacheOffByOne(32)
+    It declares :data:`SUSPECT_DECLARED`; what it does instead is the exercise.
+    """
+    base = SUSPECT_DECLARED["base"]
 
-    def __call__(self, x, positions, role="query"):
-        return self._impl(x, positions, role=role)
+    def rope(x, positions):
+        x = np.asarray(x, dtype=np.float64)
+        d = x.shape[-1]
+        angle = np.asarray(positions, dtype=np.float64)[..., None] * base ** (-np.arange(0, d, 2) / d)
+        angle = np.repeat(angle, 2, axis=-1)  # the defect: a table laid out for interleaved pairs ...
+        h = d // 2
+        turned = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)  # ... used with rotate_half
+        return x * np.cos(angle) + turned * np.sin(angle)
 
-    def prefill(self, keys, values):
-        return self._impl.prefill(keys, values)
-
-    def decode_step(self, query, key, value):
-        return self._impl.decode_step(query, key, value)
-
-
-def mystery() -> _Mystery:
-    """A fresh mystery implementation for ``ch05-diagnose`` (declared: :data:`MYSTERY_DECLARED`)."""
-    return _Mystery()
+    return rope
 
 
-_MYSTERY_NAME = "cache-off-by-one"
+def _suspect_pairs() -> np.ndarray:
+    """The rotary pair whose frequency each coordinate of the suspect turns at: j // 2."""
+    return np.arange(SUSPECT_DECLARED["head_dim"]) // 2
 
 
 @exercise("ch05-diagnose")
 def _check_diagnose(answer):
-    if not isinstance(answer, str):
-        return wrong(f"expected the name of a catalogue entry as a string, got {type(answer).__name__}")
-    name = answer.strip().lower()
-    if name not in CATALOGUE:
-        return wrong(f"{short(answer)} is not a catalogue name; the names are: {', '.join(CATALOGUE)}")
-    if name == _MYSTERY_NAME:
-        return correct("the new token lands one past the cache: a defect in the decoding path only.")
-    guess = CATALOGUE[name]
-    if not guess.broken:
-        return wrong(f"{name!r} is a correct implementation, but Gate A fails this one.")
-    rep = gate_a(mystery(), **MYSTERY_DECLARED)
-    if guess.check in rep.failed:
-        return wrong(f"right check ('{guess.check}' fails), wrong defect: read where the diagnosis says the new "
-                     "token is placed.")
-    return wrong(f"that defect would make Gate A's '{guess.check}' check fail, and on this implementation it "
-                 "passes.")
+    d = SUSPECT_DECLARED["head_dim"]
+    if isinstance(answer, (str, bytes)):
+        return wrong(f"expected {d} pair indices, one per coordinate, got the text {short(answer)}")
+    items, bad = as_items(answer, f"an array of {d} pair indices", max_items=4096)
+    if bad:
+        return bad
+    if len(items) != d:
+        return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
+    pairs = []
+    for item in items:
+        i, bad = as_whole(item, "pair indices as whole numbers", limit=10**6)
+        if bad:
+            return bad
+        pairs.append(i)
+    pairs = np.array(pairs)
+    truth = _suspect_pairs()
+    if np.array_equal(pairs, truth):
+        return correct("coordinate j turns at the frequency of pair j // 2: the cos/sin table is laid out for "
+                       "interleaved pairs while rotate_half pairs j with j + 16, so each plane gets two different "
+                       "angles and the map is no rotation at all.")
+    if np.array_equal(pairs, np.arange(d) % (d // 2)):
+        return wrong("that is what the declaration (half-split) promises, not what the code does: rotate e_j at "
+                     "position 1 and read the angle of coordinate j.")
+    if np.array_equal(pairs, d // 2 - 1 - truth):
+        return wrong("right grouping, reversed order: pair 0 is the fastest (1 rad per position).")
+    wrong_count = int(np.sum(pairs != truth))
+    return wrong(f"{wrong_count} of the {d} coordinates are assigned another pair than the one whose frequency they "
+                 "turn at; f(e_j, [1])[j] is the cosine of coordinate j's angle at position 1.")
 
 
 # ---- ch05-table-size: the length of a cos/sin table that wraps ----------------------------
@@ -213,52 +228,33 @@ def table_rope():
 TABLE_QUERY, TABLE_KEY = 10_000, 5_000
 
 
-def _table_answer(answer):
-    items, bad = as_items(answer, "a pair (rows, offset)", max_items=64)
-    if bad:
-        return None, None, bad
-    if len(items) != 2:
-        return None, None, wrong("expected a pair (rows, offset): the table's length and how far after the key the "
-                                 "query appears")
-    rows, bad = as_whole(items[0], "the number of rows as a whole number", limit=10**12)
-    if bad:
-        return None, None, bad
-    seen, bad = as_whole(items[1], "the offset as a whole number of positions", limit=10**12)
-    return rows, seen, bad
+def _offset_with(rows: int) -> int:
+    """The offset the score sees for TABLE_QUERY and TABLE_KEY with a table of ``rows`` rows."""
+    return TABLE_QUERY % rows - TABLE_KEY % rows
 
 
 @exercise("ch05-table-size")
 def _check_table_size(answer):
-    n, seen, bad = _table_answer(answer)
+    seen, bad = as_whole(answer, "the offset as a whole number of positions", limit=10**12)
     if bad:
         return bad
     rows = _TABLE_ROWS
-    if n != rows:
-        if n == rows - 1:
-            return wrong("that is the index of the last row; the table holds one row more (rows 0 to that index).")
-        if n > rows and n % rows == 0:
-            return wrong("the rotations do repeat after that many positions, but they already repeat sooner: find "
-                         "the smallest period.")
-        if n in (131_072, 4096):
-            return wrong("that is a context you declared to Gate A, not a property of the table; read the diagnosis "
-                         "of the run with the default context.")
-        if n > 0 and n & (n - 1) == 0:
-            return wrong("tables are often a power of two long, but not this one: test your guess by comparing "
-                         "f(x, [p]) with f(x, [p - N]) for a position p past the table.")
-        return wrong("look for the smallest N with f(x, [p]) equal to f(x, [p - N]) for a position p past the table.")
-    q, k = TABLE_QUERY % rows, TABLE_KEY % rows
-    truth = q - k
+    truth = _offset_with(rows)
     if seen == truth:
-        return correct(f"the table has {rows:,} rows; the query at {TABLE_QUERY:,} is read from row {q:,}, so the score "
-                       f"sees it {abs(truth):,} positions {'before' if truth < 0 else 'after'} the key instead of "
+        return correct(f"the query at {TABLE_QUERY:,} is read from row {TABLE_QUERY % rows:,} of the {rows:,}, so the "
+                       f"score sees it {abs(truth):,} positions {'before' if truth < 0 else 'after'} the key instead of "
                        f"{TABLE_QUERY - TABLE_KEY:,} after: the sign of the displacement flips.")
     if seen == TABLE_QUERY - TABLE_KEY:
-        return wrong("the table length is right; that offset is the true one, but the score sees the positions the "
-                     "table rows stand for.")
+        return wrong("that offset is the true one, but the score sees the positions the table rows stand for.")
     if seen == -truth:
-        return wrong("the table length is right; check the sign: query position minus key position, both as the "
-                     "table sees them.")
-    if seen == q:
-        return wrong("the table length is right; that is the row the query is read from: subtract the key's.")
-    return wrong("the table length is right; reduce both positions modulo the table length, then subtract the key's "
-                 "from the query's.")
+        return wrong("right size, wrong sign: query position minus key position, both as the table sees them.")
+    if seen == TABLE_QUERY % rows:
+        return wrong("that is the row the query is read from: subtract the key's.")
+    if seen == _offset_with(rows - 1):
+        return wrong("that uses the index of the table's last row as its length; the table holds one row more.")
+    for other in (4096, 8192, 131_072):
+        if seen == _offset_with(other):
+            return wrong(f"that offset assumes a table of {other:,} rows; measure the table's length (the smallest N "
+                         "with f(x, [p]) equal to f(x, [p - N]) for a position p past the table).")
+    return wrong("find the table's length first, then reduce both positions modulo it and subtract the key's row from "
+                 "the query's.")

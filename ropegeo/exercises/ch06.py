@@ -20,9 +20,11 @@ from ..geometry import kernel
 from ..manifest import RopeManifest
 from ..margins import separation_margin
 
-__all__ = ["COLLISION_OFFSETS", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
+__all__ = ["COLLISION_OFFSETS", "COLLISION_FACTOR", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
 
 COLLISION_OFFSETS = (5, 6288)
+#: ch06-collision-margin serves the head-dim-8 ruler interpolated by this factor (every frequency divided by it).
+COLLISION_FACTOR = 2
 RIVAL_LENGTHS = (256, 384, 512)
 INTERPOLATION_FACTOR = 4.0
 
@@ -38,12 +40,17 @@ def _check_collision(answer):
     x, bad = _number(answer, "the phase distance D")
     if bad:
         return bad
-    theta = frequencies(8)
+    theta = frequencies(8) / COLLISION_FACTOR
     a, b = COLLISION_OFFSETS
     k = float(kernel(b - a, theta))
     truth = math.sqrt(2.0 * (1.0 - k))
     if abs(x - truth) <= 1e-6 * max(1.0, truth):
-        return correct(f"D = {truth:.4f}: with min_margin above it Gate B fails, at or below it the audit passes.")
+        return correct(f"D = {truth:.4f}: halving every frequency leaves the three fast pairs near whole turns but puts "
+                       "the slowest on half a turn, so on this ruler the two offsets are far apart.")
+    k_raw = float(kernel(b - a, frequencies(8)))
+    if abs(x - math.sqrt(2.0 * (1.0 - k_raw))) <= 1e-6:
+        return wrong(f"that is the distance on the original ruler, which the chapter showed; divide every frequency by "
+                     f"{COLLISION_FACTOR} first.")
     if abs(x - k) <= 1e-6:
         return wrong("that is the similarity K of the two offsets, not their distance; Gate B's margin is the "
                      "chord between the two phase signatures, small when K is close to 1.")
@@ -57,7 +64,30 @@ def _check_collision(answer):
         if abs(x - math.sqrt(2.0 * (1.0 - float(kernel(off, theta))))) <= 1e-6:
             return wrong("the distance depends on the difference of the two offsets only (the relative law); "
                          "you used one offset on its own.")
-    return wrong("not the equal-weight phase distance of the two offsets on the head-dim-8 bank (base 10,000).")
+    if abs(x - math.sqrt(2.0 * (1.0 - float(kernel(b - a, frequencies(8) * COLLISION_FACTOR))))) <= 1e-6:
+        return wrong("interpolation divides the frequencies by the factor (positions are squeezed); you multiplied.")
+    return wrong(f"not the equal-weight phase distance of the two offsets on the head-dim-8 bank (base 10,000) with "
+                 f"every frequency divided by {COLLISION_FACTOR}.")
+
+
+# ---- ch06-yarn-log: when YaRN's logit factor and log-length scaling agree to first order --------
+@exercise("ch06-yarn-log")
+def _check_yarn_log(answer):
+    x, bad = _number(answer, "the training length L")
+    if bad:
+        return bad
+    truth = math.exp(5.0)  # (1 + 0.1 ln s)**2 = 1 + 0.2 ln s + ...; ln(sL)/ln L = 1 + ln s / ln L
+    if abs(x - truth) <= 1e-6 * truth:
+        return correct("L = e^5, about 148: both multipliers are 1 + 0.2 ln s to first order there; at L = 64 "
+                       "(ln L = 4.16) log-length scaling grows a little faster.")
+    if abs(x - 5.0) <= 1e-9:
+        return wrong("that is ln L; the question asks for the training length itself.")
+    if abs(x - math.exp(10.0)) <= 1e-6 * math.exp(10.0):
+        return wrong("you matched YaRN's factor itself; the logits are multiplied by its square, because both the "
+                     "queries and the keys are scaled by it.")
+    if abs(x - 64.0) <= 1e-9:
+        return wrong("at 64 the two multipliers are close but not equal to first order: expand both in ln s.")
+    return wrong("expand both multipliers to first order in ln s and equate the coefficients of ln s.")
 
 
 # ---- ch06-reset-winner -----------------------------------------------------------------------
@@ -184,10 +214,14 @@ def _check_rivals(answer):
 
 
 # ---- ch06-learned-margin -------------------------------------------------------------------------
+#: The seed of ch06-learned-margin: the losing seed whose margins the chapter does not print.
+_LEARNED_SEED = 8
+
+
 @functools.lru_cache(maxsize=1)
 def _margin_truth():
 
-    head = _head(1)
+    head = _head(_LEARNED_SEED)
     rival = distant_rival(head, 512).rival
     theta = frequencies(16)
     amp = head.amplitudes()

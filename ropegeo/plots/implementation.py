@@ -1,4 +1,4 @@
-"""Figures of chapter 5: where the same rotary formula gets wired differently.
+"""Figures of chapter 5: one rotary operator, many implementations (pairs, positions, precision).
 
 Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
