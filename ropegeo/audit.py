@@ -30,7 +30,7 @@ from .gate_a import gate_a as run_gate_a
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
 from .margins import MAX_DIRECT, MAX_OFFSETS, separation_margin
-from .rotation import apply_rope, relative_law_error  # noqa: F401 - relative_law_error kept importable here
+from .rotation import apply_rope, relative_law_error
 from .scaling import Scaling, scaled_frequencies
 
 __all__ = ["GeometryAudit", "geometry_audit", "GATES", "MIN_MARGIN", "GateBResult", "gate_b", "default_offsets",

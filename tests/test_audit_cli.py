@@ -5,7 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from ropegeo.audit import geometry_audit, relative_law_error
+from ropegeo.audit import geometry_audit
+from ropegeo.rotation import relative_law_error
 from ropegeo.cli import main
 
 # What the seed article's own script prints for its default settings (head 128, base 1e4,
