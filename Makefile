@@ -78,12 +78,13 @@ book: install vendor
 
 test: install test-package test-notebooks test-book test-site assignments
 
+# Both run on every core (pytest-xdist); each notebook's cells stay in order in one kernel (loadfile).
 test-package: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests
 
 test-notebooks: install
 	@test -n "$(NOTEBOOKS)" || { echo "no notebooks in chapters/"; exit 1; }
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p tests.nbval_numbers $(NOTEBOOKS)
 
 test-book: install vendor
