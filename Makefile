@@ -134,7 +134,7 @@ $(TORCH_STAMP): requirements.txt pyproject.toml
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
-	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/torch
+	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/with_torch
 
 bench: install
 	@for f in $$(ls bench/*.py | grep -v "/_"); do echo "== $$f"; $(BIN)/python $$f || exit 1; done
