@@ -224,10 +224,11 @@ def _from_manifest(manifest, target_length):
             raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
                              f"shipped model name, got {type(manifest).__name__}")
         manifest = resolve(manifest)
-    seq = target_length if target_length is not None else None
+    # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
+    # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
+    seq = target_length or manifest.target_length or manifest.max_position_embeddings
     out = dict(head_dim=manifest.head_dim, base=manifest.base, rotary_dim=manifest.rotary_dim,
-               pairing=manifest.pairing, phase_dtype=manifest.phase_dtype,
-               max_position=target_length or manifest.target_length or manifest.max_position_embeddings,
+               pairing=manifest.pairing, phase_dtype=manifest.phase_dtype, max_position=seq,
                attention_factor=float(manifest.attention_factor(seq)),
                extra_sizes=tuple(s for s in (manifest.max_position_embeddings,
                                              manifest.original_max_position_embeddings) if s))
@@ -245,8 +246,19 @@ def _dtype_arg(name, value, allow_none=False):
     return value
 
 
-def _probe_dims(fn, head_dim, rng):
-    """The head widths the implementation accepts; the first is the one read in detail."""
+def _probe_dims(fn, head_dim, rng, only_declared=False):
+    """The head widths the implementation accepts (the first is the one read in detail), each
+    with its output order learnt (:meth:`Impl.learn_order`)."""
+    dims = _accepted_dims(fn, head_dim, rng, only_declared)
+    for d in dims:
+        try:
+            fn.learn_order(d)
+        except Refused:  # the identity probe refused: the checks report what they can
+            pass
+    return dims
+
+
+def _accepted_dims(fn, head_dim, rng, only_declared):
     def probe(d):
         try:
             fn(rng.normal(size=(3, d)), np.arange(3))
@@ -263,6 +275,8 @@ def _probe_dims(fn, head_dim, rng):
         if err is not None:
             raise GateAError(f"the implementation failed on x of shape (3, {head_dim}) at positions 0..2: "
                              f"{type(err).__name__}: {err}")
+        if only_declared:  # a configuration fixes the width: the model never sees another
+            return [head_dim]
         return [head_dim] + [d for d in _HEAD_DIMS if d != head_dim and probe(d) is None][:2]
     results = {d: probe(d) for d in _HEAD_DIMS}
     dims = [d for d, e in results.items() if e is None]
@@ -434,7 +448,7 @@ def gate_a(
     (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
      extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
     fn = Impl(impl, attention_factor)
-    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]))
+    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=manifest is not None)
     d = dims[0]
     _, rot_decl = resolve_rotary_dim(d, rotary_dim)
     if theta is not None:
@@ -464,6 +478,11 @@ def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
         inferred["position_defect"] = {k: ctx.position_defect[k] for k in ("kind", "boundary")}
     protocols = ["callable"] + (["role"] if fn.role else []) + (["decoder"] if fn.decoder else [])
     notes = list(dict.fromkeys(ctx.notes))
+    if fn.order:
+        inferred["output_order"] = {int(w): [int(i) for i in o] for w, o in fn.order.items()}
+        notes.append("the implementation returns the coordinates in another order (position 0 gives a permutation, "
+                     "not the identity, e.g. interleaved pairs written half-split); queries and keys are reordered "
+                     "alike, so scores are unchanged: the checks read the output in the input's order")
     if fn.torch is not None:  # pragma: no cover - torch path
         notes.append("the implementation was called with torch tensors")
     return GateAReport(declared=declared, protocols=protocols, head_dims=ctx.dims, dtypes=["float64", "float32"],
