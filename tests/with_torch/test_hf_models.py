@@ -112,9 +112,10 @@ def test_broken_variants_are_named(case, defect, dtype):
         return
     check, kind = DEFECTS[defect]
     if case == "dynamic-ntk" and defect == "origin-off-by-one":
-        # the shifted ids also lengthen the pass by one token, so dynamic NTK forms slightly
-        # different frequencies too: both are named
-        assert "origin" in r.failed and "position-id" in r.defects and "frequency" in r.defects, r.table()
+        # the shifted ids also lengthen the pass by one token, so dynamic NTK forms slightly different
+        # frequencies too (seen in float32, below the rounding of bfloat16 and float16 data)
+        assert "origin" in r.failed and "position-id" in r.defects, r.table()
+        assert set(r.defects) <= {"position-id", "frequency"}, r.table()
         return
     assert r.failed and r.failed[0] == check, r.table()
     assert r.defects[0] == kind, r.table()
