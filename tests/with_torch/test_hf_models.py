@@ -119,3 +119,11 @@ def test_broken_variants_are_named(case, defect, dtype):
         return
     assert r.failed and r.failed[0] == check, r.table()
     assert r.defects[0] == kind, r.table()
+
+
+def test_gpt_oss_truncate_is_part_of_the_promise():
+    # the same YaRN block with truncate: true (the ramp ends rounded to whole pairs) is not what
+    # gpt-oss's config.json (truncate: false) declares
+    scaling = dict(hm.shipped_config("gpt-oss-20b")["rope_scaling"], truncate=True)
+    r = gate_a(hm.model_rotary("gpt-oss-20b", "float32", rope_scaling=scaling), manifest="gpt-oss-20b")
+    assert r.failed == ["frequencies"] and r.defects == ["frequency"], r.table()
