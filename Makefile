@@ -119,23 +119,26 @@ assignments: install
 	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
 	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_assignments.py
 
-# Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J)
-# in float32, bfloat16 and float16. torch never goes into requirements.txt (Binder stays light).
+# Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J,
+# Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) in float32, bfloat16 and float16, from
+# tests/with_torch. torch never goes into requirements.txt (Binder stays light). The CPU wheel index is
+# asked for torch only; `make test-torch TORCH_INDEX=` skips it (a local wheel through pip's find-links).
 TORCH_VENV         := .venv-torch
 TORCH_VERSION      := 2.13.0
 TRANSFORMERS_VERSION := 5.24.0
+TORCH_INDEX        ?= https://download.pytorch.org/whl/cpu
 TORCH_STAMP        := $(TORCH_VENV)/.installed-stamp-$(TORCH_VERSION)-$(TRANSFORMERS_VERSION)
 
 $(TORCH_STAMP): requirements.txt pyproject.toml
 	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
 	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements.txt
-	$(TORCH_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION) transformers==$(TRANSFORMERS_VERSION) \
-		--extra-index-url https://download.pytorch.org/whl/cpu
+	$(TORCH_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(TORCH_VENV)/bin/python -m pip install --quiet transformers==$(TRANSFORMERS_VERSION)
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
-	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/torch
+	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/with_torch
 
 bench: install
 	@for f in $$(ls bench/*.py | grep -v "/_"); do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -25,7 +25,7 @@ import numpy as np
 from . import _json
 from . import _validate as v
 from .frequencies import frequencies, slow_pairs, wavelengths
-from .gate_a import _resolve  # allow-listed in tests/test_structure.py until gate_a makes it public
+from .gate_a import resolve_target
 from .gate_a import gate_a as run_gate_a
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
@@ -940,7 +940,7 @@ def run_report_subcommand(args) -> int:
             raise ValueError(f"report {target} needs the operator your code declares: give --config NAME_OR_PATH "
                              "(a shipped model or a config.json); ropegeo does not assume a pairing, head width or base")
         declared = resolve(args.config, layer_type=args.layer_type)
-        target = _resolve(target)
+        target = resolve_target(target)
     elif args.config is not None:
         raise ValueError("--config declares a MODULE:FUNCTION target; a configuration declares itself")
     elif args.layer_type is not None:

@@ -355,10 +355,6 @@ def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
 CATALOGUE: dict[str, CatalogueEntry] = _build()
 
 
-#: Widest head the catalogue builds (its probes draw samples x head_dim arrays).
-MAX_HEAD_DIM = 4096
-
-
 def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
     """A fresh catalogue entry (its implementation has an empty cache).
 
@@ -369,7 +365,7 @@ def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
     """
     if not isinstance(name, str) or name not in CATALOGUE:
         raise ValueError(f"name must be one of {', '.join(CATALOGUE)}, got {name!r}")
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     if head_dim < 4 or head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
     return _build(head_dim)[name]
@@ -560,7 +556,7 @@ def shift_change(name: str = "interleaved", shift: int = 1000, *, side: str = "b
     shift = v.integer("shift", shift, minimum=-10**7, maximum=10**7)
     samples = v.integer("samples", samples, minimum=1, maximum=100_000)
     max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     impl = entry(name, head_dim).impl
     if samples * head_dim > 2**23:
         raise ValueError(f"samples * head_dim must be at most {2**23:,} (64 MiB per array), got {samples * head_dim:,}")
@@ -592,7 +588,7 @@ def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int
     if max(lengths) > 4096:
         raise ValueError(f"each document must be at most 4,096 tokens here (its scores form a square), "
                          f"got {max(lengths):,}")
-    d = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    d = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
     Q, K = rng.normal(size=(2, reset.size, d))
     worst, start = 0.0, 0
@@ -643,7 +639,7 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
     name : str
         A catalogue entry (see :data:`CATALOGUE`).
     head_dim : int
-        Head width (a multiple of 4, up to :data:`MAX_HEAD_DIM`).
+        Head width (a multiple of 4, up to :data:`ropegeo._validate.MAX_HEAD_DIM`).
     seed : int
         Draws the token vectors.
 
@@ -654,7 +650,7 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
     from .manifest import RopeManifest
 
     prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     impl = entry(name, head_dim).impl
     m = RopeManifest(**CATALOGUE[name].manifest)
     x = np.random.default_rng(v.integer("seed", seed, minimum=0)).normal(size=(prompt + 1, head_dim))
@@ -741,7 +737,7 @@ def defect_entry(name: str, head_dim: int = 64) -> CatalogueEntry:
     """
     if not isinstance(name, str) or name not in DEFECTS:
         raise ValueError(f"name must be one of {', '.join(DEFECTS)}, got {name!r}")
-    head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     if head_dim < 4 or head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
     return _defects(head_dim)[name]

@@ -35,14 +35,13 @@ place in :data:`CHECKS`), so skipping one check leaves the vectors of the others
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _validate as v
+from ._json import dumps, plain
 from .checks import Check, verdict
 from .frequencies import frequencies, resolve_rotary_dim
 from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
@@ -76,8 +75,9 @@ _TABLE = (
 CHECKS = {name: (protocol, question) for name, protocol, question, _ in _TABLE}
 
 _HEAD_DIMS = (8, 16, 32, 64, 128, 256)
-#: Widest head Gate A probes: its probes build head_dim x head_dim inputs per position.
-MAX_HEAD_DIM = 1024
+#: Widest head Gate A audits: its probes build head_dim x head_dim inputs per position (narrower
+#: than :data:`ropegeo._validate.MAX_HEAD_DIM`, the widest head the package accepts elsewhere).
+MAX_AUDITED_HEAD_DIM = 1024
 #: Declared context when neither ``max_position`` nor a manifest gives one.
 DEFAULT_MAX_POSITION = 131_072
 #: Largest declared context probed (positions stay exact in float64 far beyond).
@@ -140,11 +140,11 @@ class GateAReport:
             "failed": self.failed,
             "defects": self.defects,
             "diagnosis": self.diagnosis,
-            "declared": _plain(self.declared),
+            "declared": plain(self.declared),
             "protocols": self.protocols,
             "head_dims": self.head_dims,
             "dtypes": self.dtypes,
-            "inferred": _plain(self.inferred),
+            "inferred": plain(self.inferred),
             "checks": [c.to_dict() for c in self.checks],
             "notes": self.notes,
             "seconds": self.seconds,
@@ -158,8 +158,8 @@ class GateAReport:
                    seconds=d["seconds"])
 
     def to_json(self, **kwargs) -> str:
-        kwargs.setdefault("default", _json_default)
-        return json.dumps(self.to_dict(), **kwargs)
+        """The report as JSON (:func:`ropegeo._json.dumps`: no NaN, no numpy types)."""
+        return dumps(self.to_dict(), **kwargs)
 
     def table(self, passing_sizes: bool = True) -> str:
         """A readable report: one line per check, the precision found, then the diagnoses.
@@ -202,29 +202,14 @@ class GateAReport:
         return self.table()
 
 
-def _plain(o):
-    """A JSON-safe copy: numpy scalars to Python, non-finite floats to None."""
-    if isinstance(o, dict):
-        return {k: _plain(val) for k, val in o.items()}
-    if isinstance(o, (list, tuple, np.ndarray)):
-        return [_plain(val) for val in o]
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (float, np.floating)):
-        return float(o) if math.isfinite(o) else None
-    return o
+def json_default(o):
+    """``default=`` hook for ``json.dumps``: numpy values as plain Python (:func:`ropegeo._json.plain`)."""
+    out = plain(o)
+    if out is o:
+        raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+    return out
 
 
-def _json_default(o):
-    if isinstance(o, (np.bool_,)):
-        return bool(o)
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"{type(o).__name__} is not JSON serialisable")
 
 
 def _from_manifest(manifest, target_length):
@@ -238,10 +223,11 @@ def _from_manifest(manifest, target_length):
             raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
                              f"shipped model name, got {type(manifest).__name__}")
         manifest = resolve(manifest)
-    seq = target_length if target_length is not None else None
+    # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
+    # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
+    seq = target_length or manifest.target_length or manifest.max_position_embeddings
     out = dict(head_dim=manifest.head_dim, base=manifest.base, rotary_dim=manifest.rotary_dim,
-               pairing=manifest.pairing, phase_dtype=manifest.phase_dtype,
-               max_position=target_length or manifest.target_length or manifest.max_position_embeddings,
+               pairing=manifest.pairing, phase_dtype=manifest.phase_dtype, max_position=seq,
                attention_factor=float(manifest.attention_factor(seq)),
                extra_sizes=tuple(s for s in (manifest.max_position_embeddings,
                                              manifest.original_max_position_embeddings) if s))
@@ -259,8 +245,19 @@ def _dtype_arg(name, value, allow_none=False):
     return value
 
 
-def _probe_dims(fn, head_dim, rng):
-    """The head widths the implementation accepts; the first is the one read in detail."""
+def _probe_dims(fn, head_dim, rng, only_declared=False):
+    """The head widths the implementation accepts (the first is the one read in detail), each
+    with its output order learnt (:meth:`Impl.learn_order`)."""
+    dims = _accepted_dims(fn, head_dim, rng, only_declared)
+    for d in dims:
+        try:
+            fn.learn_order(d)
+        except Refused:  # the identity probe refused: the checks report what they can
+            pass
+    return dims
+
+
+def _accepted_dims(fn, head_dim, rng, only_declared):
     def probe(d):
         try:
             fn(rng.normal(size=(3, d)), np.arange(3))
@@ -277,6 +274,8 @@ def _probe_dims(fn, head_dim, rng):
         if err is not None:
             raise GateAError(f"the implementation failed on x of shape (3, {head_dim}) at positions 0..2: "
                              f"{type(err).__name__}: {err}")
+        if only_declared:  # a configuration fixes the width: the model never sees another
+            return [head_dim]
         return [head_dim] + [d for d in _HEAD_DIMS if d != head_dim and probe(d) is None][:2]
     results = {d: probe(d) for d in _HEAD_DIMS}
     dims = [d for d, e in results.items() if e is None]
@@ -337,7 +336,7 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
         raise ValueError(f"max_position must be at most {MAX_POSITION:,}, got {max_position:,}")
     seed = v.integer("seed", seed, minimum=0)
     if head_dim is not None:
-        head_dim = v.head_dim(head_dim, maximum=MAX_HEAD_DIM)
+        head_dim = v.head_dim(head_dim, maximum=MAX_AUDITED_HEAD_DIM)
         resolve_rotary_dim(head_dim, rotary_dim)
     if theta is not None:
         theta = v.finite_array("theta", theta)
@@ -433,6 +432,13 @@ def gate_a(
     ...                 max_position=8192)
     >>> report.passed, report.diagnosis
     (True, 'every measured check passed; not measured: roles, values, decoding')
+
+    The same code declared with the other pairing fails, and the diagnosis names a layout defect:
+
+    >>> wrong = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=32, pairing="interleaved",
+    ...                max_position=8192)
+    >>> wrong.passed, wrong.failed[0], wrong.defects[0]
+    (False, 'layout', 'layout')
     """
     t0 = time.perf_counter()
     decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
@@ -441,7 +447,7 @@ def gate_a(
     (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
      extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
     fn = Impl(impl, attention_factor)
-    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]))
+    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=manifest is not None)
     d = dims[0]
     _, rot_decl = resolve_rotary_dim(d, rotary_dim)
     if theta is not None:
@@ -452,12 +458,16 @@ def gate_a(
     ctx = Ctx(fn, d=d, dims=dims, rot_decl=rot_decl, pairing=pairing, theta_decl=theta_decl, base=base,
               theta_given=theta is not None, phase_dtype=phase_dtype, data_dtype=dtype, max_position=max_position,
               extra_sizes=extra_sizes)
-    checks = _run_checks(ctx, seed)
     declared = {"head_dim": d, "rotary_dim": rot_decl, "base": base, "pairing": pairing, "scale": scale,
                 "phase_dtype": phase_dtype, "dtype": dtype, "max_position": max_position,
                 "attention_factor": attention_factor, "theta": None if theta is None else theta.tolist()}
     if name:
         declared["model"] = name
+    return _report(ctx, fn, declared, _run_checks(ctx, seed), t0)
+
+
+def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
+    """The report of a finished run: what was inferred, the protocols met, the notes."""
     inferred = dict(ctx.inferred)
     lay = inferred.get("layout")
     if lay is not None:
@@ -467,15 +477,27 @@ def gate_a(
         inferred["position_defect"] = {k: ctx.position_defect[k] for k in ("kind", "boundary")}
     protocols = ["callable"] + (["role"] if fn.role else []) + (["decoder"] if fn.decoder else [])
     notes = list(dict.fromkeys(ctx.notes))
+    if fn.order:
+        inferred["output_order"] = {int(w): [int(i) for i in o] for w, o in fn.order.items()}
+        notes.append("the implementation returns the coordinates in another order (position 0 gives a permutation, "
+                     "not the identity, e.g. interleaved pairs written half-split); queries and keys are reordered "
+                     "alike, so scores are unchanged: the checks read the output in the input's order")
     if fn.torch is not None:  # pragma: no cover - torch path
         notes.append("the implementation was called with torch tensors")
-    return GateAReport(declared=declared, protocols=protocols, head_dims=dims, dtypes=["float64", "float32"],
+    return GateAReport(declared=declared, protocols=protocols, head_dims=ctx.dims, dtypes=["float64", "float32"],
                        inferred=inferred, checks=checks, notes=notes, seconds=time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------- command line
-def _resolve(target: str):
-    """Import ``MODULE:ATTR[.ATTR]``; a class is instantiated without arguments."""
+def resolve_target(target: str):
+    """Import ``MODULE:ATTR[.ATTR]``; a class is instantiated without arguments.
+
+    Raises
+    ------
+    ValueError
+        When ``target`` is not ``MODULE:ATTR``, the module cannot be imported, the attribute is
+        missing, or a class cannot be built without arguments.
+    """
     import importlib
 
     if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
@@ -495,6 +517,8 @@ def _resolve(target: str):
         except (Exception, SystemExit) as exc:
             raise ValueError(f"target: the class {attr!r} cannot be built without arguments ({exc})") from None
     return obj
+
+
 
 
 def add_subcommand(sub) -> None:

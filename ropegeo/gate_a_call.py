@@ -74,6 +74,38 @@ class Impl:
         self.decoder = callable(getattr(obj, "prefill", None)) and callable(getattr(obj, "decode_step", None))
         self.torch = None  # the torch module once the implementation is found to need tensors
         self.out_dtypes: set[str] = set()  # every floating dtype returned so far
+        self.order: dict[int, np.ndarray] = {}  # head width -> output order to undo (see learn_order)
+
+    def learn_order(self, d: int) -> bool:
+        """Find a fixed reordering of the output coordinates at width ``d``, and undo it from now on.
+
+        At position 0 a rotary map is the identity. Code that returns its coordinates in another
+        order (DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` reads interleaved pairs and writes
+        them half-split) shows a permutation matrix there instead; queries and keys are reordered
+        alike, so every score is unchanged. The order is read where the map is a (scaled)
+        permutation: at position 0, or at -1, 1, -2, 2 for an origin off by a few positions, so a
+        scaled or shifted map is still read in the right order and named by its own check.
+        Returns True when a reordering was found.
+        """
+        for p in (0, -1, 1, -2, 2):
+            try:
+                out = self(np.eye(d), np.full(d, p, dtype=np.int64))
+            except Refused:  # e.g. negative positions refused
+                continue
+            idx = np.argmax(np.abs(out), axis=1)
+            if not np.array_equal(np.sort(idx), np.arange(d)):
+                continue
+            top = out[np.arange(d), idx]
+            c = float(np.median(top))
+            perm = np.zeros((d, d))
+            perm[np.arange(d), idx] = 1.0
+            if not c > 0 or np.max(np.abs(out / c - perm)) > 0.05:  # not a permutation here
+                continue
+            if np.array_equal(idx, np.arange(d)):
+                return False
+            self.order[d] = idx
+            return True
+        return False
 
     def wrap(self, a):
         if self.torch is None:
@@ -148,6 +180,9 @@ class Impl:
             raise Bad(f"the implementation returned NaN or infinite values (positions up to {hi:,})")
         if self.factor != 1.0 and role != "value":
             arr = arr / self.factor
+        order = self.order.get(arr.shape[-1])
+        if order is not None and role != "value":
+            arr = arr[..., order]
         return arr
 
     def _try_torch(self) -> bool:

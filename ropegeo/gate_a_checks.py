@@ -303,6 +303,8 @@ def _frequency_words(ctx, th, ref, i, fit) -> str:
     ratio = a / ref
     if np.ptp(ratio) <= 1e-3 * ratio.mean():
         r = float(ratio.mean())
+        if abs(r - 1.0) < 1e-3:  # too small for a position scale: say the ratio, not "1 times"
+            return f"every frequency is {r:.7g} times the declared one (a slightly different schedule): " + msg
         return (f"every frequency is {r:.4g} times the declared one: the position scale is wrong, positions advance "
                 f"{r:.4g} times as fast as declared (a position interpolation forgotten, applied twice, or applied "
                 "on one side of the declaration only)")

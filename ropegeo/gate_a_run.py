@@ -116,7 +116,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
 
 def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the worker process
     from . import gate_a_call
-    from .gate_a import _resolve, gate_a
+    from .gate_a import gate_a, resolve_target
 
     ctl = os.fdopen(fd, "w", buffering=1)
 
@@ -126,7 +126,7 @@ def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the work
 
     try:
         say("import")
-        impl = _resolve(opts["target"])
+        impl = resolve_target(opts["target"])
         say("imported")
         gate_a_call.CALL_HOOK = say
         kwargs = {k: opts[k] for k in ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype",

@@ -160,8 +160,11 @@ def test_ctrl_c_exits_130_with_one_line(env):
     import signal
     import time
 
+    # a shell's background job inherits SIGINT ignored (Python then never raises KeyboardInterrupt):
+    # give the command line the default disposition a terminal would
     proc = subprocess.Popen([sys.executable, "-m", "ropegeo", "gate-a", "userrope:sleeps", "--head-dim", "16"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -12,8 +12,7 @@ import importlib
 import pytest
 
 MODULES = ["ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.scaling.schedule", "ropegeo._json",
-           "ropegeo.audit", "ropegeo.manifest"]
-# to add at merge (its file is edited elsewhere meanwhile): ropegeo.gate_a (gate_a)
+           "ropegeo.audit", "ropegeo.manifest", "ropegeo.gate_a"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -16,8 +16,7 @@ import pytest
 
 
 def _installed(name: str) -> bool:
-    """A real installed package, not this directory (``tests/torch`` is a namespace package
-    named ``torch`` whenever ``tests`` is on sys.path): checked without importing it."""
+    """A real installed package (not a namespace directory of the same name), checked without importing it."""
     spec = importlib.util.find_spec(name)
     return spec is not None and spec.origin not in (None, "namespace")
 
