@@ -1,26 +1,12 @@
 """Position schemes side by side: tiny position-only heads trained per scheme, then intervened on.
 
-The heads are trained in :mod:`ropegeo.scheme_heads` (its names are re-exported here). Every
-learned scheme of :mod:`ropegeo.attention` gets the same small experiment as Gate C
-(:mod:`ropegeo.behaviour`): a head that sees one fixed token at every slot (so only positions can
-guide it) is trained to attend to the key ``offset`` slots back, over strictly earlier keys, with
-the full-batch cross-entropy of Gate C, Adam, and hand-derived gradients (checked against finite
-differences in the tests). What each scheme lets the head learn:
+The heads are trained in :mod:`ropegeo.scheme_heads` (its names are re-exported here): a
+content-free head per learned scheme of :mod:`ropegeo.attention`, trained on Gate C's offset task
+(and a head with token tables on its match task); that module's docstring tables what each scheme
+lets the head learn. ``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads
+are the fixed formula.
 
-===============  ==================================  ============================================
-scheme           trained parameters                  score of query ``m`` against key ``n``
-===============  ==================================  ============================================
-``absolute``     table ``T`` (rows), ``W_q, W_k``    ``(e + T_m) W_q W_k^T (e + T_n)^T / sqrt(d)``
-``sinusoidal``   ``W_q, W_k``                        the same with the fixed code ``PE`` for ``T``
-``relative``     query ``q``, key vectors ``a^K_r``  ``q . a^K(clip(n - m, -K, K)) / sqrt(d)`` + const
-``t5``           one bias per bucket ``b``           ``b[t5_bucket(n - m)]`` + const
-``rope``         ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``: trained by
-                                                     :func:`ropegeo.behaviour.train_offset_head`
-===============  ==================================  ============================================
-
-``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads are the fixed formula.
-
-Two closed forms bound what the table can show: :func:`clipped_retrieval_ceiling` (the most attention
+Two closed forms bound what the comparison can show: :func:`clipped_retrieval_ceiling` (the most attention
 clipped relative vectors let any content-free head put on a far key) and :func:`trained_rows_share`
 (the share of the stretched task's queries that an absolute table still covers with trained rows).
 

@@ -36,7 +36,7 @@ from .behaviour import (
     check_match_step,
     check_step_memory,
     check_trained,
-    match_targets,
+    match_cross_entropy,
     softmax_rows,
     train_offset_head,
     training_settings,
@@ -404,23 +404,6 @@ class TrainedMatchHead(TokenHead):
                 f"seed={self.seed}, final loss {last:.3g})")
 
 
-def _match_grad(S: np.ndarray, tok: np.ndarray) -> tuple[float, np.ndarray]:
-    """Cross-entropy of the most-recent-match task over strictly earlier keys, and its gradient in S."""
-    B, L, _ = S.shape
-    target = match_targets(tok)
-    valid = target >= 0
-    count = int(valid.sum())
-    if count == 0:
-        raise ValueError("tokens contain no query with an earlier occurrence of its token")
-    bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
-    p, top, z = softmax_rows(S.copy(), np.tri(L, L, -1))
-    loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - S[bi, mi, ti]))
-    g = p * (valid / count)[..., None]
-    g[bi, mi, ti] -= 1.0 / count
-    return loss, g
-
-
 def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
     """Sum per-slot gradients (B, L, d) into per-token rows (vocab, d)."""
     onehot = (tok.reshape(1, -1) == np.arange(vocab)[:, None]).astype(np.float64)  # (vocab, B * L)
@@ -452,7 +435,7 @@ def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
         S = S + table[flat].reshape(L, L)
     elif bias is not None:
         S = S + bias
-    loss, g = _match_grad(S, tok)
+    loss, g = match_cross_entropy(S, tok)
     dM = np.bincount(pair.ravel(), weights=g.ravel(), minlength=V * V).reshape(V, V)
     dQt, dKt = c * dM @ Kt, c * dM.T @ Qt
     dtable = da = None
@@ -473,7 +456,7 @@ def _fb_match_projection(E, P, Wq, Wk, tok):
     c = 1.0 / math.sqrt(Wq.shape[1])
     H = E[tok] + P
     Q, K = H @ Wq, H @ Wk
-    loss, g = _match_grad(c * Q @ K.transpose(0, 2, 1), tok)
+    loss, g = match_cross_entropy(c * Q @ K.transpose(0, 2, 1), tok)
     dQ, dK = c * g @ K, c * g.transpose(0, 2, 1) @ Q
     dH = dQ @ Wq.T + dK @ Wk.T
     dWq = np.einsum("bld,ble->de", H, dQ)
@@ -499,7 +482,7 @@ def match_loss(head: TokenHead, tokens) -> float:
     if tok.ndim == 2 and tok.shape[0] * tok.shape[1] ** 2 > MAX_LOSS_SCORES:
         raise ValueError(f"tokens of shape {tok.shape} give {tok.shape[0] * tok.shape[1] ** 2:,} scores; at most "
                          f"MAX_LOSS_SCORES = {MAX_LOSS_SCORES:,}: use fewer or shorter sequences")
-    return _match_grad(head.scores(tok), tok)[0]
+    return match_cross_entropy(np.array(head.scores(tok), dtype=np.float64), tok)[0]
 
 
 def train_scheme_match_head(

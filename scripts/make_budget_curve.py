@@ -29,14 +29,23 @@ def commit() -> str:
         return "unknown"
 
 
+def write_run(run: dict, name: str, script: str, start: float) -> None:
+    """Add the provenance record to ``run`` and write it to ``ropegeo/data/runs/<name>``.
+
+    ``script`` is the generating script's path from the repository root; ``start`` the
+    ``time.perf_counter()`` reading taken when the run began (for the timing line on stderr).
+    """
+    run["provenance"] = {"script": script, "ropegeo_version": ropegeo.__version__,
+                         "git_commit": commit(), "numpy": np.__version__}
+    path = RUNS / name
+    path.write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
 def main() -> int:
     start = time.perf_counter()
     run = budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS)
-    run["provenance"] = {"script": "scripts/make_budget_curve.py", "ropegeo_version": ropegeo.__version__,
-                         "git_commit": commit(), "numpy": np.__version__}
-    path = RUNS / "finetune_budget.json"
-    path.write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {path} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    write_run(run, "finetune_budget.json", "scripts/make_budget_curve.py", start)
     return 0
 
 

@@ -11,31 +11,24 @@ settings, the ropegeo version and the git commit.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
-
-import ropegeo
 from ropegeo import behaviour
-from ropegeo.budget_curves import RUNS, match_fix_curve
+from ropegeo.budget_curves import match_fix_curve
 from ropegeo.frequencies import frequencies
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from make_budget_curve import commit  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_budget_curve import write_run  # noqa: E402
 
 
 def main() -> int:
     start = time.perf_counter()
     verdict = behaviour.gate_c(frequencies(16, 10_000.0), train_length=64, target_length=512, seeds=range(10),
                                match_steps=300)
-    run = {"gate_c": verdict.to_dict(), "fix": match_fix_curve(seeds=range(10)),
-           "provenance": {"script": "scripts/make_gate_c_battery.py", "ropegeo_version": ropegeo.__version__,
-                          "git_commit": commit(), "numpy": np.__version__}}
-    path = RUNS / "gate_c_battery.json"
-    path.write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {path} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    run = {"gate_c": verdict.to_dict(), "fix": match_fix_curve(seeds=range(10))}
+    write_run(run, "gate_c_battery.json", "scripts/make_gate_c_battery.py", start)
     return 0
 
 

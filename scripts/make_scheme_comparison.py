@@ -12,19 +12,14 @@ the settings, the ropegeo version and the git commit.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-import ropegeo
 from ropegeo.alternatives import compare_schemes
-from ropegeo.budget_curves import RUNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_budget_curve import commit  # noqa: E402
+from make_budget_curve import write_run  # noqa: E402
 
 SETTINGS = {"offset": 5, "distance": 40, "train_length": 64, "factors": (2, 4, 8), "shift": 16,
             "seeds": tuple(range(10)), "match": True}
@@ -33,11 +28,7 @@ SETTINGS = {"offset": 5, "distance": 40, "train_length": 64, "factors": (2, 4, 8
 def main() -> int:
     start = time.perf_counter()
     run = compare_schemes(**SETTINGS).to_dict()
-    run["provenance"] = {"script": "scripts/make_scheme_comparison.py", "ropegeo_version": ropegeo.__version__,
-                         "git_commit": commit(), "numpy": np.__version__}
-    path = RUNS / "scheme_comparison.json"
-    path.write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {path} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    write_run(run, "scheme_comparison.json", "scripts/make_scheme_comparison.py", start)
     return 0
 
 

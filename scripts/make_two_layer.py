@@ -9,19 +9,14 @@ minutes on one core. Records the settings, the ropegeo version and the git commi
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-import ropegeo
-from ropegeo.budget_curves import RUNS
 from ropegeo.two_layer import study
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_budget_curve import commit  # noqa: E402
+from make_budget_curve import write_run  # noqa: E402
 
 SETTINGS = {"seeds": list(range(10)), "offsets": [1, 5], "length": 64, "steps": 600, "slope": 0.5}
 
@@ -32,12 +27,7 @@ def main() -> int:
     res = study(s["seeds"], s["offsets"], length=s["length"], steps=s["steps"], slope=s["slope"])
     rows = [{"scheme": sc, "layers": ly, "offset": k, "accuracy": r["accuracy"].tolist(), "mass": r["mass"].tolist()}
             for (sc, ly, k), r in res.items()]
-    run = {"settings": s, "rows": rows,
-           "provenance": {"script": "scripts/make_two_layer.py", "ropegeo_version": ropegeo.__version__,
-                          "git_commit": commit(), "numpy": np.__version__}}
-    path = RUNS / "two_layer.json"
-    path.write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {path} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    write_run({"settings": s, "rows": rows}, "two_layer.json", "scripts/make_two_layer.py", start)
     return 0
 
 

@@ -27,8 +27,8 @@ from .evaluation import (
     evaluate_seeds,
 )
 from .heads import (
-    MatchHead, OffsetHead, fine_tune, match_head_loss, match_targets, offset_head_loss, train_heads,
-    train_match_head, train_offset_head,
+    MatchHead, OffsetHead, fine_tune, match_cross_entropy, match_head_loss, match_targets, offset_head_loss,
+    train_heads, train_match_head, train_offset_head,
 )
 from .readouts import (
     MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, DistantRival, PairProfile, distant_rival, pair_profiles, score_profile,
@@ -69,6 +69,7 @@ __all__ = [
     # the training toolkit, shared with ropegeo.alternatives
     "Adam",
     "softmax_rows",
+    "match_cross_entropy",
     "seed_list",
     "training_settings",
     "check_step_memory",

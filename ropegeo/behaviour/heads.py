@@ -372,6 +372,52 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
+def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None) -> tuple[float, np.ndarray]:
+    """The most-recent-match cross-entropy of attention logits, and its gradient in the logits.
+
+    Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
+    occurrence of its token (:func:`match_targets`). Queries without one are left out and the
+    loss is the mean over the others. Shared by the rotary match head and the match heads of
+    every scheme in :mod:`ropegeo.scheme_heads`; callers check their inputs.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray of float64, shape (batch, seq, seq)
+        Logits of query ``m`` against key ``n``; overwritten (the gradient is returned in place).
+    tokens : numpy.ndarray of int, shape (batch, seq)
+    vectors : (queries, keys), each numpy.ndarray of shape (batch, seq, d), optional
+        Given when ``scores`` is ``queries @ keys^T``: the target logits are then the row dot
+        products of the vectors (the rotary head's arithmetic, kept to its last bit) instead of
+        entries read from ``scores``.
+
+    Returns
+    -------
+    (loss, d_scores) : (float, numpy.ndarray of shape (batch, seq, seq))
+
+    Raises
+    ------
+    ValueError
+        When no query has an earlier occurrence of its token.
+    """
+    target = match_targets(tokens)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    ti = target[bi, mi]
+    if vectors is None:
+        s_target = scores[bi, mi, ti]  # read before the in-place softmax
+    else:
+        s_target = np.einsum("nd,nd->n", vectors[0][bi, mi], vectors[1][bi, ti])
+    seq = tokens.shape[-1]
+    p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
+    loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
+    p *= (valid / count)[..., None]
+    p[bi, mi, ti] -= 1.0 / count
+    return loss, p
+
+
 def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
     """cos and sin of the rotations at positions ``0 .. seq - 1`` and of their inverses, each (seq, pairs).
 
@@ -451,22 +497,9 @@ def _match_loss(qt, kt, tok, rotations, gain=1.0):
     kr = _rotated_tables(kt, cos, sin)
     cols = np.arange(seq)
     qs, ks = qr[tok, cols], kr[tok, cols]  # (batch, seq, d)
-    target = match_targets(tok)
-    valid = target >= 0
-    count = int(valid.sum())
-    if count == 0:
-        raise ValueError("tokens contain no query with an earlier occurrence of its token")
-    bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
     if gain != 1.0:  # the squared attention factor multiplies every logit
         ks = ks * gain
-    s_target = np.einsum("nd,nd->n", qs[bi, mi], ks[bi, ti])
-    earlier = np.tri(seq, seq, -1)
-    p, top, z = softmax_rows(qs @ ks.transpose(0, 2, 1), earlier)
-    loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
-    ds = p
-    ds *= (valid / count)[..., None]
-    ds[bi, mi, ti] -= 1.0 / count
+    loss, ds = match_cross_entropy(qs @ ks.transpose(0, 2, 1), tok, vectors=(qs, ks))
     dqs = ds @ ks  # (batch, seq, d)
     dks = ds.transpose(0, 2, 1) @ qs
     if gain != 1.0:

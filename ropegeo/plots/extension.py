@@ -59,6 +59,17 @@ def _thetas(thetas: Mapping, *, families: bool = False) -> dict:
     return out
 
 
+def _finish_ladder(ax, train_length: float, target_length: float, title, legend_size) -> None:
+    """Training (dashed) and target (dotted) lengths, log wavelength axis, title, legend if ``legend_size``."""
+    ax.axhline(train_length, color="0.25", lw=0.9, ls="--")
+    ax.axhline(target_length, color="0.25", lw=0.9, ls=":")
+    ax.set_yscale("log")
+    if title:
+        ax.set_title(title, fontsize=9)
+    if legend_size:
+        ax.legend(fontsize=legend_size, loc="upper left")
+
+
 def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float, *, title: str | None = None,
                legend: bool = False) -> None:
     """Draw one rule's wavelengths over the base ladder on an existing axes.
@@ -80,13 +91,7 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
     ax.scatter(idx[keep], lam[keep], s=9, color=_KEEP, label="untouched", zorder=3)
     ax.scatter(idx[part], lam[part], s=9, color=_PART, label="partly stretched", zorder=3)
     ax.scatter(idx[full], lam[full], s=9, color=_FULL, label="fully stretched", zorder=3)
-    ax.axhline(train_length, color="0.25", lw=0.9, ls="--")
-    ax.axhline(target_length, color="0.25", lw=0.9, ls=":")
-    ax.set_yscale("log")
-    if title:
-        ax.set_title(title, fontsize=9)
-    if legend:
-        ax.legend(fontsize=7, loc="upper left")
+    _finish_ladder(ax, train_length, target_length, title, 7 if legend else None)
 
 
 def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
@@ -105,13 +110,7 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
         shade = 0.25 + 0.75 * (k + 1) / len(items)
         ax.plot(idx, wavelengths(th), color=(0.55 * (1 - shade), 0.12 + 0.35 * (1 - shade), 0.25 + 0.35 * shade),
                 lw=1.3, label=f"n = {n:,.0f}")
-    ax.axhline(train_length, color="0.25", lw=0.9, ls="--")
-    ax.axhline(target_length, color="0.25", lw=0.9, ls=":")
-    ax.set_yscale("log")
-    if title:
-        ax.set_title(title, fontsize=9)
-    if legend:
-        ax.legend(fontsize=6, loc="upper left")
+    _finish_ladder(ax, train_length, target_length, title, 6 if legend else None)
 
 
 def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4) -> Figure:

@@ -13,10 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import anywidget
+import numpy as np
 import traitlets
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 _SHARED = ("ropegeo_core.js", "labs_ui.js")
+
+
+def random_vectors(width: int, seed: int) -> tuple[list, list]:
+    """A lab's default query and key: two seeded standard-normal vectors of ``width`` entries (6 decimals)."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=width).round(6).tolist(), rng.normal(size=width).round(6).tolist()
 
 
 def esm_source(lab_file: str) -> str:
@@ -29,7 +36,8 @@ class Lab(anywidget.AnyWidget):
 
     ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
     values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
-    traits a subclass validates with it.
+    traits a subclass validates with it (a ``head_dim`` given as a range must also be even).
+    Labs carrying query and key vectors validate them with :meth:`_finite_vector`.
     """
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
@@ -46,9 +54,17 @@ class Lab(anywidget.AnyWidget):
                 raise traitlets.TraitError(f"{name} must be a number from {lo:,} to {hi:,}, got {value!r}")
             if not lo <= value <= hi:
                 raise traitlets.TraitError(f"{name} must be from {lo:,} to {hi:,}, got {value!r}")
+            if name == "head_dim" and value % 2:
+                raise traitlets.TraitError(f"head_dim must be even (between {lo} and {hi}), got {value}")
             return value
         if value not in spec:
             raise traitlets.TraitError(f"{name} must be one of {', '.join(map(repr, spec))}, got {value!r}")
+        return value
+
+    def _finite_vector(self, proposal, width: int):
+        value = proposal["value"]
+        if len(value) != width or not all(np.isfinite(value)):
+            raise traitlets.TraitError(f"{proposal['trait'].name} must hold {width} finite numbers")
         return value
 
     def state(self) -> dict:

@@ -17,18 +17,13 @@ import traitlets
 
 from ..frequencies import frequencies
 from ..rotation import apply_rope
-from ._lab import Lab, esm_source
+from ._lab import Lab, esm_source, random_vectors
 
 __all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION"]
 
 #: Largest position either slider reaches.
 MAX_CLOCK_POSITION = 512
 _WIDTH = 16  # the query and key vectors carried in the state (the lab uses the first head_dim)
-
-
-def _vectors(seed: int = 2) -> tuple[list, list]:
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=_WIDTH).round(6).tolist(), rng.normal(size=_WIDTH).round(6).tolist()
 
 
 class ClockLab(Lab):
@@ -60,22 +55,16 @@ class ClockLab(Lab):
     head_dim = traitlets.Int(4).tag(sync=True)
     base = traitlets.Float(100.0).tag(sync=True)
     pairing = traitlets.Unicode("interleaved").tag(sync=True)
-    q = traitlets.List(traitlets.Float(), default_value=_vectors()[0]).tag(sync=True)
-    k = traitlets.List(traitlets.Float(), default_value=_vectors()[1]).tag(sync=True)
+    q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
+    k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
 
     @traitlets.validate(*BOUNDS)
     def _check(self, proposal):
-        value = self._bounded(proposal)
-        if proposal["trait"].name == "head_dim" and value % 2:
-            raise traitlets.TraitError(f"head_dim must be even (between 2 and 16), got {value}")
-        return value
+        return self._bounded(proposal)  # head_dim: also even
 
     @traitlets.validate("q", "k")
     def _check_vector(self, proposal):
-        value = proposal["value"]
-        if len(value) != _WIDTH or not all(np.isfinite(value)):
-            raise traitlets.TraitError(f"{proposal['trait'].name} must hold {_WIDTH} finite numbers")
-        return value
+        return self._finite_vector(proposal, _WIDTH)
 
     @property
     def numbers(self) -> dict:

@@ -29,7 +29,7 @@ import traitlets
 from ..frequencies import frequencies
 from ..manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ..rotation import apply_rope
-from ._lab import Lab, esm_source
+from ._lab import Lab, esm_source, random_vectors
 
 __all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS"]
 
@@ -81,11 +81,6 @@ def reference(state: dict, q, k) -> dict:
             "tolerance_shift": _tol(dtype, d, int(ids.max()) + max(SHIFTS), theta[0])}
 
 
-def _vectors(seed: int = 5) -> tuple[list, list]:
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=_WIDTH).round(6).tolist(), rng.normal(size=_WIDTH).round(6).tolist()
-
-
 class WiringLab(Lab):
     """The wiring lab (an anywidget computing in JavaScript).
 
@@ -124,22 +119,16 @@ class WiringLab(Lab):
     pad = traitlets.Int(0).tag(sync=True)
     cache_offset = traitlets.Int(LENGTH - 1).tag(sync=True)
     dtype = traitlets.Unicode("float32").tag(sync=True)
-    q = traitlets.List(traitlets.Float(), default_value=_vectors()[0]).tag(sync=True)
-    k = traitlets.List(traitlets.Float(), default_value=_vectors()[1]).tag(sync=True)
+    q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
+    k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
 
     @traitlets.validate(*BOUNDS)
     def _check(self, proposal):
-        value = self._bounded(proposal)
-        if proposal["trait"].name == "head_dim" and value % 2:
-            raise traitlets.TraitError(f"head_dim must be even (between 4 and 64), got {value}")
-        return value
+        return self._bounded(proposal)  # head_dim: also even
 
     @traitlets.validate("q", "k")
     def _check_vector(self, proposal):
-        value = proposal["value"]
-        if len(value) != _WIDTH or not all(np.isfinite(value)):
-            raise traitlets.TraitError(f"{proposal['trait'].name} must hold {_WIDTH} finite numbers")
-        return value
+        return self._finite_vector(proposal, _WIDTH)
 
     @property
     def numbers(self) -> dict:
