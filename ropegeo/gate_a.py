@@ -152,13 +152,13 @@ class GateAReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateAReport":
-        """Invert :meth:`to_dict` (the command line rebuilds the report its worker process sent)."""
+        """Invert ``to_dict`` (the command line rebuilds the report its worker process sent)."""
         return cls(declared=d["declared"], protocols=d["protocols"], head_dims=d["head_dims"], dtypes=d["dtypes"],
                    inferred=d["inferred"], checks=[Check.from_dict(c) for c in d["checks"]], notes=list(d["notes"]),
                    seconds=d["seconds"])
 
     def to_json(self, **kwargs) -> str:
-        """The report as JSON (:func:`ropegeo._json.dumps`: no NaN, no numpy types)."""
+        """The report as JSON (``ropegeo._json.dumps``: no NaN, no numpy types)."""
         return dumps(self.to_dict(), **kwargs)
 
     def table(self, passing_sizes: bool = True) -> str:
