@@ -34,7 +34,7 @@ __all__ = ["SCALINGS", "logit_multiplier", "dilution_probe"]
 SCALINGS = ("none", "yarn", "log_length")
 #: Most lengths in one probe, and the longest.
 MAX_LENGTHS = 16
-MAX_PROBE_LENGTH = 1 << 16
+MAX_DILUTION_LENGTH = 1 << 16
 
 
 def logit_multiplier(scaling: str, length: int, train_length: int) -> float:
@@ -126,7 +126,7 @@ def dilution_probe(heads, lengths, *, rule: str = "yarn", scalings=SCALINGS) -> 
     if not v.is_collection(lengths):
         raise ValueError(f"lengths must be a list of sequence lengths, got {lengths!r}")
     most_offset = max(h.offset for h in heads)
-    lengths = [v.integer("lengths", n, minimum=most_offset + 1, maximum=MAX_PROBE_LENGTH)
+    lengths = [v.integer("lengths", n, minimum=most_offset + 1, maximum=MAX_DILUTION_LENGTH)
                for n in itertools.islice(lengths, MAX_LENGTHS + 1)]
     if not lengths or len(lengths) > MAX_LENGTHS:
         raise ValueError(f"lengths must hold 1 to {MAX_LENGTHS} lengths")

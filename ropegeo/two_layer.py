@@ -40,9 +40,9 @@ __all__ = ["TwoLayerModel", "loss_and_grads", "train", "evaluate", "study"]
 
 SCHEMES = ("nope", "alibi")
 #: Largest width, sequence length and step count (each step is O(length**2 * d)).
-MAX_D = 32
-MAX_LENGTH = 1024
-MAX_STEPS = 5000
+MAX_TWO_LAYER_D = 32
+MAX_TWO_LAYER_LENGTH = 1024
+MAX_TWO_LAYER_STEPS = 5000
 _NAMES = ("E", "Wq1", "Wk1", "Wv1", "Wq2", "Wk2")
 
 
@@ -107,7 +107,7 @@ def loss_and_grads(model: TwoLayerModel, length: int) -> tuple[float, dict]:
         ``model.params``; the layer-1 matrices get zero gradients in a one-layer model).
     """
     p, k = model.params, model.offset
-    n = v.integer("length", length, minimum=k + 1, maximum=MAX_LENGTH)
+    n = v.integer("length", length, minimum=k + 1, maximum=MAX_TWO_LAYER_LENGTH)
     f = _forward(p, n, model.scheme, model.layers, model.slope)
     c, rows = f["c"], np.arange(k, n)
     a2 = f["A2"][rows, rows - k]
@@ -176,11 +176,11 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, d: int = 8,
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
     layers = v.integer("layers", layers, minimum=1, maximum=2)
-    length = v.integer("length", length, minimum=3, maximum=MAX_LENGTH)
+    length = v.integer("length", length, minimum=3, maximum=MAX_TWO_LAYER_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
-    d = v.integer("d", d, minimum=2, maximum=MAX_D)
+    d = v.integer("d", d, minimum=2, maximum=MAX_TWO_LAYER_D)
     slope = v.real("slope", slope, greater_than=0.0, maximum=100.0)
-    steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
+    steps = v.integer("steps", steps, minimum=1, maximum=MAX_TWO_LAYER_STEPS)
     lr = v.real("lr", lr, greater_than=0.0, maximum=1.0)
     seed = v.integer("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
@@ -199,7 +199,7 @@ def evaluate(model: TwoLayerModel, length: int) -> dict:
     A query counts as right only when the target's score is strictly above every other earlier
     key's (a tie is not a win).
     """
-    n = v.integer("length", length, minimum=model.offset + 1, maximum=MAX_LENGTH)
+    n = v.integer("length", length, minimum=model.offset + 1, maximum=MAX_TWO_LAYER_LENGTH)
     f = _forward(model.params, n, model.scheme, model.layers, model.slope)
     k, rows = model.offset, np.arange(model.offset, n)
     s = f["S2"][rows]
