@@ -95,7 +95,7 @@ test-book: install vendor
 # driving every embedded lab; also renders every lab from embedded state in a static page, drives
 # its controls and checks its numbers against ropegeo (no kernel, outside requests blocked).
 test-site: install browser
-	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider -n auto \
 		tests/test_site.py tests/test_kernel_lab.py tests/test_labs_browser.py
 
 # Debian's Chromium for the browser test: installed with apt when missing (as root), so that
@@ -117,7 +117,7 @@ notebooks: install
 assignments: install
 	rm -rf _build/assignments
 	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
-	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_assignments.py
+	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests/test_assignments.py
 
 # Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J,
 # Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) in float32, bfloat16 and float16, from
