@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _validate as v
 from .frequencies import resolve_rotary_dim
+from .manifest import RopeManifest
 from .rotation import apply_rope, pair_indices
 
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
@@ -523,7 +524,6 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
     ratio = np.linalg.norm(apply_rope(Q, m, pairing="half"), axis=-1) / np.linalg.norm(apply_rope(Q, m), axis=-1)
     same_r = np.sum(apply_rope(Q, m) * apply_rope(K, m), axis=-1)
     same_m = np.sum(apply_rope(Q, m, pairing="half") * apply_rope(K, m, pairing="half"), axis=-1)
-    from .rotation import pair_indices
 
     inter = set(zip(*(a.tolist() for a in pair_indices(d, "interleaved"))))
     half = set(zip(*(a.tolist() for a in pair_indices(d, "half"))))
@@ -647,7 +647,6 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
     -------
     bool
     """
-    from .manifest import RopeManifest
 
     prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
     head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)

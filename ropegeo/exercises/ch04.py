@@ -13,6 +13,9 @@ import numpy as np
 
 from . import as_float_array, as_number, as_whole, call_student, correct, exercise, wrong
 from ..frequencies import frequencies
+from ..geometry import kernel
+from ..novelty import joint_novelty
+from ..scaling import preset, scaled_frequencies, yarn_ramp
 
 #: the chapter's bench
 HEAD_DIM, BASE, TRAIN, TARGET = 96, 10_000.0, 4096, 131_072
@@ -127,7 +130,6 @@ def _ramp_in_exponent(base, d, L, bf, bs):
 
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
-    from ..scaling import yarn_ramp
 
     if not callable(answer):
         return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow).")
@@ -159,9 +161,6 @@ def _yarn_ramp(answer):
 
 
 def _first_beyond(rule: str) -> int:
-    from ..geometry import kernel
-    from ..novelty import joint_novelty
-    from ..scaling import preset, scaled_frequencies
 
     theta = frequencies(HEAD_DIM, BASE)
     served = scaled_frequencies(preset(rule, train_length=TRAIN, target_length=TARGET), BASE, HEAD_DIM, TARGET)[0]

@@ -10,6 +10,9 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from .. import _validate as v
+from ..attention import sinusoidal_encoding
+from ..frequencies import frequencies
+from ..geometry import kernel
 
 __all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure", "self_similarity_figure"]
 
@@ -230,9 +233,6 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
     ValueError
         For a bad ``dim``, ``max_offset``, ``starts`` or ``base``.
     """
-    from ..attention import sinusoidal_encoding
-    from ..frequencies import frequencies
-    from ..geometry import kernel
 
     dim = v.head_dim(dim, "dim", maximum=1024)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_SIMILARITY_OFFSET)

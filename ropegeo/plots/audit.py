@@ -10,6 +10,9 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from .. import _validate as v
+from ..audit import AuditReport
+from ..behaviour import OffsetHead, distant_rival, score_profile
+from ..geometry import kernel
 
 __all__ = ["gate_grid", "margin_bars", "rival_figure"]
 
@@ -33,7 +36,6 @@ def gate_grid(reports: dict) -> Figure:
     ValueError
         For an empty or oversized dict, or values that are not audit reports.
     """
-    from ..audit import AuditReport
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
@@ -138,8 +140,6 @@ def rival_figure(head, length: int) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    from ..behaviour import OffsetHead, distant_rival, score_profile
-    from ..geometry import kernel
 
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")

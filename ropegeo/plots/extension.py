@@ -13,6 +13,8 @@ from matplotlib.figure import Figure
 
 from .. import _validate as v
 from ..frequencies import wavelengths
+from ..manifest import RopeManifest
+from ..novelty import JointNovelty
 
 __all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders",
            "joint_novelty_plot", "ramp_comparison"]
@@ -251,7 +253,6 @@ def model_ladders(manifests: Mapping) -> Figure:
     fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
     ax = fig.add_subplot()
     labels = []
-    from ..manifest import RopeManifest
 
     for label, m in manifests.items():
         if not isinstance(m, RopeManifest):
@@ -297,7 +298,6 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
         Left: distance from each served offset to the nearest training offset, per rule. Right:
         per rule, total per-pair novelty (x) against the median joint distance (y).
     """
-    from ..novelty import JointNovelty
 
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
         raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")

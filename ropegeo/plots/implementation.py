@@ -12,6 +12,9 @@ from matplotlib.figure import Figure
 from .. import _validate as v
 from ..broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
 from ..rotation import apply_rope, pair_indices
+from ..frequencies import frequencies
+from ..precision import consecutive_integer_limit, max_phase_error
+from ..gate_a import CHECKS
 
 __all__ = ["pairing_layouts", "mixing_effect", "position_id_grid", "decoding_scores", "phase_error_curves",
            "gate_a_matrix"]
@@ -233,8 +236,6 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     points : int
         Positions drawn on a geometric grid (10 to 2,000).
     """
-    from ..frequencies import frequencies
-    from ..precision import consecutive_integer_limit, max_phase_error
 
     theta = frequencies(head_dim, base)
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)
@@ -267,7 +268,6 @@ def gate_a_matrix(reports: dict) -> Figure:
     reports : dict of str to ropegeo.gate_a.GateAReport
         Reports keyed by a label (1 to 40 of them).
     """
-    from ..gate_a import CHECKS
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 40:
         raise ValueError("reports must be a dict of 1 to 40 GateAReport objects keyed by label")
