@@ -73,6 +73,8 @@ _TABLE = (
 #: Every check, the protocol it needs, and what it asks (diagnoses are listed in this order:
 #: the specific findings first, the algebraic symptoms after).
 CHECKS = {name: (protocol, question) for name, protocol, question, _ in _TABLE}
+#: Readings that assume the map is a rotation: inconclusive when the norm check fails.
+_ROTATION_READINGS = ("layout", "frequencies", "precision")
 
 _HEAD_DIMS = (8, 16, 32, 64, 128, 256)
 #: Widest head Gate A audits: its probes build head_dim x head_dim inputs per position (narrower
@@ -125,8 +127,19 @@ class GateAReport:
 
     @property
     def diagnoses(self) -> list[str]:
-        """The diagnosis of every failed check, most specific first."""
-        return [c.diagnosis for c in self.checks if c.passed is False]
+        """The diagnosis of every failed check, most specific first.
+
+        When the map is not a rotation (``norm`` fails), the readings that assume one (layout,
+        frequencies, precision) come last and are marked inconclusive: the magnitude defect leads.
+        """
+        failed = [c for c in self.checks if c.passed is False]
+        readings = [c for c in failed if c.name in _ROTATION_READINGS]
+        norm = [c for c in failed if c.name == "norm"]
+        if not (norm and readings):
+            return [c.diagnosis for c in failed]
+        rest = [c for c in failed if c not in readings and c not in norm]
+        return ([norm[0].diagnosis] + [c.diagnosis for c in rest]
+                + [f"{c.diagnosis} (read as if the map were a rotation, which it is not: inconclusive)" for c in readings])
 
     @property
     def diagnosis(self) -> str:

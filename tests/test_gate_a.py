@@ -411,3 +411,16 @@ def test_a_pair_turning_by_pi_leaves_the_layout_unmeasured_not_failed():
     assert r.check("layout").passed is None and "multiple of pi" in r.check("layout").diagnosis
     assert r.check("frequencies").passed is None and r.passed
     assert r.diagnosis.startswith("every measured check passed; not measured: layout")
+
+
+def test_a_map_that_is_not_a_rotation_leads_with_its_magnitude_defect():
+    """A cos/sin table laid out for adjacent pairs used with rotate_half is not a rotation: the
+    layout, frequency and precision readings assume one, so they come last, marked inconclusive."""
+    from ropegeo.exercises.ch05 import SUSPECT_DECLARED, suspect_rope
+
+    report = gate_a(suspect_rope(), **SUSPECT_DECLARED)
+    assert not report.passed and "norm" in report.failed and "frequencies" in report.failed
+    assert report.diagnosis.startswith("magnitude defect")
+    readings = [d for d in report.diagnoses if d.startswith(("frequency defect", "precision defect", "layout defect"))]
+    assert readings and all(d.endswith("inconclusive)") for d in readings)
+    assert report.diagnoses[-len(readings):] == readings
