@@ -415,14 +415,51 @@ def check_context(ctx, rng) -> Check:
     if np.all(err <= tols):
         return Check("context", True, float(err[j]), float(tols[j]), f"positions {p.min():,} to {p.max():,} (up to the "
                      f"declared {m:,}) are rotated as declared; no wrapped, clamped or refused position", "callable")
-    bad = p[err > tols]
-    if np.corrcoef(p, err)[0, 1] > 0.5 or bad.min() > p.min():
-        have = ctx.inferred.get("phase_precision")
-        coarse = have if have in UNIT and UNIT[have] > UNIT[ctx.phase_dtype] else "a coarser format than declared"
-        msg = (f"precision defect: the rotation drifts from the declared one as positions grow ({err[0]:.2g} of |x| at "
-               f"{p[0]:,}, {err[-1]:.2g} at {p[-1]:,}; allowed at {ctx.phase_dtype}: {tols[-1]:.2g}): angles formed "
-               f"in {coarse} lose the large positions")
-        return Check("context", False, float(err[j]), float(tols[j]), msg, "callable", "precision")
+    return _drift(ctx, p, p + k, x, y, ref, err, tols)
+
+
+def _frequency_drift(ctx, positions, x, y, ref, tols):
+    """Per-pair frequency offsets that explain a drift, or None when it is not linear in position.
+
+    Fits each pair's angle error as ``position * delta`` (weighted by the pair's energy). A wrong
+    frequency (a slightly different base or scale) leaves no residual beyond rounding; angles
+    formed in a coarse format leave errors that no per-pair slope explains.
+    """
+    pairs = ctx.layout["pairs"]
+    a, b = np.array([q[0] for q in pairs]), np.array([q[1] for q in pairs])
+    e = np.angle((y[:, a] + 1j * y[:, b]) * np.conj(ref[:, a] + 1j * ref[:, b]))
+    w = x[:, a] ** 2 + x[:, b] ** 2
+    P = positions[:, None].astype(float)
+    delta = (w * P * e).sum(axis=0) / (w * P * P).sum(axis=0)
+    resid = relative_rows(y, rotate_pairs(x, positions, pairs, ctx.theta_ref() + delta), x)
+    err = relative_rows(y, ref, x)
+    if np.all(resid <= tols) and resid.max() <= 0.25 * err.max():
+        return delta
+    return None
+
+
+def _drift(ctx, p, rotated_as, x, y, ref, err, tols) -> Check:
+    """Name what makes large positions ``p`` fail when the read positions were right."""
+    j, bad = int(np.argmax(err / tols)), p[err > tols]
+    have = ctx.inferred.get("phase_precision")
+    coarse = have in UNIT and UNIT[have] > UNIT[ctx.phase_dtype]
+    where = f"{err[0]:.2g} of |x| at {p[0]:,}, {err[-1]:.2g} at {p[-1]:,}; allowed with {ctx.phase_dtype} angles: {tols[-1]:.2g}"
+    delta = None if coarse else _frequency_drift(ctx, rotated_as, x, y, ref, tols)
+    if delta is not None:
+        i = int(np.argmax(np.abs(delta)))  # the pair that drifts most, hence the best measured
+        rel = np.abs(delta) / np.abs(ctx.theta_decl)
+        ctx.inferred["frequency_drift"] = {"pair": i, "relative_deviation": float(rel[i])}
+        return Check("context", False, float(err[j]), float(tols[j]),
+                     f"frequency defect: the rotation drifts from the declared one in proportion to position ({where}): "
+                     f"each pair turns at a slightly different frequency than declared (pair {i}: relative deviation "
+                     f"{rel[i]:.1e}), too little for the read positions (up to {max(ctx.read_positions):,}) to show "
+                     f"in {ctx.inferred['data_dtype']} data; a per-pair frequency fit leaves only rounding",
+                     "callable", "frequency")
+    if coarse or np.corrcoef(p, err)[0, 1] > 0.5 or bad.min() > p.min():
+        fmt = have if coarse else "a coarser format than declared"
+        return Check("context", False, float(err[j]), float(tols[j]),
+                     f"precision defect: the rotation drifts from the declared one as positions grow ({where}): angles "
+                     f"formed in {fmt} lose the large positions", "callable", "precision")
     return Check("context", False, float(err[j]), float(tols[j]),
                  f"at positions {fmt_positions(bad)} the rotation differs from the declared one by up to "
                  f"{float(err.max()):.2g} of |x|, while ordinary positions are right", "callable", "position-id")

@@ -132,3 +132,34 @@ def test_a_tiny_uniform_frequency_ratio_is_not_called_a_position_scale():
     r = gate_a(lambda x, p: apply_rope(x, p, theta=theta, pairing="half"), manifest="llama-2-7b")
     assert r.failed[0] == "frequencies", r.table()
     assert "1.00005 times" in r.diagnosis and "1 times" not in r.diagnosis
+
+
+def _stretched_base_in_float16(x, positions):
+    # dynamic NTK served one token longer than declared (16,385 instead of 16,384, Llama layout,
+    # factor 4): the base stretches by 7.6e-5, rounded as float16 data
+    base = 10_000.0 * (4 * 16_385 / 4096 - 3) ** (128 / 126)
+    x = np.asarray(x, dtype=np.float16).astype(np.float64)
+    return apply_rope(x, positions, base=base, pairing="half").astype(np.float16)
+
+
+def test_a_frequency_drift_too_small_to_read_is_named_frequency_not_precision():
+    # the read positions (up to 1,001) cannot see a 7.6e-5 base change through float16 rounding;
+    # the context probes can, and a per-pair frequency fit explains their drift
+    base = 10_000.0 * (4 * 16_384 / 4096 - 3) ** (128 / 126)
+    r = gate_a(_stretched_base_in_float16, head_dim=128, base=base, pairing="half", max_position=16_384)
+    assert r.failed == ["context"] and r.defects == ["frequency"], r.table()
+    assert r.check("frequencies").passed and r.check("precision").passed
+    # the pair quoted is the one that drifts most; its deviation is the stretched base's, 10/128 * 7.6e-5
+    pair, rel = r.inferred["frequency_drift"]["pair"], r.inferred["frequency_drift"]["relative_deviation"]
+    assert f"pair {pair}: relative deviation {rel:.1e}" in r.diagnosis
+    expected = 1.0 - ((4 * 16_385 / 4096 - 3) / (4 * 16_384 / 4096 - 3)) ** (-(128 / 126) * 2 * pair / 128)
+    assert rel == pytest.approx(abs(expected), rel=0.1)
+
+
+def test_a_coarse_angle_table_over_a_long_context_is_precision_only():
+    # bfloat16 angles drift at every context probe up to 131,072: that is the precision finding,
+    # not a position-id defect at "positions where ordinary positions are right"
+    from ropegeo.broken import Rotary
+    r = gate_a(Rotary(64, phase_dtype="bfloat16"), head_dim=64, max_position=131_072)
+    assert r.failed[0] == "precision" and set(r.defects) == {"precision"}, r.table()
+    assert r.check("context").defect == "precision"

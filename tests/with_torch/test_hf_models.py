@@ -112,11 +112,11 @@ def test_broken_variants_are_named(case, defect, dtype):
         return
     check, kind = DEFECTS[defect]
     if case == "dynamic-ntk" and defect == "origin-off-by-one":
-        # the shifted ids also lengthen the pass by one token, so dynamic NTK forms slightly different
-        # frequencies too: float32 names it a frequency defect; in float16 the context check sees the
-        # same drift and (wrongly) calls it precision (open: drift from a frequency shift and from
-        # coarse angles are not told apart there yet)
-        assert "origin" in r.failed and "position-id" in r.defects, r.table()
+        # the shifted ids also lengthen the pass by one token, so dynamic NTK stretches its base by
+        # 7.6e-5 too: a real second defect. float32 data show it at the read positions; float16 and
+        # bfloat16 data show it only over the long context, where a per-pair frequency fit names it
+        assert r.failed[0] in ("origin", "frequencies") and r.defects[0] in ("position-id", "frequency"), r.table()
+        assert "position-id" in r.defects and set(r.defects) <= {"position-id", "frequency"}, r.table()
         return
     assert r.failed and r.failed[0] == check, r.table()
     assert r.defects[0] == kind, r.table()
