@@ -573,6 +573,29 @@ def add_subcommand(sub) -> None:
     p.set_defaults(func=run_subcommand)
 
 
+#: the command-line options that declare the operator (none given: the defaults are assumed)
+_DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_factor")
+
+
+def _undeclared_note(args, report) -> str | None:
+    """When nothing was declared and the layout or frequencies fail: say that defaults were assumed,
+    and what the implementation reads as instead."""
+    if any(getattr(args, k, None) is not None for k in _DECLARING):
+        return None
+    if not {"layout", "frequencies"} & set(report.failed):
+        return None
+    inf = report.inferred
+    seen = [f"{ {'half': 'half-split'}.get(inf['pairing'], inf['pairing'])} pairs"] if inf.get("pairing") else []
+    if inf.get("schedule_residual") is not None and inf["schedule_residual"] < 1e-3:
+        seen.append(f"frequencies fitting base {inf['base']:,.6g} (scale {inf['scale']:.4g})")
+    elif inf.get("schedule_residual") is not None:
+        seen.append("frequencies that are not one geometric schedule (a scaling rule such as Llama 3's or YaRN's?)")
+    read = f"; the implementation reads as {', '.join(seen)}" if seen else ""
+    return ("nothing about the operator was declared, so it was compared with the defaults (interleaved pairs, "
+            f"base 10,000, no scaling){read}. Declare what it should be: --config NAME_OR_PATH (a model's "
+            "config.json or a shipped name), or --pairing, --base, --rotary-dim, --scale")
+
+
 def run_subcommand(args) -> int:
     """Run ``gate-a`` from parsed arguments; returns 0 (pass) or 1 (a check failed)."""
     from .gate_a_run import run_in_worker
@@ -582,5 +605,8 @@ def run_subcommand(args) -> int:
     data, notes = run_in_worker(args)
     report = GateAReport.from_dict(data)
     report.notes.extend(notes)
+    undeclared = _undeclared_note(args, report)
+    if undeclared:
+        report.notes.append(undeclared)
     print(report.to_json(indent=2) if args.json else report.table())
     return 0 if report.passed else 1

@@ -206,3 +206,21 @@ def test_threads_left_running_do_not_keep_gate_a_waiting(env):
     out = _run(env, "userrope:leaves_a_thread", "--pairing", "half", "--head-dim", "16", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["passed"] is True
+
+
+def test_nothing_declared_says_defaults_were_assumed_and_what_was_read(env):
+    # Llama-style code run with no declaration fails against the defaults; the report says the
+    # defaults were assumed and what the implementation reads as
+    out = _run(env, "userrope:llama31_unscaled", "--json")
+    assert out.returncode == 1
+    d = json.loads(out.stdout)
+    note = [n for n in d["notes"] if n.startswith("nothing about the operator was declared")]
+    assert len(note) == 1, d["notes"]
+    assert "half-split pairs" in note[0] and "base 500,000 (scale 1)" in note[0]
+    out = _run(env, "userrope:llama31", "--json")  # Llama 3.1's rule is not one geometric schedule
+    assert "not one geometric schedule" in " ".join(json.loads(out.stdout)["notes"])
+    # a declaration, even a wrong one, is the user's: no such note
+    out = _run(env, "userrope:llama31_unscaled", "--pairing", "half", "--json")
+    d = json.loads(out.stdout)
+    assert d["failed"][0] == "frequencies"
+    assert not any(n.startswith("nothing about the operator") for n in d["notes"])
