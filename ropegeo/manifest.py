@@ -291,16 +291,15 @@ _DATA = Path(__file__).with_name("data")
 #: Largest config.json read (real ones are a few KiB; LongRoPE lists make them tens of KiB).
 MAX_CONFIG_BYTES = 1 << 20
 
-#: Coordinate pairing of each model type, as its transformers modeling code rotates: GPT-J, GLM
-#: and DeepSeek-V2/V3 rotate adjacent pairs (``rotate_every_two``, complex multiplication or
-#: DeepSeek's interleave permutation), the Llama family and GPT-NeoX rotate the two halves.
-PAIRING_BY_MODEL_TYPE = {
-    **dict.fromkeys(("gptj", "codegen", "glm", "glm4", "chatglm", "deepseek_v2", "deepseek_v3", "kimi_k2"),
-                    "interleaved"),
-    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi", "phi3",
-                     "gemma", "gemma2", "gemma3", "gemma3_text", "gpt_neox", "gpt_oss", "olmo", "olmo2",
-                     "starcoder2", "stablelm", "falcon", "granite", "cohere"), "half"),
-}
+#: Coordinate pairing of each model type, as transformers' modeling code rotates it: read from
+#: transformers' own rotary code by ``scripts/make_pairing_table.py`` (the version is recorded in
+#: the file; ``tests/with_torch`` re-derives it). Adjacent pairs: GPT-J, GLM, Cohere, DeepSeek-V2/V3,
+#: Llama 4, ERNIE 4.5 and others; the two halves: the Llama family, GPT-NeoX and most others.
+_PAIRING_TABLE = json.loads((_DATA / "tables" / "pairing_by_model_type.json").read_text())
+#: Model types served with remote code (not in transformers), from their own modeling files:
+#: ChatGLM2/3 rotate adjacent pairs of the first half of each head; Kimi K2 is DeepSeek-V3's code.
+_REMOTE_CODE_PAIRING = {"chatglm": "interleaved", "kimi_k2": "interleaved"}
+PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING}
 
 #: Layer kinds whose rotary operator ropegeo reads.
 LAYER_KINDS = ("full_attention", "sliding_attention")

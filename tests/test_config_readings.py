@@ -7,7 +7,10 @@ from transformers' modeling code (its YaRN ``get_mscale``, DeepSeek's softmax sc
 
 from __future__ import annotations
 
+import json
 import math
+from importlib.resources import files
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -91,10 +94,24 @@ def test_rotary_dim_and_partial_factor_must_agree():
 @pytest.mark.parametrize("model_type,pairing", [
     ("gptj", "interleaved"), ("glm", "interleaved"), ("chatglm", "interleaved"), ("deepseek_v2", "interleaved"),
     ("llama", "half"), ("mistral", "half"), ("gpt_neox", "half"), ("qwen2", "half"), ("gpt_oss", "half"),
+    # Cohere's rotate_half takes x[..., ::2] and x[..., 1::2] (adjacent pairs), unlike Llama's; Llama 4
+    # and ERNIE 4.5 multiply adjacent pairs as complex numbers or interleave them too
+    ("cohere", "interleaved"), ("cohere2", "interleaved"), ("llama4_text", "interleaved"),
+    ("ernie4_5", "interleaved"), ("deepseek_v3", "interleaved"), ("gemma3_text", "half"), ("glm4_moe", "half"),
 ])
 def test_pairing_follows_the_model_type(model_type, pairing):
     m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4})
     assert m.pairing == pairing and not m.notes
+
+
+def test_the_pairing_table_is_read_from_the_pinned_transformers():
+    # the table records the transformers release its pairings were read from; make test-torch
+    # installs that release and tests/with_torch/test_pairing_table.py re-derives the table from it
+    table = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert f"TRANSFORMERS_VERSION := {table['transformers']}" in makefile
+    assert set(table["pairing"].values()) == {"interleaved", "half"}
+    assert len(table["pairing"]) > 100
 
 
 def test_unknown_model_type_is_an_inference_stated_in_the_notes():
