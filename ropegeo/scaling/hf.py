@@ -91,6 +91,14 @@ class _Block:
         return orig
 
 
+
+#: transformers rope types ropegeo knows of but does not compute, and why (said when refused).
+_UNSUPPORTED = {
+    "proportional": " that ropegeo computes (transformers' proportional RoPE, Gemma 4's full-attention layers, "
+                    "rotates the first pairs of the whole head width with exponents over that width and leaves "
+                    "the other pairs at frequency 0, a layout ropegeo's rotary_dim cannot express)",
+}
+
 def _read_linear(b: _Block) -> dict:
     return {"factor": b.number("factor", b.need("factor"))}
 
@@ -199,8 +207,9 @@ def read_block(block, *, field_name: str, max_position_embeddings: int | None,
             raise ValueError(f"{field_name}.rope_type is missing (neither 'rope_type' nor 'type' is set)")
         kind = "default"
     if not isinstance(kind, str) or kind not in HF_TYPES:
+        why = _UNSUPPORTED.get(kind, "") if isinstance(kind, str) else ""
         raise ValueError(
-            f"{field_name}.rope_type {kind!r} is not a known rope type; known: {', '.join(sorted(HF_TYPES))}"
+            f"{field_name}.rope_type {kind!r} is not a known rope type{why}; known: {', '.join(sorted(HF_TYPES))}"
         )
     rule = HF_TYPES[kind]
     if rule is None:
