@@ -115,21 +115,35 @@ def _round_bits(p: int, bits: int) -> int:
     return q << e
 
 
-def _rounded(fn, x, ys: dict, role, tol):
+def _rounded(fn, x, ys: dict, role, tol, max_position):
     """The float format whose rounding of the position ids explains every probe, with the probes.
 
-    Position P must be rotated exactly as ``round(P)`` and distinguishably from the next value the
-    format holds on P's other side, at two probes at least; and the rotations at exact values of
+    Position P must be rotated exactly as ``round(P)``: closer to it than a hundredth of the distance
+    between ``round(P)`` and the next value the format holds on P's other side (a correct rotation
+    at ``P`` lies a fraction ``|P - round(P)| / spacing`` of that way, however coarse the data), at
+    every probe, the neighbour told apart at two probes at least; and the rotations at exact values of
     the format must compose (``R(a) R(b) = R(a + b)`` to 1e-3), so that angles formed wholly in
-    that format (a precision defect, found by the precision check) are not taken for it.
+    that format (a precision defect, found by the precision check) are not taken for it. Every
+    position called stays below ``max_position`` (an implementation may keep state, as dynamic
+    NTK does, when called past its context).
     """
     for name, bits, first, largest in _FLOAT_POSITIONS:
-        big = [p for p in ys if first <= p < largest and _round_bits(p, bits) != p]
+        if 3 * (first - 1) >= max_position:
+            continue
+        big, r, other = [], [], []
+        for p in ys:
+            q = _round_bits(p, bits)
+            if not first <= p < largest or q == p:
+                continue
+            s = 1 << max(int(q).bit_length() - bits, 0)  # the format's spacing at round(P)
+            o = q + s if p > q else q - s  # the value on P's other side
+            if max(q, o) < max_position:
+                big.append(p)
+                r.append(q)
+                other.append(o)
         if len(big) < 2:
             continue
-        r = np.array([_round_bits(p, bits) for p in big])
-        step = [1 << max(int(q).bit_length() - bits, 0) for q in r]  # the format's spacing at round(P)
-        other = np.array([q + s if p > q else q - s for p, q, s in zip(big, r, step)])  # the value on P's other side
+        r, other = np.array(r), np.array(other)
         X = np.tile(x, (len(big), 1))
         y = np.array([ys[p] for p in big])
         try:
@@ -139,7 +153,8 @@ def _rounded(fn, x, ys: dict, role, tol):
             y3 = fn(x[None], np.array([3 * a]), role=role)
         except (Refused, Bad):
             continue
-        if (np.all(relative_rows(y, yr, X) <= tol) and np.all(relative_rows(y, yo, X) > tol)
+        near, far = relative_rows(y, yr, X), relative_rows(yo, yr, X)
+        if (np.all(near <= 1e-2 * far) and np.sum(far > tol) >= 2
                 and relative_rows(ya, y3, x[None])[0] <= max(2 * tol, 1e-3)):
             return name, first, big, r, largest
     return None
@@ -196,7 +211,7 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
                 "text": f"position-id defect: every position from {m:,} on is rotated as {m:,} (probes "
                         f"{fmt_positions([p for p in ok if p >= m])} give the same output): a cos/sin table of "
                         f"{m + 1:,} rows indexed with a clamp, so all distant tokens sit at one position"}
-    rounded = _rounded(fn, x, ys, role, tol)
+    rounded = _rounded(fn, x, ys, role, tol, max_position)
     if rounded is not None:
         name, first, big, r, largest = rounded
         shown = ", ".join(f"{p:,} as {q:,}" for p, q in list(zip(big, r))[:3])

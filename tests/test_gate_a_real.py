@@ -19,6 +19,11 @@ code run through torch lives in ``tests/with_torch``, run by ``make test-torch``
 - An attention temperature folded into the whole head of a partial-rotary implementation
   (x-transformers and rotary-embedding-torch rotate 32 of 64 coordinates) scales the pass-through
   coordinates as much as the pairs: the magnitude defect leads, the layout is not blamed.
+- rotary-embedding-torch applies ``interpolate_factor`` in ``get_seq_pos`` only: a module called
+  on position ids skips it. Served in bfloat16, the slow pairs are read to a few percent only, yet
+  the uniform factor is still named (a position scale), not "not a geometric schedule".
+- transformers' dynamic NTK module keeps the stretched base after a call past its context, so
+  Gate A never calls an implementation at or past the declared maximum position.
 """
 
 import numpy as np
@@ -235,3 +240,28 @@ def test_an_attention_factor_on_a_partial_rotary_head_is_magnitude_not_layout():
         return y
     bad = gate_a(odd, head_dim=64, rotary_dim=32, max_position=8192)
     assert bad.failed[0] == "layout" and bad.defects[0] == "layout", bad.table()
+
+
+def _bfloat16_data(scale=1.0, record=None):
+    import ml_dtypes
+
+    def f(x, positions):
+        if record is not None:
+            record.append(int(np.max(np.abs(positions))))
+        xd = np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+        return apply_rope(xd, positions, pairing="half", scale=scale).astype(ml_dtypes.bfloat16)
+
+    return f
+
+
+def test_a_forgotten_position_interpolation_is_named_a_scale_in_bfloat16_data():
+    r = gate_a(_bfloat16_data(scale=1.0), head_dim=64, pairing="half", scale=0.25, max_position=32_768)
+    assert r.failed[0] == "frequencies" and r.defects[0] == "frequency", r.table()
+    assert "every frequency is 4 times the declared one" in r.diagnosis, r.diagnosis
+
+
+def test_no_position_at_or_past_the_declared_context_is_called():
+    seen = []
+    r = gate_a(_bfloat16_data(record=seen), head_dim=128, pairing="half", max_position=16_384)
+    assert r.passed, r.table()
+    assert max(seen) == 16_383

@@ -128,11 +128,13 @@ def _finish(out, defect):
 
 
 # --------------------------------------------------------------------------- lucidrains
-def lucidrains_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, theta=10_000.0, path="positions"):
-    """rotary-embedding-torch's RotaryEmbedding(dim) + apply_rotary_emb as f(x, positions)."""
+def lucidrains_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, theta=10_000.0, path="positions",
+                      **options):
+    """rotary-embedding-torch's RotaryEmbedding(dim, **options) + apply_rotary_emb as f(x, positions)
+    (``options``: e.g. ``interpolate_factor``, ``theta_rescale_factor``)."""
     from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
-    rotary = RotaryEmbedding(dim=dim, theta=theta)
+    rotary = RotaryEmbedding(dim=dim, theta=theta, **options)
     if defect == "bf16-angles":  # model.bfloat16(): the freqs parameter is cast, angles formed in bfloat16
         rotary = rotary.to(torch.bfloat16)
 
@@ -156,11 +158,12 @@ def lucidrains_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, thet
 
 
 # --------------------------------------------------------------------------- x-transformers
-def x_transformers_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, base=10_000.0):
-    """x-transformers' RotaryEmbedding(dim) called on the position ids + apply_rotary_pos_emb."""
+def x_transformers_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, base=10_000.0, **options):
+    """x-transformers' RotaryEmbedding(dim, **options) called on the position ids + apply_rotary_pos_emb
+    (``options``: e.g. ``interpolation_factor``, ``base_rescale_factor``)."""
     from x_transformers.x_transformers import RotaryEmbedding, apply_rotary_pos_emb
 
-    rotary = RotaryEmbedding(dim, base=base)
+    rotary = RotaryEmbedding(dim, base=base, **options)
     if defect == "bf16-angles":  # the inv_freq buffer cast with the model: positions and angles in bfloat16
         rotary = rotary.to(torch.bfloat16)
 

@@ -122,3 +122,42 @@ def test_torchtune_cache_past_its_length_is_refused_by_name(lib):
     r = _run(lib, "float32", max_position=131_072)
     assert r.failed == ["context"] and r.defects == ["position-id"], r.table()
     assert "refuses positions from 8,192 on" in r.diagnosis
+
+
+SCALED = {
+    # case: (wrapper, its keyword arguments, gate_a keywords replacing the default declaration)
+    "lucidrains-ntk": ("lucidrains", {"theta_rescale_factor": 8.0}, {"base": 10_000.0 * 8.0 ** (32 / 30)}),
+    "lucidrains-offset-interpolated": ("lucidrains-offset", {"interpolate_factor": 4.0}, {"scale": 0.25}),
+    "x_transformers-interpolated": ("x_transformers", {"interpolation_factor": 4.0}, {"scale": 0.25}),
+    "x_transformers-ntk": ("x_transformers", {"base_rescale_factor": 8.0}, {"base": 10_000.0 * 8.0 ** (32 / 30)}),
+}
+_WRAPPERS = {"lucidrains": o.lucidrains_rotary, "x_transformers": o.x_transformers_rotary}
+
+
+def _scaled(case, dtype):
+    lib, options, _ = SCALED[case]
+    if lib == "lucidrains-offset":
+        return o.lucidrains_rotary(dtype, path="offset", **options)
+    return _WRAPPERS[lib](dtype, **options)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.skipif(not o.installed(SCALED[c][0]),
+                                                                          reason="absent")) for c in SCALED])
+def test_scaling_options_pass_against_the_scaled_declaration(case, dtype):
+    lib, _, declared = SCALED[case]
+    r = gate_a(_scaled(case, dtype), **dict(o.declared(lib), **declared))
+    if lib == "lucidrains-offset" and dtype == "bfloat16":  # its ids are rounded in bfloat16 (see above)
+        assert r.failed[0] == "context" and r.defects == ["position-id"], r.table()
+        return
+    assert r.passed, r.table()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("lib", [_lib("lucidrains")])
+def test_lucidrains_interpolation_is_skipped_when_the_module_is_called_on_ids(lib, dtype):
+    # interpolate_factor is applied by get_seq_pos only: freqs = rotary(positions) rotates at the
+    # unscaled frequencies, four times the declared ones
+    r = gate_a(o.lucidrains_rotary(dtype, interpolate_factor=4.0), **dict(o.declared(lib), scale=0.25))
+    assert r.failed[0] == "frequencies" and r.defects == ["frequency"], r.table()
+    assert "every frequency is 4 times the declared one" in r.diagnosis, r.diagnosis
