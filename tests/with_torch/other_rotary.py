@@ -113,6 +113,8 @@ def _positions(pos, defect):
         return pos + 1
     if defect == "first-row-only":
         return pos[:1].expand_as(pos)
+    if defect == "start-position":  # Meta's Transformer: freqs_cis[start_pos : start_pos + seqlen]
+        return pos[..., :1] + torch.arange(pos.shape[-1])
     return pos
 
 
@@ -129,14 +131,17 @@ def _finish(out, defect):
 
 # --------------------------------------------------------------------------- lucidrains
 def lucidrains_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, theta=10_000.0, path="positions",
-                      **options):
+                      cast=False, **options):
     """rotary-embedding-torch's RotaryEmbedding(dim, **options) + apply_rotary_emb as f(x, positions)
-    (``options``: e.g. ``interpolate_factor``, ``theta_rescale_factor``)."""
+    (``options``: e.g. ``interpolate_factor``, ``theta_rescale_factor``). ``cast``: the module cast
+    to the serving dtype, as ``model.to(dtype)`` does (its ``freqs`` parameter with it)."""
     from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
     rotary = RotaryEmbedding(dim=dim, theta=theta, **options)
     if defect == "bf16-angles":  # model.bfloat16(): the freqs parameter is cast, angles formed in bfloat16
         rotary = rotary.to(torch.bfloat16)
+    if cast:
+        rotary = rotary.to(DTYPES[dtype])
 
     def f(x, positions):
         (xt, pos), single = _batched(_in(x, dtype), positions)
@@ -158,14 +163,18 @@ def lucidrains_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, thet
 
 
 # --------------------------------------------------------------------------- x-transformers
-def x_transformers_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, base=10_000.0, **options):
+def x_transformers_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, base=10_000.0, cast=False,
+                          **options):
     """x-transformers' RotaryEmbedding(dim, **options) called on the position ids + apply_rotary_pos_emb
-    (``options``: e.g. ``interpolation_factor``, ``base_rescale_factor``)."""
+    (``options``: e.g. ``interpolation_factor``, ``base_rescale_factor``). ``cast``: the module cast
+    to the serving dtype, as ``model.to(dtype)`` does (its ``inv_freq`` buffer with it)."""
     from x_transformers.x_transformers import RotaryEmbedding, apply_rotary_pos_emb
 
     rotary = RotaryEmbedding(dim, base=base, **options)
     if defect == "bf16-angles":  # the inv_freq buffer cast with the model: positions and angles in bfloat16
         rotary = rotary.to(torch.bfloat16)
+    if cast:
+        rotary = rotary.to(DTYPES[dtype])
 
     def f(x, positions):
         (xt, pos), single = _batched(_in(x, dtype), positions)
@@ -187,8 +196,13 @@ def x_transformers_rotary(dtype="float32", defect=None, *, head_dim=64, dim=32, 
 
 
 # --------------------------------------------------------------------------- torchtune
-def torchtune_rotary(dtype="float32", defect=None, *, head_dim=128, base=500_000.0, max_seq_len=8_192, scaled=False):
-    """torchtune's RotaryPositionalEmbeddings (or Llama3ScaledRoPE) called with input_pos (B, seq)."""
+def torchtune_rotary(dtype="float32", defect=None, *, head_dim=128, base=500_000.0, max_seq_len=8_192, scaled=False,
+                     cast=False):
+    """torchtune's RotaryPositionalEmbeddings (or Llama3ScaledRoPE) called with input_pos (B, seq).
+
+    ``cast``: the module cast to the serving dtype, as ``model.to(dtype)`` does (its cos/sin cache
+    with it). Defect ``input-pos-omitted``: called without ``input_pos`` (the cache's first rows).
+    """
     if scaled:
         from torchtune.models.llama3_1._position_embeddings import Llama3ScaledRoPE as Rope
     else:
@@ -203,6 +217,8 @@ def torchtune_rotary(dtype="float32", defect=None, *, head_dim=128, base=500_000
         rope.cache = rope.cache * torch.tensor([1.0, -1.0])
     if defect == "wrong-pairing":  # its cos/sin applied to half-split pairs
         cache = rope.cache
+    if cast:
+        rope = rope.to(DTYPES[dtype])
 
     def f(x, positions):
         (xt, pos), single = _batched(_in(x, dtype), positions)
@@ -214,6 +230,8 @@ def torchtune_rotary(dtype="float32", defect=None, *, head_dim=128, base=500_000
             if defect == "wrong-pairing":
                 c, s = cache[pos][..., 0], cache[pos][..., 1]
                 out = _half_split(xt.float(), c, s).to(xt.dtype)
+            elif defect == "input-pos-omitted":
+                out = rope(q)[:, :, 0]
             else:
                 out = rope(q, input_pos=pos)[:, :, 0]
             out = _finish(out, defect)

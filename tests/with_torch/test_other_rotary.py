@@ -161,3 +161,37 @@ def test_lucidrains_interpolation_is_skipped_when_the_module_is_called_on_ids(li
     r = gate_a(o.lucidrains_rotary(dtype, interpolate_factor=4.0), **dict(o.declared(lib), scale=0.25))
     assert r.failed[0] == "frequencies" and r.defects == ["frequency"], r.table()
     assert "every frequency is 4 times the declared one" in r.diagnosis, r.diagnosis
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lib", [_lib("lucidrains"), _lib("x_transformers"), _lib("torchtune-llama3")])
+def test_a_module_cast_with_the_model(lib, dtype):
+    # model.to(dtype) casts lucidrains' freqs parameter and x-transformers' inv_freq buffer, so the
+    # angles are formed in the serving dtype: a precision defect in bfloat16 and float16. torchtune's
+    # cache is built in float32 first: casting it rounds cos and sin only (flat, as the data), and it passes
+    wrappers = {"lucidrains": o.lucidrains_rotary, "x_transformers": o.x_transformers_rotary,
+                "torchtune-llama3": o.torchtune_rotary}
+    r = gate_a(wrappers[lib](dtype, cast=True), **o.declared(lib))
+    if dtype == "float32" or lib == "torchtune-llama3":
+        assert r.passed, r.table()
+        return
+    assert r.failed[0] == "precision" and r.defects[0] == "precision", r.table()
+    assert f"formed in {dtype}" in r.diagnosis, r.diagnosis
+
+
+INTEGRATION = {
+    # library: (defect, leading check, defect class, words)
+    "torchtune-llama3": ("input-pos-omitted", "context", "position-id", "positions are ignored"),
+    "llama_models": ("start-position", "context", "position-id", "one contiguous run"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("lib", [_lib(lib) for lib in INTEGRATION])
+def test_integration_mistakes_with_the_library_api(lib, dtype):
+    # torchtune called without input_pos rotates by slot index; Meta's Transformer slices its table at
+    # start_pos (one contiguous run per sequence), so packed or padded ids are lost
+    defect, check, kind, words = INTEGRATION[lib]
+    r = _run(lib, dtype, defect)
+    assert r.failed[0] == check and r.defects[0] == kind, r.table()
+    assert words in r.diagnosis, r.diagnosis
