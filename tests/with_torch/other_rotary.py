@@ -326,3 +326,21 @@ def rotary(library: str, dtype: str = "float32", defect: str | None = None):
     if library == "mistral_inference":
         return mistral_rotary(dtype, defect)
     raise ValueError(f"library must be one of {', '.join(DECLARED)}, got {library!r}")
+
+
+# module-level callables for the command line (python -m ropegeo gate-a other_rotary:lucidrains_offset_bf16 ...),
+# built on first call so that importing this module needs torch only
+_BUILT: dict = {}
+
+
+def _lazy(library, dtype):
+    def f(x, positions):
+        if (library, dtype) not in _BUILT:
+            _BUILT[library, dtype] = rotary(library, dtype)
+        return _BUILT[library, dtype](x, positions)
+
+    return f
+
+
+lucidrains_bf16 = _lazy("lucidrains", "bfloat16")
+lucidrains_offset_bf16 = _lazy("lucidrains-offset", "bfloat16")

@@ -195,3 +195,28 @@ def test_integration_mistakes_with_the_library_api(lib, dtype):
     r = _run(lib, dtype, defect)
     assert r.failed[0] == check and r.defects[0] == kind, r.table()
     assert words in r.diagnosis, r.diagnosis
+
+
+@pytest.mark.parametrize("lib", [_lib("lucidrains")])
+def test_command_line_on_lucidrains_in_bfloat16(lib):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
+    args = ["--head-dim", "64", "--rotary-dim", "32", "--pairing", "interleaved", "--json"]
+
+    def run(target):
+        return subprocess.run([sys.executable, "-m", "ropegeo", "gate-a", target, *args], capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    ok = run("other_rotary:lucidrains_bf16")
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    assert json.loads(ok.stdout)["inferred"]["data_dtype"] == "bfloat16"
+    bad = run("other_rotary:lucidrains_offset_bf16")
+    assert bad.returncode == 1, bad.stderr
+    out = json.loads(bad.stdout)
+    assert out["defects"] == ["position-id"] and "rounded to bfloat16" in out["diagnosis"]
