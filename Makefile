@@ -120,14 +120,23 @@ assignments: install
 	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests/test_assignments.py
 
 # Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J,
-# Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) in float32, bfloat16 and float16, from
+# Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) and of other libraries (rotary-embedding-torch,
+# x-transformers, torchtune, Meta's llama-models, mistral-inference) in float32, bfloat16 and float16, from
 # tests/with_torch. torch never goes into requirements.txt (Binder stays light). The CPU wheel index is
 # asked for torch only; `make test-torch TORCH_INDEX=` skips it (a local wheel through pip's find-links).
 TORCH_VENV         := .venv-torch
 TORCH_VERSION      := 2.13.0
 TRANSFORMERS_VERSION := 5.24.0
 TORCH_INDEX        ?= https://download.pytorch.org/whl/cpu
-TORCH_STAMP        := $(TORCH_VENV)/.installed-stamp-$(TORCH_VERSION)-$(TRANSFORMERS_VERSION)
+# Rotary code of other libraries (tests/with_torch/test_other_rotary.py), each pinned to a version
+# verified with this torch on CPU. torchao 0.11 is the last that torchtune 0.6.1 imports (later ones
+# moved nf4tensor); fairscale is what llama-models' reference model imports. mistral-inference goes
+# in without its dependencies: they pull xformers (CUDA kernels) and another numpy, and its rope.py
+# needs torch only. litgpt is left out: it pins huggingface-hub<1.4, transformers 5.24 needs >=1.31.
+TORCH_ROPE_LIBS    := rotary-embedding-torch==0.9.1 einops==0.8.2 x-transformers==2.31.10 torchtune==0.6.1 \
+                      torchao==0.11.0 llama-models==0.3.0 fairscale==0.4.13
+TORCH_ROPE_NODEPS  := mistral-inference==1.6.0
+TORCH_STAMP        := $(TORCH_VENV)/.installed-stamp-$(TORCH_VERSION)-$(TRANSFORMERS_VERSION)-rope-libs-1
 
 $(TORCH_STAMP): requirements.txt pyproject.toml
 	test -x $(TORCH_VENV)/bin/python || $(PYTHON) -m venv $(TORCH_VENV)
@@ -135,6 +144,8 @@ $(TORCH_STAMP): requirements.txt pyproject.toml
 	$(TORCH_VENV)/bin/python -m pip install --quiet -r requirements.txt
 	$(TORCH_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(TORCH_VENV)/bin/python -m pip install --quiet transformers==$(TRANSFORMERS_VERSION)
+	$(TORCH_VENV)/bin/python -m pip install --quiet torch==$(TORCH_VERSION) transformers==$(TRANSFORMERS_VERSION) $(TORCH_ROPE_LIBS)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --no-deps $(TORCH_ROPE_NODEPS)
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)

@@ -292,17 +292,25 @@ def check_frequencies(ctx, rng) -> Check:
                      "sign flipped: weights trained with the declared convention see every displacement reversed, "
                      "so it is the checkpoint's convention that breaks", "callable", "convention")
     ctx.freq_state = "wrong"
-    return Check("frequencies", False, viol, tol_w, "frequency defect: " + _frequency_words(ctx, th, ref, worst, fit),
+    return Check("frequencies", False, viol, tol_w, "frequency defect: " + _frequency_words(ctx, th, ref, worst, fit, tol),
                  "callable", "frequency")
 
 
-def _frequency_words(ctx, th, ref, i, fit) -> str:
+def _frequency_words(ctx, th, ref, i, fit, tol) -> str:
+    """Name a frequency defect: a position scale, an ordering, a base, or a schedule that is none.
+
+    ``tol`` is each pair's measurement tolerance (rad per position): the ratio of measured to
+    declared frequencies counts as one scale when every pair is within 1e-3 of it or within its
+    own tolerance (slow pairs read through bfloat16 data are known to a few percent only).
+    """
     a = np.abs(th)
     msg = (f"pair {i} turns at {a[i]:.6g} rad per position instead of the declared {ref[i]:.6g} "
            f"(relative deviation {abs(a[i] - ref[i]) / ref[i]:.2e})")
-    ratio = a / ref
-    if np.ptp(ratio) <= 1e-3 * ratio.mean():
-        r = float(ratio.mean())
+    ratio, rel_tol = a / ref, tol / ref
+    w = 1.0 / np.maximum(rel_tol, 1e-12) ** 2
+    mean = float(np.sum(w * ratio) / np.sum(w))  # the best-measured (fast) pairs weigh most
+    if np.all(np.abs(ratio - mean) <= np.maximum(1e-3 * mean, 2.0 * rel_tol * mean)):
+        r = mean
         if abs(r - 1.0) < 1e-3:  # too small for a position scale: say the ratio, not "1 times"
             return f"every frequency is {r:.7g} times the declared one (a slightly different schedule): " + msg
         return (f"every frequency is {r:.4g} times the declared one: the position scale is wrong, positions advance "

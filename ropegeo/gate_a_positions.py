@@ -4,8 +4,9 @@
 reference operator, so a wrong frequency cannot pass for a wrong position): it asks whether
 positions are ignored, whether position ``P`` is rotated exactly as ``P mod N`` (a wrapped
 table, or a position stored in too small an integer type), whether every position past some
-``N`` is rotated as ``N - 1`` (a clamped table), and where the implementation starts to refuse
-positions or to return NaN. Internal to :mod:`ropegeo.gate_a`.
+``N`` is rotated as ``N - 1`` (a clamped table), whether position ``P`` is rotated exactly as
+``P`` rounded to bfloat16 or float16 (position ids held in a float type, e.g. built with ``arange``
+in the data's dtype), and where the implementation starts to refuse positions or to return NaN. Internal to :mod:`ropegeo.gate_a`.
 """
 
 from __future__ import annotations
@@ -99,6 +100,66 @@ def _wrapped(fn, x, ys: dict, sizes, role, tol):
     return None
 
 
+#: float formats position ids are sometimes held in: significand bits, first integer not exact, largest finite
+_FLOAT_POSITIONS = (("bfloat16", 8, 257, 3.3e38), ("float16", 11, 2049, _FP16_MAX))
+
+
+def _round_bits(p: int, bits: int) -> int:
+    """Integer ``p`` rounded (half to even) to ``bits`` significant bits, as a float format stores it."""
+    e = max(int(p).bit_length() - bits, 0)
+    if e == 0:
+        return int(p)
+    q, r = divmod(int(p), 1 << e)
+    if r > (1 << (e - 1)) or (r == (1 << (e - 1)) and q % 2):
+        q += 1
+    return q << e
+
+
+def _rounded(fn, x, ys: dict, role, tol, max_position):
+    """The float format whose rounding of the position ids explains every probe, with the probes.
+
+    Position P must be rotated exactly as ``round(P)``: closer to it than a hundredth of the distance
+    between ``round(P)`` and the next value the format holds on P's other side (a correct rotation
+    at ``P`` lies a fraction ``|P - round(P)| / spacing`` of that way, however coarse the data), at
+    every probe, the neighbour told apart at two probes at least; and the rotations at exact values of
+    the format must compose (``R(a) R(b) = R(a + b)`` to 1e-3), so that angles formed wholly in
+    that format (a precision defect, found by the precision check) are not taken for it. Every
+    position called stays below ``max_position`` (an implementation may keep state, as dynamic
+    NTK does, when called past its context).
+    """
+    for name, bits, first, largest in _FLOAT_POSITIONS:
+        if 3 * (first - 1) >= max_position:
+            continue
+        big, r, other = [], [], []
+        for p in ys:
+            q = _round_bits(p, bits)
+            if not first <= p < largest or q == p:
+                continue
+            s = 1 << max(int(q).bit_length() - bits, 0)  # the format's spacing at round(P)
+            o = q + s if p > q else q - s  # the value on P's other side
+            if max(q, o) < max_position:
+                big.append(p)
+                r.append(q)
+                other.append(o)
+        if len(big) < 2:
+            continue
+        r, other = np.array(r), np.array(other)
+        X = np.tile(x, (len(big), 1))
+        y = np.array([ys[p] for p in big])
+        try:
+            yr, yo = fn(X, r, role=role), fn(X, other, role=role)
+            a = first - 1  # 256 or 2,048: a, 2a and 3a are exact in the format
+            ya = fn(fn(x[None], np.array([a]), role=role), np.array([2 * a]), role=role)
+            y3 = fn(x[None], np.array([3 * a]), role=role)
+        except (Refused, Bad):
+            continue
+        near, far = relative_rows(y, yr, X), relative_rows(yo, yr, X)
+        if (np.all(near <= 1e-2 * far) and np.sum(far > tol) >= 2
+                and relative_rows(ya, y3, x[None])[0] <= max(2 * tol, 1e-3)):
+            return name, first, big, r, largest
+    return None
+
+
 def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, extra_sizes=()) -> dict | None:
     """The first position-id defect found, or ``None``.
 
@@ -115,7 +176,8 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
     Returns
     -------
     dict or None
-        ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"refused"``, ``"nan"``),
+        ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``, ``"refused"``,
+        ``"nan"``),
         ``boundary`` (the first position affected), ``text`` (the diagnosis), ``defect`` (its
         class) and, for refusals and NaN, ``first`` (the first probe affected).
     """
@@ -149,6 +211,17 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
                 "text": f"position-id defect: every position from {m:,} on is rotated as {m:,} (probes "
                         f"{fmt_positions([p for p in ok if p >= m])} give the same output): a cos/sin table of "
                         f"{m + 1:,} rows indexed with a clamp, so all distant tokens sit at one position"}
+    rounded = _rounded(fn, x, ys, role, tol, max_position)
+    if rounded is not None:
+        name, first, big, r, largest = rounded
+        shown = ", ".join(f"{p:,} as {q:,}" for p, q in list(zip(big, r))[:3])
+        return {"kind": "rounded", "boundary": first, "defect": "position-id",
+                "text": f"position-id defect: position ids are rounded to {name} before the angles are formed: "
+                        f"from {first:,} on, position P is rotated exactly as the nearest {name} value ({shown}, "
+                        f"...), so distant tokens share positions and displacements snap to multiples of the "
+                        f"format's spacing (ids built or cast in the data's dtype, e.g. arange(seq, dtype=x.dtype)); "
+                        "keep position ids as integers and form the angles in float32"
+                        + (f" (positions past {largest:,} overflow to infinity)" if first_fail and largest < 1e6 else "")}
     if first_fail is None:
         return None
     p, status, what = first_fail

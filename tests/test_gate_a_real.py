@@ -11,6 +11,19 @@ code run through torch lives in ``tests/with_torch``, run by ``make test-torch``
 - Phi-3's ``apply_rotary_pos_emb`` also accepts wider heads (rotating the first ``head_dim``
   coordinates and passing the rest through unscaled). A configuration fixes the head width, so
   Gate A audits that width only.
+- rotary-embedding-torch's ``rotate_queries_or_keys`` builds its positions with ``arange`` in the
+  data's dtype (plus the cache offset) and only then forms float32 angles: served in bfloat16 or
+  float16, position ids from 257 (2,049) on are rounded to that format. Gate A names it a
+  position-id defect (the ids are rounded; the angle arithmetic is right), not an angle table
+  formed in bfloat16.
+- An attention temperature folded into the whole head of a partial-rotary implementation
+  (x-transformers and rotary-embedding-torch rotate 32 of 64 coordinates) scales the pass-through
+  coordinates as much as the pairs: the magnitude defect leads, the layout is not blamed.
+- rotary-embedding-torch applies ``interpolate_factor`` in ``get_seq_pos`` only: a module called
+  on position ids skips it. Served in bfloat16, the slow pairs are read to a few percent only, yet
+  the uniform factor is still named (a position scale), not "not a geometric schedule".
+- transformers' dynamic NTK module keeps the stretched base after a call past its context, so
+  Gate A never calls an implementation at or past the declared maximum position.
 """
 
 import numpy as np
@@ -163,3 +176,92 @@ def test_a_coarse_angle_table_over_a_long_context_is_precision_only():
     r = gate_a(Rotary(64, phase_dtype="bfloat16"), head_dim=64, max_position=131_072)
     assert r.failed[0] == "precision" and set(r.defects) == {"precision"}, r.table()
     assert r.check("context").defect == "precision"
+
+
+def _positions_in_data_dtype(dtype):
+    """rotate_queries_or_keys(x, offset=p) of rotary-embedding-torch, one token at a time: the
+    position is arange(1, dtype=x.dtype) + p in the data's dtype; freqs and angles in float32;
+    adjacent pairs on the first 32 of 64 coordinates; cos/sin and x rounded as the data."""
+    import ml_dtypes
+
+    fmt = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
+    theta = (1.0 / 10_000.0 ** (np.arange(0, 32, 2, dtype=np.float32) / np.float32(32))).astype(np.float32)
+
+    def f(x, positions):
+        with np.errstate(over="ignore", invalid="ignore"):
+            pos = np.asarray(positions).astype(fmt).astype(np.float32)  # ids held in the data's dtype
+            ang = pos[..., None] * theta
+            xd = np.asarray(x).astype(fmt).astype(np.float32)
+            out = xd.copy()
+            a, b = xd[..., 0:32:2], xd[..., 1:32:2]
+            c, s = np.cos(ang), np.sin(ang)
+            out[..., 0:32:2], out[..., 1:32:2] = a * c - b * s, b * c + a * s
+        return out.astype(fmt)
+
+    return f
+
+
+@pytest.mark.parametrize("dtype, first", [("bfloat16", 257), ("float16", 2049)])
+def test_position_ids_rounded_to_the_data_dtype_are_a_position_id_defect(dtype, first):
+    r = gate_a(_positions_in_data_dtype(dtype), head_dim=64, rotary_dim=32, max_position=131_072)
+    assert r.failed[0] == "context" and r.defects == ["position-id"], r.table()
+    assert f"rounded to {dtype}" in r.diagnosis and f"from {first:,} on" in r.diagnosis
+    assert r.check("precision").passed and r.check("frequencies").passed  # the angle arithmetic is right
+    assert r.inferred["position_defect"] == {"kind": "rounded", "boundary": first}
+
+
+def test_angles_formed_in_bfloat16_stay_a_precision_defect_when_positions_round_too():
+    # positions and frequencies both cast to bfloat16 and multiplied there: the rounded ids are
+    # part of it, but the angles themselves are coarse, which the precision check names first
+    theta = 10_000.0 ** (-np.arange(0, 64, 2) / 64)
+
+    def f(x, positions):
+        import ml_dtypes
+        bf = ml_dtypes.bfloat16
+        ang = (np.asarray(positions).astype(bf)[..., None] * theta.astype(bf)).astype(np.float64)
+        out = np.array(x, dtype=np.float64)
+        a, b = out[..., 0::2].copy(), out[..., 1::2].copy()
+        out[..., 0::2], out[..., 1::2] = a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)
+        return out
+
+    r = gate_a(f, head_dim=64, max_position=131_072)
+    assert r.failed[0] == "precision" and r.defects[0] == "precision", r.table()
+    assert r.inferred.get("position_defect", {}).get("kind") != "rounded"
+
+
+def test_an_attention_factor_on_a_partial_rotary_head_is_magnitude_not_layout():
+    r = gate_a(lambda x, p: 1.25 * apply_rope(x, p, rotary_dim=32), head_dim=64, rotary_dim=32, max_position=8192)
+    assert r.failed[0] == "norm" and r.defects == ["magnitude"], r.table()
+    assert r.check("layout").passed and r.inferred["layout"]["passthrough"] == list(range(32, 64))
+    # a scale on the pass-through coordinates alone is still a layout defect
+    def odd(x, p):
+        y = apply_rope(x, p, rotary_dim=32)
+        y[..., 32:] *= 1.25
+        return y
+    bad = gate_a(odd, head_dim=64, rotary_dim=32, max_position=8192)
+    assert bad.failed[0] == "layout" and bad.defects[0] == "layout", bad.table()
+
+
+def _bfloat16_data(scale=1.0, record=None):
+    import ml_dtypes
+
+    def f(x, positions):
+        if record is not None:
+            record.append(int(np.max(np.abs(positions))))
+        xd = np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+        return apply_rope(xd, positions, pairing="half", scale=scale).astype(ml_dtypes.bfloat16)
+
+    return f
+
+
+def test_a_forgotten_position_interpolation_is_named_a_scale_in_bfloat16_data():
+    r = gate_a(_bfloat16_data(scale=1.0), head_dim=64, pairing="half", scale=0.25, max_position=32_768)
+    assert r.failed[0] == "frequencies" and r.defects[0] == "frequency", r.table()
+    assert "every frequency is 4 times the declared one" in r.diagnosis, r.diagnosis
+
+
+def test_no_position_at_or_past_the_declared_context_is_called():
+    seen = []
+    r = gate_a(_bfloat16_data(record=seen), head_dim=128, pairing="half", max_position=16_384)
+    assert r.passed, r.table()
+    assert max(seen) == 16_383
