@@ -40,7 +40,7 @@ help:
 	@echo "make vendor     fetch MathJax, require.js, the widget html-manager, anywidget and mermaid (npm) into _vendor/"
 	@echo "make test-site  open every page of _build/html in headless Chromium (after a book build)"
 	@echo "make bench      run the benchmarks in bench/"
-	@echo "make test-torch Gate A on transformers' rotary code (optional; torch CPU + transformers in .venv-torch)"
+	@echo "make test-torch Gate A on the rotary code of transformers and five other libraries (optional; torch CPU, in .venv-torch)"
 	@echo "make clean      remove build output (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
