@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from . import _validate as v
@@ -190,10 +191,12 @@ class PositionDefect(Rotary):
     ``"clamped"`` (indexed with a clamp at ``size - 1``), ``"int8"`` (ids stored in int8),
     ``"ignored"`` (each row rotated by its slot index), ``"origin"`` (every id shifted by
     ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only),
-    ``"start"`` (only the first id read, as a start position of a contiguous run).
+    ``"start"`` (only the first id read, as a start position of a contiguous run), ``"bfloat16"``
+    (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does: exact up to 256,
+    then rounded to the format's spacing).
     """
 
-    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start")
+    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start", "bfloat16")
 
     def __init__(self, *args, mode: str = "wrapped", size: int = 4096, **kwargs):
         super().__init__(*args, **kwargs)
@@ -215,6 +218,8 @@ class PositionDefect(Rotary):
             return p + self.size
         if self.mode == "start":
             return p[..., :1] + np.arange(p.shape[-1]) if p.ndim else p
+        if self.mode == "bfloat16":
+            return p.astype(ml_dtypes.bfloat16).astype(np.float64)
         return np.broadcast_to(p.reshape(-1, p.shape[-1])[0], p.shape) if p.ndim > 1 else p
 
     def _rotate(self, x, positions, role):
@@ -689,6 +694,8 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
             PositionDefect(d, mode="clamped", size=8192), "context", "rotated as 8,191", "position-id"),
         bad("int8-positions", "position ids stored in int8", PositionDefect(d, mode="int8"),
             "context", "8-bit integer", "position-id"),
+        bad("bfloat16-position-ids", "position ids built in the data's bfloat16 (arange(seq, dtype=x.dtype))",
+            PositionDefect(d, mode="bfloat16"), "context", "rounded to bfloat16", "position-id"),
         bad("ignored-positions", "each row rotated by its slot index, whatever ids it is given",
             PositionDefect(d, mode="ignored"), "context", "positions are ignored", "position-id"),
         bad("origin-off-by-two", "every position id shifted by 2", PositionDefect(d, mode="origin", size=2),

@@ -311,3 +311,23 @@ def test_phi3_switch_point(glued):
     cfg = json.loads((NB.parents[1] / "ropegeo" / "data" / "phi-3-mini-128k-instruct.json").read_text())["config"]
     assert glued["phi3_original"] == cfg["original_max_position_embeddings"] == 4096
     assert glued["phi3_switch"] == cfg["original_max_position_embeddings"] + 1
+
+
+def test_bfloat16_position_ids(glued):
+    # ids held in bfloat16 (8 significant bits): exact through 256, then spaced by 2 ** (e - 7) in
+    # [2 ** e, 2 ** (e + 1)); a token rotates as the nearest multiple of that spacing (ties to even)
+    assert glued["bf16_ids_first"] == _first_inexact_integer(ml_dtypes.bfloat16) == 2**8 + 1
+    t = glued["bf16_ids_token"]
+    e = int(np.floor(np.log2(t)))
+    spacing = 2 ** (e - 7)
+    assert glued["bf16_ids_spacing"] == spacing
+    lo = (t // spacing) * spacing
+    nearest = lo if t - lo < lo + spacing - t else lo + spacing
+    assert glued["bf16_ids_rotated_as"] == nearest != t
+    # and the broken entry that shows it is rotated exactly as that value (no angle rounding)
+    from ropegeo.broken import defect_entry
+    from ropegeo.rotation import apply_rope
+
+    impl = defect_entry("bfloat16-position-ids", 16).impl
+    x = np.random.default_rng(5).normal(size=(1, 16))
+    assert np.allclose(impl(x, np.array([t])), apply_rope(x, np.array([nearest])), atol=1e-12)

@@ -50,3 +50,18 @@ def test_opens_with_goals_and_install_cell(path):
     assert "What you will be able to do" in head
     code = [c for c in nb["cells"] if c["cell_type"] == "code"][0]
     assert "import ropegeo" in "".join(code["source"]) and "hide-cell" in code["metadata"].get("tags", [])
+
+
+def test_the_book_build_skips_every_virtual_environment_the_makefile_creates():
+    # `make test-torch` creates .venv-torch beside .venv; a book build that read it would parse the
+    # READMEs of every installed package
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    makefile = (root / "Makefile").read_text()
+    venvs = re.findall(r"^(?:VENV|TORCH_VENV)\s*:?=\s*(\S+)", makefile, flags=re.M)
+    assert sorted(venvs) == [".venv", ".venv-torch"]
+    config = (root / "_config.yml").read_text()
+    excluded = re.search(r"^exclude_patterns:\s*\[(.*)\]", config, flags=re.M).group(1)
+    for venv in venvs:
+        assert f'"{venv}/*"' in excluded, venv
