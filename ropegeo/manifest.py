@@ -335,12 +335,31 @@ def _params(cfg: Mapping) -> Mapping | None:
     return p if isinstance(p, Mapping) else None
 
 
+#: model types whose transformers modeling code ignores a top-level rope_theta: GPT-J's rotary table is
+#: built with base 10,000 whatever the config says; GPT-NeoX's configuration reads rotary_emb_base only.
+_BASE_FIXED = {"gptj": None, "gpt_neox": "rotary_emb_base"}
+
+
 def _read_base(cfg: Mapping, got: dict) -> dict:
     params = _params(cfg)
-    if _given(cfg, "rope_theta"):
-        return {"base": _positive_real(cfg, "rope_theta", greater_than=1.0)}
+    kind = cfg.get("model_type")
+    if isinstance(kind, str) and kind in _BASE_FIXED:
+        key = _BASE_FIXED[kind]
+        base = 10_000.0
+        if key is not None and params is not None and _given(params, "rope_theta"):  # v5-saved GPT-NeoX
+            base = _positive_real(params, "rope_theta", "rope_parameters.", greater_than=1.0)
+        elif key is not None and _given(cfg, key):
+            base = _positive_real(cfg, key, greater_than=1.0)
+        top = cfg.get("rope_theta")
+        notes = [f"rope_theta {top!r} is ignored: transformers' {kind} code rotates with base {base:,.10g}"] \
+            if _given(cfg, "rope_theta") and top != base else []
+        return {"base": base, "notes": notes}
+    # transformers 5 fills a rope_parameters block from the top level only where the block is silent:
+    # the block's own rope_theta wins
     if params is not None and _given(params, "rope_theta"):
         return {"base": _positive_real(params, "rope_theta", "rope_parameters.", greater_than=1.0)}
+    if _given(cfg, "rope_theta"):
+        return {"base": _positive_real(cfg, "rope_theta", greater_than=1.0)}
     if _given(cfg, "rotary_emb_base"):  # GPT-NeoX's name for the base
         return {"base": _positive_real(cfg, "rotary_emb_base", greater_than=1.0)}
     return {"base": 10_000.0, "notes": ["no rope_theta: base 10,000, the default of transformers' configuration "
@@ -379,13 +398,12 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
     if _given(cfg, "qk_rope_head_dim"):
         return {"rotary_dim": head_dim}
     holder, where, key = None, "", None
-    for k in ("partial_rotary_factor", "rotary_pct"):  # rotary_pct: GPT-NeoX
-        if _given(cfg, k):
-            holder, key = cfg, k
-            break
     params = _params(cfg)
-    if key is None and params is not None and _given(params, "partial_rotary_factor"):
+    if params is not None and _given(params, "partial_rotary_factor"):  # the block wins, as in transformers 5
         holder, where, key = params, "rope_parameters.", "partial_rotary_factor"
+    for k in ("partial_rotary_factor", "rotary_pct"):  # rotary_pct: GPT-NeoX
+        if key is None and _given(cfg, k):
+            holder, key = cfg, k
     from_factor = None
     if key is not None:
         prf = _positive_real(holder, key, where)

@@ -228,3 +228,57 @@ def json_text(rec) -> str:
     import json
 
     return json.dumps(rec)
+
+
+# ------------------------------------------------------------------ found by tests/with_torch/test_config_vs_transformers.py
+def _llama_cfg(**kw):
+    return {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, **kw}
+
+
+def test_llama4_equal_band_factors_are_read_as_transformers_computes_them():
+    # meta-llama/Llama-4-Scout-17B-16E: low_freq_factor == high_freq_factor == 1, no blended band;
+    # transformers divides the pairs with wavelength above 8,192 by 16 and keeps the others
+    m = read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+                     "max_position_embeddings": 10485760, "rope_theta": 500000.0,
+                     "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                                      "original_max_position_embeddings": 8192, "rope_type": "llama3"}})
+    plain = 500000.0 ** (-np.arange(0, 128, 2) / 128)
+    want = np.where(2 * np.pi / plain > 8192, plain / 16.0, plain)
+    np.testing.assert_allclose(m.theta(), want, rtol=1e-13)
+
+
+def test_rope_parameters_block_wins_over_top_level():
+    # transformers 5 only fills the block's rope_theta / partial_rotary_factor from the top level when absent
+    m = read_config(_llama_cfg(max_position_embeddings=4096, rope_theta=10000.0,
+                               rope_parameters={"rope_type": "default", "rope_theta": 500000.0}))
+    assert m.base == 500000.0
+    m = read_config({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}})
+    assert m.rotary_dim == int(80 * 0.5)
+
+
+def test_top_level_original_length_overrides_the_block_for_yarn_and_llama3():
+    m = read_config(_llama_cfg(max_position_embeddings=131072, original_max_position_embeddings=8192,
+                               rope_theta=500000.0, rope_scaling={"rope_type": "yarn", "factor": 16.0,
+                                                                  "original_max_position_embeddings": 4096}))
+    assert m.scaling.original_max_position_embeddings == 8192
+    np.testing.assert_allclose(m.theta(), _yarn_by_hand(128, 500000.0, 16.0, 8192), rtol=1e-13)
+    m = read_config(_llama_cfg(max_position_embeddings=8192, rope_theta=500000.0,
+                               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0}))
+    assert m.scaling.original_max_position_embeddings == 8192  # transformers 5: max_position_embeddings
+
+
+def test_yarn_without_factor_is_refused_as_transformers_5_validates():
+    with pytest.raises(ConfigError, match="rope_scaling.factor is required for yarn"):
+        read_config(_llama_cfg(max_position_embeddings=131072, rope_theta=1e6,
+                               rope_scaling={"rope_type": "yarn", "original_max_position_embeddings": 32768}))
+
+
+def test_gptj_and_gpt_neox_ignore_a_top_level_rope_theta():
+    # GPT-J's sinusoid table uses base 10,000; GPT-NeoX's config reads rotary_emb_base only
+    m = read_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "rope_theta": 500000})
+    assert m.base == 10_000.0 and any("ignored" in n for n in m.notes)
+    m = read_config({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25,
+                     "rotary_emb_base": 10000, "rope_theta": 500000})
+    assert m.base == 10_000.0 and any("ignored" in n for n in m.notes)

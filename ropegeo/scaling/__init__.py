@@ -26,8 +26,8 @@ transliteration. Where ropegeo deliberately differs the docstring says so:
 
 * ``ntk`` (the static base change of bloc97's post) is not a transformers rope type; transformers
   only ships its dynamic form. ropegeo offers both, and :meth:`Scaling.from_hf` refuses ``"ntk"``.
-* Llama-3 with ``high_freq_factor <= low_freq_factor`` is refused (transformers only warns, then
-  divides by zero in the smooth factor).
+* Llama-3 with ``high_freq_factor < low_freq_factor`` is refused (transformers only warns); equal
+  factors (Llama 4's configs) leave no blended band, as transformers computes them.
 * An odd rotary width is refused (transformers silently builds ``ceil(dim / 2)`` frequencies
   over an odd exponent denominator, which no rotary layout can apply).
 

@@ -135,11 +135,8 @@ class Scaling:
         if self.rule == "llama3":
             lo = _pos("low_freq_factor", self.low_freq_factor)
             hi = _pos("high_freq_factor", self.high_freq_factor)
-            if not hi > lo:
-                raise ValueError(
-                    f"high_freq_factor must be greater than low_freq_factor, got {hi:g} <= {lo:g} "
-                    "(the smooth band would divide by zero)"
-                )
+            if hi < lo:
+                raise ValueError(f"high_freq_factor must not be below low_freq_factor, got {hi:g} < {lo:g}")
             set_(self, "low_freq_factor", lo)
             set_(self, "high_freq_factor", hi)
         keys = self.ignored_keys

@@ -83,13 +83,20 @@ class _Block:
         return int(val)
 
     def original(self) -> int:
-        """The block's pre-training length, else the config's ``max_position_embeddings``."""
-        orig = self.length("original_max_position_embeddings") or self.max_pos
+        """The pre-training length as transformers 5 resolves it for llama3, yarn and longrope: a top-level
+        ``original_max_position_embeddings`` (Phi-3 style) overrides the block's, which defaults to the
+        config's ``max_position_embeddings``."""
+        orig = self.top_orig or self.length("original_max_position_embeddings") or self.max_pos
         if orig is None:
             raise ValueError(f"{self.where}original_max_position_embeddings (or max_position_embeddings) is "
                              f"required for {self.kind}")
         return orig
 
+    def overridden(self) -> set:
+        """The block's own length when a top-level one overrides it (reported as ignored)."""
+        own = self.length("original_max_position_embeddings")
+        return {"original_max_position_embeddings"} if self.top_orig is not None and own is not None \
+            and own != self.top_orig else set()
 
 
 #: transformers rope types ropegeo knows of but does not compute, and why (said when refused).
@@ -113,13 +120,13 @@ def _read_dynamic(b: _Block) -> dict:
 
 
 def _read_llama3(b: _Block) -> dict:
+    # high == low is accepted (Llama 4's configs): the blended band is then empty, as in transformers
     lo = b.number("low_freq_factor", b.need("low_freq_factor"))
     hi = b.number("high_freq_factor", b.need("high_freq_factor"))
-    if hi <= lo:
-        raise ValueError(f"{b.where}high_freq_factor ({hi:g}) must be greater than {b.where}low_freq_factor ({lo:g})")
-    b.need("original_max_position_embeddings")
+    if hi < lo:
+        raise ValueError(f"{b.where}high_freq_factor ({hi:g}) must not be below {b.where}low_freq_factor ({lo:g})")
     return {"factor": b.number("factor", b.need("factor")), "low_freq_factor": lo, "high_freq_factor": hi,
-            "original_max_position_embeddings": b.length("original_max_position_embeddings")}
+            "original_max_position_embeddings": b.original(), "unused": b.overridden()}
 
 
 def _yarn_beta(b: _Block, key: str, default: float) -> float:
@@ -132,18 +139,14 @@ def _yarn_beta(b: _Block, key: str, default: float) -> float:
 
 
 def _read_yarn(b: _Block) -> dict:
-    # Betas fall back to 32 / 1 when absent or zero, truncate to True; the length is the block's,
-    # else max_position_embeddings. The block's factor wins: some 2025 transformers releases replaced
+    # Betas fall back to 32 / 1 when absent or zero, truncate to True; the length is a top-level
+    # original_max_position_embeddings, else the block's, else max_position_embeddings (transformers 5).
+    # The factor is required (transformers 5 validates it so). Some 2025 transformers releases replaced
     # it by max / original whenever the block named an original length (huggingface/transformers
     # issue 38224, fixed by pull request 40320), turning Qwen2.5's documented block into no scaling;
-    # ropegeo follows the fix and uses the ratio only when the block has no factor (as v5).
+    # ropegeo follows the fix.
     orig = b.original()
-    if b.data.get("factor") is not None:
-        factor = b.number("factor")
-    elif b.max_pos is not None and b.length("original_max_position_embeddings") is not None:
-        factor = b.max_pos / orig  # transformers v5 when the block names no factor
-    else:
-        raise ValueError(f"{b.where}factor is required for yarn scaling")
+    factor = b.number("factor", b.need("factor"))
     kw = {"factor": factor, "original_max_position_embeddings": orig,
           "beta_fast": _yarn_beta(b, "beta_fast", 32.0), "beta_slow": _yarn_beta(b, "beta_slow", 1.0)}
     if kw["beta_fast"] < kw["beta_slow"]:
@@ -157,30 +160,27 @@ def _read_yarn(b: _Block) -> dict:
     tr = b.data.get("truncate", True)
     if not isinstance(tr, bool):
         raise ValueError(f"{b.where}truncate must be true or false, got {tr!r}")
-    return {**kw, "truncate": tr}
+    return {**kw, "truncate": tr, "unused": b.overridden()}
 
 
 def _read_longrope(b: _Block) -> dict:
-    # A top-level original length (transformers 4.x, Phi-3) sets factor = max / original whatever
-    # the block says; without one, the block's length and factor are read (as v5).
-    kw: dict[str, Any] = {"unused": set()}
+    # The length is a top-level original_max_position_embeddings (Phi-3), else the block's, else
+    # max_position_embeddings. With a top-level length the factor is max / original whatever the block
+    # says (transformers 4.x; v5 reads a block factor first: no shipped config names both). Without
+    # one, the block's factor, else max / original (as v5).
+    kw: dict[str, Any] = {"unused": b.overridden()}
     for key in ("short_factor", "long_factor"):
         kw[key] = _factors(f"{b.where}{key}", b.need(key))
         if b.pairs is not None and len(kw[key]) != b.pairs:
             raise ValueError(f"{b.where}{key} must have one entry per rotary pair ({b.pairs}), got {len(kw[key])}")
-    if b.top_orig is not None:  # Phi-3 (transformers 4.x): the factor is the ratio of the two lengths
-        if b.max_pos is None:
-            raise ValueError("max_position_embeddings is required with original_max_position_embeddings")
-        kw.update(original_max_position_embeddings=b.top_orig, factor=b.max_pos / b.top_orig)
-        kw["unused"] = {"factor"} & set(b.data)
+    kw["original_max_position_embeddings"] = orig = b.original()
+    if b.top_orig is None and b.data.get("factor") is not None:
+        kw["factor"] = b.number("factor")
+    elif b.max_pos is not None:
+        kw["factor"] = b.max_pos / orig
+        kw["unused"] |= {"factor"} & set(b.data)
     else:
-        kw["original_max_position_embeddings"] = orig = b.original()
-        if b.data.get("factor") is not None:
-            kw["factor"] = b.number("factor")
-        elif b.max_pos is not None and b.length("original_max_position_embeddings") is not None:
-            kw["factor"] = b.max_pos / orig
-        else:
-            raise ValueError(f"{b.where}factor is required for longrope when original_max_position_embeddings is not given")
+        raise ValueError(f"{b.where}factor (or max_position_embeddings) is required for longrope")
     if b.data.get("attention_factor") is not None:
         kw["attention_factor"] = b.number("attention_factor")
     return kw

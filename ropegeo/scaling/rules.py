@@ -261,13 +261,15 @@ def llama3(base: float, rotary_dim: int, factor: float, original_length: int, *,
     L = v.length("original_length", original_length, minimum=1)
     lo = _pos("low_freq_factor", low_freq_factor)
     hi = _pos("high_freq_factor", high_freq_factor)
-    if not hi > lo:
-        raise ValueError(f"high_freq_factor must be greater than low_freq_factor, got {hi:g} <= {lo:g}")
+    if hi < lo:
+        raise ValueError(f"high_freq_factor must not be below low_freq_factor, got {hi:g} < {lo:g}")
     th = frequencies(d, base)
     lam = wavelengths(th)
     out = np.where(lam > L / lo, th / s, th)
-    g = (L / lam - lo) / (hi - lo)
     band = ~(lam < L / hi) & ~(lam > L / lo)
+    if hi == lo:  # Llama 4: no band; a wavelength of exactly L / lo is kept (transformers: 0 / 0)
+        return out
+    g = (L / lam - lo) / (hi - lo)
     return np.where(band, (1.0 - g) * out / s + g * out, out)
 
 
