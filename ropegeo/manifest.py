@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import _json
+from .class_defaults import with_class_defaults
 from . import _validate as v
 from .frequencies import resolve_rotary_dim, wavelengths
 from .scaling import Scaling, rope_parameters, yarn_mscale
@@ -636,6 +637,9 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     -----
     The field groups, one reader each (see ``_READERS``):
 
+    * absent fields first take the defaults of the model type's configuration class in
+      transformers (:mod:`ropegeo.class_defaults`: a fixed ``head_dim``, ``rope_theta``, the rotary
+      fraction, a default scaling block), each with a note;
     * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
       Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
     * head: ``qk_rope_head_dim`` (DeepSeek-V2/V3: the rotary part is a head of its own), else
@@ -677,8 +681,9 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         raise ConfigError("the rotary settings sit in text_config (a multimodal config), where the model class "
                           "fills in defaults ropegeo does not know: pass the text model's own config.json")
     label = name or cfg.get("_name_or_path") or cfg.get("name")
+    cfg, filled = with_class_defaults(cfg)
     view, kind = _choose_kind(cfg, layer_type)
-    fields: dict[str, Any] = {"notes": []}
+    fields: dict[str, Any] = {"notes": list(filled)}
     for reader in _READERS:
         new = reader(view, fields)
         fields["notes"] += new.pop("notes", [])

@@ -101,7 +101,7 @@ def test_rotary_dim_and_partial_factor_must_agree():
 ])
 def test_pairing_follows_the_model_type(model_type, pairing):
     m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4})
-    assert m.pairing == pairing and not m.notes
+    assert m.pairing == pairing and not any("pairing" in n for n in m.notes)  # other notes: class defaults
 
 
 def test_the_pairing_table_is_read_from_the_pinned_transformers():
@@ -282,3 +282,37 @@ def test_gptj_and_gpt_neox_ignore_a_top_level_rope_theta():
     m = read_config({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25,
                      "rotary_emb_base": 10000, "rope_theta": 500000})
     assert m.base == 10_000.0 and any("ignored" in n for n in m.notes)
+
+
+# ------------------------------------------------------------------ configuration-class defaults
+@pytest.mark.parametrize("cfg,expect,said", [
+    # Qwen3's class fixes head_dim 128 (hidden 1024 / 16 heads would give 64)
+    ({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "rope_theta": 1e6},
+     {"head_dim": 128, "rotary_dim": 128, "base": 1e6}, "head_dim is not in the config"),
+    # Mixtral's class defaults rope_theta to 1e6
+    ({"model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32},
+     {"head_dim": 128, "base": 1e6}, "states no rotary field"),
+    # StableLM's class rotates a quarter of each head
+    ({"model_type": "stablelm", "hidden_size": 2048, "num_attention_heads": 32, "rope_theta": 10000.0},
+     {"head_dim": 64, "rotary_dim": 16}, "partial_rotary_factor is not in the config"),
+    # gpt-oss's class carries its YaRN block
+    ({"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64},
+     {"head_dim": 64, "base": 150_000.0}, "defaults are used (base 150,000, rule yarn)"),
+])
+def test_absent_fields_take_the_model_types_class_defaults(cfg, expect, said):
+    m = read_config(cfg)
+    for key, value in expect.items():
+        assert getattr(m, key) == value, key
+    assert any(said in n for n in m.notes), m.notes
+    if cfg["model_type"] == "gpt_oss":
+        assert m.scaling.rule == "yarn" and m.scaling.factor == 32.0
+
+
+def test_fields_the_config_states_are_never_replaced_by_class_defaults():
+    m = read_config({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
+                     "rope_theta": 10000.0})
+    assert (m.head_dim, m.base) == (64, 10000.0) and not m.notes
+    table = json.loads((files("ropegeo") / "data" / "tables" / "defaults_by_model_type.json").read_text())
+    pairing = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
+    assert table["transformers"] == pairing["transformers"]  # both read from the pinned release
+    assert set(table["defaults"]) <= set(pairing["pairing"])

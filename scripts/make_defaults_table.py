@@ -1,0 +1,103 @@
+"""Regenerate ropegeo/data/tables/defaults_by_model_type.json from transformers' config classes.
+
+    make test-torch          # once, to build .venv-torch (torch CPU + transformers)
+    PYTHONPATH=. .venv-torch/bin/python scripts/make_defaults_table.py
+
+A ``config.json`` may leave out a rotary field; transformers then takes the value its config
+class defaults to for that model type (Qwen3's head width of 128, Mixtral's ``rope_theta`` of
+1e6, GPT-NeoX's rotary fraction of 0.25, gpt-oss's YaRN block). For every model type of the
+pairing table (the types with rotary code), this script records those class defaults that
+``ropegeo.manifest.read_config`` cannot derive on its own:
+
+- ``head_dim`` when the class fixes it (it stays the same when ``hidden_size`` doubles);
+- the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and
+  ``partial_rotary_factor`` (one block, or one per layer kind).
+
+``tests/with_torch/test_defaults_table.py`` re-derives the table and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+TABLES = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "tables"
+OUT = TABLES / "defaults_by_model_type.json"
+
+
+def _text(cfg):
+    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    return text if text is not None else cfg
+
+
+def _fixed_head_dim(model_type: str, cfg) -> int | None:
+    """The class's own head width, when it does not follow hidden_size / num_attention_heads."""
+    from transformers import AutoConfig
+
+    hd = getattr(cfg, "head_dim", None)
+    heads = getattr(cfg, "num_attention_heads", None)
+    hidden = getattr(cfg, "hidden_size", None)
+    if not isinstance(hd, int) or not isinstance(heads, int) or not isinstance(hidden, int):
+        return None
+    wider = _text(AutoConfig.for_model(model_type, hidden_size=2 * hidden, num_attention_heads=heads))
+    if getattr(wider, "head_dim", None) == hd and hd != (2 * hidden) // heads:
+        return hd
+    return None
+
+
+def _plain(block):
+    """A rope block as JSON: numbers and strings only (lists of factors kept)."""
+    return {k: v for k, v in block.items() if isinstance(v, (int, float, str, list)) and not isinstance(v, bool)
+            or isinstance(v, bool)}
+
+
+def read_defaults(model_type: str) -> dict | None:
+    """The class defaults of ``model_type`` that matter when a config.json leaves them out."""
+    from transformers import AutoConfig
+
+    try:
+        cfg = _text(AutoConfig.for_model(model_type))
+        out = {}
+        hd = _fixed_head_dim(model_type, cfg)
+        if hd is not None:
+            out["head_dim"] = hd
+        rp = getattr(cfg, "rope_parameters", None)
+    except Exception:  # noqa: BLE001 - a class that cannot be built with its defaults is left out
+        return None
+    if isinstance(rp, dict) and rp:
+        if all(isinstance(v, dict) for v in rp.values()):
+            out["rope_parameters"] = {kind: _plain(b) for kind, b in rp.items()}
+        else:
+            out["rope_parameters"] = _plain(rp)
+    return out or None
+
+
+def build() -> dict:
+    import transformers
+
+    warnings.filterwarnings("ignore")
+    transformers.logging.set_verbosity_error()
+    types = json.loads((TABLES / "pairing_by_model_type.json").read_text())["pairing"]
+    table = {}
+    for model_type in sorted(types):
+        d = read_defaults(model_type)
+        if d:
+            table[model_type] = d
+    return {"transformers": transformers.__version__,
+            "method": "AutoConfig.for_model(model_type) with its defaults: head_dim when fixed by the class (unchanged "
+                      "when hidden_size doubles), and the default rope_parameters block(s) "
+                      "(scripts/make_defaults_table.py)",
+            "defaults": table}
+
+
+def main() -> int:
+    data = build()
+    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{OUT}: {len(data['defaults'])} model types, transformers {data['transformers']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
