@@ -106,15 +106,15 @@ class GateAReport:
 
     @property
     def failed(self) -> list[str]:
-        """Names of the failed checks, most specific first."""
-        return [c.name for c in self.checks if c.passed is False]
+        """Names of the failed checks, most specific first (in the order of :attr:`diagnoses`)."""
+        return [c.name for c in self._failed_in_order()]
 
     @property
     def defects(self) -> list[str]:
         """The defect classes named by the failed checks, most specific first, without repeats."""
         out = []
-        for c in self.checks:
-            if c.passed is False and c.defect and c.defect not in out:
+        for c in self._failed_in_order():
+            if c.defect and c.defect not in out:
                 out.append(c.defect)
         return out
 
@@ -125,21 +125,27 @@ class GateAReport:
                 return c
         raise ValueError(f"name must be one of {', '.join(CHECKS)}, got {name!r}")
 
+    def _failed_in_order(self) -> list[Check]:
+        """Failed checks in table order; when the map is not a rotation (``norm`` fails), the
+        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads."""
+        failed = [c for c in self.checks if c.passed is False]
+        readings = [c for c in failed if c.name in _ROTATION_READINGS]
+        norm = [c for c in failed if c.name == "norm"]
+        if not (norm and readings):
+            return failed
+        return norm + [c for c in failed if c not in readings and c not in norm] + readings
+
     @property
     def diagnoses(self) -> list[str]:
-        """The diagnosis of every failed check, most specific first.
+        """The diagnosis of every failed check, in the order of :attr:`failed`.
 
         When the map is not a rotation (``norm`` fails), the readings that assume one (layout,
         frequencies, precision) come last and are marked inconclusive: the magnitude defect leads.
         """
         failed = [c for c in self.checks if c.passed is False]
-        readings = [c for c in failed if c.name in _ROTATION_READINGS]
-        norm = [c for c in failed if c.name == "norm"]
-        if not (norm and readings):
-            return [c.diagnosis for c in failed]
-        rest = [c for c in failed if c not in readings and c not in norm]
-        return ([norm[0].diagnosis] + [c.diagnosis for c in rest]
-                + [f"{c.diagnosis} (read as if the map were a rotation, which it is not: inconclusive)" for c in readings])
+        inconclusive = any(c.name == "norm" for c in failed)
+        return [f"{c.diagnosis} (read as if the map were a rotation, which it is not: inconclusive)"
+                if inconclusive and c.name in _ROTATION_READINGS else c.diagnosis for c in self._failed_in_order()]
 
     @property
     def diagnosis(self) -> str:
@@ -553,6 +559,9 @@ def add_subcommand(sub) -> None:
     p.add_argument("--target-length", type=int, default=None,
                    help="with --config: the sequence length the frequencies are formed for (dynamic rules) and the "
                    "context probed")
+    p.add_argument("--layer-type", default=None, metavar="TYPE",
+                   help="with --config: the kind of layer whose rotary operator to audit when the model's layers "
+                   "differ (full_attention or sliding_attention for Gemma 2/3 or gpt-oss)")
     p.add_argument("--head-dim", type=int, default=None, help="head dimension to test (default: probe 8..256)")
     p.add_argument("--base", type=float, default=None, help="declared frequency base (default 10000)")
     p.add_argument("--pairing", default=None, help="declared pairing: 'interleaved' (default) or 'half'")
@@ -574,7 +583,7 @@ def add_subcommand(sub) -> None:
 
 
 #: the command-line options that declare the operator (none given: the defaults are assumed)
-_DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_factor")
+_DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_factor", "layer_type")
 
 
 def _undeclared_note(args, report) -> str | None:

@@ -43,12 +43,18 @@ def dtype_name(dt) -> str | None:
 
 
 def _accepts_role(obj) -> bool:
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return False
-    params = sig.parameters
-    return "role" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    """The role protocol needs a parameter named ``role`` (on the callable, or on a module's
+    ``forward``). A bare ``**kwargs`` is not taken as one: every ``torch.nn.Module`` and every
+    decorator without ``functools.wraps`` has it, and most of them ignore or refuse ``role``."""
+    for target in (obj, getattr(obj, "forward", None)):
+        if target is None:
+            continue
+        try:
+            if "role" in inspect.signature(target).parameters:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
 
 
 class Impl:

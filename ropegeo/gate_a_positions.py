@@ -236,9 +236,10 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
                         f"from {n:,} on ({type(what).__name__}: {what}), inside the declared context of "
                         f"{max_position:,}: it cannot serve that context ({why}); declare --max-position {n:,} if "
                         "that is the real limit"}
-    return {"kind": "nan", "boundary": n, "first": p, "defect": "precision" if fp16 else None,
+    return {"kind": "nan", "boundary": n, "first": p, "defect": "precision" if fp16 else "position-id",
             "text": (f"precision defect: the implementation returns NaN or infinite values from position {n:,} on: "
                      f"positions or angles are formed in float16, whose largest finite value is {_FP16_MAX:,}"
                      if fp16 else
-                     f"the implementation returns NaN or infinite values from position {n:,} on, inside the "
-                     f"declared context of {max_position:,}")}
+                     f"position-id defect: the implementation returns NaN or infinite values from position {n:,} on, "
+                     f"inside the declared context of {max_position:,}: a cos/sin table or a position format that "
+                     f"does not reach that far; declare --max-position {n:,} if that is the real limit")}

@@ -24,7 +24,7 @@ import traceback
 __all__ = ["run_in_worker"]
 
 _FIELDS = ("target", "head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype", "max_position",
-           "attention_factor", "config", "target_length", "seed")
+           "attention_factor", "config", "target_length", "layer_type", "seed")
 
 
 _FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "attention_factor")
@@ -117,6 +117,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
 def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the worker process
     from . import gate_a_call
     from .gate_a import gate_a, resolve_target
+    from .manifest import resolve
 
     ctl = os.fdopen(fd, "w", buffering=1)
 
@@ -135,10 +136,12 @@ def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the work
             clash = [k for k in _FROM_CONFIG if k in kwargs]
             if clash:
                 raise ValueError(f"--{clash[0].replace('_', '-')} comes from --config; give one or the other")
-            kwargs["manifest"] = opts["config"]
+            kwargs["manifest"] = (opts["config"] if opts["layer_type"] is None else
+                                  resolve(opts["config"], layer_type=opts["layer_type"]))
             kwargs["target_length"] = opts["target_length"]
-        elif opts["target_length"] is not None:
-            raise ValueError("--target-length applies with --config only")
+        elif opts["target_length"] is not None or opts["layer_type"] is not None:
+            flag = "--target-length" if opts["target_length"] is not None else "--layer-type"
+            raise ValueError(f"{flag} applies with --config only")
         report = gate_a(impl, **kwargs)
         gate_a_call.CALL_HOOK = None
         say("result", report.to_json())

@@ -58,6 +58,9 @@ MODULE = textwrap.dedent(
 
     def llama31_unscaled(x, positions):
         return apply_rope(x, positions, base=500_000.0, pairing="half")
+
+    def gemma3_sliding(x, positions):  # Gemma 3's sliding layers: base 10,000, 256-wide heads
+        return apply_rope(x, positions, base=10_000.0, pairing="half")
     """
 )
 
@@ -224,3 +227,15 @@ def test_nothing_declared_says_defaults_were_assumed_and_what_was_read(env):
     d = json.loads(out.stdout)
     assert d["failed"][0] == "frequencies"
     assert not any(n.startswith("nothing about the operator") for n in d["notes"])
+
+
+def test_layer_type_picks_the_ruler_of_a_model_with_two_kinds_of_layer(env):
+    out = _run(env, "userrope:gemma3_sliding", "--config", "gemma-3-1b-it", "--layer-type", "sliding_attention",
+               "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    # the same code held to the full-attention layers' base of 1,000,000 is a frequency defect
+    out = _run(env, "userrope:gemma3_sliding", "--config", "gemma-3-1b-it", "--layer-type", "full_attention",
+               "--json")
+    assert out.returncode == 1 and json.loads(out.stdout)["defects"][0] == "frequency"
+    out = _run(env, "userrope:good_half", "--layer-type", "sliding_attention")
+    assert out.returncode == 2 and out.stderr.strip() == "ropegeo: error: --layer-type applies with --config only"

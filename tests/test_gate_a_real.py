@@ -24,8 +24,17 @@ code run through torch lives in ``tests/with_torch``, run by ``make test-torch``
   the uniform factor is still named (a position scale), not "not a geometric schedule".
 - transformers' dynamic NTK module keeps the stretched base after a call past its context, so
   Gate A never calls an implementation at or past the declared maximum position.
+- Correct float32 angles served in float16 at a context of a million positions (Mistral Nemo, Llama 4)
+  once failed: the read positions cannot show the angles' precision through float16 data, and Gate A
+  assumed exact angles instead of the declared float32.
+- Code that rounds its input to float16 and returns float32 shows the rounding only at position 0;
+  it is data rounding, not an origin or a magnitude defect.
+- A bare ``**kwargs`` (every torch.nn.Module's ``__call__``) is not the role protocol.
+- ``failed``, ``defects`` and ``diagnoses`` list the failed checks in one order (a JSON reader of
+  ``defects[0]`` once got a reading that the diagnosis marked inconclusive).
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -147,26 +156,87 @@ def test_a_tiny_uniform_frequency_ratio_is_not_called_a_position_scale():
     assert "1.00005 times" in r.diagnosis and "1 times" not in r.diagnosis
 
 
-def _stretched_base_in_float16(x, positions):
-    # dynamic NTK served one token longer than declared (16,385 instead of 16,384, Llama layout,
-    # factor 4): the base stretches by 7.6e-5, rounded as float16 data
-    base = 10_000.0 * (4 * 16_385 / 4096 - 3) ** (128 / 126)
-    x = np.asarray(x, dtype=np.float16).astype(np.float64)
-    return apply_rope(x, positions, base=base, pairing="half").astype(np.float16)
+def _base_500200_in_bfloat16(x, positions):
+    # a base of 500,200 where 500,000 is declared (a stretched or mistyped base), served in bfloat16
+    x = np.asarray(x, dtype=ml_dtypes.bfloat16).astype(np.float64)
+    return apply_rope(x, positions, base=500_200.0, pairing="half").astype(ml_dtypes.bfloat16)
 
 
 def test_a_frequency_drift_too_small_to_read_is_named_frequency_not_precision():
-    # the read positions (up to 1,001) cannot see a 7.6e-5 base change through float16 rounding;
-    # the context probes can, and a per-pair frequency fit explains their drift
-    base = 10_000.0 * (4 * 16_384 / 4096 - 3) ** (128 / 126)
-    r = gate_a(_stretched_base_in_float16, head_dim=128, base=base, pairing="half", max_position=16_384)
+    # the read positions (up to 1,001) cannot see a 4e-4 base change through bfloat16 rounding;
+    # the context probes up to 131,072 can, and a per-pair frequency fit explains their drift
+    r = gate_a(_base_500200_in_bfloat16, head_dim=128, base=500_000.0, pairing="half", max_position=131_072)
     assert r.failed == ["context"] and r.defects == ["frequency"], r.table()
     assert r.check("frequencies").passed and r.check("precision").passed
-    # the pair quoted is the one that drifts most; its deviation is the stretched base's, 10/128 * 7.6e-5
+    # the pair quoted is the one that drifts most; its relative deviation is the base change's,
+    # 1 - (500,200 / 500,000) ** (-2 i / 128)
     pair, rel = r.inferred["frequency_drift"]["pair"], r.inferred["frequency_drift"]["relative_deviation"]
     assert f"pair {pair}: relative deviation {rel:.1e}" in r.diagnosis
-    expected = 1.0 - ((4 * 16_385 / 4096 - 3) / (4 * 16_384 / 4096 - 3)) ** (-(128 / 126) * 2 * pair / 128)
+    expected = 1.0 - (500_200.0 / 500_000.0) ** (-2 * pair / 128)
     assert rel == pytest.approx(abs(expected), rel=0.1)
+
+
+def test_correct_float32_angles_in_float16_data_pass_over_a_million_positions():
+    # transformers' recipe (angles in float32, cos/sin and data in float16) at Mistral Nemo's
+    # context: the data cannot show the angles' precision at the read positions, so Gate A keeps
+    # the declared float32 for them instead of assuming exact angles (it once failed this as a
+    # precision defect)
+    inv = (1.0 / 1e6 ** (np.arange(0, 128, 2, dtype=np.float32) / 128)).astype(np.float32)
+
+    def f(x, positions):
+        ang = np.asarray(positions).astype(np.float32)[..., None] * inv
+        emb = np.concatenate([ang, ang], -1)
+        cos, sin = np.cos(emb).astype(np.float16), np.sin(emb).astype(np.float16)
+        x = np.asarray(x).astype(np.float16)
+        return x * cos + np.concatenate([-x[..., 64:], x[..., :64]], -1) * sin
+
+    r = gate_a(f, head_dim=128, base=1e6, pairing="half", max_position=1_024_000)
+    assert r.passed, r.table()
+
+
+def test_input_rounded_to_float16_and_returned_as_float32_is_data_rounding():
+    # x cast to float16 on the way in, the rotation done and returned in float32 ("forgot to cast
+    # back"): identity probes are exact in every format, so only the input at position 0 shows the
+    # rounding; it is data rounding, not an origin or a magnitude defect
+    inv = (1.0 / 10_000.0 ** (np.arange(0, 64, 2, dtype=np.float32) / 64)).astype(np.float32)
+
+    def f(x, positions):
+        ang = np.asarray(positions).astype(np.float32)[..., None] * inv
+        emb = np.concatenate([ang, ang], -1)
+        x = np.asarray(x).astype(np.float16).astype(np.float32)
+        return x * np.cos(emb) + np.concatenate([-x[..., 32:], x[..., :32]], -1) * np.sin(emb)
+
+    r = gate_a(f, head_dim=64, pairing="half", max_position=131_072)
+    assert r.passed, r.table()
+    assert r.inferred["data_dtype"] == "float16" and r.inferred["data_dtype_source"] == "rounding of the input"
+
+
+@pytest.mark.parametrize("kind", ["kwargs", "module", "decorated"])
+def test_a_bare_kwargs_signature_is_the_plain_protocol(kind):
+    # every torch.nn.Module has __call__(*args, **kwargs), and so does a decorator without
+    # functools.wraps: neither takes a role keyword, so Gate A must not call them with one
+    def rope(x, positions):
+        return apply_rope(x, positions, pairing="half")
+
+    if kind == "kwargs":
+        def f(x, positions, **kw):
+            return rope(x, positions)
+    elif kind == "module":
+        class Module:
+            def __call__(self, *args, **kwargs):
+                return self.forward(*args, **kwargs)
+
+            def forward(self, x, positions):
+                return rope(x, positions)
+        f = Module()
+    else:
+        def deco(fn):
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+        f = deco(rope)
+    r = gate_a(f, head_dim=64, pairing="half", max_position=8192)
+    assert r.passed and r.protocols == ["callable"], r.table()
 
 
 def test_a_coarse_angle_table_over_a_long_context_is_precision_only():
@@ -233,13 +303,15 @@ def test_an_attention_factor_on_a_partial_rotary_head_is_magnitude_not_layout():
     r = gate_a(lambda x, p: 1.25 * apply_rope(x, p, rotary_dim=32), head_dim=64, rotary_dim=32, max_position=8192)
     assert r.failed[0] == "norm" and r.defects == ["magnitude"], r.table()
     assert r.check("layout").passed and r.inferred["layout"]["passthrough"] == list(range(32, 64))
-    # a scale on the pass-through coordinates alone is still a layout defect
+    # a scale on the pass-through coordinates alone is not a rotation either (magnitude leads, as
+    # failed, defects and diagnoses all say), and the layout reading names the scaled coordinates
     def odd(x, p):
         y = apply_rope(x, p, rotary_dim=32)
         y[..., 32:] *= 1.25
         return y
     bad = gate_a(odd, head_dim=64, rotary_dim=32, max_position=8192)
-    assert bad.failed[0] == "layout" and bad.defects[0] == "layout", bad.table()
+    assert bad.failed[0] == "norm" and bad.defects[0] == "magnitude", bad.table()
+    assert "layout" in bad.defects and "coordinates 32..63" in bad.diagnoses[bad.failed.index("layout")], bad.table()
 
 
 def _bfloat16_data(scale=1.0, record=None):
@@ -265,3 +337,23 @@ def test_no_position_at_or_past_the_declared_context_is_called():
     r = gate_a(_bfloat16_data(record=seen), head_dim=128, pairing="half", max_position=16_384)
     assert r.passed, r.table()
     assert max(seen) == 16_383
+
+
+def test_failed_defects_and_diagnoses_agree_on_what_leads():
+    # a map that is not a rotation: magnitude leads in all three lists
+    r = gate_a(lambda x, p: np.round(1000 * apply_rope(x, p, pairing="half")), head_dim=64, pairing="half",
+               max_position=8192)
+    assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
+    assert r.diagnoses[0].startswith("magnitude defect") and len(r.diagnoses) == len(r.failed)
+    assert r.to_dict()["defects"][0] == "magnitude"
+
+
+def test_nan_past_a_table_end_is_a_position_id_defect():
+    # NaN from position 50,001 on (a table filled with NaN past its end): every failure names its class
+    def f(x, positions):
+        p = np.asarray(positions, dtype=np.float64)
+        return apply_rope(x, np.where(p > 50_000, np.nan, p), pairing="half")
+
+    r = gate_a(f, head_dim=64, pairing="half")
+    assert r.failed == ["context"] and r.defects == ["position-id"], r.table()
+    assert r.inferred["position_defect"]["boundary"] == 50_001
