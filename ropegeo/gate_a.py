@@ -252,6 +252,13 @@ def _from_manifest(manifest, target_length):
                                              manifest.original_max_position_embeddings) if s))
     if manifest.scaling is not None:
         out["theta"] = manifest.theta(seq)
+        short = manifest.original_max_position_embeddings
+        if manifest.scaling.rule in ("longrope", "dynamic") and short and seq > short:
+            # what the same module rotates with when called on a short run (no long prompt in view)
+            out["alt_theta"] = (f"the configuration's frequencies for a forward pass of at most {short:,} tokens "
+                                f"({manifest.scaling.rule}: a module called on a short run picks these; audit them "
+                                f"with --target-length {short}, or call the module as within a pass of "
+                                f"{seq:,} tokens)", manifest.theta(short))
     out["name"] = manifest.name
     return out
 
@@ -332,7 +339,7 @@ _DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta",
 def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
                attention_factor, manifest, target_length, seed) -> dict:
     """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
-    extra_sizes, name = (), None
+    extra_sizes, name, alt_theta = (), None, None
     if target_length is not None:
         if manifest is None:
             raise ValueError("target_length applies with a manifest (or --config) only")
@@ -342,6 +349,7 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
         head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
         phase_dtype, attention_factor, extra_sizes, name = m["phase_dtype"], m["attention_factor"], m["extra_sizes"], m["name"]
         theta = m.get("theta", theta)
+        alt_theta = m.get("alt_theta")
         if max_position is None:
             max_position = m["max_position"]
     base = v.base(base)
@@ -363,7 +371,7 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
             raise ValueError(f"theta must be a non-empty 1-D array of positive frequencies, got shape {theta.shape}")
     return dict(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
                 phase_dtype=phase_dtype, dtype=dtype, max_position=max_position, attention_factor=attention_factor,
-                seed=seed, extra_sizes=extra_sizes, name=name)
+                seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta)
 
 
 def gate_a(
@@ -477,6 +485,7 @@ def gate_a(
     ctx = Ctx(fn, d=d, dims=dims, rot_decl=rot_decl, pairing=pairing, theta_decl=theta_decl, base=base,
               theta_given=theta is not None, phase_dtype=phase_dtype, data_dtype=dtype, max_position=max_position,
               extra_sizes=extra_sizes)
+    ctx.alt_theta = decl["alt_theta"]
     declared = {"head_dim": d, "rotary_dim": rot_decl, "base": base, "pairing": pairing, "scale": scale,
                 "phase_dtype": phase_dtype, "dtype": dtype, "max_position": max_position,
                 "attention_factor": attention_factor, "theta": None if theta is None else theta.tolist()}

@@ -73,10 +73,10 @@ def check_shift(ctx, rng) -> Check:
         n = rng.integers(0, 64, size=_BATCH)
         for dtype in _INPUTS:
             qd, kd = q.astype(dtype), k.astype(dtype)
-            q0, k0 = ctx.fn(qd, m, role=ctx.qrole), ctx.fn(kd, n, role=ctx.krole)
+            q0, k0 = ctx.fn(qd, m, role=ctx.qrole), ctx.fn(kd, n, role=ctx.key_role)
             for c in shifts:
                 try:
-                    q1, k1 = ctx.fn(qd, m + c, role=ctx.qrole), ctx.fn(kd, n + c, role=ctx.krole)
+                    q1, k1 = ctx.fn(qd, m + c, role=ctx.qrole), ctx.fn(kd, n + c, role=ctx.key_role)
                 except (Refused, Bad) as exc:
                     ctx.notes.append(f"shift {c:,} skipped: {exc} (see context)")
                     continue
@@ -158,7 +158,12 @@ def check_roles(ctx, rng) -> Check:
     lq, lk = infer_layout(mq), infer_layout(mk)
     nq = np.linalg.norm(mq[0], ord=2)
     nk = np.linalg.norm(mk[0], ord=2)
-    if lq["pairs"] != lk["pairs"]:
+    still = [name for name, m in (("queries", mq), ("keys", mk)) if np.max(np.abs(m - m[0])) <= tol]
+    if len(still) == 1:
+        other = "keys" if still[0] == "queries" else "queries"
+        msg = (f"{still[0]} are not rotated at all (the same output at every position), while {other} are: "
+               "scores then depend on the absolute position of one side")
+    elif lq["pairs"] != lk["pairs"]:
         msg = (f"queries use the {layout_name(lq['pairing'])} layout and keys the {layout_name(lk['pairing'])} "
                "one: the two sides of every score are paired differently")
     elif abs(nq / nk - 1.0) > 1e-3:
@@ -247,7 +252,7 @@ def _match_position(fn, vec_raw, vec_rot, role, limit: int, tol: float = 1e-9):
 
 
 def _decode_scores(ctx, rng):
-    fn, d, qrole, krole, theta_decl, layout = ctx.fn, ctx.d, ctx.qrole, ctx.krole, ctx.theta_decl, ctx.layout
+    fn, d, qrole, krole, theta_decl, layout = ctx.fn, ctx.d, ctx.qrole, ctx.key_role, ctx.theta_decl, ctx.layout
     Q, K, V, out = _raw_decode(fn, d, rng)
     n_all = Q.shape[0]
     pos = np.arange(n_all)

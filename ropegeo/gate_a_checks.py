@@ -40,7 +40,8 @@ class Ctx:
         self.max_position = max_position
         self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
         self.extra_sizes = extra_sizes
-        self.krole = "key" if fn.role else None
+        self.krole = "key" if fn.role else None  # the role the operator is read from (queries if keys ignore positions)
+        self.key_role = self.krole  # what scores use for keys, always
         self.qrole = "query" if fn.role else None
         self.inferred: dict = {}
         self.notes: list[str] = []
@@ -51,6 +52,7 @@ class Ctx:
         self.u_data = UNIT["float32"]
         self.u_phase = UNIT[phase_dtype]
         self.gain = 1.0
+        self.alt_theta = None  # (what, frequencies): another reading of the declaration (LongRoPE's short factors)
 
     # ---- tolerances
     def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
@@ -87,7 +89,7 @@ def _layout_rows(ctx) -> list[int]:
     return want if len(want) >= 3 else list(range(len(ctx.read_positions)))
 
 
-_UNREADABLE = ("ignored", "contiguous")  # position-id defects that make the matrices meaningless
+_UNREADABLE = ("ignored", "contiguous", "quantised")  # position-id defects that make the matrices meaningless
 
 
 def _input_rounding(ctx) -> str | None:
@@ -161,9 +163,16 @@ def _matrix_reading(ctx, rng) -> None:
     and the data precision they show."""
     _data_dtype(ctx, None)  # provisional: what the contract probe returned
     x = rng.normal(size=ctx.d)
-    ctx.position_defect = find_position_defect(ctx.fn, x, ctx.max_position, role=ctx.krole,
-                                               tol=DATA_SAFETY * 2 * ctx.u_data + 1e-9,
+    tol = DATA_SAFETY * 2 * ctx.u_data + 1e-9
+    ctx.position_defect = find_position_defect(ctx.fn, x, ctx.max_position, role=ctx.krole, tol=tol,
                                                extra_sizes=ctx.extra_sizes)
+    if ctx.fn.role and ctx.position_defect and ctx.position_defect["kind"] == "ignored":
+        # keys that ignore positions while queries rotate: a roles defect (check_roles); read the queries
+        if find_position_defect(ctx.fn, x, ctx.max_position, role="query", tol=tol,
+                                extra_sizes=ctx.extra_sizes) is None:
+            ctx.krole, ctx.position_defect = "query", None
+            ctx.notes.append("keys ignore their positions while queries rotate: the operator is read from the "
+                             "queries (see roles)")
     if ctx.position_defect and ctx.position_defect["kind"] in _UNREADABLE:
         return
     _read_matrices(ctx)
@@ -310,8 +319,12 @@ def check_frequencies(ctx, rng) -> Check:
                      "sign flipped: weights trained with the declared convention see every displacement reversed, "
                      "so it is the checkpoint's convention that breaks", "callable", "convention")
     ctx.freq_state = "wrong"
-    return Check("frequencies", False, viol, tol_w, "frequency defect: " + _frequency_words(ctx, th, ref, worst, fit, tol),
-                 "callable", "frequency")
+    words = _frequency_words(ctx, th, ref, worst, fit, tol)
+    alt = ctx.alt_theta
+    if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= np.maximum(
+            4.0 * max(u_angle, UNIT["float64"]) * alt[1] + DATA_SAFETY * ctx.u_data / span_, 1e-6 * alt[1])):
+        words = f"every pair turns at {alt[0]}; " + words
+    return Check("frequencies", False, viol, tol_w, "frequency defect: " + words, "callable", "frequency")
 
 
 def _frequency_words(ctx, th, ref, i, fit, tol) -> str:

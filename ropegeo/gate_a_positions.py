@@ -70,6 +70,28 @@ def _ignored(fn, x, role, tol, max_position):
                     f"{fmt_positions(b)} give the same output)"}
 
 
+def _quantised(fn, x, role, tol, max_position):
+    """Position ids divided by k (``p // k``): runs of k consecutive positions share one output."""
+    n = min(129, max_position)
+    X = np.tile(x, (n, 1))
+    try:
+        y = fn(X, np.arange(n), role=role)
+    except (Refused, Bad):
+        return None
+    same = relative_rows(y[1:], y[:-1], X[1:]) <= tol
+    changes = np.flatnonzero(~same) + 1  # positions where the output moves on
+    if same.sum() < n // 2 or changes.size < 4:
+        return None
+    steps = np.unique(np.diff(changes))
+    if steps.size != 1 or steps[0] < 2:
+        return None
+    k = int(steps[0])
+    return {"kind": "quantised", "boundary": 1, "defect": "position-id",
+            "text": f"position-id defect: position ids are quantised to multiples of {k} (as p // {k}): every run of "
+                    f"{k} consecutive positions is rotated alike (positions {max(changes[0] - k, 0)}..{changes[0] - 1} give "
+                    "the same output), so neighbouring tokens cannot be told apart"}
+
+
 def _contiguous(fn, X, a, ya, role, tol):
     """A start-position implementation: row i rotated at positions[0] + i whatever the ids say."""
     try:
@@ -184,6 +206,9 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
     found = _ignored(fn, x, role, tol, max_position)
     if found:
         found["defect"] = "position-id"
+        return found
+    found = _quantised(fn, x, role, tol, max_position)
+    if found:
         return found
     probes = [p for p in SMALL_PROBES if p < max_position] + probe_positions(max_position)
     ys, first_fail = {}, None

@@ -136,6 +136,13 @@ def test_longrope_called_on_short_runs_breaks_a_long_declaration_as_frequency():
     m = resolve(PHI3)
     r = gate_a(phi3_longrope(m), manifest=PHI3)
     assert r.failed[0] == "frequencies" and r.defects[0] == "frequency", r.table()
+    # and the report says which frequencies those are, and how to audit them
+    assert "frequencies for a forward pass of at most 4,096 tokens" in r.diagnosis
+    assert "--target-length 4096" in r.diagnosis
+    # a plain wrong schedule gets no such hint
+    wrong = gate_a(lambda x, p: apply_rope(x, p, base=20_000.0, pairing="half", rotary_dim=96)[..., :96],
+                   manifest=PHI3)
+    assert "forward pass of at most" not in wrong.diagnosis
 
 
 def test_a_configuration_fixes_the_audited_head_width():
@@ -357,3 +364,22 @@ def test_nan_past_a_table_end_is_a_position_id_defect():
     r = gate_a(f, head_dim=64, pairing="half")
     assert r.failed == ["context"] and r.defects == ["position-id"], r.table()
     assert r.inferred["position_defect"]["boundary"] == 50_001
+
+
+def test_keys_left_unrotated_is_a_roles_defect():
+    # role protocol: queries rotated, keys returned as given; the keys' "ignored positions" are the
+    # roles finding, and the shift check still sees scores move
+    def f(x, positions, role="key"):
+        return apply_rope(x, positions, pairing="half") if role == "query" else np.asarray(x, dtype=np.float64)
+
+    r = gate_a(f, head_dim=64, pairing="half", max_position=8192)
+    assert r.failed[0] == "roles" and r.defects == ["roles"], r.table()
+    assert "keys are not rotated at all" in r.diagnosis and "shift" in r.failed
+
+
+def test_positions_divided_by_k_are_a_position_id_defect():
+    # ids integer-divided (p // 4, say tokens per frame): four neighbours share one rotation
+    r = gate_a(lambda x, p: apply_rope(x, np.asarray(p) // 4, pairing="half"), head_dim=64, pairing="half",
+               max_position=8192)
+    assert r.failed[0] == "context" and r.defects == ["position-id"], r.table()
+    assert "quantised to multiples of 4" in r.diagnosis and "positions 0..3" in r.diagnosis
