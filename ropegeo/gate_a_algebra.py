@@ -45,14 +45,20 @@ def check_norm(ctx, rng) -> Check:
                     worst, tol_worst = viol, tol
     med = float(np.median(ratio))
     factor = ctx.fn.factor
-    fix = (f"an attention factor of {med * factor:.4g} folded into cos and sin (declare it: --attention-factor, or "
+    fix = (f"an attention factor of {_near_one(med * factor)} folded into cos and sin (declare it: --attention-factor, or "
            "--config for a YaRN/LongRoPE model)" if factor == 1.0 else
            f"the declared attention factor is {factor:.4g}, the measured one {med * factor:.4g}")
     return Check.judged("norm", worst, tol_worst, "every rotated vector keeps its norm (after the declared attention "
                         "factor)" if factor != 1.0 else "every rotated vector keeps its norm",
-                        f"magnitude defect: rotated vectors change length (norm ratio up to {1 + worst:.4g}, median "
-                        f"{med:.4g}): the map is not a rotation; {fix}, or a scaled cos/sin table", "callable",
+                        f"magnitude defect: rotated vectors change length (norm ratio up to {_near_one(1 + worst)}, "
+                        f"median {_near_one(med)}): the map is not a rotation; {fix}, or a scaled cos/sin table", "callable",
                         "magnitude")
+
+
+def _near_one(r: float) -> str:
+    """A ratio with enough digits that one close to 1 does not print as 1."""
+    digits = 4 if abs(r - 1.0) >= 1e-3 else max(4, 2 - int(np.floor(np.log10(max(abs(r - 1.0), 1e-15)))))
+    return f"{r:.{digits}g}"
 
 
 def _shifts(ctx, rng):

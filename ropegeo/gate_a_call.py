@@ -178,6 +178,9 @@ class Impl:
         x = np.asarray(x)
         positions = np.asarray(positions)
         out = self.raw(x.copy(), positions.copy(), **kwargs)  # copies: code that writes into its input harms no probe
+        if isinstance(out, tuple):
+            raise Bad(f"the implementation returned a tuple of {len(out)} (e.g. the (q, k) of apply_rotary_pos_emb); "
+                      "it must return one array, x rotated")
         arr = self.unwrap(out, "the implementation")
         if arr.shape != x.shape:
             raise Bad(f"the implementation returned shape {arr.shape} for x of shape {x.shape}; it must return x's shape")

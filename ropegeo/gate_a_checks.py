@@ -430,8 +430,9 @@ def check_origin(ctx, rng) -> Check:
                              "Scores still depend on n - m only, but rotations no longer compose (R(a) R(b) is "
                              f"R(a + b{k:+d}), not R(a + b)) and a cache that counts from 0 is off by {k:+d}",
                              "callable", "position-id")
-    return Check("origin", False, err, tol, f"position 0 changes vectors by {err:.2e} of |x|: the rotation at the "
-                 "origin is not the identity", "callable", "position-id")
+    return Check("origin", False, err, tol, f"position-id defect: position 0 changes vectors by {err:.2e} of |x|: the "
+                 "rotation at the origin is not the identity (and not a shift of it by up to 64 positions)", "callable",
+                 "position-id")
 
 
 def check_context(ctx, rng) -> Check:

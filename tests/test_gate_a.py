@@ -243,6 +243,7 @@ def test_torch_is_not_imported_on_the_numpy_path():
         (lambda x, p, q: x, "accept two positional arguments"),
         (lambda x, p: x[..., :2], "returned shape"),
         (lambda x, p: x[0], "returned shape"),
+        (lambda x, p: (x, x), "returned a tuple of 2"),
         (lambda x, p: x * np.nan, "NaN or infinite"),
         (lambda x, p: "rotated", "not an array of real numbers"),
         (lambda x, p: x + 1j, "complex"),
