@@ -638,7 +638,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     The field groups, one reader each (see ``_READERS``):
 
     * absent fields first take the defaults of the model type's configuration class in
-      transformers (:mod:`ropegeo.class_defaults`: a fixed ``head_dim``, ``rope_theta``, the rotary
+      transformers (``ropegeo.class_defaults``: a fixed ``head_dim``, ``rope_theta``, the rotary
       fraction, a default scaling block), each with a note;
     * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
       Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
