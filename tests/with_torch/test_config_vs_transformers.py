@@ -19,21 +19,15 @@ from __future__ import annotations
 
 import copy
 import importlib
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("transformers")):
-    pytest.skip("torch and transformers are not installed (make test-torch installs them)", allow_module_level=True)
+require("torch", "transformers")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

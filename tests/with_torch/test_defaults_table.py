@@ -6,7 +6,6 @@ Skipped when torch or transformers is absent; run with ``make test-torch``.
 """
 
 import copy
-import importlib.util
 import json
 import sys
 from importlib.resources import files
@@ -14,15 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("transformers")):
-    pytest.skip("torch and transformers are not installed (make test-torch installs them)", allow_module_level=True)
+require("torch", "transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_defaults_table  # noqa: E402

@@ -7,18 +7,12 @@ The real code passes; broken variants built from its parts fail with their defec
 Skipped when torch or transformers is absent; run with ``make test-torch``.
 """
 
-import importlib.util
 
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("transformers")):
-    pytest.skip("torch and transformers are not installed (make test-torch installs them)", allow_module_level=True)
+require("torch", "transformers")
 
 import hf_models as hm  # noqa: E402  (needs torch)
 

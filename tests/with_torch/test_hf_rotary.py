@@ -5,7 +5,6 @@ Skipped when torch or transformers is absent (the book's environment has neither
 ``make test-torch``.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,16 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    """A real installed package (not a namespace directory of the same name), checked without importing it."""
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("transformers")):
-    pytest.skip("torch and transformers are not installed (make test-torch installs them)", allow_module_level=True)
+require("torch", "transformers")
 
 import hf_rotary as h  # noqa: E402  (needs torch)
 

@@ -9,18 +9,12 @@ Skipped when torch is absent, and per library when that library is absent; ``mak
 installs them.
 """
 
-import importlib.util
 
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("ml_dtypes")):
-    pytest.skip("torch is not installed (make test-torch installs it)", allow_module_level=True)
+require("torch", "ml_dtypes")
 
 import other_rotary as o  # noqa: E402  (needs torch)
 

@@ -4,22 +4,16 @@ own rotary code: re-derived with scripts/make_pairing_table.py, it is the same t
 Skipped when torch or transformers is absent; run with ``make test-torch``.
 """
 
-import importlib.util
 import json
 import sys
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from _requires import require
 
 
-def _installed(name: str) -> bool:
-    spec = importlib.util.find_spec(name)
-    return spec is not None and spec.origin not in (None, "namespace")
-
-
-if not (_installed("torch") and _installed("transformers")):
-    pytest.skip("torch and transformers are not installed (make test-torch installs them)", allow_module_level=True)
+require("torch", "transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_pairing_table  # noqa: E402
