@@ -62,9 +62,13 @@ def _ignored(fn, x, role, tol, max_position):
     if np.max(relative_rows(ya, yb, X)) > tol:
         return _contiguous(fn, X, a, ya, role, tol)
     moved = np.max(relative_rows(ya, X, X)) > tol
-    how = ("every row is rotated by its slot index in the array (0, 1, 2, ...) instead of its position id"
-           if moved and np.max(relative_rows(ya[1:], ya[:1], X[1:])) > tol else
-           "the output does not depend on the positions passed in")
+    if moved and np.max(relative_rows(ya[1:], ya[:1], X[1:])) > tol:
+        # the two causes look alike from outside: rows rotated by their slot index, or by positions
+        # cached from an earlier call of the same shape
+        how = ("rows are rotated, but not by the ids passed in: by their slot index in the array (0, 1, 2, ...) "
+               "or by positions cached from an earlier call")
+    else:
+        how = "the output does not depend on the positions passed in"
     return {"kind": "ignored", "boundary": 0,
             "text": f"position-id defect: positions are ignored: {how} (positions {fmt_positions(a)} and "
                     f"{fmt_positions(b)} give the same output)"}

@@ -383,3 +383,20 @@ def test_positions_divided_by_k_are_a_position_id_defect():
                max_position=8192)
     assert r.failed[0] == "context" and r.defects == ["position-id"], r.table()
     assert "quantised to multiples of 4" in r.diagnosis and "positions 0..3" in r.diagnosis
+
+
+def test_a_table_reused_across_calls_is_not_blamed_on_slot_indices_alone():
+    # cos/sin computed on the first call of each shape and reused after: rows keep the first
+    # call's positions; Gate A must not claim they are rotated by their slot index
+    cache = {}
+
+    def f(x, positions):
+        x = np.asarray(x, dtype=np.float64)
+        key = x.shape
+        if key not in cache:
+            cache[key] = np.array(positions, copy=True)
+        return apply_rope(x, cache[key], pairing="half")
+
+    r = gate_a(f, head_dim=64, pairing="half", max_position=8192)
+    assert r.defects[0] == "position-id", r.table()
+    assert "not by the ids passed in" in r.diagnosis and "cached from an earlier call" in r.diagnosis
