@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig
 
-from hf_rotary import _batched, _in, _out, _positions
+from torch_io import _batched, _in, _out, _positions
 
 DATA = Path(__file__).resolve().parents[2] / "ropegeo" / "data"
 

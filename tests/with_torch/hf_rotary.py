@@ -9,16 +9,13 @@ the way a broken integration would. Imported only when torch and transformers ar
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
 import torch
 from transformers.models.gpt_neox import modeling_gpt_neox as neox
 from transformers.models.gptj import modeling_gptj as gptj
 from transformers.models.llama import modeling_llama as llama
 from transformers import GPTJConfig, GPTNeoXConfig, LlamaConfig
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-_NUMPY = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+from torch_io import _batched, _in, _out, _positions
 
 #: What each family declares (keyword arguments of ropegeo.gate_a.gate_a).
 DECLARED = {
@@ -26,41 +23,6 @@ DECLARED = {
     "neox": dict(head_dim=64, base=10_000.0, pairing="half", rotary_dim=16, max_position=131_072),
     "gptj": dict(head_dim=64, base=10_000.0, pairing="interleaved", rotary_dim=32, max_position=2_048),
 }
-
-
-def _in(x, dtype):
-    return torch.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float32))).to(DTYPES[dtype])
-
-
-def _out(t, dtype):
-    return t.float().numpy().astype(_NUMPY[dtype])
-
-
-def _batched(x, positions):
-    """(B, seq, d) tensor and (B, seq) long positions; and whether to drop the batch axis again."""
-    pos = torch.as_tensor(np.asarray(positions).astype(np.int64))
-    single = x.dim() == 2
-    return (x[None], pos[None]) if single else (x, pos), single
-
-
-def _positions(pos, defect):
-    if defect == "wrapped-table":
-        return pos % 4096  # a precomputed table of 4,096 rows indexed modulo its size
-    if defect == "clamped-table":
-        return pos.clamp(max=8191)
-    if defect == "int8-positions":
-        return pos.to(torch.int8).long()
-    if defect == "int16-positions":
-        return pos.to(torch.int16).long()
-    if defect == "ignored-positions":
-        return torch.arange(pos.shape[-1]).expand_as(pos)
-    if defect == "origin-off-by-one":
-        return pos + 1
-    if defect == "start-position":  # only the first id read, as the start of a contiguous run
-        return pos[..., :1] + torch.arange(pos.shape[-1])
-    if defect == "first-row-only":
-        return pos[:1].expand_as(pos)
-    return pos
 
 
 def _rotate_every_two(x):

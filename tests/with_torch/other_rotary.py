@@ -40,12 +40,10 @@ from __future__ import annotations
 
 import importlib.util
 
-import ml_dtypes
 import numpy as np
 import torch
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-_NUMPY = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+from torch_io import DTYPES, WRAP_ROWS, _batched, _in, _out, _positions
 
 #: library -> the module whose presence it needs
 MODULES = {
@@ -88,36 +86,6 @@ def declared(library: str) -> dict:
 
 
 # --------------------------------------------------------------------------- shared helpers
-def _in(x, dtype):
-    return torch.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float32))).to(DTYPES[dtype])
-
-
-def _out(t, dtype):
-    return t.float().numpy().astype(_NUMPY[dtype])
-
-
-def _batched(x, positions):
-    """(B, seq, d) tensor and (B, seq) long positions; and whether to drop the batch axis again."""
-    pos = torch.as_tensor(np.asarray(positions).astype(np.int64))
-    single = x.dim() == 2
-    return (x[None], pos[None]) if single else (x, pos), single
-
-
-WRAP_ROWS = 4096  # the table of the "wrapped-table" defect
-
-
-def _positions(pos, defect):
-    if defect == "wrapped-table":
-        return pos % WRAP_ROWS  # a table of 4,096 rows indexed modulo its size
-    if defect == "origin-off-by-one":
-        return pos + 1
-    if defect == "first-row-only":
-        return pos[:1].expand_as(pos)
-    if defect == "start-position":  # Meta's Transformer: freqs_cis[start_pos : start_pos + seqlen]
-        return pos[..., :1] + torch.arange(pos.shape[-1])
-    return pos
-
-
 def _half_split(x, cos, sin):
     """cos/sin of shape (..., r/2) applied to half-split pairs (i, i + r/2) of the first r coordinates."""
     r = 2 * cos.shape[-1]
