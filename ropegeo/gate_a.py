@@ -484,8 +484,7 @@ def gate_a(
     theta_decl = (frequencies(d, base, rot_decl) if theta is None else theta) * scale
     ctx = Ctx(fn, d=d, dims=dims, rot_decl=rot_decl, pairing=pairing, theta_decl=theta_decl, base=base,
               theta_given=theta is not None, phase_dtype=phase_dtype, data_dtype=dtype, max_position=max_position,
-              extra_sizes=extra_sizes)
-    ctx.alt_theta = decl["alt_theta"]
+              extra_sizes=extra_sizes, alt_theta=decl["alt_theta"])
     declared = {"head_dim": d, "rotary_dim": rot_decl, "base": base, "pairing": pairing, "scale": scale,
                 "phase_dtype": phase_dtype, "dtype": dtype, "max_position": max_position,
                 "attention_factor": attention_factor, "theta": None if theta is None else theta.tolist()}

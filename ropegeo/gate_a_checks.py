@@ -31,7 +31,7 @@ class Ctx:
     """What every check reads: the implementation, the declaration, and what was inferred."""
 
     def __init__(self, fn, *, d, dims, rot_decl, pairing, theta_decl, base, theta_given, phase_dtype,
-                 data_dtype, max_position, extra_sizes=()):
+                 data_dtype, max_position, extra_sizes=(), alt_theta=None):
         self.fn, self.d, self.dims = fn, d, dims
         self.rot_decl, self.pairing, self.base = rot_decl, pairing, base
         self.theta_decl, self.theta_given = theta_decl, theta_given
@@ -52,7 +52,7 @@ class Ctx:
         self.u_data = UNIT["float32"]
         self.u_phase = UNIT[phase_dtype]
         self.gain = 1.0
-        self.alt_theta = None  # (what, frequencies): another reading of the declaration (LongRoPE's short factors)
+        self.alt_theta = alt_theta  # (what, frequencies): another reading of the declaration (LongRoPE's short factors)
 
     # ---- tolerances
     def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
@@ -92,6 +92,11 @@ def _layout_rows(ctx) -> list[int]:
 _UNREADABLE = ("ignored", "contiguous", "quantised")  # position-id defects that make the matrices meaningless
 
 
+def _row_gain(x, y) -> np.ndarray:
+    """The factor each row of y is of its row of x, fitted by least squares, shape (rows, 1)."""
+    return np.sum(x * y, axis=-1, keepdims=True) / np.sum(x * x, axis=-1, keepdims=True)
+
+
 def _input_rounding(ctx) -> str | None:
     """The format the implementation rounds its input to, seen at position 0 (the identity): code
     that casts x to float16 and returns float32 shows it only here (identity probes are exact in
@@ -101,7 +106,7 @@ def _input_rounding(ctx) -> str | None:
         y = ctx.fn(x, np.zeros(4, dtype=np.int64), role=ctx.krole)
     except (Refused, Bad):
         return None
-    g = np.sum(x * y, axis=-1, keepdims=True) / np.sum(x * x, axis=-1, keepdims=True)  # a gain, fitted per row
+    g = _row_gain(x, y)
     rel = float(np.max(np.abs(y - g * x) / np.abs(g * x)))
     # rounding to nearest moves each entry by at most u; twice that leaves room for the fitted gain
     return next((n for n in ("float64", "float32", "float16", "bfloat16") if rel <= 2.0 * UNIT[n]), None)
@@ -301,8 +306,11 @@ def check_frequencies(ctx, rng) -> Check:
     own, _, _ = _angle_error(ctx, rows, th)  # the angle precision, judged against the implementation's own steps
     u_angle = UNIT.get(_precision_name(own), UNIT["bfloat16"]) if own is not None else ctx.u_phase
     span_ = float(pos[-1] - pos[0])
-    tol = 4.0 * max(u_angle, UNIT["float64"]) * ref + DATA_SAFETY * ctx.u_data / span_
-    tol = np.maximum(tol, 1e-6 * ref)  # what the angles' own rounding in float64 allows
+
+    def tolerance(steps):  # per pair, for a schedule of these steps; 1e-6: the angles' own float64 rounding
+        return np.maximum(4.0 * max(u_angle, UNIT["float64"]) * steps + DATA_SAFETY * ctx.u_data / span_, 1e-6 * steps)
+
+    tol = tolerance(ref)
     dev = np.abs(wrap_far(th - ref))
     ratio = dev / tol
     worst = int(np.argmax(ratio))
@@ -321,8 +329,7 @@ def check_frequencies(ctx, rng) -> Check:
     ctx.freq_state = "wrong"
     words = _frequency_words(ctx, th, ref, worst, fit, tol)
     alt = ctx.alt_theta
-    if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= np.maximum(
-            4.0 * max(u_angle, UNIT["float64"]) * alt[1] + DATA_SAFETY * ctx.u_data / span_, 1e-6 * alt[1])):
+    if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= tolerance(alt[1])):
         words = f"every pair turns at {alt[0]}; " + words
     return Check("frequencies", False, viol, tol_w, "frequency defect: " + words, "callable", "frequency")
 
@@ -415,7 +422,7 @@ def check_origin(ctx, rng) -> Check:
     tol = ctx.tol_vec(0.0)
     if err <= tol:
         return Check("origin", True, err, tol, "position 0 leaves vectors unchanged", "callable")
-    g = np.sum(x * y, axis=-1, keepdims=True) / np.sum(x * x, axis=-1, keepdims=True)
+    g = _row_gain(x, y)
     scaled = float(np.max(relative_rows(y, g * x, g * x)))
     if scaled <= tol:  # the identity times a factor the gain estimate missed: the norm check's finding
         return Check("origin", True, scaled, tol, "position 0 leaves vectors unchanged up to a uniform factor "

@@ -48,9 +48,8 @@ def _fixed_head_dim(model_type: str, cfg) -> int | None:
 
 
 def _plain(block):
-    """A rope block as JSON: numbers and strings only (lists of factors kept)."""
-    return {k: v for k, v in block.items() if isinstance(v, (int, float, str, list)) and not isinstance(v, bool)
-            or isinstance(v, bool)}
+    """A rope block as JSON: numbers, booleans, strings and lists of factors (no tensors or objects)."""
+    return {k: v for k, v in block.items() if isinstance(v, (int, float, str, list))}  # bools are ints
 
 
 def read_defaults(model_type: str) -> dict | None:
