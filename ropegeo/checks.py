@@ -20,7 +20,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["Check", "verdict", "DEFECT_CLASSES"]
+__all__ = ["Check", "verdict", "status", "DEFECT_CLASSES", "STATUSES", "EXIT_CODES"]
+
+#: The three outcomes of a gate (or of the whole audit): every core check measured and passed,
+#: one failed, or no verdict possible (a core check not measured, or a tolerance that reaches the
+#: largest error the check can see). "inconclusive" is never a pass.
+STATUSES = ("pass", "fail", "inconclusive")
+
+#: Exit status of the command line for each outcome (2 is bad input, as everywhere).
+EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 3}
 
 #: The defect classes a failed check may name (``None`` for a symptom without a class).
 DEFECT_CLASSES = ("position-id", "precision", "frequency", "layout", "convention", "magnitude", "roles",
@@ -67,8 +75,24 @@ class Check:
 
     @classmethod
     def judged(cls, name: str, violation: float, tolerance: float, ok_text: str, fail_text: str,
-               protocol: str = "", defect: str | None = None) -> "Check":
-        """Pass when ``violation <= tolerance``; the diagnosis is the matching text."""
+               protocol: str = "", defect: str | None = None, ceiling: float | None = None) -> "Check":
+        """Pass when ``violation <= tolerance``; the diagnosis is the matching text.
+
+        ``ceiling`` is the largest violation the check can see (e.g. 2 for the distance between
+        two unit-norm vectors' cosines, pi for a wrapped phase). When the tolerance reaches it the
+        check cannot fail, so it is *inconclusive*: not measured (``passed=None``), with the reason.
+
+        Examples
+        --------
+        >>> Check.judged("law", 0.5, 3.0, "ok", "bad", ceiling=2.0).passed is None
+        True
+        >>> Check.judged("law", 0.5, 1.0, "ok", "bad", ceiling=2.0).passed
+        True
+        """
+        if ceiling is not None and not (tolerance < ceiling):
+            return cls(name, None, float(violation), float(tolerance),
+                       f"inconclusive: the tolerance {tolerance:.3g} reaches the largest error this check "
+                       f"can see ({ceiling:.3g}), so it could not fail", protocol)
         ok = bool(violation <= tolerance)
         return cls(name, ok, float(violation), float(tolerance), ok_text if ok else fail_text, protocol,
                    None if ok else defect)
@@ -92,6 +116,31 @@ class Check:
         return cls(d["name"], d["passed"], nan if d["violation"] is None else d["violation"],
                    nan if d["tolerance"] is None else d["tolerance"], d["diagnosis"], d.get("protocol", ""),
                    d.get("defect"))
+
+
+def status(checks, core=None) -> str:
+    """The outcome of a list of checks: ``"fail"``, ``"inconclusive"`` or ``"pass"``.
+
+    ``"fail"`` when any check failed; ``"inconclusive"`` when one of the ``core`` checks (names;
+    default: every check) was not measured; ``"pass"`` otherwise. A gate that could measure none
+    of what it is for never passes.
+
+    Examples
+    --------
+    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")])
+    'inconclusive'
+    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")], core=["a"])
+    'pass'
+    """
+    checks = list(checks)
+    if any(c.passed is False for c in checks):
+        return "fail"
+    names = None if core is None else set(core)
+    if any(c.passed is None and (names is None or c.name in names) for c in checks):
+        return "inconclusive"
+    if not checks:
+        return "inconclusive"
+    return "pass"
 
 
 def verdict(checks) -> str:
