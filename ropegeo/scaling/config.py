@@ -340,6 +340,11 @@ def preset(rule: str | None, *, train_length: int, target_length: int, longrope_
                 or len(longrope_factors) != 2:
             raise ValueError("longrope_factors must be a pair (short_factor, long_factor) of lists")
         kw["short_factor"], kw["long_factor"] = longrope_factors
+    unknown = sorted(set(params) - {f.name for f in fields(Scaling)} - {"rule", "ignored_keys"})
+    if unknown:
+        takes = sorted(_PARAMS[rule] - {"factor", "original_max_position_embeddings"})
+        raise ValueError(f"preset got unknown parameter(s) {', '.join(map(repr, unknown))}; the {rule} rule takes "
+                         + (", ".join(takes) if takes else "no further parameters"))
     kw.update(params)
     return Scaling(**kw)
 
