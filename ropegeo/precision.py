@@ -132,6 +132,11 @@ class PhasePipeline:
         if self.frequency_dtype is not None:
             object.__setattr__(self, "frequency_dtype", v.float_dtype(self.frequency_dtype, "frequency_dtype").name)
 
+    def __repr__(self) -> str:  # frequency_dtype only when set, so older reprs stay as they were
+        extra = "" if self.frequency_dtype is None else f", frequency_dtype={self.frequency_dtype!r}"
+        return (f"PhasePipeline(angle_dtype={self.angle_dtype!r}, table_dtype={self.table_dtype!r}, "
+                f"rotation_dtype={self.rotation_dtype!r}{extra})")
+
     @property
     def exact(self) -> bool:
         """True when every stage is float64 (phases exact up to float64 rounding)."""
