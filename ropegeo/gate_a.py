@@ -603,9 +603,9 @@ def _undeclared_note(args, report) -> str | None:
         return None
     inf = report.inferred
     seen = [f"{ {'half': 'half-split'}.get(inf['pairing'], inf['pairing'])} pairs"] if inf.get("pairing") else []
-    if inf.get("schedule_residual") is not None and inf["schedule_residual"] < 1e-3:
+    if inf.get("schedule_fits"):  # every pair within its own measurement tolerance of one schedule
         seen.append(f"frequencies fitting base {inf['base']:,.6g} (scale {inf['scale']:.4g})")
-    elif inf.get("schedule_residual") is not None:
+    elif inf.get("schedule_fits") is not None:
         seen.append("frequencies that are not one geometric schedule (a scaling rule such as Llama 3's or YaRN's?)")
     read = f"; the implementation reads as {', '.join(seen)}" if seen else ""
     return ("nothing about the operator was declared, so it was compared with the defaults (interleaved pairs, "

@@ -294,15 +294,6 @@ def check_frequencies(ctx, rng) -> Check:
     th = refine_theta(ang, pos)
     ctx.theta_hat = th
     ctx.inferred["theta"] = np.abs(th).tolist()
-    fit = _fit_schedule(th, 2 * len(th))
-    if fit is not None:
-        ctx.inferred["base"], ctx.inferred["scale"], ctx.inferred["schedule_residual"] = fit
-    ref = ctx.theta_decl
-    if len(th) != len(ref):
-        ctx.freq_state = "wrong"
-        return Check("frequencies", False, float("inf"), 0.0,
-                     f"frequency defect: {len(th)} pairs rotate, but the declared frequencies have {len(ref)}",
-                     "callable", "frequency")
     own, _, _ = _angle_error(ctx, rows, th)  # the angle precision, judged against the implementation's own steps
     u_angle = UNIT.get(_precision_name(own), UNIT["bfloat16"]) if own is not None else ctx.u_phase
     span_ = float(pos[-1] - pos[0])
@@ -310,6 +301,16 @@ def check_frequencies(ctx, rng) -> Check:
     def tolerance(steps):  # per pair, for a schedule of these steps; 1e-6: the angles' own float64 rounding
         return np.maximum(4.0 * max(u_angle, UNIT["float64"]) * steps + DATA_SAFETY * ctx.u_data / span_, 1e-6 * steps)
 
+    fit = _fit_schedule(th, 2 * len(th), tolerance(np.abs(th)))
+    if fit is not None:
+        ctx.inferred["base"], ctx.inferred["scale"], ctx.inferred["schedule_residual"] = fit[:3]
+        ctx.inferred["schedule_fits"] = fit[3]
+    ref = ctx.theta_decl
+    if len(th) != len(ref):
+        ctx.freq_state = "wrong"
+        return Check("frequencies", False, float("inf"), 0.0,
+                     f"frequency defect: {len(th)} pairs rotate, but the declared frequencies have {len(ref)}",
+                     "callable", "frequency")
     tol = tolerance(ref)
     dev = np.abs(wrap_far(th - ref))
     ratio = dev / tol
@@ -357,24 +358,37 @@ def _frequency_words(ctx, th, ref, i, fit, tol) -> str:
     if np.allclose(np.sort(a), np.sort(ref), rtol=1e-3) and not np.allclose(a, ref, rtol=1e-3):
         order = "reversed (the slowest pair first)" if np.allclose(a, ref[::-1], rtol=1e-3) else "permuted"
         return f"the declared frequencies are all there but their ordering is {order}: " + msg
-    if fit is not None and fit[2] < 1e-3 and not ctx.theta_given and abs(fit[0] / ctx.base - 1.0) > 1e-3:
+    if fit is not None and fit[3] and not ctx.theta_given and abs(fit[0] / ctx.base - 1.0) > 1e-3:
         return f"the frequencies follow base {fit[0]:,.6g}, while the declared base is {ctx.base:,.6g}: " + msg
-    if fit is not None and fit[2] >= 1e-3 and not ctx.theta_given:
+    if fit is not None and not fit[3] and not ctx.theta_given:
         return "the frequencies are not a geometric schedule: " + msg
     return msg
 
 
-def _fit_schedule(theta_hat, rotary_dim: int):
-    """Fit ln theta_i = ln s - (2 i / r) ln B; returns (base, scale, max residual) or None."""
+#: Largest log residual of a geometric fit taken as one schedule when the pairs are measured exactly.
+SCHEDULE_RESIDUAL = 1e-3
+
+
+def _fit_schedule(theta_hat, rotary_dim: int, tol=None):
+    """Fit ln theta_i = ln s - (2 i / r) ln B, each pair weighted by how well it is measured.
+
+    ``tol`` is each pair's measurement tolerance (rad per position; slow pairs read through
+    bfloat16 data are known to a few 1e-3 only). Returns (base, scale, max residual, fits) or
+    None; ``fits`` is True when every pair lies within its own tolerance of the fitted schedule
+    (or within :data:`SCHEDULE_RESIDUAL`): the residual is rounding, not a second schedule.
+    """
     th = np.abs(theta_hat)
     ok = th > 0
     if ok.sum() < 2:
         return None
+    rel = np.full(th.size, SCHEDULE_RESIDUAL) if tol is None else np.maximum(np.asarray(tol) / np.where(ok, th, 1.0),
+                                                                             1e-12)
     i = np.arange(th.size)[ok]
-    slope, intercept = np.polyfit(i, np.log(th[ok]), 1)
-    resid = float(np.max(np.abs(np.log(th[ok]) - (slope * i + intercept))))
+    slope, intercept = np.polyfit(i, np.log(th[ok]), 1, w=1.0 / rel[ok])
+    dev = np.abs(np.log(th[ok]) - (slope * i + intercept))
+    fits = bool(np.all(dev <= np.maximum(2.0 * rel[ok], SCHEDULE_RESIDUAL)))
     base = math.exp(-slope * rotary_dim / 2.0) if slope < 0 else float("nan")
-    return base, math.exp(intercept), resid
+    return base, math.exp(intercept), float(np.max(dev)), fits
 
 
 def check_precision(ctx, rng) -> Check:

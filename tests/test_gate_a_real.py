@@ -400,3 +400,27 @@ def test_a_table_reused_across_calls_is_not_blamed_on_slot_indices_alone():
     r = gate_a(f, head_dim=64, pairing="half", max_position=8192)
     assert r.defects[0] == "position-id", r.table()
     assert "not by the ids passed in" in r.diagnosis and "cached from an earlier call" in r.diagnosis
+
+
+def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
+    # half-split, base 10,000, served in bfloat16, nothing declared: the layout fails against the
+    # default interleaved pairs, and the note must say the frequencies fit one base (the slow pairs'
+    # residual is only the data's rounding), not "not one geometric schedule (a scaling rule?)"
+    import argparse
+
+    from ropegeo.gate_a import _undeclared_note
+    r = gate_a(_bfloat16_data(), head_dim=64)
+    assert r.failed == ["layout"], r.table()
+    assert r.inferred["schedule_fits"] is True and r.inferred["base"] == pytest.approx(10_000.0, rel=2e-3)
+    note = _undeclared_note(argparse.Namespace(), r)
+    assert "frequencies fitting base" in note and "not one geometric schedule" not in note
+    # a real second schedule (Llama 3's: slow pairs divided by 8) in the same data still is one
+    theta = resolve("llama-3.1-8b").theta()
+
+    def llama3(x, positions):
+        xd = np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+        return apply_rope(xd, positions, theta=theta, pairing="half").astype(ml_dtypes.bfloat16)
+
+    r3 = gate_a(llama3, head_dim=128)
+    assert r3.inferred["schedule_fits"] is False
+    assert "not one geometric schedule" in _undeclared_note(argparse.Namespace(), r3)
