@@ -127,8 +127,12 @@ class GateAReport:
 
     def _failed_in_order(self) -> list[Check]:
         """Failed checks in table order; when the map is not a rotation (``norm`` fails), the
-        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads."""
+        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads.
+        A roles defect (queries and keys rotated differently) leads whenever it is found: it is what
+        the other checks see from one side, or in the scores."""
         failed = [c for c in self.checks if c.passed is False]
+        roles = [c for c in failed if c.name == "roles"]
+        failed = roles + [c for c in failed if c not in roles]
         readings = [c for c in failed if c.name in _ROTATION_READINGS]
         norm = [c for c in failed if c.name == "norm"]
         if not (norm and readings):

@@ -40,7 +40,8 @@ class Ctx:
         self.max_position = max_position
         self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
         self.extra_sizes = extra_sizes
-        self.krole = "key" if fn.role else None  # the role the operator is read from (queries if keys ignore positions)
+        self.krole = "key" if fn.role else None  # the role the operator is read from (the side that matches the declaration)
+        self.departs = None  # with the role protocol: "queries" or "keys" when that side departs from the other
         self.key_role = self.krole  # what scores use for keys, always
         self.qrole = "query" if fn.role else None
         self.inferred: dict = {}
@@ -169,9 +170,10 @@ def _matrix_reading(ctx, rng) -> None:
     _data_dtype(ctx, None)  # provisional: what the contract probe returned
     x = rng.normal(size=ctx.d)
     tol = DATA_SAFETY * 2 * ctx.u_data + 1e-9
+    _reading_side(ctx, tol)
     ctx.position_defect = find_position_defect(ctx.fn, x, ctx.max_position, role=ctx.krole, tol=tol,
                                                extra_sizes=ctx.extra_sizes)
-    if ctx.fn.role and ctx.position_defect and ctx.position_defect["kind"] == "ignored":
+    if ctx.fn.role and ctx.krole == "key" and ctx.position_defect and ctx.position_defect["kind"] == "ignored":
         # keys that ignore positions while queries rotate: a roles defect (check_roles); read the queries
         if find_position_defect(ctx.fn, x, ctx.max_position, role="query", tol=tol,
                                 extra_sizes=ctx.extra_sizes) is None:
@@ -188,6 +190,51 @@ def _matrix_reading(ctx, rng) -> None:
     # a magnitude factor is the norm check's finding: the other checks divide it out
     ctx.gain = _attention_factor(ctx, float(np.median(np.linalg.norm(ctx.mats[:3], axis=1))))
     _data_dtype(ctx, orth)
+
+
+#: Positions at which queries and keys are compared (the roles check and the choice of side).
+ROLE_POSITIONS = READ_POSITIONS[:4]
+
+
+def declared_matrices(ctx, positions) -> np.ndarray:
+    """The declared R(p) at ``positions``, shape (k, d, d) (pairs and frequencies as declared)."""
+    pairs = _declared_pairs(ctx.d, ctx.rot_decl, ctx.pairing)
+    p = np.repeat(np.asarray(positions), ctx.d)
+    rows = rotate_pairs(np.tile(np.eye(ctx.d), (len(positions), 1)), p, pairs, ctx.theta_decl)
+    return rows.reshape(len(positions), ctx.d, ctx.d).transpose(0, 2, 1)
+
+
+def departing_side(ctx, mq, mk):
+    """Which side departs from the declaration when queries and keys differ: ``("keys", dq, dk)``
+    when the queries are the closer to the declared operator, ``("queries", ...)`` otherwise, with
+    each side's largest entry distance from it."""
+    ref = declared_matrices(ctx, ROLE_POSITIONS)
+    dq, dk = float(np.max(np.abs(mq - ref))), float(np.max(np.abs(mk - ref)))
+    return ("keys" if dq < dk else "queries"), dq, dk
+
+
+def _reading_side(ctx, tol) -> None:
+    """With the role protocol, read the operator from the side that matches the declaration.
+
+    Queries and keys are compared first; when they differ, the side nearer the declared operator
+    is the one read (layout, frequencies, precision), and the other is the roles check's finding.
+    Reading the keys whatever they do would blame a one-sided defect (keys mirrored, keys
+    interpolated) on the convention or the frequencies of both.
+    """
+    if not ctx.fn.role:
+        return
+    try:
+        mq = matrices(ctx.fn, ctx.d, ROLE_POSITIONS, role="query")
+        mk = matrices(ctx.fn, ctx.d, ROLE_POSITIONS, role="key")
+    except (Refused, Bad):
+        return
+    if np.max(np.abs(mq - mk)) <= tol:
+        return
+    ctx.departs, dq, dk = departing_side(ctx, mq, mk)
+    if ctx.departs == "keys":
+        ctx.krole = "query"
+        ctx.notes.append("queries and keys are rotated differently; the operator is read from the queries, the side "
+                         "nearer the declaration (see roles)")
 
 
 def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:

@@ -424,3 +424,73 @@ def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
     r3 = gate_a(llama3, head_dim=128)
     assert r3.inferred["schedule_fits"] is False
     assert "not one geometric schedule" in _undeclared_note(argparse.Namespace(), r3)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], -1)
+
+
+def hf_apply_with_roles(defect=None, d=64, base=10_000.0):
+    """transformers' Llama recipe (float32 inverse frequencies and angles, ``cat(freqs, freqs)``,
+    ``q * cos + rotate_half(q) * sin``) with the role protocol: ``q_embed`` for queries, ``k_embed``
+    for keys. ``defect`` breaks the keys' side only, as bug reports show it: ``"keys-mirrored"``
+    (``k * cos - rotate_half(k) * sin``), ``"keys-interpolated"`` (key positions multiplied by 1/4,
+    the queries' not), ``"keys-bfloat16"`` (the keys' angle table formed in bfloat16);
+    ``"queries-mirrored"`` and ``"queries-interpolated"`` break the queries instead."""
+    inv = (1.0 / base ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))).astype(np.float32)
+    side, _, kind = (defect or "-").partition("-")
+
+    def cos_sin(positions, broken):
+        p = np.asarray(positions).astype(np.float32)
+        if broken and kind == "interpolated":
+            p = p * np.float32(0.25)
+        if broken and kind == "bfloat16":
+            freqs = (p.astype(ml_dtypes.bfloat16)[..., None] * inv.astype(ml_dtypes.bfloat16)).astype(np.float32)
+        else:
+            freqs = p[..., None] * inv
+        emb = np.concatenate([freqs, freqs], -1)
+        return np.cos(emb), np.sin(emb)
+
+    def f(x, positions, role="query"):
+        x = np.asarray(x, dtype=np.float32)
+        if role == "value":
+            return x
+        broken = role == {"keys": "key", "queries": "query"}.get(side)
+        cos, sin = cos_sin(positions, broken)
+        sign = -1.0 if broken and kind == "mirrored" else 1.0
+        return x * cos + sign * _rotate_half(x) * sin
+
+    return f
+
+
+@pytest.mark.parametrize("defect, words", [
+    ("keys-mirrored", "keys rotate the opposite way to queries"),
+    ("queries-mirrored", "queries rotate the opposite way to keys"),
+    ("keys-interpolated", "keys rotate at 0.25 times the query frequencies: a position scaling (interpolation "
+                          "factor 0.25) is applied to keys but not to queries"),
+    ("queries-interpolated", "queries rotate at 0.25 times the key frequencies: a position scaling (interpolation "
+                             "factor 0.25) is applied to queries but not to keys"),
+    ("keys-bfloat16", "the angles of the keys are formed in a coarser format than those of the queries"),
+])
+def test_a_defect_on_one_side_is_a_roles_defect_naming_that_side(defect, words):
+    # the readings (layout, frequencies, precision) come from the side that matches the
+    # declaration; the other side is the roles check's finding, and it leads
+    r = gate_a(hf_apply_with_roles(defect), head_dim=64, pairing="half", max_position=32_768)
+    assert r.failed[0] == "roles" and r.defects == ["roles"], r.table()
+    assert words in r.diagnosis, r.diagnosis
+    assert r.inferred["roles_departs"] == defect.split("-")[0]
+    assert r.check("frequencies").passed and r.check("layout").passed and r.check("precision").passed
+    assert "shift" in r.failed  # the scores see it too
+    assert "relative law still holds" not in r.table()
+    # the healthy pair passes
+    ok = gate_a(hf_apply_with_roles(), head_dim=64, pairing="half", max_position=32_768)
+    assert ok.passed, ok.table()
+
+
+def test_both_sides_mirrored_is_still_the_convention_defect():
+    # the same sign flip on both sides keeps scores relative: a convention defect, not roles
+    r = gate_a(lambda x, p, role="query": np.asarray(x, dtype=float) if role == "value" else
+               apply_rope(x, -np.asarray(p), pairing="half"), head_dim=64, pairing="half", max_position=8192)
+    assert r.failed[0] == "frequencies" and r.defects == ["convention"], r.table()
+    assert "relative law still holds" in r.diagnosis and r.check("shift").passed
