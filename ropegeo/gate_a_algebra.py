@@ -44,10 +44,18 @@ def check_norm(ctx, rng) -> Check:
                 if viol / tol > worst / tol_worst:
                     worst, tol_worst = viol, tol
     med = float(np.median(ratio))
-    factor = ctx.fn.factor
+    factor, soft = ctx.fn.factor, ctx.softmax_factor
     fix = (f"an attention factor of {_near_one(med * factor)} folded into cos and sin (declare it: --attention-factor, or "
            "--config for a YaRN/LongRoPE model)" if factor == 1.0 else
            f"the declared attention factor is {factor:.4g}, the measured one {med * factor:.4g}")
+    if factor != 1.0 and abs(med * factor - 1.0) < 0.25 * abs(factor - 1.0):
+        fix = (f"the declared attention factor {factor:.4g} is missing: cos and sin keep unit length, while the "
+               f"reference multiplies them by it (as transformers does for YaRN and LongRoPE), so every logit is "
+               f"{factor ** 2:.4g} times too small. If this model's attention multiplies its logits by {factor ** 2:.4g} "
+               "instead, declare it there (attention_factor_in='softmax', --attention-factor-in softmax)")
+    elif soft is not None and soft != 1.0 and abs(med / soft - 1.0) < 0.25 * abs(soft - 1.0):
+        fix = (f"the rotation multiplies by {med:.4g}, the attention factor declared in the softmax: applied in both "
+               f"places it counts twice (logits {soft ** 4:.4g} times, not {soft ** 2:.4g})")
     return Check.judged("norm", worst, tol_worst, "every rotated vector keeps its norm (after the declared attention "
                         "factor)" if factor != 1.0 else "every rotated vector keeps its norm",
                         f"magnitude defect: rotated vectors change length (norm ratio up to {_near_one(1 + worst)}, "

@@ -54,6 +54,8 @@ class Ctx:
         self.u_phase = UNIT[phase_dtype]
         self.gain = 1.0
         self.alt_theta = alt_theta  # (what, frequencies): another reading of the declaration (LongRoPE's short factors)
+        self.softmax_factor = None  # the attention factor declared in the softmax (the rotation keeps unit length)
+        self.short_run = None  # dynamic NTK: (short length, its frequencies, matrices read before any long pass)
 
     # ---- tolerances
     def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
@@ -150,17 +152,12 @@ def _read_matrices(ctx) -> None:
 
 
 def _attention_factor(ctx, gain: float) -> float:
-    """Judge without a declared attention factor that the rotation leaves out (the attention may apply it)."""
+    """Record whether the rotation applies the declared attention factor (``gain`` is measured after
+    dividing by it). A factor declared on cos and sin that the rotation leaves out is the norm
+    check's finding (magnitude): only a declaration in the softmax lets the rotation keep unit length."""
     factor = ctx.fn.factor
-    if factor != 1.0 and abs(gain * factor - 1.0) < abs(gain - 1.0):
-        ctx.mats = ctx.mats * factor
-        ctx.fn.factor = 1.0
-        ctx.inferred["attention_factor_applied"] = False
-        ctx.notes.append(f"the declared attention factor {factor:.4g} is not applied by the rotation (cos and sin "
-                         f"keep unit length): the attention must multiply its logits by {factor ** 2:.4g} instead")
-        return gain * factor
     if factor != 1.0:
-        ctx.inferred["attention_factor_applied"] = True
+        ctx.inferred["attention_factor_applied"] = bool(abs(gain - 1.0) <= abs(gain * factor - 1.0))
     return gain
 
 
@@ -365,6 +362,9 @@ def check_frequencies(ctx, rng) -> Check:
     viol, tol_w = float(dev[worst] / ref[worst]), float(tol[worst] / ref[worst])
     if np.all(ratio <= 1.0):
         ctx.freq_state = "ok"
+        stale = _short_run(ctx, tolerance)
+        if stale is not None:
+            return Check("frequencies", False, stale[0], stale[1], stale[2], "callable", "frequency")
         return Check("frequencies", True, viol, tol_w, f"every pair turns at its declared frequency (largest relative "
                      f"deviation {float(np.max(dev / ref)):.1e})", "callable")
     if np.all(np.abs(wrap_far(th + ref)) <= tol):
@@ -380,6 +380,66 @@ def check_frequencies(ctx, rng) -> Check:
     if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= tolerance(alt[1])):
         words = f"every pair turns at {alt[0]}; " + words
     return Check("frequencies", False, viol, tol_w, "frequency defect: " + words, "callable", "frequency")
+
+
+def short_run_reading(fn, d, short: int, max_position: int):
+    """R(p) of a short forward pass (positions below ``short``), read as the calls come (no pass
+    length appended); ``None`` when the implementation refuses it."""
+    pos = [p for p in READ_POSITIONS if p < min(short, max_position)]
+    if d is None or len(pos) < 4:
+        return None
+    with fn.bare():
+        try:
+            return matrices(fn, d, pos, role="key" if fn.role else None)
+        except (Refused, Bad):
+            return None
+
+
+def short_run_note(length: int, short: int) -> str:
+    """The note a dynamic NTK audit carries: how its passes were made, and the short-run check."""
+    return (f"dynamic NTK picks its frequencies from the length of each forward pass: the implementation was called "
+            f"as within a pass of {length:,} tokens (one position id {length - 1:,} appended to every call, its row "
+            f"dropped), and a short run (positions below {short:,}, no id appended) was read before and after those "
+            "passes: it must rotate with the unstretched short-run frequencies both times (a cache that is not reset "
+            "for shorter sequences keeps the stretched ones)")
+
+
+def _short_theta(ctx, mats, pos):
+    """Per-pair steps of short-run matrices, in the layout read (the output order undone)."""
+    order = ctx.fn.order.get(ctx.d)
+    if order is not None:
+        mats = mats[:, order, :]
+    return refine_theta(angles(mats, ctx.layout["pairs"]), pos)
+
+
+def _short_run(ctx, tolerance):
+    """Dynamic NTK: a short run after the long passes must rotate with the short-run frequencies.
+    Returns (violation, tolerance, diagnosis) of a failure, or None."""
+    if ctx.short_run is None or ctx.short_run[2] is None:
+        return None
+    short, th_short, before = ctx.short_run
+    pos = [p for p in READ_POSITIONS if p < min(short, ctx.max_position)][: before.shape[0]]
+    with ctx.fn.bare():
+        after = matrices(ctx.fn, ctx.d, pos, role=ctx.krole)
+    tol = tolerance(th_short)
+    th_after, th_before = _short_theta(ctx, after, pos), _short_theta(ctx, before, pos)
+    dev = np.abs(wrap_far(np.abs(th_after) - th_short))
+    if len(th_after) != len(th_short) or np.all(dev <= tol):
+        return None
+    i = int(np.argmax(dev / tol))
+    first_ok = len(th_before) == len(th_short) and np.all(np.abs(wrap_far(np.abs(th_before) - th_short)) <= tol)
+    long_ = np.allclose(np.abs(th_after), np.abs(ctx.theta_decl), rtol=1e-3)
+    what = "the stretched frequencies of the long passes" if long_ else "other frequencies"
+    head = (f"frequency defect: a short forward pass (positions below {short:,}) rotates with {what}, not with the "
+            f"configuration's short-run frequencies (pair {i}: {abs(th_after[i]):.6g} rad per position instead of "
+            f"{th_short[i]:.6g})")
+    if first_ok:
+        why = ("; the same short pass read before any long one was right: the stretched frequencies are kept after a "
+               "long pass, a cache that is not reset for shorter sequences (as in transformers issues 25306 and "
+               "25104), so every short prompt after a long one is rotated as if it were long")
+    else:
+        why = "; it does so even before any long pass: the frequencies do not follow the length of the pass"
+    return float(dev[i] / th_short[i]), float(tol[i] / th_short[i]), head + why
 
 
 def _frequency_words(ctx, th, ref, i, fit, tol) -> str:
