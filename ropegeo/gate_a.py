@@ -634,7 +634,12 @@ def add_subcommand(sub) -> None:
     p.add_argument("--rotary-dim", type=int, default=None, help="declared partial rotary dimension")
     p.add_argument("--scale", type=float, default=None, help="declared position scale (default 1)")
     p.add_argument("--attention-factor", type=float, default=None,
-                   help="declared factor on cos and sin (YaRN, LongRoPE; default 1)")
+                   help="declared attention factor (YaRN, LongRoPE; default 1, or the config's, which it replaces "
+                   "with a note); required on cos and sin unless --attention-factor-in softmax")
+    p.add_argument("--attention-factor-in", default=None, choices=ATTENTION_FACTOR_IN,
+                   help="where the attention factor is applied: rotation (cos and sin multiplied by it, as "
+                   "transformers does; the default) or softmax (the attention multiplies its logits by its "
+                   "square; the rotation must keep unit length)")
     p.add_argument("--phase-dtype", default=None, help="coarsest accepted angle precision (default float32)")
     p.add_argument("--dtype", default=None,
                    help="the data dtype the implementation computes in (float64, float32, float16, bfloat16; "
