@@ -26,6 +26,8 @@ READ_POSITIONS = (1, 2, 3, 7, 37, 101, 300, 419, 1001)
 PRECISION_LIMIT = {"float64": 1e-12, "float32": 1e-5, "float16": 1.1e-3, "bfloat16": 3e-2}
 DATA_SAFETY = 8.0  # normwise rounding of a rotated vector stays below a few unit roundoffs
 ANGLE_SAFETY = 16.0
+#: The smallest sine of a rotation angle that the layout reading sees (``infer_layout``'s threshold).
+LAYOUT_SEEN = 1e-6
 #: The largest error the vector and score checks can see: two rotations of one vector differ by at
 #: most 2 |x|, two scores of rotated vectors by at most 2 |q||k|. A tolerance that reaches it
 #: cannot fail (:meth:`ropegeo.checks.Check.judged`'s ``ceiling``).
@@ -220,11 +222,13 @@ def check_layout(ctx, rng) -> Check:
                              "(see context)", "callable")
     lay, d, theta = ctx.layout, ctx.d, ctx.theta_decl
     pos = np.array(ctx.read_positions)[_layout_rows(ctx)]
-    blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < 1e-9, axis=0)
+    # a pair that moves less than infer_layout's threshold at every read position reads as passing through
+    blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < LAYOUT_SEEN, axis=0)
     if blind.any():
         ctx.inferred["layout_blind"] = True
         i = int(np.argmax(blind))
-        why = (f"so slowly that at the read positions (up to {int(pos.max()):,}) it has turned by less than 1e-9 rad"
+        why = (f"so slowly that at the read positions (up to {int(pos.max()):,}) it has turned by less than "
+               f"{LAYOUT_SEEN:g} rad, too little to tell from coordinates that pass through"
                if abs(theta[i]) * pos.max() < 1.0 else f"by a multiple of pi ({theta[i] / np.pi:.6g} pi)")
         return Check.skipped("layout", f"not measured: declared pair {i} turns by {theta[i]:.6g} rad per position, "
                              f"{why}, so no read position shows which coordinates it couples", "callable")

@@ -239,3 +239,15 @@ def test_layer_type_picks_the_ruler_of_a_model_with_two_kinds_of_layer(env):
     assert out.returncode == 1 and json.loads(out.stdout)["defects"][0] == "frequency"
     out = _run(env, "userrope:good_half", "--layer-type", "sliding_attention")
     assert out.returncode == 2 and out.stderr.strip() == "ropegeo: error: --layer-type applies with --config only"
+
+
+@pytest.mark.parametrize("args", [["--base", "1e13"], ["--base", "1e300"], ["--scale", "1e20"]])
+def test_extreme_declarations_are_inconclusive_with_exit_3_never_pass(env, args):
+    # the declared pairs turn too slowly (base 1e13) or too fast (scale 1e20) for layout and
+    # frequencies to be measured, and the tolerances reach the largest error: before, PASS and exit 0
+    out = _run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", *args)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "Gate A: INCONCLUSIVE" in out.stdout and "PASS" not in out.stdout
+    assert "multiple of pi" not in out.stdout
+    d = json.loads(_run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", "--json", *args).stdout)
+    assert d["status"] == "inconclusive" and d["passed"] is False and d["diagnosis"].startswith("inconclusive: ")
