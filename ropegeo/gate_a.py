@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _validate as v
 from ._json import dumps, plain
-from .checks import Check, verdict
+from .checks import EXIT_CODES, Check, status, verdict
 from .frequencies import frequencies, resolve_rotary_dim
 from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
                              check_values)
@@ -51,7 +51,8 @@ from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, ch
                             check_precision, short_run_note, short_run_reading)
 from .gate_a_read import infer_layout
 
-__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "infer_layout", "DEFAULT_MAX_POSITION"]
+__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
+           "DEFAULT_MAX_POSITION"]
 
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
 #: (later checks use what it finds), the algebra after.
@@ -73,6 +74,13 @@ _TABLE = (
 #: Every check, the protocol it needs, and what it asks (diagnoses are listed in this order:
 #: the specific findings first, the algebraic symptoms after).
 CHECKS = {name: (protocol, question) for name, protocol, question, _ in _TABLE}
+#: The checks without which Gate A has no verdict: what the implementation does (layout, frequencies,
+#: origin, positions across the context) and the algebra (norm, shift, composition). When one of
+#: them is not measured the report is "inconclusive", never a pass. The others are not measured for
+#: ordinary reasons (a protocol the object lacks, a batch or negative positions it refuses, angles
+#: too small to show their rounding); a check that ran but could not fail (its tolerance reached
+#: the largest error it can see) makes the report inconclusive whichever it is.
+CORE_CHECKS = ("layout", "frequencies", "origin", "context", "norm", "shift", "composition")
 #: Readings that assume the map is a rotation: inconclusive when the norm check fails.
 _ROTATION_READINGS = ("layout", "frequencies", "precision")
 
@@ -100,9 +108,24 @@ class GateAReport:
     seconds: float = 0.0
 
     @property
+    def status(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status` over
+        :data:`CORE_CHECKS`): inconclusive when no check failed but a core check was not measured,
+        or a check's tolerance reached the largest error it can see. The command line exits with
+        :data:`ropegeo.checks.EXIT_CODES` of it (0, 1, 3)."""
+        return status(self.checks, core=CORE_CHECKS)
+
+    @property
     def passed(self) -> bool:
-        """True when no check failed (checks not measured do not count; see :attr:`diagnosis`)."""
-        return all(c.passed is not False for c in self.checks)
+        """True when the status is ``"pass"``: no check failed and every core check was measured
+        and could fail (checks outside :data:`CORE_CHECKS` may be not measured; see :attr:`diagnosis`)."""
+        return self.status == "pass"
+
+    @property
+    def unresolved(self) -> list[Check]:
+        """The checks that make the report inconclusive: core checks not measured, and checks that
+        ran but could not fail."""
+        return [c for c in self.checks if c.passed is None and (c.name in CORE_CHECKS or c.inconclusive)]
 
     @property
     def failed(self) -> list[str]:
@@ -153,12 +176,21 @@ class GateAReport:
 
     @property
     def diagnosis(self) -> str:
-        """The leading diagnosis, or a one-line verdict that names every check not measured."""
+        """The leading diagnosis; when nothing failed, the reason the report is inconclusive, or a
+        one-line verdict that names every check not measured."""
         d = self.diagnoses
-        return d[0] if d else verdict(self.checks)
+        if d:
+            return d[0]
+        if self.unresolved:
+            return "inconclusive: " + "; ".join(f"{c.name} {c.diagnosis.removeprefix('not measured: ')}"
+                                                if c.inconclusive else
+                                                f"{c.name} not measured ({c.diagnosis.removeprefix('not measured: ')})"
+                                                for c in self.unresolved)
+        return verdict(self.checks)
 
     def to_dict(self) -> dict:
         return {
+            "status": self.status,
             "passed": self.passed,
             "failed": self.failed,
             "defects": self.defects,
@@ -192,7 +224,7 @@ class GateAReport:
         """
         inf = self.inferred
         lines = [
-            f"Gate A: {'PASS' if self.passed else 'FAIL'}  (protocols: {', '.join(self.protocols)}; "
+            f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
             f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
             f"positions up to {self.declared.get('max_position', 0):,})"
         ]
@@ -204,7 +236,7 @@ class GateAReport:
                          f"position)   angle precision: {have} (error grows with position)")
         width = max(len(n) for n in CHECKS)
         for c in self.checks:
-            mark = "skip" if c.passed is None else ("pass" if c.passed else "FAIL")
+            mark = ("cannot fail" if c.inconclusive else "skip") if c.passed is None else ("pass" if c.passed else "FAIL")
             size = "" if c.passed is None else f"  {c.violation:.2e} (tol {c.tolerance:.1e})"
             if c.passed and not passing_sizes:
                 size = f"  (tol {c.tolerance:.1e})"
@@ -213,10 +245,10 @@ class GateAReport:
         for c in self.checks:
             if c.passed is False:
                 lines.append(f"  - {c.name}: {c.diagnosis}")
-        if self.passed:
+        if self.status != "fail":
             lines.append(f"  {self.diagnosis}")
         for c in self.checks:
-            if c.passed is None:
+            if c.passed is None and c not in self.unresolved:
                 lines.append(f"  (not measured {c.name}: {c.diagnosis.removeprefix('not measured: ')})")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
@@ -515,15 +547,22 @@ def gate_a(
                       phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
                       attention_factor=attention_factor, manifest=manifest, target_length=target_length, seed=seed,
                       attention_factor_in=attention_factor_in)
+    in_softmax = decl["attention_factor_in"] == "softmax"
+    fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
+    ctx, declared = _context(fn, decl, only_declared=manifest is not None)
+    return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+def _context(fn, decl: dict, *, only_declared: bool):
+    """The checks' context and the declared operator's record, from the validated declaration."""
     (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
      extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
     in_softmax = decl["attention_factor_in"] == "softmax"
-    fn = Impl(impl, 1.0 if in_softmax else attention_factor)
     before = None
     if decl["pass_length"]:  # dynamic NTK: read a short run first, before any long pass can grow a cache
         before = short_run_reading(fn, head_dim, decl["short_run"][0], max_position)
         fn.pass_length = decl["pass_length"]
-    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=manifest is not None)
+    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=only_declared)
     d = dims[0]
     _, rot_decl = resolve_rotary_dim(d, rotary_dim)
     if theta is not None:
@@ -548,7 +587,7 @@ def gate_a(
                 "theta": None if theta is None else theta.tolist()}
     if name:
         declared["model"] = name
-    return _report(ctx, fn, declared, _run_checks(ctx, seed), t0)
+    return ctx, declared
 
 
 def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
@@ -614,8 +653,10 @@ def add_subcommand(sub) -> None:
         description="Run the Gate A checks on an importable rotary implementation f(x, positions) "
         "(optionally with a role keyword and prefill/decode_step methods). The implementation runs in a "
         "separate process: what it prints is kept out of the report, and an import or call that hangs is "
-        "stopped after --timeout seconds. Exit status 0 when every check passes, 1 when one fails, 2 for "
-        "bad arguments, a contract break or a timeout, 130 when interrupted.",
+        "stopped after --timeout seconds. Exit status 0 for PASS, 1 when a check fails, 2 for "
+        "bad arguments, a contract break or a timeout, 3 when inconclusive (a core check could not be measured, or a "
+        "tolerance reaches the largest error its check can see: no check failed, but Gate A cannot say PASS), 130 "
+        "when interrupted.",
     )
     p.add_argument("target", help="the implementation, as MODULE:FUNCTION (a class is built with no arguments)")
     p.add_argument("--config", default=None, metavar="NAME_OR_PATH",
@@ -677,7 +718,7 @@ def _undeclared_note(args, report) -> str | None:
 
 
 def run_subcommand(args) -> int:
-    """Run ``gate-a`` from parsed arguments; returns 0 (pass) or 1 (a check failed)."""
+    """Run ``gate-a`` from parsed arguments; returns 0 (pass), 1 (a check failed) or 3 (inconclusive)."""
     from .gate_a_run import run_in_worker
 
     if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
@@ -689,4 +730,4 @@ def run_subcommand(args) -> int:
     if undeclared:
         report.notes.append(undeclared)
     print(report.to_json(indent=2) if args.json else report.table())
-    return 0 if report.passed else 1
+    return EXIT_CODES[report.status]

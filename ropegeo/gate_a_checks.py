@@ -7,6 +7,7 @@ table of all checks lives in :mod:`ropegeo.gate_a`. Internal.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,6 +26,12 @@ READ_POSITIONS = (1, 2, 3, 7, 37, 101, 300, 419, 1001)
 PRECISION_LIMIT = {"float64": 1e-12, "float32": 1e-5, "float16": 1.1e-3, "bfloat16": 3e-2}
 DATA_SAFETY = 8.0  # normwise rounding of a rotated vector stays below a few unit roundoffs
 ANGLE_SAFETY = 16.0
+#: The smallest sine of a rotation angle that the layout reading sees (``infer_layout``'s threshold).
+LAYOUT_SEEN = 1e-6
+#: The largest error the vector and score checks can see: two rotations of one vector differ by at
+#: most 2 |x|, two scores of rotated vectors by at most 2 |q||k|. A tolerance that reaches it
+#: cannot fail (:meth:`ropegeo.checks.Check.judged`'s ``ceiling``).
+CEILING = 2.0
 
 
 class Ctx:
@@ -66,6 +73,16 @@ class Ctx:
     def tol_score(self, pmax: float, u_in: float = 0.0) -> float:
         """The same for a query-key score, relative to |q| |k| (both sides round)."""
         return 2.0 * self.tol_vec(pmax, u_in)
+
+    def judged_below(self, factor: float = 1.0, u_in: float = 0.0) -> float:
+        """The position below which ``factor * tol_vec(p)`` stays under half of :data:`CEILING`.
+
+        A check probed further could hardly fail (at the ceiling, not at all: the angles' rounding
+        allows any rotation); below it, a defect of ordinary size (an error of order |x|) still shows.
+        """
+        room = 0.5 * CEILING / factor - DATA_SAFETY * max(self.u_data, u_in)
+        slope = ANGLE_SAFETY * self.u_phase * self.theta_max
+        return room / slope if slope > 0 else 1e300
 
     # ---- what the reading found
     @property
@@ -249,12 +266,16 @@ def check_layout(ctx, rng) -> Check:
                              "(see context)", "callable")
     lay, d, theta = ctx.layout, ctx.d, ctx.theta_decl
     pos = np.array(ctx.read_positions)[_layout_rows(ctx)]
-    blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < 1e-9, axis=0)
+    # a pair that moves less than infer_layout's threshold at every read position reads as passing through
+    blind = np.all(np.abs(np.sin(np.multiply.outer(pos, theta))) < LAYOUT_SEEN, axis=0)
     if blind.any():
         ctx.inferred["layout_blind"] = True
         i = int(np.argmax(blind))
-        return Check.skipped("layout", f"not measured: declared pair {i} turns by {theta[i]:.6g} rad, a multiple of "
-                             "pi, per position, so no integer position shows which coordinates it couples", "callable")
+        why = (f"so slowly that at the read positions (up to {int(pos.max()):,}) it has turned by less than "
+               f"{LAYOUT_SEEN:g} rad, too little to tell from coordinates that pass through"
+               if abs(theta[i]) * pos.max() < 1.0 else f"by a multiple of pi ({theta[i] / np.pi:.6g} pi)")
+        return Check.skipped("layout", f"not measured: declared pair {i} turns by {theta[i]:.6g} rad per position, "
+                             f"{why}, so no read position shows which coordinates it couples", "callable")
     problems = []
     r = lay["rotary_dim"]
     declared_pairs = _declared_pairs(d, ctx.rot_decl, ctx.pairing)
@@ -357,6 +378,11 @@ def check_frequencies(ctx, rng) -> Check:
                      "callable", "frequency")
     tol = tolerance(ref)
     dev = np.abs(wrap_far(th - ref))
+    if np.any(tol >= np.pi):  # a step is seen modulo 2 pi: a deviation beyond pi rad per position cannot show
+        i = int(np.argmax(tol))
+        c = Check.judged("frequencies", float(dev[i]), float(tol[i]), "", "", "callable", ceiling=np.pi)
+        return replace(c, diagnosis=f"{c.diagnosis}: pair {i} is declared to turn {ref[i]:.3g} rad per position, "
+                       "too fast for its step to be formed or read to within pi rad")
     ratio = dev / tol
     worst = int(np.argmax(ratio))
     viol, tol_w = float(dev[worst] / ref[worst]), float(tol[worst] / ref[worst])
@@ -579,6 +605,14 @@ def check_context(ctx, rng) -> Check:
                              "(the layout or the frequencies differ from the declaration, see those checks)", "callable")
     k = ctx.inferred.get("origin_offset", 0)
     p = np.array(probes)
+    limit = ctx.judged_below()  # past it the angles' rounding allows any rotation: no comparison can fail
+    unjudged = (f"; past position {int(limit):,} the rotation is not compared with the declared one: with "
+                f"{_phase_name(ctx)} angles the tolerance there reaches the largest error ({CEILING:g} of |x|)"
+                if p.max() >= limit else "")
+    p = p[p < limit]
+    if not p.size:
+        return Check("context", True, 0.0, 0.0, f"no position-id defect up to {m:,} (no wrapped, clamped or refused "
+                     f"position){unjudged}", "callable")
     x = rng.normal(size=(p.size, ctx.d))
     y = ctx.fn(x, p, role=ctx.krole) / ctx.gain
     ref = rotate_pairs(x, p + k, lay["pairs"], th)
@@ -587,8 +621,14 @@ def check_context(ctx, rng) -> Check:
     j = int(np.argmax(err / tols))
     if np.all(err <= tols):
         return Check("context", True, float(err[j]), float(tols[j]), f"positions {p.min():,} to {p.max():,} (up to the "
-                     f"declared {m:,}) are rotated as declared; no wrapped, clamped or refused position", "callable")
+                     f"declared {m:,}) are rotated as declared; no wrapped, clamped or refused position{unjudged}",
+                     "callable")
     return _drift(ctx, p, p + k, x, y, ref, err, tols)
+
+
+def _phase_name(ctx) -> str:
+    """The angle precision the tolerances assume (the declared one, or finer when measured)."""
+    return next((n for n in ("float64", "float32", "float16", "bfloat16") if UNIT[n] == ctx.u_phase), "declared")
 
 
 def _frequency_drift(ctx, positions, x, y, ref, tols):
@@ -655,7 +695,12 @@ def check_batch(ctx, rng) -> Check:
                              f"head_dim) with positions (batch, seq) ({exc})", "callable")
     rows = np.stack([ctx.fn(x[b], pos[b], role=ctx.krole) for b in range(pos.shape[0])])
     err = float(np.max(relative_rows(y, rows, x)))
-    tol = 2.0 * ctx.tol_vec(float(pos.max()))
+    # both calls form the angles of the same positions: coarse angles round alike in both, so only
+    # the data's rounding and an angle path up to float32 may differ
+    u_angle = min(ctx.u_phase, UNIT["float32"])
+    tol = 2.0 * (DATA_SAFETY * ctx.u_data + ANGLE_SAFETY * u_angle * float(pos.max()) * ctx.theta_max)
+    if tol >= CEILING:
+        return Check.judged("batch", err, tol, "", "", "callable", ceiling=CEILING)
     if err <= tol:
         return Check("batch", True, err, tol, "each row of a (batch, seq) position tensor is rotated by its own "
                      "position ids", "callable")

@@ -264,3 +264,15 @@ def test_attention_factor_flags(env, tmp_path):
     out = _run(env, "yarnport:doubled", "--config", "qwen2.5-7b-instruct", "--attention-factor", "1.5")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "attention factor 1.5 declared in place of the configuration's" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["--base", "1e13"], ["--base", "1e300"], ["--scale", "1e20"]])
+def test_extreme_declarations_are_inconclusive_with_exit_3_never_pass(env, args):
+    # the declared pairs turn too slowly (base 1e13) or too fast (scale 1e20) for layout and
+    # frequencies to be measured, and the tolerances reach the largest error: before, PASS and exit 0
+    out = _run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", *args)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "Gate A: INCONCLUSIVE" in out.stdout and "PASS" not in out.stdout
+    assert "multiple of pi" not in out.stdout
+    d = json.loads(_run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", "--json", *args).stdout)
+    assert d["status"] == "inconclusive" and d["passed"] is False and d["diagnosis"].startswith("inconclusive: ")
