@@ -165,7 +165,7 @@ class GateBRule:
     >>> round(GateBRule().threshold(th), 4)               # D_train(1) / sqrt(2)
     0.3409
     >>> round(GateBRule(mass=0.99).threshold(th), 4)      # a stricter task
-    0.7393
+    0.6971
     >>> GateBRule(fixed_margin=0.1).threshold(th)
     0.1
     >>> GateBRule().judge(0.093, GateBRule().threshold(th))
