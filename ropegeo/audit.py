@@ -573,14 +573,23 @@ class AuditReport:
 
 
 def _reference_operator(manifest):
-    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles."""
-    theta = manifest.theta()
+    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles.
+
+    Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
+    LongRoPE), which Gate A requires where the factor is declared.
+    """
+    seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
+    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
 
     def operator(x, positions, role: str = "query"):
         if role == "value":
             return np.array(x, dtype=np.float64, copy=True)
-        return apply_rope(x, positions, theta=theta, pairing=manifest.pairing, rotary_dim=manifest.rotary_dim,
-                          phase_dtype=manifest.phase_dtype)
+        out = apply_rope(x, positions, theta=theta, pairing=manifest.pairing, rotary_dim=manifest.rotary_dim,
+                         phase_dtype=manifest.phase_dtype)
+        if factor != 1.0:
+            rot = manifest.rotary_dim or out.shape[-1]
+            out[..., :rot] *= factor
+        return out
 
     return operator
 

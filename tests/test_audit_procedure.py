@@ -14,7 +14,7 @@ from ropegeo.audit import GATES, AuditReport, audit, gate_c_schedule
 from ropegeo.behaviour import GateCVerdict
 from ropegeo.broken import CATALOGUE, broken_entries, correct_entries, entry
 from ropegeo.gate_a import GateAError
-from ropegeo.manifest import RopeManifest
+from ropegeo.manifest import RopeManifest, shipped_models
 
 
 def bank(d, base=10_000.0):
@@ -353,3 +353,12 @@ def test_report_through_the_command_line(capsys, tmp_path):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and word in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", shipped_models())
+def test_reference_operator_passes_gate_a_for_every_shipped_model(name):
+    """ropegeo's own operator for a manifest carries the manifest's attention factor on cos and sin and
+    its frequencies at the declared context (LongRoPE's long factors), as Gate A declares them: before,
+    every YaRN and LongRoPE model's report failed Gate A on ropegeo's own operator."""
+    report = audit(name)
+    assert report.status()["A"] == "pass", report.gate_a.diagnosis
