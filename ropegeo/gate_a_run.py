@@ -201,6 +201,13 @@ def refuse_special_file(option: str, value) -> None:
                          "config.json path or a shipped model name")
 
 
+def _ready(fd: int, event: int, seconds: float) -> bool:
+    """Whether ``fd`` is ready (or hung up) within ``seconds`` (poll: no FD_SETSIZE limit)."""
+    poller = select.poll()
+    poller.register(fd, event)
+    return bool(poller.poll(max(0, int(seconds * 1000))))
+
+
 class _Worker:
     """The worker process and the parent's end of its channel."""
 
@@ -239,6 +246,9 @@ class _Worker:
     def _ended(self) -> str | None:
         """How the worker ended ("exit status 0", "killed by signal 9"), or None while it runs.
         The process is not reaped, so its id cannot be reused before :meth:`close` kills its group."""
+        if not hasattr(os, "waitid"):  # pragma: no cover - not Linux: poll (reaps the process)
+            code = self.proc.poll()
+            return None if code is None else (f"exit status {code}" if code >= 0 else f"killed by signal {-code}")
         try:
             info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
@@ -274,8 +284,7 @@ class _Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._late(what, self.timeout)
-            _, ready, _ = select.select([], [self.wfd], [], min(left, 0.1))
-            if not ready:
+            if not _ready(self.wfd, select.POLLOUT, min(left, 0.1)):
                 if self._ended() is not None:
                     raise self._died()
                 continue
@@ -292,8 +301,7 @@ class _Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._late(what, self.timeout)
-            ready, _, _ = select.select([self.rfd], [], [], min(left, 0.1))
-            if ready:
+            if _ready(self.rfd, select.POLLIN, min(left, 0.1)):
                 try:
                     chunk = os.read(self.rfd, min(n - len(buf), 1 << 20))
                 except BlockingIOError:
@@ -556,7 +564,7 @@ def _leaf(out, budget: list) -> tuple[dict, object]:
                 arr = arr.astype(np.float64)
             else:
                 return {"opaque": name}, None
-    except Exception:
+    except BaseException:  # whatever converting it raises, it is not an array
         return {"opaque": name}, None
     budget[0] -= arr.nbytes
     if budget[0] < 0:
