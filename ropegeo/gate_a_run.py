@@ -174,7 +174,11 @@ def _unpack(key: bytes, direction: bytes, seq: int, tag: bytes, body: bytes) -> 
 
 # --------------------------------------------------------------------------- the parent
 def timeout_seconds(value) -> float:
-    """``--timeout`` checked: a number of seconds in (0, :data:`MAX_TIMEOUT`]."""
+    """``--timeout`` checked: a number of seconds in (0, :data:`MAX_TIMEOUT`].
+
+    >>> timeout_seconds(2)
+    2.0
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
         raise ValueError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {value}")
     return float(value)
@@ -500,6 +504,14 @@ def remote_implementation(target: str, timeout: float):
     worker's process group is killed. A :class:`WorkerAbort` (timeout, worker ended, tampered
     channel) leaves as a one-line ``ValueError``. After the block, ``impl.notes`` says what the
     implementation printed.
+
+    Examples
+    --------
+    >>> from ropegeo.gate_a import gate_a
+    >>> with remote_implementation("ropegeo.broken:Rotary", timeout=60) as impl:
+    ...     report = gate_a(impl, head_dim=64, max_position=4096)
+    >>> report.passed, report.protocols
+    (True, ['callable', 'role', 'decoder'])
     """
     impl = RemoteImplementation(target, timeout)
     try:
@@ -675,8 +687,9 @@ class _Serve:
             try:
                 msg = self.receive()
             except ValueError as exc:
-                self.send({"kind": "error", "message": f"Gate A's worker received {exc} (the implementation "
-                                                       "wrote on the worker's channel?); stopped, no verdict"})
+                self.send({"kind": "error", "message": f"Gate A's worker received {exc} (something other than "
+                                                       "Gate A wrote on its channel: the implementation?); stopped, "
+                                                       "no verdict"})
                 return
             if msg is None:
                 return
