@@ -4,9 +4,9 @@ worker process that only *calls* it; the parent alone runs Gate A and judges.
 Division of labour
 ------------------
 The parent validates every option and reads every file (a ``--config`` that is not a regular
-file, such as a FIFO, is refused before anything starts), then starts ``python -m
-ropegeo.gate_a_run`` in a session and process group of its own. The worker imports the
-implementation and then does one thing only: for each request of the parent it calls the
+file, such as a FIFO, is refused before anything starts), then starts a worker (a new Python
+running this module's ``_worker_main``) in a session and process group of its own. The worker
+imports the implementation and then does one thing only: for each request of the parent it calls the
 implementation on the arrays sent (``f(x, positions, role=...)``, ``prefill``, ``decode_step``)
 and answers with what came back, as arrays (or a description of the exception raised, or of an
 object that is not an array). Gate A's checks, tolerances and verdict run in the parent, on a
@@ -212,6 +212,9 @@ def _ready(fd: int, event: int, seconds: float) -> bool:
     return bool(poller.poll(max(0, int(seconds * 1000))))
 
 
+_WORKER_COMMAND = "import sys; from ropegeo.gate_a_run import _worker_main; _worker_main(*map(int, sys.argv[1:3]))"
+
+
 class _Worker:
     """The worker process and the parent's end of its channel."""
 
@@ -229,8 +232,8 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd()] + [p for p in sys.path if p])
         try:
             with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "ropegeo.gate_a_run", str(resp_w), str(os.getpid())],
+                self.proc = subprocess.Popen(  # -c, not -m: ropegeo imports this module, -m would run it twice
+                    [sys.executable, "-c", _WORKER_COMMAND, str(resp_w), str(os.getpid())],
                     stdin=req_r, stdout=out, stderr=err, pass_fds=(resp_w,), env=env, start_new_session=True)
         finally:
             os.close(req_r)
@@ -341,7 +344,16 @@ class _Worker:
         data = _pack(self.key, _TO_WORKER, self.seq_out, header, arrays)
         self.seq_out += 1
         deadline = time.monotonic() + self.timeout
-        self._write(data, deadline, what)
+        try:
+            self._write(data, deadline, what)
+        except WorkerAbort:
+            if not _ready(self.rfd, select.POLLIN, 0):
+                raise
+            try:  # the worker stopped before reading the request: its last word says why
+                self._receive(time.monotonic() + 1.0, what, 0)
+            except WorkerAbort as reply:
+                raise reply from None
+            raise
         return self._receive(deadline, what, MAX_REPLY_FACTOR * sum(np.asarray(a).nbytes for a in arrays))
 
     def close(self) -> list[str]:
@@ -746,6 +758,3 @@ def _worker_main(resp_fd: int, parent_pid: int) -> None:  # pragma: no cover - r
             os.killpg(os.getpgrp(), signal.SIGKILL)  # threads and children of the implementation go too
         os._exit(0)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    _worker_main(int(sys.argv[1]), int(sys.argv[2]))

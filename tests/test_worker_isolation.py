@@ -91,7 +91,7 @@ ROPE = textwrap.dedent(
 
 FORGE = textwrap.dedent(
     """
-    import os, struct
+    import fcntl, os, stat, struct
     import numpy as np
 
     WHERE = {where!r}
@@ -100,7 +100,21 @@ FORGE = textwrap.dedent(
     BODY = struct.pack(">I", 2) + b"{{}}"
     FRAME = struct.pack(">Q", len(BODY)) + os.urandom(32) + BODY  # well formed, not authentic
 
+    def forge_requests():
+        # the read ends of pipes (the worker's requests): reopened for writing through /proc
+        for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+            try:
+                if not (stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == 0):
+                    continue
+                w = os.open(f"/proc/self/fd/{{fd}}", os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            os.write(w, FRAME)
+            os.close(w)
+
     def forge():
+        if WHERE == "request":
+            return forge_requests()
         fds = sorted(int(n) for n in os.listdir("/proc/self/fd"))
         targets = {{"stdout": [1], "stderr": [2], "proc": fds}}.get(WHERE, [fd for fd in fds if fd >= 3])
         for fd in targets:
@@ -149,7 +163,7 @@ def _passing_report() -> str:
 def mods(tmp_path, monkeypatch):
     (tmp_path / "hostile.py").write_text(ROPE)
     report = _passing_report()
-    for where in ("stdout", "stderr", "inherited", "frame", "proc"):
+    for where in ("stdout", "stderr", "inherited", "frame", "proc", "request"):
         (tmp_path / f"forge_{where}.py").write_text(FORGE.format(where=where, report=report))
     (tmp_path / "exits_at_import.py").write_text("import os\nos._exit(0)\n")
     (tmp_path / "interrupts_at_import.py").write_text("raise KeyboardInterrupt('at import')\n")
@@ -189,7 +203,7 @@ def _one_line_error(code, out, err, *words):
 _HONEST = {}
 
 
-@pytest.mark.parametrize("where", ["stdout", "stderr", "inherited", "frame", "proc"])
+@pytest.mark.parametrize("where", ["stdout", "stderr", "inherited", "frame", "proc", "request"])
 def test_a_forged_report_on_any_descriptor_cannot_change_the_verdict(mods, capsys, where):
     if not _HONEST:  # the same code, forging nothing: zeros fail
         _HONEST["run"] = _cli(capsys, *_command("gate-a", "forge_stdout:honest_zeros", mods, "--json"))
@@ -207,7 +221,7 @@ def test_a_forged_report_on_any_descriptor_cannot_change_the_verdict(mods, capsy
         # bytes on the channel (fd 3.., or reopened through /proc/self/fd) fail the framing or the
         # authentication: the run stops with no verdict, never a pass
         _one_line_error(code, out, err, "no verdict", "the implementation?")
-        if where == "frame":  # well formed, but not signed with the worker's key
+        if where in ("frame", "request"):  # well formed, but not signed with the right key
             assert "failed authentication" in err
 
 
@@ -252,12 +266,19 @@ def kind(request):
     return request.param
 
 
+def _notes(kind, out):
+    return json.loads(out)["notes"] if kind == "gate-a" else json.loads(out)["gate_a"]["notes"]
+
+
 def test_prints_stay_out_of_json(mods, capsys, kind):
     code, out, err, _ = _cli(capsys, *_command(kind, "hostile:prints", mods, "--json"))
     assert _gate_a_passed(kind, out) is True, err
-    notes = json.loads(out)["notes"] if kind == "gate-a" else json.loads(out)["gate_a"]["notes"]
-    assert any("printed" in n and "stdout" in n for n in notes)
-    assert any("printed" in n and "stderr" in n for n in notes)
+    assert any("printed" in n and "stdout" in n for n in _notes(kind, out))
+    assert any("printed" in n and "stderr" in n for n in _notes(kind, out))
+    # a quiet implementation gets no such note (the worker itself prints nothing)
+    code, out, err, _ = _cli(capsys, *_command(kind, "hostile:rope", mods, "--json"))
+    assert _gate_a_passed(kind, out) is True, err
+    assert not any("printed" in n for n in _notes(kind, out)), _notes(kind, out)
 
 
 def test_os_exit_is_an_error_not_a_pass(mods, capsys, kind):
