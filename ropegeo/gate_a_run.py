@@ -534,9 +534,9 @@ def remote_implementation(target: str, timeout: float):
         impl.close()
 
 
-_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "attention_factor")
+_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype")  # --attention-factor overrides
 _OPTIONS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype", "max_position",
-            "attention_factor", "seed")
+            "attention_factor", "seed", "attention_factor_in")
 
 
 def run_in_worker(args) -> tuple[dict, list[str]]:

@@ -16,8 +16,8 @@ import numpy as np
 from . import _validate as v
 from ._json import dumps
 from .behaviour import (
-    MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, check_match_step, check_theta, evaluate_seeds, seed_list,
-    train_heads,
+    MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, check_match_step, check_theta, evaluate_seeds,
+    one_blas_thread, seed_list, train_heads,
 )
 
 __all__ = ["GateCVerdict", "gate_c"]
@@ -146,6 +146,14 @@ def gate_c(
     }
     max_shift_change = v.real("max_shift_change", max_shift_change, minimum=0.0)
     shift = v.real("shift", shift)
+    with one_blas_thread():  # small matrices: threads only add overhead (see behaviour.training)
+        return _battery(th, tth, target_scale, target_attention_factor, train_length, target_length, offset, seeds,
+                        steps, match_steps, thresholds, max_shift_change, shift, progress)
+
+
+def _battery(th, tth, target_scale, target_attention_factor, train_length, target_length, offset, seeds, steps,
+             match_steps, thresholds, max_shift_change, shift, progress) -> GateCVerdict:
+    """The trainings, evaluations and checks of :func:`gate_c` on checked values."""
     d = 2 * th.size
     offs = train_heads("offset", seeds, offset=offset, head_dim=d, theta=th, train_length=train_length, steps=steps)
     match = train_heads("match", seeds, head_dim=d, theta=th, train_length=train_length, steps=match_steps,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import importlib.util
+
 import numpy as np
 
 from . import _validate as v
@@ -119,7 +121,8 @@ def near_collisions(
         Per-pair weights, as in :func:`kernel`.
     progress : bool, optional
         Draw a tqdm progress bar (a widget in notebooks). ``None`` draws one only for searches
-        large enough to take more than a couple of seconds.
+        large enough to take more than a couple of seconds, and only when tqdm is installed
+        (an extra of ``ropegeo[book]``; ``True`` without it raises ValueError).
 
     Returns
     -------
@@ -166,11 +169,14 @@ def near_collisions(
     del local
 
     n_blocks = -(-n // _BLOCK)
-    if progress is None:
-        progress = n * theta.size > _PROGRESS_WORK
+    if progress is None:  # a bar only where tqdm (an extra of ropegeo[book]) is installed
+        progress = n * theta.size > _PROGRESS_WORK and importlib.util.find_spec("tqdm") is not None
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        try:
+            from tqdm.auto import tqdm  # optional: ropegeo[book]
+        except ImportError as err:
+            raise ValueError("progress=True needs tqdm (pip install 'ropegeo[book]' or tqdm)") from err
 
         bar = tqdm(total=n, desc="near-collision search", unit="offset", unit_scale=True)
 

@@ -29,6 +29,16 @@ Two pipelines matter for a model held in bfloat16:
   and the positions built with ``type_as`` of it followed (GPT-NeoX issue 1003, transformers
   issue 25681; transformers forces float32 angles since pull request 29285).
 
+A third pipeline is live in current transformers (checked on 5.24.0): the **buffer-cast** one
+(:func:`buffer_cast`). ``inv_freq`` is a non-persistent buffer of the rotary module, so a cast
+of the whole module (``model.to(torch.bfloat16)``, ``model.half()``, and the Trainer's
+``bf16_full_eval`` / ``fp16_full_eval``, which call ``model.to(dtype=...)``) rounds the
+frequencies themselves to the model dtype. ``forward`` widens them again with
+``.to(dtype=torch.float)``, which cannot undo the rounding, and forms the angles in float32:
+frequencies rounded to the model dtype, angles float32, table and rotation in the model dtype.
+``from_pretrained(..., torch_dtype=torch.bfloat16)`` does not cast the buffer and gives the
+deployed pipeline.
+
 Two facts organise the chapter's figures:
 
 * a binary floating format with ``p`` significant bits holds every integer up to ``2**p`` and
@@ -59,6 +69,7 @@ __all__ = [
     "PhasePipeline",
     "deployed",
     "uniform",
+    "buffer_cast",
     "as_pipeline",
     "generated_phases",
     "phase_error",
@@ -98,6 +109,9 @@ class PhasePipeline:
         Stage 4: the dtype cosine and sine are cast to after being evaluated from the angles.
     rotation_dtype : str
         Stage 5: the dtype of the rotated query and key coordinates.
+    frequency_dtype : str or None
+        The dtype the frequencies are *stored* in before stage 3 widens them to the angle dtype
+        (a cast buffer, :func:`buffer_cast`); ``None`` (the default) stores them exactly.
 
     Examples
     --------
@@ -110,25 +124,38 @@ class PhasePipeline:
     angle_dtype: str = "float64"
     table_dtype: str = "float64"
     rotation_dtype: str = "float64"
+    frequency_dtype: str | None = None
 
     def __post_init__(self):
         for name in ("angle_dtype", "table_dtype", "rotation_dtype"):
             object.__setattr__(self, name, v.float_dtype(getattr(self, name), name).name)
+        if self.frequency_dtype is not None:
+            object.__setattr__(self, "frequency_dtype", v.float_dtype(self.frequency_dtype, "frequency_dtype").name)
+
+    def __repr__(self) -> str:  # frequency_dtype only when set, so older reprs stay as they were
+        extra = "" if self.frequency_dtype is None else f", frequency_dtype={self.frequency_dtype!r}"
+        return (f"PhasePipeline(angle_dtype={self.angle_dtype!r}, table_dtype={self.table_dtype!r}, "
+                f"rotation_dtype={self.rotation_dtype!r}{extra})")
 
     @property
     def exact(self) -> bool:
         """True when every stage is float64 (phases exact up to float64 rounding)."""
-        return self.angle_dtype == self.table_dtype == self.rotation_dtype == "float64"
+        return (self.angle_dtype == self.table_dtype == self.rotation_dtype == "float64"
+                and self.frequency_dtype in (None, "float64"))
 
     @property
     def label(self) -> str:
-        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>`` for :func:`deployed`."""
-        if self.angle_dtype == self.table_dtype == self.rotation_dtype:
+        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>`` for :func:`deployed`,
+        ``buffer-cast <dtype>`` for :func:`buffer_cast`."""
+        if self.frequency_dtype is None and self.angle_dtype == self.table_dtype == self.rotation_dtype:
             return self.angle_dtype
         for dt in PHASE_DTYPES:
             if self == deployed(dt):
                 return f"deployed {dt}"
-        return f"{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
+            if self == buffer_cast(dt):
+                return f"buffer-cast {dt}"
+        stored = "" if self.frequency_dtype is None else f"{self.frequency_dtype} frequencies, "
+        return f"{stored}{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
 
     def rotate(self, a, b, cos, sin) -> tuple[np.ndarray, np.ndarray]:
         """Stage 5: rotate the pairs ``(a, b)`` by a phase table, rounding as the rotation dtype does.
@@ -172,6 +199,32 @@ def deployed(model_dtype="bfloat16") -> PhasePipeline:
     return PhasePipeline("float64" if dt == "float64" else "float32", dt, dt)
 
 
+def buffer_cast(model_dtype="bfloat16") -> PhasePipeline:
+    """The pipeline of current transformers after a cast of the whole model to ``model_dtype``.
+
+    ``model.to(torch.bfloat16)`` (also ``.half()`` and the Trainer's ``bf16_full_eval``) casts the
+    ``inv_freq`` buffer, so the frequencies are stored rounded to the model dtype; ``forward``
+    widens them to float32, forms the angles there, and casts cos and sin to the model dtype.
+    For a float64 or float32 model this is :func:`deployed` with exactly stored frequencies
+    rounded to that dtype.
+
+    Raises
+    ------
+    ValueError
+        For an unknown dtype.
+
+    Examples
+    --------
+    >>> buffer_cast("bfloat16").label
+    'buffer-cast bfloat16'
+    >>> from ropegeo.frequencies import frequencies
+    >>> round(float(max_phase_error([200.0], frequencies(128), buffer_cast())[0]), 2)
+    0.24
+    """
+    dt = v.float_dtype(model_dtype, "model_dtype").name
+    return PhasePipeline("float64" if dt == "float64" else "float32", dt, dt, frequency_dtype=dt)
+
+
 def uniform(dtype) -> PhasePipeline:
     """Every stage in one dtype; in bfloat16 or float16 this is the historical buffer-cast bug.
 
@@ -201,6 +254,8 @@ def _table(positions, th, pipe: PhasePipeline, scale: float) -> tuple[np.ndarray
     """Stages 1-4 on validated inputs: the cos/sin table, widened to float64."""
     ang_dt = v.float_dtype(pipe.angle_dtype)
     tab_dt = v.float_dtype(pipe.table_dtype)
+    if pipe.frequency_dtype is not None:  # a cast buffer: the stored frequencies are rounded
+        th = th.astype(v.float_dtype(pipe.frequency_dtype)).astype(np.float64)
     angles = phase_angles(positions, th, ang_dt, scale=scale).astype(ang_dt)  # stages 1-3
     with np.errstate(over="ignore", invalid="ignore"):
         cos = np.cos(angles).astype(tab_dt).astype(np.float64)  # stage 4

@@ -118,6 +118,30 @@ def ramp_gap():
     return gaps[best], best
 
 
+def yarn_weight_code(fast=32, slow=1, d=D, base=B, length=L):
+    # the reference code's ramp: ends rounded outward (truncate true)
+    def where(r):
+        return d * math.log(length / (TWO_PI * r)) / (2 * math.log(base))
+
+    lo, hi = max(math.floor(where(fast)), 0), min(math.ceil(where(slow)), d - 1)
+    return [1 - min(1, max(0, (i - lo) / (hi - lo))) for i in range(d // 2)]
+
+
+def yarn_weight_paper(fast=32, slow=1):
+    # the paper's gamma(r) = (r - alpha) / (beta - alpha), clipped, r = L theta_i / 2 pi
+    return [min(1.0, max(0.0, (L * t / TWO_PI - slow) / (fast - slow))) for t in base_theta()]
+
+
+def largest_gap(a, b):
+    gaps = [abs(x - y) for x, y in zip(a, b)]
+    best = max(range(len(gaps)), key=gaps.__getitem__)
+    return gaps[best], best
+
+
+def deepseek_config():
+    return json.loads((DATA / "deepseek-v3.json").read_text())["config"]
+
+
 def mistral_config():
     return json.loads((DATA / "mistral-7b.json").read_text())["config"]
 
@@ -214,6 +238,16 @@ EXPECTED = {
     "abf_s_code": lambda: (10_000.0 ** (-126 / 128)) / (1_000_000.0 ** (-126 / 128)),
     "abf_grow_long": lambda: 32_768 / 4096,  # Llama 2 Long trained on 32,768 tokens (Xiong et al.), Llama 2 on 4,096
     "abf_grow_code": lambda: 16_384 / 4096,  # Code Llama trained on 16,384 tokens (Roziere et al.)
+    "yarn_paper_gap": lambda: largest_gap(yarn_weight_paper(), yarn_weight_code())[0],
+    "yarn_paper_gap_pair": lambda: largest_gap(yarn_weight_paper(), yarn_weight_code())[1],
+    "yarn_truncate_gap": lambda: largest_gap(yarn_weight_untruncated(32, 1), yarn_weight_code())[0],
+    # DeepSeek-V3's MLA: q . k runs over qk_nope_head_dim + qk_rope_head_dim coordinates; the softmax
+    # scale is multiplied by mscale(40, mscale_all_dim = 1)^2 = (0.1 ln 40 + 1)^2
+    "ds_qk_head": lambda: deepseek_config()["qk_nope_head_dim"] + deepseek_config()["qk_rope_head_dim"],
+    "ds_rope": lambda: deepseek_config()["qk_rope_head_dim"],
+    "ds_nope": lambda: deepseek_config()["qk_nope_head_dim"],
+    "ds_softmax": lambda: (0.1 * math.log(40) + 1) ** 2,
+    "ds_factor": lambda: 40,
     "ramp_gap": lambda: ramp_gap()[0],
     "ramp_gap_pair": lambda: ramp_gap()[1],
     "joint_step": lambda: math.sqrt(2 * (1 - k_of(1, base_theta()))),
@@ -282,6 +316,10 @@ def test_prose_claims_hold():
     l3w, yw = llama3_weight(), yarn_weight_untruncated(4, 1)
     assert all(abs(a - b) < 1e-12 for a, b in zip(l3w, yw) if a in (0.0, 1.0) and b in (0.0, 1.0))
     assert 0 < g("ramp_gap") < 0.5
+    # issue 25's numbers: the paper's and the code's YaRN ramps differ by up to 0.356 on the bench;
+    # DeepSeek-V3's q . k head is 192 wide and its softmax factor 1.874
+    assert round(g("yarn_paper_gap"), 3) == 0.356
+    assert (g("ds_qk_head"), g("ds_nope"), round(g("ds_softmax"), 3)) == (192, 128, 1.874)
 
 
 def test_chapter_has_exercises_and_solutions():
@@ -318,3 +356,16 @@ def test_lab_bounds_and_numbers():
     assert lab.report.rule == "llama3"
     with pytest.raises(traitlets.TraitError, match="rule"):
         lab.rule = "longrope"
+
+
+def test_real_models_table_follows_its_heading_and_shows_deepseek_right():
+    nb = json.loads(NB.read_text())
+    cells = nb["cells"]
+    heading = next(i for i, c in enumerate(cells) if "## Real models" in "".join(c["source"]))
+    table = next(i for i, c in enumerate(cells) if "geometry_audit(load_model(name))" in "".join(c["source"]))
+    assert heading < table
+    between = "".join("".join(c["source"]) for c in cells[heading + 1:table] if c["cell_type"] == "markdown")
+    assert "\n## " not in between and not between.startswith("## ")
+    text = "".join("".join(o.get("text", "")) for o in cells[table].get("outputs", []))
+    row = next(line for line in text.splitlines() if line.startswith("DeepSeek-V3"))
+    assert "64/192" in row and "1.8739" in row

@@ -331,3 +331,33 @@ def test_bfloat16_position_ids(glued):
     impl = defect_entry("bfloat16-position-ids", 16).impl
     x = np.random.default_rng(5).normal(size=(1, 16))
     assert np.allclose(impl(x, np.array([t])), apply_rope(x, np.array([nearest])), atol=1e-12)
+
+
+# ---------------------------------------------------------------- a model cast after loading
+def _cast_error_by_hand(position, d=128, base=10_000.0, cast=True):
+    """transformers 5.24's LlamaRotaryEmbedding, per pair: inv_freq computed in float32, rounded to
+    bfloat16 by model.to(torch.bfloat16) when ``cast``, widened to float32 in forward and multiplied
+    by the float32 position; cos and sin rounded to bfloat16. Worst angle error over the pairs."""
+    worst = 0.0
+    for j in range(0, d, 2):
+        f = np.float32(1.0) / np.float32(base) ** (np.float32(j) / np.float32(d))
+        if cast:
+            f = np.float32(ml_dtypes.bfloat16(f))
+        angle = np.float32(position) * f
+        c, s = float(ml_dtypes.bfloat16(np.cos(angle))), float(ml_dtypes.bfloat16(np.sin(angle)))
+        true = position * base ** (-j / d)
+        worst = max(worst, abs(np.arctan2(s * np.cos(true) - c * np.sin(true), c * np.cos(true) + s * np.sin(true))))
+    return worst
+
+
+@pytest.mark.parametrize("where", [200, 4000])
+def test_cast_after_loading_errors(glued, where):
+    assert glued[f"cast_err_cast_{where}"] == pytest.approx(_cast_error_by_hand(where), abs=2e-3)
+    assert glued[f"cast_err_loaded_{where}"] == pytest.approx(_cast_error_by_hand(where, cast=False), abs=1e-3)
+    assert glued[f"cast_err_cast_{where}"] > 50 * glued[f"cast_err_loaded_{where}"]
+
+
+def test_cast_numbers_of_issue_25(glued):
+    # the numbers measured on transformers 5.24.0 in the issue: 0.24 rad at 200, 2.56 at 4,000
+    assert round(glued["cast_err_cast_200"], 2) == 0.24
+    assert round(glued["cast_err_cast_4000"], 2) == 2.56

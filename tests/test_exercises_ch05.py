@@ -6,6 +6,9 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from pathlib import Path
+
+NB = Path(__file__).resolve().parents[1] / "chapters" / "05_implementation.ipynb"
 
 from ropegeo.exercises import check, exercise_ids
 from ropegeo.exercises.ch05 import (SUSPECT_DECLARED, PADDING, PROMPT, TABLE_DECLARED, TABLE_KEY, TABLE_QUERY, suspect_rope,
@@ -62,23 +65,31 @@ def test_permutation():
 
 
 def test_bfloat16_position():
-    # bfloat16 keeps 8 significant bits: between 512 and 1024 its numbers are 2**(9-7) = 4 apart,
-    # so 1001 sits between 1000 and 1004 and rounds to 1000, one radian off for theta_0 = 1
-    grid = np.arange(512, 1024, 4)
-    rounded = float(grid[np.argmin(np.abs(grid - 1001))])
-    assert rounded == float(np.float32(1001).astype(ml_dtypes.bfloat16))
-    cost = abs(1001 - rounded) * 1.0
+    # bfloat16 keeps 8 significant bits: between 1024 and 2048 its numbers are 2**(10-7) = 8 apart,
+    # so 2021 sits between 2016 and 2024 and rounds to 2024, three radians off for theta_0 = 1
+    grid = np.arange(1024, 2048, 8)
+    rounded = float(grid[np.argmin(np.abs(grid - 2021))])
+    assert rounded == float(np.float32(2021).astype(ml_dtypes.bfloat16)) == 2024.0
+    cost = abs(2021 - rounded) * 1.0
     assert check("ch05-bfloat16-position", (rounded, cost))
     assert check("ch05-bfloat16-position", [int(rounded), int(cost)])
-    assert "10 significant bits" in check("ch05-bfloat16-position", (1001, 0)).message
-    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (1004, 3)).message
-    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (1002, 1)).message
+    assert "11 significant bits" in check("ch05-bfloat16-position", (2021, 0)).message
+    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (2016, 5)).message
+    assert "nearest bfloat16 number" in check("ch05-bfloat16-position", (2020, 1)).message
     assert "degrees" in check("ch05-bfloat16-position", (rounded, np.degrees(cost))).message
     assert "frequency" in check("ch05-bfloat16-position", (rounded, 0.5)).message
-    assert "pair" in check("ch05-bfloat16-position", 1000).message
-    assert "cast it" in check("ch05-bfloat16-position", (2000, 1)).message
+    assert "exactly" in check("ch05-bfloat16-position", (rounded, 3.01)).message
+    assert "pair" in check("ch05-bfloat16-position", 2024).message
+    assert "cast it" in check("ch05-bfloat16-position", (4000, 1)).message
     # never reveals the answer
-    assert "1000" not in check("ch05-bfloat16-position", (1004, 3)).message
+    for wrong_answer in ((2016, 5), (2021, 0), (rounded, 0.5)):
+        assert "2024" not in check("ch05-bfloat16-position", wrong_answer).message
+
+
+def test_bfloat16_position_is_not_printed_by_the_chapter():
+    # the chapter must not print the exercise's rounding (issue 25: cell 39 printed "1,001 as 1,000")
+    text = NB.read_text()
+    assert "2,021 as" not in text and "2021 as" not in text
 
 
 def test_padding_offset():

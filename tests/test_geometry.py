@@ -117,3 +117,21 @@ def test_near_collision_search_is_bounded():
         near_collisions(frequencies(8), 0, 2**63 + 5)
     with pytest.raises(ValueError, match="progress must be True or False"):
         near_collisions(th, 0, 100, progress="yes")
+
+
+def test_automatic_progress_bar_needs_no_tqdm(monkeypatch):
+    """A long search on the slim install (no tqdm) runs without a bar; progress=True says what is missing."""
+    import sys
+
+    from ropegeo import geometry as G
+
+    monkeypatch.setattr(G, "_PROGRESS_WORK", 10)  # every search counts as long
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    real_find_spec = G.importlib.util.find_spec
+    monkeypatch.setattr(G.importlib.util, "find_spec", lambda name, *a: None if name == "tqdm" else real_find_spec(name, *a))
+    th = frequencies(16)
+    found = near_collisions(th, 100, 10_000, top=2)
+    assert [c.offset for c in found] == [c.offset for c in near_collisions(th, 100, 10_000, top=2, progress=False)]
+    with pytest.raises(ValueError, match="progress=True needs tqdm"):
+        near_collisions(th, 100, 10_000, top=2, progress=True)

@@ -328,3 +328,62 @@ def test_scale_on_positions_or_on_frequencies_in_float32():
         on_frequencies = np.multiply.outer(p, th / np.float32(f)).astype(np.float64)
         gap = np.abs(on_positions - on_frequencies).max()
         assert gap <= bound and (bound == 0 or gap > 0)
+
+
+# ---- the buffer-cast pipeline: model.to(torch.bfloat16) rounds inv_freq, forward widens it ----
+def _buffer_cast_error_by_hand(position, head_dim=128, base=10_000.0):
+    """transformers 5.24's LlamaRotaryEmbedding after model.to(bfloat16), written out per pair:
+    inv_freq = 1 / base**(arange(0, d, 2) / d) in float32, rounded to bfloat16 by the cast,
+    widened to float32 in forward, times the float32 position; cos and sin of that float32 angle
+    rounded to bfloat16. The error is the angle of the (cos, sin) vector from the exact one."""
+    worst = 0.0
+    for j in range(0, head_dim, 2):
+        f32 = np.float32(1.0) / np.float32(base) ** (np.float32(j) / np.float32(head_dim))
+        stored = np.float32(ml_dtypes.bfloat16(f32))
+        angle = np.float32(position) * stored
+        c = float(ml_dtypes.bfloat16(np.cos(angle)))
+        s = float(ml_dtypes.bfloat16(np.sin(angle)))
+        true = position * base ** (-j / head_dim)
+        err = abs(math.atan2(s * math.cos(true) - c * math.sin(true), c * math.cos(true) + s * math.sin(true)))
+        worst = max(worst, err)
+    return worst
+
+
+@pytest.mark.parametrize("position", [200.0, 1000.0, 4000.0])
+def test_buffer_cast_matches_the_loop_written_from_transformers(position):
+    from ropegeo.precision import buffer_cast
+
+    got = float(max_phase_error([position], frequencies(128, 10_000.0), buffer_cast("bfloat16"))[0])
+    want = _buffer_cast_error_by_hand(position)
+    # numpy's pow in float32 and the float64 frequencies rounded to bfloat16 can differ by one
+    # float32 unit before the bfloat16 rounding, which almost never moves a bfloat16 value
+    assert got == pytest.approx(want, abs=2e-3)
+
+
+def test_buffer_cast_numbers_of_the_issue_and_its_place_between_the_others():
+    from ropegeo.precision import buffer_cast
+
+    th = frequencies(128, 10_000.0)
+    cast = max_phase_error([200.0, 4000.0], th, buffer_cast("bfloat16"))
+    assert cast.round(2).tolist() == [0.24, 2.56]
+    # far worse than the deployed pipeline (float32 frequencies), whose error stays near one table unit
+    assert (max_phase_error([200.0, 4000.0], th, deployed("bfloat16")) < 3e-3).all()
+    # the rounding of the frequency is a fixed fraction of it: the error grows in proportion to position
+    lin = max_phase_error([50.0, 100.0], th, buffer_cast("bfloat16"))
+    assert lin[1] / lin[0] == pytest.approx(2.0, rel=0.05)
+
+
+def test_buffer_cast_pipeline_fields_and_label():
+    from ropegeo.precision import PhasePipeline, buffer_cast
+
+    p = buffer_cast("bfloat16")
+    assert (p.frequency_dtype, p.angle_dtype, p.table_dtype, p.rotation_dtype) == (
+        "bfloat16", "float32", "bfloat16", "bfloat16")
+    assert p.label == "buffer-cast bfloat16" and not p.exact
+    assert buffer_cast("float16").label == "buffer-cast float16"
+    assert PhasePipeline(frequency_dtype="float64").exact
+    assert "bfloat16 frequencies" in PhasePipeline("float64", "float64", "float64", "bfloat16").label
+    with pytest.raises(ValueError, match="frequency_dtype"):
+        PhasePipeline(frequency_dtype="int8")
+    with pytest.raises(ValueError, match="model_dtype"):
+        buffer_cast("float8")

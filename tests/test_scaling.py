@@ -439,3 +439,20 @@ def test_partial_rotary_reference_agreement(head, prf, kind):
     assert m.rotary_dim == int(head * prf)
     ref, att = hf_reference(cfg, 10_000)
     _agree(m.theta(10_000), ref)
+
+
+def test_bad_rule_parameters_are_value_errors_naming_them():
+    """The rule functions refuse what the config reader and Scaling refuse (issue 28)."""
+    import ropegeo.scaling as S
+
+    with pytest.raises(ValueError, match="truncate must be True or False"):
+        S.rules.yarn(10_000.0, 128, 8.0, 4096, truncate="no")
+    with pytest.raises(ValueError, match=r"beta_fast \(32\) must not be below beta_slow \(40\)"):
+        S.rules.yarn(10_000.0, 128, 8.0, 4096, beta_slow=40.0)
+    with pytest.raises(ValueError, match="unknown parameter.*'foo'.*beta_fast"):
+        S.preset("yarn", train_length=4096, target_length=32768, foo=1)
+    with pytest.raises(ValueError, match="linear rule takes no further parameters"):
+        S.preset("linear", train_length=4096, target_length=32768, foo=1)
+    # equal betas stay allowed, as in the reader (one ramp end nudged)
+    th, _ = S.rules.yarn(10_000.0, 128, 8.0, 4096, beta_fast=4.0, beta_slow=4.0)
+    assert th.shape == (64,)

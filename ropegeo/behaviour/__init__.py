@@ -36,7 +36,7 @@ from .readouts import (
 from .training import (
     MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEP_BYTES, MAX_STEPS,
     MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam, check_match_step, check_step_memory, check_theta, check_trained,
-    match_step_bytes, seed_list, softmax_rows, training_settings,
+    match_step_bytes, one_blas_thread, seed_list, softmax_rows, training_settings,
 )
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     # the training toolkit, shared with ropegeo.alternatives
     "Adam",
     "softmax_rows",
+    "one_blas_thread",
     "match_cross_entropy",
     "seed_list",
     "training_settings",

@@ -34,7 +34,7 @@ from ..scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
 from .training import (
     MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam,
     _pair_coefficients, _rng, _schedule, check_match_step, check_theta, check_trained, match_step_bytes, seed_list,
-    softmax_rows, training_settings,
+    one_blas_thread, softmax_rows, training_settings,
 )
 
 
@@ -327,7 +327,7 @@ def train_offset_head(
     steps, lr, init_std = training_settings(steps, lr, init_std)
     rng, seed_used = _rng(seed)
     q, k = rng.normal(scale=init_std, size=(2, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
         losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
     check_trained((q, k), losses, lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
@@ -594,7 +594,7 @@ def train_match_head(
     check_match_step(train_length, batch, vocab, head_dim)
     rng, seed_used = _rng(seed)
     qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
         losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
     check_trained((qt, kt), losses, lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
@@ -632,7 +632,8 @@ def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False,
         from tqdm.auto import tqdm
 
         seeds = tqdm(seeds, desc=f"training {kind} heads", unit="seed")
-    return [train(seed=s, **options) for s in seeds]
+    with one_blas_thread():
+        return [train(seed=s, **options) for s in seeds]
 
 
 def _resolve(head, length, extension, factor, theta, scale, attention_factor=None) -> Schedule:
@@ -747,7 +748,7 @@ def fine_tune(
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
         q, k = head.q.copy(), head.k.copy()
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
             losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
         check_trained((q, k), losses, lr)
         return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
@@ -756,7 +757,7 @@ def fine_tune(
     check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
     rng, _ = _rng(seed)
     qt, kt = head.q_table.copy(), head.k_table.copy()
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
         losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
     check_trained((qt, kt), losses, lr)
     stage["batch"] = batch

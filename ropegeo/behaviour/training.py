@@ -2,7 +2,10 @@
 
 Everything here is shared by the two trainers of :mod:`ropegeo.behaviour.heads` and by the
 scheme trainers of :mod:`ropegeo.alternatives` (which use the public names only). Matrices are
-small, so run with one BLAS thread (``OPENBLAS_NUM_THREADS=1``, which the Makefile exports).
+small, so they run with one BLAS thread: :func:`one_blas_thread` limits the BLAS pool for the
+duration of a training or an evaluation (threadpoolctl), whatever ``OPENBLAS_NUM_THREADS`` says.
+On matrices of a few thousand entries, extra threads only add synchronisation: on 2 busy cores the
+default pool made one Gate C battery 4 to 40 times slower.
 """
 
 from __future__ import annotations
@@ -10,10 +13,27 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .. import _validate as v
 from ..frequencies import frequencies
 from ..rotation import pair_indices
+
+def one_blas_thread():
+    """A context in which BLAS (and OpenMP) pools run one thread; the previous sizes come back after.
+
+    Every trainer and :func:`ropegeo.gate_c.gate_c` run inside it. With one thread the results do
+    not depend on the machine's core count either (a threaded BLAS may split sums differently).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with one_blas_thread():
+    ...     float(np.ones((3, 3)) @ np.ones(3) @ np.ones(3))
+    9.0
+    """
+    return threadpool_limits(limits=1)
+
 
 # ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
 

@@ -68,8 +68,8 @@ def _abf_slow(answer):
         return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
     want = _slow(1_000_000.0, 16_384)
     if n == want:
-        return correct(f"{n} slow pairs at 16,384 tokens, against {_slow(10_000.0, 4096)} for Llama 2 at 4,096: "
-                       "the larger base leaves more pairs short of a turn even at four times the length.")
+        return correct(f"{n} slow pairs over 16,384 tokens. Now set this count beside Llama 2's in the audit table "
+                       "and say what it means beyond the training length.")
     if n == _slow(1_000_000.0, 4096):
         return wrong("use Code Llama's training length, 16,384 tokens, not Llama 2's 4,096.")
     if n == _slow(10_000.0, 16_384):
@@ -93,7 +93,7 @@ def _llama3_half(answer):
         return d * math.log(L / (2 * math.pi * turns)) / (2 * math.log(base))
 
     want = index_at((lo + hi) / 2)
-    if _close(x, want, 1e-6):
+    if _close(x, want, 1e-6) or abs(x - want) <= 0.5e-4:  # exact, or rounded to four decimals
         return correct(f"i = {x:.4f}: the weight is 1/2 where a pair turns (1 + 4) / 2 = 2.5 times over 8,192 tokens.")
     if _close(x, 2 * want, 1e-6):
         return wrong("that is 2i, the exponent's numerator; the pair index is half of it.")
@@ -103,6 +103,8 @@ def _llama3_half(answer):
     if _close(x, index_at(math.sqrt(lo * hi)), 1e-6):
         return wrong("that is the midpoint in pair index (the geometric mean of the turns), where a ramp linear in "
                      "i, like YaRN's, is at 1/2; Llama 3's weight is linear in the turns themselves.")
+    if abs(x - want) <= 0.5e-2:
+        return wrong(f"{x:g} is close but not exact enough: give at least four decimals.")
     if abs(x - want) < 0.5:
         return wrong(f"{x:g} is close but not exact; solve g = 1/2 for the turns, then turns for i, without rounding.")
     return wrong("write g as a function of the turns L theta_i / (2 pi), solve g = 1/2, then solve for i.")
@@ -128,36 +130,63 @@ def _ramp_in_exponent(base, d, L, bf, bs):
     return 1.0 - np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
 
 
+def _paper_ramp(base, d, L, bf, bs):
+    """The paper's gamma(r) = (r - alpha) / (beta - alpha), clipped, with alpha = beta_slow, beta = beta_fast."""
+    r = L * frequencies(d, base) / (2 * math.pi)
+    return np.clip((r - bs) / (bf - bs), 0.0, 1.0)
+
+
+def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
+    """Why one output is neither ramp, as precisely as the common slips allow."""
+    want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
+    if np.allclose(got, 1.0 - want, atol=1e-9) or np.allclose(got, 1.0 - _paper_ramp(base, d, L, bf, bs), atol=1e-9):
+        return wrong(f"for {where} your weights are reversed: 1 must mean 'keep theta_i' (the fast pairs).")
+    if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=not truncate), atol=1e-9):
+        return wrong(f"for {where} your function gives the ramp for truncate={not truncate}: with truncate the "
+                     "ends are rounded outward to whole pairs, without it they stay fractional.")
+    if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bs, beta_slow=bf, truncate=truncate), atol=1e-9):
+        return wrong(f"for {where} beta_fast and beta_slow are swapped: the fast end is where pairs turn beta_fast times.")
+    if np.allclose(got, _ramp_in_exponent(base, d, L, bf, bs), atol=1e-9):
+        return wrong(f"for {where} your ramp ends are twice the pair index: you solved for 2i, the exponent's "
+                     "numerator; solve for the pair index i itself.")
+    bad = int(np.argmax(~np.isclose(got, want, rtol=0.0, atol=1e-9)))
+    return wrong(f"for {where} the weight of pair {bad} matches neither the code's ramp nor the paper's; find the pair "
+                 "index where a pair turns r times over L, or the turns of each pair.")
+
+
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
 
     if not callable(answer):
-        return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow).")
+        return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
+                     "truncate).")
+    forms = set()
     for base, d, L, bf, bs in _YARN_CASES:
-        where = f"(base={base:g}, rotary_dim={d}, original_length={L}, beta_fast={bf:g}, beta_slow={bs:g})"
-        out, err = call_student(answer, base, d, L, bf, bs)
-        if err:
-            return wrong(f"for {where} {err}")
-        got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
-        if bad:
-            return bad
-        want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs)
-        if got.shape != want.shape:
-            return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
-        if np.allclose(got, want, atol=1e-9):
-            continue
-        if np.allclose(got, 1.0 - want, atol=1e-9):
-            return wrong(f"for {where} your weights are reversed: 1 must mean 'keep theta_i' (the fast pairs).")
-        if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=False), atol=1e-9):
-            return wrong(f"for {where} the ramp ends are not rounded: floor the fast end and ceil the slow end.")
-        if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bs, beta_slow=bf), atol=1e-9):
-            return wrong(f"for {where} beta_fast and beta_slow are swapped: the fast end is where pairs turn beta_fast times.")
-        if np.allclose(got, _ramp_in_exponent(base, d, L, bf, bs), atol=1e-9):
-            return wrong(f"for {where} your ramp ends are twice the pair index: you solved for 2i, the exponent's "
-                         "numerator; the ramp runs over the pair index i = d ln(L / 2 pi r) / (2 ln B).")
-        bad = int(np.argmax(~np.isclose(got, want, rtol=0.0, atol=1e-9)))
-        return wrong(f"for {where} the weight of pair {bad} is off; find the pair index where a pair turns r times over L.")
-    return correct("your ramp matches YaRN's on every test case.")
+        for truncate in (True, False):
+            where = (f"(base={base:g}, rotary_dim={d}, original_length={L}, beta_fast={bf:g}, beta_slow={bs:g}, "
+                     f"truncate={truncate})")
+            out, err = call_student(answer, base, d, L, bf, bs, truncate)
+            if err:
+                return wrong(f"for {where} {err}")
+            got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
+            if bad:
+                return bad
+            want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
+            if got.shape != want.shape:
+                return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
+            if np.allclose(got, want, atol=1e-9):
+                forms.add("code")
+            elif np.allclose(got, _paper_ramp(base, d, L, bf, bs), atol=1e-9):
+                forms.add("paper")
+            else:
+                return _diagnose_ramp(got, base, d, L, bf, bs, truncate, where)
+    if forms == {"code"}:
+        return correct("your ramp is the one the reference code and transformers run, with and without truncate.")
+    if forms == {"paper"}:
+        return correct("your ramp is the paper's, linear in turns (truncate plays no part in it). Models run the "
+                       "code's ramp; write that one too and compare them.")
+    return wrong("your function switches between the paper's ramp and the code's from one case to another; "
+                 "settle on one definition.")
 
 
 def _first_beyond(rule: str) -> int:

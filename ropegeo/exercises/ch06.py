@@ -253,7 +253,8 @@ def _check_learned(answer):
     truth, _, _ = _margin_truth()
     ok = [abs(a - b) <= 1e-6 for a, b in zip(vals, truth)]
     if all(ok):
-        return correct("only the fast band falls below 0.1: the geometry allows the rival; the slow ramps decide it.")
+        return correct("only the fast band falls below its Gate B threshold: the geometry allows the rival; the slow "
+                       "ramps decide it.")
     if sorted(np.round(vals, 6)) == sorted(np.round(truth, 6)):
         return wrong("the three values are right but not in the order (equal, learned, fast)")
     if ok[0] and ok[1] and abs(vals[2] - _equal_fast_margin()) <= 1e-6:

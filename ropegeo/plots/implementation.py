@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from .. import _validate as v
 from ..broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
@@ -287,6 +288,56 @@ def gate_a_matrix(reports: dict) -> Figure:
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
     ax.set_yticks(range(len(reports)), list(reports))
     ax.set_title("Gate A on the catalogue")
+    return fig
+
+
+#: Width of :func:`gate_a_grid` in inches: at 100 dpi it fits a phone's text column with its 10-point
+#: labels still at least 9 px tall.
+GRID_WIDTH = 4.8
+
+
+def gate_a_grid(reports: dict, *, title: str | None = None) -> Figure:
+    """Gate A's checks as a compact grid that stays readable at a narrow column width.
+
+    The same content as :func:`gate_a_matrix` (one row per implementation, one column per check),
+    drawn :data:`GRID_WIDTH` inches wide with 10-point labels: colour says pass (green), fail (red,
+    with an ``x``) or not measured (grey, with a dash), and the legend names the three.
+
+    Parameters
+    ----------
+    reports : dict of str to ropegeo.gate_a.GateAReport
+        Reports keyed by a label (1 to 40 of them).
+    title : str, optional
+        Title above the grid.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not isinstance(reports, dict) or not 1 <= len(reports) <= 40:
+        raise ValueError("reports must be a dict of 1 to 40 GateAReport objects keyed by label")
+    names = list(CHECKS)
+    grid = np.zeros((len(reports), len(names)))
+    for r, rep in enumerate(reports.values()):
+        for c, name in enumerate(names):
+            p = rep.check(name).passed
+            grid[r, c] = 0 if p is None else (1 if p else 2)
+    fig = Figure(figsize=(GRID_WIDTH, 0.27 * len(reports) + 2.1), layout="constrained")
+    ax = fig.subplots()
+    colours = ["#d9d9d9", "#74c476", "#de2d26"]
+    ax.imshow(grid, cmap=ListedColormap(colours), vmin=0, vmax=2, aspect="auto")
+    for r in range(grid.shape[0]):
+        for c in range(grid.shape[1]):
+            mark = {0: "-", 1: "", 2: "x"}[int(grid[r, c])]
+            ax.text(c, r, mark, ha="center", va="center", fontsize=10, color="white" if grid[r, c] == 2 else "black")
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=10)
+    ax.set_yticks(range(len(reports)), list(reports), fontsize=10)
+    ax.tick_params(length=0)
+    handles = [Patch(color=colours[1], label="pass"), Patch(color=colours[2], label="fail (x)"),
+               Patch(color=colours[0], label="not measured (-)")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=10, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
     return fig
 
 

@@ -163,6 +163,11 @@ def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: 
     ``[0, d - 1]`` (no rounding when ``truncate=False``); the weight of pair ``i`` is
     ``1 - clip((i - low) / (high - low), 0, 1)``, with ``high`` nudged by 0.001 if it equals ``low``.
 
+    Raises
+    ------
+    ValueError
+        For ``beta_fast < beta_slow`` (as the config reader), or ``truncate`` not a bool.
+
     Returns
     -------
     numpy.ndarray, shape (rotary_dim // 2,), values in [0, 1]
@@ -172,6 +177,9 @@ def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: 
     L = v.length("original_length", original_length, minimum=2)
     bf = _pos("beta_fast", beta_fast)
     bs = _pos("beta_slow", beta_slow)
+    if bf < bs:  # as the config reader and Scaling refuse it
+        raise ValueError(f"beta_fast ({bf:g}) must not be below beta_slow ({bs:g})")
+    truncate = v.boolean("truncate", truncate)
     low = _correction_dim(bf, d, base, L)
     high = _correction_dim(bs, d, base, L)
     if truncate:
