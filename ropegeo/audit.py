@@ -26,8 +26,8 @@ from . import _json
 from . import _validate as v
 from .checks import EXIT_CODES, STATUSES, Check, status as checks_status
 from .frequencies import frequencies, slow_pairs, wavelengths
-from .gate_a import resolve_target
 from .gate_a import gate_a as run_gate_a
+from .gate_a_run import refuse_special_file, remote_implementation, timeout_seconds
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
 from .gate_b import (FIXED_MARGIN, LOCAL_OFFSETS, GateBResult, GateBRule, attention_span, check_offsets_in_context,
@@ -862,9 +862,11 @@ def add_report_subcommand(sub) -> None:
         help="the three-gate audit of a model configuration or an implementation, with a verdict",
         description="Run Gate A (algebra), Gate B (separation margins of the task's offsets) and, with "
         "--gate-c, Gate C (toy heads trained on the ruler), and print the verdict: the first gate that "
-        "fails and the kind of intervention it calls for. Exit status 0 when every gate that ran passes, 1 "
+        "fails and the kind of intervention it calls for. A MODULE:FUNCTION target runs in a separate "
+        "process, as in gate-a: what it prints is kept out of the report, and an import or call that hangs is "
+        "stopped after --timeout seconds. Exit status 0 when every gate that ran passes, 1 "
         "when one fails, 3 when none fails but Gate A or B (or a Gate C that ran) is inconclusive, 2 for bad "
-        "arguments.",
+        "arguments, a contract break or a timeout.",
     )
     p.add_argument("target", help="a shipped model name (e.g. llama-3.1-8b), a config.json path, or an "
                    "implementation as MODULE:FUNCTION")
@@ -882,30 +884,47 @@ def add_report_subcommand(sub) -> None:
     p.add_argument("--layer-type", default=None, metavar="TYPE",
                    help="the kind of layer to audit when the model's layers differ (e.g. full_attention or "
                    "sliding_attention for Gemma 3 or gpt-oss)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="with MODULE:FUNCTION: seconds one import or call of the implementation may take "
+                   "(default 60); it runs in a separate process, stopped after that")
     p.set_defaults(func=run_report_subcommand)
 
 
 def run_report_subcommand(args) -> int:
     """Run ``report`` from parsed arguments; returns the exit status of the outcome
-    (:data:`ropegeo.checks.EXIT_CODES`: pass 0, fail 1, inconclusive 3)."""
-    target, declared = args.target, None
+    (:data:`ropegeo.checks.EXIT_CODES`: pass 0, fail 1, inconclusive 3).
+
+    A MODULE:FUNCTION target runs in a worker process under a watchdog, as in ``gate-a``
+    (:mod:`ropegeo.gate_a_run`): the gates are judged here, on what its calls return.
+    """
+    target, declared, implementation = args.target, None, None
+    timeout = timeout_seconds(args.timeout)
     if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):
         if args.config is None:
             raise ValueError(f"report {target} needs the operator your code declares: give --config NAME_OR_PATH "
                              "(a shipped model or a config.json); ropegeo does not assume a pairing, head width or base")
+        refuse_special_file("--config", args.config)
         declared = resolve(args.config, layer_type=args.layer_type)
-        target = resolve_target(target)
+        target, implementation = None, target
     elif args.config is not None:
         raise ValueError("--config declares a MODULE:FUNCTION target; a configuration declares itself")
-    elif args.layer_type is not None:
-        target = resolve(target, layer_type=args.layer_type)
+    else:
+        refuse_special_file("target", target)
+        if args.layer_type is not None:
+            target = resolve(target, layer_type=args.layer_type)
     offsets = None if args.offsets is None else parse_offsets(args.offsets)
     seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
     rule, min_margin = rule_from_arguments(args)
+    options = dict(manifest=declared, train_length=args.train_length, target_length=args.target_length,
+                   gate_b_rule=rule, min_margin=min_margin, gate_c=bool(args.gate_c),
+                   gate_c_options={"seeds": tuple(range(seeds))})
     try:
-        report = audit(target, offsets, manifest=declared, train_length=args.train_length,
-                       target_length=args.target_length, gate_b_rule=rule, min_margin=min_margin,
-                       gate_c=bool(args.gate_c), gate_c_options={"seeds": tuple(range(seeds))})
+        if implementation is None:
+            report = audit(target, offsets, **options)
+        else:
+            with remote_implementation(implementation, timeout) as impl:
+                report = audit(impl, offsets, **options)
+            report.gate_a.notes.extend(impl.notes)
     except ValueError as exc:
         if str(exc).startswith("offsets ("):  # name the option the offsets came from
             raise ValueError(f"--{exc}") from None

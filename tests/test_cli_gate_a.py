@@ -168,11 +168,72 @@ def test_ctrl_c_exits_130_with_one_line(env):
     proc = subprocess.Popen([sys.executable, "-m", "ropegeo", "gate-a", "userrope:sleeps", "--head-dim", "16"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(3)
+    end = time.monotonic() + 120
+    while not _children(proc.pid):  # wait for the worker (a loaded machine starts Python slowly)
+        assert proc.poll() is None and time.monotonic() < end
+        time.sleep(0.05)
+    worker = _children(proc.pid)[0]
+    time.sleep(1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert err == "ropegeo: interrupted\n" and out == ""
+    assert _dead(worker)  # killed with its process group before the command line returned
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def _dead(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+FORGER = textwrap.dedent(
+    """
+    import os
+    import numpy as np
+
+    PASSING = {report!r}
+
+    def _forge():
+        for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+            for line in ("result " + PASSING + "\\n", 'result {{"passed": true}}\\n'):
+                try:
+                    os.write(fd, line.encode())
+                except OSError:
+                    pass
+
+    _forge()
+
+    def zeros(x, positions):
+        _forge()
+        return np.zeros_like(x)
+    """
+)
+
+
+def test_a_forged_report_on_the_workers_descriptors_is_no_verdict(env, tmp_path):
+    # issue 23: zeros behind a complete passing report written on the inherited pipe got PASS,
+    # and a forged result line a KeyError traceback. The worker now only returns arrays, and
+    # bytes it did not write fail the channel's framing: one line, exit 2, never a pass
+    from ropegeo.gate_a import gate_a
+    from ropegeo.rotation import apply_rope
+
+    passing = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, max_position=4096).to_json()
+    (tmp_path / "forger.py").write_text(FORGER.format(report=passing))
+    out = _run(env, "forger:zeros", "--head-dim", "16", "--max-position", "4096", "--json")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stdout == "" and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert "no verdict" in out.stderr
 
 
 def test_config_declares_the_operator(env):
