@@ -16,7 +16,8 @@ from matplotlib.text import Text
 
 from .. import _validate as v
 
-__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "fit_column", "smallest_text_px"]
+__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "fit_column", "smallest_text_px", "panels",
+           "finish"]
 
 #: Width of the text column in CSS pixels, for the two window widths the book is checked at
 #: (1280 px desktop, 360 px phone).
@@ -25,6 +26,51 @@ COLUMN_WIDTH_PX = {1280: 730, 360: 328}
 COLUMN_WIDTH_IN = 5.2
 #: Smallest font a column figure uses, in points (15.3 px at 100 dpi, 9.6 px on a phone).
 MIN_FONT_PT = 11.0
+
+
+#: The layouts a book figure accepts: "wide" (the panels side by side, as first drawn) or
+#: "column" (stacked at :data:`COLUMN_WIDTH_IN`, fonts at least :data:`MIN_FONT_PT`).
+LAYOUTS = ("wide", "column")
+
+
+def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3.4, rows: int = 1, **subplot_kw):
+    """A figure and its axes for ``count`` panels, side by side (``"wide"``) or stacked (``"column"``).
+
+    Parameters
+    ----------
+    layout : {"wide", "column"}
+    count : int
+        Panels per row in the wide layout (1 to 12); each becomes a row of the column layout.
+    wide_size : tuple of float
+        Figure size in inches of the wide layout.
+    panel_height : float
+        Height in inches of one panel in the column layout.
+    rows : int
+        Rows of the wide layout (1 to 4); in the column layout they become columns.
+    **subplot_kw
+        Passed to :meth:`matplotlib.figure.Figure.subplots` (``sharex`` and the like).
+
+    Returns
+    -------
+    (Figure, numpy.ndarray of Axes)
+        The axes always indexed as in the wide layout: shape ``(rows, count)``.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    count = v.integer("count", count, minimum=1, maximum=12)
+    rows = v.integer("rows", rows, minimum=1, maximum=4)
+    if layout == "wide":
+        fig = Figure(figsize=wide_size, layout="constrained")
+        return fig, fig.subplots(rows, count, squeeze=False, **subplot_kw)
+    fig = Figure(figsize=(COLUMN_WIDTH_IN, panel_height * count + 0.4), layout="constrained")
+    return fig, fig.subplots(count, rows, squeeze=False, **subplot_kw).T
+
+
+def finish(fig: Figure, layout: str) -> Figure:
+    """Return ``fig`` as drawn (``"wide"``) or fitted to the text column (``"column"``, :func:`fit_column`)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return fit_column(fig, height=fig.get_size_inches()[1]) if layout == "column" else fig
 
 
 def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | None = None,
