@@ -327,9 +327,8 @@ def ruler_budget_figure(study) -> Figure:
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("training steps of the far head")
     ax.set_ylabel(f"attention on the key {st['distance']} back")
-    ax.set_title(f"at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}: "
-                 "mean (line), seeds (dots)")
-    ax.legend(loc="lower left")
+    ax.set_title(f"run at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, title="mean over seeds (line), each seed (dot)")
     return fit_column(fig)
 
 

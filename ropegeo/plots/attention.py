@@ -51,7 +51,9 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
         for i in range(n):
             for j in range(n):
                 if np.isfinite(m[i, j]):
-                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7)
+                    dark = im.norm(m[i, j]) > 0.8 or (cmap == "RdBu_r" and im.norm(m[i, j]) < 0.2)
+                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
     return im
 
 

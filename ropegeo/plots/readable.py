@@ -12,6 +12,7 @@ from __future__ import annotations
 import textwrap
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import AutoLocator, MaxNLocator
 from matplotlib.text import Text
 
 from .. import _validate as v
@@ -101,6 +102,7 @@ def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | N
     Examples
     --------
     >>> from matplotlib.figure import Figure
+from matplotlib.ticker import AutoLocator, MaxNLocator
     >>> fig = Figure(figsize=(13, 4))
     >>> ax = fig.subplots()
     >>> _ = ax.set_title("t", fontsize=6)
@@ -119,6 +121,9 @@ def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | N
     fig.set_size_inches(width, height)
     for ax in fig.axes:
         ax.tick_params(labelsize=max(min_font, _tick_size(ax)))
+        for axis in (ax.xaxis, ax.yaxis):  # fewer ticks, so that larger labels do not collide
+            if type(axis.get_major_locator()) is AutoLocator:
+                axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
         for loc in ("left", "center", "right"):
             title = ax.get_title(loc)
             if len(title) > wrap and "\n" not in title:
@@ -155,6 +160,7 @@ def smallest_text_px(fig: Figure, *, column_px: float = COLUMN_WIDTH_PX[360]) ->
     Examples
     --------
     >>> from matplotlib.figure import Figure
+from matplotlib.ticker import AutoLocator, MaxNLocator
     >>> fig = Figure(figsize=(5, 3))
     >>> _ = fig.subplots().set_title("t", fontsize=12)
     >>> round(smallest_text_px(fig, column_px=2000), 1)  # ticks at the default 10 pt: 13.9 px

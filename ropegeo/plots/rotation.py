@@ -349,6 +349,7 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
     if layout == "column":
         a3.set_ylabel(f"best score per {window} offsets")
+        a1.set_ylabel("relative upper bound")
     return finish(fig, layout)
 
 
