@@ -181,7 +181,7 @@ def _profile_row(head, length: int) -> np.ndarray:
 def _profile_grid(heads, length: int, target: int | None) -> Figure:
     """:func:`learned_profiles` as small multiples: one panel per head, two columns."""
     rows = math.ceil(len(heads) / 2)
-    fig = Figure(figsize=(COLUMN_WIDTH_IN, 1.9 * rows + 0.9), layout="constrained")
+    fig = Figure(figsize=(COLUMN_WIDTH_IN - 0.3, 1.9 * rows + 0.9), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, 2, sharex=True, sharey=True, squeeze=False)).ravel()
     back = np.arange(1, length)
     L = next((getattr(h, "train_length", None) for h in heads if getattr(h, "train_length", None)), None)
@@ -200,7 +200,7 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
         ax.set_visible(False)
     fig.supxlabel(r"distance back $-\delta$ (log scale; shaded: beyond the training length)")
     fig.supylabel("score minus the row's best (floor at -60)")
-    return fit_column(fig)
+    return fit_column(fig, width=COLUMN_WIDTH_IN - 0.3)
 
 
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:

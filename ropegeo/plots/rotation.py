@@ -406,7 +406,6 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
         axes[1, j].set_title(f"reads token {int(np.argmax(o[name]))}")
         axes[1, j].set_xlabel("token label")
         if layout == "column":
-            axes[0, j].set_title(f"{name}: attends to {int(np.argmax(w[name]))}", loc="left")
             axes[1, j].set_ylabel("output")
             axes[0, j].set_ylabel("weight")
     return finish(fig, layout)
