@@ -578,7 +578,7 @@ def attention_split(head, length: int, distance: int, train_length: int) -> Atte
 #: Most rulers :func:`ruler_study` compares in one call (each trains heads per seed and budget).
 MAX_RULERS = 8
 #: Most training budgets :func:`ruler_study` sweeps.
-MAX_BUDGETS = 12
+MAX_RULER_BUDGETS = 12
 
 
 def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: int = 1000, offset: int = 5,
@@ -598,7 +598,7 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
     seeds : iterable of int
         1 to ``ropegeo.behaviour.MAX_SEEDS`` = 20 seeds.
     budgets : tuple of int
-        Training steps of the far heads (1 to :data:`MAX_BUDGETS` increasing values; must
+        Training steps of the far heads (1 to :data:`MAX_RULER_BUDGETS` increasing values; must
         contain ``table_steps``).
     table_steps : int
         The budget of the local heads, and of the far heads the chapter's table quotes.
@@ -634,9 +634,9 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
     factor = v.integer("factor", factor, minimum=1, maximum=MAX_PROBE_LENGTH // train_length)
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be an increasing sequence of step counts, got {budgets!r}")
-    budgets = tuple(v.integer("budgets", b, minimum=1, maximum=100_000) for b in itertools.islice(budgets, MAX_BUDGETS + 1))
-    if not budgets or len(budgets) > MAX_BUDGETS or list(budgets) != sorted(set(budgets)):
-        raise ValueError(f"budgets must be 1 to MAX_BUDGETS = {MAX_BUDGETS} increasing step counts, got {budgets!r}")
+    budgets = tuple(v.integer("budgets", b, minimum=1, maximum=100_000) for b in itertools.islice(budgets, MAX_RULER_BUDGETS + 1))
+    if not budgets or len(budgets) > MAX_RULER_BUDGETS or list(budgets) != sorted(set(budgets)):
+        raise ValueError(f"budgets must be 1 to MAX_RULER_BUDGETS = {MAX_RULER_BUDGETS} increasing step counts, got {budgets!r}")
     table_steps = v.integer("table_steps", table_steps, minimum=1, maximum=100_000)
     if table_steps not in budgets:
         raise ValueError(f"table_steps must be one of budgets {budgets}, got {table_steps}")

@@ -198,7 +198,7 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
         ax.set_xticklabels([str(t) for t in ax.get_xticks()])
     for ax in axes[len(heads):]:
         ax.set_visible(False)
-    fig.supxlabel(r"distance back $-\delta$ (log scale; shaded: beyond the training length)")
+    fig.supxlabel("distance back $-\\delta$ (log scale)\nshaded: beyond the training length")
     fig.supylabel("score minus the row's best (floor at -60)")
     return fit_column(fig, width=COLUMN_WIDTH_IN - 0.3)
 
