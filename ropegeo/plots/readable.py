@@ -102,7 +102,6 @@ def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | N
     Examples
     --------
     >>> from matplotlib.figure import Figure
-from matplotlib.ticker import AutoLocator, MaxNLocator
     >>> fig = Figure(figsize=(13, 4))
     >>> ax = fig.subplots()
     >>> _ = ax.set_title("t", fontsize=6)
@@ -160,7 +159,6 @@ def smallest_text_px(fig: Figure, *, column_px: float = COLUMN_WIDTH_PX[360]) ->
     Examples
     --------
     >>> from matplotlib.figure import Figure
-from matplotlib.ticker import AutoLocator, MaxNLocator
     >>> fig = Figure(figsize=(5, 3))
     >>> _ = fig.subplots().set_title("t", fontsize=12)
     >>> round(smallest_text_px(fig, column_px=2000), 1)  # ticks at the default 10 pt: 13.9 px
