@@ -88,7 +88,9 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
     dist = np.arange(0, max_offset + 1)
     slopes = alibi_slopes(heads)
     for h, mu in enumerate(slopes):
-        a2.plot(dist, -mu * dist, lw=1.2, label=rf"head {h + 1}: $\mu = 2^{{{math.log2(mu):.1f}}}$")
+        inverse = 1 / mu
+        value = f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{mu:.3g}"  # no small superscripts
+        a2.plot(dist, -mu * dist, lw=1.2, label=f"head {h + 1}: μ = {value}")
     a2.set_xlabel(r"distance $|\delta|$")
     a2.set_ylabel("bias added to the score")
     a2.set_title(rf"ALiBi: {heads} heads, bias $= -\mu\,|\delta|$")
