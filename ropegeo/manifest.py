@@ -305,7 +305,11 @@ _PAIRING_TABLE = json.loads((_DATA / "tables" / "pairing_by_model_type.json").re
 #: Model types served with remote code (not in transformers), from their own modeling files:
 #: ChatGLM2/3 rotate adjacent pairs of the first half of each head; Kimi K2 is DeepSeek-V3's code.
 _REMOTE_CODE_PAIRING = {"chatglm": "interleaved", "kimi_k2": "interleaved"}
-PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING}
+#: Model types whose rotary module takes a layer type, which the table's probe does not call: Gemma 4's
+#: text model applies transformers' rotate_half (models/gemma4/modeling_gemma4.py, apply_rotary_pos_emb);
+#: tests/with_torch/test_config_vs_transformers.py checks it against the module.
+_LAYER_TYPED_PAIRING = {"gemma4_text": "half"}
+PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING, **_LAYER_TYPED_PAIRING}
 
 #: Layer kinds whose rotary operator ropegeo reads (chunked: Llama 4's RoPE layers).
 LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
@@ -611,6 +615,10 @@ def _kind_notes(cfg: Mapping, kind: str) -> list[str]:
         notes.append(f"chunked attention (attention_chunk_size {sp.chunk:,}): a query sees only the keys of its own "
                      f"{sp.chunk:,}-token chunk, so no offset of {sp.chunk:,} or more reaches attention; the chunk "
                      "is read as the attention window (the same bound on offsets)")
+    if kind == "full_attention" and cfg.get("use_sliding_window") is True and _given(cfg, "max_window_layers") \
+            and not _given(cfg, "layer_types"):
+        notes.append(f"use_sliding_window is true, but layers below max_window_layers ({cfg['max_window_layers']}) "
+                     "attend to the whole context (transformers' layer_types): no window on these layers")
     for other in specs.values():
         if other.kind != kind and not other.rope:
             notes.append(f"{other.kind}: {describe_layers(other.layers, total)} have {NOPE}; they are not part of "

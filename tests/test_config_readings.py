@@ -315,8 +315,13 @@ def test_absent_fields_take_the_model_types_class_defaults(cfg, expect, said):
 def test_fields_the_config_states_are_never_replaced_by_class_defaults():
     m = read_config({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
                      "rope_theta": 10000.0})
-    assert (m.head_dim, m.base) == (64, 10000.0) and not m.notes
+    # the config states no context: Qwen3Config's 32,768 is filled, and said; nothing it states is replaced
+    assert (m.head_dim, m.base, m.max_position_embeddings) == (64, 10000.0, 32768)
+    assert m.notes == ("max_position_embeddings is not in the config: qwen3's configuration class "
+                       "(transformers 5.24.0) defaults it to 32,768",)
+    assert read_config({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
+                        "rope_theta": 10000.0, "max_position_embeddings": 4096}).notes == ()
     table = json.loads((files("ropegeo") / "data" / "tables" / "defaults_by_model_type.json").read_text())
     pairing = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
     assert table["transformers"] == pairing["transformers"]  # both read from the pinned release
-    assert set(table["defaults"]) <= set(pairing["pairing"])
+    assert set(table["defaults"]) <= set(pairing["pairing"]) | {"gemma4_text"}  # Gemma 4: a layer-typed module
