@@ -642,7 +642,7 @@ def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[st
     if layer_type is None:
         raise ConfigError(f"the config has {len(kinds)} kinds of layer: {listing}; ropegeo audits one rotary "
                           "operator at a time: choose one with layer_type (--layer-type), or audit every kind "
-                          "with audit --config (ropegeo.audit.layer_audit)")
+                          "with audit --config (ropegeo.layer_audit.layer_audit)")
     if not isinstance(layer_type, str) or layer_type not in kinds:
         raise ConfigError(f"layer_type must be one of {', '.join(kinds)}, got {layer_type!r}")
     if kinds[layer_type] is None:

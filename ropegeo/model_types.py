@@ -77,8 +77,8 @@ def refusal(cfg: Mapping) -> str | None:
 
     Examples
     --------
-    >>> refusal({"model_type": "gpt2", "n_embd": 768, "n_head": 12})[:45]
-    "model_type 'gpt2' has no rotary position emb"
+    >>> refusal({"model_type": "gpt2", "n_embd": 768, "n_head": 12}).split(":")[0]
+    "model_type 'gpt2' has no rotary position embedding"
     >>> refusal({"model_type": "llama", "rope_theta": 10000.0}) is None
     True
     """
