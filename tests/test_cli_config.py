@@ -131,7 +131,11 @@ def test_layer_type_selects_a_block(tmp_path, capsys):
     assert main(["audit", "--config", str(path), "--layer-type", "full_attention", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["manifest"]["base"] == 1e6 and out["manifest"]["scaling"]["rule"] == "linear"
-    assert main(["audit", "--config", str(path)]) == 2
+    main(["audit", "--config", str(path), "--json"])  # without --layer-type: every kind, one audit each
+    kinds = json.loads(capsys.readouterr().out)["layer_kinds"]
+    assert [k["kind"] for k in kinds] == ["full_attention", "sliding_attention"]
+    assert [k["audit"]["manifest"]["base"] for k in kinds] == [1e6, 1e4]
+    assert main(["report", str(path)]) == 2  # report judges one operator: it asks for the kind
     err = capsys.readouterr().err
     assert "--layer-type" in err and err.count("\n") == 1
     assert main(["audit", "--layer-type", "full_attention"]) == 2
