@@ -24,16 +24,19 @@ import numpy as np
 
 from . import _json
 from . import _validate as v
+from .checks import EXIT_CODES, STATUSES, Check, status as checks_status
 from .frequencies import frequencies, slow_pairs, wavelengths
 from .gate_a import resolve_target
 from .gate_a import gate_a as run_gate_a
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
-from .margins import MAX_DIRECT, MAX_OFFSETS, separation_margin
+from .gate_b import (FIXED_MARGIN, LOCAL_OFFSETS, GateBResult, GateBRule, attention_span, check_offsets_in_context,
+                     default_offsets, gate_b, add_rule_arguments, rule_from_arguments)
+from .margins import MAX_OFFSETS
 from .rotation import apply_rope, relative_law_error
 from .scaling import Scaling, scaled_frequencies
 
-__all__ = ["GeometryAudit", "geometry_audit", "GATES", "MIN_MARGIN", "GateBResult", "gate_b", "default_offsets",
+__all__ = ["GeometryAudit", "geometry_audit", "GATES", "GateBRule", "GateBResult", "gate_b", "default_offsets",
            "AuditReport", "audit", "gate_c_schedule", "parse_offsets"]
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
@@ -54,51 +57,25 @@ _ADVICE = {
          "which takes fine-tuning (chapter 6 measures the curve)",
     "C": "train: fine-tune or continue training at the target length under the deployed schedule",
 }
-#: Default smallest acceptable separation margin of Gate B (a phase distance, in [0, 2]).
-MIN_MARGIN = 0.1
-#: Gate B's default offset sets: every offset up to 64 (local order) and 48 log-spaced offsets up to
-#: the largest offset attention sees (long-range retrieval).
-LOCAL_OFFSETS = 64
-DISTANT_OFFSETS = 48
+#: How a gate's state is printed.
+_WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
 #: Largest toy lengths Gate C uses (its evaluation forms length-by-length score matrices).
 _C_MAX_LENGTH = 4096
 _C_TRAIN_LENGTH = 64
 _LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
 
 
-def _span(target_length: int, window: int | None) -> int:
-    """Number of distinct offsets attention sees: the target context, cut by a sliding window."""
-    return target_length if window is None else min(target_length, window)
-
-
-def default_offsets(target_length: int, window: int | None = None) -> dict[str, np.ndarray]:
-    """Gate B's default offset sets for a target length (at least 3) and an attention window.
-
-    ``"local 1..64"``: every offset from 1 to ``min(64, span - 1)``; ``"distant 64..span-1"``: 48
-    log-spaced integers from 64 to ``span - 1`` (duplicates removed; only when the span exceeds
-    128), where ``span = min(target_length, window)``: offsets at or beyond a sliding window never
-    reach attention.
-    """
-    n = v.length("target_length", target_length, minimum=3)
-    span = max(3, _span(n, None if window is None else v.length("window", window, minimum=1)))
-    local = np.arange(1, min(LOCAL_OFFSETS, span - 1) + 1, dtype=np.float64)
-    sets = {f"local 1..{int(local[-1])}": local}
-    if span > 2 * LOCAL_OFFSETS:
-        sets[f"distant 64..{span - 1:,}"] = np.unique(np.round(np.geomspace(LOCAL_OFFSETS, span - 1, DISTANT_OFFSETS)))
-    return sets
-
-
 def _search_range(train: int, target: int, window: int | None, start: int | None,
                   limit: int | None) -> tuple[int, int, str]:
     """The offsets searched for identity-like displacements, and why those."""
-    stop, why = _span(target, window), []
+    stop, why = attention_span(target, window), []
     if window is not None and window < target:
         stop -= 1
         why.append(f"stops at {stop:,}: the attention window ({window:,}) hides larger offsets")
     seen = stop  # the largest offset attention sees
     if limit is not None and limit < stop:
         stop = limit
-        why.append(f"capped at search_limit {limit:,} (the context reaches {_span(target, window) - 1:,})")
+        why.append(f"capped at search_limit {limit:,} (the context reaches {attention_span(target, window) - 1:,})")
     stop = max(stop, 2)
     if start is None and train < stop:
         start = train
@@ -122,114 +99,6 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
 def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
     """Rounding a score may carry: 16 eps(dtype) x head width x (1 + largest position)."""
     return float(16 * np.finfo(dtype).eps * head_dim * (1 + top_position))
-
-
-@dataclass(frozen=True)
-class GateBResult:
-    """Gate B: the separation margins of the task's offset sets (from :func:`gate_b`).
-
-    Attributes
-    ----------
-    passed : bool
-        Every set's margin is at least ``min_margin``.
-    min_margin : float
-        The threshold, a phase distance in [0, 2] (``D^2 = 2 (1 - K)``: 0.1 is ``K = 0.995``).
-    sets : list of dict
-        One entry per offset set: ``name``, ``n_offsets``, ``margin``, ``pair`` (the most
-        confusable offsets), ``dtype`` (precision of the phases), ``origin`` (position of offset
-        0) and ``origin_rule`` (why there), ``method``, ``frequencies`` (``"scaled at target"``)
-        and ``passed``.
-    train_length, target_length : int
-        The lengths the ruler was judged at.
-    window : int or None
-        The attention window of the layers audited (``None``: every offset is seen).
-    notes : list of str
-        What limited the sets (the window), in plain words.
-    """
-
-    passed: bool
-    min_margin: float
-    sets: list
-    train_length: int
-    target_length: int
-    window: int | None = None
-    notes: list = field(default_factory=list)
-
-    @property
-    def worst(self) -> dict:
-        """The set with the smallest margin."""
-        return min(self.sets, key=lambda s: s["margin"])
-
-    @staticmethod
-    def describe(s: dict, min_margin: float) -> str:
-        """One set as a line: margin, verdict against the threshold, closest pair, phases and origin."""
-        a, b = s["pair"]
-        verdict = "pass" if s["passed"] else "FAIL"
-        return (f"{s['margin']:.4g} between offsets {a:,g} and {b:,g}: {verdict} (threshold {min_margin:g}); "
-                f"{s['dtype']} phases, {s['frequencies']} frequencies, origin {s['origin']:,.0f} ({s['origin_rule']})")
-
-    @property
-    def diagnosis(self) -> str:
-        w = self.worst
-        gap = w["pair"][1] - w["pair"][0]
-        text = f"closest set {w['name']}: " + self.describe(w, self.min_margin)
-        if self.notes:
-            text += "; " + "; ".join(self.notes)
-        if self.passed:
-            return f"every offset set keeps a margin of at least {self.min_margin:g}; " + text
-        return text + f". The ruler turns a displacement of {gap:,g} into nearly the identity"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _offset_sets(offsets, target_length: int, window: int | None) -> dict:
-    if offsets is None:
-        return default_offsets(target_length, window)
-    if isinstance(offsets, dict):
-        if not offsets:
-            raise ValueError("offsets must hold at least one named offset set")
-        return {str(k): val for k, val in offsets.items()}
-    return {"task offsets": offsets}
-
-
-def _set_size(name, offs) -> tuple[int, float]:
-    if isinstance(offs, range):
-        if len(offs) > MAX_OFFSETS:  # refuse before anything is allocated
-            raise ValueError(f"offsets ({name}) holds {len(offs):,} offsets; at most {MAX_OFFSETS:,} are allowed")
-        return len(offs), (max(offs[0], offs[-1]) if len(offs) else 0)
-    arr = v.finite_array("offsets", offs)
-    return arr.size, (float(arr.max()) if arr.size else 0.0)
-
-
-def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_length: int,
-           min_margin: float = MIN_MARGIN, origin: float | None = None) -> GateBResult:
-    """Gate B: the separation margins of offset sets under the manifest's ruler at the target length.
-
-    Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
-    phase precision, with offset 0 at ``origin`` (default: the far end of the target context,
-    ``target_length - 1 - largest offset``, where rounding is worst). Sets above 8,192 offsets
-    use exact phases (a note says so). Arguments are trusted (checked by the callers).
-    """
-    theta, window, dtype = manifest.theta(target_length), manifest.sliding_window, manifest.phase_dtype
-    sets, notes = [], []
-    if offsets is None and window is not None and window < target_length:
-        notes.append(f"offsets stop below the attention window ({window:,} tokens): larger ones never reach attention")
-    for name, offs in _offset_sets(offsets, target_length, window).items():
-        n, top = _set_size(name, offs)
-        use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
-        org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
-        m = separation_margin(offs, theta, dtype=use, origin=org)
-        entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair), "dtype": m.dtype,
-                 "origin": org, "origin_rule": "far end of the target context" if origin is None else "given",
-                 "method": m.method, "frequencies": "scaled at target" if manifest.scaling else "unscaled (no rule)",
-                 "passed": bool(m.margin >= min_margin)}
-        if use != dtype:
-            entry["note"] = (f"{n:,} offsets: distances from {dtype} phases would cost n^2, so exact phases were "
-                             f"used (at most {MAX_DIRECT:,} offsets are compared in {dtype})")
-        sets.append(entry)
-    return GateBResult(passed=all(s["passed"] for s in sets), min_margin=min_margin, sets=sets,
-                       train_length=train_length, target_length=target_length, window=window, notes=notes)
 
 
 @dataclass(frozen=True)
@@ -297,6 +166,21 @@ class GeometryAudit:
         """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
         return _json.dumps(self.to_dict(), **kwargs)
 
+    @property
+    def checks(self) -> list:
+        """The audit's verdicts as :class:`ropegeo.checks.Check` records: the relative law against
+        its rounding tolerance, then Gate B's sets."""
+        law = Check("relative law", bool(self.relative_law_error <= self.law_tolerance), self.relative_law_error,
+                    self.law_tolerance, f"relative-law error {self.relative_law_error:.3e} against the rounding "
+                    f"allowed, {self.law_tolerance:.1e}", "callable")
+        return [law, *self.gate_b.checks]
+
+    @property
+    def outcome(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"``: :func:`ropegeo.checks.status` of :attr:`checks`
+        (the command line's ``audit`` exits with :data:`ropegeo.checks.EXIT_CODES` of it)."""
+        return checks_status(self.checks)
+
     def row(self) -> dict:
         """The headline numbers as one flat dict (for a comparison table across models)."""
         m = self.manifest
@@ -318,7 +202,7 @@ class GeometryAudit:
         """The audit as ``(label, value)`` text rows, in the order :meth:`table` prints them."""
         p, (lo, hi), (s0, s1) = self.pair_count, self.wavelength_range, self.search_range
         law_ok = "pass" if self.relative_law_error <= self.law_tolerance else "FAIL"
-        k_id = 1 - self.gate_b.min_margin ** 2 / 2
+        k_id = 1 - self.gate_b.threshold ** 2 / 2
         rows = [
             ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
             ("attention factor on cos, sin at target", f"{self.attention_factor:.6g}"),
@@ -334,12 +218,13 @@ class GeometryAudit:
         ]
         for i, hit in enumerate(self.top_offsets):
             label = f"identity-like offsets in [{s0:,}, {s1:,}], scaled" if i == 0 else ""
-            same = "confusable with 0" if hit["similarity"] >= k_id else "distinct from 0"
+            same = ("not judged: Gate B is inconclusive" if self.gate_b.status == "inconclusive" else
+                    "confusable with 0" if hit["similarity"] >= k_id else "distinct from 0")
             rows.append((label, f"{hit['offset']:,} (K = {hit['similarity']:.6f}: {same}, "
-                                f"threshold K {k_id:.4g} = Gate B margin {self.gate_b.min_margin:g})"))
+                                f"threshold K {k_id:.4g} = Gate B margin {self.gate_b.threshold:.4g})"))
         rows.append(("  search range", self.search_note))
         for s in self.gate_b.sets:
-            rows.append((f"Gate B margin, {s['name']}", GateBResult.describe(s, self.gate_b.min_margin)))
+            rows.append((f"Gate B margin, {s['name']}", GateBResult.describe(s, self.gate_b.threshold)))
         rows.extend(("  Gate B note", n) for n in self.gate_b.notes)
         return rows
 
@@ -377,7 +262,8 @@ def geometry_audit(
     pairing: str = "interleaved",
     dtype: str = "float64",
     top: int = 1,
-    min_margin: float = MIN_MARGIN,
+    gate_b_rule: GateBRule | None = None,
+    min_margin: float | None = None,
     seed: int = 7,
 ) -> GeometryAudit:
     """Audit the geometry of a rotary operator: a manifest, or the one plain numbers define.
@@ -405,8 +291,12 @@ def geometry_audit(
         Precision of the relative-law check.
     top : int
         How many identity-like offsets to report (1 to 1,000).
-    min_margin : float
-        Gate B threshold, in ``(0, 2]``.
+    gate_b_rule : ropegeo.gate_b.GateBRule, optional
+        Gate B's decision rule. Default ``GateBRule()``: the threshold ``D_train(1) / sqrt(2)``
+        derived from the training ruler (see :mod:`ropegeo.gate_b`).
+    min_margin : float, optional
+        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]``
+        (``GateBRule(fixed_margin=min_margin)``); not with ``gate_b_rule``.
     seed : int
         Seed of the random vectors in the relative-law check.
 
@@ -460,11 +350,24 @@ def geometry_audit(
     start = None if search_start is None else v.length("search_start", search_start, minimum=2)
     limit = None if search_limit is None else v.length("search_limit", search_limit, minimum=2)
     top = v.integer("top", top, minimum=1, maximum=1000)
-    min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
-    return _geometry(m, train, target, start, limit, dtype, top, min_margin, v.integer("seed", seed, minimum=0))
+    rule = _gate_b_rule(gate_b_rule, min_margin)
+    return _geometry(m, train, target, start, limit, dtype, top, rule, v.integer("seed", seed, minimum=0))
 
 
-def _geometry(m, train, target, start, limit, dtype, top, min_margin, seed) -> GeometryAudit:
+def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
+    """The Gate B rule from the public arguments: a GateBRule, or the fixed fallback ``min_margin``."""
+    if min_margin is not None:
+        if gate_b_rule is not None:
+            raise ValueError("give gate_b_rule or min_margin (the fixed fallback threshold), not both")
+        return GateBRule(fixed_margin=v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0))
+    if gate_b_rule is None:
+        return GateBRule()
+    if not isinstance(gate_b_rule, GateBRule):
+        raise ValueError(f"gate_b_rule must be a ropegeo.gate_b.GateBRule, got {type(gate_b_rule).__name__}")
+    return gate_b_rule
+
+
+def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
     theta, att = m.theta(target), m.attention_factor(target)
     plain, lam = frequencies(m.rotary_dim, m.base), wavelengths(theta)
     pairs = [*_LAW_PAIRS, (train // 4, train - 2)]
@@ -481,7 +384,7 @@ def _geometry(m, train, target, start, limit, dtype, top, min_margin, seed) -> G
         scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
         angular_step_ratio=float(theta[0] / plain[0]), search_range=(s0, s1), search_note=note,
         top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
-        gate_b=gate_b(m, None, train_length=train, target_length=target, min_margin=min_margin),
+        gate_b=gate_b(m, None, train_length=train, target_length=target, rule=rule),
     )
 
 
@@ -522,10 +425,34 @@ class AuditReport:
 
     # ------------------------------------------------------------------ the verdict
     def status(self) -> dict:
-        """``{"A": "pass" | "FAIL", "B": ..., "C": "pass" | "FAIL" | "not run"}``."""
-        out = {"A": "pass" if self.gate_a.passed else "FAIL", "B": "pass" if self.gate_b.passed else "FAIL"}
-        out["C"] = "not run" if self.gate_c is None else ("pass" if self.gate_c.passed else "FAIL")
+        """Each gate's state as printed: ``{"A": "pass" | "FAIL" | "inconclusive", "B": ..., "C": ... | "not run"}``."""
+        out = {"A": _WORDS[self._state("A")], "B": _WORDS[self._state("B")]}
+        out["C"] = "not run" if self.gate_c is None else _WORDS[self._state("C")]
         return out
+
+    def _state(self, gate: str) -> str:
+        """One gate's outcome in :mod:`ropegeo.checks`' words (a gate report's own ``status`` when it has one)."""
+        report = {"A": self.gate_a, "B": self.gate_b, "C": self.gate_c}[gate]
+        own = getattr(report, "status", None)
+        if isinstance(own, str) and own in STATUSES:
+            return own
+        return "pass" if report.passed else "fail"
+
+    @property
+    def outcome(self) -> str:
+        """The audit's verdict, ``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status`
+        semantics): ``"fail"`` when any gate fails; ``"inconclusive"`` when a core gate (A or B), or a
+        Gate C that ran, could not decide; ``"pass"`` only when every gate that counts was measured and
+        passed. Gate C not run does not make the audit inconclusive (the verdict says it is untested)."""
+        states = [self._state("A"), self._state("B")] + ([] if self.gate_c is None else [self._state("C")])
+        if "fail" in states:
+            return "fail"
+        return "inconclusive" if "inconclusive" in states else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        """The command line's exit status for :attr:`outcome` (:data:`ropegeo.checks.EXIT_CODES`)."""
+        return EXIT_CODES[self.outcome]
 
     @property
     def first_failure(self) -> str | None:
@@ -537,8 +464,9 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """No gate failed (a gate that was not run does not count as passed: see :attr:`complete`)."""
-        return self.first_failure is None
+        """:attr:`outcome` is ``"pass"``: no gate failed and none was inconclusive (a gate that was
+        not run does not count as passed: see :attr:`complete`)."""
+        return self.outcome == "pass"
 
     @property
     def complete(self) -> bool:
@@ -575,6 +503,12 @@ class AuditReport:
                      "B": " Gate C on this ruler measures whether training pays for it."}.get(gate, "")
             return (f"Gate {gate} fails ({GATES[gate][0].split(':')[0]}): {self.reason}. "
                     f"Intervention: {GATES[gate][1]} - {_ADVICE[gate]}.{later}")
+        if self.outcome == "inconclusive":
+            gates = [g for g in "ABC" if self.status()[g] == "inconclusive"]
+            why = "; ".join(self.gate_b.diagnosis if g == "B" else getattr(self.gate_a if g == "A" else self.gate_c,
+                                                                          "diagnosis", "") for g in gates)
+            return (f"No verdict: Gate {' and '.join(gates)} could not decide ({why}). Inconclusive is not a pass: "
+                    "state what the task needs (the rule's gap or the head's sharpness) or what was not measured.")
         if self.gate_c is None:
             return ("Gates A and B pass: the operator is what it claims and the ruler separates the task's offsets. "
                     "Gate C was not run, so whether a model uses this geometry at the target length is untested.")
@@ -590,6 +524,7 @@ class AuditReport:
             "first_failure": self.first_failure,
             "intervention": self.intervention,
             "status": self.status(),
+            "outcome": self.outcome,
             "manifest": self.manifest.to_dict(),
             "gate_a_on": self.gate_a_on,
             "gate_a": self.gate_a.to_dict(),
@@ -627,7 +562,7 @@ class AuditReport:
     def _repr_html_(self) -> str:
         from html import escape
 
-        colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b"}
+        colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708"}
         rows = "".join(
             f"<tr><td><b>Gate {g}</b></td><td style='color:{colour[s]};font-weight:bold'>{escape(s)}</td>"
             f"<td style='text-align:left'>{escape(t)}</td></tr>"
@@ -638,14 +573,23 @@ class AuditReport:
 
 
 def _reference_operator(manifest):
-    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles."""
-    theta = manifest.theta()
+    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles.
+
+    Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
+    LongRoPE), which Gate A requires where the factor is declared.
+    """
+    seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
+    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
 
     def operator(x, positions, role: str = "query"):
         if role == "value":
             return np.array(x, dtype=np.float64, copy=True)
-        return apply_rope(x, positions, theta=theta, pairing=manifest.pairing, rotary_dim=manifest.rotary_dim,
-                          phase_dtype=manifest.phase_dtype)
+        out = apply_rope(x, positions, theta=theta, pairing=manifest.pairing, rotary_dim=manifest.rotary_dim,
+                         phase_dtype=manifest.phase_dtype)
+        if factor != 1.0:
+            rot = manifest.rotary_dim or out.shape[-1]
+            out[..., :rot] *= factor
+        return out
 
     return operator
 
@@ -776,7 +720,8 @@ def audit(
     manifest=None,
     train_length: int | None = None,
     target_length: int | None = None,
-    min_margin: float = MIN_MARGIN,
+    gate_b_rule: GateBRule | None = None,
+    min_margin: float | None = None,
     origin: float | None = None,
     gate_c=False,
     gate_c_lengths: tuple | None = None,
@@ -806,10 +751,16 @@ def audit(
         Context of training and context to serve. Default: the manifest's
         (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
         ``2 <= train_length <= target_length``.
-    min_margin : float
-        Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel similarity 0.995).
+    gate_b_rule : ropegeo.gate_b.GateBRule, optional
+        Gate B's decision rule: the logit gap (or attention share) the task needs and the head's
+        sharpness, or the sharpness taken from the training ruler (the default, ``GateBRule()``:
+        a threshold of ``D_train(1) / sqrt(2)``; see :mod:`ropegeo.gate_b`).
+    min_margin : float, optional
+        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel
+        similarity 0.995); not with ``gate_b_rule``.
     origin : float, optional
-        Position of offset 0 (non-negative). Default: the far end of the target context.
+        Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
+        target context). Default: the far end of the target context.
     gate_c : bool or ropegeo.behaviour.GateCVerdict
         ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional
@@ -830,7 +781,7 @@ def audit(
     ------
     ValueError
         For an unreadable target or manifest, a callable without ``manifest``, bad lengths,
-        offsets or margin; :class:`ropegeo.gate_a.GateAError` (a ValueError) when a callable breaks
+        offsets (beyond the target context, too) or Gate B rule; :class:`ropegeo.gate_a.GateAError` (a ValueError) when a callable breaks
         the calling contract.
 
     Notes
@@ -843,7 +794,7 @@ def audit(
 
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)
-    min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
+    rule = _gate_b_rule(gate_b_rule, min_margin)
     if origin is not None:
         origin = v.real("origin", origin, minimum=0.0)
     if not isinstance(run_all, (bool, np.bool_)):
@@ -854,13 +805,15 @@ def audit(
                      minimum=2)
     tgt = target_length if target_length is not None else (declared.target_length or max(train, 32_768))
     tgt = v.length("target_length", tgt, minimum=train)
+    if offsets is not None:
+        check_offsets_in_context(offsets, tgt, origin)
     a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
-    b = gate_b(declared, offsets, train_length=train, target_length=tgt, min_margin=min_margin, origin=origin)
+    b = gate_b(declared, offsets, train_length=train, target_length=tgt, rule=rule, origin=origin)
     b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
     c, note = (gate_c, "") if isinstance(gate_c, GateCVerdict) else (None, "")
     if c is None and not gate_c:
         note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"
-    elif c is None and not run_all and not (a.passed and b.passed):
+    elif c is None and not run_all and not (a.passed and b.status != "fail"):
         note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
     elif c is None:
         c = _run_gate_c(declared, gate_c_lengths, gate_c_options, train, tgt)
@@ -909,8 +862,9 @@ def add_report_subcommand(sub) -> None:
         help="the three-gate audit of a model configuration or an implementation, with a verdict",
         description="Run Gate A (algebra), Gate B (separation margins of the task's offsets) and, with "
         "--gate-c, Gate C (toy heads trained on the ruler), and print the verdict: the first gate that "
-        "fails and the kind of intervention it calls for. Exit status 0 when no gate fails, 1 when one "
-        "does, 2 for bad arguments.",
+        "fails and the kind of intervention it calls for. Exit status 0 when every gate that ran passes, 1 "
+        "when one fails, 3 when none fails but Gate A or B (or a Gate C that ran) is inconclusive, 2 for bad "
+        "arguments.",
     )
     p.add_argument("target", help="a shipped model name (e.g. llama-3.1-8b), a config.json path, or an "
                    "implementation as MODULE:FUNCTION")
@@ -921,8 +875,7 @@ def add_report_subcommand(sub) -> None:
                    help="offsets the task must tell apart, e.g. 1-64,1000 (default: 1..64 and 48 log-spaced)")
     p.add_argument("--train-length", type=int, default=None, help="training context (default: the config's)")
     p.add_argument("--target-length", type=int, default=None, help="context to serve (default: the config's)")
-    p.add_argument("--min-margin", type=float, default=MIN_MARGIN,
-                   help=f"Gate B threshold, a phase distance in (0, 2] (default {MIN_MARGIN:g})")
+    add_rule_arguments(p)
     p.add_argument("--gate-c", action="store_true", help="also run Gate C (trains toy heads: seconds)")
     p.add_argument("--seeds", type=int, default=1, help="Gate C seeds (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -933,7 +886,8 @@ def add_report_subcommand(sub) -> None:
 
 
 def run_report_subcommand(args) -> int:
-    """Run ``report`` from parsed arguments; returns 0 (no gate failed) or 1."""
+    """Run ``report`` from parsed arguments; returns the exit status of the outcome
+    (:data:`ropegeo.checks.EXIT_CODES`: pass 0, fail 1, inconclusive 3)."""
     target, declared = args.target, None
     if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):
         if args.config is None:
@@ -947,8 +901,14 @@ def run_report_subcommand(args) -> int:
         target = resolve(target, layer_type=args.layer_type)
     offsets = None if args.offsets is None else parse_offsets(args.offsets)
     seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
-    report = audit(target, offsets, manifest=declared, train_length=args.train_length,
-                   target_length=args.target_length, min_margin=args.min_margin, gate_c=bool(args.gate_c),
-                   gate_c_options={"seeds": tuple(range(seeds))})
+    rule, min_margin = rule_from_arguments(args)
+    try:
+        report = audit(target, offsets, manifest=declared, train_length=args.train_length,
+                       target_length=args.target_length, gate_b_rule=rule, min_margin=min_margin,
+                       gate_c=bool(args.gate_c), gate_c_options={"seeds": tuple(range(seeds))})
+    except ValueError as exc:
+        if str(exc).startswith("offsets ("):  # name the option the offsets came from
+            raise ValueError(f"--{exc}") from None
+        raise
     print(report.to_json(indent=2) if args.json else report.table())
-    return 0 if report.passed else 1
+    return report.exit_code

@@ -341,7 +341,7 @@ def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
         CatalogueEntry("scaled-queries", "a position scaling of 1/2 applied to queries, not to cached keys",
                        ScaledQueries(d, query_scale=0.5), dict(head_dim=d),
                        m(scaling={"rule": "linear", "factor": 2.0}), "roles",
-                       "applied to queries but not to keys", extra={"query_scale": 0.5}),
+                       "is applied to queries but not to keys", extra={"query_scale": 0.5}),
         CatalogueEntry("bfloat16-angles", "the angle table is formed in bfloat16",
                        Rotary(d, phase_dtype="bfloat16"), dict(head_dim=d), m(phase_dtype="bfloat16"),
                        "precision", "formed in bfloat16"),

@@ -101,6 +101,12 @@ class Check:
     def measured(self) -> bool:
         return self.passed is not None
 
+    @property
+    def inconclusive(self) -> bool:
+        """True for a check that ran but could not fail (its tolerance reached its ceiling, see
+        :meth:`judged`): unlike a check that was skipped, it always makes the verdict inconclusive."""
+        return self.passed is None and self.diagnosis.startswith("inconclusive")
+
     def to_dict(self) -> dict:
         """A JSON-safe dict (non-finite numbers become ``None``)."""
         d = asdict(self)
@@ -122,8 +128,9 @@ def status(checks, core=None) -> str:
     """The outcome of a list of checks: ``"fail"``, ``"inconclusive"`` or ``"pass"``.
 
     ``"fail"`` when any check failed; ``"inconclusive"`` when one of the ``core`` checks (names;
-    default: every check) was not measured; ``"pass"`` otherwise. A gate that could measure none
-    of what it is for never passes.
+    default: every check) was not measured, or any check ran but could not fail (its tolerance
+    reached its ceiling: :attr:`Check.inconclusive`); ``"pass"`` otherwise. A gate that could
+    measure none of what it is for never passes.
 
     Examples
     --------
@@ -131,12 +138,14 @@ def status(checks, core=None) -> str:
     'inconclusive'
     >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")], core=["a"])
     'pass'
+    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.judged("b", 0.1, 5.0, "ok", "bad", ceiling=2.0)], core=["a"])
+    'inconclusive'
     """
     checks = list(checks)
     if any(c.passed is False for c in checks):
         return "fail"
     names = None if core is None else set(core)
-    if any(c.passed is None and (names is None or c.name in names) for c in checks):
+    if any(c.passed is None and (names is None or c.name in names or c.inconclusive) for c in checks):
         return "inconclusive"
     if not checks:
         return "inconclusive"

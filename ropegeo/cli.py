@@ -1,7 +1,8 @@
 """Command line: ``python -m ropegeo SUBCOMMAND ...``.
 
-Exit status: 0 on success, 1 when an audit finds a failure, 2 for bad arguments (one line on
-stderr, no traceback), 130 when interrupted with Ctrl-C (one line).
+Exit status: 0 on success, 1 when an audit finds a failure, 3 when ``audit`` or ``report`` is
+inconclusive (:data:`ropegeo.checks.EXIT_CODES`), 2 for bad arguments (one line on stderr, no
+traceback), 130 when interrupted with Ctrl-C (one line).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _add_audit(sub) -> None:
         description="Audit the geometry of a RoPE operator: relative-law error, adjacent similarity, the most "
         "identity-like offsets, slow pairs and Gate B's separation margins, each with its verdict and threshold. "
         "With --config the operator is the model's; otherwise --head-dim, --base, --pairing, --rotary-dim, "
-        "--train-length and --interpolate define it. Gate B is the one `report` runs: same model, same margins.",
+        "--train-length and --interpolate define it. Gate B is the one `report` runs: same model, same margins, "
+        "same rule. Exit status 0 when everything passes, 1 when a check fails, 3 when Gate B is inconclusive.",
     )
     p.add_argument("--head-dim", type=int, default=None, help="head dimension (even, >= 2; default 128)")
     p.add_argument("--base", type=float, default=None, help="frequency base (> 1; default 10000)")
@@ -44,7 +46,6 @@ def _add_audit(sub) -> None:
     p.add_argument("--search-limit", type=int, default=None,
                    help="largest offset searched (default: the last offset attention sees)")
     p.add_argument("--top", type=int, default=None, help="how many distant offsets to report (default 1; 3 with --config)")
-    p.add_argument("--min-margin", type=float, default=0.1, help="Gate B threshold, in (0, 2] (default 0.1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--config", default=None, metavar="PATH_OR_NAME",
                    help="audit a model: a config.json path or a shipped name (e.g. llama-3.1-8b); the operator, "
@@ -53,6 +54,9 @@ def _add_audit(sub) -> None:
     p.add_argument("--layer-type", default=None, metavar="TYPE",
                    help="with --config: the kind of layer to audit when the model's layers differ (e.g. "
                    "full_attention or sliding_attention for Gemma 3 or gpt-oss)")
+    from .gate_b import add_rule_arguments
+
+    add_rule_arguments(p)
     p.set_defaults(func=_run_audit)
 
 
@@ -62,8 +66,11 @@ _PLAIN = ("head_dim", "base", "train_length", "pairing", "rotary_dim")
 
 def _run_audit(args) -> int:
     from .audit import geometry_audit
+    from .gate_b import rule_from_arguments
 
-    common = dict(target_length=args.target_length, search_limit=args.search_limit, min_margin=args.min_margin)
+    rule, min_margin = rule_from_arguments(args)
+    common = dict(target_length=args.target_length, search_limit=args.search_limit, gate_b_rule=rule,
+                  min_margin=min_margin)
     if args.config is not None:
         from .manifest import resolve
 
@@ -80,7 +87,9 @@ def _run_audit(args) -> int:
         report = geometry_audit(interpolate=args.interpolate, top=1 if args.top is None else args.top,
                                 **plain, **common)
     print(report.to_json(indent=2) if args.json else report.table())
-    return 0
+    from .checks import EXIT_CODES
+
+    return EXIT_CODES[report.outcome]
 
 
 def build_parser() -> argparse.ArgumentParser:

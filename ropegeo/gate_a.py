@@ -42,16 +42,17 @@ import numpy as np
 
 from . import _validate as v
 from ._json import dumps, plain
-from .checks import Check, verdict
+from .checks import EXIT_CODES, Check, status, verdict
 from .frequencies import frequencies, resolve_rotary_dim
 from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
                              check_values)
 from .gate_a_call import UNIT, Bad, GateAError, Impl, Refused
 from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
-                            check_precision)
+                            check_precision, short_run_note, short_run_reading)
 from .gate_a_read import infer_layout
 
-__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "infer_layout", "DEFAULT_MAX_POSITION"]
+__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
+           "DEFAULT_MAX_POSITION"]
 
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
 #: (later checks use what it finds), the algebra after.
@@ -73,6 +74,13 @@ _TABLE = (
 #: Every check, the protocol it needs, and what it asks (diagnoses are listed in this order:
 #: the specific findings first, the algebraic symptoms after).
 CHECKS = {name: (protocol, question) for name, protocol, question, _ in _TABLE}
+#: The checks without which Gate A has no verdict: what the implementation does (layout, frequencies,
+#: origin, positions across the context) and the algebra (norm, shift, composition). When one of
+#: them is not measured the report is "inconclusive", never a pass. The others are not measured for
+#: ordinary reasons (a protocol the object lacks, a batch or negative positions it refuses, angles
+#: too small to show their rounding); a check that ran but could not fail (its tolerance reached
+#: the largest error it can see) makes the report inconclusive whichever it is.
+CORE_CHECKS = ("layout", "frequencies", "origin", "context", "norm", "shift", "composition")
 #: Readings that assume the map is a rotation: inconclusive when the norm check fails.
 _ROTATION_READINGS = ("layout", "frequencies", "precision")
 
@@ -100,9 +108,24 @@ class GateAReport:
     seconds: float = 0.0
 
     @property
+    def status(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status` over
+        :data:`CORE_CHECKS`): inconclusive when no check failed but a core check was not measured,
+        or a check's tolerance reached the largest error it can see. The command line exits with
+        :data:`ropegeo.checks.EXIT_CODES` of it (0, 1, 3)."""
+        return status(self.checks, core=CORE_CHECKS)
+
+    @property
     def passed(self) -> bool:
-        """True when no check failed (checks not measured do not count; see :attr:`diagnosis`)."""
-        return all(c.passed is not False for c in self.checks)
+        """True when the status is ``"pass"``: no check failed and every core check was measured
+        and could fail (checks outside :data:`CORE_CHECKS` may be not measured; see :attr:`diagnosis`)."""
+        return self.status == "pass"
+
+    @property
+    def unresolved(self) -> list[Check]:
+        """The checks that make the report inconclusive: core checks not measured, and checks that
+        ran but could not fail."""
+        return [c for c in self.checks if c.passed is None and (c.name in CORE_CHECKS or c.inconclusive)]
 
     @property
     def failed(self) -> list[str]:
@@ -127,8 +150,12 @@ class GateAReport:
 
     def _failed_in_order(self) -> list[Check]:
         """Failed checks in table order; when the map is not a rotation (``norm`` fails), the
-        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads."""
+        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads.
+        A roles defect (queries and keys rotated differently) leads whenever it is found: it is what
+        the other checks see from one side, or in the scores."""
         failed = [c for c in self.checks if c.passed is False]
+        roles = [c for c in failed if c.name == "roles"]
+        failed = roles + [c for c in failed if c not in roles]
         readings = [c for c in failed if c.name in _ROTATION_READINGS]
         norm = [c for c in failed if c.name == "norm"]
         if not (norm and readings):
@@ -149,12 +176,21 @@ class GateAReport:
 
     @property
     def diagnosis(self) -> str:
-        """The leading diagnosis, or a one-line verdict that names every check not measured."""
+        """The leading diagnosis; when nothing failed, the reason the report is inconclusive, or a
+        one-line verdict that names every check not measured."""
         d = self.diagnoses
-        return d[0] if d else verdict(self.checks)
+        if d:
+            return d[0]
+        if self.unresolved:
+            return "inconclusive: " + "; ".join(f"{c.name} {c.diagnosis.removeprefix('not measured: ')}"
+                                                if c.inconclusive else
+                                                f"{c.name} not measured ({c.diagnosis.removeprefix('not measured: ')})"
+                                                for c in self.unresolved)
+        return verdict(self.checks)
 
     def to_dict(self) -> dict:
         return {
+            "status": self.status,
             "passed": self.passed,
             "failed": self.failed,
             "defects": self.defects,
@@ -188,7 +224,7 @@ class GateAReport:
         """
         inf = self.inferred
         lines = [
-            f"Gate A: {'PASS' if self.passed else 'FAIL'}  (protocols: {', '.join(self.protocols)}; "
+            f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
             f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
             f"positions up to {self.declared.get('max_position', 0):,})"
         ]
@@ -200,7 +236,7 @@ class GateAReport:
                          f"position)   angle precision: {have} (error grows with position)")
         width = max(len(n) for n in CHECKS)
         for c in self.checks:
-            mark = "skip" if c.passed is None else ("pass" if c.passed else "FAIL")
+            mark = ("cannot fail" if c.inconclusive else "skip") if c.passed is None else ("pass" if c.passed else "FAIL")
             size = "" if c.passed is None else f"  {c.violation:.2e} (tol {c.tolerance:.1e})"
             if c.passed and not passing_sizes:
                 size = f"  (tol {c.tolerance:.1e})"
@@ -209,10 +245,10 @@ class GateAReport:
         for c in self.checks:
             if c.passed is False:
                 lines.append(f"  - {c.name}: {c.diagnosis}")
-        if self.passed:
+        if self.status != "fail":
             lines.append(f"  {self.diagnosis}")
         for c in self.checks:
-            if c.passed is None:
+            if c.passed is None and c not in self.unresolved:
                 lines.append(f"  (not measured {c.name}: {c.diagnosis.removeprefix('not measured: ')})")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
@@ -250,9 +286,19 @@ def _from_manifest(manifest, target_length):
                attention_factor=float(manifest.attention_factor(seq)),
                extra_sizes=tuple(s for s in (manifest.max_position_embeddings,
                                              manifest.original_max_position_embeddings) if s))
+    out["notes"] = []
+    if manifest.logit_scale != 1.0:
+        out["notes"].append(f"the configuration's attention also multiplies its softmax scale by "
+                            f"{manifest.logit_scale:.6g} (DeepSeek's mscale_all_dim), outside the rotary code: Gate A "
+                            "audits cos and sin only (the factor they carry here is "
+                            f"{out['attention_factor']:.6g})")
     if manifest.scaling is not None:
         out["theta"] = manifest.theta(seq)
-        short = manifest.original_max_position_embeddings
+        # dynamic NTK's threshold is the block's length (transformers: max_position_embeddings)
+        short = manifest.original_max_position_embeddings or manifest.scaling.original_max_position_embeddings
+        if manifest.scaling.rule == "dynamic" and short and seq > short:
+            out["pass_length"] = seq
+            out["short_run"] = (short, manifest.theta(short))
         if manifest.scaling.rule in ("longrope", "dynamic") and short and seq > short:
             # what the same module rotates with when called on a short run (no long prompt in view)
             out["alt_theta"] = (f"the configuration's frequencies for a forward pass of at most {short:,} tokens "
@@ -334,12 +380,19 @@ def _run_checks(ctx, seed: int) -> list[Check]:
 
 _DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta", "phase_dtype", "dtype",
                   "max_position", "attention_factor", "seed", "extra_sizes", "name")
+#: Where the declared attention factor is applied: "rotation" (cos and sin multiplied by it, as
+#: transformers does for YaRN and LongRoPE) or "softmax" (the attention multiplies its logits by
+#: its square; the rotation keeps unit length).
+ATTENTION_FACTOR_IN = ("rotation", "softmax")
 
 
 def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
-               attention_factor, manifest, target_length, seed) -> dict:
+               attention_factor, manifest, target_length, seed, attention_factor_in="rotation") -> dict:
     """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
-    extra_sizes, name, alt_theta = (), None, None
+    extra_sizes, name, alt_theta, notes, m = (), None, None, [], {}
+    if not isinstance(attention_factor_in, str) or attention_factor_in not in ATTENTION_FACTOR_IN:
+        raise ValueError(f"attention_factor_in must be one of {', '.join(ATTENTION_FACTOR_IN)}, "
+                         f"got {attention_factor_in!r}")
     if target_length is not None:
         if manifest is None:
             raise ValueError("target_length applies with a manifest (or --config) only")
@@ -347,11 +400,21 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
     if manifest is not None:
         m = _from_manifest(manifest, target_length)
         head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
-        phase_dtype, attention_factor, extra_sizes, name = m["phase_dtype"], m["attention_factor"], m["extra_sizes"], m["name"]
+        phase_dtype, extra_sizes, name = m["phase_dtype"], m["extra_sizes"], m["name"]
+        notes = list(m["notes"])
+        if attention_factor is not None:  # declared over the configuration's (e.g. a reading ropegeo lacks)
+            attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
+            if attention_factor != m["attention_factor"]:
+                notes.append(f"attention factor {attention_factor:.6g} declared in place of the configuration's "
+                             f"{m['attention_factor']:.6g}")
+        else:
+            attention_factor = m["attention_factor"]
         theta = m.get("theta", theta)
         alt_theta = m.get("alt_theta")
         if max_position is None:
             max_position = m["max_position"]
+    if attention_factor is None:
+        attention_factor = 1.0
     base = v.base(base)
     pairing = v.pairing(pairing)
     scale = v.real("scale", scale, greater_than=0.0)
@@ -371,7 +434,9 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
             raise ValueError(f"theta must be a non-empty 1-D array of positive frequencies, got shape {theta.shape}")
     return dict(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
                 phase_dtype=phase_dtype, dtype=dtype, max_position=max_position, attention_factor=attention_factor,
-                seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta)
+                seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta, notes=notes,
+                attention_factor_in=attention_factor_in, pass_length=m.get("pass_length"),
+                short_run=m.get("short_run"))
 
 
 def gate_a(
@@ -386,10 +451,11 @@ def gate_a(
     phase_dtype: str = "float32",
     dtype: str | None = None,
     max_position: int | None = None,
-    attention_factor: float = 1.0,
+    attention_factor: float | None = None,
     manifest=None,
     target_length: int | None = None,
     seed: int = 0,
+    attention_factor_in: str = "rotation",
 ) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
@@ -415,18 +481,27 @@ def gate_a(
         show. Every check is judged at the tolerance this dtype allows.
     max_position : int, optional
         The declared context: positions up to it are probed (default 131,072, or the manifest's).
-    attention_factor : float
-        The declared factor cos and sin are multiplied by (YaRN, LongRoPE); outputs are divided by
-        it before the checks (default 1).
+    attention_factor : float, optional
+        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's). Given with a
+        manifest, it replaces the manifest's (with a note).
     manifest : ropegeo.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor
-        and context.
+        and context. A dynamic NTK manifest is audited as within a forward pass of the declared
+        length (one position id ``L - 1`` appended to every call and its row dropped), and a short
+        pass after long ones must rotate with the short-run frequencies (a cache that is not
+        reset keeps the stretched ones).
     target_length : int, optional
         With ``manifest``: the sequence length the frequencies are formed for (dynamic rules) and
         the context probed.
     seed : int
         Seed of the random vectors and positions.
+    attention_factor_in : {"rotation", "softmax"}
+        Where the attention factor is applied. ``"rotation"`` (default, what transformers does for
+        YaRN and LongRoPE): cos and sin are multiplied by it, so the rotation must scale vectors by
+        it and its outputs are divided by it before the checks; code that drops it fails
+        (magnitude). ``"softmax"``: the attention multiplies its logits by its square instead, and
+        the rotation must keep unit length.
 
     Returns
     -------
@@ -470,11 +545,24 @@ def gate_a(
     t0 = time.perf_counter()
     decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
                       phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
-                      attention_factor=attention_factor, manifest=manifest, target_length=target_length, seed=seed)
+                      attention_factor=attention_factor, manifest=manifest, target_length=target_length, seed=seed,
+                      attention_factor_in=attention_factor_in)
+    in_softmax = decl["attention_factor_in"] == "softmax"
+    fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
+    ctx, declared = _context(fn, decl, only_declared=manifest is not None)
+    return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+def _context(fn, decl: dict, *, only_declared: bool):
+    """The checks' context and the declared operator's record, from the validated declaration."""
     (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
      extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
-    fn = Impl(impl, attention_factor)
-    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=manifest is not None)
+    in_softmax = decl["attention_factor_in"] == "softmax"
+    before = None
+    if decl["pass_length"]:  # dynamic NTK: read a short run first, before any long pass can grow a cache
+        before = short_run_reading(fn, head_dim, decl["short_run"][0], max_position)
+        fn.pass_length = decl["pass_length"]
+    dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=only_declared)
     d = dims[0]
     _, rot_decl = resolve_rotary_dim(d, rotary_dim)
     if theta is not None:
@@ -485,12 +573,21 @@ def gate_a(
     ctx = Ctx(fn, d=d, dims=dims, rot_decl=rot_decl, pairing=pairing, theta_decl=theta_decl, base=base,
               theta_given=theta is not None, phase_dtype=phase_dtype, data_dtype=dtype, max_position=max_position,
               extra_sizes=extra_sizes, alt_theta=decl["alt_theta"])
+    ctx.notes.extend(decl["notes"])
+    ctx.softmax_factor = attention_factor if in_softmax else None
+    if in_softmax and attention_factor != 1.0:
+        ctx.notes.append(f"attention factor {attention_factor:.6g} declared in the softmax: the attention must multiply "
+                         f"its logits by {attention_factor ** 2:.6g}, and the rotation keep unit length (checked)")
+    if decl["pass_length"]:
+        ctx.short_run = (*decl["short_run"], before)
+        ctx.notes.append(short_run_note(decl["pass_length"], decl["short_run"][0]))
     declared = {"head_dim": d, "rotary_dim": rot_decl, "base": base, "pairing": pairing, "scale": scale,
                 "phase_dtype": phase_dtype, "dtype": dtype, "max_position": max_position,
-                "attention_factor": attention_factor, "theta": None if theta is None else theta.tolist()}
+                "attention_factor": attention_factor, "attention_factor_in": decl["attention_factor_in"],
+                "theta": None if theta is None else theta.tolist()}
     if name:
         declared["model"] = name
-    return _report(ctx, fn, declared, _run_checks(ctx, seed), t0)
+    return ctx, declared
 
 
 def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
@@ -556,8 +653,10 @@ def add_subcommand(sub) -> None:
         description="Run the Gate A checks on an importable rotary implementation f(x, positions) "
         "(optionally with a role keyword and prefill/decode_step methods). The implementation runs in a "
         "separate process: what it prints is kept out of the report, and an import or call that hangs is "
-        "stopped after --timeout seconds. Exit status 0 when every check passes, 1 when one fails, 2 for "
-        "bad arguments, a contract break or a timeout, 130 when interrupted.",
+        "stopped after --timeout seconds. Exit status 0 for PASS, 1 when a check fails, 2 for "
+        "bad arguments, a contract break or a timeout, 3 when inconclusive (a core check could not be measured, or a "
+        "tolerance reaches the largest error its check can see: no check failed, but Gate A cannot say PASS), 130 "
+        "when interrupted.",
     )
     p.add_argument("target", help="the implementation, as MODULE:FUNCTION (a class is built with no arguments)")
     p.add_argument("--config", default=None, metavar="NAME_OR_PATH",
@@ -576,7 +675,12 @@ def add_subcommand(sub) -> None:
     p.add_argument("--rotary-dim", type=int, default=None, help="declared partial rotary dimension")
     p.add_argument("--scale", type=float, default=None, help="declared position scale (default 1)")
     p.add_argument("--attention-factor", type=float, default=None,
-                   help="declared factor on cos and sin (YaRN, LongRoPE; default 1)")
+                   help="declared attention factor (YaRN, LongRoPE; default 1, or the config's, which it replaces "
+                   "with a note); required on cos and sin unless --attention-factor-in softmax")
+    p.add_argument("--attention-factor-in", default=None, choices=ATTENTION_FACTOR_IN,
+                   help="where the attention factor is applied: rotation (cos and sin multiplied by it, as "
+                   "transformers does; the default) or softmax (the attention multiplies its logits by its "
+                   "square; the rotation must keep unit length)")
     p.add_argument("--phase-dtype", default=None, help="coarsest accepted angle precision (default float32)")
     p.add_argument("--dtype", default=None,
                    help="the data dtype the implementation computes in (float64, float32, float16, bfloat16; "
@@ -603,9 +707,9 @@ def _undeclared_note(args, report) -> str | None:
         return None
     inf = report.inferred
     seen = [f"{ {'half': 'half-split'}.get(inf['pairing'], inf['pairing'])} pairs"] if inf.get("pairing") else []
-    if inf.get("schedule_residual") is not None and inf["schedule_residual"] < 1e-3:
+    if inf.get("schedule_fits"):  # every pair within its own measurement tolerance of one schedule
         seen.append(f"frequencies fitting base {inf['base']:,.6g} (scale {inf['scale']:.4g})")
-    elif inf.get("schedule_residual") is not None:
+    elif inf.get("schedule_fits") is not None:
         seen.append("frequencies that are not one geometric schedule (a scaling rule such as Llama 3's or YaRN's?)")
     read = f"; the implementation reads as {', '.join(seen)}" if seen else ""
     return ("nothing about the operator was declared, so it was compared with the defaults (interleaved pairs, "
@@ -614,7 +718,7 @@ def _undeclared_note(args, report) -> str | None:
 
 
 def run_subcommand(args) -> int:
-    """Run ``gate-a`` from parsed arguments; returns 0 (pass) or 1 (a check failed)."""
+    """Run ``gate-a`` from parsed arguments; returns 0 (pass), 1 (a check failed) or 3 (inconclusive)."""
     from .gate_a_run import run_in_worker
 
     if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
@@ -626,4 +730,4 @@ def run_subcommand(args) -> int:
     if undeclared:
         report.notes.append(undeclared)
     print(report.to_json(indent=2) if args.json else report.table())
-    return 0 if report.passed else 1
+    return EXIT_CODES[report.status]

@@ -81,6 +81,7 @@ class Impl:
         self.torch = None  # the torch module once the implementation is found to need tensors
         self.out_dtypes: set[str] = set()  # every floating dtype returned so far
         self.order: dict[int, np.ndarray] = {}  # head width -> output order to undo (see learn_order)
+        self.pass_length = None  # calls made as within a forward pass of this length (dynamic NTK), if set
 
     def learn_order(self, d: int) -> bool:
         """Find a fixed reordering of the output coordinates at width ``d``, and undo it from now on.
@@ -177,6 +178,8 @@ class Impl:
         kwargs = {"role": role} if (role is not None and self.role) else {}
         x = np.asarray(x)
         positions = np.asarray(positions)
+        if self.pass_length is not None:
+            return self._within_pass(x, positions, role)
         out = self.raw(x.copy(), positions.copy(), **kwargs)  # copies: code that writes into its input harms no probe
         if isinstance(out, tuple):
             raise Bad(f"the implementation returned a tuple of {len(out)} (e.g. the (q, k) of apply_rotary_pos_emb); "
@@ -193,6 +196,34 @@ class Impl:
         if order is not None and role != "value":
             arr = arr[..., order]
         return arr
+
+    def _within_pass(self, x, positions, role):
+        """The call as within a forward pass of ``pass_length`` tokens: one position id
+        ``pass_length - 1`` (and a zero row) appended along the sequence axis, its row dropped."""
+        n = self.pass_length
+        self.pass_length = None
+        try:
+            if x.ndim < 2 or positions.ndim < 1 or positions.shape != x.shape[:-1]:
+                return self(x, positions, role=role)
+            xs = np.concatenate([x, np.zeros(x.shape[:-2] + (1, x.shape[-1]), dtype=x.dtype)], axis=-2)
+            ps = np.concatenate([positions, np.full(positions.shape[:-1] + (1,), n - 1, dtype=positions.dtype)], -1)
+            return self(xs, ps, role=role)[..., :-1, :]
+        finally:
+            self.pass_length = n
+
+    def bare(self):
+        """A context in which calls are made as they come (no appended pass length)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            n, self.pass_length = self.pass_length, None
+            try:
+                yield self
+            finally:
+                self.pass_length = n
+
+        return ctx()
 
     def _try_torch(self) -> bool:
         try:

@@ -24,10 +24,10 @@ import traceback
 __all__ = ["run_in_worker"]
 
 _FIELDS = ("target", "head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype", "max_position",
-           "attention_factor", "config", "target_length", "layer_type", "seed")
+           "attention_factor", "config", "target_length", "layer_type", "seed", "attention_factor_in")
 
 
-_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "attention_factor")
+_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype")  # --attention-factor overrides
 
 
 def _stop(proc) -> None:
@@ -131,7 +131,8 @@ def _worker(opts: dict, fd: int) -> None:  # pragma: no cover - runs in the work
         say("imported")
         gate_a_call.CALL_HOOK = say
         kwargs = {k: opts[k] for k in ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype",
-                                       "max_position", "attention_factor", "seed") if opts[k] is not None}
+                                       "max_position", "attention_factor", "seed", "attention_factor_in")
+                  if opts.get(k) is not None}
         if opts["config"] is not None:
             clash = [k for k in _FROM_CONFIG if k in kwargs]
             if clash:

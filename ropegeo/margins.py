@@ -18,14 +18,10 @@ table of ``D`` at every integer difference. Where limited precision breaks trans
 (float32, float16, bfloat16 phases) the distances are computed from the generated phases
 themselves, in row blocks, with exact detection of collapsed (identical) signatures.
 
-A margin becomes a verdict through :func:`gate_b_decision`. The probe head of
-:func:`attention_probe` gives the right one of two keys ``D`` apart the share
-``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`), so any threshold on ``D`` is a threshold on
-attention at some sharpness ``beta``. The rule takes ``beta`` from the task: the least sharp head
-that gives :data:`CALIBRATION_MASS` to the right one of the task's two closest offsets on the
-trained ruler, in exact arithmetic. The deployment passes when that head still gives the most
-confusable pair at least :data:`PASS_MASS`, which with the defaults is a margin of at least the
-reference distance over ``sqrt(2)``.
+A margin becomes a verdict through :mod:`ropegeo.gate_b` (:class:`ropegeo.gate_b.GateBRule`). The
+probe head of :func:`attention_probe` gives the right one of two keys ``D`` apart the share
+``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`): a head of amplitude ``beta`` separates them
+by a score gap of ``beta D^2 / 2``, which is how a threshold on ``D`` follows from the gap a task needs.
 """
 
 from __future__ import annotations
@@ -48,8 +44,6 @@ __all__ = [
     "attention_probe",
     "ProbeResult",
     "probe_mass",
-    "gate_b_decision",
-    "GateBDecision",
 ]
 
 #: Largest offset set accepted by :func:`separation_margin` (any path) and by the cheap
@@ -249,6 +243,12 @@ class SeparationMargin:
         The conditions of the computation.
     bands : tuple of BandMargin
         One entry per band under ``weighting="band"``, otherwise empty.
+    tied : int
+        How many pairs attain the margin: with exact phases every pair at a difference whose
+        distance equals it (to :data:`TIE_RTOL`), with generated phases every pair within the
+        rounding of the phases of it. ``pair`` is then one of them, chosen by rounding.
+    differences : tuple of float
+        The differences ``b - a`` of the tied pairs.
     """
 
     margin: float
@@ -260,11 +260,19 @@ class SeparationMargin:
     origin: float
     weighting: str
     bands: tuple[BandMargin, ...] = field(default_factory=tuple)
+    tied: int = 1
+    differences: tuple = ()
+    ties: str = ""
+
+    @property
+    def confusable(self) -> str:
+        """The most confusable pairs in words: the class when several pairs tie (``"every
+        adjacent pair (63 pairs, tied)"``), never a winner chosen by rounding; else the pair."""
+        return self.ties or f"offsets {self.pair[0]:,g} and {self.pair[1]:,g}"
 
     def __str__(self) -> str:
-        a, b = self.pair
         text = (
-            f"margin {self.margin:.6g} between offsets {a:g} and {b:g} "
+            f"margin {self.margin:.6g} between {self.confusable} "
             f"({self.n_offsets} offsets, {self.dtype}, scale {self.scale:g}, {self.method})"
         )
         for band in self.bands:
@@ -362,6 +370,108 @@ def band_slices(pairs: int, bands: int) -> list[slice]:
     bands = v.integer("bands", bands, minimum=1, maximum=pairs)
     edges = np.linspace(0, pairs, bands + 1).round().astype(int)
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+# --------------------------------------------------------------------------------------------
+# ties: the class of pairs that attains the margin
+# --------------------------------------------------------------------------------------------
+
+#: Two exact distances closer than this (relative) count as equal: far above the rounding of a
+#: float64 distance, far below any difference a head could use.
+TIE_RTOL = 1e-9
+_TIE_CAP = 1 << 16  # tied pairs collected one by one from generated phases (counts beyond are bounds)
+
+
+def _rounding_level(off, th, dt, scale, origin, w) -> float:
+    """Twice the largest distance between a generated signature and its exact one: the most
+    rounding can move one phase distance (triangle inequality)."""
+    if dt.exact:
+        return 0.0
+    worst = 0.0
+    r = np.sqrt(w)
+    step = max(1, _CELLS // (2 * th.size))
+    for s in range(0, off.size, step):
+        pos = origin + off[s : s + step]
+        sig = _signatures(pos, th, dt, scale, w)
+        ang = np.multiply.outer(pos * scale, th)
+        exact = np.concatenate([np.cos(ang) * r, np.sin(ang) * r], axis=-1)
+        worst = max(worst, float(np.sqrt(np.max(np.sum((sig - exact) ** 2, axis=-1)))))
+    return 2.0 * worst
+
+
+def _pairs_apart(off: np.ndarray, delta: float) -> int:
+    """How many pairs of the (sorted, distinct) set are ``delta`` apart."""
+    return int(np.count_nonzero(np.isin(off + delta, off)))
+
+
+def _tied_generated(off, th, dt, scale, origin, w, limit) -> dict:
+    """Differences of the pairs whose generated distance is at most ``limit``, with their counts."""
+    sig = _signatures(origin + off, th, dt, scale, w)
+    norms = np.einsum("ij,ij->i", sig, sig)
+    found: dict[float, int] = {}
+    kept = 0
+    rows = max(1, _CELLS // off.size)
+    slack = (limit + 1e-7) ** 2  # the Gram form loses digits: candidates are re-measured below
+    for s in range(0, off.size - 1, rows):
+        e = min(off.size - 1, s + rows)
+        d2 = norms[s:e, None] + norms[None, :] - 2.0 * (sig[s:e] @ sig.T)
+        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf
+        rr, cc = np.nonzero(d2 <= slack)
+        if kept + rr.size > _TIE_CAP:
+            rr, cc = rr[: _TIE_CAP - kept], cc[: _TIE_CAP - kept]
+        exact = np.sqrt(np.sum((sig[s + rr] - sig[cc]) ** 2, axis=-1))
+        for j, k in zip((s + rr)[exact <= limit], cc[exact <= limit]):
+            delta = float(off[k] - off[j])
+            found[delta] = found.get(delta, 0) + 1
+        kept += rr.size
+        if kept >= _TIE_CAP:
+            break
+    return found
+
+
+def _tie_class(off, th, dt, scale, origin, w, margin, method) -> tuple[int, str, tuple]:
+    """``(tied pairs, description, differences)`` of the pairs that attain ``margin`` within rounding.
+
+    Exact phases: a distance depends on the difference only, so the class is every pair at the
+    difference(s) whose distance equals the margin to :data:`TIE_RTOL`. Generated phases: every
+    pair whose distance is within the rounding of the phases (:func:`_rounding_level`) of it.
+    """
+    if method == "difference":
+        step = _arithmetic_step(off)
+        limit = margin * (1 + TIE_RTOL) + 1e-15
+        if step is not None:
+            k = np.arange(1, off.size, dtype=np.float64)
+            d = difference_distance(k * step, th, scale=scale, weights=w)
+            deltas = k[d <= limit][:1000] * step
+        else:
+            span = int(off[-1] - off[0])
+            d = difference_distance(np.arange(1, span + 1, dtype=np.float64), th, scale=scale, weights=w)
+            deltas = (np.flatnonzero(d <= limit) + 1.0)[:1000]
+        found = {float(x): _pairs_apart(off, float(x)) for x in deltas}
+    else:
+        tol = 0.0 if margin == 0.0 else max(_rounding_level(off, th, dt, scale, origin, w), TIE_RTOL * margin)
+        found = _tied_generated(off, th, dt, scale, origin, w, margin + tol)
+    found = {k: c for k, c in sorted(found.items()) if c > 0}
+    tied = sum(found.values())
+    how = ("tied" if method == "difference" else "identical signatures" if margin == 0.0
+           else "tied within rounding")
+    return tied, _describe_ties(off, found, tied, how), tuple(found)
+
+
+def _describe_ties(off, found: dict, tied: int, how: str) -> str:
+    """Name the class of pairs attaining the margin; a single pair only when it alone attains it."""
+    if tied <= 1 or not found:
+        return ""
+    if len(found) == 1:
+        delta, count = next(iter(found.items()))
+        every = _pairs_apart(off, delta)
+        step = _arithmetic_step(off)
+        what = "adjacent pair" if (step is not None and delta == step) else f"pair {delta:,g} apart"
+        if count >= every:
+            return f"every {what} ({count:,} pairs, {how})"
+        return f"{count:,} of the {every:,} pairs {delta:,g} apart ({how})"
+    shown = ", ".join(f"{d:,g}" for d in list(found)[:5]) + (", ..." if len(found) > 5 else "")
+    return f"{tied:,} pairs at differences {shown} ({how})"
 
 
 def _margin_core(off, th, dt, scale, origin, w, method):
@@ -471,12 +581,17 @@ def separation_margin(
         band_list = tuple(results)
         worst = min(results, key=lambda r: r.margin)
         margin, pair = worst.margin, worst.pair
+        sl = band_slices(th.size, bands)[worst.band]
+        tie_th, tie_w = th[sl], np.full(sl.stop - sl.start, 1.0 / (sl.stop - sl.start))
     else:
         ww = np.full(th.size, 1.0 / th.size) if w is None else w
         margin, pair, how = _margin_core(off, th, dt, scale, origin, ww, method)
+        tie_th, tie_w = th, ww
+    tied, ties, diffs = _tie_class(off, tie_th, dt, scale, origin, tie_w, margin, how)
     return SeparationMargin(
         margin=float(margin), pair=pair, n_offsets=int(off.size), method=how, dtype=name,
-        scale=scale, origin=origin, weighting=label, bands=band_list,
+        scale=scale, origin=origin, weighting=label, bands=band_list, tied=max(tied, 1), differences=diffs,
+        ties=ties,
     )
 
 
@@ -540,7 +655,7 @@ def attention_probe(
     amplitudes : array_like, shape (pairs,), optional
         Non-negative weight the head puts on each pair; default equal.
     sharpness : float
-        Score of a perfect match, ``beta`` (positive, at most 1000). :func:`gate_b_decision`
+        Score of a perfect match, ``beta`` (positive, at most 1000). :class:`ropegeo.gate_b.GateBRule`
         derives the one a task calls for.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
         The phase pipeline of the rotary layer (a name: every stage in that dtype).
@@ -594,17 +709,6 @@ def attention_probe(
     return ProbeResult(weights, scores, float(weights[0]), int(np.argmax(weights)))
 
 
-# --------------------------------------------------------------------------------------------
-# the decision rule
-# --------------------------------------------------------------------------------------------
-
-#: Attention mass the calibrated head puts on the right one of the task's two closest offsets,
-#: on the trained ruler in exact arithmetic (nine to one).
-CALIBRATION_MASS = 0.9
-#: Attention mass the most confusable pair must still get under deployment (three to one).
-PASS_MASS = 0.75
-
-
 def probe_mass(margin, sharpness: float):
     """Closed-form target mass of the probe against one distractor at phase distance ``margin``.
 
@@ -621,135 +725,14 @@ def probe_mass(margin, sharpness: float):
     Returns
     -------
     float or numpy.ndarray, values in [0.5, 1)
+
+    Examples
+    --------
+    >>> round(probe_mass(0.5, 2 * math.log(9) / 0.25), 3)
+    0.9
     """
     beta = v.real("sharpness", sharpness, greater_than=0.0)
     m = v.finite_array("margin", margin)
     out = 1.0 / (1.0 + np.exp(-beta * m * m / 2.0))
     return float(out) if out.ndim == 0 else out
 
-
-def _logit(p: float) -> float:
-    return math.log(p / (1.0 - p))
-
-
-@dataclass(frozen=True)
-class GateBDecision:
-    """The verdict of :func:`gate_b_decision` for one offset set.
-
-    Attributes
-    ----------
-    passed : bool
-        ``margin.margin >= threshold``.
-    margin : SeparationMargin
-        The deployed margin and its most confusable pair.
-    reference_step : float
-        The task's finest step: the smallest gap between two of its offsets.
-    reference_distance : float
-        Phase distance of that step on the trained ruler, exact phases, no scaling.
-    sharpness : float
-        The calibrated ``beta``: the least sharp head that gives ``calibration_mass`` to the right
-        offset of that step, ``2 logit(calibration_mass) / reference_distance**2``.
-    mass : float
-        Closed-form mass that head gives the right offset of the deployed most confusable pair.
-    threshold : float
-        Smallest margin that passes, ``reference_distance * sqrt(logit(pass_mass) / logit(calibration_mass))``
-        (with the defaults exactly ``reference_distance / sqrt(2)``).
-    calibration_mass, pass_mass : float
-        The two masses of the rule.
-    """
-
-    passed: bool
-    margin: SeparationMargin
-    reference_step: float
-    reference_distance: float
-    sharpness: float
-    mass: float
-    threshold: float
-    calibration_mass: float
-    pass_mass: float
-
-    def __str__(self) -> str:
-        word = "pass" if self.passed else "FAIL"
-        return (f"{word}: margin {self.margin.margin:.4g} against threshold {self.threshold:.4g} "
-                f"(step {self.reference_step:g} is {self.reference_distance:.4g} apart on the trained ruler; "
-                f"sharpness {self.sharpness:.4g}; mass on the most confusable pair {self.mass:.3f}, "
-                f"needed {self.pass_mass:g})")
-
-
-def gate_b_decision(
-    offsets,
-    theta,
-    *,
-    trained_theta=None,
-    calibration_mass: float = CALIBRATION_MASS,
-    pass_mass: float = PASS_MASS,
-    **margin_options,
-) -> GateBDecision:
-    """Gate B's decision rule: does the deployment keep the task's offsets apart for a calibrated head?
-
-    The sharpness of the head is not chosen but derived from the task. On the ruler the model was
-    trained with (``trained_theta``, exact phases, no scaling), take the task's finest step ``g``
-    (the smallest gap between two required offsets) and its phase distance ``D_ref``. The least
-    sharp head that puts ``calibration_mass`` of its attention on the right one of two offsets
-    ``g`` apart has ``beta = 2 logit(calibration_mass) / D_ref**2``; a head that does the task in
-    training is at least this sharp, and the least sharp one is the most easily confused, so it is
-    the one to judge. The deployment passes when, at that ``beta``, the most confusable pair of
-    the deployed margin still gives the right offset at least ``pass_mass``, which is the same as
-    ``margin >= D_ref * sqrt(logit(pass_mass) / logit(calibration_mass))``. With the defaults (0.9,
-    0.75) the threshold is exactly ``D_ref / sqrt(2)``: the deployment may lose at most half of the
-    squared distance of the task's finest step.
-
-    Parameters
-    ----------
-    offsets, theta
-        As in :func:`separation_margin` (``theta`` is the deployed bank).
-    trained_theta : array_like, shape (pairs,), optional
-        The bank the model was trained with; default ``theta``.
-    calibration_mass, pass_mass : float
-        The two masses of the rule, ``0.5 < pass_mass <= calibration_mass < 1``.
-    **margin_options
-        ``dtype``, ``scale``, ``origin``, ``weighting``, ``bands``, ``method`` of
-        :func:`separation_margin`. An amplitude array as ``weighting`` also weights the reference
-        distance; otherwise it uses equal weights.
-
-    Returns
-    -------
-    GateBDecision
-
-    Raises
-    ------
-    ValueError
-        As :func:`separation_margin`, or for masses outside the range above or a ``trained_theta``
-        of another length.
-
-    Examples
-    --------
-    >>> from ropegeo.frequencies import frequencies
-    >>> th = frequencies(128)
-    >>> from ropegeo.precision import deployed
-    >>> gate_b_decision([1, 2, 3], th, dtype=deployed("bfloat16"), origin=32_764).passed
-    True
-    >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).passed
-    False
-    """
-    cal = v.real("calibration_mass", calibration_mass, greater_than=0.5)
-    if cal >= 1.0:
-        raise ValueError(f"calibration_mass must be below 1, got {cal:g}")
-    ok = v.real("pass_mass", pass_mass, greater_than=0.5, maximum=cal)
-    result = separation_margin(offsets, theta, **margin_options)
-    th = v.frequencies(theta)
-    ref_th = th if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
-    if ref_th.size != th.size:
-        raise ValueError(f"trained_theta has {ref_th.size} pairs, theta {th.size}: they must match")
-    off = _offsets(offsets, MAX_OFFSETS)
-    step = float(np.diff(off).min())
-    weighting = margin_options.get("weighting", "pair")
-    w = None if isinstance(weighting, str) else weighting
-    ref = float(difference_distance(step, ref_th, weights=w))
-    if ref == 0.0:
-        raise ValueError(f"the task's finest step, {step:g}, is invisible to the trained ruler (distance 0): "
-                         "no head can be calibrated on it")
-    beta = 2.0 * _logit(cal) / (ref * ref)
-    threshold = ref * math.sqrt(_logit(ok) / _logit(cal))
-    mass = probe_mass(result.margin, beta)
-    return GateBDecision(bool(result.margin >= threshold), result, step, ref, beta, mass, threshold, cal, ok)

@@ -9,7 +9,7 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.audit import GateBResult, MIN_MARGIN
+from ropegeo.audit import GateBResult
 from ropegeo.manifest import load_model, shipped_models
 from ropegeo.widgets._lab import esm_source
 from ropegeo.widgets.audit_lab import AuditLab, audit_lab, law_normals, records, reference
@@ -78,21 +78,25 @@ def assert_matches(r, ref, state):
     if ref["gate_b"] is None:
         assert not gate["passed"] and any(s.get("overflow") for s in gate["sets"])
         return
-    for key in ("min_margin", "train_length", "target_length", "window", "notes"):
+    for key in ("train_length", "target_length", "window", "notes"):
         assert gate[key] == ref["gate_b"][key], key
+    # one rule: the page's threshold is GateBRule()'s, D_train(1) / sqrt 2 of the unscaled bank
+    threshold = ref["gate_b"]["threshold"]
+    assert gate["threshold"] == pytest.approx(threshold, rel=1e-12)
     tol = {"float64": 1e-9, "float32": 2e-6, "float16": 2e-3, "bfloat16": 2e-2}
     assert len(gate["sets"]) == len(ref["gate_b"]["sets"])
     for got, exp in zip(gate["sets"], ref["gate_b"]["sets"]):
         for key in ("name", "n_offsets", "origin", "origin_rule", "dtype", "frequencies"):
             assert got[key] == exp[key], (key, got[key], exp[key])
         assert abs(got["margin"] - exp["margin"]) <= tol[exp["dtype"]], (got, exp)
-        if abs(exp["margin"] - MIN_MARGIN) > tol[exp["dtype"]]:
-            assert got["passed"] == exp["passed"]
+        if abs(exp["margin"] - threshold) > tol[exp["dtype"]]:
+            assert got["status"] == exp["status"]
         if exp["dtype"] == "float64":
-            assert got["pair"] == exp["pair"]
-            assert got["text"] == GateBResult.describe(exp, MIN_MARGIN)
-    assert gate["passed"] == ref["gate_b"]["passed"] or any(
-        abs(s["margin"] - MIN_MARGIN) <= 2e-2 for s in ref["gate_b"]["sets"])
+            assert got["pair"] == exp["pair"] and got["confusable"] == exp["confusable"]
+            assert got["tied"] == exp["tied"]
+            assert got["text"] == GateBResult.describe(exp, threshold)
+    assert gate["status"] == ref["gate_b"]["status"] or any(
+        abs(s["margin"] - threshold) <= 2e-2 for s in ref["gate_b"]["sets"])
 
 
 def test_front_end_matches_geometry_audit_and_gate_b():

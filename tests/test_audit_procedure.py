@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.audit import GATES, MIN_MARGIN, AuditReport, audit, gate_c_schedule
+from ropegeo.audit import GATES, AuditReport, audit, gate_c_schedule
 from ropegeo.behaviour import GateCVerdict
 from ropegeo.broken import CATALOGUE, broken_entries, correct_entries, entry
 from ropegeo.gate_a import GateAError
-from ropegeo.manifest import RopeManifest
+from ropegeo.manifest import RopeManifest, shipped_models
 
 
 def bank(d, base=10_000.0):
@@ -65,9 +65,10 @@ def test_correct_implementation_passes_a(name):
 def test_near_collision_inside_the_offset_set_fails_at_b():
     theta = bank(8)
     expected = chord(6283, theta)  # offsets 5 and 6288 differ by 6283, where the 4 pairs nearly realign
-    assert 0.05 < expected < MIN_MARGIN
     m = RopeManifest(head_dim=8, max_position_embeddings=4096)
     r = audit(m, offsets=[5, 6288], target_length=8192)
+    # Gate B's rule: adjacent offsets on the training ruler, over sqrt 2
+    assert 0.05 < expected < r.gate_b.threshold == pytest.approx(chord(1, theta) / math.sqrt(2), rel=1e-9)
     assert r.status() == {"A": "pass", "B": "FAIL", "C": "not run"}
     assert r.first_failure == "B" and r.intervention == "different ruler"
     s = r.gate_b.sets[0]
@@ -77,7 +78,7 @@ def test_near_collision_inside_the_offset_set_fails_at_b():
     # (the margin is normalised, softmax scores are not)
     assert "risk flag, not a barrier" in r.verdict and "growing its weights" in r.verdict
     assert "no amount of training" not in r.verdict
-    # the threshold is the caller's: just below the margin the same ruler passes
+    # the fixed fallback, when asked for: just below the margin the same ruler passes
     ok = audit(m, offsets=[5, 6288], target_length=8192, min_margin=expected * 0.999)
     assert ok.gate_b.passed and ok.first_failure is None
 
@@ -172,12 +173,15 @@ def test_gate_c_schedule_reanchors_the_rule():
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), offsets=[3]), "offsets"),
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), offsets=[-1, 4]), "offsets"),
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), origin=-5), "origin"),
-        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True,
+        # run_all: Gate B fails this width-8 ruler's local set (offsets 6 apart nearly realign), and
+        # Gate C's options are read only when it runs
+        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, run_all=True,
               gate_c_options={"theta": [1.0]}), "gate_c_options"),
-        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, gate_c_lengths=5),
-         "gate_c_lengths"),
-        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True,
+        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, run_all=True,
+              gate_c_lengths=5), "gate_c_lengths"),
+        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, run_all=True,
               gate_c_lengths=(64, 10_000)), "target_length"),
+        (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), offsets=[1, 40_000]), "offsets"),
     ],
 )
 def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, word):
@@ -264,7 +268,7 @@ def test_report_subcommand(capsys, tmp_path):
     cfg.write_text(json.dumps(GPTJ_64))
     status, out = _report(["llama-2-7b"], capsys)
     assert status == 0 and "Gate C  not run" in out
-    status, out = _report(["llama-2-7b", "--offsets", "1-8,6283", "--json"], capsys)
+    status, out = _report(["llama-2-7b", "--offsets", "1-8,4000", "--json"], capsys)
     d = json.loads(out)
     assert status == 0 and d["gate_b"]["sets"][0]["n_offsets"] == 9
     # a broken implementation given as MODULE:FUNCTION, with its declaration: exit status 1 at Gate A
@@ -294,8 +298,8 @@ def test_gate_b_margin_is_the_chord_of_the_gap(half, log_base, a, gap, shift):
     """Exact phases: the margin of {a, a + gap} depends on the gap only (the relative law), as a closed form."""
     d, base = 2 * half, 10.0**log_base
     m = RopeManifest(head_dim=d, base=base, max_position_embeddings=64)
-    r = audit(m, offsets=[a, a + gap], target_length=20_000, min_margin=0.05)
-    moved = audit(m, offsets=[a + shift, a + gap + shift], target_length=20_000, min_margin=0.05)
+    r = audit(m, offsets=[a, a + gap], target_length=20_001, min_margin=0.05)
+    moved = audit(m, offsets=[a + shift, a + gap + shift], target_length=20_001, min_margin=0.05)
     want = chord(gap, bank(d, base))
     assert r.gate_b.sets[0]["margin"] == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert moved.gate_b.sets[0]["margin"] == pytest.approx(want, rel=1e-9, abs=1e-12)
@@ -349,3 +353,12 @@ def test_report_through_the_command_line(capsys, tmp_path):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and word in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", shipped_models())
+def test_reference_operator_passes_gate_a_for_every_shipped_model(name):
+    """ropegeo's own operator for a manifest carries the manifest's attention factor on cos and sin and
+    its frequencies at the declared context (LongRoPE's long factors), as Gate A declares them: before,
+    every YaRN and LongRoPE model's report failed Gate A on ropegeo's own operator."""
+    report = audit(name)
+    assert report.status()["A"] == "pass", report.gate_a.diagnosis

@@ -150,9 +150,11 @@ def test_gate_b_numbers(glued):
     values = np.unique(np.arange(16_384, 32_768, dtype=np.float64).astype(bf16).astype(np.float64))
     assert set(np.diff(values)) == {128.0}
     assert {float(bf16(32_764 + j)) for j in (1, 2, 3)} == {glued["parser_stored"]} == {32_768.0}
-    # retrieval: exact distance of 16,000 / 8 up to the table rounding; its threshold is D(16,000) / sqrt 2
+    # retrieval: exact distance of 16,000 / 8 up to the table rounding; its threshold is the parser's,
+    # D_train(1) / sqrt 2 (the head comes from neighbouring tokens of the training ruler, not the task)
     assert glued["retr_margin"] == pytest.approx(dist(16_000 / 8, THETA), abs=0.02)
-    assert glued["retr_margin"] > dist(16_000, THETA) / math.sqrt(2)
+    assert glued["retr_threshold"] == pytest.approx(ref / math.sqrt(2), rel=1e-9)
+    assert glued["retr_margin"] > glued["retr_threshold"]
     # offsets 1..3 at scale 1/8 from the start: the largest distance is offsets 1 and 3, 2/8 apart
     assert glued["short_block"] == pytest.approx(dist(2 / 8, THETA), abs=2e-3)
     # fast band: a brute-force search over offsets 1..4096 with four pairs

@@ -120,27 +120,28 @@ def raw(heads):
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
     tested = {
-        "a_correct", "a_correct_pass", "a_broken", "a_caught", "restart_intervention", "min_margin", "shipped_local_min", "shipped_local_max",
+        "a_correct", "a_correct_pass", "a_broken", "a_caught", "restart_intervention", "b_threshold", "b_sharpness", "shipped_local_min", "shipped_local_max",
         "pi_local_margin", "llama2_local_margin", "collision_margin", "collision_k", "c_train_acc_min",
         "c_train_mass_min", "shift_change", "reset_acc_mean", "reset_acc_max", "reset_key", "reset_share",
         "offby_plus", "offby_minus", "offby_acc", "offby_plus_share", "offby_minus_share", "raw_acc_mean", "rival_seeds", "rival_count", "rival_offset",
         "rival_acc", "rival_predicted", "n_fast", "margin_equal", "margin_learned", "margin_fast", "slow_gap",
         "rival_seed", "d8_wins", "d8_seeds", "n_ramps", "n_pairs16", "first_turn", "turn_in_target",
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
-        "pift_local_margin", "pift_amp_growth",
+        "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
+        "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
     } | NEW_GLUES | SETTING_GLUES
     assert set(GLUED) == tested
 
 
-SETTING_GLUES = {"min_margin_k", "b_local_n", "b_distant_n", "near_return", "collision_far", "c_offset", "c_length",
+SETTING_GLUES = {"b_threshold_k", "b_local_n", "b_distant_n", "near_return", "collision_far", "c_offset", "c_length",
                  "c_seeds", "c_shift", "c_target", "c_ratio", "raw_perfect", "ft_steps", "curve_budget_first",
                  "curve_budget_last", "dil_long", "battery_off_first", "battery_off_last", "fix_sequences"}
 
 
 def test_settings_and_counts_in_the_prose(raw):
-    # a phase distance D = sqrt(2 (1 - K)) of 0.1 is a kernel similarity of 0.995
-    assert g("min_margin_k") == pytest.approx(1 - g("min_margin") ** 2 / 2) == pytest.approx(0.995)
+    # a phase distance D = sqrt(2 (1 - K)) is a kernel similarity K = 1 - D^2 / 2
+    assert g("b_threshold_k") == pytest.approx(1 - g("b_threshold") ** 2 / 2, rel=1e-12)
     assert (g("b_local_n"), g("b_distant_n")) == (64, 48)  # Gate B's default sets: 1..64 and 48 log-spaced
     # head dim 8, base 10,000: brute force over every offset up to 8,192 for the one closest to the identity
     th8 = [10_000 ** (-2 * i / 8) for i in range(4)]
@@ -181,7 +182,17 @@ def float32_local_margin(theta, target):
 
 
 def test_gate_b_margins():
-    assert g("min_margin") == 0.1
+    # Gate B's rule: the least sharp head that tells neighbours apart 9:1 on Llama 3.1's training ruler
+    # (head 128, base 500,000, unscaled) has sharpness 2 ln 9 / D(1)^2 and must keep 3:1: D(1) / sqrt 2
+    d1 = chord(1, bank(128, 500_000.0))
+    assert g("b_sharpness") == pytest.approx(2 * math.log(9) / d1**2, rel=1e-9)
+    assert g("b_threshold") == pytest.approx(d1 / math.sqrt(2), rel=1e-9)
+    # the same numbers by brute force: a softmax over the right key and a neighbour gives 0.9, and
+    # at the threshold distance the gap b D^2 / 2 is ln 3 (attention 3/4)
+    beta, th_l = g("b_sharpness"), bank(128, 500_000.0)
+    gap = beta * (1 - float(np.mean(np.cos(th_l))))
+    assert 1 / (1 + math.exp(-gap)) == pytest.approx(0.9, abs=1e-12)
+    assert beta * g("b_threshold") ** 2 / 2 == pytest.approx(math.log(3), rel=1e-9)
     # every shipped configuration: the smallest distance over offsets 1..64, in float64 from its served bank
     from ropegeo.manifest import load_model, shipped_models
 
@@ -202,18 +213,23 @@ def test_gate_b_margins():
     # the float32 margins differ from the exact ones by a visible amount, but within rounding
     assert all(abs(a - b) <= e for a, b, e in zip(local, exact, bound))
     assert max(abs(a - b) for a, b in zip(local, exact)) > 1e-6
-    assert g("shipped_local_min") > g("min_margin")
+    assert g("shipped_local_min") > g("b_threshold")
     # Llama 2: head 128, base 10,000; offsets 1..64 differ by 1..63; the closest pair is one step apart
     th = bank(128)
     exact = min(chord(dl, th) for dl in range(1, 64))
     assert exact == pytest.approx(chord(1, th))
     assert g("llama2_local_margin") == pytest.approx(exact, rel=1e-3)  # float32 phases at the far end
     assert g("pi_local_margin") == pytest.approx(min(chord(dl, th / 8) for dl in range(1, 64)), rel=1e-2)
-    assert g("pi_local_margin") < g("min_margin") < g("llama2_local_margin")
+    # the threshold of PI x8 is Llama 2's own, from its unscaled training ruler
+    assert g("pi_threshold") == pytest.approx(chord(1, th) / math.sqrt(2), rel=1e-9)
+    assert g("pi_local_margin") < g("pi_threshold") < g("llama2_local_margin")
     th8 = bank(8)
     k = float(np.mean(np.cos(6283 * th8)))
     assert g("collision_k") == pytest.approx(k, abs=1e-12)
     assert g("collision_margin") == pytest.approx(math.sqrt(2 * (1 - k)), rel=1e-9)
+    # a task of two offsets fails: the width-8 head's neighbours over sqrt 2 lie above its margin
+    assert g("collision_threshold") == pytest.approx(chord(1, th8) / math.sqrt(2), rel=1e-9)
+    assert g("collision_margin") < g("collision_threshold")
 
 
 # ------------------------------------------------------------------ Gate C, offset heads
@@ -284,7 +300,10 @@ def test_rival_geometry(heads):
     # fast pairs, zero on the slow ones (not equal weights on the fast pairs, a different number)
     assert g("margin_fast") == pytest.approx(chord(gap, th, w_fast), rel=1e-9)
     assert abs(chord(gap, th[fast]) - g("margin_fast")) > 1e-3
-    assert g("margin_fast") < g("min_margin") < g("margin_learned") < g("margin_equal")
+    # the rule for a head with the fast-band amplitudes: its neighbours in training over sqrt 2
+    assert g("fast_threshold") == pytest.approx(chord(1, th, w_fast) / math.sqrt(2), rel=1e-9)
+    assert g("margin_fast") < g("fast_threshold")
+    assert g("margin_learned") > chord(1, th, amp) / math.sqrt(2) and g("margin_learned") < g("margin_equal")
     c = pair_products(h.q, h.k)
     per_pair = lambda dl: np.real(c * np.exp(1j * dl * th))  # noqa: E731
     slow_gap = float(np.sum((per_pair(g("rival_offset")) - per_pair(OFF))[~fast]))
@@ -334,7 +353,8 @@ def test_interpolation(heads):
     # the interpolated ruler: offsets 1..64 on bank / 8, the closest pair one step apart
     th8 = bank(16) / 8
     assert g("pift_local_margin") == pytest.approx(min(chord(dl, th8) for dl in range(1, L)), rel=1e-9)
-    assert g("pift_local_margin") < g("min_margin")
+    assert g("pift_threshold") == pytest.approx(chord(1, bank(16)) / math.sqrt(2), rel=1e-9)
+    assert g("pift_local_margin") < g("pift_threshold")
     # fine-tuning wins the winner back with larger weights: summed |z_q,i| |z_k,i| after over before
     growth = min(np.abs(pair_products(t.q, t.k)).sum() / np.abs(pair_products(h.q, h.k)).sum()
                  for h, t in zip(heads, tuned))

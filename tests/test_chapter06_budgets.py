@@ -46,7 +46,8 @@ def test_fast_band_rule_on_every_seed(heads):
         rival = L + int(np.argmax(beyond))
         wins = beyond.max() > score(h, [OFF])[0]
         w = np.where(fast, np.abs(pair_products(h.q, h.k)), 0.0)
-        low = chord(rival - OFF, th, w) < 0.1
+        # Gate B's rule for a head with these amplitudes: its fast-band neighbours in training over sqrt 2
+        low = chord(rival - OFF, th, w) < chord(1, th, w) / math.sqrt(2)
         flagged += low
         losers_flagged += low and wins
         c = pair_products(h.q, h.k)

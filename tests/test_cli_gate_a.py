@@ -239,3 +239,40 @@ def test_layer_type_picks_the_ruler_of_a_model_with_two_kinds_of_layer(env):
     assert out.returncode == 1 and json.loads(out.stdout)["defects"][0] == "frequency"
     out = _run(env, "userrope:good_half", "--layer-type", "sliding_attention")
     assert out.returncode == 2 and out.stderr.strip() == "ropegeo: error: --layer-type applies with --config only"
+
+
+def test_attention_factor_flags(env, tmp_path):
+    # a YaRN port without its factor fails against the config (magnitude); declared in the softmax it
+    # passes; --attention-factor overrides the config's factor with a note
+    (tmp_path / "yarnport.py").write_text(textwrap.dedent("""
+        from ropegeo.manifest import resolve
+        from ropegeo.rotation import apply_rope
+        _m = resolve("qwen2.5-7b-instruct")
+        _theta = _m.theta(_m.target_length)
+
+        def dropped(x, positions):
+            return apply_rope(x, positions, theta=_theta, pairing="half")
+
+        def doubled(x, positions):
+            return 1.5 * apply_rope(x, positions, theta=_theta, pairing="half")
+    """))
+    out = _run(env, "yarnport:dropped", "--config", "qwen2.5-7b-instruct", "--json")
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["defects"][0] == "magnitude"
+    out = _run(env, "yarnport:dropped", "--config", "qwen2.5-7b-instruct", "--attention-factor-in", "softmax")
+    assert out.returncode == 0, out.stdout + out.stderr
+    out = _run(env, "yarnport:doubled", "--config", "qwen2.5-7b-instruct", "--attention-factor", "1.5")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "attention factor 1.5 declared in place of the configuration's" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["--base", "1e13"], ["--base", "1e300"], ["--scale", "1e20"]])
+def test_extreme_declarations_are_inconclusive_with_exit_3_never_pass(env, args):
+    # the declared pairs turn too slowly (base 1e13) or too fast (scale 1e20) for layout and
+    # frequencies to be measured, and the tolerances reach the largest error: before, PASS and exit 0
+    out = _run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", *args)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "Gate A: INCONCLUSIVE" in out.stdout and "PASS" not in out.stdout
+    assert "multiple of pi" not in out.stdout
+    d = json.loads(_run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", "--json", *args).stdout)
+    assert d["status"] == "inconclusive" and d["passed"] is False and d["diagnosis"].startswith("inconclusive: ")

@@ -12,7 +12,7 @@ import importlib
 import pytest
 
 MODULES = ["ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.scaling.schedule", "ropegeo._json",
-           "ropegeo.audit", "ropegeo.manifest", "ropegeo.gate_a"]
+           "ropegeo.audit", "ropegeo.manifest", "ropegeo.gate_a", "ropegeo.gate_b", "ropegeo.margins"]
 
 
 @pytest.mark.parametrize("name", MODULES)

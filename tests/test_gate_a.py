@@ -410,8 +410,9 @@ def test_a_pair_turning_by_pi_leaves_the_layout_unmeasured_not_failed():
     th = [np.pi, 0.5, 0.1, 0.01]
     r = gate_a(lambda x, p: apply_rope(x, p, theta=th), head_dim=8, theta=th)
     assert r.check("layout").passed is None and "multiple of pi" in r.check("layout").diagnosis
-    assert r.check("frequencies").passed is None and r.passed
-    assert r.diagnosis.startswith("every measured check passed; not measured: layout")
+    # layout and frequencies are core checks: not measured, the report is inconclusive, never a pass
+    assert r.check("frequencies").passed is None and not r.passed and r.status == "inconclusive"
+    assert r.diagnosis.startswith("inconclusive: layout not measured"), r.diagnosis
 
 
 def test_a_map_that_is_not_a_rotation_leads_with_its_magnitude_defect():
@@ -425,3 +426,66 @@ def test_a_map_that_is_not_a_rotation_leads_with_its_magnitude_defect():
     readings = [d for d in report.diagnoses if d.startswith(("frequency defect", "precision defect", "layout defect"))]
     assert readings and all(d.endswith("inconclusive)") for d in readings)
     assert report.diagnoses[-len(readings):] == readings
+
+
+def test_status_is_pass_fail_or_inconclusive_and_travels_in_json():
+    from ropegeo.gate_a import GateAReport
+    good = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=16, pairing="half", max_position=4096)
+    bad = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=16, max_position=4096)
+    blind = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, base=1e13, max_position=4096)
+    assert (good.status, bad.status, blind.status) == ("pass", "fail", "inconclusive")
+    assert [r.passed for r in (good, bad, blind)] == [True, False, False]
+    for r in (good, bad, blind):
+        d = r.to_dict()
+        assert d["status"] == r.status and GateAReport.from_dict(d).status == r.status
+    assert str(blind).startswith("Gate A: INCONCLUSIVE")
+
+
+def test_a_pair_too_slow_to_see_is_not_called_a_multiple_of_pi():
+    # base 1e13 at head dim 128: the slowest pairs turn by ~1e-13 rad per position (0 pi, not "a multiple of pi")
+    r = gate_a(lambda x, p: apply_rope(x, p, base=1e13), head_dim=128, base=1e13, max_position=4096)
+    layout = r.check("layout")
+    assert layout.passed is None and "multiple of pi" not in layout.diagnosis
+    assert "turned by less than 1e-06 rad" in layout.diagnosis
+    assert r.status == "inconclusive" and "layout not measured" in r.diagnosis
+
+
+def test_a_declaration_too_fast_to_read_is_inconclusive_not_pass():
+    # scale 1e20: each declared step is known to no better than pi rad, and the vector and score
+    # tolerances exceed 2 (the largest change of a rotated unit vector or score): nothing can fail
+    r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, scale=1e20, max_position=4096)
+    assert r.status == "inconclusive" and not r.passed
+    freq = r.check("frequencies")
+    assert freq.passed is None and freq.inconclusive and freq.tolerance >= np.pi
+    for name in ("shift", "composition", "inverse", "batch"):
+        c = r.check(name)
+        assert c.passed is None and c.inconclusive and c.tolerance >= 2.0, (name, c)
+    assert not any(c.passed and c.tolerance >= 2.0 for c in r.checks)
+
+
+def test_coarse_declared_angles_judge_only_probes_that_can_fail():
+    # bfloat16 angles: a shift by thousands of positions, or positions across a long context,
+    # allow any rotation; the checks keep the probes whose tolerance is below the ceiling
+    r = gate_a(lambda x, p: apply_rope(x, p, phase_dtype="float16"), head_dim=16, phase_dtype="float16",
+               max_position=65_504)
+    assert r.status == "pass", r.table()
+    for c in r.checks:
+        assert not (c.passed and c.tolerance >= 2.0), c
+    assert "not judged" in r.check("shift").diagnosis
+    assert "not compared with the declared one" in r.check("context").diagnosis
+
+
+@settings(max_examples=12, deadline=None)
+@given(log_base=st.floats(13, 300), log_scale=st.floats(-2, 20), which=st.sampled_from(["base", "scale", "both"]))
+def test_gate_a_never_passes_when_its_core_checks_are_unmeasured(log_base, log_scale, which):
+    from ropegeo.gate_a import CORE_CHECKS
+    base = 10.0**log_base if which != "scale" else 1e4
+    scale = 10.0**log_scale if which != "base" else 1.0
+    r = gate_a(lambda x, p: apply_rope(x, p, base=min(base, 1e13)), head_dim=16, base=base, scale=scale,
+               max_position=4096)
+    unmeasured = [c.name for c in r.checks if c.name in CORE_CHECKS and c.passed is None]
+    cannot_fail = [c.name for c in r.checks if c.passed and c.tolerance >= 2.0 and c.name != "frequencies"]
+    assert not cannot_fail, r.table()
+    if unmeasured or any(c.inconclusive for c in r.checks):
+        assert r.status == "inconclusive" and not r.passed, r.table()
+    assert r.status != "pass" or not unmeasured

@@ -204,14 +204,24 @@ def test_served_rotary_against_a_hand_rotation():
     assert np.allclose(got, want, rtol=2**-7, atol=2**-7)
 
 
-def test_a_declared_attention_factor_may_live_in_the_attention_instead():
-    # YaRN-style factor declared, rotation left unit-length: noted, not failed; any other gain fails
+def test_a_declared_attention_factor_is_required_where_it_is_declared():
+    # declared on cos and sin (the default, as transformers applies YaRN's and LongRoPE's factor):
+    # a rotation that leaves it out fails as magnitude, and the diagnosis says how to declare it
+    # in the softmax instead
     r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, attention_factor=1.2)
-    assert r.passed and r.inferred["attention_factor_applied"] is False
-    assert any("multiply its logits by 1.44" in n for n in r.notes)
+    assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
+    assert r.inferred["attention_factor_applied"] is False
+    assert "1.2 is missing" in r.diagnosis and "attention_factor_in='softmax'" in r.diagnosis
     r = gate_a(lambda x, p: 1.2 * apply_rope(x, p), head_dim=16, attention_factor=1.2)
     assert r.passed and r.inferred["attention_factor_applied"] is True
     assert gate_a(lambda x, p: 1.5 * apply_rope(x, p), head_dim=16, attention_factor=1.2).failed[0] == "norm"
+    # declared in the softmax: the rotation must keep unit length, and a note says what the attention owes
+    r = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, attention_factor=1.2, attention_factor_in="softmax")
+    assert r.passed and any("multiply its logits by 1.44" in n for n in r.notes), r.table()
+    twice = gate_a(lambda x, p: 1.2 * apply_rope(x, p), head_dim=16, attention_factor=1.2, attention_factor_in="softmax")
+    assert twice.failed[0] == "norm" and "counts twice" in twice.diagnosis, twice.table()
+    with pytest.raises(ValueError, match="attention_factor_in must be one of rotation, softmax"):
+        gate_a(lambda x, p: apply_rope(x, p), head_dim=16, attention_factor_in="logits")
 
 
 @pytest.mark.parametrize("context", [16, 64, 500])

@@ -400,3 +400,274 @@ def test_a_table_reused_across_calls_is_not_blamed_on_slot_indices_alone():
     r = gate_a(f, head_dim=64, pairing="half", max_position=8192)
     assert r.defects[0] == "position-id", r.table()
     assert "not by the ids passed in" in r.diagnosis and "cached from an earlier call" in r.diagnosis
+
+
+def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
+    # half-split, base 10,000, served in bfloat16, nothing declared: the layout fails against the
+    # default interleaved pairs, and the note must say the frequencies fit one base (the slow pairs'
+    # residual is only the data's rounding), not "not one geometric schedule (a scaling rule?)"
+    import argparse
+
+    from ropegeo.gate_a import _undeclared_note
+    r = gate_a(_bfloat16_data(), head_dim=64)
+    assert r.failed == ["layout"], r.table()
+    assert r.inferred["schedule_fits"] is True and r.inferred["base"] == pytest.approx(10_000.0, rel=2e-3)
+    note = _undeclared_note(argparse.Namespace(), r)
+    assert "frequencies fitting base" in note and "not one geometric schedule" not in note
+    # a real second schedule (Llama 3's: slow pairs divided by 8) in the same data still is one
+    theta = resolve("llama-3.1-8b").theta()
+
+    def llama3(x, positions):
+        xd = np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+        return apply_rope(xd, positions, theta=theta, pairing="half").astype(ml_dtypes.bfloat16)
+
+    r3 = gate_a(llama3, head_dim=128)
+    assert r3.inferred["schedule_fits"] is False
+    assert "not one geometric schedule" in _undeclared_note(argparse.Namespace(), r3)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], -1)
+
+
+def hf_apply_with_roles(defect=None, d=64, base=10_000.0):
+    """transformers' Llama recipe (float32 inverse frequencies and angles, ``cat(freqs, freqs)``,
+    ``q * cos + rotate_half(q) * sin``) with the role protocol: ``q_embed`` for queries, ``k_embed``
+    for keys. ``defect`` breaks the keys' side only, as bug reports show it: ``"keys-mirrored"``
+    (``k * cos - rotate_half(k) * sin``), ``"keys-interpolated"`` (key positions multiplied by 1/4,
+    the queries' not), ``"keys-bfloat16"`` (the keys' angle table formed in bfloat16);
+    ``"queries-mirrored"`` and ``"queries-interpolated"`` break the queries instead."""
+    inv = (1.0 / base ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))).astype(np.float32)
+    side, _, kind = (defect or "-").partition("-")
+
+    def cos_sin(positions, broken):
+        p = np.asarray(positions).astype(np.float32)
+        if broken and kind == "interpolated":
+            p = p * np.float32(0.25)
+        if broken and kind == "bfloat16":
+            freqs = (p.astype(ml_dtypes.bfloat16)[..., None] * inv.astype(ml_dtypes.bfloat16)).astype(np.float32)
+        else:
+            freqs = p[..., None] * inv
+        emb = np.concatenate([freqs, freqs], -1)
+        return np.cos(emb), np.sin(emb)
+
+    def f(x, positions, role="query"):
+        x = np.asarray(x, dtype=np.float32)
+        if role == "value":
+            return x
+        broken = role == {"keys": "key", "queries": "query"}.get(side)
+        cos, sin = cos_sin(positions, broken)
+        sign = -1.0 if broken and kind == "mirrored" else 1.0
+        return x * cos + sign * _rotate_half(x) * sin
+
+    return f
+
+
+@pytest.mark.parametrize("defect, words", [
+    ("keys-mirrored", "keys rotate the opposite way to queries"),
+    ("queries-mirrored", "queries rotate the opposite way to keys"),
+    ("keys-interpolated", "keys rotate at 0.25 times the query frequencies: a position scaling (interpolation "
+                          "factor 0.25) is applied to keys but not to queries"),
+    ("queries-interpolated", "queries rotate at 0.25 times the key frequencies: a position scaling (interpolation "
+                             "factor 0.25) is applied to queries but not to keys"),
+    ("keys-bfloat16", "the angles of the keys are formed in a coarser format than those of the queries"),
+])
+def test_a_defect_on_one_side_is_a_roles_defect_naming_that_side(defect, words):
+    # the readings (layout, frequencies, precision) come from the side that matches the
+    # declaration; the other side is the roles check's finding, and it leads
+    r = gate_a(hf_apply_with_roles(defect), head_dim=64, pairing="half", max_position=32_768)
+    assert r.failed[0] == "roles" and r.defects == ["roles"], r.table()
+    assert words in r.diagnosis, r.diagnosis
+    assert r.inferred["roles_departs"] == defect.split("-")[0]
+    assert r.check("frequencies").passed and r.check("layout").passed and r.check("precision").passed
+    assert "shift" in r.failed  # the scores see it too
+    assert "relative law still holds" not in r.table()
+    # the healthy pair passes
+    ok = gate_a(hf_apply_with_roles(), head_dim=64, pairing="half", max_position=32_768)
+    assert ok.passed, ok.table()
+
+
+def test_both_sides_mirrored_is_still_the_convention_defect():
+    # the same sign flip on both sides keeps scores relative: a convention defect, not roles
+    r = gate_a(lambda x, p, role="query": np.asarray(x, dtype=float) if role == "value" else
+               apply_rope(x, -np.asarray(p), pairing="half"), head_dim=64, pairing="half", max_position=8192)
+    assert r.failed[0] == "frequencies" and r.defects == ["convention"], r.table()
+    assert "relative law still holds" in r.diagnosis and r.check("shift").passed
+
+
+def yarn_or_longrope_port(name, *, drop_factor=False, factor_times=1.0):
+    """A port of a model's rotary code as transformers writes it: cos and sin of the
+    configuration's frequencies at its target length, multiplied by the attention factor
+    (``attention_scaling``); ``drop_factor`` leaves the factor out, as ports that expect the
+    attention to apply it do. Partial rotary passes the other coordinates through."""
+    m = resolve(name)
+    L = m.target_length
+    theta, r = m.theta(L), m.rotary_dim
+    factor = 1.0 if drop_factor else m.attention_factor(L) * factor_times
+
+    def f(x, positions):
+        out = np.array(x, dtype=np.float64)
+        out[..., :r] = factor * apply_rope(out[..., :r], positions, theta=theta, pairing=m.pairing)
+        return out
+
+    return f
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-7b-instruct", "gpt-oss-20b", PHI3])
+def test_a_port_that_drops_the_attention_factor_fails_as_magnitude(name):
+    # transformers multiplies cos and sin by YaRN's and LongRoPE's factor: with the configuration,
+    # that is the reference, and a port without it fails (it once passed with a note)
+    m = resolve(name)
+    assert m.attention_factor(m.target_length) > 1.1
+    assert gate_a(yarn_or_longrope_port(name), manifest=name).passed
+    r = gate_a(yarn_or_longrope_port(name, drop_factor=True), manifest=name)
+    assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
+    assert "is missing" in r.diagnosis and "--attention-factor-in softmax" in r.diagnosis
+    # code whose attention applies the factor in the softmax declares it there, and passes; applying
+    # it in both places fails
+    soft = gate_a(yarn_or_longrope_port(name, drop_factor=True), manifest=name, attention_factor_in="softmax")
+    assert soft.passed and soft.declared["attention_factor_in"] == "softmax", soft.table()
+    assert any("declared in the softmax" in n for n in soft.notes)
+    both = gate_a(yarn_or_longrope_port(name), manifest=name, attention_factor_in="softmax")
+    assert both.failed[0] == "norm" and "counts twice" in both.diagnosis, both.table()
+
+
+def test_deepseek_v3_rotation_carries_mscale_ratio_and_the_softmax_its_square():
+    # DeepSeek-V3: cos and sin carry mscale(s, mscale) / mscale(s, mscale_all_dim) (1 for its
+    # config), the softmax scale mscale(s, mscale_all_dim)^2; Gate A audits the first and says so
+    m = resolve("deepseek-v3")
+    L = m.target_length
+    assert m.attention_factor(L) == 1.0 and m.logit_scale > 1.1
+    r = gate_a(deepseek_interleave(m.theta(L), m.attention_factor(L)), manifest="deepseek-v3")
+    assert r.passed, r.table()
+    assert any(f"softmax scale by {m.logit_scale:.6g}" in n for n in r.notes)
+    # a port that puts the softmax's factor into cos and sin as well fails as magnitude
+    bad = gate_a(deepseek_interleave(m.theta(L), float(np.sqrt(m.logit_scale))), manifest="deepseek-v3")
+    assert bad.failed[0] == "norm" and bad.defects[0] == "magnitude", bad.table()
+
+
+#: Phi-3.5-MoE's rope block (transformers' own PhiMoE test values, narrowed to 8 pairs): its
+#: short_mscale and long_mscale replace LongRoPE's default attention factor in PhimoeRotaryEmbedding
+PHIMOE = {"model_type": "phimoe", "hidden_size": 128, "num_attention_heads": 8, "num_key_value_heads": 8,
+          "max_position_embeddings": 131_072, "original_max_position_embeddings": 4096, "rope_theta": 10_000.0,
+          "rope_scaling": {"type": "longrope", "original_max_position_embeddings": 4096,
+                           "short_factor": [1.0, 1.04, 1.04, 1.04, 1.05, 1.05, 1.05, 1.05],
+                           "long_factor": [1.02, 1.03, 1.04, 1.05, 1.05, 1.05, 1.06, 1.06],
+                           "short_mscale": 1.243163121016122, "long_mscale": 1.243163121016122}}
+
+
+def phimoe_rotary(config):
+    """transformers' PhimoeRotaryEmbedding + apply_rotary_pos_emb in numpy: LongRoPE's factors
+    chosen by the pass's length (``max(position_ids) + 1``), cos and sin multiplied by
+    ``long_mscale`` past the original length, ``short_mscale`` otherwise (float32 angles)."""
+    rs = config["rope_scaling"]
+    d = config["hidden_size"] // config["num_attention_heads"]
+    orig = rs["original_max_position_embeddings"]
+
+    def f(x, positions):
+        positions = np.asarray(positions)
+        seq = int(np.max(positions)) + 1
+        ext = np.asarray(rs["long_factor"] if seq > orig else rs["short_factor"], dtype=np.float32)
+        mscale = rs["long_mscale"] if seq > orig else rs["short_mscale"]
+        inv = (1.0 / (ext * config["rope_theta"] ** (np.arange(0, d, 2, dtype=np.float32) / d))).astype(np.float32)
+        freqs = positions.astype(np.float32)[..., None] * inv
+        emb = np.concatenate([freqs, freqs], -1)
+        cos, sin = np.cos(emb) * np.float32(mscale), np.sin(emb) * np.float32(mscale)
+        x = np.asarray(x, dtype=np.float32)
+        return x * cos + _rotate_half(x) * sin
+
+    return f
+
+
+def test_phimoe_mscale_is_read_as_transformers_reads_it():
+    from ropegeo.manifest import read_config
+    m = read_config(PHIMOE)
+    assert "short_mscale" not in m.scaling.ignored_keys and "long_mscale" not in m.scaling.ignored_keys
+    assert m.attention_factor(131_072) == pytest.approx(1.243163121016122, rel=1e-15)
+    assert m.attention_factor(4096) == pytest.approx(1.243163121016122, rel=1e-15)
+    # without them, LongRoPE's default sqrt(1 + ln 32 / ln 4096)
+    plain = {**PHIMOE, "rope_scaling": {k: v for k, v in PHIMOE["rope_scaling"].items() if "mscale" not in k}}
+    assert read_config(plain).attention_factor(131_072) == pytest.approx(np.sqrt(1 + np.log(32) / np.log(4096)))
+    # transformers' PhiMoE rotary, served long, passes against its configuration (it once failed:
+    # measured 1.2432, declared 1.1902)
+    f = phimoe_rotary(PHIMOE)
+    r = gate_a(lambda x, p: f(np.concatenate([x, np.zeros_like(x[..., :1, :])], -2),
+                              np.concatenate([p, np.full_like(p[..., :1], 131_071)], -1))[..., :-1, :],
+               manifest=PHIMOE)
+    assert r.passed, r.table()
+    assert r.declared["attention_factor"] == pytest.approx(1.243163121016122)
+
+
+def test_an_explicit_attention_factor_overrides_the_configuration_with_a_note():
+    # the block read without its mscale keys: the configuration says 1.1902; an explicit factor wins
+    plain = {**PHIMOE, "rope_scaling": {k: v for k, v in PHIMOE["rope_scaling"].items() if "mscale" not in k}}
+    f = phimoe_rotary(PHIMOE)
+
+    def served(x, p):
+        return f(np.concatenate([x, np.zeros_like(x[..., :1, :])], -2),
+                 np.concatenate([p, np.full_like(p[..., :1], 131_071)], -1))[..., :-1, :]
+
+    assert gate_a(served, manifest=plain).failed[0] == "norm"
+    r = gate_a(served, manifest=plain, attention_factor=1.243163121016122)
+    assert r.passed, r.table()
+    assert any("declared in place of the configuration's 1.19" in n for n in r.notes)
+
+
+#: a dynamic NTK Llama configuration as transformers' docs write it
+DYNAMIC = {"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 16,
+           "max_position_embeddings": 4096, "rope_theta": 10_000.0,
+           "rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}
+
+
+class DynamicNTKRotary:
+    """transformers' dynamic NTK rotary module in numpy (``_compute_dynamic_ntk_parameters`` and
+    ``dynamic_rope_update``): the base grows for a pass longer than the cached length, and with
+    ``reset=True`` a pass shorter than ``max_position_embeddings`` restores the original
+    frequencies. ``reset=False`` is the stale cache of transformers issues 25306 / 25104: once
+    grown, the stretched frequencies stay for every later short pass."""
+
+    def __init__(self, config, reset=True):
+        self.dim = config["hidden_size"] // config["num_attention_heads"]
+        self.base, self.factor = config["rope_theta"], config["rope_scaling"]["factor"]
+        self.orig = self.max_seq_len_cached = config["max_position_embeddings"]
+        self.reset = reset
+        self.original_inv_freq = self.inv_freq = self._inv_freq(None)
+
+    def _inv_freq(self, seq_len):
+        base = self.base
+        if seq_len is not None:
+            seq_len = max(seq_len, self.orig)
+            base = base * ((self.factor * seq_len / self.orig) - (self.factor - 1)) ** (self.dim / (self.dim - 2))
+        return (1.0 / base ** (np.arange(0, self.dim, 2).astype(np.float32) / self.dim)).astype(np.float32)
+
+    def __call__(self, x, positions):
+        positions = np.asarray(positions)
+        seq_len = int(np.max(positions)) + 1
+        if seq_len > self.max_seq_len_cached:  # growth
+            self.inv_freq, self.max_seq_len_cached = self._inv_freq(seq_len), seq_len
+        if self.reset and seq_len < self.orig and self.max_seq_len_cached > self.orig:  # reset
+            self.inv_freq, self.max_seq_len_cached = self.original_inv_freq, self.orig
+        freqs = positions.astype(np.float32)[..., None] * self.inv_freq
+        emb = np.concatenate([freqs, freqs], -1)
+        x = np.asarray(x, dtype=np.float32)
+        return x * np.cos(emb) + _rotate_half(x) * np.sin(emb)
+
+
+def test_dynamic_ntk_with_a_stale_cache_is_told_from_the_fixed_module():
+    # bare modules against the configuration: Gate A calls them as within a pass of the target
+    # length and reads a short run before and after; the fixed module passes, the stale one fails
+    # as frequency (the verdicts were once inverted: long probes grew the stale cache first)
+    fixed = gate_a(DynamicNTKRotary(DYNAMIC, reset=True), manifest=DYNAMIC)
+    assert fixed.passed, fixed.table()
+    assert fixed.declared["max_position"] == 16_384
+    note = next(n for n in fixed.notes if n.startswith("dynamic NTK"))
+    assert "within a pass of 16,384 tokens" in note and "short run" in note
+    stale = gate_a(DynamicNTKRotary(DYNAMIC, reset=False), manifest=DYNAMIC)
+    assert stale.failed == ["frequencies"] and stale.defects == ["frequency"], stale.table()
+    assert "not reset for shorter sequences" in stale.diagnosis and "before any long one was right" in stale.diagnosis
+    # a static rope (no dynamic rule at all) under the same configuration fails too, named by
+    # the short-run frequencies it keeps for the long pass
+    static = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest=DYNAMIC)
+    assert static.failed[0] == "frequencies", static.table()
+    assert "forward pass of at most 4,096 tokens" in static.diagnosis

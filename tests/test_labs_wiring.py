@@ -21,6 +21,9 @@ STATES = [
     dict(BASE, policy="kv-cache", cache_offset=30, dtype="float64"),
     dict(BASE, query_pairing="half", dtype="float64"),
     dict(BASE, pairing="half", query_pairing="half", head_dim=64, base=5e5, dtype="bfloat16"),
+    dict(BASE, query_pairing="half", dtype="float32"),
+    dict(BASE, query_pairing="half", dtype="bfloat16"),
+    dict(BASE, query_pairing="half", dtype="float16"),
 ]
 
 
@@ -37,12 +40,40 @@ def test_front_end_matches_apply_rope_and_gate_a_verdicts():
             np.testing.assert_allclose(r[key], ref[key], atol=1e-9, err_msg=key)
         np.testing.assert_allclose([r["tolerance_scores"], r["tolerance_shift"]],
                                    [ref["tolerance_scores"], ref["tolerance_shift"]], rtol=1e-12)
+        assert r["judged_shifts"] == ref["judged_shifts"]
+        assert (r["shift_status"], r["scores_status"]) == (ref["shift_status"], ref["scores_status"]), st
+        assert r["shift_pass"] is (r["shift_status"] == "pass") and r["scores_pass"] is (r["scores_status"] == "pass")
         verdicts.append((r["shift_pass"], r["scores_pass"]))
     # the lessons: shifts and resets are harmless, a wrong cache offset gives wrong scores with the
     # law intact, a mixed pairing breaks the law itself
     assert verdicts[0] == verdicts[1] == verdicts[2] == verdicts[4] == (True, True)
     assert verdicts[5] == (True, False)
     assert verdicts[6][0] is False
+
+
+def test_a_mixed_pairing_in_half_precision_is_inconclusive_never_green():
+    """Query paired "half" against keys declared interleaved: float32 shows the law broken. In
+    bfloat16 both tolerances (about 5e2 and 4 |q||k|) pass the largest change a score can show
+    (2 |q||k|): neither verdict can fail, so both say "inconclusive" (they said "holds" and "match").
+    float16 keeps the shifts 1, 5 and 17 below the ceiling."""
+    lab = WiringLab()
+    mixed = dict(BASE, query_pairing="half")
+    states = [dict(mixed, dtype=dt) for dt in ("float32", "bfloat16", "float16")]
+    got = call_js(esm_source("lab_wiring.js"), [("compute", [s, lab.q, lab.k]) for s in states])
+    for st, r in zip(states, got):
+        ref = reference(st, lab.q, lab.k)
+        assert (r["shift_status"], r["scores_status"]) == (ref["shift_status"], ref["scores_status"])
+    f32, bf16, f16 = (reference(s, lab.q, lab.k) for s in states)
+    assert f32["shift_status"] == "fail"
+    # independent: bfloat16 keeps 8 significant bits; Gate A's tolerance 16 u (sqrt(d) + 2 p theta_max)
+    u = 2.0**-8
+    assert bf16["tolerance_scores"] == pytest.approx(16 * u * (4 + 2 * 31))
+    assert bf16["tolerance_scores"] > 2 and bf16["tolerance_shift"] > 2
+    assert (bf16["shift_status"], bf16["scores_status"]) == ("inconclusive", "inconclusive")
+    assert not got[1]["shift_pass"] and not got[1]["scores_pass"]
+    # float16 keeps the shifts whose tolerance stays below the ceiling (4,096 is past it)
+    assert f16["judged_shifts"] == [1, 5, 17] and f16["tolerance_shift"] < 2
+    assert reference(dict(BASE, dtype="float16"), lab.q, lab.k)["shift_status"] == "pass"
 
 
 def test_widget_state_is_validated():

@@ -259,7 +259,7 @@ def _check_learned(answer):
     truth, _, _ = _margin_truth()
     ok = [abs(a - b) <= 1e-6 for a, b in zip(vals, truth)]
     if all(ok):
-        return correct("these are the three margins of this seed; now compare each with Gate B's default threshold.")
+        return correct("these are the three margins of this seed; now compare each with its Gate B threshold.")
     if sorted(np.round(vals, 6)) == sorted(np.round(truth, 6)):
         return wrong("the three values are right but not in the order (equal, learned, fast)")
     if ok[0] and ok[1] and abs(vals[2] - _equal_fast_margin()) <= 1e-6:

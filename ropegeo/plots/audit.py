@@ -73,7 +73,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
     return finish(fig, layout)
 
 
-def margin_bars(rows, *, min_margin: float = 0.1, layout: str = "wide") -> Figure:
+def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str = "wide") -> Figure:
     """Gate B separation margins of several setups, one group of bars per setup.
 
     Parameters
@@ -82,9 +82,12 @@ def margin_bars(rows, *, min_margin: float = 0.1, layout: str = "wide") -> Figur
         For example ``[(name, {s["name"]: s["margin"] for s in report.gate_b.sets}) ...]``.
         1 to 30 rows, margins in [0, 2].
     min_margin : float
-        The threshold drawn as a dashed line (positive, at most 2).
+        The threshold drawn as a dashed line (positive, at most 2), when ``thresholds`` is not given.
+    thresholds : sequence of float, optional
+        One Gate B threshold per row (Gate B's rule derives it per ruler:
+        ``report.gate_b.threshold``), each drawn as a black mark across its row.
     layout : {"wide", "column"}
-        ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.plots.readable`).
+        ``"column"`` draws for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -100,6 +103,10 @@ def margin_bars(rows, *, min_margin: float = 0.1, layout: str = "wide") -> Figur
         raise ValueError("rows must hold 1 to 30 (label, margins) pairs")
     min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
     _check_layout(layout)
+    if thresholds is not None:
+        thresholds = [v.real("thresholds", t, greater_than=0.0) for t in thresholds]
+        if len(thresholds) != len(rows):
+            raise ValueError(f"thresholds must hold one threshold per row ({len(rows)}), got {len(thresholds)}")
     kinds = []
     for label, margins in rows:
         if not isinstance(margins, dict) or not margins:
@@ -124,7 +131,11 @@ def margin_bars(rows, *, min_margin: float = 0.1, layout: str = "wide") -> Figur
                     label=None if kind in labelled else f"{kind} offsets")
             labelled.add(kind)
             ax.text(m + 0.01, y, f"{m:.3f}", va="center", fontsize=7)
-    ax.axvline(min_margin, color="k", ls="--", lw=1, label=f"threshold {min_margin:g}")
+    if thresholds is None:
+        ax.axvline(min_margin, color="k", ls="--", lw=1, label=f"threshold {min_margin:g}")
+    else:
+        for r, t in enumerate(thresholds):
+            ax.plot([t, t], [r - 0.45, r + 0.45], color="k", lw=1.6, label="Gate B threshold" if r == 0 else None)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("separation margin (smallest phase distance between required offsets)" if layout == "wide"

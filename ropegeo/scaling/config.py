@@ -27,7 +27,8 @@ _PARAMS = {
         "factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
         "mscale", "mscale_all_dim", "truncate",
     },
-    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor", "long_factor"},
+    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor", "long_factor",
+                 "short_mscale", "long_mscale"},
     "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
 }
 _REQUIRED = {
@@ -65,6 +66,10 @@ class Scaling:
         YaRN: round the ramp ends outward to whole pairs (default True, as transformers).
     short_factor, long_factor : tuple of float
         LongRoPE's per-pair divisors (one per rotary pair).
+    short_mscale, long_mscale : float, optional
+        LongRoPE as Phi-3.5-MoE runs it (transformers' ``PhimoeRotaryEmbedding``): the factor cos
+        and sin are multiplied by for a forward pass of at most / more than the original length.
+        Given, it replaces the attention factor for those passes.
     low_freq_factor, high_freq_factor : float
         Llama-3's band edges: wavelengths above ``L / low_freq_factor`` are divided by ``factor``,
         below ``L / high_freq_factor`` untouched.
@@ -89,6 +94,8 @@ class Scaling:
     truncate: bool = True
     short_factor: tuple | None = None
     long_factor: tuple | None = None
+    short_mscale: float | None = None
+    long_mscale: float | None = None
     low_freq_factor: float | None = None
     high_freq_factor: float | None = None
     ignored_keys: tuple = field(default_factory=tuple)
@@ -127,6 +134,9 @@ class Scaling:
         if self.rule == "longrope":
             set_(self, "short_factor", _factors("short_factor", self.short_factor))
             set_(self, "long_factor", _factors("long_factor", self.long_factor))
+            for name in ("short_mscale", "long_mscale"):
+                if getattr(self, name) is not None:
+                    set_(self, name, _pos(name, getattr(self, name)))
             if len(self.short_factor) != len(self.long_factor):
                 raise ValueError(
                     f"short_factor and long_factor must have the same length (one entry per rotary pair), "
@@ -288,8 +298,12 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
                     beta_slow=sc.beta_slow, truncate=sc.truncate, attention_factor=sc.attention_factor,
                     mscale=sc.mscale, mscale_all_dim=sc.mscale_all_dim)
     if sc.rule == "longrope":
-        return longrope(base, d, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
-                        factor=sc.factor, seq_len=seq_len, attention_factor=sc.attention_factor)
+        theta, att = longrope(base, d, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
+                              factor=sc.factor, seq_len=seq_len, attention_factor=sc.attention_factor)
+        # Phi-3.5-MoE: the pass's own mscale replaces the attention factor (as the short/long factors switch)
+        long = seq_len is not None and seq_len > sc.original_max_position_embeddings
+        mscale = sc.long_mscale if long else sc.short_mscale
+        return theta, (att if mscale is None else mscale)
     return llama3(base, d, sc.factor, sc.original_max_position_embeddings, low_freq_factor=sc.low_freq_factor,
                   high_freq_factor=sc.high_freq_factor), 1.0
 

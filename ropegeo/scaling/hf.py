@@ -34,7 +34,8 @@ HF_KEYS = {
         "factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
         "original_max_position_embeddings", "truncate",
     ),
-    "longrope": ("short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings"),
+    "longrope": ("short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings",
+                 "short_mscale", "long_mscale"),
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
 }
 _NAME_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
@@ -183,6 +184,11 @@ def _read_longrope(b: _Block) -> dict:
         raise ValueError(f"{b.where}factor (or max_position_embeddings) is required for longrope")
     if b.data.get("attention_factor") is not None:
         kw["attention_factor"] = b.number("attention_factor")
+    # Phi-3.5-MoE's block: transformers' PhimoeRotaryEmbedding multiplies cos and sin by long_mscale
+    # for a pass longer than the original length, by short_mscale otherwise, in place of the factor
+    for key in ("short_mscale", "long_mscale"):
+        if b.data.get(key) is not None:
+            kw[key] = b.number(key)
     return kw
 
 

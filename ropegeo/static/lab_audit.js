@@ -4,9 +4,15 @@
 // K(1), the relative-law error against its tolerance, the most identity-like offsets in the search
 // range and why that range) and Gate B of ropegeo.audit.gate_b (margins of the default offset sets
 // at the far end of the target context, in the phase dtype, the distant set stopped by a sliding
-// window) with each verdict and its threshold. Rows carry the labels of ropegeo's own table.
+// window) with each verdict and the threshold of ropegeo.gate_b.GateBRule's default rule (the least
+// sharp head that tells adjacent offsets apart 9:1 on the training ruler must keep 3:1 on the most
+// confusable pair: a margin of D_train(1)/sqrt 2). Rows carry the labels of ropegeo's own table.
 
-export const MIN_MARGIN = 0.1;
+export const CALIBRATION_MASS = 0.9;
+export const PASS_MASS = 0.75;
+export const MAX_DISTANCE = 2.0;
+const TIE_RTOL = 1e-9;
+const WORD = { pass: "pass", fail: "FAIL", inconclusive: "inconclusive" };
 export const SEARCH_LIMIT = 100000;
 export const MAX_TARGET = 1048576;
 const TOP = 3;
@@ -99,9 +105,86 @@ export function relativeLawError(m, theta, normals, pairs) {
   return worst;
 }
 
-/** ropegeo.audit.gate_b with the default offset sets: margins in the phase dtype at the far end
- * of the target context (a set whose positions overflow the dtype has margin null). */
-export function gateB(m, theta, target) {
+const logit = (p) => Math.log(p / (1 - p));
+
+/** GateBRule().threshold(trained): D_train(1) sqrt(logit(PASS_MASS) / logit(CALIBRATION_MASS)), with
+ * the head's sharpness 2 logit(CALIBRATION_MASS) / D_train(1)^2 taken from the training ruler. */
+export function gateBThreshold(trained) {
+  const d1 = differenceDistance([1], trained)[0];
+  if (d1 === 0) return { threshold: 0, sharpness: null };
+  const sharpness = 2 * logit(CALIBRATION_MASS) / (d1 * d1);
+  return { threshold: Math.sqrt(2 * logit(PASS_MASS) / sharpness), sharpness };
+}
+
+/** GateBRule.judge: inconclusive when no ruler could meet (or miss) the threshold. */
+export function judge(margin, threshold) {
+  if (!(threshold > 0 && threshold < MAX_DISTANCE) || !Number.isFinite(margin)) return "inconclusive";
+  return margin >= threshold ? "pass" : "fail";
+}
+
+function stepOf(off) {
+  const step = off[1] - off[0];
+  for (let k = 2; k < off.length; k++) if (off[k] - off[k - 1] !== step) return null;
+  return step;
+}
+
+/** ropegeo.margins' tie class: the pairs attaining the margin (exact phases: every pair at a
+ * difference whose distance equals it; generated phases: every pair within the rounding of the
+ * phases of it), named as a class, never as a winner chosen by rounding. */
+export function tieClass(offsets, theta, dtype, origin, margin, method) {
+  const off = Float64Array.from(offsets).sort(), n = off.length, pairs = theta.length;
+  const set = new Set(off), apart = (d) => off.filter((o) => set.has(o + d)).length;
+  const found = new Map();
+  if (method === "difference") {
+    const limit = margin * (1 + TIE_RTOL) + 1e-15, diffs = new Set();
+    for (let a = 0; a < n - 1; a++) for (let b = a + 1; b < n; b++) diffs.add(off[b] - off[a]);
+    const list = [...diffs].sort((x, y) => x - y), dist = differenceDistance(list, theta);
+    list.forEach((d, j) => { if (dist[j] <= limit) found.set(d, apart(d)); });
+  } else {
+    const w = 1 / pairs, rw = Math.sqrt(w), sig = [];
+    let level = 0;
+    for (let j = 0; j < n; j++) {
+      const pos = origin + off[j], g = generatedPhases(pos, theta, dtype);
+      const row = new Float64Array(2 * pairs);
+      let err = 0;
+      for (let i = 0; i < pairs; i++) {
+        row[i] = g.cos[i] * rw;
+        row[pairs + i] = g.sin[i] * rw;
+        const t = pos * theta[i];
+        err += (row[i] - Math.cos(t) * rw) ** 2 + (row[pairs + i] - Math.sin(t) * rw) ** 2;
+      }
+      level = Math.max(level, Math.sqrt(err));
+      sig.push(row);
+    }
+    const tol = margin === 0 ? 0 : Math.max(2 * level, TIE_RTOL * margin);
+    for (let a = 0; a < n - 1; a++) {
+      for (let b = a + 1; b < n; b++) {
+        let acc = 0;
+        for (let i = 0; i < 2 * pairs; i++) acc += (sig[a][i] - sig[b][i]) ** 2;
+        if (Math.sqrt(acc) <= margin + tol) found.set(off[b] - off[a], (found.get(off[b] - off[a]) || 0) + 1);
+      }
+    }
+  }
+  const keys = [...found.keys()].sort((x, y) => x - y);
+  const tied = keys.reduce((s, d) => s + found.get(d), 0);
+  const how = method === "difference" ? "tied" : margin === 0 ? "identical signatures" : "tied within rounding";
+  let text = "";
+  if (tied > 1 && keys.length === 1) {
+    const d = keys[0], count = found.get(d), every = apart(d), step = stepOf(off);
+    const what = step !== null && d === step ? "adjacent pair" : `pair ${fmtG(d, 6, true)} apart`;
+    text = count >= every ? `every ${what} (${commas(count)} pairs, ${how})`
+      : `${commas(count)} of the ${commas(every)} pairs ${fmtG(d, 6, true)} apart (${how})`;
+  } else if (tied > 1) {
+    const shown = keys.slice(0, 5).map((d) => fmtG(d, 6, true)).join(", ") + (keys.length > 5 ? ", ..." : "");
+    text = `${commas(tied)} pairs at differences ${shown} (${how})`;
+  }
+  return { tied: Math.max(tied, 1), ties: text, differences: keys };
+}
+
+/** ropegeo.audit.gate_b with the default offset sets and rule: margins in the phase dtype at the far
+ * end of the target context (a set whose positions overflow the dtype has margin null). */
+export function gateB(m, theta, target, trained) {
+  const { threshold, sharpness } = gateBThreshold(trained);
   const window = m.sliding_window ?? null;
   const notes = window != null && window < target
     ? [`offsets stop below the attention window (${commas(window)} tokens): larger ones never reach attention`] : [];
@@ -112,24 +195,33 @@ export function gateB(m, theta, target) {
       dtype: m.phase_dtype, origin,
       origin_rule: "far end of the target context", frequencies: freq };
     const g = separationMargin(offsets, theta, { dtype: m.phase_dtype, origin });
-    const out = g == null ? { ...entry, margin: null, pair: null, method: null, passed: false, overflow: true }
-      : { ...entry, margin: g.margin, pair: g.pair, method: g.method, passed: g.margin >= MIN_MARGIN };
-    return { ...out, text: describeSet(out) };
+    let out;
+    if (g == null) {
+      out = { ...entry, margin: null, pair: null, method: null, status: "fail", passed: false, overflow: true };
+    } else {
+      const t = tieClass(offsets, theta, m.phase_dtype, origin, g.margin, g.method);
+      const status = judge(g.margin, threshold);
+      out = { ...entry, margin: g.margin, pair: g.pair, method: g.method, tied: t.tied, differences: t.differences,
+        confusable: t.ties || `offsets ${fmtG(g.pair[0], 6, true)} and ${fmtG(g.pair[1], 6, true)}`,
+        status, passed: status === "pass" };
+    }
+    return { ...out, text: describeSet(out, threshold) };
   });
-  return { passed: sets.every((x) => x.passed), min_margin: MIN_MARGIN, sets, train_length: m.train_length,
+  const states = sets.map((x) => x.status);
+  const status = states.includes("fail") ? "fail" : states.includes("inconclusive") ? "inconclusive" : "pass";
+  return { status, passed: status === "pass", threshold, sharpness, sets, train_length: m.train_length,
     target_length: target, window, notes };
 }
 
 /** GateBResult.describe: one set as a line (margin, verdict against the threshold, closest pair,
  * phases, frequencies and origin). */
-export function describeSet(x) {
+export function describeSet(x, threshold) {
   if (x.margin == null) {
     return `positions up to ${commas(x.last_position)} overflow ${x.dtype}: no margin, FAIL `
-      + `(threshold ${fmtG(MIN_MARGIN, 6)}); use a wider phase dtype`;
+      + `(threshold ${fmtG(threshold, 4)}); use a wider phase dtype`;
   }
-  const [a, b] = x.pair;
-  return `${fmtG(x.margin, 4)} between offsets ${fmtG(a, 6, true)} and ${fmtG(b, 6, true)}: `
-    + `${x.passed ? "pass" : "FAIL"} (threshold ${fmtG(MIN_MARGIN, 6)}); ${x.dtype} phases, ${x.frequencies} `
+  return `${fmtG(x.margin, 4)} between ${x.confusable}: `
+    + `${WORD[x.status]} (threshold ${fmtG(threshold, 4)}); ${x.dtype} phases, ${x.frequencies} `
     + `frequencies, origin ${commas(Math.round(x.origin))} (${x.origin_rule})`;
 }
 
@@ -154,7 +246,7 @@ export function audit(m, target, normals = null) {
     angular_step_ratio: theta[0] / plain[0], search_note: note, pair_count: pairs,
     wavelength_range: [Math.min(...lam), Math.max(...lam)], search_range: range,
     top_offsets: nearCollisions(theta, range[0], range[1], { top: TOP }),
-    gate_b: gateB(m, theta, target), _theta: theta, _plain: plain,
+    gate_b: gateB(m, theta, target, plain), _theta: theta, _plain: plain,
   };
   a.rows = rows(a);
   return a;
@@ -163,7 +255,7 @@ export function audit(m, target, normals = null) {
 /** The geometry rows of GeometryAudit's table: (label, text), "scaled" for the served ruler. */
 function rows(a) {
   const p = a.pair_count, [lo, hi] = a.wavelength_range, [s0, s1] = a.search_range;
-  const kId = 1 - MIN_MARGIN ** 2 / 2;
+  const thr = a.gate_b.threshold, kId = 1 - thr ** 2 / 2, open = a.gate_b.status === "inconclusive";
   const law = a.relative_law_error == null ? null : a.relative_law_error <= a.law_tolerance ? "pass" : "FAIL";
   const out = [
     ["train -> target length", `${commas(a.train_length)} -> ${commas(a.target_length)}`],
@@ -180,10 +272,10 @@ function rows(a) {
       + `: ${law} (threshold ${a.law_tolerance.toExponential(1).replace(/e([+-])(\d)$/, "e$10$2")}, the rounding allowed)`]);
   }
   a.top_offsets.forEach((t, i) => {
-    const same = t.similarity >= kId ? "confusable with 0" : "distinct from 0";
+    const same = open ? "not judged: Gate B is inconclusive" : t.similarity >= kId ? "confusable with 0" : "distinct from 0";
     out.push([i === 0 ? `identity-like offsets in [${commas(s0)}, ${commas(s1)}], scaled` : "",
       `${commas(t.offset)} (K = ${t.similarity.toFixed(6)}: ${same}, threshold K ${fmtG(kId, 4)} = Gate B margin `
-      + `${fmtG(MIN_MARGIN, 6)})`]);
+      + `${fmtG(thr, 4)})`]);
   });
   out.push(["  search range", a.search_note]);
   return out;
@@ -243,9 +335,12 @@ function draw(r, parts) {
   const gb = a.gate_b;
   const rank = (x) => (x.margin == null ? -1 : x.margin); // an overflow is the worst a set can do
   const worst = gb.sets.reduce((w, x) => (rank(x) < rank(w) ? x : w));
+  const word = { pass: "passes", fail: "FAILS", inconclusive: "is inconclusive" }[gb.status];
   const verdict = h("p", { class: gb.passed ? "rl-pass" : "rl-fail",
-    text: `Gate B ${gb.passed ? "passes" : "FAILS"}: every offset set needs a margin of at least ${fmtG(MIN_MARGIN, 6)} `
-      + `(a phase distance, at most 2; K = ${fmtG(1 - MIN_MARGIN ** 2 / 2, 4)}), phases in ${m.phase_dtype}. `
+    text: `Gate B ${word}: every offset set needs a margin of at least ${fmtG(gb.threshold, 4)} `
+      + `(a phase distance, at most 2; K = ${fmtG(1 - gb.threshold ** 2 / 2, 4)}): adjacent tokens were `
+      + `${fmtG(Math.SQRT2 * gb.threshold, 4)} apart in training, and a head that told them apart 9:1 must keep `
+      + `3:1 on the most confusable pair. Phases in ${m.phase_dtype}. `
       + (worst.margin == null ? `Positions overflow ${m.phase_dtype} (set ${worst.name}).` : `Closest set: ${worst.name}.`) });
   const gateRows = gb.sets.map((x) => [x.name, x.text]);
   gb.notes.forEach((t) => gateRows.push(["note", t]));

@@ -14,8 +14,9 @@ travel in the widget state, so the page needs no kernel and no network. It shows
   the lab's search limit) with the note saying which and why;
 * **Gate B** of :func:`ropegeo.audit.gate_b`: the separation margins of the default offset sets
   (:func:`ropegeo.audit.default_offsets`, the distant set stopped by the window) at the far end of
-  the target context, in the phase dtype, each with its verdict against
-  :data:`ropegeo.audit.MIN_MARGIN`, and the gate's verdict.
+  the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
+  one rule (:class:`ropegeo.gate_b.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
+  pairs that attains each margin, and the gate's verdict.
 
 :func:`reference` gives ropegeo's numbers for a lab state; the tests compare them with the page's.
 """
@@ -25,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from ..audit import MIN_MARGIN, gate_b as run_gate_b, geometry_audit
+from ..audit import gate_b as run_gate_b, geometry_audit
+from ..gate_b import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
 from ..manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
 from ..scaling import preset
 from ._lab import Lab, esm_source
@@ -120,7 +122,7 @@ def reference(state: dict) -> dict:
     target = state["target_length"]
     exact = geometry_audit(m.with_(phase_dtype="float64"), target_length=target, search_limit=SEARCH_LIMIT, top=TOP)
     try:
-        gate = run_gate_b(m, train_length=m.train_length, target_length=target, min_margin=MIN_MARGIN).to_dict()
+        gate = run_gate_b(m, train_length=m.train_length, target_length=target).to_dict()
     except ValueError:
         gate = None
     return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact.rows(), "gate_b": gate}

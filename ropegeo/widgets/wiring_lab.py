@@ -14,6 +14,12 @@ each against Gate A's rounding tolerance for the dtype. A shift of every positio
 continuing packed positions) changes no score beyond rounding; a mixed pairing breaks the relative
 law; a wrong cache offset keeps the law but gives wrong scores.
 
+A score of two rotated vectors moves by at most ``2 |q||k|`` (:data:`CEILING`). A verdict whose
+tolerance reaches that cannot fail, so it is **inconclusive**, never green
+(:func:`ropegeo.checks.status`): the shift check is judged on the shifts whose tolerance stays
+below the ceiling (bfloat16 phases leave none at head dim 16; float16 keeps 1, 5 and 17), and the
+score check at bfloat16 is inconclusive too (its tolerance, about ``4 |q||k|``, exceeds 2).
+
 :class:`WiringLab` is an anywidget whose JavaScript (``ropegeo/static/lab_wiring.js`` on the
 shared geometry core) computes and draws; :func:`reference` is ropegeo's computation
 (:func:`ropegeo.rotation.apply_rope` with ``phase_dtype``).
@@ -26,17 +32,21 @@ import math
 import numpy as np
 import traitlets
 
+from ..checks import Check, status
 from ..frequencies import frequencies
 from ..manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ..rotation import apply_rope
 from ._lab import Lab, esm_source, random_vectors
 
-__all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS"]
+__all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS", "CEILING"]
 
 #: Tokens in the document; the query is the last one.
 LENGTH = 32
 #: Shifts of Gate A's shift check that the lab applies.
 SHIFTS = (1, 5, 17, 4096)
+#: The largest change of a score of rotated vectors, relative to |q||k|: a tolerance that reaches
+#: it cannot fail.
+CEILING = 2.0
 _UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 _SAFETY = 16.0
 _WIDTH = 64
@@ -58,7 +68,10 @@ def _tol(dtype: str, d: int, pmax: float, theta_max: float) -> float:
 
 def reference(state: dict, q, k) -> dict:
     """ropegeo's numbers for a wiring state: ``positions``, ``reference`` and ``scores`` (per key),
-    ``score_error`` and ``shift_residual`` (relative to ``|q||k|``) and Gate A's tolerances."""
+    ``score_error`` and ``shift_residual`` (relative to ``|q||k|``; the residual over the shifts
+    judged, ``judged_shifts``: those whose tolerance is below :data:`CEILING`, or over every shift
+    when none is), Gate A's tolerances, and the verdicts ``shift_status`` and ``scores_status``
+    (``"pass"``, ``"fail"`` or ``"inconclusive"``)."""
     d, dtype = state["head_dim"], state["dtype"]
     theta = frequencies(d, state["base"])
     qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
@@ -73,12 +86,18 @@ def reference(state: dict, q, k) -> dict:
 
     ref = scores(LENGTH - 1, np.arange(LENGTH), "float64", state["pairing"], state["pairing"])
     got = scores(ids[-1], ids, dtype, state["query_pairing"], state["pairing"])
+    pmax = int(ids.max())
+    judged = [c for c in SHIFTS if _tol(dtype, d, pmax + c, theta[0]) < CEILING]
     residual = max(float(np.max(np.abs(scores(ids[-1] + c, ids + c, dtype, state["query_pairing"], state["pairing"]) - got)))
-                   for c in SHIFTS) / norm
-    return {"positions": ids.tolist(), "reference": ref, "scores": got,
-            "score_error": float(np.max(np.abs(got - ref))) / norm, "shift_residual": residual,
-            "tolerance_scores": _tol(dtype, d, int(ids.max()), theta[0]),
-            "tolerance_shift": _tol(dtype, d, int(ids.max()) + max(SHIFTS), theta[0])}
+                   for c in (judged or SHIFTS)) / norm
+    score_error = float(np.max(np.abs(got - ref))) / norm
+    tol_scores = _tol(dtype, d, pmax, theta[0])
+    tol_shift = _tol(dtype, d, pmax + max(judged or SHIFTS[:1]), theta[0])
+    shift = Check.judged("shift", residual, tol_shift, "holds", "broken", ceiling=CEILING)
+    match = Check.judged("scores", score_error, tol_scores, "match", "wrong", ceiling=CEILING)
+    return {"positions": ids.tolist(), "reference": ref, "scores": got, "score_error": score_error,
+            "shift_residual": residual, "judged_shifts": judged, "tolerance_scores": tol_scores,
+            "tolerance_shift": tol_shift, "shift_status": status([shift]), "scores_status": status([match])}
 
 
 class WiringLab(Lab):
