@@ -5,10 +5,11 @@ lose to a displacement beyond the training window (``ropegeo.behaviour.distant_r
 sentences about that mechanism are claims about trained models, so they are counted over seeds
 rather than read off one:
 
-* **the fast-band flag**: the Gate B margin between the target and the rival, with the head's
-  learned amplitudes on the pairs that turn at least once in the training window and zero on the
-  others (a definition the book chose: "fast" = ``theta_i * L >= 2 pi``), below a threshold. How
-  many seeds it flags, how many of the flagged lose, how many losers it misses;
+* **the fast-band flag**: Gate B's verdict (``ropegeo.gate_b.gate_b_decision`` with its default
+  rule) on the target and the rival, with the head's learned amplitudes on the pairs that turn at
+  least once in the training window and zero on the others (a definition the book chose: "fast" =
+  ``theta_i * L >= 2 pi``). How many seeds it flags, how many of the flagged lose, how many losers
+  it misses;
 * **what the NTK-aware ruler does** to the same heads without fine-tuning: which raw losers it
   rescues, which seeds fail under it, and whether those fail to a distant displacement or to a
   near one (inside the training window);
@@ -19,7 +20,7 @@ states. Sixty seeds take about a minute, so the chapter's census is stored in
 ``ropegeo/data/runs/rival_census.json`` by ``scripts/make_rival_census.py``; the tests recompute a
 disjoint seed set and check the direction of every counted sentence.
 
-Only public names of ``ropegeo.behaviour`` and ``ropegeo.margins`` are used.
+Only public names of ``ropegeo.behaviour`` and ``ropegeo.gate_b`` are used.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from . import _validate as v
 from . import behaviour
 from .frequencies import frequencies
-from .margins import separation_margin
+from .gate_b import gate_b_decision
 
 __all__ = ["MAX_CENSUS_SEEDS", "rival_census", "census_counts"]
 
@@ -52,24 +53,26 @@ def _seeds(seeds) -> list:
     return out
 
 
-def _record(head, target_length: int, theta: np.ndarray, fast: np.ndarray, threshold: float) -> dict:
+def _record(head, target_length: int, theta: np.ndarray, fast: np.ndarray) -> dict:
     rival = behaviour.distant_rival(head, target_length)
     weights = np.where(fast, head.amplitudes(), 0.0)
-    fast_margin = float(separation_margin([head.offset, rival.rival], theta, weighting=weights).margin)
+    flag = gate_b_decision([head.offset, rival.rival], theta, weighting=weights)
+    fast_margin = float(flag.margin.margin)
     raw = behaviour.evaluate(head, target_length)
     ntk = behaviour.evaluate(head, target_length, extension="ntk")
     wrong = {d: c for d, c in ntk.winner_counts().items() if d != head.offset}
     ntk_winner = next(iter(wrong)) if wrong else None  # most common wrong winner displacement
     return {
         "seed": int(head.seed), "raw_accuracy": raw.accuracy, "raw_loses": bool(rival.wins), "rival": int(rival.rival),
-        "fast_margin": fast_margin, "flagged": bool(fast_margin < threshold), "ntk_accuracy": ntk.accuracy,
+        "fast_margin": fast_margin, "fast_threshold": float(flag.threshold), "flagged": flag.status == "fail",
+        "ntk_accuracy": ntk.accuracy,
         "ntk_loses": bool(ntk.accuracy < 1.0), "ntk_winner": None if ntk_winner is None else int(ntk_winner),
         "ntk_near": None if ntk_winner is None else bool(ntk_winner < head.train_length),
     }
 
 
 def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0, train_length: int = 64,
-                 offset: int = 5, target_length: int = 512, threshold: float = 0.1) -> dict:
+                 offset: int = 5, target_length: int = 512) -> dict:
     """Train an offset head per seed and record the distant-rival mechanism for each.
 
     Parameters
@@ -80,15 +83,14 @@ def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0,
         The heads (``ropegeo.behaviour.train_offset_head``'s defaults otherwise).
     target_length : int
         Serving length (raw extrapolation and the NTK-aware rule at ``target_length / train_length``).
-    threshold : float
-        Gate B threshold for the fast-band margin (in (0, 2)).
 
     Returns
     -------
     dict
         ``"settings"`` and ``"seeds"``: one record per seed with ``raw_accuracy``, ``raw_loses``
-        (its distant rival outscores the target), ``rival``, ``fast_margin``, ``flagged``
-        (``fast_margin < threshold``), ``ntk_accuracy``, ``ntk_loses`` (accuracy below 1 under
+        (its distant rival outscores the target), ``rival``, ``fast_margin`` and
+        ``fast_threshold`` (Gate B's for a head with those weights), ``flagged`` (Gate B fails),
+        ``ntk_accuracy``, ``ntk_loses`` (accuracy below 1 under
         NTK), ``ntk_winner`` (its most common wrong winner displacement, or None) and ``ntk_near``
         (that displacement lies inside the training window).
 
@@ -104,7 +106,6 @@ def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0,
     [(0, False, True), (1, True, True)]
     """
     seeds = _seeds(seeds)
-    threshold = v.real("threshold", threshold, greater_than=0.0, maximum=2.0)
     train_length = v.integer("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1)
     theta = frequencies(head_dim, base)
@@ -114,9 +115,9 @@ def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0,
         for i in range(0, len(seeds), _BATCH):
             heads = behaviour.train_heads("offset", seeds[i:i + _BATCH], offset=offset, head_dim=head_dim,
                                           base=base, train_length=train_length)
-            records += [_record(h, target_length, theta, fast, threshold) for h in heads]
+            records += [_record(h, target_length, theta, fast) for h in heads]
     settings = dict(head_dim=head_dim, base=float(base), train_length=train_length, offset=offset,
-                    target_length=target_length, threshold=threshold, fast_pairs=int(fast.sum()))
+                    target_length=target_length, gate_b_rule="default GateBRule()", fast_pairs=int(fast.sum()))
     return {"settings": settings, "seeds": records}
 
 

@@ -203,9 +203,10 @@ def test_learned_margin():
     fast = np.where(64 * theta >= 2 * math.pi, amp, 0.0)
     truth = (chord(np.ones(8)), chord(amp), chord(fast))
     assert check("ch06-learned-margin", truth)
-    # seed 19 loses at 512, yet its fast-band margin stays above Gate B's 0.1: the flag misses it
-    assert scores.max() > (a * np.cos(5 * theta) + b * np.sin(5 * theta)).sum()
-    assert truth[2] > 0.1
+    # seed 19 loses at 512 to displacement 363, not to the chapter's 382, with a fast-band margin well above
+    # seed 1's 0.08 (yet, like every seed of the census, below its Gate B threshold)
+    assert scores.max() > (a * np.cos(5 * theta) + b * np.sin(5 * theta)).sum() and rival == 363
+    assert truth[2] > 0.2 and truth[2] < truth[1] < truth[0]
     msg = check("ch06-learned-margin", truth).message
     assert all(f"{t:.3f}" not in msg for t in truth) and "0.1" not in msg  # the message gives nothing away
     assert "seed 19" in check("ch06-learned-margin", (truth[0], 0.5, truth[2])).message

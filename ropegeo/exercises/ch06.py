@@ -219,8 +219,8 @@ def _check_rivals(answer):
 
 
 # ---- ch06-learned-margin -------------------------------------------------------------------------
-#: The seed of ch06-learned-margin: a seed that loses at 512 although the fast-band flag does not flag it
-#: (the chapter counts such misses over its seed census but prints no margins for this seed).
+#: The seed of ch06-learned-margin: a losing seed whose rival (363) differs from the chapter's seeds' (382)
+#: and whose margins the chapter does not print.
 _LEARNED_SEED = 19
 
 

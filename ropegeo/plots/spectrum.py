@@ -10,12 +10,13 @@ from matplotlib.figure import Figure
 
 from .. import _validate as v
 from ..frequencies import frequencies, turns, wavelengths
+from ..base_bound import min_base_sum
 from ..geometry import kernel, near_collisions
 from ..precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
 from .readable import LAYOUTS, finish, panels
 
 __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
-           "probe_plot"]
+           "probe_plot", "base_bound_plot"]
 
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
@@ -406,5 +407,61 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
     ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
     ax.set_xlabel("margin D(target, distractor)")
     ax.set_ylabel("attention mass on target")
+    ax.legend(fontsize=8, loc="lower right")
+    return _done(fig, layout)
+
+
+def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
+                    marks=(), layout: str = "wide") -> Figure:
+    """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
+
+    A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
+    sampled at ``points`` log-spaced bases, so it can step over a hole narrower than one sample
+    (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it sees).
+
+    Parameters
+    ----------
+    length : int
+        Context length ``L`` (at least 2; ``(L + 1) * head_dim / 2`` cosines per base).
+    head_dim : int
+        Head width, every coordinate rotating.
+    low, high : float
+        Base range (``1 < low < high``).
+    points : int
+        Bases sampled (10 to 400).
+    marks : sequence of (float, str)
+        Bases to mark with a vertical line and a label (at most 6).
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    length = v.length("length", length, minimum=2)
+    low = v.real("low", low, greater_than=1.0)
+    high = v.real("high", high, greater_than=low)
+    points = v.integer("points", points, minimum=10, maximum=400)
+    _layout(layout)
+    marks = list(marks)
+    if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
+        raise ValueError("marks must hold at most 6 (base, label) pairs")
+    bases = np.geomspace(low, high, points)
+    low_sum = np.array([min_base_sum(length, head_dim, float(b)) for b in bases])
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    ax.plot(bases, low_sum, lw=1.2, color=_FAST, marker="o", ms=2.5)
+    ax.fill_between(bases, low_sum.min() - 1, 0, where=low_sum < 0, color=_SLOW, alpha=0.15, lw=0, step="mid",
+                    label="fails: some m ≤ L has B(m) < 0")
+    ax.axhline(0, color="0.3", lw=0.8)
+    for j, (b, label) in enumerate(marks):
+        b = v.real("marks", b, greater_than=0.0)
+        ax.axvline(b, color=_MARK, lw=0.9, ls="--")
+        ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
+                    xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
+    ax.set_xscale("log")
+    ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
+    ax.set_xlabel("base B")
+    ax.set_ylabel(f"min over m ≤ {length:,} of B(m)")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
