@@ -111,8 +111,8 @@ def base_sum(m, head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | N
     --------
     >>> base_sum([0, 1], head_dim=4, base=100.0).round(4).tolist()
     [2.0, 1.5353]
-    >>> float(base_sum(3, head_dim=8, rotary_dim=4))  # two pairs never rotate: they add 2
-    1.010...
+    >>> round(float(base_sum(3, head_dim=8, rotary_dim=4)), 3)  # two pairs never rotate: they add 2
+    2.01
     """
     head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     theta = _theta(head_dim, v.base(base), rotary_dim)
@@ -259,9 +259,10 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
 
     Examples
     --------
-    >>> b = base_bound(1024, 128, low=1e3, high=1e5)
-    >>> round(b.first_valid, -2), round(b.all_valid_from, -2), b.su_estimate
-    (4300.0, 6000.0, 2048.0)
+    >>> coarse = base_bound(1024, 128, low=1e3, high=1e4)  # 48 bases per decade steps over an island
+    >>> fine = base_bound(1024, 128, low=1e3, high=1e4, per_decade=400)
+    >>> round(coarse.first_valid, -2), round(fine.first_valid, -2), round(fine.all_valid_from, -2), fine.su_estimate
+    (5600.0, 4300.0, 6000.0, 2048.0)
     >>> base_bound(1024, 96, rotary_dim=24).vacuous  # GPT-NeoX-style quarter rotation
     True
     """

@@ -96,10 +96,13 @@ def test_stored_bounds_agree_with_the_paper_within_its_rounding():
     assert two_digits(ROWS[4000]["first_valid"]) == 2.7e4  # "4k" as 4,000
     assert two_digits(ROWS[4096]["first_valid"]) == 2.9e4  # as 4,096 it is 2.9e4: the count matters
     assert two_digits(ROWS[8192]["first_valid"]) == 8.4e4
-    # the long contexts: a valid island within 2% (32k) and 8% (128k) of the paper's value; finer or
-    # other grids find other islands (Su's recomputation reports 4.9e6 at 128k)
+    # the long contexts are scans too, and depend on the grid: at 32k the refined scan finds a valid island
+    # within 2% of the paper's 6.4e5; at 128k it finds one at 6.3e6, below the paper's 7.8e6 (which itself
+    # fails the criterion as written) and above Su's 4.9e6
     assert ROWS[32_768]["first_valid"] == pytest.approx(6.4e5, rel=0.02)
-    assert ROWS[131_072]["first_valid"] == pytest.approx(7.8e6, rel=0.08)
+    first = ROWS[131_072]["first_valid"]
+    assert 4.9e6 < first < 7.8e6
+    assert min_base_sum(131_072, 128, first * (1 + 1e-6)) >= 0 > min_base_sum(131_072, 128, 7.8e6)
 
 
 def test_stored_crossings_straddle_zero():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_chapter06 import L, OFF, T, bank, chord, ref_offset_eval, score
+from test_chapter06 import GLUED, L, OFF, T, bank, chord, ref_offset_eval, score
 
 from ropegeo import behaviour as gc
 from ropegeo import budget_curves as bc
@@ -161,3 +161,82 @@ def test_rule_overlap_rejects_bad_input():
         bc.rule_overlap(CURVE, "ntk", quantity="loss")
     with pytest.raises(ValueError, match="run"):
         bc.rule_overlap([], "ntk")
+
+
+# ------------------------------------------------------------------ the chapter's glued counts
+def test_glued_census_counts():
+    c = loop_counts(CENSUS["seeds"])
+    assert GLUED["census_seeds"] == c["seeds"] == 60
+    assert GLUED["census_losers"] == c["raw_losers"] and GLUED["census_flagged"] == c["flagged"]
+    assert GLUED["census_flagged_losers"] == c["flagged_losers"] and GLUED["census_missed"] == c["missed_losers"]
+    assert GLUED["census_flagged_survivors"] == c["flagged"] - c["flagged_losers"]
+    assert GLUED["census_missed_fixed"] == sum(r["raw_loses"] and r["fast_margin"] >= 0.1 for r in CENSUS["seeds"]) >= 1
+    assert GLUED["census_ntk_rescued"] == c["ntk_rescued"] and GLUED["census_ntk_failures"] == c["ntk_failures"]
+    assert GLUED["census_ntk_new"] == c["ntk_failures_new"] and GLUED["census_ntk_far"] == c["ntk_failures_far"]
+    # the prose: "mostly removes" (more than half rescued) and "brings near-returns of its own" (new failures)
+    assert c["ntk_rescued"] > c["raw_losers"] / 2 and c["ntk_failures_new"] >= 1
+    # the census's first ten seeds are the chapter's ten: its counts agree with the ten-seed glues
+    ten = CENSUS["seeds"][:10]
+    assert GLUED["rival_count"] == sum(r["raw_loses"] for r in ten)
+    assert GLUED["ntk_perfect"] == sum(not r["ntk_loses"] for r in ten)
+
+
+def test_glued_budget_overlap():
+    budgets = CURVE["settings"]["budgets"]
+    at = budgets.index(3000)
+    llama, pi = CURVE["amplitude_ratio"]["llama3"], CURVE["amplitude_ratio"]["pi"]
+    above = [b for b, a, p in zip(budgets, llama, pi) if sum(a) / len(a) > sum(p) / len(p)]
+    assert GLUED["llama3_mean_above"] == ", ".join(f"{b:,}" for b in above) == "150, 300, 600"
+    assert GLUED["llama3_max_3000"] == max(llama[at]) > GLUED["pi_min_3000"] == min(pi[at])
+    # the ordering the prose keeps: at 3,000 steps every other rule's mean is below interpolation's
+    for rule in ("raw", "ntk", "yarn", "llama3"):
+        r = CURVE["amplitude_ratio"][rule][at]
+        assert sum(r) / len(r) < sum(pi[at]) / len(pi[at])
+
+
+def test_mistral_training_length_is_the_papers():
+    rec = json.loads((RUNS.parent / "mistral-7b.json").read_text())
+    assert rec["trained_context"]["length"] == 8192 == GLUED["mistral_train"]  # Jiang et al. 2023, Table 1
+    assert GLUED["mistral_declared"] == rec["config"]["max_position_embeddings"] == 32_768
+
+
+# ------------------------------------------------------------------ figures as a reader sees them
+def test_figures_have_captions_alt_text_and_column_width():
+    import base64
+    import struct
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "06_audit.ipynb").read_text())
+    figures = [c for c in nb["cells"] if c["cell_type"] == "code"
+               and any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    assert len(figures) >= 9
+    for c in figures:
+        meta = c["metadata"].get("mystnb", {})
+        assert len(meta.get("figure", {}).get("caption", "")) > 40, c["id"]
+        assert meta["figure"]["name"].startswith("fig-ch06-")
+        alt = meta.get("image", {}).get("alt", "")
+        assert len(alt) > 40 and ".png" not in alt, c["id"]
+        png = base64.b64decode([o for o in c["outputs"] if "image/png" in o.get("data", {})][0]["data"]["image/png"])
+        assert struct.unpack(">I", png[16:20])[0] <= 600, c["id"]
+    src = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "gate_a_matrix" not in src  # Gate A's grid lives in chapter 5
+
+
+def test_chapter6_figure_functions_are_readable_at_phone_width():
+    from ropegeo import dilution
+    from ropegeo.plots.audit import margin_bars, rival_figure
+    from ropegeo.plots.behaviour import accuracy_mass_by_position, attention_by_displacement, score_profile, seed_table
+    from ropegeo.plots.budget import budget_figure, dilution_figure
+    from ropegeo.plots.readable import smallest_text_px
+
+    heads = gc.train_heads("offset", [0, 1], offset=OFF, head_dim=16, base=10_000.0, train_length=L, steps=200)
+    res = gc.evaluate_seeds(heads, 128, label="t")
+    figs = [budget_figure(CURVE, layout="column"), rival_figure(heads[0], 128, layout="column"),
+            seed_table([res], layout="column"), accuracy_mass_by_position(res, layout="column"),
+            score_profile(heads[0], 128, per_pair=True, layout="column"),
+            attention_by_displacement(res, max_displacement=8, layout="column"),
+            dilution_figure(dilution.dilution_probe(heads, [64, 128], rule="yarn"), layout="column"),
+            margin_bars([("a", {"local 1..64": 0.2, "distant": 0.7})], thresholds=[0.1], layout="column")]
+    for fig in figs:
+        assert smallest_text_px(fig) >= 9.0
+    with pytest.raises(ValueError, match="layout"):
+        budget_figure(CURVE, layout="phone")
