@@ -104,20 +104,20 @@ def hidden(ex: Exercise) -> bool:
     return not ex.answer_is_function
 
 
-def check_lines(ex: Exercise, answer: str = "answer") -> list[str]:
+def check_lines(ex: Exercise, answer: str = "_answer") -> list[str]:
     """The precise test: the book's check on ``answer``, printed, and asserted."""
     return [
-        f"feedback = ropegeo.exercises.check({ex.label!r}, {answer})",
-        "print(feedback)",
-        "assert feedback.ok, feedback.message",
+        f"_feedback = ropegeo.exercises.check({ex.label!r}, {answer})",
+        "print(_feedback)",
+        "assert _feedback.ok, _feedback.message",
     ]
 
 
 def presence_lines(ex: Exercise) -> list[str]:
     """The visible test of a hidden check: the answer is computed and is not a stub's placeholder."""
     return [
-        f"answer = {answer_expression(ex)}  # a NameError here means the answer is missing",
-        "assert answer is not None and answer is not ..., 'no answer yet: replace the stub with your solution'",
+        f"_answer = {answer_expression(ex)}  # a NameError here means the answer is missing",
+        "assert _answer is not None and _answer is not ..., 'no answer yet: replace the stub with your solution'",
     ]
 
 
