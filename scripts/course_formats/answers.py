@@ -99,6 +99,17 @@ def answer_expression(ex: Exercise) -> str:
     return ast.unparse(ast.parse(ex.check_call).body[0].value.args[1])
 
 
+def answer_sources(ex: Exercise, markers: tuple[str, str]) -> list[str]:
+    """The exercise's answer cells (solution cells with markers; cells left with nothing to answer dropped).
+
+    The last one opens with a comment naming what the test reads, which the tool's stub keeps.
+    """
+    sources = [s for s in (marked_source(c.source, markers) for c in ex.code) if s]
+    if sources:
+        sources[-1] = f"# your answer, as the test reads it: {answer_expression(ex)}\n" + sources[-1]
+    return sources
+
+
 def hidden(ex: Exercise) -> bool:
     """True when the exercise's precise check is a hidden test (a value answer, see the module)."""
     return not ex.answer_is_function

@@ -23,7 +23,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from ropegeo.exercises import REASONING_POINTS, exercise_points
 
-from .answers import NBGRADER_MARKERS, answer_expression, check_lines, hidden, marked_source, presence_lines, test_header
+from .answers import (NBGRADER_MARKERS, answer_expression, answer_sources, check_lines, hidden, presence_lines,
+                      test_header)
 from .chapter import Exercise
 
 SCHEMA_VERSION = 3
@@ -68,7 +69,7 @@ def exercise_cells(ex: Exercise) -> list:
     cells = [_tagged(new_markdown_cell(ex.prompt), grade_metadata(f"{ex.label}-prompt", grade=False,
                                                                     solution=False, locked=True))]
     cells += [copy.deepcopy(c) for c in ex.given]
-    answers = [marked_source(c.source, NBGRADER_MARKERS) for c in ex.code]
+    answers = answer_sources(ex, NBGRADER_MARKERS)
     for n, source in enumerate(s for s in answers if s):
         cells.append(_tagged(new_code_cell(source), grade_metadata(f"{ex.label}-answer-{n + 1}", grade=False,
                                                                    solution=True, locked=False)))

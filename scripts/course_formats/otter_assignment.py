@@ -25,7 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
 from ropegeo.exercises import REASONING_POINTS, exercise_points
 
-from .answers import OTTER_MARKERS, answer_expression, check_lines, hidden, marked_source, presence_lines
+from .answers import OTTER_MARKERS, answer_expression, answer_sources, check_lines, hidden, presence_lines
 from .chapter import Exercise
 
 
@@ -71,7 +71,7 @@ def question_cells(ex: Exercise) -> list:
     cells = [new_raw_cell(_config(["# BEGIN QUESTION", f"name: {ex.label}", f"points: {points}"])),
              new_markdown_cell(ex.prompt), *[copy.deepcopy(c) for c in ex.given],
              new_raw_cell("# BEGIN SOLUTION")]
-    answers = [marked_source(c.source, OTTER_MARKERS) for c in ex.code]
+    answers = answer_sources(ex, OTTER_MARKERS)
     cells += [new_code_cell(s) for s in answers if s]
     cells += [new_raw_cell("# END SOLUTION"), new_raw_cell("# BEGIN TESTS"), *test_cells(ex, points),
               new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
