@@ -7,8 +7,6 @@ in ``WRONG``, the solutions with one known wrong answer (exactly that exercise's
 Skipped when nbgrader is not installed.
 """
 
-import shutil
-
 import pytest
 
 pytest.importorskip("nbgrader")
@@ -50,7 +48,6 @@ def graded(request, course):
             sub = gb.find_submission(key, student)
             tests = {g.name.removesuffix("-tests"): g.score for g in sub.notebooks[0].grades if g.name.endswith("-tests")}
             scores[student] = (tests, sub.code_score, sub.max_code_score)
-    shutil.rmtree(course / "autograded" / "stubs", ignore_errors=True)
     return key, scores
 
 
