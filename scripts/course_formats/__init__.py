@@ -23,7 +23,7 @@ from .chapter import Exercise, chapter_key, read_chapter
 from .nbgrader_course import CONFIG, nbgrader_notebook
 from .otter_assignment import otter_notebook
 
-__all__ = ["write_course_formats", "read_chapter", "chapter_key", "Exercise", "install_requirement"]
+__all__ = ["write_course_formats", "read_chapter", "chapter_key", "Exercise", "install_requirement", "requirements"]
 
 INSTALL = re.compile(r"%pip install[^\n\"]*\"(?P<req>[^\"]+)\"")
 
@@ -35,6 +35,24 @@ def install_requirement(nb) -> str:
         if m:
             return m.group("req")
     raise ValueError("the chapter has no '%pip install \"...\"' cell naming the ropegeo requirement")
+
+
+#: Modules a chapter may import beyond ropegeo[book], and the distribution that provides each (its pin is
+#: read from the book's requirements.txt).
+EXTRA_DISTRIBUTIONS = {"myst_nb": "myst-nb"}
+
+
+def requirements(nb, pins: Path) -> str:
+    """What an autograder installs to run the chapter: ropegeo (as the chapter's first cell installs
+    it) and the pinned extras the chapter imports (``myst_nb`` for its glued numbers)."""
+    lines = [install_requirement(nb)]
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    pinned = {re.split(r"[=<>~ ]", l)[0].lower(): l.strip() for l in pins.read_text().splitlines()
+              if l.strip() and not l.startswith(("#", "-"))}
+    for module, dist in EXTRA_DISTRIBUTIONS.items():
+        if re.search(rf"^\s*(from|import)\s+{module}\b", code, re.M):
+            lines.append(pinned.get(dist, dist))
+    return "\n".join(lines) + "\n"
 
 
 def write_course_formats(chapters: list[Path], out: Path) -> list[str]:
@@ -51,7 +69,8 @@ def write_course_formats(chapters: list[Path], out: Path) -> list[str]:
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.validate(edition)
             nbformat.write(edition, folder / path.name)
-        (out / "otter" / key / "requirements.txt").write_text(install_requirement(nb) + "\n")
+        pins = Path(__file__).resolve().parents[2] / "requirements.txt"
+        (out / "otter" / key / "requirements.txt").write_text(requirements(nb, pins))
         n = sum(isinstance(p, Exercise) for p in parts)
         report.append(f"{path.name}: {n} exercises -> nbgrader source/{key}, otter {key}")
     return report
