@@ -26,7 +26,15 @@ CHAPTERS = {chapter_key(p.name): p for p in sorted((ROOT / "chapters").glob("*.i
 SELECTED = [k.strip() for k in os.environ.get("ROPEGEO_GRADING_CHAPTERS", "").split(",") if k.strip()] or list(CHAPTERS)
 
 #: One known wrong answer: the exercise, the answer's name and the line that spoils it (after the solution).
-WRONG = {"ch01": ("ch01-half-similarity", "k_half", "k_half = k_half + 1  # a known wrong answer")}
+WRONG = {
+    "ch01": ("ch01-half-similarity", "k_half", "k_half = k_half + 1  # a known wrong answer"),
+    "ch02": ("ch02-score-by-hand", "value", "value = value + 1.0  # a known wrong answer"),
+    "ch03": ("ch03-slow-pairs", "answer", "answer = answer + 1  # a known wrong answer"),
+    "ch04": ("ch04-abf-slow", "count", "count = count + 1  # a known wrong answer"),
+    "ch05": ("ch05-padding-offset", "padding_answer", "padding_answer = padding_answer + 1  # a known wrong answer"),
+    "ch06": ("ch06-yarn-log", "L_match", "L_match = 2 * L_match  # a known wrong answer"),
+    "ch07": ("ch07-shaw-ceiling", "ceiling", "ceiling = 2 * ceiling  # a known wrong answer"),
+}
 
 
 def environment() -> dict:
