@@ -680,6 +680,7 @@ def drive_labs(page) -> tuple[list[str], list[float]]:
             if not changed:
                 problems.append(f"{kind} #{i}: moving {name} to {value} changed nothing")
             problems += [f"{kind} #{i} after {name}={value}: {p}" for p in _problems(check, r)]
+            problems += [f"{kind} after {name}={value}: {p}" for p in chart_problems(page) if p.startswith(f"lab #{i}:")]
     return problems, times
 
 
@@ -697,6 +698,89 @@ _LAYOUT_JS = r"""
   return bad;
 })
 """
+
+
+_CHART_JS = r"""
+() => [...document.querySelectorAll('.ropegeo-lab')].map((root) => {
+  const bad = [];
+  const near = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  root.querySelectorAll('svg.rl-chart').forEach((svg, c) => {
+    const box = svg.getBoundingClientRect();
+    if (box.width === 0) return;
+    const name = svg.getAttribute('aria-label');
+    const texts = [...svg.querySelectorAll('text')].filter((t) => t.textContent.trim());
+    const rects = texts.map((t) => t.getBoundingClientRect());
+    texts.forEach((t, k) => {
+      const r = rects[k];
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        bad.push(`chart "${name}": text "${t.textContent}" is cut by the chart's edge`);
+      for (let j = 0; j < k; j++) if (near(r, rects[j]))
+        bad.push(`chart "${name}": text "${t.textContent}" overprints "${texts[j].textContent}"`);
+    });
+    // curves stay inside their frame (the frame is the chart's first rect)
+    const frame = svg.querySelector('rect.rl-frame');
+    if (frame) {
+      const f = frame.getBoundingClientRect();
+      svg.querySelectorAll('path').forEach((p) => {
+        const r = p.getBoundingClientRect();
+        if (r.width + r.height > 0 && (r.left < f.left - 2 || r.right > f.right + 2 || r.top < f.top - 2 || r.bottom > f.bottom + 2))
+          bad.push(`chart "${name}": a ${p.getAttribute('class')} curve leaves its frame`);
+      });
+    }
+  });
+  // a select shows its chosen option in full
+  const ctx = document.createElement('canvas').getContext('2d');
+  root.querySelectorAll('select').forEach((sel) => {
+    const cs = getComputedStyle(sel);
+    ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+    const text = sel.selectedOptions.length ? sel.selectedOptions[0].textContent : '';
+    if (sel.getBoundingClientRect().width > 0 && ctx.measureText(text).width > sel.clientWidth - 20)
+      bad.push(`select ${sel.getAttribute('data-control')} cuts its option "${text}"`);
+  });
+  // a readout never blanks the lab
+  if (!root.querySelector('svg.rl-chart, .rl-clocks')) bad.push('no chart drawn');
+  if (/refused:/.test(root.textContent)) bad.push('a refusal replaces the view');
+  return bad;
+})
+"""
+
+
+def chart_problems(page) -> list[str]:
+    """In every lab: chart text cut by an edge or overprinting other text, a curve leaving its frame,
+    a select too narrow for its option, a view replaced by a refusal."""
+    out = []
+    for i, bad in enumerate(page.evaluate(_CHART_JS)):
+        out += [f"lab #{i}: {b}" for b in dict.fromkeys(bad)]
+    return out
+
+
+#: For each kind of lab, the controls that do nothing in a state, and must then be disabled with
+#: a reason: (moves to the state, controls disabled there, controls enabled there).
+DISABLED_STATES = {
+    "ropegeo-audit-lab": [([("model", "mistral-7b")], ["head_dim", "base", "train_length", "rule", "layer_type"], ["target_length", "dtype"]),
+                          ([("model", "gemma-3-1b-it")], ["head_dim", "base", "train_length", "rule"], ["layer_type"]),
+                          ([("model", "custom")], ["layer_type"], ["head_dim", "base", "train_length", "rule"])],
+    "ropegeo-wiring-lab": [([("policy", "contiguous")], ["pad", "cache_offset"], []),
+                           ([("policy", "left-padded")], ["cache_offset"], ["pad"]),
+                           ([("policy", "kv-cache")], ["pad"], ["cache_offset"])],
+    "ropegeo-kernel-lab": [([("interpolate", False)], ["train_length", "target_length"], []),
+                           ([("interpolate", True)], [], ["train_length", "target_length"])],
+    "ropegeo-scaling-lab": [([("rule", "ntk")], ["beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"], []),
+                            ([("rule", "yarn")], ["low_freq_factor", "high_freq_factor"], ["beta_fast", "beta_slow"])],
+}
+
+_CONTROL_STATE_JS = r"""
+([i, name]) => {
+  const input = document.querySelectorAll('.ropegeo-lab')[i].querySelector(`[data-control="${name}"]`);
+  const out = input.closest('.rl-row').querySelector('output');
+  return { disabled: input.disabled, reason: out ? out.textContent : '' };
+}
+"""
+
+
+def control_state(page, i: int, name: str) -> dict:
+    """``{disabled, reason}`` of one control of lab ``i`` (the reason is the text beside it)."""
+    return page.evaluate(_CONTROL_STATE_JS, [i, name])
 
 
 def lab_layout_problems(page) -> list[str]:
