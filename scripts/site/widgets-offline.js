@@ -1,25 +1,110 @@
-// Loaded after require.js and before the widget html-manager (see nb_ipywidgets_js in _config.yml),
-// so that embedded widgets render with no network:
-// - The html-manager first asks require.js for a widget's front-end module by its bare name and
-//   only falls back to a CDN when that fails; the name "anywidget" is pointed at the copy vendored
-//   next to this file (npm package anywidget, the same version as the Python package).
-// - Its bundled modules find their icon fonts next to their own module URL, which require.js
-//   derives from the module name ("@jupyter-widgets/html-manager/dist/..."): that name is mapped to
-//   the vendored html-manager folder next to this file, where the fonts are.
-// - The widgets typeset their labels through MathJax 2's MathJax.Hub.Queue; the book loads
-//   MathJax 3, which has no Hub. A small Hub.Queue that calls MathJax 3's typesetPromise is added
-//   once MathJax is in place (deferred scripts run before DOMContentLoaded; widgets render on load).
+// Loaded after require.js (see nb_ipywidgets_js in _config.yml), so that embedded widgets render
+// fast and with no network.
+// - The book's labs (anywidgets of ropegeo.widgets) are rendered by this file itself, as soon as
+//   the page is parsed: their JavaScript (embedded in the widget state) is imported and drawn
+//   against a small stand-in for the widget model, in place of the lab's static preview (drawn at
+//   build time, scripts/site/ropegeo_site.py), which the live lab replaces in the same task, so the
+//   page does not move. The 3.6 MB widget html-manager is not needed for them.
+// - Any other embedded widget is left to the html-manager (embed-amd.js), loaded from here only
+//   on pages that have one:
+//   - it first asks require.js for a widget's front-end module by its bare name and only falls back
+//     to a CDN when that fails; the name "anywidget" is pointed at the copy vendored next to this
+//     file (npm package anywidget, the same version as the Python package);
+//   - its bundled modules find their icon fonts next to their own module URL, which require.js
+//     derives from the module name ("@jupyter-widgets/html-manager/dist/..."): that name is mapped
+//     to the vendored html-manager folder next to this file, where the fonts are;
+//   - widgets typeset their labels through MathJax 2's MathJax.Hub.Queue; the book loads MathJax 3,
+//     which has no Hub. A small Hub.Queue that calls MathJax 3's typesetPromise is added once
+//     MathJax is in place.
 // Paths come from this script's own URL, so they work at any page depth.
 (function () {
   "use strict";
   var here = document.currentScript.src.replace(/[?#].*$/, "").replace(/[^/]*$/, "");
+  var VIEW = "application/vnd.jupyter.widget-view+json";
+  var STATE = "application/vnd.jupyter.widget-state+json";
   window.__jupyter_widgets_assets_path__ = here + "html-manager/";
-  window.requirejs.config({
-    paths: {
-      anywidget: here + "anywidget/index",
-      "@jupyter-widgets/html-manager/dist": here + "html-manager",
-    },
-  });
+  if (window.requirejs) {
+    window.requirejs.config({
+      paths: {
+        anywidget: here + "anywidget/index",
+        "@jupyter-widgets/html-manager/dist": here + "html-manager",
+      },
+    });
+  }
+
+  // ------------------------------------------------------------------ the labs, without the manager
+  function isLab(model) {
+    var st = model && model.state;
+    return !!(model && model.model_name === "AnyModel" && st && typeof st._esm === "string"
+      && String(st._anywidget_id || "").indexOf("ropegeo.widgets.") === 0);
+  }
+  // what a lab's JavaScript uses of the widget model (a static page has no kernel to sync with)
+  function standInModel(state) {
+    var data = Object.assign({}, state), listeners = {};
+    return {
+      get: function (k) { return data[k]; },
+      set: function (k, v) { data[k] = v; },
+      on: function (ev, f) { (listeners[ev] = listeners[ev] || []).push(f); },
+      off: function (ev, f) { listeners[ev] = (listeners[ev] || []).filter(function (g) { return g !== f; }); },
+      save_changes: function () {},
+      send: function () {},
+    };
+  }
+  var modules = {}; // one import per distinct module text
+  var styled = {};
+  function mount(view, state) {
+    var host = document.createElement("div");
+    host.className = "ropegeo-lab-host";
+    view.parentNode.insertBefore(host, view);
+    var prev = host.previousElementSibling;
+    var preview = prev && prev.classList.contains("ropegeo-lab-preview") ? prev : null;
+    if (state._css && !styled[state._anywidget_id]) {
+      styled[state._anywidget_id] = true;
+      var style = document.createElement("style");
+      style.textContent = state._css;
+      document.head.appendChild(style);
+    }
+    if (!modules[state._esm]) {
+      var url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
+      modules[state._esm] = import(url);
+    }
+    return modules[state._esm].then(function (mod) {
+      mod.default.render({ model: standInModel(state), el: host });
+      if (preview) preview.remove(); // same task as the drawing: no frame without a lab
+    }).catch(function (e) {
+      console.error("a lab of the book failed to start", e);
+      host.remove();
+    });
+  }
+  var started = false;
+  function start() {
+    if (started) return;
+    started = true;
+    var states = {};
+    document.querySelectorAll('script[type="' + STATE + '"]').forEach(function (s) {
+      try { Object.assign(states, JSON.parse(s.textContent).state || {}); } catch (e) { /* left to the manager */ }
+    });
+    var others = 0;
+    document.querySelectorAll('script[type="' + VIEW + '"]').forEach(function (view) {
+      var spec;
+      try { spec = JSON.parse(view.textContent); } catch (e) { others++; return; }
+      var model = states[spec.model_id];
+      if (!isLab(model)) { others++; return; }
+      view.setAttribute("type", "application/vnd.ropegeo.lab-view+json"); // the manager leaves it alone
+      mount(view, model.state);
+    });
+    if (others && window.requirejs) {
+      var s = document.createElement("script");
+      s.src = here + "html-manager/embed-amd.js";
+      document.head.appendChild(s);
+    }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("readystatechange", function () { if (document.readyState !== "loading") start(); });
+    document.addEventListener("DOMContentLoaded", start);
+  } else start();
+
+  // ------------------------------------------------------------------ MathJax 2's Hub for the manager
   function addHub() {
     var mj = window.MathJax;
     if (!mj || mj.Hub || typeof mj.typesetPromise !== "function") return;
