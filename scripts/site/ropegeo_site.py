@@ -5,7 +5,8 @@
   "Identifier 'THEBE_JS_URL' has already been declared". Repeated script entries are dropped.
 - **A theme mode from the start.** pydata-sphinx-theme's first script reads the reader's stored
   light/dark choice and, with none stored, sets an empty mode that its own script then reports as
-  an error ("Got invalid theme mode"); the default mode is set to "auto", which it falls back to.
+  an error ("Got invalid theme mode"); the page's default mode (the template variable
+  ``default_mode``) is set to "auto", which the theme falls back to anyway.
 - **The book's stylesheet** (``scripts/site/static/book.css``: long code and URLs wrap at 360 px).
 - **Lab previews.** Each lab embedded in a page gets its default view rendered at build time
   (``lab_preview.mjs`` in node), placed where the lab will appear: the page has the lab's height
@@ -35,18 +36,15 @@ _VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">
 PREVIEW_WIDTH = 656
 
 
-def _config_inited(app, config):
-    opts = dict(config.html_theme_options or {})
-    opts.setdefault("default_mode", "auto")
-    config.html_theme_options = opts
-
-
 def _script_key(js):
     attrs = getattr(js, "attributes", {}) or {}
-    return (getattr(js, "filename", str(js)), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+    # an inline script's filename is None or "" depending on how it was added: the same script
+    return (getattr(js, "filename", str(js)) or "", tuple(sorted((k, str(v)) for k, v in attrs.items())))
 
 
 def _page_context(app, pagename, templatename, context, doctree):
+    # pydata-sphinx-theme's layout writes this template variable into its first script
+    context["default_mode"] = context.get("default_mode") or "auto"
     files = context.get("script_files")
     if not files:
         return
@@ -128,7 +126,6 @@ def _build_finished(app, exc):
 
 
 def setup(app):
-    app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _page_context)
     app.connect("build-finished", _build_finished)
     app.add_css_file("book.css")
