@@ -50,8 +50,16 @@
       send: function () {},
     };
   }
-  var modules = {}; // one import per distinct module text
+  var modules = {}; // one import per distinct module text: {promise, mod (once loaded)}
   var styled = {};
+  function load(esm) {
+    if (!modules[esm]) {
+      var entry = modules[esm] = { mod: null };
+      var url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
+      entry.promise = import(url).then(function (mod) { entry.mod = mod; return mod; });
+    }
+    return modules[esm];
+  }
   function mount(view, state) {
     var host = document.createElement("div");
     host.className = "ropegeo-lab-host";
@@ -64,26 +72,33 @@
       style.textContent = state._css;
       document.head.appendChild(style);
     }
-    if (!modules[state._esm]) {
-      var url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
-      modules[state._esm] = import(url);
-    }
-    return modules[state._esm].then(function (mod) {
+    function draw(mod) {
       mod.default.render({ model: standInModel(state), el: host });
       if (preview) preview.remove(); // same task as the drawing: no frame without a lab
-    }).catch(function (e) {
+    }
+    var entry = load(state._esm);
+    if (entry.mod) { draw(entry.mod); return; } // imported while the page was parsed: draw now
+    entry.promise.then(draw).catch(function (e) {
       console.error("a lab of the book failed to start", e);
       host.remove();
     });
   }
-  var started = false;
-  function start() {
-    if (started) return;
-    started = true;
+  function readStates() {
     var states = {};
     document.querySelectorAll('script[type="' + STATE + '"]').forEach(function (s) {
       try { Object.assign(states, JSON.parse(s.textContent).state || {}); } catch (e) { /* left to the manager */ }
     });
+    return states;
+  }
+  // the widget state sits in the page's head, before this script: the labs' modules are imported
+  // now, while the rest of the page is parsed, so that they can be drawn as soon as it is
+  var early = readStates();
+  Object.keys(early).forEach(function (id) { if (isLab(early[id])) load(early[id].state._esm); });
+  var started = false;
+  function start() {
+    if (started) return;
+    started = true;
+    var states = readStates();
     var others = 0;
     document.querySelectorAll('script[type="' + VIEW + '"]').forEach(function (view) {
       var spec;
