@@ -79,19 +79,20 @@ def _labs():
 
 TTI_TARGET_MS = 1500.0
 
-# before any page script: record layout shifts
+# before any page script: record layout shifts, and the moment every lab has drawn its numbers
+# (a mutation observer in the page, so the time does not depend on when the test polls)
 _SHIFTS_INIT = """
 window.__shifts = [];
 new PerformanceObserver((list) => { for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push(e.value); })
   .observe({ type: 'layout-shift', buffered: true });
+window.__labsReady = null;
+new MutationObserver((_, obs) => {
+  const labs = [...document.querySelectorAll('.ropegeo-lab')];
+  if (document.readyState !== 'loading' && labs.length && labs.every((e) => e.hasAttribute('data-result'))
+      && !document.querySelector('.ropegeo-lab-preview')) { window.__labsReady = performance.now(); obs.disconnect(); }
+}).observe(document, { subtree: true, childList: true, attributes: true });
 """
 
-_READY_JS = r"""
-() => {
-  const labs = [...document.querySelectorAll('.ropegeo-lab')];
-  return labs.length > 0 && labs.every((e) => e.hasAttribute('data-result')) && !document.querySelector('.ropegeo-lab-preview');
-}
-"""
 
 _TIMES_JS = r"""
 () => {
@@ -126,8 +127,8 @@ def site_time_to_interactive(site: Path) -> tuple[list[str], bool]:
                 page = ctx.new_page()
                 t0 = time.perf_counter()
                 page.goto(base + rel, wait_until="commit")
-                page.wait_for_function(_READY_JS, polling="raf", timeout=60_000)
-                ready = page.evaluate("performance.now()")
+                page.wait_for_function("window.__labsReady !== null", timeout=60_000)
+                ready = page.evaluate("window.__labsReady")
                 page.wait_for_load_state("load")
                 page.wait_for_timeout(300)
                 x = page.evaluate(_TIMES_JS)

@@ -261,7 +261,7 @@ def test_page_in_browser(served_site, rel):
         shot = served_site["shots"] / (rel[:-5] + ".png")
         shot.parent.mkdir(parents=True, exist_ok=True)
         height = min(page.evaluate("document.documentElement.scrollHeight"), SHOT_MAX_HEIGHT)
-        page.screenshot(path=str(shot), full_page=True,
+        page.screenshot(path=str(shot), full_page=True, timeout=120_000,  # the API page is long: slow on a busy machine
                         clip={"x": 0, "y": 0, "width": 1280, "height": height})
     finally:
         ctx.close()

@@ -4,6 +4,7 @@
 // end of the target context. The numbers are those of ropegeo.widgets.frequency_lab.lab_state.
 
 export const KERNEL_POINTS = 1500;
+const DRAWN_POINTS = 500;
 const N_SAMPLES = 16;
 
 function linspaceRound(top, n) {
@@ -29,11 +30,12 @@ export function compute(p) {
   const values = kernelRange(theta, 0, T, { scale });
   let near = [];
   if (T > train_length) near = topOffsets(values.subarray(train_length), train_length, 3).map((h) => [h.offset, h.similarity]);
-  // exact and dtype kernels drawn on the same grid, ropegeo's (at most 1,500 offsets): two curves
-  // sampled alike differ only where the dtype's phases do (the range over every offset is drawn
-  // behind them, in grey)
+  // exact and dtype kernels drawn at the same offsets (at most DRAWN_POINTS of ropegeo's grid, about
+  // one per pixel column): two curves sampled alike differ only where the dtype's phases do (the
+  // range of the exact kernel over every offset is drawn behind them, in grey)
   const grid = T + 1 <= KERNEL_POINTS ? Array.from({ length: T + 1 }, (_, k) => k) : linspaceRound(T, KERNEL_POINTS);
-  const offs = grid;
+  const every = Math.max(1, Math.ceil(grid.length / DRAWN_POINTS));
+  const offs = grid.filter((_, k) => k % every === 0 || k === grid.length - 1);
   const largest = largestFinite(dtype);
   const kd = kernelInDtype(offs.map((d) => (d > largest ? Infinity : d)), theta, dtype, scale);
   const origin = Math.max(0, T - 4);

@@ -52,11 +52,24 @@
   }
   var modules = {}; // one import per distinct module text: {promise, mod (once loaded)}
   var styled = {};
+  // A lab's module is the book's own code with no imports: its "export" keywords are dropped and it
+  // runs as a function at once, so the lab can be drawn in the same task as the page is parsed
+  // (an import() would wait behind the page's deferred scripts, MathJax's among them). Anything
+  // else is imported as a module.
+  function asFunction(esm) {
+    if (/^\s*import[\s{*(]/m.test(esm)) return null;
+    var body = esm.replace(/^export default /m, "return ").replace(/^export (const|let|function|class) /gm, "$1 ");
+    if (/^export /m.test(body)) return null;
+    try { return { default: new Function("\"use strict\";\n" + body)() }; } catch (e) { return null; }
+  }
   function load(esm) {
     if (!modules[esm]) {
-      var entry = modules[esm] = { mod: null };
-      var url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
-      entry.promise = import(url).then(function (mod) { entry.mod = mod; return mod; });
+      var entry = modules[esm] = { mod: asFunction(esm) };
+      if (entry.mod) entry.promise = Promise.resolve(entry.mod);
+      else {
+        var url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
+        entry.promise = import(url).then(function (mod) { entry.mod = mod; return mod; });
+      }
     }
     return modules[esm];
   }
@@ -90,7 +103,7 @@
     });
     return states;
   }
-  // the widget state sits in the page's head, before this script: the labs' modules are imported
+  // the widget state sits in the page's head, before this script: the labs' modules are loaded
   // now, while the rest of the page is parsed, so that they can be drawn as soon as it is
   var early = readStates();
   Object.keys(early).forEach(function (id) { if (isLab(early[id])) load(early[id].state._esm); });
