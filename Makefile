@@ -75,7 +75,8 @@ vendor: $(VENDOR_STAMP)
 
 book: install vendor
 	$(JB) build -W -n --keep-going .
-	@echo "The book is in _build/html/index.html"
+	@echo "The book is in _build/html. Read it served, not opened as a file (browsers refuse the diagrams'"
+	@echo "JavaScript modules from file://):  $(PYTHON) -m http.server -d _build/html 8000  then open http://127.0.0.1:8000/"
 
 test: install test-package test-notebooks test-book test-site assignments
 
