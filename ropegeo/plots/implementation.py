@@ -298,7 +298,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)
     points = v.integer("points", points, minimum=10, maximum=2000)
     pos = np.unique(np.geomspace(1, max_position, points).round()).astype(float)
-    fig = Figure(figsize=(7.5, 4.2) if layout == "wide" else (5.2, 4.6), layout="constrained")
+    fig = Figure(figsize=(7.5, 4.2) if layout == "wide" else (5.2, 5.0), layout="constrained")
     ax = fig.subplots()
     for i, dtype in enumerate(("float32", "float16", "bfloat16")):
         err = max_phase_error(pos, theta, dtype)
@@ -312,8 +312,12 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     ax.set_xlabel("position")
     ax.set_ylabel("largest phase error over pairs (rad)")
     ax.set_ylim(1e-9, 10)
-    ax.set_title(f"Phase error of generated angles (d = {head_dim}, base {base:,.0f})")
-    ax.legend(fontsize=8, loc="lower right")
+    sep = " " if layout == "wide" else "\n"
+    ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")
+    if layout == "wide":
+        ax.legend(fontsize=8, loc="lower right")
+    else:  # below the axes, clear of the limit labels
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=11, frameon=False)
     return finish(fig, layout)
 
 
