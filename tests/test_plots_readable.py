@@ -1,7 +1,7 @@
-"""Figures of chapters 1, 2 and 7 as a reader sees them: captioned, described, readable at the column width.
+"""Figures of chapters 1, 2, 4, 5 and 7 as a reader sees them: captioned, described, readable at the column width.
 
 The book shrinks a figure to its text column (about 730 px at a 1280 px window, 328 px at 360 px).
-Each figure function the three chapters call is drawn here in its column layout and its smallest
+Each figure function these chapters call is drawn here in its column layout and its smallest
 text measured after that shrink; the stored notebook outputs are checked for width, caption and
 alt text.
 """
@@ -22,6 +22,7 @@ from ropegeo.plots.readable import COLUMN_WIDTH_PX, fit_column, panels, smallest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_permutation_symmetry", "02_complex_rotation", "07_alternatives"]
+CHAPTERS += ["04_extension", "05_implementation"]  # issue 25, chapters 4 and 5
 MIN_PX = 9.0
 
 
@@ -71,6 +72,81 @@ def _column_figures():
     yield "profiles", pa.learned_profiles(heads, target=5, layout="grid")
     yield "ruler budget", pa.ruler_budget_figure(_study())
     yield "ruler split", pa.ruler_split_figure(_study())
+
+
+def _bench():
+    """Chapter 4's bench: Phi-3-mini's head (width 96, base 10,000) stretched from 4,096 to 131,072 tokens."""
+    from ropegeo import scaling as S
+    from ropegeo.frequencies import frequencies
+
+    D, B, L, N = 96, 10_000.0, 4096, 131_072
+    reports = {rule: S.extension_report(None if rule == "none" else S.preset(rule, train_length=L, target_length=N),
+                                        base=B, rotary_dim=D, train_length=L, target_length=N)
+               for rule in ("none", "linear", "ntk", "yarn", "llama3")}
+    return frequencies(D, B), L, N, reports
+
+
+def _chapter45_figures():
+    from ropegeo import scaling as S
+    from ropegeo.manifest import load_model, shipped_models
+    from ropegeo.novelty import joint_novelty
+    from ropegeo.plots import extension as px
+    from ropegeo.plots import implementation as pi
+    from ropegeo.plots.spectrum import phase_error_plot
+    from ropegeo.precision import buffer_cast, deployed
+
+    theta, L, N, reports = _bench()
+    served = {k: r.theta for k, r in reports.items()}
+    dyn = S.Scaling("dynamic", factor=1.0, original_max_position_embeddings=L)
+    rulers = dict(served, **{"dynamic NTK": {n: S.scaled_frequencies(dyn, 10_000.0, 96, n)[0] for n in (L, 8 * L, N)}})
+    yield "ch04 rulers", px.ruler_panels(theta, rulers, L, N, layout="column")
+    yield "ch04 rulers, no spare panel", px.ruler_panels(theta, dict(list(rulers.items())[:4]), L, N, layout="column")
+    yield "ch04 stretch", px.stretch_profile(theta, served, layout="column")
+    yield "ch04 tradeoff", px.tradeoff_plot(list(reports.values()), layout="column")
+    joint = {k: joint_novelty(theta, th, L, range(0, N, 2003)) for k, th in served.items()}
+    yield "ch04 joint", px.joint_novelty_plot(joint, {k: r.total_novelty for k, r in reports.items()}, L, 0.25,
+                                              layout="column")
+    w = S.yarn_ramp(10_000.0, 96, L)
+    yield "ch04 ramps", px.ramp_comparison(theta, L, {"code: linear in pair index, rounded": w, "not rounded":
+                                                      S.yarn_ramp(10_000.0, 96, L, truncate=False)}, layout="column")
+    yield "ch04 ladders", px.model_ladders({n: load_model(n) for n in shipped_models()[:12]}, layout="column")
+    yield "ch05 pairing", pi.pairing_layouts(8, layout="column")
+    yield "ch05 mixing", pi.mixing_effect(64, seed=0, layout="column")
+    yield "ch05 position ids", pi.position_id_grid(prompt=6, pad=3, documents=(4, 3, 3), layout="column")
+    yield "ch05 decoding", pi.decoding_scores(("interleaved", "query-restart", "cache-off-by-one"), prompt=24,
+                                              layout="column")
+    yield "ch05 phase error", pi.phase_error_curves(128, 10_000.0, max_position=60_000, layout="column")
+    # chapter 5's cast figure: chapter 3's function drawn as it is, then fitted to the column as the notebook does
+    cast = phase_error_plot(theta, stop=60_000, dtypes=(deployed("bfloat16"), buffer_cast("bfloat16"), "bfloat16"))
+    fit_column(cast, height=4.4).tight_layout()
+    yield "ch05 cast", cast
+
+
+@pytest.mark.parametrize("name, fig", list(_chapter45_figures()), ids=lambda x: x if isinstance(x, str) else "")
+def test_chapter_4_and_5_column_figures_are_readable_at_both_widths(name, fig):
+    for window, column in COLUMN_WIDTH_PX.items():
+        assert smallest_text_px(fig, column_px=column) >= MIN_PX, (name, window)
+    assert fig.get_size_inches()[0] <= 5.6, name
+
+
+def test_chapter_4_and_5_wide_layouts_are_unchanged_and_were_unreadable():
+    # the default draws as before (sizes of the wide figures), and those figures fail the measure on a phone
+    from ropegeo.plots import extension as px
+    from ropegeo.plots import implementation as pi
+
+    theta, L, N, reports = _bench()
+    served = {k: r.theta for k, r in reports.items()}
+    wide = {(13.0, 2.9): px.ruler_panels(theta, served, L, N, columns=5), (11.0, 3.6): px.tradeoff_plot(list(reports.values())),
+            (7.2, 3.6): px.stretch_profile(theta, served), (8.5, 4.0): pi.pairing_layouts(8),
+            (10.0, 3.8): pi.mixing_effect(16), (12.0, 3.2): pi.decoding_scores(prompt=8),
+            (7.5, 4.2): pi.phase_error_curves(max_position=1000)}
+    for size, fig in wide.items():
+        assert tuple(fig.get_size_inches()) == size
+        assert smallest_text_px(fig, column_px=COLUMN_WIDTH_PX[360]) < MIN_PX, size
+    for call in (lambda: px.stretch_profile(theta, served, layout="tall"), lambda: pi.pairing_layouts(layout="narrow"),
+                 lambda: px.model_ladders({}, layout="columns"), lambda: pi.position_id_grid(layout=None)):
+        with pytest.raises(ValueError, match="layout"):
+            call()
 
 
 @pytest.mark.parametrize("name, fig", list(_column_figures()), ids=lambda x: x if isinstance(x, str) else "")

@@ -15,6 +15,7 @@ from .. import _validate as v
 from ..frequencies import wavelengths
 from ..manifest import RopeManifest
 from ..novelty import JointNovelty
+from .readable import LAYOUTS, finish, panels
 
 __all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders",
            "joint_novelty_plot", "ramp_comparison"]
@@ -23,6 +24,26 @@ _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
 _MAX_RULES = 12
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
+
+
+def _check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def _label_offset(k: int, layout: str) -> tuple:
+    """Offset in points of the k-th point's label: three heights in turn, spaced for the font."""
+    return (6, -12 + 9 * (k % 3)) if layout == "wide" else (6, -16 + 13 * (k % 3))
+
+
+def _legend_below(fig: Figure, ax, layout: str, **wide_kw) -> None:
+    """The axes' legend as drawn (``"wide"``, ``wide_kw``) or below the panels in one column (``"column"``)."""
+    if layout == "wide":
+        ax.legend(**wide_kw)
+    else:
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=11, frameon=False)
 
 
 def _bank(where: str, th) -> np.ndarray:
@@ -115,7 +136,8 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
     _finish_ladder(ax, train_length, target_length, title, 6 if legend else None)
 
 
-def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4) -> Figure:
+def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4,
+                 layout: str = "wide") -> Figure:
     """Small multiples: each rule's wavelength per pair against the unscaled ladder.
 
     Parameters
@@ -129,12 +151,16 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     train_length, target_length : float
         Drawn as horizontal lines (dashed and dotted).
     columns : int
-        Panels per row (1 to 6).
+        Panels per row (1 to 6) of the wide layout.
+    layout : {"wide", "column"}
+        ``"column"``: two panels per row at the text column's width, the legends gathered in the
+        spare panel (or below the panels when there is none), fonts at least 11 points.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    layout = _check_layout(layout)
     rules = _thetas(thetas, families=True)
     base = v.finite_array("base_theta", base_theta)
     first = next(iter(rules.values()))
@@ -144,41 +170,82 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     train_length = v.real("train_length", train_length, greater_than=0.0)
     target_length = v.real("target_length", target_length, greater_than=0.0)
     columns = v.integer("columns", columns, minimum=1, maximum=6)
+    wide = layout == "wide"
+    if not wide:
+        columns = min(2, len(rules))
     rows = math.ceil(len(rules) / columns)
-    fig = Figure(figsize=(2.6 * columns, 2.3 * rows + 0.6))
+    if wide:
+        fig = Figure(figsize=(2.6 * columns, 2.3 * rows + 0.6))
+    else:
+        fig = Figure(figsize=(5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)), layout="constrained")
     axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
     for k, (label, th) in enumerate(rules.items()):
         ax = axes[k // columns][k % columns]
         if isinstance(th, dict):
-            draw_ruler_family(ax, base, th, train_length, target_length, title=label)
+            draw_ruler_family(ax, base, th, train_length, target_length, title=label, legend=wide)
         else:
-            draw_ruler(ax, base, th, train_length, target_length, title=label, legend=(k == 0))
+            draw_ruler(ax, base, th, train_length, target_length, title=label, legend=wide and k == 0)
     for k in range(len(rules), rows * columns):
         axes[k // columns][k % columns].set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("pair i")
+    if not wide and len(rules) % columns:  # the panel above the spare one is the lowest of its column
+        axes[-2][-1].set_xlabel("pair i")
+        axes[-2][-1].xaxis.set_tick_params(labelbottom=True)
     for row in axes:
         row[0].set_ylabel("wavelength (tokens)")
-    fig.suptitle(
-        f"wavelength per pair; dashed: training length {train_length:,.0f}, dotted: target {target_length:,.0f}",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    return fig
+    sep = "\n" if not wide else "; "
+    fig.suptitle(f"wavelength per pair{sep}dashed: training length {train_length:,.0f}, dotted: target "
+                 f"{target_length:,.0f}", fontsize=9)
+    if wide:
+        fig.tight_layout()
+        return fig
+    _gather_legends(fig, axes, len(rules), columns)
+    return finish(fig, layout)
 
 
-def stretch_profile(base_theta, thetas: Mapping) -> Figure:
+def _gather_legends(fig: Figure, axes, count: int, columns: int) -> None:
+    """Column layout of :func:`ruler_panels`: every panel's legend entries in the spare panel, or below."""
+    handles, labels = [], []
+    for ax in axes.flat[:count]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if count < axes.size:
+        spare = axes.flat[count]
+        spare.set_visible(True)
+        spare.axis("off")
+        spare.legend(handles, labels, loc="center", fontsize=11, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=11, frameon=False)
+
+
+def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Figure:
     """Per-pair stretch ``theta_i / theta'_i`` of every rule on one log axis (1 = untouched).
+
+    Parameters
+    ----------
+    base_theta : array_like, shape (pairs,)
+        The unscaled frequencies.
+    thetas : mapping of str -> array_like, shape (pairs,)
+        Served frequencies per rule (at most 12).
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, the legend below the axes, fonts at least 11 points.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    layout = _check_layout(layout)
     rules = _thetas(thetas)
     base = v.finite_array("base_theta", base_theta)
     if base.shape != next(iter(rules.values())).shape:
         raise ValueError("base_theta must have one entry per pair, like the rules")
-    fig = Figure(figsize=(7.2, 3.6))
+    if layout == "wide":
+        fig = Figure(figsize=(7.2, 3.6))
+    else:
+        fig = Figure(figsize=(5.2, 3.4 + 0.25 * len(rules)), layout="constrained")
     ax = fig.add_subplot()
     styles = ["-", "--", "-.", ":"]
     for k, (label, th) in enumerate(rules.items()):
@@ -186,19 +253,23 @@ def stretch_profile(base_theta, thetas: Mapping) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("pair index i (fastest first)")
     ax.set_ylabel("stretch θ_i / θ'_i")
-    ax.legend(fontsize=8, ncol=2)
+    _legend_below(fig, ax, layout, fontsize=8, ncol=2)
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    return fig
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
-def tradeoff_plot(reports) -> Figure:
+def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
     """Phase novelty against resolution, one point per rule.
 
     Parameters
     ----------
     reports : sequence of ropegeo.scaling.ExtensionReport
         With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
+    layout : {"wide", "column"}
+        ``"column"``: the three panels stacked at the text column's width (top, middle, bottom
+        for left, middle, right), the first panel's legend below the panels, fonts at least 11 points.
 
     Returns
     -------
@@ -207,40 +278,50 @@ def tradeoff_plot(reports) -> Figure:
         novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
         (higher is better resolved).
     """
+    layout = _check_layout(layout)
     reps = list(reports)
     if not reps or len(reps) > _MAX_RULES:
         raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
     if any(r.margin is None or r.coarse_margin is None for r in reps):
         raise ValueError("every report needs both margins (compute them with small_offsets and coarse_step)")
-    fig = Figure(figsize=(11, 3.6))
-    left, mid, right = fig.subplots(1, 3)
+    if layout == "wide":
+        fig = Figure(figsize=(11, 3.6))
+        left, mid, right = fig.subplots(1, 3)
+    else:
+        fig, grid = panels(layout, 3, wide_size=(11, 3.6), panel_height=3.0)
+        left, mid, right = grid[0]
+        fig.set_size_inches(5.2, 9.4 + 0.25 * len(reps))
     styles = ["-", "--", "-.", ":"]
     for k, r in enumerate(reps):
         left.plot(np.arange(r.novelty.size), r.novelty, ls=styles[k % 4], lw=1.5, label=r.rule)
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
-            ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=(6, -12 + 9 * (k % 3)),
+            ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=_label_offset(k, layout),
                         fontsize=8)
     left.set_xlabel("pair index i")
     left.set_ylabel("new phase at target (turns)")
-    left.legend(fontsize=7)
+    _legend_below(fig, left, layout, fontsize=7)
     mid.set_ylabel("margin, offsets 1..16")
-    right.set_ylabel("margin, paragraph-scale offsets")
+    right.set_ylabel("margin, paragraph-scale offsets" if layout == "wide" else "margin,\nparagraph-scale offsets")
     for ax in (left, mid, right):
         ax.grid(alpha=0.3)
     for ax in (mid, right):
         ax.set_xlabel("total phase novelty (turns)")
-    fig.tight_layout()
-    return fig
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
-def model_ladders(manifests: Mapping) -> Figure:
+def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     """Each model's served wavelengths (at its target length) as one row of dots.
 
     Parameters
     ----------
     manifests : mapping of str -> ropegeo.manifest.RopeManifest
         At most 12 models, each with a known training length.
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, the key below the axis on its own lines, fonts at
+        least 11 points.
 
     Returns
     -------
@@ -248,9 +329,13 @@ def model_ladders(manifests: Mapping) -> Figure:
         One row per model on a log wavelength axis; a bar marks the training length and a
         diamond the target length.
     """
+    layout = _check_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
         raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
-    fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
+    if layout == "wide":
+        fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
+    else:
+        fig = Figure(figsize=(5.2, 0.45 * len(manifests) + 2.0), layout="constrained")
     ax = fig.add_subplot()
     labels = []
 
@@ -266,18 +351,21 @@ def model_ladders(manifests: Mapping) -> Figure:
         ax.scatter(lam, np.full(lam.size, row), s=10, c=colour, zorder=3)
         ax.scatter([m.train_length], [row], marker="|", s=300, color="0.15", zorder=4)
         ax.scatter([target], [row], marker="D", s=30, facecolor="none", edgecolor="0.15", zorder=4)
-        labels.append(label)
+        labels.append(label if layout == "wide" else label.replace(" (", "\n("))
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("served wavelength (tokens): teal within the training length, red beyond it; "
+    sep = "; " if layout == "wide" else "\n"
+    ax.set_xlabel(f"served wavelength (tokens){sep}teal within the training length, red beyond it{sep}"
                   "bar: training length, diamond: target", fontsize=9)
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
-    return fig
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
-def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float) -> Figure:
+def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
+                       layout: str = "wide") -> Figure:
     """Joint phase novelty per rule, beside its per-pair novelty.
 
     Parameters
@@ -291,6 +379,9 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     threshold : float
         A reference distance drawn as a horizontal line (e.g. between neighbouring training
         offsets).
+    layout : {"wide", "column"}
+        ``"column"``: the two panels stacked at the text column's width (the left one on top), the
+        legend below them, fonts at least 11 points.
 
     Returns
     -------
@@ -298,7 +389,7 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
         Left: distance from each served offset to the nearest training offset, per rule. Right:
         per rule, total per-pair novelty (x) against the median joint distance (y).
     """
-
+    layout = _check_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
         raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
     if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
@@ -309,15 +400,19 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     novel = {k: v.real(f"per_pair[{k!r}]", x, minimum=0.0) for k, x in per_pair.items()}
     train_length = v.real("train_length", train_length, greater_than=0.0)
     threshold = v.real("threshold", threshold, minimum=0.0)
-    fig = Figure(figsize=(11, 3.8))
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
+    if layout == "wide":
+        fig = Figure(figsize=(11, 3.8))
+        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
+    else:
+        fig = Figure(figsize=(5.2, 8.2 + 0.25 * len(results)), layout="constrained")
+        left, right = fig.subplots(2, 1)
     styles = ["-", "--", "-.", ":"]
     for k, (label, res) in enumerate(results.items()):
         order = np.argsort(res.targets)
         left.plot(res.targets[order], res.distance[order], ls=styles[k % 4], lw=0.9, label=label)
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
-        right.annotate(label, (novel[label], med), textcoords="offset points", xytext=(6, -12 + 9 * (k % 3)),
+        right.annotate(label, (novel[label], med), textcoords="offset points", xytext=_label_offset(k, layout),
                        fontsize=8)
     for ax in (left, right):
         ax.axhline(threshold, color="0.3", lw=0.9, ls=":")
@@ -327,15 +422,18 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
     left.set_xlabel("served offset (dashed: training length)")
     left.set_ylabel("distance to nearest training offset")
-    left.legend(fontsize=7, ncol=2)
+    _legend_below(fig, left, layout, fontsize=7, ncol=2)
     right.set_xlabel("per-pair novelty, total (turns)")
     right.set_ylabel("median joint distance")
-    fig.suptitle("joint phase novelty; dotted: distance between neighbouring training offsets", fontsize=9)
-    fig.tight_layout()
-    return fig
+    sep = "; " if layout == "wide" else "\n"
+    fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
-def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0) -> Figure:
+def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
+                    layout: str = "wide") -> Figure:
     """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
     Parameters
@@ -348,6 +446,9 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         Weights in [0, 1] per rule (at most 12).
     max_turns : float
         Right end of the turns axis (positive).
+    layout : {"wide", "column"}
+        ``"column"``: the two panels stacked at the text column's width (the left one on top), one
+        legend below them, fonts at least 11 points.
 
     Returns
     -------
@@ -356,6 +457,7 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
         in pair index (in the logarithm of the turns) is curved.
     """
+    layout = _check_layout(layout)
     base = _bank("base_theta", base_theta)
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:
@@ -368,8 +470,12 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         rows[str(label)] = arr
     max_turns = v.real("max_turns", max_turns, greater_than=0.0)
     turns = train_length * base / (2 * math.pi)
-    fig = Figure(figsize=(10, 3.4))
-    left, right = fig.subplots(1, 2)
+    if layout == "wide":
+        fig = Figure(figsize=(10, 3.4))
+        left, right = fig.subplots(1, 2)
+    else:
+        fig = Figure(figsize=(5.2, 6.6 + 0.25 * len(rows)), layout="constrained")
+        left, right = fig.subplots(2, 1)
     styles = ["-", "--", "-.", ":"]
     for k, (label, w) in enumerate(rows.items()):
         left.plot(np.arange(w.size), w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
@@ -380,6 +486,10 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
     for ax in (left, right):
         ax.set_ylabel("keep-weight")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+        if layout == "wide":
+            ax.legend(fontsize=8)
+    if layout == "wide":
+        fig.tight_layout()
+    else:
+        _legend_below(fig, left, layout)
+    return finish(fig, layout)

@@ -16,6 +16,7 @@ from ..rotation import apply_rope, pair_indices
 from ..frequencies import frequencies
 from ..precision import consecutive_integer_limit, max_phase_error
 from ..gate_a import CHECKS
+from .readable import LAYOUTS, finish, panels
 
 __all__ = ["pairing_layouts", "mixing_effect", "position_id_grid", "decoding_scores", "phase_error_curves",
            "gate_a_matrix"]
@@ -24,7 +25,13 @@ _MAX_DRAWN_DIM = 32  # largest head drawn coordinate by coordinate
 _MAX_OFFSET = 4096
 
 
-def pairing_layouts(head_dim: int = 8) -> Figure:
+def _check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
     """Which coordinates rotate together, for both conventions, drawn as coloured matrices.
 
     Each panel shows the rotation matrix's non-zero pattern; the two entries of one pair share a
@@ -35,17 +42,20 @@ def pairing_layouts(head_dim: int = 8) -> Figure:
     ----------
     head_dim : int
         Even, from 2 to 32.
+    layout : {"wide", "column"}
+        ``"column"``: the two panels stacked at the text column's width, fonts at least 11 points.
 
     Raises
     ------
     ValueError
         For an odd head dimension or one above 32.
     """
+    layout = _check_layout(layout)
     d = v.head_dim(head_dim)
     if d > _MAX_DRAWN_DIM:
         raise ValueError(f"head_dim must be at most {_MAX_DRAWN_DIM} to be drawn, got {d}")
-    fig = Figure(figsize=(8.5, 4.0), layout="constrained")
-    axes = fig.subplots(1, 2)
+    fig, grid = panels(layout, 2, wide_size=(8.5, 4.0), panel_height=4.6)
+    axes = grid[0]
     cmap = ListedColormap(["#f4f4f4"] + [f"C{i % 10}" for i in range(d // 2)])
     for ax, pairing, title in zip(axes, ("interleaved", "half"), ("interleaved: (2i, 2i+1)", f"half-split: (i, i+{d // 2})")):
         first, second = pair_indices(d, pairing)
@@ -61,11 +71,12 @@ def pairing_layouts(head_dim: int = 8) -> Figure:
         ax.set_yticks(range(d))
         ax.set_xlabel("input coordinate")
         ax.set_ylabel("output coordinate")
-    fig.suptitle(f"Rotation matrix pattern of one head (d = {d}); the number is the pair index")
-    return fig
+    sep = "; " if layout == "wide" else "\n"
+    fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
+    return finish(fig, layout)
 
 
-def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64) -> Figure:
+def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: str = "wide") -> Figure:
     """What mixing conventions does: norms intact, every oriented interaction changed.
 
     Queries and keys are laid out for interleaved pairs (as their weights were trained) and then
@@ -83,7 +94,11 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64) -> Figur
         Seed of the random vectors.
     span : int
         Displacements ``-span .. span`` are drawn on the left (1 to 4,096).
+    layout : {"wide", "column"}
+        ``"column"``: the three panels stacked at the text column's width (left on top), fonts at
+        least 11 points.
     """
+    layout = _check_layout(layout)
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
     seed = v.integer("seed", seed, minimum=0)
@@ -91,8 +106,12 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64) -> Figur
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, d))
     delta = np.arange(-span, span + 1)
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
-    ax1, ax2, ax3 = fig.subplots(1, 3, width_ratios=[1.6, 0.8, 1.0])
+    if layout == "wide":
+        fig = Figure(figsize=(10, 3.8), layout="constrained")
+        ax1, ax2, ax3 = fig.subplots(1, 3, width_ratios=[1.6, 0.8, 1.0])
+    else:
+        fig = Figure(figsize=(5.2, 11.0), layout="constrained")
+        ax1, ax2, ax3 = fig.subplots(3, 1, height_ratios=[1.0, 0.8, 1.3])
     for pairing, style, label in (("interleaved", "-", "interleaved helper (correct)"),
                                   ("half", "--", "half-split helper (mixed)")):
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
@@ -119,10 +138,10 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64) -> Figur
     ax3.set_ylabel("score, mixed")
     ax3.set_title("scores: scrambled")
     ax3.set_aspect("equal")
-    return fig
+    return finish(fig, layout)
 
 
-def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3)) -> Figure:
+def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layout: str = "wide") -> Figure:
     """Position ids slot by slot under padding, packing and a KV cache.
 
     Rows: left padding with ids from the mask, left padding with slot indices, packing with ids
@@ -138,7 +157,11 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3)) -> F
         Padding slots (0 to 8).
     documents : sequence of int
         Lengths of the packed documents (each at least 1, at most 16 slots in all).
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, each row's name written above its slots, fonts at
+        least 11 points.
     """
+    layout = _check_layout(layout)
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
     pad = v.integer("pad", pad, minimum=0, maximum=8)
     if not v.is_collection(documents):
@@ -162,23 +185,35 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3)) -> F
         ids = np.concatenate([np.arange(prompt), [impl._next_position()]])
         rows.append((label, ids, [0] * prompt + [-2]))
     width = max(len(r[1]) for r in rows)
-    fig = Figure(figsize=(1.0 + 0.55 * width + 2.6, 0.5 * len(rows) + 0.9), layout="constrained")
+    wide = layout == "wide"
+    if wide:
+        fig = Figure(figsize=(1.0 + 0.55 * width + 2.6, 0.5 * len(rows) + 0.9), layout="constrained")
+    else:
+        fig = Figure(figsize=(5.2, 0.85 * len(rows) + 1.1), layout="constrained")
     ax = fig.subplots()
     colours = {-1: "#d9d9d9", -2: "#ff9f43"}
+    step = 1 if wide else 1.7  # in the column layout each row's name sits above its slots
     for r, (label, ids, groups) in enumerate(rows):
+        y = r * step + (step - 1)
         for c, (pid, g) in enumerate(zip(ids, groups)):
             colour = colours.get(g, ["#9ecae1", "#a1d99b", "#fdd0a2", "#dadaeb"][g % 4])
-            ax.add_patch(_rect(c, r, colour))
-            ax.text(c + 0.5, r + 0.5, "pad" if pid < 0 else str(int(pid)), ha="center", va="center", fontsize=8)
+            ax.add_patch(_rect(c, y, colour))
+            ax.text(c + 0.5, y + 0.5, "pad" if pid < 0 else str(int(pid)), ha="center", va="center", fontsize=8)
+        if not wide:
+            ax.text(0.04, y - 0.12, label, ha="left", va="bottom", fontsize=11)
     ax.set_xlim(0, width)
-    ax.set_ylim(len(rows), 0)
-    ax.set_yticks(np.arange(len(rows)) + 0.5, [r[0] for r in rows])
+    ax.set_ylim(len(rows) * step, 0)
+    if wide:
+        ax.set_yticks(np.arange(len(rows)) + 0.5, [r[0] for r in rows])
+    else:
+        ax.set_yticks([])
+        ax.spines["left"].set_visible(False)
     ax.set_xticks(np.arange(width) + 0.5, [str(i) for i in range(width)])
     ax.set_xlabel("slot in the row (array index)")
     ax.set_title("position id written in each slot")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    return fig
+    return finish(fig, layout)
 
 
 def _rect(c, r, colour):
@@ -188,7 +223,7 @@ def _rect(c, r, colour):
 
 
 def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "scaled-queries"), *,
-                    prompt: int = 48, head_dim: int = 64, seed: int = 0) -> Figure:
+                    prompt: int = 48, head_dim: int = 64, seed: int = 0, layout: str = "wide") -> Figure:
     """Scores of one decoded query against the whole cache, per catalogue entry.
 
     Each panel overlays the scores the entry's decoding step produces and those of the operator
@@ -200,13 +235,26 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
         Catalogue entries (1 to 8).
     prompt, head_dim, seed
         As in :func:`ropegeo.broken.attention_comparison` (``prompt`` at most 1,024 here).
+    layout : {"wide", "column"}
+        ``"column"``: two panels per row at the text column's width, the legend below them, fonts
+        at least 11 points.
     """
+    layout = _check_layout(layout)
     names = list(names)
     if not 1 <= len(names) <= 8:
         raise ValueError(f"names must list 1 to 8 catalogue entries, got {len(names)}")
     prompt = v.integer("prompt", prompt, minimum=1, maximum=1024)
-    fig = Figure(figsize=(3.0 * len(names), 3.2), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(names), sharey=True))
+    if layout == "wide":
+        fig = Figure(figsize=(3.0 * len(names), 3.2), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(1, len(names), sharey=True))
+    else:
+        cols = min(2, len(names))
+        rows = -(-len(names) // cols)
+        fig = Figure(figsize=(5.2, 3.0 * rows + 0.7), layout="constrained")
+        grid = fig.subplots(rows, cols, sharey=True, squeeze=False)
+        for ax in grid.flat[len(names):]:
+            ax.set_visible(False)
+        axes = grid.flat[:len(names)]
     for ax, name in zip(axes, names):
         res = attention_comparison(name, prompt=prompt, head_dim=head_dim, seed=seed)
         j = np.arange(prompt + 1)
@@ -214,13 +262,18 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
         ax.plot(j, res["scores"], "o", ms=3, color="C3", label="decoded")
         ax.set_title(f"{name}\nmax gap {res['score_error']:.2f}", fontsize=9)
         ax.set_xlabel("cached key")
-    axes[0].set_ylabel("score / sqrt(d)")
-    axes[0].legend(fontsize=8)
-    return fig
+    if layout == "wide":
+        axes[0].set_ylabel("score / sqrt(d)")
+        axes[0].legend(fontsize=8)
+        return fig
+    for ax in grid[:, 0]:
+        ax.set_ylabel("score / sqrt(d)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=11, frameon=False)
+    return finish(fig, layout)
 
 
 def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_position: int = 60_000,
-                       points: int = 300) -> Figure:
+                       points: int = 300, layout: str = "wide") -> Figure:
     """Largest phase error over the pairs against position, for float32, float16 and bfloat16 angles.
 
     Dashed verticals mark where each format stops holding every integer (``2**p`` for ``p``
@@ -236,13 +289,16 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
         Largest position drawn (16 to 65,000).
     points : int
         Positions drawn on a geometric grid (10 to 2,000).
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, fonts at least 11 points.
     """
+    layout = _check_layout(layout)
 
     theta = frequencies(head_dim, base)
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)
     points = v.integer("points", points, minimum=10, maximum=2000)
     pos = np.unique(np.geomspace(1, max_position, points).round()).astype(float)
-    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    fig = Figure(figsize=(7.5, 4.2) if layout == "wide" else (5.2, 5.0), layout="constrained")
     ax = fig.subplots()
     for i, dtype in enumerate(("float32", "float16", "bfloat16")):
         err = max_phase_error(pos, theta, dtype)
@@ -256,9 +312,13 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     ax.set_xlabel("position")
     ax.set_ylabel("largest phase error over pairs (rad)")
     ax.set_ylim(1e-9, 10)
-    ax.set_title(f"Phase error of generated angles (d = {head_dim}, base {base:,.0f})")
-    ax.legend(fontsize=8, loc="lower right")
-    return fig
+    sep = " " if layout == "wide" else "\n"
+    ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")
+    if layout == "wide":
+        ax.legend(fontsize=8, loc="lower right")
+    else:  # below the axes, clear of the limit labels
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=11, frameon=False)
+    return finish(fig, layout)
 
 
 def gate_a_matrix(reports: dict) -> Figure:
