@@ -12,8 +12,8 @@ clipped relative vectors let any content-free head put on a far key) and :func:`
 
 :func:`compare_schemes` trains (or builds) one head per scheme, seed and task and runs every
 intervention of :mod:`ropegeo.interventions` on it; :class:`Comparison` holds the numbers and
-prints the table. :func:`ruler_study` trains the rotary heads alone under several rulers and
-training budgets, and :func:`attention_split` says where a far head's attention goes when it
+prints the table. ``ropegeo.alternatives.ruler_study`` trains the rotary heads alone under several rulers and
+training budgets, and ``ropegeo.alternatives.attention_split`` says where a far head's attention goes when it
 misses its key. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
 """
 
@@ -575,9 +575,9 @@ def attention_split(head, length: int, distance: int, train_length: int) -> Atte
     return AttentionSplit(float(target.mean()), float(neighbours.mean()), float(beyond.mean()), float(rest.mean()))
 
 
-#: Most rulers :func:`ruler_study` compares in one call (each trains heads per seed and budget).
+#: Most rulers ``ropegeo.alternatives.ruler_study`` compares in one call (each trains heads per seed and budget).
 MAX_RULERS = 8
-#: Most training budgets :func:`ruler_study` sweeps.
+#: Most training budgets ``ropegeo.alternatives.ruler_study`` sweeps.
 MAX_RULER_BUDGETS = 12
 
 
@@ -587,7 +587,7 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
 
     For each ruler (a schedule of ``d / 2`` frequencies), seed and budget in ``budgets``, a far head
     (attend ``distance`` back) is trained for that many steps at ``train_length`` tokens and split
-    with :func:`attention_split` at ``factor * train_length`` tokens. At ``table_steps`` a local
+    with ``ropegeo.alternatives.attention_split`` at ``factor * train_length`` tokens. At ``table_steps`` a local
     head (attend ``offset`` back) is trained as well and scored by
     :func:`~ropegeo.interventions.length_stretch` at the same length.
 

@@ -5,11 +5,11 @@ threshold, and this module derives it from what the task needs. A rotary head of
 (its score of a perfect match) tuned to offset ``x`` scores a key at ``y`` by ``a K_w(y - x)``, and
 with exact phases ``D(x, y)**2 = 2 (1 - K_w(y - x))``, so it puts the right key ahead of the wrong
 one by a score gap of ``a D**2 / 2`` logits. A task that needs a gap ``g`` therefore needs
-``D >= sqrt(2 g / a)`` (:func:`required_margin`).
+``D >= sqrt(2 g / a)`` (:func:`~ropegeo.gate_b.required_margin`).
 
 :class:`GateBRule` holds the two numbers: the gap (stated, or as an attention share; default
 three to one) and the amplitude (stated, or taken from the training ruler: the least sharp head
-that tells adjacent offsets apart nine to one in training, :func:`trained_sharpness`). With the
+that tells adjacent offsets apart nine to one in training, :func:`~ropegeo.gate_b.trained_sharpness`). With the
 defaults the threshold is ``D_train(1) / sqrt(2)``. A fixed threshold survives only as the named
 fallback ``GateBRule(fixed_margin=FIXED_MARGIN)``.
 
@@ -136,13 +136,13 @@ class GateBRule:
     """Gate B's one decision rule: the smallest margin the task can live with.
 
     A margin ``D`` gives a head of amplitude ``a`` a logit gap of ``a * D**2 / 2`` between the right
-    key and its most confusable rival (:func:`required_margin`), so the threshold follows from two
+    key and its most confusable rival (:func:`~ropegeo.gate_b.required_margin`), so the threshold follows from two
     numbers: the gap the task needs and the head's amplitude.
 
     * The **gap** is the user's to state, as logits (``gap``) or as the attention share the right
       key keeps against one rival (``mass``: ``gap = logit(mass)``). Default: :data:`PASS_MASS`.
     * The **amplitude** is the user's to state (``sharpness``), or it is taken from the training
-      ruler (:func:`trained_sharpness`): the least sharp head that gives two adjacent offsets
+      ruler (:func:`~ropegeo.gate_b.trained_sharpness`): the least sharp head that gives two adjacent offsets
       :data:`CALIBRATION_MASS` on the training ruler. Step 1 is the finest step training shows, and
       it shows it in every sequence; steps the training never showed (longer than its context)
       cannot calibrate a head.
@@ -207,7 +207,7 @@ class GateBRule:
         return _logit(PASS_MASS if self.mass is None else self.mass)
 
     def head_sharpness(self, trained_theta=None, *, weights=None) -> float | None:
-        """The amplitude of the head judged: stated, or :func:`trained_sharpness` of ``trained_theta``."""
+        """The amplitude of the head judged: stated, or :func:`~ropegeo.gate_b.trained_sharpness` of ``trained_theta``."""
         if self.fixed_margin is not None:
             return None
         if self.sharpness is not None:
@@ -311,21 +311,21 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
                     **margin_options) -> GateBDecision:
     """Gate B's verdict for one offset set: does the deployment keep the task's offsets apart?
 
-    The margin is :func:`separation_margin` of the deployed bank ``theta``; the threshold is
+    The margin is :func:`~ropegeo.margins.separation_margin` of the deployed bank ``theta``; the threshold is
     ``rule``'s (:class:`GateBRule`; default: a logit gap of ``ln 3`` for the least sharp head that
     tells adjacent offsets apart nine to one on the training ruler, a margin of ``D_train(1)/sqrt 2``).
 
     Parameters
     ----------
     offsets, theta
-        As in :func:`separation_margin` (``theta`` is the deployed bank).
+        As in :func:`~ropegeo.margins.separation_margin` (``theta`` is the deployed bank).
     rule : GateBRule, optional
         The decision rule. Default ``GateBRule()``.
     trained_theta : array_like, shape (pairs,), optional
         The bank the model was trained with; default ``theta``. Only read when the rule takes
         the head's sharpness from the training ruler.
     **margin_options
-        ``dtype``, ``scale``, ``origin``, ``weighting``, ``method`` of :func:`separation_margin`.
+        ``dtype``, ``scale``, ``origin``, ``weighting``, ``method`` of :func:`~ropegeo.margins.separation_margin`.
         An amplitude array as ``weighting`` weights the training distance too; ``"band"`` is
         refused (it judges bands, not one head).
 
@@ -336,7 +336,7 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
     Raises
     ------
     ValueError
-        As :func:`separation_margin`; for ``weighting="band"``, a ``rule`` that is not a
+        As :func:`~ropegeo.margins.separation_margin`; for ``weighting="band"``, a ``rule`` that is not a
         :class:`GateBRule`, or a ``trained_theta`` of another length.
 
     Examples

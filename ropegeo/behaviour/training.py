@@ -2,7 +2,7 @@
 
 Everything here is shared by the two trainers of :mod:`ropegeo.behaviour.heads` and by the
 scheme trainers of :mod:`ropegeo.alternatives` (which use the public names only). Matrices are
-small, so they run with one BLAS thread: :func:`one_blas_thread` limits the BLAS pool for the
+small, so they run with one BLAS thread: :func:`~ropegeo.behaviour.one_blas_thread` limits the BLAS pool for the
 duration of a training or an evaluation (threadpoolctl), whatever ``OPENBLAS_NUM_THREADS`` says.
 On matrices of a few thousand entries, extra threads only add synchronisation: on 2 busy cores the
 default pool made one Gate C battery 4 to 40 times slower.

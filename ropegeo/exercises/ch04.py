@@ -130,6 +130,21 @@ def _ramp_in_exponent(base, d, L, bf, bs):
     return 1.0 - np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
 
 
+def _code_ramp(base, d, L, fast, slow, truncate):
+    """The reference code's ramp for any two ends, unchecked: it also computes a student's swapped ends,
+    which :func:`ropegeo.scaling.yarn_ramp` refuses (``beta_fast`` below ``beta_slow``)."""
+    def corr(turns):
+        return d * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = corr(fast), corr(slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += 0.001
+    return 1.0 - np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
+
+
 def _paper_ramp(base, d, L, bf, bs):
     """The paper's gamma(r) = (r - alpha) / (beta - alpha), clipped, with alpha = beta_slow, beta = beta_fast."""
     r = L * frequencies(d, base) / (2 * math.pi)
@@ -144,7 +159,7 @@ def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
     if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=not truncate), atol=1e-9):
         return wrong(f"for {where} your function gives the ramp for truncate={not truncate}: with truncate the "
                      "ends are rounded outward to whole pairs, without it they stay fractional.")
-    if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bs, beta_slow=bf, truncate=truncate), atol=1e-9):
+    if np.allclose(got, _code_ramp(base, d, L, bs, bf, truncate), atol=1e-9):
         return wrong(f"for {where} beta_fast and beta_slow are swapped: the fast end is where pairs turn beta_fast times.")
     if np.allclose(got, _ramp_in_exponent(base, d, L, bf, bs), atol=1e-9):
         return wrong(f"for {where} your ramp ends are twice the pair index: you solved for 2i, the exponent's "

@@ -305,7 +305,7 @@ def ruler_budget_figure(study) -> Figure:
     Parameters
     ----------
     study : dict
-        The result of :func:`ropegeo.alternatives.ruler_study` (or its stored JSON).
+        The result of ``ropegeo.alternatives.ruler_study`` (or its stored JSON).
 
     Returns
     -------
@@ -344,7 +344,7 @@ def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
     Parameters
     ----------
     study : dict
-        The result of :func:`ropegeo.alternatives.ruler_study` (or its stored JSON).
+        The result of ``ropegeo.alternatives.ruler_study`` (or its stored JSON).
     steps : int, optional
         Which budget (default: the study's ``table_steps``).
 

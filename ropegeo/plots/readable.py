@@ -49,7 +49,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
     rows : int
         Rows of the wide layout (1 to 4); in the column layout they become columns.
     **subplot_kw
-        Passed to :meth:`matplotlib.figure.Figure.subplots` (``sharex`` and the like).
+        Passed to ``matplotlib.figure.Figure.subplots`` (``sharex`` and the like).
 
     Returns
     -------

@@ -44,7 +44,7 @@ __all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS", "CEILIN
 LENGTH = 32
 #: Shifts of Gate A's shift check that the lab applies.
 SHIFTS = (1, 5, 17, 4096)
-#: The largest change of a score of rotated vectors, relative to |q||k|: a tolerance that reaches
+#: The largest change of a score of rotated vectors, relative to ``|q||k|``: a tolerance that reaches
 #: it cannot fail.
 CEILING = 2.0
 _UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
