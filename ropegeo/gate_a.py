@@ -35,6 +35,8 @@ place in :data:`CHECKS`), so skipping one check leaves the vectors of the others
 
 from __future__ import annotations
 
+import numbers
+
 import time
 from dataclasses import dataclass, field
 
@@ -386,6 +388,32 @@ _DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta",
 ATTENTION_FACTOR_IN = ("rotation", "softmax")
 
 
+#: gate_a's declaring arguments and their defaults: with a manifest, a value other than its default
+#: must agree with the manifest's (scale and theta have no counterpart there: their defaults only)
+_DECLARING_DEFAULTS = {"head_dim": None, "base": 10_000.0, "pairing": "interleaved", "rotary_dim": None,
+                       "scale": 1.0, "theta": None, "phase_dtype": "float32"}
+
+
+def _refuse_conflicts(m: dict, **given) -> None:
+    """Refuse, by name, a plain declaring argument that contradicts the manifest's declaration."""
+
+    def same(a, b) -> bool:
+        if a is None or b is None:
+            return a is b
+        if isinstance(a, str) or isinstance(b, str):
+            return a == b
+        return isinstance(a, numbers.Real) and not isinstance(a, bool) and isinstance(b, numbers.Real) and a == b
+
+    for key, val in given.items():
+        if same(val, _DECLARING_DEFAULTS[key]) or (key in m and same(val, m[key])):
+            continue
+        if key in ("scale", "theta"):
+            raise ValueError(f"{key} conflicts with the manifest, which declares the frequencies itself: drop {key} "
+                             "or drop the manifest")
+        raise ValueError(f"{key}={val!r} conflicts with the manifest, which declares {key}={m[key]!r}: drop {key} "
+                         "or drop the manifest")
+
+
 def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
                attention_factor, manifest, target_length, seed, attention_factor_in="rotation") -> dict:
     """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
@@ -399,6 +427,8 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
         target_length = v.length("target_length", target_length, minimum=2)
     if manifest is not None:
         m = _from_manifest(manifest, target_length)
+        _refuse_conflicts(m, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale,
+                          theta=theta, phase_dtype=phase_dtype)
         head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
         phase_dtype, extra_sizes, name = m["phase_dtype"], m["extra_sizes"], m["name"]
         notes = list(m["notes"])

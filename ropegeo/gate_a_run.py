@@ -185,8 +185,9 @@ def timeout_seconds(value) -> float:
 
 
 def refuse_special_file(option: str, value) -> None:
-    """Refuse a configuration path that exists but is not a regular file (a FIFO would block the
-    reader forever, a device may never end). Shipped model names pass untouched.
+    """Refuse a configuration path that is missing or not a regular file (a FIFO would block the
+    reader forever, a device may never end), with :func:`ropegeo.manifest.config_file`. Shipped
+    model names pass untouched.
 
     Raises
     ------
@@ -195,14 +196,11 @@ def refuse_special_file(option: str, value) -> None:
     """
     if value is None:
         return
-    from .manifest import shipped_models
+    from .manifest import config_file, shipped_models
 
-    text = str(value)
-    if text.strip().lower() in shipped_models():
+    if isinstance(value, str) and value.strip().lower() in shipped_models():
         return
-    if os.path.exists(text) and not os.path.isfile(text):
-        raise ValueError(f"{option}: {text!r} is not a regular file (a directory, FIFO or device); give a "
-                         "config.json path or a shipped model name")
+    config_file(value, option)  # the one check of a configuration path (manifest.config_file)
 
 
 def _ready(fd: int, event: int, seconds: float) -> bool:
