@@ -64,6 +64,8 @@ _WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
 _C_MAX_LENGTH = 4096
 _C_TRAIN_LENGTH = 64
 _LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
+#: The row of the manifest's table that names the context served; the audit prints its own target there.
+_SERVED_ROW = "context: served (target)"
 
 
 def _search_range(train: int, target: int, window: int | None, start: int | None,
@@ -235,7 +237,20 @@ class GeometryAudit:
         rows = self.rows()
         width = max(len(r[0]) for r in rows)
         body = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
-        return self.manifest.table() + "\n" + "-" * 40 + "\n" + body
+        return self._header() + "\n" + "-" * 40 + "\n" + body
+
+    def _header(self) -> str:
+        """The manifest's table, its served context replaced by the one this audit judges (the manifest's
+        own context is named beside it when the audit's target differs)."""
+        own, lines = self.manifest.target_length, self.manifest.table().split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith(_SERVED_ROW):
+                alone = "unknown" if own is None else f"{own:,}"
+                value = f"{self.target_length:,} (this audit's target length"
+                value += ")" if own == self.target_length else f"; the manifest alone: {alone})"
+                start = len(line) - len(line[len(_SERVED_ROW):].lstrip())  # where the value column starts
+                lines[i] = line[:start] + value
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
@@ -785,7 +800,7 @@ def audit(
         similarity 0.995); not with ``gate_b_rule``.
     origin : float, optional
         Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
-        target context). Default: the far end of the target context.
+        target context). Default: the largest offset at the last position of the target context.
     gate_c : bool or ropegeo.behaviour.GateCVerdict
         ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional

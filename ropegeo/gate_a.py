@@ -218,11 +218,12 @@ class GateAReport:
         """The report as JSON (``ropegeo._json.dumps``: no NaN, no numpy types)."""
         return dumps(self.to_dict(), **kwargs)
 
-    def table(self, passing_sizes: bool = True) -> str:
+    def table(self, passing_sizes: bool = True, legend: bool = False) -> str:
         """A readable report: one line per check, the precision found, then the diagnoses.
 
         With ``passing_sizes=False`` a passing check shows only its tolerance (its violation is
-        rounding noise, which differs between machines).
+        rounding noise, which differs between machines). With ``legend=True`` (the command line) a
+        line after the checks says how to read them, and what a tolerance of 0 means.
         """
         inf = self.inferred
         lines = [
@@ -243,6 +244,8 @@ class GateAReport:
             if c.passed and not passing_sizes:
                 size = f"  (tol {c.tolerance:.1e})"
             lines.append(f"  {c.name:<{width}}  {mark}{size}")
+        if legend:
+            lines.append(_legend(self.checks))
         lines.append("diagnosis:")
         for c in self.checks:
             if c.passed is False:
@@ -257,6 +260,17 @@ class GateAReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _legend(checks) -> str:
+    """How to read the rows of :meth:`GateAReport.table` (and what a zero tolerance means)."""
+    text = ("  (each row: the largest violation found, then the tolerance it must not exceed, set by the "
+            "precision read")
+    exact = [c.name for c in checks if c.passed is not None and c.tolerance == 0]
+    if exact:
+        text += (f"; tol 0 marks an exact check ({', '.join(exact)}): its reading counts defects found "
+                 "(misplaced coordinates, a wrapped, clamped or refused position), so it passes at 0 only")
+    return text + ")"
 
 
 def json_default(o):
@@ -759,5 +773,5 @@ def run_subcommand(args) -> int:
     undeclared = _undeclared_note(args, report)
     if undeclared:
         report.notes.append(undeclared)
-    print(report.to_json(indent=2) if args.json else report.table())
+    print(report.to_json(indent=2) if args.json else report.table(legend=True))
     return EXIT_CODES[report.status]
