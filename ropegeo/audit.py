@@ -360,7 +360,7 @@ def geometry_audit(
     else:
         train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
         target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
-        m = _plain_manifest(head_dim, base, rotary_dim, v.pairing(pairing), train, target,
+        m = _plain_manifest(head_dim, v.base(base), rotary_dim, v.pairing(pairing), train, target,
                             v.boolean("interpolate", interpolate))
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
@@ -618,7 +618,7 @@ def _manifest_of(target, where: str):
     if isinstance(target, dict):
         return read_config(target)
     if isinstance(target, str) or hasattr(target, "__fspath__"):
-        return resolve(target)
+        return resolve(target, option=where)
     raise ValueError(
         f"{where} must be a RopeManifest, a config dict, a config.json path, a shipped model name "
         f"or a callable implementation, got {type(target).__name__}"

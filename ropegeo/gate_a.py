@@ -35,6 +35,7 @@ place in :data:`CHECKS`), so skipping one check leaves the vectors of the others
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import time
@@ -53,7 +54,7 @@ from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, ch
                             check_precision, short_run_note, short_run_reading)
 from .gate_a_read import infer_layout
 
-__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
+__all__ = ["gate_a", "check_declaration", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
            "DEFAULT_MAX_POSITION"]
 
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
@@ -293,7 +294,7 @@ def _from_manifest(manifest, target_length):
         if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
             raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
                              f"shipped model name, got {type(manifest).__name__}")
-        manifest = resolve(manifest)
+        manifest = resolve(manifest, option="manifest")
     # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
     # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
     seq = target_length or manifest.target_length or manifest.max_position_embeddings
@@ -595,6 +596,32 @@ def gate_a(
     fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
     ctx, declared = _context(fn, decl, only_declared=manifest is not None)
     return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+def check_declaration(**options) -> None:
+    """Check :func:`gate_a`'s keyword arguments (everything but ``impl``) without calling anything.
+
+    The command line runs it before it starts the worker process, so a bad option is refused
+    before the implementation is imported.
+
+    Raises
+    ------
+    ValueError
+        Exactly as :func:`gate_a` would, naming the argument.
+
+    Examples
+    --------
+    >>> check_declaration(head_dim=64, pairing="half")
+    >>> check_declaration(head_dim=7)
+    Traceback (most recent call last):
+    ...
+    ValueError: head_dim must be an even integer of at least 2, got 7
+    """
+    params = inspect.signature(gate_a).parameters
+    unknown = [k for k in options if k not in params or k == "impl"]
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not an argument of gate_a")
+    _validated(**{**{k: p.default for k, p in params.items() if k != "impl"}, **options})
 
 
 def _context(fn, decl: dict, *, only_declared: bool):

@@ -548,7 +548,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
         One line: bad arguments, a contract break, a timeout, a worker that died or a channel
         that was tampered with.
     """
-    from .gate_a import gate_a
+    from .gate_a import check_declaration, gate_a
     from .manifest import resolve
 
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
@@ -564,6 +564,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
     elif target_length is not None or layer_type is not None:
         raise ValueError(f"{'--target-length' if target_length is not None else '--layer-type'} applies with "
                          "--config only")
+    check_declaration(**kwargs)  # every option refused before the worker imports anything
     with remote_implementation(args.target, args.timeout) as impl:
         report = gate_a(impl, **kwargs)
     return report.to_dict(), impl.notes

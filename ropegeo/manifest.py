@@ -150,7 +150,10 @@ class RopeManifest:
         set_(self, "notes", tuple(self.notes))
         if self.scaling is not None:
             if isinstance(self.scaling, Mapping):
-                set_(self, "scaling", Scaling.from_dict(self.scaling))
+                try:
+                    set_(self, "scaling", Scaling.from_dict(self.scaling))
+                except ValueError as exc:
+                    raise ValueError(f"scaling: {exc}") from None
             elif not isinstance(self.scaling, Scaling):
                 raise ValueError(
                     f"scaling must be a ropegeo.scaling.Scaling, a dict with a 'rule' key, or None, "
@@ -753,10 +756,11 @@ def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
     return m.with_(name=f"{label} ({chosen})", notes=notes)
 
 
-def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
+def resolve(name_or_path, *, layer_type: str | None = None, option: str = "config") -> RopeManifest:
     """A shipped model name (see :func:`shipped_models`) or the path of a ``config.json``.
 
-    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`.
+    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`; ``option`` is the name
+    the error messages give the argument (a caller's own parameter, e.g. ``"manifest"``).
 
     Raises
     ------
@@ -764,13 +768,13 @@ def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
         If it is neither a shipped name nor a readable configuration file.
     """
     if not isinstance(name_or_path, (str, Path)):
-        raise ValueError(f"config must be a model name or a path, got {type(name_or_path).__name__}")
+        raise ValueError(f"{option} must be a model name or a path, got {type(name_or_path).__name__}")
     text = str(name_or_path)
     if not text.strip():
-        raise ConfigError(f"config is empty; give a config.json path or one of: {', '.join(shipped_models())}")
+        raise ConfigError(f"{option} is empty; give a config.json path or one of: {', '.join(shipped_models())}")
     if text.strip().lower() in shipped_models():
         return load_model(text, layer_type=layer_type)
-    return read_config(config_file(text), layer_type=layer_type)
+    return read_config(config_file(text, option), layer_type=layer_type)
 
 
 def _shown(text: str, limit: int = 80) -> str:
