@@ -870,9 +870,7 @@ def layer_kinds(name_or_path) -> tuple[LayerKind, ...]:
     if isinstance(name_or_path, str) and text.strip().lower() in shipped_models():
         rec = model_record(text)
         return read_layer_kinds(rec["config"], name=rec.get("model"), source=rec.get("source"))
-    if not text.strip() or not Path(text).exists():
-        raise ConfigError(f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}")
-    return read_layer_kinds(Path(text))
+    return read_layer_kinds(config_file(text))
 
 
 def shipped_models() -> list[str]:
@@ -955,29 +953,16 @@ def _shown(text: str, limit: int = 80) -> str:
 
 
 def config_file(path, option: str = "config") -> Path:
-    """The path of a configuration file, checked before anything opens it.
-
-    Only an existing regular file is accepted (or a link to one): a FIFO, a terminal or a pipe
-    such as ``/dev/stdin`` would block the read, a directory or a device is no configuration. The
-    one check every reader of a ``config.json`` path uses (:func:`read_config`, :func:`resolve`,
-    the command line's ``--config``).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-    option : str
-        The name the error message gives the argument (``"--config"`` on the command line).
-
-    Returns
-    -------
-    pathlib.Path
+    """The path of a configuration file, checked before anything opens it: an existing regular file
+    (or a link to one). A FIFO, a terminal or a pipe such as ``/dev/stdin`` would block the read; a
+    folder or a device is no configuration. The one check of every ``config.json`` path
+    (:func:`read_config`, :func:`resolve`, :func:`layer_kinds`, the command line's ``--config``).
 
     Raises
     ------
     ConfigError
-        (a ``ValueError``) naming ``option``: the path is empty, does not exist (the message lists
-        the shipped model names), cannot be examined (a name too long, a folder without
-        permission, a NUL byte) or is not a regular file.
+        (a ``ValueError``) naming ``option``: the path is empty, missing, cannot be examined (too long,
+        a folder without permission, a NUL byte) or is not a regular file.
 
     Examples
     --------
@@ -987,19 +972,15 @@ def config_file(path, option: str = "config") -> Path:
     ropegeo.manifest.ConfigError: config: '/dev/null' is not a regular file (a directory, FIFO, pipe or device); give a config.json path or a shipped model name
     """
     text = os.fspath(path) if hasattr(path, "__fspath__") else path
-    if not isinstance(text, str):
-        raise ConfigError(f"{option} must be a path or a shipped model name, got {type(path).__name__}")
-    if not text.strip():
-        raise ConfigError(f"{option}: the path is empty; give a config.json path or a shipped model name")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{option} must be a config.json path or a shipped model name, got {_shown(str(text))}")
     try:
         mode = os.stat(text).st_mode
     except (FileNotFoundError, NotADirectoryError):
         raise ConfigError(f"{option}: cannot read {_shown(text)}: it is neither a file nor a shipped model; "
                           f"shipped: {', '.join(shipped_models())}") from None
-    except OSError as exc:  # a name too long, a folder without permission, a loop of links
-        raise ConfigError(f"{option}: cannot read {_shown(text)}: {exc.strerror or type(exc).__name__}") from None
-    except ValueError:  # an embedded NUL byte
-        raise ConfigError(f"{option}: {_shown(text)} is not a usable path (it holds a NUL byte)") from None
+    except (OSError, ValueError) as exc:  # too long, no permission, a loop of links; ValueError: a NUL byte
+        raise ConfigError(f"{option}: cannot read {_shown(text)}: {getattr(exc, 'strerror', None) or exc}") from None
     if not stat.S_ISREG(mode):
         raise ConfigError(f"{option}: {_shown(text)} is not a regular file (a directory, FIFO, pipe or device); "
                           "give a config.json path or a shipped model name")

@@ -28,7 +28,7 @@ from ropegeo.frequencies import frequencies, wavelengths
 from ropegeo.gate_a import check_declaration, gate_a
 from ropegeo.gate_c import gate_c
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.manifest import RopeManifest, load_model, model_record, read_config, resolve
+from ropegeo.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
 from ropegeo.rotation import apply_rope
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +133,8 @@ cases(load_model, "layer_type", ("nope", 5, ["full_attention"]), name="gemma-3-1
 cases(resolve, "name_or_path", ("", "   ", "no-such-model", "x" * 5000, "/" + "x" * 300, "/dev/null", "/dev/zero", "/", "/tmp",
                           "/proc/self/mem", "a\x00b", None, 5, ["llama-2-7b"], b"llama-2-7b", object()),
       label="config", )
+cases(layer_kinds, "name_or_path", ("", "x" * 5000, "/dev/null", "/", "a\x00b", "no-such-model", 5, None),
+      label="config")
 cases(read_config, "config", ("", "/dev/null", "/dev/zero", "/nonexistent/config.json", "x" * 5000, 5, None, [1, 2],
                               object(), "a\x00b"), label="config")
 cases(read_config, "config", ({"rope_theta": "x"}, {"rope_theta": NAN}, {"hidden_size": -4, "num_attention_heads": 2},
