@@ -973,7 +973,8 @@ def config_file(path, option: str = "config") -> Path:
     """
     text = os.fspath(path) if hasattr(path, "__fspath__") else path
     if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{option} must be a config.json path or a shipped model name, got {_shown(str(text))}")
+        got = "an empty path" if isinstance(text, str) else type(path).__name__
+        raise ConfigError(f"{option} must be a config.json path or a shipped model name, got {got}")
     try:
         mode = os.stat(text).st_mode
     except (FileNotFoundError, NotADirectoryError):
