@@ -11,14 +11,21 @@ threads only add overhead). Prints per-seed times and results for:
 
 Targets: each training a few seconds at most on one core; an offset-head training well under one
 second; one evaluation at 8L well under one second.
+
+``python bench/gate_c.py battery`` measures the battery alone (what ``report --gate-c`` runs):
+its wall time against the raw cost of the trainings it runs, the training loops alone (timed
+inside the battery's own run, so both numbers come from one run), and what the rest is spent on.
+No BLAS variable is set there: the library fixes one thread itself (threadpoolctl).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+if "battery" not in sys.argv[1:]:  # the battery runs with the default environment, as a user's would
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
@@ -108,5 +115,64 @@ def main() -> None:
     print(verdict.table())
 
 
+class LoopTimer:
+    """Times the training loops (``heads._run_offset`` / ``heads._run_match``) and the evaluations
+    (``gate_c.evaluate_seeds``) while a battery runs, by wrapping them in place."""
+
+    def __init__(self):
+        from ropegeo import gate_c as C
+        from ropegeo.behaviour import heads as H
+
+        self.spent = {"offset loops": 0.0, "match loops": 0.0, "evaluations": 0.0}
+        self._patches = [(H, "_run_offset", "offset loops"), (H, "_run_match", "match loops"),
+                         (C, "evaluate_seeds", "evaluations")]
+
+    def __enter__(self):
+        self._saved = []
+        for module, name, key in self._patches:
+            original = getattr(module, name)
+            self._saved.append((module, name, original))
+
+            def timed_call(*args, _f=original, _k=key, **kwargs):
+                t0 = time.perf_counter()
+                try:
+                    return _f(*args, **kwargs)
+                finally:
+                    self.spent[_k] += time.perf_counter() - t0
+
+            setattr(module, name, timed_call)
+        return self
+
+    def __exit__(self, *exc):
+        for module, name, original in self._saved:
+            setattr(module, name, original)
+
+
+def battery_cost(label: str, run) -> None:
+    """One battery run: wall time, the training loops' raw cost, the ratio, and the rest."""
+    with LoopTimer() as lt:
+        t0 = time.perf_counter()
+        run()
+        wall = time.perf_counter() - t0
+    loops = lt.spent["offset loops"] + lt.spent["match loops"]
+    rest = wall - loops - lt.spent["evaluations"]
+    print(f"{label}: {wall:.2f} s wall; training loops {loops:.2f} s (offset {lt.spent['offset loops']:.2f}, "
+          f"match {lt.spent['match loops']:.2f}); wall / loops = {wall / loops:.3f}; evaluations "
+          f"{lt.spent['evaluations']:.2f} s ({100 * lt.spent['evaluations'] / wall:.1f}%); everything else "
+          f"{rest:.2f} s ({100 * rest / wall:.1f}%)")
+
+
+def battery() -> None:
+    """The battery's cost, as ``report llama-3.1-8b --gate-c`` runs it and at gate_c's defaults."""
+    from ropegeo.audit import audit
+    from ropegeo.gate_c import gate_c
+
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
+    battery_cost("report llama-3.1-8b --gate-c (1 seed, head dim 128, 64 -> 1,024)",
+                 lambda: audit("llama-3.1-8b", gate_c=True, gate_c_options={"seeds": (0,)}))
+    battery_cost("gate_c defaults (3 seeds, head dim 16, 64 -> 512)", lambda: gate_c(frequencies(16)))
+
+
 if __name__ == "__main__":
-    main()
+    battery() if "battery" in sys.argv[1:] else main()

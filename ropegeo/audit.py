@@ -15,10 +15,11 @@ Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the sam
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -63,6 +64,8 @@ _WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
 _C_MAX_LENGTH = 4096
 _C_TRAIN_LENGTH = 64
 _LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
+#: The row of the manifest's table that names the context served; the audit prints its own target there.
+_SERVED_ROW = "context: served (target)"
 
 
 def _search_range(train: int, target: int, window: int | None, start: int | None,
@@ -90,9 +93,10 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
                        "searched, as Gate B's distant set")
     else:
         why.append(f"from search_start {start:,}")
-    if start >= stop:
-        why.append(f"search_start moved to {stop - 1:,} to leave a range")
-        start = stop - 1
+    if start >= stop:  # only a given search_start can get here: refused, never moved silently
+        reach = (f"search_limit {limit:,}" if limit is not None and limit == stop else
+                 f"the end of the search range, {stop:,} (where attention's reach ends)")
+        raise ValueError(f"search_start must be below {reach}, got {start:,}")
     return max(start, 1), stop, "; ".join(why)
 
 
@@ -233,7 +237,20 @@ class GeometryAudit:
         rows = self.rows()
         width = max(len(r[0]) for r in rows)
         body = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
-        return self.manifest.table() + "\n" + "-" * 40 + "\n" + body
+        return self._header() + "\n" + "-" * 40 + "\n" + body
+
+    def _header(self) -> str:
+        """The manifest's table, its served context replaced by the one this audit judges (the manifest's
+        own context is named beside it when the audit's target differs)."""
+        own, lines = self.manifest.target_length, self.manifest.table().split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith(_SERVED_ROW):
+                alone = "unknown" if own is None else f"{own:,}"
+                value = f"{self.target_length:,} (this audit's target length"
+                value += ")" if own == self.target_length else f"; the manifest alone: {alone})"
+                start = len(line) - len(line[len(_SERVED_ROW):].lstrip())  # where the value column starts
+                lines[i] = line[:start] + value
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
@@ -343,7 +360,7 @@ def geometry_audit(
     else:
         train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
         target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
-        m = _plain_manifest(head_dim, base, rotary_dim, v.pairing(pairing), train, target,
+        m = _plain_manifest(head_dim, v.base(base), rotary_dim, v.pairing(pairing), train, target,
                             v.boolean("interpolate", interpolate))
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
@@ -368,12 +385,12 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
 
 
 def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
+    s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
     theta, att = m.theta(target), m.attention_factor(target)
     plain, lam = frequencies(m.rotary_dim, m.base), wavelengths(theta)
     pairs = [*_LAW_PAIRS, (train // 4, train - 2)]
     err = relative_law_error(m.head_dim, theta=theta, pairing=m.pairing, rotary_dim=m.rotary_dim,
                              position_pairs=pairs, dtype=dtype, seed=seed)
-    s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)
     hits = near_collisions(theta, s0, s1, top=top)
     return GeometryAudit(
         manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
@@ -601,7 +618,7 @@ def _manifest_of(target, where: str):
     if isinstance(target, dict):
         return read_config(target)
     if isinstance(target, str) or hasattr(target, "__fspath__"):
-        return resolve(target)
+        return resolve(target, option=where)
     raise ValueError(
         f"{where} must be a RopeManifest, a config dict, a config.json path, a shipped model name "
         f"or a callable implementation, got {type(target).__name__}"
@@ -682,30 +699,53 @@ def _own_choices(declared, offsets, origin, train, target) -> list[str]:
             "uses the defaults, so its margins may differ"] if own else []
 
 
+#: What Gate C takes from the manifest and ``gate_c_lengths``, never from ``gate_c_options``.
+_C_FROM_MANIFEST = ("theta", "train_length", "target_length", "target_theta", "target_attention_factor")
+
+
 def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
+    """Gate C's toy lengths: the given pair, checked, or the model's ratio from 64 tokens."""
     if gate_c_lengths is None:
         c_train = min(train, _C_TRAIN_LENGTH)
         return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
-    try:
-        c_train, c_target = gate_c_lengths
-    except (TypeError, ValueError):
-        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}") from None
+    if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
+        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
+    from .behaviour import MAX_MATCH_LENGTH  # the match heads train at Gate C's training length
+
+    c_train, c_target = gate_c_lengths
+    c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
+    c_target = v.integer("gate_c_lengths (target)", c_target, minimum=c_train + 1, maximum=_C_MAX_LENGTH)
     return c_train, c_target
 
 
-def _run_gate_c(declared, gate_c_lengths, gate_c_options, train: int, target: int):
+def _gate_c_options(gate_c_options) -> dict:
+    """``gate_c_options`` checked: a dict of :func:`ropegeo.gate_c.gate_c`'s own keyword arguments
+    (their values are checked by ``gate_c`` itself, before any training)."""
+    if gate_c_options is None:
+        return {}
+    if not isinstance(gate_c_options, Mapping):
+        raise ValueError(f"gate_c_options must be a dict of ropegeo.gate_c.gate_c's options, got "
+                         f"{type(gate_c_options).__name__}")
+    from .gate_c import gate_c as battery  # Gate C's own signature: the one list of its options
+
+    known = [k for k in inspect.signature(battery).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
+    for key in gate_c_options:
+        if key in _C_FROM_MANIFEST:
+            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
+        if key not in known:
+            raise ValueError(f"gate_c_options: unknown option {key!r}; known: {', '.join(known)}")
+    return dict(gate_c_options)
+
+
+def _run_gate_c(declared, gate_c_lengths, opts: dict, train: int, target: int):
     from .behaviour import gate_c as run_gate_c  # the training toolkit: loaded only when Gate C runs
 
     c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
-    opts = dict(gate_c_options or {})
     offset = opts.get("offset", 5)
     if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
         raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
                          f"at least {offset + 2}, got {c_train}")
     sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
-    for key in ("theta", "train_length", "target_length", "target_theta", "target_attention_factor"):
-        if key in opts:
-            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
     c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
                    target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
     c.settings["rule"] = sch["rule"]
@@ -760,7 +800,7 @@ def audit(
         similarity 0.995); not with ``gate_b_rule``.
     origin : float, optional
         Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
-        target context). Default: the far end of the target context.
+        target context). Default: the largest offset at the last position of the target context.
     gate_c : bool or ropegeo.behaviour.GateCVerdict
         ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional
@@ -807,6 +847,9 @@ def audit(
     tgt = v.length("target_length", tgt, minimum=train)
     if offsets is not None:
         check_offsets_in_context(offsets, tgt, origin)
+    c_options = _gate_c_options(gate_c_options)
+    if gate_c_lengths is not None:
+        _gate_c_lengths(gate_c_lengths, train, tgt)
     a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
     b = gate_b(declared, offsets, train_length=train, target_length=tgt, rule=rule, origin=origin)
     b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
@@ -816,7 +859,7 @@ def audit(
     elif c is None and not run_all and not (a.passed and b.status != "fail"):
         note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
     elif c is None:
-        c = _run_gate_c(declared, gate_c_lengths, gate_c_options, train, tgt)
+        c = _run_gate_c(declared, gate_c_lengths, c_options, train, tgt)
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)
 

@@ -35,6 +35,9 @@ place in :data:`CHECKS`), so skipping one check leaves the vectors of the others
 
 from __future__ import annotations
 
+import inspect
+import numbers
+
 import time
 from dataclasses import dataclass, field
 
@@ -51,7 +54,7 @@ from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, ch
                             check_precision, short_run_note, short_run_reading)
 from .gate_a_read import infer_layout
 
-__all__ = ["gate_a", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
+__all__ = ["gate_a", "check_declaration", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
            "DEFAULT_MAX_POSITION"]
 
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
@@ -216,11 +219,12 @@ class GateAReport:
         """The report as JSON (``ropegeo._json.dumps``: no NaN, no numpy types)."""
         return dumps(self.to_dict(), **kwargs)
 
-    def table(self, passing_sizes: bool = True) -> str:
+    def table(self, passing_sizes: bool = True, legend: bool = False) -> str:
         """A readable report: one line per check, the precision found, then the diagnoses.
 
         With ``passing_sizes=False`` a passing check shows only its tolerance (its violation is
-        rounding noise, which differs between machines).
+        rounding noise, which differs between machines). With ``legend=True`` (the command line) a
+        line after the checks says how to read them, and what a tolerance of 0 means.
         """
         inf = self.inferred
         lines = [
@@ -241,6 +245,8 @@ class GateAReport:
             if c.passed and not passing_sizes:
                 size = f"  (tol {c.tolerance:.1e})"
             lines.append(f"  {c.name:<{width}}  {mark}{size}")
+        if legend:
+            lines.append(_legend(self.checks))
         lines.append("diagnosis:")
         for c in self.checks:
             if c.passed is False:
@@ -255,6 +261,17 @@ class GateAReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _legend(checks) -> str:
+    """How to read the rows of :meth:`GateAReport.table` (and what a zero tolerance means)."""
+    text = ("  (each row: the largest violation found, then the tolerance it must not exceed, set by the "
+            "precision read")
+    exact = [c.name for c in checks if c.passed is not None and c.tolerance == 0]
+    if exact:
+        text += (f"; tol 0 marks an exact check ({', '.join(exact)}): its reading counts defects found "
+                 "(misplaced coordinates, a wrapped, clamped or refused position), so it passes at 0 only")
+    return text + ")"
 
 
 def json_default(o):
@@ -277,7 +294,7 @@ def _from_manifest(manifest, target_length):
         if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
             raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
                              f"shipped model name, got {type(manifest).__name__}")
-        manifest = resolve(manifest)
+        manifest = resolve(manifest, option="manifest")
     # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
     # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
     seq = target_length or manifest.target_length or manifest.max_position_embeddings
@@ -386,6 +403,32 @@ _DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta",
 ATTENTION_FACTOR_IN = ("rotation", "softmax")
 
 
+#: gate_a's declaring arguments and their defaults: with a manifest, a value other than its default
+#: must agree with the manifest's (scale and theta have no counterpart there: their defaults only)
+_DECLARING_DEFAULTS = {"head_dim": None, "base": 10_000.0, "pairing": "interleaved", "rotary_dim": None,
+                       "scale": 1.0, "theta": None, "phase_dtype": "float32"}
+
+
+def _refuse_conflicts(m: dict, **given) -> None:
+    """Refuse, by name, a plain declaring argument that contradicts the manifest's declaration."""
+
+    def same(a, b) -> bool:
+        if a is None or b is None:
+            return a is b
+        if isinstance(a, str) or isinstance(b, str):
+            return a == b
+        return isinstance(a, numbers.Real) and not isinstance(a, bool) and isinstance(b, numbers.Real) and a == b
+
+    for key, val in given.items():
+        if same(val, _DECLARING_DEFAULTS[key]) or (key in m and same(val, m[key])):
+            continue
+        if key in ("scale", "theta"):
+            raise ValueError(f"{key} conflicts with the manifest, which declares the frequencies itself: drop {key} "
+                             "or drop the manifest")
+        raise ValueError(f"{key}={val!r} conflicts with the manifest, which declares {key}={m[key]!r}: drop {key} "
+                         "or drop the manifest")
+
+
 def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
                attention_factor, manifest, target_length, seed, attention_factor_in="rotation") -> dict:
     """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
@@ -399,6 +442,8 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
         target_length = v.length("target_length", target_length, minimum=2)
     if manifest is not None:
         m = _from_manifest(manifest, target_length)
+        _refuse_conflicts(m, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale,
+                          theta=theta, phase_dtype=phase_dtype)
         head_dim, base, rotary_dim, pairing = m["head_dim"], m["base"], m["rotary_dim"], m["pairing"]
         phase_dtype, extra_sizes, name = m["phase_dtype"], m["extra_sizes"], m["name"]
         notes = list(m["notes"])
@@ -551,6 +596,32 @@ def gate_a(
     fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
     ctx, declared = _context(fn, decl, only_declared=manifest is not None)
     return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+def check_declaration(**options) -> None:
+    """Check :func:`gate_a`'s keyword arguments (everything but ``impl``) without calling anything.
+
+    The command line runs it before it starts the worker process, so a bad option is refused
+    before the implementation is imported.
+
+    Raises
+    ------
+    ValueError
+        Exactly as :func:`gate_a` would, naming the argument.
+
+    Examples
+    --------
+    >>> check_declaration(head_dim=64, pairing="half")
+    >>> check_declaration(head_dim=7)
+    Traceback (most recent call last):
+    ...
+    ValueError: head_dim must be an even integer of at least 2, got 7
+    """
+    params = inspect.signature(gate_a).parameters
+    unknown = [k for k in options if k not in params or k == "impl"]
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not an argument of gate_a")
+    _validated(**{**{k: p.default for k, p in params.items() if k != "impl"}, **options})
 
 
 def _context(fn, decl: dict, *, only_declared: bool):
@@ -729,5 +800,5 @@ def run_subcommand(args) -> int:
     undeclared = _undeclared_note(args, report)
     if undeclared:
         report.notes.append(undeclared)
-    print(report.to_json(indent=2) if args.json else report.table())
+    print(report.to_json(indent=2) if args.json else report.table(legend=True))
     return EXIT_CODES[report.status]

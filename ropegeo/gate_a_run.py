@@ -185,8 +185,9 @@ def timeout_seconds(value) -> float:
 
 
 def refuse_special_file(option: str, value) -> None:
-    """Refuse a configuration path that exists but is not a regular file (a FIFO would block the
-    reader forever, a device may never end). Shipped model names pass untouched.
+    """Refuse a configuration path that is missing or not a regular file (a FIFO would block the
+    reader forever, a device may never end), with :func:`ropegeo.manifest.config_file`. Shipped
+    model names pass untouched.
 
     Raises
     ------
@@ -195,14 +196,11 @@ def refuse_special_file(option: str, value) -> None:
     """
     if value is None:
         return
-    from .manifest import shipped_models
+    from .manifest import config_file, shipped_models
 
-    text = str(value)
-    if text.strip().lower() in shipped_models():
+    if isinstance(value, str) and value.strip().lower() in shipped_models():
         return
-    if os.path.exists(text) and not os.path.isfile(text):
-        raise ValueError(f"{option}: {text!r} is not a regular file (a directory, FIFO or device); give a "
-                         "config.json path or a shipped model name")
+    config_file(value, option)  # the one check of a configuration path (manifest.config_file)
 
 
 def _ready(fd: int, event: int, seconds: float) -> bool:
@@ -550,7 +548,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
         One line: bad arguments, a contract break, a timeout, a worker that died or a channel
         that was tampered with.
     """
-    from .gate_a import gate_a
+    from .gate_a import check_declaration, gate_a
     from .manifest import resolve
 
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
@@ -566,6 +564,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
     elif target_length is not None or layer_type is not None:
         raise ValueError(f"{'--target-length' if target_length is not None else '--layer-type'} applies with "
                          "--config only")
+    check_declaration(**kwargs)  # every option refused before the worker imports anything
     with remote_implementation(args.target, args.timeout) as impl:
         report = gate_a(impl, **kwargs)
     return report.to_dict(), impl.notes

@@ -384,6 +384,10 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
 #: Gate B's default offset sets: every offset up to 64 (local order) and 48 log-spaced offsets up to
 #: the largest offset attention sees (long-range retrieval).
 LOCAL_OFFSETS = 64
+#: Where offset 0 sits by default, as the reports say it: ``target_length - 1 - largest offset``, so the
+#: set's largest offset lands on the context's last position, where phases round worst (``origin`` 0
+#: for a set that spans the whole context).
+ORIGIN_RULE = "the largest offset at the last position of the target context"
 DISTANT_OFFSETS = 48
 
 
@@ -542,8 +546,8 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     """Gate B: the separation margins of offset sets under the manifest's ruler, judged by one rule.
 
     Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
-    phase precision, with offset 0 at ``origin`` (default: the far end of the target context,
-    ``target_length - 1 - largest offset``, where rounding is worst). Sets above 8,192 offsets
+    phase precision, with offset 0 at ``origin`` (default ``target_length - 1 - largest offset``: the
+    largest offset at the last position of the target context, where rounding is worst). Sets above 8,192 offsets
     use exact phases (a note says so). The threshold is ``rule``'s (default :class:`GateBRule`),
     with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
     Arguments are trusted (checked by the callers: :func:`ropegeo.audit.audit`,
@@ -564,7 +568,7 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
         verdict = rule.judge(m.margin, threshold)
         entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair),
                  "confusable": m.confusable, "tied": m.tied, "differences": list(m.differences), "dtype": m.dtype,
-                 "origin": org, "origin_rule": "far end of the target context" if origin is None else "given",
+                 "origin": org, "origin_rule": ORIGIN_RULE if origin is None else "given",
                  "method": m.method, "frequencies": "scaled at target" if manifest.scaling else "unscaled (no rule)",
                  "status": verdict, "passed": verdict == "pass"}
         if use != dtype:

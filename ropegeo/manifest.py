@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -39,6 +41,7 @@ __all__ = [
     "ConfigError",
     "resolve",
     "model_record",
+    "config_file",
     "LayerKind",
     "read_layer_kinds",
     "layer_kinds",
@@ -144,12 +147,18 @@ class RopeManifest:
         set_(self, "logit_scale", v.real("logit_scale", self.logit_scale, greater_than=0.0))
         if self.layer_type is not None and not isinstance(self.layer_type, str):
             raise ValueError(f"layer_type must be a string or None, got {type(self.layer_type).__name__}")
-        if isinstance(self.notes, (str, bytes)) or not all(isinstance(n, str) for n in self.notes):
-            raise ValueError("notes must be a list of strings")
+        if not isinstance(self.notes, (list, tuple)) or not all(isinstance(n, str) for n in self.notes):
+            raise ValueError(f"notes must be a list of strings, got {type(self.notes).__name__}")
+        for key in ("name", "source"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string or None, got {type(getattr(self, key)).__name__}")
         set_(self, "notes", tuple(self.notes))
         if self.scaling is not None:
             if isinstance(self.scaling, Mapping):
-                set_(self, "scaling", Scaling.from_dict(self.scaling))
+                try:
+                    set_(self, "scaling", Scaling.from_dict(self.scaling))
+                except ValueError as exc:
+                    raise ValueError(f"scaling: {exc}") from None
             elif not isinstance(self.scaling, Scaling):
                 raise ValueError(
                     f"scaling must be a ropegeo.scaling.Scaling, a dict with a 'rule' key, or None, "
@@ -524,9 +533,9 @@ def _load(config, source: str | None) -> tuple[Mapping, str | None]:
         return config, source
     if not str(config).strip():
         raise ConfigError("config: the path is empty; give a config.json path or a shipped model name")
-    path = Path(config)
+    path = config_file(config)  # a regular file only: a FIFO or a terminal would block the read
     try:
-        with path.open("rb") as fh:  # bounded read: a device such as /dev/zero never ends
+        with path.open("rb") as fh:  # bounded read: a file may still grow while it is read
             raw = fh.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
             raise ConfigError(f"config: {str(path)!r} holds more than {MAX_CONFIG_BYTES:,} bytes; is it a config.json?")
@@ -861,9 +870,7 @@ def layer_kinds(name_or_path) -> tuple[LayerKind, ...]:
     if isinstance(name_or_path, str) and text.strip().lower() in shipped_models():
         rec = model_record(text)
         return read_layer_kinds(rec["config"], name=rec.get("model"), source=rec.get("source"))
-    if not text.strip() or not Path(text).exists():
-        raise ConfigError(f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}")
-    return read_layer_kinds(Path(text))
+    return read_layer_kinds(config_file(text))
 
 
 def shipped_models() -> list[str]:
@@ -883,10 +890,10 @@ def model_record(name: str) -> dict:
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type(name).__name__}")
-    path = _DATA / f"{name.strip().lower()}.json"
-    if not path.is_file():
-        raise ValueError(f"name {name!r} is not a shipped model; known: {', '.join(shipped_models())}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    key = name.strip().lower()
+    if key not in shipped_models():  # a name, never a path: nothing outside the shipped records is read
+        raise ValueError(f"name {_shown(name)} is not a shipped model; known: {', '.join(shipped_models())}")
+    return json.loads((_DATA / f"{key}.json").read_text(encoding="utf-8"))
 
 
 def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
@@ -919,10 +926,11 @@ def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
     return m.with_(name=f"{label} ({chosen})", notes=notes)
 
 
-def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
+def resolve(name_or_path, *, layer_type: str | None = None, option: str = "config") -> RopeManifest:
     """A shipped model name (see :func:`shipped_models`) or the path of a ``config.json``.
 
-    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`.
+    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`; ``option`` is the name
+    the error messages give the argument (a caller's own parameter, e.g. ``"manifest"``).
 
     Raises
     ------
@@ -930,15 +938,52 @@ def resolve(name_or_path, *, layer_type: str | None = None) -> RopeManifest:
         If it is neither a shipped name nor a readable configuration file.
     """
     if not isinstance(name_or_path, (str, Path)):
-        raise ValueError(f"config must be a model name or a path, got {type(name_or_path).__name__}")
+        raise ValueError(f"{option} must be a model name or a path, got {type(name_or_path).__name__}")
     text = str(name_or_path)
     if not text.strip():
-        raise ConfigError(f"config is empty; give a config.json path or one of: {', '.join(shipped_models())}")
+        raise ConfigError(f"{option} is empty; give a config.json path or one of: {', '.join(shipped_models())}")
     if text.strip().lower() in shipped_models():
         return load_model(text, layer_type=layer_type)
-    if not Path(text).exists():
-        raise ConfigError(
-            f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}"
-        )
-    return read_config(Path(text), layer_type=layer_type)
+    return read_config(config_file(text, option), layer_type=layer_type)
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """``repr(text)``, shortened in the middle when long (an error message stays one readable line)."""
+    return repr(text) if len(text) <= limit else repr(text[: limit // 2]) + " ... " + repr(text[-limit // 4:])
+
+
+def config_file(path, option: str = "config") -> Path:
+    """The path of a configuration file, checked before anything opens it: an existing regular file
+    (or a link to one). A FIFO, a terminal or a pipe such as ``/dev/stdin`` would block the read; a
+    folder or a device is no configuration. The one check of every ``config.json`` path
+    (:func:`read_config`, :func:`resolve`, :func:`layer_kinds`, the command line's ``--config``).
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) naming ``option``: the path is empty, missing, cannot be examined (too long,
+        a folder without permission, a NUL byte) or is not a regular file.
+
+    Examples
+    --------
+    >>> config_file("/dev/null")
+    Traceback (most recent call last):
+    ...
+    ropegeo.manifest.ConfigError: config: '/dev/null' is not a regular file (a directory, FIFO, pipe or device); give a config.json path or a shipped model name
+    """
+    text = os.fspath(path) if hasattr(path, "__fspath__") else path
+    if not isinstance(text, str) or not text.strip():
+        got = "an empty path" if isinstance(text, str) else type(path).__name__
+        raise ConfigError(f"{option} must be a config.json path or a shipped model name, got {got}")
+    try:
+        mode = os.stat(text).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigError(f"{option}: cannot read {_shown(text)}: it is neither a file nor a shipped model; "
+                          f"shipped: {', '.join(shipped_models())}") from None
+    except (OSError, ValueError) as exc:  # too long, no permission, a loop of links; ValueError: a NUL byte
+        raise ConfigError(f"{option}: cannot read {_shown(text)}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{option}: {_shown(text)} is not a regular file (a directory, FIFO, pipe or device); "
+                          "give a config.json path or a shipped model name")
+    return Path(text)
 

@@ -222,7 +222,7 @@ def apply_rope(
         raise ValueError(
             f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = {xf.shape[:-1]}"
         ) from None
-    angles = phase_angles(pos, theta, phase_dtype, scale=scale)
+    angles = phase_angles(pos, theta, v.float_dtype(phase_dtype, "phase_dtype"), scale=scale)
     with np.errstate(over="ignore", invalid="ignore"):
         result = rotate_pairs(xf, np.cos(angles), np.sin(angles), pairing).astype(out_dtype, copy=False)
     if not np.all(np.isfinite(result.astype(np.float64, copy=False))):

@@ -180,7 +180,7 @@ def test_gate_c_schedule_reanchors_the_rule():
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, run_all=True,
               gate_c_lengths=5), "gate_c_lengths"),
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), gate_c=True, run_all=True,
-              gate_c_lengths=(64, 10_000)), "target_length"),
+              gate_c_lengths=(64, 10_000)), "gate_c_lengths"),
         (dict(target=RopeManifest(head_dim=8, max_position_embeddings=64), offsets=[1, 40_000]), "offsets"),
     ],
 )

@@ -71,7 +71,7 @@ def test_margins_and_slow_pairs_by_brute_force(capsys):
     local = out["margins"]["local 1..64"]
     # float32 phases generated at the far end of the context (origin 16,319): their rounding, about
     # origin * 2^-24 radians per pair, bounds the difference from the float64 brute force
-    assert local["origin"] == 16384 - 1 - 64 and local["origin_rule"] == "far end of the target context"
+    assert local["origin"] == 16384 - 1 - 64 and local["origin_rule"] == "the largest offset at the last position of the target context"
     assert local["margin"] == pytest.approx(best, abs=4 * 16384 * 2.0 ** -24)
     assert local["dtype"] == "float32"
     top = out["top_offsets"][0]

@@ -193,7 +193,7 @@ export function gateB(m, theta, target, trained) {
     const origin = Math.max(0.0, target - 1 - offsets[offsets.length - 1]);
     const entry = { name, n_offsets: offsets.length, last_position: origin + offsets[offsets.length - 1],
       dtype: m.phase_dtype, origin,
-      origin_rule: "far end of the target context", frequencies: freq };
+      origin_rule: "the largest offset at the last position of the target context", frequencies: freq };
     const g = separationMargin(offsets, theta, { dtype: m.phase_dtype, origin });
     let out;
     if (g == null) {
