@@ -30,17 +30,18 @@ SITE ?= _build/html
 VENDOR_STAMP := $(VENDOR)/.stamp-$(MATHJAX_VERSION)-$(REQUIREJS_VERSION)-$(HTML_MANAGER_VERSION)-$(MERMAID_VERSION)-$(ANYWIDGET_VERSION)
 
 
-.PHONY: install browser vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help test-torch
+.PHONY: install browser vendor book test test-package test-notebooks test-book test-site notebooks assignments bench clean help test-torch test-grading
 
 help:
 	@echo "make book       install, execute every notebook, build the HTML book into _build/html"
 	@echo "make test       install, then package tests, nbval over every notebook, book build (-W)"
 	@echo "make notebooks  re-execute every chapter notebook in place (refresh stored outputs)"
-	@echo "make assignments  student and instructor editions into _build/assignments (+ zips), checked"
+	@echo "make assignments  student and instructor editions (+ zips), an nbgrader course and Otter-Grader assignments into _build/assignments, checked"
 	@echo "make vendor     fetch MathJax, require.js, the widget html-manager, anywidget and mermaid (npm) into _vendor/"
 	@echo "make test-site  open every page of _build/html in headless Chromium (after a book build)"
 	@echo "make bench      run the benchmarks in bench/"
 	@echo "make test-torch Gate A on the rotary code of transformers and five other libraries (optional; torch CPU, in .venv-torch)"
+	@echo "make test-grading the nbgrader and Otter-Grader editions graded end to end by the tools (optional; in .venv-grading)"
 	@echo "make clean      remove build output (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -74,7 +75,8 @@ vendor: $(VENDOR_STAMP)
 
 book: install vendor
 	$(JB) build -W -n --keep-going .
-	@echo "The book is in _build/html/index.html"
+	@echo "The book is in _build/html. Read it served, not opened as a file (browsers refuse the diagrams'"
+	@echo "JavaScript modules from file://):  $(PYTHON) -m http.server -d _build/html 8000  then open http://127.0.0.1:8000/"
 
 test: install test-package test-notebooks test-book test-site assignments
 
@@ -150,6 +152,27 @@ $(TORCH_STAMP): requirements.txt pyproject.toml
 
 test-torch: $(TORCH_STAMP)
 	$(TORCH_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/with_torch
+
+# Optional, not part of `make test`: the course editions graded end to end by nbgrader and Otter-Grader
+# themselves (tests/with_grading: generate/assign, then autograde/`otter run` without Docker, on the
+# solutions, the stubs and one known wrong answer). Their own .venv-grading: the book's pins plus the two
+# tools, verified to install together with them (pip check clean) at these versions.
+# `ROPEGEO_GRADING_CHAPTERS=ch01 make test-grading` grades one chapter only.
+GRADING_VENV     := .venv-grading
+NBGRADER_VERSION := 0.9.6
+OTTER_VERSION    := 7.0.0
+GRADING_STAMP    := $(GRADING_VENV)/.installed-stamp-$(NBGRADER_VERSION)-$(OTTER_VERSION)
+
+$(GRADING_STAMP): requirements.txt pyproject.toml
+	test -x $(GRADING_VENV)/bin/python || $(PYTHON) -m venv $(GRADING_VENV)
+	$(GRADING_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(GRADING_VENV)/bin/python -m pip install --quiet -r requirements.txt nbgrader==$(NBGRADER_VERSION) \
+		otter-grader==$(OTTER_VERSION)
+	$(GRADING_VENV)/bin/python -m pip check
+	touch $(GRADING_STAMP)
+
+test-grading: $(GRADING_STAMP)
+	$(GRADING_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/with_grading
 
 bench: install
 	@for f in $$(ls bench/*.py | grep -v "/_"); do echo "== $$f"; $(BIN)/python $$f || exit 1; done

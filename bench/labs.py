@@ -11,7 +11,14 @@ That setting is the kernel lab's (K(Δ) and the exact near-collision search over
 20,000) and the frequency lab's (K(Δ) over 0 to 20,000, the dtype's kernel, the ladder, Gate B).
 The other labs are reported at their default settings. Needs ``make vendor`` and Chromium.
 
-Run: ``PYTHONPATH=. .venv/bin/python bench/labs.py`` (prints a table; exit status 1 if the target
+Time to interactive (issue 27): every page of the built book that embeds a lab (``_build/html``, or
+``ROPEGEO_SITE``) is opened on loopback, and the time from navigation until every lab on it has
+drawn its numbers and answers its controls is measured, beside the page's own milestones (parsed,
+DOMContentLoaded, load), the time the first lab took to import and draw, the layout shift the page
+went through (cumulative layout shift, CLS, from the browser's layout-shift entries) and the bytes
+of script it loaded. Target: every lab answers within 1.5 s. Skipped when the book is not built.
+
+Run: ``PYTHONPATH=. .venv/bin/python bench/labs.py`` (prints the tables; exit status 1 if a target
 is missed).
 """
 
@@ -70,6 +77,75 @@ def _labs():
     ]
 
 
+TTI_TARGET_MS = 1500.0
+
+# before any page script: record layout shifts, and the moment every lab has drawn its numbers
+# (a mutation observer in the page, so the time does not depend on when the test polls)
+_SHIFTS_INIT = """
+window.__shifts = [];
+new PerformanceObserver((list) => { for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push(e.value); })
+  .observe({ type: 'layout-shift', buffered: true });
+window.__labsReady = null;
+new MutationObserver((_, obs) => {
+  const labs = [...document.querySelectorAll('.ropegeo-lab')];
+  if (document.readyState !== 'loading' && labs.length && labs.every((e) => e.hasAttribute('data-result'))
+      && !document.querySelector('.ropegeo-lab-preview')) { window.__labsReady = performance.now(); obs.disconnect(); }
+}).observe(document, { subtree: true, childList: true, attributes: true });
+"""
+
+
+_TIMES_JS = r"""
+() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const scripts = performance.getEntriesByType('resource').filter((r) => r.initiatorType === 'script' || /\.m?js(\?|$)/.test(r.name));
+  const first = JSON.parse(document.querySelector('.ropegeo-lab').getAttribute('data-result'));
+  return {
+    interactive: nav.domInteractive, dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd,
+    script_kb: scripts.reduce((a, r) => a + (r.encodedBodySize || r.transferSize || 0), 0) / 1024,
+    manager: scripts.some((r) => /embed-amd/.test(r.name)),
+    labs: document.querySelectorAll('.ropegeo-lab').length, first_update_ms: first.update_ms,
+    cls: window.__shifts.reduce((a, b) => a + b, 0),
+  };
+}
+"""
+
+
+def site_time_to_interactive(site: Path) -> tuple[list[str], bool]:
+    """Rows of the time-to-interactive table for every page of ``site`` embedding a lab."""
+    import time
+
+    pages = [p for p in sc.html_pages(site) if "ropegeo.widgets." in p.read_text(encoding="utf-8", errors="replace")
+             and "application/vnd.jupyter.widget-view+json" in p.read_text(encoding="utf-8", errors="replace")]
+    rows, ok = [], True
+    external: list[str] = []
+    with sc.serve(site) as base, sc.browser() as b:
+        for p in pages:
+            rel = p.relative_to(site).as_posix()
+            ctx = sc.new_context(b, base, external)
+            ctx.add_init_script(_SHIFTS_INIT)
+            try:
+                page = ctx.new_page()
+                t0 = time.perf_counter()
+                page.goto(base + rel, wait_until="commit")
+                page.wait_for_function("window.__labsReady !== null", timeout=60_000)
+                ready = page.evaluate("window.__labsReady")
+                page.wait_for_load_state("load")
+                page.wait_for_timeout(300)
+                x = page.evaluate(_TIMES_JS)
+                wall = (time.perf_counter() - t0) * 1000
+            finally:
+                ctx.close()
+            met = ready <= TTI_TARGET_MS
+            ok &= met
+            rows.append(f"{rel:<34} {x['labs']:>4} {x['interactive']:>8.0f} {x['dcl']:>8.0f} {ready:>8.0f} {x['load']:>8.0f} "
+                        f"{x['first_update_ms']:>8.1f} {x['cls']:>6.3f} {x['script_kb']:>8.0f}{' +manager' if x['manager'] else ''}"
+                        f"{'' if met else '  MISSES 1.5 s'}  (wall {wall:.0f})")
+    assert external == [], external
+    head = (f"{'page':<34} {'labs':>4} {'parsed':>8} {'DCL':>8} {'labs ok':>8} {'load':>8} {'1st draw':>8} {'CLS':>6} "
+            f"{'JS kB':>8}   (ms from navigation; 1st draw: one lab's compute and drawing)")
+    return [head, *rows], ok
+
+
 def main() -> int:
     vendor = ROOT / "_vendor" / "site"
     if not (vendor / "html-manager" / "embed-amd.js").is_file() or sc.chromium_path() is None:
@@ -99,6 +175,16 @@ def main() -> int:
         assert external == [], external
     print(f"median over {MOVES} moves of one slider, headless Chromium:")
     print("\n".join(rows))
+    import os
+
+    site = Path(os.environ.get("ROPEGEO_SITE", ROOT / "_build" / "html")).resolve()
+    if (site / "index.html").is_file():
+        table, tti_ok = site_time_to_interactive(site)
+        print(f"\ntime to interactive of the book's lab pages ({site}), loopback, headless Chromium:")
+        print("\n".join(table))
+        ok &= tti_ok
+    else:
+        print(f"\n(no built book at {site}: time to interactive not measured)")
     return 0 if ok else 1
 
 

@@ -12,7 +12,9 @@ clipped relative vectors let any content-free head put on a far key) and :func:`
 
 :func:`compare_schemes` trains (or builds) one head per scheme, seed and task and runs every
 intervention of :mod:`ropegeo.interventions` on it; :class:`Comparison` holds the numbers and
-prints the table. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
+prints the table. :func:`ruler_study` trains the rotary heads alone under several rulers and
+training budgets, and :func:`attention_split` says where a far head's attention goes when it
+misses its key. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
 """
 
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,6 +39,7 @@ from .interventions import (
     match_task,
     offset_task,
     sparse_retrieval,
+    strict_attention,
 )
 from .scheme_heads import (
     FIXED,
@@ -73,6 +77,9 @@ __all__ = [
     "compare_schemes",
     "clipped_retrieval_ceiling",
     "trained_rows_share",
+    "AttentionSplit",
+    "attention_split",
+    "ruler_study",
 ]
 
 
@@ -508,3 +515,146 @@ def compare_schemes(
                 "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "theta"}}
     return Comparison(results, heads, settings)
 
+
+
+# ---- rotary heads under other rulers ---------------------------------------------------------
+
+
+class AttentionSplit(NamedTuple):
+    """Where a far head's attention goes, as means over the queries that can see the target.
+
+    The four shares sum to one (up to rounding): ``target`` is the key ``distance`` back,
+    ``neighbours`` the keys at ``distance - 1`` and ``distance + 1``, ``beyond_window`` every key
+    at least ``train_length`` back (displacements training never showed), ``elsewhere`` the rest.
+    """
+
+    target: float
+    neighbours: float
+    beyond_window: float
+    elsewhere: float
+
+
+def attention_split(head, length: int, distance: int, train_length: int) -> AttentionSplit:
+    """Split a content-free head's attention at ``length`` tokens into target, neighbours, far keys and the rest.
+
+    Parameters
+    ----------
+    head : PositionHead
+        A head of :mod:`ropegeo.interventions` (trained or fixed).
+    length : int
+        Sequence length (``distance + 2`` to ``MAX_PROBE_LENGTH``).
+    distance : int
+        Displacement of the target key (1 to ``length - 2``).
+    train_length : int
+        The training length ``L``; keys at least ``L`` back are "beyond the window"
+        (``distance + 2 <= train_length <= length``).
+
+    Returns
+    -------
+    AttentionSplit
+        Means over the queries ``m = distance .. length - 1``.
+
+    Examples
+    --------
+    >>> from ropegeo.scheme_heads import fixed_head
+    >>> split = attention_split(fixed_head("none"), 64, 40, 48)
+    >>> round(split.target + split.neighbours + split.beyond_window + split.elsewhere, 9)
+    1.0
+    """
+    length = v.integer("length", length, minimum=4, maximum=MAX_PROBE_LENGTH)
+    distance = v.integer("distance", distance, minimum=1, maximum=length - 2)
+    train_length = v.integer("train_length", train_length, minimum=distance + 2, maximum=length)
+    w = strict_attention(head, np.arange(length, dtype=np.float64))
+    m = np.arange(distance, length)
+    rows = w[m]
+    back = m[:, None] - np.arange(length)[None, :]  # distance back of every key (<= 0: not visible)
+    target = rows[back == distance]
+    neighbours = np.where(np.abs(back - distance) == 1, rows, 0.0).sum(axis=1)
+    beyond = np.where(back >= train_length, rows, 0.0).sum(axis=1)
+    rest = rows.sum(axis=1) - target - neighbours - beyond
+    return AttentionSplit(float(target.mean()), float(neighbours.mean()), float(beyond.mean()), float(rest.mean()))
+
+
+#: Most rulers :func:`ruler_study` compares in one call (each trains heads per seed and budget).
+MAX_RULERS = 8
+#: Most training budgets :func:`ruler_study` sweeps.
+MAX_RULER_BUDGETS = 12
+
+
+def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: int = 1000, offset: int = 5,
+                distance: int = 40, train_length: int = 64, factor: int = 8, d: int = 16) -> dict:
+    """RoPE heads trained under several rulers: the far task over a budget curve, the local task at one budget.
+
+    For each ruler (a schedule of ``d / 2`` frequencies), seed and budget in ``budgets``, a far head
+    (attend ``distance`` back) is trained for that many steps at ``train_length`` tokens and split
+    with :func:`attention_split` at ``factor * train_length`` tokens. At ``table_steps`` a local
+    head (attend ``offset`` back) is trained as well and scored by
+    :func:`~ropegeo.interventions.length_stretch` at the same length.
+
+    Parameters
+    ----------
+    rulers : dict of str to array_like
+        Name to frequencies (1 to :data:`MAX_RULERS` rulers, each ``d / 2`` finite non-negative values).
+    seeds : iterable of int
+        1 to ``ropegeo.behaviour.MAX_SEEDS`` = 20 seeds.
+    budgets : tuple of int
+        Training steps of the far heads (1 to :data:`MAX_RULER_BUDGETS` increasing values; must
+        contain ``table_steps``).
+    table_steps : int
+        The budget of the local heads, and of the far heads the chapter's table quotes.
+    offset, distance, train_length, factor, d : int
+        As in :func:`compare_schemes` (``factor * train_length`` at most ``MAX_PROBE_LENGTH``).
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``settings`` and, per ruler name, ``theta``, ``stretch_accuracy`` (per seed, at
+        ``table_steps``) and ``far`` mapping each budget (as a string) to per-seed lists
+        ``target``, ``neighbours``, ``beyond_window``, ``elsewhere``.
+
+    Raises
+    ------
+    ValueError
+        For bad rulers, seeds, budgets or lengths; all before any training.
+    """
+    if not isinstance(rulers, dict) or not 1 <= len(rulers) <= MAX_RULERS:
+        raise ValueError(f"rulers must be a dict of 1 to MAX_RULERS = {MAX_RULERS} name -> frequencies, got {rulers!r}")
+    d = v.head_dim(d, "d", maximum=MAX_D)
+    thetas = {}
+    for name, theta in rulers.items():
+        if not isinstance(name, str):
+            raise ValueError(f"rulers must be keyed by names (str), got {name!r}")
+        th = v.frequencies(theta, "rulers")
+        if th.size != d // 2:
+            raise ValueError(f"rulers must give d / 2 = {d // 2} frequencies each, got {th.size} for {name!r}")
+        thetas[name] = th
+    train_length = v.integer("train_length", train_length, minimum=3, maximum=MAX_TRAIN_LENGTH)
+    offset = v.integer("offset", offset, minimum=1, maximum=train_length - 2)
+    distance = v.integer("distance", distance, minimum=1, maximum=train_length - 2)
+    factor = v.integer("factor", factor, minimum=1, maximum=MAX_PROBE_LENGTH // train_length)
+    if not v.is_collection(budgets):
+        raise ValueError(f"budgets must be an increasing sequence of step counts, got {budgets!r}")
+    budgets = tuple(v.integer("budgets", b, minimum=1, maximum=100_000) for b in itertools.islice(budgets, MAX_RULER_BUDGETS + 1))
+    if not budgets or len(budgets) > MAX_RULER_BUDGETS or list(budgets) != sorted(set(budgets)):
+        raise ValueError(f"budgets must be 1 to MAX_RULER_BUDGETS = {MAX_RULER_BUDGETS} increasing step counts, got {budgets!r}")
+    table_steps = v.integer("table_steps", table_steps, minimum=1, maximum=100_000)
+    if table_steps not in budgets:
+        raise ValueError(f"table_steps must be one of budgets {budgets}, got {table_steps}")
+    seeds = seed_list(seeds)
+    long = factor * train_length
+    out = {"settings": {"seeds": list(seeds), "budgets": list(budgets), "table_steps": table_steps, "offset": offset,
+                        "distance": distance, "train_length": train_length, "factor": factor, "d": d},
+           "rulers": {}}
+    for name, th in thetas.items():
+        far = {str(b): {key: [] for key in AttentionSplit._fields} for b in budgets}
+        stretch = []
+        for s in seeds:
+            for b in budgets:
+                head = train_position_head("rope", distance, train_length=train_length, d=d, steps=b, seed=s, theta=th)
+                for key, value in attention_split(head, long, distance, train_length)._asdict().items():
+                    far[str(b)][key].append(value)
+            local = train_position_head("rope", offset, train_length=train_length, d=d, steps=table_steps, seed=s,
+                                        theta=th)
+            stretch.append(float(length_stretch(local, train_length, offset, (factor,)).accuracy[-1]))
+        out["rulers"][name] = {"theta": [float(t) for t in th], "stretch_accuracy": stretch, "far": far}
+    return out

@@ -34,7 +34,7 @@ from . import behaviour
 from .scaling import rule_name
 
 __all__ = ["RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
-           "pipeline_mass", "spread", "load_run"]
+           "pipeline_mass", "spread", "load_run", "rule_overlap"]
 
 #: The rules of the curve (``ropegeo.behaviour.extension_schedule`` names).
 RULES = ("raw", "pi", "ntk", "yarn", "llama3")
@@ -315,6 +315,56 @@ def spread(values) -> dict:
     x = np.asarray(values, dtype=float)
     return {"mean": x.mean(axis=-1), "min": x.min(axis=-1), "max": x.max(axis=-1),
             "p10": np.percentile(x, 10, axis=-1), "p90": np.percentile(x, 90, axis=-1)}
+
+
+def rule_overlap(run: dict, rule: str, against: str = "pi", quantity: str = "amplitude_ratio") -> dict:
+    """Where one rule's seeds reach another's, budget by budget, in a stored budget curve.
+
+    A sentence such as "the other rules grow their weights less than interpolation" is true of
+    the means at some budgets and false of single seeds at others; this lays out both.
+
+    Parameters
+    ----------
+    run : dict
+        A curve from :func:`budget_curve` or :func:`load_run`.
+    rule, against : str
+        Two of the run's rules.
+    quantity : str
+        A per-seed quantity of the run (``"amplitude_ratio"``, ``"mass"``, ``"accuracy"``).
+
+    Returns
+    -------
+    dict
+        ``budgets``; per budget the ``rule_mean``, ``rule_max``, ``against_mean`` and
+        ``against_min`` (lists); ``mean_above`` (budgets where the rule's mean exceeds the other's)
+        and ``seed_above_min`` (budgets where some seed of the rule exceeds the other's lowest
+        seed).
+
+    Raises
+    ------
+    ValueError
+        For a rule or quantity the run does not hold.
+
+    Examples
+    --------
+    >>> o = rule_overlap(load_run("finetune_budget"), "llama3")
+    >>> o["mean_above"], o["seed_above_min"][-2:]
+    ([150, 300, 600], [3000, 6000])
+    """
+    if not isinstance(run, dict) or "settings" not in run:
+        raise ValueError("run must be a budget curve (budget_curve or load_run)")
+    if not isinstance(quantity, str) or not isinstance(run.get(quantity), dict):
+        raise ValueError(f"quantity must be a per-seed quantity of the run, got {quantity!r}")
+    for name, r in (("rule", rule), ("against", against)):
+        if not isinstance(r, str) or r not in run[quantity]:
+            raise ValueError(f"{name} must be one of the run's rules {sorted(run[quantity])}, got {r!r}")
+    budgets = list(run["settings"]["budgets"])
+    a, b = np.asarray(run[quantity][rule], dtype=float), np.asarray(run[quantity][against], dtype=float)
+    out = {"budgets": budgets, "rule_mean": a.mean(axis=1).tolist(), "rule_max": a.max(axis=1).tolist(),
+           "against_mean": b.mean(axis=1).tolist(), "against_min": b.min(axis=1).tolist()}
+    out["mean_above"] = [n for n, x, y in zip(budgets, out["rule_mean"], out["against_mean"]) if x > y]
+    out["seed_above_min"] = [n for n, x, y in zip(budgets, out["rule_max"], out["against_min"]) if x > y]
+    return out
 
 
 def load_run(name: str = "finetune_budget") -> dict:

@@ -1,7 +1,8 @@
 """What transformers fills in when a ``config.json`` leaves a rotary field out.
 
 A model's configuration class supplies defaults for absent fields: Qwen3's head width of 128,
-Mixtral's ``rope_theta`` of 1e6, GPT-NeoX's rotary fraction of 0.25, gpt-oss's YaRN block. The
+Mixtral's ``rope_theta`` of 1e6, GPT-NeoX's rotary fraction of 0.25, gpt-oss's YaRN block,
+Falcon's context of 2,048. The
 table ``data/tables/defaults_by_model_type.json`` records them per model type; it is generated
 from transformers' config classes by ``scripts/make_defaults_table.py`` (the transformers version
 is in the file). :func:`with_class_defaults` fills a configuration's gaps from it, before
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 _TABLE = json.loads((Path(__file__).with_name("data") / "tables" / "defaults_by_model_type.json").read_text())
-#: model type -> {"head_dim": int, "rope_parameters": block or {layer kind: block}}
+#: model type -> {"head_dim": int, "max_position_embeddings": int, "rope_parameters": block or {layer kind: block}}
 DEFAULTS: dict = _TABLE["defaults"]
 SOURCE = f"transformers {_TABLE['transformers']}"
 
@@ -24,6 +25,8 @@ _ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base"
               "partial_rotary_factor", "rotary_pct", "rotary_dim")
 _BASE_KEYS = ("rope_theta", "rotary_emb_base")
 _WIDTH_KEYS = ("partial_rotary_factor", "rotary_pct", "rotary_dim")
+#: fields that state the context (GPT-J: n_positions; ChatGLM: seq_length)
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "seq_length")
 #: keys of a default rope block that are not the scaling rule's own parameters
 _NOT_RULE = ("rope_theta", "partial_rotary_factor", "rope_type", "type")
 
@@ -45,6 +48,10 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if "head_dim" in d and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
         out["head_dim"] = d["head_dim"]
         notes.append(f"head_dim is not in the config: {who} defaults it to {d['head_dim']}")
+    mpe = d.get("max_position_embeddings")
+    if mpe is not None and not any(cfg.get(k) is not None for k in _LENGTH_KEYS):
+        out["max_position_embeddings"] = mpe  # Falcon-7B's config.json states no context: FalconConfig's 2,048
+        notes.append(f"max_position_embeddings is not in the config: {who} defaults it to {mpe:,}")
     block = d.get("rope_parameters")
     if not block:
         return out, notes

@@ -78,8 +78,18 @@ def _run_audit(args) -> int:
         if given or args.interpolate:
             raise ValueError(f"{', '.join(given) or '--interpolate'}: the configuration defines the operator; "
                              "drop these options or drop --config")
-        report = geometry_audit(resolve(args.config, layer_type=args.layer_type),
-                                top=3 if args.top is None else args.top, **common)
+        top = 3 if args.top is None else args.top
+        if args.layer_type is None:  # a model whose layers differ: every kind, NoPE kinds named
+            from .layer_audit import layer_audit
+            from .manifest import layer_kinds
+
+            if len(layer_kinds(args.config)) > 1:
+                report = layer_audit(args.config, top=top, **common)
+                print(report.to_json(indent=2) if args.json else report.table())
+                from .checks import EXIT_CODES
+
+                return EXIT_CODES[report.outcome]
+        report = geometry_audit(resolve(args.config, layer_type=args.layer_type), top=top, **common)
     else:
         if args.layer_type is not None:
             raise ValueError("--layer-type applies to --config only")

@@ -25,6 +25,8 @@ from . import _json
 from .class_defaults import with_class_defaults
 from . import _validate as v
 from .frequencies import resolve_rotary_dim, wavelengths
+from .model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs, multi_axis_notes,
+                          proportional_view, refusal)
 from .scaling import Scaling, rope_parameters, yarn_mscale
 
 __all__ = [
@@ -37,6 +39,9 @@ __all__ = [
     "ConfigError",
     "resolve",
     "model_record",
+    "LayerKind",
+    "read_layer_kinds",
+    "layer_kinds",
 ]
 
 POSITION_ID_POLICIES = ("contiguous", "left-padded", "packed-reset", "packed-continuous", "kv-cache")
@@ -300,10 +305,14 @@ _PAIRING_TABLE = json.loads((_DATA / "tables" / "pairing_by_model_type.json").re
 #: Model types served with remote code (not in transformers), from their own modeling files:
 #: ChatGLM2/3 rotate adjacent pairs of the first half of each head; Kimi K2 is DeepSeek-V3's code.
 _REMOTE_CODE_PAIRING = {"chatglm": "interleaved", "kimi_k2": "interleaved"}
-PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING}
+#: Model types whose rotary module takes a layer type, which the table's probe does not call: Gemma 4's
+#: text model applies transformers' rotate_half (models/gemma4/modeling_gemma4.py, apply_rotary_pos_emb);
+#: tests/with_torch/test_config_vs_transformers.py checks it against the module.
+_LAYER_TYPED_PAIRING = {"gemma4_text": "half"}
+PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING, **_LAYER_TYPED_PAIRING}
 
-#: Layer kinds whose rotary operator ropegeo reads.
-LAYER_KINDS = ("full_attention", "sliding_attention")
+#: Layer kinds whose rotary operator ropegeo reads (chunked: Llama 4's RoPE layers).
+LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
 
 
 def _positive_int(cfg: Mapping, key: str, where: str = "", *, maximum: int = v.MAX_LENGTH) -> int:
@@ -425,6 +434,13 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
     return {"rotary_dim": head_dim if from_factor is None else from_factor}
 
 
+def _read_multi_axis(cfg: Mapping, got: dict) -> dict:
+    try:  # M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): text positions only, stated in a note
+        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2)}
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _read_pairing(cfg: Mapping, got: dict) -> dict:
     kind = cfg.get("model_type")
     if kind is not None and not isinstance(kind, str):
@@ -496,7 +512,7 @@ def _read_logit_scale(cfg: Mapping, got: dict) -> dict:
 
 
 #: The readers, in order; each may use the fields of the ones before it.
-_READERS = (_read_base, _read_head, _read_rotary, _read_pairing, _read_lengths, _read_scaling, _read_window,
+_READERS = (_read_base, _read_head, _read_rotary, _read_multi_axis, _read_pairing, _read_lengths, _read_scaling, _read_window,
             _read_logit_scale)
 
 
@@ -528,21 +544,15 @@ def _load(config, source: str | None) -> tuple[Mapping, str | None]:
     return cfg, source or str(path)
 
 
-def _layer_names(cfg: Mapping) -> list[str]:
-    """The kinds of layer a configuration declares, in order of first appearance."""
-    types = cfg.get("layer_types")
-    if types is not None:
-        if isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) \
-                or not all(isinstance(t, str) for t in types):
-            raise ConfigError("layer_types must be a list of layer-kind names")
-        return list(dict.fromkeys(types))
-    if _given(cfg, "sliding_window") and (cfg.get("model_type") == "gemma2" or _given(cfg, "sliding_window_pattern")
-                                          or _given(cfg, "rope_local_base_freq")):
-        return list(LAYER_KINDS[::-1])  # Gemma 2 / 3: sliding and full layers alternate in a pattern
-    return []
+def _specs(cfg: Mapping) -> list[LayerSpec] | None:
+    """The kinds of layer as the model runs them (:func:`ropegeo.model_types.layer_specs`)."""
+    try:
+        return layer_specs(cfg)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
-def _kind_view(cfg: Mapping, kind: str, block: Mapping | None) -> dict:
+def _kind_view(cfg: Mapping, kind: str, block: Mapping | None, spec: LayerSpec | None = None) -> dict:
     """The configuration as the layers of one kind read it."""
     view = {k: val for k, val in cfg.items() if k not in ("layer_types", "rope_local_base_freq")}
     if block is not None:  # transformers 5: one rope_parameters block per layer kind
@@ -552,14 +562,21 @@ def _kind_view(cfg: Mapping, kind: str, block: Mapping | None) -> dict:
     elif kind == "sliding_attention" and _given(cfg, "rope_local_base_freq"):
         # Gemma 3: local layers rotate with their own base and no scaling rule
         view.update(rope_theta=cfg["rope_local_base_freq"], rope_scaling=None, rope_parameters=None)
+    if cfg.get("model_type") == "gemma4_text" and kind == "full_attention":
+        view["head_dim"] = cfg.get("global_head_dim") or 512  # Gemma4TextConfig: global_head_dim, default 512
     if kind != "sliding_attention":
         view.pop("sliding_window", None)
+    if spec is not None and spec.chunk is not None:  # Llama 4: the chunk bounds the offsets attention sees
+        view.update(sliding_window=spec.chunk, use_sliding_window=None)
     return view
 
 
-def _layer_kinds(cfg: Mapping) -> dict[str, dict] | None:
-    """``{kind: view}`` for a configuration whose layers differ, ``None`` when they all share one."""
+def _layer_kinds(cfg: Mapping) -> dict[str, dict | None] | None:
+    """``{kind: view}`` for a configuration whose layers differ (``None`` for a kind with no rotary
+    embedding), ``None`` when they all share one operator."""
     params = cfg.get("rope_parameters")
+    specs = _specs(cfg)
+    by_kind = {sp.kind: sp for sp in specs or ()}
     if isinstance(params, Mapping) and any(isinstance(b, Mapping) for b in params.values()):
         bad = [k for k, b in params.items() if not isinstance(b, Mapping)]
         if bad:
@@ -568,16 +585,17 @@ def _layer_kinds(cfg: Mapping) -> dict[str, dict] | None:
         if _given(cfg, "rope_scaling"):
             raise ConfigError("the config has both rope_scaling and per-layer-type rope_parameters; they conflict, "
                               "so ropegeo reads neither: remove one of them")
-        return {str(k): _kind_view(cfg, str(k), b) for k, b in params.items()}
-    names = _layer_names(cfg)
-    if names == ["full_attention"] and _given(cfg, "sliding_window"):
-        return {"full_attention": _kind_view(cfg, "full_attention", None)}  # every layer full: no window
-    if len(names) < 2:
+        return {str(k): _kind_view(cfg, str(k), b, by_kind.get(str(k))) for k, b in params.items()}
+    if specs is None:
         return None
-    return {k: _kind_view(cfg, k, None) for k in names}
+    if len(specs) == 1 and specs[0].rope and specs[0].kind in ("sliding_attention",):
+        return None  # every layer windowed: the config as a whole
+    return {sp.kind: _kind_view(cfg, sp.kind, None, sp) if sp.rope else None for sp in specs}
 
 
-def _describe_kind(view: Mapping) -> str:
+def _describe_kind(view: Mapping | None) -> str:
+    if view is None:
+        return NOPE
     params = _params(view) or {}
     base = view.get("rope_theta", params.get("rope_theta", 10_000))
     window = view.get("sliding_window")
@@ -585,25 +603,81 @@ def _describe_kind(view: Mapping) -> str:
     return f"base {base}, " + ("no window" if window is None else f"window {window:,}")
 
 
-def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None]:
+def _kind_notes(cfg: Mapping, kind: str) -> list[str]:
+    """What the other kinds of layer are, and this kind's chunk: said in the chosen kind's notes."""
+    specs = {sp.kind: sp for sp in _specs(cfg) or ()}
+    total = sum(len(sp.layers) for sp in specs.values()) or None
+    notes = []
+    sp = specs.get(kind)
+    if sp is not None and sp.layers:
+        notes.append(f"{kind}: {describe_layers(sp.layers, total)}")
+    if sp is not None and sp.chunk is not None:
+        notes.append(f"chunked attention (attention_chunk_size {sp.chunk:,}): a query sees only the keys of its own "
+                     f"{sp.chunk:,}-token chunk, so no offset of {sp.chunk:,} or more reaches attention; the chunk "
+                     "is read as the attention window (the same bound on offsets)")
+    if kind == "full_attention" and cfg.get("use_sliding_window") is True and _given(cfg, "max_window_layers") \
+            and not _given(cfg, "layer_types"):
+        notes.append(f"use_sliding_window is true, but layers below max_window_layers ({cfg['max_window_layers']}) "
+                     "attend to the whole context (transformers' layer_types): no window on these layers")
+    for other in specs.values():
+        if other.kind != kind and not other.rope:
+            notes.append(f"{other.kind}: {describe_layers(other.layers, total)} have {NOPE}; they are not part of "
+                         "this operator")
+    return notes
+
+
+def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[str]]:
     kinds = _layer_kinds(cfg)
     if kinds is None:
         if layer_type is not None:
             raise ConfigError(f"layer_type {layer_type!r} was given, but this config has a single kind of layer "
                               "(layer_type is for configurations whose layers differ)")
-        return cfg, None
+        return cfg, None, []
     if len(kinds) == 1:
-        return next(iter(kinds.values())), None
+        kind, view = next(iter(kinds.items()))
+        if view is None:
+            raise ConfigError(f"every layer of this config ({kind}) has {NOPE}: there is no RoPE to audit")
+        return view, None, _kind_notes(cfg, kind)
     listing = "; ".join(f"{k} ({_describe_kind(view)})" for k, view in kinds.items())
     if layer_type is None:
         raise ConfigError(f"the config has {len(kinds)} kinds of layer: {listing}; ropegeo audits one rotary "
-                          "operator at a time: choose one with layer_type (--layer-type)")
+                          "operator at a time: choose one with layer_type (--layer-type), or audit every kind "
+                          "with audit --config (ropegeo.layer_audit.layer_audit)")
     if not isinstance(layer_type, str) or layer_type not in kinds:
         raise ConfigError(f"layer_type must be one of {', '.join(kinds)}, got {layer_type!r}")
+    if kinds[layer_type] is None:
+        raise ConfigError(f"layer_type {layer_type!r}: these layers have {NOPE}; there is no rotary operator to "
+                          f"audit (the config's kinds: {listing})")
     if layer_type not in LAYER_KINDS and not isinstance(cfg.get("rope_parameters"), Mapping):
         raise ConfigError(f"layer_type {layer_type!r}: ropegeo reads the rotary operator of "
-                          f"{' and '.join(LAYER_KINDS)} layers only")
-    return kinds[layer_type], layer_type
+                          f"{', '.join(LAYER_KINDS)} layers only")
+    return kinds[layer_type], layer_type, _kind_notes(cfg, layer_type)
+
+
+def _model_view(view: Mapping) -> tuple[Mapping, list[str]]:
+    """The view in the fields ropegeo reads, for model types whose code departs from the rope block:
+    ChatGLM's half-width rotary and ``rope_ratio``, the ``proportional`` rule."""
+    try:
+        if view.get("model_type") == "chatglm":
+            return chatglm_view(view)
+        for key in ("rope_parameters", "rope_scaling"):
+            block = view.get(key)
+            if isinstance(block, Mapping) and block.get("rope_type", block.get("type")) == "proportional":
+                head = _read_head(view, {})["head_dim"]
+                return proportional_view(view, key, head)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return view, []
+
+
+def _opening(cfg: Mapping) -> None:
+    """Refuse what ropegeo does not read: no RoPE at all, a null base, a multimodal wrapper."""
+    why = refusal(cfg)
+    if why is not None:
+        raise ConfigError(why)
+    if isinstance(cfg.get("text_config"), Mapping):
+        raise ConfigError("the rotary settings sit in text_config (a multimodal config), where the model class "
+                          "fills in defaults ropegeo does not know: pass the text model's own config.json")
 
 
 def read_config(config, *, name: str | None = None, source: str | None = None,
@@ -677,21 +751,119 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     for key in ("_name_or_path", "name"):
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
-    if isinstance(cfg.get("text_config"), Mapping):
-        raise ConfigError("the rotary settings sit in text_config (a multimodal config), where the model class "
-                          "fills in defaults ropegeo does not know: pass the text model's own config.json")
+    _opening(cfg)
     label = name or cfg.get("_name_or_path") or cfg.get("name")
     cfg, filled = with_class_defaults(cfg)
-    view, kind = _choose_kind(cfg, layer_type)
-    fields: dict[str, Any] = {"notes": list(filled)}
+    view, kind, kind_notes = _choose_kind(cfg, layer_type)
+    view, model_notes = _model_view(view)
+    fields: dict[str, Any] = {"notes": list(filled) + model_notes}
     for reader in _READERS:
         new = reader(view, fields)
         fields["notes"] += new.pop("notes", [])
         fields.update(new)
+    fields["notes"] += kind_notes
+    dtype = view.get("torch_dtype") if view.get("model_type") == "chatglm" else None  # ChatGLM caches cos/sin so
     return RopeManifest(
-        position_id_policy="contiguous", cache_offset=0, phase_dtype="float32", layer_type=kind,
+        position_id_policy="contiguous", cache_offset=0,
+        phase_dtype=dtype if dtype in ("float16", "bfloat16") else "float32", layer_type=kind,
         name=f"{label or 'config'} ({kind})" if kind and not name else label,
         source=source or cfg.get("source"), **fields)
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """One kind of layer of a model and its rotary operator (from :func:`read_layer_kinds`).
+
+    Attributes
+    ----------
+    kind : str or None
+        The layer-type name (``"full_attention"``, ``"sliding_attention"``, ``"chunked_attention"``),
+        ``None`` when every layer shares one operator.
+    layers : tuple of int
+        The layer indices of this kind (empty when the configuration does not give the count).
+    manifest : RopeManifest or None
+        The rotary operator of these layers; ``None`` for layers with no rotary embedding (NoPE),
+        which carry no position signal at all.
+    total_layers : int or None
+        The number of layers of the model, when known.
+    """
+
+    kind: str | None
+    layers: tuple
+    manifest: RopeManifest | None
+    total_layers: int | None = None
+
+    @property
+    def position_signal(self) -> bool:
+        """False for a kind with no rotary embedding."""
+        return self.manifest is not None
+
+    def describe(self) -> str:
+        """``"chunked_attention: layers 0, 1, 2, .. 46 (36 of 48)"`` and, for NoPE, what it lacks."""
+        where = describe_layers(self.layers, self.total_layers) if self.layers else "every layer"
+        head = f"{self.kind or 'all layers'}: {where}"
+        return head if self.position_signal else f"{head}: {NOPE}"
+
+
+def read_layer_kinds(config, *, name: str | None = None, source: str | None = None) -> tuple[LayerKind, ...]:
+    """Every kind of layer of a configuration, each with its rotary operator (or none, for NoPE).
+
+    The same reader as :func:`read_config` (which reads one kind): a model whose layers differ
+    (Gemma 2/3 sliding and global layers, gpt-oss's ``layer_types``, Llama 4's NoPE and chunked
+    RoPE layers, Cohere2's NoPE full-attention layers, Qwen2's ``max_window_layers``) gives one
+    entry per kind; any other model one entry with ``kind=None``.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`read_config`.
+
+    Examples
+    --------
+    >>> kinds = read_layer_kinds({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40,
+    ...                           "head_dim": 128, "num_hidden_layers": 48, "rope_theta": 500000.0,
+    ...                           "max_position_embeddings": 10485760})
+    >>> [(k.kind, len(k.layers), k.position_signal) for k in kinds]
+    [('chunked_attention', 36, True), ('full_attention', 12, False)]
+    >>> kinds[0].manifest.sliding_window
+    8192
+    """
+    cfg, source = _load(config, source)
+    _opening(cfg)
+    filled, _ = with_class_defaults(cfg)
+    kinds = _layer_kinds(filled)
+    specs = {sp.kind: sp for sp in _specs(filled) or ()}
+    total = sum(len(sp.layers) for sp in specs.values()) or None
+    if kinds is None or len(kinds) == 1:
+        m = read_config(cfg, name=name, source=source)
+        return (LayerKind(None, tuple(range(total)) if total else (), m, total),)
+    out = []
+    for kind, view in kinds.items():
+        m = None if view is None else read_config(cfg, name=name and f"{name} ({kind})", source=source,
+                                                   layer_type=kind)
+        out.append(LayerKind(kind, specs[kind].layers if kind in specs else (), m, total))
+    return tuple(out)
+
+
+def layer_kinds(name_or_path) -> tuple[LayerKind, ...]:
+    """:func:`read_layer_kinds` of a shipped model name, a config.json path or a parsed config dict.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or an unreadable configuration.
+    """
+    if isinstance(name_or_path, Mapping):
+        return read_layer_kinds(name_or_path)
+    if not isinstance(name_or_path, (str, Path)) and not hasattr(name_or_path, "__fspath__"):
+        raise ValueError(f"config must be a model name, a path or a config dict, got {type(name_or_path).__name__}")
+    text = str(name_or_path)
+    if isinstance(name_or_path, str) and text.strip().lower() in shipped_models():
+        rec = model_record(text)
+        return read_layer_kinds(rec["config"], name=rec.get("model"), source=rec.get("source"))
+    if not text.strip() or not Path(text).exists():
+        raise ConfigError(f"config {text!r} is neither a file nor a shipped model; shipped: {', '.join(shipped_models())}")
+    return read_layer_kinds(Path(text))
 
 
 def shipped_models() -> list[str]:

@@ -16,6 +16,9 @@ The instructor edition is the chapter as it is. The student edition is derived w
 - all outputs and execution counts are cleared.
 
 Each edition is written to ``OUT/<edition>/`` and zipped to ``OUT/<edition>.zip``.
+
+The same chapters also become an nbgrader course (``OUT/nbgrader/``) and one Otter-Grader
+assignment per chapter (``OUT/otter/chNN/``), written by ``scripts/course_formats``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ import zipfile
 from pathlib import Path
 
 import nbformat
+
+# scripts/ (the course_formats package) and the repository's ropegeo (its exercise registry) first
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+from course_formats import write_course_formats  # noqa: E402
 
 EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n(?P<body>.*?)^```\s*$", re.S | re.M)
 LABEL = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
@@ -161,6 +168,8 @@ def main(argv: list[str]) -> int:
         print(f"{path.name}: {stubs} solution cell(s) stubbed")
     for edition in ("student", "instructor"):
         print(f"wrote {_zip(args.out / edition)}")
+    for line in write_course_formats(args.notebooks, args.out):
+        print(line)
     return 0
 
 

@@ -11,7 +11,12 @@ pairing table (the types with rotary code), this script records those class defa
 
 - ``head_dim`` when the class fixes it (it stays the same when ``hidden_size`` doubles);
 - the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and
-  ``partial_rotary_factor`` (one block, or one per layer kind).
+  ``partial_rotary_factor`` (one block, or one per layer kind);
+- ``max_position_embeddings``, the context the class declares when a config leaves it out
+  (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with).
+
+Model types whose rotary code takes a layer type (Gemma 4) are included beside the pairing
+table's types (``EXTRA_TYPES``).
 
 ``tests/with_torch/test_defaults_table.py`` re-derives the table and compares.
 """
@@ -25,6 +30,10 @@ from pathlib import Path
 
 TABLES = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "tables"
 OUT = TABLES / "defaults_by_model_type.json"
+
+
+#: model types read beside the pairing table's (their rotary module takes a layer type)
+EXTRA_TYPES = ("gemma4_text",)
 
 
 def _text(cfg):
@@ -59,9 +68,15 @@ def read_defaults(model_type: str) -> dict | None:
     try:
         cfg = _text(AutoConfig.for_model(model_type))
         out = {}
-        hd = _fixed_head_dim(model_type, cfg)
+        try:
+            hd = _fixed_head_dim(model_type, cfg)
+        except Exception:  # noqa: BLE001 - Gemma 4: head_dim differs per layer kind (global_head_dim)
+            hd = None
         if hd is not None:
             out["head_dim"] = hd
+        mpe = getattr(cfg, "max_position_embeddings", None)
+        if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
+            out["max_position_embeddings"] = mpe
         rp = getattr(cfg, "rope_parameters", None)
     except Exception:  # noqa: BLE001 - a class that cannot be built with its defaults is left out
         return None
@@ -80,13 +95,13 @@ def build() -> dict:
     transformers.logging.set_verbosity_error()
     types = json.loads((TABLES / "pairing_by_model_type.json").read_text())["pairing"]
     table = {}
-    for model_type in sorted(types):
+    for model_type in sorted(set(types) | set(EXTRA_TYPES)):
         d = read_defaults(model_type)
         if d:
             table[model_type] = d
     return {"transformers": transformers.__version__,
             "method": "AutoConfig.for_model(model_type) with its defaults: head_dim when fixed by the class (unchanged "
-                      "when hidden_size doubles), and the default rope_parameters block(s) "
+                      "when hidden_size doubles), max_position_embeddings, and the default rope_parameters block(s) "
                       "(scripts/make_defaults_table.py)",
             "defaults": table}
 

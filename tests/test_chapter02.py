@@ -64,6 +64,8 @@ def test_every_glued_number_has_a_test_below(glued):
         "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
         "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
         "routed_routing", "routed_value", "s_forward", "s_oriented", "s_parallel_forward", "s_parallel_swapped",
+        "s_antiparallel_forward", "s_antiparallel_swapped", "trained_near_negative", "trained_near_min",
+        "trained_near_share_max",
         "s_swapped", "s_symmetric", "score_scale", "shift_bound", "angle_spacing", "shift_gap_half", "shift_gap_interleaved",
         "slow_angle", "trained_far_wins", "trained_near_max", "trained_peak_at_target", "trained_ratio_max",
         "trained_ratio_min",
@@ -156,6 +158,9 @@ def test_score_split_numbers(glued):
     par = 2.5 * abs(zq) ** 2 * np.cos(4 * th)  # parallel contents: only the cosine term survives
     assert glued["s_parallel_forward"] == pytest.approx(par, rel=1e-12)
     assert glued["s_parallel_swapped"] == pytest.approx(par, rel=1e-12)
+    anti = -1.5 * abs(zq) ** 2 * np.cos(4 * th)  # opposite contents: collinear too, so blind to the order as well
+    assert glued["s_antiparallel_forward"] == pytest.approx(anti, rel=1e-12)
+    assert glued["s_antiparallel_swapped"] == pytest.approx(anti, rel=1e-12)
 
 
 def test_norms_and_score_range(glued):
@@ -309,25 +314,35 @@ def _profiles(seeds):
 
 
 def test_trained_head_numbers(glued):
-    prof = _profiles(range(10))
+    prof = _profiles(range(20))
     ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
-    assert glued["decay_seeds"] == 10
+    near = prof[:, 0]
+    assert glued["decay_seeds"] == 20
     assert glued["trained_peak_at_target"] == np.sum(prof[:, :63].argmax(axis=1) == 4)
-    assert glued["trained_near_max"] == pytest.approx(prof[:, 0].max(), rel=1e-6)
+    assert glued["trained_near_negative"] == np.sum(near < 0)
+    assert glued["trained_near_min"] == pytest.approx(near.min(), rel=1e-6)
+    assert glued["trained_near_max"] == pytest.approx(near.max(), rel=1e-6)
+    assert glued["trained_near_share_max"] == pytest.approx((near / prof[:, 4]).max(), rel=1e-6)
     assert glued["trained_ratio_min"] == pytest.approx(ratio.min(), rel=1e-6)
     assert glued["trained_ratio_max"] == pytest.approx(ratio.max(), rel=1e-6)
     assert glued["trained_far_wins"] == np.sum(ratio > 1)
-    # the prose: peak at the target in every seed, nearest key negative, no fading beyond the window
-    assert glued["trained_peak_at_target"] == 10 and glued["trained_near_max"] < 0
-    assert glued["trained_ratio_min"] > 0.8 and glued["trained_far_wins"] >= 7
+    # the prose counts: peak at the target, nearest key below zero, no fading beyond the window
+    assert glued["trained_peak_at_target"] >= 18 and glued["trained_near_negative"] >= 15
+    assert glued["trained_ratio_min"] > 0.8 and glued["trained_far_wins"] >= 14
 
 
 def test_trained_head_direction_on_disjoint_seeds():
-    prof = _profiles(range(10, 20))
+    """The chapter's counted sentences, re-checked on 20 seeds it never used (100-119).
+
+    The chapter says the nearest key scores below zero in N of 20 seeds and calls it a habit, not a
+    rule: on these seeds two of 20 come out slightly positive, which is why the chapter states a
+    count and this test asks for a clear majority rather than every seed.
+    """
+    prof = _profiles(range(100, 120))
     ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
-    assert np.all(prof[:, :63].argmax(axis=1) == 4)
-    assert np.all(prof[:, 0] < 0)
-    assert ratio.min() > 0.8 and np.sum(ratio > 1) >= 7
+    assert np.sum(prof[:, :63].argmax(axis=1) == 4) >= 18  # peak at the target
+    assert np.sum(prof[:, 0] < 0) >= 15  # nearest key below zero: most seeds, not all
+    assert np.sum(ratio > 1) >= 14 and ratio.min() > 0.8  # a distant key outscores the target in most seeds
 
 
 def test_numpy_rope_listing(nb, glued):

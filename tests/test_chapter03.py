@@ -120,6 +120,89 @@ def test_precision_numbers(glued):
     assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
 
 
+def _cast_error(pos):
+    """model.to(bfloat16) on current transformers: inv_freq rounded to bfloat16, angles and cos/sin in float32,
+    the table cast to bfloat16; the worst pair's phase error against the exact angle, by a loop."""
+    bf16, err = ml_dtypes.bfloat16, 0.0
+    for th in THETA:
+        f = np.float32(float(bf16(th)))  # the cast buffer, widened by forward's .float()
+        a = np.float32(np.float32(pos) * f)
+        c, s = float(bf16(np.cos(a))), float(bf16(np.sin(a)))
+        err = max(err, abs((math.atan2(s, c) - pos * th + math.pi) % (2 * math.pi) - math.pi))
+    return err
+
+
+def test_buffer_cast_numbers(glued):
+    # the issue's measurement on transformers 5.24.0: 0.24 rad at position 200, 2.56 at 4,000
+    assert glued["err200_cast"] == pytest.approx(_cast_error(200), abs=2e-3) and round(glued["err200_cast"], 2) == 0.24
+    assert glued["err4000_cast"] == pytest.approx(_cast_error(4000), abs=2e-3) and round(glued["err4000_cast"], 2) == 2.56
+    assert glued["collapse_cast"] == 2**24  # its positions stay float32
+    # the prose: between the loaded model and the old bug, and growing with position
+    assert glued["err4000_dep"] < glued["err200_cast"] < glued["err4000_cast"]
+
+
+def test_base_bound_numbers(glued):
+    from ropegeo.base_bound import min_base_sum
+
+    runs = json.loads((NB.parents[1] / "ropegeo" / "data" / "runs" / "base_bound.json").read_text())
+    rows = {r["length"]: r for r in runs["rows"]}
+    first, last = glued["bb_first_4096"], glued["bb_all_4096"]
+    assert first == rows[4096]["first_valid"] and last == rows[4096]["all_valid_from"]
+    # an independent reading of the criterion: a plain loop over m at the glued crossings
+    def loop_min(base, length=4096):
+        th = [base ** (-2 * i / D) for i in range(D // 2)]
+        return min(sum(math.cos(m * t) for t in th) for m in range(length + 1))
+
+    assert loop_min(first * (1 + 1e-6)) >= 0 > loop_min(first * (1 - 1e-5))
+    assert loop_min(last * (1 + 1e-6)) >= 0 > loop_min(last * (1 - 1e-5))
+    assert glued["bb_holes_4096"] == len(rows[4096]["holes"]) >= 2  # the prose: "stretches", plural
+    a, c = rows[4096]["holes"][0]
+    assert first < a < c < last and min_base_sum(4096, 128, math.sqrt(a * c)) < 0
+    # the grid step and the paper's "4k" as 4,000 (2.7e4 to two digits)
+    assert glued["bb_step_pct"] == pytest.approx(100 * (10 ** (1 / glued["bb_per_decade"]) - 1), rel=0.02)
+    assert f"{glued['bb_first_4000']:.1e}" == "2.7e+04" and f"{first:.1e}" == "2.9e+04"
+    assert glued["bb_su_4096"] == 2 * 4096 < first
+    # partial rotation: GPT-NeoX rotates 24 of 96; the 36 still pairs add 36, more than 12 cosines can take away
+    assert glued["bb_neox"] == "vacuous" and (96 - 24) // 2 >= 24 // 2
+    assert glued["liu_small_base"] == 500  # Liu et al. 2024, "Scaling laws of RoPE-based extrapolation"
+
+
+def test_figures_have_captions_alt_text_and_column_width(nb):
+    import base64
+    import struct
+
+    figures = [c for c in nb["cells"] if c["cell_type"] == "code"
+               and any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    assert len(figures) >= 9
+    for c in figures:
+        meta = c["metadata"].get("mystnb", {})
+        assert len(meta.get("figure", {}).get("caption", "")) > 40, c["id"]
+        assert meta["figure"]["name"].startswith("fig-ch03-")
+        alt = meta.get("image", {}).get("alt", "")
+        assert len(alt) > 40 and ".png" not in alt, c["id"]
+        png = base64.b64decode([o for o in c["outputs"] if "image/png" in o.get("data", {})][0]["data"]["image/png"])
+        width = struct.unpack(">I", png[16:20])[0]
+        assert width <= 600, (c["id"], width)  # drawn 5.2 inches wide: shown near full size in a column
+
+
+def test_figure_functions_are_readable_at_phone_width():
+    from ropegeo.frequencies import frequencies
+    from ropegeo.plots import spectrum
+    from ropegeo.plots.readable import smallest_text_px
+
+    th = frequencies(128)
+    figs = [spectrum.wavelength_ladder(th, 4096, 32_768, layout="column"),
+            spectrum.base_comparison((1e4, 5e5), 128, 8192, layout="column"),
+            spectrum.torus_plot(th, pairs=(0, 16), length=100, layout="column"),
+            spectrum.kernel_plot(th, 5000, marks=2, mark_from=100, layout="column"),
+            spectrum.phase_error_plot(th, 4096, layout="column"),
+            spectrum.margin_plot(np.eye(3), [1, 2, 3], pair=(1, 2), layout="column"),
+            spectrum.probe_plot([0.1, 0.5], [0.6, 0.9], layout="column"),
+            spectrum.base_bound_plot(256, 16, low=100.0, high=2000.0, points=10, layout="column")]
+    for fig in figs:
+        assert smallest_text_px(fig) >= 9.0
+
+
 def test_gate_b_numbers(glued):
     ref = dist(1, THETA)
     assert glued["parser_exact"] == pytest.approx(ref, rel=1e-9)

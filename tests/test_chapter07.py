@@ -45,16 +45,20 @@ CLOSED = {
     "none_ret_train", "none_ret_long", "rel_ceiling_long", "t5_ret_width", "fixed_acc_max",
     "none_needle", "alibi0_needle_40", "alibi7_needle_400", "sin_needle_40", "rope_needle_5", "rope_needle_40",
     "rope_needle_400", "rope_slow_needle_400", "cmp_match_steps", "cmp_match_batch", "none_once_share",
-    "relative_tie_ceiling", "alibi12_n_added", "alibi12_n_between", "rel_clip",
+    "relative_tie_ceiling", "alibi12_n_added", "alibi12_n_between", "rel_clip", "slow_turn_400", "slow_wavelength",
+    "rope10k_slow_pairs", "rope500_slow_pairs", "ropeslow_slow_pairs",
 }
 TRAINED = {
     "learned_acc_min", "relt5_stretch_min", "sin_shift_weight_change", "rope_stretch_8_losers",
     *(f"{key}{x}" for key in ("abs_winners_kept", "sin_winners_kept", "abs_stretch_8", "sin_stretch_8", "rope_stretch_8")
       for x in SPREAD),
     *(f"{name}_ret_{when}{x}" for name in ("relative", "t5", "rope") for when in ("train", "long") for x in SPREAD),
-    "rope10k_ret_long", "rope10k_stretch_8", "rope500_ret_long", "rope500_stretch_8", "ropepi_ret_long",
-    "ropepi_stretch_8", "ruler_seeds", "r500_beats_10k", "pi_below_10k",
-    *(f"{r}_{w}_{x}" for r in ("rope10k", "rope500", "ropepi") for w in ("ret_long", "stretch_8") for x in ("min", "max")),
+    "rope10k_ret_long", "rope10k_stretch_8", "rope500_ret_long", "rope500_stretch_8", "ropeslow_ret_long",
+    "ropeslow_stretch_8", "ruler_seeds", "ruler_steps", "r500_beats_10k", "slow_below_10k",
+    *(f"{r}_{w}_{x}" for r in ("rope10k", "rope500", "ropeslow") for w in ("ret_long", "stretch_8") for x in ("min", "max")),
+    "slow_neighbours_max", "slow_far_over_neighbours", "slow_captured", "slow_captured_min", "slow_captured_max",
+    "slow_kept", "budget_lo", "budget_hi", "rope_losers_retrained", "rope_losers_far",
+    *(f"{k}_{b}" for k in ("slow_nb", "slow_nb_wins", "slow_captured", "ret_10k", "ret_slow") for b in ("lo", "hi")),
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
     "tl_alibi2_k1_mass", "tl_k5_max",
 } | {f"{name}_match_{when}{x}" for name in alt.SCHEMES for when in ("train", "long") for x in SPREAD}
@@ -316,42 +320,123 @@ def test_comparison_directions_on_disjoint_seeds(other):
         assert ps(name, "match_accuracy_long").max() < 0.5, name
 
 
-RULERS = {"rope10k": [10_000 ** (-2 * i / 16) for i in range(8)], "rope500": [500 ** (-2 * i / 16) for i in range(8)],
-          "ropepi": [10_000 ** (-2 * i / 16) / 8 for i in range(8)]}
+STUDY = json.loads((Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs" / "ruler_study.json").read_text())
+TEN, FAST, SLOW = "base 10,000", "base 500", "base 10,000 slowed x8"
+RULERS = {TEN: [10_000 ** (-2 * i / 16) for i in range(8)], FAST: [500 ** (-2 * i / 16) for i in range(8)],
+          SLOW: [10_000 ** (-2 * i / 16) / 8 for i in range(8)]}
+KEYS = {TEN: "rope10k", FAST: "rope500", SLOW: "ropeslow"}
 
 
-def _ruler_runs(seeds):
-    out = {}
-    for key, theta in RULERS.items():
-        c = alt.compare_schemes(("rope",), theta=np.array(theta), **SETTINGS, seeds=seeds)
-        out[key] = (np.array([_task(h, 512, DIST)[1] for h in c.heads[("rope", "far")]]),
-                    np.array([_task(h, 512, OFF)[0] for h in c.heads[("rope", "local")]]))
-    return out
+def ref_split(S, k, L):
+    """Mean attention on the target k back, its two neighbours, keys at least L back, the rest; by hand."""
+    parts = np.zeros(4)
+    for m in range(k, S.shape[0]):
+        row = S[m, :m]
+        w = np.exp(row - row.max())
+        w /= w.sum()
+        back = m - np.arange(m)
+        t, nb, far = w[back == k].sum(), w[np.abs(back - k) == 1].sum(), w[back >= L].sum()
+        parts += (t, nb, far, 1 - t - nb - far)
+    return parts / (S.shape[0] - k)
 
 
-def test_rope_rulers():
-    runs = _ruler_runs(range(10))
-    assert g("ruler_seeds") == 10
-    for key, (ret, acc) in runs.items():
-        assert g(f"{key}_ret_long") == pytest.approx(ret.mean(), rel=1e-9), key
-        assert (g(f"{key}_ret_long_min"), g(f"{key}_ret_long_max")) == pytest.approx((ret.min(), ret.max()), rel=1e-9)
-        assert g(f"{key}_stretch_8") == pytest.approx(acc.mean(), abs=1e-12), key
-        assert (g(f"{key}_stretch_8_min"), g(f"{key}_stretch_8_max")) == pytest.approx((acc.min(), acc.max()), abs=1e-12)
-    assert g("r500_beats_10k") == int(np.sum(runs["rope500"][0] > runs["rope10k"][0]))
-    assert g("pi_below_10k") == int(np.sum(runs["ropepi"][0] < runs["rope10k"][0]))
-    # the interpolated ruler is exactly scaling.linear's
-    np.testing.assert_allclose(scaling.linear(np.array(RULERS["rope10k"]), 8.0), RULERS["ropepi"], rtol=1e-15)
+def test_ruler_study_settings_and_rulers():
+    st = STUDY["settings"]
+    assert (st["offset"], st["distance"], st["train_length"], st["factor"], st["d"]) == (OFF, DIST, L, 8, 16)
+    assert st["seeds"] == list(range(20)) and st["table_steps"] in st["budgets"]
+    for name, theta in RULERS.items():
+        np.testing.assert_allclose(STUDY["rulers"][name]["theta"], theta, rtol=1e-13)
+    # the slowed ruler is scaling.linear's (position interpolation's) for a factor of 8
+    np.testing.assert_allclose(scaling.linear(np.array(RULERS[TEN]), 8.0), RULERS[SLOW], rtol=1e-15)
+    for name, key in KEYS.items():  # pairs whose wavelength exceeds the training window: counted by hand
+        assert g(f"{key}_slow_pairs") == sum(2 * math.pi / t > L for t in RULERS[name])
 
 
-def test_rope_rulers_direction_on_disjoint_seeds():
-    """The claims of the prose, re-run on seeds 10-19: PI loses the far key in most seeds and on
-    average; base 500 and base 10,000 have no consistent order on it; base 500 keeps the local
-    task at 8x in every seed, at least as well as base 10,000 on average."""
-    runs = _ruler_runs(range(10, 20))
-    (r10, s10), (r500, s500), (rpi, spi) = runs["rope10k"], runs["rope500"], runs["ropepi"]
-    assert rpi.mean() < r10.mean() and np.sum(rpi < r10) >= 6
-    assert 0 < np.sum(r500 > r10) < 10
-    assert s500.min() > 0.95 and s500.mean() >= s10.mean()
+def test_ruler_glues_are_the_stored_runs():
+    """Every glued ruler number, recomputed from the stored JSON with plain Python."""
+    st = STUDY["settings"]
+    far = {n: STUDY["rulers"][n]["far"][str(st["table_steps"])] for n in RULERS}
+    assert g("ruler_seeds") == 20 and g("ruler_steps") == st["table_steps"]
+    for name, key in KEYS.items():
+        _glued_spread(f"{key}_ret_long", far[name]["target"])
+        _glued_spread(f"{key}_stretch_8", STUDY["rulers"][name]["stretch_accuracy"])
+    pairs = list(zip(far[TEN]["target"], far[FAST]["target"], far[SLOW]["target"]))
+    assert g("r500_beats_10k") == sum(b > a for a, b, _ in pairs)
+    assert g("slow_below_10k") == sum(c < a for a, _, c in pairs)
+    slow = far[SLOW]
+    assert g("slow_neighbours_max") == max(slow["neighbours"])
+    assert g("slow_far_over_neighbours") == sum(b > n for b, n in zip(slow["beyond_window"], slow["neighbours"]))
+    captured = [b for b in slow["beyond_window"] if b >= 0.5]
+    assert (g("slow_captured"), g("slow_captured_min"), g("slow_captured_max")) == (len(captured), min(captured), max(captured))
+    assert g("slow_kept") == sum(t >= 0.5 for t in slow["target"])
+    assert (g("budget_lo"), g("budget_hi")) == (st["budgets"][0], st["budgets"][-1])
+    for tag, b in (("lo", st["budgets"][0]), ("hi", st["budgets"][-1])):
+        f = STUDY["rulers"][SLOW]["far"][str(b)]
+        assert g(f"slow_nb_{tag}") == pytest.approx(sum(f["neighbours"]) / 20, rel=1e-12)
+        assert g(f"slow_nb_wins_{tag}") == sum(n > w for n, w in zip(f["neighbours"], f["beyond_window"]))
+        assert g(f"slow_captured_{tag}") == sum(w >= 0.5 for w in f["beyond_window"])
+        assert g(f"ret_10k_{tag}") == pytest.approx(sum(STUDY["rulers"][TEN]["far"][str(b)]["target"]) / 20, rel=1e-12)
+        assert g(f"ret_slow_{tag}") == pytest.approx(sum(f["target"]) / 20, rel=1e-12)
+        for key in ("target", "neighbours", "beyond_window", "elsewhere"):  # the four shares add up
+            assert all(0 <= x <= 1 for x in f[key])
+        assert all(abs(sum(v) - 1) < 1e-9 for v in zip(*(f[k] for k in ("target", "neighbours", "beyond_window", "elsewhere"))))
+    # the prose's statements on the stored seeds
+    assert g("slow_below_10k") >= 14 and g("slow_neighbours_max") < 0.1 and g("slow_far_over_neighbours") >= 14
+    assert g("slow_kept") >= 4 and g("slow_captured") >= 4  # two groups, not one spread
+    assert g("slow_nb_lo") > 10 * g("slow_nb_hi") and g("slow_nb_wins_lo") >= 1 and g("slow_captured_hi") >= 4
+    assert g("ret_slow_hi") - g("ret_slow_lo") > 0 and g("ret_slow_hi") < g("ret_10k_lo") < g("ret_10k_hi")
+    assert 3 < g("r500_beats_10k") < 17  # no order between the two unscaled rulers
+
+
+def _ruler_heads(name, seeds, steps, task):
+    k = DIST if task == "far" else OFF
+    return [alt.train_position_head("rope", k, train_length=L, steps=steps, seed=s, theta=np.array(RULERS[name]))
+            for s in seeds]
+
+
+def test_ruler_study_stored_point_recomputed():
+    """Seed 0 of the slowed ruler at the table's budget, retrained and split by hand."""
+    steps = STUDY["settings"]["table_steps"]
+    (far,) = _ruler_heads(SLOW, [0], steps, "far")
+    (local,) = _ruler_heads(SLOW, [0], steps, "local")
+    split = ref_split(ref_scores(far, np.arange(512)), DIST, L)
+    stored = STUDY["rulers"][SLOW]["far"][str(steps)]
+    for value, key in zip(split, ("target", "neighbours", "beyond_window", "elsewhere")):
+        assert value == pytest.approx(stored[key][0], rel=1e-6, abs=1e-9), key
+    assert _task(local, 512, OFF)[0] == pytest.approx(STUDY["rulers"][SLOW]["stretch_accuracy"][0], abs=1e-12)
+
+
+def test_ruler_directions_on_disjoint_seeds():
+    """The prose's counted sentences about the rulers, re-run on seeds 20-29 (the study used 0-19)."""
+    seeds = range(20, 30)
+    assert not set(seeds) & set(STUDY["settings"]["seeds"])
+    steps = STUDY["settings"]["table_steps"]
+    split = {n: np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(n, seeds, steps, "far")])
+             for n in (TEN, SLOW)}
+    ten, slow = split[TEN], split[SLOW]
+    assert np.sum(slow[:, 0] < ten[:, 0]) >= 6  # the slowed ruler keeps less on the key in most seeds
+    assert slow[:, 1].max() < 0.1  # not to the neighbours...
+    assert np.sum(slow[:, 2] > slow[:, 1]) >= 6  # ...but to keys beyond the training window
+    assert np.sum(slow[:, 2] >= 0.5) >= 2 and np.sum(slow[:, 0] >= 0.5) >= 2  # two groups of seeds
+    # the budget: blur at 250 steps that is gone by 4,000 (five seeds are enough to see the direction)
+    lo = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, range(20, 25), 250, "far")])
+    hi = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, range(20, 25), 4000, "far")])
+    assert lo[:, 1].mean() > 5 * hi[:, 1].mean() and hi[:, 0].mean() > lo[:, 0].mean()
+    local = {n: np.array([_task(h, 512, OFF)[0] for h in _ruler_heads(n, seeds, steps, "local")]) for n in (TEN, FAST)}
+    assert local[FAST].min() > 0.95 and local[FAST].mean() >= local[TEN].mean()
+
+
+def test_rope_losers_look_beyond_the_window():
+    """The table's losing RoPE seeds, retrained and split by hand; and the direction on seeds 20-29."""
+    losers = [s for s, acc in zip(RUN["settings"]["seeds"], STORED["rope"]["stretch_accuracy"]) if acc[-1] < 1]
+    assert g("rope_losers_retrained") == len(losers)
+    heads = [alt.train_position_head("rope", OFF, train_length=L, steps=RUN["settings"]["steps"], seed=s) for s in losers]
+    far = [p for p in (ref_split(ref_scores(h, np.arange(512)), OFF, L) for h in heads) if p[2] > p[1] + p[3]]
+    assert g("rope_losers_far") == len(far) and 2 * len(far) > len(losers)
+    other = [alt.train_position_head("rope", OFF, train_length=L, seed=s) for s in range(20, 40)]
+    lost = [ref_split(ref_scores(h, np.arange(512)), OFF, L) for h in other if _task(h, 512, OFF)[0] < 1]
+    assert lost, "no losing seed among 20-39: the direction could not be checked"
+    assert sum(p[2] > p[1] + p[3] for p in lost) * 2 > len(lost)
 
 
 # ---- the two-layer check (stored run) ------------------------------------------------------------
@@ -416,6 +501,8 @@ def test_needle_numbers():
         assert g(f"rope_needle_{D}") == pytest.approx(math.exp(gain * K) / (math.exp(gain * K) + m - 1), rel=1e-9)
     c = math.cos(400 * theta[-1])
     assert g("rope_slow_needle_400") == pytest.approx(math.exp(gain * c) / (math.exp(gain * c) + m - 1), rel=1e-9)
+    assert g("slow_turn_400") == pytest.approx(400 * theta[-1], rel=1e-12)
+    assert g("slow_wavelength") == pytest.approx(2 * math.pi * 10_000 ** (14 / 16), rel=1e-12)
     # sinusoidal: the code is added to every slot, blanks included; score = gain (h_i . h_j) with h = x + PE
     u = [math.sqrt(2 / 16) if c % 2 == 0 else 0.0 for c in range(16)]
     h_last = np.add(u, ref_code(511, 16))

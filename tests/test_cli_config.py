@@ -111,14 +111,16 @@ def test_module_entry_point():
 
 
 def test_plain_audit_still_defaults_to_32768(capsys):
-    assert main(["audit", "--head-dim", "8", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["target_length"] == 32768
+    # a width-8 head fails Gate B (its near return), and the exit status follows the verdict
+    assert main(["audit", "--head-dim", "8", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["target_length"] == 32768 and out["gate_b"]["passed"] is False
 
 
 def test_top_defaults(capsys):
     assert len(run_json(capsys, "--config", "llama-3.1-8b")["top_offsets"]) == 3
     assert len(run_json(capsys, "--config", "llama-3.1-8b", "--top", "1")["top_offsets"]) == 1
-    assert main(["audit", "--head-dim", "8", "--target-length", "7000", "--json"]) == 0
+    assert main(["audit", "--head-dim", "8", "--target-length", "7000", "--json"]) == 1  # Gate B fails (width 8)
     assert len(json.loads(capsys.readouterr().out)["top_offsets"]) == 1
 
 
@@ -128,10 +130,15 @@ def test_layer_type_selects_a_block(tmp_path, capsys):
                                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    assert main(["audit", "--config", str(path), "--layer-type", "full_attention", "--json"]) == 0
+    code = main(["audit", "--config", str(path), "--layer-type", "full_attention", "--json"])
     out = json.loads(capsys.readouterr().out)
+    assert code == (0 if out["gate_b"]["passed"] else 1)  # linear x4: the exit status follows Gate B
     assert out["manifest"]["base"] == 1e6 and out["manifest"]["scaling"]["rule"] == "linear"
-    assert main(["audit", "--config", str(path)]) == 2
+    main(["audit", "--config", str(path), "--json"])  # without --layer-type: every kind, one audit each
+    kinds = json.loads(capsys.readouterr().out)["layer_kinds"]
+    assert [k["kind"] for k in kinds] == ["full_attention", "sliding_attention"]
+    assert [k["audit"]["manifest"]["base"] for k in kinds] == [1e6, 1e4]
+    assert main(["report", str(path)]) == 2  # report judges one operator: it asks for the kind
     err = capsys.readouterr().err
     assert "--layer-type" in err and err.count("\n") == 1
     assert main(["audit", "--layer-type", "full_attention"]) == 2

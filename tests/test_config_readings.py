@@ -100,7 +100,10 @@ def test_rotary_dim_and_partial_factor_must_agree():
     ("ernie4_5", "interleaved"), ("deepseek_v3", "interleaved"), ("gemma3_text", "half"), ("glm4_moe", "half"),
 ])
 def test_pairing_follows_the_model_type(model_type, pairing):
-    m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4})
+    # Llama 4's layers differ (chunked RoPE layers, NoPE layers): its RoPE layers are read
+    kind = "chunked_attention" if model_type == "llama4_text" else None
+    m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4},
+                    layer_type=kind)
     assert m.pairing == pairing and not any("pairing" in n for n in m.notes)  # other notes: class defaults
 
 
@@ -241,7 +244,8 @@ def test_llama4_equal_band_factors_are_read_as_transformers_computes_them():
     m = read_config({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
                      "max_position_embeddings": 10485760, "rope_theta": 500000.0,
                      "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
-                                      "original_max_position_embeddings": 8192, "rope_type": "llama3"}})
+                                      "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+                    layer_type="chunked_attention")
     plain = 500000.0 ** (-np.arange(0, 128, 2) / 128)
     want = np.where(2 * np.pi / plain > 8192, plain / 16.0, plain)
     np.testing.assert_allclose(m.theta(), want, rtol=1e-13)
@@ -311,8 +315,13 @@ def test_absent_fields_take_the_model_types_class_defaults(cfg, expect, said):
 def test_fields_the_config_states_are_never_replaced_by_class_defaults():
     m = read_config({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
                      "rope_theta": 10000.0})
-    assert (m.head_dim, m.base) == (64, 10000.0) and not m.notes
+    # the config states no context: Qwen3Config's 32,768 is filled, and said; nothing it states is replaced
+    assert (m.head_dim, m.base, m.max_position_embeddings) == (64, 10000.0, 32768)
+    assert m.notes == ("max_position_embeddings is not in the config: qwen3's configuration class "
+                       "(transformers 5.24.0) defaults it to 32,768",)
+    assert read_config({"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
+                        "rope_theta": 10000.0, "max_position_embeddings": 4096}).notes == ()
     table = json.loads((files("ropegeo") / "data" / "tables" / "defaults_by_model_type.json").read_text())
     pairing = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
     assert table["transformers"] == pairing["transformers"]  # both read from the pinned release
-    assert set(table["defaults"]) <= set(pairing["pairing"])
+    assert set(table["defaults"]) <= set(pairing["pairing"]) | {"gemma4_text"}  # Gemma 4: a layer-typed module

@@ -50,6 +50,9 @@ def test_half_similarity():
     k = _half_point()
     assert check("ch01-half-similarity", k)
     assert check("ch01-half-similarity", float(k))
+    # the success message must not answer the exercise's second question (does it fall steadily?)
+    message = check("ch01-half-similarity", k).message.lower()
+    assert not any(word in message for word in ("dips", "recovers", "steadily", "monoton"))
     assert "still at least half" in check("ch01-half-similarity", k - 1).message
     assert "already was" in check("ch01-half-similarity", k + 1).message
     assert "turns negative" in check("ch01-half-similarity", 91).message  # first k with a negative sum

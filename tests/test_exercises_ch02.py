@@ -180,14 +180,14 @@ def test_complex_rope_wrong_answers(fn, fragment):
 
 
 def test_direction_blind_solution_passes():
-    # parallel (or anti-parallel) pair by pair, not parallel overall
+    # collinear (same or opposite direction) pair by pair, not collinear overall
     assert check("ch02-direction-blind", (np.array([1.0, 2.0, -1.0, 0.5]), np.array([-0.5, -1.0, 4.0, -2.0])))
 
 
 @pytest.mark.parametrize(
     "answer, fragment",
     [
-        (([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]), "parallel as 4-vectors"),
+        (([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]), "collinear as 4-vectors"),
         (([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]), "pair 1 of q"),
         (([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0]), "pair 1 of k"),
         (([1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 0.0, 3.0]), "direction is still visible"),

@@ -156,6 +156,11 @@ def test_fast_band():
     fb = check("ch03-fast-band", 5000)
     assert not fb and "between 1 and 4096" in fb.message
     assert check("ch03-fast-band", best)
+    msg = check("ch03-fast-band", best).message
+    th = frequencies(128)
+    d_band = math.sqrt(sum(2 - 2 * math.cos(best * t) for t in th[4:8]) / 4)
+    d_equal = math.sqrt(sum(2 - 2 * math.cos(best * t) for t in th) / 64)
+    assert f"{d_band:.3f}" not in msg and f"{d_equal:.3f}" not in msg  # the success message gives nothing away
 
 
 # -- odd answers: a specific one-line "not yet", never an exception ----------------------------------

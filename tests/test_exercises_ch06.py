@@ -49,6 +49,10 @@ def test_collision_margin():
     assert "difference" in check("ch06-collision-margin", math.sqrt(2 * (1 - k_one))).message
     assert "one number" in check("ch06-collision-margin", "D").message
     assert f"{d:.4f}" not in check("ch06-collision-margin", k).message
+    assert check("ch06-collision-margin", round(d, 4))  # the printed digits are a correct answer
+    fb = check("ch06-collision-margin", round(d, 2))
+    assert not fb and "decimals" in fb.message
+    assert f"{d:.4f}" not in check("ch06-collision-margin", d).message  # the success message keeps D to itself
 
 
 # ---- yarn vs log-length: first-order agreement, found numerically here
@@ -64,6 +68,9 @@ def test_yarn_log():
         lo, hi = (mid, hi) if slope_gap(mid) > 0 else (lo, mid)
     assert lo == pytest.approx(148.41, rel=1e-3)
     assert check("ch06-yarn-log", math.exp(5))
+    assert check("ch06-yarn-log", round(lo, 2))  # the printed digits are a correct answer
+    fb = check("ch06-yarn-log", 148.0)
+    assert not fb and "precise" in fb.message and "expand" not in fb.message
     assert "ln L" in check("ch06-yarn-log", 5).message
     assert "square" in check("ch06-yarn-log", math.exp(10)).message
     assert "expand" in check("ch06-yarn-log", 64).message
@@ -180,7 +187,7 @@ def test_rival_seeds(seed_truth):
 
 # ---- learned margin: closed-form chord with the amplitudes |q_i| |k_i| read from the vectors
 def test_learned_margin():
-    head = gc.train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=8)
+    head = gc.train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=19)
     theta = bank(16)
     amp = np.array([math.hypot(head.q[2 * i], head.q[2 * i + 1]) * math.hypot(head.k[2 * i], head.k[2 * i + 1])
                     for i in range(8)])
@@ -196,7 +203,13 @@ def test_learned_margin():
     fast = np.where(64 * theta >= 2 * math.pi, amp, 0.0)
     truth = (chord(np.ones(8)), chord(amp), chord(fast))
     assert check("ch06-learned-margin", truth)
-    assert truth[2] < 0.1 < truth[1] < truth[0]
+    # seed 19 loses at 512 to displacement 363, not to the chapter's 382, with a fast-band margin well above
+    # seed 1's 0.08 (yet, like every seed of the census, below its Gate B threshold)
+    assert scores.max() > (a * np.cos(5 * theta) + b * np.sin(5 * theta)).sum() and rival == 363
+    assert truth[2] > 0.2 and truth[2] < truth[1] < truth[0]
+    msg = check("ch06-learned-margin", truth).message
+    assert all(f"{t:.3f}" not in msg for t in truth) and "0.1" not in msg  # the message gives nothing away
+    assert "seed 19" in check("ch06-learned-margin", (truth[0], 0.5, truth[2])).message
     assert "order" in check("ch06-learned-margin", truth[::-1]).message
     one_minus_k = tuple(t * t / 2 for t in truth)
     assert "1 - K" in check("ch06-learned-margin", one_minus_k).message

@@ -18,14 +18,14 @@ def test_all_chapter_checks_registered():
                                             "ch07-two-layer-bound"}
 
 
-@pytest.mark.parametrize("ex", ["ch07-t5-bucket", "ch07-shaw-ceiling", "ch07-two-layer-bound"])
+@pytest.mark.parametrize("ex", ["ch07-t5-bucket", "ch07-shaw-ceiling"])
 def test_value_stubs_fail(ex):
     fb = check(ex, None)
     assert not fb and "no answer yet" in fb.message
     assert not check(ex, ...)
 
 
-@pytest.mark.parametrize("ex", ["ch07-alibi-mass", "ch07-alibi-slopes"])
+@pytest.mark.parametrize("ex", ["ch07-alibi-mass", "ch07-alibi-slopes", "ch07-two-layer-bound"])
 def test_function_stubs_fail(ex):
     fb = check(ex, stub)
     assert not fb and "NotImplementedError" in fb.message
@@ -133,6 +133,19 @@ def test_shaw_ceiling():
     assert "one number" in check("ch07-shaw-ceiling", "1/496").message
 
 
+@pytest.mark.parametrize("printed", [0.002016, 0.0020161, 2.016e-3])
+def test_shaw_ceiling_accepts_printed_precision(printed):
+    # rounded to digits that still tell 1/496 from 1/495 and 1/497: accepted
+    assert check("ch07-shaw-ceiling", printed)
+
+
+@pytest.mark.parametrize("printed", [0.002, 0.00202])
+def test_shaw_ceiling_too_few_digits_says_so(printed):
+    # right to its digits but also matching a neighbouring count: asks for digits, not a method
+    fb = check("ch07-shaw-ceiling", printed)
+    assert not fb and "more significant digits" in fb.message and "count how many" not in fb.message
+
+
 # ---- odd answers: a specific one-line "not yet", never an exception --------------------------------
 
 
@@ -173,13 +186,31 @@ def test_alibi_slopes_odd_results(returned, fragment):
 # ---- ch07-two-layer-bound ---------------------------------------------------------------------------
 
 
+def winnable_by_brute_force(k, length):
+    """Derived here independently: for each query i, build the key scores the probe can give
+    (the start token has its own free score; the token keys j = 1 .. i-1 score a monotone function of j,
+    tried both increasing and decreasing), and ask whether the target i - k can be the strict maximum."""
+    out = []
+    for i in range(k, length):
+        t = i - k
+        if t == 0:
+            out.append(i)  # the start token's score is free: set it above every token key
+            continue
+        ranks = np.arange(1, i)  # token keys 1 .. i-1
+        if any(np.argmax(order) == t - 1 and np.sum(order == order.max()) == 1 for order in (ranks, -ranks)):
+            out.append(i)
+    return out
+
+
 def test_two_layer_bound():
-    # queries i = 5 .. 63; target i - 5 wins only as the start token (i = 5) or the first token key (i = 6)
-    want = sum(1 for i in range(5, 64) if i - 5 == 0 or i - 5 == 1)
-    assert want == 2
-    assert check("ch07-two-layer-bound", want) and check("ch07-two-layer-bound", 2.0)
-    assert "every query" in check("ch07-two-layer-bound", 59).message
-    assert "start token" in check("ch07-two-layer-bound", 1).message
-    assert "some queries" in check("ch07-two-layer-bound", 0).message
-    assert "too many" in check("ch07-two-layer-bound", 3).message
-    assert "whole number" in check("ch07-two-layer-bound", 2.5).message
+    # k = 5 at length 64: only the start token (i = 5) and the first token key (i = 6) can win
+    assert winnable_by_brute_force(5, 64) == [5, 6]
+    assert winnable_by_brute_force(1, 10) == list(range(1, 10))  # one back: the last token key, an end
+    assert check("ch07-two-layer-bound", winnable_by_brute_force)
+    assert check("ch07-two-layer-bound", lambda k, n: tuple(winnable_by_brute_force(k, n)))
+    assert "start token" in check("ch07-two-layer-bound", lambda k, n: [i for i in winnable_by_brute_force(k, n) if i != k]).message
+    assert "too many" in check("ch07-two-layer-bound", lambda k, n: list(range(k, n))).message
+    assert "missing" in check("ch07-two-layer-bound", lambda k, n: [k, k + 1] if k + 1 < n else [k]).message
+    assert "out of range" in check("ch07-two-layer-bound", lambda k, n: [0]).message
+    assert "whole numbers" in check("ch07-two-layer-bound", lambda k, n: [2.5]).message
+    assert "list each query once" in check("ch07-two-layer-bound", lambda k, n: winnable_by_brute_force(k, n) * 2).message

@@ -246,8 +246,13 @@ def test_lab_in_a_jupyter_book_page(tmp_path):
     if not (VENDOR / "html-manager" / "embed-amd.js").is_file():
         _skip_or_fail("the vendored browser files are missing (make vendor)")
     config = (ROOT / "_config.yml").read_text()
-    assert 'html_static_path: ["_vendor/site"]' in config
-    config = config.replace('html_static_path: ["_vendor/site"]', f'html_static_path: ["{VENDOR}"]')
+    site_dir = ROOT / "scripts" / "site"
+    for old, new in [('html_static_path: ["_vendor/site", "scripts/site/static"]',
+                      f'html_static_path: ["{VENDOR}", "{site_dir / "static"}"]'),
+                     ("ropegeo_site: scripts/site", f"ropegeo_site: {site_dir}"),
+                     ('favicon: "scripts/site/static/favicon.svg"', f'favicon: "{site_dir / "static" / "favicon.svg"}"')]:
+        assert old in config
+        config = config.replace(old, new)
     (tmp_path / "_config.yml").write_text(config)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: lab\n")
     shutil.copy(ROOT / "references.bib", tmp_path)
@@ -266,6 +271,11 @@ def test_lab_in_a_jupyter_book_page(tmp_path):
             page = visit.open(base + "lab.html")
             out = sc.settle_and_check(page)
             assert out["info"]["labs"] == 1 and out["info"]["math"] >= 2
+            # drawn by widgets-offline.js over its build-time preview, without the html-manager
+            assert "ropegeo-lab-preview" in (site / "lab.html").read_text()
+            assert page.locator(".ropegeo-lab-preview").count() == 0
+            assert not any("embed-amd" in u for u in page.evaluate(
+                "performance.getEntriesByType('resource').map((r) => r.name)"))
             problems = out["problems"] + sc.compare_lab(sc.lab_result(page))
             for name, value in sc.LAB_MOVES[:3]:
                 assert sc.move_lab(page, 0, name, value)

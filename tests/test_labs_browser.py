@@ -81,17 +81,127 @@ def test_labs_fit_a_narrow_screen_with_labelled_keyboard_controls(page_of_labs):
         page.wait_for_timeout(200)
         assert sc.lab_layout_problems(page) == [], f"at {width} px"
     page.set_viewport_size({"width": 360, "height": 800})
+    page.wait_for_timeout(300)
+    assert sc.chart_problems(page) == [], "at 360 px"
     page.screenshot(path=str(page_of_labs["tmp"] / "labs-360.png"), full_page=True)
     # the keyboard: focus a slider of each kind of lab and press the arrow key
     for i, kind in enumerate(sc.lab_kinds(page)):
         before = sc.lab_data(page, i)
-        control = page.locator(".ropegeo-lab").nth(i).locator('input[type="range"]').first
+        control = page.locator(".ropegeo-lab").nth(i).locator('input[type="range"]:enabled').first
         control.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
         after = sc.lab_data(page, i)
         assert after["state"] != before["state"], f"{kind}: the arrow key moved nothing"
     page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def _index(page, kind, nth=0):
+    return [k for k, x in enumerate(sc.lab_kinds(page)) if x == kind][nth]
+
+
+@pytest.mark.parametrize("kind", sorted(sc.DISABLED_STATES))
+def test_controls_that_do_nothing_are_disabled_with_a_reason(page_of_labs, kind):
+    page = page_of_labs["page"]
+    i = _index(page, kind, nth=-1)
+    for moves, off, on in sc.DISABLED_STATES[kind]:
+        for name, value in moves:
+            sc.move_control(page, i, name, value)
+        for name in off:
+            st = sc.control_state(page, i, name)
+            assert st["disabled"] and st["reason"].strip(), f"{kind} after {moves}: {name} does nothing but is {st}"
+        for name in on:
+            st = sc.control_state(page, i, name)
+            assert not st["disabled"], f"{kind} after {moves}: {name} acts but is disabled ({st['reason']})"
+
+
+def test_audit_lab_offers_only_the_layer_kinds_a_model_has(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-audit-lab", nth=-1)
+    sc.move_control(page, i, "model", "gemma-3-1b-it")
+    kinds = sc.lab_data(page, i)["kinds"]
+    offered = page.locator(".ropegeo-lab").nth(i).locator('[data-control="layer_type"] option:enabled').evaluate_all(
+        "os => os.map((o) => o.value)")
+    assert offered == ["default", *kinds]
+
+
+def test_scaling_lab_every_slider_position_draws_ropegeos_numbers(page_of_labs):
+    """The whole of YaRN's beta_slow slider and Llama 3's low slider (crossed values are held below
+    the other end), and factor 1 where every rule coincides: a drawn view, no refusal, no text
+    overprinted, and ropegeo's numbers."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-scaling-lab")
+    problems = []
+    sweeps = [("rule", "yarn", "beta_fast", 8, "beta_slow", [0.25, 4, 7.75, 8, 20, 64, 128]),
+              ("rule", "llama3", "high_freq_factor", 4, "low_freq_factor", [0.25, 2, 3.75, 4, 10, 64])]
+    for _, rule, fixed, fixed_value, name, values in sweeps:
+        sc.move_control(page, i, "rule", rule)
+        sc.move_control(page, i, fixed, fixed_value)
+        for value in values:
+            sc.move_control(page, i, name, value)
+            r = sc.lab_data(page, i)
+            assert r["refused"] is None and r["selected"] is not None
+            assert r["state"][name] <= r["state"][fixed] - 0.25
+            problems += sc._problems(sc._check_scaling, r) + sc.chart_problems(page)
+        # the other end pushed below this one: this one follows it down
+        sc.move_control(page, i, name, fixed_value - 0.25)
+        sc.move_control(page, i, fixed, 1)
+        r = sc.lab_data(page, i)
+        assert r["state"][fixed] == 1 and r["state"][name] == 0.75, r["state"]
+    for factor in (1, 1.5, 8, 64):
+        sc.move_control(page, i, "factor", factor)
+        problems += sc._problems(sc._check_scaling, sc.lab_data(page, i)) + sc.chart_problems(page)
+    assert not list(dict.fromkeys(problems)), "\n".join(dict.fromkeys(problems))
+
+
+def test_scaling_lab_says_why_its_novelty_chart_is_empty(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-scaling-lab")
+    for name, value in [("rule", "yarn"), ("factor", 8), ("head_dim", 128), ("base", 4), ("train_length", 4096)]:
+        sc.move_control(page, i, name, value)
+    r = sc.lab_data(page, i)
+    chart = page.locator(".ropegeo-lab").nth(i).locator('svg[aria-label="per-pair phase novelty at the target length"]')
+    if r["selected"]["novel_pairs"] == 0:
+        assert "none: every pair stays on phases training showed" in chart.inner_html()
+    sc.move_control(page, i, "rule", "ntk")
+    assert sc.lab_data(page, i)["selected"]["novel_pairs"] > 0
+    assert "none:" not in chart.inner_html() and chart.locator("rect.rl-bar").count() > 0
+
+
+def test_frequency_lab_draws_both_kernels_alike(page_of_labs):
+    """At float64 the dtype's curve is the exact one (same offsets, same drawing); at head width 4
+    the curve stays in its frame."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-frequency-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    for name, value in [("dtype", "float64"), ("head_dim", 64), ("target_length", 65536)]:
+        sc.move_control(page, i, name, value)
+    exact, dtype = (lab.locator(f"path.{c}").first.get_attribute("d") for c in ("rl-exact", "rl-dtype"))
+    assert exact == dtype
+    sc.move_control(page, i, "dtype", "bfloat16")
+    assert lab.locator("path.rl-exact").first.get_attribute("d") != lab.locator("path.rl-dtype").first.get_attribute("d")
+    problems = []
+    for d in (4, 6, 8):
+        sc.move_control(page, i, "head_dim", d)
+        problems += sc.chart_problems(page)
+    assert not problems, "\n".join(problems)
+
+
+def test_kernel_lab_keeps_saying_its_range_is_at_the_limit(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-kernel-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    sc.move_control(page, i, "offset_start", 0)
+    sc.move_control(page, i, "offset_stop", 20_000)
+    assert sc.chart_problems(page) == []  # the last x tick, 20,000, is drawn whole
+    field = lab.locator('[data-control="offset_stop"]')
+    field.focus()
+    field.fill("5000000")
+    field.dispatch_event("change")
+    assert "range clipped to 200,000 offsets" in lab.inner_text()
+    assert field.input_value() == "199999"  # the focused field shows the value the lab uses
+    sc.move_control(page, i, "head_dim", 32)  # another redraw
+    assert "range at its limit of 200,000 offsets" in lab.inner_text()
 
 
 #: A reader's path through the audit lab's shipped models: layer kinds (Gemma 3, gpt-oss), windows

@@ -46,12 +46,28 @@ def test_front_end_matches_evaluate_for_every_rule():
             np.testing.assert_allclose(x["adjacent_distance"], np.sqrt(2 * (1 - rep.adjacent_similarity)), atol=1e-7)
 
 
-def test_front_end_refuses_crossed_parameters_on_its_numbers_line():
-    st = _full(dict(rule="yarn", factor=8.0, head_dim=64, base=1e4, train_length=4096, beta_fast=0.5, beta_slow=2.0))
+@pytest.mark.parametrize("crossed, held", [
+    (dict(rule="yarn", beta_fast=0.5, beta_slow=2.0), dict(beta_fast=0.5, beta_slow=0.25)),
+    (dict(rule="yarn", beta_fast=32.0, beta_slow=100.0), dict(beta_fast=32.0, beta_slow=31.75)),
+    (dict(rule="yarn", beta_fast=0.25, beta_slow=0.25), dict(beta_fast=0.5, beta_slow=0.25)),
+    (dict(rule="llama3", low_freq_factor=8.0, high_freq_factor=4.0), dict(low_freq_factor=3.75, high_freq_factor=4.0)),
+    (dict(rule="llama3", low_freq_factor=64.0, high_freq_factor=64.0), dict(low_freq_factor=63.75, high_freq_factor=64.0)),
+])
+def test_front_end_never_reaches_a_refused_state(crossed, held):
+    """A slider pushed past the other end of YaRN's ramp or Llama 3's band is held 0.25 below it:
+    the lab draws ropegeo's numbers for the held state instead of blanking (ropegeo refuses the
+    crossed one)."""
+    st = _full(dict(factor=8.0, head_dim=64, base=1e4, train_length=4096) | crossed)
     r = call_js(esm_source("lab_scaling.js"), [("compute", [st])])[0]
-    assert "beta_fast must be greater than beta_slow" in r["refused"] and r["selected"] is None
-    with pytest.raises(ValueError, match="beta_fast must be greater"):
-        evaluate(**{k: v for k, v in st.items() if k not in ("head_dim", "base", "train_length")} | {"head_dim": 64})
+    assert r["refused"] is None and r["selected"] is not None
+    assert {k: r["state"][k] for k in held} == held
+    kw = dict(r["state"])
+    rep = evaluate(kw.pop("rule"), kw.pop("factor"), **kw)
+    for f in FIELDS:
+        np.testing.assert_allclose(r["selected"][f], getattr(rep, f), rtol=1e-9, atol=1e-12, err_msg=f)
+    kw = dict(st)
+    with pytest.raises(ValueError, match="must be greater"):
+        evaluate(kw.pop("rule"), kw.pop("factor"), **kw)
 
 
 def test_widget_state_is_validated():

@@ -48,9 +48,9 @@ def test_kernel_plot_curve_and_numbered_peaks():
     # each marker is numbered, and one box lists the numbers with offset and K
     numbers = sorted(t.get_text() for t in ax.texts if t.get_text().isdigit())
     assert numbers == ["1", "2"]
-    (listing,) = [t.get_text() for t in ax.texts if "Δ=" in t.get_text()]
+    (listing,) = [t.get_text() for t in ax.texts if "δ=" in t.get_text()]
     assert listing.splitlines() == [
-        f"{j}: Δ={x:,}, K={brute_k(x, THETA8):.3f}" for j, x in ((1, first), (2, second))
+        f"{j}: δ={x:,}, K={brute_k(x, THETA8):.3f}" for j, x in ((1, first), (2, second))
     ]
 
 

@@ -145,8 +145,30 @@ def _broken_page(good: bool) -> str:
     link = '<a href="good.html#here">ok</a>' if good else '<a href="gone.html">dead</a>'
     table = ("<table><tr><th>a</th></tr><tr><td>1</td></tr></table>" if good else
              "<p>| a | b | | --- | --- | | 1 | 2 |</p>")  # a displayed Markdown table left unparsed
-    return (f"<html><head>{mathjax}</head><body><main>{math}{img}{mermaid}{widget}{err}{ext}{link}{table}"
+    return (f'<html><head><link rel="icon" href="data:,">{mathjax}</head><body><main>{math}{img}{mermaid}{widget}{err}{ext}{link}{table}'
             f'<span id="here"></span></main></body></html>')
+
+
+def test_width_check_finds_what_widens_a_narrow_page(tmp_path):
+    _need_browser()
+    (tmp_path / "wide.html").write_text(
+        '<html><head><link rel="icon" href="data:,"></head><body><p>fine</p><pre style="overflow:auto">'
+        + "x" * 400 + '</pre><p><code>' + "y" * 120 + "</code></p></body></html>")
+    (tmp_path / "narrow.html").write_text(
+        '<html><head><link rel="icon" href="data:,"></head><body><p>fine</p><pre style="overflow:auto">'
+        + "x" * 400 + "</pre></body></html>")
+    with sc.serve(tmp_path) as base, sc.browser() as b:
+        ctx = b.new_context(viewport={"width": 360, "height": 800})
+        try:
+            got = {}
+            for name in ("wide", "narrow"):
+                page = ctx.new_page()
+                page.goto(base + name + ".html")
+                got[name] = sc.page_width(page)
+        finally:
+            ctx.close()
+    assert got["narrow"]["width"] <= 360 and got["narrow"]["culprits"] == []
+    assert got["wide"]["width"] > 360 and any("code" in c and "yyyy" in c for c in got["wide"]["culprits"])
 
 
 def test_browser_checks_catch_each_failure(tmp_path):
@@ -239,11 +261,27 @@ def test_page_in_browser(served_site, rel):
         shot = served_site["shots"] / (rel[:-5] + ".png")
         shot.parent.mkdir(parents=True, exist_ok=True)
         height = min(page.evaluate("document.documentElement.scrollHeight"), SHOT_MAX_HEIGHT)
-        page.screenshot(path=str(shot), full_page=True,
+        page.screenshot(path=str(shot), full_page=True, timeout=120_000,  # the API page is long: slow on a busy machine
                         clip={"x": 0, "y": 0, "width": 1280, "height": height})
     finally:
         ctx.close()
-    problems = list(out["problems"]) + visit.console_problems()
+    # a phone's width: the page must not scroll sideways
+    page_360 = ctx_360 = None
+    try:
+        ctx_360 = sc.new_context(b, base, external)
+        ctx_360.set_default_timeout(30_000)
+        visit_360 = sc.PageVisit(ctx_360, base)
+        page_360 = visit_360.open(base + rel, redirect=redirect)
+        page_360.set_viewport_size({"width": 360, "height": 800})
+        page_360.wait_for_timeout(300)
+        width = sc.page_width(page_360)
+    finally:
+        if ctx_360 is not None:
+            ctx_360.close()
+    served_site["stats"].append((rel, "width at 360 px", width["width"]))
+    problems = list(out["problems"]) + visit.console_problems() + visit_360.console_problems()
+    if width["width"] > width["viewport"] + 1:
+        problems.append(f"at 360 px the page is {width['width']} px wide: " + "; ".join(width["culprits"]))
     problems += [f"request failed: {f}" for f in visit.failed]
     problems += [f"request to another host (blocked): {u}" for u in external]
     for url in sorted(set(out["links"])):
@@ -253,7 +291,7 @@ def test_page_in_browser(served_site, rel):
             if why:
                 problems.append(f"broken internal link: {why}")
     served_site["stats"].append((rel, out["info"], time.monotonic() - t0))
-    print(f"{rel}: {json.dumps(out['info'])} in {time.monotonic() - t0:.1f}s")
+    print(f"{rel}: {json.dumps(out['info'])}, {width['width']} px wide at 360 px, in {time.monotonic() - t0:.1f}s")
     assert not problems, f"{rel}:\n" + "\n".join(problems)
 
 

@@ -2,8 +2,8 @@
 
 :class:`OffsetHead`
     content-free: one learned query vector ``q`` and one learned key vector ``k``, the same at
-    every position. Its score depends on the displacement ``delta = m - n`` between the query at
-    ``m`` and the key at ``n`` only, through the learned per-pair coefficients ``a_i, b_i``::
+    every position. Its score depends on the distance back ``delta = m - n`` from the query at
+    ``m`` to the key at ``n`` only (the negative of the book's offset ``n - m``), through the learned per-pair coefficients ``a_i, b_i``::
 
         score(delta) = sum_i a_i cos(delta theta_i) + b_i sin(delta theta_i)
 
@@ -92,7 +92,8 @@ class OffsetHead:
         """The learned pair coefficients ``(a, b)``, each shape (head_dim // 2,).
 
         ``score(delta) = sum_i a_i cos(delta s theta_i) + b_i sin(delta s theta_i)`` with
-        ``delta = m - n`` the displacement from key to query and ``s`` the position scale.
+        ``delta = m - n`` the distance back from the query to the key (the negative of the book's
+        offset ``n - m``) and ``s`` the position scale.
         """
         return _pair_coefficients(self.q, self.k)
 

@@ -33,7 +33,10 @@ def score_profile(head: OffsetHead, deltas, *, theta=None, scale: float | None =
     ----------
     head : OffsetHead
     deltas : array_like
-        Displacements ``delta = m - n`` (any shape; finite; positive means the key is earlier);
+        Distances back ``delta = m - n`` from the query at ``m`` to the key at ``n`` (any shape;
+        finite; positive means the key is earlier). This ``delta`` is the *negative* of the book's
+        offset ``n - m`` (see the notation page): the key five back is ``delta = 5`` here and
+        offset ``-5`` in the chapters;
         ``deltas.size * pairs`` at most :data:`MAX_PROFILE_CELLS` (2**25: a million
         displacements for a 64-wide head).
     theta, scale : optional

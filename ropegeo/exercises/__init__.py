@@ -38,9 +38,17 @@ import numpy as np
 
 __all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole",
            "as_items", "as_float_array", "call_student", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
-           "MAX_WHOLE"]
+           "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
 
 _REGISTRY: dict[str, Callable[[Any], "Feedback"]] = {}
+_POINTS: dict[str, int] = {}
+
+#: Points of an exercise's autograded answer in the course editions (nbgrader, Otter-Grader), by the
+#: kind the exercise names in bold (**Compute.**, **Derive.**, ...); ``@exercise(id, points=n)``
+#: overrides it for one exercise.
+POINTS_BY_KIND = {"compute": 1, "derive": 2, "implement": 2, "investigate": 3}
+#: Points of an exercise's written answer (its reasoning), graded by hand in the course editions.
+REASONING_POINTS = 1
 _ID = re.compile(r"^(ch\d\d)-[a-z0-9-]+$")
 
 #: Longest feedback message, in characters (longer ones are shortened with "...").
@@ -334,13 +342,21 @@ def call_student(fn: Callable, *args, what: str = "your function"):
 # ---- the registry ---------------------------------------------------------------------------------
 
 
-def exercise(exercise_id: str):
-    """Register a check function ``f(answer) -> (ok, message)`` under ``exercise_id``."""
+def exercise(exercise_id: str, *, points: int | None = None):
+    """Register a check function ``f(answer) -> (ok, message)`` under ``exercise_id``.
+
+    ``points`` (a positive whole number) sets what the autograded answer is worth in the course
+    editions; by default it follows the exercise's kind (:data:`POINTS_BY_KIND`).
+    """
     if not _ID.match(exercise_id):
         raise ValueError(f"exercise_id must look like 'ch02-some-name', got {exercise_id!r}")
+    if points is not None and (isinstance(points, bool) or not isinstance(points, int) or points < 1):
+        raise ValueError(f"points must be a positive whole number, got {points!r}")
 
     def register(fn):
         _REGISTRY[exercise_id] = fn
+        if points is not None:
+            _POINTS[exercise_id] = points
         return fn
 
     return register
@@ -362,6 +378,22 @@ def exercise_ids(chapter: str | None = None) -> list[str]:
         if chapter is None or chapter == mod:
             _load(f"{mod}-x")
     return sorted(i for i in _REGISTRY if chapter is None or i.startswith(chapter + "-"))
+
+
+def exercise_points(exercise_id: str, kind: str) -> int:
+    """Points of the autograded answer of ``exercise_id``, an exercise of ``kind`` ("compute", ...).
+
+    Examples
+    --------
+    >>> exercise_points("ch01-half-similarity", "compute")
+    1
+    """
+    if kind not in POINTS_BY_KIND:
+        raise ValueError(f"kind must be one of {sorted(POINTS_BY_KIND)}, got {kind!r}")
+    _load(exercise_id)
+    if exercise_id not in _REGISTRY:
+        raise ValueError(f"exercise_id {exercise_id!r} is unknown")
+    return _POINTS.get(exercise_id, POINTS_BY_KIND[kind])
 
 
 def _placeholder(answer) -> bool:

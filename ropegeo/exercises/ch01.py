@@ -49,7 +49,7 @@ def _half_similarity(answer):
     first = int(below[0])
     if n == first:
         return correct(f"k = {n} is the first offset at which the two codes share less than half of their "
-                       "similarity at k = 0 (it does not fall steadily: it dips and recovers first).")
+                       "similarity at k = 0. For the second question, look at every offset below it, not just the end.")
     if n > SIMILARITY_SEARCH:
         return wrong(f"the similarity first falls below half much earlier than k = {n}.")
     value = float(_similarity(np.array([n]))[0])

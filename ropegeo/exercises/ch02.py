@@ -273,7 +273,7 @@ def _check_direction_blind(answer):
     q, k = units["q"], units["k"]
     cos_qk = abs(q @ k)
     if cos_qk > 1 - 1e-6:
-        return wrong("q and k are parallel as 4-vectors: that case is easy; find a pair that is not.")
+        return wrong("q and k are collinear as 4-vectors (one is a multiple of the other): that case is easy; find a pair that is not.")
     d = BLIND_OFFSETS
     forward = apply_rope(np.broadcast_to(k, (d.size, 4)), d, base=BLIND_BASE) @ q
     backward = apply_rope(np.broadcast_to(k, (d.size, 4)), -d, base=BLIND_BASE) @ q

@@ -179,8 +179,8 @@ def fast_band_check(answer):
     d = difference_distance(np.arange(1, 4097), theta, weights=w)
     best = int(np.argmin(d)) + 1
     if n == best:
-        return correct(f"at that offset the band of pairs 4-7 sits at distance {d[n - 1]:.3f} from offset 0, "
-                       f"while the equal-weight distance is {float(difference_distance(n, theta)):.3f}.")
+        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0; now compare its distance "
+                       "with the equal-weight one and read the turns of the four pairs.")
     rank = int(np.sum(d < d[n - 1])) + 1
     if rank <= 5:
         return wrong(f"offset {n} is a near-return of pairs 4-7 (rank {rank}), but not the closest one.")

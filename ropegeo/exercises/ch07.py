@@ -6,6 +6,7 @@ reason says what is off without giving the answer away.
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -23,6 +24,18 @@ SHAW_K, SHAW_LENGTH, SHAW_DISTANCE = 16, 512, 40
 
 
 _call = call_student  # (value, None), or (None, reason) when the student's function raised
+
+
+def _rounds_to(value: float, given: float) -> bool:
+    """Whether ``value`` rounded to the decimal digits written in ``given`` (its shortest repr) is ``given``.
+
+    >>> _rounds_to(1 / 496, 0.00202), _rounds_to(1 / 496, 0.002), _rounds_to(1 / 496, 0.0021)
+    (True, True, False)
+    """
+    if not math.isfinite(given):
+        return False
+    exponent = decimal.Decimal(repr(float(given))).normalize().as_tuple().exponent  # -(digits after the point)
+    return abs(value - given) <= 0.5 * 10.0 ** exponent * (1 + 1e-9)
 
 
 # ---- checks --------------------------------------------------------------------------------
@@ -134,9 +147,13 @@ def _shaw_ceiling(answer):
     # brute force: distances 1 .. keys, those at or beyond K share the clipped vector of K
     shared = sum(1 for dist in range(1, keys + 1) if min(dist, SHAW_K) == min(SHAW_DISTANCE, SHAW_K))
     want = 1.0 / shared
-    if math.isclose(x, want, rel_tol=1e-9):
+    close = [1.0 / near for near in (shared - 1, shared + 1)]
+    if math.isclose(x, want, rel_tol=1e-9) or (_rounds_to(want, x) and not any(_rounds_to(c, x) for c in close)):
         return correct(f"{shared} keys share the clipped vector, so the best a head can do is split its attention "
                        "evenly among them.")
+    if _rounds_to(want, x):
+        return wrong("that agrees with the ceiling to the digits you gave, but so would a neighbouring count of keys: "
+                     "give more significant digits (or the exact fraction as a float).")
     if not 0 < x <= 1:
         return wrong("an attention weight lies between 0 and 1.")
     if math.isclose(x, 1 / keys, rel_tol=1e-9):
@@ -149,29 +166,51 @@ def _shaw_ceiling(answer):
     return wrong("that is not the ceiling; count how many keys share the key's clipped representation.")
 
 
-#: ch07-two-layer-bound: the probe's target displacement and the training length of the two-layer check.
-TWO_LAYER_OFFSET, TWO_LAYER_LENGTH = 5, 64
+#: ch07-two-layer-bound: the (offset k, sequence length) cases the check asks the student's function about.
+TWO_LAYER_CASES = ((5, 64), (1, 64), (2, 10), (3, 3), (7, 40), (1, 2), (12, 13))
+
+
+def _winnable_reference(k: int, length: int) -> list:
+    """Query slots i (k <= i < length) whose target i - k can be the two-layer NoPE probe's strict winner.
+
+    Token keys j = 1 .. i-1 score monotonically in j (affine in the start token's share, which falls
+    strictly with j), so only j = 1 or j = i - 1 can be their strict maximum; the start token (j = 0)
+    is a key of its own.
+    """
+    return [i for i in range(k, length) if i - k in (0, 1, i - 1)]
 
 
 @exercise("ch07-two-layer-bound")
 def _two_layer_bound(answer):
-    n, bad = as_whole(answer, "one whole number (how many queries can have the target as strict winner)")
-    if bad:
-        return bad
-    k, length = TWO_LAYER_OFFSET, TWO_LAYER_LENGTH
-    # token keys j = 1 .. i-1 score monotonically in j, so only j = 1 or j = i - 1 can be their strict
-    # maximum; the start token (j = 0) is a key of its own
-    want = sum(1 for i in range(k, length) if i - k in (0, 1, i - 1))
-    if n == want:
-        return correct(f"{want} of the {length - k} queries at most: the stored heads reach exactly that, "
-                       f"{want}/{length - k} = {want / (length - k):.3f}.")
-    if n == length - k:
-        return wrong("that counts every query; for a fixed query the score over the token keys is monotone in the "
-                     "key's position, so only an end of that range can win.")
-    if n == 0:
-        return wrong("some queries can still be right: the target can be an end of the range of keys a query sees.")
-    if n == want - 1:
-        return wrong("one case is missing: the start token is a key of its own, with a score of its own.")
-    if n > want:
-        return wrong("too many: the target five back is an end of the token keys only when it is the first token key.")
-    return wrong("not the count of queries whose target five back can be the strict winner.")
+    if not callable(answer):
+        return wrong("expected a function winnable(k, length) returning the list of query slots.")
+    for k, length in TWO_LAYER_CASES:
+        got, err = _call(answer, k, length)
+        if err:
+            return wrong(err)
+        items, bad = as_items(got, f"for k = {k}, length = {length}, a list of query slots", max_items=length + 1)
+        if items is None:
+            return bad or wrong(f"for k = {k}, length = {length} expected a list of query slots.")
+        slots = []
+        for item in items:
+            n, bad = as_whole(item, "query slots as whole numbers")
+            if bad:
+                return bad
+            slots.append(n)
+        want = _winnable_reference(k, length)
+        if sorted(set(slots)) == want and len(slots) == len(want):
+            continue
+        where = f"for k = {k} and length {length}"
+        if any(not k <= n < length for n in slots):
+            return wrong(f"{where} a slot is out of range: the queries that have a target k back are k .. length - 1.")
+        if len(slots) != len(set(slots)):
+            return wrong(f"{where} a slot appears twice; list each query once.")
+        missing, extra = sorted(set(want) - set(slots)), sorted(set(slots) - set(want))
+        if k in missing:
+            return wrong(f"{where} one case is missing: the start token is a key of its own, with a score of its own.")
+        if extra:
+            return wrong(f"{where} too many: for a fixed query the score over the token keys is monotone in the key's "
+                         "slot, so a target inside that range can never be the strict winner.")
+        return wrong(f"{where} some query is missing: the target can be an end of the range of token keys the query sees.")
+    return correct("right for every case: beyond the start token, a target can only win at an end of the token keys, "
+                   "so the number of winnable queries does not grow with the length unless k = 1.")

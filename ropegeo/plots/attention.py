@@ -13,6 +13,7 @@ from .. import _validate as v
 from ..attention import sinusoidal_encoding
 from ..frequencies import frequencies
 from ..geometry import kernel
+from .readable import finish, panels
 
 __all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure", "self_similarity_figure"]
 
@@ -50,11 +51,13 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
         for i in range(n):
             for j in range(n):
                 if np.isfinite(m[i, j]):
-                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7)
+                    dark = im.norm(m[i, j]) > 0.8 or (cmap == "RdBu_r" and im.norm(m[i, j]) < 0.2)
+                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
     return im
 
 
-def permutation_figure(scores, permuted_scores, perm, tokens=None) -> Figure:
+def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: str = "wide") -> Figure:
     """Scores of a sequence and of its permutation, side by side, with token labels.
 
     Parameters
@@ -67,6 +70,9 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None) -> Figure:
         The permutation.
     tokens : sequence of str, optional
         Labels of the tokens in the original order (default ``0 .. n-1``).
+    layout : {"wide", "column"}
+        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
+        book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -88,15 +94,15 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None) -> Figure:
     lab = _labels(tokens, n)
     plab = [lab[i] for i in p]
     vmax = float(np.nanmax(np.abs(np.concatenate([s.ravel(), t.ravel()])))) or 1.0
-    fig = Figure(figsize=(9.5, 4.2), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
+    fig, axes = panels(layout, 2, wide_size=(9.5, 4.2), panel_height=4.6)
+    a1, a2 = axes[0]
     _heat(a1, s, lab, lab, "scores S, original order", vmax)
     im = _heat(a2, t, plab, plab, "scores of the permuted tokens", vmax)
     fig.colorbar(im, ax=[a1, a2], shrink=0.8, label="score")
-    return fig
+    return finish(fig, layout)
 
 
-def causal_figure(weights, weights_back, tokens=None) -> Figure:
+def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -> Figure:
     """Causal attention weights of a sequence, of its permutation mapped back, and their difference.
 
     Parameters
@@ -108,6 +114,9 @@ def causal_figure(weights, weights_back, tokens=None) -> Figure:
         token order (``P^T A' P``). Equal to ``A`` only if the masked layer were equivariant.
     tokens : sequence of str, optional
         Token labels in the original order.
+    layout : {"wide", "column"}
+        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
+        book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -118,8 +127,8 @@ def causal_figure(weights, weights_back, tokens=None) -> Figure:
     if a.shape != b.shape:
         raise ValueError(f"weights_back must have the shape of weights {a.shape}, got {b.shape}")
     lab = _labels(tokens, a.shape[0])
-    fig = Figure(figsize=(12, 4.0), layout="constrained")
-    axes = fig.subplots(1, 3)
+    fig, grid = panels(layout, 3, wide_size=(12, 4.0), panel_height=4.4)
+    axes = grid[0]
     _heat(axes[0], np.where(a > 0, a, np.nan), lab, lab, "causal weights, original order", 1.0, cmap="Blues")
     axes[0].images[0].set_clim(0, 1)
     _heat(axes[1], np.where(b > 0, b, np.nan), lab, lab, "permuted, then put back", 1.0, cmap="Blues")
@@ -128,10 +137,11 @@ def causal_figure(weights, weights_back, tokens=None) -> Figure:
     vmax = float(np.max(np.abs(diff))) or 1.0
     im = _heat(axes[2], diff, lab, lab, "difference", vmax)
     fig.colorbar(im, ax=axes[2], shrink=0.8, label="weight difference")
-    return fig
+    return finish(fig, layout)
 
 
-def position_codes_figure(table, code, *, table_title="learned absolute table", code_title="sinusoidal code") -> Figure:
+def position_codes_figure(table, code, *, table_title="learned absolute table", code_title="sinusoidal code",
+                          layout: str = "wide") -> Figure:
     """Two position codes as images: one row per position, one column per coordinate.
 
     Parameters
@@ -140,14 +150,16 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
         E.g. a random absolute table.
     code : array_like, shape (positions, d2)
         E.g. :func:`ropegeo.attention.sinusoidal_encoding` of ``0 .. positions - 1``.
+    layout : {"wide", "column"}
+        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
+        book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
-    axes = fig.subplots(1, 2)
-    for ax, m, title in zip(axes, (table, code), (table_title, code_title)):
+    fig, grid = panels(layout, 2, wide_size=(10, 4.2), panel_height=3.6)
+    for ax, m, title in zip(grid[0], (table, code), (table_title, code_title)):
         m = np.asarray(m, dtype=np.float64)
         if m.ndim != 2 or m.size == 0 or not np.all(np.isfinite(m)):
             raise ValueError(f"each code must be a finite non-empty 2-D array, got shape {m.shape}")
@@ -157,10 +169,10 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
         ax.set_ylabel("position")
         ax.set_title(title)
         fig.colorbar(im, ax=ax, shrink=0.8)
-    return fig
+    return finish(fig, layout)
 
 
-def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
+def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> Figure:
     """The shift map of the sinusoidal code: the whole matrix and its leading corner.
 
     Parameters
@@ -171,6 +183,9 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
         The shift it represents (for the title).
     zoom : int
         Size of the corner shown on the right (at least 2).
+    layout : {"wide", "column"}
+        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
+        book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -179,8 +194,8 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
     m = _square("matrix", matrix)
     shift = v.real("shift", shift)
     zoom = min(v.integer("zoom", zoom, minimum=2), m.shape[0])
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
+    fig, grid = panels(layout, 2, wide_size=(10, 4.4), panel_height=4.8)
+    a1, a2 = grid[0]
     im = a1.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     a1.set_title(f"shift by k = {shift:g}: the whole map")
     a1.set_xlabel("coordinate of the code at p")
@@ -195,7 +210,7 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8) -> Figure:
     a2.set_xticks(range(zoom))
     a2.set_yticks(range(zoom))
     fig.colorbar(im, ax=[a1, a2], shrink=0.8)
-    return fig
+    return finish(fig, layout)
 
 
 _MAX_SIMILARITY_OFFSET = 100_000  # largest |k| drawn by self_similarity_figure
@@ -203,7 +218,7 @@ _MAX_STARTS = 8  # curves overlaid by self_similarity_figure
 
 
 def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
-                           base: float = 10_000.0) -> Figure:
+                           base: float = 10_000.0, layout: str = "wide") -> Figure:
     """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
 
     One curve per start position ``p``, each computed by brute force from
@@ -222,6 +237,9 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
         Start positions ``p`` (1 to 8 finite numbers).
     base : float
         Frequency base (greater than 1).
+    layout : {"wide", "column"}
+        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
+        book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -241,17 +259,17 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
         raise ValueError(f"starts must be 1 to {_MAX_STARTS} positions, got shape {p0.shape}")
     base = v.base(base)
     k = np.linspace(-max_offset, max_offset, min(4001, 20 * max_offset + 1))
-    fig = Figure(figsize=(8, 4.2), layout="constrained")
-    ax = fig.subplots()
+    fig, grid = panels(layout, 1, wide_size=(8, 4.2), panel_height=4.2)
+    ax = grid[0, 0]
     for p in p0:
         sim = sinusoidal_encoding(p + k, dim, base) @ sinusoidal_encoding(p, dim, base)
         ax.plot(k, sim, lw=3 if p == p0[0] else 1.2, alpha=0.6, label=f"brute force from p = {p:g}")
     closed = (dim / 2) * kernel(k, frequencies(dim, base))
-    ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d}{2}K(k)$")
+    ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d_\mathrm{model}}{2}K(k)$")
     ax.axvline(0, color="#999999", lw=0.8)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
     ax.set_xlabel(r"offset $k$ (positions)")
     ax.set_ylabel(r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$")
     ax.set_title(f"sinusoidal code, width {dim}: one curve for every start, mirror-symmetric in k")
     ax.legend(fontsize=8, loc="upper right")
-    return fig
+    return finish(fig, layout)

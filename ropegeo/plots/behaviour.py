@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from .. import _validate as v
 from ..behaviour import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ..behaviour import score_profile as _score_values
+from .readable import LAYOUTS, finish, panels
 
 #: Most conditions (labelled lists of evaluations) or result rows one figure draws (a full
 #: ``ropegeo.behaviour.compare`` table has at most 16 x 16 rows).
@@ -78,10 +79,16 @@ def _conditions(evaluations) -> dict:
     return out
 
 
-def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str) -> Figure:
+def _check_layout(layout) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: str = "wide") -> Figure:
     conds = _conditions(evaluations)
-    fig = Figure(figsize=(9.0, 3.4), layout="constrained")
-    ax_acc, ax_mass = fig.subplots(1, 2, sharex=True)
+    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
+    ax_acc, ax_mass = grid[0]
     for c, (label, evs) in enumerate(conds.items()):
         colour = _COLOURS[c % len(_COLOURS)]
         length = max(e.length for e in evs)
@@ -102,10 +109,11 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str) -> Figur
         ax.grid(alpha=0.3)
     ax_acc.legend(fontsize=8, loc="best")
     fig.suptitle(title)
-    return fig
+    return finish(fig, layout)
 
 
-def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position") -> Figure:
+def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position",
+                              layout: str = "wide") -> Figure:
     """Accuracy and attention mass against the query's absolute position, per seed and mean.
 
     Parameters
@@ -116,18 +124,20 @@ def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By a
         Equal bins over ``[0, length]`` (1 to ``ropegeo.behaviour.MAX_BINS`` = 10,000) or
         explicit increasing edges (at most ``MAX_BINS + 1``).
     title : str
+    layout : {"wide", "column"}
+        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
     matplotlib.figure.Figure
-        Two panels: accuracy (left) and mass on the target (right).
+        Two panels: accuracy (left, or top) and mass on the target (right, or bottom).
 
     Raises
     ------
     ValueError
         For empty input, items that are not evaluations, or bad bins.
     """
-    return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position")
+    return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
 
 def accuracy_mass_by_displacement(evaluations, *, bins=16, title: str = "By displacement to the target") -> Figure:
@@ -148,7 +158,7 @@ def _bins(bins):
 
 
 def attention_by_displacement(evaluations, *, max_displacement: int | None = None, log: bool = False,
-                              title: str = "Where the attention goes") -> Figure:
+                              title: str = "Where the attention goes", layout: str = "wide") -> Figure:
     """Mean attention weight at each displacement, per seed (thin) and mean (thick).
 
     Parameters
@@ -160,6 +170,8 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     log : bool
         Logarithmic weight axis (shows small leaks such as a distant rival).
     title : str
+    layout : {"wide", "column"}
+        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -168,6 +180,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     conds = _conditions(evaluations)
     if max_displacement is not None:
         max_displacement = v.length("max_displacement", max_displacement)
+    _check_layout(layout)
     fig = Figure(figsize=(8.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for c, (label, evs) in enumerate(conds.items()):
@@ -181,16 +194,17 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
         ax.plot(x, _nanmean(ys), color=colour, lw=2.0, label=label or None)
     if log:
         ax.set_yscale("log")
-    ax.set_xlabel("displacement query - key")
+    ax.set_xlabel("distance back −δ = m − n")
     ax.set_ylabel("mean attention weight")
     ax.grid(alpha=0.3)
     if any(conds):
         ax.legend(fontsize=8)
     ax.set_title(title)
-    return fig
+    return finish(fig, layout)
 
 
-def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | None = None) -> Figure:
+def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | None = None,
+                  layout: str = "wide") -> Figure:
     """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
 
     Parameters
@@ -205,6 +219,8 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
         Add a second panel with each pair's contribution for the first head (ramps that turn
         around beyond the window show there).
     title : str, optional
+    layout : {"wide", "column"}
+        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -222,8 +238,10 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
         raise ValueError(f"horizon must be at most {MAX_PROFILE_CELLS // pairs:,} for heads with {pairs} pairs "
                          f"(MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}), got {horizon:,}")
     per_pair = v.boolean("per_pair", per_pair)
+    column = _check_layout(layout) == "column"
     deltas = np.arange(1, horizon + 1)
-    fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4), layout="constrained")
+    fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4) if not column else (5.2, 3.4 if not per_pair else 7.0),
+                 layout="constrained")
     axes = fig.subplots(2 if per_pair else 1, 1, sharex=True, squeeze=False)[:, 0]
     ax = axes[0]
     for i, h in enumerate(heads):
@@ -235,19 +253,21 @@ def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | N
         a.axvline(heads[0].offset, color="k", lw=0.8, ls=":")
         a.grid(alpha=0.3)
     ax.set_ylabel("score (logit)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2 if not column else 1)
     if per_pair:
         parts = _score_values(heads[0], deltas, per_pair=True)
         for j in range(parts.shape[1]):
             axes[1].plot(deltas, parts[:, j], lw=1.0, label=f"pair {j}")
-        axes[1].set_ylabel(f"per-pair contribution (seed {heads[0].seed})")
-        axes[1].legend(fontsize=7, ncol=4)
-    axes[-1].set_xlabel("displacement delta = query - key")
-    ax.set_title(title or f"Learned score profile, trained on displacements < {L}")
-    return fig
+        axes[1].set_ylabel(f"per-pair contribution (seed {heads[0].seed})" if not column
+                           else f"per pair (seed {heads[0].seed})")
+        axes[1].legend(fontsize=7, ncol=4 if not column else 2)
+    axes[-1].set_xlabel("distance back −δ = m − n")
+    ax.set_title(title or (f"Learned score profile, trained on displacements < {L}" if not column
+                           else f"Learned score, trained on distances < {L}"))
+    return finish(fig, layout)
 
 
-def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
+def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
     """Per-seed accuracy and mass of several conditions as dot plots (one dot per seed).
 
     Parameters
@@ -256,6 +276,8 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
         For example the output of :func:`ropegeo.behaviour.compare` (at most
         :data:`MAX_TABLE_ROWS` = 256 rows).
     title : str
+    layout : {"wide", "column"}
+        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -266,18 +288,23 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed") -> Figure:
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")
     if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
-    fig = Figure(figsize=(9.0, 0.45 * len(results) + 1.4), layout="constrained")
-    ax_acc, ax_mass = fig.subplots(1, 2, sharey=True)
+    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
+                       panel_height=0.42 * len(results) + 1.0, sharey=True)
+    ax_acc, ax_mass = grid[0]
+    if layout == "column":
+        ax_mass.tick_params(labelleft=True)
     y = np.arange(len(results))[::-1]
     for yi, r in zip(y, results):
         for ax, vals in ((ax_acc, r.accuracy), (ax_mass, r.mass)):
             ax.scatter(vals, np.full(vals.shape, yi), s=14, color=_COLOURS[0], alpha=0.6)
             ax.plot([vals.mean()], [yi], marker="|", ms=14, color="k")
     ax_acc.set_yticks(y, [r.label for r in results], fontsize=8)
+    if layout == "column":
+        ax_mass.set_yticks(y, [r.label for r in results], fontsize=8)
     ax_acc.set_xlabel("accuracy")
     ax_mass.set_xlabel("mass on target")
     for ax in (ax_acc, ax_mass):
         ax.set_xlim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    return fig
+    return finish(fig, layout)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from .readable import LAYOUTS, finish, panels
+
 __all__ = ["budget_figure", "dilution_figure"]
 
 _COLOURS = {"raw": "#444444", "pi": "#c8553d", "ntk": "#1f6f8b", "yarn": "#588b41", "llama3": "#8a5a9e",
@@ -29,13 +31,14 @@ def _check_run(run: dict, keys) -> None:
         raise ValueError(f"run must be a dict with the keys {sorted(keys)} (a stored or computed run)")
 
 
-def budget_figure(run: dict) -> Figure:
+def budget_figure(run: dict, *, layout: str = "wide") -> Figure:
     """Three panels from :func:`ropegeo.budget_curves.budget_curve` (or its stored run).
 
     Left: attention mass on the target at the target length against fine-tuning steps, per rule.
     Middle: summed pair amplitudes relative to the trained head (log scale). Right: position
     interpolation's mass with exact phases, with float32 angles and bfloat16 cosine and sine,
     and with the angle table in bfloat16. Lines are means over seeds, bands min to max.
+    ``layout="column"`` stacks the three panels for the book's text column.
 
     Raises
     ------
@@ -43,11 +46,12 @@ def budget_figure(run: dict) -> Figure:
         When ``run`` lacks the curve's keys.
     """
     _check_run(run, ("settings", "mass", "amplitude_ratio", "mass_bf16", "mass_bf16_cos_sin"))
+    _check_layout(layout)
     s = run["settings"]
     budgets = np.asarray(s["budgets"], dtype=float)
     x = np.where(budgets == 0, budgets[budgets > 0].min() / 3 if np.any(budgets > 0) else 1.0, budgets)
-    fig = Figure(figsize=(13, 3.9), layout="constrained")
-    ax1, ax2, ax3 = fig.subplots(1, 3)
+    fig, grid = panels(layout, 3, wide_size=(13, 3.9), panel_height=3.1)
+    ax1, ax2, ax3 = grid[0]
     for rule in s["rules"]:
         _band(ax1, x, run["mass"][rule], rule)
         _band(ax2, x, run["amplitude_ratio"][rule], rule)
@@ -60,7 +64,7 @@ def budget_figure(run: dict) -> Figure:
                       (ax2, "Summed amplitudes / trained head"), (ax3, "PI: mass by rotary pipeline")):
         ax.set_xscale("log")
         ax.set_xticks(x, ["0"] + [f"{int(b):,}" for b in budgets[1:]] if budgets[0] == 0 else
-                      [f"{int(b):,}" for b in budgets])
+                      [f"{int(b):,}" for b in budgets], rotation=0 if layout == "wide" else 45)
         ax.set_xlabel("fine-tuning steps at the target length")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
@@ -69,15 +73,19 @@ def budget_figure(run: dict) -> Figure:
     ax3.set_ylim(-0.02, 1.02)
     ax1.legend(fontsize=8, loc="lower right")
     ax3.legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"Fine-tuning budget curves: head dim {s['head_dim']}, trained at {s['train_length']}, "
-                 f"{n} seeds (line: mean, band: min to max)", fontsize=11)
-    return fig
+    if layout == "wide":
+        fig.suptitle(f"Fine-tuning budget curves: head dim {s['head_dim']}, trained at {s['train_length']}, "
+                     f"{n} seeds (line: mean, band: min to max)", fontsize=11)
+    else:  # the caption carries the settings; the column keeps one short line
+        fig.suptitle(f"{n} seeds: line mean, band min to max")
+    return finish(fig, layout)
 
 
-def dilution_figure(probe: dict) -> Figure:
+def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     """Two panels from :func:`ropegeo.dilution.dilution_probe`: mass on the target and entropy
     of the last query against length, per logit scaling (mean line, min-max band over seeds);
     the dashed line is the entropy of attention spread evenly over every key.
+    ``layout="column"`` stacks the two panels for the book's text column.
 
     Raises
     ------
@@ -85,9 +93,10 @@ def dilution_figure(probe: dict) -> Figure:
         When ``probe`` lacks the probe's keys.
     """
     _check_run(probe, ("lengths", "mass", "entropy", "uniform_entropy", "rule"))
+    _check_layout(layout)
     x = np.asarray(probe["lengths"], dtype=float)
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    fig, grid = panels(layout, 2, wide_size=(10, 3.8), panel_height=3.2)
+    ax1, ax2 = grid[0]
     for sc in probe["mass"]:
         label = "YaRN attention factor" if sc == "yarn" else _NAMES.get(sc, sc)
         style = "--" if sc == "log_length" else "-"
@@ -96,13 +105,23 @@ def dilution_figure(probe: dict) -> Figure:
     ax2.plot(x, probe["uniform_entropy"], "k--", lw=1, label="even over all keys")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length (last query sees every earlier key)")
+        ax.set_xlabel("sequence length (last query sees every earlier key)" if layout == "wide" else
+                      "sequence length")
         ax.grid(alpha=0.3)
     ax1.set_ylabel("attention on the target")
     ax2.set_ylabel("attention entropy (nats)")
     ax1.set_ylim(-0.02, 1.02)
     ax1.legend(fontsize=8)
     ax2.legend(fontsize=8)
-    fig.suptitle(f"Attention dilution under {_NAMES.get(probe['rule'], probe['rule'])}, "
-                 f"{len(probe['seeds'])} seeds (line: mean, band: min to max)", fontsize=11)
-    return fig
+    rule = _NAMES.get(probe['rule'], probe['rule'])
+    if layout == "wide":
+        fig.suptitle(f"Attention dilution under {rule}, {len(probe['seeds'])} seeds (line: mean, band: min to max)",
+                     fontsize=11)
+    else:
+        fig.suptitle(f"{rule}, {len(probe['seeds'])} seeds: line mean, band min to max")
+    return finish(fig, layout)
+
+
+def _check_layout(layout) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")

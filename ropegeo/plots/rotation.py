@@ -15,6 +15,8 @@ from matplotlib.patches import Arc, Circle, FancyArrowPatch
 from .. import _validate as v
 from ..rotation import apply_rope, rotation_matrix
 
+from .readable import finish, panels
+
 __all__ = ["phase_clock", "score_terms", "score_split_figure", "block_rotation_image", "decay_panels",
            "defect_heads_figure", "shift_change_figure"]
 
@@ -53,7 +55,7 @@ def _clock_axes(ax, radius):
 
 
 def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
-                query_position: float = 2.0, key_position: float = 5.0) -> Figure:
+                query_position: float = 2.0, key_position: float = 5.0, layout: str = "wide") -> Figure:
     """One rotary pair drawn as a clock hand, in two panels.
 
     Left: the pair rotated to each of ``positions`` (one arrow per position, labelled).
@@ -70,6 +72,9 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
         Positions drawn in the left panel, 1 <= P <= 64.
     query_position, key_position : float
         The positions ``m`` and ``n`` of the right panel.
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -99,8 +104,8 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     r = float(np.hypot(*z))
     th = np.array([theta])
 
-    fig = Figure(figsize=(10, 4.8), layout="constrained")
-    left, right = fig.subplots(1, 2)
+    fig, grid = panels(layout, 2, wide_size=(10, 4.8), panel_height=4.8)
+    left, right = grid[0]
 
     _clock_axes(left, r)
     hands = apply_rope(np.broadcast_to(z, (pos.size, 2)), pos, theta=th)
@@ -124,11 +129,11 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     right.annotate(rf"$(n-m)\theta$ = {np.radians(sweep):.2f} rad", (0.62 * r * np.cos(mid), 0.62 * r * np.sin(mid)),
                    color=_COLOURS["arc"], ha="center", fontsize=9)
     right.set_title("the score sees only the angle between them")
-    return fig
+    return finish(fig, layout)
 
 
 def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int = 20, *,
-                mark: float | None = None) -> Figure:
+                mark: float | None = None, layout: str = "wide") -> Figure:
     """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
 
     Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
@@ -145,6 +150,9 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         Displacements from ``-max_offset`` to ``max_offset`` are drawn; 1 to 10,000.
     mark : float, optional
         A displacement to mark together with its mirror ``-mark``.
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -174,8 +182,8 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         # query at 0, key at d: the relative law makes this <R_m q, R_(m+d) k> for every m
         return apply_rope(np.broadcast_to(k, (d.size, 2)), d, theta=th) @ q
 
-    fig = Figure(figsize=(8, 4.2), layout="constrained")
-    ax = fig.subplots()
+    fig, grid = panels(layout, 1, wide_size=(8, 4.2), panel_height=4.6)
+    ax = grid[0, 0]
     ax.plot(delta, dot * np.cos(delta * theta), color="#1f77b4",
             label=rf"symmetric: $(q\cdot k)\cos\delta\theta$, $q\cdot k$ = {dot:.3g}")
     ax.plot(delta, -cross * np.sin(delta * theta), color="#ff7f0e",
@@ -190,12 +198,13 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
     ax.set_xlabel(r"displacement $\delta = n - m$ (positions)")
     ax.set_ylabel("contribution to the score")
     ax.set_title(rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
-    return fig
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2 if layout == "wide" else 1, fontsize=8,
+              frameon=False)
+    return finish(fig, layout)
 
 
 def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: float = 10_000.0,
-                         pairings=("interleaved", "half")) -> Figure:
+                         pairings=("interleaved", "half"), layout: str = "wide") -> Figure:
     """The rotary operator ``R_position`` of a head drawn as an image, one panel per pairing.
 
     Parameters
@@ -208,6 +217,9 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
         Frequency base (greater than 1).
     pairings : sequence of {"interleaved", "half"}
         One panel per layout (1 or 2 entries).
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -229,8 +241,8 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
     if not 1 <= len(pairings) <= 2:
         raise ValueError(f"pairings must name 1 or 2 layouts, got {len(pairings)}")
 
-    fig = Figure(figsize=(4.6 * len(pairings) + 0.8, 4.4), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(pairings)))
+    fig, grid = panels(layout, len(pairings), wide_size=(4.6 * len(pairings) + 0.8, 4.4), panel_height=4.6)
+    axes = grid[0]
     image = None
     for ax, pairing in zip(axes, pairings):
         R = rotation_matrix(position, head_dim, base=base, pairing=pairing)
@@ -240,7 +252,7 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
         ax.set_ylabel("output coordinate")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
     fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
-    return fig
+    return finish(fig, layout)
 
 
 _MAX_CURVE = 1_000_000  # points in one curve of the figures below
@@ -258,7 +270,7 @@ def _curve(name: str, x, y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decay_panels(bound, counter, trained, *, train_length: int | None = None, target: float | None = None,
-                 window: int = 64) -> Figure:
+                 window: int = 64, layout: str = "wide") -> Figure:
     """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
 
     Parameters
@@ -280,6 +292,9 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
         horizontal line, e.g. the offset the heads were trained to attend to.
     window : int
         Offsets per window of the trained panel (1 to the number of offsets).
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -304,8 +319,8 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
         target = v.real("target", target)
         if not np.any(xt == target):
             raise ValueError(f"target must be one of the trained offsets, got {target:g}")
-    fig = Figure(figsize=(13, 4), layout="constrained")
-    a1, a2, a3 = fig.subplots(1, 3)
+    fig, grid = panels(layout, 3, wide_size=(13, 4), panel_height=3.6)
+    a1, a2, a3 = grid[0]
     a1.plot(xb, yb, color="black")
     a1.set_xlabel(r"distance $|\delta|$ (positions)")
     a1.set_ylabel(r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$")
@@ -332,10 +347,13 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     a3.legend(fontsize=8, loc="lower left")
     for ax in (a2, a3):
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    return fig
+    if layout == "column":
+        a3.set_ylabel(f"best score per {window} offsets")
+        a1.set_ylabel("relative upper bound")
+    return finish(fig, layout)
 
 
-def defect_heads_figure(weights, outputs, *, target: int | None = None) -> Figure:
+def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
     """Attention weights and read-out labels of several copy heads, one column per head.
 
     Parameters
@@ -346,6 +364,9 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None) -> Figur
         Each head's output when the values are one-hot labels (same keys as ``weights``).
     target : int, optional
         The position the heads should read, marked in every panel.
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -368,8 +389,7 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None) -> Figur
         raise ValueError(f"every weights and outputs array must be 1-D of one common length (at most 256), got {shapes}")
     if target is not None:
         target = v.integer("target", target, minimum=0, maximum=next(iter(shapes))[0] - 1)
-    fig = Figure(figsize=(3.4 * len(w) + 0.6, 5), layout="constrained")
-    axes = np.array(fig.subplots(2, len(w), squeeze=False))
+    fig, axes = panels(layout, len(w), rows=2, wide_size=(3.4 * len(w) + 0.6, 5), panel_height=2.4)
     for j, name in enumerate(w):
         pos = np.arange(w[name].size)
         for row, data, label in ((0, w[name], "attention weight"), (1, o[name], "output (label read)")):
@@ -385,10 +405,13 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None) -> Figur
         axes[0, j].set_xlabel("key position")
         axes[1, j].set_title(f"reads token {int(np.argmax(o[name]))}")
         axes[1, j].set_xlabel("token label")
-    return fig
+        if layout == "column":
+            axes[1, j].set_ylabel("output")
+            axes[0, j].set_ylabel("weight")
+    return finish(fig, layout)
 
 
-def shift_change_figure(shifts, changes) -> Figure:
+def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     """How much a global shift of every position moves the scores, one line per scheme, log scale.
 
     Parameters
@@ -398,6 +421,9 @@ def shift_change_figure(shifts, changes) -> Figure:
     changes : dict of str to array_like, shape (n,)
         For each scheme (1 to 6), the largest change of any score at each shift (non-negative;
         zeros are drawn at the bottom of the axis).
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -418,8 +444,8 @@ def shift_change_figure(shifts, changes) -> Figure:
         if a.shape != c.shape or np.any(a < 0):
             raise ValueError(f"changes[{n!r}] must be {c.size} non-negative values, got shape {a.shape}")
     floor = 1e-17
-    fig = Figure(figsize=(8, 4), layout="constrained")
-    ax = fig.subplots()
+    fig, grid = panels(layout, 1, wide_size=(8, 4), panel_height=4.2)
+    ax = grid[0, 0]
     for n, a in data.items():
         ax.plot(c, np.maximum(a, floor), marker="o", ms=3, label=n)
     ax.set_yscale("log")
@@ -427,10 +453,11 @@ def shift_change_figure(shifts, changes) -> Figure:
     ax.set_ylabel("largest change of any score")
     ax.set_title("moving the origin: the additive code's scores move, the rotary ones only round")
     ax.legend()
-    return fig
+    return finish(fig, layout)
 
 
-def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0) -> Figure:
+def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0, *,
+                       layout: str = "wide") -> Figure:
     """One pair's score at ``+delta`` and ``-delta``, split into its symmetric and oriented parts.
 
     For each sign of the offset three bars: the symmetric part ``(q . k) cos(delta theta)``, the
@@ -446,6 +473,9 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
         Frequency, radians per position (positive).
     delta : float
         The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
+    layout : {"wide", "column"}
+        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
+        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -464,8 +494,8 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
     dot = float(q @ k)
     cross = float(q[0] * k[1] - q[1] * k[0])
     th = np.array([theta])
-    fig = Figure(figsize=(7, 3.8), layout="constrained")
-    ax = fig.subplots()
+    fig, grid = panels(layout, 1, wide_size=(7, 3.8), panel_height=4.4)
+    ax = grid[0, 0]
     colours = ("#1f77b4", "#ff7f0e", "black")
     names = ("symmetric part", "oriented part", "score")
     for g, d in enumerate((delta, -delta)):
@@ -476,8 +506,9 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
             ax.bar(x, value, color=colour, label=name if g == 0 else None)
             ax.annotate(f"{value:.3f}", (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
     ax.axhline(0, color="#999999", lw=0.8)
-    ax.set_xticks([1, 5], [rf"key after the query, $\delta$ = +{delta:g}", rf"key before the query, $\delta$ = -{delta:g}"])
+    sep = ",\n" if layout == "column" else ", "
+    ax.set_xticks([1, 5], [rf"key after the query{sep}$\delta$ = +{delta:g}", rf"key before the query{sep}$\delta$ = -{delta:g}"])
     ax.set_ylabel("contribution to the score")
     ax.set_title("swapping the positions keeps the symmetric part and flips the oriented one")
     ax.legend(fontsize=8)
-    return fig
+    return finish(fig, layout)

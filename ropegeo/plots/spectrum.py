@@ -10,13 +10,28 @@ from matplotlib.figure import Figure
 
 from .. import _validate as v
 from ..frequencies import frequencies, turns, wavelengths
+from ..base_bound import min_base_sum
 from ..geometry import kernel, near_collisions
 from ..precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
+from .readable import LAYOUTS, finish, panels
 
 __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
-           "probe_plot"]
+           "probe_plot", "base_bound_plot"]
 
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
+
+
+def _layout(layout) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def _done(fig: Figure, layout: str) -> Figure:
+    """A single-panel figure as drawn (``"wide"``) or fitted to the text column (``"column"``), laid out tight."""
+    fig = finish(fig, _layout(layout))
+    fig.tight_layout()
+    return fig
 
 
 def _is_pair(x) -> bool:
@@ -47,7 +62,8 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
     ax.legend(loc="lower right", fontsize=8)
 
 
-def wavelength_ladder(theta, train_length: float, target_length: float | None = None) -> Figure:
+def wavelength_ladder(theta, train_length: float, target_length: float | None = None, *,
+                      layout: str = "wide") -> Figure:
     """Wavelength of every pair on a log axis against the training (and target) length.
 
     Parameters
@@ -59,6 +75,9 @@ def wavelength_ladder(theta, train_length: float, target_length: float | None = 
     target_length : float, optional
         Context to serve, drawn as a second line.
 
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -68,12 +87,11 @@ def wavelength_ladder(theta, train_length: float, target_length: float | None = 
         target_length = v.real("target_length", target_length, greater_than=0.0)
     fig = Figure(figsize=(7, 3.6))
     draw_ladder(fig.add_subplot(), theta, train_length, target_length)
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
 
 
 def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: int = 3, mark_from: int | None = None,
-                points: int = 4000) -> Figure:
+                points: int = 4000, layout: str = "wide") -> Figure:
     """The equal-weight kernel K(Δ) over ``[start, stop]`` with its near-collisions marked.
 
     Parameters
@@ -94,6 +112,9 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
         Start of the search (default: a tenth of ``stop``, at least 2).
     points : int
         How many offsets to draw (at most 20,000); every integer when the range is smaller.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -126,17 +147,16 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(0, 7),
                         ha="center", fontsize=8, color=_MARK, fontweight="bold")
         if chosen:
-            listing = "\n".join(f"{j}: Δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
+            listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
             ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
-    ax.set_xlabel("offset Δ (tokens)")
-    ax.set_ylabel("K(Δ) = mean_i cos(Δ θ_i)")
+    ax.set_xlabel("offset δ (tokens)")
+    ax.set_ylabel("K(δ) = mean_i cos(δ θ_i)")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
 
 
-def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True) -> Figure:
+def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True, layout: str = "wide") -> Figure:
     """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
 
     Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
@@ -145,6 +165,9 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
     whose two phases come nearest to a whole number of turns (the smallest phase distance of
     the two pairs), marked at positions 0 and ``Δ``.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -177,8 +200,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     ax.set_xlabel(f"phase of pair {i} (rad)")
     ax.set_ylabel(f"phase of pair {j} (rad)")
     ax.set_title("opposite edges glued (same colour)", fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
 
 
 def return_offset(theta, length: int) -> int:
@@ -198,7 +220,7 @@ def return_offset(theta, length: int) -> int:
 
 
 def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
-                    stop: float = 1_000_000, *, points: int = 600) -> Figure:
+                    stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
     """Wavelength ladders and kernels of several bases side by side.
 
     Left: the wavelength of every pair (log axis) for each base, with the training length drawn.
@@ -217,6 +239,9 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     points : int
         Offsets drawn per kernel curve (10 to 5,000), log-spaced.
 
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -229,8 +254,9 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
     points = v.integer("points", points, minimum=10, maximum=5000)
     colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
-    fig = Figure(figsize=(9, 3.6))
-    lad, ker = fig.subplots(1, 2)
+    _layout(layout)
+    fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
+    lad, ker = grid[0]
     d = np.geomspace(1, stop, points)
     for b, c in zip(bases, colours):
         th = frequencies(head_dim, b)
@@ -244,23 +270,26 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     lad.legend(fontsize=8, loc="upper left")
     ker.axhline(0, color="0.6", lw=0.6)
     ker.set_xscale("log")
-    ker.set_xlabel("offset Δ (tokens)")
-    ker.set_ylabel("K(Δ)")
+    ker.set_xlabel("offset δ (tokens)")
+    ker.set_ylabel("K(δ)")
     ker.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    return fig
+    return finish(fig, layout)
 
 
 #: The phase pipelines :func:`phase_error_plot` draws by default.
 ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
 
 
-def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400) -> Figure:
+def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400,
+                     layout: str = "wide") -> Figure:
     """Largest phase error over the pairs against position, one curve per pipeline (log-log).
 
     ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
     rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
     limit of each low-precision *angle* dtype, where positions themselves start to collide.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -274,7 +303,8 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     pipes = [as_pipeline(dt) for dt in dtypes]
     pos = np.unique(np.geomspace(1, stop, points).round())
     colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
-               "deployed bfloat16": "#2f855a", "float64": "0.4"}
+               "deployed bfloat16": "#2f855a", "float64": "0.4", "buffer-cast bfloat16": "#b83280",
+               "buffer-cast float16": "#b83280"}
     fig = Figure(figsize=(7, 3.6))
     ax = fig.add_subplot()
     for pipe in pipes:
@@ -285,6 +315,8 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
             label += ", every stage"
         elif label in ("deployed float16", "deployed bfloat16"):
             label = f"{pipe.table_dtype} cos/sin, float32 angles"
+        elif label.startswith("buffer-cast"):
+            label = f"{pipe.table_dtype} buffer (model cast), float32 angles"
         ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
                 ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
         lim = consecutive_integer_limit(pipe.angle_dtype)
@@ -296,11 +328,10 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     ax.set_xlabel("position")
     ax.set_ylabel("largest phase error (rad)")
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
 
 
-def margin_plot(distances, offsets, *, pair=None) -> Figure:
+def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figure:
     """A pairwise phase-distance matrix as an image, with the most confusable pair circled.
 
     Parameters
@@ -311,6 +342,9 @@ def margin_plot(distances, offsets, *, pair=None) -> Figure:
         Sorted offsets labelling rows and columns.
     pair : (float, float), optional
         Pair to circle.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -338,11 +372,10 @@ def margin_plot(distances, offsets, *, pair=None) -> Figure:
             ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
     ax.set_xlabel("offset")
     ax.set_ylabel("offset")
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
 
 
-def probe_plot(margins, masses, *, sharpness: float = 8.0) -> Figure:
+def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
     """Attention mass on the target against the pair's margin, with the exact-phase prediction.
 
     Parameters
@@ -353,6 +386,9 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0) -> Figure:
         Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
     sharpness : float
         The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
 
     Returns
     -------
@@ -372,5 +408,60 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0) -> Figure:
     ax.set_xlabel("margin D(target, distractor)")
     ax.set_ylabel("attention mass on target")
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
+    return _done(fig, layout)
+
+
+def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
+                    marks=(), layout: str = "wide") -> Figure:
+    """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
+
+    A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
+    sampled at ``points`` log-spaced bases, so it can step over a hole narrower than one sample
+    (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it sees).
+
+    Parameters
+    ----------
+    length : int
+        Context length ``L`` (at least 2; ``(L + 1) * head_dim / 2`` cosines per base).
+    head_dim : int
+        Head width, every coordinate rotating.
+    low, high : float
+        Base range (``1 < low < high``).
+    points : int
+        Bases sampled (10 to 400).
+    marks : sequence of (float, str)
+        Bases to mark with a vertical line and a label (at most 6).
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    length = v.length("length", length, minimum=2)
+    low = v.real("low", low, greater_than=1.0)
+    high = v.real("high", high, greater_than=low)
+    points = v.integer("points", points, minimum=10, maximum=400)
+    _layout(layout)
+    marks = list(marks)
+    if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
+        raise ValueError("marks must hold at most 6 (base, label) pairs")
+    bases = np.geomspace(low, high, points)
+    low_sum = np.array([min_base_sum(length, head_dim, float(b)) for b in bases])
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    ax.plot(bases, low_sum, lw=1.2, color=_FAST, marker="o", ms=2.5)
+    ax.fill_between(bases, low_sum.min() - 1, 0, where=low_sum < 0, color=_SLOW, alpha=0.15, lw=0, step="mid",
+                    label="fails: some m ≤ L has B(m) < 0")
+    ax.axhline(0, color="0.3", lw=0.8)
+    for j, (b, label) in enumerate(marks):
+        b = v.real("marks", b, greater_than=0.0)
+        ax.axvline(b, color=_MARK, lw=0.9, ls="--")
+        ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
+                    xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
+    ax.set_xscale("log")
+    ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
+    ax.set_xlabel("base B")
+    ax.set_ylabel(f"min over m ≤ {length:,} of B(m)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _done(fig, layout)

@@ -24,6 +24,9 @@ HF_TYPES = {
     "longrope": "longrope",
     "su": "longrope",  # Phi-3's first configs; transformers maps it to longrope
     "llama3": "llama3",
+    # Qwen2-VL / Qwen2.5-VL's multi-axis block: transformers' Qwen2VLTextConfig rewrites it to "default"
+    # (text positions: the plain rule; the sections are read by ropegeo.model_types)
+    "mrope": None,
 }
 
 #: the keys of a transformers scaling block each rule reads (besides the type name).
@@ -38,7 +41,7 @@ HF_KEYS = {
                  "short_mscale", "long_mscale"),
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
 }
-_NAME_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
+_NAME_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
 
 
 # One reader per rule, keyed by rule name as transformers keys ROPE_INIT_FUNCTIONS; each returns the
@@ -102,9 +105,9 @@ class _Block:
 
 #: transformers rope types ropegeo knows of but does not compute, and why (said when refused).
 _UNSUPPORTED = {
-    "proportional": " that ropegeo computes (transformers' proportional RoPE, Gemma 4's full-attention layers, "
-                    "rotates the first pairs of the whole head width with exponents over that width and leaves "
-                    "the other pairs at frequency 0, a layout ropegeo's rotary_dim cannot express)",
+    "proportional": " that a scaling rule can express (transformers' proportional RoPE, Gemma 4's full-attention "
+                    "layers, rotates the first pairs of the whole head width with exponents over that width; "
+                    "ropegeo.manifest.read_config reads it as the equivalent partial rotary)",
 }
 
 def _read_linear(b: _Block) -> dict:

@@ -353,6 +353,9 @@ function draw(r, parts) {
   ]);
 }
 
+/** The custom bank's controls act on the custom bank only. */
+const CUSTOM_ONLY = (r) => (r.state.model === "custom" ? null : "custom bank only");
+
 function render({ model, el }) {
   const records = model.get("records") || {};
   const normals = model.get("law_normals") || null;
@@ -361,13 +364,19 @@ function render({ model, el }) {
     model, el, cls: "ropegeo-audit-lab", title: "Audit lab: a configuration's geometry and Gate B",
     controls: [
       { name: "model", label: "configuration", kind: "select", options: [...Object.keys(records).map((k) => [k, k]), ["custom", "custom bank (below)"]], format: () => "" },
-      { name: "layer_type", label: "layer kind", kind: "select", options: [["default", "as the record reads"], ["full_attention", "full attention"], ["sliding_attention", "sliding attention"]], format: () => "" },
+      { name: "layer_type", label: "layer kind", kind: "select", options: [["default", "as the record reads"], ["full_attention", "full attention"], ["sliding_attention", "sliding attention"]], format: () => "",
+        off: (r) => (r.kinds.length ? null : r.state.model === "custom" ? "custom bank: one kind of layer" : "this model has one kind of layer"),
+        optionOff: (r, v) => (v === "default" || r.kinds.includes(v) ? null : "this model has no such layer") },
       { name: "target_length", label: "target length", kind: "number", min: 3, max: MAX_TARGET, unit: "tokens" },
       { name: "dtype", label: "phase dtype", kind: "select", options: [["config", "as configured"], ...PHASE_DTYPES.map((d) => [d, d])], format: () => "" },
-      { name: "head_dim", label: "custom head dim", kind: "range", min: 4, max: 256, step: 2, unit: "coords" },
-      { name: "base", label: "custom base (log₁₀)", kind: "log", min: 1, max: 7, step: 0.01, format: (v) => fmtNum(v, 6) },
-      { name: "train_length", label: "custom train length", kind: "number", min: 16, max: 131072, unit: "tokens" },
-      { name: "rule", label: "custom rule", kind: "select", options: CUSTOM_RULES.map((x) => [x, x]), format: () => "" },
+      { name: "head_dim", label: "custom head dim", kind: "range", min: 4, max: 256, step: 2, unit: "coords",
+        off: CUSTOM_ONLY },
+      { name: "base", label: "custom base (log₁₀)", kind: "log", min: 1, max: 7, step: 0.01, format: (v) => fmtNum(v, 6),
+        off: CUSTOM_ONLY },
+      { name: "train_length", label: "custom train length", kind: "number", min: 16, max: 131072, unit: "tokens",
+        off: CUSTOM_ONLY },
+      { name: "rule", label: "custom rule", kind: "select", options: CUSTOM_RULES.map((x) => [x, x]), format: () => "",
+        off: CUSTOM_ONLY },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),
     compute: (p) => compute(p, records, normals), draw,

@@ -4,6 +4,7 @@
 // end of the target context. The numbers are those of ropegeo.widgets.frequency_lab.lab_state.
 
 export const KERNEL_POINTS = 1500;
+const DRAWN_POINTS = 500;
 const N_SAMPLES = 16;
 
 function linspaceRound(top, n) {
@@ -29,9 +30,11 @@ export function compute(p) {
   const values = kernelRange(theta, 0, T, { scale });
   let near = [];
   if (T > train_length) near = topOffsets(values.subarray(train_length), train_length, 3).map((h) => [h.offset, h.similarity]);
-  // the dtype's kernel on ropegeo's offset grid (at most 1,500 offsets), drawn at about 300 of them
+  // exact and dtype kernels drawn at the same offsets (at most DRAWN_POINTS of ropegeo's grid, about
+  // one per pixel column): two curves sampled alike differ only where the dtype's phases do (the
+  // range of the exact kernel over every offset is drawn behind them, in grey)
   const grid = T + 1 <= KERNEL_POINTS ? Array.from({ length: T + 1 }, (_, k) => k) : linspaceRound(T, KERNEL_POINTS);
-  const every = Math.max(1, Math.ceil(grid.length / 300));
+  const every = Math.max(1, Math.ceil(grid.length / DRAWN_POINTS));
   const offs = grid.filter((_, k) => k % every === 0 || k === grid.length - 1);
   const largest = largestFinite(dtype);
   const kd = kernelInDtype(offs.map((d) => (d > largest ? Infinity : d)), theta, dtype, scale);
@@ -54,9 +57,15 @@ export function compute(p) {
 
 function draw(r, parts) {
   const st = r.state;
-  const k = chart({ xr: [0, st.target_length], yr: [-0.5, 1.05], xlabel: "offset Δ (tokens)", ylabel: "K(Δ)",
-    title: `K(Δ): blue exact, orange from ${st.dtype} phases`, label: "the kernel K over offsets" });
-  k.envelope(0, st.target_length, r._values, "rl-exact");
+  let lowest = -0.5;
+  for (const v of r._values) if (v < lowest) lowest = v;
+  const k = chart({ xr: [0, st.target_length], yr: [Math.max(-1.05, lowest - 0.05), 1.05], xlabel: "offset Δ (tokens)", ylabel: "K(Δ)",
+    title: r._offs.length < r._values.length
+      ? `K(Δ) at ${r._offs.length.toLocaleString("en")} offsets: blue exact, orange from ${st.dtype} phases (grey: every offset)`
+      : `K(Δ): blue exact, orange from ${st.dtype} phases`,
+    label: "the kernel K over offsets" });
+  if (r._offs.length < r._values.length) k.envelope(0, st.target_length, r._values, "rl-sample");
+  k.line(r._offs, r._offs.map((o) => r._values[o]), "rl-exact");
   k.line(r._offs, r._kd, "rl-dtype");
   for (const [o, v] of r.near) k.dot(o, v, "rl-mark", 3.5);
   const lo = Math.min(r._lam[0], 16) / 2, hi = Math.max(r._lam[r._lam.length - 1], st.target_length) * 2;

@@ -40,7 +40,8 @@ function draw(r, parts) {
   for (const b of r.top) c.dot(b.offset, b.similarity, "rl-mark", 3.5);
   paint(parts, [c.svg], [
     `K(Δ) = mean over ${r.head_dim / 2} pairs of cos(Δ·s·θᵢ), θᵢ = B^(−2i/d), s = ${r.scale.toPrecision(4)}` +
-      (r.clipped ? ` — range clipped to ${MAX_SPAN.toLocaleString("en")} offsets` : ""),
+      (r.clipped ? ` — range clipped to ${MAX_SPAN.toLocaleString("en")} offsets`
+        : r.offset_stop - r.offset_start + 1 === MAX_SPAN ? ` — range at its limit of ${MAX_SPAN.toLocaleString("en")} offsets` : ""),
   ], [table(["most identity-like Δ (tokens)", "K(Δ)"], r.top.map((b) => [b.offset.toLocaleString("en"), b.similarity.toFixed(6)]))]);
 }
 
@@ -54,8 +55,10 @@ function render({ model, el }) {
       { name: "offset_start", label: "first offset Δ", kind: "number", min: 0, max: MAX_LAB_OFFSET, unit: "tokens" },
       { name: "offset_stop", label: "last offset Δ", kind: "number", min: 0, max: MAX_LAB_OFFSET, unit: "tokens" },
       { name: "interpolate", label: "interpolate positions", kind: "checkbox", format: (v, r) => `s = ${r.scale.toPrecision(4)}` },
-      { name: "train_length", label: "train length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens" },
-      { name: "target_length", label: "target length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens" },
+      { name: "train_length", label: "train length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens",
+        off: (r) => (r.interpolate ? null : "used with interpolation only") },
+      { name: "target_length", label: "target length", kind: "number", min: 1, max: MAX_LAB_OFFSET, unit: "tokens",
+        off: (r) => (r.interpolate ? null : "used with interpolation only") },
       { name: "top", label: "offsets listed", kind: "range", min: 1, max: 20, step: 1 },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),

@@ -41,11 +41,19 @@ export function clampInt(x, lo, hi, fallback = lo) {
 export function pick(x, options, fallback) {
   return options.includes(x) ? x : fallback;
 }
+/** A number and its unit, the unit singular for exactly one ("1 token", "2 tokens"). */
+export function withUnit(value, unit) {
+  if (!unit) return fmtNum(value);
+  return `${fmtNum(value)} ${value === 1 && unit.endsWith("s") ? unit.slice(0, -1) : unit}`;
+}
 
 // ------------------------------------------------------------------------------ controls
 // spec: {name, label, kind: "range" | "log" | "number" | "select" | "checkbox" | "button",
 //        min, max, step, options: [[value, text]...], unit, format(value) -> text,
-//        onPress(params) -> {name: value, ...} (buttons: the traits to set)}
+//        onPress(params) -> {name: value, ...} (buttons: the traits to set),
+//        off(result) -> null | reason (a control that does nothing in this state: disabled, with the
+//        reason shown beside it), maxOf(result) -> number (a range slider whose top depends on the state),
+//        optionOff(result, value) -> null | reason (one option of a select that does not apply)}
 function makeControl(spec, id) {
   const wrap = h("div", { class: "rl-row" });
   const label = h("label", { for: id, class: "rl-label", text: spec.label });
@@ -99,14 +107,27 @@ export function makeLab(opts) {
     for (const [name, spec] of Object.entries(specs)) {
       const input = parts.inputs[name];
       const value = r.state[name];
+      const off = spec.off ? spec.off(r) : null;
+      input.disabled = !!off;
+      input.closest(".rl-row").classList.toggle("rl-off", !!off);
+      if (spec.kind === "select" && spec.optionOff) {
+        for (const o of input.options) {
+          const why = spec.optionOff(r, o.value);
+          o.disabled = !!why;
+          o.title = why || "";
+        }
+      }
       if (spec.kind === "button") {
-        parts.outs[name].textContent = spec.format ? spec.format(value, r) : "";
+        parts.outs[name].textContent = off || (spec.format ? spec.format(value, r) : "");
         continue;
       }
+      if (spec.maxOf) input.max = String(spec.maxOf(r));
       if (spec.kind === "checkbox") input.checked = !!value;
       else if (spec.kind === "log") input.value = String(Math.log10(value));
-      else if (document.activeElement !== input || spec.kind !== "number") input.value = String(value);
-      parts.outs[name].textContent = spec.format ? spec.format(value, r) : `${fmtNum(value)}${spec.unit ? " " + spec.unit : ""}`;
+      // a number field being typed in keeps its text, unless the lab changed the value it committed
+      else if (spec.kind !== "number" || document.activeElement !== input || Number(input.value) !== value) input.value = String(value);
+      parts.outs[name].textContent = off || (spec.format ? spec.format(value, r) : withUnit(value, spec.unit));
+      parts.outs[name].title = off || "";
     }
   }
   // one computation per change: the result is drawn, published and its bounded values handed
@@ -191,18 +212,32 @@ export function makeLab(opts) {
 }
 
 // ------------------------------------------------------------------------------ charts
-/** An SVG chart scaled to its container (viewBox), with axes, ticks and labels. */
+/** Rough width in CSS pixels of a text in the charts' font (about 0.6 em per character). */
+export function textWidth(text, size = 10) {
+  return String(text).length * size * 0.6;
+}
+/** Split a title into lines of at most ``width`` pixels at the 11 px title size (at spaces). */
+function wrapTitle(title, width) {
+  const lines = [];
+  let cur = "";
+  for (const word of title.split(" ")) {
+    const next = cur ? `${cur} ${word}` : word;
+    if (cur && textWidth(next, 11) > width) { lines.push(cur); cur = word; } else cur = next;
+  }
+  if (cur) lines.push(cur);
+  return lines;
+}
+
+/** An SVG chart scaled to its container (viewBox), with axes, ticks and labels. The left margin
+ * grows to hold the longest y tick label, a title too wide for the chart wraps onto more lines,
+ * and the outermost x tick labels stay inside the drawing. */
 export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
   left = 52, right = 12, top = 20, bottom = 34, label }) {
-  const svg = s("svg", { viewBox: `0 0 ${w} ${h}`, class: "rl-chart", role: "img", "aria-label": label || title,
-    preserveAspectRatio: "xMidYMid meet" });
-  const pw = w - left - right, ph = h - top - bottom;
+  const titleLines = title ? wrapTitle(title, w - 8) : [];
+  top += 13 * Math.max(0, titleLines.length - 1);
+  h += 13 * Math.max(0, titleLines.length - 1);
   const tx = xlog ? Math.log10 : (x) => x, ty = ylog ? Math.log10 : (y) => y;
   const [x0, x1] = xr.map(tx), [y0, y1] = yr.map(ty);
-  const X = (x) => left + ((tx(x) - x0) / (x1 - x0 || 1)) * pw;
-  const Y = (y) => top + (1 - (ty(y) - y0) / (y1 - y0 || 1)) * ph;
-  svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, class: "rl-frame" }));
-  if (title) svg.appendChild(s("text", { x: left + pw / 2, y: 13, class: "rl-ctitle", "text-anchor": "middle" }, title));
   const ticks = (lo, hi, log) => {
     if (log) {
       const out = [];
@@ -217,15 +252,28 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
     return out;
   };
   const tickText = (v, log) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, 3));
+  const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog)]);
+  // the y axis title sits at x = 12 (its glyphs reach about x = 18): tick labels end 4 px left of the frame
+  left = Math.max(left, Math.ceil(24 + Math.max(0, ...yticks.map(([, s]) => textWidth(s)))));
+  const svg = s("svg", { viewBox: `0 0 ${w} ${h}`, class: "rl-chart", role: "img", "aria-label": label || title,
+    preserveAspectRatio: "xMidYMid meet" });
+  const pw = w - left - right, ph = h - top - bottom;
+  const X = (x) => left + ((tx(x) - x0) / (x1 - x0 || 1)) * pw;
+  const Y = (y) => top + (1 - (ty(y) - y0) / (y1 - y0 || 1)) * ph;
+  svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, class: "rl-frame" }));
+  titleLines.forEach((line, k) =>
+    svg.appendChild(s("text", { x: left + pw / 2, y: 13 + 13 * k, class: "rl-ctitle", "text-anchor": "middle" }, line)));
   for (const t of ticks(x0, x1, xlog)) {
-    const x = X(t);
+    const x = X(t), text = tickText(t, xlog), half = textWidth(text) / 2;
     svg.appendChild(s("line", { x1: x, x2: x, y1: top + ph, y2: top + ph + 4, class: "rl-tick" }));
-    svg.appendChild(s("text", { x, y: top + ph + 15, class: "rl-tlabel", "text-anchor": "middle" }, tickText(t, xlog)));
+    const anchor = x + half > w - 1 ? "end" : x - half < 1 ? "start" : "middle";
+    const at = anchor === "end" ? Math.min(x + half, w - 1) : anchor === "start" ? Math.max(x - half, 1) : x;
+    svg.appendChild(s("text", { x: at, y: top + ph + 15, class: "rl-tlabel", "text-anchor": anchor }, text));
   }
-  for (const t of ticks(y0, y1, ylog)) {
+  for (const [t, text] of yticks) {
     const y = Y(t);
     svg.appendChild(s("line", { x1: left, x2: left + pw, y1: y, y2: y, class: "rl-grid" }));
-    svg.appendChild(s("text", { x: left - 4, y: y + 4, class: "rl-tlabel", "text-anchor": "end" }, tickText(t, ylog)));
+    svg.appendChild(s("text", { x: left - 4, y: y + 4, class: "rl-tlabel", "text-anchor": "end" }, text));
   }
   if (xlabel) svg.appendChild(s("text", { x: left + pw / 2, y: h - 4, class: "rl-alabel", "text-anchor": "middle" }, xlabel));
   if (ylabel) svg.appendChild(s("text", { x: 12, y: top + ph / 2, class: "rl-alabel", "text-anchor": "middle",
@@ -253,11 +301,47 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
     return add(s("path", { d, class: cls, fill: "none" }));
   };
   const dot = (x, y, cls, r = 3) => add(s("circle", { cx: X(x), cy: Y(y), r, class: cls }));
+  const lineLabels = []; // labels of horizontal lines: a label that would overprint another moves right
   const hline = (y, cls, text) => {
     add(s("line", { x1: left, x2: left + pw, y1: Y(y), y2: Y(y), class: cls }));
-    if (text) add(s("text", { x: left + 4, y: Y(y) - 3, class: "rl-note" }, text));
+    if (!text) return;
+    const yy = Y(y) - 3, wd = textWidth(text);
+    let x = left + 4;
+    for (const b of lineLabels) if (Math.abs(b.y - yy) < 11 && x < b.x1 + 8 && x + wd > b.x0 - 8) x = b.x1 + 10;
+    lineLabels.push({ x0: x, x1: x + wd, y: yy });
+    add(s("text", { x, y: yy, class: "rl-note" }, text));
   };
-  return { svg, X, Y, add, line, envelope, dot, hline, left, top, pw, ph };
+  // a sentence in the middle of the frame (a chart with nothing to draw says why), wrapped to fit
+  const note = (text) => {
+    const lines = wrapTitle(text, pw - 12);
+    lines.forEach((l, k) => add(s("text", { x: left + pw / 2, y: top + ph / 2 + 13 * (k - (lines.length - 1) / 2) + 4,
+      class: "rl-empty", "text-anchor": "middle" }, l)));
+  };
+  // labels of points (x, y, text), each beside its point; points closer than 12 px share one label,
+  // and a label that would overprint another moves to the nearest free line inside the frame
+  const labels = (points, cls = "rl-note") => {
+    const groups = [];
+    for (const p of points) {
+      const px = X(p.x), py = Y(p.y);
+      const g = groups.find((q) => Math.hypot(q.px - px, q.py - py) < 12);
+      if (g) g.texts.push(p.text); else groups.push({ px, py, texts: [p.text] });
+    }
+    const placed = [];
+    groups.sort((a, b) => a.py - b.py || a.px - b.px);
+    for (const g of groups) {
+      const text = g.texts.join(", "), wd = textWidth(text);
+      const right = g.px + 6 + wd <= left + pw - 2;
+      const x0 = right ? g.px + 6 : Math.max(left + 2, g.px - 6 - wd);
+      const free = (y) => y - 9 >= top && y + 2 <= top + ph
+        && !placed.some((b) => x0 < b.x1 + 2 && x0 + wd > b.x0 - 2 && y > b.y - 11 && y - 11 < b.y);
+      const want = Math.min(top + ph - 3, Math.max(top + 10, g.py - 4));
+      let y = want;
+      for (let k = 1; k < 40 && !free(y); k++) y = want + (k % 2 ? 1 : -1) * 11 * Math.ceil(k / 2);
+      placed.push({ x0, x1: x0 + wd, y });
+      add(s("text", { x: x0, y, class: cls, "text-anchor": "start" }, text));
+    }
+  };
+  return { svg, X, Y, add, line, envelope, dot, hline, note, labels, left, top, pw, ph };
 }
 
 /** A small table: header row and rows of cells (text). */

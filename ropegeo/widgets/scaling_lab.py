@@ -112,9 +112,11 @@ class ScalingLab(Lab):
 
     Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
     ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
-    with the bounds of :func:`evaluate`. A YaRN ramp with ``beta_fast <= beta_slow`` or Llama-3
-    bands with ``high <= low`` are refused on the lab's numbers line, not raised. :attr:`ScalingLab.report`
-    is ropegeo's :func:`evaluate` for the current state.
+    with the bounds of :func:`evaluate` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
+    front end keeps every state valid: ``beta_slow`` is held at most ``beta_fast - 0.25`` and
+    ``low_freq_factor`` at most ``high_freq_factor - 0.25`` (the value handed back to Python), so
+    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`evaluate`
+    for the current state.
 
     Notes
     -----
@@ -123,8 +125,8 @@ class ScalingLab(Lab):
 
     _esm = esm_source("lab_scaling.js")
     BOUNDS = {"rule": LAB_RULES, "factor": (1.0, MAX_LAB_FACTOR), "head_dim": HEAD_DIMS, "base": (1_000.0, 1e7),
-              "train_length": TRAIN_LENGTHS, "beta_fast": (0.25, 128.0), "beta_slow": (0.25, 128.0),
-              "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.25, 64.0)}
+              "train_length": TRAIN_LENGTHS, "beta_fast": (0.5, 128.0), "beta_slow": (0.25, 128.0),
+              "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.5, 64.0)}
 
     rule = traitlets.Unicode("yarn").tag(sync=True)
     factor = traitlets.Float(8.0).tag(sync=True)

@@ -350,10 +350,102 @@ def test_multimodal_config_is_refused_by_name():
         read_config({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "head_dim": 256}})
 
 
-def test_proportional_rule_is_refused_by_name():
-    cfg = _llama(max_position_embeddings=4096,
-                 rope_parameters={"rope_type": "proportional", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
-    with pytest.raises(ConfigError, match="proportional"):
+_GEMMA4 = {"model_type": "gemma4_text", "head_dim": 256, "global_head_dim": 512, "hidden_size": 2560,
+           "num_attention_heads": 8, "num_key_value_heads": 2, "num_hidden_layers": 12, "intermediate_size": 4096,
+           "max_position_embeddings": 131072, "sliding_window": 512, "vocab_size": 1024,
+           "rope_parameters": {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                  "rope_theta": 1e6},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+
+
+@pytest.mark.parametrize("kind", ["full_attention", "sliding_attention"])
+def test_proportional_rule_matches_gemma4(kind):
+    # Gemma 4's rotary module builds head_dim / 2 frequencies; the proportional rule leaves the slow ones at 0
+    m = read_config(copy.deepcopy(_GEMMA4), layer_type=kind)
+    inv, att = hf_rope(_GEMMA4, 128, kind)
+    rotating = inv[inv > 0]
+    assert m.head_dim == 2 * inv.size and m.rotary_dim == 2 * rotating.size and att == 1.0
+    assert np.all(inv[rotating.size:] == 0)  # the rotating pairs are the fastest ones, first
+    np.testing.assert_allclose(m.theta(), rotating, rtol=RTOL)
+    assert m.pairing == "half" and m.pairing == PAIRING_BY_MODEL_TYPE["gemma4_text"]
+    mod = _module("gemma4_text")
+    x = torch.eye(m.head_dim)[:1].reshape(1, 1, 1, -1)  # e_0 turns into e_(D/2): rotate_half
+    cos, sin = torch.cos(torch.ones(1, 1, m.head_dim)), torch.sin(torch.ones(1, 1, m.head_dim))
+    out = mod.apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2).reshape(-1)
+    assert abs(float(out[m.head_dim // 2])) > 0.5
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
+     "max_position_embeddings": 32768, "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
+    {"model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096, "num_attention_heads": 32,
+     "num_hidden_layers": 36, "max_position_embeddings": 262144,
+     "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20], "mrope_interleaved": True}},
+], ids=["qwen2-vl", "qwen3-vl"])
+def test_mrope_text_frequencies_match_transformers(cfg):
+    m = read_config(copy.deepcopy(cfg))
+    config = hf_config(cfg)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    mod = _module(cfg["model_type"])
+    rot = [c for n, c in vars(mod).items() if isinstance(c, type) and n.endswith("RotaryEmbedding")
+           and "vision" not in n.lower()]
+    rotary = min(rot, key=lambda c: len(c.__name__))(text)
+    np.testing.assert_allclose(m.theta(), rotary.inv_freq.double().numpy(), rtol=RTOL)
+    # text tokens: the three position streams are equal, so cos equals the 1D table
+    pos = torch.arange(7)[None].expand(3, 1, 7)
+    cos, _ = rotary(torch.zeros(1, 7, 8), pos)
+    want = np.cos(np.arange(7)[:, None] * m.theta()[None, :])
+    np.testing.assert_allclose(cos[0].double().numpy()[:, :m.pairs], want, rtol=1e-5, atol=1e-6)
+
+
+def test_llama4_nope_and_chunked_layers_match_the_config_class():
+    from ropegeo.manifest import read_layer_kinds
+
+    cfg = {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+           "num_hidden_layers": 48, "max_position_embeddings": 10485760, "rope_theta": 500000.0,
+           "attention_chunk_size": 8192, "no_rope_layers": []}
+    config = hf_config(cfg)
+    kinds = {k.kind: k for k in read_layer_kinds(copy.deepcopy(cfg))}
+    nope = tuple(i for i, r in enumerate(config.no_rope_layers) if not r)
+    assert kinds["full_attention"].layers == nope and not kinds["full_attention"].position_signal
+    chunked = tuple(i for i, t in enumerate(config.layer_types) if t == "chunked_attention")
+    assert kinds["chunked_attention"].layers == chunked
+    assert kinds["chunked_attention"].manifest.sliding_window == config.attention_chunk_size
+
+
+@pytest.mark.parametrize("model_type, extra", [
+    ("cohere2", {"sliding_window": 4096, "sliding_window_pattern": 4}),
+    ("qwen2", {"sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 28}),
+    ("qwen2", {"sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 20}),
+    ("qwen2_moe", {"sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 20}),
+])
+def test_layer_kinds_match_the_config_class(model_type, extra):
+    from ropegeo.manifest import read_layer_kinds
+
+    cfg = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 28,
+           "max_position_embeddings": 32768, "rope_theta": 1e4, **extra}
+    config = hf_config(cfg)
+    kinds = read_layer_kinds(copy.deepcopy(cfg))
+    want = {}
+    for i, t in enumerate(config.layer_types):
+        want.setdefault(t, []).append(i)
+    if len(want) == 1:
+        assert len(kinds) == 1 and kinds[0].manifest.sliding_window is None
+        return
+    assert {k.kind: list(k.layers) for k in kinds} == want
+    for k in kinds:  # cohere2: RoPE only where the window is (Cohere2Attention applies it if sliding_window)
+        assert k.position_signal == (model_type != "cohere2" or k.kind == "sliding_attention")
+
+
+def test_falcon_context_is_the_class_default():
+    cfg = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "alibi": False}
+    assert read_config(copy.deepcopy(cfg)).max_position_embeddings == hf_config(cfg).max_position_embeddings
+
+
+def test_alibi_falcon_has_no_rotary_module():
+    cfg = {"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "alibi": True}
+    assert hf_config(cfg).alibi is True
+    with pytest.raises(ConfigError, match="ALiBi"):
         read_config(cfg)
 
 
