@@ -32,6 +32,11 @@ code run through torch lives in ``tests/with_torch``, run by ``make test-torch``
 - A bare ``**kwargs`` (every torch.nn.Module's ``__call__``) is not the role protocol.
 - ``failed``, ``defects`` and ``diagnoses`` list the failed checks in one order (a JSON reader of
   ``defects[0]`` once got a reading that the diagnosis marked inconclusive).
+- transformers' default rotary module where a YaRN configuration is declared lacks both the ramp
+  and the factor on cos and sin: every vector is scaled alike (a rotation times a constant), so
+  the frequency reading holds and leads; it was once marked inconclusive behind the magnitude defect.
+- Dynamic NTK fed position ids that never reach its original length (a wrapped table, int8 ids)
+  keeps its short-run frequencies: the position-id defect is the cause and leads.
 """
 
 import ml_dtypes
