@@ -152,18 +152,44 @@ class GateAReport:
         raise ValueError(f"name must be one of {', '.join(CHECKS)}, got {name!r}")
 
     def _failed_in_order(self) -> list[Check]:
-        """Failed checks in table order; when the map is not a rotation (``norm`` fails), the
-        readings that assume one (layout, frequencies, precision) go last: the magnitude defect leads.
-        A roles defect (queries and keys rotated differently) leads whenever it is found: it is what
-        the other checks see from one side, or in the scores."""
+        """Failed checks in table order; when the map is not a rotation (``norm`` fails with
+        vectors scaled unequally), the readings that assume one (layout, frequencies, precision) go
+        last: the magnitude defect leads. A map that scales every vector alike is a scaled rotation:
+        its readings keep their place. A roles defect (queries and keys rotated differently) leads
+        whenever it is found: it is what the other checks see from one side, or in the scores."""
         failed = [c for c in self.checks if c.passed is False]
         roles = [c for c in failed if c.name == "roles"]
         failed = roles + [c for c in failed if c not in roles]
         readings = [c for c in failed if c.name in _ROTATION_READINGS]
         norm = [c for c in failed if c.name == "norm"]
-        if not (norm and readings):
+        failed = self._ids_before_short_pass(failed)
+        if not (norm and readings) or self._scaled_rotation:
             return failed
         return norm + [c for c in failed if c not in readings and c not in norm] + readings
+
+    def _short_pass_from_ids(self) -> int | None:
+        """The bound below which a position-id defect keeps every id (a table wrapped or clamped at it),
+        when the frequencies read are those of a pass that short: the ids the module receives never
+        announce a long pass, so the short-pass frequencies follow from the position-id defect."""
+        short, pd = self.inferred.get("short_pass_frequencies"), self.inferred.get("position_defect")
+        if short and pd and pd["kind"] in ("wrapped", "clamped") and pd["boundary"] <= short:
+            return pd["boundary"]
+        return None
+
+    def _ids_before_short_pass(self, failed: list[Check]) -> list[Check]:
+        """The context check moved ahead of the frequencies when :meth:`_short_pass_from_ids` holds."""
+        names = [c.name for c in failed]
+        if "context" not in names or "frequencies" not in names or self._short_pass_from_ids() is None:
+            return failed
+        ctx_check = failed[names.index("context")]
+        rest = [c for c in failed if c is not ctx_check]
+        i = [c.name for c in rest].index("frequencies")
+        return rest[:i] + [ctx_check] + rest[i:]
+
+    @property
+    def _scaled_rotation(self) -> bool:
+        """``norm`` found one scale for every vector (``inferred["norm_scale"]``): angles read true."""
+        return self.inferred.get("norm_scale") is not None
 
     @property
     def diagnoses(self) -> list[str]:
@@ -173,9 +199,13 @@ class GateAReport:
         frequencies, precision) come last and are marked inconclusive: the magnitude defect leads.
         """
         failed = [c for c in self.checks if c.passed is False]
-        inconclusive = any(c.name == "norm" for c in failed)
+        inconclusive = any(c.name == "norm" for c in failed) and not self._scaled_rotation
+        bound = self._short_pass_from_ids()
+        why = ("" if bound is None else f" (the position ids the module receives stay below {bound:,}, the position-id "
+               "defect above, so it never sees a longer pass)")
         return [f"{c.diagnosis} (read as if the map were a rotation, which it is not: inconclusive)"
-                if inconclusive and c.name in _ROTATION_READINGS else c.diagnosis for c in self._failed_in_order()]
+                if inconclusive and c.name in _ROTATION_READINGS else
+                c.diagnosis + why if c.name == "frequencies" else c.diagnosis for c in self._failed_in_order()]
 
     @property
     def diagnosis(self) -> str:
@@ -321,7 +351,7 @@ def _from_manifest(manifest, target_length):
             out["alt_theta"] = (f"the configuration's frequencies for a forward pass of at most {short:,} tokens "
                                 f"({manifest.scaling.rule}: a module called on a short run picks these; audit them "
                                 f"with --target-length {short}, or call the module as within a pass of "
-                                f"{seq:,} tokens)", manifest.theta(short))
+                                f"{seq:,} tokens)", manifest.theta(short), short)
     out["name"] = manifest.name
     return out
 

@@ -29,7 +29,7 @@ def _vec_rel(a, b, ref):
 
 
 def check_norm(ctx, rng) -> Check:
-    worst, tol_worst, ratio = 0.0, 1.0, []
+    worst, tol_worst, ratio, spread, far = 0.0, 1.0, [], [], 1.0
     hi = min(4096, ctx.max_position)
     for dd in ctx.dims:
         for dtype in _INPUTS:
@@ -41,9 +41,13 @@ def check_norm(ctx, rng) -> Check:
                 ratio.append(float(np.median(r)))
                 viol = float(np.max(np.abs(r - 1.0)))
                 tol = 2.0 * ctx.tol_vec(0.0, UNIT[dtype])
+                spread.append((r, tol))
                 if viol / tol > worst / tol_worst:
-                    worst, tol_worst = viol, tol
+                    worst, tol_worst, far = viol, tol, float(r[np.argmax(np.abs(r - 1.0))])
     med = float(np.median(ratio))
+    uniform = worst > tol_worst and all(np.max(np.abs(r - med)) <= tol for r, tol in spread)
+    if uniform:  # one scale for every vector: a scaled rotation, whose angles the readings still see
+        ctx.inferred["norm_scale"] = med
     factor, soft = ctx.fn.factor, ctx.softmax_factor
     fix = (f"an attention factor of {_near_one(med * factor)} folded into cos and sin (declare it: --attention-factor, or "
            "--config for a YaRN/LongRoPE model)" if factor == 1.0 else
@@ -59,7 +63,11 @@ def check_norm(ctx, rng) -> Check:
     return Check.judged("norm", worst, tol_worst, "every rotated vector keeps its norm (after the declared attention "
                         "factor)" if factor != 1.0 else "every rotated vector keeps its norm",
                         f"magnitude defect: rotated vectors change length (norm ratio up to {_near_one(1 + worst)}, "
-                        f"median {_near_one(med)}): the map is not a rotation; {fix}, or a scaled cos/sin table", "callable",
+                        f"median {_near_one(med)}): the map is not a rotation; {fix}, or a scaled cos/sin table"
+                        if not uniform else
+                        f"magnitude defect: rotated vectors change length (norm ratio {'up' if far > 1 else 'down'} to "
+                        f"{_near_one(far)}, median {_near_one(med)}), every vector alike: a rotation times a constant; "
+                        f"{fix}, or a scaled cos/sin table", "callable",
                         "magnitude", ceiling=1.0)  # a tolerance of 1 would accept a map that returns zeros
 
 

@@ -60,7 +60,9 @@ class Ctx:
         self.u_data = UNIT["float32"]
         self.u_phase = UNIT[phase_dtype]
         self.gain = 1.0
-        self.alt_theta = alt_theta  # (what, frequencies): another reading of the declaration (LongRoPE's short factors)
+        # (what, frequencies, pass length): another reading of the declaration (LongRoPE's short factors,
+        # dynamic NTK's unstretched ones), those of a forward pass of at most that length
+        self.alt_theta = alt_theta
         self.softmax_factor = None  # the attention factor declared in the softmax (the rotation keeps unit length)
         self.short_run = None  # dynamic NTK: (short length, its frequencies, matrices read before any long pass)
 
@@ -405,6 +407,7 @@ def check_frequencies(ctx, rng) -> Check:
     alt = ctx.alt_theta
     if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= tolerance(alt[1])):
         words = f"every pair turns at {alt[0]}; " + words
+        ctx.inferred["short_pass_frequencies"] = alt[2]
     return Check("frequencies", False, viol, tol_w, "frequency defect: " + words, "callable", "frequency")
 
 

@@ -32,6 +32,11 @@ code run through torch lives in ``tests/with_torch``, run by ``make test-torch``
 - A bare ``**kwargs`` (every torch.nn.Module's ``__call__``) is not the role protocol.
 - ``failed``, ``defects`` and ``diagnoses`` list the failed checks in one order (a JSON reader of
   ``defects[0]`` once got a reading that the diagnosis marked inconclusive).
+- transformers' default rotary module where a YaRN configuration is declared lacks both the ramp
+  and the factor on cos and sin: every vector is scaled alike (a rotation times a constant), so
+  the frequency reading holds and leads; it was once marked inconclusive behind the magnitude defect.
+- Dynamic NTK fed position ids that never reach its original length (a wrapped table, int8 ids)
+  keeps its short-run frequencies: the position-id defect is the cause and leads.
 """
 
 import ml_dtypes
@@ -557,10 +562,13 @@ PHIMOE = {"model_type": "phimoe", "hidden_size": 128, "num_attention_heads": 8, 
                            "short_mscale": 1.243163121016122, "long_mscale": 1.243163121016122}}
 
 
-def phimoe_rotary(config):
+def phimoe_rotary(config, short_factors_always=False):
     """transformers' PhimoeRotaryEmbedding + apply_rotary_pos_emb in numpy: LongRoPE's factors
     chosen by the pass's length (``max(position_ids) + 1``), cos and sin multiplied by
-    ``long_mscale`` past the original length, ``short_mscale`` otherwise (float32 angles)."""
+    ``long_mscale`` past the original length, ``short_mscale`` otherwise (float32 angles).
+    ``short_factors_always``: the module as transformers 5.24 ships it, whose forward recomputes
+    the frequencies without the pass's length and so keeps the short factors at every length
+    (tests/with_torch/test_hf_catalogue.py checks that on the real module); mscale still switches."""
     rs = config["rope_scaling"]
     d = config["hidden_size"] // config["num_attention_heads"]
     orig = rs["original_max_position_embeddings"]
@@ -568,7 +576,8 @@ def phimoe_rotary(config):
     def f(x, positions):
         positions = np.asarray(positions)
         seq = int(np.max(positions)) + 1
-        ext = np.asarray(rs["long_factor"] if seq > orig else rs["short_factor"], dtype=np.float32)
+        long = seq > orig and not short_factors_always
+        ext = np.asarray(rs["long_factor"] if long else rs["short_factor"], dtype=np.float32)
         mscale = rs["long_mscale"] if seq > orig else rs["short_mscale"]
         inv = (1.0 / (ext * config["rope_theta"] ** (np.arange(0, d, 2, dtype=np.float32) / d))).astype(np.float32)
         freqs = positions.astype(np.float32)[..., None] * inv
@@ -597,6 +606,14 @@ def test_phimoe_mscale_is_read_as_transformers_reads_it():
                manifest=PHIMOE)
     assert r.passed, r.table()
     assert r.declared["attention_factor"] == pytest.approx(1.243163121016122)
+    # the module as transformers 5.24 ships it keeps the short factors in a long pass: a frequency
+    # defect, while the factor its cos and sin carry is the declared one
+    g = phimoe_rotary(PHIMOE, short_factors_always=True)
+    short = gate_a(lambda x, p: g(np.concatenate([x, np.zeros_like(x[..., :1, :])], -2),
+                                  np.concatenate([p, np.full_like(p[..., :1], 131_071)], -1))[..., :-1, :],
+                   manifest=PHIMOE)
+    assert short.failed[0] == "frequencies" and short.defects == ["frequency"], short.table()
+    assert short.check("norm").passed and "forward pass of at most 4,096 tokens" in short.diagnosis
 
 
 def test_an_explicit_attention_factor_overrides_the_configuration_with_a_note():
@@ -671,3 +688,64 @@ def test_dynamic_ntk_with_a_stale_cache_is_told_from_the_fixed_module():
     static = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest=DYNAMIC)
     assert static.failed[0] == "frequencies", static.table()
     assert "forward pass of at most 4,096 tokens" in static.diagnosis
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-7b-instruct", "gpt-oss-20b"])
+def test_a_plain_rope_under_a_yarn_configuration_leads_with_frequency(name):
+    # transformers' rotary module with the default rule where the configuration has YaRN (no ramp,
+    # no factor on cos and sin): every vector is scaled alike (a rotation times a constant), so
+    # the frequency reading holds and the missing scaling rule leads; the missing factor follows
+    # (the frequency reading was once marked inconclusive and the magnitude defect led)
+    m = resolve(name)
+    r = gate_a(lambda x, p: apply_rope(x, p, base=m.base, pairing=m.pairing, rotary_dim=m.rotary_dim), manifest=name)
+    assert r.failed[0] == "frequencies" and r.defects == ["frequency", "magnitude"], r.table()
+    assert "inconclusive" not in r.diagnosis
+    assert r.inferred["norm_scale"] == pytest.approx(1.0 / m.attention_factor(m.target_length), rel=1e-6)
+    norm = r.check("norm").diagnosis
+    assert f"norm ratio down to {1.0 / m.attention_factor(m.target_length):.4g}" in norm and "every vector alike" in norm
+    assert "is missing" in norm
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_uniform_scale_is_named_as_one_ratio_and_a_nonuniform_one_is_not_a_rotation(dtype):
+    fmt = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}[dtype]
+
+    def scaled(x, p):  # a temperature of 1.25 folded into the rotation, served in dtype
+        return (1.25 * apply_rope(np.asarray(x).astype(fmt).astype(np.float64), p, pairing="half")).astype(fmt)
+
+    r = gate_a(scaled, head_dim=64, pairing="half", max_position=8192)
+    assert r.failed[0] == "norm" and r.defects == ["magnitude"], r.table()
+    assert "norm ratio up to 1.25" in r.diagnosis and "every vector alike" in r.diagnosis and r.inferred["norm_scale"] == pytest.approx(1.25, rel=1e-2)
+
+    def uneven(x, p):  # the first pair scaled, the rest not: no single ratio
+        out = apply_rope(np.asarray(x).astype(fmt).astype(np.float64), p, pairing="half")
+        out[..., 0] *= 1.25
+        return out.astype(fmt)
+
+    u = gate_a(uneven, head_dim=64, pairing="half", max_position=8192)
+    assert u.failed[0] == "norm" and "the map is not a rotation" in u.diagnosis, u.table()
+    assert "every vector alike" not in u.diagnosis
+    assert "norm_scale" not in u.inferred
+
+
+@pytest.mark.parametrize("defect, bound", [("wrapped-table", 4096), ("int8-positions", 256)])
+def test_dynamic_ntk_fed_bounded_ids_leads_with_the_position_id_defect(defect, bound):
+    # transformers' dynamic NTK module passed ids that never reach its original length (a 4,096-row
+    # table indexed modulo its size, ids stored in int8): the pass's length it reads is short too,
+    # so it keeps the short-run frequencies. The ids are the cause: the position-id defect leads,
+    # the short-pass frequencies follow and say why (the frequency defect once led)
+    module = DynamicNTKRotary(DYNAMIC, reset=True)
+
+    def f(x, positions):
+        p = np.asarray(positions)
+        p = p % 4096 if defect == "wrapped-table" else p.astype(np.int8).astype(np.int64)
+        return module(x, p)
+
+    r = gate_a(f, manifest=DYNAMIC)
+    assert r.failed[:2] == ["context", "frequencies"] and r.defects == ["position-id", "frequency"], r.table()
+    assert f"P mod {bound:,}" in r.diagnosis
+    assert f"stay below {bound:,}, the position-id defect above" in r.diagnoses[1]
+    assert r.inferred["short_pass_frequencies"] == 4096
+    # a frequency defect with right ids keeps its place and its words
+    static = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest=DYNAMIC)
+    assert static.failed[0] == "frequencies" and "stay below" not in static.diagnosis

@@ -32,6 +32,11 @@ FAMILIES = {
     "gpt-oss-20b": ("gpt_oss", "GptOssRotaryEmbedding", "apply_rotary_pos_emb"),
     "llama-3.1-8b": ("llama", "LlamaRotaryEmbedding", "apply_rotary_pos_emb"),
 }
+#: a config dict's model_type -> the same (dicts of other types are read as Llama's)
+BY_MODEL_TYPE = {
+    "phimoe": ("phimoe", "PhimoeRotaryEmbedding", "apply_rotary_pos_emb"),
+    "qwen2": FAMILIES["qwen2.5-7b-instruct"],
+}
 
 
 def shipped_config(name: str) -> dict:
@@ -55,22 +60,35 @@ def rope_width(config) -> int:
     return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
 
+def family(name):
+    """(transformers module, rotary class, apply function) of a shipped name or a config dict."""
+    if isinstance(name, str):
+        return FAMILIES[name]
+    return BY_MODEL_TYPE.get(name.get("model_type"), FAMILIES["llama-3.1-8b"])
+
+
 def model_rotary(name: str, dtype: str = "float32", defect: str | None = None, *, served_length: int | None = None,
-                 layer_type: str | None = None, **overrides):
+                 layer_type: str | None = None, rotary_class=None, **overrides):
     """The family's rotary module + apply function of shipped model ``name`` as ``f(x, positions)``.
 
-    ``name`` may also be a Llama ``config.json`` dict (e.g. a dynamic NTK block).
+    ``name`` may also be a ``config.json`` dict (a Llama one, e.g. a dynamic NTK block; or a
+    type in ``BY_MODEL_TYPE``, e.g. PhiMoE).
 
     ``served_length``: the module is called as within a forward pass of that many tokens (its
     dynamic rules, LongRoPE's short/long switch and dynamic NTK, read ``max(position_ids) + 1``;
     the wrapper appends one position ``served_length - 1`` to the ids it passes and drops its
     row again). ``None``: the call's own positions decide, as in a bare module call.
     ``layer_type``: Gemma 3's ``"full_attention"`` or ``"sliding_attention"`` ruler.
+    ``rotary_class``: a variant of the family's rotary class (a subclass), called with the
+    configuration in its place. ``defect="factor-dropped"``: the module's ``attention_scaling``
+    (YaRN's and LongRoPE's factor on cos and sin) set to 1, as a port that leaves it to the attention.
     """
     config = hf_config(name, **overrides)
-    module_name, cls, apply_name = FAMILIES[name if isinstance(name, str) else "llama-3.1-8b"]
+    module_name, cls, apply_name = family(name)
     mod = importlib.import_module(f"transformers.models.{module_name}.modeling_{module_name}")
-    rotary = getattr(mod, cls)(config)
+    rotary = (rotary_class or getattr(mod, cls))(config)
+    if defect == "factor-dropped":
+        rotary.attention_scaling = 1.0
     apply = getattr(mod, apply_name)
     extra = {} if layer_type is None else {"layer_type": layer_type}
 
