@@ -36,6 +36,7 @@ import nbformat
 # scripts/ (the course_formats package) and the repository's ropegeo (its exercise registry) first
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 from course_formats import write_course_formats  # noqa: E402
+from course_formats.chapter import is_check_call  # noqa: E402
 
 EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n(?P<body>.*?)^```\s*$", re.S | re.M)
 LABEL = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
@@ -44,15 +45,6 @@ OPTION = re.compile(r"^:[a-z-]+:.*$\n?", re.M)
 
 def _tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
-
-
-def _is_check_call(node: ast.stmt) -> bool:
-    call = node.value if isinstance(node, ast.Expr) else None
-    if not isinstance(call, ast.Call):
-        return False
-    fn = call.func
-    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-    return name == "check"
 
 
 def stub_source(source: str, label: str = "this exercise") -> str:
@@ -88,7 +80,7 @@ def stub_source(source: str, label: str = "this exercise") -> str:
                     out.append(f"{names} = {blanks}  # your answer")
                 elif isinstance(target, ast.Name):
                     out.append(f"{target.id} = ...  # your answer")
-        elif _is_check_call(node):
+        elif is_check_call(node):
             call = node.value
             if len(call.args) >= 2 and not isinstance(call.args[1], ast.Name):
                 # an expression such as len(valid) would fail on a stub; ask for the answer itself

@@ -201,22 +201,9 @@ def test_mistral_training_length_is_the_papers():
 
 
 # ------------------------------------------------------------------ figures as a reader sees them
-def test_figures_have_captions_alt_text_and_column_width():
-    import base64
-    import struct
-
+def test_gate_a_grid_stays_in_chapter_5():
+    # captions, alt text and column widths of every chapter's figures: tests/test_plots_readable.py
     nb = json.loads((Path(__file__).resolve().parents[1] / "chapters" / "06_audit.ipynb").read_text())
-    figures = [c for c in nb["cells"] if c["cell_type"] == "code"
-               and any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
-    assert len(figures) >= 9
-    for c in figures:
-        meta = c["metadata"].get("mystnb", {})
-        assert len(meta.get("figure", {}).get("caption", "")) > 40, c["id"]
-        assert meta["figure"]["name"].startswith("fig-ch06-")
-        alt = meta.get("image", {}).get("alt", "")
-        assert len(alt) > 40 and ".png" not in alt, c["id"]
-        png = base64.b64decode([o for o in c["outputs"] if "image/png" in o.get("data", {})][0]["data"]["image/png"])
-        assert struct.unpack(">I", png[16:20])[0] <= 600, c["id"]
     src = "\n".join("".join(c["source"]) for c in nb["cells"])
     assert "gate_a_matrix" not in src  # Gate A's grid lives in chapter 5
 

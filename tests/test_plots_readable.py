@@ -23,6 +23,7 @@ from ropegeo.plots.readable import COLUMN_WIDTH_PX, fit_column, panels, smallest
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_permutation_symmetry", "02_complex_rotation", "07_alternatives"]
 CHAPTERS += ["04_extension", "05_implementation"]  # issue 25, chapters 4 and 5
+CHAPTERS += ["03_frequency_bank", "06_audit"]  # issue 25, chapters 3 and 6
 MIN_PX = 9.0
 
 
