@@ -212,13 +212,15 @@ class BaseBound:
         return d
 
 
-def _crossing(length, head_dim, rotary_dim, constant, lo, hi):
-    """Bisect (in log base) between an invalid ``lo`` and a valid ``hi``; returns (base, evaluations)."""
+def _crossing(length, head_dim, rotary_dim, constant, lo, hi, hi_valid):
+    """Bisect (in log base) between ``lo`` and ``hi``, of opposite validity (``hi_valid`` at ``hi``);
+    returns (the base at the bracket's ``hi`` end: the first valid base of an upward crossing, the
+    first invalid one of a downward crossing, evaluations)."""
     a, b = math.log(lo), math.log(hi)
     for _ in range(_BISECTIONS):
         mid = 0.5 * (a + b)
         th = _theta(head_dim, math.exp(mid), rotary_dim)
-        if _min_sum(length, th, constant, stop_below=0.0) >= 0.0:
+        if (_min_sum(length, th, constant, stop_below=0.0) >= 0.0) == hi_valid:
             b = mid
         else:
             a = mid
@@ -288,12 +290,8 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
     ups, downs = [], []  # crossings invalid -> valid, valid -> invalid
     for j in changes:
         lo, hi = float(grid[j]), float(grid[j + 1])
-        if valid[j]:  # valid at lo, invalid at hi: bisect the mirrored predicate
-            x, k = _down_crossing(length, head_dim, rotary_dim, constant, lo, hi)
-            downs.append(x)
-        else:
-            x, k = _crossing(length, head_dim, rotary_dim, constant, lo, hi)
-            ups.append(x)
+        x, k = _crossing(length, head_dim, rotary_dim, constant, lo, hi, hi_valid=not valid[j])
+        (downs if valid[j] else ups).append(x)
         evaluations += k
     first = float(low) if valid[0] else (ups[0] if ups else None)
     last = None if not valid[-1] else (ups[-1] if ups else float(low))
@@ -302,14 +300,3 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
                      evaluations=evaluations, **common)
 
 
-def _down_crossing(length, head_dim, rotary_dim, constant, lo, hi):
-    """Bisect between a valid ``lo`` and an invalid ``hi``; returns (first invalid base, evaluations)."""
-    a, b = math.log(lo), math.log(hi)
-    for _ in range(_BISECTIONS):
-        mid = 0.5 * (a + b)
-        th = _theta(head_dim, math.exp(mid), rotary_dim)
-        if _min_sum(length, th, constant, stop_below=0.0) >= 0.0:
-            a = mid
-        else:
-            b = mid
-    return math.exp(b), _BISECTIONS
