@@ -321,6 +321,19 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     return finish(fig, layout)
 
 
+def _check_grid(reports) -> tuple[list, np.ndarray]:
+    """The check names and a (reports, checks) grid: 0 not measured, 1 passed, 2 failed."""
+    if not isinstance(reports, dict) or not 1 <= len(reports) <= 40:
+        raise ValueError("reports must be a dict of 1 to 40 GateAReport objects keyed by label")
+    names = list(CHECKS)
+    grid = np.zeros((len(reports), len(names)))
+    for r, rep in enumerate(reports.values()):
+        for c, name in enumerate(names):
+            p = rep.check(name).passed
+            grid[r, c] = 0 if p is None else (1 if p else 2)
+    return names, grid
+
+
 def gate_a_matrix(reports: dict) -> Figure:
     """Pass / fail / skip of every Gate A check, one row per implementation.
 
@@ -330,14 +343,7 @@ def gate_a_matrix(reports: dict) -> Figure:
         Reports keyed by a label (1 to 40 of them).
     """
 
-    if not isinstance(reports, dict) or not 1 <= len(reports) <= 40:
-        raise ValueError("reports must be a dict of 1 to 40 GateAReport objects keyed by label")
-    names = list(CHECKS)
-    grid = np.zeros((len(reports), len(names)))
-    for r, rep in enumerate(reports.values()):
-        for c, name in enumerate(names):
-            p = rep.check(name).passed
-            grid[r, c] = 0 if p is None else (1 if p else 2)
+    names, grid = _check_grid(reports)
     fig = Figure(figsize=(1.2 + 0.75 * len(names) + 1.5, 0.38 * len(reports) + 1.6), layout="constrained")
     ax = fig.subplots()
     ax.imshow(grid, cmap=ListedColormap(["#eeeeee", "#74c476", "#de2d26"]), vmin=0, vmax=2, aspect="auto")
@@ -374,14 +380,7 @@ def gate_a_grid(reports: dict, *, title: str | None = None) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    if not isinstance(reports, dict) or not 1 <= len(reports) <= 40:
-        raise ValueError("reports must be a dict of 1 to 40 GateAReport objects keyed by label")
-    names = list(CHECKS)
-    grid = np.zeros((len(reports), len(names)))
-    for r, rep in enumerate(reports.values()):
-        for c, name in enumerate(names):
-            p = rep.check(name).passed
-            grid[r, c] = 0 if p is None else (1 if p else 2)
+    names, grid = _check_grid(reports)
     fig = Figure(figsize=(GRID_WIDTH, 0.27 * len(reports) + 2.1), layout="constrained")
     ax = fig.subplots()
     colours = ["#d9d9d9", "#74c476", "#de2d26"]
