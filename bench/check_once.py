@@ -22,8 +22,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from ropegeo.behaviour import heads as H  # noqa: E402
-from ropegeo.behaviour import train_match_head  # noqa: E402
+from ropegeo.toy import heads as H  # noqa: E402
+from ropegeo.toy import train_match_head  # noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
 from ropegeo.rotation import apply_rope, rotate_pairs  # noqa: E402
 

@@ -29,7 +29,7 @@ if "battery" not in sys.argv[1:]:  # the battery runs with the default environme
 
 import numpy as np  # noqa: E402
 
-from ropegeo import behaviour as B  # noqa: E402
+from ropegeo import toy as B# noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
 from ropegeo.rotation import apply_rope  # noqa: E402
 
@@ -120,8 +120,8 @@ class LoopTimer:
     (``gate_c.evaluate_seeds``) while a battery runs, by wrapping them in place."""
 
     def __init__(self):
-        from ropegeo import gate_c as C
-        from ropegeo.behaviour import heads as H
+        from ropegeo.gates import c as C
+        from ropegeo.toy import heads as H
 
         self.spent = {"offset loops": 0.0, "match loops": 0.0, "evaluations": 0.0}
         self._patches = [(H, "_run_offset", "offset loops"), (H, "_run_match", "match loops"),
@@ -164,8 +164,8 @@ def battery_cost(label: str, run) -> None:
 
 def battery() -> None:
     """The battery's cost, as ``report llama-3.1-8b --gate-c`` runs it and at gate_c's defaults."""
-    from ropegeo.audit import audit
-    from ropegeo.gate_c import gate_c
+    from ropegeo.gates.audit import audit
+    from ropegeo.gates.c import gate_c
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")

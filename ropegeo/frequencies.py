@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "character_coherence", "resolve_rotary_dim"]
 

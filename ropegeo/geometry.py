@@ -14,7 +14,7 @@ import importlib.util
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["kernel", "adjacent_similarity", "near_collisions", "NearCollision"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["JointNovelty", "joint_novelty", "base_change_factor", "MAX_WORK"]
 

@@ -61,8 +61,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
-from .rotation import phase_angles
+from ropegeo import _validate as v
+from ropegeo.rotation import phase_angles
 
 __all__ = [
     "PHASE_DTYPES",

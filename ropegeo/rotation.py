@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from .frequencies import frequencies, resolve_rotary_dim
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies, resolve_rotary_dim
 
 __all__ = ["apply_rope", "rotate_pairs", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles",
            "relative_law_error"]

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo import alternatives as alt
-from ropegeo import scheme_heads as sh
-from ropegeo.attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
-from ropegeo.behaviour import offset_head_loss
-from ropegeo.interventions import PositionHead, offset_task, sparse_retrieval
+from ropegeo.toy import alternatives as alt
+from ropegeo.toy import scheme_heads as sh
+from ropegeo.toy.attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
+from ropegeo.toy import offset_head_loss
+from ropegeo.toy.interventions import PositionHead, offset_task, sparse_retrieval
 
 L, OFF = 12, 3
 
@@ -176,7 +176,7 @@ def test_figures_build_and_validate():
 
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.alternatives import bias_shapes, comparison_figure, learned_profiles
+    from ropegeo.book.plots.alternatives import bias_shapes, comparison_figure, learned_profiles
 
     c = alt.compare_schemes(("none", "t5", "rope"), seeds=(0,), train_length=24, offset=3, distance=10, shift=4,
                             factors=(2,), steps=100)
@@ -203,14 +203,14 @@ def test_figures_build_and_validate():
         bias_shapes(max_offset=3)
     with pytest.raises(ValueError, match="heads must be 1 to 10 PositionHead"):
         learned_profiles([])
-    with pytest.raises(ValueError, match="comparison must be a ropegeo.alternatives.Comparison"):
+    with pytest.raises(ValueError, match="comparison must be a ropegeo.toy.alternatives.Comparison"):
         comparison_figure({})
 
 
 def test_rope_row_agrees_with_gate_c_readings():
     """The rope head's local displacement is Gate C's score profile difference s(k + 1) - s(k)."""
-    from ropegeo.behaviour import score_profile, train_offset_head
-    from ropegeo.interventions import global_shift, local_displacement
+    from ropegeo.toy import score_profile, train_offset_head
+    from ropegeo.toy.interventions import global_shift, local_displacement
 
     h = alt.train_position_head("rope", 5, train_length=64, seed=2)
     gate = train_offset_head(5, head_dim=16, train_length=64, seed=2)
@@ -221,7 +221,7 @@ def test_rope_row_agrees_with_gate_c_readings():
 
 # ---- most-recent match (content and position) -----------------------------------------------------
 
-from ropegeo.interventions import TokenHead, match_task  # noqa: E402
+from ropegeo.toy.interventions import TokenHead, match_task  # noqa: E402
 
 TOK = np.random.default_rng(7).integers(0, 4, size=(3, L))
 
@@ -239,7 +239,7 @@ def _table_head(scheme_obj, V=4, d=4, seed=0):
 
 @pytest.mark.parametrize("kind", ["none", "alibi", "t5", "relative"])
 def test_match_table_gradients(kind):
-    from ropegeo.attention import ALiBi
+    from ropegeo.toy.attention import ALiBi
 
     pos = np.arange(L)
     if kind == "none":
@@ -285,7 +285,7 @@ def test_match_projection_gradients(kind):
 
 
 def test_rope_match_head_is_gate_c_inside_the_layer():
-    from ropegeo.behaviour import match_head_loss
+    from ropegeo.toy import match_head_loss
 
     h = alt.train_scheme_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
     want, _, _ = match_head_loss(h.layer.Wq / math.sqrt(8), h.layer.Wk, TOK, h.layer.scheme.options["theta"])
@@ -293,7 +293,7 @@ def test_rope_match_head_is_gate_c_inside_the_layer():
 
 
 def test_match_closed_forms_nope_ceiling_and_alibi_recency():
-    from ropegeo.behaviour import match_targets
+    from ropegeo.toy import match_targets
 
     # ideal content: a token matches only itself, with a large margin
     big = 40.0 * np.eye(8)
@@ -432,7 +432,7 @@ def test_match_loss_refuses_oversized_token_batches():
 @pytest.mark.parametrize("scheme", alt.SCHEMES)
 def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
     """With the learning-rate bound lifted, the parameters blow up: the trainers must say so, naming lr."""
-    from ropegeo import behaviour
+    from ropegeo import toy as behaviour
 
     monkeypatch.setattr(behaviour.training, "MAX_LR", 1e300)
     with np.errstate(all="ignore"):
@@ -449,7 +449,7 @@ def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
 def test_learned_profiles_takes_one_head_or_a_list():
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.alternatives import bias_shapes, learned_profiles
+    from ropegeo.book.plots.alternatives import bias_shapes, learned_profiles
 
     h = alt.fixed_head("none")
     assert isinstance(learned_profiles(h, length=32), Figure)

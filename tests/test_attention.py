@@ -1,4 +1,4 @@
-"""Tests of ropegeo.attention: the toy layer, its position schemes and its symmetry probes.
+"""Tests of ropegeo.toy.attention: the toy layer, its position schemes and its symmetry probes.
 
 The layer is compared with a reference written with scalar loops (no matrix products), and every
 symmetry claim is a hypothesis property over seeds, widths, lengths and permutations.
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import (
+from ropegeo.toy.attention import (
     MAX_ENTRIES,
     AbsolutePositions,
     AttentionLayer,
@@ -378,7 +378,7 @@ def test_registry_accepts_a_new_scheme_with_a_bias_hook():
         assert shift_deviation(biased, x, 9).scores < 1e-12
         assert permutation_deviation(biased, x, [1, 0, 2, 3]).scores > 1e-3  # (a reversal keeps |i - j|)
     finally:
-        from ropegeo import position_schemes
+        from ropegeo.toy import schemes as position_schemes
 
         position_schemes._SCHEMES.pop("test_linear_bias", None)
 
@@ -395,8 +395,8 @@ def test_builtin_schemes_registered():
 def test_figures_build_and_validate():
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.attention import causal_figure, permutation_figure, position_codes_figure, shift_map_figure
-    from ropegeo.symbolic import sinusoidal_shift_matrix
+    from ropegeo.book.plots.attention import causal_figure, permutation_figure, position_codes_figure, shift_map_figure
+    from ropegeo.book.symbolic import sinusoidal_shift_matrix
 
     layer = AttentionLayer(8, seed=0)
     x = np.random.default_rng(0).standard_normal((4, 8))
@@ -440,7 +440,7 @@ def _copy_head_weights(k, back, length, key_shift, sharpness):
 
 @pytest.mark.parametrize("back, length, shift, lag", [(2, 8, 0.0, 0), (2, 8, 1.0, 0), (2, 8, 0.0, 1), (3, 12, -0.5, 2)])
 def test_copy_back_head_matches_pairwise_cosines(back, length, shift, lag):
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     k = np.random.default_rng(7).normal(size=16)
     head = copy_back_head(back, length=length, head_dim=16, key_shift=shift, value_lag=lag, seed=7)
@@ -453,7 +453,7 @@ def test_copy_back_head_matches_pairwise_cosines(back, length, shift, lag):
 
 
 def test_copy_back_head_defects_route_and_read_as_described():
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     labels = np.eye(8)
     w, out = copy_back_head(2, seed=5)(labels)
@@ -470,14 +470,14 @@ def test_copy_back_head_defects_route_and_read_as_described():
     (dict(value_lag=8), "value_lag"), (dict(sharpness=0.0), "sharpness"), (dict(seed=-1), "seed"),
 ])
 def test_copy_back_head_rejects_bad_parameters(kwargs, name):
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     with pytest.raises(ValueError, match=name):
         copy_back_head(**kwargs)
 
 
 def test_copy_back_head_rejects_bad_values():
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     head = copy_back_head()
     for bad in (np.eye(7), np.ones(8), np.full((8, 2), np.inf)):
@@ -486,7 +486,7 @@ def test_copy_back_head_rejects_bad_values():
 
 
 def test_scheme_names_and_options_are_checked():
-    from ropegeo.attention import AttentionLayer, masked_softmax
+    from ropegeo.toy.attention import AttentionLayer, masked_softmax
 
     with pytest.raises(ValueError, match="scheme must be one of"):
         AttentionLayer(8, scheme=["rope"])

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import (
+from ropegeo.toy.attention import (
     ALiBi,
     AttentionLayer,
     RelativePositions,

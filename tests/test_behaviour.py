@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo import behaviour as B
+from ropegeo import toy as B
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
 
@@ -488,7 +488,7 @@ def test_evaluation_validation(offset_heads):
 def test_figures_build_without_pyplot(offset_heads, match_heads):
     from matplotlib.figure import Figure
 
-    from ropegeo.plots import behaviour as P
+    from ropegeo.book.plots import behaviour as P
 
     evals = {"raw": [B.evaluate(h, TARGET) for h in offset_heads[:3]],
              "pi": [B.evaluate(h, TARGET, extension="pi") for h in offset_heads[:3]]}
@@ -509,7 +509,7 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
 
 
 def test_step_count_is_bounded_for_every_trainer():
-    from ropegeo.behaviour import MAX_STEPS, fine_tune, train_match_head, train_offset_head
+    from ropegeo.toy import MAX_STEPS, fine_tune, train_match_head, train_offset_head
 
     for call in (lambda: train_offset_head(steps=MAX_STEPS + 1),
                  lambda: train_match_head(steps=MAX_STEPS + 1),
@@ -521,7 +521,7 @@ def test_step_count_is_bounded_for_every_trainer():
 def test_evaluation_and_verdict_json_have_no_nan():
     import json
 
-    from ropegeo.gate_c import GateCVerdict
+    from ropegeo.gates.c import GateCVerdict
 
     e = B.evaluate(B.train_offset_head(steps=20), 32)
     d = json.loads(e.to_json())

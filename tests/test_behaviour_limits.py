@@ -1,4 +1,4 @@
-"""Bounds of Gate C (ropegeo.behaviour and its figures): every oversized or ill-typed request is a
+"""Bounds of Gate C (ropegeo.toy and its figures): every oversized or ill-typed request is a
 ValueError naming the parameter, before any large allocation or long loop; and the chunked code
 paths that keep memory bounded agree with direct computations.
 
@@ -9,7 +9,7 @@ References here are independent of the code under test: full softmax matrices bu
 import numpy as np
 import pytest
 
-from ropegeo import behaviour as B
+from ropegeo import toy as B
 from ropegeo.rotation import apply_rope
 
 
@@ -254,7 +254,7 @@ def test_score_profile_blocks_and_shapes(head):
 
 
 def test_figure_bounds(head):
-    from ropegeo.plots import behaviour as P
+    from ropegeo.book.plots import behaviour as P
 
     ev = B.evaluate(head, 64)
     wide = B.train_offset_head(head_dim=512, steps=1)

@@ -335,7 +335,7 @@ def test_chapter_has_exercises_and_solutions():
 def test_lab_bounds_and_numbers():
     import traitlets
 
-    from ropegeo.widgets.scaling_lab import ScalingLab, evaluate
+    from ropegeo.book.widgets.scaling_lab import ScalingLab, evaluate
 
     rep = evaluate("linear", 8.0, train_length=4096, head_dim=128, base=1e4)
     assert rep.fastest_step == pytest.approx(1 / 8) and rep.novel_pairs == 0

@@ -4,7 +4,7 @@ Glued values are read from the stored outputs of ``chapters/07_alternatives.ipyn
 are computed here by hand (T5's bucket recipe as scalar float32 steps, ALiBi's geometric series,
 counting arguments). Numbers of trained heads are recomputed from the heads' raw parameters with
 scores written out per scheme and a per-query softmax loop, never through
-``AttentionLayer`` or ``ropegeo.interventions``; the heads come from the same seeded training
+``AttentionLayer`` or ``ropegeo.toy.interventions``; the heads come from the same seeded training
 (whose gradients ``test_alternatives`` checks against finite differences).
 """
 
@@ -18,7 +18,7 @@ from glue import read_glued
 from test_attention import ref_attention, ref_code
 from test_attention_schemes import ref_bucket
 
-from ropegeo import alternatives as alt
+from ropegeo.toy import alternatives as alt
 from ropegeo import scaling
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "07_alternatives.ipynb"
@@ -446,7 +446,7 @@ CELLS = {(r["scheme"], r["layers"], r["offset"]): r for r in TWO["rows"]}
 
 
 def test_two_layer_glues_and_bounds():
-    from ropegeo.attention import alibi_slopes
+    from ropegeo.toy.attention import alibi_slopes
 
     s = TWO["settings"]
     assert s["seeds"] == list(range(10)) and g("tl_seeds") == 10 and g("tl_length") == s["length"] == 64
@@ -465,7 +465,7 @@ def test_two_layer_glues_and_bounds():
 
 
 def test_two_layer_stored_point_and_direction_on_disjoint_seeds():
-    from ropegeo import two_layer as tl
+    from ropegeo.toy import two_layer as tl
 
     s = TWO["settings"]
     first = tl.evaluate(tl.train("nope", 2, 1, length=64, steps=s["steps"], slope=s["slope"], seed=0), 64)

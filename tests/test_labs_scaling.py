@@ -1,4 +1,4 @@
-"""The scaling lab's front end (ropegeo/static/lab_scaling.js, run in Node) against ropegeo."""
+"""The scaling lab's front end (ropegeo/book/static/lab_scaling.js, run in Node) against ropegeo."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.scaling_lab import LAB_RULES, ScalingLab, evaluate
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.scaling_lab import LAB_RULES, ScalingLab, evaluate
 
 STATES = [
     dict(rule="yarn", factor=8.0, head_dim=128, base=1e4, train_length=4096),

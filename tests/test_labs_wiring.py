@@ -1,4 +1,4 @@
-"""The wiring lab's front end (ropegeo/static/lab_wiring.js, in Node) against apply_rope."""
+"""The wiring lab's front end (ropegeo/book/static/lab_wiring.js, in Node) against apply_rope."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.wiring_lab import WiringLab, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.wiring_lab import WiringLab, reference
 
 BASE = dict(head_dim=16, base=1e4, pairing="interleaved", query_pairing="interleaved", policy="contiguous",
             pad=0, cache_offset=31, dtype="float32")

@@ -8,7 +8,7 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from ropegeo.plots.attention import self_similarity_figure
+from ropegeo.book.plots.attention import self_similarity_figure
 
 
 def test_self_similarity_lines_are_the_closed_form():

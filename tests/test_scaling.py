@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ropegeo import scaling as S
 from ropegeo.frequencies import frequencies, turns
-from ropegeo.manifest import load_model, read_config, shipped_models
+from ropegeo.models.manifest import load_model, read_config, shipped_models
 
 
 # ------------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def _agree(theta64, ref32):
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", shipped_models())
 def test_shipped_models_match_reference(name):
-    from ropegeo.manifest import model_record
+    from ropegeo.models.manifest import model_record
 
     cfg = model_record(name)["config"]
     m = load_model(name)
@@ -277,7 +277,7 @@ def test_yarn_qwen_attention_factor_closed_form():
 
 @pytest.mark.parametrize("name", ["phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"])
 def test_longrope_switch_and_attention(name):
-    from ropegeo.manifest import model_record
+    from ropegeo.models.manifest import model_record
 
     rec = model_record(name)["config"]
     m = load_model(name)

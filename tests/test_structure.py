@@ -127,7 +127,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_core_package_imports_only_the_numpy_core():
     graph = import_graph()
     init = graph["ropegeo"]
-    assert not any(m.startswith(("ropegeo.plots", "ropegeo.widgets", "ropegeo.exercises", "ropegeo.symbolic"))
+    assert not any(m.startswith(("ropegeo.book.plots", "ropegeo.book.widgets", "ropegeo.book.exercises", "ropegeo.book.symbolic"))
                    for m in init)
 
 
@@ -149,9 +149,9 @@ def _target(name: str, path: Path, node: ast.ImportFrom) -> str:
 
 
 def _same_subpackage(a: str, b: str) -> bool:
-    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.behaviour.*), not at its top level."""
+    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.gates.a.*), not at its top level."""
     pa, pb = a.split("."), b.split(".")
-    return len(pa) > 2 and len(pb) > 2 and pa[1] == pb[1]
+    return len(pa) > 2 and pa[:-1] == pb[:-1]
 
 
 def private_imports(path: Path, tree: ast.Module) -> list:
@@ -201,15 +201,17 @@ def test_no_private_imports_across_modules():
 
 
 def test_the_private_import_finder_finds_one(tmp_path):
-    src = ("from . import _validate as v\nfrom .gate_a import _resolve, gate_a\nfrom .widgets import _lab\n"
-           "from . import margins\nx = margins._pair_margin\n")
-    hits = private_imports(ROOT / "audit.py", ast.parse(src))
-    assert ("ropegeo.audit", "ropegeo.gate_a", "_resolve") in hits
-    assert ("ropegeo.audit", "ropegeo.widgets._lab", None) in hits
-    assert ("ropegeo.audit", "ropegeo.margins", "_pair_margin") in hits
+    src = ("from ropegeo import _validate as v\nfrom ropegeo.gates.a.gate import _resolve, gate_a\n"
+           "from ropegeo.book.widgets import _lab\nfrom ropegeo import margins\nx = margins._pair_margin\n"
+           "from .c import _bad\n")
+    hits = private_imports(ROOT / "gates" / "audit.py", ast.parse(src))
+    assert ("ropegeo.gates.audit", "ropegeo.gates.a.gate", "_resolve") in hits
+    assert ("ropegeo.gates.audit", "ropegeo.book.widgets._lab", None) in hits
+    assert ("ropegeo.gates.audit", "ropegeo.margins", "_pair_margin") in hits
     assert not any(m == "ropegeo._validate" or n == "gate_a" for _, m, n in hits)
-    inside = "from ._lab import Lab\nfrom .heads import _check_head\n"
-    assert private_imports(ROOT / "widgets" / "kernel_lab.py", ast.parse(inside)) == []
+    assert not any(n == "_bad" for _, m, n in hits)  # one subpackage (ropegeo.gates.*)
+    inside = "from ._lab import Lab\nfrom ropegeo.book.widgets._lab import STATIC\n"
+    assert private_imports(ROOT / "book" / "widgets" / "kernel_lab.py", ast.parse(inside)) == []
 
 
 # --------------------------------------------------------------------------------- limits
@@ -264,11 +266,11 @@ def test_lab_bounds_match_their_javascript():
     import re
 
     checked = 0
-    for path in sorted((ROOT / "widgets").glob("[!_]*.py")):
+    for path in sorted((ROOT / "book" / "widgets").glob("[!_]*.py")):
         m = re.search(r'_esm = esm_source\("(lab_\w+\.js)"\)', path.read_text(encoding="utf-8"))
         if not m:
             continue
-        js = (ROOT / "static" / m.group(1)).read_text(encoding="utf-8")
+        js = (ROOT / "book" / "static" / m.group(1)).read_text(encoding="utf-8")
         lab = importlib.import_module(module_name(path))
         for name, value in re.findall(r"export const (MAX_\w+) = ([0-9.e+]+);", js):
             assert hasattr(lab, name), f"{m.group(1)} exports {name}, {module_name(path)} has none"

@@ -1,9 +1,9 @@
-"""ropegeo.two_layer: hand-derived gradients against finite differences, and the model's limits."""
+"""ropegeo.toy.two_layer: hand-derived gradients against finite differences, and the model's limits."""
 
 import numpy as np
 import pytest
 
-from ropegeo import two_layer as tl
+from ropegeo.toy import two_layer as tl
 
 
 @pytest.mark.parametrize("scheme", tl.SCHEMES)

@@ -13,10 +13,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from .hf import read_block
-from .rules import (RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn)
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.scaling.hf import read_block
+from ropegeo.scaling.rules import (RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn)
 
 # parameters that can be stored per rule (every other field must stay at its default)
 _PARAMS = {
@@ -309,7 +309,7 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
 
 
 def rope_parameters(manifest, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """``(theta, attention_factor)`` of a :class:`ropegeo.manifest.RopeManifest` at ``seq_len``."""
+    """``(theta, attention_factor)`` of a :class:`ropegeo.models.manifest.RopeManifest` at ``seq_len``."""
     return scaled_frequencies(manifest.scaling, manifest.base, manifest.rotary_dim, seq_len)
 
 

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from .rules import MAX_FACTOR, RULES, dynamic_ntk, llama3, ntk, yarn
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.scaling.rules import MAX_FACTOR, RULES, dynamic_ntk, llama3, ntk, yarn
 
 #: Other spellings :func:`extension_schedule` accepts, mapped to the rule names of :data:`RULES`
 #: (``"none"``: the training schedule unchanged, raw extrapolation).
