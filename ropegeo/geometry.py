@@ -8,9 +8,8 @@ identity on this bank, so the offset looks like no offset at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import importlib.util
+from dataclasses import dataclass
 
 import numpy as np
 

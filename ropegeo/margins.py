@@ -33,6 +33,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.precision import as_pipeline, generated_phases
+from ropegeo.softmax import softmax
 
 __all__ = [
     "SeparationMargin",
@@ -679,8 +680,6 @@ def attention_probe(
     >>> round(attention_probe(1, [2], frequencies(128), sharpness=100).target_mass, 3)
     0.952
     """
-    from ropegeo.toy.attention import masked_softmax
-
     th = v.frequencies(theta)
     if 2 * th.size > 4096:
         raise ValueError(f"theta has {th.size} pairs; the probe allows at most 2048")
@@ -705,7 +704,7 @@ def attention_probe(
     qa, qb = pipe.rotate(amp, 0.0, cq, sq)
     ka, kb = pipe.rotate(kc, ks, ck, sk)
     scores = (qa * ka + qb * kb).sum(axis=-1) / math.sqrt(d)
-    weights = masked_softmax(scores)
+    weights = softmax(scores)
     return ProbeResult(weights, scores, float(weights[0]), int(np.argmax(weights)))
 
 

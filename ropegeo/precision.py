@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from ropegeo import _validate as v
@@ -91,8 +92,6 @@ _DEFAULT_SCAN = 1 << 16
 
 def _finfo(dt: np.dtype):
     """Format facts of a floating dtype (ml_dtypes knows bfloat16, numpy the others)."""
-    import ml_dtypes
-
     return ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
 
 

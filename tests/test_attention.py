@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ropegeo.softmax import softmax
 from ropegeo.toy.attention import (
     MAX_ENTRIES,
     AbsolutePositions,
@@ -18,7 +19,6 @@ from ropegeo.toy.attention import (
     PositionScheme,
     causal_mask,
     make_scheme,
-    masked_softmax,
     permutation_deviation,
     register_scheme,
     scheme_names,
@@ -195,17 +195,17 @@ def test_causal_argument_overrides_default():
         layer.weights(x, causal="yes")
 
 
-def test_masked_softmax_and_mask():
+def test_softmax_and_mask():
     m = causal_mask(4)
     np.testing.assert_array_equal(m, [[j <= i for j in range(4)] for i in range(4)])
-    w = masked_softmax(np.zeros((4, 4)), m)
+    w = softmax(np.zeros((4, 4)), m)
     np.testing.assert_allclose(w, m / m.sum(axis=1, keepdims=True))
     with pytest.raises(ValueError, match="no visible entry"):
-        masked_softmax(np.zeros((2, 2)), np.array([[True, False], [False, False]]))
+        softmax(np.zeros((2, 2)), np.array([[True, False], [False, False]]))
     with pytest.raises(ValueError, match="boolean"):
-        masked_softmax(np.zeros((2, 2)), np.ones((2, 2)))
+        softmax(np.zeros((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError, match="scores must be finite"):
-        masked_softmax([1.0, np.nan])
+        softmax([1.0, np.nan])
     with pytest.raises(ValueError, match="seq"):
         causal_mask(0)
 
@@ -486,11 +486,11 @@ def test_copy_back_head_rejects_bad_values():
 
 
 def test_scheme_names_and_options_are_checked():
-    from ropegeo.toy.attention import AttentionLayer, masked_softmax
+    from ropegeo.toy.attention import AttentionLayer
 
     with pytest.raises(ValueError, match="scheme must be one of"):
         AttentionLayer(8, scheme=["rope"])
     with pytest.raises(ValueError, match="does not take these options"):
         AttentionLayer(8, scheme="rope", bogus=1)
     with pytest.raises(ValueError, match="scores must have at least one entry"):
-        masked_softmax([])
+        softmax([])

@@ -250,7 +250,7 @@ def test_large_offset_sets_are_bounded_and_noted():
 def _report(argv, capsys):
     import argparse
 
-    from ropegeo.gates.audit import add_report_subcommand
+    from ropegeo.cli.report import add_report_subcommand
 
     parser = argparse.ArgumentParser()
     add_report_subcommand(parser.add_subparsers(dest="command"))
@@ -278,7 +278,7 @@ def test_report_subcommand(capsys, tmp_path):
 
 
 def test_parse_offsets():
-    from ropegeo.gates.audit import parse_offsets
+    from ropegeo.cli.report import parse_offsets
 
     np.testing.assert_array_equal(parse_offsets("3, 1-4,10"), [1, 2, 3, 4, 10])
     for bad in ("", "x", "5-3", "-2", "1-2000000"):

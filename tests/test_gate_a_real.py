@@ -413,7 +413,7 @@ def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
     # residual is only the data's rounding), not "not one geometric schedule (a scaling rule?)"
     import argparse
 
-    from ropegeo.gates.a.gate import _undeclared_note
+    from ropegeo.cli.gate_a import _undeclared_note
     r = gate_a(_bfloat16_data(), head_dim=64)
     assert r.failed == ["layout"], r.table()
     assert r.inferred["schedule_fits"] is True and r.inferred["base"] == pytest.approx(10_000.0, rel=2e-3)

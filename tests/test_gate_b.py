@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.toy.attention import masked_softmax
+from ropegeo.softmax import softmax
 from ropegeo.gates.audit import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies
@@ -50,7 +50,7 @@ def test_score_gap_is_amplitude_times_half_the_squared_distance(amplitude, a, b)
 def test_trained_sharpness_gives_adjacent_offsets_nine_to_one_in_training():
     beta = trained_sharpness(TH128)
     scores = np.array([_score(beta, 40, 40, TH128), _score(beta, 40, 41, TH128)])
-    assert masked_softmax(scores)[0] == pytest.approx(0.9, abs=1e-12)
+    assert softmax(scores)[0] == pytest.approx(0.9, abs=1e-12)
     # the probe head of ropegeo.margins, at that sharpness, agrees
     assert attention_probe(1, [2], TH128, sharpness=beta).target_mass == pytest.approx(0.9, abs=1e-9)
 

@@ -35,6 +35,7 @@ from ropegeo import _validate as v
 from ropegeo.frequencies import resolve_rotary_dim
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.rotation import apply_rope, pair_indices
+from ropegeo.softmax import softmax
 
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
            "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_change",
@@ -238,8 +239,6 @@ class ServedRotary(Rotary):
     def __init__(self, *args, data_dtype: str = "bfloat16", variant: str | None = None, **kwargs):
         kwargs.setdefault("phase_dtype", "float32")
         super().__init__(*args, **kwargs)
-        import ml_dtypes
-
         self.data = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[data_dtype]
         if variant not in (None, "mirrored", "scaled", "reversed"):
             raise ValueError(f"variant must be None, 'mirrored', 'scaled' or 'reversed', got {variant!r}")
@@ -387,12 +386,6 @@ def broken_entries() -> list[str]:
     return [n for n, e in CATALOGUE.items() if e.broken]
 
 
-def _softmax(s):
-    s = s - s.max()
-    e = np.exp(s)
-    return e / e.sum()
-
-
 def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, seed: int = 0) -> dict:
     """One decoding step of an entry against the operator it declares.
 
@@ -434,7 +427,7 @@ def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, se
         q, kc, vc = impl.decode_step(Q[prompt], K[prompt], V[prompt])
         s = kc @ q / np.sqrt(head_dim)
         res[tag + "scores"] = s
-        res[tag + "output"] = _softmax(s) @ vc
+        res[tag + "output"] = softmax(s) @ vc
     res["score_error"] = float(np.max(np.abs(res["scores"] - res["reference_scores"])))
     res["output_error"] = float(np.linalg.norm(res["output"] - res["reference_output"])
                                 / np.linalg.norm(res["reference_output"]))

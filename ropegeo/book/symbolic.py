@@ -435,6 +435,8 @@ def rotation_as_phase() -> Identity:
 import functools  # noqa: E402  (Chapter 1 section)
 from typing import NamedTuple  # noqa: E402  (Chapter 1 section)
 
+import numpy as np
+
 
 class SinusoidalShift(NamedTuple):
     """The derivation that a shift by ``k`` acts on one sinusoidal pair as a fixed 2x2 matrix."""
@@ -534,8 +536,6 @@ def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
     ValueError
         For a non-finite shift, or a bad ``dim`` or ``base``.
     """
-    import numpy as np
-
     shift = v.real("shift", shift)
     dim = v.integer("dim", dim, minimum=2, maximum=4096)
     dim = v.head_dim(dim, "dim")

@@ -11,6 +11,14 @@ import argparse
 import os
 import sys
 
+from ropegeo.cli.gate_a import add_subcommand as _add_gate_a
+from ropegeo.cli.report import add_report_subcommand as _add_report
+from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.b.rule import add_rule_arguments, rule_from_arguments
+from ropegeo.gates.layers import layer_audit
+from ropegeo.gates.verdicts import EXIT_CODES
+from ropegeo.models.manifest import layer_kinds, resolve
+
 __all__ = ["main", "build_parser"]
 
 
@@ -54,8 +62,6 @@ def _add_audit(sub) -> None:
     p.add_argument("--layer-type", default=None, metavar="TYPE",
                    help="with --config: the kind of layer to audit when the model's layers differ (e.g. "
                    "full_attention or sliding_attention for Gemma 3 or gpt-oss)")
-    from ropegeo.gates.b.rule import add_rule_arguments
-
     add_rule_arguments(p)
     p.set_defaults(func=_run_audit)
 
@@ -65,29 +71,19 @@ _PLAIN = ("head_dim", "base", "train_length", "pairing", "rotary_dim")
 
 
 def _run_audit(args) -> int:
-    from ropegeo.gates.audit import geometry_audit
-    from ropegeo.gates.b.rule import rule_from_arguments
-
     rule, min_margin = rule_from_arguments(args)
     common = dict(target_length=args.target_length, search_limit=args.search_limit, gate_b_rule=rule,
                   min_margin=min_margin)
     if args.config is not None:
-        from ropegeo.models.manifest import resolve
-
         given = [f"--{k.replace('_', '-')}" for k in _PLAIN if getattr(args, k) is not None]
         if given or args.interpolate:
             raise ValueError(f"{', '.join(given) or '--interpolate'}: the configuration defines the operator; "
                              "drop these options or drop --config")
         top = 3 if args.top is None else args.top
         if args.layer_type is None:  # a model whose layers differ: every kind, NoPE kinds named
-            from ropegeo.gates.layers import layer_audit
-            from ropegeo.models.manifest import layer_kinds
-
             if len(layer_kinds(args.config)) > 1:
                 report = layer_audit(args.config, top=top, **common)
                 print(report.to_json(indent=2) if args.json else report.table())
-                from ropegeo.gates.verdicts import EXIT_CODES
-
                 return EXIT_CODES[report.outcome]
         report = geometry_audit(resolve(args.config, layer_type=args.layer_type), top=top, **common)
     else:
@@ -97,8 +93,6 @@ def _run_audit(args) -> int:
         report = geometry_audit(interpolate=args.interpolate, top=1 if args.top is None else args.top,
                                 **plain, **common)
     print(report.to_json(indent=2) if args.json else report.table())
-    from ropegeo.gates.verdicts import EXIT_CODES
-
     return EXIT_CODES[report.outcome]
 
 
@@ -107,11 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     _add_audit(sub)
-    from ropegeo.gates.a.gate import add_subcommand as _add_gate_a
-
     _add_gate_a(sub)
-    from ropegeo.gates.audit import add_report_subcommand as _add_report
-
     _add_report(sub)
     return parser
 

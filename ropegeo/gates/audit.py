@@ -18,27 +18,38 @@ from __future__ import annotations
 import inspect
 import numbers
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
+from html import escape
 from typing import Any, Mapping
 
 import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check, status as checks_status
 from ropegeo.frequencies import frequencies, slow_pairs, wavelengths
 from ropegeo.gates.a.gate import gate_a as run_gate_a
-from ropegeo.gates.a.isolated import refuse_special_file, remote_implementation, timeout_seconds
+from ropegeo.gates.b.rule import (
+    LOCAL_OFFSETS,
+    GateBResult,
+    GateBRule,
+    attention_span,
+    check_offsets_in_context,
+    default_offsets,
+    gate_b,
+)
+from ropegeo.gates.c import GateCVerdict
+from ropegeo.gates.c import gate_c as run_gate_c
+from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
+from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
-from ropegeo.gates.b.rule import (FIXED_MARGIN, LOCAL_OFFSETS, GateBResult, GateBRule, attention_span, check_offsets_in_context,
-                     default_offsets, gate_b, add_rule_arguments, rule_from_arguments)
-from ropegeo.margins import MAX_OFFSETS
 from ropegeo.rotation import apply_rope, relative_law_error
 from ropegeo.scaling import Scaling, scaled_frequencies
+from ropegeo.toy import MAX_MATCH_LENGTH
+from ropegeo.toy.reanchor import reanchored_base
 
 __all__ = ["GeometryAudit", "geometry_audit", "GATES", "GateBRule", "GateBResult", "gate_b", "default_offsets",
-           "AuditReport", "audit", "gate_c_schedule", "parse_offsets"]
+           "AuditReport", "audit", "gate_c_schedule"]
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
 GATES = {
@@ -577,8 +588,6 @@ class AuditReport:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        from html import escape
-
         colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708"}
         rows = "".join(
             f"<tr><td><b>Gate {g}</b></td><td style='color:{colour[s]};font-weight:bold'>{escape(s)}</td>"
@@ -658,8 +667,6 @@ def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_le
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
     base = manifest.base
     if model_length is not None:
-        from ropegeo.toy.reanchor import reanchored_base
-
         model_length = v.length("model_length", model_length, minimum=2)
         if model_length > train_length >= 7:
             base = reanchored_base(base, model_length, train_length)
@@ -710,8 +717,6 @@ def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
         return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
     if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
         raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
-    from ropegeo.toy import MAX_MATCH_LENGTH  # the match heads train at Gate C's training length
-
     c_train, c_target = gate_c_lengths
     c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
     c_target = v.integer("gate_c_lengths (target)", c_target, minimum=c_train + 1, maximum=_C_MAX_LENGTH)
@@ -726,9 +731,7 @@ def _gate_c_options(gate_c_options) -> dict:
     if not isinstance(gate_c_options, Mapping):
         raise ValueError(f"gate_c_options must be a dict of ropegeo.gates.c.gate_c's options, got "
                          f"{type(gate_c_options).__name__}")
-    from ropegeo.gates.c import gate_c as battery  # Gate C's own signature: the one list of its options
-
-    known = [k for k in inspect.signature(battery).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
+    known = [k for k in inspect.signature(run_gate_c).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
     for key in gate_c_options:
         if key in _C_FROM_MANIFEST:
             raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
@@ -738,8 +741,6 @@ def _gate_c_options(gate_c_options) -> dict:
 
 
 def _run_gate_c(declared, gate_c_lengths, opts: dict, train: int, target: int):
-    from ropegeo.gates.c import gate_c as run_gate_c
-
     c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
     offset = opts.get("offset", 5)
     if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
@@ -830,8 +831,6 @@ def audit(
     declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
     :func:`gate_c_schedule`), not a given checkpoint.
     """
-    from ropegeo.gates.c import GateCVerdict  # the training toolkit is heavy: only its verdict type here
-
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)
     rule = _gate_b_rule(gate_b_rule, min_margin)
@@ -862,115 +861,3 @@ def audit(
         c = _run_gate_c(declared, gate_c_lengths, c_options, train, tgt)
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)
-
-
-# =============================================================================================
-# Command line: python -m ropegeo report TARGET ...
-# =============================================================================================
-
-
-def parse_offsets(text: str) -> np.ndarray:
-    """Offsets from a command-line list such as ``"1-64,128,1000-1003"`` (inclusive ranges).
-
-    Raises
-    ------
-    ValueError
-        Naming ``--offsets`` for anything else, a reversed range or more than 2**20 offsets.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("--offsets must be a comma-separated list of offsets or ranges, e.g. 1-64,128")
-    parts, total = [], 0
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            if "-" in item[1:]:
-                lo, hi = (int(x) for x in item.split("-", 1))
-            else:
-                lo = hi = int(item)
-        except ValueError:
-            raise ValueError(f"--offsets: {item!r} is neither an integer nor a range a-b") from None
-        if lo < 0 or hi < lo:
-            raise ValueError(f"--offsets: {item!r} must be a non-negative offset or an increasing range a-b")
-        total += hi - lo + 1
-        if total > MAX_OFFSETS:
-            raise ValueError(f"--offsets lists more than {MAX_OFFSETS:,} offsets")
-        parts.append(np.arange(lo, hi + 1, dtype=np.float64))
-    return np.unique(np.concatenate(parts))
-
-
-def add_report_subcommand(sub) -> None:
-    """Register ``report`` (the three-gate audit) on an argparse subparsers object."""
-    p = sub.add_parser(
-        "report",
-        help="the three-gate audit of a model configuration or an implementation, with a verdict",
-        description="Run Gate A (algebra), Gate B (separation margins of the task's offsets) and, with "
-        "--gate-c, Gate C (toy heads trained on the ruler), and print the verdict: the first gate that "
-        "fails and the kind of intervention it calls for. A MODULE:FUNCTION target runs in a separate "
-        "process, as in gate-a: what it prints is kept out of the report, and an import or call that hangs is "
-        "stopped after --timeout seconds. Exit status 0 when every gate that ran passes, 1 "
-        "when one fails, 3 when none fails but Gate A or B (or a Gate C that ran) is inconclusive, 2 for bad "
-        "arguments, a contract break or a timeout.",
-    )
-    p.add_argument("target", help="a shipped model name (e.g. llama-3.1-8b), a config.json path, or an "
-                   "implementation as MODULE:FUNCTION")
-    p.add_argument("--config", "--manifest", dest="config", default=None, metavar="NAME_OR_PATH",
-                   help="the operator a MODULE:FUNCTION target declares: a shipped model name or a config.json "
-                   "(required for an implementation: report never assumes a pairing, width or base)")
-    p.add_argument("--offsets", default=None,
-                   help="offsets the task must tell apart, e.g. 1-64,1000 (default: 1..64 and 48 log-spaced)")
-    p.add_argument("--train-length", type=int, default=None, help="training context (default: the config's)")
-    p.add_argument("--target-length", type=int, default=None, help="context to serve (default: the config's)")
-    add_rule_arguments(p)
-    p.add_argument("--gate-c", action="store_true", help="also run Gate C (trains toy heads: seconds)")
-    p.add_argument("--seeds", type=int, default=1, help="Gate C seeds (default 1)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument("--layer-type", default=None, metavar="TYPE",
-                   help="the kind of layer to audit when the model's layers differ (e.g. full_attention or "
-                   "sliding_attention for Gemma 3 or gpt-oss)")
-    p.add_argument("--timeout", type=float, default=60.0,
-                   help="with MODULE:FUNCTION: seconds one import or call of the implementation may take "
-                   "(default 60); it runs in a separate process, stopped after that")
-    p.set_defaults(func=run_report_subcommand)
-
-
-def run_report_subcommand(args) -> int:
-    """Run ``report`` from parsed arguments; returns the exit status of the outcome
-    (:data:`ropegeo.gates.verdicts.EXIT_CODES`: pass 0, fail 1, inconclusive 3).
-
-    A MODULE:FUNCTION target runs in a worker process under a watchdog, as in ``gate-a``
-    (:mod:`ropegeo.gates.a.isolated`): the gates are judged here, on what its calls return.
-    """
-    target, declared, implementation = args.target, None, None
-    timeout = timeout_seconds(args.timeout)
-    if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):
-        if args.config is None:
-            raise ValueError(f"report {target} needs the operator your code declares: give --config NAME_OR_PATH "
-                             "(a shipped model or a config.json); ropegeo does not assume a pairing, head width or base")
-        refuse_special_file("--config", args.config)
-        declared = resolve(args.config, layer_type=args.layer_type)
-        target, implementation = None, target
-    elif args.config is not None:
-        raise ValueError("--config declares a MODULE:FUNCTION target; a configuration declares itself")
-    else:
-        refuse_special_file("target", target)
-        if args.layer_type is not None:
-            target = resolve(target, layer_type=args.layer_type)
-    offsets = None if args.offsets is None else parse_offsets(args.offsets)
-    seeds = v.integer("--seeds", args.seeds, minimum=1, maximum=10)
-    rule, min_margin = rule_from_arguments(args)
-    options = dict(manifest=declared, train_length=args.train_length, target_length=args.target_length,
-                   gate_b_rule=rule, min_margin=min_margin, gate_c=bool(args.gate_c),
-                   gate_c_options={"seeds": tuple(range(seeds))})
-    try:
-        if implementation is None:
-            report = audit(target, offsets, **options)
-        else:
-            with remote_implementation(implementation, timeout) as impl:
-                report = audit(impl, offsets, **options)
-            report.gate_a.notes.extend(impl.notes)
-    except ValueError as exc:
-        if str(exc).startswith("offsets ("):  # name the option the offsets came from
-            raise ValueError(f"--{exc}") from None
-        raise
-    print(report.to_json(indent=2) if args.json else report.table())
-    return report.exit_code

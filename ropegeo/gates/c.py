@@ -16,8 +16,16 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo._json import dumps
 from ropegeo.toy import (
-    MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEPS, check_match_step, check_theta, evaluate_seeds,
-    one_blas_thread, seed_list, train_heads,
+    MAX_HEAD_LENGTH,
+    MAX_MATCH_LENGTH,
+    MAX_SEEDS,
+    MAX_STEPS,
+    check_match_step,
+    check_theta,
+    evaluate_seeds,
+    one_blas_thread,
+    seed_list,
+    train_heads,
 )
 
 __all__ = ["GateCVerdict", "gate_c"]

@@ -24,11 +24,19 @@ from typing import Any, Mapping
 import numpy as np
 
 from ropegeo import _json
-from ropegeo.models.class_defaults import with_class_defaults
 from ropegeo import _validate as v
 from ropegeo.frequencies import resolve_rotary_dim, wavelengths
-from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs, multi_axis_notes,
-                          proportional_view, refusal)
+from ropegeo.models.class_defaults import with_class_defaults
+from ropegeo.models.model_types import (
+    NOPE,
+    LayerSpec,
+    chatglm_view,
+    describe_layers,
+    layer_specs,
+    multi_axis_notes,
+    proportional_view,
+    refusal,
+)
 from ropegeo.scaling import Scaling, rope_parameters, yarn_mscale
 
 __all__ = [

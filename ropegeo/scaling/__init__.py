@@ -47,8 +47,19 @@ The package is split by concern; every public name below is importable from ``ro
 from ropegeo.scaling.config import Scaling, preset, rope_parameters, scaled_frequencies
 from ropegeo.scaling.hf import HF_KEYS, HF_TYPES
 from ropegeo.scaling.report import ExtensionReport, extension_report, phase_novelty, text_table
-from ropegeo.scaling.rules import (MAX_FACTOR, MIN_PARAMETER, RULES, dynamic_ntk, linear, llama3, longrope, ntk, yarn,
-                    yarn_mscale, yarn_ramp)
+from ropegeo.scaling.rules import (
+                    MAX_FACTOR,
+                    MIN_PARAMETER,
+                    RULES,
+                    dynamic_ntk,
+                    linear,
+                    llama3,
+                    longrope,
+                    ntk,
+                    yarn,
+                    yarn_mscale,
+                    yarn_ramp,
+)
 from ropegeo.scaling.schedule import RULE_ALIASES, Schedule, extension_schedule, rule_name
 
 __all__ = [

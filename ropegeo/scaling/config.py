@@ -16,7 +16,7 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
 from ropegeo.scaling.hf import read_block
-from ropegeo.scaling.rules import (RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn)
+from ropegeo.scaling.rules import RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn
 
 # parameters that can be stored per rule (every other field must stay at its default)
 _PARAMS = {

@@ -18,6 +18,7 @@ from ropegeo.margins import separation_margin
 from ropegeo.scaling.config import Scaling, scaled_frequencies
 from ropegeo.scaling.rules import _dim
 
+
 def phase_novelty(theta_train, theta_served, train_length: int, target_length: int) -> np.ndarray:
     """Per pair, the fraction of its circle visited when serving but never in training.
 

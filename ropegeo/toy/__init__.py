@@ -21,20 +21,58 @@ curves) are imported by their own names.
 """
 
 from ropegeo.toy.evaluation import (
-    EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_SEQUENCES, Binned, Evaluation, SeedResults, compare, evaluate,
+    EXTENSIONS,
+    MAX_BINS,
+    MAX_CONDITIONS,
+    MAX_SEQUENCES,
+    Binned,
+    Evaluation,
+    SeedResults,
+    compare,
+    evaluate,
     evaluate_seeds,
 )
 from ropegeo.toy.heads import (
-    MatchHead, OffsetHead, fine_tune, match_cross_entropy, match_head_loss, match_targets, offset_head_loss,
-    train_heads, train_match_head, train_offset_head,
+    MatchHead,
+    OffsetHead,
+    fine_tune,
+    match_cross_entropy,
+    match_head_loss,
+    match_targets,
+    offset_head_loss,
+    train_heads,
+    train_match_head,
+    train_offset_head,
 )
 from ropegeo.toy.readouts import (
-    MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, DistantRival, PairProfile, distant_rival, pair_profiles, score_profile,
+    MAX_PROFILE_CELLS,
+    MAX_PROFILE_LENGTH,
+    DistantRival,
+    PairProfile,
+    distant_rival,
+    pair_profiles,
+    score_profile,
 )
 from ropegeo.toy.training import (
-    MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS, MAX_STEP_BYTES, MAX_STEPS,
-    MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam, check_match_step, check_step_memory, check_theta, check_trained,
-    match_step_bytes, one_blas_thread, seed_list, softmax_rows, training_settings,
+    MAX_BATCH,
+    MAX_HEAD_LENGTH,
+    MAX_INIT_STD,
+    MAX_LR,
+    MAX_MATCH_LENGTH,
+    MAX_SEEDS,
+    MAX_STEP_BYTES,
+    MAX_STEPS,
+    MAX_TRAINED_HEAD_DIM,
+    MAX_VOCAB,
+    Adam,
+    check_match_step,
+    check_step_memory,
+    check_theta,
+    check_trained,
+    match_step_bytes,
+    one_blas_thread,
+    seed_list,
+    training_settings,
 )
 
 __all__ = [
@@ -61,7 +99,6 @@ __all__ = [
     "distant_rival",
     # the training toolkit, shared with ropegeo.toy.alternatives
     "Adam",
-    "softmax_rows",
     "one_blas_thread",
     "match_cross_entropy",
     "seed_list",

@@ -23,6 +23,8 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from ropegeo import _validate as v
+from ropegeo.rotation import apply_rope
+from ropegeo.softmax import softmax
 from ropegeo.toy.schemes import (
     MAX_ENTRIES,
     MAX_WIDTH,
@@ -43,7 +45,6 @@ from ropegeo.toy.schemes import (
     sinusoidal_encoding,
     t5_bucket,
 )
-from ropegeo.rotation import apply_rope
 
 __all__ = [
     "AttentionLayer",
@@ -64,7 +65,6 @@ __all__ = [
     "scheme_names",
     "sinusoidal_encoding",
     "causal_mask",
-    "masked_softmax",
     "permutation_deviation",
     "shift_deviation",
     "copy_back_head",
@@ -82,45 +82,6 @@ def causal_mask(seq: int) -> np.ndarray:
     seq = v.integer("seq", seq, minimum=1)
     check_entries("the causal mask", (seq, seq))
     return np.tri(seq, dtype=bool)
-
-
-def masked_softmax(scores, mask=None) -> np.ndarray:
-    """Softmax over the last axis, with masked-out entries receiving exactly zero weight.
-
-    Parameters
-    ----------
-    scores : array_like, shape (..., n)
-        Finite scores.
-    mask : array_like of bool, optional
-        Broadcastable to ``scores``; True where an entry may receive weight.
-
-    Returns
-    -------
-    numpy.ndarray, same shape as ``scores``, rows summing to 1.
-
-    Raises
-    ------
-    ValueError
-        For non-finite scores, a mask that does not broadcast, or a row whose entries are all
-        masked (its softmax is undefined).
-    """
-    s = v.finite_array("scores", scores)
-    if s.ndim == 0 or s.shape[-1] == 0:
-        raise ValueError(f"scores must have at least one entry along the last axis, got shape {s.shape}")
-    if mask is not None:
-        m = np.asarray(mask)
-        if m.dtype != np.bool_:
-            raise ValueError(f"mask must be boolean, got dtype {m.dtype}")
-        try:
-            m = np.broadcast_to(m, s.shape)
-        except ValueError:
-            raise ValueError(f"mask of shape {np.shape(mask)} does not broadcast against scores {s.shape}") from None
-        if not np.all(m.any(axis=-1)):
-            raise ValueError("mask leaves a row with no visible entry; its softmax is undefined")
-        s = np.where(m, s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    e = np.exp(s)
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,7 +229,7 @@ class AttentionLayer:
         b = self.scheme.bias(pos, pos)
         if b is not None:
             scores = scores + b
-        weights = masked_softmax(scores, mask)
+        weights = softmax(scores, mask)
         out = weights @ val
         vb = self.scheme.value_bias(weights, pos, pos)
         if vb is not None:

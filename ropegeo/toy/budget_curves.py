@@ -27,6 +27,7 @@ import itertools
 import json
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from ropegeo import _validate as v
@@ -53,8 +54,6 @@ PIPELINES = ("float64", "bf16_cos_sin")
 
 
 def _bf16(x: np.ndarray) -> np.ndarray:
-    import ml_dtypes
-
     return np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
 
 

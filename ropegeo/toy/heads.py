@@ -31,10 +31,25 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import pair_indices, phase_angles, rotate_pairs
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
+from ropegeo.softmax import softmax_rows
 from ropegeo.toy.training import (
-    MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam,
-    _pair_coefficients, _rng, _schedule, check_match_step, check_theta, check_trained, match_step_bytes, seed_list,
-    one_blas_thread, softmax_rows, training_settings,
+    MAX_BATCH,
+    MAX_HEAD_LENGTH,
+    MAX_MATCH_LENGTH,
+    MAX_STEP_BYTES,
+    MAX_TRAINED_HEAD_DIM,
+    MAX_VOCAB,
+    Adam,
+    _pair_coefficients,
+    _rng,
+    _schedule,
+    check_match_step,
+    check_theta,
+    check_trained,
+    match_step_bytes,
+    one_blas_thread,
+    seed_list,
+    training_settings,
 )
 
 

@@ -45,7 +45,8 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.toy import match_targets, seed_list
-from ropegeo.toy.attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer, make_scheme, masked_softmax
+from ropegeo.toy.attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer, make_scheme
+from ropegeo.softmax import softmax
 
 __all__ = [
     "PositionHead",
@@ -209,7 +210,7 @@ def _strict(scores: np.ndarray) -> np.ndarray:
     L = scores.shape[-1]
     w = np.zeros_like(scores)
     earlier = np.tri(L, L, -1, dtype=bool)
-    w[1:] = masked_softmax(scores[1:], earlier[1:])
+    w[1:] = softmax(scores[1:], earlier[1:])
     return w
 
 
@@ -390,7 +391,7 @@ def local_displacement(head: PositionHead, length: int, offset: int, *, step: fl
     change = moved - rows[np.arange(m.size), t]
     rows[np.arange(m.size), t] = moved
     visible = np.arange(length)[None, :] < m[:, None]
-    after = masked_softmax(rows, visible)[np.arange(m.size), t]
+    after = softmax(rows, visible)[np.arange(m.size), t]
     return DisplacementResult(float(change.mean()), float(before.mean()), float(after.mean()))
 
 
@@ -637,7 +638,7 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     x[-1] = u
     x[-1 - distance] = u
     row = layer.scores(x, np.arange(length, dtype=np.float64))[-1, :-1]
-    w = masked_softmax(row)
+    w = softmax(row)
     needle = length - 1 - distance
     blanks = np.delete(row, needle)
     return NeedleResult(float(w[needle]), float(row[needle]), float(blanks.max()) if blanks.size else math.nan)
@@ -745,7 +746,7 @@ def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, 
         for r0 in range(0, BI.size, block):
             bi, mi = BI[r0 : r0 + block], MI[r0 : r0 + block]
             ti = tg[bi, mi]
-            w = masked_softmax(S[bi, mi], earlier[mi])
+            w = softmax(S[bi, mi], earlier[mi])
             tw = w[np.arange(ti.size), ti]
             others = np.where(earlier[mi], w, -np.inf)
             others[np.arange(ti.size), ti] = -np.inf

@@ -30,18 +30,26 @@ import math
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.toy.attention import ALiBi, AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
+from ropegeo.softmax import softmax_rows
 from ropegeo.toy import (
     Adam,
     check_match_step,
     check_step_memory,
     check_trained,
     match_cross_entropy,
-    softmax_rows,
     train_offset_head,
     training_settings,
 )
 from ropegeo.toy import train_match_head as train_rope_match_head
+from ropegeo.toy.attention import (
+    AbsolutePositions,
+    ALiBi,
+    AttentionLayer,
+    RelativePositions,
+    T5Bias,
+    sinusoidal_encoding,
+    t5_bucket,
+)
 from ropegeo.toy.interventions import PositionHead, TokenHead, position_head
 
 __all__ = [

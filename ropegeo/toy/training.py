@@ -19,6 +19,7 @@ from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import pair_indices
 
+
 def one_blas_thread():
     """A context in which BLAS (and OpenMP) pools run one thread; the previous sizes come back after.
 
@@ -203,24 +204,3 @@ def _pair_coefficients(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.nda
     return q1 * k1 + q2 * k2, q1 * k2 - q2 * k1
 
 
-# Scores more than this far below a row's maximum get probability exp(-600) ~ 1e-261 instead
-# of underflowing into subnormal numbers, which are two orders of magnitude slower to process.
-_EXP_FLOOR = -600.0
-
-
-def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """In-place masked softmax over the last axis: returns (p, row max, row sum of exp).
-
-    ``earlier`` (seq, seq) is 1.0 where a key may be attended; ``masked`` says the caller has
-    already pushed the other scores down by 1e30. Rows with no allowed key get probability zero.
-    """
-    if not masked:
-        s -= (1.0 - earlier) * 1e30
-    top = s.max(axis=-1, keepdims=True)
-    s -= top
-    np.maximum(s, _EXP_FLOOR, out=s)
-    np.exp(s, out=s)
-    s *= earlier
-    z = s.sum(axis=-1, keepdims=True)
-    s /= np.where(z > 0, z, 1.0)
-    return s, top, z

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ropegeo import _validate as v
+from ropegeo.softmax import softmax
 
 __all__ = ["TwoLayerModel", "loss_and_grads", "train", "evaluate", "study"]
 
@@ -68,15 +69,6 @@ def _bias(n: int, scheme: str, slope: float) -> np.ndarray:
     return -slope * dist if scheme == "alibi" else np.zeros((n, n))
 
 
-def _softmax(s: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    s = np.where(mask, s, -np.inf)
-    top = s.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    w = np.where(mask, np.exp(s - top), 0.0)
-    tot = w.sum(axis=1, keepdims=True)
-    return np.divide(w, tot, out=np.zeros_like(w), where=tot > 0)
-
-
 def _forward(p: dict, n: int, scheme: str, layers: int, slope: float) -> dict:
     d = p["E"].shape[1]
     c = 1.0 / np.sqrt(d)
@@ -87,13 +79,14 @@ def _forward(p: dict, n: int, scheme: str, layers: int, slope: float) -> dict:
     f = {"tok": tok, "c": c, "H0": p["E"][tok]}
     if layers == 2:
         f["Q1"], f["K1"], f["V1"] = f["H0"] @ p["Wq1"], f["H0"] @ p["Wk1"], f["H0"] @ p["Wv1"]
-        f["A1"] = _softmax(c * f["Q1"] @ f["K1"].T + b, i[None, :] <= i[:, None])
+        f["A1"] = softmax(c * f["Q1"] @ f["K1"].T + b, i[None, :] <= i[:, None])
         f["H1"] = f["H0"] + f["A1"] @ f["V1"]
     else:
         f["H1"] = f["H0"]
     f["Q2"], f["K2"] = f["H1"] @ p["Wq2"], f["H1"] @ p["Wk2"]
     f["S2"] = c * f["Q2"] @ f["K2"].T + b
-    f["A2"] = _softmax(f["S2"], i[None, :] < i[:, None])
+    f["A2"] = np.zeros_like(f["S2"])  # the first position sees no earlier key: no weight
+    f["A2"][1:] = softmax(f["S2"][1:], (i[None, :] < i[:, None])[1:])
     return f
 
 

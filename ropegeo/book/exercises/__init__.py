@@ -32,6 +32,7 @@ import re
 import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import escape
 from typing import Any, Callable
 
 import numpy as np
@@ -110,8 +111,6 @@ class Feedback:
     def _repr_html_(self) -> str:
         colour = "#1a7f37" if self.ok else "#b35900"
         mark = "&#10004; correct" if self.ok else "&#10008; not yet"
-        from html import escape
-
         return (
             f'<div style="border-left:4px solid {colour};padding:2px 8px">'
             f"<b>{escape(self.exercise_id)}</b> {mark}: {escape(self.message)}</div>"

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_whole, call_student, correct, exercise, sympy_problem, wrong
+from ropegeo.book.exercises import (
+    as_float_array,
+    as_items,
+    as_whole,
+    call_student,
+    correct,
+    exercise,
+    sympy_problem,
+    wrong,
+)
 from ropegeo.toy.attention import AttentionLayer, sinusoidal_encoding
 
 # ---- problem data shared with the notebook -------------------------------------------------

@@ -8,13 +8,24 @@ without printing the expected answer.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import sympy as sp
 
-from ropegeo.toy.attention import copy_back_head
+from ropegeo.book.exercises import (
+    as_float_array,
+    as_items,
+    as_number,
+    call_student,
+    correct,
+    exercise,
+    short,
+    sympy_problem,
+    wrong,
+)
 from ropegeo.rotation import apply_rope
-from ropegeo.book.exercises import as_float_array, as_items, as_number, call_student, correct, exercise, short, sympy_problem, wrong
+from ropegeo.toy.attention import copy_back_head
 
 # ---- ch02-score-by-hand: the one-pair score from its two terms ------------------------------
 SCORE_Q = np.array([1.0, 2.0])
@@ -85,8 +96,6 @@ def _expanded_terms(expr, cap: int) -> int:
 
     Every sub-expression is bounded too (``expand`` works inside function arguments).
     """
-    import math
-
     def terms(e) -> int:
         if not e.args:
             return 1

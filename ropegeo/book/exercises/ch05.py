@@ -7,12 +7,13 @@ printing the expected answer.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ropegeo.book.broken import PositionDefect
+from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 from ropegeo.gates.a.gate import GateAError, gate_a
 from ropegeo.rotation import pairing_permutation
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
 
 __all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
            "TABLE_KEY"]
@@ -63,8 +64,6 @@ BF16_POSITION = 2021
 
 @exercise("ch05-bfloat16-position")
 def _check_bf16(answer):
-    import ml_dtypes
-
     items, bad = as_items(answer, "a pair (rounded_position, phase_cost_in_radians)", max_items=64)
     if bad:
         return bad

@@ -12,13 +12,13 @@ import math
 import numpy as np
 
 from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
-from ropegeo.gates.audit import audit
-from ropegeo.toy import distant_rival, evaluate, train_offset_head
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.gate import GateAError
+from ropegeo.gates.audit import audit
 from ropegeo.geometry import kernel
-from ropegeo.models.manifest import RopeManifest
 from ropegeo.margins import separation_margin
+from ropegeo.models.manifest import RopeManifest
+from ropegeo.toy import distant_rival, evaluate, train_offset_head
 
 __all__ = ["COLLISION_OFFSETS", "COLLISION_FACTOR", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
 

@@ -10,10 +10,10 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.toy.attention import sinusoidal_encoding
+from ropegeo.book.plots.readable import finish, panels
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
-from ropegeo.book.plots.readable import finish, panels
+from ropegeo.toy.attention import sinusoidal_encoding
 
 __all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure", "self_similarity_figure"]
 

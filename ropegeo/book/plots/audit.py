@@ -10,10 +10,10 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.gates.audit import AuditReport
-from ropegeo.toy import OffsetHead, distant_rival, score_profile
-from ropegeo.geometry import kernel
 from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.gates.audit import AuditReport
+from ropegeo.geometry import kernel
+from ropegeo.toy import OffsetHead, distant_rival, score_profile
 
 __all__ = ["gate_grid", "margin_bars", "rival_figure"]
 

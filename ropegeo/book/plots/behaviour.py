@@ -14,9 +14,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
+from ropegeo.book.plots.readable import LAYOUTS, finish, panels
 from ropegeo.toy import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ropegeo.toy import score_profile as _score_values
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
 
 #: Most conditions (labelled lists of evaluations) or result rows one figure draws (a full
 #: ``ropegeo.toy.compare`` table has at most 16 x 16 rows).

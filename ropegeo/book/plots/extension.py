@@ -12,10 +12,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
+from ropegeo.book.plots.readable import LAYOUTS, finish, panels
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.novelty import JointNovelty
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
 
 __all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders",
            "joint_novelty_plot", "ramp_comparison"]

@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from ropegeo import _validate as v
 from ropegeo.book.broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
-from ropegeo.rotation import apply_rope, pair_indices
-from ropegeo.frequencies import frequencies
-from ropegeo.precision import consecutive_integer_limit, max_phase_error
-from ropegeo.gates.a.gate import CHECKS
 from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.frequencies import frequencies
+from ropegeo.gates.a.gate import CHECKS
+from ropegeo.precision import consecutive_integer_limit, max_phase_error
+from ropegeo.rotation import apply_rope, pair_indices
 
 __all__ = ["pairing_layouts", "mixing_effect", "position_id_grid", "decoding_scores", "phase_error_curves",
            "gate_a_matrix"]
@@ -217,8 +217,6 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
 
 
 def _rect(c, r, colour):
-    from matplotlib.patches import Rectangle
-
     return Rectangle((c + 0.04, r + 0.06), 0.92, 0.88, facecolor=colour, edgecolor="white")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import textwrap
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import AutoLocator, MaxNLocator
 from matplotlib.text import Text
+from matplotlib.ticker import AutoLocator, MaxNLocator
 
 from ropegeo import _validate as v
 
@@ -169,8 +170,6 @@ def smallest_text_px(fig: Figure, *, column_px: float = COLUMN_WIDTH_PX[360]) ->
     column_px = v.real("column_px", column_px, minimum=50.0, maximum=4000.0)
     renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
     if renderer is None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg  # a figure made without pyplot has no canvas yet
-
         FigureCanvasAgg(fig)
         renderer = fig.canvas.get_renderer()
     fig.draw(renderer)

@@ -13,9 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Circle, FancyArrowPatch
 
 from ropegeo import _validate as v
-from ropegeo.rotation import apply_rope, rotation_matrix
-
 from ropegeo.book.plots.readable import finish, panels
+from ropegeo.rotation import apply_rope, rotation_matrix
 
 __all__ = ["phase_clock", "score_terms", "score_split_figure", "block_rotation_image", "decay_panels",
            "defect_heads_figure", "shift_change_figure"]

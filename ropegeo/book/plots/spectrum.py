@@ -9,11 +9,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.frequencies import frequencies, turns, wavelengths
 from ropegeo.base_bound import min_base_sum
+from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.frequencies import frequencies, turns, wavelengths
 from ropegeo.geometry import kernel, near_collisions
 from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
 
 __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
            "probe_plot", "base_bound_plot"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
+from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
-from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 
 __all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION"]
 

@@ -11,8 +11,8 @@ covers at most ``131,072`` offsets.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
-
 import traitlets
 
 from ropegeo import _validate as v
@@ -40,8 +40,6 @@ PARSER_OFFSETS = (1, 2, 3)
 
 
 def _largest(dtype: str) -> float:
-    import ml_dtypes
-
     dt = v.float_dtype(dtype)
     return float((ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)).max)
 

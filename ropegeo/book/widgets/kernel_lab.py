@@ -15,9 +15,9 @@ import numpy as np
 import traitlets
 
 from ropegeo import _validate as v
+from ropegeo.book.widgets._lab import Lab, esm_source
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel, near_collisions
-from ropegeo.book.widgets._lab import Lab, esm_source
 
 __all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_LAB_HEAD_DIM", "MAX_LAB_OFFSET"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import traitlets
 
 from ropegeo import _validate as v
-from ropegeo.scaling import ExtensionReport, extension_report, preset
 from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.scaling import ExtensionReport, extension_report, preset
 
 __all__ = ["ScalingLab", "evaluate", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
 

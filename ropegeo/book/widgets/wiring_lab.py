@@ -32,11 +32,11 @@ import math
 import numpy as np
 import traitlets
 
-from ropegeo.gates.verdicts import Check, status
+from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 from ropegeo.frequencies import frequencies
+from ropegeo.gates.verdicts import Check, status
 from ropegeo.models.manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ropegeo.rotation import apply_rope
-from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 
 __all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS", "CEILING"]
 

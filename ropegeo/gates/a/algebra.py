@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropegeo.gates.verdicts import Check
 from ropegeo.gates.a.call import UNIT, Bad, Refused
 from ropegeo.gates.a.checks import CEILING, ROLE_POSITIONS, departing_side
 from ropegeo.gates.a.read import angles, infer_layout, layout_name, matrices, table_sizes, wrap
+from ropegeo.gates.verdicts import Check
 
 _BATCH = 16
 _SMALL_SHIFTS = (1, 5, 17)

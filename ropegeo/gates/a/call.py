@@ -6,6 +6,7 @@ refusals (:class:`Refused`); an error in ropegeo's own probing propagates.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -213,8 +214,6 @@ class Impl:
 
     def bare(self):
         """A context in which calls are made as they come (no appended pass length)."""
-        import contextlib
-
         @contextlib.contextmanager
         def ctx():
             n, self.pass_length = self.pass_length, None

@@ -11,11 +11,23 @@ from dataclasses import replace
 
 import numpy as np
 
-from ropegeo.gates.verdicts import Check
 from ropegeo.gates.a.call import UNIT, Bad, Refused
 from ropegeo.gates.a.positions import find_position_defect
-from ropegeo.gates.a.read import (angles, fmt_positions, infer_layout, layout_name, matrices, probe_positions,
-                          refine_theta, relative_rows, rotate_pairs, span, wrap, wrap_far)
+from ropegeo.gates.a.read import (
+    angles,
+    fmt_positions,
+    infer_layout,
+    layout_name,
+    matrices,
+    probe_positions,
+    refine_theta,
+    relative_rows,
+    rotate_pairs,
+    span,
+    wrap,
+    wrap_far,
+)
+from ropegeo.gates.verdicts import Check
 
 #: Positions at which the matrices are read (layout, frequencies, precision): consecutive at
 #: the start (the step of every pair), then odd numbers away from powers of two.

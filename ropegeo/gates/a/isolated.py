@@ -55,6 +55,7 @@ of its own leaves the group and is out of reach.)
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import hashlib
 import hmac
@@ -72,7 +73,12 @@ import tempfile
 import threading
 import time
 
+import ml_dtypes
 import numpy as np
+
+from ropegeo.gates.a.call import Impl, Refused
+from ropegeo.gates.a.gate import check_declaration, gate_a, resolve_target
+from ropegeo.models.manifest import config_file, resolve, shipped_models
 
 __all__ = ["run_in_worker", "remote_implementation", "RemoteImplementation", "WorkerAbort",
            "refuse_special_file", "timeout_seconds", "MAX_TIMEOUT", "MAX_REPLY_FACTOR"]
@@ -98,8 +104,6 @@ _DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 
 @functools.lru_cache(maxsize=1)
 def _dtypes() -> dict:
-    import ml_dtypes  # a core dependency; bfloat16 outputs keep their dtype across the channel
-
     out = {n: np.dtype(n) for n in _DTYPE_NAMES}
     out["bfloat16"] = np.dtype(ml_dtypes.bfloat16)
     return out
@@ -196,8 +200,6 @@ def refuse_special_file(option: str, value) -> None:
     """
     if value is None:
         return
-    from ropegeo.models.manifest import config_file, shipped_models
-
     if isinstance(value, str) and value.strip().lower() in shipped_models():
         return
     config_file(value, option)  # the one check of a configuration path (manifest.config_file)
@@ -548,9 +550,6 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
         One line: bad arguments, a contract break, a timeout, a worker that died or a channel
         that was tampered with.
     """
-    from ropegeo.gates.a.gate import check_declaration, gate_a
-    from ropegeo.models.manifest import resolve
-
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
     config, layer_type = getattr(args, "config", None), getattr(args, "layer_type", None)
     target_length = getattr(args, "target_length", None)
@@ -659,9 +658,6 @@ class _Serve:
         return msg
 
     def handle(self, header: dict, arrays: list) -> tuple[dict, list]:
-        from ropegeo.gates.a.gate import resolve_target
-        from ropegeo.gates.a.call import Impl, Refused
-
         if header["kind"] == "import" and self.impl is None:
             try:
                 self.impl = Impl(resolve_target(header["target"]))
@@ -691,8 +687,6 @@ class _Serve:
         return {"kind": "value", "value": value, "torch": self.impl.torch is not None}, out_arrays
 
     def loop(self) -> None:
-        from ropegeo.gates.a import gate as gate_a# noqa: F401 - loaded before "ready": ropegeo's start is not the implementation's time
-
         self.send({"kind": "ready"})
         while True:
             try:
@@ -716,8 +710,6 @@ class _Serve:
 def _die_with_parent(parent_pid: int) -> None:
     """Kill this process group when the parent disappears (SIGKILL leaves it no other way)."""
     try:
-        import ctypes  # Linux: the kernel kills this process when its parent dies
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

@@ -35,10 +35,11 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.gates.verdicts import Check, status as checks_status
 from ropegeo.frequencies import frequencies
-from ropegeo.models.manifest import RopeManifest
+from ropegeo.gates.verdicts import Check
+from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.margins import MAX_DIRECT, MAX_OFFSETS, SeparationMargin, difference_distance, separation_margin
+from ropegeo.models.manifest import RopeManifest
 
 __all__ = ["GateBRule", "GateBDecision", "gate_b_decision", "required_margin", "trained_sharpness",
            "GateBResult", "gate_b", "default_offsets", "check_offsets_in_context", "attention_span",
