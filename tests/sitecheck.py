@@ -600,12 +600,12 @@ def _check_frequency(r):
 
 
 def _check_scaling(r):
-    from ropegeo.book.widgets.scaling_lab import evaluate
+    from ropegeo.book.widgets.scaling_lab import lab_report
 
     st = dict(r["state"])
     if r["refused"]:
         return
-    rep = evaluate(st.pop("rule"), st.pop("factor"), **st)
+    rep = lab_report(st.pop("rule"), st.pop("factor"), **st)
     sel = r["selected"]
     for f in ("scaled_pairs", "novel_pairs", "total_novelty", "adjacent_similarity", "fastest_step", "margin",
               "coarse_margin", "attention_factor"):

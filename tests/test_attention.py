@@ -12,17 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ropegeo.softmax import softmax
-from ropegeo.toy.attention import (
-    MAX_ENTRIES,
+from ropegeo.toy.attention import MAX_ENTRIES, AttentionLayer, causal_mask, permutation_deviation, shift_deviation
+from ropegeo.toy.schemes import (
     AbsolutePositions,
-    AttentionLayer,
     PositionScheme,
-    causal_mask,
     make_scheme,
-    permutation_deviation,
     register_scheme,
     scheme_names,
-    shift_deviation,
     sinusoidal_encoding,
 )
 

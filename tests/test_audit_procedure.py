@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
+from ropegeo.book.broken import CATALOGUE, broken_entries, correct_entries, entry
+from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.audit import GATES, AuditReport, audit, gate_c_schedule
 from ropegeo.gates.c import GateCVerdict
-from ropegeo.book.broken import CATALOGUE, broken_entries, correct_entries, entry
-from ropegeo.gates.a.gate import GateAError
 from ropegeo.models.manifest import RopeManifest, shipped_models
 
 
@@ -209,8 +209,8 @@ def test_report_type():
 def test_figures_build_and_validate():
     from matplotlib.figure import Figure
 
-    from ropegeo.toy import train_offset_head
     from ropegeo.book.plots.audit import gate_grid, margin_bars, rival_figure
+    from ropegeo.toy import train_offset_head
 
     r = audit(RopeManifest(head_dim=8, max_position_embeddings=4096), offsets=[5, 6288], target_length=8192)
     fig = gate_grid({"collision": r, "llama": audit("llama-2-7b")})

@@ -496,7 +496,7 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
         P.accuracy_mass_by_position(evals),
         P.accuracy_mass_by_displacement({"match": [B.evaluate(m, TARGET) for m in match_heads]}),
         P.attention_by_displacement(evals, max_displacement=64),
-        P.score_profile(offset_heads[:4], TARGET),
+        P.score_profile_figure(offset_heads[:4], TARGET),
         P.seed_table(B.compare(offset_heads[:3], [L, TARGET], extensions=["raw", "pi"])),
     ]
     for fig in figs:

@@ -259,10 +259,10 @@ def test_figure_bounds(head):
     ev = B.evaluate(head, 64)
     wide = B.train_offset_head(head_dim=512, steps=1)
     for call, name in [
-        (lambda: P.score_profile(head, 10**9), "horizon"),
-        (lambda: P.score_profile(wide, 500_000), "horizon"),  # 256 pairs: at most 131,072
-        (lambda: P.score_profile(5, 64), "heads"),
-        (lambda: P.score_profile([head] * 101, 64), "heads"),
+        (lambda: P.score_profile_figure(head, 10**9), "horizon"),
+        (lambda: P.score_profile_figure(wide, 500_000), "horizon"),  # 256 pairs: at most 131,072
+        (lambda: P.score_profile_figure(5, 64), "heads"),
+        (lambda: P.score_profile_figure([head] * 101, 64), "heads"),
         (lambda: P.accuracy_mass_by_position(ev, bins=10**10), "bins"),
         (lambda: P.accuracy_mass_by_displacement(ev, bins=10**10), "bins"),
         (lambda: P.accuracy_mass_by_position(ev, bins=np.arange(20_002.0)), "bins"),

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from ropegeo.book.broken import (CATALOGUE, CacheOffByOne, QueryRestart, Rotary, ScaledQueries, attention_comparison,
                             broken_entries, correct_entries, entry, packed_score_change, position_ids,
-                            shift_change)
+                            shift_score_change)
 from ropegeo.rotation import apply_rope
 
 
@@ -162,7 +162,7 @@ def test_figures_build_and_refuse_bad_input():
     (lambda: position_ids("contiguous", "abc"), "lengths"),
     (lambda: entry(["x"]), "name must be one of"),
     (lambda: entry("interleaved", head_dim=2**22), "head_dim"),
-    (lambda: shift_change("interleaved", samples=100_000, head_dim=4096), "samples \\* head_dim"),
+    (lambda: shift_score_change("interleaved", samples=100_000, head_dim=4096), "samples \\* head_dim"),
     (lambda: packed_score_change(documents=(30_000, 30_000)), "at most 4,096"),
     (lambda: packed_score_change(documents=5.5), "lengths"),
 ])

@@ -211,7 +211,7 @@ def test_gate_a_grid_stays_in_chapter_5():
 def test_chapter6_figure_functions_are_readable_at_phone_width():
     from ropegeo.toy import dilution
     from ropegeo.book.plots.audit import margin_bars, rival_figure
-    from ropegeo.book.plots.behaviour import accuracy_mass_by_position, attention_by_displacement, score_profile, seed_table
+    from ropegeo.book.plots.behaviour import accuracy_mass_by_position, attention_by_displacement, score_profile_figure, seed_table
     from ropegeo.book.plots.budget import budget_figure, dilution_figure
     from ropegeo.book.plots.readable import smallest_text_px
 
@@ -219,7 +219,7 @@ def test_chapter6_figure_functions_are_readable_at_phone_width():
     res = gc.evaluate_seeds(heads, 128, label="t")
     figs = [budget_figure(CURVE, layout="column"), rival_figure(heads[0], 128, layout="column"),
             seed_table([res], layout="column"), accuracy_mass_by_position(res, layout="column"),
-            score_profile(heads[0], 128, per_pair=True, layout="column"),
+            score_profile_figure(heads[0], 128, per_pair=True, layout="column"),
             attention_by_displacement(res, max_displacement=8, layout="column"),
             dilution_figure(dilution.dilution_probe(heads, [64, 128], rule="yarn"), layout="column"),
             margin_bars([("a", {"local 1..64": 0.2, "distant": 0.7})], thresholds=[0.1], layout="column")]

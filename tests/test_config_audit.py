@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.gates.audit import audit, default_offsets, geometry_audit
 from ropegeo.cli import main
+from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.b.rule import default_offsets
 from ropegeo.models.manifest import load_model, shipped_models
 
 

@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ropegeo.book.broken import CATALOGUE, Rotary, broken_entries, correct_entries, entry
-from ropegeo.gates.a.gate import CHECKS, GateAError, gate_a, infer_layout
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.a.gate import CHECKS, gate_a
+from ropegeo.gates.a.read import infer_layout
 from ropegeo.rotation import apply_rope
 
 
@@ -387,7 +389,7 @@ def test_phase_dtype_must_be_a_name(bad):
 
 @pytest.mark.parametrize("bad", [[1, 2], np.zeros((0, 4, 4)), np.zeros((2, 3, 4)), np.full((1, 2, 2), np.nan)])
 def test_infer_layout_rejects_bad_stacks(bad):
-    from ropegeo.gates.a.gate import infer_layout
+    from ropegeo.gates.a.read import infer_layout
 
     with pytest.raises(ValueError, match="mats"):
         infer_layout(bad)

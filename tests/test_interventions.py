@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.toy.attention import AttentionLayer, RelativePositions, T5Bias, t5_bucket
+from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.interventions import (
     PositionHead,
     construction_gap,
@@ -24,6 +24,7 @@ from ropegeo.toy.interventions import (
     sparse_retrieval,
     strict_attention,
 )
+from ropegeo.toy.schemes import RelativePositions, T5Bias, t5_bucket
 
 
 def alibi_row(slope, m):

@@ -16,14 +16,14 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-
 from jsrun import call_js
+
 from ropegeo import scaling as S
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.gates.b.rule import default_offsets
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.gates.audit import default_offsets
-from ropegeo.models.manifest import load_model, shipped_models
 from ropegeo.margins import difference_distance, separation_margin
+from ropegeo.models.manifest import load_model, shipped_models
 from ropegeo.precision import consecutive_integer_limit, generated_phases, position_spacing
 from ropegeo.rotation import apply_rope
 

@@ -13,7 +13,7 @@ from ropegeo.book.plots.attention import self_similarity_figure
 
 def test_self_similarity_lines_are_the_closed_form():
     before = plt.get_fignums()
-    fig = self_similarity_figure(dim=8, max_offset=30, starts=(0, 7.5))
+    fig = self_similarity_figure(d_model=8, max_offset=30, starts=(0, 7.5))
     assert isinstance(fig, Figure) and plt.get_fignums() == before
     (ax,) = fig.axes
     lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]

@@ -63,7 +63,8 @@ def _column_figures():
                                             layout="column")
     for panel in ("t5", "alibi", "kernel"):
         yield panel, pa.bias_shapes(panel=panel)
-    from ropegeo.toy.alternatives import Comparison, fixed_head
+    from ropegeo.toy.alternatives import Comparison
+    from ropegeo.toy.scheme_heads import fixed_head
     from ropegeo.toy.budget_curves import load_run
 
     cmp = Comparison.from_dict(load_run("scheme_comparison"))

@@ -8,8 +8,8 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.toy.attention import sinusoidal_encoding
 from ropegeo.book.symbolic import sinusoidal_shift, sinusoidal_shift_matrix
+from ropegeo.toy.schemes import sinusoidal_encoding
 
 D = sinusoidal_shift()
 

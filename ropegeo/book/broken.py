@@ -38,7 +38,7 @@ from ropegeo.rotation import apply_rope, pair_indices
 from ropegeo.softmax import softmax
 
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
-           "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_change",
+           "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_score_change",
            "packed_score_change", "partial_score_parts", "manifest_replays", "DEFECTS", "defect_entry",
            "PositionDefect", "ServedRotary"]
 
@@ -535,7 +535,7 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
     }
 
 
-def shift_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
+def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
                  samples: int = 64, max_position: int = 512, seed: int = 0) -> float:
     """Largest score change when positions move by ``shift``, on one or both sides.
 

@@ -509,7 +509,7 @@ def _sinusoidal_shift_block():
     return sp.lambdify((d.omega, d.k), d.matrix, modules="numpy")
 
 
-def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
+def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
     """The derived shift map of a whole sinusoidal code, evaluated with numpy.
 
     Block ``i`` (rows and columns ``2i, 2i + 1``) is the matrix of :func:`sinusoidal_shift` at
@@ -521,7 +521,7 @@ def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
     ----------
     shift : float
         The shift ``k`` (finite; any real number, in positions).
-    dim : int
+    d_model : int
         Width of the code; even, between 2 and 4096.
     base : float
         Base of the frequency schedule (greater than 1).
@@ -537,14 +537,14 @@ def sinusoidal_shift_matrix(shift, dim: int, base: float = 10_000.0):
         For a non-finite shift, or a bad ``dim`` or ``base``.
     """
     shift = v.real("shift", shift)
-    dim = v.integer("dim", dim, minimum=2, maximum=4096)
-    dim = v.head_dim(dim, "dim")
+    d_model = v.integer("d_model", d_model, minimum=2, maximum=4096)
+    d_model = v.head_dim(d_model, "d_model")
     base = v.base(base)
     block = _sinusoidal_shift_block()
-    omega = base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
+    omega = base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
     blocks = np.asarray(block(omega, shift), dtype=np.float64)  # (2, 2, pairs)
-    out = np.zeros((dim, dim))
-    idx = np.arange(0, dim, 2)
+    out = np.zeros((d_model, d_model))
+    idx = np.arange(0, d_model, 2)
     for r in range(2):
         for col in range(2):
             out[idx + r, idx + col] = blocks[r, col]

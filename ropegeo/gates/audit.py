@@ -34,7 +34,6 @@ from ropegeo.gates.b.rule import (
     GateBRule,
     attention_span,
     check_offsets_in_context,
-    default_offsets,
     gate_b,
 )
 from ropegeo.gates.c import GateCVerdict
@@ -48,8 +47,7 @@ from ropegeo.scaling import Scaling, scaled_frequencies
 from ropegeo.toy import MAX_MATCH_LENGTH
 from ropegeo.toy.reanchor import reanchored_base
 
-__all__ = ["GeometryAudit", "geometry_audit", "GATES", "GateBRule", "GateBResult", "gate_b", "default_offsets",
-           "AuditReport", "audit", "gate_c_schedule"]
+__all__ = ["GeometryAudit", "geometry_audit", "GATES", "AuditReport", "audit", "gate_c_schedule"]
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
 GATES = {

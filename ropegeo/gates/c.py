@@ -18,7 +18,6 @@ from ropegeo._json import dumps
 from ropegeo.toy import (
     MAX_HEAD_LENGTH,
     MAX_MATCH_LENGTH,
-    MAX_SEEDS,
     MAX_STEPS,
     check_match_step,
     check_theta,

@@ -17,7 +17,7 @@ import math
 import numbers
 import os
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 

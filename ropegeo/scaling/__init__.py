@@ -44,7 +44,7 @@ The package is split by concern; every public name below is importable from ``ro
 * :mod:`ropegeo.scaling.schedule`: :func:`rule_name` and :func:`extension_schedule` (Gate C).
 """
 
-from ropegeo.scaling.config import Scaling, preset, rope_parameters, scaled_frequencies
+from ropegeo.scaling.config import RULE_FUNCTIONS, Scaling, preset, rope_parameters, scaled_frequencies
 from ropegeo.scaling.hf import HF_KEYS, HF_TYPES
 from ropegeo.scaling.report import ExtensionReport, extension_report, phase_novelty, text_table
 from ropegeo.scaling.rules import (
@@ -67,6 +67,7 @@ __all__ = [
     "Scaling",
     "rope_parameters",
     "scaled_frequencies",
+    "RULE_FUNCTIONS",
     "linear",
     "ntk",
     "dynamic_ntk",

@@ -47,40 +47,17 @@ from ropegeo.toy.scheme_heads import (
     MAX_BATCH,
     MAX_D,
     MAX_ROWS,
-    MAX_SCHEME_VOCAB,
     MAX_TRAIN_LENGTH,
     SCHEMES,
     TrainedHead,
-    TrainedMatchHead,
     check_match_memory,
     check_position_memory,
     fixed_head,
-    match_loss,
-    task_loss,
     train_position_head,
     train_scheme_match_head,
 )
 
-__all__ = [
-    "SCHEMES",
-    "LEARNED",
-    "FIXED",
-    "TrainedHead",
-    "train_position_head",
-    "TrainedMatchHead",
-    "train_scheme_match_head",
-    "match_loss",
-    "fixed_head",
-    "task_loss",
-    "SchemeResult",
-    "Comparison",
-    "compare_schemes",
-    "clipped_retrieval_ceiling",
-    "trained_rows_share",
-    "AttentionSplit",
-    "attention_split",
-    "ruler_study",
-]
+__all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "ruler_study"]
 
 
 # ---- closed-form limits of the schemes -------------------------------------------------------
@@ -351,9 +328,9 @@ def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, 
     )
 
 
-def _check_trainers(schemes, L, d, steps, match, match_steps, match_batch, train_options) -> None:
+def _check_trainers(schemes, L, head_dim, steps, match, match_steps, match_batch, train_options) -> None:
     """Validate the settings and budgets of every head :func:`compare_schemes` will train, up front."""
-    d = v.head_dim(d, "d", maximum=MAX_D)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     steps = training_settings(steps, train_options.get("lr", 0.05), train_options.get("init_std", 0.3))[0]
     R = 0
     if "absolute" in schemes:
@@ -361,9 +338,9 @@ def _check_trainers(schemes, L, d, steps, match, match_steps, match_batch, train
         R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     for name in schemes:
         if name in LEARNED:
-            check_position_memory(name, L, d, R if name == "absolute" else 0)
+            check_position_memory(name, L, head_dim, R if name == "absolute" else 0)
         if match:
-            check_match_memory(name, L, match_batch, 8, d, R if name == "absolute" else 0)
+            check_match_memory(name, L, match_batch, 8, head_dim, R if name == "absolute" else 0)
 
 
 def _check_comparison(schemes, train_length, offset, distance, shift, factors, seeds) -> tuple:
@@ -404,7 +381,7 @@ def compare_schemes(
     factors=(2, 4, 8),
     shift: int = 16,
     seeds=(0, 1, 2),
-    d: int = 16,
+    head_dim: int = 16,
     steps: int = 1000,
     alibi_head: int = 0,
     alibi_heads: int = 8,
@@ -448,7 +425,7 @@ def compare_schemes(
     seeds : iterable of int
         1 to ``ropegeo.toy.MAX_SEEDS`` = 20 seeds (about 1 s each at the defaults, 3 s
         with ``match=True``).
-    d : int
+    head_dim : int
         Width of every head.
     steps : int
         Training steps of each learned head.
@@ -478,7 +455,7 @@ def compare_schemes(
         raise ValueError(f"match must be True or False, got {match!r}")
     match_steps = v.integer("match_steps", match_steps, minimum=1, maximum=100_000)
     match_batch = v.integer("match_batch", match_batch, minimum=1, maximum=MAX_BATCH)
-    _check_trainers(schemes, train_length, d, steps, match, match_steps, match_batch, train_options)
+    _check_trainers(schemes, train_length, head_dim, steps, match, match_steps, match_batch, train_options)
     it = schemes
     if progress:
         from tqdm.auto import tqdm  # only with progress=True: tqdm is an extra of ropegeo[book]
@@ -492,11 +469,11 @@ def compare_schemes(
         for s in seeds:
             if name in FIXED:
                 opts = {"heads": alibi_heads, "head": alibi_head} if name == "alibi" else {}
-                local = far = fixed_head(name, d=d, seed=s, **opts)
+                local = far = fixed_head(name, head_dim=head_dim, seed=s, **opts)
             else:
-                local = train_position_head(name, offset, train_length=train_length, d=d, steps=steps, seed=s,
+                local = train_position_head(name, offset, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
                                             **train_options)
-                far = train_position_head(name, distance, train_length=train_length, d=d, steps=steps, seed=s,
+                far = train_position_head(name, distance, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
                                           **train_options)
             heads[(name, "local")].append(local)
             heads[(name, "far")].append(far)
@@ -504,13 +481,13 @@ def compare_schemes(
             if match:
                 mopts = {"alibi_heads": alibi_heads, "alibi_head": alibi_head} if name == "alibi" else \
                     {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "base", "theta")}
-                matcher = train_scheme_match_head(name, train_length=train_length, d=d, steps=match_steps, batch=match_batch,
+                matcher = train_scheme_match_head(name, train_length=train_length, head_dim=head_dim, steps=match_steps, batch=match_batch,
                                            seed=s, **mopts)
                 heads[(name, "match")].append(matcher)
             results[name].append(_measure(local, far, matcher, trained=name in LEARNED, scheme=name, seed=s, offset=offset,
                                           distance=distance, L=train_length, factors=factors, shift=shift))
     settings = {"offset": offset, "distance": distance, "train_length": train_length, "factors": factors,
-                "shift": shift, "seeds": tuple(seeds), "d": d, "steps": steps, "alibi_head": alibi_head,
+                "shift": shift, "seeds": tuple(seeds), "head_dim": head_dim, "steps": steps, "alibi_head": alibi_head,
                 "alibi_heads": alibi_heads, "match": bool(match), "match_steps": match_steps,
                 "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "theta"}}
     return Comparison(results, heads, settings)
@@ -582,7 +559,7 @@ MAX_RULER_BUDGETS = 12
 
 
 def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: int = 1000, offset: int = 5,
-                distance: int = 40, train_length: int = 64, factor: int = 8, d: int = 16) -> dict:
+                distance: int = 40, train_length: int = 64, factor: int = 8, head_dim: int = 16) -> dict:
     """RoPE heads trained under several rulers: the far task over a budget curve, the local task at one budget.
 
     For each ruler (a schedule of ``d / 2`` frequencies), seed and budget in ``budgets``, a far head
@@ -602,7 +579,7 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
         contain ``table_steps``).
     table_steps : int
         The budget of the local heads, and of the far heads the chapter's table quotes.
-    offset, distance, train_length, factor, d : int
+    offset, distance, train_length, factor, head_dim : int
         As in :func:`compare_schemes` (``factor * train_length`` at most ``MAX_PROBE_LENGTH``).
 
     Returns
@@ -619,14 +596,14 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
     """
     if not isinstance(rulers, dict) or not 1 <= len(rulers) <= MAX_RULERS:
         raise ValueError(f"rulers must be a dict of 1 to MAX_RULERS = {MAX_RULERS} name -> frequencies, got {rulers!r}")
-    d = v.head_dim(d, "d", maximum=MAX_D)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     thetas = {}
     for name, theta in rulers.items():
         if not isinstance(name, str):
             raise ValueError(f"rulers must be keyed by names (str), got {name!r}")
         th = v.frequencies(theta, "rulers")
-        if th.size != d // 2:
-            raise ValueError(f"rulers must give d / 2 = {d // 2} frequencies each, got {th.size} for {name!r}")
+        if th.size != head_dim // 2:
+            raise ValueError(f"rulers must give head_dim / 2 = {head_dim // 2} frequencies each, got {th.size} for {name!r}")
         thetas[name] = th
     train_length = v.integer("train_length", train_length, minimum=3, maximum=MAX_TRAIN_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 2)
@@ -643,17 +620,17 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
     seeds = seed_list(seeds)
     long = factor * train_length
     out = {"settings": {"seeds": list(seeds), "budgets": list(budgets), "table_steps": table_steps, "offset": offset,
-                        "distance": distance, "train_length": train_length, "factor": factor, "d": d},
+                        "distance": distance, "train_length": train_length, "factor": factor, "head_dim": head_dim},
            "rulers": {}}
     for name, th in thetas.items():
         far = {str(b): {key: [] for key in AttentionSplit._fields} for b in budgets}
         stretch = []
         for s in seeds:
             for b in budgets:
-                head = train_position_head("rope", distance, train_length=train_length, d=d, steps=b, seed=s, theta=th)
+                head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, theta=th)
                 for key, value in attention_split(head, long, distance, train_length)._asdict().items():
                     far[str(b)][key].append(value)
-            local = train_position_head("rope", offset, train_length=train_length, d=d, steps=table_steps, seed=s,
+            local = train_position_head("rope", offset, train_length=train_length, head_dim=head_dim, steps=table_steps, seed=s,
                                         theta=th)
             stretch.append(float(length_stretch(local, train_length, offset, (factor,)).accuracy[-1]))
         out["rulers"][name] = {"theta": [float(t) for t in th], "stretch_accuracy": stretch, "far": far}

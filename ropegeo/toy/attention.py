@@ -26,49 +26,13 @@ from ropegeo import _validate as v
 from ropegeo.rotation import apply_rope
 from ropegeo.softmax import softmax
 from ropegeo.toy.schemes import (
-    MAX_ENTRIES,
     MAX_WIDTH,
-    AbsolutePositions,
-    ALiBi,
-    NoPositions,
-    PositionScheme,
-    RelativePositions,
-    RotaryPositions,
-    SinusoidalPositions,
-    T5Bias,
-    alibi_slopes,
     as_generator,
     check_entries,
     make_scheme,
-    register_scheme,
-    scheme_names,
-    sinusoidal_encoding,
-    t5_bucket,
 )
 
-__all__ = [
-    "AttentionLayer",
-    "AttentionResult",
-    "PositionScheme",
-    "NoPositions",
-    "AbsolutePositions",
-    "SinusoidalPositions",
-    "RotaryPositions",
-    "RelativePositions",
-    "T5Bias",
-    "ALiBi",
-    "t5_bucket",
-    "alibi_slopes",
-    "Deviation",
-    "register_scheme",
-    "make_scheme",
-    "scheme_names",
-    "sinusoidal_encoding",
-    "causal_mask",
-    "permutation_deviation",
-    "shift_deviation",
-    "copy_back_head",
-]
+__all__ = ["AttentionLayer", "AttentionResult", "Deviation", "causal_mask", "permutation_deviation", "shift_deviation", "copy_back_head"]
 
 
 def causal_mask(seq: int) -> np.ndarray:

@@ -134,17 +134,6 @@ def _head_settings(head_dim, base, train_length, offset, factor, lr):
     }
 
 
-def seed_list(seeds) -> list:
-    """1 to ``ropegeo.toy.MAX_SEEDS`` non-negative integer seeds as a list (a ValueError naming ``seeds``)."""
-    if isinstance(seeds, (str, bytes)) or not v.is_collection(seeds):
-        raise ValueError(f"seeds must be an iterable of non-negative integers such as range(10), got {seeds!r}")
-    most = behaviour.MAX_SEEDS
-    out = [v.integer("seeds", x, minimum=0) for x in itertools.islice(seeds, most + 1)]
-    if not out or len(out) > most:
-        raise ValueError(f"seeds must hold 1 to MAX_SEEDS = {most} seeds")
-    return out
-
-
 def _rule(name: str) -> str:
     """The scaling rule a curve's rule name stands for (``"raw"`` and ``"pi"`` are the chapter's
     names for ``"none"`` and ``"linear"``); a ValueError naming ``rules`` otherwise."""
@@ -193,7 +182,7 @@ def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int
     >>> run["mass"]["pi"][1][0] > run["mass"]["pi"][0][0]
     True
     """
-    seeds = seed_list(seeds)
+    seeds = behaviour.seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('pi', 'ntk'), got {rules!r}")
     rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]
@@ -269,7 +258,7 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
     ValueError
         For bad seeds, rules, budgets or settings.
     """
-    seeds = seed_list(seeds)
+    seeds = behaviour.seed_list(seeds)
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
     rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]

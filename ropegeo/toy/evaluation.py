@@ -23,8 +23,8 @@ from ropegeo import _validate as v
 from ropegeo._json import dumps, plain
 from ropegeo.rotation import apply_rope, phase_angles, rotate_pairs
 from ropegeo.scaling import rule_name
-from ropegeo.toy.heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
 from ropegeo.softmax import softmax_rows
+from ropegeo.toy.heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
 from ropegeo.toy.training import MAX_HEAD_LENGTH, MAX_SEEDS, _bounded_list, _rng
 
 # Evaluate at most this many (sequence, query, key) scores at once: about 32 MiB of float64.

@@ -44,9 +44,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.toy import match_targets, seed_list
-from ropegeo.toy.attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer, make_scheme
 from ropegeo.softmax import softmax
+from ropegeo.toy import match_targets, seed_list
+from ropegeo.toy.attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer
+from ropegeo.toy.schemes import make_scheme
 
 __all__ = [
     "PositionHead",

@@ -41,16 +41,9 @@ from ropegeo.toy import (
     training_settings,
 )
 from ropegeo.toy import train_match_head as train_rope_match_head
-from ropegeo.toy.attention import (
-    AbsolutePositions,
-    ALiBi,
-    AttentionLayer,
-    RelativePositions,
-    T5Bias,
-    sinusoidal_encoding,
-    t5_bucket,
-)
+from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.interventions import PositionHead, TokenHead, position_head
+from ropegeo.toy.schemes import AbsolutePositions, ALiBi, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 
 __all__ = [
     "SCHEMES",
@@ -90,25 +83,25 @@ MAX_LOSS_SCORES = 2**23
 _TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
 
 
-def check_position_memory(scheme: str, L: int, d: int, rows: int) -> None:
+def check_position_memory(scheme: str, L: int, head_dim: int, rows: int) -> None:
     """Refuse a position head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
     if scheme == "rope":  # Gate C's offset head: O(L * d) per step
         return
-    step_bytes = 8 * (6 * L * L + 8 * L * d + 7 * rows * d)
-    sizes = {"train_length": L, "d": d} | ({"rows": rows} if rows else {})
+    step_bytes = 8 * (6 * L * L + 8 * L * head_dim + 7 * rows * head_dim)
+    sizes = {"train_length": L, "head_dim": head_dim} | ({"rows": rows} if rows else {})
     check_step_memory(f"a position head of scheme {scheme!r}", step_bytes, sizes)
 
 
-def check_match_memory(scheme: str, L: int, batch: int, vocab: int, d: int, rows: int) -> None:
+def check_match_memory(scheme: str, L: int, batch: int, vocab: int, head_dim: int, rows: int) -> None:
     """Refuse a match head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
     if scheme == "rope":
-        check_match_step(L, batch, vocab, d)
+        check_match_step(L, batch, vocab, head_dim)
         return
     if scheme in _TABLE_SCHEMES:  # every score is a lookup: no (batch, L, L, d) arrays
         step_bytes = 8 * (6 * batch * L * L + 2 * batch * L * vocab)
     else:  # inputs H (batch, L, d) through d x d projections
-        step_bytes = 8 * (2 * batch * L * L + 8 * batch * L * d + 2 * batch * L * vocab + 7 * rows * d)
-    sizes = {"train_length": L, "batch": batch, "vocab": vocab, "d": d} | ({"rows": rows} if rows else {})
+        step_bytes = 8 * (2 * batch * L * L + 8 * batch * L * head_dim + 2 * batch * L * vocab + 7 * rows * head_dim)
+    sizes = {"train_length": L, "batch": batch, "vocab": vocab, "head_dim": head_dim} | ({"rows": rows} if rows else {})
     check_step_memory(f"a match head of scheme {scheme!r}", step_bytes, sizes)
 
 
@@ -285,7 +278,7 @@ def train_position_head(
     offset: int = 5,
     *,
     train_length: int = 64,
-    d: int = 16,
+    head_dim: int = 16,
     steps: int = 1000,
     lr: float = 0.05,
     init_std: float = 0.3,
@@ -306,7 +299,7 @@ def train_position_head(
     train_length : int
         Sequence length of training (2 to :data:`MAX_TRAIN_LENGTH` = 1024); positions
         ``0 .. train_length - 1``.
-    d : int
+    head_dim : int
         Width of the layer and its head (even, 2 to :data:`MAX_D` = 256).
     steps : int
         Full-batch Adam steps (1 to ``ropegeo.toy.MAX_STEPS`` = 100,000; time grows with
@@ -345,30 +338,30 @@ def train_position_head(
                          + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    d = v.head_dim(d, "d", maximum=MAX_D)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
     if scheme == "absolute":
         rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
-    check_position_memory(scheme, train_length, d, rows if scheme == "absolute" else 0)
+    check_position_memory(scheme, train_length, head_dim, rows if scheme == "absolute" else 0)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
-        layer, losses = _train_absolute(rng, d, train_length, offset, steps, lr, init_std, rows)
+        layer, losses = _train_absolute(rng, head_dim, train_length, offset, steps, lr, init_std, rows)
     elif scheme == "sinusoidal":
-        layer, losses = _train_sinusoidal(rng, d, train_length, offset, steps, lr, init_std)
+        layer, losses = _train_sinusoidal(rng, head_dim, train_length, offset, steps, lr, init_std)
     elif scheme == "relative":
         K = v.integer("max_distance", 16 if max_distance is None else max_distance, minimum=1, maximum=4096)
-        layer, losses = _train_relative(rng, d, train_length, offset, steps, lr, init_std, K)
+        layer, losses = _train_relative(rng, head_dim, train_length, offset, steps, lr, init_std, K)
     elif scheme == "t5":
         md = 128 if max_distance is None else max_distance
         T5Bias(num_buckets=num_buckets, max_distance=md, bidirectional=False)  # validates both
-        layer, losses = _train_t5(rng, d, train_length, offset, steps, lr, init_std, int(num_buckets), int(md))
+        layer, losses = _train_t5(rng, head_dim, train_length, offset, steps, lr, init_std, int(num_buckets), int(md))
     else:
-        layer, losses = _train_rope(seed, d, train_length, offset, steps, lr, init_std, base, theta)
+        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, base, theta)
     return TrainedHead(layer, scheme=scheme, offset=offset, train_length=train_length, seed=seed, losses=losses)
 
 
-def fixed_head(scheme: str, *, d: int = 16, seed: int = 0, **options) -> PositionHead:
+def fixed_head(scheme: str, *, head_dim: int = 16, seed: int = 0, **options) -> PositionHead:
     """The position-only head of a scheme with nothing to learn (``"none"`` or ``"alibi"``).
 
     Its projections are random (seeded) but irrelevant: the same token at every slot gives every
@@ -382,7 +375,7 @@ def fixed_head(scheme: str, *, d: int = 16, seed: int = 0, **options) -> Positio
     """
     if scheme not in FIXED:
         raise ValueError(f"scheme must be one of the fixed schemes {', '.join(map(repr, FIXED))}, got {scheme!r}")
-    return position_head(scheme, d_model=d, seed=seed, **options)
+    return position_head(scheme, d_model=head_dim, seed=seed, **options)
 
 
 # ---- content and position: Gate C's most-recent-match task ------------------------------------
@@ -498,7 +491,7 @@ def train_scheme_match_head(
     *,
     vocab: int = 8,
     train_length: int = 64,
-    d: int = 16,
+    head_dim: int = 16,
     batch: int = 32,
     steps: int = 600,
     lr: float = 0.05,
@@ -556,28 +549,28 @@ def train_scheme_match_head(
         raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_SCHEME_VOCAB)
     L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
-    d = v.head_dim(d, "d", maximum=MAX_D)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     seed = v.integer("seed", seed, minimum=0)
     R = 0
     if scheme == "absolute":
         R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
-    check_match_memory(scheme, L, batch, vocab, d, R)
+    check_match_memory(scheme, L, batch, vocab, head_dim, R)
     if scheme == "rope":
-        gate_c = train_rope_match_head(vocab, head_dim=d, base=base, theta=theta, train_length=L, batch=batch,
+        gate_c = train_rope_match_head(vocab, head_dim=head_dim, base=base, theta=theta, train_length=L, batch=batch,
                                        steps=steps, lr=lr, init_std=init_std, seed=seed)
-        layer = AttentionLayer(vocab, d, scheme="rope", theta=gate_c.theta, seed=0)
-        layer.Wq, layer.Wk = math.sqrt(d) * gate_c.q_table, gate_c.k_table.copy()
+        layer = AttentionLayer(vocab, head_dim, scheme="rope", theta=gate_c.theta, seed=0)
+        layer.Wq, layer.Wk = math.sqrt(head_dim) * gate_c.q_table, gate_c.k_table.copy()
         return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=gate_c.losses)
     rng = np.random.default_rng(seed)
     optim = dict(steps=steps, lr=lr, init_std=init_std)
     if scheme in ("absolute", "sinusoidal"):
-        layer, tokens, losses = _train_match_projection(scheme, rng, vocab, L, d, batch, R, **optim)
+        layer, tokens, losses = _train_match_projection(scheme, rng, vocab, L, head_dim, batch, R, **optim)
     else:
         options = dict(max_distance=max_distance, num_buckets=num_buckets, alibi_heads=alibi_heads,
                        alibi_head=alibi_head)
-        layer, tokens, losses = _train_match_table(scheme, rng, vocab, L, d, batch, options, **optim)
+        layer, tokens, losses = _train_match_table(scheme, rng, vocab, L, head_dim, batch, options, **optim)
     return TrainedMatchHead(layer, tokens, scheme=scheme, train_length=L, seed=seed, losses=losses)
 
 

@@ -94,7 +94,7 @@ def as_generator(seed: Any) -> np.random.Generator:
 # --------------------------------------------------------------------------------------------
 
 
-def sinusoidal_encoding(positions, dim: int, base: float = 10_000.0) -> np.ndarray:
+def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.ndarray:
     """The sinusoidal position code of the original Transformer.
 
     Column ``2i`` holds ``sin(p * w_i)`` and column ``2i + 1`` holds ``cos(p * w_i)``, with
@@ -105,7 +105,7 @@ def sinusoidal_encoding(positions, dim: int, base: float = 10_000.0) -> np.ndarr
     ----------
     positions : array_like
         Positions, any shape; finite real numbers (they need not be integers).
-    dim : int
+    d_model : int
         Width of the code (the model width ``d_model``); even, at least 2.
     base : float
         The base of the geometric frequency schedule; finite and greater than 1.
@@ -125,13 +125,13 @@ def sinusoidal_encoding(positions, dim: int, base: float = 10_000.0) -> np.ndarr
     >>> sinusoidal_encoding(0, 4)
     array([0., 1., 0., 1.])
     """
-    dim = v.head_dim(dim, "dim")
+    d_model = v.head_dim(d_model, "d_model")
     base = v.base(base)
     pos = v.finite_array("positions", positions)
-    check_entries("the sinusoidal code", pos.shape + (dim,))
-    omega = base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
+    check_entries("the sinusoidal code", pos.shape + (d_model,))
+    omega = base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
     angles = pos[..., None] * omega
-    out = np.empty(pos.shape + (dim,), dtype=np.float64)
+    out = np.empty(pos.shape + (d_model,), dtype=np.float64)
     out[..., 0::2] = np.sin(angles)
     out[..., 1::2] = np.cos(angles)
     return out

@@ -37,7 +37,7 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.softmax import softmax
 
-__all__ = ["TwoLayerModel", "loss_and_grads", "train", "evaluate", "study"]
+__all__ = ["TwoLayerModel", "loss_and_grads", "train", "probe", "study"]
 
 SCHEMES = ("nope", "alibi")
 #: Largest width, sequence length and step count (each step is O(length**2 * d)).
@@ -137,7 +137,7 @@ def _adam(model, length, steps, lr):
             p[name] -= lr * (m[name] / (1 - 0.9**t)) / (np.sqrt(s[name] / (1 - 0.999**t)) + 1e-8)
 
 
-def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, d: int = 8, length: int = 64,
+def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, head_dim: int = 8, length: int = 64,
           slope: float = 0.5, steps: int = 600, lr: float = 0.05, seed: int = 0) -> TwoLayerModel:
     """Train the model on one sequence of ``length`` slots (full batch).
 
@@ -147,7 +147,7 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, d: int = 8,
     layers : {1, 2}
     offset : int
         The probe's target displacement (1 to ``length - 1``).
-    d, length, slope, steps, lr, seed : optional
+    head_dim, length, slope, steps, lr, seed : optional
         Width (2 to 32), training length (up to 1,024), ALiBi slope (positive), Adam steps (1 to
         5,000), learning rate (at most 1), initialisation seed (normal, standard deviation 0.5).
 
@@ -163,7 +163,7 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, d: int = 8,
     Examples
     --------
     >>> model = train("nope", layers=2, offset=1, steps=200)
-    >>> evaluate(model, 64)["accuracy"] > 0.9
+    >>> probe(model, 64)["accuracy"] > 0.9
     True
     """
     if scheme not in SCHEMES:
@@ -171,22 +171,22 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, d: int = 8,
     layers = v.integer("layers", layers, minimum=1, maximum=2)
     length = v.integer("length", length, minimum=3, maximum=MAX_TWO_LAYER_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
-    d = v.integer("d", d, minimum=2, maximum=MAX_TWO_LAYER_D)
+    head_dim = v.integer("head_dim", head_dim, minimum=2, maximum=MAX_TWO_LAYER_D)
     slope = v.real("slope", slope, greater_than=0.0, maximum=100.0)
     steps = v.integer("steps", steps, minimum=1, maximum=MAX_TWO_LAYER_STEPS)
     lr = v.real("lr", lr, greater_than=0.0, maximum=1.0)
     seed = v.integer("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
-    params = {"E": rng.normal(0, 0.5, (2, d))}
+    params = {"E": rng.normal(0, 0.5, (2, head_dim))}
     for name in _NAMES[1:]:
-        params[name] = rng.normal(0, 0.5, (d, d))
+        params[name] = rng.normal(0, 0.5, (head_dim, head_dim))
     model = TwoLayerModel(params, scheme, layers, offset, slope, seed)
     with np.errstate(over="ignore", invalid="ignore"):
         _adam(model, length, steps, lr)
     return model
 
 
-def evaluate(model: TwoLayerModel, length: int) -> dict:
+def probe(model: TwoLayerModel, length: int) -> dict:
     """The probe's winner accuracy and mean attention on the target at ``length``.
 
     A query counts as right only when the target's score is strictly above every other earlier
@@ -220,7 +220,7 @@ def study(seeds=range(10), offsets=(1, 5), *, length: int = 64, steps: int = 600
     for scheme in SCHEMES:
         for layers in (1, 2):
             for k in offsets:
-                runs = [evaluate(train(scheme, layers, k, length=length, steps=steps, slope=slope, seed=s), length)
+                runs = [probe(train(scheme, layers, k, length=length, steps=steps, slope=slope, seed=s), length)
                         for s in seeds]
                 out[(scheme, layers, k)] = {m: np.array([r[m] for r in runs]) for m in ("accuracy", "mass")}
     return out

@@ -18,7 +18,8 @@ from ropegeo.book.exercises import (
     sympy_problem,
     wrong,
 )
-from ropegeo.toy.attention import AttentionLayer, sinusoidal_encoding
+from ropegeo.toy.attention import AttentionLayer
+from ropegeo.toy.schemes import sinusoidal_encoding
 
 # ---- problem data shared with the notebook -------------------------------------------------
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ropegeo.book.broken import PositionDefect
 from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
-from ropegeo.gates.a.gate import GateAError, gate_a
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
 
 __all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
-from ropegeo.toy.attention import alibi_slopes, t5_bucket
+from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
 # ---- problem data shared with the notebook -------------------------------------------------
 

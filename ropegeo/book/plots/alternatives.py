@@ -16,8 +16,8 @@ from ropegeo.book.plots.readable import COLUMN_WIDTH_IN, fit_column
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.toy.alternatives import Comparison
-from ropegeo.toy.attention import alibi_slopes, t5_bucket
 from ropegeo.toy.interventions import MAX_PROBE_LENGTH, PositionHead
+from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
 __all__ = ["bias_shapes", "learned_profiles", "comparison_figure", "ruler_budget_figure", "ruler_split_figure"]
 

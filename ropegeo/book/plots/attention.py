@@ -13,7 +13,7 @@ from ropegeo import _validate as v
 from ropegeo.book.plots.readable import finish, panels
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
-from ropegeo.toy.attention import sinusoidal_encoding
+from ropegeo.toy.schemes import sinusoidal_encoding
 
 __all__ = ["permutation_figure", "causal_figure", "position_codes_figure", "shift_map_figure", "self_similarity_figure"]
 
@@ -217,7 +217,7 @@ _MAX_SIMILARITY_OFFSET = 100_000  # largest |k| drawn by self_similarity_figure
 _MAX_STARTS = 8  # curves overlaid by self_similarity_figure
 
 
-def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
+def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
                            base: float = 10_000.0, layout: str = "wide") -> Figure:
     """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
 
@@ -229,7 +229,7 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
 
     Parameters
     ----------
-    dim : int
+    d_model : int
         Width of the code (even, 2 to 1,024).
     max_offset : int
         Offsets ``k`` from ``-max_offset`` to ``max_offset`` are drawn (1 to 100,000).
@@ -252,7 +252,7 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
         For a bad ``dim``, ``max_offset``, ``starts`` or ``base``.
     """
 
-    dim = v.head_dim(dim, "dim", maximum=1024)
+    d_model = v.head_dim(d_model, "d_model", maximum=1024)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_SIMILARITY_OFFSET)
     p0 = v.finite_array("starts", starts)
     if p0.ndim != 1 or not 1 <= p0.size <= _MAX_STARTS:
@@ -262,14 +262,14 @@ def self_similarity_figure(dim: int = 16, max_offset: int = 200, starts=(0, 150,
     fig, grid = panels(layout, 1, wide_size=(8, 4.2), panel_height=4.2)
     ax = grid[0, 0]
     for p in p0:
-        sim = sinusoidal_encoding(p + k, dim, base) @ sinusoidal_encoding(p, dim, base)
+        sim = sinusoidal_encoding(p + k, d_model, base) @ sinusoidal_encoding(p, d_model, base)
         ax.plot(k, sim, lw=3 if p == p0[0] else 1.2, alpha=0.6, label=f"brute force from p = {p:g}")
-    closed = (dim / 2) * kernel(k, frequencies(dim, base))
+    closed = (d_model / 2) * kernel(k, frequencies(d_model, base))
     ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d_\mathrm{model}}{2}K(k)$")
     ax.axvline(0, color="#999999", lw=0.8)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
     ax.set_xlabel(r"offset $k$ (positions)")
     ax.set_ylabel(r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$")
-    ax.set_title(f"sinusoidal code, width {dim}: one curve for every start, mirror-symmetric in k")
+    ax.set_title(f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
     ax.legend(fontsize=8, loc="upper right")
     return finish(fig, layout)

@@ -10,7 +10,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import LAYOUTS, finish
 from ropegeo.gates.audit import AuditReport
 from ropegeo.geometry import kernel
 from ropegeo.toy import OffsetHead, distant_rival, score_profile

@@ -26,7 +26,7 @@ __all__ = [
     "accuracy_mass_by_position",
     "accuracy_mass_by_displacement",
     "attention_by_displacement",
-    "score_profile",
+    "score_profile_figure",
     "seed_table",
 ]
 
@@ -203,7 +203,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     return finish(fig, layout)
 
 
-def score_profile(heads, horizon: int, *, per_pair: bool = False, title: str | None = None,
+def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: str | None = None,
                   layout: str = "wide") -> Figure:
     """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
 

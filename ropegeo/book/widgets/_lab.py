@@ -20,10 +20,10 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 _SHARED = ("ropegeo_core.js", "labs_ui.js")
 
 
-def random_vectors(width: int, seed: int) -> tuple[list, list]:
-    """A lab's default query and key: two seeded standard-normal vectors of ``width`` entries (6 decimals)."""
+def random_vectors(head_dim: int, seed: int) -> tuple[list, list]:
+    """A lab's default query and key: two seeded standard-normal vectors of ``head_dim`` entries (6 decimals)."""
     rng = np.random.default_rng(seed)
-    return rng.normal(size=width).round(6).tolist(), rng.normal(size=width).round(6).tolist()
+    return rng.normal(size=head_dim).round(6).tolist(), rng.normal(size=head_dim).round(6).tolist()
 
 
 def esm_source(lab_file: str) -> str:

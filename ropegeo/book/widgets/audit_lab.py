@@ -27,9 +27,9 @@ import numpy as np
 import traitlets
 
 from ropegeo.book.widgets._lab import Lab, esm_source
-from ropegeo.gates.audit import gate_b as run_gate_b
 from ropegeo.gates.audit import geometry_audit
 from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
+from ropegeo.gates.b.rule import gate_b as run_gate_b
 from ropegeo.models.manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
 from ropegeo.scaling import preset
 

@@ -12,7 +12,7 @@ LongRoPE is not offered: its per-pair factors come from a search over a trained 
 a formula (chapter 4 uses the real lists of three Phi-3 models instead).
 
 :class:`ScalingLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_scaling.js`` on the shared
-core) computes and draws, in Jupyter and on the static book alike; :func:`evaluate` is ropegeo's
+core) computes and draws, in Jupyter and on the static book alike; :func:`lab_report` is ropegeo's
 computation of the same numbers, which the tests compare with the page's.
 """
 
@@ -24,7 +24,7 @@ from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
 from ropegeo.scaling import ExtensionReport, extension_report, preset
 
-__all__ = ["ScalingLab", "evaluate", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
+__all__ = ["ScalingLab", "lab_report", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
 
 LAB_RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
 #: Largest extension factor of the lab's slider (the package itself accepts up to
@@ -35,7 +35,7 @@ TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 32768)
 SMALL_OFFSETS = 16
 
 
-def evaluate(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4096, head_dim: int = 128,
+def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4096, head_dim: int = 128,
              base: float = 1e4, beta_fast: float = 32.0, beta_slow: float = 1.0,
              low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> ExtensionReport:
     """The lab's numbers for one setting: the rule stretched to ``factor * train_length``.
@@ -112,10 +112,10 @@ class ScalingLab(Lab):
 
     Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
     ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
-    with the bounds of :func:`evaluate` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
+    with the bounds of :func:`lab_report` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
     front end keeps every state valid: ``beta_slow`` is held at most ``beta_fast - 0.25`` and
     ``low_freq_factor`` at most ``high_freq_factor - 0.25`` (the value handed back to Python), so
-    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`evaluate`
+    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`lab_report`
     for the current state.
 
     Notes
@@ -144,6 +144,6 @@ class ScalingLab(Lab):
 
     @property
     def report(self) -> ExtensionReport:
-        """ropegeo's :func:`evaluate` for the current state (raises ValueError if refused)."""
+        """ropegeo's :func:`lab_report` for the current state (raises ValueError if refused)."""
         st = self.state()
-        return evaluate(st.pop("rule"), st.pop("factor"), **st)
+        return lab_report(st.pop("rule"), st.pop("factor"), **st)

@@ -38,7 +38,7 @@ from ropegeo.gates.verdicts import Check, status
 from ropegeo.models.manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ropegeo.rotation import apply_rope
 
-__all__ = ["WiringLab", "reference", "position_ids", "LENGTH", "SHIFTS", "CEILING"]
+__all__ = ["WiringLab", "reference", "document_position_ids", "LENGTH", "SHIFTS", "CEILING"]
 
 #: Tokens in the document; the query is the last one.
 LENGTH = 32
@@ -52,7 +52,7 @@ _SAFETY = 16.0
 _WIDTH = 64
 
 
-def position_ids(policy: str, pad: int, cache_offset: int) -> np.ndarray:
+def document_position_ids(policy: str, pad: int, cache_offset: int) -> np.ndarray:
     """The position ids the implementation gives the document's tokens under a policy."""
     ids = np.arange(LENGTH)
     if policy in ("left-padded", "packed-continuous"):
@@ -76,7 +76,7 @@ def reference(state: dict, q, k) -> dict:
     theta = frequencies(d, state["base"])
     qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
     norm = np.linalg.norm(qv) * np.linalg.norm(kv)
-    ids = position_ids(state["policy"], state["pad"], state["cache_offset"])
+    ids = document_position_ids(state["policy"], state["pad"], state["cache_offset"])
     keys = np.tile(kv, (LENGTH, 1))
 
     def scores(pq, pk, phase, qp, kp):

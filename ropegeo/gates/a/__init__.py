@@ -5,6 +5,8 @@
 a separate process whose answers the parent judges.
 """
 
-from ropegeo.gates.a.gate import CHECKS, CORE_CHECKS, GateAError, GateAReport, check_declaration, gate_a, infer_layout
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.a.gate import CHECKS, CORE_CHECKS, GateAReport, check_declaration, gate_a
+from ropegeo.gates.a.read import infer_layout
 
 __all__ = ["CHECKS", "CORE_CHECKS", "GateAError", "GateAReport", "check_declaration", "gate_a", "infer_layout"]

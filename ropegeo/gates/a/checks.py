@@ -22,7 +22,7 @@ from ropegeo.gates.a.read import (
     probe_positions,
     refine_theta,
     relative_rows,
-    rotate_pairs,
+    rotate_by_pairs,
     span,
     wrap,
     wrap_far,
@@ -228,7 +228,7 @@ def declared_matrices(ctx, positions) -> np.ndarray:
     """The declared R(p) at ``positions``, shape (k, d, d) (pairs and frequencies as declared)."""
     pairs = _declared_pairs(ctx.d, ctx.rot_decl, ctx.pairing)
     p = np.repeat(np.asarray(positions), ctx.d)
-    rows = rotate_pairs(np.tile(np.eye(ctx.d), (len(positions), 1)), p, pairs, ctx.theta_decl)
+    rows = rotate_by_pairs(np.tile(np.eye(ctx.d), (len(positions), 1)), p, pairs, ctx.theta_decl)
     return rows.reshape(len(positions), ctx.d, ctx.d).transpose(0, 2, 1)
 
 
@@ -423,15 +423,15 @@ def check_frequencies(ctx, rng) -> Check:
     return Check("frequencies", False, viol, tol_w, "frequency defect: " + words, "callable", "frequency")
 
 
-def short_run_reading(fn, d, short: int, max_position: int):
+def short_run_reading(fn, head_dim, short: int, max_position: int):
     """R(p) of a short forward pass (positions below ``short``), read as the calls come (no pass
     length appended); ``None`` when the implementation refuses it."""
     pos = [p for p in READ_POSITIONS if p < min(short, max_position)]
-    if d is None or len(pos) < 4:
+    if head_dim is None or len(pos) < 4:
         return None
     with fn.bare():
         try:
-            return matrices(fn, d, pos, role="key" if fn.role else None)
+            return matrices(fn, head_dim, pos, role="key" if fn.role else None)
         except (Refused, Bad):
             return None
 
@@ -592,7 +592,7 @@ def check_origin(ctx, rng) -> Check:
     lay, th = ctx.layout, ctx.theta_ref()
     if lay and lay["pairs"] and th is not None and len(th) == len(lay["pairs"]):
         for k in sorted(range(-64, 65), key=abs):
-            if k and np.max(relative_rows(rotate_pairs(x, np.full(8, k), lay["pairs"], th), y, x)) <= max(tol, 1e-3):
+            if k and np.max(relative_rows(rotate_by_pairs(x, np.full(8, k), lay["pairs"], th), y, x)) <= max(tol, 1e-3):
                 ctx.inferred["origin_offset"] = k
                 return Check("origin", False, err, tol,
                              f"position-id defect: the origin is off by {k:+d}: position p is rotated as p{k:+d}. "
@@ -630,7 +630,7 @@ def check_context(ctx, rng) -> Check:
                      f"position){unjudged}", "callable")
     x = rng.normal(size=(p.size, ctx.d))
     y = ctx.fn(x, p, role=ctx.krole) / ctx.gain
-    ref = rotate_pairs(x, p + k, lay["pairs"], th)
+    ref = rotate_by_pairs(x, p + k, lay["pairs"], th)
     err = relative_rows(y, ref, x)
     tols = np.array([ctx.tol_vec(q) for q in p])
     j = int(np.argmax(err / tols))
@@ -659,7 +659,7 @@ def _frequency_drift(ctx, positions, x, y, ref, tols):
     w = x[:, a] ** 2 + x[:, b] ** 2
     P = positions[:, None].astype(float)
     delta = (w * P * e).sum(axis=0) / (w * P * P).sum(axis=0)
-    resid = relative_rows(y, rotate_pairs(x, positions, pairs, ctx.theta_ref() + delta), x)
+    resid = relative_rows(y, rotate_by_pairs(x, positions, pairs, ctx.theta_ref() + delta), x)
     err = relative_rows(y, ref, x)
     if np.all(resid <= tols) and resid.max() <= 0.25 * err.max():
         return delta

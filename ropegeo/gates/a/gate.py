@@ -68,12 +68,10 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.a.read import infer_layout
 from ropegeo.gates.verdicts import Check, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 
-__all__ = ["gate_a", "check_declaration", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
-           "DEFAULT_MAX_POSITION"]
+__all__ = ["gate_a", "check_declaration", "GateAReport", "CHECKS", "CORE_CHECKS", "DEFAULT_MAX_POSITION"]
 
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
 #: (later checks use what it finds), the algebra after.

@@ -9,7 +9,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["infer_layout", "matrices", "angles", "wrap", "wrap_far", "refine_theta", "rotate_pairs",
+__all__ = ["infer_layout", "matrices", "angles", "wrap", "wrap_far", "refine_theta", "rotate_by_pairs",
            "layout_name", "span", "table_sizes"]
 
 
@@ -24,12 +24,12 @@ def wrap_far(x):
     return np.where(np.abs(x) > np.pi, wrap(x), x)
 
 
-def matrices(impl, d: int, positions, role=None) -> np.ndarray:
+def matrices(impl, head_dim: int, positions, role=None) -> np.ndarray:
     """R(p) for each p, shape (len(positions), d, d), with f(x, p) = R(p) @ x."""
     pos = np.asarray(positions, dtype=np.int64)
-    eye = np.tile(np.eye(d), (pos.size, 1))
-    out = impl(eye, np.repeat(pos, d), role=role)
-    return out.reshape(pos.size, d, d).transpose(0, 2, 1)
+    eye = np.tile(np.eye(head_dim), (pos.size, 1))
+    out = impl(eye, np.repeat(pos, head_dim), role=role)
+    return out.reshape(pos.size, head_dim, head_dim).transpose(0, 2, 1)
 
 
 def infer_layout(mats: np.ndarray, tol: float = 1e-6) -> dict:
@@ -127,7 +127,7 @@ def refine_theta(ang: np.ndarray, positions) -> np.ndarray:
     return est
 
 
-def rotate_pairs(x, positions, pairs, theta) -> np.ndarray:
+def rotate_by_pairs(x, positions, pairs, theta) -> np.ndarray:
     """Rotate pair ``(a, b)`` of each row of x by ``position * theta``; other coordinates pass."""
     x = np.asarray(x, dtype=np.float64)
     out = x.copy()
