@@ -29,7 +29,8 @@ if "battery" not in sys.argv[1:]:  # the battery runs with the default environme
 
 import numpy as np  # noqa: E402
 
-from ropegeo import toy as B# noqa: E402
+from ropegeo import toy as B  # noqa: E402
+from ropegeo.gates import c as gates_c  # noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
 from ropegeo.rotation import apply_rope  # noqa: E402
 
@@ -110,7 +111,7 @@ def main() -> None:
     print(f"\ndistant rival over 10 seeds: rival offsets {[r.rival for r in rivals]}, "
           f"wins in seeds {[s for s, r in enumerate(rivals) if r.wins]}, "
           f"fast-band prediction {sorted({r.predicted for r in rivals})}")
-    verdict, t = timed(lambda: B.gate_c(theta))
+    verdict, t = timed(lambda: gates_c.gate_c(theta))
     print(f"\ngate_c battery (3 seeds, raw extrapolation to {TARGET}): {t:.2f} s")
     print(verdict.table())
 
