@@ -636,6 +636,7 @@ def _check_wiring(r):
     np.testing.assert_allclose(r["scores"], ref["scores"], atol=1e-9, err_msg=str(r["state"]))
     for key in ("score_error", "shift_residual"):
         assert abs(r[key] - ref[key]) <= 1e-9, (key, r[key], ref[key], r["state"])
+    assert (r["layout_status"], r["layout_mismatches"]) == (ref["layout_status"], ref["layout_mismatches"]), r["state"]
 
 
 def _check_kernel(r):

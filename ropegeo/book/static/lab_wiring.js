@@ -27,6 +27,21 @@ export function tolerance(dtype, d, pmax, thetaMax) {
   return SAFETY * UNIT[dtype] * (Math.sqrt(d) + 2.0 * pmax * Math.max(thetaMax, 1e-12));
 }
 
+/** For each coordinate, the one the rotation at position 1 turns it with, -1 when none shows
+ * (ropegeo.book.widgets.wiring_lab.read_partners: Gate A's layout reading). */
+export function readPartners(d, theta, pairing, dtype) {
+  const out = [];
+  for (let j = 0; j < d; j++) {
+    const e = new Float64Array(d);
+    e[j] = 1;
+    const row = rotate(e, 1, theta, { pairing, dtype });
+    let partner = -1;
+    row.forEach((v, i) => { if (i !== j && v !== 0 && partner < 0) partner = i; });
+    out.push(partner);
+  }
+  return out;
+}
+
 export function compute(p, q0, k0) {
   const head_dim = 2 * clampInt(p.head_dim / 2, 2, 32, 8);
   const base = clampNum(p.base, 10, 1e7, 10000);
@@ -59,10 +74,13 @@ export function compute(p, q0, k0) {
   const tol_scores = tolerance(dtype, head_dim, pmax, theta[0]);
   const tol_shift = tolerance(dtype, head_dim, pmax + Math.max(...(judged.length ? judged : SHIFTS.slice(0, 1))), theta[0]);
   const scores_status = judge(score_error, tol_scores), shift_status = judge(residual, tol_shift);
+  const read = readPartners(head_dim, theta, query_pairing, dtype), declared = readPartners(head_dim, theta, pairing, "float64");
+  const layout_mismatches = read.filter((r, j) => r !== -1 && r !== declared[j]).length;
+  const layout_status = layout_mismatches ? "fail" : "pass";
   return { state, q: Array.from(q), k: Array.from(k), positions: ids, query_position: pq, reference, scores, score_error, worst_key: worst,
     tolerance_scores: tol_scores, scores_status, scores_pass: scores_status === "pass",
     shift_residual: residual, residual_shift: residualShift, judged_shifts: judged, tolerance_shift: tol_shift,
-    shift_status, shift_pass: shift_status === "pass" };
+    shift_status, shift_pass: shift_status === "pass", layout_mismatches, layout_status };
 }
 
 /** "pass", "fail", or "inconclusive" when the tolerance reaches CEILING (ropegeo.gates.verdicts.Check.judged). */
@@ -90,6 +108,8 @@ function draw(r, parts) {
     ` (tolerance ${r.tolerance_scores.toExponential(1)})`;
   paint(parts, [c.svg], [
     `position ids: tokens 0..${LENGTH - 1} get ${r.positions[0]}..${r.positions[LENGTH - 2]}, the query ${r.query_position} (${st.policy})`,
+    verdict(r.layout_status, `pair layout (Gate A layout check, read from the query's rotation matrix): ` +
+      (r.layout_status === "pass" ? "as declared" : `MIXED: ${r.layout_mismatches} of ${st.head_dim} coordinates turn with another partner than declared`)),
     verdict(r.shift_status, `relative law (Gate A shift check): residual ${r.shift_residual.toExponential(2)} of |q||k| at a shift of ${r.residual_shift} tokens — ` +
       `${word(r.shift_status, "holds", "BROKEN")}${shiftNote}`),
     verdict(r.scores_status, `scores against the declared operator at the true positions: largest error ${r.score_error.toExponential(2)} of |q||k| ` +

@@ -10,7 +10,14 @@ whose decoded token gets a chosen position) and the phase dtype, and reports
 * the **score errors**: each score against the declared operator at the true positions
   ``0 .. 31`` in float64, relative to ``|q| |k|``;
 
-each against Gate A's rounding tolerance for the dtype. A shift of every position (padding,
+each against Gate A's rounding tolerance for the dtype, and
+
+* the **pair layout**: which coordinates the query's rotation turns together, read from its matrix
+  at position 1 (Gate A's layout check), against the declared pairing. Zeros stay zeros in every
+  dtype, so this reading is exact even where the tolerances above are too coarse to see a mixed
+  pairing.
+
+A shift of every position (padding,
 continuing packed positions) changes no score beyond rounding; a mixed pairing breaks the relative
 law; a wrong cache offset keeps the law but gives wrong scores.
 
@@ -38,7 +45,7 @@ from ropegeo.gates.verdicts import Check, status
 from ropegeo.models.manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ropegeo.rotation import apply_rope
 
-__all__ = ["WiringLab", "reference", "document_position_ids", "LENGTH", "SHIFTS", "CEILING"]
+__all__ = ["WiringLab", "reference", "read_partners", "document_position_ids", "LENGTH", "SHIFTS", "CEILING"]
 
 #: Tokens in the document; the query is the last one.
 LENGTH = 32
@@ -66,12 +73,29 @@ def _tol(dtype: str, d: int, pmax: float, theta_max: float) -> float:
     return _SAFETY * _UNIT[dtype] * (math.sqrt(d) + 2.0 * pmax * max(theta_max, 1e-12))
 
 
+def read_partners(head_dim: int, theta, pairing: str, dtype: str) -> list:
+    """For each coordinate, the one the rotation at position 1 turns it with (-1 when no partner shows).
+
+    Reads the matrix as Gate A does: coordinate ``j`` of ``R(1) e_j``'s other nonzero entry.
+
+    Examples
+    --------
+    >>> read_partners(4, [1.0, 0.01], "interleaved", "float16")
+    [1, 0, 3, 2]
+    """
+    rows = apply_rope(np.eye(head_dim), 1.0, theta=theta, pairing=pairing, phase_dtype=dtype)
+    off = rows != 0.0
+    np.fill_diagonal(off, False)
+    return [int(np.flatnonzero(r)[0]) if r.any() else -1 for r in off]
+
+
 def reference(state: dict, q, k) -> dict:
     """ropegeo's numbers for a wiring state: ``positions``, ``reference`` and ``scores`` (per key),
     ``score_error`` and ``shift_residual`` (relative to ``|q||k|``; the residual over the shifts
     judged, ``judged_shifts``: those whose tolerance is below :data:`CEILING`, or over every shift
-    when none is), Gate A's tolerances, and the verdicts ``shift_status`` and ``scores_status``
-    (``"pass"``, ``"fail"`` or ``"inconclusive"``)."""
+    when none is), Gate A's tolerances, the verdicts ``shift_status`` and ``scores_status``
+    (``"pass"``, ``"fail"`` or ``"inconclusive"``), and ``layout_status`` with
+    ``layout_mismatches``: the coordinates the query's rotation pairs otherwise than declared."""
     d, dtype = state["head_dim"], state["dtype"]
     theta = frequencies(d, state["base"])
     qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
@@ -95,9 +119,13 @@ def reference(state: dict, q, k) -> dict:
     tol_shift = _tol(dtype, d, pmax + max(judged or SHIFTS[:1]), theta[0])
     shift = Check.judged("shift", residual, tol_shift, "holds", "broken", ceiling=CEILING)
     match = Check.judged("scores", score_error, tol_scores, "match", "wrong", ceiling=CEILING)
+    read = read_partners(d, theta, state["query_pairing"], dtype)
+    declared = read_partners(d, theta, state["pairing"], "float64")
+    mismatches = sum(1 for r, e in zip(read, declared) if r != -1 and r != e)
     return {"positions": ids.tolist(), "reference": ref, "scores": got, "score_error": score_error,
             "shift_residual": residual, "judged_shifts": judged, "tolerance_scores": tol_scores,
-            "tolerance_shift": tol_shift, "shift_status": status([shift]), "scores_status": status([match])}
+            "tolerance_shift": tol_shift, "shift_status": status([shift]), "scores_status": status([match]),
+            "layout_mismatches": mismatches, "layout_status": "fail" if mismatches else "pass"}
 
 
 class WiringLab(Lab):
