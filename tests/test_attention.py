@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ropegeo.softmax import softmax
-from ropegeo.toy.attention import MAX_ENTRIES, AttentionLayer, causal_mask, permutation_deviation, shift_deviation
+from ropegeo.toy.attention import AttentionLayer, causal_mask, permutation_deviation, shift_deviation
 from ropegeo.toy.schemes import (
+    MAX_ENTRIES,
     AbsolutePositions,
     PositionScheme,
     make_scheme,

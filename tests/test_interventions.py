@@ -285,7 +285,7 @@ def test_bounded_counts_name_the_parameter(call, name):
 
 
 def test_needle_match_and_token_bounds():
-    from ropegeo.toy.attention import MAX_ENTRIES
+    from ropegeo.toy.schemes import MAX_ENTRIES
     from ropegeo.toy.interventions import MAX_GAIN, TokenHead, match_ceilings, needle_retrieval
 
     with pytest.raises(ValueError, match="^gain must be at most"):

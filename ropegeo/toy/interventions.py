@@ -46,8 +46,8 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.softmax import softmax
 from ropegeo.toy import match_targets, seed_list
-from ropegeo.toy.attention import MAX_ENTRIES, MAX_WIDTH, AttentionLayer
-from ropegeo.toy.schemes import make_scheme
+from ropegeo.toy.attention import MAX_WIDTH, AttentionLayer
+from ropegeo.toy.schemes import MAX_ENTRIES, make_scheme
 
 __all__ = [
     "PositionHead",
