@@ -374,23 +374,20 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
-def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None) -> tuple[float, np.ndarray]:
+def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
     """The most-recent-match cross-entropy of attention logits, and its gradient in the logits.
 
     Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
     occurrence of its token (:func:`match_targets`). Queries without one are left out and the
-    loss is the mean over the others. Shared by the rotary match head and the match heads of
-    every scheme in :mod:`ropegeo.scheme_heads`; callers check their inputs.
+    loss is the mean over the others. The match heads of every scheme in
+    :mod:`ropegeo.scheme_heads` use it; the rotary head computes the same loss from its table of
+    distances back (``_table_cross_entropy``). Callers check their inputs.
 
     Parameters
     ----------
     scores : numpy.ndarray of float64, shape (batch, seq, seq)
         Logits of query ``m`` against key ``n``; overwritten (the gradient is returned in place).
     tokens : numpy.ndarray of int, shape (batch, seq)
-    vectors : (queries, keys), each numpy.ndarray of shape (batch, seq, d), optional
-        Given when ``scores`` is ``queries @ keys^T``: the target logits are then the row dot
-        products of the vectors (the rotary head's arithmetic, kept to its last bit) instead of
-        entries read from ``scores``.
 
     Returns
     -------
@@ -408,10 +405,7 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None)
         raise ValueError("tokens contain no query with an earlier occurrence of its token")
     bi, mi = np.nonzero(valid)
     ti = target[bi, mi]
-    if vectors is None:
-        s_target = scores[bi, mi, ti]  # read before the in-place softmax
-    else:
-        s_target = np.einsum("nd,nd->n", vectors[0][bi, mi], vectors[1][bi, ti])
+    s_target = scores[bi, mi, ti]  # read before the in-place softmax
     seq = tokens.shape[-1]
     p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
     loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
