@@ -17,8 +17,10 @@ head this matters: its own position always holds its own token, so a head allowe
 itself has a rival at displacement 0 that, in the design's feasibility study, kept it far below
 perfect accuracy; over earlier positions only it reaches 100% in distribution.
 
-On one core the offset head trains in a few hundredths of a second and the match head (600 steps
-of 32 fresh sequences) in one to two seconds. All training is deterministic for a seed.
+On one core the offset head trains in about a tenth of a second and the match head (600 steps of
+32 fresh sequences) in about a second, whatever the head dimension: its step reads every score
+from a table indexed by the two tokens and the distance back (``_match_loss``). All training is
+deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -659,8 +661,10 @@ def train_match_head(
     Notes
     -----
     One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
-    the other defaults, ``batch`` up to 39). Time grows with ``steps * batch * train_length**2``: about
-    2 ms per step at the defaults.
+    the other defaults, ``batch`` up to 39; the bound is shared with the match heads of
+    :mod:`ropegeo.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
+    (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
+    defaults, at head dimension 16 or 128.
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
@@ -688,7 +692,7 @@ def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False,
     seeds : iterable of int
         One head per seed (non-negative integers, 1 to :data:`MAX_SEEDS` = 20 of them).
     progress : bool
-        Show a tqdm progress bar over the seeds (match heads take a second or two each).
+        Show a tqdm progress bar over the seeds (match heads take about a second each).
     **options
         Passed to :func:`train_offset_head` or :func:`train_match_head`.
 
@@ -779,7 +783,7 @@ def fine_tune(
         Explicit schedule (instead of ``extension``).
     steps : int, optional
         Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
-        length 512), 100 for a match head (a few seconds at length 512).
+        length 512), 100 for a match head (about a second at length 512).
     lr : float
         Learning rate (positive, at most :data:`MAX_LR`).
     batch : int
