@@ -525,7 +525,7 @@ def _match_loss(qt, kt, tok, rotations, gain=1.0):
     return loss, dq, dk
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _pair_layout(seq: int, chunk: int) -> tuple:
     """Flat indices of the query-key pairs ``n < m`` of ``chunk`` sequences of length ``seq``.
 
