@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's ropegeo, not an installed one
 
-from ropegeo import behaviour as B  # noqa: E402
+from ropegeo import toy as B# noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
 from ropegeo.rotation import apply_rope  # noqa: E402
 
@@ -138,8 +138,8 @@ class LoopTimer:
     (``gate_c.evaluate_seeds``) while a battery runs, by wrapping them in place."""
 
     def __init__(self):
-        from ropegeo import gate_c as C
-        from ropegeo.behaviour import heads as H
+        from ropegeo.gates import c as C
+        from ropegeo.toy import heads as H
 
         self.spent = {"offset loops": 0.0, "match loops": 0.0, "evaluations": 0.0}
         self._patches = [(H, "_run_offset", "offset loops"), (H, "_run_match", "match loops"),
@@ -203,7 +203,7 @@ def run_command(argv, runs: int = 3) -> tuple[float, float]:
 
 def report_trainings() -> dict:
     """The settings of the heads ``report llama-3.1-8b --gate-c`` trains, read from one run of it."""
-    from ropegeo.audit import audit
+    from ropegeo.gates.audit import audit
 
     s = audit("llama-3.1-8b", gate_c=True, gate_c_options={"seeds": (0,)}).gate_c.settings
     return {"theta": np.array(s["theta"]), "train_length": s["train_length"], "offset": s["offset"],
@@ -227,8 +227,8 @@ def raw_training_cost(t: dict, runs: int = 3) -> tuple[float, float]:
 
 def battery() -> None:
     """What ``report llama-3.1-8b --gate-c`` costs, against the trainings' raw cost and ``import numpy``."""
-    from ropegeo.audit import audit
-    from ropegeo.gate_c import gate_c
+    from ropegeo.gates.audit import audit
+    from ropegeo.gates.c import gate_c
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; no BLAS thread variable in the "
           f"command's environment")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo import behaviour as B
+from ropegeo import toy as B
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
 
@@ -127,7 +127,7 @@ def test_match_loss_matches_loops_and_finite_differences(scale):
 def test_match_loss_in_chunks_by_table_and_by_rows(spread, monkeypatch):
     # the step reads its scores from a table of distances back, one sequence per chunk here; with
     # spread 0 every row is shifted by its own maximum instead of the table's exponentials
-    from ropegeo.behaviour import heads
+    from ropegeo.toy import heads
 
     monkeypatch.setattr(heads, "_CHUNK_SCORES", 100)  # 66 query-key pairs per sequence of 12
     monkeypatch.setattr(heads, "_TABLE_SPREAD", spread)
@@ -156,7 +156,7 @@ def test_match_loss_with_scores_wider_than_the_table_spread():
 def test_match_loss_gain_is_scaled_tables():
     # the squared attention factor g multiplies every logit: the loss of tables scaled by sqrt(g),
     # and its gradient times sqrt(g)
-    from ropegeo.behaviour import heads
+    from ropegeo.toy import heads
 
     rng = np.random.default_rng(8)
     theta = frequencies(16)
@@ -535,7 +535,7 @@ def test_evaluation_validation(offset_heads):
 def test_figures_build_without_pyplot(offset_heads, match_heads):
     from matplotlib.figure import Figure
 
-    from ropegeo.plots import behaviour as P
+    from ropegeo.book.plots import behaviour as P
 
     evals = {"raw": [B.evaluate(h, TARGET) for h in offset_heads[:3]],
              "pi": [B.evaluate(h, TARGET, extension="pi") for h in offset_heads[:3]]}
@@ -556,7 +556,7 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
 
 
 def test_step_count_is_bounded_for_every_trainer():
-    from ropegeo.behaviour import MAX_STEPS, fine_tune, train_match_head, train_offset_head
+    from ropegeo.toy import MAX_STEPS, fine_tune, train_match_head, train_offset_head
 
     for call in (lambda: train_offset_head(steps=MAX_STEPS + 1),
                  lambda: train_match_head(steps=MAX_STEPS + 1),
@@ -568,7 +568,7 @@ def test_step_count_is_bounded_for_every_trainer():
 def test_evaluation_and_verdict_json_have_no_nan():
     import json
 
-    from ropegeo.gate_c import GateCVerdict
+    from ropegeo.gates.c import GateCVerdict
 
     e = B.evaluate(B.train_offset_head(steps=20), 32)
     d = json.loads(e.to_json())

@@ -31,10 +31,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import _validate as v
-from ..rotation import pair_indices, phase_angles
-from ..scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
-from .training import (
+from ropegeo import _validate as v
+from ropegeo.rotation import pair_indices, phase_angles
+from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
+from ropegeo.toy.training import (
     MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam,
     _pair_coefficients, _rng, _schedule, check_match_step, check_theta, check_trained, match_step_bytes, seed_list,
     _EXP_FLOOR, one_blas_thread, softmax_rows, training_settings,
@@ -382,7 +382,7 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, 
     Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
     occurrence of its token (:func:`match_targets`). Queries without one are left out and the
     loss is the mean over the others. The match heads of every scheme in
-    :mod:`ropegeo.scheme_heads` use it; the rotary head computes the same loss from its table of
+    :mod:`ropegeo.toy.scheme_heads` use it; the rotary head computes the same loss from its table of
     distances back (``_table_cross_entropy``). Callers check their inputs.
 
     Parameters
@@ -662,7 +662,7 @@ def train_match_head(
     -----
     One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
     the other defaults, ``batch`` up to 39; the bound is shared with the match heads of
-    :mod:`ropegeo.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
+    :mod:`ropegeo.toy.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
     (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
     defaults, at head dimension 16 or 128.
     """

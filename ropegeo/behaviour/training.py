@@ -1,8 +1,8 @@
 """The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, softmax.
 
-Everything here is shared by the two trainers of :mod:`ropegeo.behaviour.heads` and by the
-scheme trainers of :mod:`ropegeo.alternatives` (which use the public names only). Matrices are
-small, so they run with one BLAS thread: :func:`~ropegeo.behaviour.one_blas_thread` limits the BLAS pool for the
+Everything here is shared by the two trainers of :mod:`ropegeo.toy.heads` and by the
+scheme trainers of :mod:`ropegeo.toy.alternatives` (which use the public names only). Matrices are
+small, so they run with one BLAS thread: :func:`~ropegeo.toy.one_blas_thread` limits the BLAS pool for the
 duration of a training or an evaluation (threadpoolctl), whatever ``OPENBLAS_NUM_THREADS`` says.
 On matrices of a few thousand entries, extra threads only add synchronisation: on 2 busy cores the
 default pool made one Gate C battery 4 to 40 times slower.
@@ -15,14 +15,14 @@ import itertools
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from ..rotation import pair_indices
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import pair_indices
 
 def one_blas_thread():
     """A context in which BLAS (and OpenMP) pools run one thread; the previous sizes come back after.
 
-    Every trainer and :func:`ropegeo.gate_c.gate_c` run inside it. With one thread the results do
+    Every trainer and :func:`ropegeo.gates.c.gate_c` run inside it. With one thread the results do
     not depend on the machine's core count either (a threaded BLAS may split sums differently).
 
     Examples
@@ -44,7 +44,7 @@ MAX_HEAD_LENGTH = 4096
 #: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
 #: of ``length x length`` query-key pairs.
 MAX_MATCH_LENGTH = 1024
-#: Widest head a trainer builds and :func:`ropegeo.behaviour.evaluate` runs (real models use 64
+#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs (real models use 64
 #: to 256); the rotated tables of a match head grow with it.
 MAX_TRAINED_HEAD_DIM = 512
 #: Largest vocabulary of a match head (its tables are rotated at every position each step).
@@ -53,7 +53,7 @@ MAX_VOCAB = 256
 MAX_BATCH = 512
 #: Most seeds (independently trained heads) one call trains or evaluates: ``train_heads``,
 #: ``gate_c``, ``evaluate_seeds``, ``compare``, and the seeds of
-#: ``ropegeo.alternatives.compare_schemes`` and ``ropegeo.interventions.construction_gap``
+#: ``ropegeo.toy.alternatives.compare_schemes`` and ``ropegeo.toy.interventions.construction_gap``
 #: (the default gate_c takes about 1 s per seed; the book uses at most 10 seeds, and the
 #: command line caps them at 10).
 MAX_SEEDS = 20
@@ -149,7 +149,7 @@ def match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
     """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
     the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
     (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch). That is the
-    step of a head that forms its scores whole (the scheme heads of :mod:`ropegeo.scheme_heads`);
+    step of a head that forms its scores whole (the scheme heads of :mod:`ropegeo.toy.scheme_heads`);
     the rotary head's step (``heads._match_loss``) reads them from a table a few sequences at a
     time and holds far less, but keeps the same bound."""
     return 4 * (3 * batch * length**2 + 18 * vocab * length * head_dim + 10 * batch * length * head_dim
