@@ -11,7 +11,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["softmax", "softmax_rows"]
+__all__ = ["softmax", "softmax_rows", "EXP_FLOOR"]
 
 
 def softmax(scores, mask=None) -> np.ndarray:
@@ -58,9 +58,9 @@ def softmax(scores, mask=None) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-# Scores more than this far below a row's maximum get probability exp(-600) ~ 1e-261 instead
-# of underflowing into subnormal numbers, which are two orders of magnitude slower to process.
-_EXP_FLOOR = -600.0
+#: Scores more than this far below a row's maximum get probability exp(-600) ~ 1e-261 instead
+#: of underflowing into subnormal numbers, which are two orders of magnitude slower to process.
+EXP_FLOOR = -600.0
 
 
 def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,7 +73,7 @@ def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) ->
         s -= (1.0 - earlier) * 1e30
     top = s.max(axis=-1, keepdims=True)
     s -= top
-    np.maximum(s, _EXP_FLOOR, out=s)
+    np.maximum(s, EXP_FLOOR, out=s)
     np.exp(s, out=s)
     s *= earlier
     z = s.sum(axis=-1, keepdims=True)

@@ -125,6 +125,53 @@ def test_match_loss_matches_loops_and_finite_differences(scale):
     np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("spread", [math.inf, 0.0])
+def test_match_loss_in_chunks_by_table_and_by_rows(spread, monkeypatch):
+    # the step reads its scores from a table of distances back, one sequence per chunk here; with
+    # spread 0 every row is shifted by its own maximum instead of the table's exponentials
+    from ropegeo.toy import heads
+
+    monkeypatch.setattr(heads, "_CHUNK_SCORES", 100)  # 66 query-key pairs per sequence of 12
+    monkeypatch.setattr(heads, "_TABLE_SPREAD", spread)
+    rng = np.random.default_rng(12)
+    theta = frequencies(8)
+    qt, kt = rng.normal(size=(2, 4, 8))
+    tok = rng.integers(0, 4, size=(5, 12))
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta, scale=0.75)
+    assert loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, 0.75), rel=1e-10)
+    f = lambda: B.match_head_loss(qt, kt, tok, theta, scale=0.75)[0]  # noqa: E731
+    np.testing.assert_allclose(dq, _finite_difference(f, qt), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
+
+
+def test_match_loss_with_scores_wider_than_the_table_spread():
+    # logits spanning thousands of nats take the row-by-row softmax; no underflow, no NaN
+    rng = np.random.default_rng(5)
+    theta = frequencies(8)
+    qt, kt = rng.normal(scale=12.0, size=(2, 4, 8))
+    tok = rng.integers(0, 4, size=(4, 16))
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta)
+    assert np.isfinite(loss) and loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, 1.0), rel=1e-9)
+    assert np.isfinite(dq).all() and np.isfinite(dk).all()
+
+
+def test_match_loss_gain_is_scaled_tables():
+    # the squared attention factor g multiplies every logit: the loss of tables scaled by sqrt(g),
+    # and its gradient times sqrt(g)
+    from ropegeo.toy import heads
+
+    rng = np.random.default_rng(8)
+    theta = frequencies(16)
+    qt, kt = rng.normal(size=(2, 6, 16))
+    tok = rng.integers(0, 6, size=(7, 40))
+    g = 1.7
+    loss, dq, dk = heads._match_loss(qt, kt, tok, heads._rotations(40, theta, 0.5), g)
+    ref, rq, rk = B.match_head_loss(qt * math.sqrt(g), kt * math.sqrt(g), tok, theta, scale=0.5)
+    assert loss == pytest.approx(ref, rel=1e-12)
+    np.testing.assert_allclose(dq, math.sqrt(g) * rq, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(dk, math.sqrt(g) * rk, rtol=1e-10, atol=1e-14)
+
+
 @given(st.integers(1, 6), st.integers(1, 40), st.integers(2, 5), st.integers(0, 10_000))
 def test_match_targets_against_loop(batch, seq, vocab, seed):
     tok = np.random.default_rng(seed).integers(0, vocab, size=(batch, seq))

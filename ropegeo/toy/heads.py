@@ -17,21 +17,24 @@ head this matters: its own position always holds its own token, so a head allowe
 itself has a rival at displacement 0 that, in the design's feasibility study, kept it far below
 perfect accuracy; over earlier positions only it reaches 100% in distribution.
 
-On one core the offset head trains in a few hundredths of a second and the match head (600 steps
-of 32 fresh sequences) in one to two seconds. All training is deterministic for a seed.
+On one core the offset head trains in about a tenth of a second and the match head (600 steps of
+32 fresh sequences) in about a second, whatever the head dimension: its step reads every score
+from a table indexed by the two tokens and the distance back (``_match_loss``). All training is
+deterministic for a seed.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import pair_indices, phase_angles, rotate_pairs
+from ropegeo.rotation import pair_indices, phase_angles
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
-from ropegeo.softmax import softmax_rows
+from ropegeo.softmax import EXP_FLOOR, softmax_rows
 from ropegeo.toy.training import (
     MAX_BATCH,
     MAX_HEAD_LENGTH,
@@ -388,23 +391,20 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
-def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None) -> tuple[float, np.ndarray]:
+def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
     """The most-recent-match cross-entropy of attention logits, and its gradient in the logits.
 
     Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
     occurrence of its token (:func:`match_targets`). Queries without one are left out and the
-    loss is the mean over the others. Shared by the rotary match head and the match heads of
-    every scheme in :mod:`ropegeo.toy.scheme_heads`; callers check their inputs.
+    loss is the mean over the others. The match heads of every scheme in
+    :mod:`ropegeo.toy.scheme_heads` use it; the rotary head computes the same loss from its table of
+    distances back (``_table_cross_entropy``). Callers check their inputs.
 
     Parameters
     ----------
     scores : numpy.ndarray of float64, shape (batch, seq, seq)
         Logits of query ``m`` against key ``n``; overwritten (the gradient is returned in place).
     tokens : numpy.ndarray of int, shape (batch, seq)
-    vectors : (queries, keys), each numpy.ndarray of shape (batch, seq, d), optional
-        Given when ``scores`` is ``queries @ keys^T``: the target logits are then the row dot
-        products of the vectors (the rotary head's arithmetic, kept to its last bit) instead of
-        entries read from ``scores``.
 
     Returns
     -------
@@ -422,10 +422,7 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None)
         raise ValueError("tokens contain no query with an earlier occurrence of its token")
     bi, mi = np.nonzero(valid)
     ti = target[bi, mi]
-    if vectors is None:
-        s_target = scores[bi, mi, ti]  # read before the in-place softmax
-    else:
-        s_target = np.einsum("nd,nd->n", vectors[0][bi, mi], vectors[1][bi, ti])
+    s_target = scores[bi, mi, ti]  # read before the in-place softmax
     seq = tokens.shape[-1]
     p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
     loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
@@ -435,20 +432,14 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray, *, vectors=None)
 
 
 def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
-    """cos and sin of the rotations at positions ``0 .. seq - 1`` and of their inverses, each (seq, pairs).
+    """cos and sin of the rotation by every distance back ``delta = 0 .. seq - 1``, each (seq, pairs).
 
-    The same float64 angles :func:`ropegeo.rotation.apply_rope` forms; computed once per
-    training run instead of at every step (the positions do not change).
+    A score depends on positions through ``delta = m - n`` only (``<R_m q, R_n k> = <q, R_{n-m} k>``),
+    so one table per distance serves every query and key. The angles are ``(delta * scale) *
+    theta`` in float64, as :func:`offset_head_loss` forms them; computed once per training run.
     """
-    pos = np.arange(seq, dtype=np.float64)
-    ang, back = (pos * scale)[:, None] * theta, (-pos * scale)[:, None] * theta
-    return np.cos(ang), np.sin(ang), np.cos(back), np.sin(back)
-
-
-def _rotated_tables(table, cos, sin):
-    """``R_p table[v]`` for every token ``v`` and position ``p``: shape (vocab, seq, head_dim)."""
-    vocab, d = table.shape
-    return rotate_pairs(np.broadcast_to(table[:, None, :], (vocab, cos.shape[0], d)), cos, sin)
+    ang = (np.arange(seq, dtype=np.float64) * scale)[:, None] * theta
+    return np.cos(ang), np.sin(ang)
 
 
 def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
@@ -505,32 +496,120 @@ class _Diverged(ValueError):
     """Non-finite scores or gradients of the match head (its tables have grown too large)."""
 
 
+#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64): small arrays stay
+#: in the allocator's heap and the cache, where a whole batch's (batch, seq, seq) arrays would be
+#: mapped afresh, page by page, at every step.
+_CHUNK_SCORES = 8192
+#: Widest spread (nats) of one query token's scores for which :func:`_match_loss` exponentiates
+#: the score table once, shifted by that token's largest score: every row sum then stays far
+#: above underflow (exp(-600) ~ 1e-261). Wider tables take the row-by-row softmax.
+_TABLE_SPREAD = 600.0
+
+
 def _match_loss(qt, kt, tok, rotations, gain=1.0):
-    """The unchecked loss and gradient of :func:`match_head_loss` (``rotations`` from :func:`_rotations`)."""
-    batch, seq = tok.shape
-    cos, sin, cos_back, sin_back = rotations
-    qr = _rotated_tables(qt, cos, sin)  # (vocab, seq, d)
-    kr = _rotated_tables(kt, cos, sin)
-    cols = np.arange(seq)
-    qs, ks = qr[tok, cols], kr[tok, cols]  # (batch, seq, d)
-    if gain != 1.0:  # the squared attention factor multiplies every logit
-        ks = ks * gain
-    loss, ds = match_cross_entropy(qs @ ks.transpose(0, 2, 1), tok, vectors=(qs, ks))
-    dqs = ds @ ks  # (batch, seq, d)
-    dks = ds.transpose(0, 2, 1) @ qs
-    if gain != 1.0:
-        dks *= gain
+    """The unchecked loss and gradient of :func:`match_head_loss` (``rotations`` from :func:`_rotations`).
+
+    A score depends on the query's token ``u``, the key's token ``w`` and the distance back
+    ``delta = m - n`` only: ``gain * sum_i a_i(u, w) cos(delta theta_i) + b_i(u, w) sin(delta
+    theta_i)``, with the pair coefficients ``a, b`` of the two tables' rows (as for the offset
+    head). So the step builds that ``(vocab * vocab, seq)`` table once, reads each sequence's
+    attention from it and sums the gradient back into it (``np.bincount``): the cost grows with
+    ``vocab**2 * seq * head_dim + batch * seq**2`` instead of ``batch * seq**2 * head_dim``.
+    """
     vocab = qt.shape[0]
-    onehot = (tok[..., None] == np.arange(vocab)).astype(np.float64).transpose(1, 2, 0)  # (seq, vocab, batch)
-    dqr = (onehot @ dqs.transpose(1, 0, 2)).transpose(1, 0, 2)  # (vocab, seq, d)
-    dkr = (onehot @ dks.transpose(1, 0, 2)).transpose(1, 0, 2)
-    if not (math.isfinite(loss) and np.isfinite(dqr).all() and np.isfinite(dkr).all()):
+    cos, sin = rotations
+    q1, q2, k1, k2 = qt[:, 0::2], qt[:, 1::2], kt[:, 0::2], kt[:, 1::2]  # (vocab, pairs)
+    a = (q1[:, None, :] * k1[None] + q2[:, None, :] * k2[None]).reshape(vocab * vocab, -1)
+    b = (q1[:, None, :] * k2[None] - q2[:, None, :] * k1[None]).reshape(vocab * vocab, -1)
+    table = a @ cos.T + b @ sin.T  # (vocab * vocab, seq): row u * vocab + w, column delta
+    if gain != 1.0:  # the squared attention factor multiplies every logit
+        table *= gain
+    loss, d_table = _table_cross_entropy(table, tok, vocab)
+    if gain != 1.0:
+        d_table *= gain
+    da = (d_table @ cos).reshape(vocab, vocab, -1)  # d loss / d a_i(u, w)
+    db = (d_table @ sin).reshape(vocab, vocab, -1)
+    if not (math.isfinite(loss) and np.isfinite(da).all() and np.isfinite(db).all()):
         raise _Diverged("q_table and k_table give non-finite scores or gradients (overflow): their entries are "
                         "too large (in training: lower lr or init_std)")
-    # the transpose of a rotation by p is the rotation by -p
-    dq = rotate_pairs(dqr, cos_back, sin_back).sum(axis=1)
-    dk = rotate_pairs(dkr, cos_back, sin_back).sum(axis=1)
+    dq, dk = np.empty_like(qt), np.empty_like(kt)
+    dq[:, 0::2] = np.einsum("uwi,wi->ui", da, k1) + np.einsum("uwi,wi->ui", db, k2)
+    dq[:, 1::2] = np.einsum("uwi,wi->ui", da, k2) - np.einsum("uwi,wi->ui", db, k1)
+    dk[:, 0::2] = np.einsum("uwi,ui->wi", da, q1) - np.einsum("uwi,ui->wi", db, q2)
+    dk[:, 1::2] = np.einsum("uwi,ui->wi", da, q2) + np.einsum("uwi,ui->wi", db, q1)
     return loss, dq, dk
+
+
+@functools.lru_cache(maxsize=4)
+def _pair_layout(seq: int, chunk: int) -> tuple:
+    """Flat indices of the query-key pairs ``n < m`` of ``chunk`` sequences of length ``seq``.
+
+    Returns ``(query, key, delta, starts, row)``: the flat positions (``sequence * seq + m`` and
+    ``... + n``) of each pair's query and key, its distance back ``m - n``, where each row
+    ``m = 1 .. seq - 1`` of each sequence begins, and the row of each pair (``sequence * (seq -
+    1) + m - 1``). Pairs run sequence by sequence, row by row (row ``m`` holds ``m`` keys), so the
+    first ``c`` sequences' entries are a prefix of every array.
+    """
+    qm, kn = np.tril_indices(seq, -1)
+    pairs = qm.size
+    seqs = np.arange(chunk)[:, None]
+    starts = np.arange(1, seq) * np.arange(seq - 1) // 2
+    out = ((seqs * seq + qm).ravel(), (seqs * seq + kn).ravel(), np.tile(qm - kn, chunk),
+           (seqs * pairs + starts).ravel(), (seqs * (seq - 1) + qm - 1).ravel())
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _table_cross_entropy(table, tok, vocab):
+    """The match cross-entropy of the scores ``table[t_m * vocab + t_n, m - n]`` and its gradient in the table.
+
+    The same loss as :func:`match_cross_entropy` on the full ``(batch, seq, seq)`` scores, which
+    are never formed: only the pairs ``n < m`` are read, a few sequences at a time
+    (:data:`_CHUNK_SCORES`). When each query token's scores span at most :data:`_TABLE_SPREAD`,
+    the exponentials are those of the table (``vocab**2 * seq`` of them) shifted by the token's
+    largest score; otherwise each row is shifted by its own maximum, as in :func:`softmax_rows`.
+    """
+    batch, seq = tok.shape
+    target = match_targets(tok)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    ti = target[bi, mi]
+    hit = (tok[bi, mi] * vocab + tok[bi, ti]) * seq + (mi - ti)  # the target's entry of the table
+    rows = table.reshape(vocab, -1)
+    shift = rows.max(axis=1)
+    by_table = float(np.max(shift - rows.min(axis=1))) <= _TABLE_SPREAD  # False for a non-finite table too
+    flat = np.exp(rows - shift[:, None]).ravel() if by_table else table.ravel()
+    pairs = seq * (seq - 1) // 2
+    step = max(1, min(batch, _CHUNK_SCORES // pairs))
+    query, key, delta, starts, row = _pair_layout(seq, step)
+    log_z = np.zeros((batch, seq))
+    d_flat = np.zeros(table.size)
+    for lo in range(0, batch, step):
+        t = tok[lo : lo + step]
+        n, r = t.shape[0] * pairs, t.shape[0] * (seq - 1)
+        index = (t.ravel() * (vocab * seq))[query[:n]]
+        index += (t.ravel() * seq)[key[:n]]
+        index += delta[:n]
+        e = flat[index]
+        if by_table:
+            top = shift[t[:, 1:]].ravel()
+        else:
+            top = np.maximum.reduceat(e, starts[:r])
+            e -= top[row[:n]]
+            np.maximum(e, EXP_FLOOR, out=e)
+            np.exp(e, out=e)
+        z = np.add.reduceat(e, starts[:r])  # one sum per row m = 1 .. seq - 1, positive
+        log_z[lo : lo + step, 1:] = (np.log(z) + top).reshape(-1, seq - 1)
+        e *= (valid[lo : lo + step, 1:].ravel() / z)[row[:n]]  # queries without an earlier match are left out
+        d_flat += np.bincount(index, weights=e, minlength=table.size)
+    loss = float(np.mean(log_z[bi, mi] - table.ravel()[hit]))
+    d_flat -= np.bincount(hit, minlength=table.size)
+    d_flat /= count
+    return loss, d_flat.reshape(table.shape)
 
 
 def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
@@ -597,8 +676,10 @@ def train_match_head(
     Notes
     -----
     One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
-    the other defaults, ``batch`` up to 39). Time grows with ``steps * batch * train_length**2``: about
-    2 ms per step at the defaults.
+    the other defaults, ``batch`` up to 39; the bound is shared with the match heads of
+    :mod:`ropegeo.toy.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
+    (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
+    defaults, at head dimension 16 or 128.
     """
     th, base_used = _schedule(head_dim, base, theta)
     head_dim = 2 * th.size
@@ -626,7 +707,7 @@ def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False,
     seeds : iterable of int
         One head per seed (non-negative integers, 1 to :data:`MAX_SEEDS` = 20 of them).
     progress : bool
-        Show a tqdm progress bar over the seeds (match heads take a second or two each).
+        Show a tqdm progress bar over the seeds (match heads take about a second each).
     **options
         Passed to :func:`train_offset_head` or :func:`train_match_head`.
 
@@ -717,7 +798,7 @@ def fine_tune(
         Explicit schedule (instead of ``extension``).
     steps : int, optional
         Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
-        length 512), 100 for a match head (a few seconds at length 512).
+        length 512), 100 for a match head (about a second at length 512).
     lr : float
         Learning rate (positive, at most :data:`MAX_LR`).
     batch : int

@@ -149,7 +149,10 @@ def check_match_step(length: int, batch: int, vocab: int, head_dim: int, length_
 def match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
     """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
     the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
-    (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch)."""
+    (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch). That is the
+    step of a head that forms its scores whole (the scheme heads of :mod:`ropegeo.toy.scheme_heads`);
+    the rotary head's step (``heads._match_loss``) reads them from a table a few sequences at a
+    time and holds far less, but keeps the same bound."""
     return 4 * (3 * batch * length**2 + 18 * vocab * length * head_dim + 10 * batch * length * head_dim
                 + 4 * batch * length * vocab)
 
