@@ -35,6 +35,7 @@ PLAIN_KEYWORDS = {"head_dim": "head_dim", "rotary_dim": "rotary_dim", "pairing":
                   "attention_factor": "attention_factor", "phase_dtype": "phase_dtype", "sections": "sections",
                   "interleaved": "interleaved"}
 _DEFAULT_BASE = 10_000.0
+_DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
 MAX_MATRIX_DIM = 2048
 
@@ -346,6 +347,31 @@ class RotaryOperator:
             return False
 
     @classmethod
+    def bank_of(cls, theta=None, operator: "RotaryOperator | None" = None, *, seq_len: int | None = None,
+                scale: float | None = None) -> tuple[np.ndarray, float]:
+        """``(theta, scale)`` of a function that takes frequencies or an operator.
+
+        Plain ``theta`` is checked (finite, non-negative, 1-D) and ``scale`` defaults to 1; an
+        operator's cached frequencies (at ``seq_len``) and position scale are trusted, and a
+        ``scale`` given with it must agree (ValueError naming it). ``theta`` and ``operator``
+        together are refused.
+
+        Examples
+        --------
+        >>> theta, scale = RotaryOperator.bank_of(operator=RotaryOperator(head_dim=4, scale=0.5))
+        >>> theta.tolist(), scale
+        ([1.0, 0.01], 0.5)
+        """
+        if operator is None:
+            if theta is None:
+                raise ValueError("theta is required (or give operator)")
+            return v.frequencies(theta), (1.0 if scale is None else v.real("scale", scale))
+        if theta is not None:
+            raise ValueError("give theta or operator, not both")
+        op = cls.coerce(operator, scale=scale)
+        return op.theta_at(seq_len), op.scale
+
+    @classmethod
     def from_manifest(cls, manifest) -> "RotaryOperator":
         """The operator a :class:`ropegeo.manifest.RopeManifest` declares.
 
@@ -432,6 +458,28 @@ class RotaryOperator:
         return self._at(seq_len)[1]
 
     @functools.cached_property
+    def unscaled(self) -> "RotaryOperator":
+        """This operator without its scaling rule and explicit attention factor: its base's plain schedule.
+
+        Derived from checked fields, so not checked again; cached. Refused for explicit frequencies.
+
+        Examples
+        --------
+        >>> from ropegeo.scaling import Scaling
+        >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.tolist()
+        [1.0, 0.01]
+        """
+        if self.frequencies is not None:
+            raise ValueError("an operator with explicit frequencies (theta) has no unscaled schedule")
+        if self.scaling is None and self.attention_factor is None:
+            return self
+        plain = object.__new__(type(self))
+        for f in fields(self):
+            plain.__dict__[f.name] = getattr(self, f.name)
+        plain.__dict__.update(scaling=None, attention_factor=None, dtype=self.dtype)
+        return plain
+
+    @functools.cached_property
     def axis_of_pair(self) -> np.ndarray:
         """Multi-axis RoPE: the position axis each pair turns with, shape ``(pairs,)`` (all 0 for one axis)."""
         axis = np.zeros(self.pairs, dtype=np.intp)
@@ -459,9 +507,14 @@ class RotaryOperator:
             raise ValueError(f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = "
                              f"{batch}" + ("" if self.sections is None else " (after the axis row)")) from None
 
-    def phases(self, pos: np.ndarray, seq_len: int | None = None) -> np.ndarray:
-        """:meth:`angles` without the argument checks (``pos`` a float64 array): for inner loops."""
-        theta, dt = self.theta_at(seq_len), self.dtype
+    def phases(self, pos: np.ndarray, seq_len: int | None = None, phase_dtype: str | None = None) -> np.ndarray:
+        """:meth:`angles` without the argument checks (``pos`` a float64 array): for inner loops.
+
+        ``phase_dtype`` (a known dtype name, unchecked) replaces :attr:`phase_dtype` for this call.
+        """
+        theta = self.theta_at(seq_len)
+        dt = self.dtype if phase_dtype is None or phase_dtype == self.phase_dtype else \
+            _DTYPES.get(phase_dtype) or v.float_dtype(phase_dtype, "phase_dtype")
         if self.sections is None:
             return phase_kernel(pos, theta, dt, self.scale)
         out = np.empty(pos.shape[1:] + (self.pairs,))
@@ -495,14 +548,15 @@ class RotaryOperator:
                              f"axis), got shape {pos.shape}")
         return self.phases(pos, seq_len)
 
-    def rotate(self, x: np.ndarray, pos: np.ndarray, seq_len: int | None = None) -> np.ndarray:
+    def rotate(self, x: np.ndarray, pos: np.ndarray, seq_len: int | None = None,
+               phase_dtype: str | None = None) -> np.ndarray:
         """:meth:`apply` without the argument checks, for inner loops.
 
         The caller guarantees a float64 ``x`` of shape ``(..., head_dim)`` and float64 positions
         broadcast to ``x.shape[:-1]`` (multi-axis: ``(axes,) + x.shape[:-1]``). The result is
-        float64 and carries no attention factor.
+        float64 and carries no attention factor. ``phase_dtype`` as in :meth:`phases`.
         """
-        angles = self.phases(pos, seq_len)
+        angles = self.phases(pos, seq_len, phase_dtype)
         with np.errstate(over="ignore", invalid="ignore"):
             return rotate_pairs(x, np.cos(angles), np.sin(angles), self.pairing)
 

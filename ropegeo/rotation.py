@@ -315,8 +315,13 @@ def relative_law_error(
     return law_error(op, pairs, dtype, seed)
 
 
-def law_error(op: RotaryOperator, pairs: np.ndarray, dtype: str, seed: int) -> float:
-    """:func:`relative_law_error` without its checks: ``pairs`` a float64 array of shape ``(n, 2)``."""
+def law_error(op: RotaryOperator, pairs: np.ndarray, dtype: str, seed: int, *, seq_len: int | None = None,
+              phase_dtype: str | None = None) -> float:
+    """:func:`relative_law_error` without its checks: ``pairs`` a float64 array of shape ``(n, 2)``.
+
+    ``seq_len`` picks the operator's frequencies for that length (dynamic rules); ``phase_dtype``
+    (a known dtype name) replaces its angle precision.
+    """
     rng = np.random.default_rng(seed)
     q = rng.normal(size=op.head_dim).astype(dtype)
     k = rng.normal(size=op.head_dim).astype(dtype)
@@ -326,7 +331,7 @@ def law_error(op: RotaryOperator, pairs: np.ndarray, dtype: str, seed: int) -> f
     q64, k64 = qs.astype(np.float64), ks.astype(np.float64)
 
     def rot(x64, pos):  # as apply_rope: rotated in float64, returned in the vectors' dtype
-        return op.finish(op.rotate(x64, pos), dtype)
+        return op.finish(op.rotate(x64, pos, seq_len, phase_dtype), dtype)
 
     direct = np.sum(rot(q64, m) * rot(k64, n), axis=-1)
     relative = np.sum(qs * rot(k64, n - m), axis=-1)
