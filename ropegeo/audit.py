@@ -272,8 +272,8 @@ def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, 
             raise ValueError(f"interpolate=True conflicts with the operator's scaling ({scaling.describe()})")
         scaling = Scaling("linear", factor=target / train)
     head_dim, base = 128 if head_dim is None else head_dim, 1e4 if base is None else base
-    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing or "interleaved",
-                        scaling=scaling, phase_dtype=phase, max_position_embeddings=train,
+    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, scaling=scaling, phase_dtype=phase,
+                        pairing="interleaved" if pairing is None else pairing, max_position_embeddings=train,
                         name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
 
 

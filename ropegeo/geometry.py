@@ -134,19 +134,13 @@ def near_collisions(
     Parameters
     ----------
     theta : array_like, shape (pairs,)
-        Angular frequencies.
+        Angular frequencies (or ``operator`` and ``seq_len`` instead, as in :func:`kernel`).
     start, stop : int
         The inclusive offset range; ``0 <= start <= stop`` (required).
-    operator : ropegeo.RotaryOperator, optional
-        Instead of ``theta``, as in :func:`kernel`.
-    seq_len : int, optional
-        With ``operator``: the sequence length its frequencies are formed for.
     top : int
         How many offsets to return (at least 1).
-    scale : float, optional
-        Multiplies every offset, as in :func:`kernel`.
-    weights : array_like, shape (pairs,), optional
-        Per-pair weights, as in :func:`kernel`.
+    scale, weights : float, array_like of shape (pairs,), optional
+        Offset multiplier and per-pair weights, as in :func:`kernel`.
     progress : bool, optional
         Draw a tqdm progress bar (a widget in notebooks). ``None`` draws one only for searches
         large enough to take more than a couple of seconds, and only when tqdm is installed
