@@ -271,7 +271,7 @@ def test_implementation_error_on_ordinary_input_is_a_clear_error():
         (dict(head_dim=8, rotary_dim=10), "rotary_dim must be at most 8"),
         (dict(phase_dtype="float8"), "phase_dtype must be one of"),
         (dict(scale=0.0), "scale must be greater than 0"),
-        (dict(theta=[1.0, -0.1]), "theta must be"),
+        (dict(theta=[1.0, -0.1]), "theta must (be|hold)"),
         (dict(seed=-1), "seed must be at least 0"),
     ],
 )
@@ -379,7 +379,7 @@ def test_manifest_may_be_a_name_or_a_config_dict():
         gate_a(lambda x, p: apply_rope(x, p), manifest=42)
 
 
-@pytest.mark.parametrize("bad", [["float32"], None, 3])
+@pytest.mark.parametrize("bad", [["float32"], 3])  # None means "not given" (float32)
 def test_phase_dtype_must_be_a_name(bad):
     with pytest.raises(ValueError, match="phase_dtype must be one of"):
         gate_a(lambda x, p: apply_rope(x, p), phase_dtype=bad)
