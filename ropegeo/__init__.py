@@ -1,9 +1,9 @@
 """ropegeo: the geometry of rotary position embeddings.
 
-The package behind the book: frequency schedules, rotary operators in both pairing conventions,
-the phase kernel and its near-collisions, context-extension rules, phase precision, and a
-three-gate audit (A: the algebra holds; B: the geometry separates the offsets a task needs;
-C: a trained model uses it).
+The package behind the book: the rotary operator as one value (:class:`RotaryOperator`),
+frequency schedules, rotation in both pairing conventions, the phase kernel and its
+near-collisions, context-extension rules, phase precision, and a three-gate audit (A: the
+algebra holds; B: the geometry separates the offsets a task needs; C: a trained model uses it).
 
 Modules are imported on demand; the most used names are re-exported here.
 """
@@ -11,6 +11,7 @@ Modules are imported on demand; the most used names are re-exported here.
 from .audit import GeometryAudit, geometry_audit
 from .frequencies import frequencies, slow_pairs, turns, wavelengths
 from .geometry import NearCollision, adjacent_similarity, kernel, near_collisions
+from .operator import RotaryOperator
 from .rotation import apply_rope, pairing_permutation, relative_law_error, rotation_matrix
 
 __version__ = "0.1.0"
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "GeometryAudit",
     "NearCollision",
+    "RotaryOperator",
     "adjacent_similarity",
     "apply_rope",
     "frequencies",
