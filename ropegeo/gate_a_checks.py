@@ -40,7 +40,8 @@ class Ctx:
     def __init__(self, fn, *, operator, dims, data_dtype, max_position, extra_sizes=(), alt_theta=None):
         # the declared operator (a ropegeo.RotaryOperator, checked once), and the names the checks read
         self.fn, self.operator, self.dims = fn, operator, dims
-        self.d, self.rot_decl, self.pairing, self.base = operator.head_dim, operator.rotary_dim, operator.pairing, operator.base
+        self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
+        self.pairing, self.base = operator.pairing, operator.base
         self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
         self.theta_given = operator.frequencies is not None
         self.theta_max = float(self.theta_decl.max())
