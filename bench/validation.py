@@ -46,8 +46,8 @@ import sys
 import numpy as np
 
 from ropegeo import _validate
-from ropegeo.audit import geometry_audit
-from ropegeo.gate_a import gate_a
+from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import apply_rope
 
 #: The helpers counted: every public function of ``ropegeo/_validate.py``.
@@ -155,7 +155,7 @@ RUNS = {
 
 def scaled_computations(model: str = "llama-3.1-8b") -> int:
     """How often one geometry audit of a shipped (scaled) model computes the rule's frequencies."""
-    from ropegeo.manifest import load_model
+    from ropegeo.models.manifest import load_model
     from ropegeo.scaling import config
 
     real, calls = config.scaled_frequencies, []

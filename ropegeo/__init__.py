@@ -8,11 +8,11 @@ algebra holds; B: the geometry separates the offsets a task needs; C: a trained 
 Modules are imported on demand; the most used names are re-exported here.
 """
 
-from .audit import GeometryAudit, geometry_audit
-from .frequencies import frequencies, slow_pairs, turns, wavelengths
-from .geometry import NearCollision, adjacent_similarity, kernel, near_collisions
-from .operator import RotaryOperator
-from .rotation import apply_rope, pairing_permutation, relative_law_error, rotation_matrix
+from ropegeo.gates.audit import GeometryAudit, geometry_audit
+from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.geometry import NearCollision, adjacent_similarity, kernel, near_collisions
+from ropegeo.operator import RotaryOperator
+from ropegeo.rotation import apply_rope, pairing_permutation, relative_law_error, rotation_matrix
 
 __version__ = "0.1.0"
 

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from . import _validate as v
-from .operator import RotaryOperator, schedule
+from ropegeo import _validate as v
+from ropegeo.operator import RotaryOperator, schedule
 
 __all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "character_coherence", "resolve_rotary_dim"]
 

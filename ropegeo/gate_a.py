@@ -43,16 +43,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as v
-from ._json import dumps, plain
-from .checks import EXIT_CODES, Check, status, verdict
-from .operator import RotaryOperator
-from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
+from ropegeo import _validate as v
+from ropegeo._json import dumps, plain
+from ropegeo.gates.verdicts import EXIT_CODES, Check, status, verdict
+from ropegeo.operator import RotaryOperator
+from ropegeo.gates.a.algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
                              check_values)
-from .gate_a_call import UNIT, Bad, GateAError, Impl, Refused
-from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
+from ropegeo.gates.a.call import UNIT, Bad, GateAError, Impl, Refused
+from ropegeo.gates.a.checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
                             check_precision, short_run_note, short_run_reading)
-from .gate_a_read import infer_layout
+from ropegeo.gates.a.read import infer_layout
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
            "DEFAULT_MAX_POSITION"]
@@ -112,10 +112,10 @@ class GateAReport:
 
     @property
     def status(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status` over
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status` over
         :data:`CORE_CHECKS`): inconclusive when no check failed but a core check was not measured,
         or a check's tolerance reached the largest error it can see. The command line exits with
-        :data:`ropegeo.checks.EXIT_CODES` of it (0, 1, 3)."""
+        :data:`ropegeo.gates.verdicts.EXIT_CODES` of it (0, 1, 3)."""
         return status(self.checks, core=CORE_CHECKS)
 
     @property
@@ -316,7 +316,7 @@ def json_default(o):
 
 def _from_manifest(manifest, target_length):
     """Declared fields from a manifest (or a config dict, path or shipped name)."""
-    from .manifest import RopeManifest, read_config, resolve
+    from ropegeo.models.manifest import RopeManifest, read_config, resolve
 
     if isinstance(manifest, dict):
         manifest = read_config(manifest)
@@ -579,7 +579,7 @@ def gate_a(
     attention_factor : float, optional
         The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's). Given with a
         manifest, it replaces the manifest's (with a note).
-    manifest : ropegeo.manifest.RopeManifest, dict, str or path, optional
+    manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor
         and context. A dynamic NTK manifest is audited as within a forward pass of the declared
@@ -834,7 +834,7 @@ def _undeclared_note(args, report) -> str | None:
 
 def run_subcommand(args) -> int:
     """Run ``gate-a`` from parsed arguments; returns 0 (pass), 1 (a check failed) or 3 (inconclusive)."""
-    from .gate_a_run import run_in_worker
+    from ropegeo.gates.a.isolated import run_in_worker
 
     if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
         raise ValueError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")

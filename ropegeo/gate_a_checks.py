@@ -1,7 +1,7 @@
 """The reading checks of Gate A: layout, frequencies, precision, origin, context and batch.
 
 Each check is a small function ``check(ctx, rng) -> Check`` with its own random stream; the
-table of all checks lives in :mod:`ropegeo.gate_a`. Internal.
+table of all checks lives in :mod:`ropegeo.gates.a.gate`. Internal.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from .checks import Check
-from .gate_a_call import UNIT, Bad, Refused
-from .gate_a_positions import find_position_defect
-from .gate_a_read import (angles, fmt_positions, infer_layout, layout_name, matrices, probe_positions,
+from ropegeo.gates.verdicts import Check
+from ropegeo.gates.a.call import UNIT, Bad, Refused
+from ropegeo.gates.a.positions import find_position_defect
+from ropegeo.gates.a.read import (angles, fmt_positions, infer_layout, layout_name, matrices, probe_positions,
                           refine_theta, relative_rows, rotate_pairs, span, wrap, wrap_far)
 
 #: Positions at which the matrices are read (layout, frequencies, precision): consecutive at
@@ -30,7 +30,7 @@ ANGLE_SAFETY = 16.0
 LAYOUT_SEEN = 1e-6
 #: The largest error the vector and score checks can see: two rotations of one vector differ by at
 #: most 2 |x|, two scores of rotated vectors by at most 2 |q||k|. A tolerance that reaches it
-#: cannot fail (:meth:`ropegeo.checks.Check.judged`'s ``ceiling``).
+#: cannot fail (:meth:`ropegeo.gates.verdicts.Check.judged`'s ``ceiling``).
 CEILING = 2.0
 
 

@@ -14,8 +14,8 @@ import importlib.util
 
 import numpy as np
 
-from . import _validate as v
-from .operator import RotaryOperator
+from ropegeo import _validate as v
+from ropegeo.operator import RotaryOperator
 
 __all__ = ["kernel", "adjacent_similarity", "near_collisions", "NearCollision"]
 

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["RotaryOperator", "schedule", "phase_kernel", "rotate_pairs"]
 
@@ -123,7 +123,7 @@ def _scaling_rules():
     :mod:`ropegeo.rotation`, which needs this module. Moving the report out of the rule table's
     face (issue 24's layout) lets this become a top-level import.
     """
-    from .scaling.config import Scaling, scaled_frequencies  # see the docstring: closes a cycle
+    from ropegeo.scaling.config import Scaling, scaled_frequencies  # see the docstring: closes a cycle
 
     return Scaling, scaled_frequencies
 
@@ -373,15 +373,15 @@ class RotaryOperator:
 
     @classmethod
     def from_manifest(cls, manifest) -> "RotaryOperator":
-        """The operator a :class:`ropegeo.manifest.RopeManifest` declares.
+        """The operator a :class:`ropegeo.models.manifest.RopeManifest` declares.
 
         Head and rotary widths, pairing, base, scaling rule and phase precision are read from the
-        manifest (already validated there). The manifest's own :attr:`~ropegeo.manifest.RopeManifest.operator`
+        manifest (already validated there). The manifest's own :attr:`~ropegeo.models.manifest.RopeManifest.operator`
         property caches this.
 
         Examples
         --------
-        >>> from ropegeo.manifest import load_model
+        >>> from ropegeo.models.manifest import load_model
         >>> op = RotaryOperator.from_manifest(load_model("llama-3.1-8b"))
         >>> op.base, op.pairing, op.scaling.rule, op.pairs
         (500000.0, 'half', 'llama3', 64)

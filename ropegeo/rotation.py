@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from .frequencies import resolve_rotary_dim
-from .operator import MAX_MATRIX_DIM, RotaryOperator, phase_kernel, rotate_pairs
+from ropegeo import _validate as v
+from ropegeo.frequencies import resolve_rotary_dim
+from ropegeo.operator import MAX_MATRIX_DIM, RotaryOperator, phase_kernel, rotate_pairs
 
 __all__ = ["apply_rope", "rotate_pairs", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles",
            "relative_law_error", "law_error", "MAX_MATRIX_DIM"]

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from ropegeo import scaling
-from ropegeo.audit import audit, geometry_audit
+from ropegeo.gates.audit import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies, wavelengths
-from ropegeo.gate_a import check_declaration, gate_a
-from ropegeo.gate_c import gate_c
+from ropegeo.gates.a.gate import check_declaration, gate_a
+from ropegeo.gates.c import gate_c
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
+from ropegeo.models.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
 from ropegeo.rotation import apply_rope
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,11 +19,11 @@ import pytest
 import ropegeo
 from ropegeo import _validate
 from ropegeo import operator as operator_module
-from ropegeo.audit import geometry_audit
+from ropegeo.gates.audit import geometry_audit
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
-from ropegeo.gate_a import gate_a
+from ropegeo.gates.a.gate import gate_a
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.manifest import RopeManifest, load_model
+from ropegeo.models.manifest import RopeManifest, load_model
 from ropegeo.operator import RotaryOperator
 from ropegeo.rotation import apply_rope, relative_law_error, rotation_matrix
 from ropegeo.scaling import Scaling
