@@ -26,7 +26,8 @@ from ropegeo.softmax import softmax_rows  # noqa: E402
 from ropegeo.toy import heads as H  # noqa: E402
 from ropegeo.toy import train_match_head  # noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
-from ropegeo.rotation import apply_rope, rotate_pairs  # noqa: E402
+from ropegeo.operator import rotate_pairs  # noqa: E402
+from ropegeo.rotation import apply_rope  # noqa: E402
 
 
 STEPS = 200

@@ -273,7 +273,7 @@ def test_implementation_error_on_ordinary_input_is_a_clear_error():
         (dict(head_dim=8, rotary_dim=10), "rotary_dim must be at most 8"),
         (dict(phase_dtype="float8"), "phase_dtype must be one of"),
         (dict(scale=0.0), "scale must be greater than 0"),
-        (dict(theta=[1.0, -0.1]), "theta must be"),
+        (dict(theta=[1.0, -0.1]), "theta must (be|hold)"),
         (dict(seed=-1), "seed must be at least 0"),
     ],
 )
@@ -381,7 +381,7 @@ def test_manifest_may_be_a_name_or_a_config_dict():
         gate_a(lambda x, p: apply_rope(x, p), manifest=42)
 
 
-@pytest.mark.parametrize("bad", [["float32"], None, 3])
+@pytest.mark.parametrize("bad", [["float32"], 3])  # None means "not given" (float32)
 def test_phase_dtype_must_be_a_name(bad):
     with pytest.raises(ValueError, match="phase_dtype must be one of"):
         gate_a(lambda x, p: apply_rope(x, p), phase_dtype=bad)
@@ -489,5 +489,8 @@ def test_gate_a_never_passes_when_its_core_checks_are_unmeasured(log_base, log_s
     cannot_fail = [c.name for c in r.checks if c.passed and c.tolerance >= 2.0 and c.name != "frequencies"]
     assert not cannot_fail, r.table()
     if unmeasured or any(c.inconclusive for c in r.checks):
-        assert r.status == "inconclusive" and not r.passed, r.table()
+        # never a pass; a check that does see an error still fails (a declared base a little above the
+        # implementation's 1e13 gives frequencies that differ measurably)
+        assert r.status in ("inconclusive", "fail") and not r.passed, r.table()
+        assert r.status == "inconclusive" or any(c.passed is False for c in r.checks), r.table()
     assert r.status != "pass" or not unmeasured

@@ -19,6 +19,7 @@ import pytest
 from jsrun import call_js
 
 from ropegeo import scaling as S
+from ropegeo.scaling import report as SR
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.gates.b.rule import default_offsets
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
@@ -111,7 +112,7 @@ def test_preset_and_phase_novelty():
         want.append(None if sc is None else sc.to_dict())
         th, _ = S.scaled_frequencies(sc, 1e4, 128, seq_len=32768)
         calls.append(("phaseNovelty", [frequencies(128), th, 4096, 32768]))
-        want.append(S.phase_novelty(frequencies(128), th, 4096, 32768))
+        want.append(SR.phase_novelty(frequencies(128), th, 4096, 32768))
     got = js(*calls)
     for k in range(0, len(got), 2):
         if want[k] is None:

@@ -42,7 +42,8 @@ from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
-from ropegeo.rotation import apply_rope, relative_law_error
+from ropegeo.operator import RotaryOperator
+from ropegeo.rotation import apply_rope, law_error, relative_law_error
 from ropegeo.scaling import Scaling, scaled_frequencies
 from ropegeo.toy import MAX_MATCH_LENGTH
 from ropegeo.toy.reanchor import reanchored_base
@@ -265,27 +266,59 @@ class GeometryAudit:
         return self.table()
 
 
-def _plain_manifest(head_dim, base, rotary_dim, pairing, train, target, interpolate) -> RopeManifest:
-    """The manifest plain geometry-audit arguments define (interpolation: linear, target / train)."""
-    scaling = None
+def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
+    """The manifest an operator or plain numbers define, at plain lengths (interpolation: linear, target / train)."""
+    scaling, phase = None, "float64"
+    if operator is not None:  # checked when it was built; plain arguments must agree with it
+        op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+        if op.frequencies is not None or op.attention_factor is not None or op.sections is not None or op.scale != 1:
+            raise ValueError("geometry_audit audits an operator of a base and a scaling rule, without explicit "
+                             "theta, attention factor, position axes or position scale")
+        head_dim, base, rotary_dim, pairing, scaling, phase = (op.head_dim, op.base, op.rotary_dim, op.pairing,
+                                                               op.scaling, op.phase_dtype)
     if interpolate and target > train:
+        if scaling is not None:
+            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({scaling.describe()})")
         scaling = Scaling("linear", factor=target / train)
-    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, scaling=scaling,
-                        phase_dtype="float64", max_position_embeddings=train,
-                        name=f"head dim {head_dim}, base {base:g}")
+    head_dim, base = 128 if head_dim is None else head_dim, 1e4 if base is None else base
+    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, scaling=scaling, phase_dtype=phase,
+                        pairing="interleaved" if pairing is None else pairing, max_position_embeddings=train,
+                        name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
+
+
+def _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim, interpolate, pairing):
+    """The manifest geometry_audit audits, its training and target lengths; conflicts refused by name."""
+    if isinstance(head_dim, (RopeManifest, RotaryOperator)) and operator is None:
+        head_dim, operator = None, head_dim  # given first (else refused below as a conflicting head_dim)
+    if not isinstance(operator, RopeManifest):
+        train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
+        target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
+        interpolate = False if interpolate is None else v.boolean("interpolate", interpolate)
+        return _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target), train, target
+    m = operator  # a plain argument that contradicts its operator is refused by name:
+    RotaryOperator.coerce(m.operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+    if m.train_length is None:
+        raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
+    if train_length is not None and train_length != m.train_length:
+        raise ValueError(f"train_length={train_length!r} conflicts with the manifest's training length {m.train_length}")
+    if interpolate is not None:
+        raise ValueError("interpolate is for plain numbers: the manifest carries its own scaling rule")
+    target = m.target_length if target_length is None else target_length
+    return m, m.train_length, v.length("target_length", target, minimum=3)
 
 
 def geometry_audit(
-    head_dim=128,
-    base: float = 1e4,
+    head_dim=None,
+    base: float | None = None,
     train_length: int | None = None,
     target_length: int | None = None,
     rotary_dim: int | None = None,
     *,
-    interpolate: bool = False,
+    operator=None,
+    interpolate: bool | None = None,
     search_start: int | None = None,
     search_limit: int | None = None,
-    pairing: str = "interleaved",
+    pairing: str | None = None,
     dtype: str = "float64",
     top: int = 1,
     gate_b_rule: GateBRule | None = None,
@@ -296,23 +329,21 @@ def geometry_audit(
 
     Parameters
     ----------
-    head_dim : int or RopeManifest
-        A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length),
-        or the width of one head (even, at least 2), with ``base``, ``rotary_dim``, ``pairing``,
-        ``train_length`` (default 4,096) and ``interpolate`` defining the operator.
-    base : float
-        Frequency base (finite, greater than 1); plain numbers only.
+    head_dim, operator : int, RopeManifest or RotaryOperator, optional
+        A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length) or
+        an operator, first or as ``operator=``; or the width of one head (even; default 128), with
+        ``base`` (default 10,000), ``rotary_dim``, ``pairing`` (default interleaved), ``train_length``
+        (default 4,096) and ``interpolate``. These plain arguments must agree with a manifest or
+        operator given (a conflict is refused, naming the argument).
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
         default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
-    interpolate : bool
-        Plain numbers only: linear position interpolation by ``target_length / train_length``.
+    interpolate : bool, optional
+        Not with a manifest: linear position interpolation by ``target_length / train_length``.
     search_start, search_limit : int, optional
         First and last offset of the identity-like search (at least 2). Default: from the training
         length (or 2 when the target is not longer) to the last offset attention sees (the target,
         or the sliding window); the result's ``search_note`` says which and why.
-    pairing : {"interleaved", "half"}
-        Plain numbers only.
     dtype : {"float64", "float32"}
         Precision of the relative-law check.
     top : int
@@ -333,8 +364,7 @@ def geometry_audit(
     Raises
     ------
     ValueError
-        For an argument out of range (named), a manifest without a training length, or plain
-        operator arguments given together with a manifest.
+        For an argument out of range or in conflict (named), or a manifest without a training length.
 
     Notes
     -----
@@ -356,27 +386,20 @@ def geometry_audit(
     (8192, 131072, 35, 64)
     >>> round(r.adjacent_similarity, 3), r.gate_b.passed
     (0.978, True)
+
+    Plain numbers that contradict it are refused (not silently overridden):
+    >>> geometry_audit(load_model("llama-3.1-8b"), base=10000.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
     """
-    if isinstance(head_dim, RopeManifest):
-        if (base, train_length, rotary_dim, interpolate, pairing) != (1e4, None, None, False, "interleaved"):
-            raise ValueError("give either a manifest or head_dim/base/train_length/rotary_dim/pairing/interpolate, "
-                             "not both")
-        m = head_dim
-        if m.train_length is None:
-            raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
-        train = m.train_length
-        target = v.length("target_length", target_length if target_length is not None else m.target_length, minimum=3)
-    else:
-        train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
-        target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
-        m = _plain_manifest(head_dim, v.base(base), rotary_dim, v.pairing(pairing), train, target,
-                            v.boolean("interpolate", interpolate))
+    m, train, target = _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim,
+                                         interpolate, pairing)
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     start = None if search_start is None else v.length("search_start", search_start, minimum=2)
     limit = None if search_limit is None else v.length("search_limit", search_limit, minimum=2)
-    top = v.integer("top", top, minimum=1, maximum=1000)
-    rule = _gate_b_rule(gate_b_rule, min_margin)
+    top, rule = v.integer("top", top, minimum=1, maximum=1000), _gate_b_rule(gate_b_rule, min_margin)
     return _geometry(m, train, target, start, limit, dtype, top, rule, v.integer("seed", seed, minimum=0))
 
 
@@ -395,17 +418,18 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
 
 def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
     s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
-    theta, att = m.theta(target), m.attention_factor(target)
-    plain, lam = frequencies(m.rotary_dim, m.base), wavelengths(theta)
-    pairs = [*_LAW_PAIRS, (train // 4, train - 2)]
-    err = relative_law_error(m.head_dim, theta=theta, pairing=m.pairing, rotary_dim=m.rotary_dim,
-                             position_pairs=pairs, dtype=dtype, seed=seed)
-    hits = near_collisions(theta, s0, s1, top=top)
+    op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
+    theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
+    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], wavelengths(operator=op, seq_len=target)
+    err = law_error(op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
+    hits = near_collisions(start=s0, stop=s1, top=top, operator=op, seq_len=target)
     return GeometryAudit(
         manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
         dtype=dtype, relative_law_error=err, law_tolerance=_law_tolerance(dtype, m.head_dim, max(max(p) for p in pairs)),
-        adjacent_similarity=adjacent_similarity(theta), slow_pairs=slow_pairs(plain, train),
-        slow_pairs_target=slow_pairs(theta, target), pairs_longer_than_train=int(np.count_nonzero(lam > train)),
+        adjacent_similarity=adjacent_similarity(operator=op, seq_len=target),
+        slow_pairs=slow_pairs(operator=plain_op, length=train),
+        slow_pairs_target=slow_pairs(operator=op, seq_len=target, length=target),
+        pairs_longer_than_train=int(np.count_nonzero(lam > train)),
         pairs_longer_than_target=int(np.count_nonzero(lam > target)),
         scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
         angular_step_ratio=float(theta[0] / plain[0]), search_range=(s0, s1), search_note=note,

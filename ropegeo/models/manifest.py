@@ -12,6 +12,7 @@ function (or the command line) can rebuild the exact per-pair frequencies from i
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -25,7 +26,7 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import resolve_rotary_dim, wavelengths
+from ropegeo.frequencies import wavelengths
 from ropegeo.models.class_defaults import with_class_defaults
 from ropegeo.models.model_types import (
     NOPE,
@@ -37,7 +38,8 @@ from ropegeo.models.model_types import (
     proportional_view,
     refusal,
 )
-from ropegeo.scaling import Scaling, rope_parameters, yarn_mscale
+from ropegeo.operator import RotaryOperator
+from ropegeo.scaling import Scaling, yarn_mscale
 
 __all__ = [
     "RopeManifest",
@@ -135,19 +137,22 @@ class RopeManifest:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        head_dim, rotary_dim = resolve_rotary_dim(self.head_dim, self.rotary_dim)
-        set_(self, "head_dim", head_dim)
-        set_(self, "rotary_dim", rotary_dim)
-        set_(self, "base", v.base(self.base))
-        set_(self, "pairing", v.pairing(self.pairing))
+        if self.base is None:
+            raise ValueError("base must be a real number, got None")
+        if self.phase_dtype not in PHASE_DTYPES:
+            raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {self.phase_dtype!r}")
+        # the rotary fields are checked once, by the operator they define (cached as .operator)
+        op = RotaryOperator(head_dim=self.head_dim, rotary_dim=self.rotary_dim, pairing=self.pairing, base=self.base,
+                            scaling=self.scaling, phase_dtype=self.phase_dtype)
+        for key in ("head_dim", "rotary_dim", "pairing", "base", "scaling"):
+            set_(self, key, getattr(op, key))
+        self.__dict__["operator"] = op
         if self.position_id_policy not in POSITION_ID_POLICIES:
             raise ValueError(
                 f"position_id_policy must be one of {', '.join(map(repr, POSITION_ID_POLICIES))}, "
                 f"got {self.position_id_policy!r}"
             )
         set_(self, "cache_offset", v.length("cache_offset", self.cache_offset, minimum=0))
-        if self.phase_dtype not in PHASE_DTYPES:
-            raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {self.phase_dtype!r}")
         for key in ("max_position_embeddings", "original_max_position_embeddings", "sliding_window"):
             val = getattr(self, key)
             if val is not None:
@@ -161,18 +166,15 @@ class RopeManifest:
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ValueError(f"{key} must be a string or None, got {type(getattr(self, key)).__name__}")
         set_(self, "notes", tuple(self.notes))
-        if self.scaling is not None:
-            if isinstance(self.scaling, Mapping):
-                try:
-                    set_(self, "scaling", Scaling.from_dict(self.scaling))
-                except ValueError as exc:
-                    raise ValueError(f"scaling: {exc}") from None
-            elif not isinstance(self.scaling, Scaling):
-                raise ValueError(
-                    f"scaling must be a ropegeo.scaling.Scaling, a dict with a 'rule' key, or None, "
-                    f"got {type(self.scaling).__name__}"
-                )
-            self.scaling.check_pairs(self.rotary_dim // 2)
+
+    @functools.cached_property
+    def operator(self) -> RotaryOperator:
+        """The rotary operator this manifest declares (built and checked once, on construction).
+
+        Its frequencies are cached per sequence length, so :meth:`theta` and
+        :meth:`attention_factor` compute a rule's bank once.
+        """
+        return RotaryOperator.from_manifest(self)  # only reached for an instance built without __init__
 
     # ------------------------------------------------------------------ derived quantities
     @property
@@ -211,14 +213,14 @@ class RopeManifest:
         numpy.ndarray, shape (rotary_dim // 2,), float64
             Fastest pair first.
         """
-        return rope_parameters(self, seq_len)[0]
+        return np.array(self.operator.theta_at(seq_len))
 
     def attention_factor(self, seq_len: int | None = None) -> float:
         """The factor the rule multiplies cos and sin by (it scales attention logits by its square).
 
         1.0 for the plain schedule, linear, NTK and dynamic NTK.
         """
-        return rope_parameters(self, seq_len)[1]
+        return self.operator.attention_at(seq_len)
 
     def wavelengths(self, seq_len: int | None = None) -> np.ndarray:
         """Wavelength ``2 pi / theta_i`` of each pair in tokens, shape ``(rotary_dim // 2,)``."""

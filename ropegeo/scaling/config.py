@@ -3,7 +3,7 @@
 :class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked;
 :func:`~ropegeo.scaling.scaled_frequencies` dispatches to the formulas of
 :mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target
-length. The public names are re-exported by :mod:`ropegeo.scaling`.
+length.
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ def _llama3(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.n
 
 #: The one rule table, like transformers' ``ROPE_INIT_FUNCTIONS``: rule name ->
 #: ``f(scaling, base, rotary_dim, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`,
-#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.scaling.extension_report` all
+#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.scaling.report.extension_report` all
 #: dispatch through it, and the JavaScript core of the labs is tested against it.
 RULE_FUNCTIONS = {"linear": _linear, "ntk": _ntk, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
                   "llama3": _llama3}

@@ -1,7 +1,7 @@
 """What a rule trades: phase novelty against local resolution, and tables.
 
-:func:`~ropegeo.scaling.extension_report` measures one rule at a target length;
-:func:`~ropegeo.scaling.text_table` prints rows of such reports. The public names are re-exported by :mod:`ropegeo.scaling`.
+:func:`~ropegeo.scaling.report.extension_report` measures one rule at a target length;
+:func:`~ropegeo.scaling.report.text_table` prints rows of such reports.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo._json import dumps, plain
-from ropegeo.rotation import apply_rope, phase_angles, rotate_pairs
+from ropegeo.operator import rotate_pairs
+from ropegeo.rotation import apply_rope, phase_angles
 from ropegeo.scaling import rule_name
 from ropegeo.softmax import softmax_rows
 from ropegeo.toy.heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets

@@ -265,7 +265,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
 
     Parameters
     ----------
-    reports : sequence of ropegeo.scaling.ExtensionReport
+    reports : sequence of ropegeo.scaling.report.ExtensionReport
         With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
     layout : {"wide", "column"}
         ``"column"``: the three panels stacked at the text column's width (top, middle, bottom

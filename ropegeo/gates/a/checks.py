@@ -49,13 +49,15 @@ CEILING = 2.0
 class Ctx:
     """What every check reads: the implementation, the declaration, and what was inferred."""
 
-    def __init__(self, fn, *, d, dims, rot_decl, pairing, theta_decl, base, theta_given, phase_dtype,
-                 data_dtype, max_position, extra_sizes=(), alt_theta=None):
-        self.fn, self.d, self.dims = fn, d, dims
-        self.rot_decl, self.pairing, self.base = rot_decl, pairing, base
-        self.theta_decl, self.theta_given = theta_decl, theta_given
-        self.theta_max = float(theta_decl.max())
-        self.phase_dtype, self.data_dtype_declared = phase_dtype, data_dtype
+    def __init__(self, fn, *, operator, dims, data_dtype, max_position, extra_sizes=(), alt_theta=None):
+        # the declared operator (a ropegeo.RotaryOperator, checked once), and the names the checks read
+        self.fn, self.operator, self.dims = fn, operator, dims
+        self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
+        self.pairing, self.base = operator.pairing, operator.base
+        self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
+        self.theta_given = operator.frequencies is not None
+        self.theta_max = float(self.theta_decl.max())
+        self.phase_dtype, self.data_dtype_declared = operator.phase_dtype, data_dtype
         self.max_position = max_position
         self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
         self.extra_sizes = extra_sizes
@@ -70,7 +72,7 @@ class Ctx:
         self.theta_hat = None
         self.position_defect = None
         self.u_data = UNIT["float32"]
-        self.u_phase = UNIT[phase_dtype]
+        self.u_phase = UNIT[self.phase_dtype]
         self.gain = 1.0
         # (what, frequencies, pass length): another reading of the declaration (LongRoPE's short factors,
         # dynamic NTK's unstretched ones), those of a forward pass of at most that length

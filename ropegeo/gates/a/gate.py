@@ -45,7 +45,6 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo._json import dumps, plain
-from ropegeo.frequencies import frequencies, resolve_rotary_dim
 from ropegeo.gates.a.algebra import (
     check_composition,
     check_decoding,
@@ -68,8 +67,10 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.verdicts import Check, status, verdict
+from ropegeo.gates.a.read import infer_layout
+from ropegeo.gates.verdicts import EXIT_CODES, Check, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
+from ropegeo.operator import RotaryOperator
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "CHECKS", "CORE_CHECKS", "DEFAULT_MAX_POSITION"]
 
@@ -439,22 +440,14 @@ def _run_checks(ctx, seed: int) -> list[Check]:
     return out
 
 
-_DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta", "phase_dtype", "dtype",
-                  "max_position", "attention_factor", "seed", "extra_sizes", "name")
 #: Where the declared attention factor is applied: "rotation" (cos and sin multiplied by it, as
 #: transformers does for YaRN and LongRoPE) or "softmax" (the attention multiplies its logits by
 #: its square; the rotation keeps unit length).
 ATTENTION_FACTOR_IN = ("rotation", "softmax")
 
 
-#: gate_a's declaring arguments and their defaults: with a manifest, a value other than its default
-#: must agree with the manifest's (scale and theta have no counterpart there: their defaults only)
-_DECLARING_DEFAULTS = {"head_dim": None, "base": 10_000.0, "pairing": "interleaved", "rotary_dim": None,
-                       "scale": 1.0, "theta": None, "phase_dtype": "float32"}
-
-
 def _refuse_conflicts(m: dict, **given) -> None:
-    """Refuse, by name, a plain declaring argument that contradicts the manifest's declaration."""
+    """Refuse, by name, a plain declaring argument (``None``: not given) that contradicts the manifest's."""
 
     def same(a, b) -> bool:
         if a is None or b is None:
@@ -464,7 +457,7 @@ def _refuse_conflicts(m: dict, **given) -> None:
         return isinstance(a, numbers.Real) and not isinstance(a, bool) and isinstance(b, numbers.Real) and a == b
 
     for key, val in given.items():
-        if same(val, _DECLARING_DEFAULTS[key]) or (key in m and same(val, m[key])):
+        if val is None or (key in m and same(val, m[key])):
             continue
         if key in ("scale", "theta"):
             raise ValueError(f"{key} conflicts with the manifest, which declares the frequencies itself: drop {key} "
@@ -474,8 +467,8 @@ def _refuse_conflicts(m: dict, **given) -> None:
 
 
 def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position,
-               attention_factor, manifest, target_length, seed, attention_factor_in="rotation") -> dict:
-    """The declaration of :func:`gate_a`, from its arguments or a manifest, validated once."""
+               attention_factor, manifest, target_length, seed, attention_factor_in="rotation", operator=None) -> dict:
+    """The declaration of :func:`gate_a`, from its arguments, an operator or a manifest, validated once."""
     extra_sizes, name, alt_theta, notes, m = (), None, None, [], {}
     if not isinstance(attention_factor_in, str) or attention_factor_in not in ATTENTION_FACTOR_IN:
         raise ValueError(f"attention_factor_in must be one of {', '.join(ATTENTION_FACTOR_IN)}, "
@@ -485,6 +478,8 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
             raise ValueError("target_length applies with a manifest (or --config) only")
         target_length = v.length("target_length", target_length, minimum=2)
     if manifest is not None:
+        if operator is not None:
+            raise ValueError("give operator or manifest (which declares its operator), not both")
         m = _from_manifest(manifest, target_length)
         _refuse_conflicts(m, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale,
                           theta=theta, phase_dtype=phase_dtype)
@@ -502,42 +497,68 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
         alt_theta = m.get("alt_theta")
         if max_position is None:
             max_position = m["max_position"]
-    if attention_factor is None:
-        attention_factor = 1.0
-    base = v.base(base)
-    pairing = v.pairing(pairing)
-    scale = v.real("scale", scale, greater_than=0.0)
-    attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
-    phase_dtype = _dtype_arg("phase_dtype", phase_dtype)
+    op, attention_factor = _declared_operator(operator, attention_factor, head_dim=head_dim, base=base,
+                                              pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
+                                              phase_dtype=phase_dtype)
     dtype = _dtype_arg("dtype", dtype, allow_none=True)
     max_position = DEFAULT_MAX_POSITION if max_position is None else v.length("max_position", max_position, minimum=16)
     if max_position > MAX_POSITION:
         raise ValueError(f"max_position must be at most {MAX_POSITION:,}, got {max_position:,}")
     seed = v.integer("seed", seed, minimum=0)
-    if head_dim is not None:
-        head_dim = v.head_dim(head_dim, maximum=MAX_AUDITED_HEAD_DIM)
-        resolve_rotary_dim(head_dim, rotary_dim)
-    if theta is not None:
-        theta = v.finite_array("theta", theta)
-        if theta.ndim != 1 or theta.size == 0 or np.any(theta <= 0):
-            raise ValueError(f"theta must be a non-empty 1-D array of positive frequencies, got shape {theta.shape}")
-    return dict(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
-                phase_dtype=phase_dtype, dtype=dtype, max_position=max_position, attention_factor=attention_factor,
-                seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta, notes=notes,
-                attention_factor_in=attention_factor_in, pass_length=m.get("pass_length"),
+    return dict(operator=op, head_dim=head_dim if operator is None else op.head_dim,
+                rotary_dim=rotary_dim if operator is None else op.rotary_dim, dtype=dtype, max_position=max_position,
+                attention_factor=attention_factor, seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta,
+                notes=notes, attention_factor_in=attention_factor_in, pass_length=m.get("pass_length"),
                 short_run=m.get("short_run"))
+
+
+def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOperator, float]:
+    """The declared operator (checked once) and attention factor; Gate A's own limits on top.
+
+    Without a declared head width the operator is built at the widest audited head, and rebuilt
+    at the probed width once it is known. A scaling rule is declared as its frequencies at
+    initialisation (its attention factor too, unless one is declared).
+    """
+    if operator is not None:
+        op = RotaryOperator.coerce(operator, **plain)
+        if op.sections is not None:
+            raise ValueError("Gate A audits one position axis: operator must have no sections")
+        if attention_factor is None:
+            attention_factor = op.attention_at(None)
+        if op.scaling is not None or op.attention_factor is not None:
+            op = RotaryOperator(head_dim=op.head_dim, pairing=op.pairing, base=op.base, frequencies=op.theta,
+                                scale=op.scale, phase_dtype=op.phase_dtype)
+    else:
+        given = dict(plain, base=10_000.0 if plain["base"] is None else plain["base"],
+                     phase_dtype=_dtype_arg("phase_dtype", "float32" if plain["phase_dtype"] is None
+                                            else plain["phase_dtype"]))
+        width = given["head_dim"]
+        if width is None:
+            given["head_dim"] = MAX_AUDITED_HEAD_DIM
+        elif isinstance(width, numbers.Real) and not isinstance(width, bool) and width > MAX_AUDITED_HEAD_DIM:
+            raise ValueError(f"head_dim must be at most {MAX_AUDITED_HEAD_DIM}, got {width}")
+        op = RotaryOperator.coerce(**given)
+    if op.head_dim > MAX_AUDITED_HEAD_DIM:
+        raise ValueError(f"head_dim must be at most {MAX_AUDITED_HEAD_DIM}, got {op.head_dim}")
+    if not op.scale > 0:
+        raise ValueError(f"scale must be greater than 0, got {op.scale:.10g}")
+    if op.frequencies is not None and min(op.frequencies) <= 0:
+        raise ValueError("theta must be a non-empty 1-D array of positive frequencies")
+    attention_factor = 1.0 if attention_factor is None else attention_factor
+    return op, v.real("attention_factor", attention_factor, greater_than=0.0)
 
 
 def gate_a(
     impl,
     *,
+    operator: RotaryOperator | None = None,
     head_dim: int | None = None,
-    base: float = 10_000.0,
-    pairing: str = "interleaved",
+    base: float | None = None,
+    pairing: str | None = None,
     rotary_dim: int | None = None,
-    scale: float = 1.0,
+    scale: float | None = None,
     theta=None,
-    phase_dtype: str = "float32",
+    phase_dtype: str | None = None,
     dtype: str | None = None,
     max_position: int | None = None,
     attention_factor: float | None = None,
@@ -632,8 +653,8 @@ def gate_a(
     (False, 'layout', 'layout')
     """
     t0 = time.perf_counter()
-    decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
-                      phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
+    decl = _validated(operator=operator, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim,
+                      scale=scale, theta=theta, phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
                       attention_factor=attention_factor, manifest=manifest, target_length=target_length, seed=seed,
                       attention_factor_in=attention_factor_in)
     in_softmax = decl["attention_factor_in"] == "softmax"
@@ -670,24 +691,18 @@ def check_declaration(**options) -> None:
 
 def _context(fn, decl: dict, *, only_declared: bool):
     """The checks' context and the declared operator's record, from the validated declaration."""
-    (head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype, dtype, max_position, attention_factor, seed,
-     extra_sizes, name) = (decl[k] for k in _DECLARED_KEYS)
+    op, head_dim, max_position, attention_factor, seed = (decl[k] for k in ("operator", "head_dim", "max_position",
+                                                                             "attention_factor", "seed"))
     in_softmax = decl["attention_factor_in"] == "softmax"
     before = None
     if decl["pass_length"]:  # dynamic NTK: read a short run first, before any long pass can grow a cache
         before = short_run_reading(fn, head_dim, decl["short_run"][0], max_position)
         fn.pass_length = decl["pass_length"]
     dims = _probe_dims(fn, head_dim, np.random.default_rng([seed, len(_TABLE)]), only_declared=only_declared)
-    d = dims[0]
-    _, rot_decl = resolve_rotary_dim(d, rotary_dim)
-    if theta is not None:
-        if 2 * theta.size > d:
-            raise ValueError(f"theta has {theta.size} pairs, which needs head_dim >= {2 * theta.size}, got {d}")
-        rot_decl = 2 * theta.size
-    theta_decl = (frequencies(d, base, rot_decl) if theta is None else theta) * scale
-    ctx = Ctx(fn, d=d, dims=dims, rot_decl=rot_decl, pairing=pairing, theta_decl=theta_decl, base=base,
-              theta_given=theta is not None, phase_dtype=phase_dtype, data_dtype=dtype, max_position=max_position,
-              extra_sizes=extra_sizes, alt_theta=decl["alt_theta"])
+    if dims[0] != op.head_dim:  # the probed width (none was declared)
+        op = op.with_(head_dim=dims[0], rotary_dim=decl["rotary_dim"])
+    ctx = Ctx(fn, operator=op, dims=dims, data_dtype=decl["dtype"], max_position=max_position,
+              extra_sizes=decl["extra_sizes"], alt_theta=decl["alt_theta"])
     ctx.notes.extend(decl["notes"])
     ctx.softmax_factor = attention_factor if in_softmax else None
     if in_softmax and attention_factor != 1.0:
@@ -696,12 +711,12 @@ def _context(fn, decl: dict, *, only_declared: bool):
     if decl["pass_length"]:
         ctx.short_run = (*decl["short_run"], before)
         ctx.notes.append(short_run_note(decl["pass_length"], decl["short_run"][0]))
-    declared = {"head_dim": d, "rotary_dim": rot_decl, "base": base, "pairing": pairing, "scale": scale,
-                "phase_dtype": phase_dtype, "dtype": dtype, "max_position": max_position,
+    declared = {"head_dim": op.head_dim, "rotary_dim": op.rotary_dim, "base": op.base, "pairing": op.pairing,
+                "scale": op.scale, "phase_dtype": op.phase_dtype, "dtype": decl["dtype"], "max_position": max_position,
                 "attention_factor": attention_factor, "attention_factor_in": decl["attention_factor_in"],
-                "theta": None if theta is None else theta.tolist()}
-    if name:
-        declared["model"] = name
+                "theta": None if op.frequencies is None else list(op.frequencies)}
+    if decl["name"]:
+        declared["model"] = decl["name"]
     return ctx, declared
 
 
