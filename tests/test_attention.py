@@ -266,7 +266,7 @@ def test_sinusoidal_encoding_matches_scalar_formula(positions, dim, base):
 def test_sinusoidal_encoding_shape_and_validation():
     assert sinusoidal_encoding(np.zeros((2, 3)), 6).shape == (2, 3, 6)
     np.testing.assert_array_equal(sinusoidal_encoding(0, 4), [0, 1, 0, 1])
-    with pytest.raises(ValueError, match="dim must be an even"):
+    with pytest.raises(ValueError, match="d_model must be an even"):
         sinusoidal_encoding([1.0], 5)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_encoding([1.0], 4, base=1.0)

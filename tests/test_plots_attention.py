@@ -27,7 +27,7 @@ def test_self_similarity_lines_are_the_closed_form():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"dim": 7}, "dim"), ({"max_offset": 0}, "max_offset"), ({"max_offset": 10**6}, "max_offset"),
+    ({"d_model": 7}, "d_model"), ({"max_offset": 0}, "max_offset"), ({"max_offset": 10**6}, "max_offset"),
     ({"starts": []}, "starts"), ({"starts": [0] * 9}, "starts"), ({"starts": [np.nan]}, "starts"),
     ({"base": 1.0}, "base"),
 ])

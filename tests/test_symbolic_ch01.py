@@ -64,9 +64,9 @@ def test_shift_matrix_is_a_block_rotation_group(a, b, dim):
 def test_shift_matrix_validation():
     with pytest.raises(ValueError, match="shift must be finite"):
         sinusoidal_shift_matrix(np.nan, 4)
-    with pytest.raises(ValueError, match="dim must be an even"):
+    with pytest.raises(ValueError, match="d_model must be an even"):
         sinusoidal_shift_matrix(1, 5)
-    with pytest.raises(ValueError, match="dim must be at most 4096"):
+    with pytest.raises(ValueError, match="d_model must be at most 4096"):
         sinusoidal_shift_matrix(1, 8192)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_shift_matrix(1, 4, base=1)
