@@ -425,6 +425,7 @@ def _run_checks(ctx, seed: int) -> list[Check]:
     return out
 
 
+_AXES_ARGS = ("mrope_section", "mrope_interleaved")  # gate_a_axes validates these
 _DECLARED_KEYS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "theta", "phase_dtype", "dtype",
                   "max_position", "attention_factor", "seed", "extra_sizes", "name")
 #: Where the declared attention factor is applied: "rotation" (cos and sin multiplied by it, as
@@ -531,6 +532,8 @@ def gate_a(
     target_length: int | None = None,
     seed: int = 0,
     attention_factor_in: str = "rotation",
+    mrope_section=None,
+    mrope_interleaved: bool = False,
 ) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
@@ -577,6 +580,11 @@ def gate_a(
         it and its outputs are divided by it before the checks; code that drops it fails
         (magnitude). ``"softmax"``: the attention multiplies its logits by its square instead, and
         the rotation must keep unit length.
+    mrope_section, mrope_interleaved : optional
+        Multi-axis RoPE (M-RoPE): the pairs following the time, height and width ids, blocked or
+        interleaved; a manifest declares them itself. The implementation then takes positions of
+        shape ``(3, seq)`` and :func:`ropegeo.gate_a_axes.gate_a_axes` audits it (this gate on text
+        positions, then the per-axis checks).
 
     Returns
     -------
@@ -617,6 +625,12 @@ def gate_a(
     >>> wrong.passed, wrong.failed[0], wrong.defects[0]
     (False, 'layout', 'layout')
     """
+    arguments = dict(locals())  # the parameters, as given
+    if mrope_section is not None or mrope_interleaved or manifest is not None:
+        from .gate_a_axes import axes_declared, gate_a_axes  # here: gate_a_axes builds on this module
+
+        if mrope_section is not None or mrope_interleaved or axes_declared(manifest):
+            return gate_a_axes(**arguments)
     t0 = time.perf_counter()
     decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
                       phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
@@ -651,7 +665,13 @@ def check_declaration(**options) -> None:
     unknown = [k for k in options if k not in params or k == "impl"]
     if unknown:
         raise ValueError(f"{unknown[0]} is not an argument of gate_a")
-    _validated(**{**{k: p.default for k, p in params.items() if k != "impl"}, **options})
+    axes = {k: options.pop(k) for k in _AXES_ARGS if k in options}
+    if any(val not in (None, False) for val in axes.values()):
+        from .gate_a_axes import check_axes_declaration  # here: gate_a_axes builds on this module
+
+        check_axes_declaration(**axes, **options)
+        return
+    _validated(**{**{k: p.default for k, p in params.items() if k not in ("impl", *_AXES_ARGS)}, **options})
 
 
 def _context(fn, decl: dict, *, only_declared: bool):
