@@ -179,6 +179,12 @@ class GateAxesReport(GateAReport):
         return status(self.checks, core=CORE_CHECKS + AXES_CHECKS)
 
     @property
+    def unresolved(self) -> list[Check]:
+        """The checks that make the report inconclusive (the multi-axis ones are core too)."""
+        core = CORE_CHECKS + AXES_CHECKS
+        return [c for c in self.checks if c.passed is None and (c.name in core or c.inconclusive)]
+
+    @property
     def finding(self) -> str | None:
         """The name (:data:`FINDINGS`) of what the axis reading found wrong, or ``None``."""
         return self.axes.get("finding")
@@ -196,7 +202,8 @@ class GateAxesReport(GateAReport):
         lines = super().table(passing_sizes, legend).split("\n")
         ax = self.axes
         kind = "interleaved pair by pair" if ax.get("interleaved") else "in blocks"
-        text = f"  axes: mrope_section {ax.get('sections')} ({kind}); positions as {ax.get('form') or 'refused'}"
+        form = f"positions of shape {ax['form']}" if ax.get("form") else "positions of shape (3, seq) refused"
+        text = f"  axes: mrope_section {ax.get('sections')} ({kind}); {form}"
         return "\n".join(lines[:1] + [text] + lines[1:])
 
 
@@ -469,12 +476,15 @@ def gate_a_axes(impl, *, mrope_section=None, mrope_interleaved: bool = False, ma
     if call.form is None:
         why = (f"not measured: the implementation refused positions of shape (3, seq) and (3, batch, seq) "
                f"({call.refusal}); only its text positions were audited")
-        extra = [Check.skipped(n, why, "axes") for n in AXES_CHECKS]
+        extra = [Check.skipped(n, why if n == AXES_CHECKS[0] else f"not measured: as {AXES_CHECKS[0]}", "axes")
+                 for n in AXES_CHECKS]
     else:
         extra, info = _axes_checks(call, text, sec, inter, seed)
         axes.update(info)
-    notes = list(text.notes) + ["multi-axis RoPE: the checks above the axes ones ran on text positions (the three "
-                                "ids equal), where the operator is 1D RoPE over every pair"]
+    notes = list(text.notes) + ["multi-axis RoPE: the checks before the axes ones ran on text positions (the three "
+                                "ids equal), where the operator is 1D RoPE over every pair" if call.form else
+                                "multi-axis RoPE: the checks before the axes ones called the implementation with "
+                                "one position id per token, as it takes"]
     return GateAxesReport(declared={**text.declared, "mrope_section": list(sec), "mrope_interleaved": bool(inter)},
                           protocols=text.protocols + (["axes"] if call.form else []), head_dims=text.head_dims,
                           dtypes=text.dtypes, inferred=text.inferred, checks=text.checks + extra, notes=notes,
