@@ -581,10 +581,8 @@ def gate_a(
         (magnitude). ``"softmax"``: the attention multiplies its logits by its square instead, and
         the rotation must keep unit length.
     mrope_section, mrope_interleaved : optional
-        Multi-axis RoPE (M-RoPE): the pairs following the time, height and width ids, blocked or
-        interleaved; a manifest declares them itself. The implementation then takes positions of
-        shape ``(3, seq)`` and :func:`ropegeo.gate_a_axes.gate_a_axes` audits it (this gate on text
-        positions, then the per-axis checks).
+        M-RoPE's pairs per axis (time, height, width) and layout (a manifest declares them itself):
+        :func:`ropegeo.gate_a_axes.gate_a_axes` then audits ``f(x, positions of shape (3, seq))``.
 
     Returns
     -------
@@ -625,12 +623,9 @@ def gate_a(
     >>> wrong.passed, wrong.failed[0], wrong.defects[0]
     (False, 'layout', 'layout')
     """
-    arguments = dict(locals())  # the parameters, as given
-    if mrope_section is not None or mrope_interleaved or manifest is not None:
-        from .gate_a_axes import axes_declared, gate_a_axes  # here: gate_a_axes builds on this module
-
-        if mrope_section is not None or mrope_interleaved or axes_declared(manifest):
-            return gate_a_axes(**arguments)
+    axes_report = _multi_axis(dict(locals()))  # the parameters as given; M-RoPE goes to gate_a_axes
+    if axes_report is not None:
+        return axes_report
     t0 = time.perf_counter()
     decl = _validated(head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim, scale=scale, theta=theta,
                       phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
@@ -640,6 +635,17 @@ def gate_a(
     fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
     ctx, declared = _context(fn, decl, only_declared=manifest is not None)
     return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+def _multi_axis(arguments: dict):
+    """The report of :func:`ropegeo.gate_a_axes.gate_a_axes` when the arguments declare M-RoPE, else None."""
+    if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and arguments["manifest"] is None:
+        return None
+    from .gate_a_axes import axes_declared, gate_a_axes  # here: gate_a_axes builds on this module
+
+    if arguments["mrope_section"] is not None or arguments["mrope_interleaved"] or axes_declared(arguments["manifest"]):
+        return gate_a_axes(**arguments)
+    return None
 
 
 def check_declaration(**options) -> None:
