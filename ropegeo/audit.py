@@ -28,6 +28,7 @@ from . import _validate as v
 from .checks import EXIT_CODES, STATUSES, Check, status as checks_status
 from .frequencies import frequencies, slow_pairs, wavelengths
 from .gate_a import gate_a as run_gate_a
+from .gate_a_axes import axes_operator
 from .gate_a_run import refuse_special_file, remote_implementation, timeout_seconds
 from .geometry import adjacent_similarity, near_collisions
 from .manifest import RopeManifest, read_config, resolve
@@ -595,6 +596,8 @@ def _reference_operator(manifest):
     Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
     LongRoPE), which Gate A requires where the factor is declared.
     """
+    if manifest.mrope_section is not None:  # multi-axis (M-RoPE): three position streams
+        return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
 

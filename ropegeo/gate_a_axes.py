@@ -50,9 +50,9 @@ from .gate_a_call import UNIT, Bad, Impl, Refused
 from .gate_a_checks import ANGLE_SAFETY
 from .gate_a_read import angles, span, wrap
 from .model_types import axes_section
-from .rotation import pair_indices
+from .rotation import pair_indices, phase_angles, rotate_pairs
 
-__all__ = ["gate_a_axes", "check_axes_declaration", "axes_declared", "axis_layout", "GateAxesReport", "AXES", "AXES_CHECKS", "FINDINGS",
+__all__ = ["gate_a_axes", "check_axes_declaration", "axes_declared", "axes_operator", "axis_layout", "GateAxesReport", "AXES", "AXES_CHECKS", "FINDINGS",
            "MAX_AXES_PROBE_ROWS", "ANGLE_READ_SAFETY"]
 
 #: The three position streams, in the order of ``positions[0], positions[1], positions[2]``.
@@ -122,6 +122,49 @@ def axes_declared(manifest) -> bool:
     return manifest is not None and _resolve(manifest).mrope_section is not None
 
 
+def axes_operator(manifest):
+    """ropegeo's own multi-axis operator for a manifest with ``mrope_section``, as a Gate A callable.
+
+    ``f(x, positions, role="query")``: positions of shape ``(3,) + x.shape[:-1]`` (time, height,
+    width), or ``x.shape[:-1]`` for text tokens (the three ids equal); pair ``i`` turns by
+    ``theta_i`` times the id of its axis (:func:`axis_layout`), with angles formed in the
+    manifest's ``phase_dtype``; cos and sin carry its attention factor, as transformers applies it.
+    Values (``role="value"``) pass through. :func:`ropegeo.audit.audit` runs Gate A on it when no
+    implementation is given.
+
+    Examples
+    --------
+    >>> from ropegeo.manifest import RopeManifest
+    >>> f = axes_operator(RopeManifest(head_dim=8, pairing="half", mrope_section=(2, 1, 1)))
+    >>> out = f(np.eye(8), np.zeros((3, 8), dtype=int))
+    >>> bool(np.allclose(out, np.eye(8)))
+    True
+    """
+    if getattr(manifest, "mrope_section", None) is None:
+        raise ValueError("manifest must declare mrope_section (a multi-axis operator)")
+    seq = manifest.target_length or manifest.max_position_embeddings
+    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
+    axis = axis_layout(manifest.mrope_section, manifest.mrope_interleaved, manifest.pairs)
+
+    def operator(x, positions, role: str = "query"):
+        x = np.array(x, dtype=np.float64)
+        if role == "value":
+            return x
+        pos = np.asarray(positions)
+        if pos.shape == x.shape[:-1]:
+            pos = np.broadcast_to(pos, (3, *pos.shape))
+        if pos.shape != (3, *x.shape[:-1]):
+            raise ValueError(f"positions must have shape (3,) + x.shape[:-1] = {(3, *x.shape[:-1])}, got {pos.shape}")
+        ang = np.zeros((*x.shape[:-1], theta.size))
+        for a in range(3):
+            ang = np.where(axis == a, phase_angles(pos[a], theta, manifest.phase_dtype), ang)
+        out = rotate_pairs(x, np.cos(ang), np.sin(ang), manifest.pairing)
+        out[..., :manifest.rotary_dim] *= factor
+        return out
+
+    return operator
+
+
 class _AxesCall:
     """Calls the implementation with (3, seq) positions, or (3, batch, seq) when it needs a batch."""
 
@@ -156,14 +199,24 @@ class _TextView:
         self.call = call
 
     def __call__(self, x, positions):
+        return self.rotate(x, positions, {})
+
+    def rotate(self, x, positions, kwargs):
         x, p = np.asarray(x), np.asarray(positions)
         pos3 = np.broadcast_to(p, (3, *p.shape)).copy()
         try:
             if self.call.form == "batch" and p.ndim == 1:
-                return self.call.fn.raw(x[None], pos3[:, None, :])[0]
-            return self.call.fn.raw(x, pos3)
+                return self.call.fn.raw(x[None], pos3[:, None, :], **kwargs)[0]
+            return self.call.fn.raw(x, pos3, **kwargs)
         except Refused as exc:  # a refusal of the implementation stays a refusal
             raise exc.original from None
+
+
+class _TextViewRoles(_TextView):
+    """:class:`_TextView` of an implementation with the role protocol (queries, keys, values)."""
+
+    def __call__(self, x, positions, role=None):
+        return self.rotate(x, positions, {} if role is None else {"role": role})
 
 
 @dataclass
@@ -469,7 +522,7 @@ def gate_a_axes(impl, *, mrope_section=None, mrope_interleaved: bool = False, ma
     seed = int(options.get("seed", 0) or 0)
     d0 = options.get("head_dim") or (stripped.head_dim if stripped is not None else None)
     call.probe(d0, np.random.default_rng([seed, 101]))
-    text_impl = _TextView(call) if call.form else impl
+    text_impl = ((_TextViewRoles if call.fn.role else _TextView)(call) if call.form else impl)
     text = gate_a(text_impl, manifest=stripped, **options)
     axes = {"sections": list(sec), "interleaved": bool(inter), "form": {"flat": "(3, seq)", "batch": "(3, batch, seq)"}
             .get(call.form)}

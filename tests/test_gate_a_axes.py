@@ -17,7 +17,7 @@ import pytest
 from ropegeo.broken_axes import AXES_CORRECT, AXES_DEFECTS, MultiAxisRotary, axes_entry
 from ropegeo.checks import EXIT_CODES
 from ropegeo.gate_a import CORE_CHECKS, check_declaration, gate_a
-from ropegeo.gate_a_axes import AXES_CHECKS, FINDINGS, GateAxesReport, axis_layout, gate_a_axes
+from ropegeo.gate_a_axes import AXES_CHECKS, FINDINGS, GateAxesReport, axes_operator, axis_layout, gate_a_axes
 from ropegeo.manifest import RopeManifest, read_config
 from ropegeo.rotation import apply_rope
 
@@ -201,6 +201,27 @@ def test_bad_declarations_are_refused_by_name(kwargs, word):
     with pytest.raises(ValueError, match=word):
         gate_a(lambda x, p: called.append(1) or x, **kwargs)
     assert not called  # refused before the implementation is called
+
+
+@pytest.mark.parametrize("cfg", [QWEN2_VL, QWEN3_VL], ids=["qwen2-vl", "qwen3-vl"])
+def test_audit_runs_gate_a_on_its_own_multi_axis_operator(cfg):
+    from ropegeo.audit import audit
+
+    r = audit(cfg)
+    assert r.status()["A"] == "pass", r.gate_a.diagnosis
+    assert isinstance(r.gate_a, GateAxesReport) and r.gate_a.check("roles").passed
+    assert r.gate_a.axes["read_sections"] == list(read_config(cfg).mrope_section)
+
+
+def test_the_reference_operator_reduces_to_1d_rope_on_text_ids():
+    m = read_config(QWEN3_VL)
+    f = axes_operator(m)
+    rng = np.random.default_rng(3)
+    x, p = rng.normal(size=(30, 128)), rng.integers(0, 100_000, size=30)
+    np.testing.assert_allclose(f(x, p), apply_rope(x, p, theta=m.theta(), pairing="half", phase_dtype="float32"),
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="mrope_section"):
+        axes_operator(read_config({**QWEN2_VL, "model_type": "qwen2", "rope_scaling": None}))
 
 
 def test_report_round_trip_keeps_the_multi_axis_core():
