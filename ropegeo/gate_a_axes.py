@@ -52,7 +52,8 @@ from .gate_a_read import angles, span, wrap
 from .model_types import axes_section
 from .rotation import pair_indices, phase_angles, rotate_pairs
 
-__all__ = ["gate_a_axes", "check_axes_declaration", "axes_declared", "axes_operator", "axis_layout", "GateAxesReport", "AXES", "AXES_CHECKS", "FINDINGS",
+__all__ = ["gate_a_axes", "check_axes_declaration", "axes_declared", "axes_operator", "axis_layout", "GateAxesReport",
+           "AXES", "AXES_CHECKS", "FINDINGS",
            "MAX_AXES_PROBE_ROWS", "ANGLE_READ_SAFETY"]
 
 #: The three position streams, in the order of ``positions[0], positions[1], positions[2]``.
@@ -294,8 +295,8 @@ def _finding(read, decl, sections, interleaved, vis=None) -> tuple[str, str, str
     if np.any(read == -1):
         return "frozen-pairs", f"pairs {span(np.flatnonzero(read == -1))} turn with no axis's ids", "layout"
     if np.all(read[vis] == read[vis][0]):
-        return ("one-axis-for-all", f"one axis's ids used for all axes: every pair turns with the {AXES[read[vis][0]]} ids",
-                "position-id")
+        words = f"one axis's ids used for all axes: every pair turns with the {AXES[read[vis][0]]} ids"
+        return "one-axis-for-all", words, "position-id"
     for perm in itertools.permutations(range(3)):
         moved = [sec[i] for i in perm]
         if moved != sec and same(read, axis_layout(moved, interleaved, pairs)):
@@ -464,10 +465,11 @@ def check_axes_declaration(*, mrope_section=None, mrope_interleaved: bool = Fals
 
     Examples
     --------
-    >>> check_axes_declaration(mrope_section=(16, 24, 24), head_dim=64)
+    >>> check_axes_declaration(mrope_section=(16, 24, 24), head_dim=128)
+    >>> check_axes_declaration(mrope_section=(16, 24, 24), head_dim=64)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: mrope_section [16, 24, 24] sums to 64, not to the 32 rotary pairs; ropegeo reads sections that share out the whole bank
+    ValueError: mrope_section [16, 24, 24] sums to 64, not to the 32 rotary pairs; ...
     """
     _, _, stripped = _declaration(mrope_section, mrope_interleaved, manifest, options)
     if stripped is not None:

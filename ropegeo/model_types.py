@@ -178,7 +178,8 @@ def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], b
 
     Examples
     --------
-    >>> multi_axis_layout({"model_type": "qwen2_vl", "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}, 64)
+    >>> cfg = {"model_type": "qwen2_vl", "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    >>> multi_axis_layout(cfg, 64)
     ((16, 24, 24), False)
     """
     kind = cfg.get("model_type")
