@@ -232,6 +232,13 @@ def test_report_round_trip_keeps_the_multi_axis_core():
 
 
 # ------------------------------------------------------------------ shipped records
+def _cites_a_commit(rec):
+    rev = rec["revision"]
+    assert isinstance(rev, str) and len(rev) == 40 and set(rev) <= set("0123456789abcdef"), rev
+    assert rec["source"] == f"https://huggingface.co/{rec['model']}/blob/{rev}/config.json"
+    assert "commit" in rec["revision_note"] and rec["read_from"]
+
+
 def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
     from ropegeo.manifest import load_model, model_record
 
@@ -240,7 +247,7 @@ def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
                                                                                         1e6)
     assert m.sliding_window is None  # use_sliding_window false
     rec = model_record("qwen2.5-vl-7b-instruct")
-    assert rec["revision"] in rec["source"] and len(rec["revision"]) == 40
+    _cites_a_commit(rec)
     for dtype in DTYPES:
         r = gate_a(MultiAxisRotary(dtype=dtype), manifest="qwen2.5-vl-7b-instruct")
         assert r.status == "pass", r.table()
@@ -252,7 +259,7 @@ def test_shipped_llama4_scout_record_reads_its_chunked_rope_layers_and_names_the
     from ropegeo.manifest import load_model, model_record, read_layer_kinds
 
     rec = model_record("llama-4-scout-17b-16e-instruct")
-    assert rec["revision"] in rec["source"] and len(rec["revision"]) == 40
+    _cites_a_commit(rec)
     kinds = {k.kind: k for k in read_layer_kinds(rec["config"])}
     assert kinds["full_attention"].position_signal is False
     assert kinds["full_attention"].layers == tuple(range(3, 48, 4))  # every 4th layer: no RoPE

@@ -23,7 +23,8 @@ require("torch", "transformers")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch_io import _in, _out  # noqa: E402
-from transformers import Qwen2VLTextConfig  # noqa: E402
+from transformers import Qwen2_5_VLTextConfig, Qwen2VLTextConfig  # noqa: E402
+from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as q25  # noqa: E402
 from transformers.models.qwen2_vl import modeling_qwen2_vl as q2  # noqa: E402
 from transformers.models.qwen3_vl import modeling_qwen3_vl as q3  # noqa: E402
 from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig  # noqa: E402
@@ -32,7 +33,7 @@ from ropegeo.broken_axes import AXES_DEFECTS, MultiAxisRotary  # noqa: E402
 from ropegeo.checks import EXIT_CODES  # noqa: E402
 from ropegeo.gate_a import CORE_CHECKS, gate_a  # noqa: E402
 from ropegeo.gate_a_axes import AXES_CHECKS  # noqa: E402
-from ropegeo.manifest import read_config  # noqa: E402
+from ropegeo.manifest import model_record, read_config  # noqa: E402
 
 DTYPES = ("float32", "bfloat16")
 # config.json text fields as the hub files give them (Qwen2-VL-7B: the legacy rope_scaling block)
@@ -46,8 +47,10 @@ QWEN3_VL = {"model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096,
 
 
 def _hf_config(cfg):
-    fields = {k: val for k, val in cfg.items() if k != "model_type"}
-    return (Qwen3VLTextConfig if cfg["model_type"].startswith("qwen3") else Qwen2VLTextConfig)(**fields)
+    fields = {k: val for k, val in cfg.items() if k not in ("model_type", "_name_or_path")}
+    cls = {"qwen3": Qwen3VLTextConfig, "qwen2_5": Qwen2_5_VLTextConfig}.get(cfg["model_type"][:7].rstrip("_"),
+                                                                            Qwen2VLTextConfig)
+    return cls(**fields)
 
 
 class _ShiftedInterleave(q3.Qwen3VLTextRotaryEmbedding):
@@ -68,10 +71,10 @@ def hf_mrope(cfg, dtype="float32", defect=None):
     ``x``: (seq, head_dim) or (batch, seq, head_dim); ``positions``: (3, seq) or (3, batch, seq).
     """
     hf = _hf_config(cfg)
-    qwen3 = cfg["model_type"].startswith("qwen3")
+    qwen3, qwen25 = cfg["model_type"].startswith("qwen3"), cfg["model_type"].startswith("qwen2_5")
     cls = (_ShiftedInterleave if defect == "interleave-off-by-one" else q3.Qwen3VLTextRotaryEmbedding) if qwen3 \
-        else q2.Qwen2VLRotaryEmbedding
-    module, apply = cls(hf), (q3 if qwen3 else q2).apply_rotary_pos_emb
+        else q25.Qwen2_5_VLRotaryEmbedding if qwen25 else q2.Qwen2VLRotaryEmbedding
+    module, apply = cls(hf), (q3 if qwen3 else q25 if qwen25 else q2).apply_rotary_pos_emb
     sec = list(module.mrope_section)
     if defect == "sections-swapped":
         module.mrope_section = [sec[1], sec[0], sec[2]]
@@ -136,6 +139,16 @@ def test_the_numpy_mirror_matches_transformers(defect):
         np.testing.assert_allclose(mirror(x, pos), hf_mrope(cfg, "float32", defect)(x, pos), atol=1e-3)
         small = pos % 64  # positions an image grid gives: the two agree to float32 rounding
         np.testing.assert_allclose(mirror(x, small), hf_mrope(cfg, "float32", defect)(x, small), atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transformers_qwen25_vl_passes_from_the_shipped_record(dtype):
+    cfg = model_record("qwen2.5-vl-7b-instruct")["config"]
+    r = gate_a(hf_mrope(cfg, dtype), manifest="qwen2.5-vl-7b-instruct")
+    assert r.status == "pass", r.table()
+    assert r.declared["max_position"] == 128_000 and r.axes["read_sections"] == [16, 24, 24]
+    broken = gate_a(hf_mrope(cfg, dtype, "one-axis-for-all"), manifest="qwen2.5-vl-7b-instruct")
+    assert broken.finding == "one-axis-for-all" and broken.defects[0] == "position-id"
 
 
 def test_cli_routes_transformers_mrope_to_the_axis_checks(tmp_path):
