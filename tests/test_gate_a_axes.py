@@ -255,20 +255,6 @@ def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
     assert r.finding == "sections-swapped"
 
 
-def test_shipped_llama4_scout_record_reads_its_chunked_rope_layers_and_names_the_nope_ones():
-    from ropegeo.manifest import load_model, model_record, read_layer_kinds
-
-    rec = model_record("llama-4-scout-17b-16e-instruct")
-    _cites_a_commit(rec)
-    kinds = {k.kind: k for k in read_layer_kinds(rec["config"])}
-    assert kinds["full_attention"].position_signal is False
-    assert kinds["full_attention"].layers == tuple(range(3, 48, 4))  # every 4th layer: no RoPE
-    m = load_model("llama-4-scout-17b-16e-instruct")
-    assert m.layer_type == "chunked_attention" and m.sliding_window == 8192 and m.mrope_section is None
-    assert m.scaling.rule == "llama3" and m.scaling.factor == 16.0
-    assert any("no rotary embedding (NoPE)" in n for n in m.notes)
-
-
 # ------------------------------------------------------------------ the command line
 MODULE = textwrap.dedent(
     """
