@@ -6,9 +6,9 @@ identity-like offsets, the slow pairs and Gate B's separation margins. It says n
 trained model. Given plain numbers (head width, base, lengths) it audits the manifest they define.
 
 :func:`audit` runs the three gates in order on a manifest, a configuration or an implementation
-and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gate_a`), Gate B (separation margins,
+and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gates.a.gate`), Gate B (separation margins,
 :mod:`ropegeo.margins`) and optionally Gate C (toy heads trained on the ruler,
-:mod:`ropegeo.behaviour`). Its :class:`AuditReport` names the first gate that fails and the kind of
+:mod:`ropegeo.toy`). Its :class:`AuditReport` names the first gate that fails and the kind of
 intervention that failure calls for: an implementation fix, a different ruler, or training.
 Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the same margins.
 """
@@ -23,20 +23,20 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import _json
-from . import _validate as v
-from .checks import EXIT_CODES, STATUSES, Check, status as checks_status
-from .frequencies import frequencies, slow_pairs, wavelengths
-from .gate_a import gate_a as run_gate_a
-from .gate_a_axes import axes_operator
-from .gate_a_run import refuse_special_file, remote_implementation, timeout_seconds
-from .geometry import adjacent_similarity, near_collisions
-from .manifest import RopeManifest, read_config, resolve
-from .gate_b import (FIXED_MARGIN, LOCAL_OFFSETS, GateBResult, GateBRule, attention_span, check_offsets_in_context,
+from ropegeo import _json
+from ropegeo import _validate as v
+from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check, status as checks_status
+from ropegeo.frequencies import frequencies, slow_pairs, wavelengths
+from ropegeo.gates.a.gate import gate_a as run_gate_a
+from ropegeo.gates.a.axes import axes_operator
+from ropegeo.gates.a.isolated import refuse_special_file, remote_implementation, timeout_seconds
+from ropegeo.geometry import adjacent_similarity, near_collisions
+from ropegeo.models.manifest import RopeManifest, read_config, resolve
+from ropegeo.gates.b.rule import (FIXED_MARGIN, LOCAL_OFFSETS, GateBResult, GateBRule, attention_span, check_offsets_in_context,
                      default_offsets, gate_b, add_rule_arguments, rule_from_arguments)
-from .margins import MAX_OFFSETS
-from .rotation import apply_rope, relative_law_error
-from .scaling import Scaling, scaled_frequencies
+from ropegeo.margins import MAX_OFFSETS
+from ropegeo.rotation import apply_rope, relative_law_error
+from ropegeo.scaling import Scaling, scaled_frequencies
 
 __all__ = ["GeometryAudit", "geometry_audit", "GATES", "GateBRule", "GateBResult", "gate_b", "default_offsets",
            "AuditReport", "audit", "gate_c_schedule", "parse_offsets"]
@@ -173,7 +173,7 @@ class GeometryAudit:
 
     @property
     def checks(self) -> list:
-        """The audit's verdicts as :class:`ropegeo.checks.Check` records: the relative law against
+        """The audit's verdicts as :class:`ropegeo.gates.verdicts.Check` records: the relative law against
         its rounding tolerance, then Gate B's sets."""
         law = Check("relative law", bool(self.relative_law_error <= self.law_tolerance), self.relative_law_error,
                     self.law_tolerance, f"relative-law error {self.relative_law_error:.3e} against the rounding "
@@ -182,8 +182,8 @@ class GeometryAudit:
 
     @property
     def outcome(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"``: :func:`ropegeo.checks.status` of :attr:`checks`
-        (the command line's ``audit`` exits with :data:`ropegeo.checks.EXIT_CODES` of it)."""
+        """``"pass"``, ``"fail"`` or ``"inconclusive"``: :func:`ropegeo.gates.verdicts.status` of :attr:`checks`
+        (the command line's ``audit`` exits with :data:`ropegeo.gates.verdicts.EXIT_CODES` of it)."""
         return checks_status(self.checks)
 
     def row(self) -> dict:
@@ -289,14 +289,14 @@ def geometry_audit(
     Parameters
     ----------
     head_dim : int or RopeManifest
-        A manifest (e.g. :func:`ropegeo.manifest.load_model`; it needs a known training length),
+        A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length),
         or the width of one head (even, at least 2), with ``base``, ``rotary_dim``, ``pairing``,
         ``train_length`` (default 4,096) and ``interpolate`` defining the operator.
     base : float
         Frequency base (finite, greater than 1); plain numbers only.
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
-        default: the manifest's :attr:`~ropegeo.manifest.RopeManifest.target_length`, else 32,768).
+        default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
     interpolate : bool
         Plain numbers only: linear position interpolation by ``target_length / train_length``.
     search_start, search_limit : int, optional
@@ -309,9 +309,9 @@ def geometry_audit(
         Precision of the relative-law check.
     top : int
         How many identity-like offsets to report (1 to 1,000).
-    gate_b_rule : ropegeo.gate_b.GateBRule, optional
+    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
         Gate B's decision rule. Default ``GateBRule()``: the threshold ``D_train(1) / sqrt(2)``
-        derived from the training ruler (see :mod:`ropegeo.gate_b`).
+        derived from the training ruler (see :mod:`ropegeo.gates.b.rule`).
     min_margin : float, optional
         The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]``
         (``GateBRule(fixed_margin=min_margin)``); not with ``gate_b_rule``.
@@ -342,7 +342,7 @@ def geometry_audit(
 
     A shipped manifest (Llama 3.1 8B: the llama3 rule stretches 8,192 to 131,072 tokens):
 
-    >>> from ropegeo.manifest import load_model
+    >>> from ropegeo.models.manifest import load_model
     >>> r = geometry_audit(load_model("llama-3.1-8b"))
     >>> r.train_length, r.target_length, r.scaled_pairs, r.pair_count
     (8192, 131072, 35, 64)
@@ -381,7 +381,7 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
     if gate_b_rule is None:
         return GateBRule()
     if not isinstance(gate_b_rule, GateBRule):
-        raise ValueError(f"gate_b_rule must be a ropegeo.gate_b.GateBRule, got {type(gate_b_rule).__name__}")
+        raise ValueError(f"gate_b_rule must be a ropegeo.gates.b.rule.GateBRule, got {type(gate_b_rule).__name__}")
     return gate_b_rule
 
 
@@ -418,14 +418,14 @@ class AuditReport:
     ----------
     subject : str
         What was audited.
-    manifest : ropegeo.manifest.RopeManifest
+    manifest : ropegeo.models.manifest.RopeManifest
         The declared operator (for a callable: its declaration).
-    gate_a : ropegeo.gate_a.GateAReport
+    gate_a : ropegeo.gates.a.gate.GateAReport
     gate_a_on : str
         ``"implementation"`` when Gate A ran on the caller's code, ``"reference"`` when it ran on
         ropegeo's own operator for the manifest (then it checks the declaration, not anyone's code).
     gate_b : GateBResult
-    gate_c : ropegeo.behaviour.GateCVerdict or None
+    gate_c : ropegeo.toy.GateCVerdict or None
         ``None`` when Gate C was not run; ``gate_c_note`` says why.
     gate_c_note : str
     seconds : float
@@ -449,7 +449,7 @@ class AuditReport:
         return out
 
     def _state(self, gate: str) -> str:
-        """One gate's outcome in :mod:`ropegeo.checks`' words (a gate report's own ``status`` when it has one)."""
+        """One gate's outcome in :mod:`ropegeo.gates.verdicts`' words (a gate report's own ``status`` when it has one)."""
         report = {"A": self.gate_a, "B": self.gate_b, "C": self.gate_c}[gate]
         own = getattr(report, "status", None)
         if isinstance(own, str) and own in STATUSES:
@@ -458,7 +458,7 @@ class AuditReport:
 
     @property
     def outcome(self) -> str:
-        """The audit's verdict, ``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status`
+        """The audit's verdict, ``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status`
         semantics): ``"fail"`` when any gate fails; ``"inconclusive"`` when a core gate (A or B), or a
         Gate C that ran, could not decide; ``"pass"`` only when every gate that counts was measured and
         passed. Gate C not run does not make the audit inconclusive (the verdict says it is untested)."""
@@ -469,7 +469,7 @@ class AuditReport:
 
     @property
     def exit_code(self) -> int:
-        """The command line's exit status for :attr:`outcome` (:data:`ropegeo.checks.EXIT_CODES`)."""
+        """The command line's exit status for :attr:`outcome` (:data:`ropegeo.gates.verdicts.EXIT_CODES`)."""
         return EXIT_CODES[self.outcome]
 
     @property
@@ -637,14 +637,14 @@ def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_le
     ``original_max_position_embeddings`` replaced by the toy length).
 
     With ``model_length`` (the model's own training length) above the toy length, the bank is
-    re-anchored too: its base becomes ``ropegeo.reanchor.reanchored_base(base, model_length,
+    re-anchored too: its base becomes ``ropegeo.toy.reanchor.reanchored_base(base, model_length,
     train_length)``, so that as many pairs complete a turn within the toy length as within the
     model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
     long-context bank would be slow at 64 tokens.
 
     Parameters
     ----------
-    manifest : ropegeo.manifest.RopeManifest
+    manifest : ropegeo.models.manifest.RopeManifest
     train_length, target_length : int
         The toy lengths, ``2 <= train_length < target_length <= 4096``.
     model_length : int, optional
@@ -661,7 +661,7 @@ def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_le
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
     base = manifest.base
     if model_length is not None:
-        from .reanchor import reanchored_base
+        from ropegeo.toy.reanchor import reanchored_base
 
         model_length = v.length("model_length", model_length, minimum=2)
         if model_length > train_length >= 7:
@@ -713,7 +713,7 @@ def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
         return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
     if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
         raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
-    from .behaviour import MAX_MATCH_LENGTH  # the match heads train at Gate C's training length
+    from ropegeo.toy import MAX_MATCH_LENGTH  # the match heads train at Gate C's training length
 
     c_train, c_target = gate_c_lengths
     c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
@@ -722,14 +722,14 @@ def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
 
 
 def _gate_c_options(gate_c_options) -> dict:
-    """``gate_c_options`` checked: a dict of :func:`ropegeo.gate_c.gate_c`'s own keyword arguments
+    """``gate_c_options`` checked: a dict of :func:`ropegeo.gates.c.gate_c`'s own keyword arguments
     (their values are checked by ``gate_c`` itself, before any training)."""
     if gate_c_options is None:
         return {}
     if not isinstance(gate_c_options, Mapping):
-        raise ValueError(f"gate_c_options must be a dict of ropegeo.gate_c.gate_c's options, got "
+        raise ValueError(f"gate_c_options must be a dict of ropegeo.gates.c.gate_c's options, got "
                          f"{type(gate_c_options).__name__}")
-    from .gate_c import gate_c as battery  # Gate C's own signature: the one list of its options
+    from ropegeo.gates.c import gate_c as battery  # Gate C's own signature: the one list of its options
 
     known = [k for k in inspect.signature(battery).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
     for key in gate_c_options:
@@ -741,7 +741,7 @@ def _gate_c_options(gate_c_options) -> dict:
 
 
 def _run_gate_c(declared, gate_c_lengths, opts: dict, train: int, target: int):
-    from .behaviour import gate_c as run_gate_c  # the training toolkit: loaded only when Gate C runs
+    from ropegeo.toy import gate_c as run_gate_c  # the training toolkit: loaded only when Gate C runs
 
     c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
     offset = opts.get("offset", 5)
@@ -774,16 +774,16 @@ def audit(
 ) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
-    Gate A checks the algebra (:func:`ropegeo.gate_a.gate_a`), Gate B the separation margins of the
+    Gate A checks the algebra (:func:`ropegeo.gates.a.gate.gate_a`), Gate B the separation margins of the
     task's offsets (:func:`gate_b`), Gate C trains toy heads on the ruler
-    (:func:`ropegeo.behaviour.gate_c`). The verdict names the first gate that fails and the
+    (:func:`ropegeo.toy.gate_c`). The verdict names the first gate that fails and the
     intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
 
     Parameters
     ----------
     target : RopeManifest, dict, str, path or callable
         A manifest, a parsed ``config.json``, the path of one, a shipped model name (see
-        :func:`ropegeo.manifest.shipped_models`), or a rotary implementation ``f(x, positions)``
+        :func:`ropegeo.models.manifest.shipped_models`), or a rotary implementation ``f(x, positions)``
         (the Gate A protocols), whose declaration ``manifest`` must give.
     offsets : array_like, range or dict of name -> offsets, optional
         The offsets the task must tell apart (non-negative, distinct, at least two per set).
@@ -794,23 +794,23 @@ def audit(
         Context of training and context to serve. Default: the manifest's
         (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
         ``2 <= train_length <= target_length``.
-    gate_b_rule : ropegeo.gate_b.GateBRule, optional
+    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
         Gate B's decision rule: the logit gap (or attention share) the task needs and the head's
         sharpness, or the sharpness taken from the training ruler (the default, ``GateBRule()``:
-        a threshold of ``D_train(1) / sqrt(2)``; see :mod:`ropegeo.gate_b`).
+        a threshold of ``D_train(1) / sqrt(2)``; see :mod:`ropegeo.gates.b.rule`).
     min_margin : float, optional
         The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel
         similarity 0.995); not with ``gate_b_rule``.
     origin : float, optional
         Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
         target context). Default: the largest offset at the last position of the target context.
-    gate_c : bool or ropegeo.behaviour.GateCVerdict
+    gate_c : bool or ropegeo.toy.GateCVerdict
         ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
     gate_c_lengths : (int, int), optional
         Toy training and target lengths of Gate C. Default: ``min(train_length, 64)`` and the same
         extension ratio (at most 4,096).
     gate_c_options : dict, optional
-        Further keyword arguments of :func:`ropegeo.behaviour.gate_c`.
+        Further keyword arguments of :func:`ropegeo.toy.gate_c`.
     run_all : bool
         Run Gate C even when Gate A or B has already failed (default: it is skipped then).
     seed : int
@@ -824,7 +824,7 @@ def audit(
     ------
     ValueError
         For an unreadable target or manifest, a callable without ``manifest``, bad lengths,
-        offsets (beyond the target context, too) or Gate B rule; :class:`ropegeo.gate_a.GateAError` (a ValueError) when a callable breaks
+        offsets (beyond the target context, too) or Gate B rule; :class:`ropegeo.gates.a.gate.GateAError` (a ValueError) when a callable breaks
         the calling contract.
 
     Notes
@@ -833,7 +833,7 @@ def audit(
     declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
     :func:`gate_c_schedule`), not a given checkpoint.
     """
-    from .behaviour import GateCVerdict  # the training toolkit is heavy: only its verdict type here
+    from ropegeo.toy import GateCVerdict  # the training toolkit is heavy: only its verdict type here
 
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)
@@ -938,10 +938,10 @@ def add_report_subcommand(sub) -> None:
 
 def run_report_subcommand(args) -> int:
     """Run ``report`` from parsed arguments; returns the exit status of the outcome
-    (:data:`ropegeo.checks.EXIT_CODES`: pass 0, fail 1, inconclusive 3).
+    (:data:`ropegeo.gates.verdicts.EXIT_CODES`: pass 0, fail 1, inconclusive 3).
 
     A MODULE:FUNCTION target runs in a worker process under a watchdog, as in ``gate-a``
-    (:mod:`ropegeo.gate_a_run`): the gates are judged here, on what its calls return.
+    (:mod:`ropegeo.gates.a.isolated`): the gates are judged here, on what its calls return.
     """
     target, declared, implementation = args.target, None, None
     timeout = timeout_seconds(args.timeout)

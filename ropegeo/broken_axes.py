@@ -10,7 +10,7 @@ inv_freq`` for the three streams, ``recomposition_frequencies`` splitting the pa
 ``apply_multimodal_rotary_pos_emb``, on cos and sin cut by ``mrope_section * 2``.)
 
 :data:`AXES_DEFECTS` lists the broken variants Gate A must name, each with the check that must
-lead its report and the finding (:data:`ropegeo.gate_a_axes.FINDINGS`) it must read:
+lead its report and the finding (:data:`ropegeo.gates.a.axes.FINDINGS`) it must read:
 
 ``sections-swapped``      the first two section sizes exchanged (``[24, 16, 24]`` for ``[16, 24, 24]``)
 ``one-axis-for-all``      the time ids used for every band
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["MultiAxisRotary", "AxesEntry", "AXES_DEFECTS", "AXES_CORRECT", "axes_entry", "QWEN2_VL_SECTIONS",
            "QWEN3_VL_SECTIONS"]

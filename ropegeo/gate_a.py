@@ -43,16 +43,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as v
-from ._json import dumps, plain
-from .checks import EXIT_CODES, Check, status, verdict
-from .frequencies import frequencies, resolve_rotary_dim
-from .gate_a_algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
+from ropegeo import _validate as v
+from ropegeo._json import dumps, plain
+from ropegeo.gates.verdicts import EXIT_CODES, Check, status, verdict
+from ropegeo.frequencies import frequencies, resolve_rotary_dim
+from ropegeo.gates.a.algebra import (check_composition, check_decoding, check_inverse, check_norm, check_roles, check_shift,
                              check_values)
-from .gate_a_call import UNIT, Bad, GateAError, Impl, Refused
-from .gate_a_checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
+from ropegeo.gates.a.call import UNIT, Bad, GateAError, Impl, Refused
+from ropegeo.gates.a.checks import (PRECISION_LIMIT, Ctx, check_batch, check_context, check_frequencies, check_layout, check_origin,
                             check_precision, short_run_note, short_run_reading)
-from .gate_a_read import infer_layout
+from ropegeo.gates.a.read import infer_layout
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "Check", "GateAError", "CHECKS", "CORE_CHECKS", "infer_layout",
            "DEFAULT_MAX_POSITION"]
@@ -112,10 +112,10 @@ class GateAReport:
 
     @property
     def status(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.checks.status` over
+        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status` over
         :data:`CORE_CHECKS`): inconclusive when no check failed but a core check was not measured,
         or a check's tolerance reached the largest error it can see. The command line exits with
-        :data:`ropegeo.checks.EXIT_CODES` of it (0, 1, 3)."""
+        :data:`ropegeo.gates.verdicts.EXIT_CODES` of it (0, 1, 3)."""
         return status(self.checks, core=CORE_CHECKS)
 
     @property
@@ -316,7 +316,7 @@ def json_default(o):
 
 def _from_manifest(manifest, target_length):
     """Declared fields from a manifest (or a config dict, path or shipped name)."""
-    from .manifest import RopeManifest, read_config, resolve
+    from ropegeo.models.manifest import RopeManifest, read_config, resolve
 
     if isinstance(manifest, dict):
         manifest = read_config(manifest)
@@ -562,7 +562,7 @@ def gate_a(
     attention_factor : float, optional
         The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's). Given with a
         manifest, it replaces the manifest's (with a note).
-    manifest : ropegeo.manifest.RopeManifest, dict, str or path, optional
+    manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor
         and context. A dynamic NTK manifest is audited as within a forward pass of the declared
@@ -582,7 +582,7 @@ def gate_a(
         the rotation must keep unit length.
     mrope_section, mrope_interleaved : optional
         M-RoPE's pairs per axis (time, height, width) and layout (a manifest declares them itself):
-        :func:`ropegeo.gate_a_axes.gate_a_axes` then audits ``f(x, positions of shape (3, seq))``.
+        :func:`ropegeo.gates.a.axes.gate_a_axes` then audits ``f(x, positions of shape (3, seq))``.
 
     Returns
     -------
@@ -638,10 +638,10 @@ def gate_a(
 
 
 def _multi_axis(arguments: dict):
-    """The report of :func:`ropegeo.gate_a_axes.gate_a_axes` when the arguments declare M-RoPE, else None."""
+    """The report of :func:`ropegeo.gates.a.axes.gate_a_axes` when the arguments declare M-RoPE, else None."""
     if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and arguments["manifest"] is None:
         return None
-    from .gate_a_axes import axes_declared, gate_a_axes  # here: gate_a_axes builds on this module
+    from ropegeo.gates.a.axes import axes_declared, gate_a_axes  # here: gate_a_axes builds on this module
 
     if arguments["mrope_section"] is not None or arguments["mrope_interleaved"] or axes_declared(arguments["manifest"]):
         return gate_a_axes(**arguments)
@@ -673,7 +673,7 @@ def check_declaration(**options) -> None:
         raise ValueError(f"{unknown[0]} is not an argument of gate_a")
     axes = {k: options.pop(k) for k in _AXES_ARGS if k in options}
     if any(val not in (None, False) for val in axes.values()):
-        from .gate_a_axes import check_axes_declaration  # here: gate_a_axes builds on this module
+        from ropegeo.gates.a.axes import check_axes_declaration  # here: gate_a_axes builds on this module
 
         check_axes_declaration(**axes, **options)
         return
@@ -860,13 +860,13 @@ def _undeclared_note(args, report) -> str | None:
 
 def run_subcommand(args) -> int:
     """Run ``gate-a`` from parsed arguments; returns 0 (pass), 1 (a check failed) or 3 (inconclusive)."""
-    from .gate_a_run import run_in_worker
+    from ropegeo.gates.a.isolated import run_in_worker
 
     if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
         raise ValueError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
     data, notes = run_in_worker(args)
     if "axes" in data:  # a multi-axis report: its own core checks
-        from .gate_a_axes import GateAxesReport  # here: gate_a_axes builds on this module
+        from ropegeo.gates.a.axes import GateAxesReport  # here: gate_a_axes builds on this module
 
         report = GateAxesReport.from_dict(data)
     else:

@@ -17,7 +17,7 @@ The ``axes`` protocol
 :func:`gate_a_axes` runs two audits of one implementation:
 
 * **text positions** (the three ids equal): the operator must be 1D RoPE over every pair, and
-  every check of :func:`ropegeo.gate_a.gate_a` runs on it, unchanged;
+  every check of :func:`ropegeo.gates.a.gate.gate_a` runs on it, unchanged;
 * **the axes**: it moves one axis at a time (and all three at once, to different positions) and
   reads the angle of every pair. Four checks, all core:
 
@@ -30,7 +30,7 @@ The ``axes`` protocol
 A failed ``sections`` or ``interleave`` check names what was read (:data:`FINDINGS`): sections
 swapped, one axis's ids used for all axes, interleaving off by one pair, a section boundary off by
 one, blocks where interleaving is declared (or the reverse). A check whose tolerance reaches the
-smallest turn it must see is inconclusive, never a pass (:meth:`ropegeo.checks.Check.judged`).
+smallest turn it must see is inconclusive, never a pass (:meth:`ropegeo.gates.verdicts.Check.judged`).
 
 ``gate_a`` sends a declaration with ``mrope_section`` (given, or read from a configuration) here.
 """
@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .checks import Check, status
-from .frequencies import frequencies
-from .gate_a import CORE_CHECKS, GateAReport, check_declaration, gate_a
-from .gate_a_call import UNIT, Bad, Impl, Refused
-from .gate_a_checks import ANGLE_SAFETY
-from .gate_a_read import angles, span, wrap
-from .model_types import axes_section
-from .rotation import pair_indices, phase_angles, rotate_pairs
+from ropegeo.gates.verdicts import Check, status
+from ropegeo.frequencies import frequencies
+from ropegeo.gates.a.gate import CORE_CHECKS, GateAReport, check_declaration, gate_a
+from ropegeo.gates.a.call import UNIT, Bad, Impl, Refused
+from ropegeo.gates.a.checks import ANGLE_SAFETY
+from ropegeo.gates.a.read import angles, span, wrap
+from ropegeo.models.model_types import axes_section
+from ropegeo.rotation import pair_indices, phase_angles, rotate_pairs
 
 __all__ = ["gate_a_axes", "check_axes_declaration", "axes_declared", "axes_operator", "axis_layout", "GateAxesReport",
            "AXES", "AXES_CHECKS", "FINDINGS",
@@ -99,7 +99,7 @@ def axis_layout(sections, interleaved: bool, pairs: int, shift: int = 0) -> np.n
 
 
 def _resolve(manifest):
-    from .manifest import RopeManifest, read_config, resolve
+    from ropegeo.models.manifest import RopeManifest, read_config, resolve
 
     if isinstance(manifest, RopeManifest):
         return manifest
@@ -130,12 +130,12 @@ def axes_operator(manifest):
     width), or ``x.shape[:-1]`` for text tokens (the three ids equal); pair ``i`` turns by
     ``theta_i`` times the id of its axis (:func:`axis_layout`), with angles formed in the
     manifest's ``phase_dtype``; cos and sin carry its attention factor, as transformers applies it.
-    Values (``role="value"``) pass through. :func:`ropegeo.audit.audit` runs Gate A on it when no
+    Values (``role="value"``) pass through. :func:`ropegeo.gates.audit.audit` runs Gate A on it when no
     implementation is given.
 
     Examples
     --------
-    >>> from ropegeo.manifest import RopeManifest
+    >>> from ropegeo.models.manifest import RopeManifest
     >>> f = axes_operator(RopeManifest(head_dim=8, pairing="half", mrope_section=(2, 1, 1)))
     >>> out = f(np.eye(8), np.zeros((3, 8), dtype=int))
     >>> bool(np.allclose(out, np.eye(8)))
@@ -222,7 +222,7 @@ class _TextViewRoles(_TextView):
 
 @dataclass
 class GateAxesReport(GateAReport):
-    """:class:`ropegeo.gate_a.GateAReport` of a multi-axis declaration: the text-position checks,
+    """:class:`ropegeo.gates.a.gate.GateAReport` of a multi-axis declaration: the text-position checks,
     then :data:`AXES_CHECKS`; ``axes`` holds the declared and read layouts."""
 
     axes: dict = field(default_factory=dict)
@@ -491,15 +491,15 @@ def gate_a_axes(impl, *, mrope_section=None, mrope_interleaved: bool = False, ma
         Qwen3-VL's interleaved layout (default: blocks, as Qwen2-VL).
     manifest : optional
         A RopeManifest, config dict, ``config.json`` path or shipped name, as for
-        :func:`ropegeo.gate_a.gate_a`.
+        :func:`ropegeo.gates.a.gate.gate_a`.
     **options
-        The other arguments of :func:`ropegeo.gate_a.gate_a` (``head_dim``, ``base``,
+        The other arguments of :func:`ropegeo.gates.a.gate.gate_a` (``head_dim``, ``base``,
         ``pairing``, ``dtype``, ``max_position``, ``target_length``, ``seed``, ...).
 
     Returns
     -------
     GateAxesReport
-        Every check of :func:`ropegeo.gate_a.gate_a` on text positions (the three ids equal),
+        Every check of :func:`ropegeo.gates.a.gate.gate_a` on text positions (the three ids equal),
         then :data:`AXES_CHECKS`; ``finding`` names what the axis reading found wrong.
 
     Raises
@@ -510,7 +510,7 @@ def gate_a_axes(impl, *, mrope_section=None, mrope_interleaved: bool = False, ma
 
     Examples
     --------
-    >>> from ropegeo.broken_axes import MultiAxisRotary
+    >>> from ropegeo.book.broken_axes import MultiAxisRotary
     >>> r = gate_a_axes(MultiAxisRotary(64, sections=(8, 12, 12)), mrope_section=(8, 12, 12), head_dim=64,
     ...                 pairing="half", base=1e6, max_position=32768)
     >>> r.status, r.check("sections").passed, r.check("axis-blind").passed

@@ -186,7 +186,7 @@ def timeout_seconds(value) -> float:
 
 def refuse_special_file(option: str, value) -> None:
     """Refuse a configuration path that is missing or not a regular file (a FIFO would block the
-    reader forever, a device may never end), with :func:`ropegeo.manifest.config_file`. Shipped
+    reader forever, a device may never end), with :func:`ropegeo.models.manifest.config_file`. Shipped
     model names pass untouched.
 
     Raises
@@ -196,7 +196,7 @@ def refuse_special_file(option: str, value) -> None:
     """
     if value is None:
         return
-    from .manifest import config_file, shipped_models
+    from ropegeo.models.manifest import config_file, shipped_models
 
     if isinstance(value, str) and value.strip().lower() in shipped_models():
         return
@@ -210,7 +210,7 @@ def _ready(fd: int, event: int, seconds: float) -> bool:
     return bool(poller.poll(max(0, int(seconds * 1000))))
 
 
-_WORKER_COMMAND = "import sys; from ropegeo.gate_a_run import _worker_main; _worker_main(*map(int, sys.argv[1:3]))"
+_WORKER_COMMAND = "import sys; from ropegeo.gates.a.isolated import _worker_main; _worker_main(*map(int, sys.argv[1:3]))"
 
 
 class _Worker:
@@ -416,7 +416,7 @@ def _opaque_class(name: str) -> type:
 class RemoteImplementation:
     """The implementation as the parent sees it: a callable whose every call runs in the worker.
 
-    Gate A (:func:`ropegeo.gate_a.gate_a`, or :func:`ropegeo.audit.audit`) runs in the calling
+    Gate A (:func:`ropegeo.gates.a.gate.gate_a`, or :func:`ropegeo.gates.audit.audit`) runs in the calling
     process on this object. The worker starts on first use (after Gate A has validated the
     declaration), imports ``target`` and reports the protocols it offers; ``role`` and
     ``prefill`` / ``decode_step`` are offered here exactly when the implementation has them.
@@ -517,8 +517,8 @@ def remote_implementation(target: str, timeout: float):
 
     Examples
     --------
-    >>> from ropegeo.gate_a import gate_a
-    >>> with remote_implementation("ropegeo.broken:Rotary", timeout=60) as impl:
+    >>> from ropegeo.gates.a.gate import gate_a
+    >>> with remote_implementation("ropegeo.book.broken:Rotary", timeout=60) as impl:
     ...     report = gate_a(impl, head_dim=64, max_position=4096)
     >>> report.passed, report.protocols
     (True, ['callable', 'role', 'decoder'])
@@ -549,8 +549,8 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
         One line: bad arguments, a contract break, a timeout, a worker that died or a channel
         that was tampered with.
     """
-    from .gate_a import check_declaration, gate_a
-    from .manifest import resolve
+    from ropegeo.gates.a.gate import check_declaration, gate_a
+    from ropegeo.models.manifest import resolve
 
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
     config, layer_type = getattr(args, "config", None), getattr(args, "layer_type", None)
@@ -660,8 +660,8 @@ class _Serve:
         return msg
 
     def handle(self, header: dict, arrays: list) -> tuple[dict, list]:
-        from .gate_a import resolve_target
-        from .gate_a_call import Impl, Refused
+        from ropegeo.gates.a.gate import resolve_target
+        from ropegeo.gates.a.call import Impl, Refused
 
         if header["kind"] == "import" and self.impl is None:
             try:
@@ -692,7 +692,7 @@ class _Serve:
         return {"kind": "value", "value": value, "torch": self.impl.torch is not None}, out_arrays
 
     def loop(self) -> None:
-        from . import gate_a  # noqa: F401 - loaded before "ready": ropegeo's start is not the implementation's time
+        from ropegeo.gates.a import gate as gate_a# noqa: F401 - loaded before "ready": ropegeo's start is not the implementation's time
 
         self.send({"kind": "ready"})
         while True:

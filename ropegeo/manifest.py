@@ -23,13 +23,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import _json
-from .class_defaults import with_class_defaults
-from . import _validate as v
-from .frequencies import resolve_rotary_dim, wavelengths
-from .model_types import (NOPE, LayerSpec, axes_section, chatglm_view, describe_layers, layer_specs, multi_axis_layout,
+from ropegeo import _json
+from ropegeo.models.class_defaults import with_class_defaults
+from ropegeo import _validate as v
+from ropegeo.frequencies import resolve_rotary_dim, wavelengths
+from ropegeo.models.model_types import (NOPE, LayerSpec, axes_section, chatglm_view, describe_layers, layer_specs, multi_axis_layout,
                           multi_axis_notes, proportional_view, refusal)
-from .scaling import Scaling, rope_parameters, yarn_mscale
+from ropegeo.scaling import Scaling, rope_parameters, yarn_mscale
 
 __all__ = [
     "RopeManifest",
@@ -562,7 +562,7 @@ def _load(config, source: str | None) -> tuple[Mapping, str | None]:
 
 
 def _specs(cfg: Mapping) -> list[LayerSpec] | None:
-    """The kinds of layer as the model runs them (:func:`ropegeo.model_types.layer_specs`)."""
+    """The kinds of layer as the model runs them (:func:`ropegeo.models.model_types.layer_specs`)."""
     try:
         return layer_specs(cfg)
     except ValueError as exc:
@@ -659,7 +659,7 @@ def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[st
     if layer_type is None:
         raise ConfigError(f"the config has {len(kinds)} kinds of layer: {listing}; ropegeo audits one rotary "
                           "operator at a time: choose one with layer_type (--layer-type), or audit every kind "
-                          "with audit --config (ropegeo.layer_audit.layer_audit)")
+                          "with audit --config (ropegeo.gates.layers.layer_audit)")
     if not isinstance(layer_type, str) or layer_type not in kinds:
         raise ConfigError(f"layer_type must be one of {', '.join(kinds)}, got {layer_type!r}")
     if kinds[layer_type] is None:
@@ -729,7 +729,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     The field groups, one reader each (see ``_READERS``):
 
     * absent fields first take the defaults of the model type's configuration class in
-      transformers (``ropegeo.class_defaults``: a fixed ``head_dim``, ``rope_theta``, the rotary
+      transformers (``ropegeo.models.class_defaults``: a fixed ``head_dim``, ``rope_theta``, the rotary
       fraction, a default scaling block), each with a note;
     * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
       Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
@@ -977,7 +977,7 @@ def config_file(path, option: str = "config") -> Path:
     >>> config_file("/dev/null")
     Traceback (most recent call last):
     ...
-    ropegeo.manifest.ConfigError: config: '/dev/null' is not a regular file (a directory, FIFO, pipe or device); give a config.json path or a shipped model name
+    ropegeo.models.manifest.ConfigError: config: '/dev/null' is not a regular file (a directory, FIFO, pipe or device); give a config.json path or a shipped model name
     """
     text = os.fspath(path) if hasattr(path, "__fspath__") else path
     if not isinstance(text, str) or not text.strip():

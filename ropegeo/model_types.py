@@ -15,7 +15,7 @@ model's rotary operator. The model type's own code decides, for instance, that
 
 This module holds that knowledge, read from transformers 5.24's modeling and configuration code
 (and ChatGLM's own modeling file), as plain functions of the parsed configuration. It raises
-``ValueError`` naming the field; :func:`ropegeo.manifest.read_config` turns it into a
+``ValueError`` naming the field; :func:`ropegeo.models.manifest.read_config` turns it into a
 ``ConfigError``. Internal to the configuration reader (layer 3).
 """
 
@@ -224,7 +224,7 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
 
     For text tokens the three position ids (time, height, width) are equal, so every pair turns
     with the same position: the operator is 1D RoPE over all pairs, which the geometry audit reads.
-    Gate A also checks the implementation's three streams (:mod:`ropegeo.gate_a_axes`).
+    Gate A also checks the implementation's three streams (:mod:`ropegeo.gates.a.axes`).
     """
     layout = multi_axis_layout(cfg, pairs)
     if layout is None:

@@ -1,6 +1,6 @@
-"""Gate A for multi-axis RoPE (ropegeo.gate_a_axes) on numpy mirrors of transformers' M-RoPE code.
+"""Gate A for multi-axis RoPE (ropegeo.gates.a.axes) on numpy mirrors of transformers' M-RoPE code.
 
-The mirrors (ropegeo.broken_axes.MultiAxisRotary) follow transformers 5.24's Qwen2VLRotaryEmbedding
+The mirrors (ropegeo.book.broken_axes.MultiAxisRotary) follow transformers 5.24's Qwen2VLRotaryEmbedding
 (blocked sections [16, 24, 24]) and Qwen3VLTextRotaryEmbedding (interleaved, [24, 20, 20]); the same
 cases run against transformers itself in tests/with_torch/test_mrope_real.py.
 """
@@ -14,11 +14,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from ropegeo.broken_axes import AXES_CORRECT, AXES_DEFECTS, MultiAxisRotary, axes_entry
-from ropegeo.checks import EXIT_CODES
-from ropegeo.gate_a import CORE_CHECKS, check_declaration, gate_a
-from ropegeo.gate_a_axes import AXES_CHECKS, FINDINGS, GateAxesReport, axes_operator, axis_layout, gate_a_axes
-from ropegeo.manifest import RopeManifest, read_config
+from ropegeo.book.broken_axes import AXES_CORRECT, AXES_DEFECTS, MultiAxisRotary, axes_entry
+from ropegeo.gates.verdicts import EXIT_CODES
+from ropegeo.gates.a.gate import CORE_CHECKS, check_declaration, gate_a
+from ropegeo.gates.a.axes import AXES_CHECKS, FINDINGS, GateAxesReport, axes_operator, axis_layout, gate_a_axes
+from ropegeo.models.manifest import RopeManifest, read_config
 from ropegeo.rotation import apply_rope
 
 DTYPES = ("float32", "bfloat16")
@@ -205,7 +205,7 @@ def test_bad_declarations_are_refused_by_name(kwargs, word):
 
 @pytest.mark.parametrize("cfg", [QWEN2_VL, QWEN3_VL], ids=["qwen2-vl", "qwen3-vl"])
 def test_audit_runs_gate_a_on_its_own_multi_axis_operator(cfg):
-    from ropegeo.audit import audit
+    from ropegeo.gates.audit import audit
 
     r = audit(cfg)
     assert r.status()["A"] == "pass", r.gate_a.diagnosis
@@ -240,7 +240,7 @@ def _cites_a_commit(rec):
 
 
 def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
-    from ropegeo.manifest import load_model, model_record
+    from ropegeo.models.manifest import load_model, model_record
 
     m = load_model("qwen2.5-vl-7b-instruct")
     assert (m.mrope_section, m.mrope_interleaved, m.max_position_embeddings, m.base) == ((16, 24, 24), False, 128000,
@@ -258,7 +258,7 @@ def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
 # ------------------------------------------------------------------ the command line
 MODULE = textwrap.dedent(
     """
-    from ropegeo.broken_axes import MultiAxisRotary
+    from ropegeo.book.broken_axes import MultiAxisRotary
     from ropegeo.rotation import apply_rope
 
     good = MultiAxisRotary()

@@ -29,11 +29,11 @@ from transformers.models.qwen2_vl import modeling_qwen2_vl as q2  # noqa: E402
 from transformers.models.qwen3_vl import modeling_qwen3_vl as q3  # noqa: E402
 from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig  # noqa: E402
 
-from ropegeo.broken_axes import AXES_DEFECTS, MultiAxisRotary  # noqa: E402
-from ropegeo.checks import EXIT_CODES  # noqa: E402
-from ropegeo.gate_a import CORE_CHECKS, gate_a  # noqa: E402
-from ropegeo.gate_a_axes import AXES_CHECKS  # noqa: E402
-from ropegeo.manifest import model_record, read_config  # noqa: E402
+from ropegeo.book.broken_axes import AXES_DEFECTS, MultiAxisRotary  # noqa: E402
+from ropegeo.gates.verdicts import EXIT_CODES  # noqa: E402
+from ropegeo.gates.a.gate import CORE_CHECKS, gate_a  # noqa: E402
+from ropegeo.gates.a.axes import AXES_CHECKS  # noqa: E402
+from ropegeo.models.manifest import model_record, read_config  # noqa: E402
 
 DTYPES = ("float32", "bfloat16")
 # config.json text fields as the hub files give them (Qwen2-VL-7B: the legacy rope_scaling block)
