@@ -123,7 +123,7 @@ def _inside_gate_b() -> bool:
 
 
 #: Gate B's margin modules: what they check is their own input, inside Gate B.
-GATE_B_FILES = ("margins.py", "gate_b.py", "precision.py")
+GATE_B_FILES = ("margins.py", "/gates/b/rule.py", "precision.py")
 
 
 def _checked_name(helper: str, args, kwargs) -> str:

@@ -582,6 +582,7 @@ class RotaryOperator:
 
         Examples
         --------
+        >>> import math
         >>> RotaryOperator(head_dim=2).matrix(math.pi / 2).round(3).tolist()
         [[0.0, -1.0], [1.0, 0.0]]
         """

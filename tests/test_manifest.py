@@ -27,6 +27,7 @@ DOCUMENTED = {
     "llama-3.1-8b": dict(base=500_000.0, head_dim=128, rotary_dim=128, ctx=131_072, rule="llama3"),
     "mistral-7b": dict(base=10_000.0, head_dim=128, rotary_dim=128, ctx=32_768, rule=None),
     "qwen2.5-7b-instruct": dict(base=1_000_000.0, head_dim=128, rotary_dim=128, ctx=32_768, rule="yarn"),
+    "qwen2.5-vl-7b-instruct": dict(base=1_000_000.0, head_dim=128, rotary_dim=128, ctx=128_000, rule=None),
     "phi-3.5-mini-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "phi-3-vision-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),
     "phi-3-mini-128k-instruct": dict(base=10_000.0, head_dim=96, rotary_dim=96, ctx=131_072, rule="longrope"),

@@ -323,7 +323,7 @@ def _count_checks(run) -> collections.Counter:
     def in_gate_b() -> bool:
         frame = sys._getframe(2)
         while frame is not None:
-            if frame.f_code.co_filename.endswith(("margins.py", "gate_b.py", "precision.py")):
+            if frame.f_code.co_filename.endswith(("margins.py", "/gates/b/rule.py", "precision.py")):
                 return True
             frame = frame.f_back
         return False

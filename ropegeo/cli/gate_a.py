@@ -6,6 +6,7 @@ here, in this process, on what its calls return.
 
 from __future__ import annotations
 
+from ropegeo.gates.a.axes import GateAxesReport
 from ropegeo.gates.a.gate import ATTENTION_FACTOR_IN, GateAReport
 from ropegeo.gates.a.isolated import run_in_worker
 from ropegeo.gates.verdicts import EXIT_CODES
@@ -37,6 +38,12 @@ def add_subcommand(sub) -> None:
     p.add_argument("--layer-type", default=None, metavar="TYPE",
                    help="with --config: the kind of layer whose rotary operator to audit when the model's layers "
                    "differ (full_attention or sliding_attention for Gemma 2/3 or gpt-oss)")
+    p.add_argument("--mrope-section", type=_section_arg, default=None, metavar="T,H,W",
+                   help="multi-axis RoPE (M-RoPE): the pairs following the time, height and width ids (e.g. "
+                   "16,24,24); the implementation then takes positions of shape (3, seq) or (3, batch, seq), and "
+                   "each axis is checked. A --config with mrope_section declares it itself")
+    p.add_argument("--mrope-interleaved", action="store_true", default=None,
+                   help="with --mrope-section: the axes interleaved pair by pair (Qwen3-VL) instead of in blocks")
     p.add_argument("--head-dim", type=int, default=None, help="head dimension to test (default: probe 8..256)")
     p.add_argument("--base", type=float, default=None, help="declared frequency base (default 10000)")
     p.add_argument("--pairing", default=None, help="declared pairing: 'interleaved' (default) or 'half'")
@@ -62,8 +69,16 @@ def add_subcommand(sub) -> None:
     p.set_defaults(func=run_subcommand)
 
 
+def _section_arg(text: str) -> list[int]:
+    """``--mrope-section 16,24,24`` as a list of ints (checked against the head by the multi-axis gate)."""
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--mrope-section must be three integers like 16,24,24, got {text!r}") from None
+
+
 #: the command-line options that declare the operator (none given: the defaults are assumed)
-_DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_factor", "layer_type")
+_DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_factor", "layer_type", "mrope_section")
 
 
 def _undeclared_note(args, report) -> str | None:
@@ -90,7 +105,7 @@ def run_subcommand(args) -> int:
     if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
         raise ValueError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
     data, notes = run_in_worker(args)
-    report = GateAReport.from_dict(data)
+    report = (GateAxesReport if "axes" in data else GateAReport).from_dict(data)  # M-RoPE: its own core checks
     report.notes.extend(notes)
     undeclared = _undeclared_note(args, report)
     if undeclared:

@@ -27,6 +27,7 @@ import numpy as np
 from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies, slow_pairs, wavelengths
+from ropegeo.gates.a.axes import axes_operator
 from ropegeo.gates.a.gate import gate_a as run_gate_a
 from ropegeo.gates.b.rule import (
     LOCAL_OFFSETS,
@@ -626,6 +627,8 @@ def _reference_operator(manifest):
     Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
     LongRoPE), which Gate A requires where the factor is declared.
     """
+    if manifest.mrope_section is not None:  # multi-axis (M-RoPE): three position streams
+        return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
 

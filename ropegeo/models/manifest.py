@@ -28,16 +28,8 @@ from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.class_defaults import with_class_defaults
-from ropegeo.models.model_types import (
-    NOPE,
-    LayerSpec,
-    chatglm_view,
-    describe_layers,
-    layer_specs,
-    multi_axis_notes,
-    proportional_view,
-    refusal,
-)
+from ropegeo.models.model_types import (NOPE, LayerSpec, axes_section, chatglm_view, describe_layers, layer_specs,
+                                         multi_axis_layout, multi_axis_notes, proportional_view, refusal)
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
 
@@ -107,6 +99,8 @@ class RopeManifest:
         A factor the model applies to its attention logits besides ``1 / sqrt(head width)``
         and the rule's attention factor (positive; DeepSeek-V2/V3 multiply the softmax scale by
         ``mscale(factor, mscale_all_dim) ** 2``). 1 for most models.
+    mrope_section, mrope_interleaved : tuple of 3 ints or None, bool
+        M-RoPE: the pairs following the time, height and width ids, blocked or interleaved (Qwen3-VL).
     notes : tuple of str
         What the reader inferred or chose rather than read, in plain words.
     name, source : str, optional
@@ -131,6 +125,8 @@ class RopeManifest:
     sliding_window: int | None = None
     layer_type: str | None = None
     logit_scale: float = 1.0
+    mrope_section: tuple | None = None
+    mrope_interleaved: bool = False
     notes: tuple = ()
     name: str | None = None
     source: str | None = None
@@ -158,6 +154,7 @@ class RopeManifest:
             if val is not None:
                 set_(self, key, v.length(key, val, minimum=1))
         set_(self, "logit_scale", v.real("logit_scale", self.logit_scale, greater_than=0.0))
+        set_(self, "mrope_section", axes_section(self.mrope_section, self.mrope_interleaved, self.rotary_dim // 2))
         if self.layer_type is not None and not isinstance(self.layer_type, str):
             raise ValueError(f"layer_type must be a string or None, got {type(self.layer_type).__name__}")
         if not isinstance(self.notes, (list, tuple)) or not all(isinstance(n, str) for n in self.notes):
@@ -249,6 +246,8 @@ class RopeManifest:
             "sliding_window": self.sliding_window,
             "layer_type": self.layer_type,
             "logit_scale": self.logit_scale,
+            "mrope_section": None if self.mrope_section is None else list(self.mrope_section),
+            "mrope_interleaved": self.mrope_interleaved,
             "notes": list(self.notes),
         }
 
@@ -454,8 +453,9 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
 
 
 def _read_multi_axis(cfg: Mapping, got: dict) -> dict:
-    try:  # M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): text positions only, stated in a note
-        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2)}
+    try:  # M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): its sections, and a note
+        sec, inter = multi_axis_layout(cfg, got["rotary_dim"] // 2) or (None, False)
+        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2), "mrope_section": sec, "mrope_interleaved": inter}
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

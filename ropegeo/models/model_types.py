@@ -26,7 +26,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "multi_axis_notes", "proportional_view",
+__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "multi_axis_notes", "multi_axis_layout", "axes_section",
+           "proportional_view",
            "LayerSpec", "layer_specs", "describe_layers", "NOPE"]
 
 #: model types with no rotary position embedding, and what gives their attention its positions.
@@ -157,25 +158,32 @@ def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
 
 
 def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
+    where = f"{where}." if where else ""
     sec = block["mrope_section"]
     if (isinstance(sec, (str, bytes, Mapping)) or not isinstance(sec, (list, tuple)) or len(sec) != 3
             or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sec)):
-        raise ValueError(f"{where}.mrope_section must list three positive integers (time, height, width), got {sec!r}")
+        raise ValueError(f"{where}mrope_section must list three positive integers (time, height, width), got {sec!r}")
     if sum(sec) != pairs:
-        raise ValueError(f"{where}.mrope_section {list(sec)} sums to {sum(sec)}, not to the {pairs} rotary pairs; "
+        raise ValueError(f"{where}mrope_section {list(sec)} sums to {sum(sec)}, not to the {pairs} rotary pairs; "
                          "ropegeo reads sections that share out the whole bank")
     return [int(s) for s in sec]
 
 
-def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
-    """Notes for an M-RoPE configuration (Qwen2-VL, Qwen2.5-VL: blocked; Qwen3-VL: interleaved).
+def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], bool] | None:
+    """The M-RoPE declaration of a configuration: ``(mrope_section, interleaved)``, or ``None``.
 
-    For text tokens the three position ids (time, height, width) are equal, so every pair turns
-    with the same position: the operator is 1D RoPE over all pairs, and that is what ropegeo
-    audits. Image and video positions are not audited.
+    ``mrope_section`` lists the pairs given to time, height and width; ``interleaved`` is True for
+    Qwen3-VL's layout (height and width take every third pair), False for Qwen2-VL's blocks. The
+    first rope block that has sections decides (Gate A's multi-axis checks read it).
+
+    Examples
+    --------
+    >>> cfg = {"model_type": "qwen2_vl", "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    >>> multi_axis_layout(cfg, 64)
+    ((16, 24, 24), False)
     """
     kind = cfg.get("model_type")
-    out = []
+    found = None
     for where, block in _blocks(cfg):
         interleaved_key = block.get("mrope_interleaved", cfg.get("mrope_interleaved"))
         if not _given(block, "mrope_section"):
@@ -187,18 +195,50 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
             raise ValueError(f"mrope_interleaved must be true or false, got {interleaved_key!r}")
         # transformers' Qwen3-VL text rotary always interleaves (recomposition_frequencies); Qwen2-VL's splits
         interleaved = bool(interleaved_key) or (isinstance(kind, str) and kind.startswith("qwen3_vl"))
-        if interleaved:
-            layout = (f"interleaved M-RoPE (sections {sec}): height takes pairs 1, 4, .. {3 * sec[1] - 2}, width "
-                      f"pairs 2, 5, .. {3 * sec[2] - 1}, time the others")
-        else:
-            a, b = sec[0], sec[0] + sec[1]
-            layout = (f"M-RoPE (mrope_section {sec}): pairs 0-{a - 1} follow the time id, {a}-{b - 1} the height "
-                      f"id, {b}-{pairs - 1} the width id")
-        out.append(f"{layout}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
-                   "only text positions are audited (image and video positions are not)")
-    if not out and cfg.get("mrope_interleaved") is not None:
+        found = found or (tuple(sec), interleaved)
+    if found is None and cfg.get("mrope_interleaved") is not None:
         raise ValueError("mrope_interleaved is set without mrope_section")
-    return out
+    return found
+
+
+def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | None:
+    """A manifest's ``mrope_section`` checked against its ``pairs`` (``None`` stays ``None``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``mrope_section`` (three positive integers summing to ``pairs``) or
+        ``mrope_interleaved`` (a bool).
+    """
+    if not isinstance(interleaved, bool):
+        raise ValueError(f"mrope_interleaved must be true or false, got {interleaved!r}")
+    if section is None:
+        if interleaved:
+            raise ValueError("mrope_interleaved is set without mrope_section")
+        return None
+    return tuple(_sections({"mrope_section": section}, "", pairs))
+
+
+def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
+    """Notes for an M-RoPE configuration (Qwen2-VL, Qwen2.5-VL: blocked; Qwen3-VL: interleaved).
+
+    For text tokens the three position ids (time, height, width) are equal, so every pair turns
+    with the same position: the operator is 1D RoPE over all pairs, which the geometry audit reads.
+    Gate A also checks the implementation's three streams (:mod:`ropegeo.gates.a.axes`).
+    """
+    layout = multi_axis_layout(cfg, pairs)
+    if layout is None:
+        return []
+    sec, interleaved = list(layout[0]), layout[1]
+    if interleaved:
+        text = (f"interleaved M-RoPE (sections {sec}): height takes pairs 1, 4, .. {3 * sec[1] - 2}, width "
+                f"pairs 2, 5, .. {3 * sec[2] - 1}, time the others")
+    else:
+        a, b = sec[0], sec[0] + sec[1]
+        text = (f"M-RoPE (mrope_section {sec}): pairs 0-{a - 1} follow the time id, {a}-{b - 1} the height "
+                f"id, {b}-{pairs - 1} the width id")
+    return [f"{text}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
+            "only text positions are audited (image and video positions are not)"]
 
 
 def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dict, list[str]]:

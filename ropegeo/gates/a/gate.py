@@ -566,6 +566,7 @@ def gate_a(
     target_length: int | None = None,
     seed: int = 0,
     attention_factor_in: str = "rotation",
+    mrope_section=None, mrope_interleaved: bool = False,
 ) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
@@ -612,6 +613,9 @@ def gate_a(
         it and its outputs are divided by it before the checks; code that drops it fails
         (magnitude). ``"softmax"``: the attention multiplies its logits by its square instead, and
         the rotation must keep unit length.
+    mrope_section, mrope_interleaved : optional
+        M-RoPE's pairs per axis (time, height, width) and layout (a manifest declares them itself):
+        :func:`ropegeo.gates.a.axes.gate_a_axes` then audits ``f(x, positions of shape (3, seq))``.
 
     Returns
     -------
@@ -652,6 +656,9 @@ def gate_a(
     >>> wrong.passed, wrong.failed[0], wrong.defects[0]
     (False, 'layout', 'layout')
     """
+    axes_report = _multi_axis(dict(locals()))  # the parameters as given; M-RoPE goes to gate_a_axes
+    if axes_report is not None:
+        return axes_report
     t0 = time.perf_counter()
     decl = _validated(operator=operator, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim,
                       scale=scale, theta=theta, phase_dtype=phase_dtype, dtype=dtype, max_position=max_position,
@@ -661,6 +668,26 @@ def gate_a(
     fn = Impl(impl, 1.0 if in_softmax else decl["attention_factor"])
     ctx, declared = _context(fn, decl, only_declared=manifest is not None)
     return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
+
+
+#: The gate of multi-axis RoPE, which builds on this module's one-axis gate: registered by
+#: :mod:`ropegeo.gates.a.axes` when it is imported (the package face :mod:`ropegeo.gates.a`, which every
+#: import of this module runs first, imports it). Keys: "gate", "declared", "check".
+MULTI_AXIS: dict = {}
+_AXES_ARGS = ("mrope_section", "mrope_interleaved")  # the multi-axis gate validates these
+
+
+def _multi_axis(arguments: dict):
+    """The report of :func:`ropegeo.gates.a.axes.gate_a_axes` when the arguments declare M-RoPE, else None."""
+    if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and arguments["manifest"] is None:
+        return None
+    if arguments["mrope_section"] is not None or arguments["mrope_interleaved"] or \
+            MULTI_AXIS["declared"](arguments["manifest"]):
+        if arguments.pop("operator", None) is not None:
+            raise ValueError("operator: a RotaryOperator declares one axis; declare M-RoPE with mrope_section "
+                             "or a manifest")
+        return MULTI_AXIS["gate"](**arguments)
+    return None
 
 
 def check_declaration(**options) -> None:
@@ -686,7 +713,11 @@ def check_declaration(**options) -> None:
     unknown = [k for k in options if k not in params or k == "impl"]
     if unknown:
         raise ValueError(f"{unknown[0]} is not an argument of gate_a")
-    _validated(**{**{k: p.default for k, p in params.items() if k != "impl"}, **options})
+    axes = {k: options.pop(k) for k in _AXES_ARGS if k in options}
+    if any(val not in (None, False) for val in axes.values()):
+        MULTI_AXIS["check"](**axes, **options)
+        return
+    _validated(**{**{k: p.default for k, p in params.items() if k not in ("impl", *_AXES_ARGS)}, **options})
 
 
 def _context(fn, decl: dict, *, only_declared: bool):

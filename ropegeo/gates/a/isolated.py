@@ -534,9 +534,10 @@ def remote_implementation(target: str, timeout: float):
         impl.close()
 
 
-_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype")  # --attention-factor overrides
+_FROM_CONFIG = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "mrope_section",
+                "mrope_interleaved")  # --attention-factor overrides
 _OPTIONS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype", "dtype", "max_position",
-            "attention_factor", "seed", "attention_factor_in")
+            "attention_factor", "seed", "attention_factor_in", "mrope_section", "mrope_interleaved")
 
 
 def run_in_worker(args) -> tuple[dict, list[str]]:
