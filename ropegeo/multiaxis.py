@@ -41,7 +41,7 @@ import numpy as np
 from . import _validate as v
 from .frequencies import frequencies
 from .gate_b import GateBDecision, GateBRule, gate_b_decision
-from .geometry import kernel, near_collisions
+from .geometry import kernel
 from .margins import separation_margin
 
 __all__ = [
@@ -314,10 +314,11 @@ class AxisReport:
     band_k1 : float
         ``K(1)`` of the axis's own pairs alone (nan without pairs): the resolution of its band.
     near_return : int or None
-        The offset in ``2 .. extent`` whose band kernel is largest (the axis's nearest return),
-        ``None`` without pairs or when ``extent < 2``.
+        The first offset in ``2 .. extent`` where the band kernel has a local maximum (it climbs
+        back towards 1 there: the axis's nearest return), ``None`` when the band kernel only falls
+        over the extent (no pair of the band has come round yet).
     near_return_similarity : float
-        Its band kernel value.
+        Its band kernel value (nan without a return).
     margin : float
         :func:`ropegeo.margins.separation_margin` of offsets ``0 .. extent - 1`` along the axis,
         on the whole head.
@@ -352,8 +353,8 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
     Examples
     --------
     >>> r = axis_report(mrope_bank(128, 1e6, (16, 24, 24)), 2, 32)
-    >>> r.pairs, round(r.band_k1, 6)
-    (24, 1.0)
+    >>> r.pairs, round(r.band_k1, 6), r.near_return
+    (24, 1.0, None)
     """
     F = _frequency_matrix(freqs)
     axis = v.integer("axis", axis, minimum=0, maximum=F.shape[1] - 1)
@@ -364,11 +365,12 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
     margin = separation_margin(range(extent), col).margin
     if band.size == 0:
         return AxisReport(axis, 0, math.nan, math.nan, 0.0, k1, math.nan, None, math.nan, float(margin))
-    near = near_collisions(band, 2, max(2, extent), top=1)[0] if extent >= 2 else None
+    k = kernel(np.arange(0.0, extent + 2.0), band)
+    peaks = np.flatnonzero((k[2:-1] >= k[1:-2]) & (k[2:-1] >= k[3:])) + 2
+    near = int(peaks[0]) if peaks.size else None
     return AxisReport(axis=axis, pairs=int(band.size), fastest=float(band.max()), slowest=float(band.min()),
-                      turns=float(band.max() * extent / (2 * math.pi)), k1=k1, band_k1=float(kernel(1.0, band)),
-                      near_return=None if near is None else int(near.offset),
-                      near_return_similarity=math.nan if near is None else float(near.similarity),
+                      turns=float(band.max() * extent / (2 * math.pi)), k1=k1, band_k1=float(k[1]),
+                      near_return=near, near_return_similarity=math.nan if near is None else float(k[near]),
                       margin=float(margin))
 
 
