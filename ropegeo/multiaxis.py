@@ -33,7 +33,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,8 +205,8 @@ def mixed_bank(head_dim: int = 64, base: float = 10.0, angle: float = 0.0) -> np
         raise ValueError(f"head_dim must be a multiple of 4 for two axes, got {head_dim}")
     angle = v.real("angle", angle)
     mag = frequencies(head_dim // 2, base)
-    directions = np.array([angle, angle + math.pi / 2])
-    return np.concatenate([np.outer(mag, [math.cos(d), math.sin(d)]) for d in directions])
+    directions = np.array([angle, angle + np.pi / 2])
+    return np.concatenate([np.outer(mag, [float(np.cos(d)), float(np.sin(d))]) for d in directions])
 
 
 def proportional_frequencies(head_dim: int, base: float, fraction: float) -> np.ndarray:
@@ -364,13 +363,13 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
     k1 = float(kernel(1.0, col))
     margin = separation_margin(range(extent), col).margin
     if band.size == 0:
-        return AxisReport(axis, 0, math.nan, math.nan, 0.0, k1, math.nan, None, math.nan, float(margin))
+        return AxisReport(axis, 0, np.nan, np.nan, 0.0, k1, np.nan, None, np.nan, float(margin))
     k = kernel(np.arange(0.0, extent + 2.0), band)
     peaks = np.flatnonzero((k[2:-1] >= k[1:-2]) & (k[2:-1] >= k[3:])) + 2
     near = int(peaks[0]) if peaks.size else None
     return AxisReport(axis=axis, pairs=int(band.size), fastest=float(band.max()), slowest=float(band.min()),
-                      turns=float(band.max() * extent / (2 * math.pi)), k1=k1, band_k1=float(k[1]),
-                      near_return=near, near_return_similarity=math.nan if near is None else float(k[near]),
+                      turns=float(band.max() * extent / (2 * np.pi)), k1=k1, band_k1=float(k[1]),
+                      near_return=near, near_return_similarity=np.nan if near is None else float(k[near]),
                       margin=float(margin))
 
 
