@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as v
-from .behaviour import Adam, MAX_SEEDS, MAX_STEPS, check_trained, one_blas_thread, seed_list, training_settings
+from .behaviour import Adam, MAX_STEPS, check_trained, one_blas_thread, seed_list, training_settings
 from .rotation import pair_indices
 
 __all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
