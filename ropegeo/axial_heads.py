@@ -1,6 +1,6 @@
 """Gate C on a grid: a content-free head with a multi-axis bank, trained to attend at a fixed 2D offset.
 
-The head of :mod:`ropegeo.behaviour.heads` (one learned query vector and one learned key vector,
+The head of :mod:`ropegeo.toy.heads` (one learned query vector and one learned key vector,
 the same at every position) moved to a grid of patches. Patch ``p = (x, y)`` rotates pair ``i`` by
 ``p . f_i`` (the rows of a ``(pairs, 2)`` frequency matrix from :mod:`ropegeo.multiaxis`), so the
 score of the query at ``p`` for the key at ``p'`` depends on the displacement ``delta = p - p'``
@@ -10,7 +10,7 @@ only::
 
 with the learned pair coefficients ``a_i, b_i`` of chapter 6. Every query attends over all other
 patches (vision attention is not causal) and is trained to put its attention on the patch at
-``p + target``. Training is full-batch Adam (:class:`ropegeo.behaviour.Adam`) with the gradient
+``p + target``. Training is full-batch Adam (:class:`ropegeo.toy.Adam`) with the gradient
 derived by hand: the score table has one entry per displacement, and the gradient of the loss
 with respect to it is a sum of softmax residuals over the (query, key) cells that share it.
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
-from .behaviour import Adam, MAX_STEPS, check_trained, one_blas_thread, seed_list, training_settings
-from .rotation import pair_indices
+from ropegeo import _validate as v
+from ropegeo.toy import Adam, MAX_STEPS, check_trained, one_blas_thread, seed_list, training_settings
+from ropegeo.rotation import pair_indices
 
 __all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
            "evaluate_axial", "split_study", "budget_study"]
@@ -260,7 +260,7 @@ def split_study(splits: dict, seeds=range(10), **options) -> dict:
     splits : dict of str to array_like (pairs, 2)
         Named frequency matrices.
     seeds : iterable of int
-        At most :data:`ropegeo.behaviour.MAX_SEEDS`.
+        At most :data:`ropegeo.toy.MAX_SEEDS`.
     **options
         ``target``, ``grid``, ``steps``, ``lr``, ``init_std`` of :func:`train_axial_head`.
 

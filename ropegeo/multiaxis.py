@@ -20,7 +20,7 @@ Along one axis ``a`` that is chapter 3's kernel of the column ``F[:, a]``: the p
 axes do not turn and add ``cos 0 = 1`` each. Every per-axis question (resolution, near-returns,
 margins, Gate B, Men et al.'s sum) is therefore the one-axis question asked of one column
 (:func:`axis_report`), and this module reuses :mod:`ropegeo.geometry`, :mod:`ropegeo.margins` and
-:mod:`ropegeo.gate_b` for it.
+:mod:`ropegeo.gates.b.rule` for it.
 
 Examples
 --------
@@ -37,11 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
-from .frequencies import frequencies
-from .gate_b import GateBDecision, GateBRule, gate_b_decision
-from .geometry import kernel
-from .margins import separation_margin
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.gates.b.rule import GateBDecision, GateBRule, gate_b_decision
+from ropegeo.geometry import kernel
+from ropegeo.margins import separation_margin
 
 __all__ = [
     "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",

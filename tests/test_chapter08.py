@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from glue import read_glued
 
-from ropegeo.axial_heads import budget_study, split_study
+from ropegeo.toy.axial_heads import budget_study, split_study
 from ropegeo.base_bound import base_bound, base_sum
 from ropegeo.multiaxis import axis_frequencies
 

@@ -1,4 +1,4 @@
-"""ropegeo.multiaxis and ropegeo.axial_heads against independent derivations: transformers' M-RoPE
+"""ropegeo.multiaxis and ropegeo.toy.axial_heads against independent derivations: transformers' M-RoPE
 gather re-enacted in numpy, brute-force rotation of vectors, finite differences."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropegeo.axial_heads import (AxialHead, axial_head_loss, axial_scores, budget_study, evaluate_axial, split_study,
+from ropegeo.toy.axial_heads import (AxialHead, axial_head_loss, axial_scores, budget_study, evaluate_axial, split_study,
                                  train_axial_head)
 from ropegeo.frequencies import frequencies
 from ropegeo.multiaxis import (axial_bank, axis_band, axis_frequencies, axis_gate_b, axis_report, band_support,

@@ -2,12 +2,12 @@
 
 Usage in a notebook::
 
-    from ropegeo.exercises import check
+    from ropegeo.book.exercises import check
     check("ch02-relative-law", my_answer)
 
 ``check`` returns a :class:`Feedback` that displays as one line: what is right, or precisely what
 is wrong, without revealing the solution. Each chapter's checks live in a submodule named after
-the chapter prefix of the exercise id (``ch02-...`` lives in ``ropegeo.exercises.ch02``) and
+the chapter prefix of the exercise id (``ch02-...`` lives in ``ropegeo.book.exercises.ch02``) and
 register themselves with :func:`exercise`.
 
 ``check`` always answers: whatever the student passes, the result is "correct" or "not yet" with a

@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
-from . import as_float_array, as_items, as_whole, call_student, correct, exercise, wrong
-from ..axial_heads import split_study
-from ..frequencies import frequencies
-from ..multiaxis import axis_frequencies
+from ropegeo.book.exercises import as_float_array, as_items, as_whole, call_student, correct, exercise, wrong
+from ropegeo.toy.axial_heads import split_study
+from ropegeo.frequencies import frequencies
+from ropegeo.multiaxis import axis_frequencies
 
 # ---- problem data shared with the notebook -------------------------------------------------
 

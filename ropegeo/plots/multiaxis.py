@@ -1,7 +1,7 @@
 """Figures of chapter 8: a frequency bank shared between axes, its kernels, and the grid heads.
 
-Every function draws at the width of the book's text column (:mod:`ropegeo.plots.readable`):
-panels stacked, fonts at least :data:`ropegeo.plots.readable.MIN_FONT_PT`.
+Every function draws at the width of the book's text column (:mod:`ropegeo.book.plots.readable`):
+panels stacked, fonts at least :data:`ropegeo.book.plots.readable.MIN_FONT_PT`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .. import _validate as v
-from ..multiaxis import kernel_grid, multi_kernel
-from .readable import COLUMN_WIDTH_IN, finish
+from ropegeo import _validate as v
+from ropegeo.multiaxis import kernel_grid, multi_kernel
+from ropegeo.book.plots.readable import COLUMN_WIDTH_IN, finish
 
 __all__ = ["section_figure", "axis_kernel_figure", "kernel_map_figure", "split_figure", "budget_figure"]
 
