@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_permutation_symmetry", "02_complex_rotation", "07_alternatives"]
 CHAPTERS += ["04_extension", "05_implementation"]  # issue 25, chapters 4 and 5
 CHAPTERS += ["03_frequency_bank", "06_audit"]  # issue 25, chapters 3 and 6
+CHAPTERS += ["08_multi_axis"]  # issue 26, chapter 8
 MIN_PX = 9.0
 
 
@@ -207,3 +208,27 @@ def test_fit_column_checks_its_arguments():
         fit_column(Figure(), width=0.5)
     with pytest.raises(ValueError, match="column_px"):
         smallest_text_px(Figure(), column_px=1)
+
+
+def _chapter8_figures():
+    from ropegeo.frequencies import frequencies
+    from ropegeo.multiaxis import axial_bank, axis_frequencies, mixed_bank, mrope_bank
+    from ropegeo.book.plots import multiaxis as pm
+
+    F2, F3 = mrope_bank(128, 1e6, (16, 24, 24)), mrope_bank(128, 1e6, (24, 20, 20), interleaved=True)
+    yield "ch08 sections", pm.section_figure({"blocked": F2, "interleaved": F3})
+    yield "ch08 axis kernels", pm.axis_kernel_figure(F2, 64, title="Qwen2-VL")
+    yield "ch08 kernel maps", pm.kernel_map_figure({"axial": axial_bank(64), "mixed": mixed_bank(64, angle=0.4)}, 16)
+    rng = np.random.default_rng(0)
+    study = {n: {"target_mass": rng.uniform(0, 1, 10)} for n in ("interleaved", "blocked", "y starved, slow")}
+    yield "ch08 splits", pm.split_figure(study)
+    curve = {"budgets": [50, 100, 200], "target_mass": rng.uniform(0, 1, (3, 5))}
+    yield "ch08 budget", pm.split_budget_figure({"blocked": curve, "y starved, slow": curve})
+    assert axis_frequencies(frequencies(4), [0, 1], 2).shape == (2, 2)
+
+
+@pytest.mark.parametrize("name, fig", list(_chapter8_figures()), ids=lambda x: x if isinstance(x, str) else "")
+def test_chapter_8_figures_are_readable_at_both_widths(name, fig):
+    for window, column in COLUMN_WIDTH_PX.items():
+        assert smallest_text_px(fig, column_px=column) >= MIN_PX, (name, window)
+    assert fig.get_size_inches()[0] <= 5.6, name

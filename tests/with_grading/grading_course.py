@@ -34,6 +34,7 @@ WRONG = {
     "ch05": ("ch05-padding-offset", "padding_answer", "padding_answer = padding_answer + 1  # a known wrong answer"),
     "ch06": ("ch06-yarn-log", "L_match", "L_match = 2 * L_match  # a known wrong answer"),
     "ch07": ("ch07-shaw-ceiling", "ceiling", "ceiling = 2 * ceiling  # a known wrong answer"),
+    "ch08": ("ch08-fastest-width", "interleaved", "interleaved = interleaved + 1  # a known wrong answer"),
 }
 
 

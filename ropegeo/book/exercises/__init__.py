@@ -373,7 +373,7 @@ def _load(exercise_id: str) -> None:
 
 def exercise_ids(chapter: str | None = None) -> list[str]:
     """All registered exercise ids (optionally of one chapter, e.g. ``"ch02"``)."""
-    for mod in ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07"):
+    for mod in ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08"):
         if chapter is None or chapter == mod:
             _load(f"{mod}-x")
     return sorted(i for i in _REGISTRY if chapter is None or i.startswith(chapter + "-"))

@@ -1,0 +1,303 @@
+"""Gate C on a grid: a content-free head with a multi-axis bank, trained to attend at a fixed 2D offset.
+
+The head of :mod:`ropegeo.toy.heads` (one learned query vector and one learned key vector,
+the same at every position) moved to a grid of patches. Patch ``p = (x, y)`` rotates pair ``i`` by
+``p . f_i`` (the rows of a ``(pairs, 2)`` frequency matrix from :mod:`ropegeo.multiaxis`), so the
+score of the query at ``p`` for the key at ``p'`` depends on the displacement ``delta = p - p'``
+only::
+
+    score(delta) = sum_i a_i cos(delta . f_i) + b_i sin(delta . f_i)
+
+with the learned pair coefficients ``a_i, b_i`` of chapter 6. Every query attends over all other
+patches (vision attention is not causal) and is trained to put its attention on the patch at
+``p + target``. Training is full-batch Adam (:class:`ropegeo.toy.Adam`) with the gradient
+derived by hand: the score table has one entry per displacement, and the gradient of the loss
+with respect to it is a sum of softmax residuals over the (query, key) cells that share it.
+
+:func:`split_study` trains one head per seed for each split of a bank between the axes and reads
+where the attention that misses the target goes (:func:`evaluate_axial`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.rotation import pair_indices
+from ropegeo.toy import MAX_STEPS, Adam, check_trained, one_blas_thread, seed_list, training_settings
+
+__all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
+           "evaluate_axial", "split_study", "budget_study"]
+
+#: Largest grid side: one step holds a few (side**2, side**2) arrays.
+MAX_GRID = 32
+
+
+@dataclass(frozen=True)
+class AxialHead:
+    """A trained content-free head on a ``grid`` of patches.
+
+    Attributes
+    ----------
+    q, k : numpy.ndarray, shape (2 * pairs,)
+        Learned query and key (interleaved pairs).
+    freqs : numpy.ndarray, shape (pairs, 2)
+        Frequency vector of every pair, radians per patch along (x, y).
+    target : tuple of int
+        The displacement ``key - query`` the head was trained to attend to.
+    grid : tuple of int
+        Patches along x and y.
+    seed : int
+    losses : numpy.ndarray, shape (steps,)
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    freqs: np.ndarray
+    target: tuple
+    grid: tuple
+    seed: int
+    losses: np.ndarray
+
+    def amplitudes(self) -> np.ndarray:
+        """``|q_i| |k_i|``-style weight of every pair in the score, ``hypot(a_i, b_i)``."""
+        a, b = _coefficients(self.q, self.k)
+        return np.hypot(a, b)
+
+
+def _coefficients(q, k):
+    first, second = pair_indices(q.size)
+    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
+    return q1 * k1 + q2 * k2, q1 * k2 - q2 * k1
+
+
+def _layout(grid, target):
+    """Patch coordinates, the displacement index of every (query, key) cell, the training queries and their targets."""
+    gx, gy = grid
+    xs, ys = np.meshgrid(np.arange(gx), np.arange(gy), indexing="xy")
+    pos = np.stack([xs.ravel(), ys.ravel()], axis=1)  # patch n at (x, y), n = y * gx + x
+    delta = pos[:, None, :] - pos[None, :, :]  # query minus key
+    index = (delta[..., 0] + gx - 1) * (2 * gy - 1) + (delta[..., 1] + gy - 1)
+    table = np.stack(np.meshgrid(np.arange(-(gx - 1), gx), np.arange(-(gy - 1), gy), indexing="ij"), -1).reshape(-1, 2)
+    goal = pos + np.asarray(target)
+    inside = np.flatnonzero((goal[:, 0] >= 0) & (goal[:, 0] < gx) & (goal[:, 1] >= 0) & (goal[:, 1] < gy))
+    return pos, index, table, inside, goal[inside, 1] * gx + goal[inside, 0]
+
+
+def _check(freqs, grid, target):
+    F = v.finite_array("freqs", freqs)
+    if F.ndim != 2 or F.shape[1] != 2 or F.shape[0] == 0 or F.shape[0] > 256:
+        raise ValueError(f"freqs must have shape (pairs, 2) with 1 to 256 pairs, got {F.shape}")
+    if not v.is_collection(grid) or len(list(grid)) != 2:
+        raise ValueError(f"grid must be a pair (patches along x, patches along y), got {grid!r}")
+    g = tuple(v.integer("grid", n, minimum=2, maximum=MAX_GRID) for n in grid)
+    if not v.is_collection(target) or len(list(target)) != 2:
+        raise ValueError(f"target must be a pair (dx, dy), got {target!r}")
+    t = tuple(v.integer("target", d, minimum=-(n - 1), maximum=n - 1) for d, n in zip(target, g))
+    if t == (0, 0):
+        raise ValueError("target must not be (0, 0): a query never attends to itself")
+    return F, g, t
+
+
+def _prepared(g, t, F):
+    """Everything a training step reuses: phases per displacement, the gathered indices, the self mask."""
+    _, index, table, inside, goal = _layout(g, t)
+    ang = table @ F.T
+    sel = index[inside]
+    mask = np.zeros(sel.shape)
+    mask[np.arange(inside.size), inside] = -np.inf  # never the query itself
+    return np.cos(ang), np.sin(ang), sel, mask, goal, pair_indices(2 * F.shape[0])
+
+
+def _loss(q, k, cos, sin, sel, mask, goal, pairs):
+    """Loss, gradients and attention for the training queries (unchecked)."""
+    first, second = pairs
+    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
+    s = cos @ (q1 * k1 + q2 * k2) + sin @ (q1 * k2 - q2 * k1)  # one score per displacement
+    rows = s[sel] + mask  # (queries, keys)
+    top = rows.max(axis=1, keepdims=True)
+    p = np.exp(rows - top)
+    z = p.sum(axis=1)
+    p /= z[:, None]
+    n = goal.size
+    hit = np.arange(n), goal
+    loss = float((np.log(z) + top[:, 0] - rows[hit]).sum() / n)
+    resid = p.copy()
+    resid[hit] -= 1.0
+    g = np.bincount(sel.ravel(), weights=resid.ravel(), minlength=s.size) / n
+    ga, gb = cos.T @ g, sin.T @ g
+    dq, dk = np.empty_like(q), np.empty_like(k)
+    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
+    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
+    return loss, dq, dk, p
+
+
+def axial_scores(head: AxialHead) -> np.ndarray:
+    """Scores of every query patch for every key patch, shape (patches, patches), from the head's coefficients."""
+    pos, index, table, _, _ = _layout(head.grid, head.target)
+    a, b = _coefficients(head.q, head.k)
+    ang = table @ head.freqs.T
+    return (np.cos(ang) @ a + np.sin(ang) @ b)[index]
+
+
+def axial_head_loss(q, k, freqs, *, target=(2, 3), grid=(8, 8)) -> tuple[float, np.ndarray, np.ndarray]:
+    """The training loss of a grid head and its exact gradient with respect to ``q`` and ``k``.
+
+    The mean over the queries whose target patch lies on the grid of ``-log`` the attention on
+    it. Returns ``(loss, dq, dk)``.
+    """
+    F, g, t = _check(freqs, grid, target)
+    q = v.finite_array("q", q)
+    k = v.finite_array("k", k)
+    if q.shape != (2 * F.shape[0],) or k.shape != q.shape:
+        raise ValueError(f"q and k must have shape ({2 * F.shape[0]},), got {q.shape} and {k.shape}")
+    loss, dq, dk, _ = _loss(q, k, *_prepared(g, t, F))
+    return loss, dq, dk
+
+
+def train_axial_head(freqs, *, target=(2, 3), grid=(8, 8), steps: int = 300, lr: float = 0.05,
+                     init_std: float = 0.3, seed: int = 0) -> AxialHead:
+    """Train a content-free grid head to attend to the patch at ``query + target``.
+
+    Parameters
+    ----------
+    freqs : array_like, shape (pairs, 2)
+        The bank and its split between the axes (:mod:`ropegeo.multiaxis`).
+    target : (int, int)
+        The displacement ``key - query`` to attend to (not (0, 0); inside the grid).
+    grid : (int, int)
+        Patches along x and y (2 to :data:`MAX_GRID` each).
+    steps, lr, init_std
+        Full-batch Adam settings, as for chapter 6's heads.
+    seed : int
+        Initialisation of ``q`` and ``k``.
+
+    Returns
+    -------
+    AxialHead
+
+    Examples
+    --------
+    >>> from ropegeo.multiaxis import axial_bank
+    >>> h = train_axial_head(axial_bank(8, 100.0), steps=50)
+    >>> bool(h.losses[-1] < h.losses[0])
+    True
+    """
+    F, g, t = _check(freqs, grid, target)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    seed = v.integer("seed", seed, minimum=0)
+    q, k = np.random.default_rng(seed).normal(scale=init_std, size=(2, 2 * F.shape[0]))
+    losses = _train(q, k, F, g, t, steps, lr)
+    check_trained((q, k), losses, lr, init_std)
+    return AxialHead(q, k, F, t, g, seed, losses)
+
+
+def _train(q, k, F, g, t, steps, lr, record=()):
+    """Adam on (q, k) in place; with ``record``, also returns copies of (q, k) after those step counts."""
+    prepared = _prepared(g, t, F)
+    opt = Adam([q, k], lr)
+    losses, kept = np.empty(steps), {}
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        for step in range(steps):
+            losses[step], dq, dk, _ = _loss(q, k, *prepared)
+            opt.step([dq, dk])
+            if step + 1 in record:
+                kept[step + 1] = (q.copy(), k.copy())
+    return (losses, kept) if record else losses
+
+
+@dataclass(frozen=True)
+class AxialEvaluation:
+    """Where a grid head's attention goes, averaged over the queries whose target is on the grid.
+
+    Attributes
+    ----------
+    accuracy : float
+        Share of those queries whose largest attention is on the target.
+    target_mass : float
+        Mean attention on the target.
+    same_x_mass : float
+        Mean attention on patches at the right x offset and a wrong y offset (the target's column).
+    same_y_mass : float
+        Mean attention on patches at the right y offset and a wrong x offset (the target's row).
+    other_mass : float
+        The rest.
+    """
+
+    accuracy: float
+    target_mass: float
+    same_x_mass: float
+    same_y_mass: float
+    other_mass: float
+
+
+def evaluate_axial(head: AxialHead) -> AxialEvaluation:
+    """Read a trained grid head: accuracy, and where its attention goes (:class:`AxialEvaluation`)."""
+    if not isinstance(head, AxialHead):
+        raise ValueError(f"head must be an AxialHead, got {type(head).__name__}")
+    pos, index, table, inside, goal = _layout(head.grid, head.target)
+    s = axial_scores(head)[inside]
+    s[np.arange(inside.size), inside] = -np.inf
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    rel = pos[None, :, :] - pos[inside][:, None, :]  # key minus query
+    right_x, right_y = rel[..., 0] == head.target[0], rel[..., 1] == head.target[1]
+    n = np.arange(inside.size)
+    return AxialEvaluation(accuracy=float(np.mean(p.argmax(axis=1) == goal)),
+                           target_mass=float(np.mean(p[n, goal])),
+                           same_x_mass=float(np.mean(np.sum(p * (right_x & ~right_y), axis=1))),
+                           same_y_mass=float(np.mean(np.sum(p * (right_y & ~right_x), axis=1))),
+                           other_mass=float(np.mean(np.sum(p * (~right_x & ~right_y), axis=1))))
+
+
+def split_study(splits: dict, seeds=range(10), **options) -> dict:
+    """Train one head per seed for every split and evaluate it.
+
+    Parameters
+    ----------
+    splits : dict of str to array_like (pairs, 2)
+        Named frequency matrices.
+    seeds : iterable of int
+        At most :data:`ropegeo.toy.MAX_SEEDS`.
+    **options
+        ``target``, ``grid``, ``steps``, ``lr``, ``init_std`` of :func:`train_axial_head`.
+
+    Returns
+    -------
+    dict
+        ``{name: {field: numpy.ndarray (seeds,)}}`` with the fields of :class:`AxialEvaluation`.
+    """
+    seeds = seed_list(seeds)
+    if not isinstance(splits, dict) or not splits or len(splits) > 16:
+        raise ValueError("splits must be a dict of 1 to 16 named frequency matrices")
+    out = {}
+    for name, F in splits.items():
+        rows = [evaluate_axial(train_axial_head(F, seed=s, **options)) for s in seeds]
+        out[name] = {f: np.array([getattr(r, f) for r in rows]) for f in AxialEvaluation.__dataclass_fields__}
+    return out
+
+
+def budget_study(freqs, budgets, seeds=range(10), *, target=(2, 3), grid=(8, 8), lr: float = 0.05,
+                 init_std: float = 0.3) -> dict:
+    """Accuracy and target mass per seed after each training budget (one run per seed, read at each budget).
+
+    Returns ``{"budgets": list, "accuracy": (budgets, seeds), "target_mass": (budgets, seeds)}``.
+    """
+    F, g, t = _check(freqs, grid, target)
+    seeds = seed_list(seeds)
+    if not v.is_collection(budgets):
+        raise ValueError(f"budgets must be a list of step counts, got {budgets!r}")
+    b = sorted({v.integer("budgets", n, minimum=1, maximum=MAX_STEPS) for n in list(budgets)[:64]})
+    if not b:
+        raise ValueError("budgets must hold at least one step count")
+    _, lr, init_std = training_settings(b[-1], lr, init_std)
+    acc, mass = np.empty((len(b), len(seeds))), np.empty((len(b), len(seeds)))
+    for j, s in enumerate(seeds):
+        q, k = np.random.default_rng(s).normal(scale=init_std, size=(2, 2 * F.shape[0]))
+        losses, kept = _train(q, k, F, g, t, b[-1], lr, record=set(b))
+        for i, n in enumerate(b):
+            e = evaluate_axial(AxialHead(*kept[n], F, t, g, s, losses[:n]))
+            acc[i, j], mass[i, j] = e.accuracy, e.target_mass
+    return {"budgets": b, "accuracy": acc, "target_mass": mass}
