@@ -5,7 +5,6 @@
 
 export const MAX_LAB_HEAD_DIM = 256;
 export const MAX_LAB_GRID = 64;
-const LEVELS = 20; // colour levels of the heatmap, 0.1 wide in K
 const SPLIT_TEXT = { blocked: "blocked (x: first half)", interleaved: "interleaved (alternate)",
   share: "x share (slider)", mixed: "mixed (2D directions)" };
 
@@ -32,59 +31,103 @@ export function compute(p) {
     kx, ky, sum, _values: values };
 }
 
-/** Colour of a K value in [-1, 1]: blue through white to red. */
-function colour(k) {
-  const t = Math.max(-1, Math.min(1, k));
-  const [r, g, b] = t >= 0 ? [215, 25, 28] : [44, 123, 182];
-  const a = Math.abs(t), mix = (c) => Math.round(255 + (c - 255) * a);
-  return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
+/** Colour of a K value in [-1, 1]: blue through white to red; a near-return is drawn black. */
+const NEAR_RGB = [17, 17, 17], RED = [215, 25, 28], BLUE = [44, 123, 182];
+function rgb(k) {
+  const a = Math.min(1, Math.abs(k)), end = k >= 0 ? RED : BLUE;
+  return end.map((c) => Math.round(255 + (c - 255) * a));
 }
-const level = (k) => Math.max(0, Math.min(LEVELS - 1, Math.floor(((k + 1) / 2) * LEVELS)));
+const css = ([r, g, b]) => `rgb(${r},${g},${b})`;
+
+// ------------------------------------------------------------------ a PNG, without a canvas
+const CRC_TABLE = (() => {
+  const tab = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    tab[n] = c >>> 0;
+  }
+  return tab;
+})();
+function crc32(bytes, from, to) {
+  let c = 0xffffffff;
+  for (let k = from; k < to; k++) c = CRC_TABLE[(c ^ bytes[k]) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+/** An RGB image (rows top first, 3 bytes a pixel) as a PNG data URI: zlib with stored (not
+ * compressed) blocks, so that the page and the static preview build it the same way in a few
+ * milliseconds. */
+export function pngDataUri(width, height, pixels) {
+  const rowLen = 3 * width + 1, raw = new Uint8Array(height * rowLen);
+  for (let y = 0; y < height; y++) raw.set(pixels.subarray(3 * width * y, 3 * width * (y + 1)), y * rowLen + 1);
+  const blocks = Math.max(1, Math.ceil(raw.length / 65535));
+  const zlen = 2 + raw.length + 5 * blocks + 4;
+  const out = new Uint8Array(8 + 25 + 12 + zlen + 12);
+  const view = new DataView(out.buffer);
+  out.set([137, 80, 78, 71, 13, 10, 26, 10]);
+  let at = 8;
+  const chunk = (type, length, fill) => {
+    view.setUint32(at, length);
+    for (let k = 0; k < 4; k++) out[at + 4 + k] = type.charCodeAt(k);
+    fill(at + 8);
+    view.setUint32(at + 8 + length, crc32(out, at + 4, at + 8 + length));
+    at += 12 + length;
+  };
+  chunk("IHDR", 13, (o) => { view.setUint32(o, width); view.setUint32(o + 4, height); out.set([8, 2, 0, 0, 0], o + 8); });
+  chunk("IDAT", zlen, (o) => {
+    out[o] = 0x78; out[o + 1] = 0x01;
+    let p = o + 2, a = 1, b = 0;
+    for (let k = 0; k < blocks; k++) {
+      const from = k * 65535, len = Math.min(65535, raw.length - from);
+      out[p] = k === blocks - 1 ? 1 : 0;
+      view.setUint16(p + 1, len, true);
+      view.setUint16(p + 3, len ^ 0xffff, true);
+      out.set(raw.subarray(from, from + len), p + 5);
+      p += 5 + len;
+    }
+    for (let k = 0; k < raw.length; k++) { a = (a + raw[k]) % 65521; b = (b + a) % 65521; }
+    view.setUint32(p, ((b << 16) | a) >>> 0);
+  });
+  chunk("IEND", 0, () => {});
+  let bin = "";
+  for (let k = 0; k < out.length; k += 8192) bin += String.fromCharCode.apply(null, out.subarray(k, k + 8192));
+  return `data:image/png;base64,${btoa(bin)}`;
+}
 
 function heatmap(r) {
   const G = r.state.grid, n = 2 * G + 1, w = CHART_W; // the lab's drawing width (labs_ui.js)
   const left = 52, side = Math.max(120, Math.min(380, w - left - 76));
   const c = chart({ w, h: side + 54, xr: [-G - 0.5, G + 0.5], yr: [-G - 0.5, G + 0.5], left, right: w - left - side,
-    xlabel: "Δx (patches)", ylabel: "Δy (patches)", title: "K(Δx, Δy); outlined: K above the threshold",
+    xlabel: "Δx (patches)", ylabel: "Δy (patches)", title: "K(Δx, Δy); black: a near-return (K above the threshold)",
     label: "the 2D kernel K over the patch grid" });
-  // one path per colour level; runs of equal level along a row are one rectangle
-  const paths = Array.from({ length: LEVELS }, () => []);
-  const x0 = (dx) => c.X(dx - 0.5), yTop = (dy) => c.Y(dy + 0.5);
+  // one pixel per offset, top row dy = G; the browser scales it up without smoothing
+  const px = new Uint8Array(3 * n * n);
   for (let row = 0; row < n; row++) {
-    const dy = row - G, y = yTop(dy).toFixed(2), hh = (c.Y(dy - 0.5) - yTop(dy)).toFixed(2);
-    let start = 0;
-    for (let col = 1; col <= n; col++) {
-      const lv = level(r._values[row * n + start]);
-      if (col < n && level(r._values[row * n + col]) === lv) continue;
-      const xa = x0(start - G), wd = (x0(col - G) - xa).toFixed(2);
-      paths[lv].push(`M${xa.toFixed(2)},${y}h${wd}v${hh}h-${wd}z`);
-      start = col;
-    }
-  }
-  paths.forEach((d, lv) => {
-    if (d.length) c.add(s("path", { d: d.join(""), fill: colour(-1 + (2 * lv + 1) / LEVELS), class: "rl-heat",
-      "shape-rendering": "crispEdges" }));
-  });
-  // the near-returns: each cell above the threshold outlined (one path)
-  const marks = [];
-  const cw = Math.abs(c.X(1) - c.X(0)), inset = Math.min(1, cw / 4);
-  for (let row = 0; row < n; row++) {
+    const src = (n - 1 - row) * n; // values: row dy + G
     for (let col = 0; col < n; col++) {
-      const dx = col - G, dy = row - G;
-      if ((dx || dy) && r._values[row * n + col] > r.state.threshold) {
-        const xa = x0(dx) + inset, ya = yTop(dy) + inset, e = (cw - 2 * inset).toFixed(2);
-        marks.push(`M${xa.toFixed(2)},${ya.toFixed(2)}h${e}v${e}h-${e}z`);
+      const k = r._values[src + col];
+      const o = 3 * (row * n + col);
+      if (k > r.state.threshold && !(col === G && row === G)) px.fill(NEAR_RGB[0], o, o + 3);
+      else {
+        const a = Math.min(1, Math.abs(k)), end = k >= 0 ? RED : BLUE;
+        px[o] = Math.round(255 + (end[0] - 255) * a);
+        px[o + 1] = Math.round(255 + (end[1] - 255) * a);
+        px[o + 2] = Math.round(255 + (end[2] - 255) * a);
       }
     }
   }
-  if (marks.length) c.add(s("path", { d: marks.join(""), fill: "none", stroke: "#111", "stroke-width": 1, class: "rl-near" }));
+  const x0 = c.X(-G - 0.5), y0 = c.Y(G + 0.5);
+  c.add(s("image", { x: x0.toFixed(2), y: y0.toFixed(2), width: (c.X(G + 0.5) - x0).toFixed(2),
+    height: (c.Y(-G - 0.5) - y0).toFixed(2), preserveAspectRatio: "none", href: pngDataUri(n, n, px),
+    class: "rl-heat", style: "image-rendering: pixelated", "aria-hidden": "true" }));
+  const cw = Math.abs(c.X(1) - c.X(0));
   for (const b of r.top) c.dot(b.dx, b.dy, "rl-mark", Math.max(1.5, Math.min(3.5, cw / 3)));
-  // the colour bar, right of the frame
-  const bx = c.left + c.pw + 12;
-  for (let lv = 0; lv < LEVELS; lv++) {
-    const y1 = c.top + (c.ph * (LEVELS - 1 - lv)) / LEVELS;
-    c.add(s("rect", { x: bx, y: y1.toFixed(2), width: 12, height: (c.ph / LEVELS + 0.5).toFixed(2),
-      fill: colour(-1 + (2 * lv + 1) / LEVELS) }));
+  // the colour bar, right of the frame: K from -1 to 1, black above the threshold
+  const bx = c.left + c.pw + 12, steps = 40;
+  for (let j = 0; j < steps; j++) {
+    const k = -1 + (2 * j + 1) / steps, y1 = c.top + (c.ph * (steps - 1 - j)) / steps;
+    c.add(s("rect", { x: bx, y: y1.toFixed(2), width: 12, height: (c.ph / steps + 0.5).toFixed(2),
+      fill: css(k > r.state.threshold ? NEAR_RGB : rgb(k)) }));
   }
   for (const [v, text] of [[1, "1"], [0, "0"], [-1, "−1"]]) {
     const y = c.top + (c.ph * (1 - v)) / 2;

@@ -561,7 +561,8 @@ export function axisFrequencies(headDim, base, split, share = 0.5) {
 /** K(dx, dy) = mean_i cos(dx fx_i + dy fy_i) for dx, dy in [-grid, grid]: a Float64Array of
  * (2 grid + 1)^2 entries, row dy + grid, column dx + grid. Per pair, cos and sin along each axis
  * are tabulated once and combined by cos(a + b) = cos a cos b - sin a sin b; pairs that turn with
- * one axis only add a row or column sum (error about 1e-16 against the direct sum). */
+ * one axis only add a row or column sum (error about 1e-16 against the direct sum). Rows dy >= 0
+ * are summed, the others copied from K(-dx, -dy) = K(dx, dy). */
 export function kernelGrid(fx, fy, grid) {
   const n = 2 * grid + 1, pairs = fx.length;
   const out = new Float64Array(n * n);
@@ -577,14 +578,18 @@ export function kernelGrid(fx, fy, grid) {
       const ax = (k - grid) * fx[i], ay = (k - grid) * fy[i];
       cx[k] = Math.cos(ax); snx[k] = Math.sin(ax); cy[k] = Math.cos(ay); sny[k] = Math.sin(ay);
     }
-    for (let r = 0; r < n; r++) {
+    for (let r = grid; r < n; r++) { // dy >= 0; K(-dx, -dy) = K(dx, dy) gives the rest
       const c = cy[r], s = sny[r], row = r * n;
       for (let k = 0; k < n; k++) out[row + k] += cx[k] * c - snx[k] * s;
     }
   }
-  for (let r = 0; r < n; r++) {
+  for (let r = grid; r < n; r++) {
     const row = r * n;
     for (let k = 0; k < n; k++) out[row + k] = (out[row + k] + sx[k] + sy[r]) / pairs;
+  }
+  for (let r = 0; r < grid; r++) {
+    const row = r * n, mirror = (2 * grid - r) * n + 2 * grid;
+    for (let k = 0; k < n; k++) out[row + k] = out[mirror - k];
   }
   return out;
 }
