@@ -317,3 +317,20 @@ export function bench() {
     ms = call_js(src, [("bench", [])])[0]
     print(f"2D kernel lab, largest update in node: {ms:.1f} ms")
     assert ms < 100, ms
+
+
+def test_chapter_three_prose_blocked_stretches_along_dy_and_interleaved_shrinks():
+    """The lab's introduction (chapter 3, previewing chapter 8), at the state it embeds: with the
+    blocked split the near-returns reach further along the dy axis than along dx; the interleaved
+    split has fewer near-returns, all nearer the origin. Counted on the brute-force grid."""
+    G = 32
+    reach = {}
+    for split in ("blocked", "interleaved"):
+        k, _, _ = _brute_kernel(16, 100.0, split, 0.5, G, (0, 0))
+        offs = np.arange(-G, G + 1)
+        dy, dx = np.meshgrid(offs, offs, indexing="ij")
+        near = (k > 0.9) & ((dx != 0) | (dy != 0))
+        reach[split] = (int(near.sum()), int(np.abs(dy[near]).max()), int(np.abs(dx[near]).max()))
+    count, along_dy, along_dx = reach["blocked"]
+    assert along_dy > 2 * along_dx
+    assert reach["interleaved"][0] < count and max(reach["interleaved"][1:]) < along_dy
