@@ -303,22 +303,6 @@ def test_no_control_state_blanks_the_lab():
         assert html.count("rl-mark") == len(ref["top"]), st
 
 
-def test_full_grid_update_is_cheap_in_node():
-    """The largest update (129 x 129 offsets, 128 pairs, mixed: every pair on both axes) in node."""
-    src = JS + """
-export function bench() {
-  const st = { head_dim: 256, base: 1e4, split: "mixed", x_share: 0.5, grid: 64, threshold: 0.9, top: 20 };
-  for (let k = 0; k < 3; k++) compute(st);
-  const t0 = performance.now();
-  for (let k = 0; k < 10; k++) compute(st);
-  return (performance.now() - t0) / 10;
-}
-"""
-    ms = call_js(src, [("bench", [])])[0]
-    print(f"2D kernel lab, largest update in node: {ms:.1f} ms")
-    assert ms < 100, ms
-
-
 def test_chapter_three_prose_blocked_stretches_along_dy_and_interleaved_shrinks():
     """The lab's introduction (chapter 3, previewing chapter 8), at the state it embeds: with the
     blocked split the near-returns reach further along the dy axis than along dx; the interleaved

@@ -85,7 +85,10 @@ export function pngDataUri(width, height, pixels) {
       out.set(raw.subarray(from, from + len), p + 5);
       p += 5 + len;
     }
-    for (let k = 0; k < raw.length; k++) { a = (a + raw[k]) % 65521; b = (b + a) % 65521; }
+    for (let from = 0; from < raw.length; from += 5552) { // the largest run with no overflow before the modulo
+      for (let k = from, to = Math.min(raw.length, from + 5552); k < to; k++) { a += raw[k]; b += a; }
+      a %= 65521; b %= 65521;
+    }
     view.setUint32(p, ((b << 16) | a) >>> 0);
   });
   chunk("IEND", 0, () => {});
