@@ -9,10 +9,12 @@ two patches ``(dx, dy)`` apart, and the phase kernel becomes
 How the bank ``theta_i = B ** (-2 i / d)`` is split decides what each axis can resolve:
 
 - ``"blocked"``: the first half of the pairs (rounded up; the fast ones) turn with x, the rest with
-  y. This is the contiguous layout of axial 2D RoPE and of M-RoPE's sections on one bank: y gets
-  only slow pairs, so along y the kernel stays high for many patches.
+  y: contiguous sections of one bank, as M-RoPE lays out its sections (Qwen2-VL). y gets only slow
+  pairs, so along y the kernel stays high for many patches. (Axial 2D RoPE for vision, Heo et al.
+  2024, also gives x the first half of the head, but builds a full ladder for each half: in its
+  frequencies it is closer to the interleaved split.)
 - ``"interleaved"``: even pairs turn with x, odd pairs with y, so both axes get pairs from the
-  whole range (as Qwen3-VL's interleaved M-RoPE does).
+  whole range (Qwen3-VL's interleaved M-RoPE deals its frequency slots to the axes in turn).
 - ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs turn with x, the rest with y.
 - ``"mixed"``: every pair turns with both axes, ``fx_i = theta_i cos(phi_i)``,
   ``fy_i = theta_i sin(phi_i)``, along the direction ``phi_i = i * golden angle`` (RoPE-Mixed, Heo
