@@ -54,10 +54,10 @@ function crc32(bytes, from, to) {
   for (let k = from; k < to; k++) c = CRC_TABLE[(c ^ bytes[k]) & 0xff] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
-/** An RGB image (rows top first, 3 bytes a pixel) as a PNG data URI: zlib with stored (not
+/** An RGB image (rows top first, 3 bytes a pixel) as the bytes of a PNG: zlib with stored (not
  * compressed) blocks, so that the page and the static preview build it the same way in a few
  * milliseconds. */
-export function pngDataUri(width, height, pixels) {
+export function pngBytes(width, height, pixels) {
   const rowLen = 3 * width + 1, raw = new Uint8Array(height * rowLen);
   for (let y = 0; y < height; y++) raw.set(pixels.subarray(3 * width * y, 3 * width * (y + 1)), y * rowLen + 1);
   const blocks = Math.max(1, Math.ceil(raw.length / 65535));
@@ -92,12 +92,25 @@ export function pngDataUri(width, height, pixels) {
     view.setUint32(p, ((b << 16) | a) >>> 0);
   });
   chunk("IEND", 0, () => {});
+  return out;
+}
+/** The PNG as a data URI (the static preview keeps the image in the page). */
+export function pngDataUri(width, height, pixels) {
+  const out = pngBytes(width, height, pixels);
   let bin = "";
   for (let k = 0; k < out.length; k += 8192) bin += String.fromCharCode.apply(null, out.subarray(k, k + 8192));
   return `data:image/png;base64,${btoa(bin)}`;
 }
+/** The PNG's address: in a browser a blob URL (no base64 to encode and parse on every update; the
+ * lab's previous one is released), in the static preview a data URI. */
+function pngUrl(parts, width, height, pixels) {
+  if (typeof window === "undefined" || typeof URL.createObjectURL !== "function") return pngDataUri(width, height, pixels);
+  if (parts.pngUrl) URL.revokeObjectURL(parts.pngUrl);
+  parts.pngUrl = URL.createObjectURL(new Blob([pngBytes(width, height, pixels)], { type: "image/png" }));
+  return parts.pngUrl;
+}
 
-function heatmap(r) {
+function heatmap(r, parts) {
   const G = r.state.grid, n = 2 * G + 1, w = CHART_W; // the lab's drawing width (labs_ui.js)
   const left = 52, side = Math.max(120, Math.min(380, w - left - 76));
   const c = chart({ w, h: side + 54, xr: [-G - 0.5, G + 0.5], yr: [-G - 0.5, G + 0.5], left, right: w - left - side,
@@ -121,7 +134,7 @@ function heatmap(r) {
   }
   const x0 = c.X(-G - 0.5), y0 = c.Y(G + 0.5);
   c.add(s("image", { x: x0.toFixed(2), y: y0.toFixed(2), width: (c.X(G + 0.5) - x0).toFixed(2),
-    height: (c.Y(-G - 0.5) - y0).toFixed(2), preserveAspectRatio: "none", href: pngDataUri(n, n, px),
+    height: (c.Y(-G - 0.5) - y0).toFixed(2), preserveAspectRatio: "none", href: pngUrl(parts, n, n, px),
     class: "rl-heat", style: "image-rendering: pixelated", "aria-hidden": "true" }));
   const cw = Math.abs(c.X(1) - c.X(0));
   for (const b of r.top) c.dot(b.dx, b.dy, "rl-mark", Math.max(1.5, Math.min(3.5, cw / 3)));
@@ -165,7 +178,7 @@ function draw(r, parts) {
   ];
   if (r.x_pairs === 0) lines.push("x turns no pair: K does not change along Δx, every (Δx, 0) returns to K = 1");
   if (r.y_pairs === 0) lines.push("y turns no pair: K does not change along Δy, every (0, Δy) returns to K = 1");
-  paint(parts, [heatmap(r), slices(r)], lines, [
+  paint(parts, [heatmap(r, parts), slices(r)], lines, [
     table(["Δx", "Δy", "K", `above ${st.threshold}`], r.top.map((b) => [b.dx, b.dy, b.k.toFixed(6), b.k > st.threshold ? "yes" : "no"]),
       "largest K off the origin (one of each ± pair, as K(−Δ) = K(Δ))"),
   ]);
