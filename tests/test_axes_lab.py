@@ -2,7 +2,7 @@
 
 Three derivations of ``K(dx, dy)`` meet here: the lab's JavaScript (``lab_axes.js`` on the core's
 ``// ---- lab2d ----`` block: per-axis tables combined by the cosine addition formula), its numpy
-reference (``ropegeo.widgets.axes_lab.reference``: the direct mean of cosines), and a brute force
+reference (``ropegeo.book.widgets.axes_lab.reference``: the direct mean of cosines), and a brute force
 that derives each split's frequency vectors from its definition pair by pair, rotates vectors of
 unit pairs with :func:`ropegeo.rotation.apply_rope` one axis at a time at two patch positions, and
 takes their normalised dot product. The browser part is ``tests/test_labs_browser.py``.
@@ -25,8 +25,8 @@ import traitlets
 
 from jsrun import call_js
 from ropegeo.rotation import apply_rope
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.axes_lab import (
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.axes_lab import (
     MAX_LAB_GRID, MAX_LAB_HEAD_DIM, SPLITS, AxesLab, kernel_grid, reference, split_frequencies,
 )
 

@@ -1,7 +1,7 @@
 // The 2D kernel lab (the axes of a head): one bank theta_i = B^(-2i/d) split between two position
 // axes x and y, and K(dx, dy) = mean_i cos(dx fx_i + dy fy_i) over a patch grid of offsets
 // -G..G on each axis, with its near-returns (offsets other than (0, 0) where K exceeds a
-// threshold) marked. The numbers are those of ropegeo.widgets.axes_lab.reference.
+// threshold) marked. The numbers are those of ropegeo.book.widgets.axes_lab.reference.
 
 export const MAX_LAB_HEAD_DIM = 256;
 export const MAX_LAB_GRID = 64;

@@ -445,7 +445,7 @@ export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.
   return marginGenerated(off, theta, dtype, scale, origin, w);
 }
 
-/** ropegeo.audit.default_offsets: Gate B's local and distant offset sets for a target length and
+/** ropegeo.gates.audit.default_offsets: Gate B's local and distant offset sets for a target length and
  * an attention window (null: none); the span is min(target, window), as offsets at or beyond a
  * sliding window never reach attention. */
 export function defaultOffsets(targetLength, window = null) {
@@ -526,7 +526,7 @@ export function dot(a, b) {
 }
 
 // ---- lab2d ----
-// The 2D kernel of a head whose pairs turn with two position axes (ropegeo.widgets.axes_lab):
+// The 2D kernel of a head whose pairs turn with two position axes (ropegeo.book.widgets.axes_lab):
 // pair i has a 2D frequency vector (fx_i, fy_i) and K(dx, dy) = mean_i cos(dx fx_i + dy fy_i).
 // The splits of one bank theta_i = base^(-2i/d) between the axes: "blocked" (the first half of
 // the pairs, the fast ones, to x), "interleaved" (even pairs to x, odd to y), "share" (the first

@@ -23,7 +23,7 @@ How the bank ``theta_i = B ** (-2 i / d)`` is split decides what each axis can r
 The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold: patches
 the head's phases can hardly tell from the query's own position.
 
-:class:`AxesLab` is an anywidget whose JavaScript (``ropegeo/static/lab_axes.js`` on the shared
+:class:`AxesLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_axes.js`` on the shared
 geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
 the same computation in numpy (a direct sum of cosines), which the tests compare with the page's
 numbers and with rotated vectors (:func:`ropegeo.rotation.apply_rope`, one axis at a time).
@@ -36,9 +36,9 @@ import math
 import numpy as np
 import traitlets
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from ._lab import Lab, esm_source
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.book.widgets._lab import Lab, esm_source
 
 __all__ = ["AxesLab", "reference", "split_frequencies", "kernel_grid", "SPLITS", "GOLDEN_ANGLE",
            "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
