@@ -62,6 +62,13 @@ MAX_KERNEL_CELLS = 1 << 26
 
 
 def frequency_matrix(freqs, name: str = "freqs") -> np.ndarray:
+    """A bank of multi-axis frequencies, checked: shape (pairs, axes), finite, 1 to :data:`MAX_AXES` axes.
+
+    Examples
+    --------
+    >>> frequency_matrix([[1.0, 0.0], [0.0, 0.1]]).shape
+    (2, 2)
+    """
     F = v.finite_array(name, freqs)
     if F.ndim != 2 or F.shape[0] == 0 or not 1 <= F.shape[1] <= MAX_AXES:
         raise ValueError(f"{name} must have shape (pairs, axes) with 1 to {MAX_AXES} axes, got {F.shape}")

@@ -643,6 +643,13 @@ def _check_kernel(r):
     assert not compare_lab(r), compare_lab(r)
 
 
+def _check_axes(r):
+    from test_axes_lab import assert_matches
+    from ropegeo.book.widgets.axes_lab import reference
+
+    assert_matches(r, reference(r["state"]))
+
+
 #: For each kind of lab: the moves a reader makes (control, value; None presses a button) and the
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
@@ -661,6 +668,9 @@ LAB_DRIVES = {
     "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
                             ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],
                            _check_wiring),
+    "ropegeo-axes-lab": ([("split", "interleaved"), ("grid", 64), ("head_dim", 128), ("split", "mixed"), ("base", 4.0),
+                          ("threshold", 0.5), ("split", "share"), ("x_share", 0.25), ("head_dim", 2), ("grid", 1),
+                          ("top", 20)], _check_axes),
 }
 
 
@@ -770,6 +780,8 @@ DISABLED_STATES = {
                            ([("interpolate", True)], [], ["train_length", "target_length"])],
     "ropegeo-scaling-lab": [([("rule", "ntk")], ["beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"], []),
                             ([("rule", "yarn")], ["low_freq_factor", "high_freq_factor"], ["beta_fast", "beta_slow"])],
+    "ropegeo-axes-lab": [([("split", "blocked")], ["x_share"], []), ([("split", "mixed")], ["x_share"], []),
+                         ([("split", "share")], [], ["x_share"])],
 }
 
 _CONTROL_STATE_JS = r"""

@@ -18,6 +18,7 @@ import pytest
 
 import sitecheck as sc
 from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab
+from ropegeo.book.widgets.axes_lab import AxesLab
 from ropegeo.book.widgets.clock_lab import ClockLab
 from ropegeo.book.widgets.frequency_lab import frequency_lab
 from ropegeo.book.widgets.kernel_lab import KernelLab
@@ -27,7 +28,7 @@ from ropegeo.book.widgets.wiring_lab import WiringLab
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_vendor" / "site"
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
-KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-scaling-lab",
+KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-axes-lab", "ropegeo-scaling-lab",
          "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab"]
 
 
@@ -47,7 +48,7 @@ def page_of_labs(tmp_path_factory):
         _skip_or_fail("Chromium is not installed (Debian's chromium)")
     if not (VENDOR / "html-manager" / "embed-amd.js").is_file():
         _skip_or_fail("the vendored browser files are missing (make vendor)")
-    labs = [ClockLab(), frequency_lab(), KernelLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
+    labs = [ClockLab(), frequency_lab(), KernelLab(), AxesLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
             audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab()]
     tmp = tmp_path_factory.mktemp("labs")
     sc.write_lab_page(tmp, labs, VENDOR)
@@ -204,6 +205,47 @@ def test_kernel_lab_keeps_saying_its_range_is_at_the_limit(page_of_labs):
     assert "range at its limit of 200,000 offsets" in lab.inner_text()
 
 
+_PNG_JS = r"""
+async (i) => {
+  // the heatmap's image (a blob URL in the browser) as a data URI
+  const href = document.querySelectorAll('.ropegeo-lab')[i].querySelector('image.rl-heat').getAttribute('href');
+  const bytes = new Uint8Array(await (await fetch(href)).arrayBuffer());
+  let bin = '';
+  for (let k = 0; k < bytes.length; k += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(k, k + 8192));
+  return 'data:image/png;base64,' + btoa(bin);
+}
+"""
+
+
+def test_axes_lab_marks_its_near_returns_within_the_update_budget(page_of_labs):
+    """At the largest grid (129 x 129 offsets) and head (128 pairs, every one on both axes in the
+    mixed split): each near-return drawn black, one dot per listed offset, ropegeo's numbers; the
+    update (computation and drawing) is printed as a reader drags the threshold."""
+    from test_axes_lab import assert_heatmap, assert_matches
+    from ropegeo.book.widgets.axes_lab import reference
+
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-axes-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    for name, value in [("split", "mixed"), ("head_dim", 256), ("base", 4.0), ("grid", 64), ("top", 20)]:
+        sc.move_control(page, i, name, value)
+    times, problems = [], []
+    for threshold in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.9, 0.8, 0.7):
+        sc.move_control(page, i, "threshold", threshold)
+        r = sc.lab_data(page, i)
+        times.append(r["update_ms"])
+        assert_matches(r, reference(r["state"]))
+        assert_heatmap(page.evaluate(_PNG_JS, i), reference(r["state"]), threshold)
+        assert lab.locator("circle.rl-mark").count() == len(r["top"]) == 20
+        problems += sc.chart_problems(page)
+    # the x share: disabled with its reason outside the share split, its pairs counted beside it
+    sc.move_control(page, i, "split", "share")
+    sc.move_control(page, i, "x_share", 0.25)
+    assert sc.control_state(page, i, "x_share")["reason"] == "32 of 128"
+    print(f"2D kernel lab at 129 x 129 x 128 pairs: median update {np.median(times):.1f} ms, max {max(times):.1f} ms")
+    assert not problems, "\n".join(problems)  # the update budget is bench/labs.py's (a shared machine's times vary)
+
+
 #: A reader's path through the audit lab's shipped models: layer kinds (Gemma 3, gpt-oss), windows
 #: (Mistral, the sliding layers), DeepSeek-V3's extra logit scale, a partial rotary width (GPT-J).
 AUDIT_MOVES = [("model", "gemma-3-1b-it"), ("layer_type", "sliding_attention"), ("target_length", 8192),
@@ -276,6 +318,7 @@ async ([esm, state, changes]) => {
     (ClockLab(), {"m": 50, "pairing": "half"}),
     (frequency_lab(), {"dtype": "float16", "target_length": 4096}),
     (KernelLab(), {"head_dim": 32}),
+    (AxesLab(), {"split": "mixed", "grid": 12}),
     (ScalingLab(), {"rule": "llama3", "factor": 4.0}),
     (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
     (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),

@@ -524,3 +524,96 @@ export function dot(a, b) {
   for (let j = 0; j < a.length; j++) acc += a[j] * b[j];
   return acc;
 }
+
+// ---- lab2d ----
+// The 2D kernel of a head whose pairs turn with two position axes (ropegeo.book.widgets.axes_lab):
+// pair i has a 2D frequency vector (fx_i, fy_i) and K(dx, dy) = mean_i cos(dx fx_i + dy fy_i).
+// The splits of one bank theta_i = base^(-2i/d) between the axes: "blocked" (the first half of
+// the pairs, the fast ones, to x), "interleaved" (even pairs to x, odd to y), "share" (the first
+// floor(share * P + 0.5) pairs to x), "mixed" (every pair sees both axes, along the direction
+// phi_i = i * golden angle: fx = theta cos phi, fy = theta sin phi).
+
+export const SPLITS = ["blocked", "interleaved", "share", "mixed"];
+export const GOLDEN_ANGLE = Math.PI * (3.0 - Math.sqrt(5.0));
+
+/** Pairs given to the x axis by the contiguous splits ("blocked": half, rounded up; "share"). */
+export function xPairs(pairs, split, share = 0.5) {
+  if (split === "blocked") return Math.floor((pairs + 1) / 2);
+  return Math.floor(share * pairs + 0.5);
+}
+
+/** The per-pair frequency vectors {fx, fy} (Float64Arrays of length d/2) of a split. */
+export function axisFrequencies(headDim, base, split, share = 0.5) {
+  const theta = frequencies(headDim, base), pairs = theta.length;
+  const fx = new Float64Array(pairs), fy = new Float64Array(pairs);
+  const nx = split === "blocked" || split === "share" ? xPairs(pairs, split, share) : 0;
+  for (let i = 0; i < pairs; i++) {
+    if (split === "mixed") {
+      const phi = i * GOLDEN_ANGLE;
+      fx[i] = theta[i] * Math.cos(phi);
+      fy[i] = theta[i] * Math.sin(phi);
+    } else if (split === "interleaved" ? i % 2 === 0 : i < nx) fx[i] = theta[i];
+    else fy[i] = theta[i];
+  }
+  return { fx, fy };
+}
+
+/** K(dx, dy) = mean_i cos(dx fx_i + dy fy_i) for dx, dy in [-grid, grid]: a Float64Array of
+ * (2 grid + 1)^2 entries, row dy + grid, column dx + grid. Per pair, cos and sin along each axis
+ * are tabulated once and combined by cos(a + b) = cos a cos b - sin a sin b; pairs that turn with
+ * one axis only add a row or column sum (error about 1e-16 against the direct sum). Rows dy >= 0
+ * are summed, the others copied from K(-dx, -dy) = K(dx, dy). */
+export function kernelGrid(fx, fy, grid) {
+  const n = 2 * grid + 1, pairs = fx.length;
+  const out = new Float64Array(n * n);
+  const sx = new Float64Array(n), sy = new Float64Array(n); // one-axis pairs: sums over x and over y
+  const cx = new Float64Array(n), snx = new Float64Array(n), cy = new Float64Array(n), sny = new Float64Array(n);
+  for (let i = 0; i < pairs; i++) {
+    if (fy[i] === 0 || fx[i] === 0) {
+      const f = fy[i] === 0 ? fx[i] : fy[i], acc = fy[i] === 0 ? sx : sy;
+      for (let k = 0; k < n; k++) acc[k] += Math.cos((k - grid) * f);
+      continue;
+    }
+    for (let k = 0; k < n; k++) {
+      const ax = (k - grid) * fx[i], ay = (k - grid) * fy[i];
+      cx[k] = Math.cos(ax); snx[k] = Math.sin(ax); cy[k] = Math.cos(ay); sny[k] = Math.sin(ay);
+    }
+    for (let r = grid; r < n; r++) { // dy >= 0; K(-dx, -dy) = K(dx, dy) gives the rest
+      const c = cy[r], s = sny[r], row = r * n;
+      for (let k = 0; k < n; k++) out[row + k] += cx[k] * c - snx[k] * s;
+    }
+  }
+  for (let r = grid; r < n; r++) {
+    const row = r * n;
+    for (let k = 0; k < n; k++) out[row + k] = (out[row + k] + sx[k] + sy[r]) / pairs;
+  }
+  for (let r = 0; r < grid; r++) {
+    const row = r * n, mirror = (2 * grid - r) * n + 2 * grid;
+    for (let k = 0; k < n; k++) out[row + k] = out[mirror - k];
+  }
+  return out;
+}
+
+/** The near-returns of a kernel grid: `count`, the offsets other than (0, 0) with K > threshold
+ * (both of each +-pair), and `top`, the `top` largest K among the offsets with dy > 0 or
+ * (dy = 0 and dx > 0) (one of each +-pair, as K(-d) = K(d)), largest first, ties in scan order
+ * (dy, then dx, ascending): [{dx, dy, k}]. */
+export function gridNearReturns(values, grid, threshold, top) {
+  const n = 2 * grid + 1;
+  let count = 0;
+  const best = [];
+  for (let r = 0; r < n; r++) {
+    for (let c = 0; c < n; c++) {
+      const dx = c - grid, dy = r - grid, v = values[r * n + c];
+      if (dx === 0 && dy === 0) continue;
+      if (v > threshold) count++;
+      if (dy < 0 || (dy === 0 && dx < 0)) continue;
+      if (best.length === top && v <= best[best.length - 1].k) continue;
+      let pos = best.length;
+      while (pos > 0 && v > best[pos - 1].k) pos--;
+      best.splice(pos, 0, { dx, dy, k: v });
+      if (best.length > top) best.pop();
+    }
+  }
+  return { count, top: best };
+}

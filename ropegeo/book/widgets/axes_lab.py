@@ -1,0 +1,208 @@
+"""The 2D kernel lab: one frequency bank split between two position axes, ``K(dx, dy)`` on a patch grid.
+
+A head that reads two position axes (the rows and columns of an image's patches) gives each rotary
+pair a 2D frequency vector ``(fx_i, fy_i)``: pair ``i`` turns by ``dx * fx_i + dy * fy_i`` between
+two patches ``(dx, dy)`` apart, and the phase kernel becomes
+
+    K(dx, dy) = (1/P) sum_i cos(dx fx_i + dy fy_i),    P = d / 2 pairs.
+
+How the bank ``theta_i = B ** (-2 i / d)`` is split decides what each axis can resolve:
+
+- ``"blocked"``: the first half of the pairs (rounded up; the fast ones) turn with x, the rest with
+  y: contiguous sections of one bank, as M-RoPE lays out its sections (Qwen2-VL). y gets only slow
+  pairs, so along y the kernel stays high for many patches. (Axial 2D RoPE for vision, Heo et al.
+  2024, also gives x the first half of the head, but builds a full ladder for each half: in its
+  frequencies it is closer to the interleaved split.)
+- ``"interleaved"``: even pairs turn with x, odd pairs with y, so both axes get pairs from the
+  whole range (Qwen3-VL's interleaved M-RoPE deals its frequency slots to the axes in turn).
+- ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs turn with x, the rest with y.
+- ``"mixed"``: every pair turns with both axes, ``fx_i = theta_i cos(phi_i)``,
+  ``fy_i = theta_i sin(phi_i)``, along the direction ``phi_i = i * golden angle`` (RoPE-Mixed, Heo
+  et al. 2024, learns its directions; the lab uses this fixed, evenly spread set in their place).
+
+The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold: patches
+the head's phases can hardly tell from the query's own position.
+
+:class:`AxesLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_axes.js`` on the shared
+geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
+the same computation in numpy (a direct sum of cosines), which the tests compare with the page's
+numbers and with rotated vectors (:func:`ropegeo.rotation.apply_rope`, one axis at a time).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.multiaxis import kernel_grid
+from ropegeo.book.widgets._lab import Lab, esm_source
+
+__all__ = ["AxesLab", "reference", "split_frequencies", "SPLITS", "GOLDEN_ANGLE",
+           "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
+
+#: Largest head dimension the lab accepts (as the kernel lab).
+MAX_LAB_HEAD_DIM = 256
+#: Largest grid half-width G: offsets -G..G on each axis, (2G + 1)^2 of them per update.
+MAX_LAB_GRID = 64
+#: The ways of splitting the pairs between the axes.
+SPLITS = ("blocked", "interleaved", "share", "mixed")
+#: The angle between the directions of consecutive pairs in the ``"mixed"`` split (radians).
+GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
+_MAX_TOP = 20
+
+
+class AxesLab(Lab):
+    """The 2D kernel ``K(dx, dy)`` of a bank split between two axes (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    head_dim : int
+        Even, 2 to 256. Default 16.
+    base : float
+        Frequency base, 10 to 10,000,000. Default 100 (vision transformers' axial RoPE).
+    split : {"blocked", "interleaved", "share", "mixed"}
+        How the pairs are given to the axes (see the module docstring). Default "blocked".
+    x_share : float
+        Fraction of the pairs turning with x under ``split="share"``, 0 to 1. Default 0.5.
+    grid : int
+        Grid half-width ``G``: offsets ``-G..G`` on each axis, 1 to 64. Default 32.
+    threshold : float
+        An offset other than ``(0, 0)`` with ``K`` above it is a near-return, 0 to 0.99. Default 0.9.
+    top : int
+        How many of the largest ``K`` off the origin to list, 1 to 20. Default 5.
+
+    Notes
+    -----
+    Setting a control outside its bounds raises ``traitlets.TraitError`` naming the parameter.
+
+    Examples
+    --------
+    >>> AxesLab(head_dim=32, split="interleaved")  # doctest: +SKIP
+    """
+
+    _esm = esm_source("lab_axes.js")
+    BOUNDS = {"head_dim": (2, MAX_LAB_HEAD_DIM), "base": (10.0, 1e7), "split": SPLITS, "x_share": (0.0, 1.0),
+              "grid": (1, MAX_LAB_GRID), "threshold": (0.0, 0.99), "top": (1, _MAX_TOP)}
+
+    head_dim = traitlets.Int(16).tag(sync=True)
+    base = traitlets.Float(100.0).tag(sync=True)
+    split = traitlets.Unicode("blocked").tag(sync=True)
+    x_share = traitlets.Float(0.5).tag(sync=True)
+    grid = traitlets.Int(32).tag(sync=True)
+    threshold = traitlets.Float(0.9).tag(sync=True)
+    top = traitlets.Int(5).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)  # head_dim: also even
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state())
+
+
+def split_frequencies(head_dim: int, base: float, split: str = "blocked", x_share: float = 0.5):
+    """The per-pair frequency vectors ``(fx, fy)`` of a bank split between two axes.
+
+    Parameters
+    ----------
+    head_dim : int
+        Even, 2 to :data:`MAX_LAB_HEAD_DIM`.
+    base : float
+        Frequency base (greater than 1); the bank is ``theta_i = base ** (-2 i / head_dim)``.
+    split : {"blocked", "interleaved", "share", "mixed"}
+        See the module docstring.
+    x_share : float
+        Fraction of the pairs given to x by ``split="share"`` (0 to 1; the first
+        ``floor(x_share * P + 0.5)`` pairs).
+
+    Returns
+    -------
+    fx, fy : numpy.ndarray, shape (head_dim // 2,)
+        Radians per patch along x and along y of each pair.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter that is out of range.
+
+    Examples
+    --------
+    >>> fx, fy = split_frequencies(8, 100.0, "blocked")
+    >>> fx.round(3).tolist(), fy.round(3).tolist()
+    ([1.0, 0.316, 0.0, 0.0], [0.0, 0.0, 0.1, 0.032])
+    >>> fx, fy = split_frequencies(8, 100.0, "interleaved")
+    >>> fx.round(3).tolist(), fy.round(3).tolist()
+    ([1.0, 0.0, 0.1, 0.0], [0.0, 0.316, 0.0, 0.032])
+    """
+    head_dim = v.head_dim(head_dim, maximum=MAX_LAB_HEAD_DIM)
+    theta = frequencies(head_dim, v.base(base))
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(map(repr, SPLITS))}, got {split!r}")
+    x_share = v.real("x_share", x_share, minimum=0.0, maximum=1.0)
+    return _split(theta, split, x_share)
+
+
+def _split(theta: np.ndarray, split: str, x_share: float):
+    pairs = theta.size
+    i = np.arange(pairs)
+    if split == "mixed":
+        phi = i * GOLDEN_ANGLE
+        return theta * np.cos(phi), theta * np.sin(phi)
+    if split == "interleaved":
+        on_x = i % 2 == 0
+    else:
+        n_x = (pairs + 1) // 2 if split == "blocked" else math.floor(x_share * pairs + 0.5)
+        on_x = i < n_x
+    return np.where(on_x, theta, 0.0), np.where(on_x, 0.0, theta)
+
+
+def reference(state: dict) -> dict:
+    """ropegeo's numbers for a lab state: what the widget's JavaScript must reproduce.
+
+    Parameters
+    ----------
+    state : dict
+        ``head_dim``, ``base``, ``split``, ``x_share``, ``grid``, ``threshold``, ``top`` as in
+        :class:`AxesLab` (``AxesLab.state()``).
+
+    Returns
+    -------
+    dict
+        ``k``: the grid of :func:`ropegeo.multiaxis.kernel_grid` (row ``dy + G``, column ``dx + G``); ``fx``, ``fy``;
+        ``pairs``; ``x_pairs`` and ``y_pairs`` (pairs turning with x, with y); ``count``: offsets
+        other than ``(0, 0)`` with ``K > threshold``; ``top``: list of ``(dx, dy, K)``, the
+        largest ``K`` among the offsets with ``dy > 0`` or ``dy = 0, dx > 0`` (one of each
+        ``+-`` pair), largest first, ties in the order of ``dy`` then ``dx``.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter out of the lab's bounds.
+    """
+    # the lab's own bounds, so that the reference never runs longer than one lab update
+    lo, hi = AxesLab.BOUNDS["base"]
+    st = {"head_dim": v.head_dim(state["head_dim"], maximum=MAX_LAB_HEAD_DIM),
+          "base": v.real("base", state["base"], minimum=lo, maximum=hi),
+          "split": state["split"], "x_share": state["x_share"],
+          "grid": v.integer("grid", state["grid"], minimum=1, maximum=MAX_LAB_GRID),
+          "threshold": v.real("threshold", state["threshold"], minimum=0.0, maximum=AxesLab.BOUNDS["threshold"][1]),
+          "top": v.integer("top", state["top"], minimum=1, maximum=_MAX_TOP)}
+    fx, fy = split_frequencies(st["head_dim"], st["base"], st["split"], st["x_share"])
+    G = st["grid"]
+    k = kernel_grid(np.stack([fx, fy], axis=1), G)  # ropegeo.multiaxis: the grid of a two-axis bank
+    dy, dx = np.meshgrid(np.arange(-G, G + 1), np.arange(-G, G + 1), indexing="ij")
+    off_origin = (dx != 0) | (dy != 0)
+    count = int(np.sum(off_origin & (k > st["threshold"])))
+    half = (dy > 0) | ((dy == 0) & (dx > 0))
+    kk, xs, ys = k[half], dx[half], dy[half]
+    order = np.lexsort((xs, ys, -kk))[: st["top"]]  # K descending, then dy, then dx ascending
+    return {"k": k, "fx": fx, "fy": fy, "pairs": fx.size, "x_pairs": int(np.sum(fx != 0)),
+            "y_pairs": int(np.sum(fy != 0)), "count": count,
+            "top": [(int(xs[j]), int(ys[j]), float(kk[j])) for j in order]}
+
