@@ -1,0 +1,167 @@
+"""The attention-score heatmap (chapter 3): the causal matrix ``<R_m q, R_n k>`` over positions.
+
+For a query and key whose contents are defined by formula (every pair equal, the slow or the fast
+half of the pairs only, or a seeded "varied" content), the lab draws the score of every query
+position ``m`` against every key position ``n <= m``. With RoPE the score is ``q^T R(n - m) k``, a
+function of the offset alone, so the matrix is made of stripes parallel to its diagonal, and an
+offset whose rotation nearly returns to the identity (:func:`ropegeo.geometry.near_collisions`,
+weighted by this content's pairs) is a stripe almost as bright as the diagonal. Without a position
+encoding the matrix is flat. A scaling rule (:mod:`ropegeo.scaling`) changes the frequencies (and
+YaRN's attention factor ``a`` multiplies every score by ``a**2``); angles formed in float32,
+float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far from the origin.
+
+At most ``MAX_ATTN_GRID`` positions per side are drawn: a longer span is sampled every
+``ceil(span / MAX_ATTN_GRID)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
+(``ropegeo/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
+ropegeo's computation of the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import traitlets
+
+from ..geometry import near_collisions
+from ..rotation import apply_rope
+from ..scaling import preset, scaled_frequencies
+from ._lab import Lab, esm_source
+from .scaling_lab import MAX_LAB_FACTOR
+
+__all__ = ["AttentionLab", "reference", "content", "MAX_ATTN_SPAN", "MAX_ATTN_GRID", "MAX_ATTN_HEAD_DIM",
+           "MAX_LAB_FACTOR", "CONTENTS"]
+
+#: Largest number of positions the heatmap spans.
+MAX_ATTN_SPAN = 16_384
+#: Largest number of cells per side (a longer span is sampled).
+MAX_ATTN_GRID = 256
+#: Largest head dimension (a d-wide rotation per drawn position and a d-long dot per cell).
+MAX_ATTN_HEAD_DIM = 128
+#: The content presets.
+CONTENTS = ("equal", "slow", "fast", "varied")
+_GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
+_TOP = 3
+
+
+class AttentionLab(Lab):
+    """The attention-score heatmap (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    content : {"equal", "slow", "fast", "varied"}
+        The query and key (see :func:`content`).
+    seed : int
+        0 to 99, for ``"varied"``.
+    encoding : {"rope", "none"}
+    head_dim : int
+        Even, 4 to 128.
+    base : float
+        2 to 10,000,000.
+    span : int
+        Positions shown, a multiple of 16 from 16 to 16,384 (sampled beyond 256).
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which the angles are formed.
+    rule : {"none", "linear", "ntk", "yarn", "llama3"}
+        Scaling rule stretching ``train_length`` by ``factor``.
+    factor : int
+        1 to 64.
+    train_length : int
+        A multiple of 16 from 16 to 16,384.
+
+    Notes
+    -----
+    A value outside these bounds raises ``traitlets.TraitError`` naming the parameter.
+
+    Examples
+    --------
+    >>> AttentionLab(head_dim=8, span=128)  # doctest: +SKIP
+    """
+
+    _esm = esm_source("lab_attention.js")
+    BOUNDS = {"content": CONTENTS, "seed": (0, 99), "encoding": ("rope", "none"), "head_dim": (4, MAX_ATTN_HEAD_DIM),
+              "base": (2.0, 1e7), "span": (16, MAX_ATTN_SPAN), "dtype": ("float64", "float32", "float16", "bfloat16"),
+              "rule": ("none", "linear", "ntk", "yarn", "llama3"), "factor": (1, MAX_LAB_FACTOR),
+              "train_length": (16, MAX_ATTN_SPAN)}
+
+    content = traitlets.Unicode("equal").tag(sync=True)
+    seed = traitlets.Int(0).tag(sync=True)
+    encoding = traitlets.Unicode("rope").tag(sync=True)
+    head_dim = traitlets.Int(8).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    span = traitlets.Int(128).tag(sync=True)
+    dtype = traitlets.Unicode("float64").tag(sync=True)
+    rule = traitlets.Unicode("none").tag(sync=True)
+    factor = traitlets.Int(4).tag(sync=True)
+    train_length = traitlets.Int(64).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        value = self._bounded(proposal)  # head_dim: also even
+        name = proposal["trait"].name
+        if name in ("span", "train_length") and value % 16:
+            raise traitlets.TraitError(f"{name} must be a multiple of 16, got {value}")
+        return value
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state())
+
+
+def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The query and key of a content preset, pair ``i`` = coordinates ``(2i, 2i + 1)``.
+
+    ``"equal"``: ``(1, 0)`` in every pair of both, so that the score is ``(d/2) K(n - m)``;
+    ``"slow"`` / ``"fast"``: ``(1, 0)`` in the slower half (``i >= P // 2``) / faster half
+    (``i < ceil(P / 2)``) of the ``P`` pairs and 0 elsewhere; ``"varied"``:
+    ``q_j = cos(g (j + 1) (seed + 1))`` and ``k_j = sin(g (j + 1) (seed + 2) + 1)``, ``g`` the golden
+    angle (a seeded content that the page derives by the same formula).
+
+    Examples
+    --------
+    >>> q, k = content("slow", 8)
+    >>> q.tolist()
+    [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    """
+    pairs = head_dim // 2
+    if kind == "varied":
+        j = np.arange(1, head_dim + 1, dtype=float)
+        return np.cos(_GOLDEN_ANGLE * j * (seed + 1)), np.sin(_GOLDEN_ANGLE * j * (seed + 2) + 1.0)
+    on = {"equal": np.ones(pairs, bool), "slow": np.arange(pairs) >= pairs // 2,
+          "fast": np.arange(pairs) < -(-pairs // 2)}[kind]
+    q = np.zeros(head_dim)
+    q[0::2] = on
+    return q, q.copy()
+
+
+def reference(state: dict) -> dict:
+    """ropegeo's numbers for a lab state: ``positions``, ``theta``, ``attention_factor``, ``q``,
+    ``k``, ``scores`` (positions x positions, NaN above the diagonal: query rows, key columns),
+    ``bound`` (``sum_i |q_i| |k_i|`` times the gain) and ``returns`` (``(offset, K)`` of
+    :func:`ropegeo.geometry.near_collisions` over 1 to ``span - 1``, weighted by each pair's
+    ``|q_i| |k_i|``; empty without RoPE)."""
+    d, span, rope = state["head_dim"], state["span"], state["encoding"] == "rope"
+    scaling = None
+    if rope and state["rule"] != "none":
+        scaling = preset(state["rule"], train_length=state["train_length"],
+                         target_length=state["train_length"] * state["factor"])
+    theta, att = scaled_frequencies(scaling, state["base"], d)
+    stride = -(-span // MAX_ATTN_GRID)
+    positions = np.arange(0, span, stride)
+    q, k = content(state["content"], d, state["seed"])
+    amplitudes = np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])
+    gain = att**2 if rope else 1.0
+    if rope:
+        rq = apply_rope(np.broadcast_to(q, (positions.size, d)), positions, theta=theta, phase_dtype=state["dtype"])
+        rk = apply_rope(np.broadcast_to(k, (positions.size, d)), positions, theta=theta, phase_dtype=state["dtype"])
+    else:
+        rq, rk = np.broadcast_to(q, (positions.size, d)), np.broadcast_to(k, (positions.size, d))
+    scores = gain * (rq @ rk.T)
+    scores[np.triu_indices(positions.size, 1)] = np.nan
+    returns = []
+    if rope:
+        returns = [(c.offset, c.similarity) for c in
+                   near_collisions(theta, 1, span - 1, top=_TOP, weights=amplitudes, progress=False)]
+    return {"positions": positions, "theta": theta, "attention_factor": att, "q": q, "k": k, "scores": scores,
+            "bound": gain * amplitudes.sum(), "returns": returns}

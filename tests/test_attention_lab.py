@@ -1,0 +1,114 @@
+"""The attention-score heatmap: its JavaScript (ropegeo/static/lab_attention.js, in Node) against
+ropegeo (apply_rope, near_collisions, the scaling rules), and ropegeo's reference against
+independent derivations (the kernel for equal content, a loop of 2 x 2 rotations)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import traitlets
+
+from jsrun import call_js
+from ropegeo.frequencies import frequencies
+from ropegeo.geometry import kernel
+from ropegeo.widgets._lab import esm_source
+from ropegeo.widgets.attention_lab import MAX_ATTN_GRID, AttentionLab, content, reference
+
+JS = esm_source("lab_attention.js")
+DEFAULT = AttentionLab().state()
+
+
+def _state(**kw):
+    return {**DEFAULT, **kw}
+
+
+STATES = [
+    _state(),
+    _state(content="slow", head_dim=8, span=8192),
+    _state(content="fast", head_dim=16, base=500.0, span=256, dtype="bfloat16"),
+    _state(content="varied", seed=7, head_dim=32, span=1024, rule="yarn", factor=8, train_length=128),
+    _state(content="varied", seed=99, head_dim=128, span=16_384, rule="ntk", factor=64, train_length=16_384, dtype="float32"),
+    _state(content="equal", head_dim=4, span=16, rule="linear", factor=2, train_length=16, dtype="float16"),
+    _state(content="equal", head_dim=64, span=4096, rule="llama3", factor=16, train_length=256),
+    _state(content="varied", seed=3, encoding="none", span=512),
+]
+
+
+def _close(a, b, tol=1e-9):
+    np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=tol, atol=tol)
+
+
+def test_javascript_matches_ropegeo_in_node():
+    got = call_js(JS, [("compute", [s]) for s in STATES])
+    for st, r in zip(STATES, got):
+        ref = reference(st)
+        assert r["state"] == st
+        g = len(ref["positions"])
+        assert r["grid"] == g <= MAX_ATTN_GRID and r["stride"] * (g - 1) < st["span"] <= r["stride"] * g
+        _close(r["q"], ref["q"], 1e-15)
+        _close(r["k"], ref["k"], 1e-15)
+        _close(r["theta"], ref["theta"])
+        assert r["attention_factor"] == pytest.approx(ref["attention_factor"], abs=1e-12)
+        _close(np.reshape(r["_scores"], (g, g)), ref["scores"])  # NaN above the diagonal in both
+        assert r["bound"] == pytest.approx(ref["bound"], abs=1e-12)
+        assert [o for o, _ in ref["returns"]] == [b["offset"] for b in r["returns"]]
+        _close([b["similarity"] for b in r["returns"]], [s for _, s in ref["returns"]])
+        for smp in r["samples"]:
+            a, b = smp["m"] // r["stride"], smp["n"] // r["stride"]
+            assert smp["score"] == pytest.approx(ref["scores"][a, b], abs=1e-9)
+        # the spread along one diagonal: zero in float64 (a function of m - n only), not in low precision
+        diag = max(np.ptp(np.diagonal(ref["scores"], -d)) for d in range(g))
+        assert r["spread"] == pytest.approx(diag, abs=1e-9)
+        if st["dtype"] == "float64" or st["encoding"] == "none":
+            assert r["spread"] < 1e-9
+    assert got[2]["spread"] > 1e-3  # bfloat16 angles break the stripes within 256 positions
+
+
+def test_reference_against_independent_derivations():
+    # all pairs equal: the score is (d/2) K(n - m), the bank's kernel
+    st = _state(head_dim=8, span=128)
+    ref = reference(st)
+    m, n = np.tril_indices(128)
+    _close(ref["scores"][m, n], 4 * kernel((n - m).astype(float), frequencies(8, 1e4)))
+    assert [o for o, _ in ref["returns"]][0] == 63  # the fast pairs' ten-to-one return inside 128
+    # varied content in float64: a loop of 2 x 2 rotations at a few positions
+    st = _state(content="varied", seed=5, head_dim=6, base=50.0, span=64)
+    ref = reference(st)
+    q, k = content("varied", 6, 5)
+    th = 50.0 ** (-np.arange(3) * 2 / 6)
+    for a, b in [(0, 0), (40, 3), (63, 62)]:
+        s = 0.0
+        for i in range(3):
+            ca, sa, cb, sb = np.cos(a * th[i]), np.sin(a * th[i]), np.cos(b * th[i]), np.sin(b * th[i])
+            qa = np.array([[ca, -sa], [sa, ca]]) @ q[2 * i:2 * i + 2]
+            kb = np.array([[cb, -sb], [sb, cb]]) @ k[2 * i:2 * i + 2]
+            s += qa @ kb
+        assert ref["scores"][a, b] == pytest.approx(s, abs=1e-12)
+    assert np.isnan(ref["scores"][3, 40])
+    # no position encoding: flat, q . k everywhere
+    ref = reference(_state(content="varied", seed=5, head_dim=6, encoding="none", span=32))
+    _close(ref["scores"][np.tril_indices(32)], np.full(528, q @ k))
+    assert ref["returns"] == []
+
+
+def test_contents():
+    q, k = content("fast", 10)
+    assert q.tolist() == [1, 0, 1, 0, 1, 0, 0, 0, 0, 0] and k.tolist() == q.tolist()
+    q, _ = content("slow", 10)
+    assert q.tolist() == [0, 0, 0, 0, 1, 0, 1, 0, 1, 0]
+    assert content("equal", 4)[0].tolist() == [1, 0, 1, 0]
+
+
+def test_widget_state_is_validated_and_the_page_bounds_its_values():
+    lab = AttentionLab(span=256)
+    assert lab.numbers["scores"].shape == (256, 256)
+    for name, value in [("span", 20), ("span", 16_400), ("head_dim", 2), ("head_dim", 7), ("content", "random"),
+                        ("rule", "longrope"), ("factor", 65), ("train_length", 8), ("dtype", "int8"), ("seed", 100)]:
+        with pytest.raises(traitlets.TraitError, match=name):
+            setattr(lab, name, value)
+    wild = dict(content="x", seed=-5, encoding="alibi", head_dim=1000, base=-1, span=10**9, dtype="int8", rule="x",
+                factor=1e9, train_length=0)
+    r = call_js(JS, [("compute", [wild])])[0]
+    assert r["state"] == {"content": "equal", "seed": 0, "encoding": "rope", "head_dim": 128, "base": 2.0,
+                          "span": 16_384, "dtype": "float64", "rule": "none", "factor": 64, "train_length": 16}
+    assert all(np.isfinite(s["score"]) for s in r["samples"])
