@@ -51,6 +51,7 @@ def test_javascript_matches_ropegeo_in_node():
         assert r["attention_factor"] == pytest.approx(ref["attention_factor"], abs=1e-12)
         _close(np.reshape(r["_scores"], (g, g)), ref["scores"])  # NaN above the diagonal in both
         assert r["bound"] == pytest.approx(ref["bound"], abs=1e-12)
+        assert r["returns_from"] == ref["returns_from"]
         assert [o for o, _ in ref["returns"]] == [b["offset"] for b in r["returns"]]
         _close([b["similarity"] for b in r["returns"]], [s for _, s in ref["returns"]])
         for smp in r["samples"]:
@@ -66,11 +67,17 @@ def test_javascript_matches_ropegeo_in_node():
 
 def test_reference_against_independent_derivations():
     # all pairs equal: the score is (d/2) K(n - m), the bank's kernel
-    st = _state(head_dim=8, span=128)
+    st = _state(content="equal", head_dim=8, span=128)
     ref = reference(st)
     m, n = np.tril_indices(128)
     _close(ref["scores"][m, n], 4 * kernel((n - m).astype(float), frequencies(8, 1e4)))
-    assert [o for o, _ in ref["returns"]][0] == 63  # the fast pairs' ten-to-one return inside 128
+    k_all = kernel(np.arange(1, 128.0), frequencies(8, 1e4))
+    start = int(np.argmax(k_all <= 0)) + 1  # brute force: the first zero, then the best offsets past it
+    assert ref["returns_from"] == start and k_all[start - 2] > 0
+    best = start + np.argsort(-k_all[start - 1:], kind="stable")[:3]
+    assert [o for o, _ in ref["returns"]] == best.tolist()
+    # the slow half of the width-8 bank returns near 2 pi 1000 = 6283.2 (chapter 3's decade ladder)
+    assert reference(_state(content="slow", head_dim=8, span=8192))["returns"][0][0] == round(2000 * np.pi)
     # varied content in float64: a loop of 2 x 2 rotations at a few positions
     st = _state(content="varied", seed=5, head_dim=6, base=50.0, span=64)
     ref = reference(st)

@@ -49,14 +49,24 @@ export function compute(p) {
     for (let a = d; a < grid; a++) { const v = scores[a * grid + a - d]; if (v < lo) lo = v; if (v > hi) hi = v; }
     spread = Math.max(spread, hi - lo);
   }
-  const returns = rope ? nearCollisions(theta, 1, span - 1, { top: TOP, weights: amplitudes }) : [];
+  // the most identity-like offsets past the main lobe: from the first offset where this content's
+  // kernel K_w(delta) = sum_i w_i cos(delta theta_i), w_i ~ |q_i||k_i|, reaches 0
+  let returns = [], from = null;
+  if (rope) {
+    const values = kernelRange(theta, 1, span - 1, { weights: amplitudes });
+    const first = values.findIndex((x) => x <= 0);
+    if (first >= 0) {
+      from = first + 1;
+      returns = topOffsets(values.subarray(first), from, Math.min(TOP, values.length - first));
+    }
+  }
   const aliased = stride > 1 ? Array.from(theta).filter((t, i) => amplitudes[i] > 0 && TWO_PI / t < 2 * stride).length : 0;
   const samples = [];
   for (const a of new Set([0, Math.floor(grid / 4), Math.floor(grid / 2), Math.floor((3 * grid) / 4), grid - 1])) {
     for (const b of new Set([0, Math.floor(a / 2), a])) samples.push({ m: positions[a], n: positions[b], score: scores[a * grid + b] });
   }
   return { state, stride, grid, theta: Array.from(theta), attention_factor, gain, q: Array.from(q), k: Array.from(k),
-    bound, spread, returns, aliased, samples, _scores: scores };
+    bound, spread, returns, returns_from: from, aliased, samples, _scores: scores };
 }
 
 // blue (-1) through white (0) to red (+1)
@@ -112,9 +122,9 @@ function draw(r, parts) {
   if (!rope) lines.push(`no position encoding: every score is q·k = ${fmtNum(r.samples[0].score, 6)}, the same at every offset`);
   else {
     lines.push(r.returns.length
-      ? `most identity-like offsets m − n for this content's pairs (exact phases, dashed): ` +
-        r.returns.map((b) => `${b.offset.toLocaleString("en")} (K = ${b.similarity.toFixed(3)})`).join(", ")
-      : "no offset in range");
+      ? `most identity-like offsets m − n past the first zero of this content's kernel K (at ${r.returns_from.toLocaleString("en")}; ` +
+        `exact phases, dashed): ` + r.returns.map((b) => `${b.offset.toLocaleString("en")} (K = ${b.similarity.toFixed(3)})`).join(", ")
+      : `this content's kernel K stays above 0 over all ${(st.span - 1).toLocaleString("en")} offsets: no return to look for yet`);
     lines.push(r.spread > 1e-9 * Math.max(1, r.bound)
       ? `angles in ${st.dtype}: the score no longer depends on m − n alone; along one diagonal it spreads by up to ${fmtNum(r.spread, 3)}`
       : `angles in ${st.dtype}: every diagonal holds one value (the score depends on m − n only)`);

@@ -5,7 +5,8 @@ half of the pairs only, or a seeded "varied" content), the lab draws the score o
 position ``m`` against every key position ``n <= m``. With RoPE the score is ``q^T R(n - m) k``, a
 function of the offset alone, so the matrix is made of stripes parallel to its diagonal, and an
 offset whose rotation nearly returns to the identity (:func:`ropegeo.geometry.near_collisions`,
-weighted by this content's pairs) is a stripe almost as bright as the diagonal. Without a position
+weighted by this content's pairs and searched past the first zero of their kernel) is a stripe
+almost as bright as the diagonal. Without a position
 encoding the matrix is flat. A scaling rule (:mod:`ropegeo.scaling`) changes the frequencies (and
 YaRN's attention factor ``a`` multiplies every score by ``a**2``); angles formed in float32,
 float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far from the origin.
@@ -23,7 +24,7 @@ import math
 import numpy as np
 import traitlets
 
-from ..geometry import near_collisions
+from ..geometry import kernel, near_collisions
 from ..rotation import apply_rope
 from ..scaling import preset, scaled_frequencies
 from ._lab import Lab, esm_source
@@ -75,7 +76,7 @@ class AttentionLab(Lab):
 
     Examples
     --------
-    >>> AttentionLab(head_dim=8, span=128)  # doctest: +SKIP
+    >>> AttentionLab(content="slow", head_dim=8, span=8192)  # doctest: +SKIP
     """
 
     _esm = esm_source("lab_attention.js")
@@ -84,12 +85,12 @@ class AttentionLab(Lab):
               "rule": ("none", "linear", "ntk", "yarn", "llama3"), "factor": (1, MAX_LAB_FACTOR),
               "train_length": (16, MAX_ATTN_SPAN)}
 
-    content = traitlets.Unicode("equal").tag(sync=True)
+    content = traitlets.Unicode("slow").tag(sync=True)
     seed = traitlets.Int(0).tag(sync=True)
     encoding = traitlets.Unicode("rope").tag(sync=True)
     head_dim = traitlets.Int(8).tag(sync=True)
     base = traitlets.Float(10_000.0).tag(sync=True)
-    span = traitlets.Int(128).tag(sync=True)
+    span = traitlets.Int(8192).tag(sync=True)
     dtype = traitlets.Unicode("float64").tag(sync=True)
     rule = traitlets.Unicode("none").tag(sync=True)
     factor = traitlets.Int(4).tag(sync=True)
@@ -138,9 +139,10 @@ def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.nda
 def reference(state: dict) -> dict:
     """ropegeo's numbers for a lab state: ``positions``, ``theta``, ``attention_factor``, ``q``,
     ``k``, ``scores`` (positions x positions, NaN above the diagonal: query rows, key columns),
-    ``bound`` (``sum_i |q_i| |k_i|`` times the gain) and ``returns`` (``(offset, K)`` of
-    :func:`ropegeo.geometry.near_collisions` over 1 to ``span - 1``, weighted by each pair's
-    ``|q_i| |k_i|``; empty without RoPE)."""
+    ``bound`` (``sum_i |q_i| |k_i|`` times the gain), ``returns_from`` (the first offset where this
+    content's kernel ``K_w``, each pair weighted by ``|q_i| |k_i|``, reaches 0; None if it never
+    does below ``span`` or without RoPE) and ``returns`` (``(offset, K_w)`` of
+    :func:`ropegeo.geometry.near_collisions` from ``returns_from`` to ``span - 1``)."""
     d, span, rope = state["head_dim"], state["span"], state["encoding"] == "rope"
     scaling = None
     if rope and state["rule"] != "none":
@@ -159,9 +161,12 @@ def reference(state: dict) -> dict:
         rq, rk = np.broadcast_to(q, (positions.size, d)), np.broadcast_to(k, (positions.size, d))
     scores = gain * (rq @ rk.T)
     scores[np.triu_indices(positions.size, 1)] = np.nan
-    returns = []
-    if rope:
-        returns = [(c.offset, c.similarity) for c in
-                   near_collisions(theta, 1, span - 1, top=_TOP, weights=amplitudes, progress=False)]
+    returns, start = [], None
+    if rope:  # past the main lobe: from the first offset where this content's kernel reaches 0
+        below = np.flatnonzero(kernel(np.arange(1, span, dtype=float), theta, weights=amplitudes) <= 0)
+        if below.size:
+            start = int(below[0]) + 1
+            returns = [(c.offset, c.similarity) for c in
+                       near_collisions(theta, start, span - 1, top=_TOP, weights=amplitudes, progress=False)]
     return {"positions": positions, "theta": theta, "attention_factor": att, "q": q, "k": k, "scores": scores,
-            "bound": gain * amplitudes.sum(), "returns": returns}
+            "bound": gain * amplitudes.sum(), "returns": returns, "returns_from": start}
