@@ -57,6 +57,7 @@ _DRAG_JS = r"""
 
 
 def _labs():
+    from ropegeo.widgets.attention_lab import AttentionLab
     from ropegeo.widgets.audit_lab import audit_lab
     from ropegeo.widgets.clock_lab import ClockLab
     from ropegeo.widgets.frequency_lab import frequency_lab
@@ -74,6 +75,9 @@ def _labs():
         ("scaling lab (defaults)", ScalingLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
         ("wiring lab (defaults)", WiringLab(), "pad", [k * 7 for k in range(MOVES)], False),
         ("audit lab (Llama 3.1 8B, 131,072)", audit_lab("llama-3.1-8b"), "head_dim", [16 + 2 * (k % 20) for k in range(MOVES)], False),
+        ("attention lab (defaults: 256 x 256 cells)", AttentionLab(), "base", base_steps, False),
+        ("attention lab, d = 128, bfloat16, 16,384", AttentionLab(content="equal", head_dim=128, span=16_384, dtype="bfloat16"),
+         "base", base_steps, False),
     ]
 
 

@@ -12,7 +12,7 @@ from jsrun import call_js
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.attention_lab import MAX_ATTN_GRID, AttentionLab, content, reference
+from ropegeo.widgets.attention_lab import MAX_ATTN_GRID, MAX_ATTN_PRODUCTS, AttentionLab, content, grid_side, reference
 
 JS = esm_source("lab_attention.js")
 DEFAULT = AttentionLab().state()
@@ -45,6 +45,7 @@ def test_javascript_matches_ropegeo_in_node():
         assert r["state"] == st
         g = len(ref["positions"])
         assert r["grid"] == g <= MAX_ATTN_GRID and r["stride"] * (g - 1) < st["span"] <= r["stride"] * g
+        assert g * g * st["head_dim"] / 2 <= MAX_ATTN_PRODUCTS
         _close(r["q"], ref["q"], 1e-15)
         _close(r["k"], ref["k"], 1e-15)
         _close(r["theta"], ref["theta"])
@@ -59,9 +60,10 @@ def test_javascript_matches_ropegeo_in_node():
             assert smp["score"] == pytest.approx(ref["scores"][a, b], abs=1e-9)
         # the spread along one diagonal: zero in float64 (a function of m - n only), not in low precision
         diag = max(np.ptp(np.diagonal(ref["scores"], -d)) for d in range(g))
-        assert r["spread"] == pytest.approx(diag, abs=1e-9)
         if st["dtype"] == "float64" or st["encoding"] == "none":
-            assert r["spread"] < 1e-9
+            assert r["spread"] is None and diag < 1e-9  # ropegeo's absolute form: one value per diagonal too
+        else:
+            assert r["spread"] == pytest.approx(diag, abs=1e-9)
     assert got[2]["spread"] > 1e-3  # bfloat16 angles break the stripes within 256 positions
 
 
@@ -96,6 +98,14 @@ def test_reference_against_independent_derivations():
     ref = reference(_state(content="varied", seed=5, head_dim=6, encoding="none", span=32))
     _close(ref["scores"][np.tril_indices(32)], np.full(528, q @ k))
     assert ref["returns"] == []
+
+
+def test_grid_side_is_the_largest_within_the_products_limit():
+    for d in range(4, 129, 2):
+        g = grid_side(d)
+        assert g * g * d <= 2 * MAX_ATTN_PRODUCTS and (g == MAX_ATTN_GRID or (g + 1) ** 2 * d > 2 * MAX_ATTN_PRODUCTS)
+    got = call_js(JS, [("gridSide", [d]) for d in range(4, 129, 2)])
+    assert got == [grid_side(d) for d in range(4, 129, 2)]
 
 
 def test_contents():

@@ -4,19 +4,26 @@
 // the picture is made of stripes parallel to the diagonal; an offset whose rotation nearly returns
 // to the identity shows as a stripe as bright as the diagonal itself. Without a position encoding
 // the matrix is flat. A scaling rule changes the frequencies; angles formed in a low precision
-// break the stripes apart far from the origin. At most MAX_ATTN_GRID x MAX_ATTN_GRID cells: a longer
-// span is sampled every ceil(span / MAX_ATTN_GRID) positions. Numbers: ropegeo.rotation.apply_rope
+// break the stripes apart far from the origin. At most G x G cells, G = MAX_ATTN_GRID or fewer for a
+// wide head (the causal matrix takes at most MAX_ATTN_PRODUCTS multiply-adds, G^2 d / 2): a longer
+// span is sampled every ceil(span / G) positions. Numbers: ropegeo.rotation.apply_rope
 // and ropegeo.geometry.near_collisions (ropegeo/widgets/attention_lab.py).
 
 export const MAX_ATTN_SPAN = 16384;
 export const MAX_ATTN_GRID = 256;
 export const MAX_ATTN_HEAD_DIM = 128;
 export const MAX_LAB_FACTOR = 64;
+export const MAX_ATTN_PRODUCTS = 1048576;
 const MAX_SEED = 99;
 const TOP = 3;
 const LEVELS = 17; // colour levels from -B to +B
 const ATTN_RULES = ["none", "linear", "ntk", "yarn", "llama3"];
 const ATTN_DTYPES = ["float64", "float32", "float16", "bfloat16"];
+
+/** Cells per side of the heatmap for a head width: the matrix's G^2 d / 2 multiply-adds stay within MAX_ATTN_PRODUCTS. */
+export function gridSide(headDim) {
+  return Math.min(MAX_ATTN_GRID, Math.floor(Math.sqrt((2 * MAX_ATTN_PRODUCTS) / headDim)));
+}
 
 export function compute(p) {
   const content = pick(p.content, ATTENTION_CONTENTS, "equal");
@@ -33,7 +40,7 @@ export function compute(p) {
   const rope = encoding === "rope";
   const scaling = rope && rule !== "none" ? preset(rule, train_length, train_length * factor) : null;
   const { theta, attention_factor } = scaledFrequencies(scaling, base, head_dim);
-  const stride = Math.ceil(span / MAX_ATTN_GRID), grid = Math.ceil(span / stride);
+  const cells = gridSide(head_dim), stride = Math.ceil(span / cells), grid = Math.ceil(span / stride);
   const positions = Array.from({ length: grid }, (_, j) => j * stride);
   const { q, k } = attentionContent(content, head_dim, seed);
   const amplitudes = pairAmplitudes(q, k);
@@ -43,8 +50,9 @@ export function compute(p) {
   for (const a of amplitudes) bound += a;
   bound *= gain;
   // how far the matrix is from depending on m - n alone: the largest spread along one diagonal
-  let spread = 0;
-  for (let d = 0; d < grid; d++) {
+  // (measured with angles in a low precision; exact angles give the relative form, one value per diagonal)
+  let spread = rope && dtype !== "float64" ? 0 : null;
+  for (let d = 0; spread !== null && d < grid; d++) {
     let lo = Infinity, hi = -Infinity;
     for (let a = d; a < grid; a++) { const v = scores[a * grid + a - d]; if (v < lo) lo = v; if (v > hi) hi = v; }
     spread = Math.max(spread, hi - lo);
@@ -69,12 +77,27 @@ export function compute(p) {
     bound, spread, returns, returns_from: from, aliased, samples, _scores: scores };
 }
 
-// blue (-1) through white (0) to red (+1)
-function colour(level) {
-  const t = (2 * level) / (LEVELS - 1) - 1, [r0, g0, b0] = t < 0 ? [33, 102, 172] : [178, 24, 43];
-  const w = 1 - Math.abs(t);
-  const mix = (c) => Math.round(c + (255 - c) * w);
-  return `rgb(${mix(r0)},${mix(g0)},${mix(b0)})`;
+// blue (-1) through white (0) to red (+1); index LEVELS: the empty upper triangle (light grey)
+const PALETTE = [...Array.from({ length: LEVELS }, (_, level) => {
+  const t = (2 * level) / (LEVELS - 1) - 1, rgb = t < 0 ? [33, 102, 172] : [178, 24, 43];
+  return rgb.map((c) => Math.round(c + (255 - c) * (1 - Math.abs(t))));
+}), [246, 246, 246]];
+
+/** An 8-bit paletted BMP of g x g pixels (row 0 at the bottom), as a data URL: the heatmap is one
+ * image, whatever the number of cells, and needs no canvas (the build-time preview draws it too). */
+function bmpURL(g, pixels) {
+  const row = (g + 3) & ~3, offset = 54 + 4 * PALETTE.length, size = offset + row * g;
+  const buf = new Uint8Array(size), dv = new DataView(buf.buffer);
+  buf[0] = 0x42; buf[1] = 0x4d;
+  dv.setUint32(2, size, true); dv.setUint32(10, offset, true); dv.setUint32(14, 40, true);
+  dv.setInt32(18, g, true); dv.setInt32(22, g, true); dv.setUint16(26, 1, true); dv.setUint16(28, 8, true);
+  dv.setUint32(34, row * g, true); dv.setUint32(38, 2835, true); dv.setUint32(42, 2835, true);
+  dv.setUint32(46, PALETTE.length, true);
+  PALETTE.forEach(([r, gr, b], j) => { buf[54 + 4 * j] = b; buf[55 + 4 * j] = gr; buf[56 + 4 * j] = r; });
+  for (let a = 0; a < g; a++) buf.set(pixels.subarray(a * g, a * g + g), offset + a * row);
+  let text = "";
+  for (let j = 0; j < size; j += 0x8000) text += String.fromCharCode.apply(null, buf.subarray(j, j + 0x8000));
+  return `data:image/bmp;base64,${btoa(text)}`;
 }
 
 function heatmap(r) {
@@ -84,21 +107,15 @@ function heatmap(r) {
     ylabel: "query position m (tokens)", title: `score ⟨R_m q, R_n k⟩ for n ≤ m (${g} × ${g} cells)`,
     label: "the causal matrix of attention scores" });
   c.svg.setAttribute("style", `max-width: ${width}px`);
-  // one path per colour level, one rectangle per run of equal level along a row
-  const paths = Array.from({ length: LEVELS }, () => []);
+  // one pixel per cell, its colour level from -B to +B
+  const pixels = new Uint8Array(g * g).fill(LEVELS);
   const scale = r.bound > 0 ? (LEVELS - 1) / (2 * r.bound) : 0;
-  for (let a = 0; a < g; a++) {
-    const y = g - 1 - a;
-    let start = 0, level = -1;
-    for (let b = 0; b <= a + 1; b++) {
-      const v = b <= a ? r._scores[a * g + b] : NaN;
-      const lv = Number.isFinite(v) ? Math.max(0, Math.min(LEVELS - 1, Math.round((v + r.bound) * scale))) : -1;
-      if (b > 0 && lv !== level && level >= 0) paths[level].push(`M${start},${y}h${b - start}v1h${start - b}z`);
-      if (lv !== level) { start = b; level = lv; }
-    }
+  for (let j = 0; j < g * g; j++) {
+    const v = r._scores[j];
+    if (Number.isFinite(v)) pixels[j] = Math.max(0, Math.min(LEVELS - 1, Math.round((v + r.bound) * scale)));
   }
-  const group = c.add(s("g", { transform: `translate(${c.left},${c.top}) scale(${c.pw / g},${c.ph / g})`, "shape-rendering": "crispEdges" }));
-  paths.forEach((runs, lv) => { if (runs.length) group.appendChild(s("path", { d: runs.join(""), fill: colour(lv), class: "rl-heat" })); });
+  c.add(s("image", { href: bmpURL(g, pixels), x: c.left, y: c.top, width: c.pw, height: c.ph, preserveAspectRatio: "none",
+    class: "rl-heat" }));
   // dashed diagonals: the most identity-like offsets m - n of this content; dotted: the training length
   const marks = [];
   const diagonal = (d, cls, text) => {
@@ -125,9 +142,10 @@ function draw(r, parts) {
       ? `most identity-like offsets m − n past the first zero of this content's kernel K (at ${r.returns_from.toLocaleString("en")}; ` +
         `exact phases, dashed): ` + r.returns.map((b) => `${b.offset.toLocaleString("en")} (K = ${b.similarity.toFixed(3)})`).join(", ")
       : `this content's kernel K stays above 0 over all ${(st.span - 1).toLocaleString("en")} offsets: no return to look for yet`);
-    lines.push(r.spread > 1e-9 * Math.max(1, r.bound)
-      ? `angles in ${st.dtype}: the score no longer depends on m − n alone; along one diagonal it spreads by up to ${fmtNum(r.spread, 3)}`
-      : `angles in ${st.dtype}: every diagonal holds one value (the score depends on m − n only)`);
+    lines.push(r.spread === null ? "exact angles: the score is q·R(n − m)k, one value per diagonal"
+      : r.spread > 1e-9 * Math.max(1, r.bound)
+        ? `angles in ${st.dtype}: the score no longer depends on m − n alone; along one diagonal it spreads by up to ${fmtNum(r.spread, 3)}`
+        : `angles in ${st.dtype}: every diagonal still holds one value here (spread below 1e-9)`);
     if (st.rule !== "none") {
       lines.push(`${st.rule} ×${st.factor} from a training length of ${st.train_length.toLocaleString("en")} tokens (dotted diagonal)` +
         (r.attention_factor !== 1 ? `; attention factor a = ${fmtNum(r.attention_factor, 5)} scales every score by a²` : ""));

@@ -561,11 +561,32 @@ export function pairAmplitudes(q, k) {
 
 /** The causal score matrix S[a][b] = gain * <R_(p_a) q, R_(p_b) k> for b <= a (NaN above the
  * diagonal), row-major G x G over positions p, with angles formed in `dtype` (as apply_rope's
- * phase_dtype) and rope = false for no position encoding (S = gain q.k everywhere). */
+ * phase_dtype) and rope = false for no position encoding (S = gain q.k everywhere). With exact
+ * (float64) angles and evenly spaced positions each diagonal is computed once, in the relative
+ * form gain * q^T R(p_b - p_a) k (equal to the absolute one up to rounding, about 1e-13). */
 export function attentionScores(q, k, positions, theta, { dtype = "float64", rope = true, gain = 1.0 } = {}) {
-  const g = positions.length, out = new Float64Array(g * g).fill(NaN);
-  const rq = Array.from(positions, (p) => (rope ? rotate(q, p, theta, { dtype }) : Float64Array.from(q)));
-  const rk = Array.from(positions, (p) => (rope ? rotate(k, p, theta, { dtype }) : Float64Array.from(k)));
-  for (let a = 0; a < g; a++) for (let b = 0; b <= a; b++) out[a * g + b] = gain * dot(rq[a], rk[b]);
+  const g = positions.length, d = q.length, out = new Float64Array(g * g).fill(NaN);
+  const step = g > 1 ? positions[1] - positions[0] : 0;
+  if (!rope || (dtype === "float64" && positions.every((p, j) => p === j * step))) {
+    for (let t = 0; t < g; t++) { // the diagonal a - b = t
+      const v = gain * (rope ? dot(q, rotate(k, -t * step, theta)) : dot(q, k));
+      for (let a = t; a < g; a++) out[a * g + a - t] = v;
+    }
+    return out;
+  }
+  const rq = new Float64Array(g * d), rk = new Float64Array(g * d); // rotated rows, packed
+  for (let j = 0; j < g; j++) {
+    rq.set(rope ? rotate(q, positions[j], theta, { dtype }) : q, j * d);
+    rk.set(rope ? rotate(k, positions[j], theta, { dtype }) : k, j * d);
+  }
+  for (let a = 0; a < g; a++) {
+    const qa = a * d;
+    for (let b = 0; b <= a; b++) {
+      const kb = b * d;
+      let acc = 0;
+      for (let j = 0; j < d; j++) acc += rq[qa + j] * rk[kb + j];
+      out[a * g + b] = gain * acc;
+    }
+  }
   return out;
 }

@@ -11,8 +11,9 @@ encoding the matrix is flat. A scaling rule (:mod:`ropegeo.scaling`) changes the
 YaRN's attention factor ``a`` multiplies every score by ``a**2``); angles formed in float32,
 float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far from the origin.
 
-At most ``MAX_ATTN_GRID`` positions per side are drawn: a longer span is sampled every
-``ceil(span / MAX_ATTN_GRID)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
+At most ``G = grid_side(head_dim)`` positions per side are drawn (``MAX_ATTN_GRID``, fewer for a
+head wider than 32, so that the matrix takes at most ``MAX_ATTN_PRODUCTS`` multiply-adds): a longer
+span is sampled every ``ceil(span / G)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
 (``ropegeo/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
 ropegeo's computation of the same numbers.
 """
@@ -30,7 +31,8 @@ from ..scaling import preset, scaled_frequencies
 from ._lab import Lab, esm_source
 from .scaling_lab import MAX_LAB_FACTOR
 
-__all__ = ["AttentionLab", "reference", "content", "MAX_ATTN_SPAN", "MAX_ATTN_GRID", "MAX_ATTN_HEAD_DIM",
+__all__ = ["AttentionLab", "reference", "content", "grid_side", "MAX_ATTN_SPAN", "MAX_ATTN_GRID", "MAX_ATTN_HEAD_DIM",
+           "MAX_ATTN_PRODUCTS",
            "MAX_LAB_FACTOR", "CONTENTS"]
 
 #: Largest number of positions the heatmap spans.
@@ -39,6 +41,8 @@ MAX_ATTN_SPAN = 16_384
 MAX_ATTN_GRID = 256
 #: Largest head dimension (a d-wide rotation per drawn position and a d-long dot per cell).
 MAX_ATTN_HEAD_DIM = 128
+#: Multiply-adds of the causal matrix per update, ``G**2 d / 2``: a wide head gets fewer cells per side.
+MAX_ATTN_PRODUCTS = 2**20
 #: The content presets.
 CONTENTS = ("equal", "slow", "fast", "varied")
 _GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
@@ -110,6 +114,18 @@ class AttentionLab(Lab):
         return reference(self.state())
 
 
+def grid_side(head_dim: int) -> int:
+    """Cells per side of the heatmap: ``MAX_ATTN_GRID``, or fewer so that ``G**2 d / 2`` stays
+    within ``MAX_ATTN_PRODUCTS``.
+
+    Examples
+    --------
+    >>> grid_side(8), grid_side(32), grid_side(128)
+    (256, 256, 128)
+    """
+    return min(MAX_ATTN_GRID, math.isqrt(2 * MAX_ATTN_PRODUCTS // head_dim))
+
+
 def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The query and key of a content preset, pair ``i`` = coordinates ``(2i, 2i + 1)``.
 
@@ -149,7 +165,7 @@ def reference(state: dict) -> dict:
         scaling = preset(state["rule"], train_length=state["train_length"],
                          target_length=state["train_length"] * state["factor"])
     theta, att = scaled_frequencies(scaling, state["base"], d)
-    stride = -(-span // MAX_ATTN_GRID)
+    stride = -(-span // grid_side(d))
     positions = np.arange(0, span, stride)
     q, k = content(state["content"], d, state["seed"])
     amplitudes = np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])
