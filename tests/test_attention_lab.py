@@ -129,3 +129,56 @@ def test_widget_state_is_validated_and_the_page_bounds_its_values():
     assert r["state"] == {"content": "equal", "seed": 0, "encoding": "rope", "head_dim": 128, "base": 2.0,
                           "span": 16_384, "dtype": "float64", "rule": "none", "factor": 64, "train_length": 16}
     assert all(np.isfinite(s["score"]) for s in r["samples"])
+
+
+def test_core_scores_in_both_forms_match_apply_rope():
+    """attentionScores: the relative form (exact angles, even positions) and the absolute form
+    (uneven positions, or angles in a low precision) against ropegeo.rotation.apply_rope."""
+    from ropegeo.rotation import apply_rope
+
+    q, k = content("varied", 12, 4)
+    theta = frequencies(12, 300.0)
+    cases = [([0, 5, 10, 15, 20], "float64"), ([0, 3, 10, 400, 4000], "float64"), ([0, 700, 1400, 2100], "bfloat16"),
+             ([0, 700, 1400, 2100], "float16"), ([1, 2, 3000], "float32")]
+    got = call_js(JS, [("attentionScores", [q, k, pos, theta, {"dtype": dt, "gain": 1.5}]) for pos, dt in cases])
+    for (pos, dt), g in zip(cases, got):
+        rq = apply_rope(np.broadcast_to(q, (len(pos), 12)), pos, theta=theta, phase_dtype=dt)
+        rk = apply_rope(np.broadcast_to(k, (len(pos), 12)), pos, theta=theta, phase_dtype=dt)
+        want = 1.5 * rq @ rk.T
+        want[np.triu_indices(len(pos), 1)] = np.nan
+        _close(np.reshape(g, want.shape), want)
+
+
+def test_build_time_preview_draws_the_numbers(tmp_path):
+    """The static preview (scripts/site/lab_preview.mjs, in node) of the attention lab is one BMP whose
+    pixel (row m, column n) is the colour level of ropegeo's score; the clock's shows its play button."""
+    import base64
+    import io
+    import re
+    import sys
+    from pathlib import Path
+
+    from PIL import Image
+
+    from jsrun import node
+    from ropegeo.widgets.clock_lab import ClockLab
+
+    node()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "site"))
+    from ropegeo_site import render_previews
+
+    lab = AttentionLab(content="equal", head_dim=8, span=64)
+    states = [{**w.get_state(), "_esm": w._esm} for w in (lab, ClockLab(m=3, n=4))]
+    attention, clock = render_previews(states, node())
+    assert 'data-control' not in attention and "ropegeo-attention-lab" in attention
+    data = re.search(r'href="data:image/bmp;base64,([^"]+)"', attention).group(1)
+    img = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert img.size == (64, 64) and img.mode == "P"
+    ref = reference(lab.state())
+    bound = ref["bound"]
+    levels = np.rint((ref["scores"] + bound) * 16 / (2 * bound))
+    pixels = np.asarray(img)[::-1]  # image row 0 is the top: the largest query position
+    m, n = np.tril_indices(64)
+    np.testing.assert_array_equal(pixels[m, n], levels[m, n])
+    assert (pixels[np.triu_indices(64, 1)] == 17).all()
+    assert ">play</button>" in clock and "offset n − m = 1 token</p>" in clock and "1 tokens" not in clock
