@@ -367,3 +367,26 @@ def test_attention_lab_every_option_draws_ropegeos_numbers(page_of_labs):
             if lab.locator("image.rl-heat").count() != 1:
                 problems.append(f"{name}={value}: no heatmap drawn")
     assert not problems, "\n".join(problems)
+
+
+def test_clock_and_attention_selects_fit_a_column_narrower_than_360(page_of_labs):
+    """On the book's pages at 360 px the text column is narrower than the screen: at a 300 px
+    viewport the clock's pairing and every select of the attention lab still show their option whole,
+    and the clock reads "1 token"."""
+    page = page_of_labs["page"]
+    mine = [_index(page, "ropegeo-clock-lab"), _index(page, "ropegeo-attention-lab")]
+    page.set_viewport_size({"width": 300, "height": 800})
+    try:
+        page.wait_for_timeout(300)
+        problems = []
+        for pairing in ("interleaved", "half"):
+            sc.move_control(page, mine[0], "pairing", pairing)
+            for content in ("equal", "slow", "fast", "varied"):
+                sc.move_control(page, mine[1], "content", content)
+                problems += [p for p in sc.chart_problems(page) if p.startswith(tuple(f"lab #{i}:" for i in mine))]
+        assert not list(dict.fromkeys(problems)), "\n".join(dict.fromkeys(problems))
+        sc.move_control(page, mine[0], "m", 10)
+        sc.move_control(page, mine[0], "n", 11)
+        assert "offset n − m = 1 token\n" in page.locator(".ropegeo-lab").nth(mine[0]).inner_text() + "\n"
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})

@@ -113,8 +113,8 @@ function render({ model, el }) {
       { name: "shift_down", label: "shift both −1", kind: "button", text: "shift both −1 token", onPress: (p) => shift(p, -1) },
       { name: "head_dim", label: "head dim d", kind: "range", min: 2, max: 16, step: 2, unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 0.31, max: 5, step: 0.01, format: (v) => fmtNum(v, 4) },
-      { name: "pairing", label: "pairing", kind: "select", options: [["interleaved", "interleaved"], ["half", "half"]],
-        format: (v) => (v === "half" ? "(i, i + d/2)" : "(2i, 2i + 1)") },
+      // short option texts (a 360 px screen): the readout names each pairing's coordinates
+      { name: "pairing", label: "pairing", kind: "select", options: [["interleaved", "interleaved"], ["half", "half"]], format: () => "" },
       { name: "play", label: "play or pause", kind: "button", text: "play", onPress: toggle,
         format: () => (timer ? "playing: both positions advance" : reducedMotion() ? "reduced motion: one second's step per press" : "paused") },
       { name: "speed", label: "speed", kind: "range", min: 1, max: MAX_CLOCK_SPEED, step: 1, format: (v) => `${v} token${v === 1 ? "" : "s"}/s` },
