@@ -9,7 +9,9 @@ numbers (measured in the page around the event dispatch).
 The target (issue 19): at head dim 128 over 20,000 offsets, the median update takes at most 16 ms.
 That setting is the kernel lab's (K(Δ) and the exact near-collision search over offsets 1 to
 20,000) and the frequency lab's (K(Δ) over 0 to 20,000, the dtype's kernel, the ladder, Gate B).
-The other labs are reported at their default settings. Needs ``make vendor`` and Chromium.
+The other labs are reported at their default settings; the attention lab also at its heaviest
+setting (head dim 128 in bfloat16: the full causal matrix, ``MAX_ATTN_PRODUCTS`` multiply-adds, and
+the near-return search over 16,384 offsets). Needs ``make vendor`` and Chromium.
 
 Time to interactive (issue 27): every page of the built book that embeds a lab (``_build/html``, or
 ``ROPEGEO_SITE``) is opened on loopback, and the time from navigation until every lab on it has
