@@ -1,4 +1,4 @@
-"""The attention-score heatmap: its JavaScript (ropegeo/static/lab_attention.js, in Node) against
+"""The attention-score heatmap: its JavaScript (ropegeo/book/static/lab_attention.js, in Node) against
 ropegeo (apply_rope, near_collisions, the scaling rules), and ropegeo's reference against
 independent derivations (the kernel for equal content, a loop of 2 x 2 rotations)."""
 
@@ -11,8 +11,8 @@ import traitlets
 from jsrun import call_js
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.attention_lab import MAX_ATTN_GRID, MAX_ATTN_PRODUCTS, AttentionLab, content, grid_side, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.attention_lab import MAX_ATTN_GRID, MAX_ATTN_PRODUCTS, AttentionLab, content, grid_side, reference
 
 JS = esm_source("lab_attention.js")
 DEFAULT = AttentionLab().state()
@@ -161,7 +161,7 @@ def test_build_time_preview_draws_the_numbers(tmp_path):
     from PIL import Image
 
     from jsrun import node
-    from ropegeo.widgets.clock_lab import ClockLab
+    from ropegeo.book.widgets.clock_lab import ClockLab
 
     node()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "site"))

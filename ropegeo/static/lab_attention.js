@@ -7,7 +7,7 @@
 // break the stripes apart far from the origin. At most G x G cells, G = MAX_ATTN_GRID or fewer for a
 // wide head (the causal matrix takes at most MAX_ATTN_PRODUCTS multiply-adds, G^2 d / 2): a longer
 // span is sampled every ceil(span / G) positions. Numbers: ropegeo.rotation.apply_rope
-// and ropegeo.geometry.near_collisions (ropegeo/widgets/attention_lab.py).
+// and ropegeo.geometry.near_collisions (ropegeo/book/widgets/attention_lab.py).
 
 export const MAX_ATTN_SPAN = 16384;
 export const MAX_ATTN_GRID = 256;

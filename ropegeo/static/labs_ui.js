@@ -1,7 +1,7 @@
 // Shared user interface of the labs: labelled keyboard-operable controls bound to the widget
 // model, small SVG charts that fit the text column, and the publication of each update's numbers
 // on the root element (data-result, JSON) for the browser tests. Concatenated after
-// ropegeo_core.js and before one lab's own file (ropegeo/widgets/_lab.py builds the module).
+// ropegeo_core.js and before one lab's own file (ropegeo/book/widgets/_lab.py builds the module).
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 let LAB_COUNTER = 0;

@@ -445,7 +445,7 @@ export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.
   return marginGenerated(off, theta, dtype, scale, origin, w);
 }
 
-/** ropegeo.audit.default_offsets: Gate B's local and distant offset sets for a target length and
+/** ropegeo.gates.audit.default_offsets: Gate B's local and distant offset sets for a target length and
  * an attention window (null: none); the span is min(target, window), as offsets at or beyond a
  * sliding window never reach attention. */
 export function defaultOffsets(targetLength, window = null) {
@@ -526,7 +526,7 @@ export function dot(a, b) {
 }
 
 // ---- labsattn ----
-// The attention-score heatmap (ropegeo/widgets/attention_lab.py, lab_attention.js): query and key
+// The attention-score heatmap (ropegeo/book/widgets/attention_lab.py, lab_attention.js): query and key
 // contents defined by formula (so that Python derives the same vectors), and the causal matrix of
 // rotary scores <R_m q, R_n k> = q^T R(n - m) k over sampled positions.
 

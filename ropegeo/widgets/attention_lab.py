@@ -14,7 +14,7 @@ float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far fro
 At most ``G = grid_side(head_dim)`` positions per side are drawn (``MAX_ATTN_GRID``, fewer for a
 head wider than 32, so that the matrix takes at most ``MAX_ATTN_PRODUCTS`` multiply-adds): a longer
 span is sampled every ``ceil(span / G)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
-(``ropegeo/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
+(``ropegeo/book/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
 ropegeo's computation of the same numbers.
 """
 
@@ -25,11 +25,11 @@ import math
 import numpy as np
 import traitlets
 
-from ..geometry import kernel, near_collisions
-from ..rotation import apply_rope
-from ..scaling import preset, scaled_frequencies
-from ._lab import Lab, esm_source
-from .scaling_lab import MAX_LAB_FACTOR
+from ropegeo.geometry import kernel, near_collisions
+from ropegeo.rotation import apply_rope
+from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.book.widgets.scaling_lab import MAX_LAB_FACTOR
 
 __all__ = ["AttentionLab", "reference", "content", "grid_side", "MAX_ATTN_SPAN", "MAX_ATTN_GRID", "MAX_ATTN_HEAD_DIM",
            "MAX_ATTN_PRODUCTS",

@@ -6,7 +6,7 @@ only; moving one position changes it. The pairing toggle groups the coordinates 
 ``(2i, 2i + 1)`` or ``(i, i + d/2)``. "Play" animates the clock: both positions advance one token
 at a time (``speed`` tokens per second) and the hands turn while the score stays put.
 
-:class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/static/lab_clock.js`` on the shared
+:class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_clock.js`` on the shared
 geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
 ropegeo's computation of its numbers (:func:`ropegeo.rotation.apply_rope`).
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from ..frequencies import frequencies
-from ..rotation import apply_rope
-from ._lab import Lab, esm_source, random_vectors
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import apply_rope
+from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 
 __all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION", "MAX_CLOCK_SPEED"]
 
