@@ -23,7 +23,7 @@ ANYWIDGET_VERSION    := 0.11.0
 VENDOR      := _vendor
 VENDOR_SITE := $(VENDOR)/site
 # Set to 1 once the chapters embed the labs: the browser test then fails if one of the six labs
-# (clock, frequency, kernel, scaling, wiring, audit) is embedded in no page.
+# (clock, frequency, kernel, attention, scaling, wiring, audit) is embedded in no page.
 REQUIRE_LAB ?= 1
 # The built site that test-site checks.
 SITE ?= _build/html

@@ -11,7 +11,10 @@ That setting is the kernel lab's (K(Δ) and the exact near-collision search over
 20,000) and the frequency lab's (K(Δ) over 0 to 20,000, the dtype's kernel, the ladder, Gate B).
 The 2D kernel lab is held to the same target at 129 x 129 offsets and 64 pairs, each turning with
 both axes (the mixed split), and reported at its largest head (128 pairs) and at its defaults. The
-other labs are reported at their default settings. Needs ``make vendor`` and Chromium.
+other labs are reported at their default settings.
+The attention lab is reported also at its heaviest
+setting (head dim 128 in bfloat16: the full causal matrix, ``MAX_ATTN_PRODUCTS`` multiply-adds, and
+the near-return search over 16,384 offsets). Needs ``make vendor`` and Chromium.
 
 Time to interactive (issue 27): every page of the built book that embeds a lab (``_build/html``, or
 ``ROPEGEO_SITE``) is opened on loopback, and the time from navigation until every lab on it has
@@ -59,6 +62,7 @@ _DRAG_JS = r"""
 
 
 def _labs():
+    from ropegeo.book.widgets.attention_lab import AttentionLab
     from ropegeo.book.widgets.audit_lab import audit_lab
     from ropegeo.book.widgets.axes_lab import AxesLab
     from ropegeo.book.widgets.clock_lab import ClockLab
@@ -82,6 +86,9 @@ def _labs():
         ("scaling lab (defaults)", ScalingLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
         ("wiring lab (defaults)", WiringLab(), "pad", [k * 7 for k in range(MOVES)], False),
         ("audit lab (Llama 3.1 8B, 131,072)", audit_lab("llama-3.1-8b"), "head_dim", [16 + 2 * (k % 20) for k in range(MOVES)], False),
+        ("attention lab (defaults: 256 x 256 cells)", AttentionLab(), "base", base_steps, False),
+        ("attention lab, d = 128, bfloat16, 16,384", AttentionLab(content="equal", head_dim=128, span=16_384, dtype="bfloat16"),
+         "base", base_steps, False),
     ]
 
 

@@ -650,6 +650,25 @@ def _check_axes(r):
     assert_matches(r, reference(r["state"]))
 
 
+def _check_attention(r):
+    import numpy as np
+
+    from ropegeo.book.widgets.attention_lab import reference
+
+    ref = reference(r["state"])
+    np.testing.assert_allclose(r["q"], ref["q"], atol=1e-12, err_msg=str(r["state"]))
+    np.testing.assert_allclose(r["k"], ref["k"], atol=1e-12, err_msg=str(r["state"]))
+    np.testing.assert_allclose(r["theta"], ref["theta"], rtol=1e-9, atol=1e-12, err_msg=str(r["state"]))
+    assert abs(r["bound"] - ref["bound"]) <= 1e-9 * max(1.0, ref["bound"]), (r["bound"], ref["bound"], r["state"])
+    pos = list(ref["positions"])
+    for s in r["samples"]:
+        want = ref["scores"][pos.index(s["m"]), pos.index(s["n"])]
+        assert abs(s["score"] - want) <= 1e-9 * max(1.0, ref["bound"]), (s, want, r["state"])
+    assert r["returns_from"] == ref["returns_from"], (r["returns_from"], ref["returns_from"], r["state"])
+    assert [b["offset"] for b in r["returns"]] == [o for o, _ in ref["returns"]], (r["returns"], ref["returns"], r["state"])
+    np.testing.assert_allclose([b["similarity"] for b in r["returns"]], [k for _, k in ref["returns"]], atol=1e-9)
+
+
 #: For each kind of lab: the moves a reader makes (control, value; None presses a button) and the
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
@@ -664,7 +683,11 @@ LAB_DRIVES = {
                            ("model", "qwen2.5-7b-instruct"), ("dtype", "config"), ("model", "custom"), ("rule", "yarn"),
                            ("head_dim", 32), ("train_length", 1024)], _check_audit),
     "ropegeo-clock-lab": ([("m", 40), ("n", 45), ("shift_up", None), ("shift_up", None), ("shift_down", None),
-                           ("pairing", "half"), ("head_dim", 8), ("n", 200)], _check_clock),
+                           ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16)], _check_clock),
+    "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("span", 256), ("dtype", "bfloat16"),
+                               ("rule", "yarn"), ("factor", 8), ("train_length", 64), ("content", "varied"), ("seed", 7),
+                               ("span", 16384), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
+                               ("encoding", "none"), ("encoding", "rope"), ("content", "fast"), ("head_dim", 32)], _check_attention),
     "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
                             ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],
                            _check_wiring),
@@ -776,6 +799,10 @@ DISABLED_STATES = {
     "ropegeo-wiring-lab": [([("policy", "contiguous")], ["pad", "cache_offset"], []),
                            ([("policy", "left-padded")], ["cache_offset"], ["pad"]),
                            ([("policy", "kv-cache")], ["pad"], ["cache_offset"])],
+    "ropegeo-attention-lab": [([("encoding", "rope"), ("content", "equal"), ("rule", "none")], ["seed", "factor", "train_length"],
+                               ["head_dim", "base", "dtype", "rule"]),
+                              ([("rule", "linear"), ("content", "varied")], [], ["seed", "factor", "train_length"]),
+                              ([("encoding", "none")], ["head_dim", "base", "dtype", "rule", "factor", "train_length"], ["span"])],
     "ropegeo-kernel-lab": [([("interpolate", False)], ["train_length", "target_length"], []),
                            ([("interpolate", True)], [], ["train_length", "target_length"])],
     "ropegeo-scaling-lab": [([("rule", "ntk")], ["beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"], []),

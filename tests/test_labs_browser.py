@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import sitecheck as sc
+from ropegeo.book.widgets.attention_lab import AttentionLab
 from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab
 from ropegeo.book.widgets.axes_lab import AxesLab
 from ropegeo.book.widgets.clock_lab import ClockLab
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_vendor" / "site"
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
 KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-axes-lab", "ropegeo-scaling-lab",
-         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab"]
+         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab", "ropegeo-attention-lab"]
 
 
 def _skip_or_fail(reason):
@@ -49,7 +50,8 @@ def page_of_labs(tmp_path_factory):
     if not (VENDOR / "html-manager" / "embed-amd.js").is_file():
         _skip_or_fail("the vendored browser files are missing (make vendor)")
     labs = [ClockLab(), frequency_lab(), KernelLab(), AxesLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
-            audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab()]
+            audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab(),
+            AttentionLab()]
     tmp = tmp_path_factory.mktemp("labs")
     sc.write_lab_page(tmp, labs, VENDOR)
     external: list[str] = []
@@ -258,7 +260,7 @@ def test_audit_lab_reads_layer_kinds_windows_and_the_new_models(page_of_labs):
     from ropegeo.book.widgets.audit_lab import reference
 
     page = page_of_labs["page"]
-    i = len(KINDS) - 1  # AuditLab(): a shipped model
+    i = _index(page, "ropegeo-audit-lab", nth=-1)  # AuditLab(): a shipped model
     lab = page.locator(".ropegeo-lab").nth(i)
     for name, value in AUDIT_MOVES:
         assert sc.move_control(page, i, name, value), f"moving {name} to {value} changed nothing"
@@ -323,6 +325,8 @@ async ([esm, state, changes]) => {
     (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
     (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),
     (AuditLab(), {"model": "gpt-oss-20b", "layer_type": "sliding_attention", "dtype": "bfloat16"}),
+    (AttentionLab(), {"content": "varied", "rule": "yarn", "dtype": "bfloat16"}),
+    (ClockLab(), {"speed": 20}),
 ])
 def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
     """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is
@@ -332,3 +336,100 @@ def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, ch
     for k, v in changes.items():
         assert got["states"][-1][k] == v
     assert len(got["saved"]) == 1 and got["saved"][0] != state
+
+
+def test_clock_animation_plays_and_pauses_from_the_keyboard(page_of_labs):
+    """The clock never plays by itself; its play button (Enter) advances both positions over time,
+    the score staying ropegeo's; after pause nothing moves and the numbers are ropegeo's."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-clock-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    sc.move_control(page, i, "m", 100)
+    sc.move_control(page, i, "n", 103)
+    sc.move_control(page, i, "speed", 32)
+    start = sc.lab_data(page, i)
+    page.wait_for_timeout(400)
+    assert sc.lab_data(page, i)["state"] == start["state"], "the clock played by itself"
+    button = lab.locator('[data-control="play"]')
+    assert button.inner_text() == "play" and button.get_attribute("aria-pressed") == "false"
+    button.focus()
+    page.keyboard.press("Enter")
+    assert button.inner_text() == "pause" and button.get_attribute("aria-pressed") == "true"
+    page.wait_for_timeout(700)
+    page.keyboard.press("Enter")  # pause
+    assert button.inner_text() == "play"
+    paused = sc.lab_data(page, i)
+    st = paused["state"]
+    assert st["m"] > 100 and st["n"] - st["m"] == 3, st  # moved on, offset kept
+    assert "paused" in lab.inner_text()
+    assert sc._problems(sc._check_clock, paused) == []
+    assert abs(paused["score"] - start["score"]) < 1e-9  # both shifted: the same score
+    page.wait_for_timeout(300)
+    assert sc.lab_data(page, i)["state"] == st, "the clock moved after pause"
+
+
+def test_clock_with_reduced_motion_steps_only_when_pressed(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-clock-lab")
+    page.emulate_media(reduced_motion="reduce")
+    try:
+        sc.move_control(page, i, "m", 10)
+        sc.move_control(page, i, "n", 20)
+        sc.move_control(page, i, "speed", 5)
+        assert sc.move_control(page, i, "play", None)
+        r = sc.lab_data(page, i)
+        assert (r["state"]["m"], r["state"]["n"]) == (15, 25)
+        page.wait_for_timeout(500)
+        assert sc.lab_data(page, i)["state"] == r["state"]  # no animation under reduced motion
+        assert sc._problems(sc._check_clock, r) == []
+    finally:
+        page.emulate_media(reduced_motion="no-preference")
+
+
+def test_attention_lab_every_option_draws_ropegeos_numbers(page_of_labs):
+    """Every content, encoding, precision and rule, at the shortest and longest spans: a heatmap
+    (never a blank lab), no text cut or overprinted, and ropegeo's numbers; the default marks the
+    return near 2 pi 1000 of chapter 3's width-8 bank."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-attention-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    for name, value in [("content", "slow"), ("encoding", "rope"), ("head_dim", 8), ("base", 4), ("span", 8192),
+                        ("rule", "none"), ("dtype", "float64")]:
+        sc.move_control(page, i, name, value)
+    assert sc.lab_data(page, i)["returns"][0]["offset"] == 6283
+    assert lab.locator("line.rl-return").count() == 3
+    problems = []
+    for name, values in [("content", ["equal", "fast", "varied", "slow"]), ("dtype", ["float32", "float16", "bfloat16"]),
+                         ("rule", ["linear", "ntk", "yarn", "llama3"]), ("span", [16, 16384]), ("head_dim", [4, 128]),
+                         ("encoding", ["none", "rope"])]:
+        for value in values:
+            sc.move_control(page, i, name, value)
+            r = sc.lab_data(page, i)
+            problems += [f"{name}={value}: {p}" for p in sc._problems(sc._check_attention, r)]
+            problems += [p for p in sc.chart_problems(page) if p.startswith(f"lab #{i}:")]
+            if lab.locator("image.rl-heat").count() != 1:
+                problems.append(f"{name}={value}: no heatmap drawn")
+    assert not problems, "\n".join(problems)
+
+
+def test_clock_and_attention_selects_fit_a_column_narrower_than_360(page_of_labs):
+    """On the book's pages at 360 px the text column is narrower than the screen: at a 300 px
+    viewport the clock's pairing and every select of the attention lab still show their option whole,
+    and the clock reads "1 token"."""
+    page = page_of_labs["page"]
+    mine = [_index(page, "ropegeo-clock-lab"), _index(page, "ropegeo-attention-lab")]
+    page.set_viewport_size({"width": 300, "height": 800})
+    try:
+        page.wait_for_timeout(300)
+        problems = []
+        for pairing in ("interleaved", "half"):
+            sc.move_control(page, mine[0], "pairing", pairing)
+            for content in ("equal", "slow", "fast", "varied"):
+                sc.move_control(page, mine[1], "content", content)
+                problems += [p for p in sc.chart_problems(page) if p.startswith(tuple(f"lab #{i}:" for i in mine))]
+        assert not list(dict.fromkeys(problems)), "\n".join(dict.fromkeys(problems))
+        sc.move_control(page, mine[0], "m", 10)
+        sc.move_control(page, mine[0], "n", 11)
+        assert "offset n − m = 1 token\n" in page.locator(".ropegeo-lab").nth(mine[0]).inner_text() + "\n"
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})

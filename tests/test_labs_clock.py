@@ -10,11 +10,11 @@ from jsrun import call_js
 from ropegeo.book.widgets._lab import esm_source
 from ropegeo.book.widgets.clock_lab import ClockLab, reference
 
-STATES = [dict(m=3, n=7, head_dim=4, base=100.0, pairing="interleaved"),
-          dict(m=103, n=107, head_dim=4, base=100.0, pairing="interleaved"),
-          dict(m=3, n=7, head_dim=8, base=100.0, pairing="half"),
-          dict(m=500, n=0, head_dim=16, base=1e4, pairing="half"),
-          dict(m=0, n=512, head_dim=2, base=2.0, pairing="interleaved")]
+STATES = [dict(m=3, n=7, head_dim=4, base=100.0, pairing="interleaved", speed=4),
+          dict(m=103, n=107, head_dim=4, base=100.0, pairing="interleaved", speed=1),
+          dict(m=3, n=7, head_dim=8, base=100.0, pairing="half", speed=32),
+          dict(m=500, n=0, head_dim=16, base=1e4, pairing="half", speed=4),
+          dict(m=0, n=512, head_dim=2, base=2.0, pairing="interleaved", speed=4)]
 
 
 def test_front_end_matches_apply_rope_and_shift_keeps_the_score():
@@ -36,6 +36,20 @@ def test_front_end_matches_apply_rope_and_shift_keeps_the_score():
 def test_widget_state_is_validated():
     lab = ClockLab(m=10, n=20)
     assert lab.numbers["score"] == pytest.approx(reference(lab.state(), lab.q, lab.k)["score"])
-    for name, value in [("m", -1), ("n", 513), ("head_dim", 3), ("pairing", "twisted"), ("q", [1.0])]:
+    for name, value in [("m", -1), ("n", 513), ("head_dim", 3), ("pairing", "twisted"), ("q", [1.0]), ("speed", 0),
+                        ("speed", 33)]:
         with pytest.raises(traitlets.TraitError, match=name):
             setattr(lab, name, value)
+
+
+def test_animation_step_keeps_the_offset_and_starts_over_past_the_end():
+    """advance(): both positions one step forward; past 512 both start over, the smaller at 0, so
+    the offset and therefore the score are unchanged (checked against apply_rope)."""
+    lab = ClockLab()
+    steps = [dict(STATES[0]), dict(STATES[0], m=505, n=512), dict(STATES[0], m=512, n=500)]
+    got = call_js(esm_source("lab_clock.js"), [("advance", [s, 1]) for s in steps] + [("advance", [steps[0], 5])])
+    assert got == [{"m": 4, "n": 8}, {"m": 0, "n": 7}, {"m": 12, "n": 0}, {"m": 8, "n": 12}]
+    for st, moved in zip(steps, got):
+        before = reference(st, lab.q, lab.k)["score"]
+        after = reference({**st, **moved}, lab.q, lab.k)["score"]
+        assert after == pytest.approx(before, abs=1e-12)

@@ -347,6 +347,7 @@ LAB_CHAPTERS = {
     "ropegeo.book.widgets.kernel_lab.KernelLab": "03", "ropegeo.book.widgets.scaling_lab.ScalingLab": "04",
     "ropegeo.book.widgets.wiring_lab.WiringLab": "05", "ropegeo.book.widgets.audit_lab.AuditLab": "06",
     "ropegeo.book.widgets.axes_lab.AxesLab": "08",
+    "ropegeo.book.widgets.attention_lab.AttentionLab": "03",
 }
 
 

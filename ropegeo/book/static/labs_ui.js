@@ -208,6 +208,7 @@ export function makeLab(opts) {
   const onChange = () => { if (!own) update(); }; // a change from Python (or another view)
   for (const k of names) model.on(`change:${k}`, onChange);
   update();
+  if (opts.ready) opts.ready({ setMany, parts }); // a lab that moves itself (the clock's animation)
   return () => { for (const k of names) model.off(`change:${k}`, onChange); };
 }
 
@@ -233,9 +234,6 @@ function wrapTitle(title, width) {
  * and the outermost x tick labels stay inside the drawing. */
 export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
   left = 52, right = 12, top = 20, bottom = 34, label }) {
-  const titleLines = title ? wrapTitle(title, w - 8) : [];
-  top += 13 * Math.max(0, titleLines.length - 1);
-  h += 13 * Math.max(0, titleLines.length - 1);
   const tx = xlog ? Math.log10 : (x) => x, ty = ylog ? Math.log10 : (y) => y;
   const [x0, x1] = xr.map(tx), [y0, y1] = yr.map(ty);
   const ticks = (lo, hi, log) => {
@@ -255,6 +253,10 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog)]);
   // the y axis title sits at x = 12 (its glyphs reach about x = 18): tick labels end 4 px left of the frame
   left = Math.max(left, Math.ceil(24 + Math.max(0, ...yticks.map(([, s]) => textWidth(s)))));
+  // the title is centred over the plot, not the whole chart: its lines fit the nearer edge on both sides
+  const titleLines = title ? wrapTitle(title, 2 * Math.min(left + (w - left - right) / 2, (w + right - left) / 2) - 8) : [];
+  top += 13 * Math.max(0, titleLines.length - 1);
+  h += 13 * Math.max(0, titleLines.length - 1);
   const svg = s("svg", { viewBox: `0 0 ${w} ${h}`, class: "rl-chart", role: "img", "aria-label": label || title,
     preserveAspectRatio: "xMidYMid meet" });
   const pw = w - left - right, ph = h - top - bottom;

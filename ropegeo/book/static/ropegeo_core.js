@@ -617,3 +617,67 @@ export function gridNearReturns(values, grid, threshold, top) {
   }
   return { count, top: best };
 }
+// ---- labsattn ----
+// The attention-score heatmap (ropegeo/book/widgets/attention_lab.py, lab_attention.js): query and key
+// contents defined by formula (so that Python derives the same vectors), and the causal matrix of
+// rotary scores <R_m q, R_n k> = q^T R(n - m) k over sampled positions.
+
+export const ATTENTION_CONTENTS = ["equal", "slow", "fast", "varied"];
+
+/** Query and key of a content preset over head_dim coordinates, pair i = (2i, 2i + 1):
+ * "equal": every pair (1, 0) in both (the score is then (d/2) K(n - m));
+ * "slow" / "fast": (1, 0) on the slower half (i >= floor(P/2)) / faster half (i < ceil(P/2)) of
+ * the P pairs, 0 elsewhere; "varied": q_j = cos(g (j + 1) (seed + 1)), k_j = sin(g (j + 1)
+ * (seed + 2) + 1), g the golden angle (a seeded, formula-defined stand-in for random content). */
+export function attentionContent(kind, headDim, seed = 0) {
+  const pairs = headDim / 2, q = new Float64Array(headDim), k = new Float64Array(headDim);
+  for (let i = 0; i < pairs; i++) {
+    const on = kind === "equal" || (kind === "slow" && i >= Math.floor(pairs / 2)) || (kind === "fast" && i < Math.ceil(pairs / 2));
+    if (on) { q[2 * i] = 1.0; k[2 * i] = 1.0; }
+  }
+  if (kind === "varied") {
+    for (let j = 0; j < headDim; j++) {
+      q[j] = Math.cos(GOLDEN_ANGLE * (j + 1) * (seed + 1));
+      k[j] = Math.sin(GOLDEN_ANGLE * (j + 1) * (seed + 2) + 1.0);
+    }
+  }
+  return { q, k };
+}
+
+/** Per-pair amplitude |q_i| |k_i| (pair i = (2i, 2i + 1)): the weight of pair i in the score. */
+export function pairAmplitudes(q, k) {
+  const pairs = q.length / 2;
+  return Float64Array.from({ length: pairs }, (_, i) => Math.hypot(q[2 * i], q[2 * i + 1]) * Math.hypot(k[2 * i], k[2 * i + 1]));
+}
+
+/** The causal score matrix S[a][b] = gain * <R_(p_a) q, R_(p_b) k> for b <= a (NaN above the
+ * diagonal), row-major G x G over positions p, with angles formed in `dtype` (as apply_rope's
+ * phase_dtype) and rope = false for no position encoding (S = gain q.k everywhere). With exact
+ * (float64) angles and evenly spaced positions each diagonal is computed once, in the relative
+ * form gain * q^T R(p_b - p_a) k (equal to the absolute one up to rounding, about 1e-13). */
+export function attentionScores(q, k, positions, theta, { dtype = "float64", rope = true, gain = 1.0 } = {}) {
+  const g = positions.length, d = q.length, out = new Float64Array(g * g).fill(NaN);
+  const step = g > 1 ? positions[1] - positions[0] : 0;
+  if (!rope || (dtype === "float64" && positions.every((p, j) => p === j * step))) {
+    for (let t = 0; t < g; t++) { // the diagonal a - b = t
+      const v = gain * (rope ? dot(q, rotate(k, -t * step, theta)) : dot(q, k));
+      for (let a = t; a < g; a++) out[a * g + a - t] = v;
+    }
+    return out;
+  }
+  const rq = new Float64Array(g * d), rk = new Float64Array(g * d); // rotated rows, packed
+  for (let j = 0; j < g; j++) {
+    rq.set(rope ? rotate(q, positions[j], theta, { dtype }) : q, j * d);
+    rk.set(rope ? rotate(k, positions[j], theta, { dtype }) : k, j * d);
+  }
+  for (let a = 0; a < g; a++) {
+    const qa = a * d;
+    for (let b = 0; b <= a; b++) {
+      const kb = b * d;
+      let acc = 0;
+      for (let j = 0; j < d; j++) acc += rq[qa + j] * rk[kb + j];
+      out[a * g + b] = gain * acc;
+    }
+  }
+  return out;
+}

@@ -6,7 +6,7 @@ static book, where no kernel runs. Python validates and bounds the state (no con
 unbounded work) and gives ropegeo's numbers for it, which the tests compare with the page's
 (``tests/test_js_core.py``, ``tests/test_labs_browser.py``); ``bench/labs.py`` times the updates.
 
-Labs: :mod:`.clock_lab` (chapter 2), :mod:`.frequency_lab` and :mod:`.kernel_lab` (chapter 3),
+Labs: :mod:`.clock_lab` (chapter 2), :mod:`.frequency_lab`, :mod:`.kernel_lab` and :mod:`.attention_lab` (chapter 3),
 :mod:`.scaling_lab` (chapter 4), :mod:`.wiring_lab` (chapter 5), :mod:`.audit_lab` (chapter 6),
-:mod:`.axes_lab` (the 2D kernel of a bank split between two axes; chapter 8, shown in chapter 3 for now).
+:mod:`.axes_lab` (chapter 8).
 """

@@ -3,7 +3,8 @@
 Each rotary pair is a clock whose hand turns by ``position * theta_i``. Shifting both positions
 turns every hand but leaves the score ``<R_m q, R_n k>`` unchanged, since it depends on ``n - m``
 only; moving one position changes it. The pairing toggle groups the coordinates as
-``(2i, 2i + 1)`` or ``(i, i + d/2)``.
+``(2i, 2i + 1)`` or ``(i, i + d/2)``. "Play" animates the clock: both positions advance one token
+at a time (``speed`` tokens per second) and the hands turn while the score stays put.
 
 :class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_clock.js`` on the shared
 geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
@@ -19,10 +20,12 @@ from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
 
-__all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION"]
+__all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION", "MAX_CLOCK_SPEED"]
 
 #: Largest position either slider reaches.
 MAX_CLOCK_POSITION = 512
+#: Fastest animation, in tokens per second.
+MAX_CLOCK_SPEED = 32
 _WIDTH = 16  # the query and key vectors carried in the state (the lab uses the first head_dim)
 
 
@@ -38,6 +41,9 @@ class ClockLab(Lab):
     base : float
         Frequency base, 2 to 100,000 (small bases turn the slow hands visibly).
     pairing : {"interleaved", "half"}
+    speed : int
+        Animation speed, 1 to 32 tokens per second: "play" advances both positions by one token
+        per step (the score stays put), "pause" stops; the lab never plays by itself.
     q, k : list of float
         The query and key vectors (16 entries; the lab uses the first ``head_dim``).
 
@@ -48,13 +54,14 @@ class ClockLab(Lab):
 
     _esm = esm_source("lab_clock.js")
     BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
-              "pairing": ("interleaved", "half")}
+              "pairing": ("interleaved", "half"), "speed": (1, MAX_CLOCK_SPEED)}
 
     m = traitlets.Int(3).tag(sync=True)
     n = traitlets.Int(7).tag(sync=True)
     head_dim = traitlets.Int(4).tag(sync=True)
     base = traitlets.Float(100.0).tag(sync=True)
     pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    speed = traitlets.Int(4).tag(sync=True)
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
 

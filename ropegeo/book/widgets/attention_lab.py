@@ -1,0 +1,188 @@
+"""The attention-score heatmap (chapter 3): the causal matrix ``<R_m q, R_n k>`` over positions.
+
+For a query and key whose contents are defined by formula (every pair equal, the slow or the fast
+half of the pairs only, or a seeded "varied" content), the lab draws the score of every query
+position ``m`` against every key position ``n <= m``. With RoPE the score is ``q^T R(n - m) k``, a
+function of the offset alone, so the matrix is made of stripes parallel to its diagonal, and an
+offset whose rotation nearly returns to the identity (:func:`ropegeo.geometry.near_collisions`,
+weighted by this content's pairs and searched past the first zero of their kernel) is a stripe
+almost as bright as the diagonal. Without a position
+encoding the matrix is flat. A scaling rule (:mod:`ropegeo.scaling`) changes the frequencies (and
+YaRN's attention factor ``a`` multiplies every score by ``a**2``); angles formed in float32,
+float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far from the origin.
+
+At most ``G = grid_side(head_dim)`` positions per side are drawn (``MAX_ATTN_GRID``, fewer for a
+head wider than 32, so that the matrix takes at most ``MAX_ATTN_PRODUCTS`` multiply-adds): a longer
+span is sampled every ``ceil(span / G)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
+(``ropegeo/book/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
+ropegeo's computation of the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import traitlets
+
+from ropegeo.geometry import kernel, near_collisions
+from ropegeo.rotation import apply_rope
+from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.book.widgets.scaling_lab import MAX_LAB_FACTOR
+
+__all__ = ["AttentionLab", "reference", "content", "grid_side", "MAX_ATTN_SPAN", "MAX_ATTN_GRID", "MAX_ATTN_HEAD_DIM",
+           "MAX_ATTN_PRODUCTS",
+           "CONTENTS"]
+
+#: Largest number of positions the heatmap spans.
+MAX_ATTN_SPAN = 16_384
+#: Largest number of cells per side (a longer span is sampled).
+MAX_ATTN_GRID = 256
+#: Largest head dimension (a d-wide rotation per drawn position and a d-long dot per cell).
+MAX_ATTN_HEAD_DIM = 128
+#: Multiply-adds of the causal matrix per update, ``G**2 d / 2``: a wide head gets fewer cells per side.
+MAX_ATTN_PRODUCTS = 2**20
+#: The content presets.
+CONTENTS = ("equal", "slow", "fast", "varied")
+_GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
+_TOP = 3
+
+
+class AttentionLab(Lab):
+    """The attention-score heatmap (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    content : {"equal", "slow", "fast", "varied"}
+        The query and key (see :func:`content`).
+    seed : int
+        0 to 99, for ``"varied"``.
+    encoding : {"rope", "none"}
+    head_dim : int
+        Even, 4 to 128.
+    base : float
+        2 to 10,000,000.
+    span : int
+        Positions shown, a multiple of 16 from 16 to 16,384 (sampled beyond 256).
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision in which the angles are formed.
+    rule : {"none", "linear", "ntk", "yarn", "llama3"}
+        Scaling rule stretching ``train_length`` by ``factor``.
+    factor : int
+        1 to 64.
+    train_length : int
+        A multiple of 16 from 16 to 16,384.
+
+    Notes
+    -----
+    A value outside these bounds raises ``traitlets.TraitError`` naming the parameter.
+
+    Examples
+    --------
+    >>> AttentionLab(content="slow", head_dim=8, span=8192)  # doctest: +SKIP
+    """
+
+    _esm = esm_source("lab_attention.js")
+    BOUNDS = {"content": CONTENTS, "seed": (0, 99), "encoding": ("rope", "none"), "head_dim": (4, MAX_ATTN_HEAD_DIM),
+              "base": (2.0, 1e7), "span": (16, MAX_ATTN_SPAN), "dtype": ("float64", "float32", "float16", "bfloat16"),
+              "rule": ("none", "linear", "ntk", "yarn", "llama3"), "factor": (1, MAX_LAB_FACTOR),
+              "train_length": (16, MAX_ATTN_SPAN)}
+
+    content = traitlets.Unicode("slow").tag(sync=True)
+    seed = traitlets.Int(0).tag(sync=True)
+    encoding = traitlets.Unicode("rope").tag(sync=True)
+    head_dim = traitlets.Int(8).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    span = traitlets.Int(8192).tag(sync=True)
+    dtype = traitlets.Unicode("float64").tag(sync=True)
+    rule = traitlets.Unicode("none").tag(sync=True)
+    factor = traitlets.Int(4).tag(sync=True)
+    train_length = traitlets.Int(64).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        value = self._bounded(proposal)  # head_dim: also even
+        name = proposal["trait"].name
+        if name in ("span", "train_length") and value % 16:
+            raise traitlets.TraitError(f"{name} must be a multiple of 16, got {value}")
+        return value
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state())
+
+
+def grid_side(head_dim: int) -> int:
+    """Cells per side of the heatmap: ``MAX_ATTN_GRID``, or fewer so that ``G**2 d / 2`` stays
+    within ``MAX_ATTN_PRODUCTS``.
+
+    Examples
+    --------
+    >>> grid_side(8), grid_side(32), grid_side(128)
+    (256, 256, 128)
+    """
+    return min(MAX_ATTN_GRID, math.isqrt(2 * MAX_ATTN_PRODUCTS // head_dim))
+
+
+def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The query and key of a content preset, pair ``i`` = coordinates ``(2i, 2i + 1)``.
+
+    ``"equal"``: ``(1, 0)`` in every pair of both, so that the score is ``(d/2) K(n - m)``;
+    ``"slow"`` / ``"fast"``: ``(1, 0)`` in the slower half (``i >= P // 2``) / faster half
+    (``i < ceil(P / 2)``) of the ``P`` pairs and 0 elsewhere; ``"varied"``:
+    ``q_j = cos(g (j + 1) (seed + 1))`` and ``k_j = sin(g (j + 1) (seed + 2) + 1)``, ``g`` the golden
+    angle (a seeded content that the page derives by the same formula).
+
+    Examples
+    --------
+    >>> q, k = content("slow", 8)
+    >>> q.tolist()
+    [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    """
+    pairs = head_dim // 2
+    if kind == "varied":
+        j = np.arange(1, head_dim + 1, dtype=float)
+        return np.cos(_GOLDEN_ANGLE * j * (seed + 1)), np.sin(_GOLDEN_ANGLE * j * (seed + 2) + 1.0)
+    on = {"equal": np.ones(pairs, bool), "slow": np.arange(pairs) >= pairs // 2,
+          "fast": np.arange(pairs) < -(-pairs // 2)}[kind]
+    q = np.zeros(head_dim)
+    q[0::2] = on
+    return q, q.copy()
+
+
+def reference(state: dict) -> dict:
+    """ropegeo's numbers for a lab state: ``positions``, ``theta``, ``attention_factor``, ``q``,
+    ``k``, ``scores`` (positions x positions, NaN above the diagonal: query rows, key columns),
+    ``bound`` (``sum_i |q_i| |k_i|`` times the gain), ``returns_from`` (the first offset where this
+    content's kernel ``K_w``, each pair weighted by ``|q_i| |k_i|``, reaches 0; None if it never
+    does below ``span`` or without RoPE) and ``returns`` (``(offset, K_w)`` of
+    :func:`ropegeo.geometry.near_collisions` from ``returns_from`` to ``span - 1``)."""
+    d, span, rope = state["head_dim"], state["span"], state["encoding"] == "rope"
+    scaling = None
+    if rope and state["rule"] != "none":
+        scaling = preset(state["rule"], train_length=state["train_length"],
+                         target_length=state["train_length"] * state["factor"])
+    theta, att = scaled_frequencies(scaling, state["base"], d)
+    stride = -(-span // grid_side(d))
+    positions = np.arange(0, span, stride)
+    q, k = content(state["content"], d, state["seed"])
+    amplitudes = np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])
+    gain = att**2 if rope else 1.0
+    if rope:
+        rq = apply_rope(np.broadcast_to(q, (positions.size, d)), positions, theta=theta, phase_dtype=state["dtype"])
+        rk = apply_rope(np.broadcast_to(k, (positions.size, d)), positions, theta=theta, phase_dtype=state["dtype"])
+    else:
+        rq, rk = np.broadcast_to(q, (positions.size, d)), np.broadcast_to(k, (positions.size, d))
+    scores = gain * (rq @ rk.T)
+    scores[np.triu_indices(positions.size, 1)] = np.nan
+    returns, start = [], None
+    if rope:  # past the main lobe: from the first offset where this content's kernel reaches 0
+        below = np.flatnonzero(kernel(np.arange(1, span, dtype=float), theta, weights=amplitudes) <= 0)
+        if below.size:
+            start = int(below[0]) + 1
+            returns = [(c.offset, c.similarity) for c in
+                       near_collisions(theta, start, span - 1, top=_TOP, weights=amplitudes, progress=False)]
+    return {"positions": positions, "theta": theta, "attention_factor": att, "q": q, "k": k, "scores": scores,
+            "bound": gain * amplitudes.sum(), "returns": returns, "returns_from": start}
