@@ -642,6 +642,18 @@ def _check_kernel(r):
     assert not compare_lab(r), compare_lab(r)
 
 
+def _check_angles(r):
+    from test_labs_angles import assert_matches
+
+    assert_matches(r)
+
+
+def _check_pipeline(r):
+    from test_labs_pipeline import assert_matches
+
+    assert_matches(r)
+
+
 #: For each kind of lab: the moves a reader makes (control, value; None presses a button) and the
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
@@ -660,6 +672,12 @@ LAB_DRIVES = {
     "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
                             ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],
                            _check_wiring),
+    "ropegeo-angle-lab": ([("rule", "linear"), ("factor", 16), ("dtype", "bfloat16"), ("rule", "ntk"), ("head_dim", 256),
+                           ("base", 6.0), ("rule", "yarn"), ("train_length", 8192), ("dtype", "float32"), ("rule", "llama3"),
+                           ("factor", 1), ("rule", "none")], _check_angles),
+    "ropegeo-pipeline-lab": ([("pair", 20), ("max_position", 6.5), ("base", 5.7), ("head_dim", 16), ("worst", True),
+                              ("head_dim", 256), ("max_position", 2.0), ("worst", False), ("pair", 127), ("base", 2.0)],
+                             _check_pipeline),
 }
 
 
@@ -769,6 +787,8 @@ DISABLED_STATES = {
                            ([("interpolate", True)], [], ["train_length", "target_length"])],
     "ropegeo-scaling-lab": [([("rule", "ntk")], ["beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor"], []),
                             ([("rule", "yarn")], ["low_freq_factor", "high_freq_factor"], ["beta_fast", "beta_slow"])],
+    "ropegeo-pipeline-lab": [([("worst", True)], ["pair"], []),
+                             ([("worst", False)], [], ["pair"])],
 }
 
 _CONTROL_STATE_JS = r"""

@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 
 import sitecheck as sc
+from ropegeo.widgets.angle_lab import AngleLab
 from ropegeo.widgets.audit_lab import AuditLab, audit_lab
 from ropegeo.widgets.clock_lab import ClockLab
 from ropegeo.widgets.frequency_lab import frequency_lab
 from ropegeo.widgets.kernel_lab import KernelLab
+from ropegeo.widgets.pipeline_lab import PipelineLab
 from ropegeo.widgets.scaling_lab import ScalingLab
 from ropegeo.widgets.wiring_lab import WiringLab
 
@@ -28,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_vendor" / "site"
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
 KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-scaling-lab",
-         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab"]
+         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab",
+         "ropegeo-angle-lab", "ropegeo-pipeline-lab"]
 
 
 def _skip_or_fail(reason):
@@ -48,7 +51,8 @@ def page_of_labs(tmp_path_factory):
     if not (VENDOR / "html-manager" / "embed-amd.js").is_file():
         _skip_or_fail("the vendored browser files are missing (make vendor)")
     labs = [ClockLab(), frequency_lab(), KernelLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
-            audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab()]
+            audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab(),
+            AngleLab(), PipelineLab()]
     tmp = tmp_path_factory.mktemp("labs")
     sc.write_lab_page(tmp, labs, VENDOR)
     external: list[str] = []
@@ -216,7 +220,7 @@ def test_audit_lab_reads_layer_kinds_windows_and_the_new_models(page_of_labs):
     from ropegeo.widgets.audit_lab import reference
 
     page = page_of_labs["page"]
-    i = len(KINDS) - 1  # AuditLab(): a shipped model
+    i = _index(page, "ropegeo-audit-lab", nth=-1)  # AuditLab(): a shipped model
     lab = page.locator(".ropegeo-lab").nth(i)
     for name, value in AUDIT_MOVES:
         assert sc.move_control(page, i, name, value), f"moving {name} to {value} changed nothing"
@@ -280,6 +284,8 @@ async ([esm, state, changes]) => {
     (WiringLab(), {"policy": "kv-cache", "cache_offset": 20}),
     (AuditLab(), {"model": "mistral-7b", "target_length": 65536}),
     (AuditLab(), {"model": "gpt-oss-20b", "layer_type": "sliding_attention", "dtype": "bfloat16"}),
+    (AngleLab(), {"rule": "linear", "dtype": "bfloat16"}),
+    (PipelineLab(), {"worst": True, "max_position": 4096}),
 ])
 def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
     """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is

@@ -346,6 +346,8 @@ LAB_CHAPTERS = {
     "ropegeo.widgets.clock_lab.ClockLab": "02", "ropegeo.widgets.frequency_lab.FrequencyLab": "03",
     "ropegeo.widgets.kernel_lab.KernelLab": "03", "ropegeo.widgets.scaling_lab.ScalingLab": "04",
     "ropegeo.widgets.wiring_lab.WiringLab": "05", "ropegeo.widgets.audit_lab.AuditLab": "06",
+    "ropegeo.widgets.angle_lab.AngleLab": "04",
+    "ropegeo.widgets.pipeline_lab.PipelineLab": "05",
 }
 
 

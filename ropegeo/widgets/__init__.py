@@ -7,5 +7,6 @@ unbounded work) and gives ropegeo's numbers for it, which the tests compare with
 (``tests/test_js_core.py``, ``tests/test_labs_browser.py``); ``bench/labs.py`` times the updates.
 
 Labs: :mod:`.clock_lab` (chapter 2), :mod:`.frequency_lab` and :mod:`.kernel_lab` (chapter 3),
-:mod:`.scaling_lab` (chapter 4), :mod:`.wiring_lab` (chapter 5), :mod:`.audit_lab` (chapter 6).
+:mod:`.scaling_lab` (chapter 4), :mod:`.wiring_lab` (chapter 5), :mod:`.audit_lab` (chapter 6);
+also :mod:`.angle_lab` (chapter 4) and :mod:`.pipeline_lab` (chapter 5).
 """
