@@ -63,6 +63,8 @@ def _labs():
     from ropegeo.widgets.kernel_lab import KernelLab
     from ropegeo.widgets.scaling_lab import ScalingLab
     from ropegeo.widgets.wiring_lab import WiringLab
+    from ropegeo.widgets.angle_lab import AngleLab
+    from ropegeo.widgets.pipeline_lab import PipelineLab
 
     base_steps = [4.0 + 0.01 * (k % 20) for k in range(MOVES)]  # the base slider (log10), dragged
     return [
@@ -74,6 +76,11 @@ def _labs():
         ("scaling lab (defaults)", ScalingLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
         ("wiring lab (defaults)", WiringLab(), "pad", [k * 7 for k in range(MOVES)], False),
         ("audit lab (Llama 3.1 8B, 131,072)", audit_lab("llama-3.1-8b"), "head_dim", [16 + 2 * (k % 20) for k in range(MOVES)], False),
+        ("angle lab (defaults)", AngleLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
+        ("angle lab, d = 256, bfloat16", AngleLab(head_dim=256, dtype="bfloat16"), "factor", [2 + (k % 20) for k in range(MOVES)], False),
+        ("pipeline lab (defaults)", PipelineLab(), "pair", [k % 64 for k in range(MOVES)], False),
+        ("pipeline lab, worst of 128 pairs, 10^6", PipelineLab(head_dim=256, worst=True, max_position=1_000_000), "base",
+         base_steps, False),
     ]
 
 

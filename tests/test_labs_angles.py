@@ -41,6 +41,7 @@ def assert_matches(r):
     ref = reference(st, [(c["column"], c["pair"]) for c in r["cells"]])
     assert r["target_length"] == ref["target_length"] == round(st["factor"] * st["train_length"]), st
     assert r["positions"] == ref["positions"].tolist(), st
+    assert r["column_step"] == ref["column_step"] and r["aliased_pairs"] == ref["aliased_pairs"], st
     np.testing.assert_allclose(r["theta"], ref["theta"], rtol=1e-9, err_msg=str(st))
     # angles up to ~ target x theta_0: float64 products of frequencies equal to 1e-15 agree to ~1e-10
     tol = 1e-13 * max(1.0, r["target_length"]) + 1e-12

@@ -47,8 +47,10 @@ export function compute(p) {
   }
   let changed = 0, largest = 0;
   for (const c of change) { if (Math.abs(c) > 1e-9) changed++; largest = Math.max(largest, Math.abs(c)); }
+  const step = Math.floor((5 * target) / 4) / COLUMNS; // tokens per column
   return {
-    state, target_length: target, theta, positions: pos, cells, rounding,
+    state, target_length: target, theta, positions: pos, cells, rounding, column_step: step,
+    aliased_pairs: theta.filter((t) => t * step > Math.PI).length,
     at_train: ends[0].map(wrapPhase), at_target: ends[1].map(wrapPhase),
     turns_at_target: Array.from(theta, (t) => (target * t) / TWO_PI),
     changed_cells: changed, largest_change: largest, _phase: phase, _change: change,
@@ -121,6 +123,8 @@ function draw(r, parts) {
       `(${r.turns_at_target[slow].toFixed(4)} turns)`,
     `fastest pair (${fast}): ${fmtNum(r.turns_at_target[fast], 6)} turns by the target; ` +
       `${st.dtype} angle table: largest rounding at the target ${fmtNum(r.rounding, 3)} rad`,
+    `one column every ${fmtNum(r.column_step, 4)} tokens: the ${r.aliased_pairs} pairs turning more than half a turn ` +
+      "per column are sampled too coarsely, and their stripes are aliases, not their true pattern",
   ]);
 }
 

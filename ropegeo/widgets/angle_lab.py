@@ -71,7 +71,9 @@ def reference(state: dict, cells=()) -> dict:
         ``theta`` (the served frequencies), ``target_length``, ``positions`` (the columns),
         ``at_train`` and ``at_target`` (the phase of each pair at the training and target length, in
         the dtype, in ``[0, 2 pi)``), ``rounding`` (largest ``|angle in the dtype - exact angle|``
-        over the pairs at the target length, radians), ``phase`` and ``change`` (per cell: the phase
+        over the pairs at the target length, radians), ``column_step`` (tokens per column) and
+        ``aliased_pairs`` (pairs turning more than half a turn per column, whose stripes in the map
+        are aliases), ``phase`` and ``change`` (per cell: the phase
         and its difference from plain float64 RoPE in ``[-pi, pi)``).
 
     Raises
@@ -97,7 +99,9 @@ def reference(state: dict, cells=()) -> dict:
     wrap = lambda a: np.mod(a, 2 * np.pi)  # noqa: E731
     ends = phase_angles([float(state["train_length"]), float(target)], theta, dt)
     exact_end = phase_angles([float(target)], theta, "float64")[0]
+    step = ((5 * target) // 4) / COLUMNS  # tokens per column
     out = {"theta": theta, "target_length": target, "positions": pos, "at_train": wrap(ends[0]),
+           "column_step": step, "aliased_pairs": int(np.count_nonzero(theta * step > np.pi)),
            "at_target": wrap(ends[1]), "rounding": float(np.max(np.abs(ends[1] - exact_end)))}
     cells = np.asarray(list(cells), dtype=np.int64).reshape(-1, 2)
     if cells.size:
