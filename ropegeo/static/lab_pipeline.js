@@ -5,7 +5,8 @@
 // ropegeo.widgets.pipeline_lab.reference (ropegeo.precision.phase_error).
 
 const PIPE_HEAD_DIMS = [16, 32, 64, 128, 256];
-export const MIN_POSITION = 100, MAX_POSITION = 10000000;
+export const MIN_POSITION = 100;
+export const MAX_POSITION = 10000000;
 export const POINTS = 200;
 const FLOOR = 1e-9; // errors below this (float32 near position 0, or exactly 0) are drawn on the floor
 export const PIPE_ORDER = ["float32", "deployed", "cast", "bfloat16"];

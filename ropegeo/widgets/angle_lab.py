@@ -29,14 +29,14 @@ from ..scaling import preset, scaled_frequencies
 from ._lab import Lab, esm_source
 
 __all__ = ["AngleLab", "reference", "positions", "ANGLE_RULES", "ANGLE_DTYPES", "HEAD_DIMS", "TRAIN_LENGTHS",
-           "MAX_FACTOR", "COLUMNS"]
+           "MAX_ANGLE_FACTOR", "COLUMNS"]
 
 ANGLE_RULES = ("none", "linear", "ntk", "yarn", "llama3")
 ANGLE_DTYPES = ("float64", "float32", "bfloat16")
 HEAD_DIMS = (16, 32, 64, 128, 256)
 TRAIN_LENGTHS = (512, 1024, 2048, 4096, 8192)
 #: Largest factor of the lab's slider (steps of 0.5, so the target length is a whole number).
-MAX_FACTOR = 64.0
+MAX_ANGLE_FACTOR = 64.0
 #: Positions drawn (columns of the heatmap).
 COLUMNS = 240
 
@@ -91,7 +91,7 @@ def reference(state: dict, cells=()) -> dict:
                           ("train_length", TRAIN_LENGTHS)):
         if state[name] not in allowed:
             raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {state[name]!r}")
-    v.real("factor", state["factor"], minimum=1.0, maximum=MAX_FACTOR)
+    v.real("factor", state["factor"], minimum=1.0, maximum=MAX_ANGLE_FACTOR)
     v.real("base", state["base"], minimum=100.0, maximum=1e7)
     theta, target = _served(state)
     dt = state["dtype"]
@@ -141,7 +141,7 @@ class AngleLab(Lab):
     """
 
     _esm = esm_source("lab_angles.js")
-    BOUNDS = {"rule": ANGLE_RULES, "factor": (1.0, MAX_FACTOR), "head_dim": HEAD_DIMS, "base": (100.0, 1e7),
+    BOUNDS = {"rule": ANGLE_RULES, "factor": (1.0, MAX_ANGLE_FACTOR), "head_dim": HEAD_DIMS, "base": (100.0, 1e7),
               "train_length": TRAIN_LENGTHS, "dtype": ANGLE_DTYPES}
 
     rule = traitlets.Unicode("yarn").tag(sync=True)
