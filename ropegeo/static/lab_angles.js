@@ -58,50 +58,45 @@ export function compute(p) {
 }
 
 // ------------------------------------------------------------------------------ drawing
-/** A cyclic colour (phase 0 and 2 pi alike): three cosines a third of a turn apart, softened;
- * a table of 512 colours over [0, 2 pi). */
-const CYCLIC = Array.from({ length: 512 }, (_, j) => {
-  const phi = (TWO_PI * (j + 0.5)) / 512;
+/** A cyclic palette (phase 0 and 2 pi alike): three cosines a third of a turn apart, softened;
+ * 256 colours over [0, 2 pi). */
+const CYCLIC = Array.from({ length: 256 }, (_, j) => {
+  const phi = (TWO_PI * (j + 0.5)) / 256;
   return [0, 1, 2].map((k) => Math.round(255 * (0.55 + 0.4 * Math.cos(phi - (2 * Math.PI * k) / 3))));
 });
-function cyclic(phi) {
-  return CYCLIC[Math.min(511, Math.floor((phi / TWO_PI) * 512))];
-}
-/** A diverging colour for [-pi, pi): white at 0, red above, blue below (a table of 513 colours). */
-const DIVERGING = Array.from({ length: 513 }, (_, j) => {
-  const u = (j - 256) / 256, a = Math.abs(u) ** 0.6;
+const cyclicIndex = (phi) => Math.min(255, Math.floor((phi / TWO_PI) * 256));
+/** A diverging palette for [-pi, pi): white at 0 (index 127), red above, blue below. */
+const DIVERGING = Array.from({ length: 256 }, (_, j) => {
+  const u = Math.min(1, (j - 127) / 127), a = Math.abs(u) ** 0.6;
   return u >= 0 ? [255, Math.round(255 * (1 - 0.8 * a)), Math.round(255 * (1 - 0.85 * a))]
     : [Math.round(255 * (1 - 0.85 * a)), Math.round(255 * (1 - 0.6 * a)), 255];
 });
-function diverging(x) {
-  return DIVERGING[256 + Math.round(256 * Math.max(-1, Math.min(1, x / Math.PI)))];
-}
+const divergingIndex = (x) => 127 + Math.round(127 * Math.max(-1, Math.min(1, x / Math.PI)));
 
-/** An uncompressed 24-bit BMP (bottom row first, as BMP stores it) of rows x cols colours, as a data URL. */
-function bmp(values, rows, cols, colour) {
-  const stride = Math.ceil((3 * cols) / 4) * 4, size = 54 + stride * rows;
+/** An uncompressed 8-bit BMP with a 256-colour palette (bottom row first, as BMP stores it) of
+ * rows x cols values, as a data URL: one byte per cell keeps the page (and its preview) small. */
+function bmp(values, rows, cols, palette, index) {
+  const stride = Math.ceil(cols / 4) * 4, offset = 54 + 4 * 256, size = offset + stride * rows;
   const b = new Uint8Array(size), dv = new DataView(b.buffer);
   b[0] = 0x42; b[1] = 0x4d;
-  dv.setUint32(2, size, true); dv.setUint32(10, 54, true); dv.setUint32(14, 40, true);
-  dv.setInt32(18, cols, true); dv.setInt32(22, rows, true); dv.setUint16(26, 1, true); dv.setUint16(28, 24, true);
-  dv.setUint32(34, stride * rows, true);
+  dv.setUint32(2, size, true); dv.setUint32(10, offset, true); dv.setUint32(14, 40, true);
+  dv.setInt32(18, cols, true); dv.setInt32(22, rows, true); dv.setUint16(26, 1, true); dv.setUint16(28, 8, true);
+  dv.setUint32(34, stride * rows, true); dv.setUint32(46, 256, true);
+  palette.forEach(([r, g, bl], j) => { b[54 + 4 * j] = bl; b[55 + 4 * j] = g; b[56 + 4 * j] = r; });
   for (let i = 0; i < rows; i++) {
-    for (let k = 0; k < cols; k++) {
-      const [r, g, bl] = colour(values[k * rows + i]), at = 54 + i * stride + 3 * k;
-      b[at] = bl; b[at + 1] = g; b[at + 2] = r;
-    }
+    for (let k = 0; k < cols; k++) b[offset + i * stride + k] = index(values[k * rows + i]);
   }
   let bin = "";
   for (let j = 0; j < size; j += 8192) bin += String.fromCharCode(...b.subarray(j, j + 8192));
   return `data:image/bmp;base64,${btoa(bin)}`;
 }
 
-function heatmap(r, values, colour, title, label) {
+function heatmap(r, values, palette, index, title, label) {
   const st = r.state, pairs = r.theta.length, xmax = Math.floor((5 * r.target_length) / 4);
   const c = chart({ h: 200, xr: [0, xmax], yr: [-0.5, pairs - 0.5], xlabel: "position (dashed: train, dotted: target)",
     ylabel: "pair i", title, label });
   c.add(s("image", { x: c.X(0), y: c.Y(pairs - 0.5), width: c.X(xmax) - c.X(0), height: c.Y(-0.5) - c.Y(pairs - 0.5),
-    preserveAspectRatio: "none", href: bmp(values, pairs, COLUMNS, colour), style: "image-rendering: pixelated" }));
+    preserveAspectRatio: "none", href: bmp(values, pairs, COLUMNS, palette, index), style: "image-rendering: pixelated" }));
   for (const [x, cls] of [[st.train_length, "rl-train"], [r.target_length, "rl-target"]]) {
     c.add(s("line", { x1: c.X(x), x2: c.X(x), y1: c.top, y2: c.top + c.ph, class: cls, "stroke-width": 1.5 }));
   }
@@ -111,9 +106,9 @@ function heatmap(r, values, colour, title, label) {
 function draw(r, parts) {
   const st = r.state, pairs = r.theta.length;
   const rule = RULE_TEXT[st.rule];
-  const map = heatmap(r, r._phase, cyclic, `phase mod 2π, ${rule} ×${fmtNum(st.factor)}, ${st.dtype} angles`,
+  const map = heatmap(r, r._phase, CYCLIC, cyclicIndex, `phase mod 2π, ${rule} ×${fmtNum(st.factor)}, ${st.dtype} angles`,
     "phase of every pair at every position (cyclic colours)");
-  const diff = heatmap(r, r._change, diverging, "change from plain RoPE in float64 (white: none, red +, blue −)",
+  const diff = heatmap(r, r._change, DIVERGING, divergingIndex, "change from plain RoPE in float64 (white: none, red +, blue −)",
     "phase minus the unscaled float64 phase, per pair and position");
   const slow = pairs - 1, fast = 0;
   paint(parts, [map, diff], [
