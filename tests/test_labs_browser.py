@@ -295,3 +295,51 @@ def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, ch
     for k, v in changes.items():
         assert got["states"][-1][k] == v
     assert len(got["saved"]) == 1 and got["saved"][0] != state
+
+
+_IMAGES_JS = r"""
+async (i) => {
+  const root = document.querySelectorAll('.ropegeo-lab')[i];
+  const hrefs = [...root.querySelectorAll('svg.rl-chart image')].map((e) => e.getAttribute('href'));
+  const sizes = await Promise.all(hrefs.map((src) => new Promise((ok) => {
+    const img = new Image();
+    img.onload = () => ok([img.naturalWidth, img.naturalHeight]);
+    img.onerror = () => ok(null);
+    img.src = src;
+  })));
+  return { hrefs, sizes };
+}
+"""
+
+
+def test_angle_lab_draws_both_maps_and_every_rule_and_dtype_changes_them(page_of_labs):
+    """Both heatmaps are images the browser decodes (240 columns, one row per pair); plain RoPE in
+    float64 changes no cell, and every rule and the bfloat16 table redraw the map of changes."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-angle-lab")
+    for name, value in [("rule", "none"), ("dtype", "float64"), ("head_dim", 64), ("factor", 4)]:
+        sc.move_control(page, i, name, value)
+    plain = page.evaluate(_IMAGES_JS, i)
+    assert plain["sizes"] == [[240, 32], [240, 32]]
+    assert sc.lab_data(page, i)["changed_cells"] == 0
+    for name, value in [("dtype", "bfloat16"), ("rule", "linear"), ("dtype", "float64"), ("rule", "ntk"),
+                        ("rule", "yarn"), ("rule", "llama3")]:
+        sc.move_control(page, i, name, value)
+        now = page.evaluate(_IMAGES_JS, i)
+        r = sc.lab_data(page, i)
+        assert now["sizes"] == plain["sizes"] and now["hrefs"][1] != plain["hrefs"][1], (name, value)
+        assert r["changed_cells"] > 0, (name, value)
+
+
+def test_pipeline_lab_pair_slider_follows_the_head_width(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-pipeline-lab")
+    sc.move_control(page, i, "worst", False)
+    slider = page.locator(".ropegeo-lab").nth(i).locator('[data-control="pair"]')
+    for d, top in [(256, 127), (16, 7), (64, 31)]:
+        sc.move_control(page, i, "head_dim", d)
+        assert slider.get_attribute("max") == str(top)
+        sc.move_control(page, i, "pair", top + 50)  # past the end: held at the last pair
+        r = sc.lab_data(page, i)
+        assert r["state"]["pair"] == top and slider.input_value() == str(top)
+        sc._check_pipeline(r)
