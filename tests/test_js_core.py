@@ -1,4 +1,4 @@
-"""The labs' JavaScript geometry core (ropegeo/static/ropegeo_core.js) against ropegeo, under Node.
+"""The labs' JavaScript geometry core (ropegeo/book/static/ropegeo_core.js) against ropegeo, under Node.
 
 Float64 quantities agree to 1e-9 on a grid of settings; the roundings to float32, float16 and
 bfloat16 agree exactly with numpy and ml_dtypes, and so do the generated angles; the near-collision
@@ -21,8 +21,8 @@ from jsrun import call_js
 from ropegeo import scaling as S
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.audit import default_offsets
-from ropegeo.manifest import load_model, shipped_models
+from ropegeo.gates.audit import default_offsets
+from ropegeo.models.manifest import load_model, shipped_models
 from ropegeo.margins import difference_distance, separation_margin
 from ropegeo.precision import consecutive_integer_limit, generated_phases, position_spacing
 from ropegeo.rotation import apply_rope

@@ -1,8 +1,8 @@
-"""The angle heatmap's front end (ropegeo/static/lab_angles.js, run in Node) against ropegeo.
+"""The angle heatmap's front end (ropegeo/book/static/lab_angles.js, run in Node) against ropegeo.
 
 The page's served frequencies, columns, per-pair phases at the training and target lengths, the
 angle table's rounding and a sample of the map's cells (phase and change from plain RoPE) are
-compared with :func:`ropegeo.widgets.angle_lab.reference`, which computes them with
+compared with :func:`ropegeo.book.widgets.angle_lab.reference`, which computes them with
 ropegeo.scaling and ropegeo.rotation.phase_angles. Phases are compared on the circle (a phase just
 below 2 pi and one just above 0 are neighbours).
 """
@@ -14,8 +14,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.angle_lab import ANGLE_DTYPES, ANGLE_RULES, COLUMNS, AngleLab, positions, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.angle_lab import ANGLE_DTYPES, ANGLE_RULES, COLUMNS, AngleLab, positions, reference
 
 STATES = [dict(rule=r, factor=f, head_dim=d, base=b, train_length=L, dtype=dt)
           for r, f, d, b, L, dt in [

@@ -1,6 +1,6 @@
-"""The phase-error-by-pipeline lab's front end (ropegeo/static/lab_pipeline.js, in Node) against ropegeo.
+"""The phase-error-by-pipeline lab's front end (ropegeo/book/static/lab_pipeline.js, in Node) against ropegeo.
 
-Each curve is compared with :func:`ropegeo.widgets.pipeline_lab.reference`
+Each curve is compared with :func:`ropegeo.book.widgets.pipeline_lab.reference`
 (:func:`ropegeo.precision.phase_error` / ``max_phase_error`` of uniform float32, deployed bfloat16,
 buffer-cast bfloat16 and uniform bfloat16). The angles and the bfloat16 tables round exactly as
 ropegeo's, so the three curves with a bfloat16 table agree to float64 rounding; the float32 curve
@@ -16,8 +16,8 @@ import traitlets
 
 from jsrun import call_js
 from ropegeo.precision import phase_error
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.pipeline_lab import PIPELINES, PipelineLab, positions, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.pipeline_lab import PIPELINES, PipelineLab, positions, reference
 
 STATES = [dict(base=1e4, head_dim=128, pair=8, worst=False, max_position=65536),
           dict(base=1e4, head_dim=128, pair=0, worst=True, max_position=60000),

@@ -304,7 +304,7 @@ def _embedded_state(rel: str) -> str:
 
 
 def _lab_pages() -> list[str]:
-    marker = "ropegeo.widgets.kernel_lab.KernelLab"
+    marker = "ropegeo.book.widgets.kernel_lab.KernelLab"
     return [rel for rel in _pages() if marker in _embedded_state(rel)]
 
 
@@ -343,11 +343,11 @@ def test_kernel_lab_in_book_matches_ropegeo(served_site):
 
 #: The labs, by the anywidget id myst-nb embeds, and the chapter each belongs to.
 LAB_CHAPTERS = {
-    "ropegeo.widgets.clock_lab.ClockLab": "02", "ropegeo.widgets.frequency_lab.FrequencyLab": "03",
-    "ropegeo.widgets.kernel_lab.KernelLab": "03", "ropegeo.widgets.scaling_lab.ScalingLab": "04",
-    "ropegeo.widgets.wiring_lab.WiringLab": "05", "ropegeo.widgets.audit_lab.AuditLab": "06",
-    "ropegeo.widgets.angle_lab.AngleLab": "04",
-    "ropegeo.widgets.pipeline_lab.PipelineLab": "05",
+    "ropegeo.book.widgets.clock_lab.ClockLab": "02", "ropegeo.book.widgets.frequency_lab.FrequencyLab": "03",
+    "ropegeo.book.widgets.kernel_lab.KernelLab": "03", "ropegeo.book.widgets.scaling_lab.ScalingLab": "04",
+    "ropegeo.book.widgets.wiring_lab.WiringLab": "05", "ropegeo.book.widgets.audit_lab.AuditLab": "06",
+    "ropegeo.book.widgets.angle_lab.AngleLab": "04",
+    "ropegeo.book.widgets.pipeline_lab.PipelineLab": "05",
 }
 
 

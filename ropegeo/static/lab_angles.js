@@ -3,7 +3,7 @@
 // map, with the training and target lengths marked; below it, how far each phase is from plain
 // RoPE (unscaled, float64), wrapped into [-pi, pi). The rule, its factor, the head width, the base,
 // the training length and the dtype of the angle table are the controls. The numbers are those of
-// ropegeo.widgets.angle_lab.reference (ropegeo.scaling and ropegeo.rotation.phase_angles).
+// ropegeo.book.widgets.angle_lab.reference (ropegeo.scaling and ropegeo.rotation.phase_angles).
 
 export const ANGLE_RULES = ["none", "linear", "ntk", "yarn", "llama3"];
 export const ANGLE_DTYPES = ["float64", "float32", "bfloat16"];

@@ -2,7 +2,7 @@
 // exact one, against position (log axes), for float32, the deployed bfloat16 table (float32
 // angles), frequencies cast by .to(bfloat16) (then float32 angles, bfloat16 table) and every stage
 // in bfloat16. One pair, or the largest error over the pairs. The numbers are those of
-// ropegeo.widgets.pipeline_lab.reference (ropegeo.precision.phase_error).
+// ropegeo.book.widgets.pipeline_lab.reference (ropegeo.precision.phase_error).
 
 const PIPE_HEAD_DIMS = [16, 32, 64, 128, 256];
 export const MIN_POSITION = 100;
@@ -23,7 +23,7 @@ const PIPE_STYLE = {
   bfloat16: "stroke: #c05621; stroke-width: 1.6",
 };
 
-/** round(max ** (k / 199)) for k = 0 .. 199, repeats dropped (ropegeo.widgets.pipeline_lab.positions). */
+/** round(max ** (k / 199)) for k = 0 .. 199, repeats dropped (ropegeo.book.widgets.pipeline_lab.positions). */
 export function positions(maxPosition) {
   const out = [];
   for (let k = 0; k < POINTS; k++) {

@@ -1,6 +1,6 @@
 """Interactive labs, one submodule per lab, each an anywidget whose JavaScript computes and draws.
 
-Every lab's front end is built on one geometry core (``ropegeo/static/ropegeo_core.js``) and one
+Every lab's front end is built on one geometry core (``ropegeo/book/static/ropegeo_core.js``) and one
 shared interface (``labs_ui.js``), so it answers its controls the same way in Jupyter and on the
 static book, where no kernel runs. Python validates and bounds the state (no control can ask for
 unbounded work) and gives ropegeo's numbers for it, which the tests compare with the page's

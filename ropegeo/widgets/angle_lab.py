@@ -11,7 +11,7 @@ Controls (all bounded): the rule (none, linear interpolation, NTK, YaRN, Llama 3
 default parameters), the factor ``s`` (target length ``s`` times the training length), the head
 width, the base, the training length, and the dtype the angles are formed in.
 
-:class:`AngleLab` is an anywidget whose JavaScript (``ropegeo/static/lab_angles.js`` on the shared
+:class:`AngleLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_angles.js`` on the shared
 core) computes and draws, in Jupyter and on the static book alike; :func:`reference` computes the
 same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scaling.scaled_frequencies`,
 :func:`ropegeo.rotation.phase_angles`), which the tests compare with the page's.
@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from ..rotation import phase_angles
-from ..scaling import preset, scaled_frequencies
-from ._lab import Lab, esm_source
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import phase_angles
+from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.book.widgets._lab import Lab, esm_source
 
 __all__ = ["AngleLab", "reference", "positions", "ANGLE_RULES", "ANGLE_DTYPES", "HEAD_DIMS", "TRAIN_LENGTHS",
            "MAX_ANGLE_FACTOR", "COLUMNS"]

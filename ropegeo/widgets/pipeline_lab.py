@@ -14,7 +14,7 @@ the exact one is drawn against position on log axes, for the four pipelines of
 Controls (all bounded): the base, the head width, the pair index (or the largest error over the
 pairs) and the largest position drawn.
 
-:class:`PipelineLab` is an anywidget whose JavaScript (``ropegeo/static/lab_pipeline.js`` on the
+:class:`PipelineLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_pipeline.js`` on the
 shared core) computes and draws, in Jupyter and on the static book alike; :func:`reference`
 computes the same curves with :func:`ropegeo.precision.phase_error`, which the tests compare with
 the page's.
@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 import traitlets
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from ..precision import buffer_cast, deployed, max_phase_error, phase_error, uniform
-from ._lab import Lab, esm_source
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.precision import buffer_cast, deployed, max_phase_error, phase_error, uniform
+from ropegeo.book.widgets._lab import Lab, esm_source
 
 __all__ = ["PipelineLab", "reference", "positions", "PIPELINES", "HEAD_DIMS", "MAX_POSITION", "POINTS"]
 
