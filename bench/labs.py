@@ -70,6 +70,8 @@ def _labs():
     from ropegeo.book.widgets.kernel_lab import KernelLab
     from ropegeo.book.widgets.scaling_lab import ScalingLab
     from ropegeo.book.widgets.wiring_lab import WiringLab
+    from ropegeo.book.widgets.angle_lab import AngleLab
+    from ropegeo.book.widgets.pipeline_lab import PipelineLab
 
     base_steps = [4.0 + 0.01 * (k % 20) for k in range(MOVES)]  # the base slider (log10), dragged
     return [
@@ -89,6 +91,11 @@ def _labs():
         ("attention lab (defaults: 256 x 256 cells)", AttentionLab(), "base", base_steps, False),
         ("attention lab, d = 128, bfloat16, 16,384", AttentionLab(content="equal", head_dim=128, span=16_384, dtype="bfloat16"),
          "base", base_steps, False),
+        ("angle lab (defaults)", AngleLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
+        ("angle lab, d = 256, bfloat16", AngleLab(head_dim=256, dtype="bfloat16"), "factor", [2 + (k % 20) for k in range(MOVES)], False),
+        ("pipeline lab (defaults)", PipelineLab(), "pair", [k % 64 for k in range(MOVES)], False),
+        ("pipeline lab, worst of 128 pairs, 10^6", PipelineLab(head_dim=256, worst=True, max_position=1_000_000), "base",
+         base_steps, False),
     ]
 
 

@@ -669,6 +669,18 @@ def _check_attention(r):
     np.testing.assert_allclose([b["similarity"] for b in r["returns"]], [k for _, k in ref["returns"]], atol=1e-9)
 
 
+def _check_angles(r):
+    from test_labs_angles import assert_matches
+
+    assert_matches(r)
+
+
+def _check_pipeline(r):
+    from test_labs_pipeline import assert_matches
+
+    assert_matches(r)
+
+
 #: For each kind of lab: the moves a reader makes (control, value; None presses a button) and the
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
@@ -694,6 +706,12 @@ LAB_DRIVES = {
     "ropegeo-axes-lab": ([("split", "interleaved"), ("grid", 64), ("head_dim", 128), ("split", "mixed"), ("base", 4.0),
                           ("threshold", 0.5), ("split", "share"), ("x_share", 0.25), ("head_dim", 2), ("grid", 1),
                           ("top", 20)], _check_axes),
+    "ropegeo-angle-lab": ([("rule", "linear"), ("factor", 16), ("dtype", "bfloat16"), ("rule", "ntk"), ("head_dim", 256),
+                           ("base", 6.0), ("rule", "yarn"), ("train_length", 8192), ("dtype", "float32"), ("rule", "llama3"),
+                           ("factor", 1), ("rule", "none")], _check_angles),
+    "ropegeo-pipeline-lab": ([("pair", 20), ("max_position", 6.5), ("base", 5.7), ("head_dim", 16), ("worst", True),
+                              ("head_dim", 256), ("max_position", 2.0), ("worst", False), ("pair", 127), ("base", 2.0)],
+                             _check_pipeline),
 }
 
 
@@ -809,6 +827,8 @@ DISABLED_STATES = {
                             ([("rule", "yarn")], ["low_freq_factor", "high_freq_factor"], ["beta_fast", "beta_slow"])],
     "ropegeo-axes-lab": [([("split", "blocked")], ["x_share"], []), ([("split", "mixed")], ["x_share"], []),
                          ([("split", "share")], [], ["x_share"])],
+    "ropegeo-pipeline-lab": [([("worst", True)], ["pair"], []),
+                             ([("worst", False)], [], ["pair"])],
 }
 
 _CONTROL_STATE_JS = r"""

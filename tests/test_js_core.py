@@ -322,3 +322,85 @@ def test_generated_phases_round_exactly_like_the_format(dtype):
     got = js(*calls)
     for g, (c, s) in zip(got, want):
         assert g["cos"] == c and g["sin"] == s
+
+
+# ---- labsphase: angle tables and phase pipelines (the angle heatmap and pipeline labs) ----
+def _pipelines():
+    from ropegeo.precision import buffer_cast, deployed, uniform
+
+    return {"float32": uniform("float32"), "deployed": deployed("bfloat16"), "cast": buffer_cast("bfloat16"),
+            "bfloat16": uniform("bfloat16")}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_angle_tables_and_wrapped_phases(dtype):
+    """angleTable is phase_angles (bit for bit in the low-precision dtypes), wrapPhase is np.mod."""
+    from ropegeo.rotation import phase_angles
+
+    th = S.scaled_frequencies(S.preset("yarn", train_length=2048, target_length=16384), 1e4, 64)[0]
+    pos = [0, 1, 255, 257, 2049, 4097, 30001, 60000] + ([123_457, 2**24 + 1] if dtype != "float16" else [])
+    for scale in (1.0, 0.25):
+        table, = js(("angleTable", [pos, th, dtype, scale]))
+        want = phase_angles(np.asarray(pos, dtype=float), th, dtype, scale=scale)
+        if dtype == "float64":
+            close(table, want.ravel(), 1e-12)
+        else:
+            assert np.array_equal(np.asarray(table), want.ravel())
+    a = np.concatenate([want.ravel(), [0.0, 2 * np.pi, -1e-300, 7 * np.pi, -3.0, 1e6 + 0.5]])
+    got = js(*[("wrapPhase", [float(x)]) for x in a], *[("phaseDifference", [float(x), 1.25]) for x in a])
+    assert got[:a.size] == np.mod(a, 2 * np.pi).tolist()
+    assert got[a.size:] == (np.mod(a - 1.25 + np.pi, 2 * np.pi) - np.pi).tolist()
+    assert js(("angleTable", [[1.0], [np.inf], dtype]))[0] is None
+
+
+def test_pipelines_round_as_ropegeo_precision():
+    """Angles of every pipeline equal ropegeo's bit for bit; tables with a bfloat16 table equal
+    ropegeo's; the float32 table within one float32 ulp (numpy's float32 cos/sin, see above); the
+    phase errors follow, and pipelineErrors (max over the pairs) agrees with pipelinePhaseError."""
+    from ropegeo.precision import generated_phases, max_phase_error, phase_error
+    from ropegeo.rotation import phase_angles
+
+    pipes = _pipelines()
+    th = frequencies(128, 1e4)
+    pos = [1, 2, 100, 255, 257, 1000, 4000, 32765, 60000, 123_457, 1_000_003]
+    for name, pipe in pipes.items():
+        calls = [("pipelineAngles", [float(p), th, js_pipe(pipe)]) for p in pos]
+        calls += [("pipelineTable", [float(p), th, js_pipe(pipe)]) for p in pos]
+        calls += [("pipelinePhaseError", [float(p), th, js_pipe(pipe)]) for p in pos]
+        got = js(*calls)
+        stored = th if pipe.frequency_dtype is None else th.astype(ml_dtypes.bfloat16).astype(float)
+        angles = phase_angles(np.asarray(pos, dtype=float), stored, pipe.angle_dtype)
+        cos, sin = generated_phases(np.asarray(pos, dtype=float), th, pipe)
+        err = phase_error(np.asarray(pos, dtype=float), th, pipe)
+        mismatched = 0
+        for k in range(len(pos)):
+            assert np.array_equal(got[k], angles[k]), (name, pos[k])
+            g = got[len(pos) + k]
+            for a, b in ((g["cos"], cos[k]), (g["sin"], sin[k])):
+                a = np.asarray(a)
+                if pipe.table_dtype == "float32":
+                    assert np.all(np.abs(a - b) <= np.spacing(np.abs(b).astype(np.float32)).astype(float))
+                    mismatched += int(np.count_nonzero(a != b))
+                else:
+                    assert np.array_equal(a, b), (name, pos[k], np.flatnonzero(a != b))
+            tol = 2.0**-23 if pipe.table_dtype == "float32" else 1e-9
+            assert np.all(np.abs(np.asarray(got[2 * len(pos) + k]) - err[k]) <= tol), (name, pos[k])
+        if pipe.table_dtype == "float32":
+            assert mismatched < 0.3 * 2 * len(pos) * th.size  # most entries are the same float32 number
+    many = [float(p) for p in range(1, 5000, 37)]
+    got = js(("pipelineErrors", [many, th, {k: js_pipe(p) for k, p in pipes.items()}]),
+             *[("pipelinePhaseError", [p, th, js_pipe(pipes["cast"])]) for p in many[:20]])
+    for name, pipe in pipes.items():
+        tol = 2.0**-23 if pipe.table_dtype == "float32" else 1e-9
+        assert np.all(np.abs(np.asarray(got[0][name]) - max_phase_error(many, th, pipe)) <= tol), name
+    assert got[0]["cast"][:20] == [max(e) for e in got[1:]]
+
+
+def js_pipe(pipe):
+    """A PhasePipeline as the core takes it."""
+    return {"angle_dtype": pipe.angle_dtype, "table_dtype": pipe.table_dtype, "frequency_dtype": pipe.frequency_dtype}
+
+
+def test_core_pipelines_are_ropegeos():
+    core = call_js(CORE + "\nexport function pipes() { return PIPELINES; }\n", [("pipes", [])])[0]
+    assert core == {k: js_pipe(p) for k, p in _pipelines().items()}

@@ -17,12 +17,14 @@ import numpy as np
 import pytest
 
 import sitecheck as sc
+from ropegeo.book.widgets.angle_lab import AngleLab
 from ropegeo.book.widgets.attention_lab import AttentionLab
 from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab
 from ropegeo.book.widgets.axes_lab import AxesLab
 from ropegeo.book.widgets.clock_lab import ClockLab
 from ropegeo.book.widgets.frequency_lab import frequency_lab
 from ropegeo.book.widgets.kernel_lab import KernelLab
+from ropegeo.book.widgets.pipeline_lab import PipelineLab
 from ropegeo.book.widgets.scaling_lab import ScalingLab
 from ropegeo.book.widgets.wiring_lab import WiringLab
 
@@ -30,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_vendor" / "site"
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
 KINDS = ["ropegeo-clock-lab", "ropegeo-frequency-lab", "ropegeo-kernel-lab", "ropegeo-axes-lab", "ropegeo-scaling-lab",
-         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab", "ropegeo-attention-lab"]
+         "ropegeo-wiring-lab", "ropegeo-audit-lab", "ropegeo-audit-lab", "ropegeo-attention-lab", "ropegeo-angle-lab",
+         "ropegeo-pipeline-lab"]
 
 
 def _skip_or_fail(reason):
@@ -51,7 +54,7 @@ def page_of_labs(tmp_path_factory):
         _skip_or_fail("the vendored browser files are missing (make vendor)")
     labs = [ClockLab(), frequency_lab(), KernelLab(), AxesLab(), ScalingLab(rule="yarn", factor=8.0, head_dim=128), WiringLab(),
             audit_lab(head_dim=16, base=10_000.0, train_length=64, target_length=512, rule="none"), AuditLab(),
-            AttentionLab()]
+            AttentionLab(), AngleLab(), PipelineLab()]
     tmp = tmp_path_factory.mktemp("labs")
     sc.write_lab_page(tmp, labs, VENDOR)
     external: list[str] = []
@@ -327,6 +330,8 @@ async ([esm, state, changes]) => {
     (AuditLab(), {"model": "gpt-oss-20b", "layer_type": "sliding_attention", "dtype": "bfloat16"}),
     (AttentionLab(), {"content": "varied", "rule": "yarn", "dtype": "bfloat16"}),
     (ClockLab(), {"speed": 20}),
+    (AngleLab(), {"rule": "linear", "dtype": "bfloat16"}),
+    (PipelineLab(), {"worst": True, "max_position": 4096}),
 ])
 def test_python_sets_the_state_and_reads_the_readers_moves(page_of_labs, lab, changes):
     """As in Jupyter: a trait set from Python redraws the lab; a control moved by the reader is
@@ -433,3 +438,51 @@ def test_clock_and_attention_selects_fit_a_column_narrower_than_360(page_of_labs
         assert "offset n − m = 1 token\n" in page.locator(".ropegeo-lab").nth(mine[0]).inner_text() + "\n"
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
+
+
+_IMAGES_JS = r"""
+async (i) => {
+  const root = document.querySelectorAll('.ropegeo-lab')[i];
+  const hrefs = [...root.querySelectorAll('svg.rl-chart image')].map((e) => e.getAttribute('href'));
+  const sizes = await Promise.all(hrefs.map((src) => new Promise((ok) => {
+    const img = new Image();
+    img.onload = () => ok([img.naturalWidth, img.naturalHeight]);
+    img.onerror = () => ok(null);
+    img.src = src;
+  })));
+  return { hrefs, sizes };
+}
+"""
+
+
+def test_angle_lab_draws_both_maps_and_every_rule_and_dtype_changes_them(page_of_labs):
+    """Both heatmaps are images the browser decodes (240 columns, one row per pair); plain RoPE in
+    float64 changes no cell, and every rule and the bfloat16 table redraw the map of changes."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-angle-lab")
+    for name, value in [("rule", "none"), ("dtype", "float64"), ("head_dim", 64), ("factor", 4)]:
+        sc.move_control(page, i, name, value)
+    plain = page.evaluate(_IMAGES_JS, i)
+    assert plain["sizes"] == [[240, 32], [240, 32]]
+    assert sc.lab_data(page, i)["changed_cells"] == 0
+    for name, value in [("dtype", "bfloat16"), ("rule", "linear"), ("dtype", "float64"), ("rule", "ntk"),
+                        ("rule", "yarn"), ("rule", "llama3")]:
+        sc.move_control(page, i, name, value)
+        now = page.evaluate(_IMAGES_JS, i)
+        r = sc.lab_data(page, i)
+        assert now["sizes"] == plain["sizes"] and now["hrefs"][1] != plain["hrefs"][1], (name, value)
+        assert r["changed_cells"] > 0, (name, value)
+
+
+def test_pipeline_lab_pair_slider_follows_the_head_width(page_of_labs):
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-pipeline-lab")
+    sc.move_control(page, i, "worst", False)
+    slider = page.locator(".ropegeo-lab").nth(i).locator('[data-control="pair"]')
+    for d, top in [(256, 127), (16, 7), (64, 31)]:
+        sc.move_control(page, i, "head_dim", d)
+        assert slider.get_attribute("max") == str(top)
+        sc.move_control(page, i, "pair", top + 50)  # past the end: held at the last pair
+        r = sc.lab_data(page, i)
+        assert r["state"]["pair"] == top and slider.input_value() == str(top)
+        sc._check_pipeline(r)

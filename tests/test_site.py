@@ -348,6 +348,8 @@ LAB_CHAPTERS = {
     "ropegeo.book.widgets.wiring_lab.WiringLab": "05", "ropegeo.book.widgets.audit_lab.AuditLab": "06",
     "ropegeo.book.widgets.axes_lab.AxesLab": "08",
     "ropegeo.book.widgets.attention_lab.AttentionLab": "03",
+    "ropegeo.book.widgets.angle_lab.AngleLab": "04",
+    "ropegeo.book.widgets.pipeline_lab.PipelineLab": "05",
 }
 
 

@@ -681,3 +681,116 @@ export function attentionScores(q, k, positions, theta, { dtype = "float64", rop
   }
   return out;
 }
+
+// ---- labsphase ----
+// Angle tables and phase pipelines (the angle heatmap and the phase-error-by-pipeline labs).
+// A pipeline ({angle_dtype, table_dtype, frequency_dtype}) is ropegeo.precision.PhasePipeline's
+// stages 1 to 4: frequencies stored in frequency_dtype (null: exact), positions and their products
+// with the frequencies formed in angle_dtype, cos and sin evaluated there and cast to table_dtype.
+// Angles round bit-for-bit as ropegeo's; cos and sin are the correctly rounded values (see the top).
+
+/** The four pipelines of chapter 5 (ropegeo.precision: uniform, deployed, buffer_cast). */
+export const PIPELINES = {
+  float32: { angle_dtype: "float32", table_dtype: "float32", frequency_dtype: null },
+  deployed: { angle_dtype: "float32", table_dtype: "bfloat16", frequency_dtype: null },
+  cast: { angle_dtype: "float32", table_dtype: "bfloat16", frequency_dtype: "bfloat16" },
+  bfloat16: { angle_dtype: "bfloat16", table_dtype: "bfloat16", frequency_dtype: null },
+};
+
+/** A phase in [0, 2 pi): numpy's np.mod(a, 2 pi) (an exact remainder, then a shift for a < 0). */
+export function wrapPhase(a) {
+  const m = a % TWO_PI;
+  return m < 0 ? m + TWO_PI : m === 0 ? 0 : m;
+}
+
+/** A phase difference a - b wrapped into [-pi, pi): np.mod(a - b + pi, 2 pi) - pi. */
+export function phaseDifference(a, b) {
+  return wrapPhase(a - b + Math.PI) - Math.PI;
+}
+
+/** Angles of many positions (ropegeo.rotation.phase_angles): one Float64Array of positions x pairs,
+ * row-major, each angle as the dtype forms it, as generatedAngles (null if one overflows the dtype). */
+export function angleTable(positions, theta, dtype = "float64", scale = 1.0) {
+  const r = ROUNDERS[dtype], pairs = theta.length, out = new Float64Array(positions.length * pairs);
+  const th = Float64Array.from(theta, r), sc = r(scale);
+  for (let k = 0; k < positions.length; k++) {
+    let p = r(positions[k]);
+    if (scale !== 1.0) p = r(p * sc);
+    for (let i = 0; i < pairs; i++) out[k * pairs + i] = r(p * th[i]);
+  }
+  for (const a of out) if (!Number.isFinite(a)) return null;
+  return out;
+}
+
+/** The frequencies a pipeline multiplies: theta, or theta rounded to its stored dtype. */
+function storedFrequencies(theta, pipe) {
+  return pipe.frequency_dtype == null ? theta : Float64Array.from(theta, ROUNDERS[pipe.frequency_dtype]);
+}
+
+/** Stages 1 to 3 of a pipeline at one position: the angles per pair (null on overflow). */
+export function pipelineAngles(position, theta, pipe, scale = 1.0) {
+  return generatedAngles(position, storedFrequencies(theta, pipe), pipe.angle_dtype, scale);
+}
+
+/** Rounding of cos and sin evaluated in an angle dtype: float32 as computed there, float16 and
+ * bfloat16 through float32 (as numpy and ml_dtypes evaluate them). */
+function inAngleDtype(dtype) {
+  if (dtype === "float64") return (x) => x;
+  if (dtype === "float32") return Math.fround;
+  const r = ROUNDERS[dtype];
+  return (x) => r(Math.fround(x));
+}
+
+/** Stages 1 to 4 (ropegeo.precision.generated_phases of a PhasePipeline): {cos, sin} per pair, cos
+ * and sin evaluated in the angle dtype (float16/bfloat16 through float32) and cast to the table dtype. */
+export function pipelineTable(position, theta, pipe, scale = 1.0) {
+  const angles = pipelineAngles(position, theta, pipe, scale);
+  if (angles == null) return null;
+  const ev = inAngleDtype(pipe.angle_dtype), tab = ROUNDERS[pipe.table_dtype];
+  const cos = new Float64Array(angles.length), sin = new Float64Array(angles.length);
+  for (let i = 0; i < angles.length; i++) { cos[i] = tab(ev(Math.cos(angles[i]))); sin[i] = tab(ev(Math.sin(angles[i]))); }
+  return { cos, sin };
+}
+
+/** Phase error per pair at one position (ropegeo.precision.phase_error): the angle between the
+ * pipeline's (cos, sin) and the exact unit vector at position * scale * theta_i (exact theta), in
+ * [0, pi]; NaN for every pair if the pipeline overflows. */
+export function pipelinePhaseError(position, theta, pipe, scale = 1.0) {
+  const g = pipelineTable(position, theta, pipe, scale);
+  return theta.map((t, i) => {
+    if (g == null) return NaN;
+    const x = position * scale * t, ct = Math.cos(x), st = Math.sin(x);
+    return Math.abs(Math.atan2(g.sin[i] * ct - g.cos[i] * st, g.cos[i] * ct + g.sin[i] * st));
+  });
+}
+
+/** The largest phase error over the pairs of theta at each position, for several pipelines at once
+ * (ropegeo.precision.max_phase_error; with one pair, that pair's phase_error): {name: Float64Array}.
+ * The same numbers as pipelinePhaseError, computed with the exact phases shared between pipelines. */
+export function pipelineErrors(positions, theta, pipes) {
+  const names = Object.keys(pipes), pairs = theta.length, n = positions.length;
+  const out = Object.fromEntries(names.map((k) => [k, new Float64Array(n)]));
+  const exact = new Float64Array(2 * pairs);
+  const plan = names.map((name) => {
+    const pipe = pipes[name], r = ROUNDERS[pipe.angle_dtype];
+    return { name, r, ev: inAngleDtype(pipe.angle_dtype), tab: ROUNDERS[pipe.table_dtype],
+      th: Float64Array.from(storedFrequencies(theta, pipe), r) };
+  });
+  for (let k = 0; k < n; k++) {
+    const x = positions[k];
+    for (let i = 0; i < pairs; i++) { const t = x * theta[i]; exact[2 * i] = Math.cos(t); exact[2 * i + 1] = Math.sin(t); }
+    for (const { name, r, ev, tab, th } of plan) {
+      const p = r(x);
+      let worst = 0;
+      for (let i = 0; i < pairs; i++) {
+        const a = r(p * th[i]);
+        if (!Number.isFinite(a)) { worst = NaN; break; }
+        const c = tab(ev(Math.cos(a))), sn = tab(ev(Math.sin(a))), ct = exact[2 * i], st = exact[2 * i + 1];
+        const e = Math.abs(Math.atan2(sn * ct - c * st, c * ct + sn * st));
+        if (e > worst) worst = e;
+      }
+      out[name][k] = worst;
+    }
+  }
+  return out;
+}

@@ -7,6 +7,6 @@ unbounded work) and gives ropegeo's numbers for it, which the tests compare with
 (``tests/test_js_core.py``, ``tests/test_labs_browser.py``); ``bench/labs.py`` times the updates.
 
 Labs: :mod:`.clock_lab` (chapter 2), :mod:`.frequency_lab`, :mod:`.kernel_lab` and :mod:`.attention_lab` (chapter 3),
-:mod:`.scaling_lab` (chapter 4), :mod:`.wiring_lab` (chapter 5), :mod:`.audit_lab` (chapter 6),
-:mod:`.axes_lab` (chapter 8).
+:mod:`.scaling_lab` and :mod:`.angle_lab` (chapter 4), :mod:`.wiring_lab` and :mod:`.pipeline_lab` (chapter 5),
+:mod:`.audit_lab` (chapter 6), :mod:`.axes_lab` (chapter 8).
 """

@@ -1,0 +1,161 @@
+"""The angle heatmap (chapter 4): the phase of every pair at every position, under a rule and a precision.
+
+Each cell is the phase ``position * theta_i mod 2 pi`` of pair ``i`` (rows, fastest at the bottom)
+at a position (columns, 0 to 1.25 times the target length), drawn with a cyclic colour map, with
+the training and target lengths marked. A second map shows how far that phase is from plain RoPE
+(the unscaled schedule in float64), wrapped into ``[-pi, pi)``: an extension rule changes the slow
+rows (interpolation all of them, YaRN and Llama 3 only the slow band, NTK more and more towards
+the slow end), and an angle table formed in bfloat16 scrambles the fast rows.
+
+Controls (all bounded): the rule (none, linear interpolation, NTK, YaRN, Llama 3 with their
+default parameters), the factor ``s`` (target length ``s`` times the training length), the head
+width, the base, the training length, and the dtype the angles are formed in.
+
+:class:`AngleLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_angles.js`` on the shared
+core) computes and draws, in Jupyter and on the static book alike; :func:`reference` computes the
+same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scaling.scaled_frequencies`,
+:func:`ropegeo.rotation.phase_angles`), which the tests compare with the page's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import phase_angles
+from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.book.widgets._lab import Lab, esm_source
+
+__all__ = ["AngleLab", "reference", "heatmap_positions", "ANGLE_RULES", "ANGLE_DTYPES", "HEAD_DIMS", "TRAIN_LENGTHS",
+           "MAX_ANGLE_FACTOR", "COLUMNS"]
+
+ANGLE_RULES = ("none", "linear", "ntk", "yarn", "llama3")
+ANGLE_DTYPES = ("float64", "float32", "bfloat16")
+HEAD_DIMS = (16, 32, 64, 128, 256)
+TRAIN_LENGTHS = (512, 1024, 2048, 4096, 8192)
+#: Largest factor of the lab's slider (steps of 0.5, so the target length is a whole number).
+MAX_ANGLE_FACTOR = 64.0
+#: Positions drawn (columns of the heatmap).
+COLUMNS = 240
+
+
+def heatmap_positions(target_length: int) -> np.ndarray:
+    """The heatmap's positions: ``floor(k * X / 240)`` for ``k = 0 .. 239``, ``X = floor(1.25 * target)``."""
+    x = (5 * int(target_length)) // 4
+    return np.array([(k * x) // COLUMNS for k in range(COLUMNS)], dtype=np.int64)
+
+
+def _served(state: dict) -> tuple[np.ndarray, int]:
+    d, base, train = state["head_dim"], state["base"], state["train_length"]
+    target = int(round(state["factor"] * train))
+    sc = preset(state["rule"], train_length=train, target_length=target)
+    theta, _ = scaled_frequencies(sc, base, d)
+    return theta, target
+
+
+def reference(state: dict, cells=()) -> dict:
+    """ropegeo's numbers for an angle-lab state.
+
+    Parameters
+    ----------
+    state : dict
+        ``rule``, ``factor``, ``head_dim``, ``base``, ``train_length``, ``dtype`` (bounds as :class:`AngleLab`).
+    cells : sequence of (column, pair)
+        Heatmap cells whose phase and change from plain RoPE to return.
+
+    Returns
+    -------
+    dict
+        ``theta`` (the served frequencies), ``target_length``, ``positions`` (the columns),
+        ``at_train`` and ``at_target`` (the phase of each pair at the training and target length, in
+        the dtype, in ``[0, 2 pi)``), ``rounding`` (largest ``|angle in the dtype - exact angle|``
+        over the pairs at the target length, radians), ``column_step`` (tokens per column) and
+        ``aliased_pairs`` (pairs turning more than half a turn per column, whose stripes in the map
+        are aliases), ``phase`` and ``change`` (per cell: the phase
+        and its difference from plain float64 RoPE in ``[-pi, pi)``).
+
+    Raises
+    ------
+    ValueError
+        For a rule, dtype, head width or training length not offered, or a factor or base out of range.
+
+    Examples
+    --------
+    >>> r = reference(dict(rule="linear", factor=2.0, head_dim=16, base=1e4, train_length=512, dtype="float64"))
+    >>> r["target_length"], round(float(r["at_target"][-1] - r["at_train"][-1] * 2), 12)
+    (1024, 0.0)
+    """
+    for name, allowed in (("rule", ANGLE_RULES), ("dtype", ANGLE_DTYPES), ("head_dim", HEAD_DIMS),
+                          ("train_length", TRAIN_LENGTHS)):
+        if state[name] not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {state[name]!r}")
+    v.real("factor", state["factor"], minimum=1.0, maximum=MAX_ANGLE_FACTOR)
+    v.real("base", state["base"], minimum=100.0, maximum=1e7)
+    theta, target = _served(state)
+    dt = state["dtype"]
+    pos = heatmap_positions(target)
+    wrap = lambda a: np.mod(a, 2 * np.pi)  # noqa: E731
+    ends = phase_angles([float(state["train_length"]), float(target)], theta, dt)
+    exact_end = phase_angles([float(target)], theta, "float64")[0]
+    step = ((5 * target) // 4) / COLUMNS  # tokens per column
+    out = {"theta": theta, "target_length": target, "positions": pos, "at_train": wrap(ends[0]),
+           "column_step": step, "aliased_pairs": int(np.count_nonzero(theta * step > np.pi)),
+           "at_target": wrap(ends[1]), "rounding": float(np.max(np.abs(ends[1] - exact_end)))}
+    cells = np.asarray(list(cells), dtype=np.int64).reshape(-1, 2)
+    if cells.size:
+        col, pair = cells[:, 0], cells[:, 1]
+        served = phase_angles(pos[col].astype(float), theta, dt)[np.arange(col.size), pair]
+        plain = phase_angles(pos[col].astype(float), frequencies(state["head_dim"], state["base"]), "float64")
+        plain = plain[np.arange(col.size), pair]
+        out["phase"] = wrap(served)
+        out["change"] = np.mod(served - plain + np.pi, 2 * np.pi) - np.pi
+    else:
+        out["phase"] = out["change"] = np.zeros(0)
+    return out
+
+
+class AngleLab(Lab):
+    """The angle heatmap (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    rule : {"none", "linear", "ntk", "yarn", "llama3"}
+        Extension rule, with the defaults of :func:`ropegeo.scaling.preset`.
+    factor : float
+        1 to 64 (the front end moves it in steps of 0.5); target length = factor x training length.
+    head_dim : int
+        One of 16, 32, 64, 128, 256.
+    base : float
+        100 to 10,000,000.
+    train_length : int
+        One of 512, 1024, 2048, 4096, 8192.
+    dtype : {"float64", "float32", "bfloat16"}
+        The dtype the angles are formed in (positions, frequencies and their product).
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds raises ``traitlets.TraitError`` naming the
+    parameter. :attr:`numbers` is :func:`reference` for the current state.
+    """
+
+    _esm = esm_source("lab_angles.js")
+    BOUNDS = {"rule": ANGLE_RULES, "factor": (1.0, MAX_ANGLE_FACTOR), "head_dim": HEAD_DIMS, "base": (100.0, 1e7),
+              "train_length": TRAIN_LENGTHS, "dtype": ANGLE_DTYPES}
+
+    rule = traitlets.Unicode("yarn").tag(sync=True)
+    factor = traitlets.Float(4.0).tag(sync=True)
+    head_dim = traitlets.Int(64).tag(sync=True)
+    base = traitlets.Float(1e4).tag(sync=True)
+    train_length = traitlets.Int(2048).tag(sync=True)
+    dtype = traitlets.Unicode("float64").tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state())

@@ -1,0 +1,140 @@
+"""Phase error by pipeline (chapter 5): one chart, four ways a rotary layer can form its phases.
+
+For one pair of a head (or the worst pair), the angle between the phase a pipeline generates and
+the exact one is drawn against position on log axes, for the four pipelines of
+:mod:`ropegeo.precision`:
+
+* ``float32``: every stage in float32 (:func:`ropegeo.precision.uniform`);
+* ``deployed``: float32 angles, cos and sin cast to bfloat16, as transformers serves a model
+  loaded in bfloat16 (:func:`ropegeo.precision.deployed`);
+* ``cast``: the frequency buffer rounded to bfloat16 by ``model.to(torch.bfloat16)``, then float32
+  angles and a bfloat16 table (:func:`ropegeo.precision.buffer_cast`);
+* ``bfloat16``: every stage in bfloat16, the historical bug (``uniform("bfloat16")``).
+
+Controls (all bounded): the base, the head width, the pair index (or the largest error over the
+pairs) and the largest position drawn.
+
+:class:`PipelineLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_pipeline.js`` on the
+shared core) computes and draws, in Jupyter and on the static book alike; :func:`reference`
+computes the same curves with :func:`ropegeo.precision.phase_error`, which the tests compare with
+the page's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.precision import buffer_cast, deployed, max_phase_error, phase_error, uniform
+from ropegeo.book.widgets._lab import Lab, esm_source
+
+__all__ = ["PipelineLab", "reference", "curve_positions", "PIPELINES", "HEAD_DIMS", "MAX_POSITION", "POINTS"]
+
+#: The four pipelines, by the names the lab publishes.
+PIPELINES = {"float32": uniform("float32"), "deployed": deployed("bfloat16"), "cast": buffer_cast("bfloat16"),
+             "bfloat16": uniform("bfloat16")}
+HEAD_DIMS = (16, 32, 64, 128, 256)
+#: Bounds of the largest position drawn.
+MIN_POSITION, MAX_POSITION = 100, 10_000_000
+#: Log-spaced positions per curve (before duplicates are dropped).
+POINTS = 200
+
+
+def curve_positions(max_position: int) -> np.ndarray:
+    """The positions of the curves: ``round(max_position ** (k / 299))``, ``k = 0 .. 299``, without repeats.
+
+    The lab publishes the positions it computed; the tests check them against this formula and
+    compute the reference at the lab's own positions.
+    """
+    m = v.integer("max_position", max_position, minimum=MIN_POSITION, maximum=MAX_POSITION)
+    return np.unique(np.round(float(m) ** (np.arange(POINTS) / (POINTS - 1))).astype(np.int64))
+
+
+def reference(state: dict, at=None) -> dict:
+    """ropegeo's phase error of each pipeline for a pipeline-lab state.
+
+    Parameters
+    ----------
+    state : dict
+        ``base``, ``head_dim``, ``pair``, ``worst``, ``max_position`` (bounds as :class:`PipelineLab`).
+    at : array_like of int, optional
+        Positions (default :func:`curve_positions` of ``max_position``).
+
+    Returns
+    -------
+    dict
+        ``positions`` and, per pipeline name of :data:`PIPELINES`, the phase error in radians of
+        pair ``pair`` (:func:`ropegeo.precision.phase_error`) or, with ``worst``, the largest over
+        the pairs (:func:`ropegeo.precision.max_phase_error`).
+
+    Raises
+    ------
+    ValueError
+        For a head width not offered, or a base, pair or largest position out of range.
+
+    Examples
+    --------
+    >>> r = reference(dict(base=1e4, head_dim=16, pair=2, worst=False, max_position=1000), at=[999])
+    >>> [f"{r[name][0]:.0e}" for name in ("float32", "deployed", "cast", "bfloat16")]
+    ['2e-06', '7e-04', '1e-01', '1e-01']
+    """
+    d = state["head_dim"]
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {', '.join(map(str, HEAD_DIMS))}, got {d!r}")
+    base = v.real("base", state["base"], minimum=100.0, maximum=1e7)
+    pair = v.integer("pair", state["pair"], minimum=0, maximum=d // 2 - 1)
+    pos = curve_positions(state["max_position"]) if at is None else np.asarray(at, dtype=float)
+    theta = frequencies(d, base)
+    out = {"positions": np.asarray(pos)}
+    for name, pipe in PIPELINES.items():
+        if state["worst"]:
+            out[name] = max_phase_error(np.asarray(pos, dtype=float), theta, pipe)
+        else:
+            out[name] = phase_error(np.asarray(pos, dtype=float), theta[[pair]], pipe)[:, 0]
+    return out
+
+
+class PipelineLab(Lab):
+    """Phase error against position for four pipelines (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    base : float
+        100 to 10,000,000.
+    head_dim : int
+        One of 16, 32, 64, 128, 256.
+    pair : int
+        0 to ``head_dim / 2 - 1`` (the front end holds it there when the width shrinks).
+    worst : bool
+        Draw the largest error over the pairs instead of one pair's.
+    max_position : int
+        Largest position drawn, 100 to 10,000,000.
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds raises ``traitlets.TraitError`` naming the
+    parameter. :attr:`numbers` is :func:`reference` for the current state.
+    """
+
+    _esm = esm_source("lab_pipeline.js")
+    BOUNDS = {"base": (100.0, 1e7), "head_dim": HEAD_DIMS, "pair": (0, 127), "worst": (True, False),
+              "max_position": (MIN_POSITION, MAX_POSITION)}
+
+    base = traitlets.Float(1e4).tag(sync=True)
+    head_dim = traitlets.Int(128).tag(sync=True)
+    pair = traitlets.Int(8).tag(sync=True)
+    worst = traitlets.Bool(False).tag(sync=True)
+    max_position = traitlets.Int(65_536).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state (a pair beyond the width is held at the last pair)."""
+        st = self.state()
+        st["pair"] = min(st["pair"], st["head_dim"] // 2 - 1)
+        return reference(st)
