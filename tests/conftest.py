@@ -20,6 +20,12 @@ SLOW_FIRST = ("test_chapter07.py", "test_core_install.py", "test_chapter06_mecha
               "test_audit_lab.py", "test_js_core.py")
 
 
+#: Module fixtures that are cheap beside the tests that share them: those tests stay spread over
+#: the workers, each worker building its own copy (test_site.py's browser on the served site: a few
+#: seconds, against minutes of page checks).
+SPREAD_FIXTURES = ("served_site",)
+
+
 def _shared_module_fixture_users(items):
     """The tests that use a module-scoped (or class- or package-scoped) fixture serving more than
     one test: under xdist each worker that ran one of them would build the fixture again."""
@@ -27,7 +33,7 @@ def _shared_module_fixture_users(items):
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         for name, defs in (info.name2fixturedefs.items() if info else ()):
-            if defs and defs[-1].scope in ("module", "class", "package"):
+            if defs and defs[-1].scope in ("module", "class", "package") and name not in SPREAD_FIXTURES:
                 users.setdefault((item.path, name), []).append(item)
     return {id(item) for used in users.values() if len(used) > 1 for item in used}
 
