@@ -122,7 +122,7 @@ notebooks: install
 assignments: install
 	rm -rf _build/assignments
 	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
-	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests/test_assignments.py
+	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadgroup tests/test_assignments.py
 
 # Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J,
 # Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) and of other libraries (rotary-embedding-torch,
