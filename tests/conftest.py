@@ -10,6 +10,8 @@ settings.load_profile("ropegeo")
 
 # ---- pytest-xdist: what runs where (`make test` runs with `-n auto --dist loadgroup`) --------------
 
+from pathlib import PurePosixPath  # noqa: E402
+
 import pytest  # noqa: E402
 
 #: Test files with the longest single tests (a training, a fresh virtual environment, a book
@@ -19,33 +21,29 @@ SLOW_FIRST = ("test_chapter07.py", "test_core_install.py", "test_chapter06_mecha
               "test_chapter06_budgets.py", "test_chapter06.py", "test_kernel_lab.py", "test_labs_browser.py",
               "test_audit_lab.py", "test_js_core.py")
 
-
-#: Module fixtures that are cheap beside the tests that share them: those tests stay spread over
-#: the workers, each worker building its own copy (test_site.py's browser on the served site: a few
-#: seconds, against minutes of page checks).
-SPREAD_FIXTURES = ("served_site",)
-
-
-def _shared_module_fixture_users(items):
-    """The tests that use a module-scoped (or class- or package-scoped) fixture serving more than
-    one test: under xdist each worker that ran one of them would build the fixture again."""
-    users = {}
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        for name, defs in (info.name2fixturedefs.items() if info else ()):
-            if defs and defs[-1].scope in ("module", "class", "package") and name not in SPREAD_FIXTURES:
-                users.setdefault((item.path, name), []).append(item)
-    return {id(item) for used in users.values() if len(used) > 1 for item in used}
+#: Files whose module fixtures are expensive and serve many tests (a fresh virtual environment,
+#: trained heads, a browser page of every lab): each runs whole on one worker, so the fixture is
+#: built once instead of once per worker. Every other test is handed out on its own.
+ONE_WORKER_FILES = ("test_core_install.py", "test_behaviour.py", "test_behaviour_limits.py",
+                    "test_chapter06_mechanisms.py", "test_budget_curves.py", "test_labs_browser.py")
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # Those tests get one xdist group per file (--dist loadgroup keeps a group on one worker and
-    # hands out the largest groups first), so each such fixture is built once; the file's other
-    # tests are handed out one by one.
-    shared = _shared_module_fixture_users(items)
-    for item in items:
-        if id(item) in shared:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``, by file for ONE_WORKER_FILES. (pytest-xdist's own loadgroup reads
+    xdist_group marks from a node id suffix that pytest 9 no longer keeps: it groups nothing.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerFiles(LoadScopeScheduling):
+        # one work unit per listed file, one per test elsewhere; the largest units go out first
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return path if PurePosixPath(path).name in ONE_WORKER_FILES else nodeid
+
+    return OneWorkerFiles(config, log)
