@@ -22,10 +22,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from ropegeo.behaviour import heads as H  # noqa: E402
-from ropegeo.behaviour import train_match_head  # noqa: E402
+from ropegeo.softmax import softmax_rows  # noqa: E402
+from ropegeo.toy import heads as H  # noqa: E402
+from ropegeo.toy import train_match_head  # noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
-from ropegeo.rotation import apply_rope, rotate_pairs  # noqa: E402
+from ropegeo.operator import rotate_pairs  # noqa: E402
+from ropegeo.rotation import apply_rope  # noqa: E402
 
 
 STEPS = 200
@@ -59,7 +61,7 @@ def checked_match_loss(qt, kt, tok, theta, scale, gain=1.0):
     ti = target[bi, mi]
     s_target = np.einsum("nd,nd->n", qs[bi, mi], ks[bi, ti])
     earlier = np.tri(seq, seq, -1)
-    p, top, z = H.softmax_rows(qs @ ks.transpose(0, 2, 1), earlier)
+    p, top, z = softmax_rows(qs @ ks.transpose(0, 2, 1), earlier)
     loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
     ds = p
     ds *= (valid / count)[..., None]

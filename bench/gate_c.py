@@ -12,24 +12,44 @@ threads only add overhead). Prints per-seed times and results for:
 Targets: each training a few seconds at most on one core; an offset-head training well under one
 second; one evaluation at 8L well under one second.
 
-``python bench/gate_c.py battery`` measures the battery alone (what ``report --gate-c`` runs):
-its wall time against the raw cost of the trainings it runs, the training loops alone (timed
-inside the battery's own run, so both numbers come from one run), and what the rest is spent on.
-No BLAS variable is set there: the library fixes one thread itself (threadpoolctl).
+``python bench/gate_c.py battery`` measures what ``report llama-3.1-8b --gate-c`` costs, as
+ratios to references measured in the same run (so the numbers mean the same on a loaded machine):
+
+* the trainings' raw cost: the heads the report's battery trains (same schedule, lengths, steps
+  and seeds), trained directly with ``train_heads`` and nothing else;
+* ``python -c "import numpy"``: the cost of starting an interpreter with numpy.
+
+The command runs as a user's would: a fresh ``python -m ropegeo report llama-3.1-8b --gate-c``
+with no BLAS variable set (the library fixes one thread itself, with threadpoolctl). Wall and
+CPU times are minima over a few runs. The battery is also timed in-process, split into the
+training loops, the evaluations and the rest.
+
+Measured 2026-12-02 on 2 cores shared with other jobs (load average 22): the report took 3.1 s
+of CPU (17.8 s wall), 1.75 times the CPU of its trainings alone and 10.5 times ``import numpy``'s.
+Before the match head read its scores from a table of distances back, the same command took
+20.4 s of CPU (123 s wall, same load); its JSON verdict is unchanged apart from the timings.
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 if "battery" not in sys.argv[1:]:  # the battery runs with the default environment, as a user's would
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from ropegeo import behaviour as B  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's ropegeo, not an installed one
+
+
+from ropegeo import toy as B  # noqa: E402
+from ropegeo.gates import c as gates_c  # noqa: E402
 from ropegeo.frequencies import frequencies  # noqa: E402
 from ropegeo.rotation import apply_rope  # noqa: E402
 
@@ -110,7 +130,7 @@ def main() -> None:
     print(f"\ndistant rival over 10 seeds: rival offsets {[r.rival for r in rivals]}, "
           f"wins in seeds {[s for s, r in enumerate(rivals) if r.wins]}, "
           f"fast-band prediction {sorted({r.predicted for r in rivals})}")
-    verdict, t = timed(lambda: B.gate_c(theta))
+    verdict, t = timed(lambda: gates_c.gate_c(theta))
     print(f"\ngate_c battery (3 seeds, raw extrapolation to {TARGET}): {t:.2f} s")
     print(verdict.table())
 
@@ -120,8 +140,8 @@ class LoopTimer:
     (``gate_c.evaluate_seeds``) while a battery runs, by wrapping them in place."""
 
     def __init__(self):
-        from ropegeo import gate_c as C
-        from ropegeo.behaviour import heads as H
+        from ropegeo.gates import c as C
+        from ropegeo.toy import heads as H
 
         self.spent = {"offset loops": 0.0, "match loops": 0.0, "evaluations": 0.0}
         self._patches = [(H, "_run_offset", "offset loops"), (H, "_run_match", "match loops"),
@@ -162,13 +182,72 @@ def battery_cost(label: str, run) -> None:
           f"{rest:.2f} s ({100 * rest / wall:.1f}%)")
 
 
-def battery() -> None:
-    """The battery's cost, as ``report llama-3.1-8b --gate-c`` runs it and at gate_c's defaults."""
-    from ropegeo.audit import audit
-    from ropegeo.gate_c import gate_c
+#: BLAS and OpenMP thread variables: removed from the command's environment (a user's default).
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: The command a user runs; its Gate C trains one offset and one match head (head dim 128).
+REPORT = [sys.executable, "-m", "ropegeo", "report", "llama-3.1-8b", "--gate-c"]
 
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
+
+def run_command(argv, runs: int = 3) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of a fresh process, each the minimum over ``runs`` runs."""
+    env = {k: val for k, val in os.environ.items() if k not in _THREAD_VARIABLES}
+    env["PYTHONPATH"] = str(ROOT)
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def report_trainings() -> dict:
+    """The settings of the heads ``report llama-3.1-8b --gate-c`` trains, read from one run of it."""
+    from ropegeo.gates.audit import audit
+
+    s = audit("llama-3.1-8b", gate_c=True, gate_c_options={"seeds": (0,)}).gate_c.settings
+    return {"theta": np.array(s["theta"]), "train_length": s["train_length"], "offset": s["offset"],
+            "seeds": s["seeds"], "steps": s["steps"], "match_steps": s["match_steps"]}
+
+
+def raw_training_cost(t: dict, runs: int = 3) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of those trainings alone (``train_heads``), minima over ``runs``."""
+    d = 2 * t["theta"].size
+    walls, cpus = [], []
+    for _ in range(runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        B.train_heads("offset", t["seeds"], offset=t["offset"], head_dim=d, theta=t["theta"],
+                      train_length=t["train_length"], steps=t["steps"])
+        B.train_heads("match", t["seeds"], head_dim=d, theta=t["theta"], train_length=t["train_length"],
+                      steps=t["match_steps"])
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return min(walls), min(cpus)
+
+
+def battery() -> None:
+    """What ``report llama-3.1-8b --gate-c`` costs, against the trainings' raw cost and ``import numpy``."""
+    from ropegeo.gates.audit import audit
+    from ropegeo.gates.c import gate_c
+
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; no BLAS thread variable in the "
+          f"command's environment")
+    trainings = report_trainings()
+    numpy_wall, numpy_cpu = run_command([sys.executable, "-c", "import numpy"], runs=5)
+    report_wall, report_cpu = run_command(REPORT)
+    raw_wall, raw_cpu = raw_training_cost(trainings)
+    print(f"python -m ropegeo report llama-3.1-8b --gate-c: {report_wall:.2f} s wall, {report_cpu:.2f} s CPU "
+          f"(minima of 3 runs)")
+    print(f"  its trainings alone (1 offset head, {trainings['steps']} steps; 1 match head, "
+          f"{trainings['match_steps']} steps; head dim {2 * trainings['theta'].size}, length "
+          f"{trainings['train_length']}): {raw_wall:.2f} s wall, {raw_cpu:.2f} s CPU")
+    print(f"  python -c 'import numpy': {numpy_wall:.3f} s wall, {numpy_cpu:.3f} s CPU")
+    print(f"  report / trainings' raw cost = {report_wall / raw_wall:.2f} (wall), {report_cpu / raw_cpu:.2f} (CPU)")
+    print(f"  report / import numpy = {report_wall / numpy_wall:.1f} (wall), {report_cpu / numpy_cpu:.1f} (CPU); "
+          f"trainings / import numpy = {raw_wall / numpy_wall:.1f} (wall)")
+    print("\nin-process split of the battery:")
     battery_cost("report llama-3.1-8b --gate-c (1 seed, head dim 128, 64 -> 1,024)",
                  lambda: audit("llama-3.1-8b", gate_c=True, gate_c_options={"seeds": (0,)}))
     battery_cost("gate_c defaults (3 seeds, head dim 16, 64 -> 512)", lambda: gate_c(frequencies(16)))

@@ -57,12 +57,12 @@ _DRAG_JS = r"""
 
 
 def _labs():
-    from ropegeo.widgets.audit_lab import audit_lab
-    from ropegeo.widgets.clock_lab import ClockLab
-    from ropegeo.widgets.frequency_lab import frequency_lab
-    from ropegeo.widgets.kernel_lab import KernelLab
-    from ropegeo.widgets.scaling_lab import ScalingLab
-    from ropegeo.widgets.wiring_lab import WiringLab
+    from ropegeo.book.widgets.audit_lab import audit_lab
+    from ropegeo.book.widgets.clock_lab import ClockLab
+    from ropegeo.book.widgets.frequency_lab import frequency_lab
+    from ropegeo.book.widgets.kernel_lab import KernelLab
+    from ropegeo.book.widgets.scaling_lab import ScalingLab
+    from ropegeo.book.widgets.wiring_lab import WiringLab
 
     base_steps = [4.0 + 0.01 * (k % 20) for k in range(MOVES)]  # the base slider (log10), dragged
     return [
@@ -114,7 +114,7 @@ def site_time_to_interactive(site: Path) -> tuple[list[str], bool]:
     """Rows of the time-to-interactive table for every page of ``site`` embedding a lab."""
     import time
 
-    pages = [p for p in sc.html_pages(site) if "ropegeo.widgets." in p.read_text(encoding="utf-8", errors="replace")
+    pages = [p for p in sc.html_pages(site) if "ropegeo.book.widgets." in p.read_text(encoding="utf-8", errors="replace")
              and "application/vnd.jupyter.widget-view+json" in p.read_text(encoding="utf-8", errors="replace")]
     rows, ok = [], True
     external: list[str] = []

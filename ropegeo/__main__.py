@@ -3,7 +3,7 @@
 import sys
 
 try:
-    from .cli import main
+    from ropegeo.cli import main
 except KeyboardInterrupt:  # Ctrl-C while the package is still importing: the same one line as later
     print("ropegeo: interrupted", file=sys.stderr)
     sys.exit(130)

@@ -10,6 +10,7 @@ import math
 import numbers
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 PAIRINGS = ("interleaved", "half")
@@ -132,8 +133,6 @@ def finite_array(name: str, value: Any, *, dtype: Any = np.float64) -> np.ndarra
 
 def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     """One of the floating dtypes ropegeo knows: float64, float32, float16, bfloat16."""
-    import ml_dtypes
-
     known = {
         "float64": np.dtype(np.float64),
         "float32": np.dtype(np.float32),

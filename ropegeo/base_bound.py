@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import _validate as v
-from .frequencies import frequencies, resolve_rotary_dim
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies, resolve_rotary_dim
 
 __all__ = ["MAX_BOUND_CELLS", "BaseBound", "base_sum", "min_base_sum", "base_bound"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
 
 __all__ = ["relative_upper_bound", "abel_bound", "MAX_CELLS"]
 

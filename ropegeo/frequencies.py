@@ -7,14 +7,42 @@ radians per position. Everything here is float64 and vectorised.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
+
+if TYPE_CHECKING:  # for the annotations only: ropegeo.operator builds on this module
+    from ropegeo.operator import RotaryOperator
 
 __all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "character_coherence", "resolve_rotary_dim"]
 
 TWO_PI = 2.0 * math.pi
+
+
+def schedule(rotary_dim: int, base: float) -> np.ndarray:
+    """The geometric schedule ``base ** (-2 i / rotary_dim)``, unchecked: for validated inputs.
+
+    The caller guarantees an even ``rotary_dim >= 2`` and a finite ``base > 1`` (as
+    :class:`~ropegeo.operator.RotaryOperator` and :func:`ropegeo.frequencies.frequencies` check them).
+
+    Examples
+    --------
+    >>> schedule(8, 10_000.0).round(4).tolist()
+    [1.0, 0.1, 0.01, 0.001]
+    """
+    exponents = np.arange(0, rotary_dim, 2) / rotary_dim  # 2i / r for pair i
+    return np.power(base, -exponents)
+
+
+def _operator_class(operator) -> type:
+    """The class of ``operator``, a :class:`ropegeo.operator.RotaryOperator` (checked by name: that
+    module builds on this one, so it is not imported here)."""
+    cls = type(operator)
+    if cls.__name__ != "RotaryOperator" or cls.__module__ != "ropegeo.operator":
+        raise ValueError(f"operator must be a ropegeo.RotaryOperator, got {cls.__name__}")
+    return cls
 
 
 def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[int, int]:
@@ -46,59 +74,87 @@ def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[in
     return head_dim, rotary_dim
 
 
-def frequencies(head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | None = None) -> np.ndarray:
+def frequencies(head_dim: int | None = None, base: float | None = None, rotary_dim: int | None = None, *,
+                operator: RotaryOperator | None = None) -> np.ndarray:
     """Angular frequencies (radians per position) of the rotary pairs, fastest first.
 
     Parameters
     ----------
-    head_dim : int
-        Width of one attention head (even, at least 2).
-    base : float
-        The frequency base ``B`` (finite, greater than 1). 10,000 in the original RoFormer.
+    head_dim : int, optional
+        Width of one attention head (even, at least 2; default 128).
+    base : float, optional
+        The frequency base ``B`` (finite, greater than 1; default 10,000, as in RoFormer).
     rotary_dim : int, optional
         Partial rotary: only this many leading coordinates rotate, and the exponent runs over
         ``rotary_dim`` instead of ``head_dim`` (as in GPT-NeoX). Defaults to ``head_dim``.
+    operator : ropegeo.RotaryOperator, optional
+        Take the frequencies of an operator (scaled, when it carries a scaling rule); a plain
+        argument given with it must agree with it.
 
     Returns
     -------
     numpy.ndarray, shape (rotary_dim // 2,), float64
-        ``theta_i = base ** (-2 i / rotary_dim)`` for ``i = 0 .. rotary_dim/2 - 1``.
+        ``theta_i = base ** (-2 i / rotary_dim)`` for ``i = 0 .. rotary_dim/2 - 1`` (a new array).
 
     Raises
     ------
     ValueError
-        For an odd or too small ``head_dim`` / ``rotary_dim``, ``rotary_dim > head_dim``, or
-        ``base <= 1`` or not finite.
+        For an odd or too small ``head_dim`` / ``rotary_dim``, ``rotary_dim > head_dim``,
+        ``base <= 1`` or not finite, or a plain argument that contradicts ``operator``.
 
     Examples
     --------
     >>> frequencies(8).round(4).tolist()
     [1.0, 0.1, 0.01, 0.001]
+    >>> from ropegeo.operator import RotaryOperator
+    >>> frequencies(operator=RotaryOperator(head_dim=8)).round(4).tolist()
+    [1.0, 0.1, 0.01, 0.001]
     """
-    _, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
-    base = v.base(base)
-    exponents = np.arange(0, rotary_dim, 2) / rotary_dim  # 2i / r for pair i
-    return np.power(base, -exponents)
+    if operator is not None:
+        return np.array(_operator_class(operator).coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim).theta)
+    _, rotary_dim = resolve_rotary_dim(128 if head_dim is None else head_dim, rotary_dim)
+    return schedule(rotary_dim, v.base(10_000.0 if base is None else base))
 
 
-def wavelengths(theta) -> np.ndarray:
+def _effective(theta, operator: RotaryOperator | None, seq_len: int | None) -> np.ndarray:
+    """Checked ``theta``, or an operator's frequencies times its position scale (trusted)."""
+    if operator is None:
+        if theta is None:
+            raise ValueError("theta is required (or give operator)")
+        return v.frequencies(theta)
+    theta, scale = _operator_class(operator).bank_of(theta, operator, seq_len=seq_len)
+    return theta if scale == 1.0 else theta * scale
+
+
+def wavelengths(theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None) -> np.ndarray:
     """Wavelength ``2 pi / theta_i`` of each pair, in tokens (``inf`` for a zero frequency).
 
     Parameters
     ----------
     theta : array_like, shape (pairs,)
         Angular frequencies, radians per position.
+    operator : ropegeo.RotaryOperator, optional
+        Instead of ``theta``: the operator's frequencies (at ``seq_len``, for dynamic rules) times
+        its position scale.
+    seq_len : int, optional
+        With ``operator``: the sequence length its frequencies are formed for.
 
     Returns
     -------
     numpy.ndarray, shape (pairs,)
+
+    Examples
+    --------
+    >>> wavelengths([1.0, 0.0]).round(3).tolist()
+    [6.283, inf]
     """
-    theta = v.frequencies(theta)
+    theta = _effective(theta, operator, seq_len)
     with np.errstate(divide="ignore"):
         return np.where(theta > 0, TWO_PI / np.where(theta > 0, theta, 1.0), np.inf)
 
 
-def turns(theta, length: float) -> np.ndarray:
+def turns(theta=None, length: float | None = None, *, operator: RotaryOperator | None = None,
+          seq_len: int | None = None) -> np.ndarray:
     """How many full turns each pair makes over ``length`` positions: ``length * theta / (2 pi)``.
 
     Parameters
@@ -107,22 +163,41 @@ def turns(theta, length: float) -> np.ndarray:
         Angular frequencies, radians per position.
     length : float
         A span of positions (positive, finite), e.g. the training length.
+    operator : ropegeo.RotaryOperator, optional
+        Instead of ``theta``: the operator's frequencies (at ``seq_len``, for dynamic rules) times
+        its position scale.
+    seq_len : int, optional
+        With ``operator``: the sequence length its frequencies are formed for.
 
     Returns
     -------
     numpy.ndarray, shape (pairs,)
+
+    Examples
+    --------
+    >>> turns([1.0, 0.01], 100).round(3).tolist()
+    [15.915, 0.159]
     """
-    theta = v.frequencies(theta)
+    theta = _effective(theta, operator, seq_len)
+    if length is None:
+        raise ValueError("length is required")
     length = v.real("length", length, greater_than=0.0)
     return length * theta / TWO_PI
 
 
-def slow_pairs(theta, length: float) -> int:
+def slow_pairs(theta=None, length: float | None = None, *, operator: RotaryOperator | None = None,
+               seq_len: int | None = None) -> int:
     """Number of pairs that do not complete one full turn over ``length`` positions.
 
-    These channels show the model only an arc of their circle during training.
+    These channels show the model only an arc of their circle during training. Arguments as in
+    :func:`turns`.
+
+    Examples
+    --------
+    >>> slow_pairs(frequencies(128), 4096)
+    18
     """
-    return int(np.count_nonzero(turns(theta, length) < 1.0))
+    return int(np.count_nonzero(turns(theta, length, operator=operator, seq_len=seq_len) < 1.0))
 
 
 #: Largest number of pairs :func:`character_coherence` accepts (its output is pairs x pairs).

@@ -8,13 +8,13 @@ identity on this bank, so the offset looks like no offset at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import importlib.util
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
+from ropegeo import _validate as v
+from ropegeo.operator import RotaryOperator
 
 __all__ = ["kernel", "adjacent_similarity", "near_collisions", "NearCollision"]
 
@@ -35,7 +35,8 @@ MAX_TOP = 10_000
 MAX_BRUTE_CELLS = 2**25
 
 
-def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
+def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
+           scale: float | None = None, weights=None) -> np.ndarray:
     """The phase kernel ``K(delta) = sum_i w_i cos(delta * scale * theta_i)``.
 
     Parameters
@@ -44,8 +45,14 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
         Offsets ``delta`` (any shape, finite; fractional allowed).
     theta : array_like, shape (pairs,)
         Angular frequencies.
-    scale : float
-        Multiplies every offset (position interpolation uses ``train / target``).
+    operator : ropegeo.RotaryOperator, optional
+        Instead of ``theta``: an operator, whose frequencies (at ``seq_len``) and position scale
+        are used without being checked again.
+    seq_len : int, optional
+        With ``operator``: the sequence length its frequencies are formed for (dynamic rules).
+    scale : float, optional
+        Multiplies every offset (default 1, or the operator's; position interpolation uses
+        ``train / target``). Given with an operator, it must agree with its scale.
     weights : array_like, shape (pairs,), optional
         Non-negative weight per pair, normalised to sum to one. Default: equal weights, which
         gives the mean over pairs.
@@ -61,9 +68,8 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     >>> kernel([0, 1, 10], frequencies(8)).round(3).tolist()
     [1.0, 0.884, 0.424]
     """
-    theta = v.frequencies(theta)
-    w = v.pair_weights(weights, theta.size)
-    scale = v.real("scale", scale)
+    theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
+    w = _weights(weights, theta.size)
     d = v.finite_array("offsets", offsets)
     flat = d.reshape(-1)
     if flat.size and not np.isfinite(float(np.abs(flat).max()) * abs(scale) * float(theta.max())):
@@ -75,9 +81,24 @@ def kernel(offsets, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
     return out.reshape(d.shape)
 
 
-def adjacent_similarity(theta, *, scale: float = 1.0, weights=None) -> float:
-    """``K(1)``: how alike two neighbouring positions look. Closer to 1 means coarser resolution."""
-    return float(kernel(1.0, theta, scale=scale, weights=weights))
+def _weights(weights, pairs: int) -> np.ndarray:
+    """Checked per-pair weights; equal weights (nothing to check) when none are given."""
+    return np.full(pairs, 1.0 / pairs) if weights is None else v.pair_weights(weights, pairs)
+
+
+def adjacent_similarity(theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
+                        scale: float | None = None, weights=None) -> float:
+    """``K(1)``: how alike two neighbouring positions look. Closer to 1 means coarser resolution.
+
+    Arguments as in :func:`kernel`.
+
+    Examples
+    --------
+    >>> from ropegeo.operator import RotaryOperator
+    >>> round(adjacent_similarity(operator=RotaryOperator(head_dim=8)), 3)
+    0.884
+    """
+    return float(kernel(1.0, theta, operator=operator, seq_len=seq_len, scale=scale, weights=weights))
 
 
 @dataclass(frozen=True)
@@ -89,12 +110,14 @@ class NearCollision:
 
 
 def near_collisions(
-    theta,
-    start: int,
-    stop: int,
+    theta=None,
+    start: int | None = None,
+    stop: int | None = None,
     *,
+    operator: RotaryOperator | None = None,
+    seq_len: int | None = None,
     top: int = 5,
-    scale: float = 1.0,
+    scale: float | None = None,
     weights=None,
     progress: bool | None = None,
 ) -> list[NearCollision]:
@@ -110,15 +133,13 @@ def near_collisions(
     Parameters
     ----------
     theta : array_like, shape (pairs,)
-        Angular frequencies.
+        Angular frequencies (or ``operator`` and ``seq_len`` instead, as in :func:`kernel`).
     start, stop : int
-        The inclusive offset range; ``0 <= start <= stop``.
+        The inclusive offset range; ``0 <= start <= stop`` (required).
     top : int
         How many offsets to return (at least 1).
-    scale : float
-        Multiplies every offset, as in :func:`kernel`.
-    weights : array_like, shape (pairs,), optional
-        Per-pair weights, as in :func:`kernel`.
+    scale, weights : float, array_like of shape (pairs,), optional
+        Offset multiplier and per-pair weights, as in :func:`kernel`.
     progress : bool, optional
         Draw a tqdm progress bar (a widget in notebooks). ``None`` draws one only for searches
         large enough to take more than a couple of seconds, and only when tqdm is installed
@@ -143,9 +164,10 @@ def near_collisions(
     >>> [(c.offset, round(c.similarity, 3)) for c in near_collisions(frequencies(16), 100, 10_000, top=2)]
     [(182, 0.719), (195, 0.698)]
     """
-    theta = v.frequencies(theta)
-    w = v.pair_weights(weights, theta.size)
-    scale = v.real("scale", scale)
+    theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
+    w = _weights(weights, theta.size)
+    if start is None or stop is None:
+        raise ValueError("start and stop (the inclusive offset range) are required")
     start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)
     stop = v.integer("stop", stop, minimum=0, maximum=MAX_OFFSET)
     if stop < start:

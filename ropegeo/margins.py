@@ -18,7 +18,7 @@ table of ``D`` at every integer difference. Where limited precision breaks trans
 (float32, float16, bfloat16 phases) the distances are computed from the generated phases
 themselves, in row blocks, with exact detection of collapsed (identical) signatures.
 
-A margin becomes a verdict through :mod:`ropegeo.gate_b` (:class:`ropegeo.gate_b.GateBRule`). The
+A margin becomes a verdict through :mod:`ropegeo.gates.b.rule` (:class:`ropegeo.gates.b.rule.GateBRule`). The
 probe head of :func:`attention_probe` gives the right one of two keys ``D`` apart the share
 ``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`): a head of amplitude ``beta`` separates them
 by a score gap of ``beta D^2 / 2``, which is how a threshold on ``D`` follows from the gap a task needs.
@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as v
-from .precision import as_pipeline, generated_phases
+from ropegeo import _validate as v
+from ropegeo.precision import as_pipeline, generated_phases
+from ropegeo.softmax import softmax
 
 __all__ = [
     "SeparationMargin",
@@ -655,7 +656,7 @@ def attention_probe(
     amplitudes : array_like, shape (pairs,), optional
         Non-negative weight the head puts on each pair; default equal.
     sharpness : float
-        Score of a perfect match, ``beta`` (positive, at most 1000). :class:`ropegeo.gate_b.GateBRule`
+        Score of a perfect match, ``beta`` (positive, at most 1000). :class:`ropegeo.gates.b.rule.GateBRule`
         derives the one a task calls for.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
         The phase pipeline of the rotary layer (a name: every stage in that dtype).
@@ -679,8 +680,6 @@ def attention_probe(
     >>> round(attention_probe(1, [2], frequencies(128), sharpness=100).target_mass, 3)
     0.952
     """
-    from .attention import masked_softmax
-
     th = v.frequencies(theta)
     if 2 * th.size > 4096:
         raise ValueError(f"theta has {th.size} pairs; the probe allows at most 2048")
@@ -705,7 +704,7 @@ def attention_probe(
     qa, qb = pipe.rotate(amp, 0.0, cq, sq)
     ka, kb = pipe.rotate(kc, ks, ck, sk)
     scores = (qa * ka + qb * kb).sum(axis=-1) / math.sqrt(d)
-    weights = masked_softmax(scores)
+    weights = softmax(scores)
     return ProbeResult(weights, scores, float(weights[0]), int(np.argmax(weights)))
 
 

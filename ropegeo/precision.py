@@ -59,10 +59,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
-from . import _validate as v
-from .rotation import phase_angles
+from ropegeo import _validate as v
+from ropegeo.rotation import phase_angles
 
 __all__ = [
     "PHASE_DTYPES",
@@ -91,8 +92,6 @@ _DEFAULT_SCAN = 1 << 16
 
 def _finfo(dt: np.dtype):
     """Format facts of a floating dtype (ml_dtypes knows bfloat16, numpy the others)."""
-    import ml_dtypes
-
     return ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
 
 

@@ -16,27 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from .frequencies import frequencies, resolve_rotary_dim
+from ropegeo import _validate as v
+from ropegeo.frequencies import resolve_rotary_dim
+from ropegeo.operator import MAX_MATRIX_DIM, RotaryOperator, phase_kernel, rotate_pairs
 
-__all__ = ["apply_rope", "rotate_pairs", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles",
-           "relative_law_error"]
-
-
-def _resolve_theta(head_dim: int, base: float, rotary_dim: int | None, theta) -> tuple[np.ndarray, int]:
-    """Frequencies and rotary dimension, from ``theta`` when given, else from the schedule."""
-    if theta is None:
-        head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
-        return frequencies(head_dim, base, rotary_dim), rotary_dim
-    theta = v.finite_array("theta", theta)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array of frequencies, got shape {theta.shape}")
-    rot = 2 * theta.size
-    if rotary_dim is not None and v.integer("rotary_dim", rotary_dim) != rot:
-        raise ValueError(f"rotary_dim={rotary_dim} does not match theta, which has {theta.size} pairs (rotary_dim {rot})")
-    if rot > head_dim:
-        raise ValueError(f"theta has {theta.size} pairs, which needs head_dim >= {rot}, got head_dim={head_dim}")
-    return theta, rot
+__all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices", "phase_angles",
+           "relative_law_error", "law_error"]
 
 
 def pair_indices(rotary_dim: int, pairing: str = "interleaved") -> tuple[np.ndarray, np.ndarray]:
@@ -128,55 +113,49 @@ def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np
     scale = v.real("scale", scale)
     if th.ndim != 1:
         raise ValueError(f"theta must be 1-D, got shape {th.shape}")
-    with np.errstate(over="ignore", invalid="ignore"):
-        pos_dt = pos.astype(dt)  # stage 1: positions cast
-        if scale != 1.0:
-            pos_dt = (pos_dt * np.asarray(scale).astype(dt)).astype(dt)  # stage 2: scale applied
-        if not np.all(np.isfinite(pos_dt.astype(np.float64))):
-            what = "positions" if scale == 1.0 else "positions times scale"
-            raise ValueError(f"{what} exceed the largest {dt.name} number; use a wider phase dtype")
-        prod = pos_dt[..., None] * th.astype(dt)  # stage 3: angles formed
-        out = prod.astype(np.float64)
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"positions * theta overflows {dt.name}: use smaller positions or a wider phase dtype")
-    return out
+    return phase_kernel(pos, th, dt, scale)
 
 
 def apply_rope(
     x,
     positions,
     *,
-    base: float = 10_000.0,
+    operator: RotaryOperator | None = None,
+    base: float | None = None,
     rotary_dim: int | None = None,
-    pairing: str = "interleaved",
+    pairing: str | None = None,
     theta=None,
-    scale: float = 1.0,
-    phase_dtype: str = "float64",
+    scale: float | None = None,
+    phase_dtype: str | None = None,
 ) -> np.ndarray:
     """Rotate queries or keys by their positions.
 
     Parameters
     ----------
-    x : array_like, shape (..., seq, head_dim)
+    x : array_like, shape (..., head_dim)
         Queries or keys. A 1-D vector of shape (head_dim,) is accepted too.
     positions : array_like
         Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
         ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
-        fractional, but must be finite.
-    base : float
-        Frequency base (ignored when ``theta`` is given).
+        fractional, but must be finite. (Multi-axis operators: a leading row per axis.)
+    operator : ropegeo.RotaryOperator, optional
+        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``). The
+        plain keywords below define one instead; given with an operator, a plain keyword must
+        agree with it (else ValueError naming it).
+    base : float, optional
+        Frequency base (default 10,000; ignored when ``theta`` is given).
     rotary_dim : int, optional
         How many leading coordinates rotate; the rest pass through. Defaults to the whole head,
         or to ``2 * len(theta)``.
-    pairing : {"interleaved", "half"}
-        Which coordinates rotate together (see the module docstring).
+    pairing : {"interleaved", "half"}, optional
+        Which coordinates rotate together (see the module docstring; default interleaved).
     theta : array_like, optional
         Explicit per-pair frequencies (for example from ``ropegeo.scaling``).
-    scale : float
-        Multiplies every position before rotating (position interpolation uses ``1/s``).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the angle table is formed (see :func:`phase_angles`); cosine and sine
-        are then taken in float64.
+    scale : float, optional
+        Multiplies every position before rotating (default 1; position interpolation uses ``1/s``).
+    phase_dtype : {"float64", "float32", "float16", "bfloat16"}, optional
+        Precision in which the angle table is formed (default float64; see :func:`phase_angles`);
+        cosine and sine are then taken in float64.
 
     Returns
     -------
@@ -188,7 +167,8 @@ def apply_rope(
     ------
     ValueError
         For a bad head dimension, base, pairing or rotary dimension, non-finite values, or
-        positions that do not broadcast against ``x``.
+        positions that do not broadcast against ``x``; for a plain keyword that contradicts
+        ``operator``.
 
     Examples
     --------
@@ -203,6 +183,13 @@ def apply_rope(
 
     >>> bool(np.isclose(apply_rope(q, 7) @ apply_rope(q, 5), apply_rope(q, 2) @ apply_rope(q, 0)))
     True
+
+    The same rotation from an operator built once:
+
+    >>> from ropegeo.operator import RotaryOperator
+    >>> op = RotaryOperator(head_dim=4)
+    >>> bool(np.array_equal(apply_rope(q, 1, operator=op), apply_rope(q, 1)))
+    True
     """
     x = np.asarray(x)
     if x.ndim == 0:
@@ -210,103 +197,81 @@ def apply_rope(
     out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16" else np.float64
     xf = v.finite_array("x", x)
     head_dim = xf.shape[-1]
-    if head_dim % 2 == 1 or head_dim < 2:
-        raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
-    pairing = v.pairing(pairing)
-    scale = v.real("scale", scale)
-    theta, rot = _resolve_theta(head_dim, base, rotary_dim, theta)
-    pos = v.finite_array("positions", positions)
-    try:
-        pos = np.broadcast_to(pos, xf.shape[:-1])
-    except ValueError:
-        raise ValueError(
-            f"positions of shape {np.shape(positions)} do not broadcast against x.shape[:-1] = {xf.shape[:-1]}"
-        ) from None
-    angles = phase_angles(pos, theta, v.float_dtype(phase_dtype, "phase_dtype"), scale=scale)
-    with np.errstate(over="ignore", invalid="ignore"):
-        result = rotate_pairs(xf, np.cos(angles), np.sin(angles), pairing).astype(out_dtype, copy=False)
-    if not np.all(np.isfinite(result.astype(np.float64, copy=False))):
-        raise ValueError(f"x is too large to rotate in {np.dtype(out_dtype).name}: a rotated pair can grow by "
-                         "sqrt(2) in one coordinate and overflows; scale x down or use a wider dtype")
-    return result
-
-
-def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pairing: str = "interleaved") -> np.ndarray:
-    """The rotation kernel of :func:`apply_rope`, without any check: for inner loops.
-
-    Rotates pair ``i`` of ``x`` by the angle whose cosine and sine are ``cos[..., i]`` and
-    ``sin[..., i]``; coordinates beyond ``2 * cos.shape[-1]`` pass through. The caller guarantees
-    what :func:`apply_rope` checks: ``x`` is a float64 array of shape ``(..., head_dim)``,
-    ``cos`` and ``sin`` broadcast against ``x.shape[:-1] + (pairs,)`` with ``2 * pairs <=
-    head_dim``, and ``pairing`` is ``"interleaved"`` or ``"half"``. Validate once at the public
-    entry (with :func:`apply_rope` or ``ropegeo._validate``), then call this in the loop.
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape ``x.shape`` (a new array).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rotate_pairs(np.array([1.0, 0.0]), np.array([0.0]), np.array([1.0])).tolist()
-    [0.0, 1.0]
-    """
-    pairs = cos.shape[-1]
-    if pairing == "interleaved":
-        first, second = slice(0, 2 * pairs, 2), slice(1, 2 * pairs, 2)
+    plain = dict(base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale, phase_dtype=phase_dtype)
+    if operator is None:
+        if head_dim % 2 == 1 or head_dim < 2:
+            raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
+        op = RotaryOperator.coerce(head_dim=head_dim, **plain)
     else:
-        first, second = slice(0, pairs), slice(pairs, 2 * pairs)
-    a, b = x[..., first], x[..., second]
-    out = x.copy()
-    out[..., first] = a * cos - b * sin
-    out[..., second] = a * sin + b * cos
-    return out
-
-
-#: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
-MAX_MATRIX_DIM = 2048
+        op = RotaryOperator.coerce(operator, **plain)
+        if head_dim != op.head_dim:
+            raise ValueError(f"the last axis of x (head_dim) must be the operator's head_dim ({op.head_dim}), "
+                             f"got {head_dim}")
+    return op.finish(op.rotate(xf, op.broadcast_positions(positions, xf.shape[:-1])), out_dtype)
 
 
 def rotation_matrix(
     position: float,
-    head_dim: int = 128,
+    head_dim: int | None = None,
     *,
-    base: float = 10_000.0,
+    operator: RotaryOperator | None = None,
+    base: float | None = None,
     rotary_dim: int | None = None,
-    pairing: str = "interleaved",
+    pairing: str | None = None,
     theta=None,
-    scale: float = 1.0,
+    scale: float | None = None,
 ) -> np.ndarray:
     """The orthogonal matrix ``R`` with ``apply_rope(x, position) == R @ x``.
 
     Block diagonal in the pair coordinates: pair ``i`` carries the 2x2 rotation by
     ``position * scale * theta_i``; pass-through coordinates carry the identity.
 
+    Parameters
+    ----------
+    position : float
+        The position (finite).
+    head_dim : int, optional
+        Width of the head (even, 2 to :data:`~ropegeo.operator.MAX_MATRIX_DIM`; default 128).
+    operator : ropegeo.RotaryOperator, optional
+        The operator; the plain keywords must then agree with it.
+    base, rotary_dim, pairing, theta, scale
+        The operator as plain keywords, as in :func:`apply_rope`.
+
     Returns
     -------
     numpy.ndarray, shape (head_dim, head_dim), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R = rotation_matrix(3.0, 8, pairing="half")
+    >>> bool(np.allclose(R @ np.arange(8.0), apply_rope(np.arange(8.0), 3.0, pairing="half")))
+    True
     """
-    position = v.real("position", position)
-    head_dim = v.head_dim(head_dim, maximum=MAX_MATRIX_DIM)
-    eye = np.eye(head_dim)
-    # columns of R are the images of the basis vectors
-    return apply_rope(
-        eye, position, base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale
-    ).T
+    if head_dim is not None:
+        head_dim = v.head_dim(head_dim, maximum=MAX_MATRIX_DIM)
+    elif operator is None:
+        head_dim = 128
+    op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing,
+                               theta=theta, scale=scale)
+    return op.matrix(position)
 
 
 _ERROR_DTYPES = ("float64", "float32")
+#: Query and key positions :func:`relative_law_error` tests by default.
+DEFAULT_POSITION_PAIRS = ((2, 9), (31, 40), (97, 611), (1024, 4094))
 
 
 def relative_law_error(
-    head_dim: int,
-    base: float = 10_000.0,
+    head_dim: int | None = None,
+    base: float | None = None,
     *,
+    operator: RotaryOperator | None = None,
     position_pairs=None,
-    pairing: str = "interleaved",
+    pairing: str | None = None,
     rotary_dim: int | None = None,
     theta=None,
-    scale: float = 1.0,
+    scale: float | None = None,
     dtype: str = "float64",
     seed: int = 7,
 ) -> float:
@@ -315,7 +280,11 @@ def relative_law_error(
     Parameters
     ----------
     head_dim, base, pairing, rotary_dim, theta, scale
-        The rotary operator, as in :func:`ropegeo.rotation.apply_rope`.
+        The rotary operator, as in :func:`ropegeo.rotation.apply_rope` (``head_dim`` is required
+        without ``operator``).
+    operator : ropegeo.RotaryOperator, optional
+        The operator, built once; the plain keywords must then agree with it. Its angle
+        precision (``phase_dtype``) is used.
     position_pairs : sequence of (m, n), optional
         Query and key positions to test. Default: ``(2, 9), (31, 40), (97, 611), (1024, 4094)``.
     dtype : {"float64", "float32"}
@@ -327,23 +296,43 @@ def relative_law_error(
     -------
     float
         ``max |<R_m q, R_n k> - <q, R_{n-m} k>|`` over the pairs.
+
+    Examples
+    --------
+    >>> relative_law_error(64) < 1e-9
+    True
     """
     if dtype not in _ERROR_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(_ERROR_DTYPES)}, got {dtype!r}")
-    head_dim = v.head_dim(head_dim)
+    if operator is None and head_dim is None:
+        raise ValueError("head_dim is required (or give operator)")
+    op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, pairing=pairing, rotary_dim=rotary_dim,
+                               theta=theta, scale=scale)
     seed = v.integer("seed", seed, minimum=0)
-    if position_pairs is None:
-        position_pairs = [(2, 9), (31, 40), (97, 611), (1024, 4094)]
-    pairs = v.finite_array("position_pairs", position_pairs)
+    pairs = v.finite_array("position_pairs", DEFAULT_POSITION_PAIRS if position_pairs is None else position_pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
         raise ValueError(f"position_pairs must be a non-empty list of (m, n) pairs, got shape {pairs.shape}")
+    return law_error(op, pairs, dtype, seed)
+
+
+def law_error(op: RotaryOperator, pairs: np.ndarray, dtype: str, seed: int, *, seq_len: int | None = None,
+              phase_dtype: str | None = None) -> float:
+    """:func:`relative_law_error` without its checks: ``pairs`` a float64 array of shape ``(n, 2)``.
+
+    ``seq_len`` picks the operator's frequencies for that length (dynamic rules); ``phase_dtype``
+    (a known dtype name) replaces its angle precision.
+    """
     rng = np.random.default_rng(seed)
-    q = rng.normal(size=head_dim).astype(dtype)
-    k = rng.normal(size=head_dim).astype(dtype)
-    kw = dict(base=base, pairing=pairing, rotary_dim=rotary_dim, theta=theta, scale=scale)
+    q = rng.normal(size=op.head_dim).astype(dtype)
+    k = rng.normal(size=op.head_dim).astype(dtype)
     m, n = pairs[:, 0], pairs[:, 1]
-    qs = np.broadcast_to(q, (len(m), head_dim))
-    ks = np.broadcast_to(k, (len(m), head_dim))
-    direct = np.sum(apply_rope(qs, m, **kw) * apply_rope(ks, n, **kw), axis=-1)
-    relative = np.sum(qs * apply_rope(ks, n - m, **kw), axis=-1)
+    qs = np.broadcast_to(q, (len(m), op.head_dim))
+    ks = np.broadcast_to(k, (len(m), op.head_dim))
+    q64, k64 = qs.astype(np.float64), ks.astype(np.float64)
+
+    def rot(x64, pos):  # as apply_rope: rotated in float64, returned in the vectors' dtype
+        return op.finish(op.rotate(x64, pos, seq_len, phase_dtype), dtype)
+
+    direct = np.sum(rot(q64, m) * rot(k64, n), axis=-1)
+    relative = np.sum(qs * rot(k64, n - m), axis=-1)
     return float(np.max(np.abs(direct.astype(np.float64) - relative.astype(np.float64))))

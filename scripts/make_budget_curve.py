@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import ropegeo
-from ropegeo.budget_curves import BUDGETS, RULES, RUNS, budget_curve
+from ropegeo.toy.budget_curves import BUDGETS, RULES, RUNS, budget_curve
 
 
 def commit() -> str:

@@ -7,7 +7,7 @@ A ``config.json`` may leave out a rotary field; transformers then takes the valu
 class defaults to for that model type (Qwen3's head width of 128, Mixtral's ``rope_theta`` of
 1e6, GPT-NeoX's rotary fraction of 0.25, gpt-oss's YaRN block). For every model type of the
 pairing table (the types with rotary code), this script records those class defaults that
-``ropegeo.manifest.read_config`` cannot derive on its own:
+``ropegeo.models.manifest.read_config`` cannot derive on its own:
 
 - ``head_dim`` when the class fixes it (it stays the same when ``hidden_size`` doubles);
 - the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and

@@ -2,9 +2,9 @@
 
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_gate_c_battery.py
 
-Runs ``ropegeo.behaviour.gate_c`` on the head-dim-16 ruler (base 10,000) trained at 64 and
+Runs ``ropegeo.gates.c.gate_c`` on the head-dim-16 ruler (base 10,000) trained at 64 and
 served at 512 by raw extrapolation, with the battery settings of chapter 6 (match heads trained
-300 steps) over seeds 0-9, then ``ropegeo.budget_curves.match_fix_curve`` (the fix the verdict
+300 steps) over seeds 0-9, then ``ropegeo.toy.budget_curves.match_fix_curve`` (the fix the verdict
 prescribes: fine-tuning at 512). Deterministic; a minute or two on one core. Records the
 settings, the ropegeo version and the git commit.
 """
@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from ropegeo import behaviour
-from ropegeo.budget_curves import match_fix_curve
+from ropegeo.gates.c import gate_c
+from ropegeo.toy.budget_curves import match_fix_curve
 from ropegeo.frequencies import frequencies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -25,7 +25,7 @@ from make_budget_curve import write_run  # noqa: E402
 
 def main() -> int:
     start = time.perf_counter()
-    verdict = behaviour.gate_c(frequencies(16, 10_000.0), train_length=64, target_length=512, seeds=range(10),
+    verdict = gate_c(frequencies(16, 10_000.0), train_length=64, target_length=512, seeds=range(10),
                                match_steps=300)
     run = {"gate_c": verdict.to_dict(), "fix": match_fix_curve(seeds=range(10))}
     write_run(run, "gate_c_battery.json", "scripts/make_gate_c_battery.py", start)

@@ -5,7 +5,7 @@
 Trains the chapter's offset heads (head dim 16, base 10,000, length 64, offset 5) for seeds 0-59
 and records, per seed, whether raw extrapolation to 512 loses to a distant rival, the fast-band
 margin and flag, and what the NTK-aware rule does without fine-tuning
-(``ropegeo.rival_census.rival_census``). Seeds 0-9 are the chapter's own ten. The tests use seeds
+(``ropegeo.gates.b.rival_census.rival_census``). Seeds 0-9 are the chapter's own ten. The tests use seeds
 100 and up. Deterministic; about a minute on one core. Records the settings, the ropegeo version
 and the git commit.
 """
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from ropegeo.rival_census import rival_census
+from ropegeo.gates.b.rival_census import rival_census
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402

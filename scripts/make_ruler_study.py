@@ -2,7 +2,7 @@
 
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_ruler_study.py
 
-Runs ``ropegeo.alternatives.ruler_study`` for base 10,000, base 500 and base 10,000 with every
+Runs ``ropegeo.toy.alternatives.ruler_study`` for base 10,000, base 500 and base 10,000 with every
 frequency divided by 8 (position interpolation's ruler for eight times the length, here used
 from the first training step), over seeds 0-19 and five training budgets of the far head. About
 two minutes on one core. Records the settings, the ropegeo version and the git commit.
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ropegeo import scaling
-from ropegeo.alternatives import ruler_study
+from ropegeo.toy.alternatives import ruler_study
 from ropegeo.frequencies import frequencies
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

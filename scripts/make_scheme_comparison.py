@@ -2,7 +2,7 @@
 
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_scheme_comparison.py
 
-Runs ``ropegeo.alternatives.compare_schemes`` for all seven schemes with the match task, over
+Runs ``ropegeo.toy.alternatives.compare_schemes`` for all seven schemes with the match task, over
 seeds 0-9, and stores every per-seed measurement (``Comparison.to_dict``). Deterministic on one
 machine; about a minute and a half on one core. The match heads of the table train chaotically
 (a change in the last bit of a BLAS kernel grows into different weights after a few hundred steps),
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from ropegeo.alternatives import compare_schemes
+from ropegeo.toy.alternatives import compare_schemes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402

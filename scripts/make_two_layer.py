@@ -2,7 +2,7 @@
 
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_two_layer.py
 
-Trains ``ropegeo.two_layer`` models (NoPE and ALiBi, one and two layers, offsets 1 and 5) for
+Trains ``ropegeo.toy.two_layer`` models (NoPE and ALiBi, one and two layers, offsets 1 and 5) for
 seeds 0-9 at length 64 and stores accuracy and mass per seed. Deterministic; one to two
 minutes on one core. Records the settings, the ropegeo version and the git commit.
 """
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ropegeo.two_layer import study
+from ropegeo.toy.two_layer import study
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402

@@ -1,7 +1,7 @@
 """Run functions of the labs' JavaScript under Node and bring their results back to Python.
 
 ``call_js(module, [(name, args), ...])`` imports the ES module (a path; the labs' modules are
-concatenated with the geometry core first, as :func:`ropegeo.widgets._anywidget.esm_source` does)
+concatenated with the geometry core first, as :func:`ropegeo.book.widgets._anywidget.esm_source` does)
 and returns each call's result as plain Python: typed arrays become lists, non-finite numbers
 become floats (JSON cannot hold them, so they travel as strings).
 

@@ -483,7 +483,7 @@ def move_lab(page, i: int, name: str, value) -> bool:
 
 def compare_lab(result: dict, tol: float = 1e-9) -> list[str]:
     """Compare the lab's published numbers with ropegeo's for the same state."""
-    from ropegeo.widgets.kernel_lab import MAX_SPAN, reference
+    from ropegeo.book.widgets.kernel_lab import MAX_SPAN, reference
 
     problems = []
     state = {k: result[k] for k in ("head_dim", "base", "offset_start", "offset_stop",
@@ -594,18 +594,18 @@ def _problems(check, *args) -> list[str]:
 
 def _check_frequency(r):
     from test_frequency_lab import assert_matches
-    from ropegeo.widgets.frequency_lab import lab_state
+    from ropegeo.book.widgets.frequency_lab import lab_state
 
     assert_matches(r, lab_state(**r["state"]))
 
 
 def _check_scaling(r):
-    from ropegeo.widgets.scaling_lab import evaluate
+    from ropegeo.book.widgets.scaling_lab import lab_report
 
     st = dict(r["state"])
     if r["refused"]:
         return
-    rep = evaluate(st.pop("rule"), st.pop("factor"), **st)
+    rep = lab_report(st.pop("rule"), st.pop("factor"), **st)
     sel = r["selected"]
     for f in ("scaled_pairs", "novel_pairs", "total_novelty", "adjacent_similarity", "fastest_step", "margin",
               "coarse_margin", "attention_factor"):
@@ -614,13 +614,13 @@ def _check_scaling(r):
 
 def _check_audit(r):
     from test_audit_lab import assert_matches
-    from ropegeo.widgets.audit_lab import reference
+    from ropegeo.book.widgets.audit_lab import reference
 
     assert_matches(r, reference(r["state"]), r["state"])
 
 
 def _check_clock(r):
-    from ropegeo.widgets.clock_lab import reference
+    from ropegeo.book.widgets.clock_lab import reference
 
     ref = reference(r["state"], r["q"], r["k"])
     assert abs(r["score"] - ref["score"]) <= 1e-9 and abs(r["relative"] - ref["relative"]) <= 1e-9, (r["state"], r["score"], ref)
@@ -629,13 +629,14 @@ def _check_clock(r):
 def _check_wiring(r):
     import numpy as np
 
-    from ropegeo.widgets.wiring_lab import reference
+    from ropegeo.book.widgets.wiring_lab import reference
 
     ref = reference(r["state"], r["q"], r["k"])
     assert r["positions"] == ref["positions"], r["state"]
     np.testing.assert_allclose(r["scores"], ref["scores"], atol=1e-9, err_msg=str(r["state"]))
     for key in ("score_error", "shift_residual"):
         assert abs(r[key] - ref[key]) <= 1e-9, (key, r[key], ref[key], r["state"])
+    assert (r["layout_status"], r["layout_mismatches"]) == (ref["layout_status"], ref["layout_mismatches"]), r["state"]
 
 
 def _check_kernel(r):

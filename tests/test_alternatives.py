@@ -11,11 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo import alternatives as alt
-from ropegeo import scheme_heads as sh
-from ropegeo.attention import AbsolutePositions, AttentionLayer, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
-from ropegeo.behaviour import offset_head_loss
-from ropegeo.interventions import PositionHead, offset_task, sparse_retrieval
+from ropegeo.toy import alternatives as alt
+from ropegeo.toy import offset_head_loss
+from ropegeo.toy import scheme_heads as sh
+from ropegeo.toy.attention import AttentionLayer
+from ropegeo.toy.interventions import PositionHead, offset_task, sparse_retrieval
+from ropegeo.toy.schemes import AbsolutePositions, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
 
 L, OFF = 12, 3
 
@@ -34,7 +35,7 @@ def fd(f, x, eps=1e-6):
 
 
 def layer_loss(layer):
-    return alt.task_loss(PositionHead(layer), OFF, L)
+    return sh.task_loss(PositionHead(layer), OFF, L)
 
 
 def test_projection_gradients_absolute():
@@ -92,32 +93,32 @@ def test_t5_gradients():
 
 
 def test_rope_head_is_gate_c_head_inside_the_layer():
-    h = alt.train_position_head("rope", OFF, train_length=L, d=8, steps=50, seed=4)
+    h = sh.train_position_head("rope", OFF, train_length=L, head_dim=8, steps=50, seed=4)
     gate_c_loss, _, _ = offset_head_loss(h.layer.Wq[0] / math.sqrt(8), h.layer.Wk[0], h.layer.scheme.options["theta"],
                                          offset=OFF, length=L)
-    assert alt.task_loss(h, OFF, L) == pytest.approx(gate_c_loss, rel=1e-10)
+    assert sh.task_loss(h, OFF, L) == pytest.approx(gate_c_loss, rel=1e-10)
     assert h.losses.size == 50
 
 
-@pytest.mark.parametrize("scheme", alt.LEARNED)
+@pytest.mark.parametrize("scheme", sh.LEARNED)
 def test_every_learned_scheme_learns_a_local_offset(scheme):
-    h = alt.train_position_head(scheme, 5, train_length=64, steps=600, seed=0)
+    h = sh.train_position_head(scheme, 5, train_length=64, steps=600, seed=0)
     assert h.losses[-1] < 0.05 * h.losses[0]
     assert offset_task(h, 64, 5).accuracy == 1.0
-    again = alt.train_position_head(scheme, 5, train_length=64, steps=600, seed=0)
+    again = sh.train_position_head(scheme, 5, train_length=64, steps=600, seed=0)
     np.testing.assert_array_equal(h.losses, again.losses)  # deterministic for a seed
 
 
 def test_trained_heads_respect_their_closed_form_ceilings():
     # Shaw clipped at K: the key 40 back shares its vector with every key >= K back
     K = 16
-    rel = alt.train_position_head("relative", 40, train_length=64, steps=600, seed=1, max_distance=K)
+    rel = sh.train_position_head("relative", 40, train_length=64, steps=600, seed=1, max_distance=K)
     r = sparse_retrieval(rel, 256, 40)
     ceiling = 1.0 / (r.query - K + 1)
     assert np.all(r.target_mass <= ceiling + 1e-12)
     assert r.accuracy == 0.0
     # T5: the key shares its bucket with the others of the same bucket
-    t5 = alt.train_position_head("t5", 40, train_length=64, steps=600, seed=1)
+    t5 = sh.train_position_head("t5", 40, train_length=64, steps=600, seed=1)
     r = sparse_retrieval(t5, 256, 40)
     dist = np.arange(1, 256)
     same = t5_bucket(-dist, bidirectional=False) == t5_bucket(-40, bidirectional=False)
@@ -127,7 +128,7 @@ def test_trained_heads_respect_their_closed_form_ceilings():
 
 
 def test_absolute_stretch_fails_exactly_where_the_trained_rows_end():
-    h = alt.train_position_head("absolute", 5, train_length=32, steps=600, seed=0)
+    h = sh.train_position_head("absolute", 5, train_length=32, steps=600, seed=0)
     assert np.all(h.layer.scheme.table[32:] == np.random.default_rng(0).normal(scale=0.3, size=(256, 16))[32:])
     r = offset_task(h, 128, 5)
     inside = r.query < 32
@@ -154,15 +155,15 @@ def test_comparison_fixed_rows_match_their_formulas():
 
 def test_validation():
     with pytest.raises(ValueError, match="nothing to train: use fixed_head"):
-        alt.train_position_head("alibi")
+        sh.train_position_head("alibi")
     with pytest.raises(ValueError, match="scheme must be one of the learned schemes"):
-        alt.train_position_head("bogus")
+        sh.train_position_head("bogus")
     with pytest.raises(ValueError, match="offset must be at most 63"):
-        alt.train_position_head("t5", 64)
+        sh.train_position_head("t5", 64)
     with pytest.raises(ValueError, match="max_distance must be at least 17"):  # decoder: 16 exact buckets
-        alt.train_position_head("t5", 5, max_distance=4)
+        sh.train_position_head("t5", 5, max_distance=4)
     with pytest.raises(ValueError, match="scheme must be one of the fixed schemes"):
-        alt.fixed_head("rope")
+        sh.fixed_head("rope")
     with pytest.raises(ValueError, match="schemes must be a non-empty selection"):
         alt.compare_schemes(("rope", "xl"))
     with pytest.raises(ValueError, match="factors must be a non-empty increasing"):
@@ -176,7 +177,7 @@ def test_figures_build_and_validate():
 
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.alternatives import bias_shapes, comparison_figure, learned_profiles
+    from ropegeo.book.plots.alternatives import bias_shapes, comparison_figure, learned_profiles
 
     c = alt.compare_schemes(("none", "t5", "rope"), seeds=(0,), train_length=24, offset=3, distance=10, shift=4,
                             factors=(2,), steps=100)
@@ -203,16 +204,16 @@ def test_figures_build_and_validate():
         bias_shapes(max_offset=3)
     with pytest.raises(ValueError, match="heads must be 1 to 10 PositionHead"):
         learned_profiles([])
-    with pytest.raises(ValueError, match="comparison must be a ropegeo.alternatives.Comparison"):
+    with pytest.raises(ValueError, match="comparison must be a ropegeo.toy.alternatives.Comparison"):
         comparison_figure({})
 
 
 def test_rope_row_agrees_with_gate_c_readings():
     """The rope head's local displacement is Gate C's score profile difference s(k + 1) - s(k)."""
-    from ropegeo.behaviour import score_profile, train_offset_head
-    from ropegeo.interventions import global_shift, local_displacement
+    from ropegeo.toy import score_profile, train_offset_head
+    from ropegeo.toy.interventions import global_shift, local_displacement
 
-    h = alt.train_position_head("rope", 5, train_length=64, seed=2)
+    h = sh.train_position_head("rope", 5, train_length=64, seed=2)
     gate = train_offset_head(5, head_dim=16, train_length=64, seed=2)
     s5, s6 = score_profile(gate, [5.0, 6.0])
     assert local_displacement(h, 64, 5).score_change == pytest.approx(s6 - s5, rel=1e-9, abs=1e-9)
@@ -221,13 +222,13 @@ def test_rope_row_agrees_with_gate_c_readings():
 
 # ---- most-recent match (content and position) -----------------------------------------------------
 
-from ropegeo.interventions import TokenHead, match_task  # noqa: E402
+from ropegeo.toy.interventions import TokenHead, match_task  # noqa: E402
 
 TOK = np.random.default_rng(7).integers(0, 4, size=(3, L))
 
 
 def match_layer_loss(head):
-    return alt.match_loss(head, TOK)
+    return sh.match_loss(head, TOK)
 
 
 def _table_head(scheme_obj, V=4, d=4, seed=0):
@@ -239,7 +240,7 @@ def _table_head(scheme_obj, V=4, d=4, seed=0):
 
 @pytest.mark.parametrize("kind", ["none", "alibi", "t5", "relative"])
 def test_match_table_gradients(kind):
-    from ropegeo.attention import ALiBi
+    from ropegeo.toy.schemes import ALiBi
 
     pos = np.arange(L)
     if kind == "none":
@@ -285,15 +286,15 @@ def test_match_projection_gradients(kind):
 
 
 def test_rope_match_head_is_gate_c_inside_the_layer():
-    from ropegeo.behaviour import match_head_loss
+    from ropegeo.toy import match_head_loss
 
-    h = alt.train_scheme_match_head("rope", vocab=4, train_length=L, d=8, steps=20, batch=4, seed=5)
+    h = sh.train_scheme_match_head("rope", vocab=4, train_length=L, head_dim=8, steps=20, batch=4, seed=5)
     want, _, _ = match_head_loss(h.layer.Wq / math.sqrt(8), h.layer.Wk, TOK, h.layer.scheme.options["theta"])
-    assert alt.match_loss(h, TOK) == pytest.approx(want, rel=1e-10)
+    assert sh.match_loss(h, TOK) == pytest.approx(want, rel=1e-10)
 
 
 def test_match_closed_forms_nope_ceiling_and_alibi_recency():
-    from ropegeo.behaviour import match_targets
+    from ropegeo.toy import match_targets
 
     # ideal content: a token matches only itself, with a large margin
     big = 40.0 * np.eye(8)
@@ -310,20 +311,20 @@ def test_match_closed_forms_nope_ceiling_and_alibi_recency():
     assert match_task(alibi, 512, sequences=4).accuracy == 1.0  # recency breaks every tie toward the latest
 
 
-@pytest.mark.parametrize("scheme", alt.SCHEMES)
+@pytest.mark.parametrize("scheme", sh.SCHEMES)
 def test_match_heads_train_for_every_scheme(scheme):
-    h = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
+    h = sh.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     assert h.losses[-1] < 0.6 * h.losses[0]
-    again = alt.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
+    again = sh.train_scheme_match_head(scheme, steps=150, batch=8, seed=0)
     np.testing.assert_array_equal(h.losses, again.losses)
     assert match_task(h, 64).accuracy > (0.05 if scheme == "none" else 0.8)
 
 
 def test_match_validation():
     with pytest.raises(ValueError, match="scheme must be one of"):
-        alt.train_scheme_match_head("xl")
+        sh.train_scheme_match_head("xl")
     with pytest.raises(ValueError, match="vocab must be at most 64"):
-        alt.train_scheme_match_head("none", vocab=100)
+        sh.train_scheme_match_head("none", vocab=100)
     with pytest.raises(ValueError, match="head must be a TokenHead"):
         match_task("rope", 10)
     with pytest.raises(ValueError, match="embedding must have shape"):
@@ -356,7 +357,7 @@ def test_clipped_retrieval_ceiling_matches_a_brute_force_count(length, distance,
 
 
 def test_clipped_retrieval_ceiling_bounds_a_trained_relative_head():
-    head = alt.train_position_head("relative", 6, train_length=L + 4, d=8, steps=150, seed=0, max_distance=4)
+    head = sh.train_position_head("relative", 6, train_length=L + 4, head_dim=8, steps=150, seed=0, max_distance=4)
     for n in (L + 4, 3 * L):
         ceiling = alt.clipped_retrieval_ceiling(n, 6, clip=4)
         assert ceiling < 1
@@ -404,19 +405,19 @@ def test_closed_forms_name_the_bad_parameter(call, name):
     (lambda: alt.compare_schemes(5), "schemes"),
     (lambda: alt.compare_schemes("rope"), "schemes"),
     (lambda: alt.compare_schemes(("rope", "rope")), "schemes"),
-    (lambda: alt.train_position_head("absolute", d=256, rows=65_536), "rows"),
-    (lambda: alt.train_position_head("relative", d=512), "d must be at most 256"),
-    (lambda: alt.train_position_head("t5", lr=1e300), "lr"),
-    (lambda: alt.train_position_head("sinusoidal", init_std=1e300), "init_std"),
-    (lambda: alt.train_scheme_match_head("none", train_length=1024, batch=512), "batch"),
-    (lambda: alt.train_scheme_match_head("absolute", steps=100_001), "steps"),
+    (lambda: sh.train_position_head("absolute", head_dim=256, rows=65_536), "rows"),
+    (lambda: sh.train_position_head("relative", head_dim=512), "head_dim must be at most 256"),
+    (lambda: sh.train_position_head("t5", lr=1e300), "lr"),
+    (lambda: sh.train_position_head("sinusoidal", init_std=1e300), "init_std"),
+    (lambda: sh.train_scheme_match_head("none", train_length=1024, batch=512), "batch"),
+    (lambda: sh.train_scheme_match_head("absolute", steps=100_001), "steps"),
     (lambda: alt.compare_schemes(("absolute",), train_length=1024, factors=(2,), steps=100_001), "steps"),
-    (lambda: alt.train_scheme_match_head("alibi", vocab=65), "vocab"),
+    (lambda: sh.train_scheme_match_head("alibi", vocab=65), "vocab"),
     (lambda: alt.clipped_retrieval_ceiling(10**30, 10**29), "distance"),
     (lambda: alt.clipped_retrieval_ceiling(512, 40, clip=10**400), "clip"),
     (lambda: alt.trained_rows_share(100, 10**400, 5), "train_length"),
     (lambda: alt.trained_rows_share(100, 64, 10**30), "offset"),
-    (lambda: alt.match_loss("head", [[0, 1]]), "head"),
+    (lambda: sh.match_loss("head", [[0, 1]]), "head"),
 ])
 def test_bounds_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
@@ -424,34 +425,34 @@ def test_bounds_name_the_parameter(call, name):
 
 
 def test_match_loss_refuses_oversized_token_batches():
-    head = alt.train_scheme_match_head("none", steps=1)
+    head = sh.train_scheme_match_head("none", steps=1)
     with pytest.raises(ValueError, match="tokens of shape \\(200, 1024\\)"):
-        alt.match_loss(head, np.zeros((200, 1024), dtype=int))
+        sh.match_loss(head, np.zeros((200, 1024), dtype=int))
 
 
-@pytest.mark.parametrize("scheme", alt.SCHEMES)
+@pytest.mark.parametrize("scheme", sh.SCHEMES)
 def test_divergence_is_reported_for_every_scheme(monkeypatch, scheme):
     """With the learning-rate bound lifted, the parameters blow up: the trainers must say so, naming lr."""
-    from ropegeo import behaviour
+    from ropegeo import toy as behaviour
 
     monkeypatch.setattr(behaviour.training, "MAX_LR", 1e300)
     with np.errstate(all="ignore"):
         with pytest.raises(ValueError, match="diverged.*lower lr"):
-            alt.train_scheme_match_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+            sh.train_scheme_match_head(scheme, train_length=16, head_dim=8, steps=5, lr=1e300)
         if scheme in ("absolute", "sinusoidal", "relative", "rope"):  # products of learned vectors overflow
             with pytest.raises(ValueError, match="diverged.*lower lr"):
-                alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+                sh.train_position_head(scheme, train_length=16, head_dim=8, steps=5, lr=1e300)
         elif scheme == "t5":  # the score is one learned bias: huge, but finite, and so is the head
-            h = alt.train_position_head(scheme, train_length=16, d=8, steps=5, lr=1e300)
+            h = sh.train_position_head(scheme, train_length=16, head_dim=8, steps=5, lr=1e300)
             assert np.all(np.isfinite(h.layer.scheme.table)) and np.all(np.isfinite(h.losses))
 
 
 def test_learned_profiles_takes_one_head_or_a_list():
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.alternatives import bias_shapes, learned_profiles
+    from ropegeo.book.plots.alternatives import bias_shapes, learned_profiles
 
-    h = alt.fixed_head("none")
+    h = sh.fixed_head("none")
     assert isinstance(learned_profiles(h, length=32), Figure)
     for call, name in [(lambda: learned_profiles(5), "heads"), (lambda: learned_profiles([h] * 11), "heads"),
                        (lambda: learned_profiles(h, target="x"), "target"),
@@ -463,7 +464,7 @@ def test_learned_profiles_takes_one_head_or_a_list():
 
 def test_budgets_accept_the_book_runs():
     """The chapter's comparison (defaults, match=True, three seeds) passes every bound unchanged."""
-    alt._check_trainers(alt.SCHEMES, 64, 16, 1000, True, 300, 16, {})
+    alt._check_trainers(sh.SCHEMES, 64, 16, 1000, True, 300, 16, {})
     alt.check_position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
     with pytest.raises(ValueError, match="MAX_STEP_BYTES"):
         alt.check_match_memory("absolute", 1024, 512, 8, 256, 8192)

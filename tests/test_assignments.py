@@ -74,7 +74,7 @@ def test_stub_of_magic_cell_raises():
 
 
 def test_main_writes_both_editions_and_zips(tmp_path):
-    from ropegeo.exercises import exercise
+    from ropegeo.book.exercises import exercise
 
     exercise("ch09-demo")(lambda answer: (answer == 6, "six"))  # the demo's check, in a chapter the book lacks
     path = tmp_path / "09_demo.ipynb"
@@ -130,7 +130,7 @@ import re  # noqa: E402
 
 import yaml  # noqa: E402
 
-from ropegeo.exercises import REASONING_POINTS, exercise, exercise_ids, exercise_points  # noqa: E402
+from ropegeo.book.exercises import REASONING_POINTS, exercise, exercise_ids, exercise_points  # noqa: E402
 
 sys_path_scripts = str(ROOT / "scripts")
 import sys  # noqa: E402

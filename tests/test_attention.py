@@ -1,4 +1,4 @@
-"""Tests of ropegeo.attention: the toy layer, its position schemes and its symmetry probes.
+"""Tests of ropegeo.toy.attention: the toy layer, its position schemes and its symmetry probes.
 
 The layer is compared with a reference written with scalar loops (no matrix products), and every
 symmetry claim is a hypothesis property over seeds, widths, lengths and permutations.
@@ -11,18 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import (
+from ropegeo.softmax import softmax
+from ropegeo.toy.attention import AttentionLayer, causal_mask, permutation_deviation, shift_deviation
+from ropegeo.toy.schemes import (
     MAX_ENTRIES,
     AbsolutePositions,
-    AttentionLayer,
     PositionScheme,
-    causal_mask,
     make_scheme,
-    masked_softmax,
-    permutation_deviation,
     register_scheme,
     scheme_names,
-    shift_deviation,
     sinusoidal_encoding,
 )
 
@@ -195,17 +192,17 @@ def test_causal_argument_overrides_default():
         layer.weights(x, causal="yes")
 
 
-def test_masked_softmax_and_mask():
+def test_softmax_and_mask():
     m = causal_mask(4)
     np.testing.assert_array_equal(m, [[j <= i for j in range(4)] for i in range(4)])
-    w = masked_softmax(np.zeros((4, 4)), m)
+    w = softmax(np.zeros((4, 4)), m)
     np.testing.assert_allclose(w, m / m.sum(axis=1, keepdims=True))
     with pytest.raises(ValueError, match="no visible entry"):
-        masked_softmax(np.zeros((2, 2)), np.array([[True, False], [False, False]]))
+        softmax(np.zeros((2, 2)), np.array([[True, False], [False, False]]))
     with pytest.raises(ValueError, match="boolean"):
-        masked_softmax(np.zeros((2, 2)), np.ones((2, 2)))
+        softmax(np.zeros((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError, match="scores must be finite"):
-        masked_softmax([1.0, np.nan])
+        softmax([1.0, np.nan])
     with pytest.raises(ValueError, match="seq"):
         causal_mask(0)
 
@@ -269,7 +266,7 @@ def test_sinusoidal_encoding_matches_scalar_formula(positions, dim, base):
 def test_sinusoidal_encoding_shape_and_validation():
     assert sinusoidal_encoding(np.zeros((2, 3)), 6).shape == (2, 3, 6)
     np.testing.assert_array_equal(sinusoidal_encoding(0, 4), [0, 1, 0, 1])
-    with pytest.raises(ValueError, match="dim must be an even"):
+    with pytest.raises(ValueError, match="d_model must be an even"):
         sinusoidal_encoding([1.0], 5)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_encoding([1.0], 4, base=1.0)
@@ -378,7 +375,7 @@ def test_registry_accepts_a_new_scheme_with_a_bias_hook():
         assert shift_deviation(biased, x, 9).scores < 1e-12
         assert permutation_deviation(biased, x, [1, 0, 2, 3]).scores > 1e-3  # (a reversal keeps |i - j|)
     finally:
-        from ropegeo import position_schemes
+        from ropegeo.toy import schemes as position_schemes
 
         position_schemes._SCHEMES.pop("test_linear_bias", None)
 
@@ -395,8 +392,8 @@ def test_builtin_schemes_registered():
 def test_figures_build_and_validate():
     from matplotlib.figure import Figure
 
-    from ropegeo.plots.attention import causal_figure, permutation_figure, position_codes_figure, shift_map_figure
-    from ropegeo.symbolic import sinusoidal_shift_matrix
+    from ropegeo.book.plots.attention import causal_figure, permutation_figure, position_codes_figure, shift_map_figure
+    from ropegeo.book.symbolic import sinusoidal_shift_matrix
 
     layer = AttentionLayer(8, seed=0)
     x = np.random.default_rng(0).standard_normal((4, 8))
@@ -440,7 +437,7 @@ def _copy_head_weights(k, back, length, key_shift, sharpness):
 
 @pytest.mark.parametrize("back, length, shift, lag", [(2, 8, 0.0, 0), (2, 8, 1.0, 0), (2, 8, 0.0, 1), (3, 12, -0.5, 2)])
 def test_copy_back_head_matches_pairwise_cosines(back, length, shift, lag):
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     k = np.random.default_rng(7).normal(size=16)
     head = copy_back_head(back, length=length, head_dim=16, key_shift=shift, value_lag=lag, seed=7)
@@ -453,7 +450,7 @@ def test_copy_back_head_matches_pairwise_cosines(back, length, shift, lag):
 
 
 def test_copy_back_head_defects_route_and_read_as_described():
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     labels = np.eye(8)
     w, out = copy_back_head(2, seed=5)(labels)
@@ -470,14 +467,14 @@ def test_copy_back_head_defects_route_and_read_as_described():
     (dict(value_lag=8), "value_lag"), (dict(sharpness=0.0), "sharpness"), (dict(seed=-1), "seed"),
 ])
 def test_copy_back_head_rejects_bad_parameters(kwargs, name):
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     with pytest.raises(ValueError, match=name):
         copy_back_head(**kwargs)
 
 
 def test_copy_back_head_rejects_bad_values():
-    from ropegeo.attention import copy_back_head
+    from ropegeo.toy.attention import copy_back_head
 
     head = copy_back_head()
     for bad in (np.eye(7), np.ones(8), np.full((8, 2), np.inf)):
@@ -486,11 +483,11 @@ def test_copy_back_head_rejects_bad_values():
 
 
 def test_scheme_names_and_options_are_checked():
-    from ropegeo.attention import AttentionLayer, masked_softmax
+    from ropegeo.toy.attention import AttentionLayer
 
     with pytest.raises(ValueError, match="scheme must be one of"):
         AttentionLayer(8, scheme=["rope"])
     with pytest.raises(ValueError, match="does not take these options"):
         AttentionLayer(8, scheme="rope", bogus=1)
     with pytest.raises(ValueError, match="scores must have at least one entry"):
-        masked_softmax([])
+        softmax([])

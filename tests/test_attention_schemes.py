@@ -12,15 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import (
+from ropegeo.toy.attention import AttentionLayer, permutation_deviation, shift_deviation
+from ropegeo.toy.schemes import (
     ALiBi,
-    AttentionLayer,
     RelativePositions,
     T5Bias,
     alibi_slopes,
-    permutation_deviation,
     scheme_names,
-    shift_deviation,
     sinusoidal_encoding,
     t5_bucket,
 )

@@ -1,4 +1,4 @@
-"""The audit lab: its front end (ropegeo/static/lab_audit.js, run in Node) against ropegeo's
+"""The audit lab: its front end (ropegeo/book/static/lab_audit.js, run in Node) against ropegeo's
 geometry_audit and gate_b, for every shipped configuration and each kind of layer of the models
 whose layers differ, and a few custom banks."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import traitlets
-
 from jsrun import call_js
-from ropegeo.audit import GateBResult
-from ropegeo.manifest import load_model, shipped_models
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.audit_lab import AuditLab, audit_lab, law_normals, records, reference
+
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab, law_normals, records, reference
+from ropegeo.gates.b.rule import GateBResult
+from ropegeo.models.manifest import load_model, shipped_models
 
 DEFAULT = dict(model="custom", layer_type="default", target_length=512, dtype="config", head_dim=16, base=10_000.0,
                train_length=64, rule="none")

@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.audit import GATES, AuditReport, audit, gate_c_schedule
-from ropegeo.behaviour import GateCVerdict
-from ropegeo.broken import CATALOGUE, broken_entries, correct_entries, entry
-from ropegeo.gate_a import GateAError
-from ropegeo.manifest import RopeManifest, shipped_models
+from ropegeo.book.broken import CATALOGUE, broken_entries, correct_entries, entry
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.audit import GATES, AuditReport, audit, gate_c_schedule
+from ropegeo.gates.c import GateCVerdict
+from ropegeo.models.manifest import RopeManifest, shipped_models
 
 
 def bank(d, base=10_000.0):
@@ -209,8 +209,8 @@ def test_report_type():
 def test_figures_build_and_validate():
     from matplotlib.figure import Figure
 
-    from ropegeo.behaviour import train_offset_head
-    from ropegeo.plots.audit import gate_grid, margin_bars, rival_figure
+    from ropegeo.book.plots.audit import gate_grid, margin_bars, rival_figure
+    from ropegeo.toy import train_offset_head
 
     r = audit(RopeManifest(head_dim=8, max_position_embeddings=4096), offsets=[5, 6288], target_length=8192)
     fig = gate_grid({"collision": r, "llama": audit("llama-2-7b")})
@@ -250,7 +250,7 @@ def test_large_offset_sets_are_bounded_and_noted():
 def _report(argv, capsys):
     import argparse
 
-    from ropegeo.audit import add_report_subcommand
+    from ropegeo.cli.report import add_report_subcommand
 
     parser = argparse.ArgumentParser()
     add_report_subcommand(parser.add_subparsers(dest="command"))
@@ -272,13 +272,13 @@ def test_report_subcommand(capsys, tmp_path):
     d = json.loads(out)
     assert status == 0 and d["gate_b"]["sets"][0]["n_offsets"] == 9
     # a broken implementation given as MODULE:FUNCTION, with its declaration: exit status 1 at Gate A
-    status, out = _report(["ropegeo.broken:CacheOffByOne", "--config", str(cfg), "--offsets", "1-16",
+    status, out = _report(["ropegeo.book.broken:CacheOffByOne", "--config", str(cfg), "--offsets", "1-16",
                            "--train-length", "64", "--target-length", "512"], capsys)
     assert status == 1 and "Gate A  FAIL" in out and "implementation fix" in out
 
 
 def test_parse_offsets():
-    from ropegeo.audit import parse_offsets
+    from ropegeo.cli.report import parse_offsets
 
     np.testing.assert_array_equal(parse_offsets("3, 1-4,10"), [1, 2, 3, 4, 10])
     for bad in ("", "x", "5-3", "-2", "1-2000000"):
@@ -342,13 +342,13 @@ def test_report_through_the_command_line(capsys, tmp_path):
     cfg.write_text(json.dumps(GPTJ_64))
     assert main(["report", "llama-2-7b", "--offsets", "1-16"]) == 0
     assert "Gate B  pass" in capsys.readouterr().out
-    assert main(["report", "ropegeo.broken:QueryRestart", "--config", str(cfg), "--offsets", "1-16",
+    assert main(["report", "ropegeo.book.broken:QueryRestart", "--config", str(cfg), "--offsets", "1-16",
                  "--train-length", "64", "--target-length", "512", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["first_failure"] == "A"
     for argv, word in ((["report", "nope"], "nope"), (["report", "llama-2-7b", "--offsets", "9-2"], "--offsets"),
                        (["report", "llama-2-7b", "--min-margin", "0"], "min_margin"),
                        (["report", "llama-2-7b", "--manifest", "mistral-7b"], "--config"),
-                       (["report", "ropegeo.broken:QueryRestart"], "--config"),
+                       (["report", "ropegeo.book.broken:QueryRestart"], "--config"),
                        (["report", "llama-2-7b", "--gate-c", "--seeds", "0"], "--seeds")):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err

@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 
-from ropegeo.audit import geometry_audit
+from ropegeo.gates.audit import geometry_audit
 from ropegeo.cli import main
-from ropegeo.gate_b import ORIGIN_RULE
-from ropegeo.manifest import RopeManifest, load_model
+from ropegeo.gates.b.rule import ORIGIN_RULE
+from ropegeo.models.manifest import RopeManifest, load_model
 
 
 def header_value(table: str, label: str) -> str:
@@ -50,7 +50,7 @@ def test_the_default_origin_puts_the_largest_offset_on_the_last_position():
 
 
 def test_gate_b_with_a_given_origin_says_given():
-    from ropegeo.audit import audit
+    from ropegeo.gates.audit import audit
 
     m = RopeManifest(head_dim=8, max_position_embeddings=64)
     r = audit(lambda x, p: x, manifest=m, offsets=[1, 2, 3], origin=10, target_length=512)
@@ -70,7 +70,7 @@ def test_gate_a_table_explains_its_rows_and_a_zero_tolerance(capsys):
 
 
 def test_gate_a_legend_is_absent_from_the_library_table():
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
     from ropegeo.rotation import apply_rope
 
     r = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=16, pairing="half", max_position=4096)

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from ropegeo import scaling
-from ropegeo.audit import audit, geometry_audit
+from ropegeo.gates.audit import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies, wavelengths
-from ropegeo.gate_a import check_declaration, gate_a
-from ropegeo.gate_c import gate_c
+from ropegeo.gates.a.gate import check_declaration, gate_a
+from ropegeo.gates.c import gate_c
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
+from ropegeo.models.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
 from ropegeo.rotation import apply_rope
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +56,12 @@ X = np.ones((4, 8))
 P = np.arange(4)
 MANIFEST = RopeManifest(head_dim=8, max_position_embeddings=64)
 
+
+def sentinel(values) -> tuple:
+    """The bad values of a plain operator keyword whose default is ``None`` ("not given")."""
+    return tuple(x for x in values if x is not None)
+
+
 API: list[tuple[str, object, str]] = []  # (case id, thunk, the argument its message must name)
 
 
@@ -71,22 +77,22 @@ cases(apply_rope, "x", ("x", None, object(), np.ones(7), np.ones((4, 7)), [[NAN]
                         np.array([["a"] * 8] * 4)), positions=P)
 cases(apply_rope, "positions", ("p", None, [NAN] * 4, [INF] * 4, np.arange(5), [[0, 1]], object(), ["a"] * 4),
       x=X)
-cases(apply_rope, "base", BAD_BASES, x=X, positions=P)
+cases(apply_rope, "base", sentinel(BAD_BASES), x=X, positions=P)
 cases(apply_rope, "rotary_dim", BAD_COUNTS + (3, 10, 7.0), x=X, positions=P)
-cases(apply_rope, "pairing", BAD_NAMES, x=X, positions=P)
-cases(apply_rope, "scale", BAD_REALS, x=X, positions=P)
+cases(apply_rope, "pairing", sentinel(BAD_NAMES), x=X, positions=P)
+cases(apply_rope, "scale", sentinel(BAD_REALS), x=X, positions=P)
 cases(apply_rope, "phase_dtype", ("", "foo", " half", 1, ["float32"], object(), "int8", "float128"), x=X, positions=P)
 cases(apply_rope, "theta", ("t", [NAN] * 4, [1.0] * 5, [], [[1.0] * 4], object()), x=X, positions=P)
 cases(frequencies, "head_dim", BAD_COUNTS + (7, 3, 2 ** 20))
-cases(frequencies, "base", BAD_BASES)
+cases(frequencies, "base", sentinel(BAD_BASES))
 cases(frequencies, "rotary_dim", BAD_COUNTS + (7, 130), head_dim=128)
 cases(wavelengths, "theta", ("t", [], [-1.0], [NAN], [INF], [[1.0]], object()))
 cases(kernel, "offsets", ("o", [NAN], [INF], object(), [1.5, "a"]), theta=THETA)
 cases(kernel, "theta", ("t", [], [NAN], [-1.0], object()), offsets=[1, 2])
-cases(kernel, "scale", BAD_REALS, offsets=[1, 2], theta=THETA)
+cases(kernel, "scale", sentinel(BAD_REALS), offsets=[1, 2], theta=THETA)
 cases(kernel, "weights", ("w", [1.0] * 3, [-1.0] * 4, [NAN] * 4, [0.0] * 4, object()), offsets=[1, 2], theta=THETA)
 cases(adjacent_similarity, "theta", ("t", [], [NAN], object()))
-cases(adjacent_similarity, "scale", BAD_REALS, theta=THETA)
+cases(adjacent_similarity, "scale", sentinel(BAD_REALS), theta=THETA)
 cases(near_collisions, "start", tuple(b for b in BAD_COUNTS if b != 0) + (10 ** 20, 101), theta=THETA, stop=100)
 cases(near_collisions, "stop", BAD_COUNTS + (2 ** 60, 1), theta=THETA, start=2)
 cases(near_collisions, "top", BAD_COUNTS + (10 ** 9,), theta=THETA, start=2, stop=100)
@@ -95,15 +101,15 @@ cases(near_collisions, "progress", ("yes", 1, [True], object()), theta=THETA, st
 
 # ---------------------------------------------------------------------- geometry audit
 cases(geometry_audit, "head_dim", BAD_COUNTS + (7, 3, 10 ** 9))
-cases(geometry_audit, "base", BAD_BASES)
+cases(geometry_audit, "base", sentinel(BAD_BASES))
 cases(geometry_audit, "train_length", BAD_COUNTS + (1,))
 cases(geometry_audit, "target_length", BAD_COUNTS + (2,))
 cases(geometry_audit, "rotary_dim", BAD_COUNTS + (7, 130))
-cases(geometry_audit, "interpolate", ("yes", 1, None, [True], object()))
+cases(geometry_audit, "interpolate", ("yes", 1, [True], object()))
 cases(geometry_audit, "search_start", BAD_COUNTS + (1, 40_000))
 cases(geometry_audit, "search_limit", BAD_COUNTS + (1,))
 cases(geometry_audit, "search_start", (10_000, 101, 100), search_limit=100)
-cases(geometry_audit, "pairing", BAD_NAMES)
+cases(geometry_audit, "pairing", sentinel(BAD_NAMES))
 cases(geometry_audit, "dtype", BAD_NAMES + ("float16", "bfloat16"))
 cases(geometry_audit, "top", BAD_COUNTS + (1001,))
 cases(geometry_audit, "min_margin", NOT_NUMBERS + NON_FINITE + (0, -0.1, 2.5, True))
@@ -160,8 +166,9 @@ cases(scaling.yarn, "base", BAD_BASES, rotary_dim=64, factor=4.0, original_lengt
 # ---------------------------------------------------------------------- Gate A (checked before any call)
 cases(gate_a, "impl", (None, 5, "examples.rope:llama2", object()), head_dim=8)
 for key, values in {
-    "head_dim": BAD_COUNTS + (7, 3, 10 ** 6), "base": BAD_BASES, "pairing": BAD_NAMES,
-    "rotary_dim": BAD_COUNTS + (7,), "scale": BAD_REALS + (0, -1.0), "phase_dtype": BAD_NAMES + ("int8",),
+    "head_dim": BAD_COUNTS + (7, 3, 10 ** 6), "base": sentinel(BAD_BASES), "pairing": sentinel(BAD_NAMES),
+    "rotary_dim": BAD_COUNTS + (7,), "scale": sentinel(BAD_REALS + (0, -1.0)),
+    "phase_dtype": sentinel(BAD_NAMES + ("int8",)),
     "dtype": ("foo", " half", 1, ["float32"], object(), "int8"), "max_position": BAD_COUNTS + (8, 2 ** 60),
     "attention_factor": NOT_NUMBERS + NON_FINITE + (0, -1.0, True), "seed": ("s", -1, 1.5, NAN, None, True),
     "attention_factor_in": BAD_NAMES, "theta": ("t", [NAN], [], [-1.0], [[1.0]]),

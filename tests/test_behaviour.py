@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo import behaviour as B
+from ropegeo import scaling
+from ropegeo import toy as B
+from ropegeo.gates import c as gates_c
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
 
@@ -121,6 +123,53 @@ def test_match_loss_matches_loops_and_finite_differences(scale):
     f = lambda: B.match_head_loss(qt, kt, tok, theta, scale=scale)[0]  # noqa: E731
     np.testing.assert_allclose(dq, _finite_difference(f, qt), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("spread", [math.inf, 0.0])
+def test_match_loss_in_chunks_by_table_and_by_rows(spread, monkeypatch):
+    # the step reads its scores from a table of distances back, one sequence per chunk here; with
+    # spread 0 every row is shifted by its own maximum instead of the table's exponentials
+    from ropegeo.toy import heads
+
+    monkeypatch.setattr(heads, "_CHUNK_SCORES", 100)  # 66 query-key pairs per sequence of 12
+    monkeypatch.setattr(heads, "_TABLE_SPREAD", spread)
+    rng = np.random.default_rng(12)
+    theta = frequencies(8)
+    qt, kt = rng.normal(size=(2, 4, 8))
+    tok = rng.integers(0, 4, size=(5, 12))
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta, scale=0.75)
+    assert loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, 0.75), rel=1e-10)
+    f = lambda: B.match_head_loss(qt, kt, tok, theta, scale=0.75)[0]  # noqa: E731
+    np.testing.assert_allclose(dq, _finite_difference(f, qt), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
+
+
+def test_match_loss_with_scores_wider_than_the_table_spread():
+    # logits spanning thousands of nats take the row-by-row softmax; no underflow, no NaN
+    rng = np.random.default_rng(5)
+    theta = frequencies(8)
+    qt, kt = rng.normal(scale=12.0, size=(2, 4, 8))
+    tok = rng.integers(0, 4, size=(4, 16))
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta)
+    assert np.isfinite(loss) and loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, 1.0), rel=1e-9)
+    assert np.isfinite(dq).all() and np.isfinite(dk).all()
+
+
+def test_match_loss_gain_is_scaled_tables():
+    # the squared attention factor g multiplies every logit: the loss of tables scaled by sqrt(g),
+    # and its gradient times sqrt(g)
+    from ropegeo.toy import heads
+
+    rng = np.random.default_rng(8)
+    theta = frequencies(16)
+    qt, kt = rng.normal(size=(2, 6, 16))
+    tok = rng.integers(0, 6, size=(7, 40))
+    g = 1.7
+    loss, dq, dk = heads._match_loss(qt, kt, tok, heads._rotations(40, theta, 0.5), g)
+    ref, rq, rk = B.match_head_loss(qt * math.sqrt(g), kt * math.sqrt(g), tok, theta, scale=0.5)
+    assert loss == pytest.approx(ref, rel=1e-12)
+    np.testing.assert_allclose(dq, math.sqrt(g) * rq, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(dk, math.sqrt(g) * rk, rtol=1e-10, atol=1e-14)
 
 
 @given(st.integers(1, 6), st.integers(1, 40), st.integers(2, 5), st.integers(0, 10_000))
@@ -258,25 +307,25 @@ def test_extension_schedules_closed_forms():
     d, base = 16, 10_000.0
     plain = base ** (-2 * np.arange(d // 2) / d)
     kw = dict(head_dim=d, base=base, train_length=64)
-    pi = B.extension_schedule("pi", length=512, **kw)
+    pi = scaling.extension_schedule("pi", length=512, **kw)
     assert pi.scale == pytest.approx(1 / 8) and pi.attention_factor == 1.0
     np.testing.assert_allclose(pi.theta, plain)
-    ntk = B.extension_schedule("ntk", length=512, **kw)
+    ntk = scaling.extension_schedule("ntk", length=512, **kw)
     np.testing.assert_allclose(ntk.theta, (base * 8 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
     # the NTK base keeps the fastest pair and slows the slowest exactly 8x
     assert ntk.theta[0] == pytest.approx(1.0) and ntk.theta[-1] == pytest.approx(plain[-1] / 8)
     # dynamic NTK with factor 1 at 8L is the NTK rule for factor 8; at L it is the plain schedule
-    np.testing.assert_allclose(B.extension_schedule("dynamic_ntk", length=512, **kw).theta, ntk.theta)
-    np.testing.assert_allclose(B.extension_schedule("dynamic_ntk", length=64, **kw).theta, plain)
+    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=512, **kw).theta, ntk.theta)
+    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=64, **kw).theta, plain)
     # configured for 8L but run at 2L: the transformers formula base * (8 * 2 - 7) ** (d / (d - 2))
-    dyn = B.extension_schedule("dynamic", length=128, factor=8, **kw)
+    dyn = scaling.extension_schedule("dynamic", length=128, factor=8, **kw)
     np.testing.assert_allclose(dyn.theta, (base * 9 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
-    raw = B.extension_schedule("raw", length=512, **kw)
+    raw = scaling.extension_schedule("raw", length=512, **kw)
     assert raw.scale == 1.0 and raw.rule == "none"
-    yarn = B.extension_schedule("yarn", length=512, **kw)
+    yarn = scaling.extension_schedule("yarn", length=512, **kw)
     assert yarn.attention_factor == pytest.approx(0.1 * math.log(8) + 1)
     assert yarn.theta[0] == pytest.approx(plain[0]) and yarn.theta[-1] == pytest.approx(plain[-1] / 8)
-    llama = B.extension_schedule("llama3", length=512, **kw)
+    llama = scaling.extension_schedule("llama3", length=512, **kw)
     lam = 2 * np.pi / plain
     np.testing.assert_allclose(llama.theta[lam < 64 / 4], plain[lam < 64 / 4])
     np.testing.assert_allclose(llama.theta[lam > 64], plain[lam > 64] / 8)
@@ -285,7 +334,7 @@ def test_extension_schedules_closed_forms():
 def test_yarn_attention_factor_scales_the_logits(offset_heads):
     h = offset_heads[0]
     e = B.evaluate(h, 128, extension="yarn")
-    sch = B.extension_schedule("yarn", head_dim=16, base=10_000.0, train_length=L, length=128)
+    sch = scaling.extension_schedule("yarn", head_dim=16, base=10_000.0, train_length=L, length=128)
     assert e.attention_factor == pytest.approx(sch.attention_factor)
     # the same logits by hand: rotate with YaRN's frequencies, multiply by the factor squared
     direct = B.score_profile(h, np.arange(1, 128), theta=sch.theta) * sch.attention_factor**2
@@ -411,10 +460,10 @@ def test_slow_ramp_turnaround_makes_a_distant_winner_at_d8(offset_heads_d8):
 
 def test_gate_c_verdict():
     theta = frequencies(16)
-    ntk = B.extension_schedule("ntk", head_dim=16, base=10_000.0, train_length=L, length=TARGET).theta
+    ntk = scaling.extension_schedule("ntk", head_dim=16, base=10_000.0, train_length=L, length=TARGET).theta
     kw = dict(seeds=(0,), match_steps=250, min_match_accuracy=0.8)
-    good = B.gate_c(theta, target_theta=ntk, **kw)
-    bad = B.gate_c(theta, target_scale=1 / 8, **kw)
+    good = gates_c.gate_c(theta, target_theta=ntk, **kw)
+    bad = gates_c.gate_c(theta, target_scale=1 / 8, **kw)
     assert good.passed
     assert not bad.passed
     assert not bad.checks["offset accuracy at target (mean)"]["passed"]
@@ -441,8 +490,8 @@ def test_gate_c_verdict():
         (lambda: B.train_match_head(vocab=1), "vocab"),
         (lambda: B.train_match_head(batch=0), "batch"),
         (lambda: B.train_heads("nope"), "kind"),
-        (lambda: B.extension_schedule("yarnish", head_dim=8, base=1e4, train_length=64, length=512), "extension"),
-        (lambda: B.extension_schedule("pi", head_dim=8, base=1e4, train_length=64, length=512, factor=0.5), "factor"),
+        (lambda: scaling.extension_schedule("yarnish", head_dim=8, base=1e4, train_length=64, length=512), "extension"),
+        (lambda: scaling.extension_schedule("pi", head_dim=8, base=1e4, train_length=64, length=512, factor=0.5), "factor"),
         (lambda: B.match_targets([0.5, 1.5]), "tokens"),
         (lambda: B.match_head_loss(np.ones((2, 4)), np.ones((2, 4)), [[0, 3]], [1.0, 0.1]), "tokens"),
         (lambda: B.offset_head_loss(np.ones(4), np.ones(6), [1.0, 0.1], offset=1, length=5), "q and k"),
@@ -479,7 +528,7 @@ def test_evaluation_validation(offset_heads):
     with pytest.raises(ValueError, match="base"):
         B.evaluate(explicit, 128, extension="ntk")
     with pytest.raises(ValueError, match="target_length"):
-        B.gate_c(h.theta, train_length=64, target_length=64)
+        gates_c.gate_c(h.theta, train_length=64, target_length=64)
 
 
 # ----------------------------------------------------------------------------- figures
@@ -488,7 +537,7 @@ def test_evaluation_validation(offset_heads):
 def test_figures_build_without_pyplot(offset_heads, match_heads):
     from matplotlib.figure import Figure
 
-    from ropegeo.plots import behaviour as P
+    from ropegeo.book.plots import behaviour as P
 
     evals = {"raw": [B.evaluate(h, TARGET) for h in offset_heads[:3]],
              "pi": [B.evaluate(h, TARGET, extension="pi") for h in offset_heads[:3]]}
@@ -496,7 +545,7 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
         P.accuracy_mass_by_position(evals),
         P.accuracy_mass_by_displacement({"match": [B.evaluate(m, TARGET) for m in match_heads]}),
         P.attention_by_displacement(evals, max_displacement=64),
-        P.score_profile(offset_heads[:4], TARGET),
+        P.score_profile_figure(offset_heads[:4], TARGET),
         P.seed_table(B.compare(offset_heads[:3], [L, TARGET], extensions=["raw", "pi"])),
     ]
     for fig in figs:
@@ -509,7 +558,7 @@ def test_figures_build_without_pyplot(offset_heads, match_heads):
 
 
 def test_step_count_is_bounded_for_every_trainer():
-    from ropegeo.behaviour import MAX_STEPS, fine_tune, train_match_head, train_offset_head
+    from ropegeo.toy import MAX_STEPS, fine_tune, train_match_head, train_offset_head
 
     for call in (lambda: train_offset_head(steps=MAX_STEPS + 1),
                  lambda: train_match_head(steps=MAX_STEPS + 1),
@@ -521,7 +570,7 @@ def test_step_count_is_bounded_for_every_trainer():
 def test_evaluation_and_verdict_json_have_no_nan():
     import json
 
-    from ropegeo.gate_c import GateCVerdict
+    from ropegeo.gates.c import GateCVerdict
 
     e = B.evaluate(B.train_offset_head(steps=20), 32)
     d = json.loads(e.to_json())

@@ -1,4 +1,4 @@
-"""Bounds of Gate C (ropegeo.behaviour and its figures): every oversized or ill-typed request is a
+"""Bounds of Gate C (ropegeo.toy and its figures): every oversized or ill-typed request is a
 ValueError naming the parameter, before any large allocation or long loop; and the chunked code
 paths that keep memory bounded agree with direct computations.
 
@@ -9,7 +9,9 @@ References here are independent of the code under test: full softmax matrices bu
 import numpy as np
 import pytest
 
-from ropegeo import behaviour as B
+from ropegeo import scaling
+from ropegeo import toy as B
+from ropegeo.gates import c as gates_c
 from ropegeo.rotation import apply_rope
 
 
@@ -50,11 +52,11 @@ def match_head():
         (lambda h, m: B.offset_head_loss(h.q, h.k, h.theta, offset=5, length=10**9), "length"),
         (lambda h, m: B.match_head_loss(m.q_table, m.k_table, np.zeros((1000, 1000), int), m.theta), "tokens"),
         (lambda h, m: B.score_profile(h, np.broadcast_to(0.0, (5_000_000,))), "deltas"),
-        (lambda h, m: B.gate_c(h.theta, train_length=10**7), "train_length"),
-        (lambda h, m: B.gate_c(h.theta, target_length=10**6), "target_length"),
-        (lambda h, m: B.gate_c(h.theta, seeds=range(10**5)), "seeds"),
-        (lambda h, m: B.gate_c(h.theta, match_steps=100_001), "match_steps"),
-        (lambda h, m: B.gate_c(np.ones(256), train_length=1024, target_length=2048), "MAX_STEP_BYTES"),
+        (lambda h, m: gates_c.gate_c(h.theta, train_length=10**7), "train_length"),
+        (lambda h, m: gates_c.gate_c(h.theta, target_length=10**6), "target_length"),
+        (lambda h, m: gates_c.gate_c(h.theta, seeds=range(10**5)), "seeds"),
+        (lambda h, m: gates_c.gate_c(h.theta, match_steps=100_001), "match_steps"),
+        (lambda h, m: gates_c.gate_c(np.ones(256), train_length=1024, target_length=2048), "MAX_STEP_BYTES"),
         (lambda h, m: B.train_heads("offset", range(10**6)), "seeds"),
         (lambda h, m: B.train_heads("offset", range(10**12)), "seeds"),
         (lambda h, m: B.compare([h], range(2, 100)), "lengths"),
@@ -90,7 +92,7 @@ def test_every_bound_is_a_documented_module_constant():
         (lambda h: B.train_heads("offset", None), "seeds"),
         (lambda h: B.train_heads("offset", "012"), "seeds"),
         (lambda h: B.train_heads("offset", []), "seeds"),
-        (lambda h: B.gate_c(h.theta, seeds=5), "seeds"),
+        (lambda h: gates_c.gate_c(h.theta, seeds=5), "seeds"),
         (lambda h: B.evaluate_seeds(h, 64), "heads"),
         (lambda h: B.evaluate_seeds(5, 64), "heads"),
         (lambda h: B.compare([h], 5), "lengths"),
@@ -104,18 +106,18 @@ def test_an_int_where_a_list_belongs(head, call, name):
 
 def test_huge_lengths_are_value_errors_not_overflow(head):
     with pytest.raises(ValueError, match="^length must be at most"):
-        B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=10**300)
+        scaling.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=10**300)
     with pytest.raises(ValueError, match="^train_length must be at most"):
-        B.extension_schedule("ntk", head_dim=16, base=1e4, train_length=10**300, length=64)
+        scaling.extension_schedule("ntk", head_dim=16, base=1e4, train_length=10**300, length=64)
     with pytest.raises(ValueError, match="train_length"):  # the default factor length / train_length
-        B.extension_schedule("pi", head_dim=16, base=1e4, train_length=2, length=2**40)
+        scaling.extension_schedule("pi", head_dim=16, base=1e4, train_length=2, length=2**40)
     with pytest.raises(ValueError, match="^factor must be at most"):
-        B.extension_schedule("pi", head_dim=16, base=1e4, train_length=64, length=128, factor=1e300)
+        scaling.extension_schedule("pi", head_dim=16, base=1e4, train_length=64, length=128, factor=1e300)
     with pytest.raises(ValueError, match="^train_length must be at most"):
         B.pair_profiles(head, train_length=10**400)
     # the largest allowed values still work
     assert B.pair_profiles(head, train_length=2**48)[0].pair == 0
-    assert B.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic"
+    assert scaling.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic"
 
 
 # ----------------------------------------------------------------------------- silent wrong answers
@@ -254,15 +256,15 @@ def test_score_profile_blocks_and_shapes(head):
 
 
 def test_figure_bounds(head):
-    from ropegeo.plots import behaviour as P
+    from ropegeo.book.plots import behaviour as P
 
     ev = B.evaluate(head, 64)
     wide = B.train_offset_head(head_dim=512, steps=1)
     for call, name in [
-        (lambda: P.score_profile(head, 10**9), "horizon"),
-        (lambda: P.score_profile(wide, 500_000), "horizon"),  # 256 pairs: at most 131,072
-        (lambda: P.score_profile(5, 64), "heads"),
-        (lambda: P.score_profile([head] * 101, 64), "heads"),
+        (lambda: P.score_profile_figure(head, 10**9), "horizon"),
+        (lambda: P.score_profile_figure(wide, 500_000), "horizon"),  # 256 pairs: at most 131,072
+        (lambda: P.score_profile_figure(5, 64), "heads"),
+        (lambda: P.score_profile_figure([head] * 101, 64), "heads"),
         (lambda: P.accuracy_mass_by_position(ev, bins=10**10), "bins"),
         (lambda: P.accuracy_mass_by_displacement(ev, bins=10**10), "bins"),
         (lambda: P.accuracy_mass_by_position(ev, bins=np.arange(20_002.0)), "bins"),

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropegeo.broken import (CATALOGUE, CacheOffByOne, QueryRestart, Rotary, ScaledQueries, attention_comparison,
+from ropegeo.book.broken import (CATALOGUE, CacheOffByOne, QueryRestart, Rotary, ScaledQueries, attention_comparison,
                             broken_entries, correct_entries, entry, packed_score_change, position_ids,
-                            shift_change)
+                            shift_score_change)
 from ropegeo.rotation import apply_rope
 
 
@@ -115,7 +115,7 @@ def test_rotary_composes_inverts_and_keeps_norms(a, b, pairing, rotary, seed):
 
 
 def test_position_ids_policies():
-    from ropegeo.broken import position_ids
+    from ropegeo.book.broken import position_ids
 
     assert position_ids("contiguous", 4).tolist() == [0, 1, 2, 3]
     assert position_ids("left-padded", 3, pad=2).tolist() == [-1, -1, 0, 1, 2]
@@ -135,8 +135,8 @@ def test_position_ids_policies():
 def test_figures_build_and_refuse_bad_input():
     from matplotlib.figure import Figure
 
-    from ropegeo.gate_a import gate_a
-    from ropegeo.plots import implementation as figs
+    from ropegeo.gates.a.gate import gate_a
+    from ropegeo.book.plots import implementation as figs
 
     assert isinstance(figs.pairing_layouts(8), Figure)
     assert isinstance(figs.position_id_grid(), Figure)
@@ -162,7 +162,7 @@ def test_figures_build_and_refuse_bad_input():
     (lambda: position_ids("contiguous", "abc"), "lengths"),
     (lambda: entry(["x"]), "name must be one of"),
     (lambda: entry("interleaved", head_dim=2**22), "head_dim"),
-    (lambda: shift_change("interleaved", samples=100_000, head_dim=4096), "samples \\* head_dim"),
+    (lambda: shift_score_change("interleaved", samples=100_000, head_dim=4096), "samples \\* head_dim"),
     (lambda: packed_score_change(documents=(30_000, 30_000)), "at most 4,096"),
     (lambda: packed_score_change(documents=5.5), "lengths"),
 ])
@@ -176,7 +176,7 @@ def test_packed_score_change_accepts_one_document():
 
 
 def test_manifest_replays_exactly_the_entries_whose_defect_it_records():
-    from ropegeo.broken import manifest_replays
+    from ropegeo.book.broken import manifest_replays
 
     got = {n for n in CATALOGUE if manifest_replays(n)}
     # values, the query-only scaling and the sliced end of the head have no manifest field

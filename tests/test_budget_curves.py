@@ -1,14 +1,14 @@
-"""Bad input and small properties of ropegeo.budget_curves, ropegeo.dilution and ropegeo.reanchor."""
+"""Bad input and small properties of ropegeo.toy.budget_curves, ropegeo.toy.dilution and ropegeo.toy.reanchor."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ropegeo import behaviour as gc
-from ropegeo import budget_curves as bc
-from ropegeo import dilution, reanchor
-from ropegeo.plots.budget import budget_figure, dilution_figure
+from ropegeo import toy as gc
+from ropegeo.toy import budget_curves as bc
+from ropegeo.toy import dilution, reanchor
+from ropegeo.book.plots.budget import budget_figure, dilution_figure
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +93,8 @@ def test_reanchored_base():
 
 
 def test_gate_c_schedule_keeps_the_models_split():
-    from ropegeo.audit import gate_c_schedule
-    from ropegeo.manifest import load_model
+    from ropegeo.gates.audit import gate_c_schedule
+    from ropegeo.models.manifest import load_model
 
     m = load_model("llama-3.1-8b")
     plain = gate_c_schedule(m, 64, 512)

@@ -151,7 +151,7 @@ def test_exercise_structure():
     ending in a passing check, and solution-end, as the student-edition generator expects."""
     import nbformat
 
-    from ropegeo.exercises import exercise_ids
+    from ropegeo.book.exercises import exercise_ids
 
     cells = nbformat.read(NB, as_version=4).cells
     labels = []

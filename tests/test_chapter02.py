@@ -83,7 +83,7 @@ def test_no_errors_and_figures_shown(nb):
 
 
 def test_exercises_and_solutions(nb):
-    from ropegeo.exercises import exercise_ids
+    from ropegeo.book.exercises import exercise_ids
 
     labels = []
     for cell in nb.cells:
@@ -301,7 +301,7 @@ def test_decay_counterexample(glued):
 
 def _profiles(seeds):
     """Train with the package, then score with explicit rotations (not score_profile)."""
-    from ropegeo.behaviour import train_heads
+    from ropegeo.toy import train_heads
 
     heads = train_heads("offset", seeds=seeds, offset=5, head_dim=16, train_length=64)
     back = np.arange(1.0, 4097.0)

@@ -169,8 +169,8 @@ def test_base_bound_numbers(glued):
 
 def test_figure_functions_are_readable_at_phone_width():
     from ropegeo.frequencies import frequencies
-    from ropegeo.plots import spectrum
-    from ropegeo.plots.readable import smallest_text_px
+    from ropegeo.book.plots import spectrum
+    from ropegeo.book.plots.readable import smallest_text_px
 
     th = frequencies(128)
     figs = [spectrum.wavelength_ladder(th, 4096, 32_768, layout="column"),

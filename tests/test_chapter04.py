@@ -335,9 +335,9 @@ def test_chapter_has_exercises_and_solutions():
 def test_lab_bounds_and_numbers():
     import traitlets
 
-    from ropegeo.widgets.scaling_lab import ScalingLab, evaluate
+    from ropegeo.book.widgets.scaling_lab import ScalingLab, lab_report
 
-    rep = evaluate("linear", 8.0, train_length=4096, head_dim=128, base=1e4)
+    rep = lab_report("linear", 8.0, train_length=4096, head_dim=128, base=1e4)
     assert rep.fastest_step == pytest.approx(1 / 8) and rep.novel_pairs == 0
     for kw, match in [
         (dict(rule="longrope"), "rule must be one of"),
@@ -350,7 +350,7 @@ def test_lab_bounds_and_numbers():
         (dict(rule="llama3", low_freq_factor=4.0, high_freq_factor=2.0), "high_freq_factor must be greater"),
     ]:
         with pytest.raises(ValueError, match=match):
-            evaluate(**kw)
+            lab_report(**kw)
     lab = ScalingLab(rule="ntk", factor=4.0, head_dim=64)  # an anywidget: its page computes in JavaScript
     lab.rule = "llama3"
     assert lab.report.rule == "llama3"

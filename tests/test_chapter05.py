@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from glue import read_glued
 
-from ropegeo.broken import CATALOGUE, attention_comparison, broken_entries, correct_entries, entry
+from ropegeo.book.broken import CATALOGUE, attention_comparison, broken_entries, correct_entries, entry
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "05_implementation.ipynb"
 
@@ -249,8 +249,8 @@ def test_gate_constants(glued):
 
 
 def test_defect_catalogue_counts(glued):
-    from ropegeo.broken import DEFECTS
-    from ropegeo.checks import DEFECT_CLASSES
+    from ropegeo.book.broken import DEFECTS
+    from ropegeo.gates.verdicts import DEFECT_CLASSES
 
     broken_names = [n for n, e in DEFECTS.items() if e.check is not None]
     assert glued["n_defect_broken"] == len(broken_names)
@@ -262,7 +262,7 @@ def test_defect_catalogue_counts(glued):
 
 def test_wrapped_table_length_by_brute_force(glued):
     # the period of the wrapped entry, found by scanning positions for the first return to the identity
-    from ropegeo.broken import DEFECTS
+    from ropegeo.book.broken import DEFECTS
 
     f = DEFECTS["wrapped-table"].impl
     x = np.random.default_rng(2).normal(size=64)
@@ -325,7 +325,7 @@ def test_bfloat16_position_ids(glued):
     nearest = lo if t - lo < lo + spacing - t else lo + spacing
     assert glued["bf16_ids_rotated_as"] == nearest != t
     # and the broken entry that shows it is rotated exactly as that value (no angle rounding)
-    from ropegeo.broken import defect_entry
+    from ropegeo.book.broken import defect_entry
     from ropegeo.rotation import apply_rope
 
     impl = defect_entry("bfloat16-position-ids", 16).impl

@@ -1,7 +1,7 @@
 """Every number chapter 6 states in its prose, rederived independently.
 
 The glued values are read from the stored outputs of ``chapters/06_audit.ipynb``. Heads are trained
-again with ``ropegeo.behaviour`` (training is tested in ``test_behaviour``), but every evaluation is
+again with ``ropegeo.toy`` (training is tested in ``test_behaviour``), but every evaluation is
 redone here from the learned vectors alone: each rotary pair as a complex number, scores
 ``Re(sum_i z_q,i conj(z_k,i) exp(i (p_q - p_k) s theta_i))``, a softmax over the strictly earlier keys.
 Margins come from closed forms, never from ``ropegeo.margins``.
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo import behaviour as gc
-from ropegeo.broken import CATALOGUE
-from ropegeo.gate_a import gate_a
+from ropegeo import toy as gc
+from ropegeo.book.broken import CATALOGUE
+from ropegeo.gates.a.gate import gate_a
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "06_audit.ipynb"
 L, T, OFF = 64, 512, 5
@@ -201,7 +201,7 @@ def test_gate_b_margins():
     assert 1 / (1 + math.exp(-gap)) == pytest.approx(0.9, abs=1e-12)
     assert beta * g("b_threshold") ** 2 / 2 == pytest.approx(math.log(3), rel=1e-9)
     # every shipped configuration: the smallest distance over offsets 1..64, in float64 from its served bank
-    from ropegeo.manifest import load_model, shipped_models
+    from ropegeo.models.manifest import load_model, shipped_models
 
     local, exact, bound = [], [], []
     for name in shipped_models():

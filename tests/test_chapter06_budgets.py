@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from test_chapter06 import GLUED, L, OFF, T, bank, chord, g, pair_products, ref_offset_eval, score
 
-from ropegeo import behaviour as gc
-from ropegeo import budget_curves as bc
-from ropegeo import dilution, reanchor
+from ropegeo import toy as gc
+from ropegeo.scaling import extension_schedule
+from ropegeo.toy import budget_curves as bc
+from ropegeo.toy import dilution, reanchor
 
 RUNS = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs"
 CURVE = json.loads((RUNS / "finetune_budget.json").read_text())
@@ -149,7 +150,7 @@ def test_curve_direction_on_disjoint_seeds():
 
 # ------------------------------------------------------------------ dilution
 def _last_query(h, n, mult):
-    sch = gc.extension_schedule("yarn", head_dim=16, base=10_000.0, train_length=L, length=n)
+    sch = extension_schedule("yarn", head_dim=16, base=10_000.0, train_length=L, length=n)
     s = mult * score(h, np.arange(1, n), theta=sch.theta * sch.scale)
     p = np.exp(s - s.max())
     p /= p.sum()
@@ -216,7 +217,7 @@ def test_battery_fix_direction_on_disjoint_seeds():
 
 # ------------------------------------------------------------------ re-anchoring Gate C
 def test_reanchoring_closed_form():
-    from ropegeo.manifest import load_model, shipped_models
+    from ropegeo.models.manifest import load_model, shipped_models
 
     def slow(d, base, n):
         return sum(base ** (-2 * i / d) * n < 2 * math.pi for i in range(d // 2))

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from test_chapter06 import GLUED, L, OFF, T, bank, chord, ref_offset_eval, score
 
-from ropegeo import behaviour as gc
-from ropegeo import budget_curves as bc
-from ropegeo.rival_census import MAX_CENSUS_SEEDS, census_counts, rival_census
+from ropegeo import toy as gc
+from ropegeo.toy import budget_curves as bc
+from ropegeo.gates.b.rival_census import MAX_CENSUS_SEEDS, census_counts, rival_census
 
 RUNS = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs"
 CENSUS = json.loads((RUNS / "rival_census.json").read_text())
@@ -209,17 +209,17 @@ def test_gate_a_grid_stays_in_chapter_5():
 
 
 def test_chapter6_figure_functions_are_readable_at_phone_width():
-    from ropegeo import dilution
-    from ropegeo.plots.audit import margin_bars, rival_figure
-    from ropegeo.plots.behaviour import accuracy_mass_by_position, attention_by_displacement, score_profile, seed_table
-    from ropegeo.plots.budget import budget_figure, dilution_figure
-    from ropegeo.plots.readable import smallest_text_px
+    from ropegeo.toy import dilution
+    from ropegeo.book.plots.audit import margin_bars, rival_figure
+    from ropegeo.book.plots.behaviour import accuracy_mass_by_position, attention_by_displacement, score_profile_figure, seed_table
+    from ropegeo.book.plots.budget import budget_figure, dilution_figure
+    from ropegeo.book.plots.readable import smallest_text_px
 
     heads = gc.train_heads("offset", [0, 1], offset=OFF, head_dim=16, base=10_000.0, train_length=L, steps=200)
     res = gc.evaluate_seeds(heads, 128, label="t")
     figs = [budget_figure(CURVE, layout="column"), rival_figure(heads[0], 128, layout="column"),
             seed_table([res], layout="column"), accuracy_mass_by_position(res, layout="column"),
-            score_profile(heads[0], 128, per_pair=True, layout="column"),
+            score_profile_figure(heads[0], 128, per_pair=True, layout="column"),
             attention_by_displacement(res, max_displacement=8, layout="column"),
             dilution_figure(dilution.dilution_probe(heads, [64, 128], rule="yarn"), layout="column"),
             margin_bars([("a", {"local 1..64": 0.2, "distant": 0.7})], thresholds=[0.1], layout="column")]

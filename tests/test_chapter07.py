@@ -4,7 +4,7 @@ Glued values are read from the stored outputs of ``chapters/07_alternatives.ipyn
 are computed here by hand (T5's bucket recipe as scalar float32 steps, ALiBi's geometric series,
 counting arguments). Numbers of trained heads are recomputed from the heads' raw parameters with
 scores written out per scheme and a per-query softmax loop, never through
-``AttentionLayer`` or ``ropegeo.interventions``; the heads come from the same seeded training
+``AttentionLayer`` or ``ropegeo.toy.interventions``; the heads come from the same seeded training
 (whose gradients ``test_alternatives`` checks against finite differences).
 """
 
@@ -18,8 +18,9 @@ from glue import read_glued
 from test_attention import ref_attention, ref_code
 from test_attention_schemes import ref_bucket
 
-from ropegeo import alternatives as alt
 from ropegeo import scaling
+from ropegeo.toy import alternatives as alt
+from ropegeo.toy import scheme_heads as sh
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "07_alternatives.ipynb"
 SETTINGS = dict(offset=5, distance=40, train_length=64, factors=(2, 4, 8), shift=16)
@@ -61,7 +62,7 @@ TRAINED = {
     *(f"{k}_{b}" for k in ("slow_nb", "slow_nb_wins", "slow_captured", "ret_10k", "ret_slow") for b in ("lo", "hi")),
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
     "tl_alibi2_k1_mass", "tl_k5_max",
-} | {f"{name}_match_{when}{x}" for name in alt.SCHEMES for when in ("train", "long") for x in SPREAD}
+} | {f"{name}_match_{when}{x}" for name in sh.SCHEMES for when in ("train", "long") for x in SPREAD}
 
 
 def test_every_glue_in_the_prose_is_defined_and_tested():
@@ -238,14 +239,14 @@ def test_glued_trained_numbers_are_the_stored_runs():
     for key, name in (("abs_stretch_8", "absolute"), ("sin_stretch_8", "sinusoidal"), ("rope_stretch_8", "rope")):
         _glued_spread(key, last[name])
     assert g("rope_stretch_8_losers") == sum(a < 1 for a in last["rope"])
-    assert g("learned_acc_min") == min(min(STORED[n]["accuracy"]) for n in alt.LEARNED) == 1.0
+    assert g("learned_acc_min") == min(min(STORED[n]["accuracy"]) for n in sh.LEARNED) == 1.0
     assert g("fixed_acc_max") == max(max(STORED[n]["accuracy"]) for n in ("none", "alibi"))
     assert g("relt5_stretch_min") == min(min(a) for n in ("relative", "t5") for a in STORED[n]["stretch_accuracy"])
     assert g("sin_shift_weight_change") == max(STORED["sinusoidal"]["shift_weight_change"])
     for name in ("relative", "t5", "rope"):
         _glued_spread(f"{name}_ret_train", STORED[name]["retrieval_mass_train"])
         _glued_spread(f"{name}_ret_long", STORED[name]["retrieval_mass_long"])
-    for name in alt.SCHEMES:
+    for name in sh.SCHEMES:
         _glued_spread(f"{name}_match_train", STORED[name]["match_accuracy_train"])
         _glued_spread(f"{name}_match_long", STORED[name]["match_accuracy_long"])
     # the statements of the prose, on the stored seeds
@@ -267,7 +268,7 @@ def _task(head, length, k):
 
 def test_one_stored_seed_recomputed(seed0):
     """Seed 0 retrained here and re-scored by hand from the heads' raw parameters."""
-    for name in alt.LEARNED:
+    for name in sh.LEARNED:
         local, far = seed0.heads[(name, "local")][0], seed0.heads[(name, "far")][0]
         assert _task(local, L, OFF)[0] == STORED[name]["accuracy"][0] == 1.0, name
         assert _task(local, 512, OFF)[0] == pytest.approx(STORED[name]["stretch_accuracy"][0][-1], abs=1e-12), name
@@ -287,7 +288,7 @@ def test_one_stored_seed_recomputed(seed0):
         assert kept == pytest.approx(STORED[name]["shift_winners_kept"][0], abs=1e-12), name
     # match heads: training is chaotic for some schemes (last-bit differences grow), so only to the
     # two decimals the prose quotes
-    for name in alt.SCHEMES:
+    for name in sh.SCHEMES:
         acc = ref_match_accuracy(seed0.heads[(name, "match")][0], L)
         assert acc == pytest.approx(STORED[name]["match_accuracy_train"][0], abs=0.02), name
 
@@ -301,7 +302,7 @@ def other():
 def test_comparison_directions_on_disjoint_seeds(other):
     """Each direction the prose states about the comparison, re-run on seeds 10-12."""
     ps = other.per_seed
-    for name in alt.LEARNED:
+    for name in sh.LEARNED:
         assert ps(name, "accuracy").min() == 1.0, name
     assert ps("absolute", "shift_winners_kept").mean() < 1.0 <= ps("relative", "shift_winners_kept").min()
     assert ps("sinusoidal", "shift_winners_kept").min() >= 0.9
@@ -390,7 +391,7 @@ def test_ruler_glues_are_the_stored_runs():
 
 def _ruler_heads(name, seeds, steps, task):
     k = DIST if task == "far" else OFF
-    return [alt.train_position_head("rope", k, train_length=L, steps=steps, seed=s, theta=np.array(RULERS[name]))
+    return [sh.train_position_head("rope", k, train_length=L, steps=steps, seed=s, theta=np.array(RULERS[name]))
             for s in seeds]
 
 
@@ -430,10 +431,10 @@ def test_rope_losers_look_beyond_the_window():
     """The table's losing RoPE seeds, retrained and split by hand; and the direction on seeds 20-29."""
     losers = [s for s, acc in zip(RUN["settings"]["seeds"], STORED["rope"]["stretch_accuracy"]) if acc[-1] < 1]
     assert g("rope_losers_retrained") == len(losers)
-    heads = [alt.train_position_head("rope", OFF, train_length=L, steps=RUN["settings"]["steps"], seed=s) for s in losers]
+    heads = [sh.train_position_head("rope", OFF, train_length=L, steps=RUN["settings"]["steps"], seed=s) for s in losers]
     far = [p for p in (ref_split(ref_scores(h, np.arange(512)), OFF, L) for h in heads) if p[2] > p[1] + p[3]]
     assert g("rope_losers_far") == len(far) and 2 * len(far) > len(losers)
-    other = [alt.train_position_head("rope", OFF, train_length=L, seed=s) for s in range(20, 40)]
+    other = [sh.train_position_head("rope", OFF, train_length=L, seed=s) for s in range(20, 40)]
     lost = [ref_split(ref_scores(h, np.arange(512)), OFF, L) for h in other if _task(h, 512, OFF)[0] < 1]
     assert lost, "no losing seed among 20-39: the direction could not be checked"
     assert sum(p[2] > p[1] + p[3] for p in lost) * 2 > len(lost)
@@ -446,7 +447,7 @@ CELLS = {(r["scheme"], r["layers"], r["offset"]): r for r in TWO["rows"]}
 
 
 def test_two_layer_glues_and_bounds():
-    from ropegeo.attention import alibi_slopes
+    from ropegeo.toy.schemes import alibi_slopes
 
     s = TWO["settings"]
     assert s["seeds"] == list(range(10)) and g("tl_seeds") == 10 and g("tl_length") == s["length"] == 64
@@ -465,18 +466,18 @@ def test_two_layer_glues_and_bounds():
 
 
 def test_two_layer_stored_point_and_direction_on_disjoint_seeds():
-    from ropegeo import two_layer as tl
+    from ropegeo.toy import two_layer as tl
 
     s = TWO["settings"]
-    first = tl.evaluate(tl.train("nope", 2, 1, length=64, steps=s["steps"], slope=s["slope"], seed=0), 64)
+    first = tl.probe(tl.train("nope", 2, 1, length=64, steps=s["steps"], slope=s["slope"], seed=0), 64)
     assert first["accuracy"] == CELLS[("nope", 2, 1)]["accuracy"][0]
     assert first["mass"] == pytest.approx(CELLS[("nope", 2, 1)]["mass"][0], abs=1e-6)
     for seed in (10, 11):
-        one = tl.evaluate(tl.train("nope", 1, 1, length=64, steps=s["steps"], seed=seed), 64)
-        two = tl.evaluate(tl.train("nope", 2, 1, length=64, steps=s["steps"], seed=seed), 64)
+        one = tl.probe(tl.train("nope", 1, 1, length=64, steps=s["steps"], seed=seed), 64)
+        two = tl.probe(tl.train("nope", 2, 1, length=64, steps=s["steps"], seed=seed), 64)
         assert two["accuracy"] > 0.9 > 0.1 > one["accuracy"]
         for scheme in tl.SCHEMES:
-            far = tl.evaluate(tl.train(scheme, 2, 5, length=64, steps=s["steps"], slope=s["slope"], seed=seed), 64)
+            far = tl.probe(tl.train(scheme, 2, 5, length=64, steps=s["steps"], slope=s["slope"], seed=seed), 64)
             assert far["accuracy"] < 0.1
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ropegeo.cli import main
-from ropegeo.manifest import model_record
+from ropegeo.models.manifest import model_record
 
 
 def run_json(capsys, *argv):

@@ -49,7 +49,7 @@ MODULE = textwrap.dedent(
         import time
         time.sleep(3600)
 
-    from ropegeo.manifest import resolve
+    from ropegeo.models.manifest import resolve
 
     _LLAMA31 = resolve("llama-3.1-8b")
 
@@ -102,7 +102,7 @@ def test_failing_implementation_exits_1_and_says_why(env):
 
 
 def test_json_for_a_decoder_class():
-    out = subprocess.run([sys.executable, "-m", "ropegeo", "gate-a", "ropegeo.broken:Rotary", "--json"],
+    out = subprocess.run([sys.executable, "-m", "ropegeo", "gate-a", "ropegeo.book.broken:Rotary", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
     d = json.loads(out.stdout)
@@ -137,7 +137,7 @@ def test_bad_arguments_exit_2_with_one_line(env, args, message):
 
 
 def test_main_in_process(capsys):
-    assert main(["gate-a", "ropegeo.broken:QueryRestart"]) == 1
+    assert main(["gate-a", "ropegeo.book.broken:QueryRestart"]) == 1
     assert "restarts at the origin" in capsys.readouterr().out
 
 
@@ -225,7 +225,7 @@ def test_a_forged_report_on_the_workers_descriptors_is_no_verdict(env, tmp_path)
     # issue 23: zeros behind a complete passing report written on the inherited pipe got PASS,
     # and a forged result line a KeyError traceback. The worker now only returns arrays, and
     # bytes it did not write fail the channel's framing: one line, exit 2, never a pass
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
     from ropegeo.rotation import apply_rope
 
     passing = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, max_position=4096).to_json()
@@ -306,7 +306,7 @@ def test_attention_factor_flags(env, tmp_path):
     # a YaRN port without its factor fails against the config (magnitude); declared in the softmax it
     # passes; --attention-factor overrides the config's factor with a note
     (tmp_path / "yarnport.py").write_text(textwrap.dedent("""
-        from ropegeo.manifest import resolve
+        from ropegeo.models.manifest import resolve
         from ropegeo.rotation import apply_rope
         _m = resolve("qwen2.5-7b-instruct")
         _theta = _m.theta(_m.target_length)

@@ -10,9 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.audit import audit, default_offsets, geometry_audit
 from ropegeo.cli import main
-from ropegeo.manifest import load_model, shipped_models
+from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.b.rule import default_offsets
+from ropegeo.models.manifest import load_model, shipped_models
 
 
 @pytest.mark.parametrize("name", shipped_models())
@@ -133,7 +134,7 @@ def test_report_says_why_its_margins_differ_from_audit():
 
 
 def test_defaults_filled_in_by_audit_are_not_called_the_callers_choice():
-    from ropegeo.manifest import RopeManifest
+    from ropegeo.models.manifest import RopeManifest
 
     # no declared length: audit fills in 4,096 -> 32,768 itself; no "chosen here" note
     assert not audit(RopeManifest(head_dim=16)).gate_b.notes
@@ -142,9 +143,9 @@ def test_defaults_filled_in_by_audit_are_not_called_the_callers_choice():
 def test_doctest_examples_run():
     import doctest
 
-    import ropegeo.audit
-    import ropegeo.manifest
+    import ropegeo.gates.audit
+    import ropegeo.models.manifest
 
-    for mod in (ropegeo.manifest, ropegeo.audit):
+    for mod in (ropegeo.models.manifest, ropegeo.gates.audit):
         result = doctest.testmod(mod)
         assert result.attempted > 0 and result.failed == 0, mod.__name__

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo.manifest import ConfigError, load_model, model_record, read_config
+from ropegeo.models.manifest import ConfigError, load_model, model_record, read_config
 
 DEEPSEEK_V3 = model_record("deepseek-v3")["config"]
 

@@ -50,8 +50,8 @@ def run(python, *args, cwd):
 
 
 def test_core_install_has_no_book_extras(core_python, tmp_path):
-    probe = ("import importlib.util, sys, ropegeo, ropegeo.cli, ropegeo.audit, ropegeo.gate_a, ropegeo.manifest, "
-             "ropegeo.behaviour, ropegeo.gate_c; "
+    probe = ("import importlib.util, sys, ropegeo, ropegeo.cli, ropegeo.gates.audit, ropegeo.gates.a.gate, ropegeo.models.manifest, "
+             "ropegeo.toy, ropegeo.gates.c; "
              f"print([m for m in {EXTRAS!r} if importlib.util.find_spec(m) or m in sys.modules]); "
              "print(ropegeo.__file__)")
     out = run(core_python, "-c", probe, cwd=tmp_path)
@@ -69,7 +69,7 @@ def test_cli_audits_a_config_without_the_extras(core_python, tmp_path):
 
 
 def test_cli_gate_a_passes_a_shipped_correct_implementation(core_python, tmp_path):
-    out = run(core_python, "-m", "ropegeo", "gate-a", "ropegeo.broken:Rotary", "--head-dim", "64", "--json",
+    out = run(core_python, "-m", "ropegeo", "gate-a", "ropegeo.book.broken:Rotary", "--head-dim", "64", "--json",
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr + out.stdout
     assert json.loads(out.stdout)["passed"] is True

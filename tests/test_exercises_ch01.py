@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from ropegeo.exercises import check, exercise_ids
+from ropegeo.book.exercises import check, exercise_ids
 
 
 def stub(*args, **kwargs):

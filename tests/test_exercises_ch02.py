@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from ropegeo.exercises import check, exercise_ids
+from ropegeo.book.exercises import check, exercise_ids
 
 IDS = ["ch02-complex-rope", "ch02-direction-blind", "ch02-score-by-hand", "ch02-sign-bug", "ch02-which-defect"]
 
@@ -208,7 +208,7 @@ def test_direction_blind_wrong_answers(answer, fragment):
 
 def _diagnose():
     """Diagnose the heads by probing with one-hot values (independent of the checker's table)."""
-    from ropegeo.exercises.ch02 import mystery_heads
+    from ropegeo.book.exercises.ch02 import mystery_heads
 
     verdict = {}
     for name, head in mystery_heads().items():
@@ -244,7 +244,7 @@ def test_which_defect_wrong_answers():
     assert "must be one of" in check("ch02-which-defect", dict(good, A="broken")).message
     assert "expected a dict" in check("ch02-which-defect", ["routing", "healthy", "value"]).message
     # the text's rule alone (attends elsewhere -> routing, else value) misreads the head with both defects
-    from ropegeo.exercises.ch02 import mystery_heads
+    from ropegeo.book.exercises.ch02 import mystery_heads
 
     naive = {}
     for name, head in mystery_heads().items():
@@ -255,7 +255,7 @@ def test_which_defect_wrong_answers():
 
 
 def test_mystery_heads_validate():
-    from ropegeo.exercises.ch02 import mystery_heads
+    from ropegeo.book.exercises.ch02 import mystery_heads
 
     head = mystery_heads()["A"]
     for bad in (np.eye(7), np.ones(8), np.full((8, 2), np.nan)):

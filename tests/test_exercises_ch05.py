@@ -10,8 +10,8 @@ from pathlib import Path
 
 NB = Path(__file__).resolve().parents[1] / "chapters" / "05_implementation.ipynb"
 
-from ropegeo.exercises import check, exercise_ids
-from ropegeo.exercises.ch05 import (SUSPECT_DECLARED, PADDING, PROMPT, TABLE_DECLARED, TABLE_KEY, TABLE_QUERY, suspect_rope,
+from ropegeo.book.exercises import check, exercise_ids
+from ropegeo.book.exercises.ch05 import (SUSPECT_DECLARED, PADDING, PROMPT, TABLE_DECLARED, TABLE_KEY, TABLE_QUERY, suspect_rope,
                                     table_rope)
 
 
@@ -160,7 +160,7 @@ def test_diagnose():
         found.append(fits[0])
     assert found == [j // 2 for j in range(d)]
     # the evidence the exercise points at: Gate A fails the norm check (not a rotation), the layout passes
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
 
     rep = gate_a(f, **SUSPECT_DECLARED)
     assert "norm" in rep.failed and "layout" not in rep.failed
@@ -278,7 +278,7 @@ def test_table_size():
 
 
 def test_table_size_with_gate_a():
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
 
     f = table_rope()
     assert gate_a(f, max_position=4096, **TABLE_DECLARED).passed  # every probe below the table: blind

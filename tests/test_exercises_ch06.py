@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo import behaviour as gc
-from ropegeo.exercises import check, exercise_ids
+from ropegeo import toy as gc
+from ropegeo.book.exercises import check, exercise_ids
 
 IDS = ["ch06-collision-margin", "ch06-yarn-log", "ch06-reset-winner", "ch06-interpolated-rope", "ch06-rival-seeds",
        "ch06-learned-margin"]

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.exercises import check, exercise_ids
+from ropegeo.book.exercises import check, exercise_ids
 
 
 def stub(*args, **kwargs):

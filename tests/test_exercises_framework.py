@@ -1,6 +1,6 @@
 import pytest
 
-from ropegeo.exercises import Feedback, check, correct, exercise, exercise_ids, wrong
+from ropegeo.book.exercises import Feedback, check, correct, exercise, exercise_ids, wrong
 
 
 @exercise("ch09-demo-square")
@@ -48,7 +48,7 @@ import re  # noqa: E402
 import numpy as np  # noqa: E402
 import sympy as sp  # noqa: E402
 
-from ropegeo.exercises import (  # noqa: E402
+from ropegeo.book.exercises import (  # noqa: E402
     MAX_MESSAGE, as_float_array, as_items, as_number, as_whole, call_student, short,
 )
 

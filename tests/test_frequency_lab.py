@@ -8,8 +8,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.frequency_lab import CONTROLS, KERNEL_POINTS, FrequencyLab, frequency_lab, lab_state, readout
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.frequency_lab import CONTROLS, KERNEL_POINTS, FrequencyLab, frequency_lab, lab_state, readout
 
 
 def test_default_state_matches_closed_forms():

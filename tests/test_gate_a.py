@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropegeo.broken import CATALOGUE, Rotary, broken_entries, correct_entries, entry
-from ropegeo.gate_a import CHECKS, GateAError, gate_a, infer_layout
+from ropegeo.book.broken import CATALOGUE, Rotary, broken_entries, correct_entries, entry
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.a.gate import CHECKS, gate_a
+from ropegeo.gates.a.read import infer_layout
 from ropegeo.rotation import apply_rope
 
 
@@ -271,7 +273,7 @@ def test_implementation_error_on_ordinary_input_is_a_clear_error():
         (dict(head_dim=8, rotary_dim=10), "rotary_dim must be at most 8"),
         (dict(phase_dtype="float8"), "phase_dtype must be one of"),
         (dict(scale=0.0), "scale must be greater than 0"),
-        (dict(theta=[1.0, -0.1]), "theta must be"),
+        (dict(theta=[1.0, -0.1]), "theta must (be|hold)"),
         (dict(seed=-1), "seed must be at least 0"),
     ],
 )
@@ -313,7 +315,7 @@ def test_an_implementation_that_refuses_large_positions_fails_only_past_its_decl
 
 def test_errors_in_the_probe_itself_are_not_refusals(monkeypatch):
     # an error raised by ropegeo's probing code (here: memory) must propagate, never read as a pass
-    import ropegeo.gate_a_checks as ga
+    import ropegeo.gates.a.checks as ga
 
     def boom(*args, **kwargs):
         raise MemoryError("probe")
@@ -338,7 +340,7 @@ def test_catalogue_is_complete():
 
 
 def test_manifest_declaration():
-    from ropegeo.manifest import RopeManifest
+    from ropegeo.models.manifest import RopeManifest
 
     m = RopeManifest(head_dim=32, scaling={"rule": "linear", "factor": 4.0})
     assert gate_a(Rotary(32, scale=0.25), manifest=m).passed
@@ -370,7 +372,7 @@ def test_one_sided_magnitude_and_layout_are_named():
 
 
 def test_manifest_may_be_a_name_or_a_config_dict():
-    from ropegeo.manifest import model_record
+    from ropegeo.models.manifest import model_record
 
     by_name = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest="llama-2-7b")
     by_dict = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), manifest=model_record("llama-2-7b")["config"])
@@ -379,7 +381,7 @@ def test_manifest_may_be_a_name_or_a_config_dict():
         gate_a(lambda x, p: apply_rope(x, p), manifest=42)
 
 
-@pytest.mark.parametrize("bad", [["float32"], None, 3])
+@pytest.mark.parametrize("bad", [["float32"], 3])  # None means "not given" (float32)
 def test_phase_dtype_must_be_a_name(bad):
     with pytest.raises(ValueError, match="phase_dtype must be one of"):
         gate_a(lambda x, p: apply_rope(x, p), phase_dtype=bad)
@@ -387,7 +389,7 @@ def test_phase_dtype_must_be_a_name(bad):
 
 @pytest.mark.parametrize("bad", [[1, 2], np.zeros((0, 4, 4)), np.zeros((2, 3, 4)), np.full((1, 2, 2), np.nan)])
 def test_infer_layout_rejects_bad_stacks(bad):
-    from ropegeo.gate_a import infer_layout
+    from ropegeo.gates.a.read import infer_layout
 
     with pytest.raises(ValueError, match="mats"):
         infer_layout(bad)
@@ -418,7 +420,7 @@ def test_a_pair_turning_by_pi_leaves_the_layout_unmeasured_not_failed():
 def test_a_map_that_is_not_a_rotation_leads_with_its_magnitude_defect():
     """A cos/sin table laid out for adjacent pairs used with rotate_half is not a rotation: the
     layout, frequency and precision readings assume one, so they come last, marked inconclusive."""
-    from ropegeo.exercises.ch05 import SUSPECT_DECLARED, suspect_rope
+    from ropegeo.book.exercises.ch05 import SUSPECT_DECLARED, suspect_rope
 
     report = gate_a(suspect_rope(), **SUSPECT_DECLARED)
     assert not report.passed and "norm" in report.failed and "frequencies" in report.failed
@@ -429,7 +431,7 @@ def test_a_map_that_is_not_a_rotation_leads_with_its_magnitude_defect():
 
 
 def test_status_is_pass_fail_or_inconclusive_and_travels_in_json():
-    from ropegeo.gate_a import GateAReport
+    from ropegeo.gates.a.gate import GateAReport
     good = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=16, pairing="half", max_position=4096)
     bad = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=16, max_position=4096)
     blind = gate_a(lambda x, p: apply_rope(x, p), head_dim=16, base=1e13, max_position=4096)
@@ -478,7 +480,7 @@ def test_coarse_declared_angles_judge_only_probes_that_can_fail():
 @settings(max_examples=12, deadline=None)
 @given(log_base=st.floats(13, 300), log_scale=st.floats(-2, 20), which=st.sampled_from(["base", "scale", "both"]))
 def test_gate_a_never_passes_when_its_core_checks_are_unmeasured(log_base, log_scale, which):
-    from ropegeo.gate_a import CORE_CHECKS
+    from ropegeo.gates.a.gate import CORE_CHECKS
     base = 10.0**log_base if which != "scale" else 1e4
     scale = 10.0**log_scale if which != "base" else 1.0
     r = gate_a(lambda x, p: apply_rope(x, p, base=min(base, 1e13)), head_dim=16, base=base, scale=scale,
@@ -487,5 +489,8 @@ def test_gate_a_never_passes_when_its_core_checks_are_unmeasured(log_base, log_s
     cannot_fail = [c.name for c in r.checks if c.passed and c.tolerance >= 2.0 and c.name != "frequencies"]
     assert not cannot_fail, r.table()
     if unmeasured or any(c.inconclusive for c in r.checks):
-        assert r.status == "inconclusive" and not r.passed, r.table()
+        # never a pass; a check that does see an error still fails (a declared base a little above the
+        # implementation's 1e13 gives frequencies that differ measurably)
+        assert r.status in ("inconclusive", "fail") and not r.passed, r.table()
+        assert r.status == "inconclusive" or any(c.passed is False for c in r.checks), r.table()
     assert r.status != "pass" or not unmeasured

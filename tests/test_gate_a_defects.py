@@ -1,4 +1,4 @@
-"""Gate A names the defect class of every implementation in ropegeo.broken.DEFECTS, passes correct
+"""Gate A names the defect class of every implementation in ropegeo.book.broken.DEFECTS, passes correct
 code served in low precision, separates data rounding from angle error, and probes the whole
 declared context (independent derivations: ml_dtypes rounding, hand-built tables)."""
 
@@ -9,9 +9,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ropegeo.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry
-from ropegeo.checks import DEFECT_CLASSES, Check, verdict
-from ropegeo.gate_a import CHECKS, gate_a
+from ropegeo.book.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry
+from ropegeo.gates.verdicts import DEFECT_CLASSES, Check, verdict
+from ropegeo.gates.a.gate import CHECKS, gate_a
 from ropegeo.rotation import apply_rope
 
 BROKEN = [n for n, e in DEFECTS.items() if e.broken]
@@ -112,7 +112,7 @@ def test_wrapped_tables_of_common_sizes_fail_even_when_negative_positions_are_re
 
 
 def test_probes_avoid_powers_of_two_and_reach_the_declared_context():
-    from ropegeo.gate_a_read import probe_positions
+    from ropegeo.gates.a.read import probe_positions
 
     for m in (2048, 8192, 131_072, 1_000_000):
         ps = probe_positions(m)
@@ -121,7 +121,7 @@ def test_probes_avoid_powers_of_two_and_reach_the_declared_context():
 
 
 def test_max_position_comes_from_the_manifest():
-    from ropegeo.manifest import RopeManifest
+    from ropegeo.models.manifest import RopeManifest
 
     m = RopeManifest(head_dim=32, max_position_embeddings=4096, phase_dtype="float32")
     assert gate_a(PositionDefect(32, mode="wrapped", size=4096), manifest=m).passed

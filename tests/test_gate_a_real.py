@@ -43,8 +43,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ropegeo.gate_a import gate_a
-from ropegeo.manifest import resolve
+from ropegeo.gates.a.gate import gate_a
+from ropegeo.models.manifest import resolve
 from ropegeo.rotation import apply_rope
 
 
@@ -254,7 +254,7 @@ def test_a_bare_kwargs_signature_is_the_plain_protocol(kind):
 def test_a_coarse_angle_table_over_a_long_context_is_precision_only():
     # bfloat16 angles drift at every context probe up to 131,072: that is the precision finding,
     # not a position-id defect at "positions where ordinary positions are right"
-    from ropegeo.broken import Rotary
+    from ropegeo.book.broken import Rotary
     r = gate_a(Rotary(64, phase_dtype="bfloat16"), head_dim=64, max_position=131_072)
     assert r.failed[0] == "precision" and set(r.defects) == {"precision"}, r.table()
     assert r.check("context").defect == "precision"
@@ -413,7 +413,7 @@ def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
     # residual is only the data's rounding), not "not one geometric schedule (a scaling rule?)"
     import argparse
 
-    from ropegeo.gate_a import _undeclared_note
+    from ropegeo.cli.gate_a import _undeclared_note
     r = gate_a(_bfloat16_data(), head_dim=64)
     assert r.failed == ["layout"], r.table()
     assert r.inferred["schedule_fits"] is True and r.inferred["base"] == pytest.approx(10_000.0, rel=2e-3)
@@ -590,7 +590,7 @@ def phimoe_rotary(config, short_factors_always=False):
 
 
 def test_phimoe_mscale_is_read_as_transformers_reads_it():
-    from ropegeo.manifest import read_config
+    from ropegeo.models.manifest import read_config
     m = read_config(PHIMOE)
     assert "short_mscale" not in m.scaling.ignored_keys and "long_mscale" not in m.scaling.ignored_keys
     assert m.attention_factor(131_072) == pytest.approx(1.243163121016122, rel=1e-15)

@@ -1,4 +1,4 @@
-"""Gate B's one decision rule (ropegeo.gate_b): derived from the gap a task needs, checked against
+"""Gate B's one decision rule (ropegeo.gates.b.rule): derived from the gap a task needs, checked against
 brute-force loops; it fails what should fail, passes healthy deployments, is inconclusive when it
 cannot decide, names tied classes, refuses offsets beyond the context, and drives the exit status."""
 
@@ -10,13 +10,13 @@ import math
 import numpy as np
 import pytest
 
-from ropegeo.attention import masked_softmax
-from ropegeo.audit import audit, geometry_audit
+from ropegeo.softmax import softmax
+from ropegeo.gates.audit import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies
-from ropegeo.gate_b import (FIXED_MARGIN, MAX_DISTANCE, GateBRule, gate_b, gate_b_decision, required_margin,
+from ropegeo.gates.b.rule import (FIXED_MARGIN, MAX_DISTANCE, GateBRule, gate_b, gate_b_decision, required_margin,
                             trained_sharpness)
-from ropegeo.manifest import RopeManifest, load_model, shipped_models
+from ropegeo.models.manifest import RopeManifest, load_model, shipped_models
 from ropegeo.margins import attention_probe, separation_margin
 from ropegeo.precision import deployed, uniform
 
@@ -50,7 +50,7 @@ def test_score_gap_is_amplitude_times_half_the_squared_distance(amplitude, a, b)
 def test_trained_sharpness_gives_adjacent_offsets_nine_to_one_in_training():
     beta = trained_sharpness(TH128)
     scores = np.array([_score(beta, 40, 40, TH128), _score(beta, 40, 41, TH128)])
-    assert masked_softmax(scores)[0] == pytest.approx(0.9, abs=1e-12)
+    assert softmax(scores)[0] == pytest.approx(0.9, abs=1e-12)
     # the probe head of ropegeo.margins, at that sharpness, agrees
     assert attention_probe(1, [2], TH128, sharpness=beta).target_mass == pytest.approx(0.9, abs=1e-9)
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import AttentionLayer, RelativePositions, T5Bias, t5_bucket
-from ropegeo.interventions import (
+from ropegeo.toy.attention import AttentionLayer
+from ropegeo.toy.interventions import (
     PositionHead,
     construction_gap,
     global_shift,
@@ -24,6 +24,7 @@ from ropegeo.interventions import (
     sparse_retrieval,
     strict_attention,
 )
+from ropegeo.toy.schemes import RelativePositions, T5Bias, t5_bucket
 
 
 def alibi_row(slope, m):
@@ -196,7 +197,7 @@ def test_strict_attention_and_validation():
 
 @given(st.integers(3, 300), st.floats(0.0, 12.0), st.data())
 def test_needle_closed_forms_none_alibi_rope(length, gain, data):
-    from ropegeo.interventions import needle_retrieval
+    from ropegeo.toy.interventions import needle_retrieval
 
     D = data.draw(st.integers(1, length - 1))
     m = length - 1
@@ -216,7 +217,7 @@ def test_needle_closed_forms_none_alibi_rope(length, gain, data):
 
 
 def test_needle_token_and_validation():
-    from ropegeo.interventions import needle_retrieval
+    from ropegeo.toy.interventions import needle_retrieval
 
     slow = np.zeros(16)
     slow[14] = 3.0  # normalised to unit length; the slowest pair turns 400 * 1e4**(-14/16) rad by D = 400
@@ -232,7 +233,7 @@ def test_needle_token_and_validation():
 
 @given(st.integers(2, 80), st.integers(2, 6), st.integers(1, 20), st.integers(0, 10**6))
 def test_match_ceilings_by_brute_force(length, vocab, clip, seed):
-    from ropegeo.interventions import match_ceilings
+    from ropegeo.toy.interventions import match_ceilings
 
     tok = np.random.default_rng(seed).integers(0, vocab, size=(3, length))
     once, tied = [], []
@@ -284,8 +285,8 @@ def test_bounded_counts_name_the_parameter(call, name):
 
 
 def test_needle_match_and_token_bounds():
-    from ropegeo.attention import MAX_ENTRIES
-    from ropegeo.interventions import MAX_GAIN, TokenHead, match_ceilings, needle_retrieval
+    from ropegeo.toy.schemes import MAX_ENTRIES
+    from ropegeo.toy.interventions import MAX_GAIN, TokenHead, match_ceilings, needle_retrieval
 
     with pytest.raises(ValueError, match="^gain must be at most"):
         needle_retrieval("none", gain=1e308)
@@ -303,7 +304,7 @@ def test_needle_match_and_token_bounds():
 
 
 def test_match_task_row_blocks(monkeypatch):
-    from ropegeo import interventions as I
+    from ropegeo.toy import interventions as I
 
     head = I.TokenHead(AttentionLayer(16, scheme="rope", seed=0), np.eye(16)[:4])
     with pytest.raises(ValueError, match="sequences"):
@@ -328,7 +329,7 @@ def test_match_task_row_blocks(monkeypatch):
 
 
 def test_pair_scores_bound_scales_with_width():
-    from ropegeo.interventions import MAX_PAIRS, position_head
+    from ropegeo.toy.interventions import MAX_PAIRS, position_head
 
     wide = position_head("rope", d_model=1024)
     q = np.arange(MAX_PAIRS * 16 // 1024 + 1) % 5000
@@ -338,7 +339,7 @@ def test_pair_scores_bound_scales_with_width():
 
 def test_a_win_by_rounding_noise_is_a_tie():
     """Equal scores computed by different BLAS paths differ in the last digits: not a win."""
-    from ropegeo.interventions import TIE, _task
+    from ropegeo.toy.interventions import TIE, _task
 
     w = np.zeros((3, 3))
     w[2, 1] = 0.5                      # slot 2's target at offset 1 is slot 1

@@ -1,4 +1,4 @@
-"""The labs' JavaScript geometry core (ropegeo/static/ropegeo_core.js) against ropegeo, under Node.
+"""The labs' JavaScript geometry core (ropegeo/book/static/ropegeo_core.js) against ropegeo, under Node.
 
 Float64 quantities agree to 1e-9 on a grid of settings; the roundings to float32, float16 and
 bfloat16 agree exactly with numpy and ml_dtypes, and so do the generated angles; the near-collision
@@ -16,18 +16,19 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-
 from jsrun import call_js
+
 from ropegeo import scaling as S
+from ropegeo.scaling import report as SR
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.gates.b.rule import default_offsets
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
-from ropegeo.audit import default_offsets
-from ropegeo.manifest import load_model, shipped_models
 from ropegeo.margins import difference_distance, separation_margin
+from ropegeo.models.manifest import load_model, shipped_models
 from ropegeo.precision import consecutive_integer_limit, generated_phases, position_spacing
 from ropegeo.rotation import apply_rope
 
-CORE = (Path(__file__).resolve().parent.parent / "ropegeo" / "static" / "ropegeo_core.js").read_text()
+CORE = (Path(__file__).resolve().parent.parent / "ropegeo" / "book" / "static" / "ropegeo_core.js").read_text()
 TOL = 1e-9
 
 
@@ -111,7 +112,7 @@ def test_preset_and_phase_novelty():
         want.append(None if sc is None else sc.to_dict())
         th, _ = S.scaled_frequencies(sc, 1e4, 128, seq_len=32768)
         calls.append(("phaseNovelty", [frequencies(128), th, 4096, 32768]))
-        want.append(S.phase_novelty(frequencies(128), th, 4096, 32768))
+        want.append(SR.phase_novelty(frequencies(128), th, 4096, 32768))
     got = js(*calls)
     for k in range(0, len(got), 2):
         if want[k] is None:

@@ -1,6 +1,6 @@
 """The kernel lab: validated state in Python, the numbers computed by its JavaScript.
 
-The JavaScript (``ropegeo/static/lab_kernel.js`` on the shared core) is checked against ``ropegeo`` to 1e-9 twice:
+The JavaScript (``ropegeo/book/static/lab_kernel.js`` on the shared core) is checked against ``ropegeo`` to 1e-9 twice:
 in Node (its ``compute`` function, over many states) and in headless Chromium, where the widget is
 rendered from embedded state by the vendored html-manager with no kernel and its controls are
 moved as a reader would. The browser part needs ``make vendor`` and Chromium; it skips without
@@ -22,9 +22,9 @@ import traitlets
 
 import sitecheck as sc
 from jsrun import call_js
-from ropegeo.widgets import kernel_lab as kl
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.kernel_lab import MAX_SPAN, KernelLab, reference
+from ropegeo.book.widgets import kernel_lab as kl
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.kernel_lab import MAX_SPAN, KernelLab, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 JS = esm_source("lab_kernel.js")

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import sitecheck as sc
-from ropegeo.widgets.audit_lab import AuditLab, audit_lab
-from ropegeo.widgets.clock_lab import ClockLab
-from ropegeo.widgets.frequency_lab import frequency_lab
-from ropegeo.widgets.kernel_lab import KernelLab
-from ropegeo.widgets.scaling_lab import ScalingLab
-from ropegeo.widgets.wiring_lab import WiringLab
+from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab
+from ropegeo.book.widgets.clock_lab import ClockLab
+from ropegeo.book.widgets.frequency_lab import frequency_lab
+from ropegeo.book.widgets.kernel_lab import KernelLab
+from ropegeo.book.widgets.scaling_lab import ScalingLab
+from ropegeo.book.widgets.wiring_lab import WiringLab
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDOR = ROOT / "_vendor" / "site"
@@ -213,7 +213,7 @@ AUDIT_MOVES = [("model", "gemma-3-1b-it"), ("layer_type", "sliding_attention"), 
 
 def test_audit_lab_reads_layer_kinds_windows_and_the_new_models(page_of_labs):
     from test_audit_lab import assert_matches
-    from ropegeo.widgets.audit_lab import reference
+    from ropegeo.book.widgets.audit_lab import reference
 
     page = page_of_labs["page"]
     i = len(KINDS) - 1  # AuditLab(): a shipped model

@@ -1,4 +1,4 @@
-"""The rotation clock's front end (ropegeo/static/lab_clock.js, in Node) against apply_rope."""
+"""The rotation clock's front end (ropegeo/book/static/lab_clock.js, in Node) against apply_rope."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.clock_lab import ClockLab, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.clock_lab import ClockLab, reference
 
 STATES = [dict(m=3, n=7, head_dim=4, base=100.0, pairing="interleaved"),
           dict(m=103, n=107, head_dim=4, base=100.0, pairing="interleaved"),

@@ -1,4 +1,4 @@
-"""The scaling lab's front end (ropegeo/static/lab_scaling.js, run in Node) against ropegeo."""
+"""The scaling lab's front end (ropegeo/book/static/lab_scaling.js, run in Node) against ropegeo."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.scaling_lab import LAB_RULES, ScalingLab, evaluate
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.scaling_lab import LAB_RULES, ScalingLab, lab_report
 
 STATES = [
     dict(rule="yarn", factor=8.0, head_dim=128, base=1e4, train_length=4096),
@@ -40,7 +40,7 @@ def test_front_end_matches_evaluate_for_every_rule():
         for x in r["rules"]:
             kw = dict(st)
             kw.pop("rule")
-            rep = evaluate(x["rule"], kw.pop("factor"), **kw)
+            rep = lab_report(x["rule"], kw.pop("factor"), **kw)
             for f in FIELDS:
                 np.testing.assert_allclose(x[f], getattr(rep, f), rtol=1e-9, atol=1e-12, err_msg=f"{x['rule']} {f}")
             np.testing.assert_allclose(x["adjacent_distance"], np.sqrt(2 * (1 - rep.adjacent_similarity)), atol=1e-7)
@@ -62,12 +62,12 @@ def test_front_end_never_reaches_a_refused_state(crossed, held):
     assert r["refused"] is None and r["selected"] is not None
     assert {k: r["state"][k] for k in held} == held
     kw = dict(r["state"])
-    rep = evaluate(kw.pop("rule"), kw.pop("factor"), **kw)
+    rep = lab_report(kw.pop("rule"), kw.pop("factor"), **kw)
     for f in FIELDS:
         np.testing.assert_allclose(r["selected"][f], getattr(rep, f), rtol=1e-9, atol=1e-12, err_msg=f)
     kw = dict(st)
     with pytest.raises(ValueError, match="must be greater"):
-        evaluate(kw.pop("rule"), kw.pop("factor"), **kw)
+        lab_report(kw.pop("rule"), kw.pop("factor"), **kw)
 
 
 def test_widget_state_is_validated():

@@ -1,4 +1,4 @@
-"""The wiring lab's front end (ropegeo/static/lab_wiring.js, in Node) against apply_rope."""
+"""The wiring lab's front end (ropegeo/book/static/lab_wiring.js, in Node) against apply_rope."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import traitlets
 
 from jsrun import call_js
-from ropegeo.widgets._lab import esm_source
-from ropegeo.widgets.wiring_lab import WiringLab, reference
+from ropegeo.book.widgets._lab import esm_source
+from ropegeo.book.widgets.wiring_lab import WiringLab, reference
 
 BASE = dict(head_dim=16, base=1e4, pairing="interleaved", query_pairing="interleaved", policy="contiguous",
             pad=0, cache_offset=31, dtype="float32")
@@ -42,6 +42,7 @@ def test_front_end_matches_apply_rope_and_gate_a_verdicts():
                                    [ref["tolerance_scores"], ref["tolerance_shift"]], rtol=1e-12)
         assert r["judged_shifts"] == ref["judged_shifts"]
         assert (r["shift_status"], r["scores_status"]) == (ref["shift_status"], ref["scores_status"]), st
+        assert (r["layout_status"], r["layout_mismatches"]) == (ref["layout_status"], ref["layout_mismatches"]), st
         assert r["shift_pass"] is (r["shift_status"] == "pass") and r["scores_pass"] is (r["scores_status"] == "pass")
         verdicts.append((r["shift_pass"], r["scores_pass"]))
     # the lessons: shifts and resets are harmless, a wrong cache offset gives wrong scores with the
@@ -74,6 +75,25 @@ def test_a_mixed_pairing_in_half_precision_is_inconclusive_never_green():
     # float16 keeps the shifts whose tolerance stays below the ceiling (4,096 is past it)
     assert f16["judged_shifts"] == [1, 5, 17] and f16["tolerance_shift"] < 2
     assert reference(dict(BASE, dtype="float16"), lab.q, lab.k)["shift_status"] == "pass"
+
+
+def test_a_mixed_pairing_fails_the_layout_reading_in_every_dtype():
+    """The tolerances of float16 (0.5 to 0.8 |q||k|) are too coarse to see a mixed pairing: the shift
+    and score checks pass. The layout reading is exact (zeros stay zeros), so the lab shows the
+    mixed pairing as a failure in every dtype, as Gate A's layout check does, and a correct wiring
+    as a pass in every dtype."""
+    lab = WiringLab()
+    states = [dict(BASE, query_pairing=qp, dtype=dt, head_dim=d, base=b) for qp in ("interleaved", "half")
+              for dt in ("float64", "float32", "float16", "bfloat16") for d, b in ((16, 1e4), (64, 1e7))]
+    got = call_js(esm_source("lab_wiring.js"), [("compute", [s, lab.q, lab.k]) for s in states])
+    for st, r in zip(states, got):
+        ref = reference(st, lab.q, lab.k)
+        assert (r["layout_status"], r["layout_mismatches"]) == (ref["layout_status"], ref["layout_mismatches"]), st
+        # independent: interleaved pairs (2i, 2i+1), half pairs (i, i + d/2); the two agree on no coordinate
+        # of a head of 4 or more
+        assert ref["layout_mismatches"] == (st["head_dim"] if st["query_pairing"] == "half" else 0), st
+    f16 = reference(dict(BASE, query_pairing="half", dtype="float16"), lab.q, lab.k)
+    assert (f16["shift_status"], f16["scores_status"], f16["layout_status"]) == ("pass", "pass", "fail")
 
 
 def test_widget_state_is_validated():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ropegeo.frequencies import frequencies
-from ropegeo.manifest import (
+from ropegeo.models.manifest import (
     POSITION_ID_POLICIES,
     ConfigError,
     RopeManifest,
@@ -315,7 +315,7 @@ def test_yarn_beta_zero_or_null_means_the_default_as_in_the_reference():
 
 
 def test_unreadable_files_name_the_file(tmp_path):
-    from ropegeo.manifest import resolve
+    from ropegeo.models.manifest import resolve
 
     bad = tmp_path / "config.json"
     bad.write_bytes(b"\xff\xfe{ not utf-8")

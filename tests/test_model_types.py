@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo.audit import audit, geometry_audit
+from ropegeo.gates.audit import audit, geometry_audit
 from ropegeo.cli import main
-from ropegeo.gate_a import gate_a
-from ropegeo.layer_audit import layer_audit
-from ropegeo.manifest import ConfigError, read_config, read_layer_kinds
-from ropegeo.model_types import NOPE, layer_specs, refusal
+from ropegeo.gates.a.gate import gate_a
+from ropegeo.gates.layers import layer_audit
+from ropegeo.models.manifest import ConfigError, read_config, read_layer_kinds
+from ropegeo.models.model_types import NOPE, layer_specs, refusal
 
 QWEN2_VL = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
             "max_position_embeddings": 32768, "rope_theta": 1e6, "sliding_window": 32768,
@@ -191,7 +191,7 @@ def test_layer_audit_names_the_layers_without_position_signal():
 def test_layer_audit_of_a_uniform_model_is_one_kind():
     r = layer_audit("llama-3.1-8b")
     assert len(r.kinds) == 1 and r.kinds[0].kind is None and r.outcome == geometry_audit(
-        read_config(json.loads(json.dumps(__import__("ropegeo.manifest", fromlist=["x"]).model_record(
+        read_config(json.loads(json.dumps(__import__("ropegeo.models.manifest", fromlist=["x"]).model_record(
             "llama-3.1-8b")["config"])))).outcome
 
 

@@ -8,12 +8,12 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from ropegeo.plots.attention import self_similarity_figure
+from ropegeo.book.plots.attention import self_similarity_figure
 
 
 def test_self_similarity_lines_are_the_closed_form():
     before = plt.get_fignums()
-    fig = self_similarity_figure(dim=8, max_offset=30, starts=(0, 7.5))
+    fig = self_similarity_figure(d_model=8, max_offset=30, starts=(0, 7.5))
     assert isinstance(fig, Figure) and plt.get_fignums() == before
     (ax,) = fig.axes
     lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
@@ -27,7 +27,7 @@ def test_self_similarity_lines_are_the_closed_form():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"dim": 7}, "dim"), ({"max_offset": 0}, "max_offset"), ({"max_offset": 10**6}, "max_offset"),
+    ({"d_model": 7}, "d_model"), ({"max_offset": 0}, "max_offset"), ({"max_offset": 10**6}, "max_offset"),
     ({"starts": []}, "starts"), ({"starts": [0] * 9}, "starts"), ({"starts": [np.nan]}, "starts"),
     ({"base": 1.0}, "base"),
 ])

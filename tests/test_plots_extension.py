@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from ropegeo import scaling as S
 from ropegeo.frequencies import frequencies
 from ropegeo.novelty import joint_novelty
-from ropegeo.plots.extension import joint_novelty_plot, ramp_comparison, ruler_panels
+from ropegeo.book.plots.extension import joint_novelty_plot, ramp_comparison, ruler_panels
 
 TH = frequencies(16, 10_000.0)
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from ropegeo import broken
-from ropegeo.gate_a import CHECKS, gate_a
-from ropegeo.plots.implementation import GRID_WIDTH, gate_a_grid
+from ropegeo.book import broken
+from ropegeo.gates.a.gate import CHECKS, gate_a
+from ropegeo.book.plots.implementation import GRID_WIDTH, gate_a_grid
 
 
 @pytest.fixture(scope="module")

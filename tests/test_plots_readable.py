@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from ropegeo.plots import alternatives as pa
-from ropegeo.plots import attention as pt
-from ropegeo.plots import rotation as pr
-from ropegeo.plots.readable import COLUMN_WIDTH_PX, fit_column, panels, smallest_text_px
+from ropegeo.book.plots import alternatives as pa
+from ropegeo.book.plots import attention as pt
+from ropegeo.book.plots import rotation as pr
+from ropegeo.book.plots.readable import COLUMN_WIDTH_PX, fit_column, panels, smallest_text_px
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ["01_permutation_symmetry", "02_complex_rotation", "07_alternatives"]
@@ -63,8 +63,9 @@ def _column_figures():
                                             layout="column")
     for panel in ("t5", "alibi", "kernel"):
         yield panel, pa.bias_shapes(panel=panel)
-    from ropegeo.alternatives import Comparison, fixed_head
-    from ropegeo.budget_curves import load_run
+    from ropegeo.toy.alternatives import Comparison
+    from ropegeo.toy.scheme_heads import fixed_head
+    from ropegeo.toy.budget_curves import load_run
 
     cmp = Comparison.from_dict(load_run("scheme_comparison"))
     for panel in ("stretch", "retrieval", "match"):
@@ -78,10 +79,11 @@ def _column_figures():
 def _bench():
     """Chapter 4's bench: Phi-3-mini's head (width 96, base 10,000) stretched from 4,096 to 131,072 tokens."""
     from ropegeo import scaling as S
+    from ropegeo.scaling import report as SR
     from ropegeo.frequencies import frequencies
 
     D, B, L, N = 96, 10_000.0, 4096, 131_072
-    reports = {rule: S.extension_report(None if rule == "none" else S.preset(rule, train_length=L, target_length=N),
+    reports = {rule: SR.extension_report(None if rule == "none" else S.preset(rule, train_length=L, target_length=N),
                                         base=B, rotary_dim=D, train_length=L, target_length=N)
                for rule in ("none", "linear", "ntk", "yarn", "llama3")}
     return frequencies(D, B), L, N, reports
@@ -89,11 +91,12 @@ def _bench():
 
 def _chapter45_figures():
     from ropegeo import scaling as S
-    from ropegeo.manifest import load_model, shipped_models
+    from ropegeo.scaling import report as SR
+    from ropegeo.models.manifest import load_model, shipped_models
     from ropegeo.novelty import joint_novelty
-    from ropegeo.plots import extension as px
-    from ropegeo.plots import implementation as pi
-    from ropegeo.plots.spectrum import phase_error_plot
+    from ropegeo.book.plots import extension as px
+    from ropegeo.book.plots import implementation as pi
+    from ropegeo.book.plots.spectrum import phase_error_plot
     from ropegeo.precision import buffer_cast, deployed
 
     theta, L, N, reports = _bench()
@@ -132,8 +135,8 @@ def test_chapter_4_and_5_column_figures_are_readable_at_both_widths(name, fig):
 
 def test_chapter_4_and_5_wide_layouts_are_unchanged_and_were_unreadable():
     # the default draws as before (sizes of the wide figures), and those figures fail the measure on a phone
-    from ropegeo.plots import extension as px
-    from ropegeo.plots import implementation as pi
+    from ropegeo.book.plots import extension as px
+    from ropegeo.book.plots import implementation as pi
 
     theta, L, N, reports = _bench()
     served = {k: r.theta for k, r in reports.items()}

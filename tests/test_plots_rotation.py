@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Arc, FancyArrowPatch
 
-from ropegeo.plots.rotation import block_rotation_image, phase_clock, score_terms
+from ropegeo.book.plots.rotation import block_rotation_image, phase_clock, score_terms
 
 
 def test_phase_clock_artists():
@@ -146,7 +146,7 @@ def test_block_rotation_image_validates(kwargs, name):
 
 
 def test_decay_panels_draw_the_data():
-    from ropegeo.plots.rotation import decay_panels
+    from ropegeo.book.plots.rotation import decay_panels
 
     x = np.arange(0.0, 11.0)
     d = -x[::-1]
@@ -177,14 +177,14 @@ def test_decay_panels_draw_the_data():
     (((np.arange(3.0), np.ones(3)), (np.arange(3.0), [np.nan] * 3), (np.arange(3.0), np.ones((2, 3)))), "counter"),
 ])
 def test_decay_panels_validates(args, name):
-    from ropegeo.plots.rotation import decay_panels
+    from ropegeo.book.plots.rotation import decay_panels
 
     with pytest.raises(ValueError, match=name):
         decay_panels(*args)
 
 
 def test_defect_heads_figure():
-    from ropegeo.plots.rotation import defect_heads_figure
+    from ropegeo.book.plots.rotation import defect_heads_figure
 
     w = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
     o = {"healthy": np.eye(8)[5], "routing": np.eye(8)[4]}
@@ -203,7 +203,7 @@ def test_defect_heads_figure():
 
 
 def test_shift_change_figure():
-    from ropegeo.plots.rotation import shift_change_figure
+    from ropegeo.book.plots.rotation import shift_change_figure
 
     c = np.arange(10.0, 60.0, 10.0)
     fig = shift_change_figure(c, {"additive": c / 10, "rotary": np.zeros(5)})
@@ -219,7 +219,7 @@ def test_shift_change_figure():
 
 
 def test_score_split_figure_bars():
-    from ropegeo.plots.rotation import score_split_figure
+    from ropegeo.book.plots.rotation import score_split_figure
 
     q, k, th, d = (1.0, 0.5), (0.3, 1.0), 0.35, 4.0
     fig = score_split_figure(q, k, th, d)

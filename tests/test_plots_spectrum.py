@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ropegeo.frequencies import frequencies, wavelengths
 from ropegeo.geometry import kernel
 from ropegeo.precision import max_phase_error, uniform
-from ropegeo.plots.spectrum import (
+from ropegeo.book.plots.spectrum import (
     base_comparison,
     kernel_plot,
     margin_plot,

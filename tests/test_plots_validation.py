@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from ropegeo.frequencies import frequencies
-from ropegeo.plots.attention import permutation_figure, shift_map_figure
-from ropegeo.plots.extension import model_ladders, stretch_profile
-from ropegeo.plots.implementation import position_id_grid
-from ropegeo.plots.spectrum import phase_error_plot, torus_plot
+from ropegeo.book.plots.attention import permutation_figure, shift_map_figure
+from ropegeo.book.plots.extension import model_ladders, stretch_profile
+from ropegeo.book.plots.implementation import position_id_grid
+from ropegeo.book.plots.spectrum import phase_error_plot, torus_plot
 
 S = np.eye(3)
 TH = frequencies(8)

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ropegeo import scaling as S
+from ropegeo.scaling import report as SR
 from ropegeo.frequencies import frequencies, turns
-from ropegeo.manifest import load_model, read_config, shipped_models
+from ropegeo.models.manifest import load_model, read_config, shipped_models
 
 
 # ------------------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def _agree(theta64, ref32):
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", shipped_models())
 def test_shipped_models_match_reference(name):
-    from ropegeo.manifest import model_record
+    from ropegeo.models.manifest import model_record
 
     cfg = model_record(name)["config"]
     m = load_model(name)
@@ -277,7 +278,7 @@ def test_yarn_qwen_attention_factor_closed_form():
 
 @pytest.mark.parametrize("name", ["phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"])
 def test_longrope_switch_and_attention(name):
-    from ropegeo.manifest import model_record
+    from ropegeo.models.manifest import model_record
 
     rec = model_record(name)["config"]
     m = load_model(name)
@@ -330,15 +331,15 @@ def test_llama31_documented_bands():
 # ------------------------------------------------------------------------------------------------
 def test_phase_novelty_by_hand():
     th = np.array([1.0, 1e-3, 1e-5])
-    nov = S.phase_novelty(th, th, 1000, 8000)
+    nov = SR.phase_novelty(th, th, 1000, 8000)
     # pair 0 turned fully in training; pair 1: 1 rad seen -> min(8, 2pi) now; pair 2: 0.01 -> 0.08
     np.testing.assert_allclose(nov, [0.0, (2 * np.pi - 1.0) / (2 * np.pi), 0.07 / (2 * np.pi)], rtol=1e-12)
-    assert np.all(S.phase_novelty(th, th / 8, 1000, 8000) == 0)  # interpolation adds none
+    assert np.all(SR.phase_novelty(th, th / 8, 1000, 8000) == 0)  # interpolation adds none
 
 
 def test_extension_report_trade_off():
-    raw = S.extension_report(None, base=10_000.0, rotary_dim=128, train_length=4096, target_length=32768)
-    pi = S.extension_report(S.preset("linear", train_length=4096, target_length=32768), base=10_000.0,
+    raw = SR.extension_report(None, base=10_000.0, rotary_dim=128, train_length=4096, target_length=32768)
+    pi = SR.extension_report(S.preset("linear", train_length=4096, target_length=32768), base=10_000.0,
                             rotary_dim=128, train_length=4096, target_length=32768)
     th = frequencies(128)
     n_slow_train = int(np.sum(4096 * th < 2 * np.pi))  # pairs with an incomplete turn in training

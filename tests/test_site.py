@@ -310,9 +310,9 @@ def _embedded_state(rel: str) -> str:
 
 #: The labs, by the anywidget id myst-nb embeds, and the chapter each belongs to.
 LAB_CHAPTERS = {
-    "ropegeo.widgets.clock_lab.ClockLab": "02", "ropegeo.widgets.frequency_lab.FrequencyLab": "03",
-    "ropegeo.widgets.kernel_lab.KernelLab": "03", "ropegeo.widgets.scaling_lab.ScalingLab": "04",
-    "ropegeo.widgets.wiring_lab.WiringLab": "05", "ropegeo.widgets.audit_lab.AuditLab": "06",
+    "ropegeo.book.widgets.clock_lab.ClockLab": "02", "ropegeo.book.widgets.frequency_lab.FrequencyLab": "03",
+    "ropegeo.book.widgets.kernel_lab.KernelLab": "03", "ropegeo.book.widgets.scaling_lab.ScalingLab": "04",
+    "ropegeo.book.widgets.wiring_lab.WiringLab": "05", "ropegeo.book.widgets.audit_lab.AuditLab": "06",
 }
 
 

@@ -135,7 +135,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_core_package_imports_only_the_numpy_core():
     graph = import_graph()
     init = graph["ropegeo"]
-    assert not any(m.startswith(("ropegeo.plots", "ropegeo.widgets", "ropegeo.exercises", "ropegeo.symbolic"))
+    assert not any(m.startswith(("ropegeo.book.plots", "ropegeo.book.widgets", "ropegeo.book.exercises", "ropegeo.book.symbolic"))
                    for m in init)
 
 
@@ -157,9 +157,9 @@ def _target(name: str, path: Path, node: ast.ImportFrom) -> str:
 
 
 def _same_subpackage(a: str, b: str) -> bool:
-    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.behaviour.*), not at its top level."""
+    """Both modules sit in one subpackage of ropegeo (e.g. ropegeo.gates.a.*), not at its top level."""
     pa, pb = a.split("."), b.split(".")
-    return len(pa) > 2 and len(pb) > 2 and pa[1] == pb[1]
+    return len(pa) > 2 and pa[:-1] == pb[:-1]
 
 
 def private_imports(path: Path, tree: ast.Module) -> list:
@@ -209,15 +209,17 @@ def test_no_private_imports_across_modules():
 
 
 def test_the_private_import_finder_finds_one(tmp_path):
-    src = ("from . import _validate as v\nfrom .gate_a import _resolve, gate_a\nfrom .widgets import _lab\n"
-           "from . import margins\nx = margins._pair_margin\n")
-    hits = private_imports(ROOT / "audit.py", ast.parse(src))
-    assert ("ropegeo.audit", "ropegeo.gate_a", "_resolve") in hits
-    assert ("ropegeo.audit", "ropegeo.widgets._lab", None) in hits
-    assert ("ropegeo.audit", "ropegeo.margins", "_pair_margin") in hits
+    src = ("from ropegeo import _validate as v\nfrom ropegeo.gates.a.gate import _resolve, gate_a\n"
+           "from ropegeo.book.widgets import _lab\nfrom ropegeo import margins\nx = margins._pair_margin\n"
+           "from .c import _bad\n")
+    hits = private_imports(ROOT / "gates" / "audit.py", ast.parse(src))
+    assert ("ropegeo.gates.audit", "ropegeo.gates.a.gate", "_resolve") in hits
+    assert ("ropegeo.gates.audit", "ropegeo.book.widgets._lab", None) in hits
+    assert ("ropegeo.gates.audit", "ropegeo.margins", "_pair_margin") in hits
     assert not any(m == "ropegeo._validate" or n == "gate_a" for _, m, n in hits)
-    inside = "from ._lab import Lab\nfrom .heads import _check_head\n"
-    assert private_imports(ROOT / "widgets" / "kernel_lab.py", ast.parse(inside)) == []
+    assert not any(n == "_bad" for _, m, n in hits)  # one subpackage (ropegeo.gates.*)
+    inside = "from ._lab import Lab\nfrom ropegeo.book.widgets._lab import STATIC\n"
+    assert private_imports(ROOT / "book" / "widgets" / "kernel_lab.py", ast.parse(inside)) == []
 
 
 # --------------------------------------------------------------------------------- limits
@@ -272,14 +274,142 @@ def test_lab_bounds_match_their_javascript():
     import re
 
     checked = 0
-    for path in sorted((ROOT / "widgets").glob("[!_]*.py")):
+    for path in sorted((ROOT / "book" / "widgets").glob("[!_]*.py")):
         m = re.search(r'_esm = esm_source\("(lab_\w+\.js)"\)', path.read_text(encoding="utf-8"))
         if not m:
             continue
-        js = (ROOT / "static" / m.group(1)).read_text(encoding="utf-8")
+        js = (ROOT / "book" / "static" / m.group(1)).read_text(encoding="utf-8")
         lab = importlib.import_module(module_name(path))
         for name, value in re.findall(r"export const (MAX_\w+) = ([0-9.e+]+);", js):
             assert hasattr(lab, name), f"{m.group(1)} exports {name}, {module_name(path)} has none"
             assert float(value) == getattr(lab, name), (m.group(1), name)
             checked += 1
     assert checked >= 5
+
+
+# --------------------------------------------------------------------------------- layers
+#: The floors of the package, from the ground up: a module may import its own floor and those below.
+#: Core (top-level modules and the rule table, ``ropegeo.scaling``: a RotaryOperator holds its rule)
+#: < models < toy < gates < book, cli.
+FLOORS = ("core|ropegeo.scaling", "ropegeo.models", "ropegeo.toy", "ropegeo.gates", "ropegeo.book|ropegeo.cli")
+
+
+def floor(module: str) -> int:
+    for i, names in enumerate(FLOORS):
+        if any(module == n or module.startswith(n + ".") for n in names.split("|")):
+            return i
+    if module == "ropegeo.__main__":
+        return len(FLOORS) - 1
+    return 0
+
+
+def test_every_import_runs_down_the_floors():
+    up = [f"{a} -> {b}" for a, deps in import_graph().items() for b in deps if floor(b) > floor(a)]
+    assert not up, "imports that run back up: " + ", ".join(sorted(up))
+
+
+def test_the_floors_know_every_subpackage():
+    packages = {p.parent.relative_to(ROOT.parent).as_posix().replace("/", ".") for p in ROOT.glob("*/__init__.py")}
+    named = {n for f in FLOORS for n in f.split("|")} - {"core"}
+    assert packages == named, f"a subpackage without a floor: {sorted(packages - named)}"
+
+
+def test_import_ropegeo_loads_the_core_only():
+    """``import ropegeo`` loads no gate, trainer, figure or configuration reader."""
+    import subprocess
+    import sys
+
+    code = "import sys, ropegeo; print(' '.join(m for m in sys.modules if m.startswith('ropegeo')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=ROOT.parent).stdout.split()
+    assert loaded and all(floor(m) == 0 for m in loaded), loaded
+
+
+#: Imports inside functions are for optional dependencies only (the book's extras, torch).
+OPTIONAL_IMPORTS = {"tqdm", "torch", "sympy"}
+
+
+def deferred_imports(tree: ast.Module) -> list:
+    out = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    out += [(node.lineno, a.name) for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    out.append((node.lineno, "." * node.level + (node.module or "")))
+    return [(line, m) for line, m in out if m.split(".")[0] not in OPTIONAL_IMPORTS]
+
+
+def test_no_deferred_imports_but_optional_dependencies():
+    bad = [f"{path.relative_to(ROOT)}:{line} {m}" for path, tree in modules() for line, m in deferred_imports(tree)]
+    assert not bad, "imports inside functions (hoist them, or name the optional dependency): " + ", ".join(bad)
+
+
+def test_the_deferred_import_finder_finds_one():
+    tree = ast.parse("def f():\n    from ropegeo.gates import c\n    import tqdm\n")
+    assert deferred_imports(tree) == [(2, "ropegeo.gates")]
+
+
+# --------------------------------------------------------------------------------- one name per concept
+#: Public names several modules define on purpose, each the same idea: every lab's ``reference``
+#: computes that lab's numbers with ropegeo (the browser tests call it by this name).
+SHARED_PROTOCOL_NAMES = {"reference"}
+#: Names that must not name the head width (``head_dim`` does) or the model width (``d_model`` does).
+WIDTH_ALIASES = {"d", "dim", "d_head", "head_width"}
+
+
+def public_definitions() -> dict:
+    out = {}
+    for path, tree in modules():
+        name = module_name(path)
+        if name.rpartition(".")[2].startswith("_"):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                out.setdefault(node.name, []).append(name)
+    return out
+
+
+def test_no_public_name_means_two_things():
+    twice = {n: m for n, m in public_definitions().items() if len(m) > 1 and n not in SHARED_PROTOCOL_NAMES}
+    assert not twice, f"public names defined in several modules: {twice}"
+
+
+def test_one_softmax():
+    where = {m for n, ms in public_definitions().items() if "softmax" in n for m in ms}
+    private = [f"{module_name(p)}.{node.name}" for p, tree in modules() for node in ast.walk(tree)
+               if isinstance(node, ast.FunctionDef) and "softmax" in node.name and module_name(p) != "ropegeo.softmax"]
+    assert where == {"ropegeo.softmax"} and not private, (where, private)
+
+
+def test_one_name_for_the_head_width():
+    bad = []
+    for path, tree in modules():
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                bad += [f"{module_name(path)}.{node.name}({a.arg})" for a in args if a.arg in WIDTH_ALIASES]
+    assert not bad, "a width parameter under another name than head_dim / d_model: " + ", ".join(bad)
+
+
+def test_modules_export_only_what_they_define():
+    """Only package faces (``__init__.py``) re-export; a module's ``__all__`` lists its own names."""
+    bad = []
+    for path, tree in modules():
+        if path.name == "__init__.py":
+            continue
+        defined, exported = set(), []
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        defined.add(n.id)
+                if isinstance(t, ast.Name) and t.id == "__all__":
+                    exported = [e.value for e in node.value.elts]
+        bad += [f"{module_name(path)}.{n}" for n in exported if n not in defined]
+    assert not bad, "names re-exported outside a package face: " + ", ".join(bad)

@@ -8,8 +8,8 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.attention import sinusoidal_encoding
-from ropegeo.symbolic import sinusoidal_shift, sinusoidal_shift_matrix
+from ropegeo.book.symbolic import sinusoidal_shift, sinusoidal_shift_matrix
+from ropegeo.toy.schemes import sinusoidal_encoding
 
 D = sinusoidal_shift()
 
@@ -64,9 +64,9 @@ def test_shift_matrix_is_a_block_rotation_group(a, b, dim):
 def test_shift_matrix_validation():
     with pytest.raises(ValueError, match="shift must be finite"):
         sinusoidal_shift_matrix(np.nan, 4)
-    with pytest.raises(ValueError, match="dim must be an even"):
+    with pytest.raises(ValueError, match="d_model must be an even"):
         sinusoidal_shift_matrix(1, 5)
-    with pytest.raises(ValueError, match="dim must be at most 4096"):
+    with pytest.raises(ValueError, match="d_model must be at most 4096"):
         sinusoidal_shift_matrix(1, 8192)
     with pytest.raises(ValueError, match="base must be greater than 1"):
         sinusoidal_shift_matrix(1, 4, base=1)
@@ -75,7 +75,7 @@ def test_shift_matrix_validation():
 def test_symbolic_inputs_refuse_strings_which_sympy_would_evaluate(tmp_path):
     import sympy as sp
 
-    from ropegeo.symbolic import block_rotation, rotation_2d, shift_change
+    from ropegeo.book.symbolic import block_rotation, rotation_2d, shift_change
 
     marker = tmp_path / "ran"
     code = f"__import__('pathlib').Path({str(marker)!r}).touch() or m"
@@ -89,7 +89,7 @@ def test_symbolic_inputs_refuse_strings_which_sympy_would_evaluate(tmp_path):
 
 
 def test_self_similarity_identity():
-    from ropegeo.symbolic import sinusoidal_self_similarity
+    from ropegeo.book.symbolic import sinusoidal_self_similarity
 
     ident = sinusoidal_self_similarity()
     assert ident.holds()
@@ -105,6 +105,6 @@ def test_self_similarity_identity():
         assert val == pytest.approx(code[0] @ code[1], abs=1e-12)
         assert val == pytest.approx(math.cos(wv * kv), abs=1e-12)
     # a wrong right side is caught: the identity machinery can fail
-    from ropegeo.symbolic import Identity
+    from ropegeo.book.symbolic import Identity
 
     assert not Identity("wrong", ident.lhs, sp.cos(w * (p + k)), ident.symbols).holds()

@@ -1,4 +1,4 @@
-"""The chapter 2 derivations of ropegeo.symbolic, checked without trusting the module.
+"""The chapter 2 derivations of ropegeo.book.symbolic, checked without trusting the module.
 
 Each SymPy identity is rebuilt here from its own rotation matrix and simplified; each one also
 gets a numerical counterpart as a hypothesis property (random points, numpy, or apply_rope).
@@ -12,7 +12,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ropegeo import symbolic as sym
+from ropegeo.book import symbolic as sym
 from ropegeo.rotation import apply_rope, rotation_matrix
 
 m, n, a, b, c = sp.symbols("m n a b c", real=True)
@@ -374,7 +374,7 @@ def test_shift_change_validates():
 def test_amplitude_phase_identity():
     import math
 
-    from ropegeo.symbolic import amplitude_phase_identity
+    from ropegeo.book.symbolic import amplitude_phase_identity
 
     ident = amplitude_phase_identity()
     assert ident.holds()
@@ -393,14 +393,14 @@ def test_amplitude_phase_identity():
         vals[S["delta"]] = (phi - psi) / t
         assert float(ident.rhs.subs(vals)) == pytest.approx(rq * rk)
     # the wrong sign of the angle is not an identity
-    from ropegeo.symbolic import Identity
+    from ropegeo.book.symbolic import Identity
 
     wrong = S["r_q"] * S["r_k"] * sp.cos(S["delta"] * S["theta"] - S["psi"] + S["phi"])
     assert not Identity("wrong", ident.lhs, wrong, S).holds()
 
 
 def test_requirement_phase():
-    from ropegeo.symbolic import requirement_phase
+    from ropegeo.book.symbolic import requirement_phase
 
     recurrence, solution = requirement_phase()
     (m,) = [s for s in solution.free_symbols if s.name == "m"]

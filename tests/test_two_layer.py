@@ -1,15 +1,15 @@
-"""ropegeo.two_layer: hand-derived gradients against finite differences, and the model's limits."""
+"""ropegeo.toy.two_layer: hand-derived gradients against finite differences, and the model's limits."""
 
 import numpy as np
 import pytest
 
-from ropegeo import two_layer as tl
+from ropegeo.toy import two_layer as tl
 
 
 @pytest.mark.parametrize("scheme", tl.SCHEMES)
 @pytest.mark.parametrize("layers", (1, 2))
 def test_gradients_match_finite_differences(scheme, layers):
-    model = tl.train(scheme, layers, 3, d=4, length=10, steps=5, seed=2)  # away from the initial point
+    model = tl.train(scheme, layers, 3, head_dim=4, length=10, steps=5, seed=2)  # away from the initial point
     loss, grads = tl.loss_and_grads(model, 10)
     for name, p in model.params.items():
         num = np.zeros_like(p)
@@ -29,7 +29,7 @@ def test_gradients_match_finite_differences(scheme, layers):
 def test_one_layer_nope_cannot_rank_identical_keys():
     # every token key gets the same score: only queries with a single candidate can win
     m = tl.train("nope", 1, 1, steps=50, seed=0)
-    assert tl.evaluate(m, 64)["accuracy"] <= 2 / 63 + 1e-12
+    assert tl.probe(m, 64)["accuracy"] <= 2 / 63 + 1e-12
 
 
 def test_bad_arguments():

@@ -1,7 +1,7 @@
 """The implementation under audit cannot write a verdict, and cannot take the command line down.
 
 ``gate-a`` and ``report MODULE:FUNCTION`` run the implementation in a worker process that only
-calls it (``ropegeo.gate_a_run``); Gate A's judgement stays in the parent. These tests feed both
+calls it (``ropegeo.gates.a.isolated``); Gate A's judgement stays in the parent. These tests feed both
 commands implementations that forge reports on every descriptor they can reach, print, exit,
 hang, leave threads and children behind, raise BaseExceptions and close descriptors.
 """
@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from ropegeo import gate_a_run
+from ropegeo.gates.a import isolated as gate_a_run
 from ropegeo.cli import main
 
 ROPE = textwrap.dedent(
@@ -151,7 +151,7 @@ CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "r
 
 
 def _passing_report() -> str:
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
     from ropegeo.rotation import apply_rope
 
     report = gate_a(lambda x, p: apply_rope(x, p), head_dim=8, max_position=4096)

@@ -40,22 +40,35 @@ The package is split by concern; every public name below is importable from ``ro
 * :mod:`ropegeo.scaling.config`: :class:`Scaling` (one configured rule), :func:`scaled_frequencies`,
   :func:`preset`;
 * :mod:`ropegeo.scaling.hf`: the per-rule readers of transformers blocks behind :meth:`Scaling.from_hf`;
-* :mod:`ropegeo.scaling.report`: :func:`phase_novelty`, :func:`extension_report`, :func:`text_table`;
+* :mod:`ropegeo.scaling.report` (imported by its own name: it measures rules with the core's margins):
+  :func:`~ropegeo.scaling.report.phase_novelty`, :func:`~ropegeo.scaling.report.extension_report`,
+  :func:`~ropegeo.scaling.report.text_table`;
 * :mod:`ropegeo.scaling.schedule`: :func:`rule_name` and :func:`extension_schedule` (Gate C).
 """
 
-from .config import Scaling, preset, rope_parameters, scaled_frequencies
-from .hf import HF_KEYS, HF_TYPES
-from .report import ExtensionReport, extension_report, phase_novelty, text_table
-from .rules import (MAX_FACTOR, MIN_PARAMETER, RULES, dynamic_ntk, linear, llama3, longrope, ntk, yarn,
-                    yarn_mscale, yarn_ramp)
-from .schedule import RULE_ALIASES, Schedule, extension_schedule, rule_name
+from ropegeo.scaling.config import RULE_FUNCTIONS, Scaling, preset, rope_parameters, scaled_frequencies
+from ropegeo.scaling.hf import HF_KEYS, HF_TYPES
+from ropegeo.scaling.rules import (
+                    MAX_FACTOR,
+                    MIN_PARAMETER,
+                    RULES,
+                    dynamic_ntk,
+                    linear,
+                    llama3,
+                    longrope,
+                    ntk,
+                    yarn,
+                    yarn_mscale,
+                    yarn_ramp,
+)
+from ropegeo.scaling.schedule import RULE_ALIASES, Schedule, extension_schedule, rule_name
 
 __all__ = [
     "RULES",
     "Scaling",
     "rope_parameters",
     "scaled_frequencies",
+    "RULE_FUNCTIONS",
     "linear",
     "ntk",
     "dynamic_ntk",
@@ -65,10 +78,6 @@ __all__ = [
     "longrope",
     "llama3",
     "preset",
-    "phase_novelty",
-    "ExtensionReport",
-    "extension_report",
-    "text_table",
     "RULE_ALIASES",
     "Schedule",
     "extension_schedule",

@@ -3,7 +3,7 @@
 :class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked;
 :func:`~ropegeo.scaling.scaled_frequencies` dispatches to the formulas of
 :mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target
-length. The public names are re-exported by :mod:`ropegeo.scaling`.
+length.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from .hf import read_block
-from .rules import (RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn)
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.scaling.hf import read_block
+from ropegeo.scaling.rules import RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn
 
 # parameters that can be stored per rule (every other field must stay at its default)
 _PARAMS = {
@@ -259,8 +259,48 @@ class Scaling:
 
 
 # ------------------------------------------------------------------------------------ dispatch
+def _linear(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return linear(frequencies(d, base), sc.factor), 1.0
+
+
+def _ntk(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return ntk(base, d, sc.factor), 1.0
+
+
+def _dynamic(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return dynamic_ntk(base, d, sc.factor, sc.original_max_position_embeddings, seq_len), 1.0
+
+
+def _yarn(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return yarn(base, d, sc.factor, sc.original_max_position_embeddings, beta_fast=sc.beta_fast,
+                beta_slow=sc.beta_slow, truncate=sc.truncate, attention_factor=sc.attention_factor,
+                mscale=sc.mscale, mscale_all_dim=sc.mscale_all_dim)
+
+
+def _longrope(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    theta, att = longrope(base, d, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
+                          factor=sc.factor, seq_len=seq_len, attention_factor=sc.attention_factor)
+    # Phi-3.5-MoE: the pass's own mscale replaces the attention factor (as the short/long factors switch)
+    long = seq_len is not None and seq_len > sc.original_max_position_embeddings
+    mscale = sc.long_mscale if long else sc.short_mscale
+    return theta, (att if mscale is None else mscale)
+
+
+def _llama3(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return llama3(base, d, sc.factor, sc.original_max_position_embeddings, low_freq_factor=sc.low_freq_factor,
+                  high_freq_factor=sc.high_freq_factor), 1.0
+
+
+#: The one rule table, like transformers' ``ROPE_INIT_FUNCTIONS``: rule name ->
+#: ``f(scaling, base, rotary_dim, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`,
+#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.scaling.report.extension_report` all
+#: dispatch through it, and the JavaScript core of the labs is tested against it.
+RULE_FUNCTIONS = {"linear": _linear, "ntk": _ntk, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
+                  "llama3": _llama3}
+
+
 def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """Per-pair inverse frequencies and attention factor of a rule.
+    """Per-pair inverse frequencies and attention factor of a rule (through :data:`RULE_FUNCTIONS`).
 
     Parameters
     ----------
@@ -277,6 +317,12 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
     -------
     theta : numpy.ndarray, shape (rotary_dim // 2,), float64
     attention_factor : float
+
+    Examples
+    --------
+    >>> theta, att = scaled_frequencies(Scaling("linear", factor=4.0), 10_000.0, 8)
+    >>> theta.round(4).tolist(), att
+    ([0.25, 0.025, 0.0025, 0.0002], 1.0)
     """
     d = _dim(rotary_dim)
     if seq_len is not None:
@@ -286,30 +332,11 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
     if not isinstance(scaling, Scaling):
         raise ValueError(f"scaling must be a ropegeo.scaling.Scaling or None, got {type(scaling).__name__}")
     scaling.check_pairs(d // 2)
-    sc = scaling
-    if sc.rule == "linear":
-        return linear(frequencies(d, base), sc.factor), 1.0
-    if sc.rule == "ntk":
-        return ntk(base, d, sc.factor), 1.0
-    if sc.rule == "dynamic":
-        return dynamic_ntk(base, d, sc.factor, sc.original_max_position_embeddings, seq_len), 1.0
-    if sc.rule == "yarn":
-        return yarn(base, d, sc.factor, sc.original_max_position_embeddings, beta_fast=sc.beta_fast,
-                    beta_slow=sc.beta_slow, truncate=sc.truncate, attention_factor=sc.attention_factor,
-                    mscale=sc.mscale, mscale_all_dim=sc.mscale_all_dim)
-    if sc.rule == "longrope":
-        theta, att = longrope(base, d, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
-                              factor=sc.factor, seq_len=seq_len, attention_factor=sc.attention_factor)
-        # Phi-3.5-MoE: the pass's own mscale replaces the attention factor (as the short/long factors switch)
-        long = seq_len is not None and seq_len > sc.original_max_position_embeddings
-        mscale = sc.long_mscale if long else sc.short_mscale
-        return theta, (att if mscale is None else mscale)
-    return llama3(base, d, sc.factor, sc.original_max_position_embeddings, low_freq_factor=sc.low_freq_factor,
-                  high_freq_factor=sc.high_freq_factor), 1.0
+    return RULE_FUNCTIONS[scaling.rule](scaling, base, d, seq_len)
 
 
 def rope_parameters(manifest, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """``(theta, attention_factor)`` of a :class:`ropegeo.manifest.RopeManifest` at ``seq_len``."""
+    """``(theta, attention_factor)`` of a :class:`ropegeo.models.manifest.RopeManifest` at ``seq_len``."""
     return scaled_frequencies(manifest.scaling, manifest.base, manifest.rotary_dim, seq_len)
 
 

@@ -12,8 +12,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import _validate as v
-from .rules import MAX_FACTOR, MIN_PARAMETER, _factors
+from ropegeo import _validate as v
+from ropegeo.scaling.rules import MAX_FACTOR, MIN_PARAMETER, _factors
 
 #: rope type names of transformers configs -> ropegeo rule (None: the plain schedule).
 HF_TYPES = {
@@ -25,7 +25,7 @@ HF_TYPES = {
     "su": "longrope",  # Phi-3's first configs; transformers maps it to longrope
     "llama3": "llama3",
     # Qwen2-VL / Qwen2.5-VL's multi-axis block: transformers' Qwen2VLTextConfig rewrites it to "default"
-    # (text positions: the plain rule; the sections are read by ropegeo.model_types)
+    # (text positions: the plain rule; the sections are read by ropegeo.models.model_types)
     "mrope": None,
 }
 
@@ -107,7 +107,7 @@ class _Block:
 _UNSUPPORTED = {
     "proportional": " that a scaling rule can express (transformers' proportional RoPE, Gemma 4's full-attention "
                     "layers, rotates the first pairs of the whole head width with exponents over that width; "
-                    "ropegeo.manifest.read_config reads it as the equivalent partial rotary)",
+                    "ropegeo.models.manifest.read_config reads it as the equivalent partial rotary)",
 }
 
 def _read_linear(b: _Block) -> dict:

@@ -1,7 +1,7 @@
 """What a rule trades: phase novelty against local resolution, and tables.
 
-:func:`~ropegeo.scaling.extension_report` measures one rule at a target length;
-:func:`~ropegeo.scaling.text_table` prints rows of such reports. The public names are re-exported by :mod:`ropegeo.scaling`.
+:func:`~ropegeo.scaling.report.extension_report` measures one rule at a target length;
+:func:`~ropegeo.scaling.report.text_table` prints rows of such reports.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import TWO_PI, frequencies
-from ..geometry import adjacent_similarity
-from ..margins import separation_margin
-from .config import Scaling, scaled_frequencies
-from .rules import _dim
+from ropegeo import _validate as v
+from ropegeo.frequencies import TWO_PI, frequencies
+from ropegeo.geometry import adjacent_similarity
+from ropegeo.margins import separation_margin
+from ropegeo.scaling.config import Scaling, scaled_frequencies
+from ropegeo.scaling.rules import _dim
+
 
 def phase_novelty(theta_train, theta_served, train_length: int, target_length: int) -> np.ndarray:
     """Per pair, the fraction of its circle visited when serving but never in training.

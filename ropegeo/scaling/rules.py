@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import TWO_PI, frequencies, wavelengths
+from ropegeo import _validate as v
+from ropegeo.frequencies import TWO_PI, frequencies, wavelengths
 
 #: The extension rules ropegeo computes (transformers' rope types, plus the static ``ntk``).
 RULES = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")

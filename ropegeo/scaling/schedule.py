@@ -11,9 +11,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate as v
-from ..frequencies import frequencies
-from .rules import MAX_FACTOR, RULES, dynamic_ntk, llama3, ntk, yarn
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.scaling.config import RULE_FUNCTIONS, Scaling
+from ropegeo.scaling.rules import MAX_FACTOR, RULES
 
 #: Other spellings :func:`extension_schedule` accepts, mapped to the rule names of :data:`RULES`
 #: (``"none"``: the training schedule unchanged, raw extrapolation).
@@ -118,13 +119,10 @@ def extension_schedule(
     theta = frequencies(head_dim, base)
     if name == "none" or (factor == 1.0 and name != "dynamic"):
         return Schedule(theta, 1.0, 1.0, name)
-    if name == "linear":
+    if name == "linear":  # the same phases as theta / factor, expressed as a position scale
         return Schedule(theta, 1.0 / factor, 1.0, name)
-    if name == "ntk":
-        return Schedule(ntk(base, head_dim, factor), 1.0, 1.0, name)
-    if name == "dynamic":
-        return Schedule(dynamic_ntk(base, head_dim, factor, train_length, length), 1.0, 1.0, name)
-    if name == "yarn":
-        th, att = yarn(base, head_dim, factor, train_length)
-        return Schedule(th, 1.0, float(att), name)
-    return Schedule(llama3(base, head_dim, factor, train_length), 1.0, 1.0, name)
+    options = {"original_max_position_embeddings": train_length} if name != "ntk" else {}
+    if name == "llama3":
+        options |= {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    th, att = RULE_FUNCTIONS[name](Scaling(name, factor, **options), base, head_dim, length)
+    return Schedule(th, 1.0, float(att), name)

@@ -1,7 +1,7 @@
 """The book's chapters as course material for the graders instructors use: nbgrader and Otter-Grader.
 
 ``write_course_formats(chapters, out)`` writes, from the chapter notebooks alone (their tagged
-solution cells) and the exercise registry (``ropegeo.exercises``: checks and points):
+solution cells) and the exercise registry (``ropegeo.book.exercises``: checks and points):
 
 - ``out/nbgrader/``: an nbgrader course (``nbgrader_config.py``, ``source/chNN/<chapter>.ipynb``);
   ``cd out/nbgrader && nbgrader generate_assignment chNN`` releases a chapter;

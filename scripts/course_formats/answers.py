@@ -6,7 +6,7 @@ A grader's answer cell is the solution cell with its answer between two marker l
 edition, a function keeps its signature and docstring (only its body is marked) and imports stay;
 the ``check(...)`` call leaves the answer cell and becomes the exercise's test.
 
-Tests call the book's own check through its module (``ropegeo.exercises.check``), so a student
+Tests call the book's own check through its module (``ropegeo.book.exercises.check``), so a student
 who rebinds ``check`` in the notebook does not change the grade. When the answer is a value (a
 number, a tuple, an expression), the precise check is a hidden test: its messages say which way
 an answer is off, so a visible pass/fail would let a student find a whole-number answer by trial;
@@ -118,7 +118,7 @@ def hidden(ex: Exercise) -> bool:
 def check_lines(ex: Exercise, answer: str = "_answer") -> list[str]:
     """The precise test: the book's check on ``answer``, printed, and asserted."""
     return [
-        f"_feedback = ropegeo.exercises.check({ex.label!r}, {answer})",
+        f"_feedback = ropegeo.book.exercises.check({ex.label!r}, {answer})",
         "print(_feedback)",
         "assert _feedback.ok, _feedback.message",
     ]
@@ -135,4 +135,4 @@ def presence_lines(ex: Exercise) -> list[str]:
 def test_header(ex: Exercise, points: int) -> list[str]:
     what = "checked when the notebook is graded" if hidden(ex) else "checked by the book's check(...)"
     unit = "point" if points == 1 else "points"
-    return ["import ropegeo.exercises", "", f"# {ex.label}: {points} {unit}, your answer is {what}"]
+    return ["import ropegeo.book.exercises", "", f"# {ex.label}: {points} {unit}, your answer is {what}"]

@@ -6,7 +6,7 @@ Every exercise becomes cells with nbgrader metadata (schema version 3):
 - each solution code cell an autograded answer cell (``solution``), the answer between
   ``### BEGIN SOLUTION`` / ``### END SOLUTION`` (see :mod:`course_formats.answers`);
 - one autograder-tests cell (``grade``, ``locked``) worth the exercise's points from the registry
-  (``ropegeo.exercises.exercise_points``); a value answer's precise check is hidden
+  (``ropegeo.book.exercises.exercise_points``); a value answer's precise check is hidden
   (``### BEGIN HIDDEN TESTS``);
 - when the solution has prose (its reasoning), a manually graded Markdown answer cell
   (``solution`` and ``grade``) worth ``REASONING_POINTS``, whose source is that prose (the model
@@ -21,7 +21,7 @@ import copy
 
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from ropegeo.exercises import REASONING_POINTS, exercise_points
+from ropegeo.book.exercises import REASONING_POINTS, exercise_points
 
 from .answers import (NBGRADER_MARKERS, answer_expression, answer_sources, check_lines, hidden, presence_lines,
                       test_header)

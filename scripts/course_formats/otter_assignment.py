@@ -23,7 +23,7 @@ import copy
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_raw_cell
 
-from ropegeo.exercises import REASONING_POINTS, exercise_points
+from ropegeo.book.exercises import REASONING_POINTS, exercise_points
 
 from .answers import OTTER_MARKERS, answer_expression, answer_sources, check_lines, hidden, presence_lines
 from .chapter import Exercise
@@ -53,7 +53,7 @@ def assignment_config(name: str) -> str:
 def _test_case(lines: list[str], *, hidden_case: bool, points: int):
     head = ['""" # BEGIN TEST CONFIG', f"hidden: {'true' if hidden_case else 'false'}", f"points: {points}",
             '""" # END TEST CONFIG']
-    return new_code_cell("\n".join(head + ["import ropegeo.exercises", *lines]) + "\n")
+    return new_code_cell("\n".join(head + ["import ropegeo.book.exercises", *lines]) + "\n")
 
 
 def test_cells(ex: Exercise, points: int) -> list:

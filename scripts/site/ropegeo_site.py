@@ -66,7 +66,7 @@ def lab_views(text: str) -> list[tuple[re.Match, dict]]:
     for m in _VIEW.finditer(text):
         model = states.get(json.loads(m.group(1)).get("model_id"), {})
         st = model.get("state", {})
-        if model.get("model_name") == "AnyModel" and str(st.get("_anywidget_id", "")).startswith("ropegeo.widgets."):
+        if model.get("model_name") == "AnyModel" and str(st.get("_anywidget_id", "")).startswith("ropegeo.book.widgets."):
             out.append((m, st))
     return out
 

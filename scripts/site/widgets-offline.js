@@ -1,6 +1,6 @@
 // Loaded after require.js (see nb_ipywidgets_js in _config.yml), so that embedded widgets render
 // fast and with no network.
-// - The book's labs (anywidgets of ropegeo.widgets) are rendered by this file itself, as soon as
+// - The book's labs (anywidgets of ropegeo.book.widgets) are rendered by this file itself, as soon as
 //   the page is parsed: their JavaScript (embedded in the widget state) is imported and drawn
 //   against a small stand-in for the widget model, in place of the lab's static preview (drawn at
 //   build time, scripts/site/ropegeo_site.py), which the live lab replaces in the same task, so the
@@ -36,7 +36,7 @@
   function isLab(model) {
     var st = model && model.state;
     return !!(model && model.model_name === "AnyModel" && st && typeof st._esm === "string"
-      && String(st._anywidget_id || "").indexOf("ropegeo.widgets.") === 0);
+      && String(st._anywidget_id || "").indexOf("ropegeo.book.widgets.") === 0);
   }
   // what a lab's JavaScript uses of the widget model (a static page has no kernel to sync with)
   function standInModel(state) {

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from course_formats import chapter_key, write_course_formats  # noqa: E402
 
-from ropegeo.exercises import exercise_ids, exercise_points  # noqa: E402
+from ropegeo.book.exercises import exercise_ids, exercise_points  # noqa: E402
 
 CHAPTERS = {chapter_key(p.name): p for p in sorted((ROOT / "chapters").glob("*.ipynb"))}
 SELECTED = [k.strip() for k in os.environ.get("ROPEGEO_GRADING_CHAPTERS", "").split(",") if k.strip()] or list(CHAPTERS)

@@ -17,7 +17,7 @@ from transformers import GPTJConfig, GPTNeoXConfig, LlamaConfig
 
 from torch_io import _batched, _in, _out, _positions
 
-#: What each family declares (keyword arguments of ropegeo.gate_a.gate_a).
+#: What each family declares (keyword arguments of ropegeo.gates.a.gate.gate_a).
 DECLARED = {
     "llama": dict(head_dim=64, base=500_000.0, pairing="half", max_position=131_072),
     "neox": dict(head_dim=64, base=10_000.0, pairing="half", rotary_dim=16, max_position=131_072),

@@ -56,7 +56,7 @@ MODULES = {
     "mistral_inference": "mistral_inference",
 }
 
-#: What each library declares (keyword arguments of ropegeo.gate_a.gate_a; ``llama3.1`` is
+#: What each library declares (keyword arguments of ropegeo.gates.a.gate.gate_a; ``llama3.1`` is
 #: replaced by Llama 3.1's scaled frequencies, see :func:`declared`).
 DECLARED = {
     "lucidrains": dict(head_dim=64, base=10_000.0, pairing="interleaved", rotary_dim=32, max_position=131_072),
@@ -79,7 +79,7 @@ def declared(library: str) -> dict:
     """gate_a keywords of ``library``: Llama 3.1's frequencies come from the shipped manifest."""
     out = dict(DECLARED[library])
     if out.pop("llama3_1", False):
-        from ropegeo.manifest import resolve
+        from ropegeo.models.manifest import resolve
 
         out["theta"] = resolve("llama-3.1-8b").theta()
     return out

@@ -1,7 +1,7 @@
 """The config reader against transformers, model by model: a differential test.
 
 For each configuration below (a dict written as the hub ``config.json`` of the model named in its
-comment), ``ropegeo.manifest.read_config`` must give the per-pair frequencies and the attention
+comment), ``ropegeo.models.manifest.read_config`` must give the per-pair frequencies and the attention
 factor that transformers' own code runs: the model type's configuration class
 (``AutoConfig.for_model``), its rotary module (``<Family>RotaryEmbedding``) called as within a
 forward pass of ``L`` tokens (so the dynamic rules, dynamic NTK and LongRoPE's short/long switch,
@@ -34,7 +34,7 @@ import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES, model_type_to_module_name  # noqa: E402
 
-from ropegeo.manifest import PAIRING_BY_MODEL_TYPE, ConfigError, read_config  # noqa: E402
+from ropegeo.models.manifest import PAIRING_BY_MODEL_TYPE, ConfigError, read_config  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "ropegeo" / "data"
 #: float32 rounding of ``base ** (2i / d)`` (exponent not exact in float32 for d = 80, 96 ...) and of
@@ -399,7 +399,7 @@ def test_mrope_text_frequencies_match_transformers(cfg):
 
 
 def test_llama4_nope_and_chunked_layers_match_the_config_class():
-    from ropegeo.manifest import read_layer_kinds
+    from ropegeo.models.manifest import read_layer_kinds
 
     cfg = {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
            "num_hidden_layers": 48, "max_position_embeddings": 10485760, "rope_theta": 500000.0,
@@ -420,7 +420,7 @@ def test_llama4_nope_and_chunked_layers_match_the_config_class():
     ("qwen2_moe", {"sliding_window": 4096, "use_sliding_window": True, "max_window_layers": 20}),
 ])
 def test_layer_kinds_match_the_config_class(model_type, extra):
-    from ropegeo.manifest import read_layer_kinds
+    from ropegeo.models.manifest import read_layer_kinds
 
     cfg = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 28,
            "max_position_embeddings": 32768, "rope_theta": 1e4, **extra}

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_defaults_table  # noqa: E402
 from test_config_vs_transformers import RTOL, hf_config, hf_rope  # noqa: E402
 
-from ropegeo.manifest import read_config  # noqa: E402
+from ropegeo.models.manifest import read_config  # noqa: E402
 
 SHIPPED = json.loads((files("ropegeo") / "data" / "tables" / "defaults_by_model_type.json").read_text())
 

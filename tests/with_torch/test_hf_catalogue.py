@@ -17,8 +17,8 @@ import torch  # noqa: E402
 import hf_catalogue as hc  # noqa: E402  (needs torch)
 import hf_models as hm  # noqa: E402
 
-from ropegeo.gate_a import gate_a  # noqa: E402
-from ropegeo.manifest import read_config, resolve  # noqa: E402
+from ropegeo.gates.a.gate import gate_a  # noqa: E402
+from ropegeo.models.manifest import read_config, resolve  # noqa: E402
 
 MSCALE = hc.PHIMOE["rope_scaling"]["long_mscale"]
 

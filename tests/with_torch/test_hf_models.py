@@ -16,8 +16,8 @@ require("torch", "transformers")
 
 import hf_models as hm  # noqa: E402  (needs torch)
 
-from ropegeo.gate_a import gate_a  # noqa: E402
-from ropegeo.manifest import resolve  # noqa: E402
+from ropegeo.gates.a.gate import gate_a  # noqa: E402
+from ropegeo.models.manifest import resolve  # noqa: E402
 
 DTYPES = ("float32", "bfloat16", "float16")
 PHI3 = "phi-3-mini-128k-instruct"

@@ -19,7 +19,7 @@ require("torch", "transformers")
 
 import hf_rotary as h  # noqa: E402  (needs torch)
 
-from ropegeo.gate_a import gate_a  # noqa: E402
+from ropegeo.gates.a.gate import gate_a  # noqa: E402
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -143,7 +143,7 @@ SCALED = {
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("model", list(SCALED))
 def test_scaled_rules_checked_against_what_the_config_promises(model, dtype):
-    from ropegeo.manifest import resolve
+    from ropegeo.models.manifest import resolve
 
     params, mpe = SCALED[model]
     m = resolve(model)

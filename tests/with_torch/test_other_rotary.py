@@ -22,7 +22,7 @@ if not any(o.installed(lib) for lib in o.DECLARED):
     pytest.skip("none of rotary-embedding-torch, x-transformers, torchtune, llama-models, mistral-inference is "
                 "installed (make test-torch installs them)", allow_module_level=True)
 
-from ropegeo.gate_a import gate_a  # noqa: E402
+from ropegeo.gates.a.gate import gate_a  # noqa: E402
 
 DTYPES = ("float32", "bfloat16", "float16")
 #: every library wrapped the way its users index it (lucidrains-offset is the KV-cache path, below)

@@ -48,7 +48,7 @@ def test_cohere_code_passes_gate_a_against_its_config(dtype):
     from transformers import CohereConfig
     from transformers.models.cohere import modeling_cohere as cohere
 
-    from ropegeo.gate_a import gate_a
+    from ropegeo.gates.a.gate import gate_a
 
     config = {"model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "max_position_embeddings": 131_072,
               "rope_theta": 8_000_000.0}

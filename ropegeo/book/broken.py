@@ -1,0 +1,742 @@
+"""A catalogue of rotary implementations, correct and broken, for the book, the tests and the exercises.
+
+Each implementation is a :class:`Rotary` (or a subclass with one defect) that follows all three
+protocols of :mod:`ropegeo.gates.a.gate`: ``f(x, positions, role=...)``, plus ``prefill`` and
+``decode_step`` for decoding with a KV cache. A :class:`CatalogueEntry` pairs an implementation
+with what it *declares* (the manifest its authors would write down); a defect is a gap between
+the two, or a break of the algebra itself.
+
+:data:`CATALOGUE` holds, in order, four correct entries (interleaved, half-split, partial rotary,
+consistently interpolated) and eight broken ones:
+
+``mixed-pairing``     the half-split helper applied to a model declared interleaved
+``query-restart``     decoding puts the new token at position 0 again
+``cache-off-by-one``  decoding puts the new token one past the cache length
+``scaled-queries``    a position scaling applied to queries but not to (cached) keys
+``bfloat16-angles``   the angle table formed in bfloat16
+``wrong-base``        base 10,000 used where 500,000 is declared
+``missliced-partial`` the trailing, not the leading, coordinates rotate
+``rotated-values``    values are rotated as keys are
+
+:data:`DEFECTS` is the wider catalogue Gate A is tested on: every defect class it names
+(position-id, precision, frequency, layout, convention, magnitude, roles, values, decoding), each
+with the check that must lead its report and the words its diagnosis must contain, plus correct
+implementations served in bfloat16 and float16 that must pass. See :func:`defect_entry`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.frequencies import resolve_rotary_dim
+from ropegeo.models.manifest import RopeManifest
+from ropegeo.rotation import apply_rope, pair_indices
+from ropegeo.softmax import softmax
+
+__all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
+           "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_score_change",
+           "packed_score_change", "partial_score_parts", "manifest_replays", "DEFECTS", "defect_entry",
+           "PositionDefect", "ServedRotary"]
+
+_ROLES = ("query", "key", "value")
+
+
+class Rotary:
+    """A rotary layer with a KV cache, correct unless a subclass overrides one step.
+
+    Parameters
+    ----------
+    head_dim : int
+        Width of one head (even, at least 2). Inputs must have this last axis.
+    base : float
+        Frequency base.
+    pairing : {"interleaved", "half"}
+        Which coordinates rotate together.
+    rotary_dim : int, optional
+        Partial rotary: how many coordinates rotate (default the whole head).
+    scale : float
+        Position multiplier (position interpolation uses ``train / target``), applied to queries
+        and keys alike.
+    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
+        Precision of the angle table.
+
+    Notes
+    -----
+    ``__call__(x, positions, role="query")`` rotates ``x`` of shape ``(..., seq, head_dim)`` at
+    ``positions``; values (``role="value"``) pass through. ``prefill(keys, values)`` starts a new
+    cache holding the prompt at positions ``0 .. n-1``; ``decode_step(q, k, v)`` places the next
+    token at the position after the cache and returns ``(rotated q, cached keys, cached values)``.
+    """
+
+    defect = None
+
+    def __init__(self, head_dim: int = 64, base: float = 10_000.0, pairing: str = "interleaved",
+                 rotary_dim: int | None = None, scale: float = 1.0, phase_dtype: str = "float64"):
+        self.head_dim, self.rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
+        self.base = v.base(base)
+        self.pairing = v.pairing(pairing)
+        self.scale = v.real("scale", scale, greater_than=0.0)
+        v.float_dtype(phase_dtype, "phase_dtype")
+        self.phase_dtype = phase_dtype
+        self._keys = np.zeros((0, self.head_dim))
+        self._values = np.zeros((0, self.head_dim))
+
+    # -- the pieces a defect may change
+    def _rotate(self, x, positions, role):
+        if role == "value":
+            return np.array(x, dtype=np.result_type(x, np.float32), copy=True)
+        return apply_rope(x, positions, base=self.base, pairing=self.pairing, rotary_dim=self.rotary_dim,
+                          scale=self.scale, phase_dtype=self.phase_dtype)
+
+    def _next_position(self) -> int:
+        return self._keys.shape[0]
+
+    # -- the protocols
+    def _check(self, x, name="x"):
+        x = v.finite_array(name, x, dtype=None)
+        if x.ndim == 0 or x.shape[-1] != self.head_dim:
+            raise ValueError(f"{name} must have last axis head_dim={self.head_dim}, got shape {x.shape}")
+        return x
+
+    def __call__(self, x, positions, role: str = "query"):
+        """Rotate queries or keys (values pass through); see the class notes."""
+        if role not in _ROLES:
+            raise ValueError(f"role must be one of {', '.join(map(repr, _ROLES))}, got {role!r}")
+        return self._rotate(self._check(x), positions, role)
+
+    def prefill(self, keys, values) -> None:
+        """Start a new cache with the prompt's raw keys and values, shape ``(n, head_dim)``."""
+        keys, values = self._check(keys, "keys"), self._check(values, "values")
+        if keys.ndim != 2 or keys.shape != values.shape:
+            raise ValueError(f"keys and values must both have shape (n, {self.head_dim}), got {keys.shape} and {values.shape}")
+        pos = np.arange(keys.shape[0])
+        self._keys = np.asarray(self._rotate(keys, pos, "key"), dtype=np.float64)
+        self._values = np.asarray(self._rotate(values, pos, "value"), dtype=np.float64)
+
+    def decode_step(self, query, key, value):
+        """Append the next token's key and value; return (rotated query, cached keys, cached values)."""
+        q, k, val = (self._check(a, n) for a, n in ((query, "query"), (key, "key"), (value, "value")))
+        if q.shape != (self.head_dim,) or k.shape != q.shape or val.shape != q.shape:
+            raise ValueError(f"query, key and value must each have shape ({self.head_dim},)")
+        p = self._next_position()
+        qr = np.asarray(self._rotate(q[None], [p], "query"), dtype=np.float64)[0]
+        kr = np.asarray(self._rotate(k[None], [p], "key"), dtype=np.float64)[0]
+        vr = np.asarray(self._rotate(val[None], [p], "value"), dtype=np.float64)[0]
+        self._keys = np.vstack([self._keys, kr])
+        self._values = np.vstack([self._values, vr])
+        return qr, self._keys.copy(), self._values.copy()
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return (f"{kind}(head_dim={self.head_dim}, base={self.base:g}, pairing={self.pairing!r}, "
+                f"rotary_dim={self.rotary_dim}, scale={self.scale:g}, phase_dtype={self.phase_dtype!r})")
+
+
+class QueryRestart(Rotary):
+    """Decoding forgets the cache: the new token's position ids restart at 0."""
+
+    def _next_position(self) -> int:
+        return 0
+
+
+class CacheOffByOne(Rotary):
+    """Decoding places the new token at ``len(cache) + 1`` instead of ``len(cache)``."""
+
+    def _next_position(self) -> int:
+        return self._keys.shape[0] + 1
+
+
+class ScaledQueries(Rotary):
+    """A position scaling ``query_scale`` applied to queries only; keys (and the cache) keep scale 1."""
+
+    def __init__(self, *args, query_scale: float = 0.5, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.query_scale = v.real("query_scale", query_scale, greater_than=0.0)
+
+    def _rotate(self, x, positions, role):
+        if role == "query":
+            return apply_rope(x, positions, base=self.base, pairing=self.pairing, rotary_dim=self.rotary_dim,
+                              scale=self.scale * self.query_scale, phase_dtype=self.phase_dtype)
+        return super()._rotate(x, positions, role)
+
+
+class MisslicedPartial(Rotary):
+    """Partial rotary with the slices swapped: the trailing ``rotary_dim`` coordinates rotate."""
+
+    def _rotate(self, x, positions, role):
+        if role == "value":
+            return super()._rotate(x, positions, role)
+        x = np.asarray(x, dtype=np.float64)
+        r, d = self.rotary_dim, self.head_dim
+        out = x.copy()
+        out[..., d - r:] = apply_rope(x[..., d - r:], positions, base=self.base, pairing=self.pairing,
+                                      phase_dtype=self.phase_dtype, scale=self.scale)
+        return out
+
+
+class RotatedValues(Rotary):
+    """Values are rotated by position exactly as keys are."""
+
+    def _rotate(self, x, positions, role):
+        return super()._rotate(x, positions, "key" if role == "value" else role)
+
+
+class PositionDefect(Rotary):
+    """What a broken integration does to position ids before an otherwise correct rotation.
+
+    ``mode`` is one of ``"wrapped"`` (a table of ``size`` rows indexed modulo its size),
+    ``"clamped"`` (indexed with a clamp at ``size - 1``), ``"int8"`` (ids stored in int8),
+    ``"ignored"`` (each row rotated by its slot index), ``"origin"`` (every id shifted by
+    ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only),
+    ``"start"`` (only the first id read, as a start position of a contiguous run), ``"bfloat16"``
+    (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does: exact up to 256,
+    then rounded to the format's spacing).
+    """
+
+    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start", "bfloat16")
+
+    def __init__(self, *args, mode: str = "wrapped", size: int = 4096, **kwargs):
+        super().__init__(*args, **kwargs)
+        if mode not in self._MODES:
+            raise ValueError(f"mode must be one of {', '.join(self._MODES)}, got {mode!r}")
+        self.mode, self.size = mode, v.integer("size", size, minimum=-(2**20), maximum=2**40)
+
+    def _ids(self, positions):
+        p = np.asarray(positions, dtype=np.int64)
+        if self.mode == "wrapped":
+            return p % self.size
+        if self.mode == "clamped":
+            return np.minimum(p, self.size - 1)
+        if self.mode == "int8":
+            return p.astype(np.int8).astype(np.int64)
+        if self.mode == "ignored":
+            return np.broadcast_to(np.arange(p.shape[-1]), p.shape) if p.ndim else np.zeros_like(p)
+        if self.mode == "origin":
+            return p + self.size
+        if self.mode == "start":
+            return p[..., :1] + np.arange(p.shape[-1]) if p.ndim else p
+        if self.mode == "bfloat16":
+            return p.astype(ml_dtypes.bfloat16).astype(np.float64)
+        return np.broadcast_to(p.reshape(-1, p.shape[-1])[0], p.shape) if p.ndim > 1 else p
+
+    def _rotate(self, x, positions, role):
+        return super()._rotate(x, self._ids(positions), role)
+
+
+class ServedRotary(Rotary):
+    """A correct rotary layer served in a low-precision data dtype, as models are deployed.
+
+    Angles are formed in float32 (``phase_dtype``); cos, sin and the vectors are cast to
+    ``data_dtype`` (``"bfloat16"`` or ``"float16"``) and rotated there; the result is returned
+    in ``data_dtype``. ``variant`` breaks it: ``"mirrored"`` (sin negated), ``"scaled"`` (cos and
+    sin multiplied by 1.2), ``"reversed"`` (the frequency table in reverse order).
+    """
+
+    def __init__(self, *args, data_dtype: str = "bfloat16", variant: str | None = None, **kwargs):
+        kwargs.setdefault("phase_dtype", "float32")
+        super().__init__(*args, **kwargs)
+        self.data = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[data_dtype]
+        if variant not in (None, "mirrored", "scaled", "reversed"):
+            raise ValueError(f"variant must be None, 'mirrored', 'scaled' or 'reversed', got {variant!r}")
+        self.variant = variant
+
+    def _rotate(self, x, positions, role):
+        x = np.asarray(x, dtype=np.float32).astype(self.data)
+        if role == "value":
+            return x
+        r = self.rotary_dim
+        theta = (self.base ** (-np.arange(0, r, 2, dtype=np.float32) / np.float32(r))).astype(np.float32)
+        if self.variant == "reversed":
+            theta = theta[::-1]
+        ang = np.asarray(positions, dtype=np.float32)[..., None] * (theta * np.float32(self.scale))
+        gain = 1.2 if self.variant == "scaled" else 1.0
+        c = (np.cos(ang) * gain).astype(self.data)
+        sn = (np.sin(ang) * gain * (-1.0 if self.variant == "mirrored" else 1.0)).astype(self.data)
+        a, b = pair_indices(r, self.pairing)
+        out = x.copy()
+        out[..., a] = x[..., a] * c - x[..., b] * sn
+        out[..., b] = x[..., a] * sn + x[..., b] * c
+        return out
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One implementation with its declaration.
+
+    Attributes
+    ----------
+    name : str
+        Short id, e.g. ``"query-restart"``.
+    title : str
+        One line: what the implementation does.
+    impl : Rotary
+        The implementation (a fresh object per entry).
+    declared : dict
+        What its authors declare, as keyword arguments of :func:`ropegeo.gates.a.gate.gate_a`.
+    manifest : dict
+        The fields of a :class:`ropegeo.models.manifest.RopeManifest` describing what the implementation
+        *actually* does (position-id policy, cache offset after a 12-token prompt, phase dtype
+        included). A manifest cannot say "queries only": ``scaled-queries`` records its linear
+        scaling, and only Gate A shows that it reaches one side.
+    check : str or None
+        The Gate A check that must flag it (``None`` for a correct entry).
+    keyword : str or None
+        A phrase the diagnosis of that check must contain.
+    defect : str or None
+        The defect class Gate A must name (:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`); set in
+        :data:`DEFECTS`.
+    """
+
+    name: str
+    title: str
+    impl: Rotary
+    declared: dict
+    manifest: dict
+    check: str | None = None
+    keyword: str | None = None
+    extra: dict = field(default_factory=dict)
+    defect: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        return self.check is not None
+
+
+def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
+    d = head_dim
+    h = d // 2
+    base_m = dict(head_dim=d, base=10_000.0, rotary_dim=d, pairing="interleaved", position_id_policy="kv-cache",
+                  cache_offset=12, phase_dtype="float64")
+
+    def m(**kw):
+        out = dict(base_m)
+        out.update(kw)
+        return out
+
+    entries = [
+        CatalogueEntry("interleaved", "correct, interleaved pairs (2i, 2i+1)", Rotary(d),
+                       dict(head_dim=d, pairing="interleaved"), m()),
+        CatalogueEntry("half", "correct, half-split pairs (i, i+d/2)", Rotary(d, pairing="half"),
+                       dict(head_dim=d, pairing="half"), m(pairing="half")),
+        CatalogueEntry("partial", f"correct partial rotary: {h} of {d} coordinates rotate (half-split)",
+                       Rotary(d, pairing="half", rotary_dim=h),
+                       dict(head_dim=d, pairing="half", rotary_dim=h), m(pairing="half", rotary_dim=h)),
+        CatalogueEntry("interpolated", "correct, positions interpolated by 1/4 on both sides",
+                       Rotary(d, scale=0.25), dict(head_dim=d, scale=0.25),
+                       m(scaling={"rule": "linear", "factor": 4.0}), extra={"scale": 0.25}),
+        CatalogueEntry("mixed-pairing", "the half-split helper applied to a model declared interleaved",
+                       Rotary(d, pairing="half"), dict(head_dim=d, pairing="interleaved"), m(pairing="half"),
+                       "layout", "half-split layout, while the declared convention is interleaved"),
+        CatalogueEntry("query-restart", "decoding restarts the new token's position at 0",
+                       QueryRestart(d), dict(head_dim=d), m(cache_offset=0),
+                       "decoding", "restarts at the origin"),
+        CatalogueEntry("cache-off-by-one", "decoding places the new token one past the cache length",
+                       CacheOffByOne(d), dict(head_dim=d), m(cache_offset=13),
+                       "decoding", "off-by-+1 cache offset"),
+        CatalogueEntry("scaled-queries", "a position scaling of 1/2 applied to queries, not to cached keys",
+                       ScaledQueries(d, query_scale=0.5), dict(head_dim=d),
+                       m(scaling={"rule": "linear", "factor": 2.0}), "roles",
+                       "is applied to queries but not to keys", extra={"query_scale": 0.5}),
+        CatalogueEntry("bfloat16-angles", "the angle table is formed in bfloat16",
+                       Rotary(d, phase_dtype="bfloat16"), dict(head_dim=d), m(phase_dtype="bfloat16"),
+                       "precision", "formed in bfloat16"),
+        CatalogueEntry("wrong-base", "base 10,000 used where the configuration declares 500,000",
+                       Rotary(d, base=10_000.0), dict(head_dim=d, base=500_000.0), m(),
+                       "frequencies", "declared base is 500,000"),
+        CatalogueEntry("missliced-partial", f"partial rotary that rotates the trailing {h} coordinates",
+                       MisslicedPartial(d, pairing="half", rotary_dim=h),
+                       dict(head_dim=d, pairing="half", rotary_dim=h), m(pairing="half", rotary_dim=h),
+                       "layout", "wrong end of the head"),
+        CatalogueEntry("rotated-values", "values are rotated by position like keys",
+                       RotatedValues(d), dict(head_dim=d), m(), "values", "values are rotated by position"),
+    ]
+    return {e.name: e for e in entries}
+
+
+CATALOGUE: dict[str, CatalogueEntry] = _build()
+
+
+def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
+    """A fresh catalogue entry (its implementation has an empty cache).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones) or a bad head dimension.
+    """
+    if not isinstance(name, str) or name not in CATALOGUE:
+        raise ValueError(f"name must be one of {', '.join(CATALOGUE)}, got {name!r}")
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
+    if head_dim < 4 or head_dim % 4:
+        raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
+    return _build(head_dim)[name]
+
+
+def correct_entries() -> list[str]:
+    """Names of the correct implementations."""
+    return [n for n, e in CATALOGUE.items() if not e.broken]
+
+
+def broken_entries() -> list[str]:
+    """Names of the broken implementations."""
+    return [n for n, e in CATALOGUE.items() if e.broken]
+
+
+def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, seed: int = 0) -> dict:
+    """One decoding step of an entry against the operator it declares.
+
+    The implementation prefills ``prompt`` random keys and values and decodes one more token; so
+    does a correct :class:`Rotary` built from the entry's declaration. Both attend from the new
+    query to the whole cache.
+
+    Parameters
+    ----------
+    name : str
+        A catalogue entry.
+    prompt : int
+        Tokens in the cache before the decoding step (1 to 8,192).
+    head_dim : int
+        Head width (a multiple of 4, at most 512).
+    seed : int
+        Seed of the random queries, keys and values.
+
+    Returns
+    -------
+    dict
+        ``scores`` and ``reference_scores`` (shape ``(prompt + 1,)``, over ``sqrt(head_dim)``),
+        ``output`` and ``reference_output`` (shape ``(head_dim,)``), ``score_error`` (largest
+        absolute score difference) and ``output_error`` (norm of the output difference over the
+        reference output's norm).
+    """
+    prompt = v.integer("prompt", prompt, minimum=1, maximum=8192)
+    head_dim = v.integer("head_dim", head_dim, maximum=512)
+    seed = v.integer("seed", seed, minimum=0)
+    e = entry(name, head_dim)
+    decl = dict(e.declared)
+    decl.pop("head_dim", None)
+    ref = Rotary(head_dim, **decl)
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(prompt + 1, head_dim)) for _ in range(3))
+    res = {}
+    for tag, impl in (("", e.impl), ("reference_", ref)):
+        impl.prefill(K[:prompt], V[:prompt])
+        q, kc, vc = impl.decode_step(Q[prompt], K[prompt], V[prompt])
+        s = kc @ q / np.sqrt(head_dim)
+        res[tag + "scores"] = s
+        res[tag + "output"] = softmax(s) @ vc
+    res["score_error"] = float(np.max(np.abs(res["scores"] - res["reference_scores"])))
+    res["output_error"] = float(np.linalg.norm(res["output"] - res["reference_output"])
+                                / np.linalg.norm(res["reference_output"]))
+    return res
+
+
+# ------------------------------------------------------------------------- position-id policies
+POSITION_POLICIES = ("contiguous", "left-padded", "left-padded-naive", "packed-reset", "packed-continuous")
+
+
+def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
+    """The position id of every slot of one batch row under a position-id policy.
+
+    Parameters
+    ----------
+    policy : str
+        ``"contiguous"`` (``0 .. L-1``), ``"left-padded"`` (``pad`` padding slots, then ids
+        ``0 .. L-1`` counted from the attention mask; padding slots get ``-1``),
+        ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
+        (several documents in one row, ids restart at 0 for each) or ``"packed-continuous"``
+        (ids run on across document boundaries).
+    lengths : int or sequence of int
+        Length of the sequence, or of each packed document (each at least 1; at most 65,536
+        slots in all).
+    pad : int
+        Padding slots on the left (left-padded policies only; non-negative).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (pad + sum(lengths),)
+
+    Raises
+    ------
+    ValueError
+        For an unknown policy, empty or non-positive lengths, or too many slots.
+    """
+    if policy not in POSITION_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")
+    try:
+        lens = np.atleast_1d(np.asarray(lengths))
+    except (TypeError, ValueError):
+        lens = np.empty(0)
+    if lens.ndim != 1 or lens.size == 0 or not np.issubdtype(lens.dtype, np.integer) or np.any(lens < 1):
+        raise ValueError(f"lengths must be a positive integer or a non-empty list of them, got {lengths!r}")
+    if np.any(lens > 65_536):  # checked before summing, which could wrap around in int64
+        raise ValueError(f"each length must be at most 65,536 slots, got {int(lens.max()):,}")
+    pad = v.integer("pad", pad, minimum=0, maximum=65_536)
+    total = sum(int(n) for n in lens) + pad
+    if total > 65_536:
+        raise ValueError(f"pad + sum(lengths) must be at most 65,536 slots, got {total:,}")
+    if pad and not policy.startswith("left-padded"):
+        raise ValueError(f"pad is only meaningful for the left-padded policies, not {policy!r}")
+    if policy in ("contiguous", "packed-continuous", "left-padded-naive"):
+        return np.arange(total, dtype=np.int64)
+    if policy == "left-padded":
+        return np.concatenate([np.full(pad, -1, dtype=np.int64), np.arange(total - pad, dtype=np.int64)])
+    return np.concatenate([np.arange(n, dtype=np.int64) for n in lens])
+
+
+# ------------------------------------------------------------------------- the chapter's measurements
+def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int = 512, seed: int = 0) -> dict:
+    """What rotating interleaved-trained vectors with the half-split helper does.
+
+    Draws, in this order, ``Q, K = rng.normal(size=(2, samples, head_dim))`` and positions
+    ``m, n = rng.integers(0, max_position, size=(2, samples))`` from ``default_rng(seed)``.
+
+    Returns
+    -------
+    dict
+        ``norm_change``: largest ``| |R'x| / |Rx| - 1 |`` over the rotated queries;
+        ``score_change_median`` and ``score_change_max``: ``|s' - s| / (|q| |k|)`` over the pairs;
+        ``equal_position_change``: the same at ``m = n`` (both helpers give ``q . k`` there);
+        ``pairs``: number of rotary pairs; ``pairs_intact``: trained pairs the mixed helper still
+        rotates as one pair.
+
+    Raises
+    ------
+    ValueError
+        For a head dim outside 4..512, ``samples`` outside 1..100,000 or a bad ``max_position``.
+    """
+    d = v.head_dim(head_dim)
+    v.integer("head_dim", d, minimum=4, maximum=512)
+    samples = v.integer("samples", samples, minimum=1, maximum=100_000)
+    max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, samples, d))
+    m, n = rng.integers(0, max_position, size=(2, samples))
+    norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
+    right = np.sum(apply_rope(Q, m) * apply_rope(K, n), axis=-1)
+    mixed = np.sum(apply_rope(Q, m, pairing="half") * apply_rope(K, n, pairing="half"), axis=-1)
+    change = np.abs(mixed - right) / norms
+    ratio = np.linalg.norm(apply_rope(Q, m, pairing="half"), axis=-1) / np.linalg.norm(apply_rope(Q, m), axis=-1)
+    same_r = np.sum(apply_rope(Q, m) * apply_rope(K, m), axis=-1)
+    same_m = np.sum(apply_rope(Q, m, pairing="half") * apply_rope(K, m, pairing="half"), axis=-1)
+
+    inter = set(zip(*(a.tolist() for a in pair_indices(d, "interleaved"))))
+    half = set(zip(*(a.tolist() for a in pair_indices(d, "half"))))
+    return {
+        "norm_change": float(np.max(np.abs(ratio - 1.0))),
+        "score_change_median": float(np.median(change)),
+        "score_change_max": float(np.max(change)),
+        "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)),
+        "pairs": d // 2,
+        "pairs_intact": len(inter & half),
+    }
+
+
+def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
+                 samples: int = 64, max_position: int = 512, seed: int = 0) -> float:
+    """Largest score change when positions move by ``shift``, on one or both sides.
+
+    Draws ``Q, K`` (shape ``(samples, head_dim)``) then ``m, n`` (integers below ``max_position``)
+    from ``default_rng(seed)``, rotates them with the catalogue entry's implementation
+    (``role="query"`` / ``"key"``), and compares scores at ``(m, n)`` with scores at
+    ``(m + shift, n + shift)`` (``side="both"``) or ``(m + shift, n)`` (``side="query"``).
+
+    Returns
+    -------
+    float
+        ``max |s' - s| / (|q| |k|)``.
+    """
+    if side not in ("both", "query"):
+        raise ValueError(f"side must be 'both' or 'query', got {side!r}")
+    shift = v.integer("shift", shift, minimum=-10**7, maximum=10**7)
+    samples = v.integer("samples", samples, minimum=1, maximum=100_000)
+    max_position = v.integer("max_position", max_position, minimum=1, maximum=10**7)
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
+    impl = entry(name, head_dim).impl
+    if samples * head_dim > 2**23:
+        raise ValueError(f"samples * head_dim must be at most {2**23:,} (64 MiB per array), got {samples * head_dim:,}")
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, samples, head_dim))
+    m, n = rng.integers(0, max_position, size=(2, samples))
+    norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
+    s0 = np.sum(impl(Q, m, role="query") * impl(K, n, role="key"), axis=-1)
+    dn = shift if side == "both" else 0
+    s1 = np.sum(impl(Q, m + shift, role="query") * impl(K, n + dn, role="key"), axis=-1)
+    return float(np.max(np.abs(s1 - s0) / norms))
+
+
+def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int = 0) -> float:
+    """Largest change of a within-document score between reset and continuous packed ids.
+
+    Draws ``Q, K`` of shape ``(sum(documents), head_dim)`` from ``default_rng(seed)``; scores are
+    formed only inside each document (a block-diagonal mask), with the ids of
+    :func:`position_ids` ``"packed-reset"`` and ``"packed-continuous"``.
+
+    Returns
+    -------
+    float
+        ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
+    """
+    reset = position_ids("packed-reset", documents)
+    cont = position_ids("packed-continuous", documents)
+    lengths = [int(n) for n in np.atleast_1d(documents)]
+    if max(lengths) > 4096:
+        raise ValueError(f"each document must be at most 4,096 tokens here (its scores form a square), "
+                         f"got {max(lengths):,}")
+    d = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    Q, K = rng.normal(size=(2, reset.size, d))
+    worst, start = 0.0, 0
+    for n in lengths:  # scores only inside each document (a block-diagonal mask)
+        sl = slice(start, start + n)
+        q, k = Q[sl], K[sl]
+        norms = np.linalg.norm(q, axis=-1)[:, None] * np.linalg.norm(k, axis=-1)[None, :]
+        s_r = apply_rope(q, reset[sl]) @ apply_rope(k, reset[sl]).T
+        s_c = apply_rope(q, cont[sl]) @ apply_rope(k, cont[sl]).T
+        worst = max(worst, float(np.max(np.abs(s_c - s_r) / norms)))
+        start += n
+    return worst
+
+
+def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int = 256, seed: int = 0):
+    """The two parts of a partial-rotary score as the displacement varies.
+
+    Draws ``q, k`` (shape ``(head_dim,)``) from ``default_rng(seed)``, puts the query at 0 and the
+    key at ``delta = -span .. span`` (half-split layout, base 10,000).
+
+    Returns
+    -------
+    (delta, rotary_part, passthrough_part) : tuple of numpy.ndarray, each shape (2 span + 1,)
+        The score summed over the rotating coordinates and over the pass-through ones.
+    """
+    d, r = resolve_rotary_dim(head_dim, rotary_dim)
+    span = v.integer("span", span, minimum=1, maximum=100_000)
+    rng = np.random.default_rng(v.integer("seed", seed, minimum=0))
+    q, k = rng.normal(size=(2, d))
+    delta = np.arange(-span, span + 1)
+    kr = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing="half", rotary_dim=r)
+    return delta, kr[:, :r] @ q[:r], kr[:, r:] @ q[r:]
+
+
+def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
+    """Whether an entry's manifest alone reproduces one decoding step of its code.
+
+    Builds ``ropegeo``'s own operator from the entry's declared manifest (frequencies, pairing,
+    rotary width, phase precision, and the position ``cache_offset`` it declares for the token
+    after a 12-token prompt), prefills the implementation with 12 random tokens, decodes one
+    more, and compares the rotated query, the cached keys and the
+    cached values with what the manifest predicts (values are never rotated). ``True`` means the
+    manifest is a complete record of what the code does; ``False`` that the defect lies somewhere
+    the manifest has no field for.
+
+    Parameters
+    ----------
+    name : str
+        A catalogue entry (see :data:`CATALOGUE`).
+    head_dim : int
+        Head width (a multiple of 4, up to :data:`ropegeo._validate.MAX_HEAD_DIM`).
+    seed : int
+        Draws the token vectors.
+
+    Returns
+    -------
+    bool
+    """
+
+    prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
+    impl = entry(name, head_dim).impl
+    m = RopeManifest(**CATALOGUE[name].manifest)
+    x = np.random.default_rng(v.integer("seed", seed, minimum=0)).normal(size=(prompt + 1, head_dim))
+    impl.prefill(x[:prompt], x[:prompt])
+    q, keys, values = impl.decode_step(x[prompt], x[prompt], x[prompt])
+    positions = np.r_[np.arange(prompt), m.cache_offset]
+    ref = apply_rope(x, positions, theta=m.theta(), pairing=m.pairing, rotary_dim=m.rotary_dim,
+                     phase_dtype=m.phase_dtype)
+    return bool(np.allclose(q, ref[-1]) and np.allclose(keys, ref) and np.allclose(values, x))
+
+
+
+# ------------------------------------------------------------------------- every defect class
+#: Declared context of the :data:`DEFECTS` entries (Gate A's default).
+DEFECT_CONTEXT = 131_072
+
+
+def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
+    d = head_dim
+    decl = dict(head_dim=d)
+    served = dict(head_dim=d, pairing="half")
+    m = dict(head_dim=d, base=10_000.0, rotary_dim=d, pairing="interleaved", phase_dtype="float32")
+    mh = dict(m, pairing="half")
+
+    def bad(name, title, impl, check, keyword, defect, declared=decl, manifest=m):
+        return CatalogueEntry(name, title, impl, dict(declared), dict(manifest), check, keyword, defect=defect)
+
+    entries = [
+        CatalogueEntry("served-bfloat16", "correct, served in bfloat16 (angles in float32, cos/sin and vectors "
+                       "cast to bfloat16)", ServedRotary(d, pairing="half", data_dtype="bfloat16"), dict(served),
+                       dict(mh)),
+        CatalogueEntry("served-float16", "correct, served in float16", ServedRotary(d, pairing="half",
+                       data_dtype="float16"), dict(served), dict(mh)),
+        bad("wrapped-table", "a cos/sin table of 4,096 rows indexed modulo its size",
+            PositionDefect(d, mode="wrapped", size=4096), "context", "P mod 4,096", "position-id"),
+        bad("clamped-table", "a cos/sin table of 8,192 rows indexed with a clamp",
+            PositionDefect(d, mode="clamped", size=8192), "context", "rotated as 8,191", "position-id"),
+        bad("int8-positions", "position ids stored in int8", PositionDefect(d, mode="int8"),
+            "context", "8-bit integer", "position-id"),
+        bad("bfloat16-position-ids", "position ids built in the data's bfloat16 (arange(seq, dtype=x.dtype))",
+            PositionDefect(d, mode="bfloat16"), "context", "rounded to bfloat16", "position-id"),
+        bad("ignored-positions", "each row rotated by its slot index, whatever ids it is given",
+            PositionDefect(d, mode="ignored"), "context", "positions are ignored", "position-id"),
+        bad("origin-off-by-two", "every position id shifted by 2", PositionDefect(d, mode="origin", size=2),
+            "origin", "origin is off by +2", "position-id"),
+        bad("start-position-only", "only the first id read, as the start of a contiguous run",
+            PositionDefect(d, mode="start"), "context", "one contiguous run", "position-id"),
+        bad("first-row-only", "a (batch, seq) position tensor read through its first row",
+            PositionDefect(d, mode="first-row"), "batch", "first row's position ids", "position-id"),
+        bad("float16-angles", "the angle table formed in float16", Rotary(d, phase_dtype="float16"),
+            "precision", "formed in float16", "precision"),
+        bad("undeclared-interpolation", "positions interpolated by 1/4 that the declaration does not state",
+            Rotary(d, scale=0.25), "frequencies", "0.25 times the declared one", "frequency"),
+        bad("reversed-frequencies", "the frequency table in reverse order (slowest pair first)",
+            ServedRotary(d, pairing="half", data_dtype="float32", variant="reversed"), "frequencies",
+            "ordering is reversed", "frequency", declared=served, manifest=mh),
+        bad("mirrored", "sin enters with the other sign (served in bfloat16)",
+            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="mirrored"), "frequencies",
+            "relative law still holds", "convention", declared=served, manifest=mh),
+        bad("scaled-table", "cos and sin multiplied by 1.2 (served in bfloat16)",
+            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="scaled"), "norm",
+            "norm ratio up to 1.2", "magnitude", declared=served, manifest=mh),
+    ]
+    kinds = {"mixed-pairing": "layout", "missliced-partial": "layout", "query-restart": "decoding",
+             "cache-off-by-one": "decoding", "scaled-queries": "roles", "bfloat16-angles": "precision",
+             "wrong-base": "frequency", "rotated-values": "values"}
+    out = {e.name: e for e in entries}
+    for name, kind in kinds.items():
+        e = _build(d)[name]
+        out[name] = CatalogueEntry(e.name, e.title, e.impl, e.declared, e.manifest, e.check, e.keyword, e.extra, kind)
+    return out
+
+
+#: Gate A's test catalogue: correct implementations served in low precision, and at least one
+#: broken implementation for every defect class, with the check that must lead and its words.
+DEFECTS: dict[str, CatalogueEntry] = _defects()
+
+
+def defect_entry(name: str, head_dim: int = 64) -> CatalogueEntry:
+    """A fresh :data:`DEFECTS` entry (its implementation has an empty cache).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones) or a bad head dimension.
+    """
+    if not isinstance(name, str) or name not in DEFECTS:
+        raise ValueError(f"name must be one of {', '.join(DEFECTS)}, got {name!r}")
+    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
+    if head_dim < 4 or head_dim % 4:
+        raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
+    return _defects(head_dim)[name]

@@ -1,0 +1,272 @@
+"""Checks for the exercises of chapter 1 (permutation symmetry and absolute positions).
+
+Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
+reason says what is off without giving the answer away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ropegeo.book.exercises import (
+    as_float_array,
+    as_items,
+    as_whole,
+    call_student,
+    correct,
+    exercise,
+    sympy_problem,
+    wrong,
+)
+from ropegeo.toy.attention import AttentionLayer
+from ropegeo.toy.schemes import sinusoidal_encoding
+
+# ---- problem data shared with the notebook -------------------------------------------------
+
+#: ch01-half-similarity: the width of the sinusoidal code, and the offsets searched (1 .. this).
+SIMILARITY_WIDTH, SIMILARITY_SEARCH = 16, 2048
+
+#: ch01-causal-survivors: the permutation applied to an 8-token sequence.
+SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
+
+
+def survivor_problem():
+    """The layer, tokens and permutation of exercise ch01-causal-survivors.
+
+    Returns
+    -------
+    (layer, x, perm) : tuple
+        A causal attention layer without positions (``d_model = 8``, seed 0), tokens of shape
+        (8, 8) drawn with seed 1, and the permutation as an integer array.
+    """
+    layer = AttentionLayer(8, scheme="none", causal=True, seed=0)
+    x = np.random.default_rng(1).standard_normal((8, 8))
+    return layer, x, np.array(SURVIVOR_PERM)
+
+
+# ---- checks --------------------------------------------------------------------------------
+
+
+@exercise("ch01-half-similarity")
+def _half_similarity(answer):
+    n, bad = as_whole(answer, "a whole number of positions k")
+    if bad:
+        return bad
+    if n < 1:
+        return wrong("the offset must be a positive whole number: at k = 0 the code is compared with itself.")
+    sim = _similarity(np.arange(1, SIMILARITY_SEARCH + 1))
+    below = np.flatnonzero(sim < SIMILARITY_WIDTH / 4) + 1
+    first = int(below[0])
+    if n == first:
+        return correct(f"k = {n} is the first offset at which the two codes share less than half of their "
+                       "similarity at k = 0. For the second question, look at every offset below it, not just the end.")
+    if n > SIMILARITY_SEARCH:
+        return wrong(f"the similarity first falls below half much earlier than k = {n}.")
+    value = float(_similarity(np.array([n]))[0])
+    if value >= SIMILARITY_WIDTH / 4:
+        return wrong(f"at k = {n} the similarity is still at least half of its value at k = 0.")
+    if n == int(np.flatnonzero(sim < 0)[0]) + 1:
+        return wrong("that is where the similarity first turns negative; the question asks where it first "
+                     "drops below half.")
+    return wrong(f"at k = {n} the similarity is below half, but it already was at a smaller offset.")
+
+
+def _similarity(k):
+    """PE(p) . PE(p + k) for the code of exercise ch01-half-similarity, by brute force at p = 0 and p = 37."""
+    a = sinusoidal_encoding(np.zeros(1), SIMILARITY_WIDTH) @ sinusoidal_encoding(k, SIMILARITY_WIDTH).T
+    b = sinusoidal_encoding(np.full(1, 37.0), SIMILARITY_WIDTH) @ sinusoidal_encoding(37.0 + k, SIMILARITY_WIDTH).T
+    return 0.5 * (a[0] + b[0])
+
+
+def _sympy_answer(answer, what, allowed):
+    """A SymPy expression in the symbols ``allowed`` (names), or (None, reason)."""
+    import sympy as sp
+
+    if isinstance(answer, (str, bytes)):
+        return None, f"expected {what} as a SymPy expression, got text: build it from sympy symbols."
+    if isinstance(answer, bool) or not isinstance(answer, (sp.Basic, int, float)):
+        return None, f"expected {what} as a SymPy expression, got {type(answer).__name__}."
+    expr = sp.sympify(answer)
+    if not isinstance(expr, sp.Expr):
+        return None, f"expected {what} as a SymPy expression, got {type(expr).__name__}."
+    problem = sympy_problem(expr, 300)
+    if problem:
+        return None, f"your expression {problem}."
+    extra = sorted({s.name for s in expr.free_symbols} - set(allowed))
+    if extra:
+        return None, f"unexpected symbols {extra}: use only {', '.join(allowed)}."
+    return expr, None
+
+
+def _numeric(expr, names, points):
+    """Evaluate a SymPy expression at rows of ``points`` (one column per name); None if it cannot."""
+    import sympy as sp
+
+    by_name = {s.name: s for s in expr.free_symbols}
+    args = [by_name.get(n, sp.Symbol(n)) for n in names]
+    try:
+        f = sp.lambdify(args, expr, "numpy")
+        out = np.array([complex(f(*row)) for row in points])
+    except Exception:  # noqa: BLE001 - SymPy or NumPy cannot evaluate the student's expression
+        return None
+    if not np.all(np.isfinite(out)) or np.abs(out.imag).max() > 1e-9:
+        return None
+    return out.real
+
+
+@exercise("ch01-mirror-position")
+def _mirror_position(answer):
+    expr, err = _sympy_answer(answer, "the position p'", ("p", "k"))
+    if err:
+        return wrong(err)
+    pts = np.random.default_rng(11).uniform(-40, 40, size=(8, 2))
+    got = _numeric(expr, ("p", "k"), pts)
+    if got is None:
+        return wrong("your expression cannot be evaluated at numeric p and k.")
+    p, k = pts[:, 0], pts[:, 1]
+    if np.allclose(got, p + k, atol=1e-9):
+        return correct("with p' = p + k, PE(p').PE(p' - k) is PE(p + k).PE(p), the same dot product read in "
+                       "the other order; since it depends on k alone, the similarity at -k equals the one at +k.")
+    if np.allclose(got, p - k, atol=1e-9):
+        return wrong("with that p', the pair (p', p' - k) is (p - k, p - 2k): not the two positions you started from.")
+    if np.allclose(got, p, atol=1e-9):
+        return wrong("with p' = p the product PE(p).PE(p - k) compares p with p - k, not with p + k.")
+    return wrong("with your p', the positions p' and p' - k are not the two positions p and p + k.")
+
+
+@exercise("ch01-any-start")
+def _any_start(answer):
+    expr, err = _sympy_answer(answer, "c(p).c(p + k)", ("a", "b", "omega", "k", "p"))
+    if err:
+        return wrong(err)
+    names = ("a", "b", "omega", "k", "p")
+    rng = np.random.default_rng(12)
+    pts = np.column_stack([rng.uniform(-2, 2, (10, 2)), rng.uniform(0.05, 1.5, 10), rng.uniform(-20, 20, (10, 2))])
+    got = _numeric(expr, names, pts)
+    if got is None:
+        return wrong("your expression cannot be evaluated at numeric a, b, omega, k and p.")
+    a, b, w, k, p = pts.T
+    want = (a * a + b * b) * np.cos(w * k)
+    if np.allclose(got, want, atol=1e-9):
+        if "p" in {s.name for s in expr.free_symbols}:
+            return correct("right, and p cancels: simplify your expression to see that only k is left.")
+        return correct("the start vector only sets the scale: any code that rotates one fixed vector compares "
+                       "itself through cos(omega k) alone, an even function of k.")
+    pts2 = pts.copy()
+    pts2[:, 4] += 3.0
+    other = _numeric(expr, names, pts2)
+    if other is not None and not np.allclose(other, got, atol=1e-9):
+        return wrong("your expression changes when p changes: the product must not depend on p.")
+    if np.allclose(got, np.cos(w * k), atol=1e-9):
+        return wrong("this is right only for a start vector of length 1: keep a and b in the answer.")
+    if np.allclose(got, (a * a + b * b) * np.cos(w * k) + 2 * a * b * np.sin(w * k), atol=1e-9) or np.allclose(
+            got, (a * a - b * b) * np.cos(w * k), atol=1e-9):
+        return wrong("a sine or a difference of squares survived: collect the terms again; a rotation matrix "
+                     "contributes only its symmetric part to x^T R x.")
+    if np.allclose(got, (a * a + b * b) * np.cos(w * k) * -1, atol=1e-9):
+        return wrong("the sign is off: at k = 0 the product is the squared length of the start vector.")
+    return wrong("your expression differs from c(p).c(p + k) at some values of a, b, omega and k.")
+
+
+def _random_scores(rng, n):
+    """Random scores with the column of one padding key set to -inf (a padding mask belongs to the key
+    token and moves with it, unlike the causal mask, which belongs to the slots)."""
+    S = rng.standard_normal((n, n))
+    S[:, rng.integers(n)] = -np.inf
+    return S
+
+
+def _call(fn, *args):
+    """Call the student's function; return (array, None) or (None, reason)."""
+    out, err = call_student(fn, *args)
+    if err:
+        return None, err
+    arr, bad = as_float_array(out, "what your function returned", finite=False)
+    return (None, bad[1]) if bad else (arr, None)
+
+
+@exercise("ch01-permuted-scores")
+def _permuted_scores(answer):
+    if not callable(answer):
+        return wrong("expected a function f(S, perm) returning the score matrix of the permuted sequence.")
+    rng = np.random.default_rng(2026)
+    for n in (2, 5, 9):
+        S = _random_scores(rng, n)
+        perm = rng.permutation(n)
+        while np.array_equal(perm, np.arange(n)) or np.array_equal(perm[perm], np.arange(n)) and n > 2:
+            perm = rng.permutation(n)
+        got, err = _call(answer, S.copy(), perm.copy())
+        if err:
+            return wrong(err)
+        want = S[np.ix_(perm, perm)]
+        if got.shape != want.shape:
+            return wrong(f"for a {n}x{n} score matrix your function returned shape {got.shape}.")
+        if np.allclose(got, want, atol=1e-12):
+            continue
+        if np.isnan(got).any() and not np.isnan(want).any():
+            return wrong("your result holds nan where the padding key's -inf scores should be: a matrix product "
+                         "multiplies -inf by the zeros of P (0 x inf is nan). Move entries instead of multiplying.")
+        inv = np.argsort(perm)
+        if np.allclose(got, S[perm]):
+            return wrong("only the rows (queries) moved: the keys are the same tokens, so the columns move too.")
+        if np.allclose(got, S[:, perm]):
+            return wrong("only the columns (keys) moved: the queries are the same tokens, so the rows move too.")
+        if np.allclose(got, S[np.ix_(inv, inv)]):
+            return wrong("this is the inverse permutation: slot i of the new sequence holds token perm[i].")
+        if np.allclose(got, want.T):
+            return wrong("the result is transposed: rows must stay queries and columns keys.")
+        return wrong(f"for n={n} the result differs from the layer's scores of the permuted tokens.")
+    return correct("the permuted scores are P S P^T: every pair of tokens keeps its score.")
+
+
+@exercise("ch01-sinusoidal")
+def _sinusoidal(answer):
+    if not callable(answer):
+        return wrong("expected a function f(positions, dim) returning the sinusoidal code.")
+    for dim, pos in ((16, np.arange(40.0)), (6, np.array([0.0, 3.5, 100.0, 2047.0]))):
+        got, err = _call(answer, pos.copy(), dim)
+        if err:
+            return wrong(err)
+        want = sinusoidal_encoding(pos, dim)
+        if got.shape != want.shape:
+            return wrong(f"for {pos.size} positions and dim={dim} expected shape {want.shape}, got {got.shape}.")
+        if np.allclose(got, want, atol=1e-9):
+            continue
+        if np.allclose(got[:, 0::2], want[:, 1::2]) and np.allclose(got[:, 1::2], want[:, 0::2]):
+            return wrong("sines and cosines are swapped: even columns hold sines, odd columns cosines.")
+        half = np.concatenate([want[:, 0::2], want[:, 1::2]], axis=1)
+        if np.allclose(got, half):
+            return wrong("right values, wrong layout: sines and cosines of one frequency sit in adjacent columns.")
+        if np.allclose(got[:, :2], want[:, :2]) and not np.allclose(got[:, 2:], want[:, 2:]):
+            return wrong("the first pair is right but later frequencies are off: check the exponent of the base.")
+        return wrong(f"values differ from the sinusoidal code (dim={dim}); check the frequencies and the layout.")
+    return correct("your code matches the sinusoidal encoding.")
+
+
+@exercise("ch01-causal-survivors")
+def _causal_survivors(answer):
+    items, bad = as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True)
+    if bad:
+        return bad
+    slots = set()
+    for item in items:
+        i, bad = as_whole(item, "slot indices as whole numbers from 0 to 7")
+        if bad:
+            return bad
+        slots.add(i)
+    got = sorted(slots)
+    if any(i < 0 or i > 7 for i in got):
+        return wrong("slot indices run from 0 to 7.")
+    layer, x, perm = survivor_problem()
+    changed = np.max(np.abs(layer(x[perm]) - layer(x)), axis=-1)
+    truth = {i for i in range(8) if changed[i] < 1e-12}
+    extra = sorted(set(got) - truth)
+    missing = sorted(truth - set(got))
+    if not extra and not missing:
+        return correct("exactly these slots see the same query and the same set of keys as before.")
+    parts = []
+    if extra:
+        parts.append(f"{len(extra)} of your slots have an output that changes")
+    if missing:
+        parts.append(f"{len(missing)} slot(s) with an unchanged output are missing")
+    return wrong("; ".join(parts) + ".")

@@ -1,0 +1,349 @@
+"""Checks for the exercises of chapter 2 (the identity hidden in a rotation).
+
+Each check compares an answer with a value derived here, and when it is wrong names the
+mistake it recognises (a reversed displacement, a dropped term, a clockwise rotation, ...)
+without printing the expected answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import sympy as sp
+
+from ropegeo.book.exercises import (
+    as_float_array,
+    as_items,
+    as_number,
+    call_student,
+    correct,
+    exercise,
+    short,
+    sympy_problem,
+    wrong,
+)
+from ropegeo.rotation import apply_rope
+from ropegeo.toy.attention import copy_back_head
+
+# ---- ch02-score-by-hand: the one-pair score from its two terms ------------------------------
+SCORE_Q = np.array([1.0, 2.0])
+SCORE_K = np.array([3.0, -1.0])
+SCORE_THETA = 0.5
+SCORE_M, SCORE_N = 4, 1
+
+
+def _score(q, k, m, n, theta):
+    th = np.array([theta])
+    return float(apply_rope(q, m, theta=th) @ apply_rope(k, n, theta=th))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.4g}"
+
+
+@exercise("ch02-score-by-hand")
+def _check_score(answer):
+    value, bad = as_number(answer, "a single real number")
+    if bad:
+        return bad
+    q, k, th, m, n = SCORE_Q, SCORE_K, SCORE_THETA, SCORE_M, SCORE_N
+    truth = _score(q, k, m, n, th)
+    close = lambda x: abs(value - x) <= 1e-3 * max(1.0, abs(x))  # noqa: E731
+    if close(truth):
+        return correct(f"the score is {truth:.4f}.")
+    if close(_score(q, k, n, m, th)):
+        # flipping the sign of the oriented term gives the same number as swapping the positions
+        return wrong("that is the score with query and key positions swapped (or, equivalently, with the "
+                     "oriented term's sign reversed): delta = n - m is key position minus query position.")
+    if close(float(q @ k)):
+        return wrong("that is q . k, the score without any rotation: the positions must enter.")
+    if close(float(q @ k) * np.cos((n - m) * th)):
+        return wrong("that is only the symmetric cosine term: the oriented sine term is missing.")
+    if close(_score(q, k, m, n, np.radians(th))) or close(float(q @ k) * np.cos(np.radians((n - m) * th))):
+        return wrong("theta is in radians per position; it looks like degrees were used somewhere.")
+    return wrong(f"{_fmt(value)} is not the score; compute q . k and q x k first, then combine them "
+                 "with cos and sin of the displacement angle.")
+
+
+# ---- ch02-sign-bug: the score when the query is turned the wrong way -------------------------
+_BUG_NAMES = ("q1", "q2", "k1", "k2", "m", "n", "theta")
+
+
+def _bug_symbols():
+    q1, q2, k1, k2, m, n = sp.symbols("q1 q2 k1 k2 m n", real=True)
+    return {"q1": q1, "q2": q2, "k1": k1, "k2": k2, "m": m, "n": n, "theta": sp.Symbol("theta", positive=True)}
+
+
+def _is_zero(expr) -> bool:
+    expr = sp.expand(expr)
+    # cheap first: after the angle-addition formulas both sides are polynomials in sin and cos of
+    # m theta and n theta, which usually cancel term by term; simplify only what is left
+    if sp.expand(sp.expand_trig(expr)) == 0 or sp.expand(expr.rewrite(sp.exp)) == 0:
+        return True
+    return sp.simplify(sp.expand_trig(expr)) == 0 or sp.simplify(expr.rewrite(sp.exp)) == 0
+
+
+#: Size bounds of a sign-bug answer (the intended expression has about 20 nodes and 2 terms):
+#: nodes of the expression tree, and terms its expansion would have. Anything larger is refused
+#: before SymPy simplifies it (simplifying a large expansion takes minutes).
+MAX_BUG_NODES, MAX_BUG_TERMS = 300, 64
+
+
+def _expanded_terms(expr, cap: int) -> int:
+    """An estimate (an upper bound for polynomials) of the terms of ``sp.expand(expr)``, stopped past ``cap``.
+
+    Every sub-expression is bounded too (``expand`` works inside function arguments).
+    """
+    def terms(e) -> int:
+        if not e.args:
+            return 1
+        inner = [terms(a) for a in e.args]
+        if e.is_Add:
+            n = sum(inner)
+        elif e.is_Mul:
+            n = 1
+            for t in inner:
+                n = min(n * t, cap + 1)
+        elif e.is_Pow and e.exp.is_Integer and abs(int(e.exp)) >= 2 and inner[0] > 1:
+            p = abs(int(e.exp))
+            n = cap + 1 if p > cap else math.comb(inner[0] + p - 1, p)
+        elif isinstance(e, (sp.functions.elementary.trigonometric.TrigonometricFunction,
+                            sp.functions.elementary.hyperbolic.HyperbolicFunction)) and len(e.args) == 1:
+            # expand_trig: sin(a + b) doubles the terms for every summand, sin(c x) has about c terms
+            n = 1
+            for term in e.args[0].args if e.args[0].is_Add else (e.args[0],):
+                c = term.as_coeff_Mul()[0]
+                n = min(n * 2 * (min(abs(int(c)), cap + 1) if c.is_Integer and c != 0 else 1), cap + 1)
+        else:  # a power that does not multiply out, a function of several arguments
+            n = 1
+        if n > cap or max(inner) > cap:
+            raise OverflowError
+        return n
+
+    try:
+        return terms(expr)
+    except (OverflowError, RecursionError):
+        return cap + 1
+
+
+def _values(expr, symbols, points):
+    """``expr`` at each point (dicts of symbol values) in float64, as complex numbers, or None without a finite value.
+
+    Evaluated with ``lambdify`` and NumPy, never in arbitrary precision: ``exp(exp(exp(100 m)))``
+    overflows to inf at once instead of computing a number with millions of digits.
+    """
+    names = list(_BUG_NAMES)
+    try:
+        fn = sp.lambdify([symbols[n] for n in names], expr, modules="numpy")
+        columns = [np.array([float(p[n]) for p in points]) for n in names]
+        values = np.broadcast_to(np.asarray(fn(*columns), dtype=np.complex128), (len(points),))
+    except Exception:  # noqa: BLE001 - NumPy cannot evaluate it (undefined functions; SymPy raises even
+        return None    # NotImplementedError for an Integral, which is no stub of the student's)
+    return values if np.all(np.isfinite(values)) else None
+
+
+def _bug_scores(S):
+    """The bugged score and the two scores it is easily confused with, from complex numbers.
+
+    Independent of ``ropegeo.book.symbolic``: a plane vector is a complex number, a rotation by ``a``
+    multiplies it by ``exp(i a)``, and the dot product of two plane vectors is ``Re(conj(z) w)``.
+    """
+    zq, zk = S["q1"] + sp.I * S["q2"], S["k1"] + sp.I * S["k2"]
+    m, n, t = S["m"], S["n"], S["theta"]
+
+    def score(query_angle, key_angle):
+        return sp.re(sp.expand_complex(sp.conjugate(zq * sp.exp(sp.I * query_angle)) * zk * sp.exp(sp.I * key_angle)))
+
+    return {"bug": score(-m * t, n * t), "healthy": score(m * t, n * t), "key bug": score(m * t, -n * t)}
+
+
+@exercise("ch02-sign-bug")
+def _check_sign_bug(answer):
+    if not isinstance(answer, sp.Expr):
+        return wrong(f"expected a SymPy expression in {', '.join(_BUG_NAMES)}, got {type(answer).__name__}")
+    problem = sympy_problem(answer, MAX_BUG_NODES)
+    if problem is None and _expanded_terms(answer, MAX_BUG_TERMS) > MAX_BUG_TERMS:
+        problem = "is far larger than the answer needs: simplify it first"
+    if problem:  # refused before SymPy simplifies it (a large expansion takes minutes)
+        return wrong(f"your expression {problem}.")
+    S = _bug_symbols()
+    unknown = sorted(s.name for s in answer.free_symbols if s.name not in S)
+    if unknown:
+        return wrong(f"the expression uses symbols {short(unknown)}; only {', '.join(_BUG_NAMES)} are allowed.")
+    ans = answer.subs({s: S[s.name] for s in answer.free_symbols}, simultaneous=True)
+    scores = _bug_scores(S)
+    # screen numerically at random points (fast whatever the expression); SymPy confirms a match
+    rng = np.random.default_rng(13)
+    points = [dict(zip(("q1", "q2", "k1", "k2"), rng.uniform(-2, 2, 4)), m=rng.uniform(-6, 6), n=rng.uniform(-6, 6),
+                   theta=rng.uniform(0.1, 2)) for _ in range(8)]
+    got = _values(ans, S, points)
+    if got is None:
+        return wrong("your expression has no finite real-or-complex value at some real q, k, m, n and positive "
+                     f"theta: use only {', '.join(_BUG_NAMES)}, numbers, sin and cos.")
+    want = {name: _values(expr, S, points) for name, expr in scores.items()}
+    scale = max(1.0, float(np.max(np.abs(want["bug"]))))
+
+    def same(a, b):
+        return bool(np.all(np.abs(a - b) <= 1e-9 * scale))
+
+    if same(got, want["bug"]):
+        if _is_zero(ans - scores["bug"]):
+            return correct("this is the bugged score; now read off which combination of m and n it depends on, "
+                           "and what a global shift does to it.")
+        return wrong("it is numerically very close to the bugged score, but SymPy does not find them equal: use "
+                     "exact numbers instead of rounded floats, write it with sin and cos, and check again.")
+    if same(got, want["healthy"]):
+        return wrong("that is the healthy RoPE score: in this implementation the query is turned by -m theta.")
+    if same(got, want["key bug"]):
+        return wrong("that is the score when the key, not the query, is turned the wrong way.")
+    if same(got, -want["bug"]):
+        return wrong("right size, opposite sign: recheck the sign of the dot product's terms.")
+    return wrong("not equal to the score of the bugged implementation: rotate q by -m theta and k by n theta, then "
+                 "take their dot product.")
+
+
+# ---- ch02-complex-rope: RoPE through complex multiplication ----------------------------------
+
+
+def _rope_cases(rng):
+    return [
+        ("one vector of width 2", rng.normal(size=(1, 2)), np.array([3.0])),
+        ("8 tokens of width 16", rng.normal(size=(8, 16)), np.arange(8.0)),
+        ("a (2, 5, 8) batch at shifted fractional positions", rng.normal(size=(2, 5, 8)), np.arange(5.0) * 1.5 + 100),
+    ]
+
+
+@exercise("ch02-complex-rope")
+def _check_complex_rope(fn):
+    if not callable(fn):
+        return wrong(f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
+    for label, x, pos in _rope_cases(np.random.default_rng(21)):
+        out, err = call_student(fn, x.copy(), pos.copy(), what=f"on {label} it")
+        if err:
+            return wrong(err)
+        got, bad = as_float_array(out, f"on {label} what it returned", finite=False)
+        if bad:
+            return bad
+        want = apply_rope(x, pos)
+        if got.shape != want.shape:
+            return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
+        if np.allclose(got, want, atol=1e-9):
+            continue
+        if np.allclose(got, apply_rope(x, pos, pairing="half"), atol=1e-9):
+            return wrong("it pairs coordinate i with i + d_head/2 (half pairing); this exercise pairs neighbours "
+                         "2i and 2i + 1, the real and imaginary parts of one complex number.")
+        if np.allclose(got, apply_rope(x, -pos), atol=1e-9):
+            return wrong("it turns the wrong way: multiply by exp(+i m theta_i), not by its conjugate.")
+        if not np.allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-8):
+            return wrong(f"on {label} it changes the length of the vectors; a rotation preserves it.")
+        if x.shape[-1] > 2 and np.allclose(got[..., :2], want[..., :2], atol=1e-9):
+            return wrong("the first pair is right but later pairs are not: check theta_i = 10000^(-2i/d_head).")
+        return wrong(f"on {label} the result is not the rotary embedding of x at those positions.")
+    return correct("your complex multiplication is the rotary embedding, pair for pair.")
+
+
+# ---- ch02-direction-blind: contents whose score cannot tell before from after ----------------
+BLIND_HEAD_DIM = 4
+BLIND_BASE = 10_000.0
+BLIND_OFFSETS = np.arange(1, 2001, dtype=np.float64)
+
+
+@exercise("ch02-direction-blind")
+def _check_direction_blind(answer):
+    items, bad = as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64)
+    if bad:
+        return bad
+    if len(items) != 2:
+        return wrong("expected a pair (q, k) of two arrays of shape (4,)")
+    q, bad = as_float_array(items[0], "q", finite=False)
+    if bad:
+        return bad
+    k, bad = as_float_array(items[1], "k", finite=False)
+    if bad:
+        return bad
+    if q.shape != (BLIND_HEAD_DIM,) or k.shape != (BLIND_HEAD_DIM,):
+        return wrong(f"q and k must both have shape (4,), got {q.shape} and {k.shape}")
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k))):
+        return wrong("q and k must be finite")
+    # the verdict does not depend on the scale of q or k: judge the unit vectors (scaled by their
+    # largest entry first, so that no square overflows or underflows)
+    units = {}
+    for name, x in (("q", q), ("k", k)):
+        top = float(np.max(np.abs(x)))
+        if top == 0.0:
+            return wrong(f"{name} is zero: every pair must carry content.")
+        x = x / top
+        units[name] = x = x / np.linalg.norm(x)
+        for i in range(2):
+            if np.hypot(x[2 * i], x[2 * i + 1]) < 1e-6:
+                return wrong(f"pair {i} of {name} (coordinates {2 * i}, {2 * i + 1}) is zero: every pair must carry content.")
+    q, k = units["q"], units["k"]
+    cos_qk = abs(q @ k)
+    if cos_qk > 1 - 1e-6:
+        return wrong("q and k are collinear as 4-vectors (one is a multiple of the other): that case is easy; find a pair that is not.")
+    d = BLIND_OFFSETS
+    forward = apply_rope(np.broadcast_to(k, (d.size, 4)), d, base=BLIND_BASE) @ q
+    backward = apply_rope(np.broadcast_to(k, (d.size, 4)), -d, base=BLIND_BASE) @ q
+    gap = np.abs(forward - backward)
+    if not np.all(np.isfinite(gap)):
+        return wrong("the scores of q and k are not finite numbers; choose moderate entries.")
+    if np.all(gap <= 1e-9):  # q and k are unit vectors: an absolute tolerance is a relative one
+        return correct("the score is the same at +delta and -delta for every offset tested.")
+    worst = int(np.argmax(gap))
+    return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores of the unit vectors q/|q| and "
+                 f"k/|k| at +delta and -delta differ by {gap[worst]:.3g}.")
+
+
+# ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------
+HEAD_LENGTH = 8  # tokens 0..7; the query sits at position 7 and should copy token 5
+_HEAD_KINDS = {"healthy": (0.0, 0), "routing": (1.0, 0), "value": (0.0, 1), "both": (1.0, 1)}
+_HEAD_ASSIGNMENT = {"A": "routing", "B": "both", "C": "healthy", "D": "value"}
+VERDICTS = tuple(_HEAD_KINDS)
+
+
+def mystery_heads() -> dict:
+    """Four attention heads that should copy the token two places before the query.
+
+    Each head is a content-free rotary head (every key holds the same vector, the query is that
+    vector rotated back by two positions) with its query at position 7 over tokens 0..7. One is
+    healthy, one caches its keys with position ids one too high (a routing defect), one reads
+    each value slot one token late (a value-path defect), and one has both defects.
+
+    Returns
+    -------
+    dict of str to callable
+        ``heads["A"](values) -> (weights, output)``: ``values`` has shape ``(8, v)`` (finite),
+        ``weights`` shape ``(8,)`` sums to one, ``output = weights @ (values as the head reads
+        them)`` has shape ``(v,)``.
+    """
+    def make(key_shift: float, value_lag: int):
+        return copy_back_head(2, length=HEAD_LENGTH, head_dim=16, key_shift=key_shift, value_lag=value_lag,
+                              sharpness=8.0, seed=11)
+
+    return {name: make(*_HEAD_KINDS[kind]) for name, kind in _HEAD_ASSIGNMENT.items()}
+
+
+@exercise("ch02-which-defect")
+def _check_which_defect(answer):
+    if not isinstance(answer, dict):
+        return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ..., 'D': ...}}, got {type(answer).__name__}")
+    names = sorted(_HEAD_ASSIGNMENT)
+    if len(answer) != len(names) or not all(isinstance(key, str) and key in names for key in answer):
+        keys = ", ".join(short(key, 20) for key in itertools.islice(answer, 6)) + (", ..." if len(answer) > 6 else "")
+        return wrong(f"give one verdict for each head {names}, got keys [{keys}]")
+    answer = {str(key): value for key, value in answer.items()}
+    bad = [h for h in names if not isinstance(answer[h], str) or answer[h] not in VERDICTS]
+    if bad:
+        return wrong(f"each verdict must be one of {list(VERDICTS)}; head(s) {bad} are not")
+    if sorted(answer.values()) != sorted(VERDICTS):
+        return wrong("there is exactly one head of each kind: healthy, routing, value and both.")
+    wrong_heads = [h for h in names if answer[h] != _HEAD_ASSIGNMENT[h]]
+    if not wrong_heads:
+        return correct("the weights show where a head reads and the output what it brings back: a routing defect "
+                       "moves the first, a value-path defect separates the second from the first.")
+    if {answer[h] for h in wrong_heads} == {"routing", "value"} and len(wrong_heads) == 2:
+        return wrong("the healthy head is right, but the two defects are swapped: for each broken head, compare "
+                     "the position it attends to with the token its output reveals.")
+    return wrong(f"heads {wrong_heads} are misdiagnosed: feed one-hot values and look at both the weights and the output.")

@@ -1,0 +1,187 @@
+"""Checks for the exercises of chapter 3 (the frequency bank)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.frequencies import frequencies, slow_pairs
+from ropegeo.margins import difference_distance, pairwise_distances, separation_margin
+from ropegeo.precision import uniform
+
+
+def _as_int(answer, what: str):
+    return as_whole(answer, f"{what} as a single whole number")
+
+
+# -- compute -----------------------------------------------------------------------------------
+
+@exercise("ch03-slow-pairs")
+def slow_pairs_check(answer):
+    """Slow pairs at head dim 64, base 500,000, training length 8,192."""
+    n, bad = _as_int(answer, "the number of slow pairs")
+    if bad:
+        return bad
+    theta = frequencies(64, 500_000.0)
+    expected = slow_pairs(theta, 8192)
+    if n == expected:
+        return correct(f"{n} of {theta.size} pairs show only an arc of their circle in 8,192 tokens.")
+    if n == theta.size - expected:
+        return wrong("that is the number of pairs that DO complete a turn; count the others.")
+    if n < 0 or n > theta.size:
+        return wrong(f"a head of width 64 has {theta.size} pairs; the count must lie between 0 and {theta.size}.")
+    if n > expected:
+        return wrong("too many: a pair is slow only when length * theta_i / (2 pi) is below one.")
+    return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31.")
+
+
+# -- derive ------------------------------------------------------------------------------------
+
+@exercise("ch03-integer-limit")
+def integer_limit_check(answer):
+    """Consecutive-integer limit of an 8-bit float with 3 stored mantissa bits (e4m3)."""
+    n, bad = _as_int(answer, "the limit")
+    if bad:
+        return bad
+    stored = 3
+    expected = 2 ** (stored + 1)
+    if n == expected:
+        return correct("every integer up to that one is exact; the next one already needs one more significant bit.")
+    if n == 2 ** stored:
+        return wrong("that counts only the stored mantissa bits; a normal number also has an implicit leading bit.")
+    if n == expected - 1:
+        return wrong("that is the largest integer whose binary form has p bits, but the next power of two is exact too.")
+    if n == expected + 1:
+        return wrong("that integer needs one significant bit more than the format has: it rounds to a neighbour.")
+    return wrong("count the significant bits p (stored plus implicit) and ask which integers fit in p bits.")
+
+
+# -- implement ---------------------------------------------------------------------------------
+
+_CASES = [
+    ([1, 2, 3], frequencies(16)),
+    ([0, 7, 44, 45, 300], frequencies(8)),
+    (list(range(0, 200, 3)), frequencies(32, 500.0)),
+    ([5, 6283 + 5, 1000], frequencies(8)),
+]
+
+
+@exercise("ch03-margin-function")
+def margin_function_check(fn):
+    """A brute-force ``margin(offsets, theta) -> (margin, (a, b))`` in exact arithmetic, equal weights."""
+    if not callable(fn):
+        return wrong("pass the function itself, margin, not its result.")
+    for offsets, theta in _CASES:
+        ref = separation_margin(offsets, theta)
+        out, err = call_student(fn, list(offsets), np.array(theta))
+        if err:  # report, do not crash the student's notebook
+            return wrong(f"{err} (offsets {offsets[:5]}...)")
+        if not isinstance(out, tuple) or len(out) != 2:
+            return wrong("return a tuple (margin, (a, b)).")
+        m, pair = out
+        m, bad = as_number(m, "the margin as one finite number")
+        if bad:
+            return bad
+        pair, bad = as_items(pair, "the pair as two offsets (a, b)", max_items=16)
+        if bad:
+            return bad
+        if len(pair) != 2:
+            return wrong(f"the pair must hold two offsets (a, b), got {len(pair)} items.")
+        a, bad = as_number(pair[0], "each offset of the pair as a finite number")
+        if bad:
+            return bad
+        b, bad = as_number(pair[1], "each offset of the pair as a finite number")
+        if bad:
+            return bad
+        pairs = len(theta)
+        if math.isclose(m, ref.margin * math.sqrt(pairs), rel_tol=1e-6) and pairs > 1:
+            return wrong(f"your distances are {math.sqrt(pairs):.3g} times too large: weight each pair by 1/pairs.")
+        if math.isclose(m, ref.margin**2 / 2, rel_tol=1e-6, abs_tol=1e-12):
+            return wrong("you returned 1 - K; the distance is the chord length, the square root of twice that.")
+        if math.isclose(m, ref.margin**2, rel_tol=1e-6, abs_tol=1e-12):
+            return wrong("you returned the squared distance; take its square root.")
+        if not math.isclose(m, ref.margin, rel_tol=1e-7, abs_tol=1e-9):
+            return wrong(f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}, larger than the "
+                         "smallest distance of the set: compare every pair of offsets, not only neighbours."
+                         if m > ref.margin else
+                         f"for offsets {offsets[:6]}... your margin {m:.6g} is below the true smallest distance: "
+                         "are you comparing an offset with itself?")
+        if a >= b:
+            return wrong("return the pair as (smaller offset, larger offset).")
+        dist = float(difference_distance(b - a, theta))
+        if a not in offsets or b not in offsets or not math.isclose(dist, ref.margin, rel_tol=1e-7, abs_tol=1e-9):
+            return wrong(f"the pair ({a:g}, {b:g}) is not a pair of the set at the margin distance.")
+    return correct("your brute force agrees with ropegeo on every test set.")
+
+
+# -- investigate -------------------------------------------------------------------------------
+
+@exercise("ch03-parser-collapse")
+def parser_collapse_check(answer):
+    """Smallest origin at which offsets 1, 2, 3 all share one phase row in the all-bfloat16 pipeline
+    (head dim 128, base 10,000)."""
+    n, bad = _as_int(answer, "the origin")
+    if bad:
+        return bad
+    if n < 0:
+        return wrong("origins are non-negative positions.")
+    if n > 100_000:
+        return wrong("far too large: the three positions merge much earlier.")
+    want = _first_parser_merge()
+    if n == want:
+        return correct("this is the first origin at which all three of the parser's offsets share one phase row "
+                       "when every stage runs in bfloat16.")
+    rows = _parser_rows(n)
+    if rows == 1:
+        return wrong(f"the three positions do share one row at origin {n}, but there is an earlier origin where "
+                     "they do.")
+    if rows == 2 and n > want:
+        return wrong(f"at origin {n} only two of the three positions share a row; all three merge at a smaller "
+                     "origin: scan upwards from 0.")
+    if rows == 2:
+        return wrong(f"at origin {n} two of the three positions share a row, but the third is still apart: "
+                     "that is the first collision, not a full merge.")
+    if n > want:
+        return wrong(f"at origin {n} the three positions have distinct bfloat16 signatures, although all three "
+                     "merge at a smaller origin: scan upwards from 0.")
+    return wrong(f"at origin {n} the three positions still have distinct bfloat16 signatures.")
+
+
+def _parser_rows(origin: int) -> int:
+    """How many distinct all-bfloat16 phase rows the positions origin + 1, 2, 3 produce."""
+    d = pairwise_distances([1, 2, 3], frequencies(128), dtype=uniform("bfloat16"), origin=origin)
+    zero = d == 0
+    if zero.all():
+        return 1
+    return 2 if zero[np.triu_indices(3, 1)].any() else 3
+
+
+@functools.lru_cache(maxsize=1)
+def _first_parser_merge() -> int:
+    """Brute force: the first origin whose three positions all share one all-bfloat16 phase row."""
+    return next(o for o in range(0, 100_001) if _parser_rows(o) == 1)
+
+
+@exercise("ch03-fast-band")
+def fast_band_check(answer):
+    """The offset in [1, 4096] most confusable with 0 for a head on pairs 4-7 only (d=128, base 10,000)."""
+    n, bad = _as_int(answer, "the offset")
+    if bad:
+        return bad
+    if not 1 <= n <= 4096:
+        return wrong("the offset must lie between 1 and 4096.")
+    theta = frequencies(128)
+    w = np.zeros(theta.size)
+    w[4:8] = 1.0
+    d = difference_distance(np.arange(1, 4097), theta, weights=w)
+    best = int(np.argmin(d)) + 1
+    if n == best:
+        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0; now compare its distance "
+                       "with the equal-weight one and read the turns of the four pairs.")
+    rank = int(np.sum(d < d[n - 1])) + 1
+    if rank <= 5:
+        return wrong(f"offset {n} is a near-return of pairs 4-7 (rank {rank}), but not the closest one.")
+    return wrong(f"the distance of pairs 4-7 at offset {n} is {d[n - 1]:.3f}; several offsets come much closer to 0.")

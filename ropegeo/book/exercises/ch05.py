@@ -1,0 +1,264 @@
+"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision).
+
+Each check derives the expected answer here and, when an answer is wrong, names the mistake it
+recognises (an inverse permutation, a sign, another format's limit, another defect) without
+printing the expected answer.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ropegeo.book.broken import PositionDefect
+from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
+from ropegeo.gates.a.call import GateAError
+from ropegeo.gates.a.gate import gate_a
+from ropegeo.rotation import pairing_permutation
+
+__all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
+           "TABLE_KEY"]
+
+
+# ---- ch05-permutation: half-split -> interleaved for head dim 12 -----------------------------
+PERM_DIM = 12
+
+
+@exercise("ch05-permutation")
+def _check_permutation(answer):
+    if isinstance(answer, (str, bytes)):
+        return wrong(f"expected an array of {PERM_DIM} integer indices, got the text {short(answer)}")
+    if isinstance(answer, np.ndarray) and answer.ndim != 1:
+        return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape {answer.shape}")
+    items, bad = as_items(answer, f"an array of {PERM_DIM} integer indices", max_items=4096)
+    if bad:
+        return bad
+    if len(items) != PERM_DIM:
+        return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
+    perm = []
+    for item in items:
+        i, bad = as_whole(item, "indices as integers", limit=10**6)
+        if bad:
+            return bad
+        perm.append(i)
+    perm = np.array(perm)
+    if sorted(perm.tolist()) != list(range(PERM_DIM)):
+        return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
+    half = PERM_DIM // 2
+    truth = pairing_permutation(PERM_DIM, source="half", target="interleaved")
+    if np.array_equal(perm, truth):
+        return correct(f"x_half[perm] lays the half-split pairs out interleaved: pair i, at (i, i + {half}), lands on "
+                       "(2i, 2i + 1).")
+    if np.array_equal(perm, np.argsort(truth)):
+        return wrong("that is the other direction (interleaved to half-split, the one the chapter printed for width "
+                     "8); here the checkpoint is half-split and the code interleaved.")
+    if np.array_equal(perm, np.arange(PERM_DIM)):
+        return wrong(f"the identity leaves the pairs at (i, i + {half}); the interleaved layout needs them side by side.")
+    return wrong(f"with x_interleaved = x_half[perm], coordinate 2i of the interleaved layout must be the first member "
+                 f"of pair i (half-split coordinate i) and coordinate 2i + 1 its second member (i + {half}); yours is not.")
+
+
+# ---- ch05-bfloat16-position: where bfloat16 puts position 2021, and what it costs ------------
+#: the position of the exercise (not one of the probes Gate A's diagnoses print)
+BF16_POSITION = 2021
+
+
+@exercise("ch05-bfloat16-position")
+def _check_bf16(answer):
+    items, bad = as_items(answer, "a pair (rounded_position, phase_cost_in_radians)", max_items=64)
+    if bad:
+        return bad
+    if len(items) != 2:
+        return wrong("expected a pair (rounded_position, phase_cost_in_radians)")
+    rounded, bad = as_number(items[0], "the rounded position as a finite number")
+    if bad:
+        return bad
+    cost, bad = as_number(items[1], "the phase cost as a finite number (radians)")
+    if bad:
+        return bad
+    p = BF16_POSITION
+    truth = float(np.array(p, dtype=np.float64).astype(ml_dtypes.bfloat16))
+    cost_truth = abs(p - truth) * 1.0  # the fastest pair turns 1 rad per position
+    k = int(np.floor(np.log2(p)))  # p lies in the binade [2**k, 2**(k + 1))
+    if rounded == p:
+        return wrong(f"{p} is odd and above {2 ** k:,}, so it needs {k + 1} significant bits; bfloat16 keeps 8.")
+    if rounded != truth:
+        if abs(rounded - p) <= 2 ** (k - 7):
+            return wrong(f"round to the nearest bfloat16 number: between {2 ** k:,} and {2 ** (k + 1):,} they are "
+                         f"{int(2 ** (k - 7))} apart.")
+        return wrong("that is not where bfloat16 rounds this position; cast it with ml_dtypes and look.")
+    if abs(cost - cost_truth) <= 1e-9:
+        return correct(f"{p} becomes {truth:g}; the fastest pair is then {cost_truth:g} rad off before cos and "
+                       "sin add their own rounding.")
+    if abs(cost - cost_truth) <= 0.05:
+        return wrong("the rounding is right; the cost is a whole number of radians here (the position error times "
+                     "1 rad per position), so give it exactly.")
+    if abs(cost - cost_truth * 180 / np.pi) <= 1e-6:
+        return wrong("the rounding is right; give the cost in radians, not degrees.")
+    return wrong("the rounding is right; the cost is the position error times the pair's frequency "
+                 "(1 rad per position for the fastest pair).")
+
+
+# ---- ch05-padding-offset: displacement error from counting pads ---------------------------
+PADDING = 3
+PROMPT = 5
+
+
+@exercise("ch05-padding-offset")
+def _check_padding(answer):
+    value, bad = as_whole(answer, "a number of positions (a whole number)")
+    if bad:
+        return bad
+    # prefill ids from the mask: real tokens 0..PROMPT-1; decode id from the cache length with pads
+    correct_pos = PROMPT
+    given_pos = PADDING + PROMPT
+    err = given_pos - correct_pos
+    if value == err:
+        return correct(f"the new token sits {err} positions too late, so every displacement to a prompt key is "
+                       f"off by {err}: the padding slots were counted on the decoding side only.")
+    if value == -err:
+        return wrong("right size, wrong sign: the new token is placed later than it should be, so its "
+                     "position minus the correct one is positive.")
+    if value == given_pos:
+        return wrong("that is the position the new token is given, not its error against the correct one.")
+    if value == 0:
+        return wrong("a shift of zero would need both sides counted the same way; here prefill and decoding "
+                     "count different things.")
+    return wrong("compare the position the decoding step assigns (from the cache length) with the one the "
+                 "mask-based ids of the prompt imply for the next real token.")
+
+
+# ---- ch05-rope-half: implement the half-split layout, judged by Gate A ---------------------
+@exercise("ch05-rope-half")
+def _check_rope_half(answer):
+    if not callable(answer):
+        return wrong(f"expected a function rope_half(x, positions), got {type(answer).__name__}")
+    # a stub raises NotImplementedError here (Gate A would count it as a refusal)
+    _, err = call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))")
+    if err:
+        return wrong(err)
+    try:
+        for d in (16, 64):
+            rep = gate_a(answer, head_dim=d, pairing="half")
+            if not rep.passed:
+                return wrong(f"Gate A (head dim {d}, declared half-split, base 10,000) fails "
+                             f"{', '.join(rep.failed)}: {rep.diagnosis}")
+    except GateAError as exc:
+        return wrong(f"Gate A cannot call it: {exc}")
+    return correct("Gate A passes it as a half-split rotary operator with base 10,000 at head dims 16 and 64.")
+
+
+# ---- ch05-diagnose: find the defect of a suspect implementation ---------------------------
+#: What the suspect implementation declares (keyword arguments of gate_a).
+SUSPECT_DECLARED = {"head_dim": 32, "pairing": "half", "base": 10_000.0}
+
+
+def suspect_rope():
+    """A rotary callable ``f(x, positions)`` with one wiring defect (``ch05-diagnose``).
+
+    It declares :data:`SUSPECT_DECLARED`; what it does instead is the exercise.
+    """
+    base = SUSPECT_DECLARED["base"]
+
+    def rope(x, positions):
+        x = np.asarray(x, dtype=np.float64)
+        d = x.shape[-1]
+        angle = np.asarray(positions, dtype=np.float64)[..., None] * base ** (-np.arange(0, d, 2) / d)
+        angle = np.repeat(angle, 2, axis=-1)  # the defect: a table laid out for interleaved pairs ...
+        h = d // 2
+        turned = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)  # ... used with rotate_half
+        return x * np.cos(angle) + turned * np.sin(angle)
+
+    return rope
+
+
+def _suspect_pairs() -> np.ndarray:
+    """The rotary pair whose frequency each coordinate of the suspect turns at: j // 2."""
+    return np.arange(SUSPECT_DECLARED["head_dim"]) // 2
+
+
+@exercise("ch05-diagnose")
+def _check_diagnose(answer):
+    d = SUSPECT_DECLARED["head_dim"]
+    if isinstance(answer, (str, bytes)):
+        return wrong(f"expected {d} pair indices, one per coordinate, got the text {short(answer)}")
+    items, bad = as_items(answer, f"an array of {d} pair indices", max_items=4096)
+    if bad:
+        return bad
+    if len(items) != d:
+        return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
+    pairs = []
+    for item in items:
+        i, bad = as_whole(item, "pair indices as whole numbers", limit=10**6)
+        if bad:
+            return bad
+        pairs.append(i)
+    pairs = np.array(pairs)
+    truth = _suspect_pairs()
+    if np.array_equal(pairs, truth):
+        return correct("coordinate j turns at the frequency of pair j // 2: the cos/sin table is laid out for "
+                       "interleaved pairs while rotate_half pairs j with j + 16, so each plane gets two different "
+                       "angles and the map is no rotation at all.")
+    if np.array_equal(pairs, np.arange(d) % (d // 2)):
+        return wrong("that is what the declaration (half-split) promises, not what the code does: rotate e_j at "
+                     "position 1 and read the angle of coordinate j.")
+    if np.array_equal(pairs, d // 2 - 1 - truth):
+        return wrong("right grouping, reversed order: pair 0 is the fastest (1 rad per position).")
+    wrong_count = int(np.sum(pairs != truth))
+    return wrong(f"{wrong_count} of the {d} coordinates are assigned another pair than the one whose frequency they "
+                 "turn at; f(e_j, [1])[j] is the cosine of coordinate j's angle at position 1.")
+
+
+# ---- ch05-table-size: the length of a cos/sin table that wraps ----------------------------
+#: What the table-based implementation declares (keyword arguments of gate_a).
+TABLE_DECLARED = {"head_dim": 32, "pairing": "interleaved", "base": 10_000.0}
+_TABLE_ROWS = 6144  # 3 * 2048: a common size that is not a power of two
+
+
+def table_rope():
+    """A rotary callable ``f(x, positions)`` built on a precomputed cos/sin table (``ch05-table-size``).
+
+    It declares :data:`TABLE_DECLARED`; how many rows its table holds is the exercise.
+    """
+    impl = PositionDefect(TABLE_DECLARED["head_dim"], mode="wrapped", size=_TABLE_ROWS)
+
+    def rope(x, positions):
+        return impl(x, positions, role="key")
+
+    return rope
+
+
+#: The query and key positions of the second part of ``ch05-table-size``.
+TABLE_QUERY, TABLE_KEY = 10_000, 5_000
+
+
+def _offset_with(rows: int) -> int:
+    """The offset the score sees for TABLE_QUERY and TABLE_KEY with a table of ``rows`` rows."""
+    return TABLE_QUERY % rows - TABLE_KEY % rows
+
+
+@exercise("ch05-table-size")
+def _check_table_size(answer):
+    seen, bad = as_whole(answer, "the offset as a whole number of positions", limit=10**12)
+    if bad:
+        return bad
+    rows = _TABLE_ROWS
+    truth = _offset_with(rows)
+    if seen == truth:
+        return correct(f"the query at {TABLE_QUERY:,} is read from row {TABLE_QUERY % rows:,} of the {rows:,}, so the "
+                       f"score sees it {abs(truth):,} positions {'before' if truth < 0 else 'after'} the key instead of "
+                       f"{TABLE_QUERY - TABLE_KEY:,} after: the sign of the displacement flips.")
+    if seen == TABLE_QUERY - TABLE_KEY:
+        return wrong("that offset is the true one, but the score sees the positions the table rows stand for.")
+    if seen == -truth:
+        return wrong("right size, wrong sign: query position minus key position, both as the table sees them.")
+    if seen == TABLE_QUERY % rows:
+        return wrong("that is the row the query is read from: subtract the key's.")
+    if seen == _offset_with(rows - 1):
+        return wrong("that uses the index of the table's last row as its length; the table holds one row more.")
+    for other in (4096, 8192, 131_072):
+        if seen == _offset_with(other):
+            return wrong(f"that offset assumes a table of {other:,} rows; measure the table's length (the smallest N "
+                         "with f(x, [p]) equal to f(x, [p - N]) for a position p past the table).")
+    return wrong("find the table's length first, then reduce both positions modulo it and subtract the key's row from "
+                 "the query's.")

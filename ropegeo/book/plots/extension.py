@@ -1,0 +1,495 @@
+"""Figures of chapter 4: context-extension rules as rulers, their trade-off, real models.
+
+Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ropegeo import _validate as v
+from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.frequencies import wavelengths
+from ropegeo.models.manifest import RopeManifest
+from ropegeo.novelty import JointNovelty
+
+__all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile", "tradeoff_plot", "model_ladders",
+           "joint_novelty_plot", "ramp_comparison"]
+
+_KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
+_MAX_RULES = 12
+_MAX_PAIRS = 1024
+_MAX_FAMILY = 8
+
+
+def _check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def _label_offset(k: int, layout: str) -> tuple:
+    """Offset in points of the k-th point's label: three heights in turn, spaced for the font."""
+    return (6, -12 + 9 * (k % 3)) if layout == "wide" else (6, -16 + 13 * (k % 3))
+
+
+def _legend_below(fig: Figure, ax, layout: str, **wide_kw) -> None:
+    """The axes' legend as drawn (``"wide"``, ``wide_kw``) or below the panels in one column (``"column"``)."""
+    if layout == "wide":
+        ax.legend(**wide_kw)
+    else:
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=11, frameon=False)
+
+
+def _bank(where: str, th) -> np.ndarray:
+    arr = v.finite_array(where, th)
+    if arr.ndim != 1 or arr.size == 0 or arr.size > _MAX_PAIRS or np.any(arr <= 0):
+        raise ValueError(f"{where} must be 1 to {_MAX_PAIRS} positive frequencies")
+    return arr
+
+
+def _thetas(thetas: Mapping, *, families: bool = False) -> dict:
+    """Validate label -> frequencies; with ``families``, a value may also be a mapping
+    current length -> frequencies (a rule that depends on the length, like dynamic NTK)."""
+    if not isinstance(thetas, Mapping) or not thetas:
+        raise ValueError("thetas must be a non-empty mapping of label -> frequencies")
+    if len(thetas) > _MAX_RULES:
+        raise ValueError(f"thetas holds {len(thetas)} rules; at most {_MAX_RULES} can be drawn")
+    out, size = {}, None
+    for label, th in thetas.items():
+        if families and isinstance(th, Mapping):
+            if not th or len(th) > _MAX_FAMILY:
+                raise ValueError(f"thetas[{label!r}] must map 1 to {_MAX_FAMILY} lengths to frequencies")
+            fam = {}
+            for n, arr in th.items():
+                n = v.real(f"a length of thetas[{label!r}]", n, greater_than=0.0)
+                fam[n] = _bank(f"thetas[{label!r}][{n:g}]", arr)
+            arrs = list(fam.values())
+            value = fam
+        else:
+            value = _bank(f"thetas[{label!r}]", th)
+            arrs = [value]
+        for arr in arrs:
+            if size is not None and arr.size != size:
+                raise ValueError(f"every rule must have the same number of pairs; {label!r} has {arr.size}, not {size}")
+            size = arr.size
+        out[str(label)] = value
+    return out
+
+
+def _finish_ladder(ax, train_length: float, target_length: float, title, legend_size) -> None:
+    """Training (dashed) and target (dotted) lengths, log wavelength axis, title, legend if ``legend_size``."""
+    ax.axhline(train_length, color="0.25", lw=0.9, ls="--")
+    ax.axhline(target_length, color="0.25", lw=0.9, ls=":")
+    ax.set_yscale("log")
+    if title:
+        ax.set_title(title, fontsize=9)
+    if legend_size:
+        ax.legend(fontsize=legend_size, loc="upper left")
+
+
+def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float, *, title: str | None = None,
+               legend: bool = False) -> None:
+    """Draw one rule's wavelengths over the base ladder on an existing axes.
+
+    Pairs are coloured by how much the rule stretched them: untouched (ratio within 0.1 % of 1),
+    fully scaled (within 1 % of the largest stretch of the rule, when that exceeds 1.001), or in
+    between. The grey line is the unscaled ladder; dashed and dotted lines mark the training and
+    target lengths.
+    """
+    lam0 = wavelengths(base_theta)
+    lam = wavelengths(theta)
+    ratio = lam / lam0
+    idx = np.arange(lam.size)
+    top = ratio.max()
+    keep = np.abs(ratio - 1.0) <= 1e-3
+    full = (~keep) & (ratio >= top * 0.99) if top > 1.001 else np.zeros_like(keep)
+    part = ~keep & ~full
+    ax.plot(idx, lam0, color=_BASE, lw=1.2, label="unscaled")
+    ax.scatter(idx[keep], lam[keep], s=9, color=_KEEP, label="untouched", zorder=3)
+    ax.scatter(idx[part], lam[part], s=9, color=_PART, label="partly stretched", zorder=3)
+    ax.scatter(idx[full], lam[full], s=9, color=_FULL, label="fully stretched", zorder=3)
+    _finish_ladder(ax, train_length, target_length, title, 7 if legend else None)
+
+
+def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
+                      title: str | None = None, legend: bool = True) -> None:
+    """Draw a length-dependent rule on an existing axes: one wavelength line per current length.
+
+    ``family`` maps the current sequence length ``n`` to the frequencies the rule serves at that
+    length (dynamic NTK recomputes its base from ``n``); lines run from light (short) to dark
+    (long), over the grey unscaled ladder and the training (dashed) and target (dotted) lengths.
+    """
+    lam0 = wavelengths(base_theta)
+    idx = np.arange(lam0.size)
+    ax.plot(idx, lam0, color=_BASE, lw=1.2, label="unscaled")
+    items = sorted(family.items())
+    for k, (n, th) in enumerate(items):
+        shade = 0.25 + 0.75 * (k + 1) / len(items)
+        ax.plot(idx, wavelengths(th), color=(0.55 * (1 - shade), 0.12 + 0.35 * (1 - shade), 0.25 + 0.35 * shade),
+                lw=1.3, label=f"n = {n:,.0f}")
+    _finish_ladder(ax, train_length, target_length, title, 6 if legend else None)
+
+
+def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4,
+                 layout: str = "wide") -> Figure:
+    """Small multiples: each rule's wavelength per pair against the unscaled ladder.
+
+    Parameters
+    ----------
+    base_theta : array_like, shape (pairs,)
+        The unscaled frequencies.
+    thetas : mapping of str -> array_like of shape (pairs,), or str -> mapping of length -> array_like
+        Served frequencies per rule (at most 12 rules). A rule whose frequencies depend on the
+        current length (dynamic NTK) is given as a mapping from lengths to frequencies (at most
+        8) and drawn as a family of lines, one per length.
+    train_length, target_length : float
+        Drawn as horizontal lines (dashed and dotted).
+    columns : int
+        Panels per row (1 to 6) of the wide layout.
+    layout : {"wide", "column"}
+        ``"column"``: two panels per row at the text column's width, the legends gathered in the
+        spare panel (or below the panels when there is none), fonts at least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    layout = _check_layout(layout)
+    rules = _thetas(thetas, families=True)
+    base = v.finite_array("base_theta", base_theta)
+    first = next(iter(rules.values()))
+    first = next(iter(first.values())) if isinstance(first, dict) else first
+    if base.shape != first.shape:
+        raise ValueError("base_theta must have one entry per pair, like the rules")
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    target_length = v.real("target_length", target_length, greater_than=0.0)
+    columns = v.integer("columns", columns, minimum=1, maximum=6)
+    wide = layout == "wide"
+    if not wide:
+        columns = min(2, len(rules))
+    rows = math.ceil(len(rules) / columns)
+    if wide:
+        fig = Figure(figsize=(2.6 * columns, 2.3 * rows + 0.6))
+    else:
+        fig = Figure(figsize=(5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)), layout="constrained")
+    axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
+    for k, (label, th) in enumerate(rules.items()):
+        ax = axes[k // columns][k % columns]
+        if isinstance(th, dict):
+            draw_ruler_family(ax, base, th, train_length, target_length, title=label, legend=wide)
+        else:
+            draw_ruler(ax, base, th, train_length, target_length, title=label, legend=wide and k == 0)
+    for k in range(len(rules), rows * columns):
+        axes[k // columns][k % columns].set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("pair i")
+    if not wide and len(rules) % columns:  # the panel above the spare one is the lowest of its column
+        axes[-2][-1].set_xlabel("pair i")
+        axes[-2][-1].xaxis.set_tick_params(labelbottom=True)
+    for row in axes:
+        row[0].set_ylabel("wavelength (tokens)")
+    sep = "\n" if not wide else "; "
+    fig.suptitle(f"wavelength per pair{sep}dashed: training length {train_length:,.0f}, dotted: target "
+                 f"{target_length:,.0f}", fontsize=9)
+    if wide:
+        fig.tight_layout()
+        return fig
+    _gather_legends(fig, axes, len(rules), columns)
+    return finish(fig, layout)
+
+
+def _gather_legends(fig: Figure, axes, count: int, columns: int) -> None:
+    """Column layout of :func:`ruler_panels`: every panel's legend entries in the spare panel, or below."""
+    handles, labels = [], []
+    for ax in axes.flat[:count]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if count < axes.size:
+        spare = axes.flat[count]
+        spare.set_visible(True)
+        spare.axis("off")
+        spare.legend(handles, labels, loc="center", fontsize=11, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=11, frameon=False)
+
+
+def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Figure:
+    """Per-pair stretch ``theta_i / theta'_i`` of every rule on one log axis (1 = untouched).
+
+    Parameters
+    ----------
+    base_theta : array_like, shape (pairs,)
+        The unscaled frequencies.
+    thetas : mapping of str -> array_like, shape (pairs,)
+        Served frequencies per rule (at most 12).
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, the legend below the axes, fonts at least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    layout = _check_layout(layout)
+    rules = _thetas(thetas)
+    base = v.finite_array("base_theta", base_theta)
+    if base.shape != next(iter(rules.values())).shape:
+        raise ValueError("base_theta must have one entry per pair, like the rules")
+    if layout == "wide":
+        fig = Figure(figsize=(7.2, 3.6))
+    else:
+        fig = Figure(figsize=(5.2, 3.4 + 0.25 * len(rules)), layout="constrained")
+    ax = fig.add_subplot()
+    styles = ["-", "--", "-.", ":"]
+    for k, (label, th) in enumerate(rules.items()):
+        ax.plot(np.arange(th.size), base / th, ls=styles[k % 4], lw=1.6, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i (fastest first)")
+    ax.set_ylabel("stretch θ_i / θ'_i")
+    _legend_below(fig, ax, layout, fontsize=8, ncol=2)
+    ax.grid(alpha=0.3, which="both")
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
+
+
+def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
+    """Phase novelty against resolution, one point per rule.
+
+    Parameters
+    ----------
+    reports : sequence of ropegeo.scaling.report.ExtensionReport
+        With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
+    layout : {"wide", "column"}
+        ``"column"``: the three panels stacked at the text column's width (top, middle, bottom
+        for left, middle, right), the first panel's legend below the panels, fonts at least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
+        novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
+        (higher is better resolved).
+    """
+    layout = _check_layout(layout)
+    reps = list(reports)
+    if not reps or len(reps) > _MAX_RULES:
+        raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
+    if any(r.margin is None or r.coarse_margin is None for r in reps):
+        raise ValueError("every report needs both margins (compute them with small_offsets and coarse_step)")
+    if layout == "wide":
+        fig = Figure(figsize=(11, 3.6))
+        left, mid, right = fig.subplots(1, 3)
+    else:
+        fig, grid = panels(layout, 3, wide_size=(11, 3.6), panel_height=3.0)
+        left, mid, right = grid[0]
+        fig.set_size_inches(5.2, 9.4 + 0.25 * len(reps))
+    styles = ["-", "--", "-.", ":"]
+    for k, r in enumerate(reps):
+        left.plot(np.arange(r.novelty.size), r.novelty, ls=styles[k % 4], lw=1.5, label=r.rule)
+        for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
+            ax.scatter(r.total_novelty, y, s=36, zorder=3)
+            ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=_label_offset(k, layout),
+                        fontsize=8)
+    left.set_xlabel("pair index i")
+    left.set_ylabel("new phase at target (turns)")
+    _legend_below(fig, left, layout, fontsize=7)
+    mid.set_ylabel("margin, offsets 1..16")
+    right.set_ylabel("margin, paragraph-scale offsets" if layout == "wide" else "margin,\nparagraph-scale offsets")
+    for ax in (left, mid, right):
+        ax.grid(alpha=0.3)
+    for ax in (mid, right):
+        ax.set_xlabel("total phase novelty (turns)")
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
+
+
+def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
+    """Each model's served wavelengths (at its target length) as one row of dots.
+
+    Parameters
+    ----------
+    manifests : mapping of str -> ropegeo.models.manifest.RopeManifest
+        At most 12 models, each with a known training length.
+    layout : {"wide", "column"}
+        ``"column"``: the text column's width, the key below the axis on its own lines, fonts at
+        least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per model on a log wavelength axis; a bar marks the training length and a
+        diamond the target length.
+    """
+    layout = _check_layout(layout)
+    if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
+        raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
+    if layout == "wide":
+        fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
+    else:
+        fig = Figure(figsize=(5.2, 0.45 * len(manifests) + 2.0), layout="constrained")
+    ax = fig.add_subplot()
+    labels = []
+
+    for label, m in manifests.items():
+        if not isinstance(m, RopeManifest):
+            raise ValueError(f"manifests[{label!r}] must be a RopeManifest, got {type(m).__name__}")
+    for row, (label, m) in enumerate(manifests.items()):
+        if m.train_length is None:
+            raise ValueError(f"{label}: the manifest has no training length")
+        target = m.target_length
+        lam = wavelengths(m.theta(target))
+        colour = np.where(lam > m.train_length, _FULL, _KEEP)
+        ax.scatter(lam, np.full(lam.size, row), s=10, c=colour, zorder=3)
+        ax.scatter([m.train_length], [row], marker="|", s=300, color="0.15", zorder=4)
+        ax.scatter([target], [row], marker="D", s=30, facecolor="none", edgecolor="0.15", zorder=4)
+        labels.append(label if layout == "wide" else label.replace(" (", "\n("))
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_xscale("log")
+    sep = "; " if layout == "wide" else "\n"
+    ax.set_xlabel(f"served wavelength (tokens){sep}teal within the training length, red beyond it{sep}"
+                  "bar: training length, diamond: target", fontsize=9)
+    ax.invert_yaxis()
+    ax.grid(alpha=0.3, axis="x")
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
+
+
+def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
+                       layout: str = "wide") -> Figure:
+    """Joint phase novelty per rule, beside its per-pair novelty.
+
+    Parameters
+    ----------
+    results : mapping of str -> ropegeo.novelty.JointNovelty
+        One result per rule (at most 12), over the served offsets.
+    per_pair : mapping of str -> float
+        Each rule's total per-pair novelty, in turns (same labels as ``results``).
+    train_length : float
+        Marked as a vertical line (offsets beyond it were never served in training).
+    threshold : float
+        A reference distance drawn as a horizontal line (e.g. between neighbouring training
+        offsets).
+    layout : {"wide", "column"}
+        ``"column"``: the two panels stacked at the text column's width (the left one on top), the
+        legend below them, fonts at least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: distance from each served offset to the nearest training offset, per rule. Right:
+        per rule, total per-pair novelty (x) against the median joint distance (y).
+    """
+    layout = _check_layout(layout)
+    if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
+        raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
+    if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
+        raise ValueError("per_pair must be a mapping with the same labels as results")
+    for label, res in results.items():
+        if not isinstance(res, JointNovelty):
+            raise ValueError(f"results[{label!r}] must be a JointNovelty, got {type(res).__name__}")
+    novel = {k: v.real(f"per_pair[{k!r}]", x, minimum=0.0) for k, x in per_pair.items()}
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    threshold = v.real("threshold", threshold, minimum=0.0)
+    if layout == "wide":
+        fig = Figure(figsize=(11, 3.8))
+        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
+    else:
+        fig = Figure(figsize=(5.2, 8.2 + 0.25 * len(results)), layout="constrained")
+        left, right = fig.subplots(2, 1)
+    styles = ["-", "--", "-.", ":"]
+    for k, (label, res) in enumerate(results.items()):
+        order = np.argsort(res.targets)
+        left.plot(res.targets[order], res.distance[order], ls=styles[k % 4], lw=0.9, label=label)
+        med = float(np.median(res.distance))
+        right.scatter(novel[label], med, s=36, zorder=3)
+        right.annotate(label, (novel[label], med), textcoords="offset points", xytext=_label_offset(k, layout),
+                       fontsize=8)
+    for ax in (left, right):
+        ax.axhline(threshold, color="0.3", lw=0.9, ls=":")
+        ax.grid(alpha=0.3)
+    left.axvline(train_length, color="0.3", lw=0.9, ls="--")
+    left.set_xscale("symlog", linthresh=max(1.0, train_length / 64))
+    left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
+    left.set_xlabel("served offset (dashed: training length)")
+    left.set_ylabel("distance to nearest training offset")
+    _legend_below(fig, left, layout, fontsize=7, ncol=2)
+    right.set_xlabel("per-pair novelty, total (turns)")
+    right.set_ylabel("median joint distance")
+    sep = "; " if layout == "wide" else "\n"
+    fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
+
+
+def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
+                    layout: str = "wide") -> Figure:
+    """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
+
+    Parameters
+    ----------
+    base_theta : array_like, shape (pairs,)
+        The unscaled frequencies.
+    train_length : float
+        ``L``: the right panel's axis is the number of turns ``L theta_i / 2 pi``.
+    weights : mapping of str -> array_like, shape (pairs,)
+        Weights in [0, 1] per rule (at most 12).
+    max_turns : float
+        Right end of the turns axis (positive).
+    layout : {"wide", "column"}
+        ``"column"``: the two panels stacked at the text column's width (the left one on top), one
+        legend below them, fonts at least 11 points.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
+        up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
+        in pair index (in the logarithm of the turns) is curved.
+    """
+    layout = _check_layout(layout)
+    base = _bank("base_theta", base_theta)
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:
+        raise ValueError(f"weights must be a mapping of 1 to {_MAX_RULES} label -> weights")
+    rows = {}
+    for label, w in weights.items():
+        arr = v.finite_array(f"weights[{label!r}]", w)
+        if arr.shape != base.shape or np.any(arr < 0) or np.any(arr > 1):
+            raise ValueError(f"weights[{label!r}] must hold one weight in [0, 1] per pair")
+        rows[str(label)] = arr
+    max_turns = v.real("max_turns", max_turns, greater_than=0.0)
+    turns = train_length * base / (2 * math.pi)
+    if layout == "wide":
+        fig = Figure(figsize=(10, 3.4))
+        left, right = fig.subplots(1, 2)
+    else:
+        fig = Figure(figsize=(5.2, 6.6 + 0.25 * len(rows)), layout="constrained")
+        left, right = fig.subplots(2, 1)
+    styles = ["-", "--", "-.", ":"]
+    for k, (label, w) in enumerate(rows.items()):
+        left.plot(np.arange(w.size), w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        right.plot(turns, w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+    left.set_xlabel("pair index i")
+    right.set_xlim(0.0, max_turns)
+    right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")
+    for ax in (left, right):
+        ax.set_ylabel("keep-weight")
+        ax.grid(alpha=0.3)
+        if layout == "wide":
+            ax.legend(fontsize=8)
+    if layout == "wide":
+        fig.tight_layout()
+    else:
+        _legend_below(fig, left, layout)
+    return finish(fig, layout)

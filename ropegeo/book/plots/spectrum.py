@@ -1,0 +1,467 @@
+"""Figures of the frequency bank: wavelength ladder, kernel, torus, phase precision, margins.
+
+Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ropegeo import _validate as v
+from ropegeo.base_bound import min_base_sum
+from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.frequencies import frequencies, turns, wavelengths
+from ropegeo.geometry import kernel, near_collisions
+from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
+
+__all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
+           "probe_plot", "base_bound_plot"]
+
+_FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
+
+
+def _layout(layout) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
+def _done(fig: Figure, layout: str) -> Figure:
+    """A single-panel figure as drawn (``"wide"``) or fitted to the text column (``"column"``), laid out tight."""
+    fig = finish(fig, _layout(layout))
+    fig.tight_layout()
+    return fig
+
+
+def _is_pair(x) -> bool:
+    """Whether ``x`` is a sequence of exactly two items (a huge range must not overflow len)."""
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__len__") or getattr(x, "ndim", 1) != 1:
+        return False
+    try:
+        return len(x) == 2
+    except OverflowError:
+        return False
+
+
+def draw_ladder(ax, theta, train_length: float, target_length: float | None = None) -> None:
+    """Draw the wavelength ladder on an existing axes (shared by the figure and the lab)."""
+    lam = wavelengths(theta)
+    slow = turns(theta, train_length) < 1.0
+    idx = np.arange(lam.size)
+    ax.scatter(idx[~slow], lam[~slow], s=12, color=_FAST, label="completes a turn in training")
+    ax.scatter(idx[slow], lam[slow], s=12, color=_SLOW, label="less than one turn in training")
+    ax.axhline(train_length, color="0.3", lw=1, ls="--")
+    ax.text(0, train_length * 1.15, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
+    if target_length is not None and target_length != train_length:
+        ax.axhline(target_length, color="0.3", lw=1, ls=":")
+        ax.text(0, target_length * 1.15, f"target length {target_length:,.0f}", fontsize=8, color="0.3")
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i (fastest first)")
+    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.legend(loc="lower right", fontsize=8)
+
+
+def wavelength_ladder(theta, train_length: float, target_length: float | None = None, *,
+                      layout: str = "wide") -> Figure:
+    """Wavelength of every pair on a log axis against the training (and target) length.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies, radians per position.
+    train_length : float
+        Training context (positive); pairs whose wavelength exceeds it are drawn as slow.
+    target_length : float, optional
+        Context to serve, drawn as a second line.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    if target_length is not None:
+        target_length = v.real("target_length", target_length, greater_than=0.0)
+    fig = Figure(figsize=(7, 3.6))
+    draw_ladder(fig.add_subplot(), theta, train_length, target_length)
+    return _done(fig, layout)
+
+
+def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: int = 3, mark_from: int | None = None,
+                points: int = 4000, layout: str = "wide") -> Figure:
+    """The equal-weight kernel K(Δ) over ``[start, stop]`` with its near-collisions marked.
+
+    Parameters
+    ----------
+    theta : array_like, shape (pairs,)
+        Angular frequencies.
+    stop : int
+        Last offset drawn (at most 10**7).
+    scale : float
+        Position multiplier.
+    start : int
+        First offset drawn.
+    marks : int
+        How many near-collisions to mark (0 for none); they are searched exactly over every
+        integer offset in ``[mark_from, stop]`` with :func:`ropegeo.geometry.near_collisions`,
+        keeping peaks at least a 25th of the range apart.
+    mark_from : int, optional
+        Start of the search (default: a tenth of ``stop``, at least 2).
+    points : int
+        How many offsets to draw (at most 20,000); every integer when the range is smaller.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    start = v.integer("start", start, minimum=0)
+    stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
+    points = v.integer("points", points, minimum=10, maximum=20_000)
+    marks = v.integer("marks", marks, minimum=0, maximum=20)
+    n = stop - start + 1
+    d = np.arange(start, stop + 1) if n <= points else np.linspace(start, stop, points).round()
+    k = kernel(d, theta, scale=scale)
+    fig = Figure(figsize=(7, 3.4))
+    ax = fig.add_subplot()
+    ax.plot(d, k, lw=0.7, color=_FAST)
+    ax.axhline(0, color="0.6", lw=0.6)
+    if marks:
+        lo = max(2, stop // 10) if mark_from is None else v.integer("mark_from", mark_from, minimum=0)
+        lo = min(lo, stop)
+        gap = max(1, (stop - lo) // 25)  # mark separate peaks, not neighbours of one peak
+        chosen = []
+        for hit in near_collisions(theta, lo, stop, top=20 * marks, scale=scale, progress=False):
+            if all(abs(hit.offset - c.offset) >= gap for c in chosen):
+                chosen.append(hit)
+            if len(chosen) == marks:
+                break
+        # number each marker and list the numbers in one box: labels beside close peaks collide
+        for j, hit in enumerate(chosen, start=1):
+            ax.plot([hit.offset], [hit.similarity], "o", color=_MARK, ms=6, mfc="none")
+            ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize=8, color=_MARK, fontweight="bold")
+        if chosen:
+            listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
+            ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
+                    bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
+    ax.set_xlabel("offset δ (tokens)")
+    ax.set_ylabel("K(δ) = mean_i cos(δ θ_i)")
+    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
+    return _done(fig, layout)
+
+
+def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True, layout: str = "wide") -> Figure:
+    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
+
+    Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
+    integer becomes one point on a product of circles. The square's opposite edges are the same
+    circle (a phase of 2π is a phase of 0), drawn in matching colours. With ``mark_return`` the
+    closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
+    whose two phases come nearest to a whole number of turns (the smallest phase distance of
+    the two pairs), marked at positions 0 and ``Δ``.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    th = v.frequencies(theta)
+    length = v.integer("length", length, minimum=2, maximum=100_000)
+    mark_return = v.boolean("mark_return", mark_return)
+    if not _is_pair(pairs):
+        raise ValueError(f"pairs must be two pair indices (i, j), got {pairs!r}")
+    i, j = (v.integer("pairs", p, minimum=0, maximum=th.size - 1) for p in pairs)
+    p = np.arange(length)
+    two_pi = 2 * np.pi
+    fig = Figure(figsize=(4.4, 4.1))
+    ax = fig.add_subplot()
+    sc = ax.scatter(np.mod(p * th[i], two_pi), np.mod(p * th[j], two_pi), c=p, s=8, cmap="viridis")
+    fig.colorbar(sc, ax=ax, label="position")
+    for x, colour in ((0, "#d97706"), (two_pi, "#d97706")):  # left and right edges: one circle
+        ax.axvline(x, color=colour, lw=3)
+    for y, colour in ((0, "#7c3aed"), (two_pi, "#7c3aed")):  # bottom and top edges: the other
+        ax.axhline(y, color=colour, lw=3)
+    if mark_return:
+        delta = return_offset(th[[i, j]], length)
+        pts = np.mod(np.array([0, delta])[:, None] * th[[i, j]], two_pi)
+        ax.plot(pts[:, 0], pts[:, 1], "o", ms=11, mfc="none", mec=_MARK, mew=1.6)
+        ax.annotate(f"positions 0 and {delta:,}", pts[1], textcoords="offset points", xytext=(10, 12),
+                    fontsize=8, color=_MARK, fontweight="bold")
+    ax.set_xlim(0, two_pi)
+    ax.set_ylim(0, two_pi)
+    ax.set_xlabel(f"phase of pair {i} (rad)")
+    ax.set_ylabel(f"phase of pair {j} (rad)")
+    ax.set_title("opposite edges glued (same colour)", fontsize=8)
+    return _done(fig, layout)
+
+
+def return_offset(theta, length: int) -> int:
+    """The offset in ``1 .. length-1`` at which the pairs come closest to a whole number of turns.
+
+    The minimiser of ``sum_i sin^2(Δ θ_i / 2)`` (the equal-weight phase distance to offset 0).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``theta`` or ``length`` (2 to 100,000).
+    """
+    th = v.frequencies(theta)
+    length = v.integer("length", length, minimum=2, maximum=100_000)
+    d = np.arange(1, length)
+    return int(d[np.argmin((np.sin(np.multiply.outer(d, th) / 2) ** 2).sum(axis=1))])
+
+
+def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
+                    stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
+    """Wavelength ladders and kernels of several bases side by side.
+
+    Left: the wavelength of every pair (log axis) for each base, with the training length drawn.
+    Right: ``K(Δ)`` for each base on a logarithmic offset axis from 1 to ``stop``.
+
+    Parameters
+    ----------
+    bases : sequence of float
+        One to six bases (each greater than 1).
+    head_dim : int
+        Head (rotary) dimension, even.
+    train_length : float
+        Training context drawn on the ladder (positive).
+    stop : float
+        Largest offset of the kernel panel (2 to 10**9).
+    points : int
+        Offsets drawn per kernel curve (10 to 5,000), log-spaced.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
+        raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
+    bases = [v.base(b) for b in bases]
+    head_dim = v.head_dim(head_dim)
+    train_length = v.real("train_length", train_length, greater_than=0.0)
+    stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
+    points = v.integer("points", points, minimum=10, maximum=5000)
+    colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
+    _layout(layout)
+    fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
+    lad, ker = grid[0]
+    d = np.geomspace(1, stop, points)
+    for b, c in zip(bases, colours):
+        th = frequencies(head_dim, b)
+        lad.plot(np.arange(th.size), wavelengths(th), ".", ms=4, color=c, label=f"base {b:,.0f}")
+        ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
+    lad.axhline(train_length, color="0.3", lw=1, ls="--")
+    lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
+    lad.set_yscale("log")
+    lad.set_xlabel("pair index i (fastest first)")
+    lad.set_ylabel("wavelength 2π/θ_i (tokens)")
+    lad.legend(fontsize=8, loc="upper left")
+    ker.axhline(0, color="0.6", lw=0.6)
+    ker.set_xscale("log")
+    ker.set_xlabel("offset δ (tokens)")
+    ker.set_ylabel("K(δ)")
+    ker.legend(fontsize=8, loc="lower left")
+    return finish(fig, layout)
+
+
+#: The phase pipelines :func:`phase_error_plot` draws by default.
+ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
+
+
+def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400,
+                     layout: str = "wide") -> Figure:
+    """Largest phase error over the pairs against position, one curve per pipeline (log-log).
+
+    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
+    rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
+    limit of each low-precision *angle* dtype, where positions themselves start to collide.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    stop = v.integer("stop", stop, minimum=2, maximum=2**30)
+    points = v.integer("points", points, minimum=10, maximum=5000)
+    if not v.is_collection(dtypes):
+        raise ValueError(f"dtypes must be a list of pipelines or dtype names such as ('float32', 'bfloat16'), "
+                         f"got {dtypes!r}")
+    pipes = [as_pipeline(dt) for dt in dtypes]
+    pos = np.unique(np.geomspace(1, stop, points).round())
+    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
+               "deployed bfloat16": "#2f855a", "float64": "0.4", "buffer-cast bfloat16": "#b83280",
+               "buffer-cast float16": "#b83280"}
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    for pipe in pipes:
+        keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
+        err = max_phase_error(pos[keep], theta, pipe)
+        label = pipe.label
+        if label in ("float16", "bfloat16"):
+            label += ", every stage"
+        elif label in ("deployed float16", "deployed bfloat16"):
+            label = f"{pipe.table_dtype} cos/sin, float32 angles"
+        elif label.startswith("buffer-cast"):
+            label = f"{pipe.table_dtype} buffer (model cast), float32 angles"
+        ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
+                ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
+        lim = consecutive_integer_limit(pipe.angle_dtype)
+        if lim <= stop:
+            ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-9, 4)
+    ax.set_xlabel("position")
+    ax.set_ylabel("largest phase error (rad)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _done(fig, layout)
+
+
+def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figure:
+    """A pairwise phase-distance matrix as an image, with the most confusable pair circled.
+
+    Parameters
+    ----------
+    distances : array_like, shape (n, n)
+        From :func:`ropegeo.margins.pairwise_distances`.
+    offsets : array_like, shape (n,)
+        Sorted offsets labelling rows and columns.
+    pair : (float, float), optional
+        Pair to circle.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    D = v.finite_array("distances", distances)
+    off = v.finite_array("offsets", offsets)
+    if D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] != off.size:
+        raise ValueError(f"distances must be ({off.size}, {off.size}) to match offsets, got {D.shape}")
+    fig = Figure(figsize=(4.6, 4))
+    ax = fig.add_subplot()
+    im = ax.imshow(D, cmap="magma", vmin=0, vmax=max(1e-12, float(D.max())), origin="lower")
+    fig.colorbar(im, ax=ax, label="phase distance D")
+    if off.size <= 12:
+        ax.set_xticks(range(off.size), [f"{o:g}" for o in off], rotation=90, fontsize=7)
+        ax.set_yticks(range(off.size), [f"{o:g}" for o in off], fontsize=7)
+    if pair is not None:
+        if not _is_pair(pair):
+            raise ValueError(f"pair must be two of the offsets, got {pair!r}")
+        missing = [p for p in pair if not np.any(off == p)]
+        if missing:
+            raise ValueError(f"pair must be two of the offsets; {missing[0]!r} is not among them")
+        r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
+        for a, b in ((r, c), (c, r)):
+            ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
+    ax.set_xlabel("offset")
+    ax.set_ylabel("offset")
+    return _done(fig, layout)
+
+
+def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
+    """Attention mass on the target against the pair's margin, with the exact-phase prediction.
+
+    Parameters
+    ----------
+    margins : array_like, shape (n,)
+        Phase distance between the target and each distractor.
+    masses : array_like, shape (n,)
+        Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
+    sharpness : float
+        The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
+
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    m = v.finite_array("margins", margins).reshape(-1)
+    a = v.finite_array("masses", masses).reshape(-1)
+    if m.shape != a.shape:
+        raise ValueError(f"margins and masses must have the same length, got {m.size} and {a.size}")
+    beta = v.real("sharpness", sharpness, greater_than=0.0)
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.add_subplot()
+    ax.scatter(m, a, s=8, color=_FAST, label="probe, one distractor each")
+    x = np.linspace(0, 2, 200)
+    ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D²/2))")
+    ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
+    ax.set_xlabel("margin D(target, distractor)")
+    ax.set_ylabel("attention mass on target")
+    ax.legend(fontsize=8, loc="lower right")
+    return _done(fig, layout)
+
+
+def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
+                    marks=(), layout: str = "wide") -> Figure:
+    """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
+
+    A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
+    sampled at ``points`` log-spaced bases, so it can step over a hole narrower than one sample
+    (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it sees).
+
+    Parameters
+    ----------
+    length : int
+        Context length ``L`` (at least 2; ``(L + 1) * head_dim / 2`` cosines per base).
+    head_dim : int
+        Head width, every coordinate rotating.
+    low, high : float
+        Base range (``1 < low < high``).
+    points : int
+        Bases sampled (10 to 400).
+    marks : sequence of (float, str)
+        Bases to mark with a vertical line and a label (at most 6).
+    layout : {"wide", "column"}
+        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    length = v.length("length", length, minimum=2)
+    low = v.real("low", low, greater_than=1.0)
+    high = v.real("high", high, greater_than=low)
+    points = v.integer("points", points, minimum=10, maximum=400)
+    _layout(layout)
+    marks = list(marks)
+    if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
+        raise ValueError("marks must hold at most 6 (base, label) pairs")
+    bases = np.geomspace(low, high, points)
+    low_sum = np.array([min_base_sum(length, head_dim, float(b)) for b in bases])
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.add_subplot()
+    ax.plot(bases, low_sum, lw=1.2, color=_FAST, marker="o", ms=2.5)
+    ax.fill_between(bases, low_sum.min() - 1, 0, where=low_sum < 0, color=_SLOW, alpha=0.15, lw=0, step="mid",
+                    label="fails: some m ≤ L has B(m) < 0")
+    ax.axhline(0, color="0.3", lw=0.8)
+    for j, (b, label) in enumerate(marks):
+        b = v.real("marks", b, greater_than=0.0)
+        ax.axvline(b, color=_MARK, lw=0.9, ls="--")
+        ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
+                    xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
+    ax.set_xscale("log")
+    ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
+    ax.set_xlabel("base B")
+    ax.set_ylabel(f"min over m ≤ {length:,} of B(m)")
+    ax.legend(fontsize=8, loc="lower right")
+    return _done(fig, layout)

@@ -1,0 +1,629 @@
+"""SymPy derivations the chapters display.
+
+Every function returns SymPy objects (expressions or matrices) that a notebook can show and a
+test can simplify on its own. An :class:`Identity` holds the two sides of a claimed equality
+unsimplified, so the reader sees what was multiplied out, and :meth:`Identity.residual`
+simplifies their difference (zero when the identity holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from ropegeo import _validate as v
+
+__all__ = [
+    "Identity",
+    "rotation_2d",
+    "relative_identity",
+    "composition_identity",
+    "inverse_identity",
+    "ScoreSplit",
+    "score_split",
+    "norm_identity",
+    "block_rotation",
+    "block_relative_identity",
+    "AdditiveExpansion",
+    "additive_expansion",
+    "PositionPositionSplit",
+    "sinusoid_position_term",
+    "rope_bilinear_score",
+    "shift_change",
+    "character_identity",
+    "rotation_as_phase",
+    "SinusoidalShift",
+    "sinusoidal_shift",
+    "sinusoidal_shift_matrix",
+    "sinusoidal_self_similarity",
+    "amplitude_phase_identity",
+    "requirement_phase",
+]
+
+
+# --- Chapter 2: the identity hidden in a rotation -------------------------------------------
+
+# Shared symbols: positions and frequencies are real, so conjugation and trigsimp behave.
+_m, _n, _a, _b, _c = sp.symbols("m n a b c", real=True)
+_delta = sp.Symbol("delta", real=True)
+_theta = sp.Symbol("theta", positive=True)
+_q1, _q2, _k1, _k2 = sp.symbols("q1 q2 k1 k2", real=True)
+
+
+@dataclass(frozen=True, repr=False)
+class Identity:
+    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices.
+
+    Attributes
+    ----------
+    name : str
+        What the identity says, in words.
+    lhs, rhs : sympy.Expr or sympy.Matrix
+        The two sides, as built (the left side is not simplified).
+    symbols : dict of str to sympy.Symbol
+        The free symbols, by name, so a test can substitute values.
+    """
+
+    name: str
+    lhs: object
+    rhs: object
+    symbols: dict = field(default_factory=dict)
+
+    def residual(self):
+        """``lhs - rhs`` after trigonometric simplification: zero (or a zero matrix) when it holds."""
+        diff = self.lhs - self.rhs
+        if isinstance(diff, sp.MatrixBase):
+            return diff.applyfunc(lambda e: sp.simplify(sp.expand_trig(e)))
+        return sp.simplify(sp.expand_trig(diff))
+
+    def holds(self) -> bool:
+        """True when :meth:`residual` simplifies to zero."""
+        r = self.residual()
+        if isinstance(r, sp.MatrixBase):
+            return r.is_zero_matrix is True
+        return r == 0
+
+    def simplified_lhs(self):
+        """The left side after ``trigsimp``: what the multiplication collapses to."""
+        if isinstance(self.lhs, sp.MatrixBase):
+            return self.lhs.applyfunc(sp.trigsimp)
+        return sp.trigsimp(self.lhs)
+
+    def __repr__(self) -> str:
+        return f"Identity[{self.name}]: {sp.sstr(self.lhs)} = {sp.sstr(self.rhs)}"
+
+    def _repr_latex_(self) -> str:
+        return rf"$\displaystyle {sp.latex(self.lhs)} = {sp.latex(self.rhs)}$"
+
+
+def _expr(name: str, value) -> sp.Expr:
+    """A SymPy expression from a number or an expression. Strings are refused: SymPy parses them
+    with ``eval``, which would run arbitrary code."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a number or a SymPy expression, not a string (build it with sympy.symbols)")
+    try:
+        out = value if isinstance(value, sp.Basic) else sp.sympify(value, strict=True)
+    except (sp.SympifyError, TypeError, ValueError):
+        out = None
+    if not isinstance(out, sp.Expr):
+        raise ValueError(f"{name} must be a number or a SymPy expression, got {value!r}")
+    return out
+
+
+def rotation_2d(angle) -> sp.Matrix:
+    """The 2x2 counter-clockwise rotation matrix by ``angle`` (a SymPy expression or number).
+
+    Returns
+    -------
+    sympy.Matrix, shape (2, 2)
+        ``[[cos a, -sin a], [sin a, cos a]]``.
+
+    Raises
+    ------
+    ValueError
+        If ``angle`` cannot be turned into a SymPy expression.
+    """
+    a = _expr("angle", angle)
+    return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
+
+
+def relative_identity() -> Identity:
+    """``R_m^T R_n = R_{n-m}`` for one pair turning at ``theta`` radians per position.
+
+    The left side is the product of the two rotation matrices, multiplied out entry by entry;
+    the right side is the rotation by the displacement ``(n - m) theta``.
+    """
+    lhs = rotation_2d(_m * _theta).T * rotation_2d(_n * _theta)
+    rhs = rotation_2d((_n - _m) * _theta)
+    return Identity("R_m^T R_n = R_(n-m)", lhs, rhs, {"m": _m, "n": _n, "theta": _theta})
+
+
+def composition_identity() -> Identity:
+    """``R_a R_b = R_{a+b}``: a steps then b steps is one move of ``a + b`` steps."""
+    lhs = rotation_2d(_a * _theta) * rotation_2d(_b * _theta)
+    rhs = rotation_2d((_a + _b) * _theta)
+    return Identity("R_a R_b = R_(a+b)", lhs, rhs, {"a": _a, "b": _b, "theta": _theta})
+
+
+def inverse_identity() -> Identity:
+    """``R_{-m} R_m = I``: a negative position undoes a positive one."""
+    lhs = rotation_2d(-_m * _theta) * rotation_2d(_m * _theta)
+    return Identity("R_(-m) R_m = I", lhs, sp.eye(2), {"m": _m, "theta": _theta})
+
+
+@dataclass(frozen=True)
+class ScoreSplit:
+    """The 2-D rotary score ``<R_m q, R_n k>`` and its two terms in ``delta = n - m``.
+
+    Attributes
+    ----------
+    score : sympy.Expr
+        The score multiplied out in ``q1, q2, k1, k2, m, n, theta``.
+    symmetric : sympy.Expr
+        ``(q . k) cos(delta theta)``: unchanged when ``delta -> -delta``.
+    oriented : sympy.Expr
+        ``-(q x k) sin(delta theta)`` with ``q x k = q1 k2 - q2 k1``: odd in ``delta`` and zero
+        when ``q`` and ``k`` are parallel.
+    dot, cross : sympy.Expr
+        ``q . k`` and ``q x k``.
+    symbols : dict of str to sympy.Symbol
+    """
+
+    score: sp.Expr
+    symmetric: sp.Expr
+    oriented: sp.Expr
+    dot: sp.Expr
+    cross: sp.Expr
+    symbols: dict
+
+    def in_delta(self) -> sp.Expr:
+        """The score with ``n`` replaced by ``m + delta``."""
+        return self.score.subs(_n, _m + _delta)
+
+
+def score_split() -> ScoreSplit:
+    """Split the one-pair rotary score into a symmetric cosine term and an oriented sine term.
+
+    With ``z_q = q1 + i q2`` and ``z_k = k1 + i k2`` the score is
+    ``Re(conj(z_q) z_k exp(i delta theta))`` and ``conj(z_q) z_k = q.k + i (q x k)``, so
+    ``score = (q.k) cos(delta theta) - (q x k) sin(delta theta)``.
+    """
+    q = sp.Matrix([_q1, _q2])
+    k = sp.Matrix([_k1, _k2])
+    score = sp.expand((rotation_2d(_m * _theta) * q).dot(rotation_2d(_n * _theta) * k))
+    dot = _q1 * _k1 + _q2 * _k2
+    cross = _q1 * _k2 - _q2 * _k1
+    symbols = {s.name: s for s in (_q1, _q2, _k1, _k2, _m, _n, _delta, _theta)}
+    return ScoreSplit(
+        score=score,
+        symmetric=dot * sp.cos(_delta * _theta),
+        oriented=-cross * sp.sin(_delta * _theta),
+        dot=dot,
+        cross=cross,
+        symbols=symbols,
+    )
+
+
+def norm_identity() -> Identity:
+    """``|R_m x|^2 = |x|^2``: rotating a pair never changes its length."""
+    x1, x2 = sp.symbols("x1 x2", real=True)
+    x = sp.Matrix([x1, x2])
+    y = rotation_2d(_m * _theta) * x
+    return Identity("|R_m x|^2 = |x|^2", sp.expand(y.dot(y)), x1**2 + x2**2,
+                    {"x1": x1, "x2": x2, "m": _m, "theta": _theta})
+
+
+def _pairs(pairs) -> int:
+    if isinstance(pairs, bool):
+        raise ValueError(f"pairs must be an integer between 1 and 16, got {pairs!r}")
+    return v.integer("pairs", pairs, minimum=1, maximum=16)
+
+
+def block_rotation(position=None, pairs: int = 3) -> tuple[sp.Matrix, tuple]:
+    """The block-diagonal rotary operator over ``pairs`` symbolic frequencies.
+
+    Parameters
+    ----------
+    position : sympy.Expr, optional
+        The position (default: the symbol ``m``).
+    pairs : int
+        Number of 2x2 blocks, between 1 and 16 (a symbolic matrix grows as ``(2 pairs)^2``).
+
+    Returns
+    -------
+    (R, thetas) : tuple
+        ``R`` is a ``sympy.Matrix`` of shape ``(2 pairs, 2 pairs)`` with the rotation by
+        ``position * theta_i`` in block ``i``; ``thetas`` are the symbols ``theta_0 ..``.
+
+    Raises
+    ------
+    ValueError
+        If ``pairs`` is not an integer in [1, 16], or ``position`` is not a number or expression
+        (strings are refused: SymPy would evaluate them as code).
+    """
+    pairs = _pairs(pairs)
+    pos = _m if position is None else _expr("position", position)
+    thetas = sp.symbols(f"theta_0:{pairs}", positive=True)
+    return sp.diag(*[rotation_2d(pos * t) for t in thetas]), thetas
+
+
+def block_relative_identity(pairs: int = 3) -> Identity:
+    """``R_m^T R_n = R_{n-m}`` for the block-diagonal operator over ``pairs`` frequencies.
+
+    Raises
+    ------
+    ValueError
+        If ``pairs`` is not an integer in [1, 16].
+    """
+    Rm, thetas = block_rotation(_m, pairs)
+    Rn, _ = block_rotation(_n, pairs)
+    Rd, _ = block_rotation(_n - _m, pairs)
+    syms = {"m": _m, "n": _n, **{t.name: t for t in thetas}}
+    return Identity(f"block R_m^T R_n = R_(n-m), {len(thetas)} pairs", Rm.T * Rn, Rd, syms)
+
+
+@dataclass(frozen=True)
+class AdditiveExpansion:
+    """``(x + p_m)^T W_q^T W_k (x' + p_n)`` expanded, with each term sorted into its family.
+
+    Attributes
+    ----------
+    score : sympy.MatrixExpr
+        The unexpanded bilinear score (a 1x1 matrix expression).
+    families : dict of str to sympy.MatrixExpr
+        ``"content-content"``, ``"content-position"``, ``"position-content"`` and
+        ``"position-position"``, whose sum is the expanded score.
+    symbols : dict of str to sympy.MatrixSymbol
+    """
+
+    score: object
+    families: dict
+    symbols: dict
+
+
+def additive_expansion() -> AdditiveExpansion:
+    """Expand the score of additive absolute encodings into its four families of terms.
+
+    ``x`` and ``x'`` are the contents of the query and key tokens, ``p_m`` and ``p_n`` their
+    position codes, all ``d x 1``; ``W_q`` and ``W_k`` are ``d x d``.
+    """
+    d = sp.Symbol("d", integer=True, positive=True)
+    x, xp = sp.MatrixSymbol("x", d, 1), sp.MatrixSymbol("x'", d, 1)
+    pm, pn = sp.MatrixSymbol("p_m", d, 1), sp.MatrixSymbol("p_n", d, 1)
+    Wq, Wk = sp.MatrixSymbol("W_q", d, d), sp.MatrixSymbol("W_k", d, d)
+    score = (x + pm).T * Wq.T * Wk * (xp + pn)
+    families = {}
+    for term in sp.expand(score).args:
+        left = "position" if term.has(pm) else "content"
+        right = "position" if term.has(pn) else "content"
+        families[f"{left}-{right}"] = term
+    order = ("content-content", "content-position", "position-content", "position-position")
+    families = {key: families[key] for key in order}
+    symbols = {s.name: s for s in (x, xp, pm, pn, Wq, Wk)}
+    return AdditiveExpansion(score=score, families=families, symbols=symbols)
+
+
+@dataclass(frozen=True)
+class PositionPositionSplit:
+    """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid with a general ``W``.
+
+    Attributes
+    ----------
+    term : sympy.Expr
+        ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``.
+    relative : sympy.Expr
+        The part that depends on ``n - m`` only.
+    absolute : sympy.Expr
+        The part that depends on ``m + n``: zero only when ``w11 = w22`` and ``w12 = -w21``
+        (``W`` commutes with rotations).
+    W : sympy.Matrix
+    symbols : dict of str to sympy.Symbol
+    """
+
+    term: sp.Expr
+    relative: sp.Expr
+    absolute: sp.Expr
+    W: sp.Matrix
+    symbols: dict
+
+
+def sinusoid_position_term() -> PositionPositionSplit:
+    """Split the sinusoid's position-position term into relative and absolute parts.
+
+    Product-to-sum formulas give
+    ``p_m^T W p_n = (w11 + w22)/2 cos(dw) + (w21 - w12)/2 sin(dw)
+    + (w22 - w11)/2 cos(sw) + (w12 + w21)/2 sin(sw)`` with ``d = n - m`` and ``s = m + n``.
+    """
+    w = sp.Symbol("omega", positive=True)
+    w11, w12, w21, w22 = sp.symbols("w11 w12 w21 w22", real=True)
+    W = sp.Matrix([[w11, w12], [w21, w22]])
+
+    def p(t):
+        return sp.Matrix([sp.sin(t * w), sp.cos(t * w)])
+
+    term = sp.expand((p(_m).T * W * p(_n))[0, 0])
+    d, s = (_n - _m) * w, (_m + _n) * w
+    relative = (w11 + w22) / 2 * sp.cos(d) + (w21 - w12) / 2 * sp.sin(d)
+    absolute = (w22 - w11) / 2 * sp.cos(s) + (w12 + w21) / 2 * sp.sin(s)
+    syms = {str(x): x for x in (w, w11, w12, w21, w22, _m, _n)}
+    return PositionPositionSplit(term, relative, absolute, W, syms)
+
+
+def rope_bilinear_score() -> tuple[sp.Expr, dict]:
+    """RoPE's score for 2-D contents: ``(R_m W_q x)^T (R_n W_k x')`` with general ``W_q, W_k``.
+
+    Returns
+    -------
+    (score, symbols) : tuple
+        The multiplied-out score and its symbols by name. Replacing ``m, n`` by ``m + c, n + c``
+        leaves it unchanged: there is one family of terms and it sees only ``n - m``.
+    """
+    x = sp.Matrix(sp.symbols("x1 x2", real=True))
+    xp = sp.Matrix(sp.symbols("y1 y2", real=True))
+    Wq = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
+    Wk = sp.Matrix(2, 2, sp.symbols("b11 b12 b21 b22", real=True))
+    score = sp.expand((rotation_2d(_m * _theta) * Wq * x).dot(rotation_2d(_n * _theta) * Wk * xp))
+    syms = {s.name: s for s in score.free_symbols}
+    syms.setdefault("c", _c)
+    return score, syms
+
+
+def shift_change(expr, positions, shift=None):
+    """How much ``expr`` changes when every position symbol moves by the same ``shift``.
+
+    Trigonometric functions are rewritten as complex exponentials before expanding, so
+    ``e^{i theta (m + c)} e^{-i theta (n + c)}`` cancels term by term; this is much faster than
+    calling ``simplify`` on the trigonometric form.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        An expression in the position symbols.
+    positions : sequence of sympy.Symbol
+        The positions that all move (for a score: the query and key positions).
+    shift : sympy.Expr, optional
+        The common shift (default: the real symbol ``c``).
+
+    Returns
+    -------
+    sympy.Expr
+        ``expr(positions + shift) - expr(positions)``, simplified: zero exactly when ``expr``
+        depends on the positions only through their differences.
+
+    Raises
+    ------
+    ValueError
+        If ``expr`` is not a SymPy expression or a position is not a symbol.
+    """
+    if not isinstance(expr, sp.Expr):
+        raise ValueError(f"expr must be a SymPy expression, got {type(expr).__name__}")
+    positions = tuple(positions)
+    if not positions or not all(isinstance(p, sp.Symbol) for p in positions):
+        raise ValueError("positions must be a non-empty sequence of SymPy symbols")
+    shift = _c if shift is None else _expr("shift", shift)
+    moved = expr.subs({p: p + shift for p in positions}, simultaneous=True)
+    diff = sp.expand(sp.powsimp(sp.expand((moved - expr).rewrite(sp.exp))))
+    return sp.simplify(diff) if diff != 0 else diff
+
+
+def character_identity() -> Identity:
+    """``chi(m + n) = chi(m) chi(n)`` for the character ``chi(t) = exp(i t theta)``."""
+
+    def chi(t):
+        return sp.exp(sp.I * t * _theta)
+
+    return Identity("chi(m+n) = chi(m) chi(n)", chi(_m + _n), chi(_m) * chi(_n),
+                    {"m": _m, "n": _n, "theta": _theta})
+
+
+def rotation_as_phase() -> Identity:
+    """Multiplying ``x1 + i x2`` by ``exp(i m theta)`` is the rotation ``R_m`` acting on ``(x1, x2)``.
+
+    The left side is the pair ``(Re, Im)`` of the complex product, the right side ``R_m (x1, x2)``.
+    """
+    x1, x2 = sp.symbols("x1 x2", real=True)
+    z = sp.expand_complex((x1 + sp.I * x2) * sp.exp(sp.I * _m * _theta))
+    lhs = sp.Matrix([sp.re(z), sp.im(z)])
+    rhs = rotation_2d(_m * _theta) * sp.Matrix([x1, x2])
+    return Identity("Re/Im of (x1 + i x2) e^(i m theta) = R_m x", lhs, rhs,
+                    {"x1": x1, "x2": x2, "m": _m, "theta": _theta})
+
+
+# --- Chapter 1: shifting the sinusoidal code is a fixed linear map ---------------------------
+
+import functools  # noqa: E402  (Chapter 1 section)
+from typing import NamedTuple  # noqa: E402  (Chapter 1 section)
+
+import numpy as np
+
+
+class SinusoidalShift(NamedTuple):
+    """The derivation that a shift by ``k`` acts on one sinusoidal pair as a fixed 2x2 matrix."""
+
+    #: Position (real symbol).
+    p: sp.Symbol
+    #: Shift (real symbol).
+    k: sp.Symbol
+    #: Frequency (positive symbol).
+    omega: sp.Symbol
+    #: One pair of the code at position ``p``: ``[sin(omega p), cos(omega p)]``, shape (2, 1).
+    code: sp.Matrix
+    #: The same pair at ``p + k``, expanded with the angle-addition formulas, shape (2, 1).
+    shifted: sp.Matrix
+    #: The coefficients of ``shifted`` on ``code``, read off term by term, shape (2, 2).
+    matrix: sp.Matrix
+    #: ``matrix * code`` minus the pair at ``p + k``, simplified (zeros when the map is right).
+    residual: sp.Matrix
+    #: The angle ``a`` with ``matrix == rotation_2d(a)`` (``-omega k``).
+    rotation_angle: object
+    #: Whether ``p`` appears in ``matrix`` (False: one map serves every position).
+    depends_on_position: bool
+    #: ``matrix.T * matrix``, simplified (the identity for an orthogonal map).
+    gram: sp.Matrix
+    #: ``det(matrix)``, simplified (1 for a rotation).
+    determinant: sp.Expr
+
+
+def sinusoidal_shift() -> SinusoidalShift:
+    """Derive the matrix that carries one sinusoidal pair from position ``p`` to ``p + k``.
+
+    The pair at ``p + k`` is expanded with the angle-addition formulas. Each component is then
+    a combination of ``sin(omega p)`` and ``cos(omega p)`` whose coefficients hold only
+    ``omega k``; reading them off gives the matrix. The derivation then checks symbolically that
+    the matrix reproduces the shift, that it is orthogonal with determinant 1, and which
+    rotation it is.
+
+    Returns
+    -------
+    SinusoidalShift
+    """
+    p, k = sp.symbols("p k", real=True)
+    omega = sp.Symbol("omega", positive=True)
+    s, c = sp.symbols("s c")  # placeholders for sin(omega p) and cos(omega p)
+
+    def pair(t):
+        return sp.Matrix([sp.sin(omega * t), sp.cos(omega * t)])
+
+    code = pair(p)
+    shifted = sp.expand_trig(pair(p + k).applyfunc(sp.expand))
+    linear = shifted.subs({sp.sin(omega * p): s, sp.cos(omega * p): c}).applyfunc(sp.expand)
+    matrix = sp.Matrix([[row.coeff(s), row.coeff(c)] for row in linear])
+    residual = (matrix * code - pair(p + k)).applyfunc(lambda e: sp.simplify(sp.expand_trig(e)))
+    candidate = sp.atan2(matrix[1, 0], matrix[0, 0])
+    for guess in (omega * k, -omega * k):
+        if (matrix - rotation_2d(guess)).applyfunc(sp.simplify).is_zero_matrix:
+            candidate = guess
+            break
+    return SinusoidalShift(
+        p=p, k=k, omega=omega, code=code, shifted=shifted, matrix=matrix, residual=residual,
+        rotation_angle=candidate, depends_on_position=p in matrix.free_symbols,
+        gram=(matrix.T * matrix).applyfunc(sp.simplify), determinant=sp.simplify(matrix.det()),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _sinusoidal_shift_block():
+    """The derived 2x2 shift matrix as a numpy function of (omega, k), derived once."""
+    d = sinusoidal_shift()
+    return sp.lambdify((d.omega, d.k), d.matrix, modules="numpy")
+
+
+def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
+    """The derived shift map of a whole sinusoidal code, evaluated with numpy.
+
+    Block ``i`` (rows and columns ``2i, 2i + 1``) is the matrix of :func:`sinusoidal_shift` at
+    ``omega = base ** (-2 i / dim)``, so that for every position ``p``
+    ``sinusoidal_encoding(p + shift, dim, base) == M @ sinusoidal_encoding(p, dim, base)``
+    (see :func:`ropegeo.toy.attention.sinusoidal_encoding`).
+
+    Parameters
+    ----------
+    shift : float
+        The shift ``k`` (finite; any real number, in positions).
+    d_model : int
+        Width of the code; even, between 2 and 4096.
+    base : float
+        Base of the frequency schedule (greater than 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (dim, dim), float64
+        Block diagonal and orthogonal; it does not depend on the position.
+
+    Raises
+    ------
+    ValueError
+        For a non-finite shift, or a bad ``dim`` or ``base``.
+    """
+    shift = v.real("shift", shift)
+    d_model = v.integer("d_model", d_model, minimum=2, maximum=4096)
+    d_model = v.head_dim(d_model, "d_model")
+    base = v.base(base)
+    block = _sinusoidal_shift_block()
+    omega = base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    blocks = np.asarray(block(omega, shift), dtype=np.float64)  # (2, 2, pairs)
+    out = np.zeros((d_model, d_model))
+    idx = np.arange(0, d_model, 2)
+    for r in range(2):
+        for col in range(2):
+            out[idx + r, idx + col] = blocks[r, col]
+    return out
+
+
+def sinusoidal_self_similarity() -> Identity:
+    """One sinusoidal pair compared with itself ``k`` positions later: ``cos(omega k)``.
+
+    The left side is the dot product of ``[sin(omega p), cos(omega p)]`` with the same pair at
+    ``p + k``, as multiplied out; the right side is ``cos(omega k)``, which holds no ``p`` and
+    is even in ``k``. Summed over the pairs of a code of width ``d`` this gives
+    ``PE(p) . PE(p + k) = sum_i cos(omega_i k) = (d / 2) K(k)``.
+
+    Returns
+    -------
+    Identity
+        With symbols ``p``, ``k`` (real) and ``omega`` (positive).
+
+    Examples
+    --------
+    >>> sinusoidal_self_similarity().holds()
+    True
+    """
+    p, k = sp.symbols("p k", real=True)
+    omega = sp.Symbol("omega", positive=True)
+    lhs = sp.sin(omega * p) * sp.sin(omega * (p + k)) + sp.cos(omega * p) * sp.cos(omega * (p + k))
+    return Identity("PE(p) . PE(p + k) = cos(omega k), one pair", lhs, sp.cos(omega * k),
+                    {"p": p, "k": k, "omega": omega})
+
+
+def amplitude_phase_identity() -> Identity:
+    """The one-pair score in amplitude-phase form: ``|q||k| cos(delta theta + gamma)``.
+
+    With the query pair written in polar form ``q = r_q (cos phi, sin phi)`` and the key pair
+    ``k = r_k (cos psi, sin psi)``, the left side is ``q^T R(delta theta) k`` multiplied out and
+    the right side is ``r_q r_k cos(delta theta + psi - phi)``: the pair's score is a cosine in
+    ``delta`` whose peak sits where ``delta theta = phi - psi`` (modulo a full turn), so the angle
+    ``gamma = psi - phi`` from query to key chooses the pair's preferred offset.
+
+    Returns
+    -------
+    Identity
+        Symbols ``r_q, r_k`` (positive), ``phi, psi, delta`` (real), ``theta`` (positive).
+
+    Examples
+    --------
+    >>> amplitude_phase_identity().holds()
+    True
+    """
+    r_q, r_k = sp.symbols("r_q r_k", positive=True)
+    phi, psi = sp.symbols("phi psi", real=True)
+    q = sp.Matrix([r_q * sp.cos(phi), r_q * sp.sin(phi)])
+    k = sp.Matrix([r_k * sp.cos(psi), r_k * sp.sin(psi)])
+    lhs = sp.expand((q.T * rotation_2d(_delta * _theta) * k)[0, 0])
+    rhs = r_q * r_k * sp.cos(_delta * _theta + psi - phi)
+    return Identity("q^T R(delta theta) k = |q||k| cos(delta theta + psi - phi)", lhs, rhs,
+                    {"r_q": r_q, "r_k": r_k, "phi": phi, "psi": psi, "delta": _delta, "theta": _theta})
+
+
+def requirement_phase():
+    """Solve the phase condition of the RoPE derivation: ``phi(m + 1) - phi(m) = theta``, ``phi(0) = 0``.
+
+    In the derivation from the requirement ``<f(q, m), f(k, n)> = g(q, k, n - m)`` the phase that
+    position ``m`` adds to every vector must grow by the same amount ``theta`` from each position
+    to the next; SymPy's recurrence solver returns the only solution, ``phi(m) = m theta``.
+
+    Returns
+    -------
+    (sympy.Eq, sympy.Expr)
+        The recurrence as an equation and its solution in ``m`` and ``theta``.
+
+    Examples
+    --------
+    >>> requirement_phase()[1]
+    m*theta
+    """
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    phase = sp.Function("phi")
+    recurrence = sp.Eq(phase(m + 1) - phase(m), _theta)
+    solution = sp.rsolve(phase(m + 1) - phase(m) - _theta, phase(m), {phase(0): 0})
+    return recurrence, sp.simplify(solution)

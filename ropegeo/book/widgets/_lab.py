@@ -1,0 +1,76 @@
+"""What every lab shares: one anywidget whose JavaScript computes and draws everything.
+
+A lab's front end is one ES module built from three files of ``ropegeo/book/static``: the geometry core
+(``ropegeo_core.js``), the shared interface (``labs_ui.js``) and the lab's own file. It computes
+from the widget's state, so the same lab answers in Jupyter (Python reads and sets the state) and
+on the static book, where the state is embedded in the page and no kernel runs. Python validates
+the state (a bad value raises ``traitlets.TraitError`` naming the parameter) and gives ropegeo's own
+numbers for it (each lab's ``reference``), which the browser tests compare with the page's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anywidget
+import numpy as np
+import traitlets
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+_SHARED = ("ropegeo_core.js", "labs_ui.js")
+
+
+def random_vectors(head_dim: int, seed: int) -> tuple[list, list]:
+    """A lab's default query and key: two seeded standard-normal vectors of ``head_dim`` entries (6 decimals)."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=head_dim).round(6).tolist(), rng.normal(size=head_dim).round(6).tolist()
+
+
+def esm_source(lab_file: str) -> str:
+    """The ES module of one lab: the core, the shared interface, then the lab's file."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in (*_SHARED, lab_file))
+
+
+class Lab(anywidget.AnyWidget):
+    """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")`` and ``BOUNDS``.
+
+    ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
+    values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
+    traits a subclass validates with it (a ``head_dim`` given as a range must also be even).
+    Labs carrying query and key vectors validate them with :meth:`_finite_vector`.
+    """
+
+    _css = (STATIC / "labs.css").read_text(encoding="utf-8")
+    BOUNDS: dict = {}
+
+    def _bounded(self, proposal):
+        name = proposal["trait"].name
+        value = proposal["value"]
+        spec = self.BOUNDS[name]
+        numeric = len(spec) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in spec)
+        if numeric:
+            lo, hi = spec
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise traitlets.TraitError(f"{name} must be a number from {lo:,} to {hi:,}, got {value!r}")
+            if not lo <= value <= hi:
+                raise traitlets.TraitError(f"{name} must be from {lo:,} to {hi:,}, got {value!r}")
+            if name == "head_dim" and value % 2:
+                raise traitlets.TraitError(f"head_dim must be even (between {lo} and {hi}), got {value}")
+            return value
+        if value not in spec:
+            raise traitlets.TraitError(f"{name} must be one of {', '.join(map(repr, spec))}, got {value!r}")
+        return value
+
+    def _finite_vector(self, proposal, width: int):
+        value = proposal["value"]
+        if len(value) != width or not all(np.isfinite(value)):
+            raise traitlets.TraitError(f"{proposal['trait'].name} must hold {width} finite numbers")
+        return value
+
+    def state(self) -> dict:
+        """The lab's controls as a plain dict (the arguments of its ``reference``)."""
+        return {name: getattr(self, name) for name in self.BOUNDS}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={val!r}" for k, val in self.state().items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,210 @@
+"""The audit lab: pick a shipped model configuration (and, for a model whose layers differ, the kind
+of layer) or a custom bank, a target length and the phase dtype; read the geometry audit and Gate B.
+
+:class:`AuditLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_audit.js`` on the shared
+geometry core) computes and draws, in Jupyter and on the static book alike. The shipped
+configurations' records (:func:`records`, from :mod:`ropegeo.models.manifest`, one per kind of layer)
+travel in the widget state, so the page needs no kernel and no network. It shows
+
+* the **geometry audit** of :func:`ropegeo.gates.audit.geometry_audit`, row by row as its table labels
+  them: the served ruler ("scaled" at the target, "unscaled" for the pre-training schedule),
+  attention factor and extra logit scale, rescaled and slow pairs, ``K(1)``, the relative-law error
+  against its rounding tolerance, and the most identity-like offsets in the search range (from the
+  training length to the target, from 64 when nothing is extended, stopped by a sliding window or
+  the lab's search limit) with the note saying which and why;
+* **Gate B** of :func:`ropegeo.gates.audit.gate_b`: the separation margins of the default offset sets
+  (:func:`ropegeo.gates.audit.default_offsets`, the distant set stopped by the window) at the far end of
+  the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
+  one rule (:class:`ropegeo.gates.b.rule.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
+  pairs that attains each margin, and the gate's verdict.
+
+:func:`reference` gives ropegeo's numbers for a lab state; the tests compare them with the page's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
+from ropegeo.gates.b.rule import gate_b as run_gate_b
+from ropegeo.models.manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
+from ropegeo.scaling import preset
+
+__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULES", "MAX_TARGET", "SEARCH_LIMIT"]
+
+#: Extension rules of the custom bank (LongRoPE needs searched per-pair factors: pick a Phi-3 model).
+RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+#: Largest target length the lab accepts.
+MAX_TARGET = 1 << 20
+#: Largest offset of the near-collision search (the lab's ``search_limit`` of
+#: :func:`ropegeo.gates.audit.geometry_audit`).
+SEARCH_LIMIT = 100_000
+#: How many identity-like offsets the lab lists.
+TOP = 3
+
+
+def _fields(m: RopeManifest) -> dict:
+    return {"label": m.name, "base": m.base, "head_dim": m.head_dim, "rotary_dim": m.rotary_dim,
+            "pairing": m.pairing, "phase_dtype": m.phase_dtype, "train_length": m.train_length,
+            "target_length": m.target_length, "scaling": None if m.scaling is None else m.scaling.to_dict(),
+            "sliding_window": m.sliding_window, "layer_type": m.layer_type, "logit_scale": m.logit_scale,
+            "notes": list(m.notes)}
+
+
+def _kinds(name: str) -> list[str]:
+    """The kinds of layer of a shipped model whose layers differ (empty when they all share one)."""
+    out = []
+    for kind in LAYER_KINDS:
+        try:
+            load_model(name, layer_type=kind)
+        except ValueError:
+            continue
+        out.append(kind)
+    return out if len(out) > 1 else []
+
+
+def records() -> dict:
+    """The shipped configurations as the lab's front end reads them.
+
+    Returns
+    -------
+    dict
+        Model name -> the manifest fields of its default reading (``label``, ``base``,
+        ``head_dim``, ``rotary_dim``, ``pairing``, ``phase_dtype``, ``train_length``,
+        ``target_length``, ``scaling`` as a dict, ``sliding_window``, ``layer_type``,
+        ``logit_scale``, ``notes``), plus ``name`` and ``layer_types``: kind -> the same fields
+        read for that kind of layer (empty for a model whose layers all share one operator).
+    """
+    out = {}
+    for name in shipped_models():
+        out[name] = {"name": name, **_fields(load_model(name)),
+                     "layer_types": {k: _fields(load_model(name, layer_type=k)) for k in _kinds(name)}}
+    return out
+
+
+def law_normals() -> list:
+    """The first 512 standard normals of ``numpy.random.default_rng(7)``: the query (first
+    ``head_dim``) and key (next ``head_dim``) of :func:`ropegeo.rotation.relative_law_error`."""
+    return np.random.default_rng(7).normal(size=2 * 256).tolist()
+
+
+def _manifest(state: dict) -> RopeManifest:
+    dtype = state["dtype"]
+    if state["model"] != "custom":
+        kind = state.get("layer_type", "default")
+        kind = kind if kind in _kinds(state["model"]) else None
+        m = load_model(state["model"], layer_type=kind)
+        return m if dtype == "config" else m.with_(phase_dtype=dtype)
+    train, target = state["train_length"], state["target_length"]
+    rule = state["rule"]
+    sc = None if rule == "none" or target <= train else preset(rule, train_length=train, target_length=target)
+    return RopeManifest(base=state["base"], head_dim=state["head_dim"], scaling=sc, max_position_embeddings=train,
+                        phase_dtype="float32" if dtype == "config" else dtype, name="custom")
+
+
+def reference(state: dict) -> dict:
+    """ropegeo's numbers for a lab state.
+
+    Returns
+    -------
+    dict
+        ``manifest``: the manifest audited (as a dict; for a shipped model, the kind of layer the
+        state names, or the record's default when the model has no such kind); ``audit``:
+        :func:`ropegeo.gates.audit.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
+        dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
+        rows (label, text); ``gate_b``: :func:`ropegeo.gates.audit.gate_b` in the phase dtype (default
+        offset sets, origin at the far end of the target context) as a dict, ``None`` when the
+        positions overflow the dtype.
+    """
+    m = _manifest(state)
+    target = state["target_length"]
+    exact = geometry_audit(m.with_(phase_dtype="float64"), target_length=target, search_limit=SEARCH_LIMIT, top=TOP)
+    try:
+        gate = run_gate_b(m, train_length=m.train_length, target_length=target).to_dict()
+    except ValueError:
+        gate = None
+    return {"manifest": m.to_dict(), "audit": exact.to_dict(), "rows": exact.rows(), "gate_b": gate}
+
+
+class AuditLab(Lab):
+    """The audit lab (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    model : str
+        A shipped configuration (:func:`ropegeo.models.manifest.shipped_models`) or ``"custom"``.
+    layer_type : str
+        ``"default"`` (the kind of layer the shipped record reads by default), ``"full_attention"``
+        or ``"sliding_attention"``: for a model whose layers differ (Gemma 3, gpt-oss), the kind
+        audited. The front end sets it back to ``"default"`` for a model with one kind of layer.
+    target_length : int
+        Context to serve, 3 to 2**20 tokens.
+    dtype : str
+        ``"config"`` (the configuration's phase dtype) or one of float64, float32, float16, bfloat16.
+    head_dim, base, train_length, rule
+        The custom bank (used when ``model == "custom"``): even head dim 4 to 256, base 10 to
+        10**7, training length 16 to 131,072, rule stretching it to the target.
+    records : dict
+        The shipped configurations (:func:`records`), embedded for the front end.
+    law_normals : list of float
+        :func:`law_normals`: the vectors of the relative-law check, embedded for the front end.
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    """
+
+    _esm = esm_source("lab_audit.js")
+    BOUNDS = {"model": (*shipped_models(), "custom"), "layer_type": ("default", *LAYER_KINDS),
+              "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256),
+              "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": RULES}
+
+    model = traitlets.Unicode("llama-3.1-8b").tag(sync=True)
+    layer_type = traitlets.Unicode("default").tag(sync=True)
+    target_length = traitlets.Int(131_072).tag(sync=True)
+    dtype = traitlets.Unicode("config").tag(sync=True)
+    head_dim = traitlets.Int(128).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    train_length = traitlets.Int(4096).tag(sync=True)
+    rule = traitlets.Unicode("none").tag(sync=True)
+    records = traitlets.Dict().tag(sync=True)
+    law_normals = traitlets.List(traitlets.Float()).tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(records=records(), law_normals=law_normals(), **kwargs)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)  # head_dim: also even
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state())
+
+
+def audit_lab(model: str = "custom", **controls) -> AuditLab:
+    """Build the audit lab (display the returned object in a notebook).
+
+    Parameters
+    ----------
+    model : str
+        A shipped configuration or ``"custom"`` (default) for the bank set by ``head_dim``,
+        ``base``, ``train_length`` and ``rule``.
+    **controls
+        ``layer_type``, ``target_length``, ``dtype``, ``head_dim``, ``base``, ``train_length``, ``rule``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown control name; ``traitlets.TraitError`` for a value out of bounds.
+    """
+    unknown = sorted(set(controls) - set(AuditLab.BOUNDS))
+    if unknown:
+        raise ValueError(f"unknown control(s) {', '.join(unknown)}; the controls are {', '.join(AuditLab.BOUNDS)}")
+    if model != "custom" and "target_length" not in controls:
+        controls["target_length"] = load_model(model).target_length
+    return AuditLab(model=model, **controls)

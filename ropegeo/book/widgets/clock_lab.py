@@ -1,0 +1,85 @@
+"""The rotation clock (chapter 2): move the query position ``m`` and the key position ``n``.
+
+Each rotary pair is a clock whose hand turns by ``position * theta_i``. Shifting both positions
+turns every hand but leaves the score ``<R_m q, R_n k>`` unchanged, since it depends on ``n - m``
+only; moving one position changes it. The pairing toggle groups the coordinates as
+``(2i, 2i + 1)`` or ``(i, i + d/2)``.
+
+:class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_clock.js`` on the shared
+geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
+ropegeo's computation of its numbers (:func:`ropegeo.rotation.apply_rope`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import apply_rope
+
+__all__ = ["ClockLab", "reference", "MAX_CLOCK_POSITION"]
+
+#: Largest position either slider reaches.
+MAX_CLOCK_POSITION = 512
+_WIDTH = 16  # the query and key vectors carried in the state (the lab uses the first head_dim)
+
+
+class ClockLab(Lab):
+    """The rotation clock (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    m, n : int
+        Query and key positions, 0 to 512 tokens.
+    head_dim : int
+        Even, 2 to 16 (one clock per pair).
+    base : float
+        Frequency base, 2 to 100,000 (small bases turn the slow hands visibly).
+    pairing : {"interleaved", "half"}
+    q, k : list of float
+        The query and key vectors (16 entries; the lab uses the first ``head_dim``).
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    """
+
+    _esm = esm_source("lab_clock.js")
+    BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
+              "pairing": ("interleaved", "half")}
+
+    m = traitlets.Int(3).tag(sync=True)
+    n = traitlets.Int(7).tag(sync=True)
+    head_dim = traitlets.Int(4).tag(sync=True)
+    base = traitlets.Float(100.0).tag(sync=True)
+    pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
+    k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)  # head_dim: also even
+
+    @traitlets.validate("q", "k")
+    def _check_vector(self, proposal):
+        return self._finite_vector(proposal, _WIDTH)
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state(), self.q, self.k)
+
+
+def reference(state: dict, q, k) -> dict:
+    """ropegeo's numbers for a clock state: ``score`` ``<R_m q, R_n k>``, ``relative``
+    ``<q, R_(n-m) k>`` and the rotated pair coordinates ``q_rotated``, ``k_rotated``."""
+    d = state["head_dim"]
+    theta = frequencies(d, state["base"])
+    qv, kv = np.asarray(q[:d], dtype=float)[None], np.asarray(k[:d], dtype=float)[None]
+    kw = dict(theta=theta, pairing=state["pairing"])
+    rq = apply_rope(qv, [state["m"]], **kw)[0]
+    rk = apply_rope(kv, [state["n"]], **kw)[0]
+    rel = apply_rope(kv, [state["n"] - state["m"]], **kw)[0]
+    return {"score": float(rq @ rk), "relative": float(qv[0] @ rel), "q_rotated": rq, "k_rotated": rk}

@@ -1,0 +1,238 @@
+"""The frequency lab: drag head dim, base, lengths, interpolation and phase dtype; watch K(Δ),
+the wavelength ladder and the Gate B readout change.
+
+:class:`FrequencyLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_frequency.js`` on the
+shared core) computes and draws, in Jupyter and on the static book alike. :func:`lab_state` is
+ropegeo's computation of the same numbers, which the tests compare with the page's.
+Every control is bounded (:data:`CONTROLS`), so no slider position can ask for unbounded work:
+the kernel is drawn at no more than :data:`KERNEL_POINTS` offsets and the near-collision search
+covers at most ``131,072`` offsets.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.geometry import kernel, near_collisions
+from ropegeo.margins import difference_distance, separation_margin
+from ropegeo.precision import PHASE_DTYPES, consecutive_integer_limit, generated_phases
+
+__all__ = ["CONTROLS", "KERNEL_POINTS", "lab_state", "readout", "FrequencyLab", "frequency_lab"]
+
+#: Bounds and defaults of every control: (minimum, maximum, default) or (choices, default).
+CONTROLS = {
+    "head_dim": (4, 256, 128),
+    "base": (10.0, 1.0e7, 10_000.0),
+    "train_length": (16, 131_072, 4096),
+    "target_length": (16, 131_072, 32_768),
+    "interpolate": ((False, True), False),
+    "dtype": (PHASE_DTYPES, "float32"),
+}
+#: Most offsets at which K is drawn.
+KERNEL_POINTS = 1500
+#: The parser-like offsets whose margin the readout reports, at the far end of the target context.
+PARSER_OFFSETS = (1, 2, 3)
+
+
+def _largest(dtype: str) -> float:
+    dt = v.float_dtype(dtype)
+    return float((ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)).max)
+
+
+def _controls(head_dim, base, train_length, target_length, interpolate, dtype) -> dict:
+    lo, hi, _ = CONTROLS["head_dim"]
+    head_dim = v.integer("head_dim", head_dim, minimum=lo, maximum=hi)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (between {lo} and {hi}), got {head_dim}")
+    lo, hi, _ = CONTROLS["base"]
+    base = v.real("base", base, minimum=lo, maximum=hi)
+    lo, hi, _ = CONTROLS["train_length"]
+    train_length = v.integer("train_length", train_length, minimum=lo, maximum=hi)
+    lo, hi, _ = CONTROLS["target_length"]
+    target_length = v.integer("target_length", target_length, minimum=lo, maximum=hi)
+    if not isinstance(interpolate, (bool, np.bool_)):
+        raise ValueError(f"interpolate must be True or False, got {interpolate!r}")
+    if dtype not in PHASE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(PHASE_DTYPES)}, got {dtype!r}")
+    return dict(head_dim=head_dim, base=base, train_length=train_length, target_length=target_length,
+                interpolate=bool(interpolate), dtype=dtype)
+
+
+def lab_state(
+    head_dim: int = 128,
+    base: float = 1e4,
+    train_length: int = 4096,
+    target_length: int = 2**15,
+    interpolate: bool = False,
+    dtype: str = "float32",
+) -> dict:
+    """Everything the lab shows, for one setting of its controls.
+
+    Parameters
+    ----------
+    head_dim : int
+        Even, 4 to 256.
+    base : float
+        10 to 10**7.
+    train_length, target_length : int
+        16 to 131,072 each.
+    interpolate : bool
+        Linear position interpolation by ``min(1, train_length / target_length)``.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        Phase precision of the deployment.
+
+    Returns
+    -------
+    dict
+        ``controls`` (the validated controls), ``theta``, ``wavelengths``, ``turns`` (arrays of
+        shape (head_dim/2,)), ``slow_pairs`` (int), ``scale`` (float), ``kernel_offsets`` and
+        ``kernel_values`` (shape (<= KERNEL_POINTS,); exact K), ``kernel_dtype`` (K from the cosines
+        generated in ``dtype``, NaN where positions overflow it), ``near`` (list of (offset, K) for the three
+        most identity-like offsets in ``[train_length, target_length]``, empty when the target is
+        not longer), ``adjacent_distance`` (exact ``D(1)`` under the scale), ``parser_margin`` and
+        ``parser_pair`` (Gate B margin of offsets 1, 2, 3 just before the target length, in
+        ``dtype``; None when those positions overflow it), ``largest_finite`` (largest number of
+        ``dtype``), ``integer_limit`` (consecutive-integer limit of ``dtype``) and
+        ``largest_position`` (``target_length``: positions are stored in the dtype before scaling).
+
+    Raises
+    ------
+    ValueError
+        For any control outside its bounds (see :data:`CONTROLS`).
+    """
+    c = _controls(head_dim, base, train_length, target_length, interpolate, dtype)
+    theta = frequencies(c["head_dim"], c["base"])
+    scale = min(1.0, c["train_length"] / c["target_length"]) if c["interpolate"] else 1.0
+    top = c["target_length"]
+    n = top + 1
+    d = np.arange(n, dtype=np.float64) if n <= KERNEL_POINTS else np.linspace(0, top, KERNEL_POINTS).round()
+    near = []
+    if c["target_length"] > c["train_length"]:
+        near = [(h.offset, h.similarity) for h in near_collisions(theta, c["train_length"], c["target_length"],
+                                                                  top=3, scale=scale, progress=False)]
+    largest = _largest(c["dtype"])
+    # K as the deployment computes it: the cosine row generated in the dtype at each offset,
+    # compared with the row at offset 0 (all ones); NaN where the dtype overflows
+    k_dtype = np.full(d.size, np.nan)
+    ok = d <= largest  # positions are cast to the dtype before scaling (scale <= 1 here)
+    if np.any(ok):
+        cos, _ = generated_phases(d[ok], theta, c["dtype"], scale=scale)
+        k_dtype[ok] = cos.mean(axis=1)
+    origin = max(0, c["target_length"] - 4)
+    if origin + max(PARSER_OFFSETS) <= largest:
+        pm = separation_margin(PARSER_OFFSETS, theta, dtype=c["dtype"], scale=scale, origin=origin)
+        parser_margin, parser_pair = pm.margin, pm.pair
+    else:
+        parser_margin, parser_pair = None, None
+    return {
+        "controls": c,
+        "theta": theta,
+        "wavelengths": wavelengths(theta),
+        "turns": turns(theta, c["train_length"]),
+        "slow_pairs": slow_pairs(theta, c["train_length"]),
+        "scale": scale,
+        "kernel_offsets": d,
+        "kernel_values": kernel(d, theta, scale=scale),
+        "kernel_dtype": k_dtype,
+        "near": near,
+        "adjacent_distance": float(difference_distance(1.0, theta, scale=scale)),
+        "parser_margin": parser_margin,
+        "parser_pair": parser_pair,
+        "largest_finite": largest,
+        "integer_limit": consecutive_integer_limit(c["dtype"]),
+        "largest_position": c["target_length"],  # positions are stored before they are scaled
+    }
+
+
+def readout(state: dict) -> str:
+    """The lab's text readout (plain text, one fact per line) for a :func:`lab_state` result."""
+    c = state["controls"]
+    lines = [
+        f"pairs: {state['theta'].size}; wavelengths {state['wavelengths'][0]:,.2f} to {state['wavelengths'][-1]:,.0f} tokens",
+        f"slow pairs (under one turn in {c['train_length']:,} training tokens): {state['slow_pairs']}",
+        f"angular step ratio: {state['scale']:.4g}; adjacent distance D(1) = {state['adjacent_distance']:.4f}",
+    ]
+    if state["near"]:
+        off, k = state["near"][0]
+        lines.append(f"most identity-like offset in [{c['train_length']:,}, {c['target_length']:,}]: {off:,} (K = {k:.4f})")
+    if state["parser_margin"] is None:
+        lines.append(
+            f"Gate B, offsets 1-3 near position {c['target_length']:,}: OVERFLOW, {c['dtype']} stops at "
+            f"{state['largest_finite']:,.0f}"
+        )
+    else:
+        a, b = state["parser_pair"]
+        verdict = "COLLAPSED" if state["parser_margin"] == 0 else "separated"
+        lines.append(
+            f"Gate B, offsets 1-3 near position {c['target_length']:,} in {c['dtype']}: margin "
+            f"{state['parser_margin']:.4f} ({verdict}; closest {a:g} vs {b:g})"
+        )
+    lim = state["integer_limit"]
+    note = "beyond" if state["largest_position"] > lim else "within"
+    lines.append(f"{c['dtype']} holds every integer up to {lim:,}: the largest position is {note} it")
+    return "\n".join(lines)
+
+
+class FrequencyLab(Lab):
+    """The frequency lab as a widget whose JavaScript computes and draws (Jupyter and static pages).
+
+    Traits (synced with the front end, bounds in :data:`CONTROLS`): ``head_dim``, ``base``,
+    ``train_length``, ``target_length``, ``interpolate``, ``dtype``. The front end shows K(Δ)
+    exact and from the dtype's phases, the wavelength ladder and the readout of :func:`readout`;
+    :func:`lab_state` gives ropegeo's numbers for the same state.
+
+    Notes
+    -----
+    Setting a control to a value outside :data:`CONTROLS` (the message names the control). raises ``traitlets.TraitError``.
+    """
+
+    _esm = esm_source("lab_frequency.js")
+    BOUNDS = {"head_dim": (4, 256), "base": (10.0, 1.0e7), "train_length": (16, 131_072),
+              "target_length": (16, 131_072), "interpolate": (False, True), "dtype": PHASE_DTYPES}
+
+    head_dim = traitlets.Int(CONTROLS["head_dim"][2]).tag(sync=True)
+    base = traitlets.Float(CONTROLS["base"][2]).tag(sync=True)
+    train_length = traitlets.Int(CONTROLS["train_length"][2]).tag(sync=True)
+    target_length = traitlets.Int(CONTROLS["target_length"][2]).tag(sync=True)
+    interpolate = traitlets.Bool(False).tag(sync=True)
+    dtype = traitlets.Unicode(CONTROLS["dtype"][1]).tag(sync=True)
+
+    @traitlets.validate("head_dim", "base", "train_length", "target_length", "dtype")
+    def _check(self, proposal):
+        return self._bounded(proposal)  # head_dim: also even
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`lab_state` for the current controls (ropegeo's numbers)."""
+        return lab_state(**self.state())
+
+
+def frequency_lab(**controls) -> FrequencyLab:
+    """Build the frequency lab (display the returned object in a notebook).
+
+    Parameters
+    ----------
+    **controls
+        Initial values: ``head_dim``, ``base``, ``train_length``, ``target_length``,
+        ``interpolate``, ``dtype`` (bounds in :data:`CONTROLS`).
+
+    Returns
+    -------
+    FrequencyLab
+
+    Raises
+    ------
+    ValueError
+        For an unknown control name or a value outside its bounds.
+    """
+    unknown = sorted(set(controls) - set(CONTROLS))
+    if unknown:
+        raise ValueError(f"unknown control(s) {', '.join(unknown)}; the controls are {', '.join(CONTROLS)}")
+    init = {name: spec[-1] for name, spec in CONTROLS.items()}
+    init.update(controls)
+    return FrequencyLab(**_controls(**init))

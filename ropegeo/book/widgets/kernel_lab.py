@@ -1,0 +1,177 @@
+"""The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
+
+The widget is an ``anywidget`` whose JavaScript (``ropegeo/book/static/lab_kernel.js`` on the shared
+geometry core ``ropegeo_core.js``) computes
+``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
+it and lists the most identity-like offsets in a bounded range. Python only holds the validated
+state, so the same widget answers live in Jupyter and, from its embedded state, in the static book
+where no kernel runs. :func:`reference` gives ``ropegeo``'s own numbers for the same state (the
+book's browser test checks the two agree to 1e-9).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.frequencies import frequencies
+from ropegeo.geometry import kernel, near_collisions
+
+__all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_LAB_HEAD_DIM", "MAX_LAB_OFFSET"]
+
+#: Offsets searched per update; the JavaScript clips a longer range to this many.
+MAX_SPAN = 200_000
+#: Largest head dimension the lab accepts.
+MAX_LAB_HEAD_DIM = 256
+#: Largest offset, training or target length the lab accepts.
+MAX_LAB_OFFSET = 100_000_000
+_MAX_TOP = 20
+
+
+class KernelLab(Lab):
+    """The equal-weight kernel ``K(delta)`` of a rotary frequency bank, as a live/static widget.
+
+    Parameters
+    ----------
+    head_dim : int
+        Rotary dimension ``d`` (even, 2 to 256). Default 8.
+    base : float
+        Frequency base ``B`` (greater than 1). Default 10,000.
+    offset_start, offset_stop : int
+        The inclusive offset range drawn and searched (``0 <= start <= stop``, at most
+        ``MAX_SPAN`` offsets). Default 1 to 20,000.
+    interpolate : bool
+        Position interpolation: offsets are multiplied by ``s = train_length / target_length``.
+    train_length, target_length : int
+        Lengths defining ``s`` (positive). Default 4,096 and 16,384.
+    top : int
+        How many most identity-like offsets to list (1 to 20). Default 5.
+
+    Notes
+    -----
+    Setting a control to a value outside the ranges above (the message names the parameter). raises ``traitlets.TraitError``.
+
+    Examples
+    --------
+    >>> KernelLab(head_dim=8, offset_start=1000, offset_stop=20000)  # doctest: +SKIP
+    """
+
+    _esm = esm_source("lab_kernel.js")
+
+    head_dim = traitlets.Int(8).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    offset_start = traitlets.Int(1).tag(sync=True)
+    offset_stop = traitlets.Int(20_000).tag(sync=True)
+    interpolate = traitlets.Bool(False).tag(sync=True)
+    train_length = traitlets.Int(4096).tag(sync=True)
+    target_length = traitlets.Int(16_384).tag(sync=True)
+    top = traitlets.Int(5).tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._check_range(self.offset_start, self.offset_stop)
+
+    @staticmethod
+    def _bad(proposal, fn):
+        try:
+            return fn(proposal["value"])
+        except ValueError as exc:
+            raise traitlets.TraitError(str(exc)) from None
+
+    @traitlets.validate("head_dim")
+    def _v_head_dim(self, proposal):
+        return self._bad(proposal, lambda x: v.integer("head_dim", v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
+
+    @traitlets.validate("base")
+    def _v_base(self, proposal):
+        return self._bad(proposal, v.base)
+
+    @traitlets.validate("offset_start", "offset_stop")
+    def _v_offset(self, proposal):
+        name = proposal["trait"].name
+        value = self._bad(proposal, lambda x: v.integer(name, x, minimum=0, maximum=MAX_LAB_OFFSET))
+        # cross-validated: under hold_trait_notifications (construction, a front-end update of
+        # both ends) this runs once both new values are in place
+        start = value if name == "offset_start" else self.offset_start
+        stop = value if name == "offset_stop" else self.offset_stop
+        self._check_range(start, stop)
+        return value
+
+    @traitlets.validate("train_length", "target_length")
+    def _v_length(self, proposal):
+        name = proposal["trait"].name
+        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=MAX_LAB_OFFSET))
+
+    @traitlets.validate("top")
+    def _v_top(self, proposal):
+        return self._bad(proposal, lambda x: v.integer("top", x, minimum=1, maximum=_MAX_TOP))
+
+    @staticmethod
+    def _check_range(start: int, stop: int):
+        if stop < start:
+            raise traitlets.TraitError(
+                f"the offset range is empty: offset_stop={stop} is smaller than offset_start={start}"
+            )
+        span = stop - start + 1
+        if span > MAX_SPAN:
+            raise traitlets.TraitError(
+                f"the offset range holds {span:,} offsets; the lab searches at most {MAX_SPAN:,} per update"
+            )
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.state().items())
+        return f"KernelLab({args})"
+
+    @property
+    def scale(self) -> float:
+        """The offset multiplier ``s``: ``train_length / target_length`` when interpolating, else 1."""
+        return self.train_length / self.target_length if self.interpolate else 1.0
+
+    def state(self) -> dict:
+        """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
+        return {
+            "head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
+            "offset_stop": self.offset_stop, "interpolate": self.interpolate,
+            "train_length": self.train_length, "target_length": self.target_length, "top": self.top,
+        }
+
+
+def reference(
+    head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
+    train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None,
+) -> dict:
+    """``ropegeo``'s numbers for a lab state: what the widget's JavaScript must reproduce.
+
+    Parameters
+    ----------
+    head_dim, base, offset_start, offset_stop, interpolate, train_length, target_length, top
+        As in :class:`KernelLab`.
+    offsets : array_like, optional
+        Offsets at which to evaluate ``K`` as well.
+
+    Returns
+    -------
+    dict
+        ``scale``; ``top``: list of ``(offset, K)`` from
+        :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at ``offsets`` from
+        :func:`ropegeo.geometry.kernel` (empty if ``offsets`` is None).
+    """
+    # the lab's own limits, so that the reference can never run longer than one lab update
+    head_dim = v.head_dim(head_dim, maximum=MAX_LAB_HEAD_DIM)
+    theta = frequencies(head_dim, base)
+    start = v.integer("offset_start", offset_start, minimum=0, maximum=MAX_LAB_OFFSET)
+    stop = v.integer("offset_stop", offset_stop, minimum=0, maximum=MAX_LAB_OFFSET)
+    try:
+        KernelLab._check_range(start, stop)
+    except traitlets.TraitError as exc:
+        raise ValueError(str(exc)) from None
+    interpolate = v.boolean("interpolate", interpolate)
+    train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_LAB_OFFSET)
+    target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_LAB_OFFSET)
+    top = v.integer("top", top, minimum=1, maximum=_MAX_TOP)
+    scale = train_length / target_length if interpolate else 1.0
+    found = near_collisions(theta, start, stop, top=top, scale=scale, progress=False)
+    k = kernel(np.asarray([] if offsets is None else offsets, dtype=np.float64), theta, scale=scale)
+    return {"scale": scale, "top": [(c.offset, c.similarity) for c in found], "k": k.tolist()}

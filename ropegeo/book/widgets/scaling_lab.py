@@ -1,0 +1,150 @@
+"""The scaling lab: choose an extension rule and its parameters, watch the ruler and the trade-off.
+
+Controls (all bounded): the rule, the extension factor ``s`` (1 to 64), the head width, the base,
+the training length, YaRN's ``beta_fast`` / ``beta_slow`` and Llama-3's ``low_freq_factor`` /
+``high_freq_factor``. Each update redraws three panels (the stretched ruler over the unscaled one,
+the per-pair phase novelty at ``s`` times the training length, and the novelty/resolution
+trade-off of every rule at this factor) and the numbers: pairs stretched, pairs with novel phase,
+``K(1)`` and ``D(1)``, the fastest pair's step, the Gate B margins of offsets ``1 .. 16`` and of
+``64, 128, ..`` up to the training length, and the attention factor.
+
+LongRoPE is not offered: its per-pair factors come from a search over a trained model, not from
+a formula (chapter 4 uses the real lists of three Phi-3 models instead).
+
+:class:`ScalingLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_scaling.js`` on the shared
+core) computes and draws, in Jupyter and on the static book alike; :func:`lab_report` is ropegeo's
+computation of the same numbers, which the tests compare with the page's.
+"""
+
+from __future__ import annotations
+
+import traitlets
+
+from ropegeo import _validate as v
+from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.scaling import preset
+from ropegeo.scaling.report import ExtensionReport, extension_report
+
+__all__ = ["ScalingLab", "lab_report", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
+
+LAB_RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+#: Largest extension factor of the lab's slider (the package itself accepts up to
+#: :data:`ropegeo.scaling.MAX_FACTOR`).
+MAX_LAB_FACTOR = 64.0
+HEAD_DIMS = (32, 64, 96, 128, 256)
+TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 32768)
+SMALL_OFFSETS = 16
+
+
+def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4096, head_dim: int = 128,
+             base: float = 1e4, beta_fast: float = 32.0, beta_slow: float = 1.0,
+             low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> ExtensionReport:
+    """The lab's numbers for one setting: the rule stretched to ``factor * train_length``.
+
+    Parameters
+    ----------
+    rule : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}
+    factor : float
+        1 to 64.
+    train_length : int
+        One of 1024, 2048, 4096, 8192, 32768.
+    head_dim : int
+        One of 32, 64, 96, 128, 256.
+    base : float
+        1,000 to 10,000,000.
+    beta_fast, beta_slow : float
+        YaRN's ramp ends (0.25 to 128, ``beta_fast > beta_slow``); ignored by other rules.
+    low_freq_factor, high_freq_factor : float
+        Llama-3's band edges (0.25 to 64, ``high > low``); ignored by other rules.
+
+    Returns
+    -------
+    ropegeo.scaling.report.ExtensionReport
+        With the Gate B margin of offsets 1 .. 16.
+
+    Raises
+    ------
+    ValueError
+        For any value outside the ranges above, naming the parameter.
+    """
+    if rule not in LAB_RULES:
+        raise ValueError(f"rule must be one of {', '.join(map(repr, LAB_RULES))}, got {rule!r}")
+    factor = v.real("factor", factor, minimum=1.0, maximum=MAX_LAB_FACTOR)
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {', '.join(map(str, HEAD_DIMS))}, got {head_dim!r}")
+    base = v.real("base", base, minimum=1_000.0, maximum=1e7)
+    if train_length not in TRAIN_LENGTHS:
+        raise ValueError(f"train_length must be one of {', '.join(map(str, TRAIN_LENGTHS))}, got {train_length!r}")
+    target = int(round(factor * train_length))
+    params = {}
+    if rule == "yarn":
+        bf = v.real("beta_fast", beta_fast, minimum=0.25, maximum=128.0)
+        bs = v.real("beta_slow", beta_slow, minimum=0.25, maximum=128.0)
+        if not bf > bs:
+            raise ValueError(f"beta_fast must be greater than beta_slow, got {bf:g} <= {bs:g}")
+        params = dict(beta_fast=bf, beta_slow=bs)
+    if rule == "llama3":
+        lo = v.real("low_freq_factor", low_freq_factor, minimum=0.25, maximum=64.0)
+        hi = v.real("high_freq_factor", high_freq_factor, minimum=0.25, maximum=64.0)
+        if not hi > lo:
+            raise ValueError(f"high_freq_factor must be greater than low_freq_factor, got {hi:g} <= {lo:g}")
+        params = dict(low_freq_factor=lo, high_freq_factor=hi)
+    if rule == "none" or factor == 1.0 and rule != "dynamic":
+        sc = None if rule == "none" else preset(rule, train_length=train_length, target_length=max(target, train_length), **params)
+    else:
+        sc = preset(rule, train_length=train_length, target_length=target, **params)
+    return extension_report(sc, base=base, rotary_dim=head_dim, train_length=train_length, target_length=target,
+                            small_offsets=SMALL_OFFSETS)
+
+
+def summary(report: ExtensionReport) -> str:
+    """One line of the lab's numbers."""
+    return (
+        f"{report.rule}: {report.scaled_pairs} of {report.theta.size} pairs stretched | "
+        f"{report.novel_pairs} pairs see new phase ({report.total_novelty:.3f} turns) | "
+        f"K(1) = {report.adjacent_similarity:.6f} | fastest step {report.fastest_step:.4f} rad | "
+        f"margin 1..{SMALL_OFFSETS} = {report.margin:.4f} | margin 64, 128, .. = {report.coarse_margin:.4f} | "
+        f"attention factor {report.attention_factor:.4f}"
+    )
+
+
+class ScalingLab(Lab):
+    """Interactive lab (an anywidget computing in JavaScript): the ruler and trade-off of one rule.
+
+    Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
+    ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
+    with the bounds of :func:`lab_report` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
+    front end keeps every state valid: ``beta_slow`` is held at most ``beta_fast - 0.25`` and
+    ``low_freq_factor`` at most ``high_freq_factor - 0.25`` (the value handed back to Python), so
+    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`lab_report`
+    for the current state.
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    """
+
+    _esm = esm_source("lab_scaling.js")
+    BOUNDS = {"rule": LAB_RULES, "factor": (1.0, MAX_LAB_FACTOR), "head_dim": HEAD_DIMS, "base": (1_000.0, 1e7),
+              "train_length": TRAIN_LENGTHS, "beta_fast": (0.5, 128.0), "beta_slow": (0.25, 128.0),
+              "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.5, 64.0)}
+
+    rule = traitlets.Unicode("yarn").tag(sync=True)
+    factor = traitlets.Float(8.0).tag(sync=True)
+    head_dim = traitlets.Int(128).tag(sync=True)
+    base = traitlets.Float(1e4).tag(sync=True)
+    train_length = traitlets.Int(4096).tag(sync=True)
+    beta_fast = traitlets.Float(32.0).tag(sync=True)
+    beta_slow = traitlets.Float(1.0).tag(sync=True)
+    low_freq_factor = traitlets.Float(1.0).tag(sync=True)
+    high_freq_factor = traitlets.Float(4.0).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)
+
+    @property
+    def report(self) -> ExtensionReport:
+        """ropegeo's :func:`lab_report` for the current state (raises ValueError if refused)."""
+        st = self.state()
+        return lab_report(st.pop("rule"), st.pop("factor"), **st)

@@ -1,0 +1,183 @@
+"""The wiring lab (chapter 5): pairings, position ids and phase precision, judged as Gate A would.
+
+The query of the last of 32 tokens attends to every token of its document. The lab chooses the
+pairing the keys are declared with and the pairing the query is actually rotated with, the
+position-id policy (contiguous, left-padded, packed with reset or continuing positions, a KV cache
+whose decoded token gets a chosen position) and the phase dtype, and reports
+
+* the **relative-law residual**: how much a query-key score changes when both positions shift by
+  1, 5, 17 or 4,096 (Gate A's shift check), relative to ``|q| |k|``;
+* the **score errors**: each score against the declared operator at the true positions
+  ``0 .. 31`` in float64, relative to ``|q| |k|``;
+
+each against Gate A's rounding tolerance for the dtype, and
+
+* the **pair layout**: which coordinates the query's rotation turns together, read from its matrix
+  at position 1 (Gate A's layout check), against the declared pairing. Zeros stay zeros in every
+  dtype, so this reading is exact even where the tolerances above are too coarse to see a mixed
+  pairing.
+
+A shift of every position (padding,
+continuing packed positions) changes no score beyond rounding; a mixed pairing breaks the relative
+law; a wrong cache offset keeps the law but gives wrong scores.
+
+A score of two rotated vectors moves by at most ``2 |q||k|`` (:data:`CEILING`). A verdict whose
+tolerance reaches that cannot fail, so it is **inconclusive**, never green
+(:func:`ropegeo.gates.verdicts.status`): the shift check is judged on the shifts whose tolerance stays
+below the ceiling (bfloat16 phases leave none at head dim 16; float16 keeps 1, 5 and 17), and the
+score check at bfloat16 is inconclusive too (its tolerance, about ``4 |q||k|``, exceeds 2).
+
+:class:`WiringLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_wiring.js`` on the
+shared geometry core) computes and draws; :func:`reference` is ropegeo's computation
+(:func:`ropegeo.rotation.apply_rope` with ``phase_dtype``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import traitlets
+
+from ropegeo.book.widgets._lab import Lab, esm_source, random_vectors
+from ropegeo.frequencies import frequencies
+from ropegeo.gates.verdicts import Check, status
+from ropegeo.models.manifest import PHASE_DTYPES, POSITION_ID_POLICIES
+from ropegeo.rotation import apply_rope
+
+__all__ = ["WiringLab", "reference", "read_partners", "document_position_ids", "LENGTH", "SHIFTS", "CEILING"]
+
+#: Tokens in the document; the query is the last one.
+LENGTH = 32
+#: Shifts of Gate A's shift check that the lab applies.
+SHIFTS = (1, 5, 17, 4096)
+#: The largest change of a score of rotated vectors, relative to ``|q||k|``: a tolerance that reaches
+#: it cannot fail.
+CEILING = 2.0
+_UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+_SAFETY = 16.0
+_WIDTH = 64
+
+
+def document_position_ids(policy: str, pad: int, cache_offset: int) -> np.ndarray:
+    """The position ids the implementation gives the document's tokens under a policy."""
+    ids = np.arange(LENGTH)
+    if policy in ("left-padded", "packed-continuous"):
+        return ids + pad
+    if policy == "kv-cache":
+        ids[-1] = cache_offset
+    return ids
+
+
+def _tol(dtype: str, d: int, pmax: float, theta_max: float) -> float:
+    return _SAFETY * _UNIT[dtype] * (math.sqrt(d) + 2.0 * pmax * max(theta_max, 1e-12))
+
+
+def read_partners(head_dim: int, theta, pairing: str, dtype: str) -> list:
+    """For each coordinate, the one the rotation at position 1 turns it with (-1 when no partner shows).
+
+    Reads the matrix as Gate A does: coordinate ``j`` of ``R(1) e_j``'s other nonzero entry.
+
+    Examples
+    --------
+    >>> read_partners(4, [1.0, 0.01], "interleaved", "float16")
+    [1, 0, 3, 2]
+    """
+    rows = apply_rope(np.eye(head_dim), 1.0, theta=theta, pairing=pairing, phase_dtype=dtype)
+    off = rows != 0.0
+    np.fill_diagonal(off, False)
+    return [int(np.flatnonzero(r)[0]) if r.any() else -1 for r in off]
+
+
+def reference(state: dict, q, k) -> dict:
+    """ropegeo's numbers for a wiring state: ``positions``, ``reference`` and ``scores`` (per key),
+    ``score_error`` and ``shift_residual`` (relative to ``|q||k|``; the residual over the shifts
+    judged, ``judged_shifts``: those whose tolerance is below :data:`CEILING`, or over every shift
+    when none is), Gate A's tolerances, the verdicts ``shift_status`` and ``scores_status``
+    (``"pass"``, ``"fail"`` or ``"inconclusive"``), and ``layout_status`` with
+    ``layout_mismatches``: the coordinates the query's rotation pairs otherwise than declared."""
+    d, dtype = state["head_dim"], state["dtype"]
+    theta = frequencies(d, state["base"])
+    qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
+    norm = np.linalg.norm(qv) * np.linalg.norm(kv)
+    ids = document_position_ids(state["policy"], state["pad"], state["cache_offset"])
+    keys = np.tile(kv, (LENGTH, 1))
+
+    def scores(pq, pk, phase, qp, kp):
+        rq = apply_rope(qv[None], [pq], theta=theta, pairing=qp, phase_dtype=phase)[0]
+        rk = apply_rope(keys, pk, theta=theta, pairing=kp, phase_dtype=phase)
+        return rk @ rq
+
+    ref = scores(LENGTH - 1, np.arange(LENGTH), "float64", state["pairing"], state["pairing"])
+    got = scores(ids[-1], ids, dtype, state["query_pairing"], state["pairing"])
+    pmax = int(ids.max())
+    judged = [c for c in SHIFTS if _tol(dtype, d, pmax + c, theta[0]) < CEILING]
+    residual = max(float(np.max(np.abs(scores(ids[-1] + c, ids + c, dtype, state["query_pairing"], state["pairing"]) - got)))
+                   for c in (judged or SHIFTS)) / norm
+    score_error = float(np.max(np.abs(got - ref))) / norm
+    tol_scores = _tol(dtype, d, pmax, theta[0])
+    tol_shift = _tol(dtype, d, pmax + max(judged or SHIFTS[:1]), theta[0])
+    shift = Check.judged("shift", residual, tol_shift, "holds", "broken", ceiling=CEILING)
+    match = Check.judged("scores", score_error, tol_scores, "match", "wrong", ceiling=CEILING)
+    read = read_partners(d, theta, state["query_pairing"], dtype)
+    declared = read_partners(d, theta, state["pairing"], "float64")
+    mismatches = sum(1 for r, e in zip(read, declared) if r != -1 and r != e)
+    return {"positions": ids.tolist(), "reference": ref, "scores": got, "score_error": score_error,
+            "shift_residual": residual, "judged_shifts": judged, "tolerance_scores": tol_scores,
+            "tolerance_shift": tol_shift, "shift_status": status([shift]), "scores_status": status([match]),
+            "layout_mismatches": mismatches, "layout_status": "fail" if mismatches else "pass"}
+
+
+class WiringLab(Lab):
+    """The wiring lab (an anywidget computing in JavaScript).
+
+    Parameters
+    ----------
+    pairing, query_pairing : {"interleaved", "half"}
+        The declared pairing (keys) and the one the query is rotated with.
+    policy : str
+        One of :data:`ropegeo.models.manifest.POSITION_ID_POLICIES`.
+    pad : int
+        Left padding, or the length of the earlier packed document (0 to 4,096 tokens).
+    cache_offset : int
+        Position the KV-cache policy gives the decoded token (0 to 8,192; correct: 31).
+    dtype : str
+        Phase dtype (float64, float32, float16, bfloat16).
+    head_dim, base
+        Even head dim 4 to 64; base 10 to 10**7.
+    q, k : list of float
+        Query and key vectors (64 entries; the first ``head_dim`` are used).
+
+    Notes
+    -----
+    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    """
+
+    _esm = esm_source("lab_wiring.js")
+    BOUNDS = {"head_dim": (4, 64), "base": (10.0, 1e7), "pairing": ("interleaved", "half"),
+              "query_pairing": ("interleaved", "half"), "policy": POSITION_ID_POLICIES, "pad": (0, 4096),
+              "cache_offset": (0, 8192), "dtype": PHASE_DTYPES}
+
+    head_dim = traitlets.Int(16).tag(sync=True)
+    base = traitlets.Float(10_000.0).tag(sync=True)
+    pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    query_pairing = traitlets.Unicode("interleaved").tag(sync=True)
+    policy = traitlets.Unicode("contiguous").tag(sync=True)
+    pad = traitlets.Int(0).tag(sync=True)
+    cache_offset = traitlets.Int(LENGTH - 1).tag(sync=True)
+    dtype = traitlets.Unicode("float32").tag(sync=True)
+    q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
+    k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
+
+    @traitlets.validate(*BOUNDS)
+    def _check(self, proposal):
+        return self._bounded(proposal)  # head_dim: also even
+
+    @traitlets.validate("q", "k")
+    def _check_vector(self, proposal):
+        return self._finite_vector(proposal, _WIDTH)
+
+    @property
+    def numbers(self) -> dict:
+        """:func:`reference` for the current state."""
+        return reference(self.state(), self.q, self.k)

@@ -1,0 +1,885 @@
+"""The audit: the geometry of a rotary operator, and the three gates as one procedure.
+
+:func:`geometry_audit` describes what a manifest's frequency bank does at its training and target
+lengths: the exactness of the relative law, the adjacent similarity ``K(1)``, the most
+identity-like offsets, the slow pairs and Gate B's separation margins. It says nothing about a
+trained model. Given plain numbers (head width, base, lengths) it audits the manifest they define.
+
+:func:`audit` runs the three gates in order on a manifest, a configuration or an implementation
+and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gates.a.gate`), Gate B (separation margins,
+:mod:`ropegeo.margins`) and optionally Gate C (toy heads trained on the ruler,
+:mod:`ropegeo.toy`). Its :class:`AuditReport` names the first gate that fails and the kind of
+intervention that failure calls for: an implementation fix, a different ruler, or training.
+Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the same margins.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import time
+from dataclasses import dataclass, replace
+from html import escape
+from typing import Any, Mapping
+
+import numpy as np
+
+from ropegeo import _json
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies, slow_pairs, wavelengths
+from ropegeo.gates.a.gate import gate_a as run_gate_a
+from ropegeo.gates.b.rule import (
+    LOCAL_OFFSETS,
+    GateBResult,
+    GateBRule,
+    attention_span,
+    check_offsets_in_context,
+    gate_b,
+)
+from ropegeo.gates.c import GateCVerdict
+from ropegeo.gates.c import gate_c as run_gate_c
+from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
+from ropegeo.gates.verdicts import status as checks_status
+from ropegeo.geometry import adjacent_similarity, near_collisions
+from ropegeo.models.manifest import RopeManifest, read_config, resolve
+from ropegeo.operator import RotaryOperator
+from ropegeo.rotation import apply_rope, law_error, relative_law_error
+from ropegeo.scaling import Scaling, scaled_frequencies
+from ropegeo.toy import MAX_MATCH_LENGTH
+from ropegeo.toy.reanchor import reanchored_base
+
+__all__ = ["GeometryAudit", "geometry_audit", "GATES", "AuditReport", "audit", "gate_c_schedule"]
+
+#: The three gates, what each asks, and the kind of intervention a failure there calls for.
+GATES = {
+    "A": ("algebraic relativity: the implementation realises the rotary operator it declares",
+          "implementation fix"),
+    "B": ("geometric identifiability: the deployed ruler keeps the task's offsets apart",
+          "different ruler"),
+    "C": ("statistical familiarity: heads trained on this ruler use it at the target length",
+          "training"),
+}
+_ADVICE = {
+    "A": "fix the implementation (pairing, position ids, cache offset, scaling side, base or angle precision) "
+         "before judging the geometry or the model",
+    "B": "a risk flag, not a barrier: change the ruler (a larger head or rotary width, another base, another "
+         "extension rule, or finer phase precision), or budget for training; on this ruler a trained head can "
+         "still tell these offsets apart, but only by growing its weights on the few pairs in which they differ, "
+         "which takes fine-tuning (chapter 6 measures the curve)",
+    "C": "train: fine-tune or continue training at the target length under the deployed schedule",
+}
+#: How a gate's state is printed.
+_WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
+#: Largest toy lengths Gate C uses (its evaluation forms length-by-length score matrices).
+_C_MAX_LENGTH = 4096
+_C_TRAIN_LENGTH = 64
+_LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
+#: The row of the manifest's table that names the context served; the audit prints its own target there.
+_SERVED_ROW = "context: served (target)"
+
+
+def _search_range(train: int, target: int, window: int | None, start: int | None,
+                  limit: int | None) -> tuple[int, int, str]:
+    """The offsets searched for identity-like displacements, and why those."""
+    stop, why = attention_span(target, window), []
+    if window is not None and window < target:
+        stop -= 1
+        why.append(f"stops at {stop:,}: the attention window ({window:,}) hides larger offsets")
+    seen = stop  # the largest offset attention sees
+    if limit is not None and limit < stop:
+        stop = limit
+        why.append(f"capped at search_limit {limit:,} (the context reaches {attention_span(target, window) - 1:,})")
+    stop = max(stop, 2)
+    if start is None and train < stop:
+        start = train
+        why.append(f"offsets beyond the training length {train:,}")
+    elif start is None:
+        start = min(LOCAL_OFFSETS, stop - 1)
+        if seen > train:  # the context reaches beyond training, the capped search does not
+            why.append(f"the offsets beyond training ({train:,}) lie past the cap, so the distant offsets from "
+                       f"{start:,} are searched, as Gate B's distant set")
+        else:
+            why.append(f"no offset beyond training ({train:,}) is seen, so the distant offsets from {start:,} are "
+                       "searched, as Gate B's distant set")
+    else:
+        why.append(f"from search_start {start:,}")
+    if start >= stop:  # only a given search_start can get here: refused, never moved silently
+        reach = (f"search_limit {limit:,}" if limit is not None and limit == stop else
+                 f"the end of the search range, {stop:,} (where attention's reach ends)")
+        raise ValueError(f"search_start must be below {reach}, got {start:,}")
+    return max(start, 1), stop, "; ".join(why)
+
+
+def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
+    """Rounding a score may carry: 16 eps(dtype) x head width x (1 + largest position)."""
+    return float(16 * np.finfo(dtype).eps * head_dim * (1 + top_position))
+
+
+@dataclass(frozen=True)
+class GeometryAudit:
+    """The geometry audit of one manifest (from :func:`geometry_audit`).
+
+    Every length is in tokens, every frequency in radians per position. ``theta`` and
+    ``attention_factor`` are those served at ``target_length`` (the rule's ``seq_len``); rows
+    built on them say "scaled", rows built on the pre-training schedule say "unscaled".
+    """
+
+    manifest: RopeManifest
+    train_length: int
+    target_length: int
+    theta: np.ndarray
+    attention_factor: float
+    dtype: str
+    relative_law_error: float
+    law_tolerance: float
+    adjacent_similarity: float
+    slow_pairs: int
+    slow_pairs_target: int
+    pairs_longer_than_train: int
+    pairs_longer_than_target: int
+    scaled_pairs: int
+    angular_step_ratio: float
+    search_range: tuple[int, int]
+    search_note: str
+    top_offsets: list
+    gate_b: GateBResult
+
+    # ---------------------------------------------------------------- views kept by name
+    head_dim = property(lambda self: self.manifest.head_dim)
+    rotary_dim = property(lambda self: self.manifest.rotary_dim)
+    base = property(lambda self: self.manifest.base)
+    pairing = property(lambda self: self.manifest.pairing)
+    pair_count = property(lambda self: int(self.theta.size))
+    distant_offset = property(lambda self: self.top_offsets[0]["offset"])
+    distant_similarity = property(lambda self: self.top_offsets[0]["similarity"])
+    interpolate = property(lambda self: self.manifest.scaling is not None and self.manifest.scaling.rule == "linear")
+
+    @property
+    def margins(self) -> dict:
+        """Gate B's sets by name."""
+        return {s["name"]: s for s in self.gate_b.sets}
+
+    @property
+    def wavelength_range(self) -> tuple[float, float]:
+        lam = wavelengths(self.theta)
+        return float(lam.min()), float(lam.max())
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the manifest as a dict, every measured number, ``theta`` as a list."""
+        d = {k: getattr(self, k) for k in ("train_length", "target_length", "attention_factor", "dtype",
+                                            "relative_law_error", "law_tolerance", "adjacent_similarity",
+                                            "slow_pairs", "slow_pairs_target", "pairs_longer_than_train",
+                                            "pairs_longer_than_target", "scaled_pairs", "angular_step_ratio",
+                                            "search_note", "head_dim", "rotary_dim", "base", "pairing",
+                                            "pair_count", "distant_offset", "distant_similarity", "interpolate")}
+        return {"manifest": self.manifest.to_dict(), **d, "theta": [float(x) for x in self.theta],
+                "wavelength_range": list(self.wavelength_range), "search_range": list(self.search_range),
+                "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
+
+    @property
+    def checks(self) -> list:
+        """The audit's verdicts as :class:`ropegeo.gates.verdicts.Check` records: the relative law against
+        its rounding tolerance, then Gate B's sets."""
+        law = Check("relative law", bool(self.relative_law_error <= self.law_tolerance), self.relative_law_error,
+                    self.law_tolerance, f"relative-law error {self.relative_law_error:.3e} against the rounding "
+                    f"allowed, {self.law_tolerance:.1e}", "callable")
+        return [law, *self.gate_b.checks]
+
+    @property
+    def outcome(self) -> str:
+        """``"pass"``, ``"fail"`` or ``"inconclusive"``: :func:`ropegeo.gates.verdicts.status` of :attr:`checks`
+        (the command line's ``audit`` exits with :data:`ropegeo.gates.verdicts.EXIT_CODES` of it)."""
+        return checks_status(self.checks)
+
+    def row(self) -> dict:
+        """The headline numbers as one flat dict (for a comparison table across models)."""
+        m = self.manifest
+        local = self.gate_b.sets[0]["margin"]
+        return {
+            "model": (m.name or "?").split("/")[-1],
+            "base": m.base,
+            "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
+            "train": self.train_length,
+            "target": self.target_length,
+            "rule": "none" if m.scaling is None else m.scaling.rule,
+            "attention": round(self.attention_factor, 4),
+            "slow pairs": self.slow_pairs,
+            "K(1)": round(self.adjacent_similarity, 5),
+            "margin 1..64": round(local, 4),
+        }
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The audit as ``(label, value)`` text rows, in the order :meth:`table` prints them."""
+        p, (lo, hi), (s0, s1) = self.pair_count, self.wavelength_range, self.search_range
+        law_ok = "pass" if self.relative_law_error <= self.law_tolerance else "FAIL"
+        k_id = 1 - self.gate_b.threshold ** 2 / 2
+        rows = [
+            ("train -> target length", f"{self.train_length:,} -> {self.target_length:,}"),
+            ("attention factor on cos, sin at target", f"{self.attention_factor:.6g}"),
+            ("pairs rescaled by the rule", f"{self.scaled_pairs} of {p}"),
+            ("wavelengths, scaled at target", f"{lo:,.4g} .. {hi:,.6g} tokens"),
+            ("pairs longer than train / target, scaled", f"{self.pairs_longer_than_train} / "
+                                                          f"{self.pairs_longer_than_target} of {p}"),
+            ("slow pairs (< 1 turn) over train, unscaled", f"{self.slow_pairs} of {p}"),
+            ("slow pairs (< 1 turn) over target, scaled", f"{self.slow_pairs_target} of {p}"),
+            ("adjacent similarity K(1), scaled", f"{self.adjacent_similarity:.6f}"),
+            (f"relative-law error ({self.dtype}), scaled", f"{self.relative_law_error:.3e}: {law_ok} (threshold "
+                                                          f"{self.law_tolerance:.1e}, the rounding allowed)"),
+        ]
+        for i, hit in enumerate(self.top_offsets):
+            label = f"identity-like offsets in [{s0:,}, {s1:,}], scaled" if i == 0 else ""
+            same = ("not judged: Gate B is inconclusive" if self.gate_b.status == "inconclusive" else
+                    "confusable with 0" if hit["similarity"] >= k_id else "distinct from 0")
+            rows.append((label, f"{hit['offset']:,} (K = {hit['similarity']:.6f}: {same}, "
+                                f"threshold K {k_id:.4g} = Gate B margin {self.gate_b.threshold:.4g})"))
+        rows.append(("  search range", self.search_note))
+        for s in self.gate_b.sets:
+            rows.append((f"Gate B margin, {s['name']}", GateBResult.describe(s, self.gate_b.threshold)))
+        rows.extend(("  Gate B note", n) for n in self.gate_b.notes)
+        return rows
+
+    def table(self) -> str:
+        """The manifest followed by the audit, as aligned text: every number with its verdict."""
+        rows = self.rows()
+        width = max(len(r[0]) for r in rows)
+        body = "\n".join(f"{k:<{width}}  {val}" for k, val in rows)
+        return self._header() + "\n" + "-" * 40 + "\n" + body
+
+    def _header(self) -> str:
+        """The manifest's table, its served context replaced by the one this audit judges (the manifest's
+        own context is named beside it when the audit's target differs)."""
+        own, lines = self.manifest.target_length, self.manifest.table().split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith(_SERVED_ROW):
+                alone = "unknown" if own is None else f"{own:,}"
+                value = f"{self.target_length:,} (this audit's target length"
+                value += ")" if own == self.target_length else f"; the manifest alone: {alone})"
+                start = len(line) - len(line[len(_SERVED_ROW):].lstrip())  # where the value column starts
+                lines[i] = line[:start] + value
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
+    """The manifest an operator or plain numbers define, at plain lengths (interpolation: linear, target / train)."""
+    scaling, phase = None, "float64"
+    if operator is not None:  # checked when it was built; plain arguments must agree with it
+        op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+        if op.frequencies is not None or op.attention_factor is not None or op.sections is not None or op.scale != 1:
+            raise ValueError("geometry_audit audits an operator of a base and a scaling rule, without explicit "
+                             "theta, attention factor, position axes or position scale")
+        head_dim, base, rotary_dim, pairing, scaling, phase = (op.head_dim, op.base, op.rotary_dim, op.pairing,
+                                                               op.scaling, op.phase_dtype)
+    if interpolate and target > train:
+        if scaling is not None:
+            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({scaling.describe()})")
+        scaling = Scaling("linear", factor=target / train)
+    head_dim, base = 128 if head_dim is None else head_dim, 1e4 if base is None else base
+    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, scaling=scaling, phase_dtype=phase,
+                        pairing="interleaved" if pairing is None else pairing, max_position_embeddings=train,
+                        name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
+
+
+def _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim, interpolate, pairing):
+    """The manifest geometry_audit audits, its training and target lengths; conflicts refused by name."""
+    if isinstance(head_dim, (RopeManifest, RotaryOperator)) and operator is None:
+        head_dim, operator = None, head_dim  # given first (else refused below as a conflicting head_dim)
+    if not isinstance(operator, RopeManifest):
+        train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
+        target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
+        interpolate = False if interpolate is None else v.boolean("interpolate", interpolate)
+        return _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target), train, target
+    m = operator  # a plain argument that contradicts its operator is refused by name:
+    RotaryOperator.coerce(m.operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+    if m.train_length is None:
+        raise ValueError("the manifest has no max_position_embeddings: the training length is unknown")
+    if train_length is not None and train_length != m.train_length:
+        raise ValueError(f"train_length={train_length!r} conflicts with the manifest's training length {m.train_length}")
+    if interpolate is not None:
+        raise ValueError("interpolate is for plain numbers: the manifest carries its own scaling rule")
+    target = m.target_length if target_length is None else target_length
+    return m, m.train_length, v.length("target_length", target, minimum=3)
+
+
+def geometry_audit(
+    head_dim=None,
+    base: float | None = None,
+    train_length: int | None = None,
+    target_length: int | None = None,
+    rotary_dim: int | None = None,
+    *,
+    operator=None,
+    interpolate: bool | None = None,
+    search_start: int | None = None,
+    search_limit: int | None = None,
+    pairing: str | None = None,
+    dtype: str = "float64",
+    top: int = 1,
+    gate_b_rule: GateBRule | None = None,
+    min_margin: float | None = None,
+    seed: int = 7,
+) -> GeometryAudit:
+    """Audit the geometry of a rotary operator: a manifest, or the one plain numbers define.
+
+    Parameters
+    ----------
+    head_dim, operator : int, RopeManifest or RotaryOperator, optional
+        A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length) or
+        an operator, first or as ``operator=``; or the width of one head (even; default 128), with
+        ``base`` (default 10,000), ``rotary_dim``, ``pairing`` (default interleaved), ``train_length``
+        (default 4,096) and ``interpolate``. These plain arguments must agree with a manifest or
+        operator given (a conflict is refused, naming the argument).
+    train_length, target_length : int, optional
+        Context seen in training (plain numbers only) and the context to serve (at least 3;
+        default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
+    interpolate : bool, optional
+        Not with a manifest: linear position interpolation by ``target_length / train_length``.
+    search_start, search_limit : int, optional
+        First and last offset of the identity-like search (at least 2). Default: from the training
+        length (or 2 when the target is not longer) to the last offset attention sees (the target,
+        or the sliding window); the result's ``search_note`` says which and why.
+    dtype : {"float64", "float32"}
+        Precision of the relative-law check.
+    top : int
+        How many identity-like offsets to report (1 to 1,000).
+    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
+        Gate B's decision rule. Default ``GateBRule()``: the threshold ``D_train(1) / sqrt(2)``
+        derived from the training ruler (see :mod:`ropegeo.gates.b.rule`).
+    min_margin : float, optional
+        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]``
+        (``GateBRule(fixed_margin=min_margin)``); not with ``gate_b_rule``.
+    seed : int
+        Seed of the random vectors in the relative-law check.
+
+    Returns
+    -------
+    GeometryAudit
+
+    Raises
+    ------
+    ValueError
+        For an argument out of range or in conflict (named), or a manifest without a training length.
+
+    Notes
+    -----
+    The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
+    ``(L // 4, L - 2)`` for the training length ``L``. Gate B is :func:`gate_b`, the one
+    :func:`audit` runs, so both give the same margins.
+
+    Examples
+    --------
+    >>> r = geometry_audit(8, train_length=4096, target_length=7000)
+    >>> r.distant_offset, round(r.distant_similarity, 4)
+    (6283, 0.9957)
+
+    A shipped manifest (Llama 3.1 8B: the llama3 rule stretches 8,192 to 131,072 tokens):
+
+    >>> from ropegeo.models.manifest import load_model
+    >>> r = geometry_audit(load_model("llama-3.1-8b"))
+    >>> r.train_length, r.target_length, r.scaled_pairs, r.pair_count
+    (8192, 131072, 35, 64)
+    >>> round(r.adjacent_similarity, 3), r.gate_b.passed
+    (0.978, True)
+
+    Plain numbers that contradict it are refused (not silently overridden):
+    >>> geometry_audit(load_model("llama-3.1-8b"), base=10000.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
+    """
+    m, train, target = _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim,
+                                         interpolate, pairing)
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    start = None if search_start is None else v.length("search_start", search_start, minimum=2)
+    limit = None if search_limit is None else v.length("search_limit", search_limit, minimum=2)
+    top, rule = v.integer("top", top, minimum=1, maximum=1000), _gate_b_rule(gate_b_rule, min_margin)
+    return _geometry(m, train, target, start, limit, dtype, top, rule, v.integer("seed", seed, minimum=0))
+
+
+def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
+    """The Gate B rule from the public arguments: a GateBRule, or the fixed fallback ``min_margin``."""
+    if min_margin is not None:
+        if gate_b_rule is not None:
+            raise ValueError("give gate_b_rule or min_margin (the fixed fallback threshold), not both")
+        return GateBRule(fixed_margin=v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0))
+    if gate_b_rule is None:
+        return GateBRule()
+    if not isinstance(gate_b_rule, GateBRule):
+        raise ValueError(f"gate_b_rule must be a ropegeo.gates.b.rule.GateBRule, got {type(gate_b_rule).__name__}")
+    return gate_b_rule
+
+
+def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
+    s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
+    op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
+    theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
+    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], wavelengths(operator=op, seq_len=target)
+    err = law_error(op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
+    hits = near_collisions(start=s0, stop=s1, top=top, operator=op, seq_len=target)
+    return GeometryAudit(
+        manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
+        dtype=dtype, relative_law_error=err, law_tolerance=_law_tolerance(dtype, m.head_dim, max(max(p) for p in pairs)),
+        adjacent_similarity=adjacent_similarity(operator=op, seq_len=target),
+        slow_pairs=slow_pairs(operator=plain_op, length=train),
+        slow_pairs_target=slow_pairs(operator=op, seq_len=target, length=target),
+        pairs_longer_than_train=int(np.count_nonzero(lam > train)),
+        pairs_longer_than_target=int(np.count_nonzero(lam > target)),
+        scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
+        angular_step_ratio=float(theta[0] / plain[0]), search_range=(s0, s1), search_note=note,
+        top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
+        gate_b=gate_b(m, None, train_length=train, target_length=target, rule=rule),
+    )
+
+
+# =============================================================================================
+# The audit as one procedure: Gate A, then Gate B, then (optionally) Gate C
+# =============================================================================================
+
+@dataclass
+class AuditReport:
+    """The result of :func:`audit`: three gates, one verdict.
+
+    Attributes
+    ----------
+    subject : str
+        What was audited.
+    manifest : ropegeo.models.manifest.RopeManifest
+        The declared operator (for a callable: its declaration).
+    gate_a : ropegeo.gates.a.gate.GateAReport
+    gate_a_on : str
+        ``"implementation"`` when Gate A ran on the caller's code, ``"reference"`` when it ran on
+        ropegeo's own operator for the manifest (then it checks the declaration, not anyone's code).
+    gate_b : GateBResult
+    gate_c : ropegeo.gates.c.GateCVerdict or None
+        ``None`` when Gate C was not run; ``gate_c_note`` says why.
+    gate_c_note : str
+    seconds : float
+        Wall time of the whole audit.
+    """
+
+    subject: str
+    manifest: Any
+    gate_a: Any
+    gate_a_on: str
+    gate_b: GateBResult
+    gate_c: Any = None
+    gate_c_note: str = ""
+    seconds: float = 0.0
+
+    # ------------------------------------------------------------------ the verdict
+    def status(self) -> dict:
+        """Each gate's state as printed: ``{"A": "pass" | "FAIL" | "inconclusive", "B": ..., "C": ... | "not run"}``."""
+        out = {"A": _WORDS[self._state("A")], "B": _WORDS[self._state("B")]}
+        out["C"] = "not run" if self.gate_c is None else _WORDS[self._state("C")]
+        return out
+
+    def _state(self, gate: str) -> str:
+        """One gate's outcome in :mod:`ropegeo.gates.verdicts`' words (a gate report's own ``status`` when it has one)."""
+        report = {"A": self.gate_a, "B": self.gate_b, "C": self.gate_c}[gate]
+        own = getattr(report, "status", None)
+        if isinstance(own, str) and own in STATUSES:
+            return own
+        return "pass" if report.passed else "fail"
+
+    @property
+    def outcome(self) -> str:
+        """The audit's verdict, ``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status`
+        semantics): ``"fail"`` when any gate fails; ``"inconclusive"`` when a core gate (A or B), or a
+        Gate C that ran, could not decide; ``"pass"`` only when every gate that counts was measured and
+        passed. Gate C not run does not make the audit inconclusive (the verdict says it is untested)."""
+        states = [self._state("A"), self._state("B")] + ([] if self.gate_c is None else [self._state("C")])
+        if "fail" in states:
+            return "fail"
+        return "inconclusive" if "inconclusive" in states else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        """The command line's exit status for :attr:`outcome` (:data:`ropegeo.gates.verdicts.EXIT_CODES`)."""
+        return EXIT_CODES[self.outcome]
+
+    @property
+    def first_failure(self) -> str | None:
+        """The first gate that fails, in the order A, B, C (``None`` when none fails)."""
+        for gate, state in self.status().items():
+            if state == "FAIL":
+                return gate
+        return None
+
+    @property
+    def passed(self) -> bool:
+        """:attr:`outcome` is ``"pass"``: no gate failed and none was inconclusive (a gate that was
+        not run does not count as passed: see :attr:`complete`)."""
+        return self.outcome == "pass"
+
+    @property
+    def complete(self) -> bool:
+        """All three gates ran."""
+        return self.gate_c is not None
+
+    @property
+    def intervention(self) -> str | None:
+        """The kind of intervention the first failure calls for: ``"implementation fix"``,
+        ``"different ruler"`` or ``"training"`` (``None`` when no gate failed)."""
+        gate = self.first_failure
+        return None if gate is None else GATES[gate][1]
+
+    @property
+    def reason(self) -> str:
+        """Why the first failing gate failed, in plain words."""
+        gate = self.first_failure
+        if gate == "A":
+            return self.gate_a.diagnosis
+        if gate == "B":
+            return self.gate_b.diagnosis
+        if gate == "C":
+            failed = [f"{name} {c['value']:.3g} (needs {'<=' if 'change' in name else '>='} {c['threshold']:g})"
+                      for name, c in self.gate_c.checks.items() if not c["passed"]]
+            return "; ".join(failed)
+        return ""
+
+    @property
+    def verdict(self) -> str:
+        """One sentence: the first failing gate and the intervention, or what remains untested."""
+        gate = self.first_failure
+        if gate is not None:
+            later = {"A": " Later gates are not conclusive until this one passes.",
+                     "B": " Gate C on this ruler measures whether training pays for it."}.get(gate, "")
+            return (f"Gate {gate} fails ({GATES[gate][0].split(':')[0]}): {self.reason}. "
+                    f"Intervention: {GATES[gate][1]} - {_ADVICE[gate]}.{later}")
+        if self.outcome == "inconclusive":
+            gates = [g for g in "ABC" if self.status()[g] == "inconclusive"]
+            why = "; ".join(self.gate_b.diagnosis if g == "B" else getattr(self.gate_a if g == "A" else self.gate_c,
+                                                                          "diagnosis", "") for g in gates)
+            return (f"No verdict: Gate {' and '.join(gates)} could not decide ({why}). Inconclusive is not a pass: "
+                    "state what the task needs (the rule's gap or the head's sharpness) or what was not measured.")
+        if self.gate_c is None:
+            return ("Gates A and B pass: the operator is what it claims and the ruler separates the task's offsets. "
+                    "Gate C was not run, so whether a model uses this geometry at the target length is untested.")
+        return ("All three gates pass: the operator is exact, the ruler separates the task's offsets, and toy heads "
+                "trained on it keep working at the target length. None of this tests the real model's weights.")
+
+    # ------------------------------------------------------------------ plain forms
+    def to_dict(self) -> dict:
+        """JSON-ready form: verdict, status, and every gate's full report."""
+        return {
+            "subject": self.subject,
+            "verdict": self.verdict,
+            "first_failure": self.first_failure,
+            "intervention": self.intervention,
+            "status": self.status(),
+            "outcome": self.outcome,
+            "manifest": self.manifest.to_dict(),
+            "gate_a_on": self.gate_a_on,
+            "gate_a": self.gate_a.to_dict(),
+            "gate_b": self.gate_b.to_dict(),
+            "gate_c": None if self.gate_c is None else self.gate_c.to_dict(),
+            "gate_c_note": self.gate_c_note,
+            "seconds": self.seconds,
+        }
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
+
+    def _rows(self) -> list[tuple[str, str, str]]:
+        st = self.status()
+        a_on = "your implementation" if self.gate_a_on == "implementation" else "ropegeo's operator for the manifest"
+        a_text = f"{self.gate_a.diagnosis} (on {a_on})"
+        c_text = self.gate_c_note if self.gate_c is None else (
+            "; ".join(f"{n} {c['value']:.3g}" for n, c in self.gate_c.checks.items()))
+        return [("A", st["A"], a_text), ("B", st["B"], self.gate_b.diagnosis), ("C", st["C"], c_text)]
+
+    def table(self) -> str:
+        """A readable report: one line per gate, then the verdict."""
+        lines = [f"Audit of {self.subject}"]
+        for gate, state, text in self._rows():
+            lines.append(f"  Gate {gate}  {state:<7}  {text}")
+        lines.append("verdict: " + self.verdict)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708"}
+        rows = "".join(
+            f"<tr><td><b>Gate {g}</b></td><td style='color:{colour[s]};font-weight:bold'>{escape(s)}</td>"
+            f"<td style='text-align:left'>{escape(t)}</td></tr>"
+            for g, s, t in self._rows()
+        )
+        return (f"<div><p><b>Audit of {escape(self.subject)}</b></p><table>{rows}</table>"
+                f"<p><b>Verdict.</b> {escape(self.verdict)}</p></div>")
+
+
+def _reference_operator(manifest):
+    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles.
+
+    Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
+    LongRoPE), which Gate A requires where the factor is declared.
+    """
+    seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
+    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
+
+    def operator(x, positions, role: str = "query"):
+        if role == "value":
+            return np.array(x, dtype=np.float64, copy=True)
+        out = apply_rope(x, positions, theta=theta, pairing=manifest.pairing, rotary_dim=manifest.rotary_dim,
+                         phase_dtype=manifest.phase_dtype)
+        if factor != 1.0:
+            rot = manifest.rotary_dim or out.shape[-1]
+            out[..., :rot] *= factor
+        return out
+
+    return operator
+
+
+def _manifest_of(target, where: str):
+    """A RopeManifest from a manifest, a config dict, a path or a shipped model name."""
+    if isinstance(target, RopeManifest):
+        return target
+    if isinstance(target, dict):
+        return read_config(target)
+    if isinstance(target, str) or hasattr(target, "__fspath__"):
+        return resolve(target, option=where)
+    raise ValueError(
+        f"{where} must be a RopeManifest, a config dict, a config.json path, a shipped model name "
+        f"or a callable implementation, got {type(target).__name__}"
+    )
+
+
+def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
+    """The toy schedule Gate C trains and tests on, for a manifest.
+
+    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
+    training length and tests them at a toy target length, under the manifest's extension rule
+    re-anchored at the toy training length (same rule, same factor,
+    ``original_max_position_embeddings`` replaced by the toy length).
+
+    With ``model_length`` (the model's own training length) above the toy length, the bank is
+    re-anchored too: its base becomes ``ropegeo.toy.reanchor.reanchored_base(base, model_length,
+    train_length)``, so that as many pairs complete a turn within the toy length as within the
+    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
+    long-context bank would be slow at 64 tokens.
+
+    Parameters
+    ----------
+    manifest : ropegeo.models.manifest.RopeManifest
+    train_length, target_length : int
+        The toy lengths, ``2 <= train_length < target_length <= 4096``.
+    model_length : int, optional
+        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
+
+    Returns
+    -------
+    dict
+        ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
+        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
+        (the base of the training bank, re-anchored or the manifest's).
+    """
+    train_length = v.length("train_length", train_length, minimum=2)
+    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
+    base = manifest.base
+    if model_length is not None:
+        model_length = v.length("model_length", model_length, minimum=2)
+        if model_length > train_length >= 7:
+            base = reanchored_base(base, model_length, train_length)
+    theta = frequencies(manifest.rotary_dim, base)
+    sc = manifest.scaling
+    if sc is None:
+        tt, att, rule = theta, 1.0, "none"
+    else:
+        if sc.original_max_position_embeddings is not None:
+            sc = replace(sc, original_max_position_embeddings=train_length)
+        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
+        rule = sc.rule
+    return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
+            "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
+
+
+def _declaration(target, manifest):
+    """``(declared manifest, Gate A callable, "implementation" | "reference", subject)``."""
+    if callable(target) and not isinstance(target, (RopeManifest, dict, str)):
+        if manifest is None:
+            raise ValueError("manifest is required for an implementation: ropegeo does not assume the operator "
+                             "your code declares (give a RopeManifest, a config dict or path, or a shipped model name)")
+        subject = getattr(target, "__name__", None) or type(target).__name__
+        return _manifest_of(manifest, "manifest"), target, "implementation", subject
+    declared = _manifest_of(target, "target")
+    return declared, _reference_operator(declared), "reference", declared.name or "a RoPE manifest"
+
+
+def _own_choices(declared, offsets, origin, train, target) -> list[str]:
+    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``):
+    the caller chose offsets, an origin, or lengths other than the manifest's."""
+    own = [k for k, val in (("offsets", offsets), ("origin", origin)) if val is not None]
+    own += [k for k, val, default in (("train_length", train, declared.train_length),
+                                       ("target_length", target, declared.target_length))
+            if val is not None and val != default]
+    return [f"{', '.join(own)} chosen here, not the model's: the geometry audit of this manifest (audit --config) "
+            "uses the defaults, so its margins may differ"] if own else []
+
+
+#: What Gate C takes from the manifest and ``gate_c_lengths``, never from ``gate_c_options``.
+_C_FROM_MANIFEST = ("theta", "train_length", "target_length", "target_theta", "target_attention_factor")
+
+
+def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
+    """Gate C's toy lengths: the given pair, checked, or the model's ratio from 64 tokens."""
+    if gate_c_lengths is None:
+        c_train = min(train, _C_TRAIN_LENGTH)
+        return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
+    if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
+        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
+    c_train, c_target = gate_c_lengths
+    c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
+    c_target = v.integer("gate_c_lengths (target)", c_target, minimum=c_train + 1, maximum=_C_MAX_LENGTH)
+    return c_train, c_target
+
+
+def _gate_c_options(gate_c_options) -> dict:
+    """``gate_c_options`` checked: a dict of :func:`ropegeo.gates.c.gate_c`'s own keyword arguments
+    (their values are checked by ``gate_c`` itself, before any training)."""
+    if gate_c_options is None:
+        return {}
+    if not isinstance(gate_c_options, Mapping):
+        raise ValueError(f"gate_c_options must be a dict of ropegeo.gates.c.gate_c's options, got "
+                         f"{type(gate_c_options).__name__}")
+    known = [k for k in inspect.signature(run_gate_c).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
+    for key in gate_c_options:
+        if key in _C_FROM_MANIFEST:
+            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
+        if key not in known:
+            raise ValueError(f"gate_c_options: unknown option {key!r}; known: {', '.join(known)}")
+    return dict(gate_c_options)
+
+
+def _run_gate_c(declared, gate_c_lengths, opts: dict, train: int, target: int):
+    c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
+    offset = opts.get("offset", 5)
+    if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
+        raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
+                         f"at least {offset + 2}, got {c_train}")
+    sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
+    c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
+                   target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
+    c.settings["rule"] = sch["rule"]
+    c.settings["base"] = sch["base"]  # re-anchored to keep the model's slow/fast split
+    return c
+
+
+def audit(
+    target,
+    offsets=None,
+    *,
+    manifest=None,
+    train_length: int | None = None,
+    target_length: int | None = None,
+    gate_b_rule: GateBRule | None = None,
+    min_margin: float | None = None,
+    origin: float | None = None,
+    gate_c=False,
+    gate_c_lengths: tuple | None = None,
+    gate_c_options: dict | None = None,
+    run_all: bool = False,
+    seed: int = 0,
+) -> AuditReport:
+    """Audit a rotary setup with the three gates and return one verdict.
+
+    Gate A checks the algebra (:func:`ropegeo.gates.a.gate.gate_a`), Gate B the separation margins of the
+    task's offsets (:func:`gate_b`), Gate C trains toy heads on the ruler
+    (:func:`ropegeo.gates.c.gate_c`). The verdict names the first gate that fails and the
+    intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
+
+    Parameters
+    ----------
+    target : RopeManifest, dict, str, path or callable
+        A manifest, a parsed ``config.json``, the path of one, a shipped model name (see
+        :func:`ropegeo.models.manifest.shipped_models`), or a rotary implementation ``f(x, positions)``
+        (the Gate A protocols), whose declaration ``manifest`` must give.
+    offsets : array_like, range or dict of name -> offsets, optional
+        The offsets the task must tell apart (non-negative, distinct, at least two per set).
+        Default: :func:`default_offsets` of the target length and the manifest's attention window.
+    manifest : RopeManifest, dict, str or path, optional
+        The declaration of a callable ``target``: required for one, ignored otherwise.
+    train_length, target_length : int, optional
+        Context of training and context to serve. Default: the manifest's
+        (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
+        ``2 <= train_length <= target_length``.
+    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
+        Gate B's decision rule: the logit gap (or attention share) the task needs and the head's
+        sharpness, or the sharpness taken from the training ruler (the default, ``GateBRule()``:
+        a threshold of ``D_train(1) / sqrt(2)``; see :mod:`ropegeo.gates.b.rule`).
+    min_margin : float, optional
+        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel
+        similarity 0.995); not with ``gate_b_rule``.
+    origin : float, optional
+        Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
+        target context). Default: the largest offset at the last position of the target context.
+    gate_c : bool or ropegeo.gates.c.GateCVerdict
+        ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
+    gate_c_lengths : (int, int), optional
+        Toy training and target lengths of Gate C. Default: ``min(train_length, 64)`` and the same
+        extension ratio (at most 4,096).
+    gate_c_options : dict, optional
+        Further keyword arguments of :func:`ropegeo.gates.c.gate_c`.
+    run_all : bool
+        Run Gate C even when Gate A or B has already failed (default: it is skipped then).
+    seed : int
+        Seed of Gate A's random vectors.
+
+    Returns
+    -------
+    AuditReport
+
+    Raises
+    ------
+    ValueError
+        For an unreadable target or manifest, a callable without ``manifest``, bad lengths,
+        offsets (beyond the target context, too) or Gate B rule; :class:`ropegeo.gates.a.gate.GateAError` (a ValueError) when a callable breaks
+        the calling contract.
+
+    Notes
+    -----
+    With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks the
+    declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
+    :func:`gate_c_schedule`), not a given checkpoint.
+    """
+    t0 = time.perf_counter()
+    declared, impl, a_on, subject = _declaration(target, manifest)
+    rule = _gate_b_rule(gate_b_rule, min_margin)
+    if origin is not None:
+        origin = v.real("origin", origin, minimum=0.0)
+    if not isinstance(run_all, (bool, np.bool_)):
+        raise ValueError(f"run_all must be True or False, got {run_all!r}")
+    if not isinstance(gate_c, (bool, np.bool_, GateCVerdict)):
+        raise ValueError(f"gate_c must be True, False or a GateCVerdict, got {type(gate_c).__name__}")
+    train = v.length("train_length", train_length if train_length is not None else (declared.train_length or 4096),
+                     minimum=2)
+    tgt = target_length if target_length is not None else (declared.target_length or max(train, 32_768))
+    tgt = v.length("target_length", tgt, minimum=train)
+    if offsets is not None:
+        check_offsets_in_context(offsets, tgt, origin)
+    c_options = _gate_c_options(gate_c_options)
+    if gate_c_lengths is not None:
+        _gate_c_lengths(gate_c_lengths, train, tgt)
+    a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
+    b = gate_b(declared, offsets, train_length=train, target_length=tgt, rule=rule, origin=origin)
+    b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
+    c, note = (gate_c, "") if isinstance(gate_c, GateCVerdict) else (None, "")
+    if c is None and not gate_c:
+        note = "not requested (gate_c=True, or --gate-c on the command line, trains and probes toy heads on this ruler)"
+    elif c is None and not run_all and not (a.passed and b.status != "fail"):
+        note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
+    elif c is None:
+        c = _run_gate_c(declared, gate_c_lengths, c_options, train, tgt)
+    return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
+                       gate_c_note=note, seconds=time.perf_counter() - t0)

@@ -1,0 +1,160 @@
+"""The distant-rival mechanism counted over seeds: who loses, who flags it, what a new ruler does.
+
+Chapter 6 trains offset heads at a short length and serves them eight times longer. Some seeds
+lose to a displacement beyond the training window (``ropegeo.toy.distant_rival``). Three
+sentences about that mechanism are claims about trained models, so they are counted over seeds
+rather than read off one:
+
+* **the fast-band flag**: Gate B's verdict (``ropegeo.gates.b.rule.gate_b_decision`` with its default
+  rule) on the target and the rival, with the head's learned amplitudes on the pairs that turn at
+  least once in the training window and zero on the others (a definition the book chose: "fast" =
+  ``theta_i * L >= 2 pi``). How many seeds it flags, how many of the flagged lose, how many losers
+  it misses;
+* **what the NTK-aware ruler does** to the same heads without fine-tuning: which raw losers it
+  rescues, which seeds fail under it, and whether those fail to a distant displacement or to a
+  near one (inside the training window);
+* the **raw losers** themselves.
+
+:func:`rival_census` returns one record per seed; :func:`census_counts` the counts the chapter
+states. Sixty seeds take about a minute, so the chapter's census is stored in
+``ropegeo/data/runs/rival_census.json`` by ``scripts/make_rival_census.py``; the tests recompute a
+disjoint seed set and check the direction of every counted sentence.
+
+Only public names of ``ropegeo.toy`` and ``ropegeo.gates.b.rule`` are used.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo import toy as behaviour
+from ropegeo.frequencies import frequencies
+from ropegeo.gates.b.rule import gate_b_decision
+
+__all__ = ["MAX_CENSUS_SEEDS", "rival_census", "census_counts"]
+
+#: Most seeds one census trains (about a second of training and evaluation per seed).
+MAX_CENSUS_SEEDS = 200
+#: Seeds trained per call of ``ropegeo.toy.train_heads`` (its own limit is 20).
+_BATCH = 20
+
+
+def _seeds(seeds) -> list:
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be an iterable of integers, got {seeds!r}")
+    out = [v.integer("seeds", s, minimum=0) for s in seeds]
+    if not out or len(set(out)) != len(out):
+        raise ValueError("seeds must hold at least one seed and no repeats")
+    if len(out) > MAX_CENSUS_SEEDS:
+        raise ValueError(f"seeds must hold at most MAX_CENSUS_SEEDS = {MAX_CENSUS_SEEDS} seeds, got {len(out)}")
+    return out
+
+
+def _record(head, target_length: int, theta: np.ndarray, fast: np.ndarray) -> dict:
+    rival = behaviour.distant_rival(head, target_length)
+    weights = np.where(fast, head.amplitudes(), 0.0)
+    flag = gate_b_decision([head.offset, rival.rival], theta, weighting=weights)
+    fast_margin = float(flag.margin.margin)
+    raw = behaviour.evaluate(head, target_length)
+    ntk = behaviour.evaluate(head, target_length, extension="ntk")
+    wrong = {d: c for d, c in ntk.winner_counts().items() if d != head.offset}
+    ntk_winner = next(iter(wrong)) if wrong else None  # most common wrong winner displacement
+    return {
+        "seed": int(head.seed), "raw_accuracy": raw.accuracy, "raw_loses": bool(rival.wins), "rival": int(rival.rival),
+        "fast_margin": fast_margin, "fast_threshold": float(flag.threshold), "flagged": flag.status == "fail",
+        "ntk_accuracy": ntk.accuracy,
+        "ntk_loses": bool(ntk.accuracy < 1.0), "ntk_winner": None if ntk_winner is None else int(ntk_winner),
+        "ntk_near": None if ntk_winner is None else bool(ntk_winner < head.train_length),
+    }
+
+
+def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0, train_length: int = 64,
+                 offset: int = 5, target_length: int = 512) -> dict:
+    """Train an offset head per seed and record the distant-rival mechanism for each.
+
+    Parameters
+    ----------
+    seeds : iterable of int
+        Distinct non-negative seeds, at most :data:`MAX_CENSUS_SEEDS`.
+    head_dim, base, train_length, offset
+        The heads (``ropegeo.toy.train_offset_head``'s defaults otherwise).
+    target_length : int
+        Serving length (raw extrapolation and the NTK-aware rule at ``target_length / train_length``).
+
+    Returns
+    -------
+    dict
+        ``"settings"`` and ``"seeds"``: one record per seed with ``raw_accuracy``, ``raw_loses``
+        (its distant rival outscores the target), ``rival``, ``fast_margin`` and
+        ``fast_threshold`` (Gate B's for a head with those weights), ``flagged`` (Gate B fails),
+        ``ntk_accuracy``, ``ntk_loses`` (accuracy below 1 under
+        NTK), ``ntk_winner`` (its most common wrong winner displacement, or None) and ``ntk_near``
+        (that displacement lies inside the training window).
+
+    Raises
+    ------
+    ValueError
+        For bad seeds or settings (checked here and by ``ropegeo.toy``).
+
+    Examples
+    --------
+    >>> c = rival_census([0, 1])
+    >>> [(r["seed"], r["raw_loses"], r["flagged"]) for r in c["seeds"]]
+    [(0, False, True), (1, True, True)]
+    """
+    seeds = _seeds(seeds)
+    train_length = v.integer("train_length", train_length, minimum=2)
+    target_length = v.integer("target_length", target_length, minimum=train_length + 1)
+    theta = frequencies(head_dim, base)
+    fast = theta * train_length >= 2 * math.pi
+    records = []
+    with behaviour.one_blas_thread():
+        for i in range(0, len(seeds), _BATCH):
+            heads = behaviour.train_heads("offset", seeds[i:i + _BATCH], offset=offset, head_dim=head_dim,
+                                          base=base, train_length=train_length)
+            records += [_record(h, target_length, theta, fast) for h in heads]
+    settings = dict(head_dim=head_dim, base=float(base), train_length=train_length, offset=offset,
+                    target_length=target_length, gate_b_rule="default GateBRule()", fast_pairs=int(fast.sum()))
+    return {"settings": settings, "seeds": records}
+
+
+def census_counts(census: dict) -> dict:
+    """The counts a chapter states from a :func:`rival_census`.
+
+    Returns
+    -------
+    dict of int
+        ``seeds``; ``raw_losers``; ``flagged``, ``flagged_losers`` and ``missed_losers`` (losers
+        the fast-band flag does not flag); ``ntk_rescued`` (raw losers with NTK accuracy 1),
+        ``ntk_failures``, ``ntk_failures_raw_losers`` (NTK failures that also lost raw),
+        ``ntk_failures_new`` (NTK failures that did not), ``ntk_failures_near`` and
+        ``ntk_failures_far`` (their most common wrong winner inside / beyond the training window).
+
+    Raises
+    ------
+    ValueError
+        When ``census`` is not a census.
+
+    Examples
+    --------
+    >>> census_counts({"seeds": [dict(raw_loses=True, flagged=True, ntk_loses=False, ntk_near=None)]})["ntk_rescued"]
+    1
+    """
+    if not isinstance(census, dict) or not isinstance(census.get("seeds"), list):
+        raise ValueError("census must be the dict rival_census returns")
+    rows = census["seeds"]
+    losers = [r for r in rows if r["raw_loses"]]
+    ntk_fail = [r for r in rows if r["ntk_loses"]]
+    return {
+        "seeds": len(rows), "raw_losers": len(losers),
+        "flagged": sum(r["flagged"] for r in rows), "flagged_losers": sum(r["flagged"] for r in losers),
+        "missed_losers": sum(not r["flagged"] for r in losers),
+        "ntk_rescued": sum(not r["ntk_loses"] for r in losers), "ntk_failures": len(ntk_fail),
+        "ntk_failures_raw_losers": sum(r["raw_loses"] for r in ntk_fail),
+        "ntk_failures_new": sum(not r["raw_loses"] for r in ntk_fail),
+        "ntk_failures_near": sum(bool(r["ntk_near"]) for r in ntk_fail),
+        "ntk_failures_far": sum(r["ntk_near"] is False for r in ntk_fail),
+    }

@@ -1,0 +1,373 @@
+"""What a model type does with positions beyond its rope block: the knowledge ``read_config`` needs.
+
+transformers' rope block (``rope_scaling`` / ``rope_parameters``) does not say everything about a
+model's rotary operator. The model type's own code decides, for instance, that
+
+* GPT-2, BERT, OPT, BLOOM or an ALiBi Falcon have no rotary embedding at all;
+* Qwen2-VL's ``mrope`` block is the plain rule for text tokens (the three position streams are
+  equal), and Qwen3-VL interleaves the same sections;
+* Gemma 4's ``proportional`` rule rotates only the fastest pairs of a wider head;
+* Llama 4's layers listed as 0 in ``no_rope_layers`` (every 4th by default) and Cohere2's
+  full-attention layers have no rotary embedding, and Llama 4's other layers attend within
+  8,192-token chunks;
+* Qwen2's layers below ``max_window_layers`` attend to the whole context even when the window is on;
+* ChatGLM (remote code) rotates half of each head, with base ``10,000 * rope_ratio``.
+
+This module holds that knowledge, read from transformers 5.24's modeling and configuration code
+(and ChatGLM's own modeling file), as plain functions of the parsed configuration. It raises
+``ValueError`` naming the field; :func:`ropegeo.models.manifest.read_config` turns it into a
+``ConfigError``. Internal to the configuration reader (layer 3).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Mapping
+
+__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "multi_axis_notes", "proportional_view",
+           "LayerSpec", "layer_specs", "describe_layers", "NOPE"]
+
+#: model types with no rotary position embedding, and what gives their attention its positions.
+NO_ROPE_MODEL_TYPES = {
+    "gpt2": "learned absolute position embeddings (wpe)",
+    "gpt_bigcode": "learned absolute position embeddings (wpe)",
+    "gpt_neo": "learned absolute position embeddings (wpe)",
+    "opt": "learned absolute position embeddings",
+    "bert": "learned absolute position embeddings (position_embedding_type)",
+    "roberta": "learned absolute position embeddings (position_embedding_type)",
+    "xlm-roberta": "learned absolute position embeddings (position_embedding_type)",
+    "distilbert": "learned absolute position embeddings",
+    "albert": "learned absolute position embeddings",
+    "electra": "learned absolute position embeddings",
+    "bloom": "ALiBi (a linear bias on the attention logits)",
+    "mpt": "ALiBi (a linear bias on the attention logits)",
+    "t5": "relative position buckets (a learned bias on the attention logits)",
+    "bart": "learned absolute position embeddings",
+    "whisper": "sinusoidal (encoder) and learned (decoder) absolute position embeddings",
+}
+
+#: position_embedding_type values (BERT family) that are not rotary
+_NOT_ROTARY_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "alibi", "learned")
+
+#: the layers of a kind with no rotary embedding
+NOPE = "no rotary embedding (NoPE): no position signal"
+
+
+def _given(cfg: Mapping, key: str) -> bool:
+    return cfg.get(key) is not None
+
+
+def _blocks(cfg: Mapping) -> list[tuple[str, Mapping]]:
+    """The rope blocks of a configuration with their field names (per-layer-type blocks too)."""
+    out = []
+    for name in ("rope_scaling", "rope_parameters"):
+        b = cfg.get(name)
+        if isinstance(b, Mapping):
+            if any(isinstance(x, Mapping) for x in b.values()):
+                out += [(f"{name}.{k}", x) for k, x in b.items() if isinstance(x, Mapping)]
+            else:
+                out.append((name, b))
+    return out
+
+
+def refusal(cfg: Mapping) -> str | None:
+    """Why ropegeo cannot read this configuration as a rotary operator (``None``: it can).
+
+    Examples
+    --------
+    >>> refusal({"model_type": "gpt2", "n_embd": 768, "n_head": 12}).split(":")[0]
+    "model_type 'gpt2' has no rotary position embedding"
+    >>> refusal({"model_type": "llama", "rope_theta": 10000.0}) is None
+    True
+    """
+    kind = cfg.get("model_type")
+    if isinstance(kind, str) and kind in NO_ROPE_MODEL_TYPES:
+        return (f"model_type {kind!r} has no rotary position embedding: its attention gets positions from "
+                f"{NO_ROPE_MODEL_TYPES[kind]}, so there is no RoPE to audit")
+    if cfg.get("alibi") is True:
+        return (f"alibi is true: this {kind or 'model'} configuration uses ALiBi (a linear bias on the attention "
+                "logits) instead of a rotary embedding, so there is no RoPE to audit")
+    pet = cfg.get("position_embedding_type")
+    if isinstance(pet, str) and pet in _NOT_ROTARY_EMBEDDING_TYPES:
+        return (f"position_embedding_type is {pet!r}: the model has no rotary position embedding, so there is "
+                "no RoPE to audit")
+    in_block = any(_given(b, "rope_theta") for _, b in _blocks(cfg))
+    if "rope_theta" in cfg and cfg["rope_theta"] is None and not in_block:  # a block's own base wins
+        return ("rope_theta is null: transformers fills a default only when the key is absent; a null base "
+                "fails when the rotary embedding is built, so ropegeo refuses it (remove the key, or give the base)")
+    for where, block in _blocks(cfg):
+        if "rope_theta" in block and block["rope_theta"] is None:
+            return (f"{where}.rope_theta is null: transformers fails when the rotary embedding is built; "
+                    "give the base or remove the key")
+    return None
+
+
+def _number(cfg: Mapping, key: str, default: float) -> float:
+    val = cfg.get(key, default)
+    if val is None:
+        val = default
+    if isinstance(val, bool) or not isinstance(val, numbers.Real) or not math.isfinite(float(val)) or val <= 0:
+        raise ValueError(f"{key} must be a positive finite number, got {val!r}")
+    return float(val)
+
+
+def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
+    """A ChatGLM2/3 configuration (remote code) in the standard fields ropegeo reads, with notes.
+
+    ChatGLM's ``modeling_chatglm.py`` builds ``RotaryEmbedding(rotary_dim // 2, rope_ratio=...)``
+    with ``rotary_dim = kv_channels`` (else ``hidden_size // num_attention_heads``): it rotates
+    the first half of each head, adjacent pairs, with exponents over that half and base
+    ``10,000 * rope_ratio`` (``rope_ratio`` defaults to 1); ``seq_length`` is its context.
+
+    Examples
+    --------
+    >>> view, notes = chatglm_view({"model_type": "chatglm", "kv_channels": 128, "hidden_size": 4096,
+    ...                             "num_attention_heads": 32, "seq_length": 32768, "rope_ratio": 50})
+    >>> view["head_dim"], view["rotary_dim"], view["rope_theta"], view["max_position_embeddings"]
+    (128, 64, 500000.0, 32768)
+    """
+    if any(_given(cfg, k) for k in ("rope_scaling", "rope_parameters")):
+        bad = next(k for k in ("rope_scaling", "rope_parameters") if _given(cfg, k))
+        raise ValueError(f"{bad}: ChatGLM's modeling code does not read it (its base is 10,000 x rope_ratio); "
+                         "ropegeo does not guess what a ChatGLM config with it means")
+    view = {k: val for k, val in cfg.items() if k not in ("kv_channels", "seq_length", "rope_ratio", "rope_theta",
+                                                         "partial_rotary_factor", "rotary_pct", "rotary_dim")}
+    head = cfg.get("kv_channels")
+    if head is None:
+        if not (_given(cfg, "hidden_size") and _given(cfg, "num_attention_heads")):
+            raise ValueError("a ChatGLM config needs kv_channels, or hidden_size and num_attention_heads")
+        head = int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+    if isinstance(head, bool) or not isinstance(head, numbers.Integral) or head < 4 or head % 4:
+        raise ValueError(f"kv_channels must be a positive multiple of 4 (half of the head rotates in pairs), got {head!r}")
+    ratio = _number(cfg, "rope_ratio", 1.0)
+    view.update(head_dim=int(head), rotary_dim=int(head) // 2, rope_theta=10_000.0 * ratio)
+    if _given(cfg, "seq_length") and not _given(cfg, "max_position_embeddings"):
+        view["max_position_embeddings"] = cfg["seq_length"]
+    notes = [f"ChatGLM (remote code, modeling_chatglm.py): the first {head // 2} of {head} coordinates of each head "
+             f"rotate, in adjacent pairs, with base 10,000 x rope_ratio ({ratio:g}) = {10_000.0 * ratio:,.10g}"
+             + ("; context from seq_length" if "max_position_embeddings" in view and not
+                _given(cfg, "max_position_embeddings") else ""),
+             "ChatGLM caches cos and sin in the model's half precision (float16 or bfloat16), not float32"]
+    if _given(cfg, "rope_theta"):
+        notes.append(f"rope_theta {cfg['rope_theta']!r} is ignored: ChatGLM's code rotates with base "
+                     f"10,000 x rope_ratio = {10_000.0 * ratio:,.10g}")
+    return view, notes
+
+
+def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
+    sec = block["mrope_section"]
+    if (isinstance(sec, (str, bytes, Mapping)) or not isinstance(sec, (list, tuple)) or len(sec) != 3
+            or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sec)):
+        raise ValueError(f"{where}.mrope_section must list three positive integers (time, height, width), got {sec!r}")
+    if sum(sec) != pairs:
+        raise ValueError(f"{where}.mrope_section {list(sec)} sums to {sum(sec)}, not to the {pairs} rotary pairs; "
+                         "ropegeo reads sections that share out the whole bank")
+    return [int(s) for s in sec]
+
+
+def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
+    """Notes for an M-RoPE configuration (Qwen2-VL, Qwen2.5-VL: blocked; Qwen3-VL: interleaved).
+
+    For text tokens the three position ids (time, height, width) are equal, so every pair turns
+    with the same position: the operator is 1D RoPE over all pairs, and that is what ropegeo
+    audits. Image and video positions are not audited.
+    """
+    kind = cfg.get("model_type")
+    out = []
+    for where, block in _blocks(cfg):
+        interleaved_key = block.get("mrope_interleaved", cfg.get("mrope_interleaved"))
+        if not _given(block, "mrope_section"):
+            if interleaved_key is not None:
+                raise ValueError(f"{where}.mrope_interleaved is set without mrope_section")
+            continue
+        sec = _sections(block, where, pairs)
+        if interleaved_key is not None and not isinstance(interleaved_key, bool):
+            raise ValueError(f"mrope_interleaved must be true or false, got {interleaved_key!r}")
+        # transformers' Qwen3-VL text rotary always interleaves (recomposition_frequencies); Qwen2-VL's splits
+        interleaved = bool(interleaved_key) or (isinstance(kind, str) and kind.startswith("qwen3_vl"))
+        if interleaved:
+            layout = (f"interleaved M-RoPE (sections {sec}): height takes pairs 1, 4, .. {3 * sec[1] - 2}, width "
+                      f"pairs 2, 5, .. {3 * sec[2] - 1}, time the others")
+        else:
+            a, b = sec[0], sec[0] + sec[1]
+            layout = (f"M-RoPE (mrope_section {sec}): pairs 0-{a - 1} follow the time id, {a}-{b - 1} the height "
+                      f"id, {b}-{pairs - 1} the width id")
+        out.append(f"{layout}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
+                   "only text positions are audited (image and video positions are not)")
+    if not out and cfg.get("mrope_interleaved") is not None:
+        raise ValueError("mrope_interleaved is set without mrope_section")
+    return out
+
+
+def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dict, list[str]]:
+    """A ``proportional`` rope block (Gemma 4's full-attention layers) as an equivalent partial rotary.
+
+    transformers' ``_compute_proportional_rope_parameters`` rotates the first
+    ``k = int(partial_rotary_factor * head_dim // 2)`` pairs with ``theta_i = B ** (-2 i / head_dim)``
+    (exponents over the whole head) and gives the other pairs frequency 0; ``factor`` divides them.
+    The same ``k`` frequencies are those of a ``2k``-wide partial rotary with base
+    ``B ** (2k / head_dim)``, which is how ropegeo reads it (with a note). transformers pairs
+    coordinate ``i`` with ``i + head_dim / 2``; the partial layout pairs ``i`` with ``i + k``: the
+    same rotation up to a fixed permutation of the coordinates.
+
+    Examples
+    --------
+    >>> v, _ = proportional_view({"rope_parameters": {"rope_type": "proportional", "rope_theta": 1e6,
+    ...                          "partial_rotary_factor": 0.25}}, "rope_parameters", 512)
+    >>> v["rotary_dim"], round(v["rope_parameters"]["rope_theta"], 4)
+    (128, 31.6228)
+    """
+    block = dict(view[block_key])
+    where = f"{block_key}."
+    theta = block.get("rope_theta", view.get("rope_theta"))
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not math.isfinite(float(theta)) or theta <= 1:
+        raise ValueError(f"{where}rope_theta must be a finite number greater than 1 for proportional RoPE, got {theta!r}")
+    prf = block.get("partial_rotary_factor", 1.0)
+    prf = 1.0 if prf is None else prf
+    if isinstance(prf, bool) or not isinstance(prf, numbers.Real) or not 0 < prf <= 1:
+        raise ValueError(f"{where}partial_rotary_factor must be in (0, 1], got {prf!r}")
+    k = int(prf * head_dim // 2)
+    if k < 1:
+        raise ValueError(f"{where}partial_rotary_factor {prf:g} rotates no pair of a {head_dim}-wide head")
+    factor = block.get("factor", 1.0)
+    factor = 1.0 if factor is None else factor
+    base = float(theta) ** (2 * k / head_dim)
+    new = {"rope_type": "default" if factor == 1 else "linear", "rope_theta": base}
+    if factor != 1:
+        new["factor"] = factor
+    out = {key: val for key, val in view.items() if key not in ("partial_rotary_factor", "rotary_pct")}
+    out.update({block_key: new, "rotary_dim": 2 * k, "head_dim": head_dim})
+    out.pop("rope_theta", None)
+    notes = [f"proportional RoPE (p-RoPE): the fastest {k} of {head_dim // 2} pairs rotate with theta_i = "
+             f"{float(theta):,.10g}^(-2i/{head_dim}) (exponents over the whole head), the other {head_dim // 2 - k} "
+             f"have frequency 0 and never rotate; read as {2 * k} rotary coordinates with base "
+             f"{float(theta):,.10g}^({2 * k}/{head_dim}) = {base:.6g}, the same {k} frequencies",
+             f"proportional layout: transformers pairs coordinate i with i + {head_dim // 2} across the whole head, "
+             f"ropegeo's partial layout pairs i with i + {k} inside the first {2 * k}: the same rotation up to a "
+             "fixed permutation of coordinates (exact for the geometry; Gate A's layout check does not describe "
+             "the model's own code)"]
+    return out, notes
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One kind of layer as the model's code runs it.
+
+    ``rope`` is False for layers with no rotary embedding; ``window`` is the sliding window and
+    ``chunk`` the attention chunk (Llama 4) of the kind, if any; ``layers`` the layer indices
+    (empty when the configuration does not give the layer count).
+    """
+
+    kind: str
+    layers: tuple
+    rope: bool = True
+    window: int | None = None
+    chunk: int | None = None
+
+
+def _num_layers(cfg: Mapping) -> int | None:
+    n = cfg.get("num_hidden_layers", cfg.get("n_layer", cfg.get("num_layers")))
+    return int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) and 0 < n <= 100_000 else None
+
+
+def _group(types: list) -> dict[str, tuple]:
+    out: dict[str, list] = {}
+    for i, t in enumerate(types):
+        out.setdefault(t, []).append(i)
+    return {k: tuple(val) for k, val in out.items()}
+
+
+def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
+    rope = cfg.get("no_rope_layers")
+    if rope:  # transformers: an empty list falls back to the interval
+        if (isinstance(rope, (str, bytes, Mapping)) or not isinstance(rope, (list, tuple))
+                or not all(r in (0, 1) and not isinstance(r, float) for r in rope)):
+            raise ValueError("no_rope_layers must list 0 (NoPE) or 1 (RoPE) for each layer")
+        flags = [bool(r) for r in rope]
+    else:
+        every = cfg.get("no_rope_layer_interval", 4)
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"no_rope_layer_interval must be a positive integer, got {every!r}")
+        flags = [(i + 1) % every != 0 for i in range(n if n is not None else every)]
+    chunk = cfg.get("attention_chunk_size", 8192) if "attention_chunk_size" in cfg else 8192
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
+        raise ValueError(f"attention_chunk_size must be a positive integer or null, got {chunk!r}")
+    rope_kind = "chunked_attention" if chunk is not None else "full_attention"
+    nope_kind = "full_attention" if chunk is not None else "nope_full_attention"
+    groups = _group([rope_kind if f else nope_kind for f in flags])
+    known = bool(rope) or n is not None  # without the layer count: the kinds, not their layers
+    return [LayerSpec(k, idx if known else (), rope=(k == rope_kind), chunk=chunk if k == "chunked_attention" else None)
+            for k, idx in groups.items()]
+
+
+def _window_rule(cfg: Mapping, kind: str | None, n: int | None) -> list | None:
+    """The layer types of Qwen2-style ``max_window_layers`` (None: the config does not use it)."""
+    if not _given(cfg, "max_window_layers") or _given(cfg, "layer_types"):
+        return None
+    if cfg.get("use_sliding_window") is not True or not _given(cfg, "sliding_window"):
+        return None
+    mwl = cfg["max_window_layers"]
+    if isinstance(mwl, bool) or not isinstance(mwl, numbers.Integral) or mwl < 0:
+        raise ValueError(f"max_window_layers must be a non-negative integer, got {mwl!r}")
+    if n is None:
+        raise ValueError("num_hidden_layers is required to read max_window_layers")
+    if kind in ("qwen2_moe",):  # sliding on every other layer below max_window_layers
+        return ["sliding_attention" if (i + 1) % 2 and i < mwl else "full_attention" for i in range(n)]
+    if kind in ("qwen2", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3", "dots1",
+                "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"):
+        return ["sliding_attention" if i >= mwl else "full_attention" for i in range(n)]
+    raise ValueError(f"max_window_layers with use_sliding_window true: ropegeo does not know which layers "
+                     f"model_type {kind!r} windows; give layer_types")
+
+
+def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
+    """The kinds of layer of a configuration as its model runs them (``None``: one kind, all RoPE).
+
+    Examples
+    --------
+    >>> [(s.kind, len(s.layers), s.rope, s.chunk) for s in layer_specs(
+    ...     {"model_type": "llama4_text", "num_hidden_layers": 48, "attention_chunk_size": 8192})]
+    [('chunked_attention', 36, True, 8192), ('full_attention', 12, False, None)]
+    """
+    kind = cfg.get("model_type")
+    n = _num_layers(cfg)
+    if kind in ("llama4_text", "llama4"):
+        return _llama4(cfg, n)
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is not False else None
+    types = cfg.get("layer_types")
+    if types is None:
+        types = _window_rule(cfg, kind, n)
+    if types is None and n is not None and _given(cfg, "sliding_window"):
+        pattern = {"gemma2": 2}.get(kind, cfg.get("sliding_window_pattern"))
+        if pattern is None and kind in ("gemma3_text", "gemma3", "gemma4_text", "cohere2"):
+            pattern = {"cohere2": 4}.get(kind, 6)
+        if isinstance(pattern, numbers.Integral) and not isinstance(pattern, bool) and pattern >= 1:
+            types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
+            if kind == "gemma4_text" and types:
+                types[-1] = "full_attention"  # transformers forces Gemma 4's last layer to full attention
+    if types is None and _given(cfg, "sliding_window") and (
+            kind in ("gemma2", "gemma3_text", "gemma3", "gemma4_text", "cohere2")
+            or _given(cfg, "sliding_window_pattern") or _given(cfg, "rope_local_base_freq")):
+        types = ["sliding_attention", "full_attention"]  # the layer count is not in the config: kinds only
+        nope = {"full_attention"} if kind == "cohere2" else set()
+        return [LayerSpec(k, (), rope=k not in nope, window=window if k == "sliding_attention" else None)
+                for k in types]
+    if types is None:
+        return None
+    if isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) \
+            or not all(isinstance(t, str) for t in types):
+        raise ValueError("layer_types must be a list of layer-kind names")
+    nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
+    return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
+            for k, idx in _group(list(types)).items()]
+
+
+def describe_layers(layers: tuple, total: int | None = None) -> str:
+    """``"layers 3, 7, .. 47 (12 of 48)"``: a short list of layer indices."""
+    if not layers:
+        return "layers (count not in the config)"
+    shown = ", ".join(map(str, layers[:3])) + (f", .. {layers[-1]}" if len(layers) > 3 else "")
+    of = f" of {total}" if total else ""
+    return f"layer{'s' if len(layers) > 1 else ''} {shown} ({len(layers)}{of})"

@@ -1,0 +1,81 @@
+"""Softmax: the attention weights of a row of scores, in one place.
+
+:func:`softmax` is the checked entry (any shape, an optional boolean mask); :func:`softmax_rows`
+is the in-place kernel the trainers call at every step, which also returns what the backward
+pass needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ropegeo import _validate as v
+
+__all__ = ["softmax", "softmax_rows", "EXP_FLOOR"]
+
+
+def softmax(scores, mask=None) -> np.ndarray:
+    """Softmax over the last axis, with masked-out entries receiving exactly zero weight.
+
+    Parameters
+    ----------
+    scores : array_like, shape (..., n)
+        Finite scores.
+    mask : array_like of bool, optional
+        Broadcastable to ``scores``; True where an entry may receive weight.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``scores``, rows summing to 1.
+
+    Raises
+    ------
+    ValueError
+        For non-finite scores, a mask that does not broadcast, or a row whose entries are all
+        masked (its softmax is undefined).
+
+    Examples
+    --------
+    >>> softmax([0.0, 0.0, 0.0], [True, True, False]).tolist()
+    [0.5, 0.5, 0.0]
+    """
+    s = v.finite_array("scores", scores)
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise ValueError(f"scores must have at least one entry along the last axis, got shape {s.shape}")
+    if mask is not None:
+        m = np.asarray(mask)
+        if m.dtype != np.bool_:
+            raise ValueError(f"mask must be boolean, got dtype {m.dtype}")
+        try:
+            m = np.broadcast_to(m, s.shape)
+        except ValueError:
+            raise ValueError(f"mask of shape {np.shape(mask)} does not broadcast against scores {s.shape}") from None
+        if not np.all(m.any(axis=-1)):
+            raise ValueError("mask leaves a row with no visible entry; its softmax is undefined")
+        s = np.where(m, s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+#: Scores more than this far below a row's maximum get probability exp(-600) ~ 1e-261 instead
+#: of underflowing into subnormal numbers, which are two orders of magnitude slower to process.
+EXP_FLOOR = -600.0
+
+
+def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """In-place masked softmax over the last axis: returns (p, row max, row sum of exp).
+
+    ``earlier`` (seq, seq) is 1.0 where a key may be attended; ``masked`` says the caller has
+    already pushed the other scores down by 1e30. Rows with no allowed key get probability zero.
+    """
+    if not masked:
+        s -= (1.0 - earlier) * 1e30
+    top = s.max(axis=-1, keepdims=True)
+    s -= top
+    np.maximum(s, EXP_FLOOR, out=s)
+    np.exp(s, out=s)
+    s *= earlier
+    z = s.sum(axis=-1, keepdims=True)
+    s /= np.where(z > 0, z, 1.0)
+    return s, top, z

@@ -1,0 +1,389 @@
+"""A toy single-head attention layer with pluggable position schemes.
+
+The layer computes, for inputs ``x`` of shape ``(..., seq, d_model)`` at positions ``p``::
+
+    x'      = scheme.embed(x, p)                    # schemes that add a code to the inputs
+    q, k, v = x' Wq, x' Wk, x' Wv                   # shapes (..., seq, d_head)
+    q, k    = scheme.rotate(q, k, p, p)             # schemes that act on queries and keys
+    S       = q k^T / sqrt(d_head) + scheme.bias(p, p)   # pre-softmax scores (..., seq, seq)
+    A       = softmax(S, over keys, causal mask optional)
+    out     = A v
+
+The position schemes live in :mod:`ropegeo.toy.schemes` (re-exported here): a layer accepts a
+registered name (``"none"``, ``"absolute"``, ``"sinusoidal"``, ``"relative"``, ``"t5"``,
+``"alibi"``, ``"rope"``) or a scheme instance. Everything is float64 and vectorised over leading
+batch axes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.rotation import apply_rope
+from ropegeo.softmax import softmax
+from ropegeo.toy.schemes import (
+    MAX_WIDTH,
+    as_generator,
+    check_entries,
+    make_scheme,
+)
+
+__all__ = ["AttentionLayer", "AttentionResult", "Deviation", "causal_mask", "permutation_deviation", "shift_deviation", "copy_back_head"]
+
+
+def causal_mask(seq: int) -> np.ndarray:
+    """Boolean mask of shape (seq, seq): entry (i, j) is True when query i may see key j (j <= i).
+
+    Raises
+    ------
+    ValueError
+        If ``seq`` is not a positive integer or the mask would exceed ``MAX_ENTRIES``.
+    """
+    seq = v.integer("seq", seq, minimum=1)
+    check_entries("the causal mask", (seq, seq))
+    return np.tri(seq, dtype=bool)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+
+# --------------------------------------------------------------------------------------------
+# the layer
+# --------------------------------------------------------------------------------------------
+
+
+class AttentionResult(NamedTuple):
+    """Everything one forward pass computes (see :meth:`AttentionLayer.run`)."""
+
+    #: Pre-softmax scores ``(q k^T + content bias) / sqrt(d_head)`` plus any bias, before masking; (..., seq, seq).
+    scores: np.ndarray
+    #: Attention weights (..., seq, seq); rows sum to 1, masked entries are exactly 0.
+    weights: np.ndarray
+    #: ``weights @ v`` (plus the scheme's value bias, if any), shape (..., seq, d_head).
+    outputs: np.ndarray
+    #: Queries after the scheme's ``rotate`` hook, shape (..., seq, d_head).
+    q: np.ndarray
+    #: Keys after the scheme's ``rotate`` hook, shape (..., seq, d_head).
+    k: np.ndarray
+    #: Values, shape (..., seq, d_head); no scheme rotates them.
+    v: np.ndarray
+
+
+class AttentionLayer:
+    """One attention head with a pluggable position scheme.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the input vectors (1 to ``MAX_WIDTH`` = 1024; even for the sinusoidal scheme).
+    d_head : int, optional
+        Width of queries, keys and values; even, 2 to 1024. Defaults to ``d_model`` (rounded up
+        to even).
+    scheme : str or PositionScheme
+        ``"none"``, ``"absolute"``, ``"sinusoidal"``, ``"relative"``, ``"t5"``, ``"alibi"``,
+        ``"rope"`` (see :func:`scheme_names`), or a scheme instance.
+    causal : bool
+        Default for the causal mask (query ``i`` sees keys ``j <= i``); each call can override.
+    seed : int or numpy.random.Generator
+        Source of the projections ``Wq, Wk, Wv`` (entries normal with variance ``1/d_model``)
+        and of any table the scheme draws.
+    **options
+        Options of a named scheme, e.g. ``rows=16`` for ``"absolute"``, ``base=500`` for
+        ``"rope"``, ``max_distance=8`` for ``"relative"``, ``heads=8, head=3`` for ``"alibi"``.
+
+    Raises
+    ------
+    ValueError
+        For bad widths, an unknown scheme or bad scheme options.
+
+    Examples
+    --------
+    >>> layer = AttentionLayer(8, scheme="rope", seed=0)
+    >>> layer(np.ones((5, 8))).shape
+    (5, 8)
+    """
+
+    def __init__(self, d_model: int, d_head: int | None = None, *, scheme="none", causal: bool = False, seed=0, **options):
+        self.d_model = v.integer("d_model", d_model, minimum=1, maximum=MAX_WIDTH)
+        if d_head is None:
+            d_head = self.d_model + (self.d_model % 2)
+        self.d_head = v.head_dim(d_head, "d_head")
+        if self.d_head > MAX_WIDTH:
+            raise ValueError(f"d_head must be at most {MAX_WIDTH}, got {self.d_head}")
+        if not isinstance(causal, (bool, np.bool_)):
+            raise ValueError(f"causal must be True or False, got {causal!r}")
+        self.causal = bool(causal)
+        rng = as_generator(seed)
+        std = 1.0 / math.sqrt(self.d_model)
+        self.Wq = std * rng.standard_normal((self.d_model, self.d_head))
+        self.Wk = std * rng.standard_normal((self.d_model, self.d_head))
+        self.Wv = std * rng.standard_normal((self.d_model, self.d_head))
+        self.scheme = make_scheme(scheme, **options)
+        self.scheme.setup(self.d_model, self.d_head, rng)
+
+    def __repr__(self) -> str:
+        return f"AttentionLayer(d_model={self.d_model}, d_head={self.d_head}, scheme={self.scheme!r}, causal={self.causal})"
+
+    # -- validation ----------------------------------------------------------------------------
+    def _inputs(self, x, positions):
+        x = v.finite_array("x", x)
+        if x.ndim < 2 or x.shape[-1] != self.d_model or x.shape[-2] < 1:
+            raise ValueError(f"x must have shape (..., seq, d_model={self.d_model}) with seq >= 1, got {x.shape}")
+        seq = x.shape[-2]
+        check_entries("the score matrix", x.shape[:-1] + (seq,))
+        if positions is None:
+            pos = np.arange(seq, dtype=np.float64)
+        else:
+            pos = v.finite_array("positions", positions)
+            if pos.ndim == 0 or pos.shape[-1] != seq:
+                raise ValueError(f"positions must have a last axis of length seq={seq}, got shape {pos.shape}")
+            try:
+                np.broadcast_shapes(pos.shape, x.shape[:-1])
+            except ValueError:
+                raise ValueError(f"positions of shape {pos.shape} do not broadcast against x.shape[:-1] = {x.shape[:-1]}") from None
+        return x, self.scheme.check_positions(pos)
+
+    def _mask(self, seq, causal):
+        if causal is None:
+            causal = self.causal
+        if not isinstance(causal, (bool, np.bool_)):
+            raise ValueError(f"causal must be True, False or None, got {causal!r}")
+        return causal_mask(seq) if causal else None
+
+    # -- computation ---------------------------------------------------------------------------
+    def run(self, x, positions=None, *, causal: bool | None = None) -> AttentionResult:
+        """One forward pass, returning scores, weights, outputs, queries, keys and values.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., seq, d_model)
+            Token vectors.
+        positions : array_like, optional
+            Position of each token, shape (seq,) or broadcastable to ``x.shape[:-1]``; defaults
+            to ``0, 1, ..., seq - 1``. Positions are attached to slots: permuting the rows of
+            ``x`` alone moves the tokens, not the positions.
+        causal : bool, optional
+            Apply the causal mask (by slot order); None uses the layer's default.
+
+        Returns
+        -------
+        AttentionResult
+
+        Raises
+        ------
+        ValueError
+            For a wrong input shape, non-finite values, positions the scheme refuses (e.g.
+            past the absolute table), or a score tensor larger than ``MAX_ENTRIES``.
+        """
+        x, pos = self._inputs(x, positions)
+        mask = self._mask(x.shape[-2], causal)
+        h = self.scheme.embed(x, pos)
+        q, k, val = h @ self.Wq, h @ self.Wk, h @ self.Wv
+        q, k = self.scheme.rotate(q, k, pos, pos)
+        raw = q @ np.swapaxes(k, -1, -2)
+        c = self.scheme.content_bias(q, pos, pos)
+        if c is not None:
+            raw = raw + c
+        scores = raw / math.sqrt(self.d_head)
+        b = self.scheme.bias(pos, pos)
+        if b is not None:
+            scores = scores + b
+        weights = softmax(scores, mask)
+        out = weights @ val
+        vb = self.scheme.value_bias(weights, pos, pos)
+        if vb is not None:
+            out = out + vb
+        return AttentionResult(scores, weights, out, q, k, val)
+
+    def scores(self, x, positions=None) -> np.ndarray:
+        """Pre-softmax scores, shape (..., seq, seq) (unmasked; see :meth:`run`)."""
+        return self.run(x, positions, causal=False).scores
+
+    def weights(self, x, positions=None, *, causal: bool | None = None) -> np.ndarray:
+        """Attention weights, shape (..., seq, seq) (see :meth:`run`)."""
+        return self.run(x, positions, causal=causal).weights
+
+    def __call__(self, x, positions=None, *, causal: bool | None = None) -> np.ndarray:
+        """Outputs, shape (..., seq, d_head) (see :meth:`run`)."""
+        return self.run(x, positions, causal=causal).outputs
+
+
+# --------------------------------------------------------------------------------------------
+# symmetry probes
+# --------------------------------------------------------------------------------------------
+
+
+class Deviation(NamedTuple):
+    """Largest absolute deviations between what a symmetry predicts and what the layer does."""
+
+    #: Largest deviation of the pre-softmax scores.
+    scores: float
+    #: Largest deviation of the attention weights.
+    weights: float
+    #: Largest deviation of the outputs.
+    outputs: float
+
+
+def _permutation(perm, seq: int) -> np.ndarray:
+    p = np.asarray(perm)
+    if p.shape != (seq,) or not np.issubdtype(p.dtype, np.integer) or not np.array_equal(np.sort(p), np.arange(seq)):
+        raise ValueError(f"perm must be a permutation of 0..{seq - 1} (an integer array of length {seq}), got {perm!r}")
+    return p
+
+
+def permutation_deviation(layer: AttentionLayer, x, perm, positions=None, *, causal=None, carry_positions=False) -> Deviation:
+    """How far the layer is from permutation equivariance for one permutation.
+
+    Feeds ``x`` and ``x[perm]`` (the tokens reordered, i.e. ``P x`` with ``P = eye[perm]``) and
+    compares the second pass with ``P S P^T``, ``P A P^T`` and ``P out`` from the first.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    x : array_like, shape (..., seq, d_model)
+    perm : array_like of int, shape (seq,)
+        A permutation of ``0 .. seq - 1``.
+    positions : array_like, optional
+        Positions of the slots (default ``0 .. seq - 1``).
+    causal : bool, optional
+        Override the layer's causal default.
+    carry_positions : bool
+        If True, each token keeps its position when it moves (positions are permuted too):
+        position then travels as part of the content.
+
+    Returns
+    -------
+    Deviation
+        Max absolute deviations of scores, weights and outputs (0 up to rounding for an
+        equivariant layer).
+    """
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., seq, d_model), got {x.shape}")
+    p = _permutation(perm, x.shape[-2])
+    a = layer.run(x, positions, causal=causal)
+    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, dtype=np.float64)
+    if carry_positions:
+        pos = np.broadcast_to(pos, x.shape[:-1])[..., p]
+    b = layer.run(x[..., p, :], pos, causal=causal)
+    return Deviation(
+        float(np.max(np.abs(b.scores - a.scores[..., p, :][..., :, p]))),
+        float(np.max(np.abs(b.weights - a.weights[..., p, :][..., :, p]))),
+        float(np.max(np.abs(b.outputs - a.outputs[..., p, :]))),
+    )
+
+
+def shift_deviation(layer: AttentionLayer, x, shift: float, positions=None, *, causal=None) -> Deviation:
+    """How much a global shift of every position changes scores, weights and outputs.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    x : array_like, shape (..., seq, d_model)
+    shift : float
+        Added to every position (finite).
+    positions : array_like, optional
+        Unshifted positions (default ``0 .. seq - 1``).
+
+    Returns
+    -------
+    Deviation
+        Max absolute differences between the shifted and the unshifted pass.
+
+    Raises
+    ------
+    ValueError
+        As :meth:`AttentionLayer.run`, e.g. when the shifted positions leave an absolute table.
+    """
+    shift = v.real("shift", shift)
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., seq, d_model), got {x.shape}")
+    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else v.finite_array("positions", positions)
+    a = layer.run(x, pos, causal=causal)
+    b = layer.run(x, pos + shift, causal=causal)
+    return Deviation(
+        float(np.max(np.abs(b.scores - a.scores))),
+        float(np.max(np.abs(b.weights - a.weights))),
+        float(np.max(np.abs(b.outputs - a.outputs))),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# a content-free copy head, for the value-path / routing contrast of chapter 2
+# --------------------------------------------------------------------------------------------
+
+
+def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_shift: float = 0.0,
+                   value_lag: int = 0, sharpness: float = 8.0, seed: Any = 0) -> Callable:
+    """A content-free rotary head that should read the token ``back`` places before the query.
+
+    Every key holds the same random vector ``k`` and the query is ``sharpness * R_{-back} k``, so
+    with the query at position ``length - 1`` and keys at ``0 .. length - 1`` the score of key
+    ``n`` is ``sharpness * sum_i |k^(i)|^2 cos((n - m + back) theta_i) / sqrt(head_dim)``
+    (``k^(i)`` the i-th pair), which peaks at ``n = m - back``. Two defects can be switched on:
+
+    * ``key_shift``: keys were rotated at positions shifted by this amount (a routing defect, such
+      as cache position ids off by one);
+    * ``value_lag``: value slot ``j`` holds the message of token ``j - value_lag`` (a value-path
+      defect; ``np.roll`` of the values along the sequence).
+
+    Parameters
+    ----------
+    back : int
+        How far back the head should read (1 to ``length - 1``).
+    length : int
+        Number of tokens, 2 to 4,096; the query is the last one.
+    head_dim : int
+        Even width of the head, 2 to 1,024.
+    key_shift : float
+        Finite shift of the key positions (0 for a healthy head).
+    value_lag : int
+        Lag of the value slots, ``-(length - 1)`` to ``length - 1`` (0 for a healthy head).
+    sharpness : float
+        Positive multiplier of the query (at most 1e6); larger concentrates the softmax.
+    seed : int or numpy.random.Generator
+        Draws the key content.
+
+    Returns
+    -------
+    callable
+        ``head(values) -> (weights, output)``: ``values`` of shape ``(length, v)`` (finite),
+        ``weights`` of shape ``(length,)`` summing to one, ``output = weights @ values as read``.
+
+    Examples
+    --------
+    >>> head = copy_back_head(2)
+    >>> weights, out = head(np.eye(8))
+    >>> int(weights.argmax()), int(out.argmax())
+    (5, 5)
+    """
+    length = v.integer("length", length, minimum=2, maximum=4096)
+    back = v.integer("back", back, minimum=1, maximum=length - 1)
+    d = v.head_dim(head_dim)
+    if d > MAX_WIDTH:
+        raise ValueError(f"head_dim must be at most {MAX_WIDTH}, got {d}")
+    shift = v.real("key_shift", key_shift)
+    lag = v.integer("value_lag", value_lag, minimum=-(length - 1), maximum=length - 1)
+    beta = v.real("sharpness", sharpness, greater_than=0.0, maximum=1e6)
+    k = as_generator(seed).normal(size=d)
+    keys = apply_rope(np.tile(k, (length, 1)), np.arange(length) + shift)
+    query = apply_rope(apply_rope(beta * k, -float(back)), float(length - 1))
+    logits = keys @ query / math.sqrt(d)
+    weights = np.exp(logits - logits.max())
+    weights /= weights.sum()
+
+    def head(values):
+        vals = v.finite_array("values", values)
+        if vals.ndim != 2 or vals.shape[0] != length:
+            raise ValueError(f"values must have shape ({length}, v), got {vals.shape}")
+        return weights.copy(), weights @ np.roll(vals, lag, axis=0)
+
+    return head
+
+

@@ -1,0 +1,863 @@
+"""Gate C's two tiny attention heads, their losses with hand-derived gradients, and their trainers.
+
+:class:`OffsetHead`
+    content-free: one learned query vector ``q`` and one learned key vector ``k``, the same at
+    every position. Its score depends on the distance back ``delta = m - n`` from the query at
+    ``m`` to the key at ``n`` only (the negative of the book's offset ``n - m``), through the learned per-pair coefficients ``a_i, b_i``::
+
+        score(delta) = sum_i a_i cos(delta theta_i) + b_i sin(delta theta_i)
+
+    It is trained to put its attention on the key ``offset`` positions back.
+:class:`MatchHead`
+    content and position: learned query and key tables over a small vocabulary, trained to
+    attend to the most recent earlier occurrence of the query's own token.
+
+Both heads attend to strictly earlier positions only (a query never sees itself). For the match
+head this matters: its own position always holds its own token, so a head allowed to attend to
+itself has a rival at displacement 0 that, in the design's feasibility study, kept it far below
+perfect accuracy; over earlier positions only it reaches 100% in distribution.
+
+On one core the offset head trains in about a tenth of a second and the match head (600 steps of
+32 fresh sequences) in about a second, whatever the head dimension: its step reads every score
+from a table indexed by the two tokens and the distance back (``_match_loss``). All training is
+deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.rotation import pair_indices, phase_angles
+from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
+from ropegeo.softmax import EXP_FLOOR, softmax_rows
+from ropegeo.toy.training import (
+    MAX_BATCH,
+    MAX_HEAD_LENGTH,
+    MAX_MATCH_LENGTH,
+    MAX_STEP_BYTES,
+    MAX_TRAINED_HEAD_DIM,
+    MAX_VOCAB,
+    Adam,
+    _pair_coefficients,
+    _rng,
+    _schedule,
+    check_match_step,
+    check_theta,
+    check_trained,
+    match_step_bytes,
+    one_blas_thread,
+    seed_list,
+    training_settings,
+)
+
+
+@dataclass(frozen=True)
+class OffsetHead:
+    """A trained content-free head: one query vector and one key vector, rotated by position.
+
+    Attributes
+    ----------
+    q, k : numpy.ndarray, shape (head_dim,)
+        The learned query and key (interleaved pairs: coordinates ``2i, 2i+1`` form pair ``i``).
+    theta : numpy.ndarray, shape (head_dim // 2,)
+        The frequencies of the schedule it was (last) trained under, radians per position.
+    scale : float
+        The position multiplier of that schedule (``1 / factor`` after interpolation fine-tuning).
+    offset : int
+        The displacement it was trained to attend to.
+    train_length : int
+        Length of the sequences of the last training stage.
+    base : float or None
+        The base its original schedule came from (``None`` when trained on an explicit theta);
+        needed by the named extension rules.
+    original_train_length : int
+        The length of the first training stage (the one extension rules extend from).
+    seed : int or None
+        The seed of the initialisation.
+    losses : numpy.ndarray
+        Training loss after each step of every stage, concatenated.
+    stages : tuple of dict
+        One record per training stage (steps, learning rate, schedule, length).
+    attention_factor : float
+        Multiplies rotated queries and keys in its schedule (1 except after YaRN fine-tuning).
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    theta: np.ndarray
+    scale: float
+    offset: int
+    train_length: int
+    base: float | None
+    original_train_length: int
+    seed: int | None
+    losses: np.ndarray
+    stages: tuple = ()
+    attention_factor: float = 1.0
+
+    kind = "offset"
+
+    @property
+    def head_dim(self) -> int:
+        return int(self.q.size)
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray]:
+        """The learned pair coefficients ``(a, b)``, each shape (head_dim // 2,).
+
+        ``score(delta) = sum_i a_i cos(delta s theta_i) + b_i sin(delta s theta_i)`` with
+        ``delta = m - n`` the distance back from the query to the key (the negative of the book's
+        offset ``n - m``) and ``s`` the position scale.
+        """
+        return _pair_coefficients(self.q, self.k)
+
+    def amplitudes(self) -> np.ndarray:
+        """``sqrt(a_i**2 + b_i**2)`` per pair: the weight of pair ``i`` in the score, shape (pairs,)."""
+        a, b = self.coefficients()
+        return np.hypot(a, b)
+
+    def to_dict(self) -> dict:
+        """Plain-Python form (arrays as lists)."""
+        return {
+            "kind": self.kind,
+            "q": self.q.tolist(),
+            "k": self.k.tolist(),
+            "theta": self.theta.tolist(),
+            "scale": self.scale,
+            "attention_factor": self.attention_factor,
+            "offset": self.offset,
+            "train_length": self.train_length,
+            "original_train_length": self.original_train_length,
+            "base": self.base,
+            "seed": self.seed,
+            "final_loss": float(self.losses[-1]) if self.losses.size else None,
+            "stages": list(self.stages),
+        }
+
+
+@dataclass(frozen=True)
+class MatchHead:
+    """A trained content-and-position head: query and key tables over a vocabulary.
+
+    Attributes
+    ----------
+    q_table, k_table : numpy.ndarray, shape (vocab, head_dim)
+        Row ``t`` is the query (key) of token ``t`` before rotation.
+    theta, scale, train_length, base, original_train_length, seed, losses, stages, attention_factor
+        As in :class:`OffsetHead`.
+    """
+
+    q_table: np.ndarray
+    k_table: np.ndarray
+    theta: np.ndarray
+    scale: float
+    train_length: int
+    base: float | None
+    original_train_length: int
+    seed: int | None
+    losses: np.ndarray
+    stages: tuple = ()
+    attention_factor: float = 1.0
+
+    kind = "match"
+
+    @property
+    def head_dim(self) -> int:
+        return int(self.q_table.shape[1])
+
+    @property
+    def vocab(self) -> int:
+        return int(self.q_table.shape[0])
+
+    def coefficients(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pair coefficients for every (query token, key token): each shape (vocab, vocab, pairs)."""
+        return _pair_coefficients(self.q_table[:, None, :], self.k_table[None, :, :])
+
+    def to_dict(self) -> dict:
+        """Plain-Python form (arrays as lists)."""
+        return {
+            "kind": self.kind,
+            "q_table": self.q_table.tolist(),
+            "k_table": self.k_table.tolist(),
+            "theta": self.theta.tolist(),
+            "scale": self.scale,
+            "attention_factor": self.attention_factor,
+            "train_length": self.train_length,
+            "original_train_length": self.original_train_length,
+            "base": self.base,
+            "seed": self.seed,
+            "final_loss": float(self.losses[-1]) if self.losses.size else None,
+            "stages": list(self.stages),
+        }
+
+
+def _check_head(head) -> None:
+    if not isinstance(head, (OffsetHead, MatchHead)):
+        raise ValueError(f"head must be an OffsetHead or a MatchHead, got {type(head).__name__}")
+    if head.head_dim > MAX_TRAINED_HEAD_DIM:
+        raise ValueError(f"head must have head_dim at most MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM}, got {head.head_dim}")
+    if isinstance(head, MatchHead) and head.vocab > MAX_VOCAB:
+        raise ValueError(f"head must have a vocabulary of at most MAX_VOCAB = {MAX_VOCAB} tokens, got {head.vocab}")
+
+
+
+# --------------------------------------------------------------------------------------------
+# offset head: loss, gradient, training
+# --------------------------------------------------------------------------------------------
+
+
+def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+    """Loss of a content-free head and its exact gradient, in O(length * pairs).
+
+    The sequence has positions ``0 .. length - 1``; the query at ``m >= offset`` attends over the
+    keys at ``0 .. m - 1`` (softmax of ``score(m - n)``) and the loss is the mean over those
+    queries of ``-log p_m(m - offset)``. Because the score depends on the displacement only, the
+    normaliser of query ``m`` is a running log-sum-exp over displacements ``1 .. m``, and the
+    gradient with respect to ``score(delta)`` is ``exp(score(delta)) * sum_{m >= max(delta, offset)}
+    exp(-logZ_m)`` minus the target indicator, a reverse running sum: no ``length x length``
+    matrix is formed.
+
+    Parameters
+    ----------
+    q, k : array_like, shape (head_dim,)
+        Query and key vectors (interleaved pairs).
+    theta : array_like, shape (head_dim // 2,)
+        Frequencies, radians per position.
+    offset : int
+        The target displacement, between 1 and ``length - 1``.
+    length : int
+        Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096).
+    scale : float
+        Position multiplier.
+
+    Returns
+    -------
+    (loss, dq, dk) : (float, numpy.ndarray, numpy.ndarray)
+        The mean cross-entropy (nats) and its gradient with respect to ``q`` and ``k``.
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes, more than ``MAX_TRAINED_HEAD_DIM // 2`` pairs, a length outside
+        ``[2, MAX_HEAD_LENGTH]`` or an offset outside ``[1, length - 1]``.
+    """
+    q = v.finite_array("q", q)
+    k = v.finite_array("k", k)
+    th = check_theta(theta)
+    if q.shape != (2 * th.size,) or k.shape != q.shape:
+        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
+    length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
+    offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
+    scale = v.real("scale", scale, greater_than=0.0)
+    ang = phase_angles(np.arange(1, length) * scale, th)
+    return _offset_loss(q, k, np.cos(ang), np.sin(ang), offset)
+
+
+def _offset_loss(q, k, cos, sin, offset):
+    a, b = _pair_coefficients(q, k)
+    s = cos @ a + sin @ b  # s[delta - 1], delta = 1 .. length-1
+    log_z = np.logaddexp.accumulate(s)[offset - 1 :]  # query m = offset .. length-1 sees deltas 1..m
+    n = log_z.size
+    loss = float(log_z.mean() - s[offset - 1])
+    # tail[j] = log sum_{m >= offset + j} exp(-logZ_m)
+    tail = np.logaddexp.accumulate(-log_z[::-1])[::-1]
+    delta = np.arange(1, s.size + 1)
+    g = np.exp(s + tail[np.maximum(delta, offset) - offset]) / n
+    g[offset - 1] -= 1.0
+    ga, gb = cos.T @ g, sin.T @ g
+    first, second = pair_indices(q.size)
+    dq, dk = np.empty_like(q), np.empty_like(k)
+    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
+    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
+    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
+    return loss, dq, dk
+
+
+def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
+    ang = phase_angles(np.arange(1, length) * scale, theta)
+    cos, sin = gain * np.cos(ang), gain * np.sin(ang)  # gain: squared attention factor
+    opt = Adam([q, k], lr)
+    losses = np.empty(steps)
+    for t in range(steps):
+        losses[t], dq, dk = _offset_loss(q, k, cos, sin, offset)
+        opt.step([dq, dk])
+    return losses
+
+
+def train_offset_head(
+    offset: int = 5,
+    *,
+    head_dim: int = 16,
+    base: float = 10_000.0,
+    theta=None,
+    scale: float = 1.0,
+    train_length: int = 64,
+    steps: int = 1000,
+    lr: float = 0.05,
+    init_std: float = 0.3,
+    seed=0,
+) -> OffsetHead:
+    """Train a content-free head to attend to the key ``offset`` positions back.
+
+    Parameters
+    ----------
+    offset : int
+        Target displacement, between 1 and ``train_length - 1``.
+    head_dim : int
+        Head dimension (even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
+    base : float
+        Frequency base of the schedule ``base ** (-2i / head_dim)`` (ignored with ``theta``).
+    theta : array_like, shape (head_dim // 2,), optional
+        Explicit per-pair frequencies (radians per position), e.g. from an extension rule.
+    scale : float
+        Position multiplier during training (positive).
+    train_length : int
+        Training sequence length ``L`` (``offset + 1`` to :data:`MAX_HEAD_LENGTH` = 4096).
+    steps : int
+        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`; about
+        0.1 ms per step at length 64 with head_dim 16).
+    lr : float
+        Adam learning rate (positive, at most :data:`MAX_LR` = 10).
+    init_std : float
+        Standard deviation of the normal initialisation of ``q`` and ``k`` (positive, at most
+        :data:`MAX_INIT_STD` = 10).
+    seed : int or numpy.random.Generator
+        Initialisation randomness.
+
+    Returns
+    -------
+    OffsetHead
+
+    Raises
+    ------
+    ValueError
+        For any parameter outside the ranges above, or when training diverges to non-finite
+        values (lower ``lr`` or ``init_std``).
+    """
+    th, base_used = _schedule(head_dim, base, theta)
+    head_dim = 2 * th.size
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
+    offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
+    scale = v.real("scale", scale, greater_than=0.0)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    rng, seed_used = _rng(seed)
+    q, k = rng.normal(scale=init_std, size=(2, head_dim))
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
+    check_trained((q, k), losses, lr, init_std)
+    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
+    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,))
+
+
+# --------------------------------------------------------------------------------------------
+# match head: targets, loss, gradient, training
+# --------------------------------------------------------------------------------------------
+
+
+def match_targets(tokens) -> np.ndarray:
+    """Position of the most recent strictly earlier occurrence of each token (-1 if none).
+
+    Parameters
+    ----------
+    tokens : array_like of int, shape (..., seq)
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (..., seq)
+
+    Raises
+    ------
+    ValueError
+        For a non-integer array or one without a sequence axis.
+    """
+    tok = np.asarray(tokens)
+    if tok.ndim == 0 or not np.issubdtype(tok.dtype, np.integer):
+        raise ValueError(f"tokens must be an integer array with a sequence axis, got dtype {tok.dtype} shape {tok.shape}")
+    seq = tok.shape[-1]
+    flat = tok.reshape(-1, seq).astype(np.int64)
+    pos = np.arange(seq, dtype=np.int64)
+    # sort each row by (token, position): an occurrence's predecessor in that order, when it
+    # holds the same token, is its most recent earlier occurrence
+    order = np.argsort((flat - flat.min(initial=0)) * seq + pos, axis=-1, kind="stable")
+    sorted_tok = np.take_along_axis(flat, order, axis=-1)
+    prev = np.full_like(order, -1)
+    prev[:, 1:] = np.where(sorted_tok[:, 1:] == sorted_tok[:, :-1], order[:, :-1], -1)
+    out = np.empty_like(order)
+    np.put_along_axis(out, order, prev, axis=-1)
+    return out.reshape(tok.shape)
+
+
+def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
+    """The most-recent-match cross-entropy of attention logits, and its gradient in the logits.
+
+    Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
+    occurrence of its token (:func:`match_targets`). Queries without one are left out and the
+    loss is the mean over the others. The match heads of every scheme in
+    :mod:`ropegeo.toy.scheme_heads` use it; the rotary head computes the same loss from its table of
+    distances back (``_table_cross_entropy``). Callers check their inputs.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray of float64, shape (batch, seq, seq)
+        Logits of query ``m`` against key ``n``; overwritten (the gradient is returned in place).
+    tokens : numpy.ndarray of int, shape (batch, seq)
+
+    Returns
+    -------
+    (loss, d_scores) : (float, numpy.ndarray of shape (batch, seq, seq))
+
+    Raises
+    ------
+    ValueError
+        When no query has an earlier occurrence of its token.
+    """
+    target = match_targets(tokens)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    ti = target[bi, mi]
+    s_target = scores[bi, mi, ti]  # read before the in-place softmax
+    seq = tokens.shape[-1]
+    p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
+    loss = float(np.mean(np.log(z[bi, mi, 0]) + top[bi, mi, 0] - s_target))
+    p *= (valid / count)[..., None]
+    p[bi, mi, ti] -= 1.0 / count
+    return loss, p
+
+
+def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
+    """cos and sin of the rotation by every distance back ``delta = 0 .. seq - 1``, each (seq, pairs).
+
+    A score depends on positions through ``delta = m - n`` only (``<R_m q, R_n k> = <q, R_{n-m} k>``),
+    so one table per distance serves every query and key. The angles are ``(delta * scale) *
+    theta`` in float64, as :func:`offset_head_loss` forms them; computed once per training run.
+    """
+    ang = (np.arange(seq, dtype=np.float64) * scale)[:, None] * theta
+    return np.cos(ang), np.sin(ang)
+
+
+def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+    """Loss of the most-recent-match head on a batch of sequences, and its exact gradient.
+
+    The query at ``m`` (token ``t_m``) attends over the keys at ``0 .. m - 1`` with scores
+    ``<R_m Q[t_m], R_n K[t_n]>``; its target is the most recent earlier ``n`` with ``t_n = t_m``.
+    Queries without an earlier match are left out. The loss is the mean cross-entropy over the
+    remaining queries.
+
+    Parameters
+    ----------
+    q_table, k_table : array_like, shape (vocab, head_dim)
+    tokens : array_like of int, shape (batch, seq)
+        Token ids in ``[0, vocab)``; positions are ``0 .. seq - 1``.
+    theta : array_like, shape (head_dim // 2,)
+    scale : float
+        Position multiplier.
+
+    Returns
+    -------
+    (loss, d_q_table, d_k_table) : (float, numpy.ndarray, numpy.ndarray)
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes, tokens outside the vocabulary, a batch with no match at all, or
+        shapes whose step would hold more than :data:`MAX_STEP_BYTES` (use fewer or shorter
+        sequences, or smaller tables).
+    """
+    qt = v.finite_array("q_table", q_table)
+    kt = v.finite_array("k_table", k_table)
+    th = check_theta(theta)
+    if qt.ndim != 2 or qt.shape[1] != 2 * th.size or kt.shape != qt.shape:
+        raise ValueError(
+            f"q_table and k_table must both have shape (vocab, {2 * th.size}), got {qt.shape} and {kt.shape}"
+        )
+    tok = np.asarray(tokens)
+    if tok.ndim != 2 or not np.issubdtype(tok.dtype, np.integer):
+        raise ValueError(f"tokens must be an integer array of shape (batch, seq), got {tok.dtype} {tok.shape}")
+    if tok.size and (tok.min() < 0 or tok.max() >= qt.shape[0]):
+        raise ValueError(f"tokens must lie in [0, vocab={qt.shape[0]})")
+    scale = v.real("scale", scale, greater_than=0.0)
+    need = match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
+    if need > MAX_STEP_BYTES:
+        raise ValueError(f"tokens of shape {tok.shape} with tables of shape {qt.shape} would need about "
+                         f"{need / 2**20:,.0f} MiB; at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: "
+                         f"use fewer or shorter sequences in tokens, or smaller q_table and k_table")
+    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale))
+
+
+
+class _Diverged(ValueError):
+    """Non-finite scores or gradients of the match head (its tables have grown too large)."""
+
+
+#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64): small arrays stay
+#: in the allocator's heap and the cache, where a whole batch's (batch, seq, seq) arrays would be
+#: mapped afresh, page by page, at every step.
+_CHUNK_SCORES = 8192
+#: Widest spread (nats) of one query token's scores for which :func:`_match_loss` exponentiates
+#: the score table once, shifted by that token's largest score: every row sum then stays far
+#: above underflow (exp(-600) ~ 1e-261). Wider tables take the row-by-row softmax.
+_TABLE_SPREAD = 600.0
+
+
+def _match_loss(qt, kt, tok, rotations, gain=1.0):
+    """The unchecked loss and gradient of :func:`match_head_loss` (``rotations`` from :func:`_rotations`).
+
+    A score depends on the query's token ``u``, the key's token ``w`` and the distance back
+    ``delta = m - n`` only: ``gain * sum_i a_i(u, w) cos(delta theta_i) + b_i(u, w) sin(delta
+    theta_i)``, with the pair coefficients ``a, b`` of the two tables' rows (as for the offset
+    head). So the step builds that ``(vocab * vocab, seq)`` table once, reads each sequence's
+    attention from it and sums the gradient back into it (``np.bincount``): the cost grows with
+    ``vocab**2 * seq * head_dim + batch * seq**2`` instead of ``batch * seq**2 * head_dim``.
+    """
+    vocab = qt.shape[0]
+    cos, sin = rotations
+    q1, q2, k1, k2 = qt[:, 0::2], qt[:, 1::2], kt[:, 0::2], kt[:, 1::2]  # (vocab, pairs)
+    a = (q1[:, None, :] * k1[None] + q2[:, None, :] * k2[None]).reshape(vocab * vocab, -1)
+    b = (q1[:, None, :] * k2[None] - q2[:, None, :] * k1[None]).reshape(vocab * vocab, -1)
+    table = a @ cos.T + b @ sin.T  # (vocab * vocab, seq): row u * vocab + w, column delta
+    if gain != 1.0:  # the squared attention factor multiplies every logit
+        table *= gain
+    loss, d_table = _table_cross_entropy(table, tok, vocab)
+    if gain != 1.0:
+        d_table *= gain
+    da = (d_table @ cos).reshape(vocab, vocab, -1)  # d loss / d a_i(u, w)
+    db = (d_table @ sin).reshape(vocab, vocab, -1)
+    if not (math.isfinite(loss) and np.isfinite(da).all() and np.isfinite(db).all()):
+        raise _Diverged("q_table and k_table give non-finite scores or gradients (overflow): their entries are "
+                        "too large (in training: lower lr or init_std)")
+    dq, dk = np.empty_like(qt), np.empty_like(kt)
+    dq[:, 0::2] = np.einsum("uwi,wi->ui", da, k1) + np.einsum("uwi,wi->ui", db, k2)
+    dq[:, 1::2] = np.einsum("uwi,wi->ui", da, k2) - np.einsum("uwi,wi->ui", db, k1)
+    dk[:, 0::2] = np.einsum("uwi,ui->wi", da, q1) - np.einsum("uwi,ui->wi", db, q2)
+    dk[:, 1::2] = np.einsum("uwi,ui->wi", da, q2) + np.einsum("uwi,ui->wi", db, q1)
+    return loss, dq, dk
+
+
+@functools.lru_cache(maxsize=4)
+def _pair_layout(seq: int, chunk: int) -> tuple:
+    """Flat indices of the query-key pairs ``n < m`` of ``chunk`` sequences of length ``seq``.
+
+    Returns ``(query, key, delta, starts, row)``: the flat positions (``sequence * seq + m`` and
+    ``... + n``) of each pair's query and key, its distance back ``m - n``, where each row
+    ``m = 1 .. seq - 1`` of each sequence begins, and the row of each pair (``sequence * (seq -
+    1) + m - 1``). Pairs run sequence by sequence, row by row (row ``m`` holds ``m`` keys), so the
+    first ``c`` sequences' entries are a prefix of every array.
+    """
+    qm, kn = np.tril_indices(seq, -1)
+    pairs = qm.size
+    seqs = np.arange(chunk)[:, None]
+    starts = np.arange(1, seq) * np.arange(seq - 1) // 2
+    out = ((seqs * seq + qm).ravel(), (seqs * seq + kn).ravel(), np.tile(qm - kn, chunk),
+           (seqs * pairs + starts).ravel(), (seqs * (seq - 1) + qm - 1).ravel())
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _table_cross_entropy(table, tok, vocab):
+    """The match cross-entropy of the scores ``table[t_m * vocab + t_n, m - n]`` and its gradient in the table.
+
+    The same loss as :func:`match_cross_entropy` on the full ``(batch, seq, seq)`` scores, which
+    are never formed: only the pairs ``n < m`` are read, a few sequences at a time
+    (:data:`_CHUNK_SCORES`). When each query token's scores span at most :data:`_TABLE_SPREAD`,
+    the exponentials are those of the table (``vocab**2 * seq`` of them) shifted by the token's
+    largest score; otherwise each row is shifted by its own maximum, as in :func:`softmax_rows`.
+    """
+    batch, seq = tok.shape
+    target = match_targets(tok)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    ti = target[bi, mi]
+    hit = (tok[bi, mi] * vocab + tok[bi, ti]) * seq + (mi - ti)  # the target's entry of the table
+    rows = table.reshape(vocab, -1)
+    shift = rows.max(axis=1)
+    by_table = float(np.max(shift - rows.min(axis=1))) <= _TABLE_SPREAD  # False for a non-finite table too
+    flat = np.exp(rows - shift[:, None]).ravel() if by_table else table.ravel()
+    pairs = seq * (seq - 1) // 2
+    step = max(1, min(batch, _CHUNK_SCORES // pairs))
+    query, key, delta, starts, row = _pair_layout(seq, step)
+    log_z = np.zeros((batch, seq))
+    d_flat = np.zeros(table.size)
+    for lo in range(0, batch, step):
+        t = tok[lo : lo + step]
+        n, r = t.shape[0] * pairs, t.shape[0] * (seq - 1)
+        index = (t.ravel() * (vocab * seq))[query[:n]]
+        index += (t.ravel() * seq)[key[:n]]
+        index += delta[:n]
+        e = flat[index]
+        if by_table:
+            top = shift[t[:, 1:]].ravel()
+        else:
+            top = np.maximum.reduceat(e, starts[:r])
+            e -= top[row[:n]]
+            np.maximum(e, EXP_FLOOR, out=e)
+            np.exp(e, out=e)
+        z = np.add.reduceat(e, starts[:r])  # one sum per row m = 1 .. seq - 1, positive
+        log_z[lo : lo + step, 1:] = (np.log(z) + top).reshape(-1, seq - 1)
+        e *= (valid[lo : lo + step, 1:].ravel() / z)[row[:n]]  # queries without an earlier match are left out
+        d_flat += np.bincount(index, weights=e, minlength=table.size)
+    loss = float(np.mean(log_z[bi, mi] - table.ravel()[hit]))
+    d_flat -= np.bincount(hit, minlength=table.size)
+    d_flat /= count
+    return loss, d_flat.reshape(table.shape)
+
+
+def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
+    vocab = qt.shape[0]
+    opt = Adam([qt, kt], lr)
+    losses = np.empty(steps)
+    rotations = _rotations(length, theta, scale)
+    for t in range(steps):
+        tok = rng.integers(0, vocab, size=(batch, length))
+        try:
+            losses[t], dq, dk = _match_loss(qt, kt, tok, rotations, gain)
+        except _Diverged:  # the caller reports it (check_trained)
+            losses[t:] = np.nan
+            break
+        opt.step([dq, dk])
+        if not (np.isfinite(qt).all() and np.isfinite(kt).all()):
+            losses[t + 1 :] = np.nan
+            break
+    return losses
+
+
+def train_match_head(
+    vocab: int = 8,
+    *,
+    head_dim: int = 16,
+    base: float = 10_000.0,
+    theta=None,
+    scale: float = 1.0,
+    train_length: int = 64,
+    batch: int = 32,
+    steps: int = 600,
+    lr: float = 0.05,
+    init_std: float = 0.3,
+    seed=0,
+) -> MatchHead:
+    """Train a head to attend to the most recent earlier occurrence of the query's token.
+
+    Every step draws ``batch`` fresh sequences of ``train_length`` tokens uniformly from the
+    vocabulary (from the same Generator as the initialisation, so a seed fixes everything).
+
+    Parameters
+    ----------
+    vocab : int
+        Number of token types (2 to :data:`MAX_VOCAB` = 256).
+    head_dim, base, theta, scale, lr, init_std, seed
+        As in :func:`train_offset_head`.
+    train_length : int
+        Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
+    batch : int
+        Sequences per step (1 to :data:`MAX_BATCH` = 512).
+    steps : int
+        Adam steps (1 to :data:`MAX_STEPS`).
+
+    Returns
+    -------
+    MatchHead
+
+    Raises
+    ------
+    ValueError
+        For any parameter outside its range (the message names what to lower), or when training
+        diverges to non-finite values (lower ``lr`` or ``init_std``).
+
+    Notes
+    -----
+    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
+    the other defaults, ``batch`` up to 39; the bound is shared with the match heads of
+    :mod:`ropegeo.toy.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
+    (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
+    defaults, at head dimension 16 or 128.
+    """
+    th, base_used = _schedule(head_dim, base, theta)
+    head_dim = 2 * th.size
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
+    scale = v.real("scale", scale, greater_than=0.0)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    check_match_step(train_length, batch, vocab, head_dim)
+    rng, seed_used = _rng(seed)
+    qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
+    check_trained((qt, kt), losses, lr, init_std)
+    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
+    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,))
+
+
+def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
+    """Train one head per seed with otherwise identical settings.
+
+    Parameters
+    ----------
+    kind : {"offset", "match"}
+    seeds : iterable of int
+        One head per seed (non-negative integers, 1 to :data:`MAX_SEEDS` = 20 of them).
+    progress : bool
+        Show a tqdm progress bar over the seeds (match heads take about a second each).
+    **options
+        Passed to :func:`train_offset_head` or :func:`train_match_head`.
+
+    Returns
+    -------
+    list of OffsetHead or MatchHead, in the order of ``seeds``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, seeds that are not an iterable of 1 to ``MAX_SEEDS`` non-negative
+        integers, or options the trainer refuses.
+    """
+    if not isinstance(kind, str) or kind not in ("offset", "match"):
+        raise ValueError(f"kind must be 'offset' or 'match', got {kind!r}")
+    seeds = seed_list(seeds)
+    train = train_offset_head if kind == "offset" else train_match_head
+    if progress:
+        from tqdm.auto import tqdm
+
+        seeds = tqdm(seeds, desc=f"training {kind} heads", unit="seed")
+    with one_blas_thread():
+        return [train(seed=s, **options) for s in seeds]
+
+
+def _resolve(head, length, extension, factor, theta, scale, attention_factor=None) -> Schedule:
+    """The schedule a head is run under: explicit theta/scale, a named rule, or its own."""
+    if attention_factor is not None:
+        if extension is not None:
+            raise ValueError("give either extension or theta/scale/attention_factor, not both")
+        att = v.real("attention_factor", attention_factor, greater_than=0.0)
+        return _resolve(head, length, None, None, theta, scale)._replace(attention_factor=att, rule="custom")
+    if theta is not None or scale is not None:
+        if extension is not None:
+            raise ValueError("give either extension or theta/scale, not both")
+        th = head.theta if theta is None else check_theta(theta)
+        if th.size != head.theta.size:
+            raise ValueError(f"theta must have {head.theta.size} pairs to match the head, got {th.size}")
+        sc = head.scale if scale is None else v.real("scale", scale, greater_than=0.0)
+        return Schedule(th, sc, head.attention_factor, "custom")
+    if extension is None:
+        return Schedule(head.theta, head.scale, head.attention_factor, "own")
+    name = rule_name(extension)
+    if name == "none":
+        return Schedule(head.theta, head.scale, head.attention_factor, name)
+    if head.base is None:
+        raise ValueError(
+            f"extension={extension!r} needs the head's base; this head was trained on an explicit theta: pass theta and scale"
+        )
+    sch = extension_schedule(
+        name, head_dim=head.head_dim, base=head.base, train_length=head.original_train_length,
+        length=length, factor=factor,
+    )
+    return Schedule(sch.theta, sch.scale * head.scale, sch.attention_factor * head.attention_factor, name)
+
+
+def fine_tune(
+    head,
+    *,
+    extension: str | None = "pi",
+    length: int | None = None,
+    factor: float | None = None,
+    theta=None,
+    scale: float | None = None,
+    steps: int | None = None,
+    lr: float = 0.05,
+    batch: int = 4,
+    seed=0,
+):
+    """Continue training a head under a new (scaled) schedule: the fine-tuning of an extension.
+
+    Parameters
+    ----------
+    head : OffsetHead or MatchHead
+    extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"} or None
+        Named rule giving the new schedule (see :func:`extension_schedule`); ignored when
+        ``theta`` or ``scale`` is given.
+    length : int, optional
+        Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to
+        :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
+        original training length (the extended context), or the head's training length when
+        ``factor`` is not given.
+    factor : float, optional
+        Extension factor (1 to ``ropegeo.scaling.MAX_FACTOR``; without ``length``, the default
+        length must stay within the bound above). Default 8 when a named rule other than
+        ``"none"`` is used (aliases as in :func:`ropegeo.scaling.extension_schedule`).
+    theta, scale
+        Explicit schedule (instead of ``extension``).
+    steps : int, optional
+        Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
+        length 512), 100 for a match head (about a second at length 512).
+    lr : float
+        Learning rate (positive, at most :data:`MAX_LR`).
+    batch : int
+        Sequences per step for a match head (1 to :data:`MAX_BATCH`); ignored by the offset head.
+    seed : int or numpy.random.Generator
+        Randomness of the match head's fresh sequences.
+
+    Returns
+    -------
+    OffsetHead or MatchHead
+        A new head (the input is not changed) whose own schedule is the new one, so
+        ``evaluate(tuned, length)`` runs it as it was fine-tuned.
+
+    Raises
+    ------
+    ValueError
+        For a bad head, schedule, length, factor, steps, lr or batch (the message names what to
+        lower), or when training diverges to non-finite values (lower ``lr``).
+    """
+    _check_head(head)
+    offset_head = isinstance(head, OffsetHead)
+    most = MAX_HEAD_LENGTH if offset_head else MAX_MATCH_LENGTH
+    kind = "an offset head" if offset_head else "a match head"
+    if theta is not None or scale is not None:
+        extension = None
+    if extension is not None and rule_name(extension) != "none" and factor is None:
+        factor = 8.0
+    if factor is not None:
+        factor = v.real("factor", factor, minimum=1.0, maximum=MAX_FACTOR)
+    if length is None:
+        length = int(round(head.original_train_length * factor)) if factor is not None else head.train_length
+        if factor is not None and length > most:
+            raise ValueError(f"factor={factor:g} asks for a fine-tuning length of {length:,} (factor x the original "
+                             f"training length {head.original_train_length}); at most {most} for {kind}: "
+                             f"lower factor or pass length")
+    length = v.integer("length", length, minimum=2, maximum=most)
+    th, sc, att, name = _resolve(head, length, extension, factor, theta, scale)
+    if steps is None:
+        steps = 600 if offset_head else 100
+    steps, lr = training_settings(steps, lr)
+    stage = {"stage": "fine_tune", "steps": steps, "lr": lr, "length": length, "scale": sc, "extension": name,
+             "factor": factor, "attention_factor": att}
+    if offset_head:
+        if head.offset >= length:
+            raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
+        q, k = head.q.copy(), head.k.copy()
+        with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+            losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
+        check_trained((q, k), losses, lr)
+        return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
+                       losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+    check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
+    rng, _ = _rng(seed)
+    qt, kt = head.q_table.copy(), head.k_table.copy()
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
+    check_trained((qt, kt), losses, lr)
+    stage["batch"] = batch
+    return replace(head, q_table=qt, k_table=kt, theta=th, scale=sc, attention_factor=att, train_length=length,
+                   losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
+

@@ -1,0 +1,654 @@
+"""Tiny heads trained per position scheme: the experiments behind :mod:`ropegeo.toy.alternatives`.
+
+Every learned scheme of :mod:`ropegeo.toy.attention` gets the same small experiment as Gate C
+(:mod:`ropegeo.toy`): a head that sees one fixed token at every slot (so only positions can
+guide it) is trained to attend to the key ``offset`` slots back, over strictly earlier keys, with
+the full-batch cross-entropy of Gate C, Adam, and hand-derived gradients (checked against finite
+differences in the tests); and a head with token tables is trained on Gate C's most-recent-match
+task (:func:`train_scheme_match_head`). What each scheme lets the position head learn:
+
+===============  ==================================  ============================================
+scheme           trained parameters                  score of query ``m`` against key ``n``
+===============  ==================================  ============================================
+``absolute``     table ``T`` (rows), ``W_q, W_k``    ``(e + T_m) W_q W_k^T (e + T_n)^T / sqrt(d)``
+``sinusoidal``   ``W_q, W_k``                        the same with the fixed code ``PE`` for ``T``
+``relative``     query ``q``, key vectors ``a^K_r``  ``q . a^K(clip(n - m, -K, K)) / sqrt(d)`` + const
+``t5``           one bias per bucket ``b``           ``b[t5_bucket(n - m)]`` + const
+``rope``         ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``: trained by
+                                                     :func:`ropegeo.toy.train_offset_head`
+===============  ==================================  ============================================
+
+``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads are the fixed formula.
+
+Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.softmax import softmax_rows
+from ropegeo.toy import (
+    Adam,
+    check_match_step,
+    check_step_memory,
+    check_trained,
+    match_cross_entropy,
+    train_offset_head,
+    training_settings,
+)
+from ropegeo.toy import train_match_head as train_rope_match_head
+from ropegeo.toy.attention import AttentionLayer
+from ropegeo.toy.interventions import PositionHead, TokenHead, position_head
+from ropegeo.toy.schemes import AbsolutePositions, ALiBi, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
+
+__all__ = [
+    "SCHEMES",
+    "LEARNED",
+    "FIXED",
+    "TrainedHead",
+    "train_position_head",
+    "TrainedMatchHead",
+    "train_scheme_match_head",
+    "match_loss",
+    "fixed_head",
+    "task_loss",
+    "check_position_memory",
+    "check_match_memory",
+]
+
+SCHEMES = ("none", "absolute", "sinusoidal", "relative", "t5", "alibi", "rope")
+LEARNED = ("absolute", "sinusoidal", "relative", "t5", "rope")
+FIXED = ("none", "alibi")
+
+#: Longest training length (a length x length score matrix per step).
+MAX_TRAIN_LENGTH = 1024
+#: Widest layer a trainer builds (``d x d`` projections).
+MAX_D = 256
+#: Most rows of a learned absolute table.
+MAX_ROWS = 1 << 16
+#: Largest vocabulary of a match head (:func:`train_scheme_match_head`).
+MAX_SCHEME_VOCAB = 64
+#: Most sequences in one training step of a match head.
+MAX_BATCH = 512
+#: Most scores (``batch * length**2``) one :func:`match_loss` call forms: each of its few
+#: working arrays is then at most 64 MiB.
+MAX_LOSS_SCORES = 2**23
+
+# Every trainer here also keeps one step under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB,
+# estimated from the step's array shapes); see :func:`_position_memory` and :func:`_match_memory`.
+_TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
+
+
+def check_position_memory(scheme: str, L: int, head_dim: int, rows: int) -> None:
+    """Refuse a position head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
+    if scheme == "rope":  # Gate C's offset head: O(L * d) per step
+        return
+    step_bytes = 8 * (6 * L * L + 8 * L * head_dim + 7 * rows * head_dim)
+    sizes = {"train_length": L, "head_dim": head_dim} | ({"rows": rows} if rows else {})
+    check_step_memory(f"a position head of scheme {scheme!r}", step_bytes, sizes)
+
+
+def check_match_memory(scheme: str, L: int, batch: int, vocab: int, head_dim: int, rows: int) -> None:
+    """Refuse a match head whose training step would exceed MAX_STEP_BYTES (``rows``: absolute table rows)."""
+    if scheme == "rope":
+        check_match_step(L, batch, vocab, head_dim)
+        return
+    if scheme in _TABLE_SCHEMES:  # every score is a lookup: no (batch, L, L, d) arrays
+        step_bytes = 8 * (6 * batch * L * L + 2 * batch * L * vocab)
+    else:  # inputs H (batch, L, d) through d x d projections
+        step_bytes = 8 * (2 * batch * L * L + 8 * batch * L * head_dim + 2 * batch * L * vocab + 7 * rows * head_dim)
+    sizes = {"train_length": L, "batch": batch, "vocab": vocab, "head_dim": head_dim} | ({"rows": rows} if rows else {})
+    check_step_memory(f"a match head of scheme {scheme!r}", step_bytes, sizes)
+
+
+class TrainedHead(PositionHead):
+    """A :class:`~ropegeo.toy.interventions.PositionHead` trained on the displacement task.
+
+    Attributes
+    ----------
+    layer : AttentionLayer
+        The layer with the trained parameters (token ``e_0`` at every slot).
+    scheme : str
+        The scheme's name.
+    offset, train_length : int
+        The task it was trained on.
+    seed : int
+        Initialisation seed.
+    losses : numpy.ndarray, shape (steps,)
+        Training loss (nats) after each step.
+    """
+
+    def __init__(self, layer, *, scheme: str, offset: int, train_length: int, seed: int, losses):
+        super().__init__(layer, name=scheme)
+        self.scheme, self.offset, self.train_length, self.seed = scheme, offset, train_length, seed
+        self.losses = np.asarray(losses, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        last = self.losses[-1] if self.losses.size else math.nan
+        return (f"TrainedHead({self.scheme!r}, offset={self.offset}, train_length={self.train_length}, "
+                f"seed={self.seed}, final loss {last:.3g})")
+
+
+def _task_grad(S: np.ndarray, offset: int) -> tuple[float, np.ndarray]:
+    """Cross-entropy of the displacement task over strictly earlier keys and its gradient in S."""
+    L = S.shape[0]
+    earlier = np.tri(L, L, -1)
+    p, top, z = softmax_rows(S.copy(), earlier)
+    m = np.arange(offset, L)
+    n = m.size
+    loss = float(np.mean(np.log(z[m, 0]) + top[m, 0] - S[m, m - offset]))
+    g = np.zeros_like(S)
+    g[m] = p[m] / n
+    g[m, m - offset] -= 1.0 / n
+    return loss, g
+
+
+def task_loss(head: PositionHead, offset: int, length: int) -> float:
+    """The training loss of a head, computed through its attention layer.
+
+    Mean over queries ``m = offset .. length - 1`` of ``-log`` of the attention on slot
+    ``m - offset``, softmax over strictly earlier slots, positions ``0 .. length - 1``.
+
+    Raises
+    ------
+    ValueError
+        For an offset outside ``[1, length - 1]``.
+    """
+    length = v.integer("length", length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
+    S = head.scores(np.arange(length, dtype=np.float64))
+    return _task_grad(S, offset)[0]
+
+
+# ---- per-scheme forward and backward (token e_0 at every slot) ------------------------------
+
+
+def _fb_projection(H, Wq, Wk, offset):
+    """Loss and gradients of ``S = H Wq (H Wk)^T / sqrt(d)`` with respect to H, Wq, Wk."""
+    c = 1.0 / math.sqrt(Wq.shape[1])
+    Q, K = H @ Wq, H @ Wk
+    loss, g = _task_grad(c * Q @ K.T, offset)
+    dQ, dK = c * g @ K, c * g.T @ Q
+    return loss, H.T @ dQ, H.T @ dK, dQ @ Wq.T + dK @ Wk.T
+
+
+def _fb_relative(q, a, k0, idx, L, offset):
+    """Loss and gradients in ``q`` and ``a`` of ``S = (a q)[idx] + q . k0`` over sqrt(d) (``idx`` flat)."""
+    c = 1.0 / math.sqrt(q.size)
+    S = c * ((a @ q)[idx].reshape(L, L) + q @ k0)
+    loss, g = _task_grad(S, offset)
+    G = np.bincount(idx, weights=g.ravel(), minlength=a.shape[0])  # gradient per table row
+    return loss, c * (a.T @ G + g.sum() * k0), c * np.outer(G, q)
+
+
+def _fb_t5(b, idx, L, offset):
+    """Loss and gradient in ``b`` of ``S = b[idx]`` (``idx`` flat bucket indices)."""
+    loss, g = _task_grad(b[idx].reshape(L, L), offset)
+    return loss, np.bincount(idx, weights=g.ravel(), minlength=b.size)
+
+
+def _train_absolute(rng, d, L, offset, steps, lr, init_std, rows):
+    T = rng.normal(scale=init_std, size=(rows, d))
+    Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
+    e0 = np.eye(d)[0]
+    losses = np.empty(steps)
+    opt = Adam([T, Wq, Wk], lr)
+    dT = np.zeros_like(T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dWq, dWk, dH = _fb_projection(e0 + T[:L], Wq, Wk, offset)
+            dT[:L] = dH
+            opt.step([dT, dWq, dWk])
+    check_trained(opt.params, losses, lr, init_std)
+    layer = AttentionLayer(d, scheme=AbsolutePositions(table=T), seed=0)
+    layer.Wq, layer.Wk = Wq, Wk
+    return layer, losses
+
+
+def _train_sinusoidal(rng, d, L, offset, steps, lr, init_std):
+    Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
+    H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
+    losses = np.empty(steps)
+    opt = Adam([Wq, Wk], lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dWq, dWk, _ = _fb_projection(H, Wq, Wk, offset)
+            opt.step([dWq, dWk])
+    check_trained(opt.params, losses, lr, init_std)
+    layer = AttentionLayer(d, scheme="sinusoidal", seed=0)
+    layer.Wq, layer.Wk = Wq, Wk
+    return layer, losses
+
+
+def _train_relative(rng, d, L, offset, steps, lr, init_std, max_distance):
+    K = max_distance
+    q = rng.normal(scale=init_std, size=d)
+    a = rng.normal(scale=init_std, size=(2 * K + 1, d))
+    k0 = rng.normal(scale=init_std, size=d)  # the key: a constant shift of every score
+    pos = np.arange(L)
+    idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
+    losses = np.empty(steps)
+    opt = Adam([q, a], lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], dq, da = _fb_relative(q, a, k0, idx, L, offset)
+            opt.step([dq, da])
+    check_trained(opt.params + [k0], losses, lr, init_std)
+    layer = AttentionLayer(d, scheme=RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a),
+                                                       values=False), seed=0)
+    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
+    layer.Wq[0], layer.Wk[0] = q, k0
+    return layer, losses
+
+
+def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance):
+    b = rng.normal(scale=init_std, size=num_buckets)
+    pos = np.arange(L)
+    idx = t5_bucket(pos[None, :] - pos[:, None], bidirectional=False, num_buckets=num_buckets,
+                    max_distance=max_distance).ravel()
+    losses = np.empty(steps)
+    opt = Adam([b], lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            losses[t], db = _fb_t5(b, idx, L, offset)
+            opt.step([db])
+    check_trained(opt.params, losses, lr, init_std)
+    layer = AttentionLayer(d, scheme=T5Bias(num_buckets=num_buckets, max_distance=max_distance, bidirectional=False,
+                                            table=b), seed=0)
+    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
+    return layer, losses
+
+
+def _train_rope(seed, d, L, offset, steps, lr, init_std, base, theta):
+    gate_c = train_offset_head(offset, head_dim=d, base=base, theta=theta, train_length=L, steps=steps, lr=lr,
+                               init_std=init_std, seed=seed)
+    layer = AttentionLayer(d, scheme="rope", base=base, theta=gate_c.theta, seed=0)
+    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
+    # Gate C's score is R_m q . R_n k; the layer divides by sqrt(d), so the query carries sqrt(d)
+    layer.Wq[0], layer.Wk[0] = math.sqrt(d) * gate_c.q, gate_c.k
+    return layer, gate_c.losses
+
+
+def train_position_head(
+    scheme: str,
+    offset: int = 5,
+    *,
+    train_length: int = 64,
+    head_dim: int = 16,
+    steps: int = 1000,
+    lr: float = 0.05,
+    init_std: float = 0.3,
+    seed: int = 0,
+    rows: int | None = None,
+    max_distance: int | None = None,
+    num_buckets: int = 32,
+    base: float = 10_000.0,
+    theta=None,
+) -> TrainedHead:
+    """Train a position-only head of one learned scheme to attend ``offset`` slots back.
+
+    Parameters
+    ----------
+    scheme : {"absolute", "sinusoidal", "relative", "t5", "rope"}
+    offset : int
+        Target displacement (1 to ``train_length - 1``).
+    train_length : int
+        Sequence length of training (2 to :data:`MAX_TRAIN_LENGTH` = 1024); positions
+        ``0 .. train_length - 1``.
+    head_dim : int
+        Width of the layer and its head (even, 2 to :data:`MAX_D` = 256).
+    steps : int
+        Full-batch Adam steps (1 to ``ropegeo.toy.MAX_STEPS`` = 100,000; time grows with
+        ``steps * train_length**2``).
+    lr, init_std : float
+        Adam's learning rate and the standard deviation of the initial parameters (positive, at
+        most ``ropegeo.toy.MAX_LR`` = 10 and ``MAX_INIT_STD`` = 10).
+    seed : int
+        Initialisation seed (non-negative).
+    rows : int, optional
+        ``absolute``: rows of the table (``train_length`` to :data:`MAX_ROWS` = 65,536, with
+        ``rows * d`` small enough for one step to stay under ``ropegeo.toy.MAX_STEP_BYTES``;
+        default ``8 * train_length``, so a stretched sequence still has rows; rows past the
+        training length are never updated).
+    max_distance : int, optional
+        ``relative``: clipping distance ``K`` (default 16). ``t5``: the bucket ``max_distance``
+        (default 128).
+    num_buckets : int
+        ``t5``: number of buckets (decoder style, one side).
+    base, theta
+        ``rope``: the schedule (``theta`` from ``ropegeo.scaling`` overrides ``base``).
+
+    Returns
+    -------
+    TrainedHead
+
+    Raises
+    ------
+    ValueError
+        For an unknown or fixed scheme and parameters outside their ranges (the message names
+        what to lower), or when training diverges to non-finite values (lower ``lr`` or
+        ``init_std``).
+    """
+    if not isinstance(scheme, str) or scheme not in LEARNED:
+        raise ValueError(f"scheme must be one of the learned schemes {', '.join(map(repr, LEARNED))}, got {scheme!r}"
+                         + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    seed = v.integer("seed", seed, minimum=0)
+    if scheme == "absolute":
+        rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
+    check_position_memory(scheme, train_length, head_dim, rows if scheme == "absolute" else 0)
+    rng = np.random.default_rng(seed)
+    if scheme == "absolute":
+        layer, losses = _train_absolute(rng, head_dim, train_length, offset, steps, lr, init_std, rows)
+    elif scheme == "sinusoidal":
+        layer, losses = _train_sinusoidal(rng, head_dim, train_length, offset, steps, lr, init_std)
+    elif scheme == "relative":
+        K = v.integer("max_distance", 16 if max_distance is None else max_distance, minimum=1, maximum=4096)
+        layer, losses = _train_relative(rng, head_dim, train_length, offset, steps, lr, init_std, K)
+    elif scheme == "t5":
+        md = 128 if max_distance is None else max_distance
+        T5Bias(num_buckets=num_buckets, max_distance=md, bidirectional=False)  # validates both
+        layer, losses = _train_t5(rng, head_dim, train_length, offset, steps, lr, init_std, int(num_buckets), int(md))
+    else:
+        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, base, theta)
+    return TrainedHead(layer, scheme=scheme, offset=offset, train_length=train_length, seed=seed, losses=losses)
+
+
+def fixed_head(scheme: str, *, head_dim: int = 16, seed: int = 0, **options) -> PositionHead:
+    """The position-only head of a scheme with nothing to learn (``"none"`` or ``"alibi"``).
+
+    Its projections are random (seeded) but irrelevant: the same token at every slot gives every
+    key the same content score, so only the scheme's position term (none, or ALiBi's bias) moves
+    the attention.
+
+    Raises
+    ------
+    ValueError
+        For a scheme that is not fixed.
+    """
+    if scheme not in FIXED:
+        raise ValueError(f"scheme must be one of the fixed schemes {', '.join(map(repr, FIXED))}, got {scheme!r}")
+    return position_head(scheme, d_model=head_dim, seed=seed, **options)
+
+
+# ---- content and position: Gate C's most-recent-match task ------------------------------------
+
+
+class TrainedMatchHead(TokenHead):
+    """A :class:`~ropegeo.toy.interventions.TokenHead` trained on the most-recent-match task.
+
+    Attributes
+    ----------
+    layer, embedding
+        The trained layer and its input embedding (one-hot rows except for the schemes that add a
+        code to the inputs, whose learned token vectors are the embedding).
+    scheme : str
+    vocab, train_length, seed : int
+    losses : numpy.ndarray, shape (steps,)
+    """
+
+    def __init__(self, layer, embedding, *, scheme: str, train_length: int, seed: int, losses):
+        super().__init__(layer, embedding, name=scheme)
+        self.scheme, self.train_length, self.seed = scheme, train_length, seed
+        self.losses = np.asarray(losses, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        last = self.losses[-1] if self.losses.size else math.nan
+        return (f"TrainedMatchHead({self.scheme!r}, vocab={self.vocab}, train_length={self.train_length}, "
+                f"seed={self.seed}, final loss {last:.3g})")
+
+
+def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
+    """Sum per-slot gradients (B, L, d) into per-token rows (vocab, d)."""
+    onehot = (tok.reshape(1, -1) == np.arange(vocab)[:, None]).astype(np.float64)  # (vocab, B * L)
+    return onehot @ grad.reshape(-1, grad.shape[-1])
+
+
+def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
+    """Loss and gradients for ``S = (Q K^T + Q . a[idx]) / sqrt(d) + bias`` with Q = Qt[tok], K = Kt[tok].
+
+    ``bias``: (table, flat bucket index) for T5, or a fixed (L, L) array (ALiBi), or None.
+    ``rel``: (a, idx) for the relative scheme (``idx`` an (L, L) row index into ``a``), or None.
+    Every score is a lookup in a small table (token pair, or token and displacement row), so the
+    forward pass is a gather and each gradient a weighted count: no (batch, L, L, d) work.
+    Returns ``(loss, dQt, dKt, dtable_or_None, da_or_None)``.
+    """
+    B, L = tok.shape
+    V, d = Qt.shape
+    c = 1.0 / math.sqrt(d)
+    qi = np.broadcast_to(tok[:, :, None], (B, L, L))
+    pair = qi * V + tok[:, None, :]  # (query token, key token) of every score
+    S = c * (Qt @ Kt.T).ravel()[pair]
+    if rel is not None:
+        a, idx = rel
+        R = a.shape[0]
+        tok_rel = qi * R + idx  # (query token, displacement row)
+        S = S + c * (Qt @ a.T).ravel()[tok_rel]
+    if isinstance(bias, tuple):
+        table, flat = bias
+        S = S + table[flat].reshape(L, L)
+    elif bias is not None:
+        S = S + bias
+    loss, g = match_cross_entropy(S, tok)
+    dM = np.bincount(pair.ravel(), weights=g.ravel(), minlength=V * V).reshape(V, V)
+    dQt, dKt = c * dM @ Kt, c * dM.T @ Qt
+    dtable = da = None
+    if isinstance(bias, tuple):
+        dtable = np.bincount(bias[1], weights=g.sum(axis=0).ravel(), minlength=bias[0].size)
+    if rel is not None:
+        dA = np.bincount(tok_rel.ravel(), weights=g.ravel(), minlength=V * R).reshape(V, R)
+        dQt = dQt + c * dA @ a
+        da = c * dA.T @ Qt
+    return loss, dQt, dKt, dtable, da
+
+
+def _fb_match_projection(E, P, Wq, Wk, tok):
+    """Loss and gradients for inputs ``H = E[tok] + P`` (P: (L, d) position code), ``S = H Wq (H Wk)^T / sqrt(d)``.
+
+    Returns ``(loss, dE, dP, dWq, dWk)``.
+    """
+    c = 1.0 / math.sqrt(Wq.shape[1])
+    H = E[tok] + P
+    Q, K = H @ Wq, H @ Wk
+    loss, g = match_cross_entropy(c * Q @ K.transpose(0, 2, 1), tok)
+    dQ, dK = c * g @ K, c * g.transpose(0, 2, 1) @ Q
+    dH = dQ @ Wq.T + dK @ Wk.T
+    dWq = np.einsum("bld,ble->de", H, dQ)
+    dWk = np.einsum("bld,ble->de", H, dK)
+    return loss, _scatter(tok, dH, E.shape[0]), dH.sum(axis=0), dWq, dWk
+
+
+def match_loss(head: TokenHead, tokens) -> float:
+    """The most-recent-match loss of a head on a batch, computed through its attention layer.
+
+    Mean over the queries with an earlier occurrence of ``-log`` of the attention on the most
+    recent one (softmax over strictly earlier slots, positions ``0 .. L - 1``).
+
+    Raises
+    ------
+    ValueError
+        For a head that is not a TokenHead, bad tokens, or ``batch * L**2`` beyond
+        :data:`MAX_LOSS_SCORES` (2**23 scores: use fewer or shorter sequences).
+    """
+    if not isinstance(head, TokenHead):
+        raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
+    tok = np.asarray(tokens)
+    if tok.ndim == 2 and tok.shape[0] * tok.shape[1] ** 2 > MAX_LOSS_SCORES:
+        raise ValueError(f"tokens of shape {tok.shape} give {tok.shape[0] * tok.shape[1] ** 2:,} scores; at most "
+                         f"MAX_LOSS_SCORES = {MAX_LOSS_SCORES:,}: use fewer or shorter sequences")
+    return match_cross_entropy(np.array(head.scores(tok), dtype=np.float64), tok)[0]
+
+
+def train_scheme_match_head(
+    scheme: str,
+    *,
+    vocab: int = 8,
+    train_length: int = 64,
+    head_dim: int = 16,
+    batch: int = 32,
+    steps: int = 600,
+    lr: float = 0.05,
+    init_std: float = 0.3,
+    seed: int = 0,
+    rows: int | None = None,
+    max_distance: int | None = None,
+    num_buckets: int = 32,
+    alibi_heads: int = 8,
+    alibi_head: int = 0,
+    base: float = 10_000.0,
+    theta=None,
+) -> TrainedMatchHead:
+    """Train a head of any scheme to attend to the most recent earlier occurrence of its token.
+
+    Gate C's match task (:func:`ropegeo.toy.train_match_head`) for every scheme: each step
+    draws ``batch`` fresh sequences of ``train_length`` tokens (uniform over ``vocab``) from the
+    seeded generator. Learned per scheme:
+
+    * ``none``, ``alibi``: query and key tables (``vocab x d``), ALiBi's bias fixed;
+    * ``t5``: the tables and the bucket biases; ``relative``: the tables and the key vectors ``a^K``;
+    * ``absolute``: token vectors, the position table and ``W_q, W_k``; ``sinusoidal``: the same
+      without the table;
+    * ``rope``: Gate C's own match head (tables rotated by position).
+
+    Parameters
+    ----------
+    scheme : str
+        Any of ``SCHEMES``.
+    vocab : int
+        Token types (2 to :data:`MAX_SCHEME_VOCAB` = 64).
+    train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
+        As in :func:`train_position_head`.
+    batch : int
+        Sequences per step (1 to :data:`MAX_BATCH` = 512).
+    alibi_heads, alibi_head : int
+        The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
+
+    Returns
+    -------
+    TrainedMatchHead
+
+    Raises
+    ------
+    ValueError
+        For an unknown scheme or parameters outside their ranges (the message names what to
+        lower), or when training diverges to non-finite values (lower ``lr`` or ``init_std``).
+
+    Notes
+    -----
+    One step must stay under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB; up to about 11
+    million scores ``batch * train_length**2`` for the table schemes).
+    """
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
+    vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_SCHEME_VOCAB)
+    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
+    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    seed = v.integer("seed", seed, minimum=0)
+    R = 0
+    if scheme == "absolute":
+        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
+    check_match_memory(scheme, L, batch, vocab, head_dim, R)
+    if scheme == "rope":
+        gate_c = train_rope_match_head(vocab, head_dim=head_dim, base=base, theta=theta, train_length=L, batch=batch,
+                                       steps=steps, lr=lr, init_std=init_std, seed=seed)
+        layer = AttentionLayer(vocab, head_dim, scheme="rope", theta=gate_c.theta, seed=0)
+        layer.Wq, layer.Wk = math.sqrt(head_dim) * gate_c.q_table, gate_c.k_table.copy()
+        return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=gate_c.losses)
+    rng = np.random.default_rng(seed)
+    optim = dict(steps=steps, lr=lr, init_std=init_std)
+    if scheme in ("absolute", "sinusoidal"):
+        layer, tokens, losses = _train_match_projection(scheme, rng, vocab, L, head_dim, batch, R, **optim)
+    else:
+        options = dict(max_distance=max_distance, num_buckets=num_buckets, alibi_heads=alibi_heads,
+                       alibi_head=alibi_head)
+        layer, tokens, losses = _train_match_table(scheme, rng, vocab, L, head_dim, batch, options, **optim)
+    return TrainedMatchHead(layer, tokens, scheme=scheme, train_length=L, seed=seed, losses=losses)
+
+
+def _train_match_projection(scheme, rng, vocab, L, d, batch, R, *, steps, lr, init_std):
+    """Token vectors (plus a position table for ``absolute``) through ``W_q, W_k``: (layer, tokens, losses)."""
+    pos = np.arange(L)
+    losses = np.empty(steps)
+    E = rng.normal(scale=init_std, size=(vocab, d))
+    Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
+    if scheme == "absolute":
+        T = rng.normal(scale=init_std, size=(R, d))
+        params, dT = [E, T, Wq, Wk], np.zeros((R, d))
+    else:
+        T = sinusoidal_encoding(pos, d)
+        params = [E, Wq, Wk]
+    opt = Adam(params, lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            tok = rng.integers(0, vocab, size=(batch, L))
+            losses[t], dE, dP, dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, tok)
+            if scheme == "absolute":
+                dT[:L] = dP
+                opt.step([dE, dT, dWq, dWk])
+            else:
+                opt.step([dE, dWq, dWk])
+    check_trained(params, losses, lr, init_std)
+    scheme_obj = AbsolutePositions(table=T) if scheme == "absolute" else "sinusoidal"
+    layer = AttentionLayer(d, scheme=scheme_obj, seed=0)
+    layer.Wq, layer.Wk = Wq, Wk
+    return layer, E, losses
+
+
+def _train_match_table(scheme, rng, vocab, L, d, batch, options, *, steps, lr, init_std):
+    """Query and key tables plus the scheme's bias (none, alibi, t5, relative): (layer, tokens, losses)."""
+    pos = np.arange(L)
+    losses = np.empty(steps)
+    Qt, Kt = rng.normal(scale=init_std, size=(2, vocab, d))
+    params, extra = [Qt, Kt], {}
+    max_distance = options["max_distance"]
+    if scheme == "alibi":
+        opts = dict(heads=options["alibi_heads"], head=options["alibi_head"])
+        slope = AttentionLayer(2, scheme="alibi", **opts).scheme.slope
+        extra["bias"] = -slope * np.abs(pos[:, None] - pos[None, :]).astype(np.float64)
+    elif scheme == "t5":
+        num_buckets = options["num_buckets"]
+        md = 128 if max_distance is None else max_distance
+        opts = dict(num_buckets=num_buckets, max_distance=md, bidirectional=False)
+        T5Bias(**opts)  # validates
+        b = rng.normal(scale=init_std, size=int(num_buckets))
+        flat = t5_bucket(pos[None, :] - pos[:, None], **opts).ravel()
+        params.append(b)
+    elif scheme == "relative":
+        K = v.integer("max_distance", 16 if max_distance is None else max_distance, minimum=1, maximum=4096)
+        a = rng.normal(scale=init_std, size=(2 * K + 1, d))
+        idx = np.clip(pos[None, :] - pos[:, None], -K, K) + K
+        params.append(a)
+    opt = Adam(params, lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            tok = rng.integers(0, vocab, size=(batch, L))
+            if scheme == "t5":
+                losses[t], dQt, dKt, db, _ = _fb_match_table(Qt, Kt, tok, bias=(b, flat))
+                opt.step([dQt, dKt, db])
+            elif scheme == "relative":
+                losses[t], dQt, dKt, _, da = _fb_match_table(Qt, Kt, tok, rel=(a, idx))
+                opt.step([dQt, dKt, da])
+            else:
+                losses[t], dQt, dKt, _, _ = _fb_match_table(Qt, Kt, tok, bias=extra.get("bias"))
+                opt.step([dQt, dKt])
+    check_trained(params, losses, lr, init_std)
+    if scheme == "t5":
+        sch = T5Bias(table=b, **opts)
+    elif scheme == "relative":
+        sch = RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a), values=False)
+    elif scheme == "alibi":
+        sch = ALiBi(**opts)
+    else:
+        sch = "none"
+    layer = AttentionLayer(vocab, d, scheme=sch, seed=0)
+    layer.Wq, layer.Wk = Qt, Kt
+    return layer, np.eye(vocab), losses

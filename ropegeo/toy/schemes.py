@@ -1,0 +1,687 @@
+"""Position schemes of the toy attention layer: how each one brings positions into a head.
+
+A position scheme is an object with hooks (:class:`PositionScheme`), each the identity by
+default, so a new scheme overrides only the hook where its position information enters:
+
+``embed``
+    add something to the inputs (learned absolute table, sinusoidal code);
+``rotate``
+    transform queries and keys (rotary embeddings);
+``bias``
+    add a term to the scores that depends on the two positions (T5's bucketed bias, ALiBi);
+``content_bias`` and ``value_bias``
+    terms that depend on a query and a displacement: learned relative representations (Shaw et
+    al.) add ``q_i . a^K(j - i)`` to score ``(i, j)`` (before the ``1/sqrt(d_head)`` scaling) and
+    ``sum_j A_ij a^V(j - i)`` to output ``i``.
+
+Schemes register themselves by name with :func:`register_scheme`; the layer of
+:mod:`ropegeo.toy.attention` accepts a registered name or an instance:
+
+===============  ==============  ==============================================================
+name             hook            position information
+===============  ==============  ==============================================================
+``none``         (none)          nothing (NoPE); with ``causal=True`` only the mask carries order
+``absolute``     embed           a table of one vector per position (learned; random at setup)
+``sinusoidal``   embed           the fixed sine/cosine code of the original Transformer
+``relative``     content/value   learned vectors per displacement, clipped at ``max_distance``
+``t5``           bias            one learned scalar per bucket of :func:`t5_bucket`
+``alibi``        bias            ``-slope * |i - j|`` with the slopes of :func:`alibi_slopes`
+``rope``         rotate          rotary embeddings, any schedule (``theta`` from ``ropegeo.scaling``)
+===============  ==============  ==============================================================
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ropegeo import _validate as v
+from ropegeo.rotation import apply_rope
+
+__all__ = [
+    "PositionScheme",
+    "NoPositions",
+    "AbsolutePositions",
+    "SinusoidalPositions",
+    "RotaryPositions",
+    "RelativePositions",
+    "T5Bias",
+    "ALiBi",
+    "t5_bucket",
+    "alibi_slopes",
+    "register_scheme",
+    "make_scheme",
+    "scheme_names",
+    "sinusoidal_encoding",
+    "check_entries",
+    "as_generator",
+    "MAX_ENTRIES",
+    "MAX_WIDTH",
+]
+
+
+#: Largest number of entries any array built here may have (scores, codes, tables): 2**25
+#: float64 entries is 256 MiB. Larger requests raise ValueError instead of exhausting memory.
+MAX_ENTRIES = 2**25
+
+#: Largest ``d_model`` and ``d_head`` of the toy layer (three 1024 x 1024 projections are 24 MiB).
+MAX_WIDTH = 1024
+
+_SCHEMES: dict[str, Callable[..., "PositionScheme"]] = {}
+
+
+def check_entries(name: str, shape: tuple[int, ...]) -> None:
+    """Refuse an array of ``shape`` with more than :data:`MAX_ENTRIES` entries (a ValueError naming ``name``)."""
+    entries = math.prod(int(s) for s in shape)
+    if entries > MAX_ENTRIES:
+        raise ValueError(
+            f"{name} would have shape {tuple(shape)} ({entries:,} entries); at most {MAX_ENTRIES:,} are allowed"
+        )
+
+
+def as_generator(seed: Any) -> np.random.Generator:
+    """A Generator as given, or one seeded from a non-negative integer ``seed``."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(v.integer("seed", seed, minimum=0))
+
+
+# --------------------------------------------------------------------------------------------
+# building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.ndarray:
+    """The sinusoidal position code of the original Transformer.
+
+    Column ``2i`` holds ``sin(p * w_i)`` and column ``2i + 1`` holds ``cos(p * w_i)``, with
+    ``w_i = base ** (-2 i / dim)`` radians per position: wavelengths run geometrically from
+    ``2 pi`` to nearly ``2 pi * base``.
+
+    Parameters
+    ----------
+    positions : array_like
+        Positions, any shape; finite real numbers (they need not be integers).
+    d_model : int
+        Width of the code (the model width ``d_model``); even, at least 2.
+    base : float
+        The base of the geometric frequency schedule; finite and greater than 1.
+
+    Returns
+    -------
+    numpy.ndarray, shape positions.shape + (dim,), float64
+
+    Raises
+    ------
+    ValueError
+        For an odd or too small ``dim``, ``base <= 1``, non-finite positions, or an output of
+        more than ``MAX_ENTRIES`` entries.
+
+    Examples
+    --------
+    >>> sinusoidal_encoding(0, 4)
+    array([0., 1., 0., 1.])
+    """
+    d_model = v.head_dim(d_model, "d_model")
+    base = v.base(base)
+    pos = v.finite_array("positions", positions)
+    check_entries("the sinusoidal code", pos.shape + (d_model,))
+    omega = base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+    angles = pos[..., None] * omega
+    out = np.empty(pos.shape + (d_model,), dtype=np.float64)
+    out[..., 0::2] = np.sin(angles)
+    out[..., 1::2] = np.cos(angles)
+    return out
+
+
+# position schemes
+# --------------------------------------------------------------------------------------------
+
+
+def register_scheme(name: str):
+    """Class decorator: make a :class:`PositionScheme` subclass available under ``name``.
+
+    ``AttentionLayer(scheme=name, **options)`` then builds it as ``cls(**options)``.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a short identifier such as 'alibi', got {name!r}")
+
+    def decorate(cls):
+        _SCHEMES[name] = cls
+        cls.name = name
+        return cls
+
+    return decorate
+
+
+def scheme_names() -> list[str]:
+    """Names of the registered position schemes."""
+    return sorted(_SCHEMES)
+
+
+def make_scheme(scheme: "str | PositionScheme" = "none", **options) -> "PositionScheme":
+    """A position scheme from a registered name and its options, or an instance as is.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or options given together with an instance.
+    """
+    if isinstance(scheme, PositionScheme):
+        if options:
+            raise ValueError(f"scheme options {sorted(options)} cannot be combined with a scheme instance")
+        return scheme
+    if not isinstance(scheme, str) or scheme not in _SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(map(repr, scheme_names()))}, got {scheme!r}")
+    cls = _SCHEMES[scheme]
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise ValueError(f"scheme {scheme!r} does not take these options: {exc}") from None
+    return cls(**options)
+
+
+class PositionScheme:
+    """Base class of position schemes: every hook leaves its input unchanged.
+
+    Subclasses override the hooks where their information enters the layer. The layer calls
+    :meth:`setup` once (with its widths and random generator) before any other hook.
+    """
+
+    name = "base"
+
+    def setup(self, d_model: int, d_head: int, rng: np.random.Generator) -> None:
+        """Create parameters that depend on the layer's widths (tables, slopes...)."""
+
+    def check_positions(self, positions: np.ndarray) -> np.ndarray:
+        """Validate positions (already a finite float array); return them, possibly converted."""
+        return positions
+
+    def embed(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Inputs ``(..., seq, d_model)`` after position information is added."""
+        return x
+
+    def rotate(self, q: np.ndarray, k: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray):
+        """Queries and keys ``(..., seq, d_head)`` after position information is applied."""
+        return q, k
+
+    def bias(self, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
+        """A term ``(..., seq_q, seq_k)`` added to the scores, or None."""
+        return None
+
+    def content_bias(self, q: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
+        """A term ``(..., seq_q, seq_k)`` added to ``q k^T`` before the ``1/sqrt(d_head)`` scaling, or None.
+
+        It may depend on the (rotated) queries ``q`` of shape ``(..., seq_q, d_head)``.
+        """
+        return None
+
+    def value_bias(self, weights: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
+        """A term ``(..., seq_q, d_head)`` added to the outputs ``weights @ v``, or None."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+@register_scheme("none")
+class NoPositions(PositionScheme):
+    """No position information at all (NoPE): the layer sees a set of tokens."""
+
+
+@register_scheme("absolute")
+class AbsolutePositions(PositionScheme):
+    """A table of one vector per position, added to the inputs (learned absolute positions).
+
+    Parameters
+    ----------
+    rows : int
+        How many positions the table covers: positions ``0 .. rows - 1``. Default 64.
+    table : array_like, shape (rows, d_model), optional
+        Explicit table (e.g. a trained one). When omitted, the layer draws it from its generator
+        with standard deviation ``scale``.
+    scale : float
+        Standard deviation of a drawn table (positive). Default 1.
+
+    Raises
+    ------
+    ValueError
+        At setup, if the table's width differs from ``d_model``; at use, for a position that is
+        negative, fractional, or past the last row.
+
+    Notes
+    -----
+    An instance keeps the table it drew for the first layer it was given to; pass a scheme name
+    (or a fresh instance) to each layer for independent tables.
+    """
+
+    def __init__(self, rows: int = 64, table=None, scale: float = 1.0):
+        self.scale = v.real("scale", scale, greater_than=0.0)
+        if table is None:
+            self.rows = v.integer("rows", rows, minimum=1)
+            self.table = None
+        else:
+            t = v.finite_array("table", table)
+            if t.ndim != 2 or t.shape[0] < 1:
+                raise ValueError(f"table must be a 2-D array (rows, d_model), got shape {t.shape}")
+            self.rows, self.table = t.shape[0], t
+        check_entries("the absolute table", (self.rows, 1))
+
+    def setup(self, d_model, d_head, rng):
+        if self.table is None:
+            check_entries("the absolute table", (self.rows, d_model))
+            self.table = self.scale * rng.standard_normal((self.rows, d_model))
+        elif self.table.shape[1] != d_model:
+            raise ValueError(f"table has width {self.table.shape[1]} but the layer has d_model={d_model}")
+
+    def check_positions(self, positions):
+        bad_int = positions != np.round(positions)
+        if np.any(bad_int):
+            p = positions[bad_int].flat[0]
+            raise ValueError(f"positions must be integers to index the absolute table, got {p:g}")
+        outside = (positions < 0) | (positions >= self.rows)
+        if np.any(outside):
+            p = positions[outside].flat[0]
+            raise ValueError(
+                f"positions: position {p:g} is outside the absolute table, which has {self.rows} rows "
+                f"(positions 0 to {self.rows - 1})"
+            )
+        return positions.astype(np.int64)
+
+    def embed(self, x, positions):
+        return x + self.table[positions]
+
+    def __repr__(self):
+        return f"AbsolutePositions(rows={self.rows})"
+
+
+@register_scheme("sinusoidal")
+class SinusoidalPositions(PositionScheme):
+    """The sinusoidal code (:func:`sinusoidal_encoding`) added to the inputs.
+
+    Parameters
+    ----------
+    base : float
+        Base of the frequency schedule (default 10,000).
+    scale : float
+        Multiplies the code before it is added (positive; default 1).
+    """
+
+    def __init__(self, base: float = 10_000.0, scale: float = 1.0):
+        self.base = v.base(base)
+        self.scale = v.real("scale", scale, greater_than=0.0)
+
+    def setup(self, d_model, d_head, rng):
+        if d_model % 2:
+            raise ValueError(f"the sinusoidal scheme needs an even d_model, got {d_model}")
+
+    def embed(self, x, positions):
+        return x + self.scale * sinusoidal_encoding(positions, x.shape[-1], self.base)
+
+    def __repr__(self):
+        return f"SinusoidalPositions(base={self.base:g})"
+
+
+@register_scheme("rope")
+class RotaryPositions(PositionScheme):
+    """Rotary position embeddings: queries and keys rotated by :func:`ropegeo.rotation.apply_rope`.
+
+    Any schedule of ``ropegeo.scaling`` plugs in through ``theta`` (and, for YaRN or LongRoPE,
+    ``attention_factor``)::
+
+        theta, factor = ropegeo.scaling.scaled_frequencies(rule, base, d_head, seq_len)
+        AttentionLayer(d, scheme="rope", theta=theta, attention_factor=factor)
+
+    Parameters
+    ----------
+    base, rotary_dim, pairing, theta, scale, phase_dtype
+        Passed to :func:`ropegeo.rotation.apply_rope` (validated there and at setup).
+    attention_factor : float
+        Multiplies the rotated queries and keys (positive; default 1), so the scores grow by its
+        square, as YaRN's and LongRoPE's factor does.
+    """
+
+    def __init__(self, base=10_000.0, rotary_dim=None, pairing="interleaved", theta=None, scale=1.0, phase_dtype="float64",
+                 attention_factor=1.0):
+        self.options = dict(
+            base=v.base(base), rotary_dim=rotary_dim, pairing=v.pairing(pairing), theta=theta,
+            scale=v.real("scale", scale), phase_dtype=v.float_dtype(phase_dtype).name,
+        )
+        self.attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
+
+    def setup(self, d_model, d_head, rng):
+        # a dry run on one zero vector validates every option against the head width
+        apply_rope(np.zeros(d_head), 0.0, **self.options)
+
+    def rotate(self, q, k, q_positions, k_positions):
+        q, k = apply_rope(q, q_positions, **self.options), apply_rope(k, k_positions, **self.options)
+        if self.attention_factor != 1.0:
+            q, k = q * self.attention_factor, k * self.attention_factor
+        return q, k
+
+    def __repr__(self):
+        return f"RotaryPositions(base={self.options['base']:g}, pairing={self.options['pairing']!r})"
+
+
+def _integer_positions(positions: np.ndarray, scheme: str) -> np.ndarray:
+    bad = positions != np.round(positions)
+    if np.any(bad):
+        p = positions[bad].flat[0]
+        raise ValueError(f"positions must be integers for the {scheme} scheme (it looks displacements up in a table), got {p:g}")
+    return positions
+
+
+def _displacements(q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray:
+    """``k_j - q_i`` for every pair: shape (..., seq_q, seq_k), bounded by MAX_ENTRIES."""
+    shape = np.broadcast_shapes(q_positions.shape[:-1], k_positions.shape[:-1]) + (q_positions.shape[-1], k_positions.shape[-1])
+    check_entries("the displacement matrix", shape)
+    return k_positions[..., None, :] - q_positions[..., :, None]
+
+
+# ---- T5 -------------------------------------------------------------------------------------
+
+#: Largest ``num_buckets`` and ``max_distance`` :func:`t5_bucket` accepts (float32 holds every
+#: integer up to 2**24 exactly, and the bucket formula is evaluated in float32 as T5 does).
+T5_MAX_BUCKETS = 4096
+T5_MAX_DISTANCE = 2**24
+
+
+def _t5_options(num_buckets, max_distance, bidirectional) -> tuple[int, int, bool]:
+    if not isinstance(bidirectional, (bool, np.bool_)):
+        raise ValueError(f"bidirectional must be True or False, got {bidirectional!r}")
+    bidirectional = bool(bidirectional)
+    num_buckets = v.integer("num_buckets", num_buckets, minimum=4 if bidirectional else 2, maximum=T5_MAX_BUCKETS)
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    max_exact = per_side // 2
+    max_distance = v.integer("max_distance", max_distance, minimum=max_exact + 1, maximum=T5_MAX_DISTANCE)
+    return num_buckets, max_distance, bidirectional
+
+
+def t5_bucket(relative_position, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
+    """T5's bucket of a relative position ``key - query`` (Raffel et al., 2020).
+
+    With ``bidirectional``, half of the buckets serve keys after the query (``relative_position >
+    0``, buckets offset by ``num_buckets // 2``) and half the rest; without it (a causal decoder)
+    every key after the query falls in bucket 0 with the query itself. On each side, with
+    ``n = |relative_position|`` (or ``max(0, -relative_position)``), ``B`` buckets on that side and
+    ``e = B // 2``:
+
+    * ``n < e``: bucket ``n`` (one exact bucket per offset);
+    * ``n >= e``: bucket ``e + floor(log(n / e) / log(max_distance / e) * (B - e))``, capped at
+      ``B - 1``: log-spaced bins, and every ``n >= max_distance`` shares the last bucket.
+
+    The logarithm is evaluated in float32, as in Mesh TensorFlow and Hugging Face transformers'
+    ``_relative_position_bucket``, so bucket edges agree with theirs exactly.
+
+    Parameters
+    ----------
+    relative_position : array_like of int
+        ``key position - query position``, any shape; whole numbers.
+    bidirectional : bool
+        Encoder-style (both sides) or decoder-style (keys at or before the query).
+    num_buckets : int
+        Total number of buckets (at least 4 when bidirectional, else 2; at most 4096).
+    max_distance : int
+        Offsets at or beyond it share the last bucket of their side; greater than the number of
+        exact buckets ``e``, at most ``2**24``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape of ``relative_position``, values in ``[0, num_buckets)``.
+
+    Raises
+    ------
+    ValueError
+        For fractional or non-finite relative positions or options outside the ranges above.
+
+    Examples
+    --------
+    >>> t5_bucket([-1, 0, 1, -20, -200], bidirectional=False).tolist()
+    [1, 0, 0, 17, 31]
+    """
+    num_buckets, max_distance, bidirectional = _t5_options(num_buckets, max_distance, bidirectional)
+    rel = v.finite_array("relative_position", relative_position)
+    if np.any(rel != np.round(rel)):
+        raise ValueError("relative_position must hold whole numbers (key position - query position)")
+    out = np.zeros(rel.shape, dtype=np.int64)
+    if bidirectional:
+        side = num_buckets // 2
+        out += np.where(rel > 0, side, 0)
+        n = np.abs(rel)
+    else:
+        side = num_buckets
+        n = np.maximum(-rel, 0.0)
+    exact = side // 2
+    # every n >= max_distance lands in the last bucket: clip first so float32 stays exact
+    n = np.minimum(n, max_distance)
+    nf = np.maximum(n, exact).astype(np.float32)
+    large = exact + (np.log(nf / np.float32(exact)) / np.float32(math.log(max_distance / exact))
+                     * np.float32(side - exact)).astype(np.int64)
+    large = np.minimum(large, side - 1)
+    return out + np.where(n < exact, n.astype(np.int64), large)
+
+
+@register_scheme("t5")
+class T5Bias(PositionScheme):
+    """T5's relative bias: one learned scalar per bucket of the displacement, added to the scores.
+
+    ``bias(i, j) = table[t5_bucket(p_j - p_i)]`` (Raffel et al., 2020). It depends on the two
+    positions through their difference only, so a global shift never changes a score; offsets
+    beyond ``max_distance`` all share one bias.
+
+    Parameters
+    ----------
+    num_buckets, max_distance, bidirectional
+        As in :func:`t5_bucket` (defaults 32, 128, True).
+    table : array_like, shape (num_buckets,), optional
+        The bias of each bucket (e.g. trained). Drawn from the layer's generator with standard
+        deviation ``scale`` when omitted.
+    scale : float
+        Standard deviation of a drawn table (positive; default 1).
+
+    Raises
+    ------
+    ValueError
+        For options outside their ranges, a table of the wrong length, or fractional positions.
+    """
+
+    def __init__(self, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True, table=None, scale: float = 1.0):
+        self.num_buckets, self.max_distance, self.bidirectional = _t5_options(num_buckets, max_distance, bidirectional)
+        self.scale = v.real("scale", scale, greater_than=0.0)
+        self.table = None
+        if table is not None:
+            t = v.finite_array("table", table)
+            if t.shape != (self.num_buckets,):
+                raise ValueError(f"table must have shape ({self.num_buckets},), one bias per bucket, got {t.shape}")
+            self.table = t.copy()
+
+    def setup(self, d_model, d_head, rng):
+        if self.table is None:
+            self.table = self.scale * rng.standard_normal(self.num_buckets)
+
+    def check_positions(self, positions):
+        return _integer_positions(positions, "t5")
+
+    def buckets(self, q_positions, k_positions) -> np.ndarray:
+        """Bucket of every (query, key) pair, shape (..., seq_q, seq_k)."""
+        return t5_bucket(_displacements(q_positions, k_positions), bidirectional=self.bidirectional,
+                         num_buckets=self.num_buckets, max_distance=self.max_distance)
+
+    def bias(self, q_positions, k_positions):
+        return self.table[self.buckets(q_positions, k_positions)]
+
+    def __repr__(self):
+        return (f"T5Bias(num_buckets={self.num_buckets}, max_distance={self.max_distance}, "
+                f"bidirectional={self.bidirectional})")
+
+
+# ---- ALiBi ----------------------------------------------------------------------------------
+
+#: Largest head count :func:`alibi_slopes` accepts.
+ALIBI_MAX_HEADS = 4096
+
+
+def alibi_slopes(heads: int) -> np.ndarray:
+    """ALiBi's head-specific slopes (Press, Smith and Lewis, 2022).
+
+    For ``H`` a power of two the slopes are the geometric sequence ``2 ** (-8 h / H)``,
+    ``h = 1 .. H``. For other ``H`` the paper's code takes the ``P`` slopes of the largest power
+    of two ``P < H`` and appends every other slope of the ``2P`` sequence, starting with its first
+    (``2 ** (-4 (2 j + 1) / P)``, ``j = 0, 1, ...``) until there are ``H``. The extra slopes sit
+    half a step off the existing sequence: the first is steeper than every existing slope, and
+    each later one falls between two existing neighbours.
+
+    Parameters
+    ----------
+    heads : int
+        Number of heads ``H`` (1 to 4096).
+
+    Returns
+    -------
+    numpy.ndarray, shape (heads,), float64
+        Positive slopes; the first ``P`` decrease, the appended ones decrease among themselves.
+
+    Raises
+    ------
+    ValueError
+        For a head count outside ``[1, 4096]``.
+
+    Examples
+    --------
+    >>> alibi_slopes(4).tolist()
+    [0.25, 0.0625, 0.015625, 0.00390625]
+    """
+    heads = v.integer("heads", heads, minimum=1, maximum=ALIBI_MAX_HEADS)
+    p = 1 << (heads.bit_length() - 1)  # largest power of two <= heads
+    first = 2.0 ** (-8.0 * np.arange(1, p + 1) / p)
+    if p == heads:
+        return first
+    extra = 2.0 ** (-4.0 * (2 * np.arange(heads - p) + 1) / p)
+    return np.concatenate([first, extra])
+
+
+@register_scheme("alibi")
+class ALiBi(PositionScheme):
+    """Attention with linear biases: ``bias(i, j) = -slope * |p_i - p_j|``.
+
+    In a causal layer this is ALiBi as published (``-slope * (i - j)`` for the visible keys
+    ``j <= i``); without the mask the penalty is symmetric. Nothing is learned and nothing is added
+    to the inputs: a fixed recency prior whose strength is the head's slope.
+
+    Parameters
+    ----------
+    heads : int
+        Number of heads ``H`` whose slope set is used (see :func:`alibi_slopes`; default 8).
+    head : int
+        Which of them this layer is, ``0 .. heads - 1`` (default 0, the steepest slope ``2**(-8/H)``
+        for a power of two).
+    slope : float, optional
+        An explicit positive slope instead (then ``heads`` and ``head`` are ignored).
+
+    Raises
+    ------
+    ValueError
+        For a head index outside ``[0, heads)`` or a non-positive slope.
+    """
+
+    def __init__(self, heads: int = 8, head: int = 0, slope: float | None = None):
+        if slope is None:
+            self.heads = v.integer("heads", heads, minimum=1, maximum=ALIBI_MAX_HEADS)
+            self.head = v.integer("head", head, minimum=0, maximum=self.heads - 1)
+            self.slope = float(alibi_slopes(self.heads)[self.head])
+        else:
+            self.heads, self.head = None, None
+            self.slope = v.real("slope", slope, greater_than=0.0)
+
+    def bias(self, q_positions, k_positions):
+        return -self.slope * np.abs(_displacements(q_positions, k_positions))
+
+    def __repr__(self):
+        return f"ALiBi(slope={self.slope:g})"
+
+
+# ---- Shaw et al. ----------------------------------------------------------------------------
+
+
+@register_scheme("relative")
+class RelativePositions(PositionScheme):
+    """Learned relative position representations (Shaw, Uszkoreit and Vaswani, 2018).
+
+    Two tables of vectors indexed by the clipped displacement ``r = clip(p_j - p_i, -K, K)``:
+    ``a^K_r`` is added to the key inside the score, ``(q_i . (k_j + a^K_r)) / sqrt(d_head)``, and
+    ``a^V_r`` to the value inside the output, ``sum_j A_ij (v_j + a^V_r)``. Every displacement
+    beyond ``K`` shares the vector of ``K``, so the scheme cannot tell far keys apart by position.
+
+    Parameters
+    ----------
+    max_distance : int
+        The clipping distance ``K`` (1 to 4096; default 16). Each table has ``2K + 1`` rows.
+    key_table, value_table : array_like, shape (2K + 1, d_head), optional
+        Explicit tables (row ``r + K`` holds displacement ``r``). Drawn from the layer's
+        generator with standard deviation ``scale`` when omitted.
+    values : bool
+        Add the value term (default True; False keeps outputs ``weights @ v``).
+    scale : float
+        Standard deviation of drawn tables (positive; default 1).
+
+    Raises
+    ------
+    ValueError
+        For options outside their ranges, tables of the wrong shape, or fractional positions.
+    """
+
+    def __init__(self, max_distance: int = 16, key_table=None, value_table=None, values: bool = True, scale: float = 1.0):
+        self.max_distance = v.integer("max_distance", max_distance, minimum=1, maximum=4096)
+        if not isinstance(values, (bool, np.bool_)):
+            raise ValueError(f"values must be True or False, got {values!r}")
+        self.values = bool(values)
+        self.scale = v.real("scale", scale, greater_than=0.0)
+        self.key_table = None if key_table is None else self._table("key_table", key_table)
+        self.value_table = None if value_table is None else self._table("value_table", value_table)
+
+    def _table(self, name, t):
+        t = v.finite_array(name, t)
+        if t.ndim != 2 or t.shape[0] != 2 * self.max_distance + 1:
+            raise ValueError(f"{name} must have shape ({2 * self.max_distance + 1}, d_head), got {t.shape}")
+        return t.copy()
+
+    def setup(self, d_model, d_head, rng):
+        rows = 2 * self.max_distance + 1
+        for name in ("key_table", "value_table"):
+            t = getattr(self, name)
+            if t is None:
+                setattr(self, name, self.scale * rng.standard_normal((rows, d_head)))
+            elif t.shape[1] != d_head:
+                raise ValueError(f"{name} has width {t.shape[1]} but the layer has d_head={d_head}")
+
+    def check_positions(self, positions):
+        return _integer_positions(positions, "relative")
+
+    def index(self, q_positions, k_positions) -> np.ndarray:
+        """Table row of every (query, key) pair: ``clip(p_j - p_i, -K, K) + K``, shape (..., seq_q, seq_k)."""
+        K = self.max_distance
+        return (np.clip(_displacements(q_positions, k_positions), -K, K) + K).astype(np.int64)
+
+    def content_bias(self, q, q_positions, k_positions):
+        idx = self.index(q_positions, k_positions)
+        qa = q @ self.key_table.T  # (..., seq_q, 2K + 1): each query against every row
+        shape = np.broadcast_shapes(qa.shape[:-1], idx.shape[:-1])
+        qa = np.broadcast_to(qa, shape + qa.shape[-1:])
+        idx = np.broadcast_to(idx, shape + idx.shape[-1:])
+        return np.take_along_axis(qa, idx, axis=-1)
+
+    def value_bias(self, weights, q_positions, k_positions):
+        if not self.values:
+            return None
+        idx = self.index(q_positions, k_positions)
+        idx = np.broadcast_to(idx, weights.shape)
+        rows = self.value_table.shape[0]
+        # weight per table row, one row at a time: memory stays O(seq_q * seq_k)
+        per_row = np.stack([np.where(idx == r, weights, 0.0).sum(axis=-1) for r in range(rows)], axis=-1)
+        return per_row @ self.value_table
+
+    def __repr__(self):
+        return f"RelativePositions(max_distance={self.max_distance}, values={self.values})"

@@ -1,0 +1,209 @@
+"""The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, softmax.
+
+Everything here is shared by the two trainers of :mod:`ropegeo.toy.heads` and by the
+scheme trainers of :mod:`ropegeo.toy.alternatives` (which use the public names only). Matrices are
+small, so they run with one BLAS thread: :func:`~ropegeo.toy.one_blas_thread` limits the BLAS pool for the
+duration of a training or an evaluation (threadpoolctl), whatever ``OPENBLAS_NUM_THREADS`` says.
+On matrices of a few thousand entries, extra threads only add synchronisation: on 2 busy cores the
+default pool made one Gate C battery 4 to 40 times slower.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ropegeo import _validate as v
+from ropegeo.frequencies import frequencies
+from ropegeo.rotation import pair_indices
+
+
+def one_blas_thread():
+    """A context in which BLAS (and OpenMP) pools run one thread; the previous sizes come back after.
+
+    Every trainer and :func:`ropegeo.gates.c.gate_c` run inside it. With one thread the results do
+    not depend on the machine's core count either (a threaded BLAS may split sums differently).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with one_blas_thread():
+    ...     float(np.ones((3, 3)) @ np.ones(3) @ np.ones(3))
+    9.0
+    """
+    return threadpool_limits(limits=1)
+
+
+# ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
+
+#: Longest sequence a Gate C head trains or is evaluated on (the match head trains up to
+#: :data:`MAX_MATCH_LENGTH`): an evaluation holds a few ``length x length`` float64 arrays
+#: (128 MiB each at 4096).
+MAX_HEAD_LENGTH = 4096
+#: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
+#: of ``length x length`` query-key pairs.
+MAX_MATCH_LENGTH = 1024
+#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs (real models use 64
+#: to 256); the rotated tables of a match head grow with it.
+MAX_TRAINED_HEAD_DIM = 512
+#: Largest vocabulary of a match head (its tables are rotated at every position each step).
+MAX_VOCAB = 256
+#: Most sequences in one training step of a match head.
+MAX_BATCH = 512
+#: Most seeds (independently trained heads) one call trains or evaluates: ``train_heads``,
+#: ``gate_c``, ``evaluate_seeds``, ``compare``, and the seeds of
+#: ``ropegeo.toy.alternatives.compare_schemes`` and ``ropegeo.toy.interventions.construction_gap``
+#: (the default gate_c takes about 1 s per seed; the book uses at most 10 seeds, and the
+#: command line caps them at 10).
+MAX_SEEDS = 20
+#: Largest learning rate of any trainer (Adam moves each parameter by about ``lr`` per step).
+MAX_LR = 10.0
+#: Largest standard deviation of the initial parameters of any trainer.
+MAX_INIT_STD = 10.0
+#: Most memory one training step may hold, as estimated from the step's array shapes
+#: (scores ``batch x length x length``, rotated tables ``vocab x length x head_dim``, ...).
+MAX_STEP_BYTES = 2**29
+
+
+def _rng(seed) -> tuple[np.random.Generator, int | None]:
+    """A Generator and the integer seed it came from (``None`` when a Generator was given)."""
+    if isinstance(seed, np.random.Generator):
+        return seed, None
+    seed = v.integer("seed", seed, minimum=0)
+    return np.random.default_rng(seed), seed
+
+
+def check_theta(theta, name: str = "theta") -> np.ndarray:
+    """A copy of per-pair frequencies a head can be trained on: ``ropegeo._validate.frequencies``
+    (non-empty, 1-D, finite, non-negative) with at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs."""
+    th = v.frequencies(theta, name)
+    if th.size > MAX_TRAINED_HEAD_DIM // 2:
+        raise ValueError(f"{name} must have at most {MAX_TRAINED_HEAD_DIM // 2} pairs (head_dim at most "
+                         f"MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM}), got {th.size}")
+    return th.copy()
+
+
+def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | None]:
+    """Training frequencies: explicit ``theta`` (needs ``head_dim == 2 * len(theta)``) or the schedule."""
+    head_dim = v.head_dim(head_dim, maximum=MAX_TRAINED_HEAD_DIM)
+    if theta is None:
+        base = v.base(base)
+        return frequencies(head_dim, base), base
+    th = check_theta(theta)
+    if 2 * th.size != head_dim:
+        raise ValueError(
+            f"theta has {th.size} pairs, so head_dim must be {2 * th.size}, got head_dim={head_dim}"
+        )
+    return th, None
+
+
+#: Most optimiser steps one training or fine-tuning call may take (the loss history is stored).
+MAX_STEPS = 100_000
+
+
+def training_settings(steps, lr, init_std=None) -> tuple:
+    """Validate the optimiser settings shared by every trainer: ``(steps, lr[, init_std])``.
+
+    ``steps`` is an integer from 1 to :data:`MAX_STEPS`; ``lr`` is positive and at most
+    :data:`MAX_LR`; ``init_std`` is positive and at most :data:`MAX_INIT_STD`.
+    """
+    steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
+    lr = v.real("lr", lr, greater_than=0.0, maximum=MAX_LR)
+    if init_std is None:
+        return steps, lr
+    return steps, lr, v.real("init_std", init_std, greater_than=0.0, maximum=MAX_INIT_STD)
+
+
+def check_step_memory(what: str, step_bytes: float, sizes: dict) -> None:
+    """Refuse a training step that would hold more than :data:`MAX_STEP_BYTES`.
+
+    ``sizes`` maps the parameter names that set the step's size to their values; the message
+    names them so the caller knows what to lower.
+    """
+    if step_bytes > MAX_STEP_BYTES:
+        shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
+        raise ValueError(
+            f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
+            f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {', '.join(sizes)}"
+        )
+
+
+def check_trained(params, losses, lr: float, init_std: float | None = None) -> None:
+    """Raise a ValueError naming ``lr`` (and ``init_std``) when training diverged to NaN or infinity."""
+    if np.all(np.isfinite(losses)) and all(np.all(np.isfinite(p)) for p in params):
+        return
+    if init_std is None:
+        raise ValueError(f"training diverged to non-finite values with lr={lr:g}: lower lr")
+    raise ValueError(f"training diverged to non-finite values with lr={lr:g} and init_std={init_std:g}: "
+                     f"lower lr or init_std")
+
+
+def check_match_step(length: int, batch: int, vocab: int, head_dim: int, length_name: str = "train_length") -> None:
+    """Refuse match-head training whose step would hold more than :data:`MAX_STEP_BYTES`."""
+    check_step_memory("a match head", match_step_bytes(length, batch, vocab, head_dim),
+                      {length_name: length, "batch": batch, "vocab": vocab, "head_dim": head_dim})
+
+
+def match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
+    """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
+    the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
+    (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch). That is the
+    step of a head that forms its scores whole (the scheme heads of :mod:`ropegeo.toy.scheme_heads`);
+    the rotary head's step (``heads._match_loss``) reads them from a table a few sequences at a
+    time and holds far less, but keeps the same bound."""
+    return 4 * (3 * batch * length**2 + 18 * vocab * length * head_dim + 10 * batch * length * head_dim
+                + 4 * batch * length * vocab)
+
+
+def seed_list(seeds, name: str = "seeds") -> list:
+    """Validate an iterable of seeds: 1 to :data:`MAX_SEEDS` non-negative integers, as a list."""
+    if not v.is_collection(seeds):
+        raise ValueError(f"{name} must be an iterable of non-negative integers such as range(3) or (0, 1, 2), "
+                         f"got {seeds!r}")
+    out = [v.integer(name, s, minimum=0) for s in itertools.islice(seeds, MAX_SEEDS + 1)]
+    if len(out) > MAX_SEEDS:
+        raise ValueError(f"{name} must hold at most MAX_SEEDS = {MAX_SEEDS} seeds, got more")
+    if not out:
+        raise ValueError(f"{name} must hold at least one seed")
+    return out
+
+
+def _bounded_list(name: str, items, most: int, what: str) -> list:
+    """An iterable as a list of at most ``most`` items (a ValueError naming ``name`` otherwise)."""
+    if not v.is_collection(items):
+        raise ValueError(f"{name} must be a list of {what}, got {items!r}")
+    out = list(itertools.islice(items, most + 1))
+    if len(out) > most:
+        raise ValueError(f"{name} must hold at most {most} {what}, got more")
+    return out
+
+
+class Adam:
+    """Adam (Kingma and Ba) on a list of arrays, updated in place."""
+
+    def __init__(self, params, lr: float, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
+        self.params, self.lr, self.b1, self.b2, self.eps = params, lr, beta1, beta2, eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.s = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads) -> None:
+        self.t += 1
+        c1, c2 = 1.0 - self.b1**self.t, 1.0 - self.b2**self.t
+        for p, g, m, s in zip(self.params, grads, self.m, self.s):
+            m *= self.b1
+            m += (1.0 - self.b1) * g
+            s *= self.b2
+            s += (1.0 - self.b2) * g * g
+            p -= self.lr * (m / c1) / (np.sqrt(s / c2) + self.eps)
+
+
+def _pair_coefficients(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a_i = q1 k1 + q2 k2`` and ``b_i = q1 k2 - q2 k1`` over the last axis (interleaved pairs)."""
+    first, second = pair_indices(q.shape[-1])
+    q1, q2, k1, k2 = q[..., first], q[..., second], k[..., first], k[..., second]
+    return q1 * k1 + q2 * k2, q1 * k2 - q2 * k1
+
+
