@@ -81,8 +81,11 @@ book: install vendor
 test: install test-package test-notebooks test-book test-site assignments
 
 # Both run on every core (pytest-xdist); each notebook's cells stay in order in one kernel (loadfile).
+# loadgroup: a file whose module fixtures serve several tests stays on one worker (tests/conftest.py).
+# The files that test-site and assignments run whole are not run here a second time.
+LATER_STAGE_TESTS := tests/test_site.py tests/test_kernel_lab.py tests/test_labs_browser.py tests/test_assignments.py
 test-package: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadgroup $(addprefix --ignore=,$(LATER_STAGE_TESTS)) tests
 
 test-notebooks: install
 	@test -n "$(NOTEBOOKS)" || { echo "no notebooks in chapters/"; exit 1; }
@@ -97,7 +100,7 @@ test-book: install vendor
 # driving every embedded lab; also renders every lab from embedded state in a static page, drives
 # its controls and checks its numbers against ropegeo (no kernel, outside requests blocked).
 test-site: install browser
-	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider -n auto \
+	ROPEGEO_SITE=$(SITE) ROPEGEO_REQUIRE_SITE=1 ROPEGEO_REQUIRE_LAB=$(REQUIRE_LAB) $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadgroup \
 		tests/test_site.py tests/test_kernel_lab.py tests/test_labs_browser.py
 
 # Debian's Chromium for the browser test: installed with apt when missing (as root), so that
@@ -119,7 +122,7 @@ notebooks: install
 assignments: install
 	rm -rf _build/assignments
 	$(BIN)/python scripts/make_assignments.py --out _build/assignments $(NOTEBOOKS)
-	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests/test_assignments.py
+	ROPEGEO_RUN_STUDENT_EDITIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadgroup tests/test_assignments.py
 
 # Optional, not part of `make test`: Gate A on transformers' own rotary code (Llama, GPT-NeoX, GPT-J,
 # Mistral, Qwen2, Phi-3, Gemma 3, DeepSeek-V3, GPT-OSS) and of other libraries (rotary-embedding-torch,

@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -30,15 +31,17 @@ pytestmark = pytest.mark.install
 @pytest.fixture(scope="module")
 def core_python(tmp_path_factory):
     env = tmp_path_factory.mktemp("core-venv")
-    venv.create(env, with_pip=True, clear=True)
+    # no pip inside (ensurepip costs seconds): this test's pip installs into it (`pip --python`);
+    # no .pyc compiled at install time: the commands below compile only what they import
+    venv.create(env, with_pip=False, clear=True)
     python = env / "bin" / "python"
     # build from a copy of what a source distribution holds, so no build output lands in the tree
     src = tmp_path_factory.mktemp("core-src")
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "ropegeo", src / "ropegeo", ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(src)],
-                   check=True, cwd=env, env=ENV, timeout=600)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
+                    "--disable-pip-version-check", str(src)], check=True, cwd=env, env=ENV, timeout=600)
     return python
 
 

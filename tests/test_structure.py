@@ -5,6 +5,7 @@ over 1,000 lines, and no cycle among the module-level imports of ``ropegeo`` mod
 """
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "ropegeo"
@@ -16,9 +17,16 @@ KNOWN_LONG_FUNCTIONS: set = set()
 KNOWN_LONG_MODULES: set = set()
 
 
+@functools.lru_cache(maxsize=None)
+def _parse(path: Path, text: str) -> ast.Module:
+    return ast.parse(text, filename=str(path))
+
+
 def modules():
+    # each module parsed once per test process (keyed on its text: an edit is parsed again); the
+    # checks only read the trees
     for path in sorted(ROOT.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        yield path, _parse(path, path.read_text(encoding="utf-8"))
 
 
 def module_name(path: Path) -> str:
