@@ -103,7 +103,13 @@ def adjacent_similarity(theta=None, *, operator: RotaryOperator | None = None, s
 
 @dataclass(frozen=True)
 class NearCollision:
-    """An offset whose rotation is close to the identity on a frequency bank."""
+    """An offset whose rotation is close to the identity on a frequency bank.
+
+    Examples
+    --------
+    >>> NearCollision(offset=6283, similarity=0.998)
+    NearCollision(offset=6283, similarity=0.998)
+    """
 
     offset: int
     similarity: float

@@ -60,6 +60,13 @@ def pairing_permutation(
     Returns
     -------
     numpy.ndarray of int, shape (head_dim,)
+
+    Examples
+    --------
+    Interleaved pairs (0, 1), (2, 3) become the half-split pairs (0, 2), (1, 3):
+
+    >>> pairing_permutation(4).tolist()
+    [0, 2, 1, 3]
     """
     head_dim, rotary_dim = resolve_rotary_dim(head_dim, rotary_dim)
     s1, s2 = pair_indices(rotary_dim, source)

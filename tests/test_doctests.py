@@ -58,3 +58,11 @@ def test_the_main_functions_have_examples():
 
     for f in (frequencies, apply_rope, kernel, near_collisions, geometry_audit, read_config):
         assert ">>> " in f.__doc__, f.__name__
+
+
+def test_every_public_entry_point_of_the_core_has_an_example():
+    """What ``import ropegeo`` hands on (``ropegeo.__all__``) each carries a doctest example."""
+    import inspect
+
+    bare = [n for n in ropegeo.__all__ if ">>>" not in (inspect.getdoc(getattr(ropegeo, n)) or "")]
+    assert not bare, f"core entry points without an example: {bare}"
