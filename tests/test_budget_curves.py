@@ -93,7 +93,7 @@ def test_reanchored_base():
 
 
 def test_gate_c_schedule_keeps_the_models_split():
-    from ropegeo.gates.audit import gate_c_schedule
+    from ropegeo.gates.c import gate_c_schedule
     from ropegeo.models.manifest import load_model
 
     m = load_model("llama-3.1-8b")

@@ -15,18 +15,17 @@ Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the sam
 
 from __future__ import annotations
 
-import inspect
 import numbers
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from html import escape
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import frequencies, slow_pairs, wavelengths
+from ropegeo.frequencies import slow_pairs, wavelengths
 from ropegeo.gates.a.axes import axes_operator
 from ropegeo.gates.a.gate import gate_a as run_gate_a
 from ropegeo.gates.b.rule import (
@@ -37,19 +36,17 @@ from ropegeo.gates.b.rule import (
     check_offsets_in_context,
     gate_b,
 )
+from ropegeo.gates import c as gates_c
 from ropegeo.gates.c import GateCVerdict
-from ropegeo.gates.c import gate_c as run_gate_c
 from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
-from ropegeo.rotation import apply_rope, law_error, relative_law_error
-from ropegeo.scaling import Scaling, scaled_frequencies
-from ropegeo.toy import MAX_MATCH_LENGTH
-from ropegeo.toy.reanchor import reanchored_base
+from ropegeo.rotation import apply_rope, law_error
+from ropegeo.scaling import Scaling
 
-__all__ = ["GeometryAudit", "geometry_audit", "GATES", "AuditReport", "audit", "gate_c_schedule"]
+__all__ = ["GeometryAudit", "geometry_audit", "GATES", "AuditReport", "audit"]
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
 GATES = {
@@ -72,8 +69,6 @@ _ADVICE = {
 #: How a gate's state is printed.
 _WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
 #: Largest toy lengths Gate C uses (its evaluation forms length-by-length score matrices).
-_C_MAX_LENGTH = 4096
-_C_TRAIN_LENGTH = 64
 _LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
 #: The row of the manifest's table that names the context served; the audit prints its own target there.
 _SERVED_ROW = "context: served (target)"
@@ -659,55 +654,6 @@ def _manifest_of(target, where: str):
     )
 
 
-def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
-    """The toy schedule Gate C trains and tests on, for a manifest.
-
-    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
-    training length and tests them at a toy target length, under the manifest's extension rule
-    re-anchored at the toy training length (same rule, same factor,
-    ``original_max_position_embeddings`` replaced by the toy length).
-
-    With ``model_length`` (the model's own training length) above the toy length, the bank is
-    re-anchored too: its base becomes ``ropegeo.toy.reanchor.reanchored_base(base, model_length,
-    train_length)``, so that as many pairs complete a turn within the toy length as within the
-    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
-    long-context bank would be slow at 64 tokens.
-
-    Parameters
-    ----------
-    manifest : ropegeo.models.manifest.RopeManifest
-    train_length, target_length : int
-        The toy lengths, ``2 <= train_length < target_length <= 4096``.
-    model_length : int, optional
-        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
-
-    Returns
-    -------
-    dict
-        ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
-        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
-        (the base of the training bank, re-anchored or the manifest's).
-    """
-    train_length = v.length("train_length", train_length, minimum=2)
-    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
-    base = manifest.base
-    if model_length is not None:
-        model_length = v.length("model_length", model_length, minimum=2)
-        if model_length > train_length >= 7:
-            base = reanchored_base(base, model_length, train_length)
-    theta = frequencies(manifest.rotary_dim, base)
-    sc = manifest.scaling
-    if sc is None:
-        tt, att, rule = theta, 1.0, "none"
-    else:
-        if sc.original_max_position_embeddings is not None:
-            sc = replace(sc, original_max_position_embeddings=train_length)
-        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
-        rule = sc.rule
-    return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
-            "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
-
-
 def _declaration(target, manifest):
     """``(declared manifest, Gate A callable, "implementation" | "reference", subject)``."""
     if callable(target) and not isinstance(target, (RopeManifest, dict, str)):
@@ -729,54 +675,6 @@ def _own_choices(declared, offsets, origin, train, target) -> list[str]:
             if val is not None and val != default]
     return [f"{', '.join(own)} chosen here, not the model's: the geometry audit of this manifest (audit --config) "
             "uses the defaults, so its margins may differ"] if own else []
-
-
-#: What Gate C takes from the manifest and ``gate_c_lengths``, never from ``gate_c_options``.
-_C_FROM_MANIFEST = ("theta", "train_length", "target_length", "target_theta", "target_attention_factor")
-
-
-def _gate_c_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
-    """Gate C's toy lengths: the given pair, checked, or the model's ratio from 64 tokens."""
-    if gate_c_lengths is None:
-        c_train = min(train, _C_TRAIN_LENGTH)
-        return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
-    if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
-        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
-    c_train, c_target = gate_c_lengths
-    c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
-    c_target = v.integer("gate_c_lengths (target)", c_target, minimum=c_train + 1, maximum=_C_MAX_LENGTH)
-    return c_train, c_target
-
-
-def _gate_c_options(gate_c_options) -> dict:
-    """``gate_c_options`` checked: a dict of :func:`ropegeo.gates.c.gate_c`'s own keyword arguments
-    (their values are checked by ``gate_c`` itself, before any training)."""
-    if gate_c_options is None:
-        return {}
-    if not isinstance(gate_c_options, Mapping):
-        raise ValueError(f"gate_c_options must be a dict of ropegeo.gates.c.gate_c's options, got "
-                         f"{type(gate_c_options).__name__}")
-    known = [k for k in inspect.signature(run_gate_c).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
-    for key in gate_c_options:
-        if key in _C_FROM_MANIFEST:
-            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
-        if key not in known:
-            raise ValueError(f"gate_c_options: unknown option {key!r}; known: {', '.join(known)}")
-    return dict(gate_c_options)
-
-
-def _run_gate_c(declared, gate_c_lengths, opts: dict, train: int, target: int):
-    c_train, c_target = _gate_c_lengths(gate_c_lengths, train, target)
-    offset = opts.get("offset", 5)
-    if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
-        raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
-                         f"at least {offset + 2}, got {c_train}")
-    sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
-    c = run_gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
-                   target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
-    c.settings["rule"] = sch["rule"]
-    c.settings["base"] = sch["base"]  # re-anchored to keep the model's slow/fast split
-    return c
 
 
 def audit(
@@ -854,7 +752,7 @@ def audit(
     -----
     With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks the
     declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
-    :func:`gate_c_schedule`), not a given checkpoint.
+    :func:`ropegeo.gates.c.gate_c_schedule`), not a given checkpoint.
     """
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)
@@ -871,9 +769,9 @@ def audit(
     tgt = v.length("target_length", tgt, minimum=train)
     if offsets is not None:
         check_offsets_in_context(offsets, tgt, origin)
-    c_options = _gate_c_options(gate_c_options)
+    c_options = gates_c.check_options(gate_c_options)
     if gate_c_lengths is not None:
-        _gate_c_lengths(gate_c_lengths, train, tgt)
+        gates_c.toy_lengths(gate_c_lengths, train, tgt)
     a = run_gate_a(impl, manifest=declared, seed=v.integer("seed", seed, minimum=0))
     b = gate_b(declared, offsets, train_length=train, target_length=tgt, rule=rule, origin=origin)
     b.notes.extend(_own_choices(declared, offsets, origin, train_length, target_length))
@@ -883,6 +781,6 @@ def audit(
     elif c is None and not run_all and not (a.passed and b.status != "fail"):
         note = f"skipped: Gate {'A' if not a.passed else 'B'} failed first (pass run_all=True to run it anyway)"
     elif c is None:
-        c = _run_gate_c(declared, gate_c_lengths, c_options, train, tgt)
+        c = gates_c.run_for_manifest(declared, gate_c_lengths, c_options, train, tgt)
     return AuditReport(subject=subject, manifest=declared, gate_a=a, gate_a_on=a_on, gate_b=b, gate_c=c,
                        gate_c_note=note, seconds=time.perf_counter() - t0)

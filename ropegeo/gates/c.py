@@ -9,12 +9,17 @@ verdict. Gate A (:mod:`ropegeo.gates.a.gate`) checks an implementation; Gate B
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+import numbers
+from dataclasses import dataclass, replace
+from typing import Mapping
 
 import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo._json import dumps
+from ropegeo.frequencies import frequencies
+from ropegeo.scaling import scaled_frequencies
 from ropegeo.toy import (
     MAX_HEAD_LENGTH,
     MAX_MATCH_LENGTH,
@@ -26,8 +31,9 @@ from ropegeo.toy import (
     seed_list,
     train_heads,
 )
+from ropegeo.toy.reanchor import reanchored_base
 
-__all__ = ["GateCVerdict", "gate_c"]
+__all__ = ["GateCVerdict", "gate_c", "gate_c_schedule", "run_for_manifest", "check_options", "toy_lengths"]
 
 
 @dataclass(frozen=True)
@@ -186,3 +192,112 @@ def _battery(th, tth, target_scale, target_attention_factor, train_length, targe
                 "train_length": train_length, "target_length": target_length, "offset": offset,
                 "seeds": [h.seed for h in offs], "steps": steps, "match_steps": match_steps, "shift": shift}
     return GateCVerdict(all(c["passed"] for c in checks.values()), checks, per_seed, settings)
+
+
+# ---------------------------------------------------------------------------------- a manifest's battery
+#: Gate C's toy lengths: the training length (at most) and the longest target.
+_C_TRAIN_LENGTH = 64
+_C_MAX_LENGTH = 4096
+
+
+def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
+    """The toy schedule Gate C trains and tests on, for a manifest.
+
+    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
+    training length and tests them at a toy target length, under the manifest's extension rule
+    re-anchored at the toy training length (same rule, same factor,
+    ``original_max_position_embeddings`` replaced by the toy length).
+
+    With ``model_length`` (the model's own training length) above the toy length, the bank is
+    re-anchored too: its base becomes ``ropegeo.toy.reanchor.reanchored_base(base, model_length,
+    train_length)``, so that as many pairs complete a turn within the toy length as within the
+    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
+    long-context bank would be slow at 64 tokens.
+
+    Parameters
+    ----------
+    manifest : ropegeo.models.manifest.RopeManifest
+    train_length, target_length : int
+        The toy lengths, ``2 <= train_length < target_length <= 4096``.
+    model_length : int, optional
+        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
+
+    Returns
+    -------
+    dict
+        ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
+        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
+        (the base of the training bank, re-anchored or the manifest's).
+    """
+    train_length = v.length("train_length", train_length, minimum=2)
+    target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
+    base = manifest.base
+    if model_length is not None:
+        model_length = v.length("model_length", model_length, minimum=2)
+        if model_length > train_length >= 7:
+            base = reanchored_base(base, model_length, train_length)
+    theta = frequencies(manifest.rotary_dim, base)
+    sc = manifest.scaling
+    if sc is None:
+        tt, att, rule = theta, 1.0, "none"
+    else:
+        if sc.original_max_position_embeddings is not None:
+            sc = replace(sc, original_max_position_embeddings=train_length)
+        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
+        rule = sc.rule
+    return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
+            "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
+
+
+#: What Gate C takes from the manifest and ``gate_c_lengths``, never from ``gate_c_options``.
+_C_FROM_MANIFEST = ("theta", "train_length", "target_length", "target_theta", "target_attention_factor")
+
+
+def toy_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
+    """Gate C's toy lengths: the given pair, checked, or the model's ratio from 64 tokens."""
+    if gate_c_lengths is None:
+        c_train = min(train, _C_TRAIN_LENGTH)
+        return c_train, min(_C_MAX_LENGTH, max(c_train + 1, int(round(c_train * target / train))))
+    if not v.is_collection(gate_c_lengths) or isinstance(gate_c_lengths, Mapping) or len(list(gate_c_lengths)) != 2:
+        raise ValueError(f"gate_c_lengths must be a pair (train, target), got {gate_c_lengths!r}")
+    c_train, c_target = gate_c_lengths
+    c_train = v.integer("gate_c_lengths (train)", c_train, minimum=2, maximum=MAX_MATCH_LENGTH)
+    c_target = v.integer("gate_c_lengths (target)", c_target, minimum=c_train + 1, maximum=_C_MAX_LENGTH)
+    return c_train, c_target
+
+
+def check_options(gate_c_options) -> dict:
+    """``gate_c_options`` checked: a dict of :func:`ropegeo.gates.c.gate_c`'s own keyword arguments
+    (their values are checked by ``gate_c`` itself, before any training)."""
+    if gate_c_options is None:
+        return {}
+    if not isinstance(gate_c_options, Mapping):
+        raise ValueError(f"gate_c_options must be a dict of ropegeo.gates.c.gate_c's options, got "
+                         f"{type(gate_c_options).__name__}")
+    known = [k for k in inspect.signature(gate_c).parameters if k not in _C_FROM_MANIFEST and k != "progress"]
+    for key in gate_c_options:
+        if key in _C_FROM_MANIFEST:
+            raise ValueError(f"gate_c_options must not set {key!r}: it comes from the manifest and gate_c_lengths")
+        if key not in known:
+            raise ValueError(f"gate_c_options: unknown option {key!r}; known: {', '.join(known)}")
+    return dict(gate_c_options)
+
+
+def run_for_manifest(declared, gate_c_lengths, opts: dict, train: int, target: int) -> GateCVerdict:
+    """The battery on a manifest's bank, at toy lengths in the model's ratio (what ``audit`` runs).
+
+    ``opts`` are :func:`gate_c`'s own options (checked by :func:`check_options`); ``train`` and
+    ``target`` the model's lengths; ``gate_c_lengths`` the toy pair, or ``None`` for 64 tokens and
+    the model's ratio. The verdict's settings record the rule and the (re-anchored) base.
+    """
+    c_train, c_target = toy_lengths(gate_c_lengths, train, target)
+    offset = opts.get("offset", 5)
+    if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:
+        raise ValueError(f"Gate C trains a head to attend {offset} tokens back, so the training length must be "
+                         f"at least {offset + 2}, got {c_train}")
+    sch = gate_c_schedule(declared, c_train, c_target, model_length=train)
+    c = gate_c(sch["theta"], train_length=sch["train_length"], target_length=sch["target_length"],
+                   target_theta=sch["target_theta"], target_attention_factor=sch["target_attention_factor"], **opts)
+    c.settings["rule"] = sch["rule"]
+    c.settings["base"] = sch["base"]  # re-anchored to keep the model's slow/fast split
+    return c

@@ -21,7 +21,7 @@ __all__ = ["draw_ruler", "draw_ruler_family", "ruler_panels", "stretch_profile",
            "joint_novelty_plot", "ramp_comparison"]
 
 _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
-_MAX_RULES = 12
+_MAX_RULES = 16  # the rules or models one figure draws (13 shipped models today)
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
 
