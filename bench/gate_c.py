@@ -205,7 +205,7 @@ def run_command(argv, runs: int = 3) -> tuple[float, float]:
 
 def report_trainings() -> dict:
     """The settings of the heads ``report llama-3.1-8b --gate-c`` trains, read from one run of it."""
-    from ropegeo.gates.audit import audit
+    from ropegeo.gates.procedure import audit
 
     s = audit("llama-3.1-8b", gate_c=True, gate_c_options={"seeds": (0,)}).gate_c.settings
     return {"theta": np.array(s["theta"]), "train_length": s["train_length"], "offset": s["offset"],
@@ -229,7 +229,7 @@ def raw_training_cost(t: dict, runs: int = 3) -> tuple[float, float]:
 
 def battery() -> None:
     """What ``report llama-3.1-8b --gate-c`` costs, against the trainings' raw cost and ``import numpy``."""
-    from ropegeo.gates.audit import audit
+    from ropegeo.gates.procedure import audit
     from ropegeo.gates.c import gate_c
 
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; no BLAS thread variable in the "

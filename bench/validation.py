@@ -46,7 +46,7 @@ import sys
 import numpy as np
 
 from ropegeo import _validate
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import apply_rope
 

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.rotation import relative_law_error
 from ropegeo.cli import main
 

@@ -12,7 +12,7 @@ import pytest
 
 from ropegeo.book.broken import CATALOGUE, broken_entries, correct_entries, entry
 from ropegeo.gates.a.call import GateAError
-from ropegeo.gates.audit import GATES, AuditReport, audit
+from ropegeo.gates.procedure import GATES, AuditReport, audit
 from ropegeo.gates.c import gate_c_schedule
 from ropegeo.gates.c import GateCVerdict
 from ropegeo.models.manifest import RopeManifest, shipped_models

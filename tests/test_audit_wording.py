@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.cli import main
 from ropegeo.gates.b.rule import ORIGIN_RULE
 from ropegeo.models.manifest import RopeManifest, load_model
@@ -50,7 +50,7 @@ def test_the_default_origin_puts_the_largest_offset_on_the_last_position():
 
 
 def test_gate_b_with_a_given_origin_says_given():
-    from ropegeo.gates.audit import audit
+    from ropegeo.gates.procedure import audit
 
     m = RopeManifest(head_dim=8, max_position_embeddings=64)
     r = audit(lambda x, p: x, manifest=m, offsets=[1, 2, 3], origin=10, target_length=512)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from ropegeo import scaling
-from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.procedure import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies, wavelengths
 from ropegeo.gates.a.gate import check_declaration, gate_a

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ropegeo.cli import main
-from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.procedure import audit, geometry_audit
 from ropegeo.gates.b.rule import default_offsets
 from ropegeo.models.manifest import load_model, shipped_models
 
@@ -143,9 +143,9 @@ def test_defaults_filled_in_by_audit_are_not_called_the_callers_choice():
 def test_doctest_examples_run():
     import doctest
 
-    import ropegeo.gates.audit
+    import ropegeo.gates.procedure
     import ropegeo.models.manifest
 
-    for mod in (ropegeo.models.manifest, ropegeo.gates.audit):
+    for mod in (ropegeo.models.manifest, ropegeo.gates.procedure):
         result = doctest.testmod(mod)
         assert result.attempted > 0 and result.failed == 0, mod.__name__

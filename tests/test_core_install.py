@@ -50,7 +50,7 @@ def run(python, *args, cwd):
 
 
 def test_core_install_has_no_book_extras(core_python, tmp_path):
-    probe = ("import importlib.util, sys, ropegeo, ropegeo.cli, ropegeo.gates.audit, ropegeo.gates.a.gate, ropegeo.models.manifest, "
+    probe = ("import importlib.util, sys, ropegeo, ropegeo.cli, ropegeo.gates.procedure, ropegeo.gates.a.gate, ropegeo.models.manifest, "
              "ropegeo.toy, ropegeo.gates.c; "
              f"print([m for m in {EXTRAS!r} if importlib.util.find_spec(m) or m in sys.modules]); "
              "print(ropegeo.__file__)")

@@ -36,7 +36,7 @@ MODULES = _modules_with_examples()
 
 def test_every_module_with_an_example_is_run():
     # the core modules whose main functions carry examples are among them
-    for name in ("ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.gates.audit", "ropegeo.models.manifest",
+    for name in ("ropegeo.frequencies", "ropegeo.rotation", "ropegeo.geometry", "ropegeo.gates.procedure", "ropegeo.models.manifest",
                  "ropegeo.gates.a.gate", "ropegeo.gates.b.rule", "ropegeo.margins", "ropegeo.gates.verdicts"):
         assert name in MODULES
 
@@ -52,7 +52,7 @@ def test_docstring_examples(name):
 def test_the_main_functions_have_examples():
     from ropegeo.frequencies import frequencies
     from ropegeo.geometry import kernel, near_collisions
-    from ropegeo.gates.audit import geometry_audit
+    from ropegeo.gates.procedure import geometry_audit
     from ropegeo.models.manifest import read_config
     from ropegeo.rotation import apply_rope
 

@@ -205,7 +205,7 @@ def test_bad_declarations_are_refused_by_name(kwargs, word):
 
 @pytest.mark.parametrize("cfg", [QWEN2_VL, QWEN3_VL], ids=["qwen2-vl", "qwen3-vl"])
 def test_audit_runs_gate_a_on_its_own_multi_axis_operator(cfg):
-    from ropegeo.gates.audit import audit
+    from ropegeo.gates.procedure import audit
 
     r = audit(cfg)
     assert r.status()["A"] == "pass", r.gate_a.diagnosis

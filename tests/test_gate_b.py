@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ropegeo.softmax import softmax
-from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.procedure import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.b.rule import (FIXED_MARGIN, MAX_DISTANCE, GateBRule, gate_b, gate_b_decision, required_margin,

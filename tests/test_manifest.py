@@ -41,6 +41,10 @@ DOCUMENTED = {
     "gpt-j-6b": dict(base=10_000.0, head_dim=256, rotary_dim=64, ctx=2048, rule=None, pairing="interleaved"),
     # gpt-oss-20b, full-attention layers: base 150,000, YaRN x32 from 4,096 without truncation
     "gpt-oss-20b": dict(base=150_000.0, head_dim=64, rotary_dim=64, ctx=131_072, rule="yarn"),
+    # Llama 4 Scout, its chunked RoPE layers (every 4th layer has none): base 500,000, Llama 3's rule
+    # x16 from 8,192 with both band factors 1, 10,485,760 positions; adjacent pairs (complex products)
+    "llama-4-scout-17b-16e-instruct": dict(base=500_000.0, head_dim=128, rotary_dim=128, ctx=10_485_760,
+                                           rule="llama3", pairing="interleaved"),
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo.gates.audit import audit, geometry_audit
+from ropegeo.gates.procedure import audit, geometry_audit
 from ropegeo.cli import main
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.gates.layers import layer_audit

@@ -19,7 +19,7 @@ import pytest
 import ropegeo
 from ropegeo import _validate
 from ropegeo import operator as operator_module
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions

@@ -212,10 +212,10 @@ def test_the_private_import_finder_finds_one(tmp_path):
     src = ("from ropegeo import _validate as v\nfrom ropegeo.gates.a.gate import _resolve, gate_a\n"
            "from ropegeo.book.widgets import _lab\nfrom ropegeo import margins\nx = margins._pair_margin\n"
            "from .c import _bad\n")
-    hits = private_imports(ROOT / "gates" / "audit.py", ast.parse(src))
-    assert ("ropegeo.gates.audit", "ropegeo.gates.a.gate", "_resolve") in hits
-    assert ("ropegeo.gates.audit", "ropegeo.book.widgets._lab", None) in hits
-    assert ("ropegeo.gates.audit", "ropegeo.margins", "_pair_margin") in hits
+    hits = private_imports(ROOT / "gates" / "procedure.py", ast.parse(src))
+    assert ("ropegeo.gates.procedure", "ropegeo.gates.a.gate", "_resolve") in hits
+    assert ("ropegeo.gates.procedure", "ropegeo.book.widgets._lab", None) in hits
+    assert ("ropegeo.gates.procedure", "ropegeo.margins", "_pair_margin") in hits
     assert not any(m == "ropegeo._validate" or n == "gate_a" for _, m, n in hits)
     assert not any(n == "_bad" for _, m, n in hits)  # one subpackage (ropegeo.gates.*)
     inside = "from ._lab import Lab\nfrom ropegeo.book.widgets._lab import STATIC\n"

@@ -13,7 +13,7 @@ import sys
 
 from ropegeo.cli.gate_a import add_subcommand as _add_gate_a
 from ropegeo.cli.report import add_report_subcommand as _add_report
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.b.rule import add_rule_arguments, rule_from_arguments
 from ropegeo.gates.layers import layer_audit
 from ropegeo.gates.verdicts import EXIT_CODES

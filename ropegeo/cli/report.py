@@ -10,7 +10,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.gates.a.isolated import refuse_special_file, remote_implementation, timeout_seconds
-from ropegeo.gates.audit import audit
+from ropegeo.gates.procedure import audit
 from ropegeo.gates.b.rule import add_rule_arguments, rule_from_arguments
 from ropegeo.margins import MAX_OFFSETS
 from ropegeo.models.manifest import resolve

@@ -4,7 +4,7 @@
 and checks them at the training length, at a target length under the deployed schedule, and
 under a global shift of every position. :class:`GateCVerdict` holds every number behind the
 verdict. Gate A (:mod:`ropegeo.gates.a.gate`) checks an implementation; Gate B
-(:func:`ropegeo.gates.audit.geometry_audit`) checks the geometry of a schedule.
+(:func:`ropegeo.gates.procedure.geometry_audit`) checks the geometry of a schedule.
 """
 
 from __future__ import annotations

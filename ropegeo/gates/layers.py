@@ -3,7 +3,7 @@
 Gemma 2/3 alternate sliding and global layers with two rulers; gpt-oss lists its ``layer_types``;
 Llama 4 interleaves chunked RoPE layers with NoPE layers; Cohere2's full-attention layers have no
 rotary embedding. :func:`layer_audit` reads every kind with the one configuration reader
-(:func:`ropegeo.models.manifest.read_layer_kinds`) and runs :func:`ropegeo.gates.audit.geometry_audit` on each
+(:func:`ropegeo.models.manifest.read_layer_kinds`) and runs :func:`ropegeo.gates.procedure.geometry_audit` on each
 kind that rotates. A kind with no rotary embedding is reported as having no position signal: it
 has no ruler, so Gate B has nothing to judge there, and it is never counted as a pass.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ropegeo import _json
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.models.manifest import LayerKind, RopeManifest, layer_kinds
 
@@ -22,7 +22,7 @@ __all__ = ["LayerAudit", "layer_audit"]
 
 @dataclass(frozen=True)
 class LayerAudit:
-    """One :class:`~ropegeo.gates.audit.GeometryAudit` per kind of layer (``None`` for a NoPE kind)."""
+    """One :class:`~ropegeo.gates.procedure.GeometryAudit` per kind of layer (``None`` for a NoPE kind)."""
 
     kinds: tuple
     audits: tuple
@@ -75,7 +75,7 @@ def layer_audit(config, **options) -> LayerAudit:
     config : str, path, dict or RopeManifest
         The model (see :func:`ropegeo.models.manifest.layer_kinds`); a manifest is one kind.
     **options
-        Keyword arguments of :func:`ropegeo.gates.audit.geometry_audit` (``target_length``,
+        Keyword arguments of :func:`ropegeo.gates.procedure.geometry_audit` (``target_length``,
         ``search_limit``, ``top``, ``gate_b_rule``, ``min_margin``, ``dtype``, ``seed``).
 
     Returns
@@ -85,7 +85,7 @@ def layer_audit(config, **options) -> LayerAudit:
     Raises
     ------
     ValueError
-        As :func:`ropegeo.models.manifest.read_layer_kinds` and :func:`ropegeo.gates.audit.geometry_audit`.
+        As :func:`ropegeo.models.manifest.read_layer_kinds` and :func:`ropegeo.gates.procedure.geometry_audit`.
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """One record for a check of any gate, and the verdict a list of them gives.
 
 Gate A (:mod:`ropegeo.gates.a.gate`) builds its report from :class:`Check` records; Gates B and C
-(:mod:`ropegeo.gates.audit`, :mod:`ropegeo.toy`) can adopt the same record, so that every gate
+(:mod:`ropegeo.gates.procedure`, :mod:`ropegeo.toy`) can adopt the same record, so that every gate
 says in the same words what was measured, against which threshold, and what was *not* measured.
 
 A check has three outcomes: passed (``True``), failed (``False``) or not measured (``None``). A

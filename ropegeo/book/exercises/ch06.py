@@ -14,7 +14,7 @@ import numpy as np
 from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.call import GateAError
-from ropegeo.gates.audit import audit
+from ropegeo.gates.procedure import audit
 from ropegeo.geometry import kernel
 from ropegeo.margins import separation_margin
 from ropegeo.models.manifest import RopeManifest

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
 from ropegeo.book.plots.readable import LAYOUTS, finish
-from ropegeo.gates.audit import AuditReport
+from ropegeo.gates.procedure import AuditReport
 from ropegeo.geometry import kernel
 from ropegeo.toy import OffsetHead, distant_rival, score_profile
 
@@ -25,7 +25,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
 
     Parameters
     ----------
-    reports : dict of str to ropegeo.gates.audit.AuditReport
+    reports : dict of str to ropegeo.gates.procedure.AuditReport
         1 to 30 reports keyed by a short label.
     layout : {"wide", "column"}
         ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.book.plots.readable`).
@@ -43,7 +43,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
     if not all(isinstance(r, AuditReport) for r in reports.values()):
-        raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.audit.audit)")
+        raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.procedure.audit)")
     _check_layout(layout)
     grid = np.array([[_STATE[r.status()[g]] for g in "ABC"] for r in reports.values()])
     column = layout == "column"

@@ -1,8 +1,8 @@
 // The audit lab (chapter 6): a shipped model configuration (its records, one per kind of layer,
 // are embedded in the widget state) or a custom bank, a target length and the phase dtype; the
-// geometry audit of ropegeo.gates.audit.geometry_audit (served frequencies, attention factor, slow pairs,
+// geometry audit of ropegeo.gates.procedure.geometry_audit (served frequencies, attention factor, slow pairs,
 // K(1), the relative-law error against its tolerance, the most identity-like offsets in the search
-// range and why that range) and Gate B of ropegeo.gates.audit.gate_b (margins of the default offset sets
+// range and why that range) and Gate B of ropegeo.gates.procedure.gate_b (margins of the default offset sets
 // at the far end of the target context, in the phase dtype, the distant set stopped by a sliding
 // window) with each verdict and the threshold of ropegeo.gates.b.rule.GateBRule's default rule (the least
 // sharp head that tells adjacent offsets apart 9:1 on the training ruler must keep 3:1 on the most
@@ -14,7 +14,7 @@ export const MAX_DISTANCE = 2.0;
 const TIE_RTOL = 1e-9;
 const WORD = { pass: "pass", fail: "FAIL", inconclusive: "inconclusive" };
 export const SEARCH_LIMIT = 100000;
-export const MAX_TARGET = 1048576;
+export const MAX_TARGET = 16777216;
 const TOP = 3;
 const CUSTOM_RULES = ["none", "linear", "ntk", "dynamic", "yarn", "llama3"];
 const LAYER_TYPES = ["default", "full_attention", "sliding_attention"];
@@ -60,7 +60,7 @@ export function manifestOf(p, records) {
     target_length: train, scaling, sliding_window: null, layer_type: null, logit_scale: 1.0, notes: [] };
 }
 
-/** ropegeo.gates.audit._search_range without search_start: the offsets searched for identity-like
+/** ropegeo.gates.procedure._search_range without search_start: the offsets searched for identity-like
  * displacements [start, stop] and why those. */
 export function searchRange(train, target, window, limit) {
   const span = window == null ? target : Math.min(target, window);
@@ -181,7 +181,7 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
   return { tied: Math.max(tied, 1), ties: text, differences: keys };
 }
 
-/** ropegeo.gates.audit.gate_b with the default offset sets and rule: margins in the phase dtype at the far
+/** ropegeo.gates.procedure.gate_b with the default offset sets and rule: margins in the phase dtype at the far
  * end of the target context (a set whose positions overflow the dtype has margin null). */
 export function gateB(m, theta, target, trained) {
   const { threshold, sharpness } = gateBThreshold(trained);
@@ -225,7 +225,7 @@ export function describeSet(x, threshold) {
     + `frequencies, origin ${commas(Math.round(x.origin))} (${x.origin_rule})`;
 }
 
-/** The geometry audit (ropegeo.gates.audit.geometry_audit: float64, top 3, search limit 100,000) and
+/** The geometry audit (ropegeo.gates.procedure.geometry_audit: float64, top 3, search limit 100,000) and
  * Gate B in the phase dtype, with the rows of ropegeo's table. */
 export function audit(m, target, normals = null) {
   const { theta, attention_factor } = scaledFrequencies(m.scaling, m.base, m.rotary_dim, target);

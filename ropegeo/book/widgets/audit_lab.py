@@ -6,14 +6,14 @@ geometry core) computes and draws, in Jupyter and on the static book alike. The 
 configurations' records (:func:`records`, from :mod:`ropegeo.models.manifest`, one per kind of layer)
 travel in the widget state, so the page needs no kernel and no network. It shows
 
-* the **geometry audit** of :func:`ropegeo.gates.audit.geometry_audit`, row by row as its table labels
+* the **geometry audit** of :func:`ropegeo.gates.procedure.geometry_audit`, row by row as its table labels
   them: the served ruler ("scaled" at the target, "unscaled" for the pre-training schedule),
   attention factor and extra logit scale, rescaled and slow pairs, ``K(1)``, the relative-law error
   against its rounding tolerance, and the most identity-like offsets in the search range (from the
   training length to the target, from 64 when nothing is extended, stopped by a sliding window or
   the lab's search limit) with the note saying which and why;
-* **Gate B** of :func:`ropegeo.gates.audit.gate_b`: the separation margins of the default offset sets
-  (:func:`ropegeo.gates.audit.default_offsets`, the distant set stopped by the window) at the far end of
+* **Gate B** of :func:`ropegeo.gates.procedure.gate_b`: the separation margins of the default offset sets
+  (:func:`ropegeo.gates.procedure.default_offsets`, the distant set stopped by the window) at the far end of
   the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
   one rule (:class:`ropegeo.gates.b.rule.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
   pairs that attains each margin, and the gate's verdict.
@@ -27,7 +27,7 @@ import numpy as np
 import traitlets
 
 from ropegeo.book.widgets._lab import Lab, esm_source
-from ropegeo.gates.audit import geometry_audit
+from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
 from ropegeo.gates.b.rule import gate_b as run_gate_b
 from ropegeo.models.manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
@@ -38,9 +38,9 @@ __all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULE
 #: Extension rules of the custom bank (LongRoPE needs searched per-pair factors: pick a Phi-3 model).
 RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
 #: Largest target length the lab accepts.
-MAX_TARGET = 1 << 20
+MAX_TARGET = 1 << 24
 #: Largest offset of the near-collision search (the lab's ``search_limit`` of
-#: :func:`ropegeo.gates.audit.geometry_audit`).
+#: :func:`ropegeo.gates.procedure.geometry_audit`).
 SEARCH_LIMIT = 100_000
 #: How many identity-like offsets the lab lists.
 TOP = 3
@@ -113,9 +113,9 @@ def reference(state: dict) -> dict:
     dict
         ``manifest``: the manifest audited (as a dict; for a shipped model, the kind of layer the
         state names, or the record's default when the model has no such kind); ``audit``:
-        :func:`ropegeo.gates.audit.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
+        :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
         dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
-        rows (label, text); ``gate_b``: :func:`ropegeo.gates.audit.gate_b` in the phase dtype (default
+        rows (label, text); ``gate_b``: :func:`ropegeo.gates.procedure.gate_b` in the phase dtype (default
         offset sets, origin at the far end of the target context) as a dict, ``None`` when the
         positions overflow the dtype.
     """
@@ -141,7 +141,7 @@ class AuditLab(Lab):
         or ``"sliding_attention"``: for a model whose layers differ (Gemma 3, gpt-oss), the kind
         audited. The front end sets it back to ``"default"`` for a model with one kind of layer.
     target_length : int
-        Context to serve, 3 to 2**20 tokens.
+        Context to serve, 3 to 2**24 tokens (Llama 4 Scout serves 10,485,760).
     dtype : str
         ``"config"`` (the configuration's phase dtype) or one of float64, float32, float16, bfloat16.
     head_dim, base, train_length, rule

@@ -131,7 +131,7 @@ def axes_operator(manifest):
     width), or ``x.shape[:-1]`` for text tokens (the three ids equal); pair ``i`` turns by
     ``theta_i`` times the id of its axis (:func:`axis_layout`), with angles formed in the
     manifest's ``phase_dtype``; cos and sin carry its attention factor, as transformers applies it.
-    Values (``role="value"``) pass through. :func:`ropegeo.gates.audit.audit` runs Gate A on it when no
+    Values (``role="value"``) pass through. :func:`ropegeo.gates.procedure.audit` runs Gate A on it when no
     implementation is given.
 
     Examples

@@ -418,7 +418,7 @@ def _opaque_class(name: str) -> type:
 class RemoteImplementation:
     """The implementation as the parent sees it: a callable whose every call runs in the worker.
 
-    Gate A (:func:`ropegeo.gates.a.gate.gate_a`, or :func:`ropegeo.gates.audit.audit`) runs in the calling
+    Gate A (:func:`ropegeo.gates.a.gate.gate_a`, or :func:`ropegeo.gates.procedure.audit`) runs in the calling
     process on this object. The worker starts on first use (after Gate A has validated the
     declaration), imports ``target`` and reports the protocols it offers; ``role`` and
     ``prefill`` / ``decode_step`` are offered here exactly when the implementation has them.

@@ -14,7 +14,7 @@ defaults the threshold is ``D_train(1) / sqrt(2)``. A fixed threshold survives o
 fallback ``GateBRule(fixed_margin=FIXED_MARGIN)``.
 
 :func:`gate_b_decision` judges one offset set on a bank; :func:`gate_b` judges a manifest's
-default (or given) offset sets at its target length, as :func:`ropegeo.gates.audit.audit`, the geometry
+default (or given) offset sets at its target length, as :func:`ropegeo.gates.procedure.audit`, the geometry
 audit, the command line and the audit lab do. Verdicts use the vocabulary of
 :mod:`ropegeo.gates.verdicts`: ``"pass"``, ``"fail"`` or ``"inconclusive"`` (a threshold that no ruler can
 meet, or none can miss, decides nothing).
@@ -551,8 +551,8 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     largest offset at the last position of the target context, where rounding is worst). Sets above 8,192 offsets
     use exact phases (a note says so). The threshold is ``rule``'s (default :class:`GateBRule`),
     with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
-    Arguments are trusted (checked by the callers: :func:`ropegeo.gates.audit.audit`,
-    :func:`ropegeo.gates.audit.geometry_audit`).
+    Arguments are trusted (checked by the callers: :func:`ropegeo.gates.procedure.audit`,
+    :func:`ropegeo.gates.procedure.geometry_audit`).
     """
     rule = GateBRule() if rule is None else rule
     theta, window, dtype = manifest.theta(target_length), manifest.sliding_window, manifest.phase_dtype
