@@ -7,14 +7,10 @@ radians per position. Everything here is float64 and vectorised.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ropegeo import _validate as v
-
-if TYPE_CHECKING:  # for the annotations only: ropegeo.operator builds on this module
-    from ropegeo.operator import RotaryOperator
 
 __all__ = ["frequencies", "wavelengths", "turns", "slow_pairs", "character_coherence", "resolve_rotary_dim"]
 
@@ -75,7 +71,7 @@ def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[in
 
 
 def frequencies(head_dim: int | None = None, base: float | None = None, rotary_dim: int | None = None, *,
-                operator: RotaryOperator | None = None) -> np.ndarray:
+                operator=None) -> np.ndarray:
     """Angular frequencies (radians per position) of the rotary pairs, fastest first.
 
     Parameters
@@ -116,7 +112,7 @@ def frequencies(head_dim: int | None = None, base: float | None = None, rotary_d
     return schedule(rotary_dim, v.base(10_000.0 if base is None else base))
 
 
-def _effective(theta, operator: RotaryOperator | None, seq_len: int | None) -> np.ndarray:
+def _effective(theta, operator, seq_len: int | None) -> np.ndarray:
     """Checked ``theta``, or an operator's frequencies times its position scale (trusted)."""
     if operator is None:
         if theta is None:
@@ -126,7 +122,7 @@ def _effective(theta, operator: RotaryOperator | None, seq_len: int | None) -> n
     return theta if scale == 1.0 else theta * scale
 
 
-def wavelengths(theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None) -> np.ndarray:
+def wavelengths(theta=None, *, operator=None, seq_len: int | None = None) -> np.ndarray:
     """Wavelength ``2 pi / theta_i`` of each pair, in tokens (``inf`` for a zero frequency).
 
     Parameters
@@ -153,7 +149,7 @@ def wavelengths(theta=None, *, operator: RotaryOperator | None = None, seq_len: 
         return np.where(theta > 0, TWO_PI / np.where(theta > 0, theta, 1.0), np.inf)
 
 
-def turns(theta=None, length: float | None = None, *, operator: RotaryOperator | None = None,
+def turns(theta=None, length: float | None = None, *, operator=None,
           seq_len: int | None = None) -> np.ndarray:
     """How many full turns each pair makes over ``length`` positions: ``length * theta / (2 pi)``.
 
@@ -185,7 +181,7 @@ def turns(theta=None, length: float | None = None, *, operator: RotaryOperator |
     return length * theta / TWO_PI
 
 
-def slow_pairs(theta=None, length: float | None = None, *, operator: RotaryOperator | None = None,
+def slow_pairs(theta=None, length: float | None = None, *, operator=None,
                seq_len: int | None = None) -> int:
     """Number of pairs that do not complete one full turn over ``length`` positions.
 

@@ -1,6 +1,6 @@
 """Joint phase novelty: how far a served offset lies from every offset seen in training.
 
-Per-pair novelty (:func:`ropegeo.scaling.report.phase_novelty`) asks, one circle at a time, whether a
+Per-pair novelty (:func:`ropegeo.extension.phase_novelty`) asks, one circle at a time, whether a
 pair visits an angle it never visited in training. A rule can score zero there and still serve
 *combinations* of angles that never occurred together: under YaRN or Llama 3 the fast pairs read
 the offset ``delta`` while the slow pairs read ``delta / s``, and no training offset put the

@@ -19,7 +19,7 @@ import pytest
 from jsrun import call_js
 
 from ropegeo import scaling as S
-from ropegeo.scaling import report as SR
+from ropegeo import extension as SR
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.gates.b.rule import default_offsets
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions

@@ -80,7 +80,7 @@ def _column_figures():
 def _bench():
     """Chapter 4's bench: Phi-3-mini's head (width 96, base 10,000) stretched from 4,096 to 131,072 tokens."""
     from ropegeo import scaling as S
-    from ropegeo.scaling import report as SR
+    from ropegeo import extension as SR
     from ropegeo.frequencies import frequencies
 
     D, B, L, N = 96, 10_000.0, 4096, 131_072
@@ -92,7 +92,7 @@ def _bench():
 
 def _chapter45_figures():
     from ropegeo import scaling as S
-    from ropegeo.scaling import report as SR
+    from ropegeo import extension as SR
     from ropegeo.models.manifest import load_model, shipped_models
     from ropegeo.novelty import joint_novelty
     from ropegeo.book.plots import extension as px

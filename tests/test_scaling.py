@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ropegeo import scaling as S
-from ropegeo.scaling import report as SR
+from ropegeo import extension as SR
 from ropegeo.frequencies import frequencies, turns
 from ropegeo.models.manifest import load_model, read_config, shipped_models
 
@@ -55,6 +55,8 @@ def hf_reference(cfg, seq_len=None):
     if kind == "su":
         kind = "longrope"
     base, dim = _hf_base(cfg), _hf_dim(cfg)
+    if kind in ("mrope", "default"):  # transformers: M-RoPE's text positions use the default rule
+        return _hf_default(cfg), 1.0
     if kind == "linear":
         return _hf_default(cfg) / F(rs["factor"]), 1.0
     if kind == "dynamic":

@@ -40,9 +40,9 @@ The package is split by concern; every public name below is importable from ``ro
 * :mod:`ropegeo.scaling.config`: :class:`Scaling` (one configured rule), :func:`scaled_frequencies`,
   :func:`preset`;
 * :mod:`ropegeo.scaling.hf`: the per-rule readers of transformers blocks behind :meth:`Scaling.from_hf`;
-* :mod:`ropegeo.scaling.report` (imported by its own name: it measures rules with the core's margins):
-  :func:`~ropegeo.scaling.report.phase_novelty`, :func:`~ropegeo.scaling.report.extension_report`,
-  :func:`~ropegeo.scaling.report.text_table`;
+* :mod:`ropegeo.extension` (imported by its own name: it measures rules with the core's margins):
+  :func:`~ropegeo.extension.phase_novelty`, :func:`~ropegeo.extension.extension_report`,
+  :func:`~ropegeo.extension.text_table`;
 * :mod:`ropegeo.scaling.schedule`: :func:`rule_name` and :func:`extension_schedule` (Gate C).
 """
 

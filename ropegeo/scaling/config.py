@@ -293,7 +293,7 @@ def _llama3(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.n
 
 #: The one rule table, like transformers' ``ROPE_INIT_FUNCTIONS``: rule name ->
 #: ``f(scaling, base, rotary_dim, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`,
-#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.scaling.report.extension_report` all
+#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.extension.extension_report` all
 #: dispatch through it, and the JavaScript core of the labs is tested against it.
 RULE_FUNCTIONS = {"linear": _linear, "ntk": _ntk, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
                   "llama3": _llama3}

@@ -5,7 +5,9 @@ Every function builds a :class:`matplotlib.figure.Figure` without pyplot and ret
 
 from __future__ import annotations
 
+
 import math
+import textwrap
 from typing import Mapping
 
 import numpy as np
@@ -265,7 +267,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
 
     Parameters
     ----------
-    reports : sequence of ropegeo.scaling.report.ExtensionReport
+    reports : sequence of ropegeo.extension.ExtensionReport
         With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
     layout : {"wide", "column"}
         ``"column"``: the three panels stacked at the text column's width (top, middle, bottom
@@ -312,6 +314,12 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
     return finish(fig, layout)
 
 
+def _column_label(label: str, width: int = 22) -> str:
+    """A y label for the column layout: the parenthesis on its own line, long names broken at hyphens."""
+    lines = label.replace(" (", "\n(").split("\n")
+    return "\n".join(part for line in lines for part in textwrap.wrap(line, width, break_on_hyphens=True) or [""])
+
+
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     """Each model's served wavelengths (at its target length) as one row of dots.
 
@@ -351,7 +359,7 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
         ax.scatter(lam, np.full(lam.size, row), s=10, c=colour, zorder=3)
         ax.scatter([m.train_length], [row], marker="|", s=300, color="0.15", zorder=4)
         ax.scatter([target], [row], marker="D", s=30, facecolor="none", edgecolor="0.15", zorder=4)
-        labels.append(label if layout == "wide" else label.replace(" (", "\n("))
+        labels.append(label if layout == "wide" else _column_label(label))
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xscale("log")
     sep = "; " if layout == "wide" else "\n"

@@ -23,7 +23,7 @@ import traitlets
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
 from ropegeo.scaling import preset
-from ropegeo.scaling.report import ExtensionReport, extension_report
+from ropegeo.extension import ExtensionReport, extension_report
 
 __all__ = ["ScalingLab", "lab_report", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
 
@@ -59,7 +59,7 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
 
     Returns
     -------
-    ropegeo.scaling.report.ExtensionReport
+    ropegeo.extension.ExtensionReport
         With the Gate B margin of offsets 1 .. 16.
 
     Raises

@@ -1,7 +1,7 @@
 """What a rule trades: phase novelty against local resolution, and tables.
 
-:func:`~ropegeo.scaling.report.extension_report` measures one rule at a target length;
-:func:`~ropegeo.scaling.report.text_table` prints rows of such reports.
+:func:`~ropegeo.extension.extension_report` measures one rule at a target length;
+:func:`~ropegeo.extension.text_table` prints rows of such reports.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from ropegeo.frequencies import TWO_PI, frequencies
 from ropegeo.geometry import adjacent_similarity
 from ropegeo.margins import separation_margin
 from ropegeo.scaling.config import Scaling, scaled_frequencies
-from ropegeo.scaling.rules import _dim
 
 
 def phase_novelty(theta_train, theta_served, train_length: int, target_length: int) -> np.ndarray:
@@ -135,7 +134,7 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
     -------
     ExtensionReport
     """
-    d = _dim(rotary_dim)
+    d = v.head_dim(rotary_dim, "rotary_dim")
     L = v.length("train_length", train_length, minimum=2)
     n = v.length("target_length", target_length, minimum=2)
     base_theta = frequencies(d, base)
