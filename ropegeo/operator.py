@@ -6,7 +6,7 @@ phase precision and, for multi-axis RoPE, the axes) into one frozen value that i
 when it is built, and caches its frequencies. Public functions take it (``operator=``) or build it
 from their plain keywords with :meth:`RotaryOperator.coerce`, which refuses, by name, a plain
 keyword that contradicts a given operator. Inner code then calls the unchecked kernels below
-(:func:`schedule`, :func:`phase_kernel`, :func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
+(``ropegeo.frequencies.schedule``, :func:`phase_kernel`, :func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
 
 Multi-axis RoPE (M-RoPE, Qwen2-VL and later): ``sections`` splits the pairs among position axes
 (time, height, width); pair ``i`` turns with the position of its axis. ``interleaved=False``
@@ -407,7 +407,7 @@ class RotaryOperator:
 
     @functools.cached_property
     def dtype(self) -> np.dtype:
-        """:attr:`phase_dtype` as a numpy dtype (bfloat16 from ml_dtypes)."""
+        """``phase_dtype`` as a numpy dtype (bfloat16 from ml_dtypes)."""
         return v.float_dtype(self.phase_dtype, "phase_dtype")
 
     @property
@@ -482,7 +482,7 @@ class RotaryOperator:
     def phases(self, pos: np.ndarray, seq_len: int | None = None, phase_dtype: str | None = None) -> np.ndarray:
         """:meth:`angles` without the argument checks (``pos`` a float64 array): for inner loops.
 
-        ``phase_dtype`` (a known dtype name, unchecked) replaces :attr:`phase_dtype` for this call.
+        ``phase_dtype`` (a known dtype name, unchecked) replaces ``phase_dtype`` for this call.
         """
         theta = self.theta_at(seq_len)
         dt = self.dtype if phase_dtype is None or phase_dtype == self.phase_dtype else \
@@ -496,7 +496,7 @@ class RotaryOperator:
         return out
 
     def angles(self, positions, *, seq_len: int | None = None) -> np.ndarray:
-        """Rotation angles ``position * scale * theta_i`` formed in :attr:`phase_dtype`.
+        """Rotation angles ``position * scale * theta_i`` formed in ``phase_dtype``.
 
         Parameters
         ----------
@@ -538,7 +538,7 @@ class RotaryOperator:
         Parameters
         ----------
         x : array_like, shape (..., head_dim)
-            Queries or keys; the last axis must be :attr:`head_dim`.
+            Queries or keys; the last axis must be ``head_dim``.
         positions : array_like
             Broadcasts against ``x.shape[:-1]`` (multi-axis: after a leading axis row).
         seq_len : int, optional

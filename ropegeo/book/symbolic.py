@@ -515,7 +515,7 @@ def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
     Block ``i`` (rows and columns ``2i, 2i + 1``) is the matrix of :func:`sinusoidal_shift` at
     ``omega = base ** (-2 i / dim)``, so that for every position ``p``
     ``sinusoidal_encoding(p + shift, dim, base) == M @ sinusoidal_encoding(p, dim, base)``
-    (see :func:`ropegeo.toy.attention.sinusoidal_encoding`).
+    (see :func:`ropegeo.toy.schemes.sinusoidal_encoding`).
 
     Parameters
     ----------

@@ -10,7 +10,7 @@ and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gates.a.gate`), Gate
 :mod:`ropegeo.margins`) and optionally Gate C (toy heads trained on the ruler,
 :mod:`ropegeo.toy`). Its :class:`AuditReport` names the first gate that fails and the kind of
 intervention that failure calls for: an implementation fix, a different ruler, or training.
-Gate B is one function, :func:`gate_b`, so ``audit`` and ``report`` give the same margins.
+Gate B is one function, :func:`~ropegeo.gates.b.rule.gate_b`, so ``audit`` and ``report`` give the same margins.
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def geometry_audit(
     Notes
     -----
     The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
-    ``(L // 4, L - 2)`` for the training length ``L``. Gate B is :func:`gate_b`, the one
+    ``(L // 4, L - 2)`` for the training length ``L``. Gate B is :func:`~ropegeo.gates.b.rule.gate_b`, the one
     :func:`audit` runs, so both give the same margins.
 
     Examples
@@ -696,7 +696,7 @@ def audit(
     """Audit a rotary setup with the three gates and return one verdict.
 
     Gate A checks the algebra (:func:`ropegeo.gates.a.gate.gate_a`), Gate B the separation margins of the
-    task's offsets (:func:`gate_b`), Gate C trains toy heads on the ruler
+    task's offsets (:func:`~ropegeo.gates.b.rule.gate_b`), Gate C trains toy heads on the ruler
     (:func:`ropegeo.gates.c.gate_c`). The verdict names the first gate that fails and the
     intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
 
@@ -708,7 +708,7 @@ def audit(
         (the Gate A protocols), whose declaration ``manifest`` must give.
     offsets : array_like, range or dict of name -> offsets, optional
         The offsets the task must tell apart (non-negative, distinct, at least two per set).
-        Default: :func:`default_offsets` of the target length and the manifest's attention window.
+        Default: :func:`~ropegeo.gates.b.rule.default_offsets` of the target length and the manifest's attention window.
     manifest : RopeManifest, dict, str or path, optional
         The declaration of a callable ``target``: required for one, ignored otherwise.
     train_length, target_length : int, optional

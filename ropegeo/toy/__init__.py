@@ -15,7 +15,7 @@ run at other lengths, under other frequency schedules and under interventions, a
     :func:`score_profile`, :func:`pair_profiles`, :func:`distant_rival`.
 
 Gate C's verdict, :func:`ropegeo.gates.c.gate_c`, runs these heads; it lives with the other gates
-in :mod:`ropegeo.gates`. The extension rules come from :mod:`ropegeo.scaling`. The other modules
+in ``ropegeo.gates``. The extension rules come from :mod:`ropegeo.scaling`. The other modules
 of this package (the position schemes and their heads, the interventions, the fine-tuning budget
 curves) are imported by their own names.
 """

@@ -86,7 +86,7 @@ class AttentionLayer:
         to even).
     scheme : str or PositionScheme
         ``"none"``, ``"absolute"``, ``"sinusoidal"``, ``"relative"``, ``"t5"``, ``"alibi"``,
-        ``"rope"`` (see :func:`scheme_names`), or a scheme instance.
+        ``"rope"`` (see :func:`~ropegeo.toy.schemes.scheme_names`), or a scheme instance.
     causal : bool
         Default for the causal mask (query ``i`` sees keys ``j <= i``); each call can override.
     seed : int or numpy.random.Generator

@@ -270,7 +270,7 @@ def evaluate(
         4 million scores at once.
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}, optional
         A named extension rule relative to the head's original base and training length (see
-        :func:`extension_schedule`). Default: the head's own schedule (as trained or fine-tuned).
+        :func:`~ropegeo.scaling.extension_schedule`). Default: the head's own schedule (as trained or fine-tuned).
     factor : float, optional
         Extension factor of the rule (at least 1). Default: ``length / train_length``.
     theta, scale : optional
@@ -501,7 +501,7 @@ def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
         Evaluation lengths (each 2 to :data:`MAX_HEAD_LENGTH`; at most :data:`MAX_CONDITIONS` = 16
         of them), e.g. ``(64, 128, 256, 512)`` for a head trained at 64.
     extensions : iterable of str
-        Rule names (see :func:`extension_schedule`; at most ``MAX_CONDITIONS``).
+        Rule names (see :func:`~ropegeo.scaling.extension_schedule`; at most ``MAX_CONDITIONS``).
     **options
         Interventions and other :func:`evaluate` options, applied to every cell.
 

@@ -783,7 +783,7 @@ def fine_tune(
     ----------
     head : OffsetHead or MatchHead
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"} or None
-        Named rule giving the new schedule (see :func:`extension_schedule`); ignored when
+        Named rule giving the new schedule (see :func:`~ropegeo.scaling.extension_schedule`); ignored when
         ``theta`` or ``scale`` is given.
     length : int, optional
         Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to

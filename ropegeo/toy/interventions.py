@@ -172,7 +172,7 @@ def position_head(scheme="none", *, d_model: int = 16, seed=0, **options) -> Pos
     Parameters
     ----------
     scheme : str or PositionScheme
-        See :func:`ropegeo.toy.attention.scheme_names`.
+        See :func:`ropegeo.toy.schemes.scheme_names`.
     d_model : int
         Width of the layer (and of its head).
     seed : int or numpy.random.Generator

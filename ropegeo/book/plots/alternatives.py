@@ -35,9 +35,9 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
     Parameters
     ----------
     num_buckets, max_distance : int
-        T5's bucketing (see :func:`ropegeo.toy.attention.t5_bucket`); both directions are drawn.
+        T5's bucketing (see :func:`ropegeo.toy.schemes.t5_bucket`); both directions are drawn.
     heads : int
-        ALiBi head count; one line per slope of :func:`ropegeo.toy.attention.alibi_slopes`.
+        ALiBi head count; one line per slope of :func:`ropegeo.toy.schemes.alibi_slopes`.
     head_dim, base : int, float
         The RoPE schedule whose equal-weight kernel ``K(delta)`` is drawn (head_dim even, 2 to
         :data:`MAX_DRAWN_HEAD_DIM` = 1024).

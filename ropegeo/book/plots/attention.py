@@ -149,7 +149,7 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
     table : array_like, shape (rows, d)
         E.g. a random absolute table.
     code : array_like, shape (positions, d2)
-        E.g. :func:`ropegeo.toy.attention.sinusoidal_encoding` of ``0 .. positions - 1``.
+        E.g. :func:`ropegeo.toy.schemes.sinusoidal_encoding` of ``0 .. positions - 1``.
     layout : {"wide", "column"}
         "wide" (default) draws the panels side by side; "column" stacks them at the width of the
         book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
@@ -222,7 +222,7 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
     """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
 
     One curve per start position ``p``, each computed by brute force from
-    :func:`ropegeo.toy.attention.sinusoidal_encoding`, for ``k`` from ``-max_offset`` to
+    :func:`ropegeo.toy.schemes.sinusoidal_encoding`, for ``k`` from ``-max_offset`` to
     ``max_offset``, and the closed form ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (with
     :func:`ropegeo.geometry.kernel`) dashed on top. The curves coincide (the product depends on
     ``k`` alone) and are mirror images about ``k = 0`` (it is even in ``k``).

@@ -2,7 +2,7 @@
 // are embedded in the widget state) or a custom bank, a target length and the phase dtype; the
 // geometry audit of ropegeo.gates.procedure.geometry_audit (served frequencies, attention factor, slow pairs,
 // K(1), the relative-law error against its tolerance, the most identity-like offsets in the search
-// range and why that range) and Gate B of ropegeo.gates.procedure.gate_b (margins of the default offset sets
+// range and why that range) and Gate B of ropegeo.gates.b.rule.gate_b (margins of the default offset sets
 // at the far end of the target context, in the phase dtype, the distant set stopped by a sliding
 // window) with each verdict and the threshold of ropegeo.gates.b.rule.GateBRule's default rule (the least
 // sharp head that tells adjacent offsets apart 9:1 on the training ruler must keep 3:1 on the most
@@ -181,7 +181,7 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
   return { tied: Math.max(tied, 1), ties: text, differences: keys };
 }
 
-/** ropegeo.gates.procedure.gate_b with the default offset sets and rule: margins in the phase dtype at the far
+/** ropegeo.gates.b.rule.gate_b with the default offset sets and rule: margins in the phase dtype at the far
  * end of the target context (a set whose positions overflow the dtype has margin null). */
 export function gateB(m, theta, target, trained) {
   const { threshold, sharpness } = gateBThreshold(trained);

@@ -445,7 +445,7 @@ export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.
   return marginGenerated(off, theta, dtype, scale, origin, w);
 }
 
-/** ropegeo.gates.procedure.default_offsets: Gate B's local and distant offset sets for a target length and
+/** ropegeo.gates.b.rule.default_offsets: Gate B's local and distant offset sets for a target length and
  * an attention window (null: none); the span is min(target, window), as offsets at or beyond a
  * sliding window never reach attention. */
 export function defaultOffsets(targetLength, window = null) {

@@ -12,8 +12,8 @@ travel in the widget state, so the page needs no kernel and no network. It shows
   against its rounding tolerance, and the most identity-like offsets in the search range (from the
   training length to the target, from 64 when nothing is extended, stopped by a sliding window or
   the lab's search limit) with the note saying which and why;
-* **Gate B** of :func:`ropegeo.gates.procedure.gate_b`: the separation margins of the default offset sets
-  (:func:`ropegeo.gates.procedure.default_offsets`, the distant set stopped by the window) at the far end of
+* **Gate B** of :func:`ropegeo.gates.b.rule.gate_b`: the separation margins of the default offset sets
+  (:func:`ropegeo.gates.b.rule.default_offsets`, the distant set stopped by the window) at the far end of
   the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
   one rule (:class:`ropegeo.gates.b.rule.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
   pairs that attains each margin, and the gate's verdict.
@@ -115,7 +115,7 @@ def reference(state: dict) -> dict:
         state names, or the record's default when the model has no such kind); ``audit``:
         :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
         dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
-        rows (label, text); ``gate_b``: :func:`ropegeo.gates.procedure.gate_b` in the phase dtype (default
+        rows (label, text); ``gate_b``: :func:`ropegeo.gates.b.rule.gate_b` in the phase dtype (default
         offset sets, origin at the far end of the target context) as a dict, ``None`` when the
         positions overflow the dtype.
     """

@@ -21,11 +21,11 @@ The ``axes`` protocol
 * **the axes**: it moves one axis at a time (and all three at once, to different positions) and
   reads the angle of every pair. Four checks, all core:
 
-  ``sections``    each band holds the declared number of pairs (the section sizes are right);
-  ``interleave``  each pair follows the declared axis, in the declared order (blocks T | H | W,
-                  or T, H, W interleaved pair by pair);
-  ``axis-bands``  each band turns with its own axis's ids at its declared frequencies;
-  ``axis-blind``  each band is blind to the other two axes.
+  - ``sections``: each band holds the declared number of pairs (the section sizes are right);
+  - ``interleave``: each pair follows the declared axis, in the declared order (blocks T | H | W,
+    or T, H, W interleaved pair by pair);
+  - ``axis-bands``: each band turns with its own axis's ids at its declared frequencies;
+  - ``axis-blind``: each band is blind to the other two axes.
 
 A failed ``sections`` or ``interleave`` check names what was read (:data:`FINDINGS`): sections
 swapped, one axis's ids used for all axes, interleaving off by one pair, a section boundary off by
@@ -129,7 +129,7 @@ def axes_operator(manifest):
 
     ``f(x, positions, role="query")``: positions of shape ``(3,) + x.shape[:-1]`` (time, height,
     width), or ``x.shape[:-1]`` for text tokens (the three ids equal); pair ``i`` turns by
-    ``theta_i`` times the id of its axis (:func:`axis_layout`), with angles formed in the
+    ``theta_i`` times the id of its axis (``axis_layout``), with angles formed in the
     manifest's ``phase_dtype``; cos and sin carry its attention factor, as transformers applies it.
     Values (``role="value"``) pass through. :func:`ropegeo.gates.procedure.audit` runs Gate A on it when no
     implementation is given.
