@@ -526,6 +526,7 @@ def test_one_vocabulary_of_rule_names():
         assert S.rule_name(alias) == name
         assert S.preset(alias, train_length=64, target_length=256) == S.preset(name, train_length=64, target_length=256)
     assert S.NAMED_RULES == ("none",) + tuple(r for r in S.RULES if r != "longrope")
+    assert tuple(S.RULE_FUNCTIONS) == S.RULES and set(S.RULE_ALIASES.values()) <= set(S.NAMED_RULES)
     assert S.preset(None, train_length=64, target_length=256) is None  # raw extrapolation
     for bad in ("yarnish", "", 3):
         with pytest.raises(ValueError, match="rule must be one of"):
