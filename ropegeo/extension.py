@@ -138,7 +138,7 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
     L = v.length("train_length", train_length, minimum=2)
     n = v.length("target_length", target_length, minimum=2)
     base_theta = frequencies(d, base)
-    theta, att = scaled_frequencies(scaling, base, d, seq_len=n)
+    theta, att = scaled_frequencies(scaling, d, base, seq_len=n)
     stretch = base_theta / theta
     nov = phase_novelty(base_theta, theta, L, n)
     margin = None

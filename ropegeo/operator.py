@@ -399,7 +399,7 @@ class RotaryOperator:
         elif self.scaling is None:
             theta, att = schedule(self.rotary_dim, self.base), 1.0
         else:
-            theta, att = scaled_frequencies(self.scaling, self.base, self.rotary_dim, key)
+            theta, att = scaled_frequencies(self.scaling, self.rotary_dim, self.base, key)
         if self.attention_factor is not None:
             att = self.attention_factor
         cache[key] = (_read_only(theta), float(att))

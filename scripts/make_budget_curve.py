@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import ropegeo
-from ropegeo.toy.budget_curves import BUDGETS, RULES, RUNS, budget_curve
+from ropegeo.toy.budget_curves import BUDGETS, CURVE_RULES, RUNS, budget_curve
 
 
 def commit() -> str:
@@ -44,7 +44,7 @@ def write_run(run: dict, name: str, script: str, start: float) -> None:
 
 def main() -> int:
     start = time.perf_counter()
-    run = budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS)
+    run = budget_curve(seeds=range(10), rules=CURVE_RULES, budgets=BUDGETS)
     write_run(run, "finetune_budget.json", "scripts/make_budget_curve.py", start)
     return 0
 

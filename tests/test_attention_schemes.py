@@ -275,7 +275,7 @@ def test_sinusoidal_shift_is_a_fixed_linear_map(k, dim, p):
 def test_rope_with_scaling_theta_and_attention_factor(seed, factor, shift):
     from ropegeo import scaling
 
-    theta, att = scaling.yarn(10_000.0, 8, 4.0, 64)
+    theta, att = scaling.yarn(8, 10_000.0, 4.0, 64)
     plain = AttentionLayer(8, scheme="rope", theta=theta, seed=seed)
     scaled = AttentionLayer(8, scheme="rope", theta=theta, attention_factor=factor, seed=seed)
     x = np.random.default_rng(seed).standard_normal((5, 8))

@@ -314,9 +314,13 @@ def test_extension_schedules_closed_forms():
     np.testing.assert_allclose(ntk.theta, (base * 8 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
     # the NTK base keeps the fastest pair and slows the slowest exactly 8x
     assert ntk.theta[0] == pytest.approx(1.0) and ntk.theta[-1] == pytest.approx(plain[-1] / 8)
-    # dynamic NTK with factor 1 at 8L is the NTK rule for factor 8; at L it is the plain schedule
-    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=512, **kw).theta, ntk.theta)
-    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=64, **kw).theta, plain)
+    # dynamic NTK with factor 1 (the base follows the length) at 8L is the NTK rule for factor 8; at L
+    # it is the plain schedule
+    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=512, factor=1, **kw).theta, ntk.theta)
+    np.testing.assert_allclose(scaling.extension_schedule("dynamic_ntk", length=64, factor=1, **kw).theta, plain)
+    # by default configured for 8L and read at 8L, as transformers: base * (8 * 8 - 7) ** (d / (d - 2))
+    dyn8 = scaling.extension_schedule("dynamic", length=512, **kw)
+    np.testing.assert_allclose(dyn8.theta, (base * 57 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))
     # configured for 8L but run at 2L: the transformers formula base * (8 * 2 - 7) ** (d / (d - 2))
     dyn = scaling.extension_schedule("dynamic", length=128, factor=8, **kw)
     np.testing.assert_allclose(dyn.theta, (base * 9 ** (d / (d - 2))) ** (-2 * np.arange(d // 2) / d))

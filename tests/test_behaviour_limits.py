@@ -117,7 +117,10 @@ def test_huge_lengths_are_value_errors_not_overflow(head):
         B.pair_profiles(head, train_length=10**400)
     # the largest allowed values still work
     assert B.pair_profiles(head, train_length=2**48)[0].pair == 0
-    assert scaling.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40).rule == "dynamic"
+    assert scaling.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40,
+                                      factor=1).rule == "dynamic"
+    with pytest.raises(ValueError, match="length / train_length must be at most"):  # the default factor 2**34
+        scaling.extension_schedule("dynamic", head_dim=16, base=1e4, train_length=64, length=2**40)
 
 
 # ----------------------------------------------------------------------------- silent wrong answers

@@ -65,7 +65,7 @@ def test_fast_band_rule_on_every_seed(heads):
 # ------------------------------------------------------------------ the stored budget curve
 def test_curve_settings_and_provenance():
     s = CURVE["settings"]
-    assert s["seeds"] == list(range(10)) and sorted(s["rules"]) == sorted(bc.RULES)
+    assert s["seeds"] == list(range(10)) and sorted(s["rules"]) == sorted(bc.CURVE_RULES)
     assert s["budgets"] == list(bc.BUDGETS) and (s["head_dim"], s["train_length"], s["offset"], s["factor"]) == (16, L, OFF, 8)
     assert CURVE["provenance"]["script"] == "scripts/make_budget_curve.py"
     for key in ("mass", "mass_bf16", "mass_bf16_cos_sin", "amplitude_ratio", "accuracy"):

@@ -83,7 +83,7 @@ def test_every_extension_rule_matches_ropegeo_scaling(d, base):
     for sc in _rules(d):
         for seq in (None, 1000, 4096, 50_000):
             calls.append(("scaledFrequencies", [None if sc is None else sc.to_dict(), base, d, seq]))
-            want.append(S.scaled_frequencies(sc, base, d, seq_len=seq))
+            want.append(S.scaled_frequencies(sc, d, base, seq_len=seq))
     got = js(*calls)
     for g, (th, att) in zip(got, want):
         close(g["theta"], th)
@@ -110,7 +110,7 @@ def test_preset_and_phase_novelty():
         sc = S.preset(rule, train_length=4096, target_length=32768)
         calls.append(("preset", [rule, 4096, 32768]))
         want.append(None if sc is None else sc.to_dict())
-        th, _ = S.scaled_frequencies(sc, 1e4, 128, seq_len=32768)
+        th, _ = S.scaled_frequencies(sc, 128, 1e4, seq_len=32768)
         calls.append(("phaseNovelty", [frequencies(128), th, 4096, 32768]))
         want.append(SR.phase_novelty(frequencies(128), th, 4096, 32768))
     got = js(*calls)
@@ -337,7 +337,7 @@ def test_angle_tables_and_wrapped_phases(dtype):
     """angleTable is phase_angles (bit for bit in the low-precision dtypes), wrapPhase is np.mod."""
     from ropegeo.rotation import phase_angles
 
-    th = S.scaled_frequencies(S.preset("yarn", train_length=2048, target_length=16384), 1e4, 64)[0]
+    th = S.scaled_frequencies(S.preset("yarn", train_length=2048, target_length=16384), 64, 1e4)[0]
     pos = [0, 1, 255, 257, 2049, 4097, 30001, 60000] + ([123_457, 2**24 + 1] if dtype != "float16" else [])
     for scale in (1.0, 0.25):
         table, = js(("angleTable", [pos, th, dtype, scale]))

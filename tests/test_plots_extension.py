@@ -13,7 +13,7 @@ TH = frequencies(16, 10_000.0)
 
 
 def test_ruler_panels_draws_a_family_as_one_line_per_length():
-    fam = {n: S.dynamic_ntk(10_000.0, 16, 1.0, 64, n) for n in (64, 128, 256)}
+    fam = {n: S.dynamic_ntk(16, 10_000.0, 1.0, 64, n) for n in (64, 128, 256)}
     fig = ruler_panels(TH, {"raw": TH, "dynamic": fam}, 64, 256, columns=2)
     assert isinstance(fig, Figure)
     ax = [a for a in fig.axes if a.get_title() == "dynamic"][0]
@@ -62,7 +62,7 @@ def test_joint_novelty_plot_refuses(args, match):
 
 
 def test_ramp_comparison_plots_weights_against_index_and_turns():
-    w = S.yarn_ramp(10_000.0, 16, 64, beta_fast=4, beta_slow=1)
+    w = S.yarn_ramp(16, 10_000.0, 64, beta_fast=4, beta_slow=1)
     fig = ramp_comparison(TH, 64, {"YaRN": w})
     left, right = fig.axes[:2]
     np.testing.assert_allclose(left.get_lines()[0].get_ydata(), w)

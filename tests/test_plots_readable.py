@@ -103,7 +103,7 @@ def _chapter45_figures():
     theta, L, N, reports = _bench()
     served = {k: r.theta for k, r in reports.items()}
     dyn = S.Scaling("dynamic", factor=1.0, original_max_position_embeddings=L)
-    rulers = dict(served, **{"dynamic NTK": {n: S.scaled_frequencies(dyn, 10_000.0, 96, n)[0] for n in (L, 8 * L, N)}})
+    rulers = dict(served, **{"dynamic NTK": {n: S.scaled_frequencies(dyn, 96, 10_000.0, n)[0] for n in (L, 8 * L, N)}})
     yield "ch04 rulers", px.ruler_panels(theta, rulers, L, N, layout="column")
     yield "ch04 rulers, no spare panel", px.ruler_panels(theta, dict(list(rulers.items())[:4]), L, N, layout="column")
     yield "ch04 stretch", px.stretch_profile(theta, served, layout="column")
@@ -111,9 +111,9 @@ def _chapter45_figures():
     joint = {k: joint_novelty(theta, th, L, range(0, N, 2003)) for k, th in served.items()}
     yield "ch04 joint", px.joint_novelty_plot(joint, {k: r.total_novelty for k, r in reports.items()}, L, 0.25,
                                               layout="column")
-    w = S.yarn_ramp(10_000.0, 96, L)
+    w = S.yarn_ramp(96, 10_000.0, L)
     yield "ch04 ramps", px.ramp_comparison(theta, L, {"code: linear in pair index, rounded": w, "not rounded":
-                                                      S.yarn_ramp(10_000.0, 96, L, truncate=False)}, layout="column")
+                                                      S.yarn_ramp(96, 10_000.0, L, truncate=False)}, layout="column")
     yield "ch04 ladders", px.model_ladders({n: load_model(n) for n in shipped_models()[:12]}, layout="column")
     yield "ch05 pairing", pi.pairing_layouts(8, layout="column")
     yield "ch05 mixing", pi.mixing_effect(64, seed=0, layout="column")

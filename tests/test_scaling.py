@@ -203,15 +203,15 @@ def test_factor_one_is_identity(base, pairs):
     d = 2 * pairs
     th = frequencies(d, base)
     np.testing.assert_allclose(S.linear(th, 1.0), th, rtol=1e-15)
-    np.testing.assert_allclose(S.ntk(base, d, 1.0), th, rtol=1e-12)
+    np.testing.assert_allclose(S.ntk(d, base, 1.0), th, rtol=1e-12)
     # dynamic NTK is the exception: even at factor 1 its base grows once n > L (s n / L - (s - 1) = n / L)
-    np.testing.assert_allclose(S.dynamic_ntk(base, d, 1.0, 4096, 4096), th, rtol=1e-12)
-    y, att = S.yarn(base, d, 1.0, 4096)
+    np.testing.assert_allclose(S.dynamic_ntk(d, base, 1.0, 4096, 4096), th, rtol=1e-12)
+    y, att = S.yarn(d, base, 1.0, 4096)
     np.testing.assert_allclose(y, th, rtol=1e-15)
     assert att == 1.0
-    np.testing.assert_allclose(S.llama3(base, d, 1.0, 8192), th, rtol=1e-15)
+    np.testing.assert_allclose(S.llama3(d, base, 1.0, 8192), th, rtol=1e-15)
     ones = [1.0] * pairs
-    lr, att = S.longrope(base, d, ones, ones, 4096, factor=1.0, seq_len=10**6)
+    lr, att = S.longrope(d, base, ones, ones, 4096, factor=1.0, seq_len=10**6)
     np.testing.assert_allclose(lr, th, rtol=1e-15)
     assert att == 1.0
 
@@ -235,7 +235,7 @@ def test_interpolation_keeps_the_trained_phase_range(base, pairs, train, s):
 def test_ntk_keeps_fastest_and_slows_slowest_by_s(base, pairs, s):
     d = 2 * pairs
     th = frequencies(d, base)
-    nt = S.ntk(base, d, s)
+    nt = S.ntk(d, base, s)
     assert nt[0] == th[0] == 1.0
     # derived: (B s^(d/(d-2)))^(-(d-2)/d) = B^(-(d-2)/d) / s
     assert nt[-1] == pytest.approx(th[-1] / s, rel=1e-10)
@@ -250,11 +250,11 @@ def test_dynamic_ntk_is_ntk_at_the_effective_factor(pairs, s, L, extra):
     base = 10_000.0
     n = L + extra
     eff = s * n / L - (s - 1)
-    np.testing.assert_allclose(S.dynamic_ntk(base, d, s, L, n), S.ntk(base, d, eff), rtol=1e-12)
+    np.testing.assert_allclose(S.dynamic_ntk(d, base, s, L, n), S.ntk(d, base, eff), rtol=1e-12)
     # at or below the original length nothing changes (including exactly L)
-    np.testing.assert_allclose(S.dynamic_ntk(base, d, s, L, L), frequencies(d, base), rtol=1e-12)
-    np.testing.assert_allclose(S.dynamic_ntk(base, d, s, L, max(1, L // 2)), frequencies(d, base), rtol=1e-12)
-    np.testing.assert_allclose(S.dynamic_ntk(base, d, s, L, None), frequencies(d, base), rtol=1e-12)
+    np.testing.assert_allclose(S.dynamic_ntk(d, base, s, L, L), frequencies(d, base), rtol=1e-12)
+    np.testing.assert_allclose(S.dynamic_ntk(d, base, s, L, max(1, L // 2)), frequencies(d, base), rtol=1e-12)
+    np.testing.assert_allclose(S.dynamic_ntk(d, base, s, L, None), frequencies(d, base), rtol=1e-12)
 
 
 @given(base=st.sampled_from([10_000.0, 500_000.0, 1e6]), pairs=st.integers(8, 128),
@@ -262,7 +262,7 @@ def test_dynamic_ntk_is_ntk_at_the_effective_factor(pairs, s, L, extra):
 def test_yarn_regions_follow_turn_counts(base, pairs, L, s):
     d = 2 * pairs
     th = frequencies(d, base)
-    y, att = S.yarn(base, d, s, L)
+    y, att = S.yarn(d, base, s, L)
     n_turns = turns(th, L)  # how many times each pair turns over the original length
     fast = n_turns >= 32  # turns at least beta_fast times: extrapolated (kept)
     slow = n_turns <= 1  # turns at most beta_slow times: fully interpolated
@@ -301,7 +301,7 @@ def test_llama3_bands(base, pairs, s, L, lo, gap):
     d = 2 * pairs
     hi = lo + gap
     th = frequencies(d, base)
-    out = S.llama3(base, d, s, L, low_freq_factor=lo, high_freq_factor=hi)
+    out = S.llama3(d, base, s, L, low_freq_factor=lo, high_freq_factor=hi)
     for i in range(pairs):  # brute force, pair by pair
         lam = 2 * math.pi / th[i]
         if lam < L / hi:
@@ -394,12 +394,12 @@ def test_scaling_refusals(kw, match):
 
 
 def test_rule_function_refusals():
-    with pytest.raises(ValueError, match="rotary_dim must be at least 4"):
-        S.ntk(10_000.0, 2, 2.0)
-    with pytest.raises(ValueError, match="rotary_dim must be an even integer"):
-        S.yarn(10_000.0, 7, 2.0, 4096)
+    with pytest.raises(ValueError, match="head_dim must be at least 4"):
+        S.ntk(2, 10_000.0, 2.0)
+    with pytest.raises(ValueError, match="head_dim must be an even integer"):
+        S.yarn(7, 10_000.0, 2.0, 4096)
     with pytest.raises(ValueError, match="short_factor must have one entry per rotary pair"):
-        S.longrope(10_000.0, 8, [1.0] * 3, [1.0] * 3, 4096, factor=2.0)
+        S.longrope(8, 10_000.0, [1.0] * 3, [1.0] * 3, 4096, factor=2.0)
     with pytest.raises(ValueError, match="target_length must be at least train_length"):
         S.preset("linear", train_length=4096, target_length=1024)
     with pytest.raises(ValueError, match="longrope_factors"):
@@ -449,13 +449,94 @@ def test_bad_rule_parameters_are_value_errors_naming_them():
     import ropegeo.scaling as S
 
     with pytest.raises(ValueError, match="truncate must be True or False"):
-        S.rules.yarn(10_000.0, 128, 8.0, 4096, truncate="no")
+        S.rules.yarn(128, 10_000.0, 8.0, 4096, truncate="no")
     with pytest.raises(ValueError, match=r"beta_fast \(32\) must not be below beta_slow \(40\)"):
-        S.rules.yarn(10_000.0, 128, 8.0, 4096, beta_slow=40.0)
+        S.rules.yarn(128, 10_000.0, 8.0, 4096, beta_slow=40.0)
     with pytest.raises(ValueError, match="unknown parameter.*'foo'.*beta_fast"):
         S.preset("yarn", train_length=4096, target_length=32768, foo=1)
     with pytest.raises(ValueError, match="linear rule takes no further parameters"):
         S.preset("linear", train_length=4096, target_length=32768, foo=1)
     # equal betas stay allowed, as in the reader (one ramp end nudged)
-    th, _ = S.rules.yarn(10_000.0, 128, 8.0, 4096, beta_fast=4.0, beta_slow=4.0)
+    th, _ = S.rules.yarn(128, 10_000.0, 8.0, 4096, beta_fast=4.0, beta_slow=4.0)
     assert th.shape == (64,)
+
+
+# ------------------------------------------------------------------------------------------------
+# one list of rules, one builder of "rule R stretching L to L', read at length n" (issue 34)
+# ------------------------------------------------------------------------------------------------
+def _closed_form(rule, d, base, L, target, n):
+    """Frequencies and position scale of ``rule`` stretching L to target, read at n, from the
+    formulas of the module docstring (numpy only, not ropegeo.scaling)."""
+    s = target / L
+    i = np.arange(d // 2)
+    plain = base ** (-2.0 * i / d)
+    if rule in ("none", "raw"):
+        return plain, 1.0
+    if rule in ("linear", "pi", "interpolation"):
+        return plain, 1.0 / s
+    if rule == "ntk":
+        return (base * s ** (d / (d - 2))) ** (-2.0 * i / d), 1.0
+    if rule in ("dynamic", "dynamic_ntk"):  # transformers: the configuration's factor s at length n
+        bracket = s * max(n, L) / L - (s - 1)
+        return (base * bracket ** (d / (d - 2))) ** (-2.0 * i / d), 1.0
+    raise AssertionError(rule)
+
+
+@pytest.mark.parametrize("rule", ["none", "raw", "linear", "pi", "interpolation", "ntk", "dynamic", "dynamic_ntk"])
+@pytest.mark.parametrize("L, target, n", [(64, 256, 256), (64, 256, 128), (64, 512, 1024), (4096, 32768, 32768)])
+def test_the_builders_of_a_rule_at_a_length_agree(rule, L, target, n):
+    d, base = 16, 10_000.0
+    want, want_scale = _closed_form(rule, d, base, L, target, n)
+    sch = S.extension_schedule(rule, head_dim=d, base=base, train_length=L, length=n, factor=target / L)
+    np.testing.assert_allclose(sch.theta * sch.scale, want * want_scale, rtol=1e-12)
+    theta, att = S.scaled_frequencies(S.preset(rule, train_length=L, target_length=target), d, base, n)
+    np.testing.assert_allclose(theta, want * want_scale, rtol=1e-12)
+    assert att == sch.attention_factor == 1.0 and sch.rule == S.rule_name(rule)
+
+
+@pytest.mark.parametrize("rule", ["yarn", "llama3", "ntk", "dynamic", "linear"])
+def test_extension_schedule_is_the_preset_read_at_the_length(rule):
+    # the default factor is length / train_length: the rule configured for the length it is read at
+    d, base, L, n = 32, 500_000.0, 128, 1024
+    sch = S.extension_schedule(rule, head_dim=d, base=base, train_length=L, length=n)
+    theta, att = S.scaled_frequencies(S.preset(rule, train_length=L, target_length=n), d, base, n)
+    np.testing.assert_allclose(sch.theta * sch.scale, theta, rtol=1e-12)
+    assert sch.attention_factor == pytest.approx(att, rel=1e-12)
+
+
+def test_dynamic_has_one_meaning_and_factor_one_names_the_other():
+    """64 -> 256 at head width 16: both builders give transformers' 0.2192 for the second frequency
+    (the bracket 4 * 256 / 64 - 3 = 13); the base following the length alone (factor 1) gives 0.2594
+    (the bracket 256 / 64 = 4). Before issue 34 extension_schedule gave 0.2594 by default."""
+    d, base = 16, 10_000.0
+    transformers = (base * 13.0 ** (d / (d - 2))) ** (-2.0 / d)
+    follows = (base * 4.0 ** (d / (d - 2))) ** (-2.0 / d)
+    assert round(transformers, 4) == 0.2192 and round(follows, 4) == 0.2594
+    kw = dict(head_dim=d, base=base, train_length=64, length=256)
+    assert S.extension_schedule("dynamic", **kw).theta[1] == pytest.approx(transformers, rel=1e-12)
+    assert S.scaled_frequencies(S.preset("dynamic", train_length=64, target_length=256), d, base, 256)[0][1] \
+        == pytest.approx(transformers, rel=1e-12)
+    assert S.extension_schedule("dynamic", factor=1, **kw).theta[1] == pytest.approx(follows, rel=1e-12)
+    # and the configuration read at a length transformers would see (dynamic_ntk, the formula itself)
+    assert S.dynamic_ntk(d, base, 4.0, 64, 256)[1] == pytest.approx(transformers, rel=1e-12)
+
+
+def test_one_vocabulary_of_rule_names():
+    for alias, name in S.RULE_ALIASES.items():
+        assert S.rule_name(alias) == name
+        assert S.preset(alias, train_length=64, target_length=256) == S.preset(name, train_length=64, target_length=256)
+    assert S.NAMED_RULES == ("none",) + tuple(r for r in S.RULES if r != "longrope")
+    assert tuple(S.RULE_FUNCTIONS) == S.RULES and set(S.RULE_ALIASES.values()) <= set(S.NAMED_RULES)
+    assert S.preset(None, train_length=64, target_length=256) is None  # raw extrapolation
+    for bad in ("yarnish", "", 3):
+        with pytest.raises(ValueError, match="rule must be one of"):
+            S.preset(bad, train_length=64, target_length=256)
+    for bad in ("yarnish", "", None, 3):
+        with pytest.raises(ValueError, match="extension must be one of"):
+            S.extension_schedule(bad, head_dim=8, base=1e4, train_length=64, length=256)
+    # longrope is a rule of the table: it needs its per-pair lists, from either builder
+    with pytest.raises(ValueError, match="longrope_factors"):
+        S.extension_schedule("longrope", head_dim=8, base=1e4, train_length=64, length=256)
+    f = ([1.0, 1.0, 2.0, 4.0], [1.0, 2.0, 4.0, 8.0])
+    sch = S.extension_schedule("longrope", head_dim=8, base=1e4, train_length=64, length=256, longrope_factors=f)
+    np.testing.assert_allclose(sch.theta, frequencies(8, 1e4) / np.array(f[1]), rtol=1e-12)

@@ -287,6 +287,63 @@ def test_lab_bounds_match_their_javascript():
     assert checked >= 5
 
 
+
+# ---------------------------------------------------------------------------- one list of rules
+#: Every spelling of an extension rule (``scaling.RULES``, ``"none"`` and ``scaling.RULE_ALIASES``).
+RULE_WORDS = {"none", "raw", "pi", "interpolation", "linear", "ntk", "dynamic", "dynamic_ntk", "yarn", "longrope",
+              "llama3"}
+
+
+def spelled_rule_lists(path: Path, tree: ast.Module) -> list:
+    """Module-level constants spelled out as a literal list of three or more extension rules."""
+    out = []
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            continue  # names of functions, not of rules
+        if isinstance(value, (ast.Tuple, ast.List)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts) \
+                and sum(e.value in RULE_WORDS for e in value.elts) >= 3:
+            out.append(f"{module_name(path)}:{node.lineno}")
+    return out
+
+
+def test_one_list_of_extension_rules():
+    """``scaling.RULES`` is the one list; every other list of rules is derived from it (the concept,
+    whatever the constant is called); each lab's JavaScript list equals its Python bounds."""
+    import importlib
+    import re
+
+    bad = [hit for path, tree in modules() if module_name(path) != "ropegeo.scaling.rules"
+           for hit in spelled_rule_lists(path, tree)]
+    assert not bad, f"extension rules spelled out again (derive them from ropegeo.scaling.RULES): {bad}"
+    from ropegeo import scaling
+
+    static = ROOT / "book" / "static"
+    core = re.search(r"export const RULES = \[([^\]]*)\]", (static / "ropegeo_core.js").read_text(encoding="utf-8"))
+    assert tuple(re.findall(r'"(\w+)"', core.group(1))) == scaling.RULES
+    checked = 0
+    for path in sorted((ROOT / "book" / "widgets").glob("[!_]*.py")):
+        m = re.search(r'_esm = esm_source\("(lab_\w+\.js)"\)', path.read_text(encoding="utf-8"))
+        lab = importlib.import_module(module_name(path)) if m else None
+        rules = next((c.BOUNDS for c in vars(lab).values() if "rule" in getattr(c, "BOUNDS", {})), {}) if lab else {}
+        if "rule" not in rules:
+            continue
+        js = (static / m.group(1)).read_text(encoding="utf-8")
+        name = re.search(r"pick\(p\.rule, (\w+),", js).group(1)
+        listed = re.search(rf"const {name} = \[([^\]]*)\]", js).group(1)
+        assert tuple(re.findall(r'"(\w+)"', listed)) == tuple(rules["rule"]), (m.group(1), name)
+        assert set(rules["rule"]) <= set(scaling.NAMED_RULES), path.name
+        checked += 1
+    assert checked >= 4
+
+
+def test_the_rule_list_finder_finds_one(tmp_path):
+    src = ('OK = ("none", "linear")\nMINE = ("raw", "pi", "ntk")\nalso: tuple = ["yarn", "llama3", "dynamic"]\n'
+           '__all__ = ["linear", "ntk", "yarn"]\n')
+    path = ROOT / "book" / "x.py"
+    assert spelled_rule_lists(path, ast.parse(src)) == ["ropegeo.book.x:2", "ropegeo.book.x:3"]
+
 # --------------------------------------------------------------------------------- layers
 #: The floors of the package, from the ground up: a module may import its own floor and those below.
 #: Core (top-level modules and the rule table, ``ropegeo.scaling``: a RotaryOperator holds its rule)

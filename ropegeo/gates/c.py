@@ -243,7 +243,7 @@ def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_le
     else:
         if sc.original_max_position_embeddings is not None:
             sc = replace(sc, original_max_position_embeddings=train_length)
-        tt, att = scaled_frequencies(sc, base, manifest.rotary_dim, seq_len=target_length)
+        tt, att = scaled_frequencies(sc, manifest.rotary_dim, base, seq_len=target_length)
         rule = sc.rule
     return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
             "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}

@@ -31,55 +31,20 @@ transliteration. Where ropegeo deliberately differs the docstring says so:
 * An odd rotary width is refused (transformers silently builds ``ceil(dim / 2)`` frequencies
   over an odd exponent denominator, which no rotary layout can apply).
 
-Everything is float64; the tests compare with float32 reference values at a relative tolerance
-of a few float32 ulps.
-
-The package is split by concern; every public name below is importable from ``ropegeo.scaling``:
-
-* :mod:`ropegeo.scaling.rules`: the formulas (:func:`linear` .. :func:`llama3`) and the limits;
-* :mod:`ropegeo.scaling.config`: :class:`Scaling` (one configured rule), :func:`scaled_frequencies`,
-  :func:`preset`;
-* :mod:`ropegeo.scaling.hf`: the per-rule readers of transformers blocks behind :meth:`Scaling.from_hf`;
-* :mod:`ropegeo.extension` (imported by its own name: it measures rules with the core's margins):
-  :func:`~ropegeo.extension.phase_novelty`, :func:`~ropegeo.extension.extension_report`,
-  :func:`~ropegeo.extension.text_table`;
-* :mod:`ropegeo.scaling.schedule`: :func:`rule_name` and :func:`extension_schedule` (Gate C).
+One list of rules (:data:`RULES`, with :data:`RULE_ALIASES` and :data:`NAMED_RULES`), one rule table
+(:data:`RULE_FUNCTIONS`), one way to say "rule R stretching ``L`` to ``L'``, read at length ``n``":
+:func:`preset` then :func:`scaled_frequencies`, which :func:`extension_schedule` puts together.
+Every function takes the width before the base, as :func:`ropegeo.frequencies.frequencies`.
+Modules: :mod:`ropegeo.scaling.rules` (the formulas and the list), :mod:`ropegeo.scaling.config`
+(:class:`Scaling`, the table, the builders), :mod:`ropegeo.scaling.hf` (transformers' blocks);
+:mod:`ropegeo.extension` measures what a rule trades.
 """
 
-from ropegeo.scaling.config import RULE_FUNCTIONS, Scaling, preset, rope_parameters, scaled_frequencies
+from ropegeo.scaling.config import RULE_FUNCTIONS, Schedule, Scaling, extension_schedule, preset, scaled_frequencies
 from ropegeo.scaling.hf import HF_KEYS, HF_TYPES
-from ropegeo.scaling.rules import (
-                    MAX_FACTOR,
-                    MIN_PARAMETER,
-                    RULES,
-                    dynamic_ntk,
-                    linear,
-                    llama3,
-                    longrope,
-                    ntk,
-                    yarn,
-                    yarn_mscale,
-                    yarn_ramp,
-)
-from ropegeo.scaling.schedule import RULE_ALIASES, Schedule, extension_schedule, rule_name
+from ropegeo.scaling.rules import (MAX_FACTOR, MIN_PARAMETER, NAMED_RULES, RULE_ALIASES, RULES, dynamic_ntk, linear,
+                                   llama3, longrope, ntk, rule_name, yarn, yarn_mscale, yarn_ramp)
 
-__all__ = [
-    "RULES",
-    "Scaling",
-    "rope_parameters",
-    "scaled_frequencies",
-    "RULE_FUNCTIONS",
-    "linear",
-    "ntk",
-    "dynamic_ntk",
-    "yarn",
-    "yarn_ramp",
-    "yarn_mscale",
-    "longrope",
-    "llama3",
-    "preset",
-    "RULE_ALIASES",
-    "Schedule",
-    "extension_schedule",
-    "rule_name",
-]
+__all__ = ["RULES", "RULE_ALIASES", "NAMED_RULES", "RULE_FUNCTIONS", "Scaling", "scaled_frequencies", "preset",
+           "Schedule", "extension_schedule", "rule_name", "linear", "ntk", "dynamic_ntk", "yarn", "yarn_ramp",
+           "yarn_mscale", "longrope", "llama3"]

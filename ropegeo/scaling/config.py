@@ -1,43 +1,34 @@
-"""One configured rule (:class:`~ropegeo.scaling.Scaling`), and the frequencies it serves.
+"""One configured rule, the frequencies it serves, and the one builder of "a rule at a length".
 
-:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked;
-:func:`~ropegeo.scaling.scaled_frequencies` dispatches to the formulas of
-:mod:`ropegeo.scaling.rules`; :func:`~ropegeo.scaling.preset` configures a rule for a target
-length.
+:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked; the rule table
+:data:`~ropegeo.scaling.RULE_FUNCTIONS` and :func:`~ropegeo.scaling.scaled_frequencies` read it at a
+sequence length; :func:`~ropegeo.scaling.preset` configures a rule stretching ``L`` to ``L'``, and
+:func:`~ropegeo.scaling.extension_schedule` reads that configuration at a length ``n`` (it is
+``scaled_frequencies(preset(...), ..., seq_len=n)``, so the two cannot disagree).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
 from ropegeo.scaling.hf import read_block
-from ropegeo.scaling.rules import RULES, _dim, _factor, _factors, _pos, dynamic_ntk, linear, llama3, longrope, ntk, yarn
+from ropegeo.scaling.rules import (MAX_FACTOR, RULES, _dim, _factors, _pos, dynamic_ntk, linear, llama3, longrope,
+                                   ntk, rule_name, yarn)
 
-# parameters that can be stored per rule (every other field must stay at its default)
+_L = "original_max_position_embeddings"
+# rule -> (the parameters it needs, those it may take besides); every other field stays at its default
 _PARAMS = {
-    "linear": {"factor"},
-    "ntk": {"factor"},
-    "dynamic": {"factor", "original_max_position_embeddings"},
-    "yarn": {
-        "factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
-        "mscale", "mscale_all_dim", "truncate",
-    },
-    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor", "long_factor",
-                 "short_mscale", "long_mscale"},
-    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
-}
-_REQUIRED = {
-    "linear": ("factor",),
-    "ntk": ("factor",),
-    "dynamic": ("factor", "original_max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings"),
-    "longrope": ("factor", "original_max_position_embeddings", "short_factor", "long_factor"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "linear": (("factor",), ()),
+    "ntk": (("factor",), ()),
+    "dynamic": (("factor", _L), ()),
+    "yarn": (("factor", _L), ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate")),
+    "longrope": (("factor", _L, "short_factor", "long_factor"), ("attention_factor", "short_mscale", "long_mscale")),
+    "llama3": (("factor", _L, "low_freq_factor", "high_freq_factor"), ()),
 }
 
 
@@ -50,7 +41,8 @@ class Scaling:
     rule : {"linear", "ntk", "dynamic", "yarn", "longrope", "llama3"}
     factor : float
         The extension factor ``s`` (positive). For LongRoPE it only sets the default attention
-        factor; for YaRN it also sets the interpolated end of the ramp.
+        factor; for YaRN it also sets the interpolated end of the ramp; for ``dynamic`` it is the
+        coefficient of transformers' formula (:func:`~ropegeo.scaling.dynamic_ntk`).
     original_max_position_embeddings : int
         The pre-training context ``L`` (positive). Not used by ``linear`` and ``ntk``. For
         ``dynamic`` it is the length beyond which the base starts to grow (transformers uses the
@@ -101,23 +93,23 @@ class Scaling:
     ignored_keys: tuple = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {', '.join(map(repr, RULES))}, got {self.rule!r}")
-        allowed = _PARAMS[self.rule]
-        defaults = {f.name: f.default for f in fields(self) if f.name not in ("rule", "ignored_keys")}
-        for name, default in defaults.items():
-            if name not in allowed and getattr(self, name) != default:
-                raise ValueError(f"{self.rule} scaling takes no parameter {name!r}; it takes {', '.join(sorted(allowed))}")
-        for name in _REQUIRED[self.rule]:
+        needed, optional = _PARAMS[self.rule]
+        for f in fields(self):
+            if f.name not in needed + optional + ("rule", "ignored_keys") and getattr(self, f.name) != f.default:
+                raise ValueError(f"{self.rule} scaling takes no parameter {f.name!r}; it takes "
+                                 f"{', '.join(sorted(needed + optional))}")
+        for name in needed:
             if getattr(self, name) is None:
                 raise ValueError(f"{self.rule} scaling needs {name}")
-        set_(self, "factor", _factor(self.factor))
+        set_ = object.__setattr__
+        set_(self, "factor", _pos("factor", self.factor))
         if self.original_max_position_embeddings is not None:
-            set_(self, "original_max_position_embeddings",
-                 v.length("original_max_position_embeddings", self.original_max_position_embeddings, minimum=1))
-        if self.attention_factor is not None:
-            set_(self, "attention_factor", _pos("attention_factor", self.attention_factor))
+            set_(self, _L, v.length(_L, self.original_max_position_embeddings, minimum=2 if self.rule == "yarn" else 1))
+        for name in ("attention_factor", "short_mscale", "long_mscale", "low_freq_factor", "high_freq_factor"):
+            if getattr(self, name) is not None:
+                set_(self, name, _pos(name, getattr(self, name)))
         if self.rule == "yarn":
             set_(self, "beta_fast", _pos("beta_fast", self.beta_fast))
             set_(self, "beta_slow", _pos("beta_slow", self.beta_slow))
@@ -129,46 +121,32 @@ class Scaling:
             if not isinstance(self.truncate, (bool, np.bool_)):
                 raise ValueError(f"truncate must be True or False, got {self.truncate!r}")
             set_(self, "truncate", bool(self.truncate))
-            if self.original_max_position_embeddings < 2:
-                raise ValueError("original_max_position_embeddings must be at least 2 for yarn")
         if self.rule == "longrope":
             set_(self, "short_factor", _factors("short_factor", self.short_factor))
             set_(self, "long_factor", _factors("long_factor", self.long_factor))
-            for name in ("short_mscale", "long_mscale"):
-                if getattr(self, name) is not None:
-                    set_(self, name, _pos(name, getattr(self, name)))
             if len(self.short_factor) != len(self.long_factor):
-                raise ValueError(
-                    f"short_factor and long_factor must have the same length (one entry per rotary pair), "
-                    f"got {len(self.short_factor)} and {len(self.long_factor)}"
-                )
-        if self.rule == "llama3":
-            lo = _pos("low_freq_factor", self.low_freq_factor)
-            hi = _pos("high_freq_factor", self.high_freq_factor)
-            if hi < lo:
-                raise ValueError(f"high_freq_factor must not be below low_freq_factor, got {hi:g} < {lo:g}")
-            set_(self, "low_freq_factor", lo)
-            set_(self, "high_freq_factor", hi)
+                raise ValueError(f"short_factor and long_factor must have the same length (one entry per rotary "
+                                 f"pair), got {len(self.short_factor)} and {len(self.long_factor)}")
+        if self.rule == "llama3" and self.high_freq_factor < self.low_freq_factor:
+            raise ValueError(f"high_freq_factor must not be below low_freq_factor, "
+                             f"got {self.high_freq_factor:g} < {self.low_freq_factor:g}")
         keys = self.ignored_keys
         if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise ValueError(f"ignored_keys must be a list of key names, got {keys!r}")
         set_(self, "ignored_keys", tuple(str(k) for k in keys))
 
-    # ---------------------------------------------------------------- checks and forms
     def check_pairs(self, pairs: int) -> None:
         """Raise a ValueError if per-pair lists do not have ``pairs`` entries (LongRoPE)."""
         if self.rule == "longrope" and len(self.short_factor) != pairs:
-            raise ValueError(
-                f"short_factor and long_factor must have one entry per rotary pair ({pairs}), "
-                f"got {len(self.short_factor)}"
-            )
+            raise ValueError(f"short_factor and long_factor must have one entry per rotary pair ({pairs}), "
+                             f"got {len(self.short_factor)}")
         if self.rule in ("ntk", "dynamic") and pairs < 2:
             raise ValueError(f"{self.rule} scaling needs a rotary dimension of at least 4 (d / (d - 2) is undefined at d = 2)")
 
     def to_dict(self) -> dict:
         """The rule and the parameters it uses, JSON-ready."""
         out: dict[str, Any] = {"rule": self.rule}
-        for name in sorted(_PARAMS[self.rule]):
+        for name in sorted(sum(_PARAMS[self.rule], ())):
             val = getattr(self, name)
             if val is not None:
                 out[name] = list(val) if isinstance(val, tuple) else val
@@ -182,8 +160,7 @@ class Scaling:
         if not isinstance(data, Mapping) or "rule" not in data:
             raise ValueError("scaling must be a dict with a 'rule' key, e.g. {'rule': 'linear', 'factor': 8}")
         data = dict(data)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown scaling parameter(s): {', '.join(unknown)}")
         for key in ("short_factor", "long_factor", "ignored_keys"):
@@ -210,75 +187,45 @@ class Scaling:
             s += f"; ignored keys: {', '.join(self.ignored_keys)}"
         return s
 
-    # ---------------------------------------------------------------- reading transformers blocks
     @classmethod
-    def from_hf(
-        cls,
-        block,
-        *,
-        field_name: str = "rope_scaling",
-        max_position_embeddings: int | None = None,
-        original_max_position_embeddings: int | None = None,
-        pairs: int | None = None,
-    ) -> "Scaling | None":
-        """Read a transformers ``rope_scaling`` / ``rope_parameters`` block.
+    def from_hf(cls, block, *, field_name: str = "rope_scaling", max_position_embeddings: int | None = None,
+                original_max_position_embeddings: int | None = None, pairs: int | None = None) -> "Scaling | None":
+        """Read a transformers ``rope_scaling`` / ``rope_parameters`` block (``None`` or ``"default"``: no scaling).
 
-        Parameters
-        ----------
-        block : dict or None
-            The block; ``None`` or a ``"default"`` type means no scaling.
-        field_name : str
-            Its name in the configuration, used in error messages.
-        max_position_embeddings : int, optional
-            The configuration's top-level ``max_position_embeddings``.
-        original_max_position_embeddings : int, optional
-            The configuration's top-level ``original_max_position_embeddings`` (Phi-3 style).
-        pairs : int, optional
-            Number of rotary pairs, to check LongRoPE's list lengths.
-
-        Returns
-        -------
-        Scaling or None
-
-        Raises
-        ------
-        ValueError
-            For an unknown type, a missing or malformed field; the message names the field as
-            ``rope_scaling.<key>``.
-
-        Notes
-        -----
-        As in transformers: the type is ``rope_type``, else the legacy ``type``; ``"su"`` means
-        LongRoPE. Each rule has its own reader (in :mod:`ropegeo.scaling.hf`, keyed by rule name as
-        transformers keys ``ROPE_INIT_FUNCTIONS``), whose comments say where ropegeo follows which
-        transformers release.
+        ``field_name`` is the block's name in the configuration (for messages);
+        ``max_position_embeddings`` and ``original_max_position_embeddings`` are the configuration's
+        top-level fields; ``pairs``, the number of rotary pairs, checks LongRoPE's list lengths.
+        Raises a ValueError for an unknown type, a missing or malformed field, naming it as
+        ``rope_scaling.<key>``. As in transformers: the type is ``rope_type``, else the legacy
+        ``type``; ``"su"`` means LongRoPE. Each rule has its own reader in :mod:`ropegeo.scaling.hf`,
+        whose comments say where ropegeo follows which transformers release.
         """
         kw = read_block(block, field_name=field_name, max_position_embeddings=max_position_embeddings,
                         original_max_position_embeddings=original_max_position_embeddings, pairs=pairs)
         return None if kw is None else cls(**kw)
 
 
-# ------------------------------------------------------------------------------------ dispatch
-def _linear(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    return linear(frequencies(d, base), sc.factor), 1.0
+# ------------------------------------------------------------------------------- the rule table
+def _linear(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return linear(frequencies(head_dim, base), sc.factor), 1.0
 
 
-def _ntk(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    return ntk(base, d, sc.factor), 1.0
+def _ntk(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return ntk(head_dim, base, sc.factor), 1.0
 
 
-def _dynamic(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    return dynamic_ntk(base, d, sc.factor, sc.original_max_position_embeddings, seq_len), 1.0
+def _dynamic(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return dynamic_ntk(head_dim, base, sc.factor, sc.original_max_position_embeddings, seq_len), 1.0
 
 
-def _yarn(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    return yarn(base, d, sc.factor, sc.original_max_position_embeddings, beta_fast=sc.beta_fast,
+def _yarn(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return yarn(head_dim, base, sc.factor, sc.original_max_position_embeddings, beta_fast=sc.beta_fast,
                 beta_slow=sc.beta_slow, truncate=sc.truncate, attention_factor=sc.attention_factor,
                 mscale=sc.mscale, mscale_all_dim=sc.mscale_all_dim)
 
 
-def _longrope(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    theta, att = longrope(base, d, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
+def _longrope(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    theta, att = longrope(head_dim, base, sc.short_factor, sc.long_factor, sc.original_max_position_embeddings,
                           factor=sc.factor, seq_len=seq_len, attention_factor=sc.attention_factor)
     # Phi-3.5-MoE: the pass's own mscale replaces the attention factor (as the short/long factors switch)
     long = seq_len is not None and seq_len > sc.original_max_position_embeddings
@@ -286,45 +233,30 @@ def _longrope(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np
     return theta, (att if mscale is None else mscale)
 
 
-def _llama3(sc: Scaling, base: float, d: int, seq_len: int | None) -> tuple[np.ndarray, float]:
-    return llama3(base, d, sc.factor, sc.original_max_position_embeddings, low_freq_factor=sc.low_freq_factor,
+def _llama3(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
+    return llama3(head_dim, base, sc.factor, sc.original_max_position_embeddings, low_freq_factor=sc.low_freq_factor,
                   high_freq_factor=sc.high_freq_factor), 1.0
 
 
 #: The one rule table, like transformers' ``ROPE_INIT_FUNCTIONS``: rule name ->
-#: ``f(scaling, base, rotary_dim, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`,
-#: :func:`~ropegeo.scaling.extension_schedule` and :func:`~ropegeo.extension.extension_report` all
-#: dispatch through it, and the JavaScript core of the labs is tested against it.
+#: ``f(scaling, head_dim, base, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`
+#: dispatches through it (and so :func:`extension_schedule` and the operator), and the JavaScript
+#: core of the labs is tested against it.
 RULE_FUNCTIONS = {"linear": _linear, "ntk": _ntk, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
                   "llama3": _llama3}
 
 
-def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """Per-pair inverse frequencies and attention factor of a rule (through :data:`RULE_FUNCTIONS`).
+def scaled_frequencies(scaling: Scaling | None, head_dim: int, base: float, seq_len: int | None = None) -> tuple[np.ndarray, float]:
+    """Per-pair frequencies, shape (head_dim // 2,), and attention factor of a rule read at ``seq_len``.
 
-    Parameters
-    ----------
-    scaling : Scaling or None
-        ``None`` gives the plain schedule and factor 1.
-    base : float
-        The frequency base ``B > 1``.
-    rotary_dim : int
-        Even rotary width.
-    seq_len : int, optional
-        Current sequence length; read by ``dynamic`` and ``longrope`` only.
+    ``scaling=None`` gives the plain schedule and factor 1; ``head_dim`` is the (even) rotary width;
+    ``seq_len``, the current sequence length, is read by ``dynamic`` and ``longrope`` only.
 
-    Returns
-    -------
-    theta : numpy.ndarray, shape (rotary_dim // 2,), float64
-    attention_factor : float
-
-    Examples
-    --------
-    >>> theta, att = scaled_frequencies(Scaling("linear", factor=4.0), 10_000.0, 8)
+    >>> theta, att = scaled_frequencies(Scaling("linear", factor=4.0), 8, 10_000.0)
     >>> theta.round(4).tolist(), att
     ([0.25, 0.025, 0.0025, 0.0002], 1.0)
     """
-    d = _dim(rotary_dim)
+    d = _dim(head_dim)
     if seq_len is not None:
         seq_len = v.length("seq_len", seq_len, minimum=1)
     if scaling is None:
@@ -332,61 +264,102 @@ def scaled_frequencies(scaling: Scaling | None, base: float, rotary_dim: int, se
     if not isinstance(scaling, Scaling):
         raise ValueError(f"scaling must be a ropegeo.scaling.Scaling or None, got {type(scaling).__name__}")
     scaling.check_pairs(d // 2)
-    return RULE_FUNCTIONS[scaling.rule](scaling, base, d, seq_len)
+    return RULE_FUNCTIONS[scaling.rule](scaling, d, base, seq_len)
 
 
-def rope_parameters(manifest, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """``(theta, attention_factor)`` of a :class:`ropegeo.models.manifest.RopeManifest` at ``seq_len``."""
-    return scaled_frequencies(manifest.scaling, manifest.base, manifest.rotary_dim, seq_len)
-
-
-def preset(rule: str | None, *, train_length: int, target_length: int, longrope_factors=None,
-           **params) -> Scaling | None:
-    """A rule configured to stretch ``train_length`` to ``target_length`` (``s = target / train``).
-
-    Parameters
-    ----------
-    rule : {None, "none", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3"}
-        ``None`` / ``"none"``: raw extrapolation (returns ``None``).
-    train_length, target_length : int
-        At least 2; ``target_length >= train_length``.
-    longrope_factors : (short, long), optional
-        Required for ``"longrope"``: the two per-pair lists (e.g. a real model's).
-    **params
-        Further parameters of the rule (e.g. ``beta_fast``, ``low_freq_factor``).
-
-    Returns
-    -------
-    Scaling or None
-    """
-    train = v.length("train_length", train_length, minimum=2)
-    target = v.length("target_length", target_length, minimum=2)
-    if target < train:
-        raise ValueError(f"target_length must be at least train_length ({train}), got {target}")
-    if rule in (None, "none"):
+def _configure(rule, train: int, s: float, longrope_factors, params: dict, what: str = "rule") -> Scaling | None:
+    """The one builder of "rule R stretching ``train`` by ``s``" (``None``: raw extrapolation)."""
+    name = rule_name("none" if rule is None else rule, what)
+    if name == "none":
         return None
-    if rule not in RULES:
-        raise ValueError(f"rule must be None, 'none' or one of {', '.join(map(repr, RULES))}, got {rule!r}")
-    s = target / train
-    kw: dict[str, Any] = {"rule": rule, "factor": s}
-    if rule in ("dynamic", "yarn", "longrope", "llama3"):
-        kw["original_max_position_embeddings"] = train
-    if rule == "llama3":
-        kw.setdefault("low_freq_factor", 1.0)
-        kw.setdefault("high_freq_factor", 4.0)
-    if rule == "longrope":
+    kw: dict[str, Any] = {"rule": name, "factor": s}
+    if name not in ("linear", "ntk"):
+        kw[_L] = train
+    if name == "llama3":
+        kw |= {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    if name == "longrope":
         if longrope_factors is None:
-            raise ValueError("longrope_factors=(short_factor, long_factor) is required for the longrope preset")
+            raise ValueError("longrope_factors=(short_factor, long_factor) is required for the longrope rule")
         if isinstance(longrope_factors, (str, bytes)) or not hasattr(longrope_factors, "__len__") \
                 or len(longrope_factors) != 2:
             raise ValueError("longrope_factors must be a pair (short_factor, long_factor) of lists")
         kw["short_factor"], kw["long_factor"] = longrope_factors
     unknown = sorted(set(params) - {f.name for f in fields(Scaling)} - {"rule", "ignored_keys"})
     if unknown:
-        takes = sorted(_PARAMS[rule] - {"factor", "original_max_position_embeddings"})
-        raise ValueError(f"preset got unknown parameter(s) {', '.join(map(repr, unknown))}; the {rule} rule takes "
+        takes = _PARAMS[name][1] + tuple(_PARAMS[name][0][2:])
+        raise ValueError(f"got unknown parameter(s) {', '.join(map(repr, unknown))}; the {name} rule takes "
                          + (", ".join(takes) if takes else "no further parameters"))
-    kw.update(params)
-    return Scaling(**kw)
+    return Scaling(**(kw | params))
 
 
+def preset(rule: str | None, *, train_length: int, target_length: int, longrope_factors=None,
+           **params) -> Scaling | None:
+    """A rule configured to stretch ``train_length`` to ``target_length`` (``factor = target / train``).
+
+    ``rule`` is ``None``, ``"none"`` (raw extrapolation: returns ``None``), a name of
+    :data:`~ropegeo.scaling.RULES` or an alias (:data:`~ropegeo.scaling.RULE_ALIASES`); lengths are
+    at least 2 with ``target_length >= train_length``; ``longrope_factors=(short, long)`` is required
+    for ``"longrope"``; ``**params`` are further parameters of the rule (``beta_fast``, ...).
+    Read it at a length with :func:`scaled_frequencies`, or use :func:`extension_schedule`.
+
+    >>> preset("pi", train_length=64, target_length=256).describe()
+    'linear x4'
+    """
+    train = v.length("train_length", train_length, minimum=2)
+    target = v.length("target_length", target_length, minimum=2)
+    if target < train:
+        raise ValueError(f"target_length must be at least train_length ({train}), got {target}")
+    return _configure(rule, train, target / train, longrope_factors, params)
+
+
+class Schedule(NamedTuple):
+    """A frequency schedule as a head is run under it: ``(theta, scale, attention_factor, rule)``.
+
+    ``theta`` (shape (pairs,)) holds the per-pair frequencies in radians per position, fastest
+    first; ``scale`` multiplies every position id before rotating (``1 / s`` for position
+    interpolation); ``attention_factor`` multiplies queries and keys after rotating, so the logits
+    grow by its square (YaRN); ``rule`` names the rule (``"none"`` for the training schedule).
+    """
+
+    theta: np.ndarray
+    scale: float
+    attention_factor: float
+    rule: str
+
+
+def extension_schedule(extension: str, *, head_dim: int, base: float, train_length: int, length: int,
+                       factor: float | None = None, longrope_factors=None, **params) -> Schedule:
+    """Rule ``extension`` stretching ``train_length`` to ``factor * train_length``, read at ``length``.
+
+    The one builder of a rule at a length: the frequencies are
+    ``scaled_frequencies(configured rule, head_dim, base, seq_len=length)``, the configuration being
+    :func:`preset`'s (any name of :data:`~ropegeo.scaling.RULES`, ``"none"`` or an alias;
+    ``longrope_factors`` and ``**params`` as there). ``factor`` is the extension factor ``s``
+    (1 to ``MAX_FACTOR`` = 1e6); by default ``max(1, length / train_length)``: the rule configured
+    for exactly the length read. For ``dynamic`` that is transformers' rule with the configuration's
+    factor ``s`` at the current length, ``B (s n / L - (s - 1)) ** (d / (d - 2))``; ``factor=1``
+    names the other meaning, the base following the length alone (static NTK at ``n / L``, the
+    "dynamic NTK" family of chapter 4). ``linear`` is expressed as a position scale ``1 / s`` on
+    the unchanged frequencies (the same phases). Lengths run from 2 to ``ropegeo._validate.MAX_LENGTH``.
+
+    >>> sch = extension_schedule("pi", head_dim=8, base=10_000.0, train_length=64, length=256)
+    >>> sch.rule, sch.scale, sch.attention_factor
+    ('linear', 0.25, 1.0)
+    """
+    name = rule_name(extension, "extension")
+    head_dim = v.head_dim(head_dim)
+    train = v.length("train_length", train_length, minimum=2)
+    length = v.length("length", length, minimum=2)
+    if factor is None:
+        factor = max(1.0, length / train)
+        if factor > MAX_FACTOR:
+            raise ValueError(f"length / train_length must be at most {MAX_FACTOR:g} (the largest extension "
+                             f"factor) when factor is not given, got {length} / {train}")
+    s = v.real("factor", factor, minimum=1.0, maximum=MAX_FACTOR)
+    sc = _configure(name, train, s, longrope_factors, params, "extension")
+    if name in ("none", "linear") or (s == 1.0 and name not in ("dynamic", "longrope")):
+        # every rule but dynamic and longrope is the training schedule at s = 1; linear is the same phases as
+        # theta / s, expressed as a position scale
+        return Schedule(frequencies(head_dim, v.base(base)), 1.0 / s if name == "linear" else 1.0, 1.0, name)
+    theta, att = scaled_frequencies(sc, head_dim, base, seq_len=length)
+    return Schedule(theta, 1.0, float(att), name)

@@ -1,9 +1,9 @@
 """The rule formulas: per-pair frequencies (and attention factors) of each context-extension rule.
 
-Each function takes the plain schedule's base and rotary width (or the frequencies themselves) and
-returns what transformers' ``modeling_rope_utils.py`` computes for the rule; see
-:mod:`ropegeo.scaling` for the table of rules and where ropegeo deliberately differs. The public
-names are re-exported by :mod:`ropegeo.scaling`.
+Each function takes the width and base of the plain schedule in the order of
+:func:`ropegeo.frequencies.frequencies` (``head_dim``, then ``base``; ``head_dim`` is the rotary width)
+and returns what transformers' ``modeling_rope_utils.py`` computes for the rule; see
+:mod:`ropegeo.scaling` for the table of rules and where ropegeo deliberately differs.
 """
 
 from __future__ import annotations
@@ -15,8 +15,16 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.frequencies import TWO_PI, frequencies, wavelengths
 
-#: The extension rules ropegeo computes (transformers' rope types, plus the static ``ntk``).
+#: The one list of extension rules (transformers' rope types, plus the static ``ntk``).
 RULES = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
+
+#: Other spellings of a rule, mapped to a name of :data:`RULES` or ``"none"`` (raw extrapolation:
+#: the training schedule unchanged).
+RULE_ALIASES = {"raw": "none", "pi": "linear", "interpolation": "linear", "dynamic_ntk": "dynamic"}
+
+#: The rules a name alone configures: ``"none"`` and every rule of :data:`RULES` but ``longrope``
+#: (which needs per-pair lists). The labs and the toy's lists are drawn from it.
+NAMED_RULES = ("none",) + tuple(r for r in RULES if r != "longrope")
 
 #: Largest scale factor accepted (real extensions use 2 to a few hundred).
 MAX_FACTOR = 1e6
@@ -26,11 +34,23 @@ MAX_FACTOR = 1e6
 MIN_PARAMETER = 1e-6
 
 
+def rule_name(rule, name: str = "rule") -> str:
+    """The name of ``rule`` in :data:`RULES` (or ``"none"``), aliases (:data:`RULE_ALIASES`) resolved.
+
+    A ValueError names the parameter ``name``.
+
+    >>> rule_name("pi"), rule_name("raw"), rule_name("dynamic_ntk")
+    ('linear', 'none', 'dynamic')
+    """
+    if isinstance(rule, str):
+        found = RULE_ALIASES.get(rule.lower(), rule.lower())
+        if found == "none" or found in RULES:
+            return found
+    raise ValueError(f"{name} must be one of {', '.join(map(repr, ('none',) + RULES))} (or an alias: "
+                     f"{', '.join(map(repr, RULE_ALIASES))}), got {rule!r}")
+
+
 def _pos(name: str, value) -> float:
-    return v.real(name, value, minimum=MIN_PARAMETER, maximum=MAX_FACTOR)
-
-
-def _factor(value, name: str = "factor") -> float:
     return v.real(name, value, minimum=MIN_PARAMETER, maximum=MAX_FACTOR)
 
 
@@ -47,90 +67,48 @@ def _factors(name: str, value) -> tuple[float, ...]:
     return tuple(float(x) for x in arr)
 
 
+def _dim(head_dim, minimum: int = 2) -> int:
+    d = v.head_dim(head_dim)
+    if d < minimum:
+        raise ValueError(f"head_dim must be at least {minimum} for NTK scaling (d / (d - 2) is undefined at d = 2)")
+    return d
+
+
 # ------------------------------------------------------------------------------------ the rules
-def _dim(rotary_dim) -> int:
-    return v.head_dim(rotary_dim, "rotary_dim")
-
-
 def linear(theta, factor: float) -> np.ndarray:
-    """Position interpolation: ``theta / factor``.
+    """Position interpolation: ``theta / factor`` (the same as dividing every position by ``s``).
 
-    Dividing every frequency by ``s`` is the same as dividing every position by ``s``.
-
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Base frequencies.
-    factor : float
-        ``s > 0``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (pairs,)
+    ``theta`` has shape (pairs,); ``factor`` is ``s > 0``. Returns an array of shape (pairs,).
     """
-    th = v.finite_array("theta", theta)
-    return th / _factor(factor)
+    return v.finite_array("theta", theta) / _pos("factor", factor)
 
 
-def ntk(base: float, rotary_dim: int, factor: float) -> np.ndarray:
-    """NTK-aware base change: the schedule of base ``B * s ** (d / (d - 2))``.
+def ntk(head_dim: int, base: float, factor: float) -> np.ndarray:
+    """NTK-aware base change: the schedule of base ``B * s ** (d / (d - 2))`` (``d = head_dim >= 4``).
 
-    The exponent makes the slowest pair exactly ``s`` times slower while the fastest pair keeps
-    its frequency (the base change interpolates the slow end and extrapolates the fast end).
+    The exponent makes the slowest pair exactly ``s`` times slower while the fastest pair keeps its
+    frequency. transformers has no static ``"ntk"`` rope type: this is its dynamic rule's formula
+    with the length term replaced by ``s``. Returns an array of shape (head_dim // 2,).
 
-    Parameters
-    ----------
-    base : float
-        ``B > 1``.
-    rotary_dim : int
-        ``d``, even, at least 4.
-    factor : float
-        ``s > 0``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (d // 2,)
-
-    Notes
-    -----
-    transformers has no static ``"ntk"`` rope type; this is the formula of its dynamic rule with the
-    length term replaced by ``s``.
+    >>> (frequencies(8, 10_000.0) / ntk(8, 10_000.0, 4.0)).round(4).tolist()
+    [1.0, 1.5874, 2.5198, 4.0]
     """
-    d = _dim(rotary_dim)
-    if d < 4:
-        raise ValueError("rotary_dim must be at least 4 for NTK scaling (d / (d - 2) is undefined at d = 2)")
+    d = _dim(head_dim, 4)
+    return frequencies(d, v.base(base) * _pos("factor", factor) ** (d / (d - 2)))
+
+
+def dynamic_ntk(head_dim: int, base: float, factor: float, original_length: int, seq_len: int | None = None) -> np.ndarray:
+    """Dynamic NTK, as transformers computes it: the NTK base recomputed from the current length.
+
+    ``B' = B * (s * n / L - (s - 1)) ** (d / (d - 2))`` with ``n = max(seq_len, L)``, ``s = factor``
+    (the configuration's) and ``L = original_length`` (transformers: the configuration's
+    ``max_position_embeddings``). For ``n <= L`` (or ``seq_len=None``) this is the plain schedule.
+    With ``factor=1`` the bracket is ``n / L``: the base follows the length alone (static NTK at
+    ``n / L``); with ``factor=s`` it reaches ``s**2 - s + 1`` at ``n = s L``.
+    """
+    d = _dim(head_dim, 4)
     base = v.base(base)
-    s = _factor(factor)
-    return frequencies(d, base * s ** (d / (d - 2)))
-
-
-def dynamic_ntk(base: float, rotary_dim: int, factor: float, original_length: int, seq_len: int | None = None) -> np.ndarray:
-    """Dynamic NTK: the NTK base recomputed from the current sequence length.
-
-    ``B' = B * (s * n / L - (s - 1)) ** (d / (d - 2))`` with ``n = max(seq_len, L)``; for
-    ``n <= L`` (or ``seq_len=None``) this is the plain schedule, as in transformers.
-
-    Parameters
-    ----------
-    base : float
-    rotary_dim : int
-        Even, at least 4.
-    factor : float
-        ``s > 0``.
-    original_length : int
-        ``L``: transformers passes the config's ``max_position_embeddings``.
-    seq_len : int, optional
-        Current length ``n`` (at least 1).
-
-    Returns
-    -------
-    numpy.ndarray, shape (rotary_dim // 2,)
-    """
-    d = _dim(rotary_dim)
-    if d < 4:
-        raise ValueError("rotary_dim must be at least 4 for dynamic NTK scaling")
-    base = v.base(base)
-    s = _factor(factor)
+    s = _pos("factor", factor)
     L = v.length("original_length", original_length, minimum=1)
     n = L if seq_len is None else max(v.length("seq_len", seq_len, minimum=1), L)
     new_base = base * (s * n / L - (s - 1.0)) ** (d / (d - 2))
@@ -152,9 +130,9 @@ def _correction_dim(turns: float, d: int, base: float, length: int) -> float:
     return d * math.log(length / (turns * TWO_PI)) / (2.0 * math.log(base))
 
 
-def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: float = 32.0,
+def yarn_ramp(head_dim: int, base: float, original_length: int, *, beta_fast: float = 32.0,
               beta_slow: float = 1.0, truncate: bool = True) -> np.ndarray:
-    """YaRN's per-pair extrapolation weight: 1 keeps ``theta_i``, 0 takes ``theta_i / s``.
+    """YaRN's per-pair extrapolation weight, shape (head_dim // 2,): 1 keeps ``theta_i``, 0 takes ``theta_i / s``.
 
     Pairs that turn more than ``beta_fast`` times over the original length keep their frequency,
     pairs that turn fewer than ``beta_slow`` times are interpolated, and a linear ramp in the pair
@@ -162,17 +140,9 @@ def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: 
     ``high = ceil(c(beta_slow))`` with ``c(r) = d ln(L / (2 pi r)) / (2 ln B)``, clipped to
     ``[0, d - 1]`` (no rounding when ``truncate=False``); the weight of pair ``i`` is
     ``1 - clip((i - low) / (high - low), 0, 1)``, with ``high`` nudged by 0.001 if it equals ``low``.
-
-    Raises
-    ------
-    ValueError
-        For ``beta_fast < beta_slow`` (as the config reader), or ``truncate`` not a bool.
-
-    Returns
-    -------
-    numpy.ndarray, shape (rotary_dim // 2,), values in [0, 1]
+    Raises a ValueError for ``beta_fast < beta_slow`` (as the config reader).
     """
-    d = _dim(rotary_dim)
+    d = _dim(head_dim)
     base = v.base(base)
     L = v.length("original_length", original_length, minimum=2)
     bf = _pos("beta_fast", beta_fast)
@@ -191,7 +161,7 @@ def yarn_ramp(base: float, rotary_dim: int, original_length: int, *, beta_fast: 
     return 1.0 - ramp
 
 
-def yarn(base: float, rotary_dim: int, factor: float, original_length: int, *, beta_fast: float = 32.0,
+def yarn(head_dim: int, base: float, factor: float, original_length: int, *, beta_fast: float = 32.0,
          beta_slow: float = 1.0, truncate: bool = True, attention_factor: float | None = None,
          mscale: float | None = None, mscale_all_dim: float | None = None) -> tuple[np.ndarray, float]:
     """YaRN: per-pair blend of extrapolation and interpolation, plus an attention factor.
@@ -199,16 +169,11 @@ def yarn(base: float, rotary_dim: int, factor: float, original_length: int, *, b
     ``theta'_i = theta_i * w_i + (theta_i / s) * (1 - w_i)`` with ``w`` from :func:`yarn_ramp`.
     The attention factor is ``attention_factor`` if given, else
     ``yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)`` when both are non-zero, else
-    ``yarn_mscale(s)`` = ``0.1 ln s + 1``.
-
-    Returns
-    -------
-    theta : numpy.ndarray, shape (rotary_dim // 2,)
-    attention_factor : float
+    ``yarn_mscale(s)`` = ``0.1 ln s + 1``. Returns ``(theta, attention_factor)``.
     """
-    d = _dim(rotary_dim)
-    s = _factor(factor)
-    w = yarn_ramp(base, d, original_length, beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate)
+    d = _dim(head_dim)
+    s = _pos("factor", factor)
+    w = yarn_ramp(d, base, original_length, beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate)
     th = frequencies(d, base)
     out = th * w + (th / s) * (1.0 - w)
     if attention_factor is not None:
@@ -220,23 +185,18 @@ def yarn(base: float, rotary_dim: int, factor: float, original_length: int, *, b
     return out, float(att)
 
 
-def longrope(base: float, rotary_dim: int, short_factor, long_factor, original_length: int, *,
+def longrope(head_dim: int, base: float, short_factor, long_factor, original_length: int, *,
              factor: float, seq_len: int | None = None, attention_factor: float | None = None) -> tuple[np.ndarray, float]:
     """LongRoPE: per-pair divisors, short up to the original length, long beyond it.
 
     ``theta'_i = theta_i / f_i`` with ``f = long_factor`` when ``seq_len > L`` and ``short_factor``
     otherwise (a sequence of exactly ``L`` tokens, and ``seq_len=None``, use the short list).
     The attention factor is ``attention_factor`` if given, else 1 for ``factor <= 1`` and
-    ``sqrt(1 + ln(factor) / ln(L))``.
-
-    Returns
-    -------
-    theta : numpy.ndarray, shape (rotary_dim // 2,)
-    attention_factor : float
+    ``sqrt(1 + ln(factor) / ln(L))``. Returns ``(theta, attention_factor)``.
     """
-    d = _dim(rotary_dim)
+    d = _dim(head_dim)
     L = v.length("original_length", original_length, minimum=2)
-    s = _factor(factor)
+    s = _pos("factor", factor)
     short = np.asarray(_factors("short_factor", short_factor))
     long = np.asarray(_factors("long_factor", long_factor))
     for name, arr in (("short_factor", short), ("long_factor", long)):
@@ -251,7 +211,7 @@ def longrope(base: float, rotary_dim: int, short_factor, long_factor, original_l
     return frequencies(d, base) / ext, float(att)
 
 
-def llama3(base: float, rotary_dim: int, factor: float, original_length: int, *, low_freq_factor: float = 1.0,
+def llama3(head_dim: int, base: float, factor: float, original_length: int, *, low_freq_factor: float = 1.0,
            high_freq_factor: float = 4.0) -> np.ndarray:
     """The Llama-3 rule: keep the fast pairs, divide the slow ones, blend the band between.
 
@@ -259,13 +219,10 @@ def llama3(base: float, rotary_dim: int, factor: float, original_length: int, *,
     are untouched, pairs with ``lambda_i > L / low_freq_factor`` are divided by ``s``, and the band
     between (edges included) gets ``(1 - g) theta_i / s + g theta_i`` with
     ``g = (L / lambda_i - low) / (high - low)``, which meets both ends continuously.
-
-    Returns
-    -------
-    numpy.ndarray, shape (rotary_dim // 2,)
+    Returns an array of shape (head_dim // 2,).
     """
-    d = _dim(rotary_dim)
-    s = _factor(factor)
+    d = _dim(head_dim)
+    s = _pos("factor", factor)
     L = v.length("original_length", original_length, minimum=1)
     lo = _pos("low_freq_factor", low_freq_factor)
     hi = _pos("high_freq_factor", high_freq_factor)
@@ -279,5 +236,3 @@ def llama3(base: float, rotary_dim: int, factor: float, original_length: int, *,
         return out
     g = (L / lam - lo) / (hi - lo)
     return np.where(band, (1.0 - g) * out / s + g * out, out)
-
-

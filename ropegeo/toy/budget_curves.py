@@ -35,11 +35,12 @@ from ropegeo import scaling
 from ropegeo import toy as behaviour
 from ropegeo.scaling import rule_name
 
-__all__ = ["RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
+__all__ = ["CURVE_RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run", "rule_overlap"]
 
-#: The rules of the curve (``ropegeo.scaling.extension_schedule`` names).
-RULES = ("raw", "pi", "ntk", "yarn", "llama3")
+#: The rules of the curve: ``ropegeo.scaling.NAMED_RULES`` but dynamic, spelled as the stored runs key them
+#: (``"raw"`` and ``"pi"``: aliases of ``"none"`` and ``"linear"``).
+CURVE_RULES = tuple({"none": "raw", "linear": "pi"}.get(r, r) for r in scaling.NAMED_RULES if r != "dynamic")
 #: Fine-tuning budgets (Adam steps at the target length); 0 is the untouched head.
 BUDGETS = (0, 150, 300, 600, 1500, 3000, 6000)
 #: Where stored runs live.
@@ -140,10 +141,10 @@ def _rule(name: str) -> str:
     try:
         return rule_name(name)
     except ValueError:
-        raise ValueError(f"rules must hold rule names such as {RULES}, got {name!r}") from None
+        raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {name!r}") from None
 
 
-def budget_curve(seeds=range(10), rules=RULES, budgets=BUDGETS, *, head_dim: int = 16, base: float = 10_000.0,
+def budget_curve(seeds=range(10), rules=CURVE_RULES, budgets=BUDGETS, *, head_dim: int = 16, base: float = 10_000.0,
                  train_length: int = 64, offset: int = 5, factor: int = 8, lr: float = 0.05) -> dict:
     """Fine-tune offset heads under each rule for each budget and measure them at the target length.
 

@@ -23,7 +23,7 @@ from ropegeo import _validate as v
 from ropegeo._json import dumps, plain
 from ropegeo.operator import rotate_pairs
 from ropegeo.rotation import apply_rope, phase_angles
-from ropegeo.scaling import rule_name
+from ropegeo.scaling import NAMED_RULES, rule_name
 from ropegeo.softmax import softmax_rows
 from ropegeo.toy.heads import MatchHead, OffsetHead, _check_head, _resolve, match_targets
 from ropegeo.toy.training import MAX_HEAD_LENGTH, MAX_SEEDS, _bounded_list, _rng
@@ -31,8 +31,8 @@ from ropegeo.toy.training import MAX_HEAD_LENGTH, MAX_SEEDS, _bounded_list, _rng
 # Evaluate at most this many (sequence, query, key) scores at once: about 32 MiB of float64.
 _CELLS = 1 << 22
 
-#: The standard comparison of :func:`compare`: four rules of ``ropegeo.scaling.RULES`` (plus "none").
-EXTENSIONS = ("none", "linear", "ntk", "dynamic")
+#: The standard comparison of :func:`compare`: ``ropegeo.scaling.NAMED_RULES`` but yarn and llama3.
+EXTENSIONS = tuple(r for r in NAMED_RULES if r not in ("yarn", "llama3"))
 
 #: Most random sequences one :func:`evaluate` of a match head scores.
 MAX_SEQUENCES = 256
@@ -515,7 +515,7 @@ def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
                for n in _bounded_list("lengths", lengths, MAX_CONDITIONS, "lengths (MAX_CONDITIONS)")]
     if isinstance(extensions, str):
         extensions = (extensions,)
-    extensions = [rule_name(ext)
+    extensions = [rule_name(ext, "extensions")
                   for ext in _bounded_list("extensions", extensions, MAX_CONDITIONS, "rule names (MAX_CONDITIONS)")]
     out = []
     for name in extensions:

@@ -750,7 +750,7 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
         return Schedule(th, sc, head.attention_factor, "custom")
     if extension is None:
         return Schedule(head.theta, head.scale, head.attention_factor, "own")
-    name = rule_name(extension)
+    name = rule_name(extension, "extension")
     if name == "none":
         return Schedule(head.theta, head.scale, head.attention_factor, name)
     if head.base is None:
@@ -824,7 +824,7 @@ def fine_tune(
     kind = "an offset head" if offset_head else "a match head"
     if theta is not None or scale is not None:
         extension = None
-    if extension is not None and rule_name(extension) != "none" and factor is None:
+    if extension is not None and rule_name(extension, "extension") != "none" and factor is None:
         factor = 8.0
     if factor is not None:
         factor = v.real("factor", factor, minimum=1.0, maximum=MAX_FACTOR)

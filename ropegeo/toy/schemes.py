@@ -332,7 +332,7 @@ class RotaryPositions(PositionScheme):
     Any schedule of ``ropegeo.scaling`` plugs in through ``theta`` (and, for YaRN or LongRoPE,
     ``attention_factor``)::
 
-        theta, factor = ropegeo.scaling.scaled_frequencies(rule, base, d_head, seq_len)
+        theta, factor = ropegeo.scaling.scaled_frequencies(rule, d_head, base, seq_len)
         AttentionLayer(d, scheme="rope", theta=theta, attention_factor=factor)
 
     Parameters

@@ -153,10 +153,10 @@ def _paper_ramp(base, d, L, bf, bs):
 
 def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
     """Why one output is neither ramp, as precisely as the common slips allow."""
-    want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
+    want = yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
     if np.allclose(got, 1.0 - want, atol=1e-9) or np.allclose(got, 1.0 - _paper_ramp(base, d, L, bf, bs), atol=1e-9):
         return wrong(f"for {where} your weights are reversed: 1 must mean 'keep theta_i' (the fast pairs).")
-    if np.allclose(got, yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=not truncate), atol=1e-9):
+    if np.allclose(got, yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=not truncate), atol=1e-9):
         return wrong(f"for {where} your function gives the ramp for truncate={not truncate}: with truncate the "
                      "ends are rounded outward to whole pairs, without it they stay fractional.")
     if np.allclose(got, _code_ramp(base, d, L, bs, bf, truncate), atol=1e-9):
@@ -186,7 +186,7 @@ def _yarn_ramp(answer):
             got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
             if bad:
                 return bad
-            want = yarn_ramp(base, d, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
+            want = yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
             if got.shape != want.shape:
                 return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
             if np.allclose(got, want, atol=1e-9):
@@ -207,7 +207,7 @@ def _yarn_ramp(answer):
 def _first_beyond(rule: str) -> int:
 
     theta = frequencies(HEAD_DIM, BASE)
-    served = scaled_frequencies(preset(rule, train_length=TRAIN, target_length=TARGET), BASE, HEAD_DIM, TARGET)[0]
+    served = scaled_frequencies(preset(rule, train_length=TRAIN, target_length=TARGET), HEAD_DIM, BASE, TARGET)[0]
     step = math.sqrt(2.0 * (1.0 - float(kernel(1.0, theta))))
     res = joint_novelty(theta, served, TRAIN, range(TRAIN))
     return int(np.argmax(res.distance > step))

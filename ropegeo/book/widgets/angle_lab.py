@@ -25,13 +25,13 @@ import traitlets
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import phase_angles
-from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.scaling import NAMED_RULES, preset, scaled_frequencies
 from ropegeo.book.widgets._lab import Lab, esm_source
 
 __all__ = ["AngleLab", "reference", "heatmap_positions", "ANGLE_RULES", "ANGLE_DTYPES", "HEAD_DIMS", "TRAIN_LENGTHS",
            "MAX_ANGLE_FACTOR", "COLUMNS"]
 
-ANGLE_RULES = ("none", "linear", "ntk", "yarn", "llama3")
+ANGLE_RULES = tuple(r for r in NAMED_RULES if r != "dynamic")  # the lab reads no current length
 ANGLE_DTYPES = ("float64", "float32", "bfloat16")
 HEAD_DIMS = (16, 32, 64, 128, 256)
 TRAIN_LENGTHS = (512, 1024, 2048, 4096, 8192)
@@ -51,7 +51,7 @@ def _served(state: dict) -> tuple[np.ndarray, int]:
     d, base, train = state["head_dim"], state["base"], state["train_length"]
     target = int(round(state["factor"] * train))
     sc = preset(state["rule"], train_length=train, target_length=target)
-    theta, _ = scaled_frequencies(sc, base, d)
+    theta, _ = scaled_frequencies(sc, d, base)
     return theta, target
 
 

@@ -27,7 +27,7 @@ import traitlets
 
 from ropegeo.geometry import kernel, near_collisions
 from ropegeo.rotation import apply_rope
-from ropegeo.scaling import preset, scaled_frequencies
+from ropegeo.scaling import NAMED_RULES, preset, scaled_frequencies
 from ropegeo.book.widgets._lab import Lab, esm_source
 from ropegeo.book.widgets.scaling_lab import MAX_LAB_FACTOR
 
@@ -86,7 +86,7 @@ class AttentionLab(Lab):
     _esm = esm_source("lab_attention.js")
     BOUNDS = {"content": CONTENTS, "seed": (0, 99), "encoding": ("rope", "none"), "head_dim": (4, MAX_ATTN_HEAD_DIM),
               "base": (2.0, 1e7), "span": (16, MAX_ATTN_SPAN), "dtype": ("float64", "float32", "float16", "bfloat16"),
-              "rule": ("none", "linear", "ntk", "yarn", "llama3"), "factor": (1, MAX_LAB_FACTOR),
+              "rule": tuple(r for r in NAMED_RULES if r != "dynamic"), "factor": (1, MAX_LAB_FACTOR),
               "train_length": (16, MAX_ATTN_SPAN)}
 
     content = traitlets.Unicode("slow").tag(sync=True)
@@ -164,7 +164,7 @@ def reference(state: dict) -> dict:
     if rope and state["rule"] != "none":
         scaling = preset(state["rule"], train_length=state["train_length"],
                          target_length=state["train_length"] * state["factor"])
-    theta, att = scaled_frequencies(scaling, state["base"], d)
+    theta, att = scaled_frequencies(scaling, d, state["base"])
     stride = -(-span // grid_side(d))
     positions = np.arange(0, span, stride)
     q, k = content(state["content"], d, state["seed"])

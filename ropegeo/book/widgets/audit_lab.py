@@ -31,12 +31,11 @@ from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
 from ropegeo.gates.b.rule import gate_b as run_gate_b
 from ropegeo.models.manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
-from ropegeo.scaling import preset
+from ropegeo.scaling import NAMED_RULES, preset
 
-__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULES", "MAX_TARGET", "SEARCH_LIMIT"]
+__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "MAX_TARGET", "SEARCH_LIMIT"]
 
-#: Extension rules of the custom bank (LongRoPE needs searched per-pair factors: pick a Phi-3 model).
-RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+# the custom bank's rules are scaling.NAMED_RULES (LongRoPE needs searched per-pair factors: pick a Phi-3 model)
 #: Largest target length the lab accepts.
 MAX_TARGET = 1 << 24
 #: Largest offset of the near-collision search (the lab's ``search_limit`` of
@@ -160,7 +159,7 @@ class AuditLab(Lab):
     _esm = esm_source("lab_audit.js")
     BOUNDS = {"model": (*shipped_models(), "custom"), "layer_type": ("default", *LAYER_KINDS),
               "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256),
-              "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": RULES}
+              "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": NAMED_RULES}
 
     model = traitlets.Unicode("llama-3.1-8b").tag(sync=True)
     layer_type = traitlets.Unicode("default").tag(sync=True)

@@ -22,12 +22,12 @@ import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
-from ropegeo.scaling import preset
+from ropegeo.scaling import NAMED_RULES, preset
 from ropegeo.extension import ExtensionReport, extension_report
 
 __all__ = ["ScalingLab", "lab_report", "summary", "LAB_RULES", "MAX_LAB_FACTOR", "HEAD_DIMS", "TRAIN_LENGTHS"]
 
-LAB_RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+LAB_RULES = NAMED_RULES  # "dynamic" is the configuration read at the target: transformers' meaning
 #: Largest extension factor of the lab's slider (the package itself accepts up to
 #: :data:`ropegeo.scaling.MAX_FACTOR`).
 MAX_LAB_FACTOR = 64.0
