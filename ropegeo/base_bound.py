@@ -26,8 +26,8 @@ the distance ``w`` keeps every base in ``[u, u - S(w, u) / (w c(u)))`` invalid, 
 ``S(m, u) >= 0`` the base stays valid up to ``u + min_m S(m, u) / (m c(u))``. The scan walks
 up in ``u`` from interval to interval, following the few distances that decide (cheap: one head
 of cosines each) and re-evaluating every distance only when they stop deciding. Where a walk
-stalls, at a crossing, it leaves an interval no wider than the tolerance (relative, in the
-base) as *unresolved*; every other interval is proven valid or proven invalid, up to float64
+stalls, at a crossing, it steps over it by the tolerance (relative, in the base) and calls that
+step *unresolved*; every other interval is proven valid or proven invalid, up to float64
 rounding of the sums (below 1e-9, allowed for).
 
 **Partial rotation empties the criterion.** A pair that does not rotate contributes
@@ -224,11 +224,12 @@ class BaseBound:
     low, high : float
         The base range examined.
     tolerance : float
-        Widest unresolved interval, relative in the base: each crossing is located within it.
+        Width of one unresolved step, relative in the base: a crossing the proofs cannot approach
+        closer is stepped over in steps this wide (one step, rarely two, at each crossing of the stored scans).
     intervals : tuple of (float, float, str)
         The range cut into consecutive intervals of bases, each ``"valid"`` (proven: every base in
-        it meets the criterion), ``"invalid"`` (proven: none does) or ``"unresolved"`` (no wider than
-        ``tolerance``, at a crossing; or the rest of the range once :data:`MAX_BOUND_CELLS` ran out).
+        it meets the criterion), ``"invalid"`` (proven: none does) or ``"unresolved"`` (steps of
+        ``tolerance`` over a crossing; or the rest of the range once :data:`MAX_BOUND_CELLS` ran out).
     first_valid : (float, float) or None
         The smallest valid base lies in ``[first_valid[0], first_valid[1]]``: every base below the
         first is proven invalid, the second is proven valid. ``None`` if no base is proven valid.
@@ -360,7 +361,7 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
     """Certify Men et al.'s criterion ``S(m) >= 0`` for all ``m = 0 .. length`` over a range of bases.
 
     Every base between ``low`` and ``high`` ends in an interval proven valid or proven invalid,
-    except at each crossing an unresolved interval no wider than ``tolerance`` (relative); see the
+    except at each crossing an unresolved step of ``tolerance`` (relative in the base); see the
     module docstring for the derivative bound that proves the intervals.
 
     Parameters
@@ -374,7 +375,7 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
     low, high : float, optional
         Base range (``1 < low < high``). Defaults: ``L`` and ``1,000 L``.
     tolerance : float
-        Widest unresolved interval, relative in the base (``1e-9`` to ``1e-2``).
+        Width of an unresolved step over a crossing, relative in the base (``1e-9`` to ``1e-2``).
 
     Returns
     -------

@@ -173,6 +173,7 @@ def test_base_bound_numbers(glued):
     assert len(holes) == 15 and all(min_base_sum(4096, 128, math.sqrt(a * c)) < 0 for a, c in holes)
     # the paper's "4k" (2.7e4) is right for 4,096 and for 4,000; Su's 1.2e4 at 2k and 4.9e6 at 128k
     assert f"{first:.1e}" == "2.7e+04" == f"{glued['bb_first_4000']:.1e}"
+    assert min_base_sum(4096, 128, 27_000.0) < 0  # the prose: "the base 27,000 itself fails"
     assert f"{glued['bb_first_2048']:.1e}" == "1.2e+04" and f"{glued['bb_first_128k']:.1e}" == "4.9e+06"
     assert glued["bb_first_128k"] == rows[131_072]["first_valid"][1] and 4.8725e6 < glued["bb_window_end_128k"] < 4.873e6
     # the prose: the paper's 7.8e6 at 128k fails the criterion
