@@ -27,8 +27,8 @@ the distance ``w`` keeps every base in ``[u, u - S(w, u) / (w c(u)))`` invalid, 
 up in ``u`` from interval to interval, following the few distances that decide (cheap: one head
 of cosines each) and re-evaluating every distance only when they stop deciding. Where a walk
 stalls, at a crossing, it steps over it by the tolerance (relative, in the base) and calls that
-step *unresolved*; every other interval is proven valid or proven invalid, up to float64
-rounding of the sums (below 1e-9, allowed for).
+step *unresolved*; every other interval is proven valid or proven invalid, with a margin for
+float64 rounding of the sums (``8 eps`` per pair and per unit of the largest phase, ``L``).
 
 **Partial rotation empties the criterion.** A pair that does not rotate contributes
 ``cos(0) = 1`` at every distance. With ``rotary_dim < head_dim`` the sum gains
@@ -69,8 +69,9 @@ MAX_BOUND_CELLS = 1 << 37
 
 #: Distances evaluated at once (memory of one step); also the chunk of :func:`base_sum`.
 _CHUNK = 1 << 16
-#: Absolute allowance for float64 rounding of a sum of cosines (the sums err by about 1e-11).
-_ROUND = 1e-9
+#: Allowance for float64 rounding of one sum, per pair and per unit of the largest phase (a phase
+#: ``m theta`` is off by a few ulps of ``m``; the sum adds one error per pair).
+_ROUND = 8 * np.finfo(np.float64).eps
 #: Distances a walk follows after each full evaluation, and most steps it takes before re-evaluating.
 _KEEP, _STEPS = 256, 2000
 #: The first zero of the cosine integral Ci (tests/test_base_bound.py checks it with mpmath).
@@ -210,7 +211,7 @@ def slope_bound(length: int, head_dim: int = 128, base: float = 10_000.0, rotary
 def _check_cells(cells: float, name: str) -> None:
     if cells > MAX_SUM_CELLS:
         raise ValueError(f"{name} asks for {int(cells):,} cosines, more than MAX_SUM_CELLS = {MAX_SUM_CELLS:,}; "
-                         f"use a smaller {name}")
+                         f"use {'fewer distances' if name == 'm' else 'a shorter length'}")
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def _probe(length, theta, constant):
     return best, ms[:_KEEP], keys[:_KEEP], (keys[_KEEP] if keys.size > _KEEP else math.inf)
 
 
-def _walk(u, u_end, w, expo, constant, stall, invalid):
+def _walk(u, u_end, w, expo, constant, stall, invalid, rounding):
     """Follow the distances ``w`` up from ``u``: while one of them stays negative (``invalid``), or
     while all stay non-negative; returns how far the interval ``[u, end)`` is proven."""
     w = w.astype(np.float64)
@@ -301,7 +302,7 @@ def _walk(u, u_end, w, expo, constant, stall, invalid):
         theta = np.exp(-expo * u)
         s = np.cos(np.multiply.outer(w, theta)).sum(axis=1) + constant
         reach = w * float(expo @ theta)  # |dS(w)/du| <= w c(u), for every base from u up
-        step = (-(s + _ROUND) / reach).max() if invalid else ((s - _ROUND) / reach).min()
+        step = (-(s + rounding) / reach).max() if invalid else ((s - rounding) / reach).min()
         if step < stall:
             return u
         u += step
@@ -311,7 +312,7 @@ def _walk(u, u_end, w, expo, constant, stall, invalid):
 def _sweep(length, expo, constant, u_lo, u_hi, tol, budget):
     """Cut ``[u_lo, u_hi]`` (log bases) into proven-valid, proven-invalid and unresolved intervals."""
     pieces, u, cells, evaluations = [], u_lo, 0, 0
-    per = (length + 1) * expo.size
+    per, rounding = (length + 1) * expo.size, _ROUND * expo.size * (length + 1)
     while u < u_hi:
         if cells + per > budget:
             pieces.append((u, u_hi, "unresolved"))
@@ -320,10 +321,10 @@ def _sweep(length, expo, constant, u_lo, u_hi, tol, budget):
         f, w, keys, next_key = _probe(length, theta, constant)
         cells, evaluations = cells + per, evaluations + 1
         if f < 0:
-            end, status = _walk(u, u_hi, w[keys < 0], expo, constant, tol / 256, True), "invalid"
+            end, status = _walk(u, u_hi, w[keys < 0], expo, constant, tol / 256, True, rounding), "invalid"
         else:  # distances outside w keep S(m) >= 0 up to u + next_key / c(u); follow the others
-            reach = u + (next_key - _ROUND) / float(expo @ theta)
-            end, status = _walk(u, min(u_hi, reach), w, expo, constant, tol / 256, False), "valid"
+            reach = u + (next_key - rounding) / float(expo @ theta)
+            end, status = _walk(u, min(u_hi, reach), w, expo, constant, tol / 256, False, rounding), "valid"
         if end - u < tol / 256:  # a crossing: step over it
             end, status = min(u_hi, u + tol), "unresolved"
         pieces.append((u, end, status))
