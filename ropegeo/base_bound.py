@@ -364,7 +364,9 @@ def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = Non
 
     Every base between ``low`` and ``high`` ends in an interval proven valid or proven invalid,
     except at each crossing an unresolved step of ``tolerance`` (relative in the base); see the
-    module docstring for the derivative bound that proves the intervals.
+    module docstring for the derivative bound that proves the intervals. Over the default range a
+    scan takes a few seconds at ``L = 4,096`` (546 evaluations) and about six minutes at
+    ``L = 131,072`` (1.1e4 evaluations, 585 holes) on one core.
 
     Parameters
     ----------
