@@ -142,26 +142,48 @@ def test_buffer_cast_numbers(glued):
 
 
 def test_base_bound_numbers(glued):
+    import mpmath
+
     from ropegeo.base_bound import min_base_sum
 
     runs = json.loads((NB.parents[1] / "ropegeo" / "data" / "runs" / "base_bound.json").read_text())
     rows = {r["length"]: r for r in runs["rows"]}
-    first, last = glued["bb_first_4096"], glued["bb_all_4096"]
-    assert first == rows[4096]["first_valid"] and last == rows[4096]["all_valid_from"]
-    # an independent reading of the criterion: a plain loop over m at the glued crossings
+    lo, first, last = glued["bb_first_lo_4096"], glued["bb_first_4096"], glued["bb_all_4096"]
+    assert [lo, first] == rows[4096]["first_valid"] and last == rows[4096]["all_valid_from"][1]
+
+    # an independent reading of the criterion: a plain loop over m, in Python floats
     def loop_min(base, length=4096):
         th = [base ** (-2 * i / D) for i in range(D // 2)]
         return min(sum(math.cos(m * t) for t in th) for m in range(length + 1))
 
-    assert loop_min(first * (1 + 1e-6)) >= 0 > loop_min(first * (1 - 1e-5))
-    assert loop_min(last * (1 + 1e-6)) >= 0 > loop_min(last * (1 - 1e-5))
-    assert glued["bb_holes_4096"] == len(rows[4096]["holes"]) >= 2  # the prose: "stretches", plural
-    a, c = rows[4096]["holes"][0]
-    assert first < a < c < last and min_base_sum(4096, 128, math.sqrt(a * c)) < 0
-    # the grid step and the paper's "4k" as 4,000 (2.7e4 to two digits)
-    assert glued["bb_step_pct"] == pytest.approx(100 * (10 ** (1 / glued["bb_per_decade"]) - 1), rel=0.02)
-    assert f"{glued['bb_first_4000']:.1e}" == "2.7e+04" and f"{first:.1e}" == "2.9e+04"
-    assert glued["bb_su_4096"] == 2 * 4096 < first
+    # the smallest valid base: everything just below the proven-invalid end fails, the proven-valid end passes,
+    # within the stated tolerance; the window of issue 35 (26,952 to 26,973, +0.11 at 26,960)
+    assert first / lo - 1 <= 1.000001e-2 * glued["bb_tol_pct"] and glued["bb_tol_pct"] == pytest.approx(1e-3)
+    assert loop_min(lo * (1 - 1e-7)) < 0 <= loop_min(first)
+    assert 26_950 < lo < first < 26_953 and 26_972 < glued["bb_window_end_4096"] < 26_975
+    assert loop_min(glued["bb_window_end_4096"] * (1 + 3e-5)) < 0 <= loop_min(glued["bb_window_end_4096"] * (1 - 1e-6))
+    mid = math.sqrt(first * glued["bb_window_end_4096"])
+    assert glued["bb_window_min"] == pytest.approx(loop_min(mid), abs=1e-9) and 0 < glued["bb_window_min"] < 0.2
+    assert glued["bb_window_pct"] < glued["bb_grid_step_pct"] == pytest.approx(100 * (10 ** 0.0025 - 1))
+    assert loop_min(last) >= 0 > loop_min(rows[4096]["all_valid_from"][0] * (1 - 1e-6))
+    # the holes: counted from the proven intervals, and the middle of each proven-invalid one fails
+    assert glued["bb_holes_4096"] == rows[4096]["holes"] == 15
+    iv = rows[4096]["intervals"]
+    holes = [(a, c) for a, c, s in iv if s == "invalid" and first < a < last]
+    assert len(holes) == 15 and all(min_base_sum(4096, 128, math.sqrt(a * c)) < 0 for a, c in holes)
+    # the paper's "4k" (2.7e4) is right for 4,096 and for 4,000; Su's 1.2e4 at 2k and 4.9e6 at 128k
+    assert f"{first:.1e}" == "2.7e+04" == f"{glued['bb_first_4000']:.1e}"
+    assert min_base_sum(4096, 128, 27_000.0) < 0  # the prose: "the base 27,000 itself fails"
+    assert f"{glued['bb_first_2048']:.1e}" == "1.2e+04" and f"{glued['bb_first_128k']:.1e}" == "4.9e+06"
+    assert glued["bb_first_128k"] == rows[131_072]["first_valid"][1] and 4.8725e6 < glued["bb_window_end_128k"] < 4.873e6
+    # the prose: the paper's 7.8e6 at 128k fails the criterion
+    assert min_base_sum(131_072, 128, 7.8e6) < 0
+    # Su's 2L against the wide-head integral: the first zero of the cosine integral, from mpmath
+    assert glued["bb_su_4096"] == 2 * 4096
+    assert glued["bb_ci_zero"] == pytest.approx(float(mpmath.findroot(mpmath.ci, 0.6)), abs=1e-12)
+    assert glued["bb_ci_4096"] == pytest.approx(4096 / 0.6165054856, rel=1e-9)
+    assert glued["bb_min_ratio"] == pytest.approx(min(r["first_valid"][0] / n for n, r in rows.items()))
+    assert glued["bb_min_ratio"] > 4 and round(1 / 0.6165054856, 2) == 1.62
     # partial rotation: GPT-NeoX rotates 24 of 96; the 36 still pairs add 36, more than 12 cosines can take away
     assert glued["bb_neox"] == "vacuous" and (96 - 24) // 2 >= 24 // 2
     assert glued["liu_small_base"] == 500  # Liu et al. 2024, "Scaling laws of RoPE-based extrapolation"
