@@ -11,7 +11,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["softmax", "softmax_rows", "EXP_FLOOR"]
+__all__ = ["softmax", "softmax_rows", "softmax_segments", "EXP_FLOOR"]
 
 
 def softmax(scores, mask=None) -> np.ndarray:
@@ -79,3 +79,27 @@ def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) ->
     z = s.sum(axis=-1, keepdims=True)
     s /= np.where(z > 0, z, 1.0)
     return s, top, z
+
+
+def softmax_segments(e: np.ndarray, starts: np.ndarray, row: np.ndarray, top=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """In-place softmax over consecutive segments of a flat array: returns (p, shift, sum of exp).
+
+    Segment ``j`` is ``e[starts[j]:starts[j + 1]]`` (non-empty) and ``row[i]`` is the segment of
+    entry ``i``. Each segment is shifted by ``top[j]`` (default: its maximum; a caller may pass a
+    bound it knows, such as a score table's row maximum) before :data:`EXP_FLOOR` and ``exp``.
+    The trainers' unchecked kernel for ragged rows (queries that see different numbers of keys).
+
+    Examples
+    --------
+    >>> p, top, z = softmax_segments(np.log([1.0, 3.0, 2.0]), np.array([0, 2]), np.array([0, 0, 1]))
+    >>> p.round(3).tolist(), z.round(3).tolist()
+    ([0.25, 0.75, 1.0], [1.333, 1.0])
+    """
+    if top is None:
+        top = np.maximum.reduceat(e, starts)
+    e -= top[row]
+    np.maximum(e, EXP_FLOOR, out=e)
+    np.exp(e, out=e)
+    z = np.add.reduceat(e, starts)
+    e *= (1.0 / z)[row]
+    return e, top, z

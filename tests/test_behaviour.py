@@ -578,3 +578,30 @@ def test_evaluation_and_verdict_json_have_no_nan():
     assert d["queries"] == e.query_position.size and d["accuracy"] == e.accuracy
     verdict = GateCVerdict(False, {"x": {"passed": False, "value": np.nan, "threshold": 1.0}}, {}, {"theta": [1.0]})
     assert json.loads(verdict.to_json())["checks"]["x"]["value"] is None
+
+
+def test_trainers_take_the_operator_or_a_frozen_bank():
+    """A RotaryOperator or a bank trains the same head as the plain numbers it holds; what a trained
+    head cannot model (partial rotation, low-precision phases, several axes, a conflicting width) is refused."""
+    from ropegeo import RotaryOperator
+
+    plain = B.train_offset_head(head_dim=8, base=500.0, steps=30)
+    by_op = B.train_offset_head(operator=RotaryOperator(head_dim=8, base=500.0), steps=30)
+    by_bank = B.train_offset_head(operator=plain.theta, steps=30)
+    for h in (by_op, by_bank):
+        np.testing.assert_array_equal(h.q, plain.q)
+        np.testing.assert_array_equal(h.losses, plain.losses)
+    assert by_op.base == 500.0 and by_bank.base is None
+    scaled = B.train_offset_head(operator=RotaryOperator(head_dim=8, scale=0.5), steps=30)
+    assert scaled.scale == 0.5 and not np.array_equal(scaled.losses, B.train_offset_head(head_dim=8, steps=30).losses)
+    yarn = B.train_match_head(operator=RotaryOperator(head_dim=8, attention_factor=1.5), steps=5)
+    assert yarn.attention_factor == 1.5
+    for op, name in ((RotaryOperator(head_dim=8, rotary_dim=4), "operator"),
+                     (RotaryOperator(head_dim=8, phase_dtype="float32"), "operator"),
+                     (RotaryOperator(head_dim=1024), "operator")):
+        with pytest.raises(ValueError, match=name):
+            B.train_offset_head(operator=op, steps=1)
+    with pytest.raises(ValueError, match="head_dim"):
+        B.train_offset_head(operator=RotaryOperator(head_dim=8), head_dim=16, steps=1)
+    with pytest.raises(ValueError, match="head_dim must be 4"):
+        B.train_match_head(operator=[1.0, 0.1], head_dim=8, steps=1)

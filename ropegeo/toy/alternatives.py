@@ -438,7 +438,7 @@ def compare_schemes(
     progress : bool
         Show a progress bar over schemes (off in the book: no bars in stored outputs).
     **train_options
-        Passed to :func:`ropegeo.toy.scheme_heads.train_position_head` (e.g. ``theta=`` for rope, ``max_distance=``).
+        Passed to :func:`ropegeo.toy.scheme_heads.train_position_head` (e.g. ``operator=`` for rope, ``max_distance=``).
 
     Returns
     -------
@@ -480,7 +480,7 @@ def compare_schemes(
             matcher = None
             if match:
                 mopts = {"alibi_heads": alibi_heads, "alibi_head": alibi_head} if name == "alibi" else \
-                    {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "base", "theta")}
+                    {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "operator")}
                 matcher = train_scheme_match_head(name, train_length=train_length, head_dim=head_dim, steps=match_steps, batch=match_batch,
                                            seed=s, **mopts)
                 heads[(name, "match")].append(matcher)
@@ -489,7 +489,7 @@ def compare_schemes(
     settings = {"offset": offset, "distance": distance, "train_length": train_length, "factors": factors,
                 "shift": shift, "seeds": tuple(seeds), "head_dim": head_dim, "steps": steps, "alibi_head": alibi_head,
                 "alibi_heads": alibi_heads, "match": bool(match), "match_steps": match_steps,
-                "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "theta"}}
+                "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "operator"}}
     return Comparison(results, heads, settings)
 
 
@@ -627,11 +627,11 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
         stretch = []
         for s in seeds:
             for b in budgets:
-                head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, theta=th)
+                head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, operator=th)
                 for key, value in attention_split(head, long, distance, train_length)._asdict().items():
                     far[str(b)][key].append(value)
             local = train_position_head("rope", offset, train_length=train_length, head_dim=head_dim, steps=table_steps, seed=s,
-                                        theta=th)
+                                        operator=th)
             stretch.append(float(length_stretch(local, train_length, offset, (factor,)).accuracy[-1]))
         out["rulers"][name] = {"theta": [float(t) for t in th], "stretch_accuracy": stretch, "far": far}
     return out

@@ -26,6 +26,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.rotation import pair_indices
+from ropegeo.softmax import softmax, softmax_rows
 from ropegeo.toy import MAX_STEPS, Adam, check_trained, one_blas_thread, seed_list, training_settings
 
 __all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
@@ -106,24 +107,22 @@ def _prepared(g, t, F):
     _, index, table, inside, goal = _layout(g, t)
     ang = table @ F.T
     sel = index[inside]
-    mask = np.zeros(sel.shape)
-    mask[np.arange(inside.size), inside] = -np.inf  # never the query itself
-    return np.cos(ang), np.sin(ang), sel, mask, goal, pair_indices(2 * F.shape[0])
+    keep = np.ones(sel.shape)
+    keep[np.arange(inside.size), inside] = 0.0  # never the query itself
+    return np.cos(ang), np.sin(ang), sel, keep, goal, pair_indices(2 * F.shape[0])
 
 
-def _loss(q, k, cos, sin, sel, mask, goal, pairs):
+def _loss(q, k, cos, sin, sel, keep, goal, pairs):
     """Loss, gradients and attention for the training queries (unchecked)."""
     first, second = pairs
     q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
     s = cos @ (q1 * k1 + q2 * k2) + sin @ (q1 * k2 - q2 * k1)  # one score per displacement
-    rows = s[sel] + mask  # (queries, keys)
-    top = rows.max(axis=1, keepdims=True)
-    p = np.exp(rows - top)
-    z = p.sum(axis=1)
-    p /= z[:, None]
+    rows = s[sel]  # (queries, keys)
     n = goal.size
     hit = np.arange(n), goal
-    loss = float((np.log(z) + top[:, 0] - rows[hit]).sum() / n)
+    target = rows[hit]
+    p, top, z = softmax_rows(rows, keep)
+    loss = float((np.log(z[:, 0]) + top[:, 0] - target).sum() / n)
     resid = p.copy()
     resid[hit] -= 1.0
     g = np.bincount(sel.ravel(), weights=resid.ravel(), minlength=s.size) / n
@@ -238,10 +237,9 @@ def evaluate_axial(head: AxialHead) -> AxialEvaluation:
     if not isinstance(head, AxialHead):
         raise ValueError(f"head must be an AxialHead, got {type(head).__name__}")
     pos, index, table, inside, goal = _layout(head.grid, head.target)
-    s = axial_scores(head)[inside]
-    s[np.arange(inside.size), inside] = -np.inf
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    seen = np.ones((inside.size, pos.shape[0]), dtype=bool)
+    seen[np.arange(inside.size), inside] = False
+    p = softmax(axial_scores(head)[inside], seen)
     rel = pos[None, :, :] - pos[inside][:, None, :]  # key minus query
     right_x, right_y = rel[..., 0] == head.target[0], rel[..., 1] == head.target[1]
     n = np.arange(inside.size)

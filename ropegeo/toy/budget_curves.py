@@ -34,6 +34,7 @@ from ropegeo import _validate as v
 from ropegeo import scaling
 from ropegeo import toy as behaviour
 from ropegeo.scaling import rule_name
+from ropegeo.softmax import softmax
 
 __all__ = ["RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run", "rule_overlap"]
@@ -114,13 +115,11 @@ def pipeline_mass(head, length: int, pipeline: str = "float64", *, extension: st
         out[:, 0::2], out[:, 1::2] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
         return _bf16(out) if pipeline == "bf16_cos_sin" else out
 
-    scores = att * att * rotate(q) @ rotate(k).T
+    scores = (att * att * rotate(q) @ rotate(k).T)[head.offset:]
     m = np.arange(length)
-    scores = np.where(m[None, :] < m[:, None], scores, -np.inf)[head.offset:]
-    scores -= scores.max(axis=1, keepdims=True)
-    w = np.exp(scores)
+    p = softmax(scores, (m[None, :] < m[:, None])[head.offset:])
     rows = np.arange(scores.shape[0])
-    return float(np.mean(w[rows, rows] / w.sum(axis=1)))
+    return float(np.mean(p[rows, rows]))
 
 
 def _head_settings(head_dim, base, train_length, offset, factor, lr):

@@ -34,7 +34,7 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import pair_indices, phase_angles
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
-from ropegeo.softmax import EXP_FLOOR, softmax_rows
+from ropegeo.softmax import softmax_rows, softmax_segments
 from ropegeo.toy.training import (
     MAX_BATCH,
     MAX_HEAD_LENGTH,
@@ -45,12 +45,12 @@ from ropegeo.toy.training import (
     Adam,
     _pair_coefficients,
     _rng,
-    _schedule,
     check_match_step,
     check_theta,
     check_trained,
     match_step_bytes,
     one_blas_thread,
+    _rotary_bank,
     seed_list,
     training_settings,
 )
@@ -288,43 +288,38 @@ def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
     return losses
 
 
-def train_offset_head(
-    offset: int = 5,
-    *,
-    head_dim: int = 16,
-    base: float = 10_000.0,
-    theta=None,
-    scale: float = 1.0,
-    train_length: int = 64,
-    steps: int = 1000,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed=0,
-) -> OffsetHead:
+def _fit(params, run, lr: float, init_std: float | None = None) -> np.ndarray:
+    """Run a training loop (``run()`` returns its losses) quietly on one BLAS thread; refuse divergence."""
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        losses = run()
+    check_trained(params, losses, lr, init_std)
+    return losses
+
+
+def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = None, base: float | None = None,
+                      theta=None, train_length: int = 64, steps: int = 1000, lr: float = 0.05, init_std: float = 0.3,
+                      seed=0) -> OffsetHead:
     """Train a content-free head to attend to the key ``offset`` positions back.
 
     Parameters
     ----------
     offset : int
         Target displacement, between 1 and ``train_length - 1``.
-    head_dim : int
-        Head dimension (even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
-    base : float
-        Frequency base of the schedule ``base ** (-2i / head_dim)`` (ignored with ``theta``).
-    theta : array_like, shape (head_dim // 2,), optional
-        Explicit per-pair frequencies (radians per position), e.g. from an extension rule.
-    scale : float
-        Position multiplier during training (positive).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        The rotary operator it trains under (frequencies, position scale, attention factor), or a
+        frozen bank of per-pair frequencies (radians per position), e.g. from an extension rule.
+        ``theta`` is the older name of a bank.
+    head_dim, base : optional
+        Without an operator: the plain schedule ``base ** (-2i / head_dim)`` (default 16 and
+        10,000; head_dim even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
     train_length : int
         Training sequence length ``L`` (``offset + 1`` to :data:`MAX_HEAD_LENGTH` = 4096).
     steps : int
-        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`; about
+        Full-batch Adam steps (the task has no data noise; 1 to :data:`MAX_STEPS`; about
         0.1 ms per step at length 64 with head_dim 16).
-    lr : float
-        Adam learning rate (positive, at most :data:`MAX_LR` = 10).
-    init_std : float
-        Standard deviation of the normal initialisation of ``q`` and ``k`` (positive, at most
-        :data:`MAX_INIT_STD` = 10).
+    lr, init_std : float
+        Adam's learning rate (positive, at most :data:`MAX_LR` = 10) and the standard deviation
+        of the normal initialisation of ``q`` and ``k`` (positive, at most :data:`MAX_INIT_STD` = 10).
     seed : int or numpy.random.Generator
         Initialisation randomness.
 
@@ -338,19 +333,15 @@ def train_offset_head(
         For any parameter outside the ranges above, or when training diverges to non-finite
         values (lower ``lr`` or ``init_std``).
     """
-    th, base_used = _schedule(head_dim, base, theta)
-    head_dim = 2 * th.size
+    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    scale = v.real("scale", scale, greater_than=0.0)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     rng, seed_used = _rng(seed)
-    q, k = rng.normal(scale=init_std, size=(2, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
-    check_trained((q, k), losses, lr, init_std)
+    q, k = rng.normal(scale=init_std, size=(2, 2 * th.size))
+    losses = _fit((q, k), lambda: _run_offset(q, k, th, scale, offset, train_length, steps, lr, att * att), lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
-    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,))
+    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,), att)
 
 
 # --------------------------------------------------------------------------------------------
@@ -582,7 +573,7 @@ def _table_cross_entropy(table, tok, vocab):
     rows = table.reshape(vocab, -1)
     shift = rows.max(axis=1)
     by_table = float(np.max(shift - rows.min(axis=1))) <= _TABLE_SPREAD  # False for a non-finite table too
-    flat = np.exp(rows - shift[:, None]).ravel() if by_table else table.ravel()
+    flat = table.ravel()
     pairs = seq * (seq - 1) // 2
     step = max(1, min(batch, _CHUNK_SCORES // pairs))
     query, key, delta, starts, row = _pair_layout(seq, step)
@@ -594,17 +585,9 @@ def _table_cross_entropy(table, tok, vocab):
         index = (t.ravel() * (vocab * seq))[query[:n]]
         index += (t.ravel() * seq)[key[:n]]
         index += delta[:n]
-        e = flat[index]
-        if by_table:
-            top = shift[t[:, 1:]].ravel()
-        else:
-            top = np.maximum.reduceat(e, starts[:r])
-            e -= top[row[:n]]
-            np.maximum(e, EXP_FLOOR, out=e)
-            np.exp(e, out=e)
-        z = np.add.reduceat(e, starts[:r])  # one sum per row m = 1 .. seq - 1, positive
+        e, top, z = softmax_segments(flat[index], starts[:r], row[:n], shift[t[:, 1:]].ravel() if by_table else None)
         log_z[lo : lo + step, 1:] = (np.log(z) + top).reshape(-1, seq - 1)
-        e *= (valid[lo : lo + step, 1:].ravel() / z)[row[:n]]  # queries without an earlier match are left out
+        e *= valid[lo : lo + step, 1:].ravel()[row[:n]]  # queries without an earlier match are left out
         d_flat += np.bincount(index, weights=e, minlength=table.size)
     loss = float(np.mean(log_z[bi, mi] - table.ravel()[hit]))
     d_flat -= np.bincount(hit, minlength=table.size)
@@ -631,20 +614,9 @@ def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
     return losses
 
 
-def train_match_head(
-    vocab: int = 8,
-    *,
-    head_dim: int = 16,
-    base: float = 10_000.0,
-    theta=None,
-    scale: float = 1.0,
-    train_length: int = 64,
-    batch: int = 32,
-    steps: int = 600,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed=0,
-) -> MatchHead:
+def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = None, base: float | None = None,
+                     theta=None, train_length: int = 64, batch: int = 32, steps: int = 600, lr: float = 0.05,
+                     init_std: float = 0.3, seed=0) -> MatchHead:
     """Train a head to attend to the most recent earlier occurrence of the query's token.
 
     Every step draws ``batch`` fresh sequences of ``train_length`` tokens uniformly from the
@@ -654,14 +626,12 @@ def train_match_head(
     ----------
     vocab : int
         Number of token types (2 to :data:`MAX_VOCAB` = 256).
-    head_dim, base, theta, scale, lr, init_std, seed
+    operator, head_dim, base, theta, steps, lr, init_std, seed
         As in :func:`train_offset_head`.
     train_length : int
         Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
-    steps : int
-        Adam steps (1 to :data:`MAX_STEPS`).
 
     Returns
     -------
@@ -681,21 +651,18 @@ def train_match_head(
     (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
     defaults, at head dimension 16 or 128.
     """
-    th, base_used = _schedule(head_dim, base, theta)
-    head_dim = 2 * th.size
+    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
-    scale = v.real("scale", scale, greater_than=0.0)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    check_match_step(train_length, batch, vocab, head_dim)
+    check_match_step(train_length, batch, vocab, 2 * th.size)
     rng, seed_used = _rng(seed)
-    qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
-    check_trained((qt, kt), losses, lr, init_std)
+    qt, kt = rng.normal(scale=init_std, size=(2, vocab, 2 * th.size))
+    losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng, att * att),
+                  lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
-    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,))
+    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,), att)
 
 
 def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
@@ -845,19 +812,14 @@ def fine_tune(
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
         q, k = head.q.copy(), head.k.copy()
-        with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-            losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
-        check_trained((q, k), losses, lr)
-        return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
-                       losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
-    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
-    check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
-    rng, _ = _rng(seed)
-    qt, kt = head.q_table.copy(), head.k_table.copy()
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
-    check_trained((qt, kt), losses, lr)
-    stage["batch"] = batch
-    return replace(head, q_table=qt, k_table=kt, theta=th, scale=sc, attention_factor=att, train_length=length,
+        losses = _fit((q, k), lambda: _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att), lr)
+        tuned = dict(q=q, k=k)
+    else:
+        batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+        check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
+        rng, _ = _rng(seed)
+        qt, kt = head.q_table.copy(), head.k_table.copy()
+        losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att), lr)
+        tuned, stage["batch"] = dict(q_table=qt, k_table=kt), batch
+    return replace(head, **tuned, theta=th, scale=sc, attention_factor=att, train_length=length,
                    losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
-

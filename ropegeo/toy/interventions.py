@@ -151,14 +151,14 @@ class PositionHead:
             qp, kp = np.broadcast_arrays(qp, kp)
         except ValueError:
             raise ValueError(f"q_positions {qp.shape} and k_positions {kp.shape} do not broadcast") from None
-        width = max(self.token.size, self.layer.d_head)
+        width = max(self.token.size, self.layer.head_dim)
         most = max(1, MAX_PAIRS * 16 // width)  # the work of one pair grows with the layer's width
         if qp.size > most:
             raise ValueError(f"q_positions and k_positions broadcast to {qp.size:,} pairs; at most {most:,} for a "
                              f"width of {width} (MAX_PAIRS = {MAX_PAIRS:,} pairs at width 16)")
         flat = np.stack([kp.ravel(), qp.ravel()], axis=-1)  # (n, 2)
         out = np.empty(flat.shape[0])
-        step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.d_head)))
+        step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.head_dim)))
         for s in range(0, flat.shape[0], step):
             part = flat[s : s + step]
             x = np.broadcast_to(self.token, part.shape + (self.token.size,))
@@ -534,7 +534,7 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     seeds = seed_list(seeds)
     worst = 0.0
     for s in seeds:
-        layer = AttentionLayer(head.layer.d_model, head.layer.d_head, scheme=_fresh(head.layer.scheme), seed=s)
+        layer = AttentionLayer(head.layer.d_model, head.layer.head_dim, scheme=_fresh(head.layer.scheme), seed=s)
         x = np.random.default_rng(10_000 + s).standard_normal((length, head.layer.d_model))
         pos = np.arange(length, dtype=np.float64)
         worst = max(worst, float(np.max(np.abs(layer.scores(x, pos + shift) - layer.scores(x, pos)))))
@@ -624,9 +624,9 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     gain = v.real("gain", gain, minimum=0.0, maximum=MAX_GAIN)
     d_model = v.head_dim(d_model, "d_model", maximum=MAX_WIDTH)
     layer = AttentionLayer(d_model, scheme=scheme, seed=seed, **options)
-    c = math.sqrt(gain * math.sqrt(layer.d_head))
-    layer.Wq = c * np.eye(d_model, layer.d_head)
-    layer.Wk = c * np.eye(d_model, layer.d_head)
+    c = math.sqrt(gain * math.sqrt(layer.head_dim))
+    layer.Wq = c * np.eye(d_model, layer.head_dim)
+    layer.Wk = c * np.eye(d_model, layer.head_dim)
     if token is None:
         u = np.zeros(d_model)
         u[0::2] = math.sqrt(2.0 / d_model)
@@ -690,7 +690,7 @@ class TokenHead:
             raise ValueError(f"tokens must lie in [0, vocab={self.vocab})")
         if tok.shape[1] > MAX_PROBE_LENGTH:
             raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_PROBE_LENGTH = {MAX_PROBE_LENGTH}")
-        entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.d_head)
+        entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.head_dim)
         if entries > MAX_ENTRIES:
             raise ValueError(f"tokens of shape {tok.shape} would need {entries:,} entries for the inputs and scores; "
                              f"at most MAX_ENTRIES = {MAX_ENTRIES:,}: use fewer or shorter sequences")

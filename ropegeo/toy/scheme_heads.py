@@ -263,32 +263,39 @@ def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance)
     return layer, losses
 
 
-def _train_rope(seed, d, L, offset, steps, lr, init_std, base, theta):
-    gate_c = train_offset_head(offset, head_dim=d, base=base, theta=theta, train_length=L, steps=steps, lr=lr,
-                               init_std=init_std, seed=seed)
-    layer = AttentionLayer(d, scheme="rope", base=base, theta=gate_c.theta, seed=0)
+def _rope_options(gate_c) -> dict:
+    """The rope scheme of a layer that runs a Gate C head as it was trained."""
+    return dict(base=gate_c.base or 10_000.0, theta=gate_c.theta, scale=gate_c.scale,
+                attention_factor=gate_c.attention_factor, seed=0)
+
+
+def _train_rope(seed, d, L, offset, steps, lr, init_std, operator):
+    gate_c = train_offset_head(offset, operator=operator, head_dim=d, train_length=L,
+                               steps=steps, lr=lr, init_std=init_std, seed=seed)
+    layer = AttentionLayer(d, scheme="rope", **_rope_options(gate_c))
     layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
     # Gate C's score is R_m q . R_n k; the layer divides by sqrt(d), so the query carries sqrt(d)
     layer.Wq[0], layer.Wk[0] = math.sqrt(d) * gate_c.q, gate_c.k
     return layer, gate_c.losses
 
 
-def train_position_head(
-    scheme: str,
-    offset: int = 5,
-    *,
-    train_length: int = 64,
-    head_dim: int = 16,
-    steps: int = 1000,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed: int = 0,
-    rows: int | None = None,
-    max_distance: int | None = None,
-    num_buckets: int = 32,
-    base: float = 10_000.0,
-    theta=None,
-) -> TrainedHead:
+def _setup(scheme, schemes, train_length, head_dim, steps, lr, init_std, seed, rows) -> tuple:
+    """The checked settings both trainers share: ``(train_length, head_dim, steps, lr, init_std, seed, rows)``."""
+    if not isinstance(scheme, str) or scheme not in schemes:
+        which = "the learned schemes " if schemes == LEARNED else ""
+        raise ValueError(f"scheme must be one of {which}{', '.join(map(repr, schemes))}, got {scheme!r}"
+                         + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
+    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    seed = v.integer("seed", seed, minimum=0)
+    R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS) if scheme == "absolute" else 0
+    return L, head_dim, steps, lr, init_std, seed, R
+
+
+def train_position_head(scheme: str, offset: int = 5, *, train_length: int = 64, head_dim: int = 16, steps: int = 1000,
+                        lr: float = 0.05, init_std: float = 0.3, seed: int = 0, rows: int | None = None,
+                        max_distance: int | None = None, num_buckets: int = 32, operator=None) -> TrainedHead:
     """Train a position-only head of one learned scheme to attend ``offset`` slots back.
 
     Parameters
@@ -319,8 +326,9 @@ def train_position_head(
         (default 128).
     num_buckets : int
         ``t5``: number of buckets (decoder style, one side).
-    base, theta
-        ``rope``: the schedule (``theta`` from ``ropegeo.scaling`` overrides ``base``).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        ``rope``: the rotary operator or a frozen bank of frequencies (e.g. from
+        ``ropegeo.scaling``); default: base 10,000 over ``head_dim``.
 
     Returns
     -------
@@ -333,17 +341,10 @@ def train_position_head(
         what to lower), or when training diverges to non-finite values (lower ``lr`` or
         ``init_std``).
     """
-    if not isinstance(scheme, str) or scheme not in LEARNED:
-        raise ValueError(f"scheme must be one of the learned schemes {', '.join(map(repr, LEARNED))}, got {scheme!r}"
-                         + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
-    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    train_length, head_dim, steps, lr, init_std, seed, rows = _setup(scheme, LEARNED, train_length, head_dim, steps,
+                                                                     lr, init_std, seed, rows)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
-    steps, lr, init_std = training_settings(steps, lr, init_std)
-    seed = v.integer("seed", seed, minimum=0)
-    if scheme == "absolute":
-        rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
-    check_position_memory(scheme, train_length, head_dim, rows if scheme == "absolute" else 0)
+    check_position_memory(scheme, train_length, head_dim, rows)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
         layer, losses = _train_absolute(rng, head_dim, train_length, offset, steps, lr, init_std, rows)
@@ -357,7 +358,7 @@ def train_position_head(
         T5Bias(num_buckets=num_buckets, max_distance=md, bidirectional=False)  # validates both
         layer, losses = _train_t5(rng, head_dim, train_length, offset, steps, lr, init_std, int(num_buckets), int(md))
     else:
-        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, base, theta)
+        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, operator)
     return TrainedHead(layer, scheme=scheme, offset=offset, train_length=train_length, seed=seed, losses=losses)
 
 
@@ -486,25 +487,10 @@ def match_loss(head: TokenHead, tokens) -> float:
     return match_cross_entropy(np.array(head.scores(tok), dtype=np.float64), tok)[0]
 
 
-def train_scheme_match_head(
-    scheme: str,
-    *,
-    vocab: int = 8,
-    train_length: int = 64,
-    head_dim: int = 16,
-    batch: int = 32,
-    steps: int = 600,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed: int = 0,
-    rows: int | None = None,
-    max_distance: int | None = None,
-    num_buckets: int = 32,
-    alibi_heads: int = 8,
-    alibi_head: int = 0,
-    base: float = 10_000.0,
-    theta=None,
-) -> TrainedMatchHead:
+def train_scheme_match_head(scheme: str, *, vocab: int = 8, train_length: int = 64, head_dim: int = 16, batch: int = 32,
+                            steps: int = 600, lr: float = 0.05, init_std: float = 0.3, seed: int = 0,
+                            rows: int | None = None, max_distance: int | None = None, num_buckets: int = 32,
+                            alibi_heads: int = 8, alibi_head: int = 0, operator=None) -> TrainedMatchHead:
     """Train a head of any scheme to attend to the most recent earlier occurrence of its token.
 
     Gate C's match task (:func:`ropegeo.toy.train_match_head`) for every scheme: each step
@@ -523,7 +509,7 @@ def train_scheme_match_head(
         Any of ``SCHEMES``.
     vocab : int
         Token types (2 to :data:`MAX_SCHEME_VOCAB` = 64).
-    train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
+    train_length, head_dim, steps, lr, init_std, seed, rows, max_distance, num_buckets, operator
         As in :func:`train_position_head`.
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
@@ -545,22 +531,15 @@ def train_scheme_match_head(
     One step must stay under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB; up to about 11
     million scores ``batch * train_length**2`` for the table schemes).
     """
-    if not isinstance(scheme, str) or scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
+    L, head_dim, steps, lr, init_std, seed, R = _setup(scheme, SCHEMES, train_length, head_dim, steps, lr, init_std,
+                                                       seed, rows)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_SCHEME_VOCAB)
-    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
-    steps, lr, init_std = training_settings(steps, lr, init_std)
-    seed = v.integer("seed", seed, minimum=0)
-    R = 0
-    if scheme == "absolute":
-        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     check_match_memory(scheme, L, batch, vocab, head_dim, R)
     if scheme == "rope":
-        gate_c = train_rope_match_head(vocab, head_dim=head_dim, base=base, theta=theta, train_length=L, batch=batch,
-                                       steps=steps, lr=lr, init_std=init_std, seed=seed)
-        layer = AttentionLayer(vocab, head_dim, scheme="rope", theta=gate_c.theta, seed=0)
+        gate_c = train_rope_match_head(vocab, operator=operator, head_dim=head_dim,
+                                       train_length=L, batch=batch, steps=steps, lr=lr, init_std=init_std, seed=seed)
+        layer = AttentionLayer(vocab, head_dim, scheme="rope", **_rope_options(gate_c))
         layer.Wq, layer.Wk = math.sqrt(head_dim) * gate_c.q_table, gate_c.k_table.copy()
         return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=gate_c.losses)
     rng = np.random.default_rng(seed)
