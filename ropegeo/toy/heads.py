@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import pair_indices, phase_angles
+from ropegeo.rotation import phase_angles
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
 from ropegeo.softmax import softmax_rows, softmax_segments
 from ropegeo.toy.training import (
@@ -44,6 +44,7 @@ from ropegeo.toy.training import (
     MAX_VOCAB,
     Adam,
     _pair_coefficients,
+    _pair_gradients,
     _rng,
     check_match_step,
     check_theta,
@@ -122,21 +123,7 @@ class OffsetHead:
 
     def to_dict(self) -> dict:
         """Plain-Python form (arrays as lists)."""
-        return {
-            "kind": self.kind,
-            "q": self.q.tolist(),
-            "k": self.k.tolist(),
-            "theta": self.theta.tolist(),
-            "scale": self.scale,
-            "attention_factor": self.attention_factor,
-            "offset": self.offset,
-            "train_length": self.train_length,
-            "original_train_length": self.original_train_length,
-            "base": self.base,
-            "seed": self.seed,
-            "final_loss": float(self.losses[-1]) if self.losses.size else None,
-            "stages": list(self.stages),
-        }
+        return _to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -179,20 +166,18 @@ class MatchHead:
 
     def to_dict(self) -> dict:
         """Plain-Python form (arrays as lists)."""
-        return {
-            "kind": self.kind,
-            "q_table": self.q_table.tolist(),
-            "k_table": self.k_table.tolist(),
-            "theta": self.theta.tolist(),
-            "scale": self.scale,
-            "attention_factor": self.attention_factor,
-            "train_length": self.train_length,
-            "original_train_length": self.original_train_length,
-            "base": self.base,
-            "seed": self.seed,
-            "final_loss": float(self.losses[-1]) if self.losses.size else None,
-            "stages": list(self.stages),
-        }
+        return _to_dict(self)
+
+
+def _to_dict(head) -> dict:
+    out = {"kind": head.kind}
+    for f in fields(head):
+        value = getattr(head, f.name)
+        if f.name == "losses":
+            out["final_loss"] = float(value[-1]) if value.size else None
+        else:
+            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
+    return out
 
 
 def _check_head(head) -> None:
@@ -210,7 +195,7 @@ def _check_head(head) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+def offset_head_loss(q, k, operator, *, offset: int, length: int) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss of a content-free head and its exact gradient, in O(length * pairs).
 
     The sequence has positions ``0 .. length - 1``; the query at ``m >= offset`` attends over the
@@ -225,14 +210,13 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     ----------
     q, k : array_like, shape (head_dim,)
         Query and key vectors (interleaved pairs).
-    theta : array_like, shape (head_dim // 2,)
-        Frequencies, radians per position.
+    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
+        The rotary operator (frequencies, position scale, attention factor) or a frozen bank of
+        frequencies, radians per position (as in :func:`train_offset_head`).
     offset : int
         The target displacement, between 1 and ``length - 1``.
     length : int
         Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096).
-    scale : float
-        Position multiplier.
 
     Returns
     -------
@@ -247,14 +231,13 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     """
     q = v.finite_array("q", q)
     k = v.finite_array("k", k)
-    th = check_theta(theta)
+    th, scale, att, _ = _rotary_bank(operator)
     if q.shape != (2 * th.size,) or k.shape != q.shape:
-        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
+        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match the operator, got {q.shape} and {k.shape}")
     length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
-    scale = v.real("scale", scale, greater_than=0.0)
     ang = phase_angles(np.arange(1, length) * scale, th)
-    return _offset_loss(q, k, np.cos(ang), np.sin(ang), offset)
+    return _offset_loss(q, k, att * att * np.cos(ang), att * att * np.sin(ang), offset)
 
 
 def _offset_loss(q, k, cos, sin, offset):
@@ -268,13 +251,7 @@ def _offset_loss(q, k, cos, sin, offset):
     delta = np.arange(1, s.size + 1)
     g = np.exp(s + tail[np.maximum(delta, offset) - offset]) / n
     g[offset - 1] -= 1.0
-    ga, gb = cos.T @ g, sin.T @ g
-    first, second = pair_indices(q.size)
-    dq, dk = np.empty_like(q), np.empty_like(k)
-    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
-    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
-    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
-    return loss, dq, dk
+    return (loss, *_pair_gradients(q, k, cos.T @ g, sin.T @ g))
 
 
 def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
@@ -433,7 +410,7 @@ def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
     return np.cos(ang), np.sin(ang)
 
 
-def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+def match_head_loss(q_table, k_table, tokens, operator) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss of the most-recent-match head on a batch of sequences, and its exact gradient.
 
     The query at ``m`` (token ``t_m``) attends over the keys at ``0 .. m - 1`` with scores
@@ -446,9 +423,8 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     q_table, k_table : array_like, shape (vocab, head_dim)
     tokens : array_like of int, shape (batch, seq)
         Token ids in ``[0, vocab)``; positions are ``0 .. seq - 1``.
-    theta : array_like, shape (head_dim // 2,)
-    scale : float
-        Position multiplier.
+    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
+        As in :func:`offset_head_loss`.
 
     Returns
     -------
@@ -463,7 +439,7 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     """
     qt = v.finite_array("q_table", q_table)
     kt = v.finite_array("k_table", k_table)
-    th = check_theta(theta)
+    th, scale, att, _ = _rotary_bank(operator)
     if qt.ndim != 2 or qt.shape[1] != 2 * th.size or kt.shape != qt.shape:
         raise ValueError(
             f"q_table and k_table must both have shape (vocab, {2 * th.size}), got {qt.shape} and {kt.shape}"
@@ -473,13 +449,12 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
         raise ValueError(f"tokens must be an integer array of shape (batch, seq), got {tok.dtype} {tok.shape}")
     if tok.size and (tok.min() < 0 or tok.max() >= qt.shape[0]):
         raise ValueError(f"tokens must lie in [0, vocab={qt.shape[0]})")
-    scale = v.real("scale", scale, greater_than=0.0)
     need = match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
     if need > MAX_STEP_BYTES:
         raise ValueError(f"tokens of shape {tok.shape} with tables of shape {qt.shape} would need about "
                          f"{need / 2**20:,.0f} MiB; at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: "
                          f"use fewer or shorter sequences in tokens, or smaller q_table and k_table")
-    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale))
+    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale), att * att)
 
 
 
@@ -731,19 +706,8 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
     return Schedule(sch.theta, sch.scale * head.scale, sch.attention_factor * head.attention_factor, name)
 
 
-def fine_tune(
-    head,
-    *,
-    extension: str | None = "pi",
-    length: int | None = None,
-    factor: float | None = None,
-    theta=None,
-    scale: float | None = None,
-    steps: int | None = None,
-    lr: float = 0.05,
-    batch: int = 4,
-    seed=0,
-):
+def fine_tune(head, *, extension: str | None = "pi", length: int | None = None, factor: float | None = None,
+              operator=None, steps: int | None = None, lr: float = 0.05, batch: int = 4, seed=0):
     """Continue training a head under a new (scaled) schedule: the fine-tuning of an extension.
 
     Parameters
@@ -751,7 +715,7 @@ def fine_tune(
     head : OffsetHead or MatchHead
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"} or None
         Named rule giving the new schedule (see :func:`~ropegeo.scaling.extension_schedule`); ignored when
-        ``theta`` or ``scale`` is given.
+        ``operator`` is given.
     length : int, optional
         Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to
         :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
@@ -761,8 +725,9 @@ def fine_tune(
         Extension factor (1 to ``ropegeo.scaling.MAX_FACTOR``; without ``length``, the default
         length must stay within the bound above). Default 8 when a named rule other than
         ``"none"`` is used (aliases as in :func:`ropegeo.scaling.extension_schedule`).
-    theta, scale
-        Explicit schedule (instead of ``extension``).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        An explicit schedule instead of ``extension``: an operator with the head's number of pairs
+        (its frequencies, position scale and attention factor) or a frozen bank of frequencies.
     steps : int, optional
         Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
         length 512), 100 for a match head (about a second at length 512).
@@ -789,7 +754,7 @@ def fine_tune(
     offset_head = isinstance(head, OffsetHead)
     most = MAX_HEAD_LENGTH if offset_head else MAX_MATCH_LENGTH
     kind = "an offset head" if offset_head else "a match head"
-    if theta is not None or scale is not None:
+    if operator is not None:
         extension = None
     if extension is not None and rule_name(extension) != "none" and factor is None:
         factor = 8.0
@@ -802,7 +767,12 @@ def fine_tune(
                              f"training length {head.original_train_length}); at most {most} for {kind}: "
                              f"lower factor or pass length")
     length = v.integer("length", length, minimum=2, maximum=most)
-    th, sc, att, name = _resolve(head, length, extension, factor, theta, scale)
+    if operator is None:
+        th, sc, att, name = _resolve(head, length, extension, factor, None, None)
+    else:
+        (th, sc, att, _), name = _rotary_bank(operator), "custom"
+        if th.size != head.theta.size:
+            raise ValueError(f"operator must have {head.theta.size} pairs to match the head, got {th.size}")
     if steps is None:
         steps = 600 if offset_head else 100
     steps, lr = training_settings(steps, lr)

@@ -222,6 +222,16 @@ class Adam:
             p -= self.lr * (m / c1) / (np.sqrt(s / c2) + self.eps)
 
 
+def _pair_gradients(q: np.ndarray, k: np.ndarray, ga: np.ndarray, gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients in ``q`` and ``k`` (1-D, interleaved) given those in their pair coefficients ``a`` and ``b``."""
+    first, second = pair_indices(q.size)
+    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
+    dq, dk = np.empty_like(q), np.empty_like(k)
+    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
+    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
+    return dq, dk
+
+
 def _pair_coefficients(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``a_i = q1 k1 + q2 k2`` and ``b_i = q1 k2 - q2 k1`` over the last axis (interleaved pairs)."""
     first, second = pair_indices(q.shape[-1])
