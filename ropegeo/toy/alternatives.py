@@ -29,33 +29,11 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.toy import seed_list, training_settings
-from ropegeo.toy.interventions import (
-    MAX_FACTORS,
-    MAX_PROBE_LENGTH,
-    construction_gap,
-    global_shift,
-    length_stretch,
-    local_displacement,
-    match_task,
-    offset_task,
-    sparse_retrieval,
-    strict_attention,
-)
-from ropegeo.toy.scheme_heads import (
-    FIXED,
-    LEARNED,
-    MAX_BATCH,
-    MAX_D,
-    MAX_ROWS,
-    MAX_TRAIN_LENGTH,
-    SCHEMES,
-    TrainedHead,
-    check_match_memory,
-    check_position_memory,
-    fixed_head,
-    train_position_head,
-    train_scheme_match_head,
-)
+from ropegeo.toy.interventions import (MAX_FACTORS, MAX_PROBE_LENGTH, construction_gap, global_shift, length_stretch,
+                                       local_displacement, match_task, offset_task, sparse_retrieval, strict_attention)
+from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_ROWS, MAX_TRAIN_LENGTH, SCHEMES,
+                                      TrainedHead, check_match_memory, check_position_memory, fixed_head,
+                                      train_position_head, train_scheme_match_head)
 
 __all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "ruler_study"]
 
@@ -372,25 +350,10 @@ def _check_comparison(schemes, train_length, offset, distance, shift, factors, s
     return schemes, train_length, offset, distance, shift, factors, seeds
 
 
-def compare_schemes(
-    schemes=SCHEMES,
-    *,
-    offset: int = 5,
-    distance: int = 40,
-    train_length: int = 64,
-    factors=(2, 4, 8),
-    shift: int = 16,
-    seeds=(0, 1, 2),
-    head_dim: int = 16,
-    steps: int = 1000,
-    alibi_head: int = 0,
-    alibi_heads: int = 8,
-    match: bool = False,
-    match_steps: int = 300,
-    match_batch: int = 16,
-    progress: bool = False,
-    **train_options,
-) -> Comparison:
+def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, train_length: int = 64, factors=(2, 4, 8),
+                    shift: int = 16, seeds=(0, 1, 2), head_dim: int = 16, steps: int = 1000, alibi_head: int = 0,
+                    alibi_heads: int = 8, match: bool = False, match_steps: int = 300, match_batch: int = 16,
+                    progress: bool = False, **train_options) -> Comparison:
     """Every scheme against every intervention, with one trained head per scheme, task and seed.
 
     For each scheme and seed two heads are made: a *local* one (attend ``offset`` back) and a

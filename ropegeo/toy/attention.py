@@ -25,12 +25,7 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import apply_rope
 from ropegeo.softmax import softmax
-from ropegeo.toy.schemes import (
-    MAX_WIDTH,
-    as_generator,
-    check_entries,
-    make_scheme,
-)
+from ropegeo.toy.schemes import (MAX_WIDTH, as_generator, check_entries, make_scheme)
 
 __all__ = ["AttentionLayer", "AttentionResult", "Deviation", "causal_mask", "permutation_deviation", "shift_deviation", "copy_back_head"]
 

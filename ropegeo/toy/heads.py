@@ -34,27 +34,11 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import phase_angles
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
-from ropegeo.softmax import softmax_rows, softmax_segments
-from ropegeo.toy.training import (
-    MAX_BATCH,
-    MAX_HEAD_LENGTH,
-    MAX_MATCH_LENGTH,
-    MAX_STEP_BYTES,
-    MAX_TRAINED_HEAD_DIM,
-    MAX_VOCAB,
-    Adam,
-    _pair_coefficients,
-    _pair_gradients,
-    _rng,
-    check_match_step,
-    check_theta,
-    check_trained,
-    match_step_bytes,
-    one_blas_thread,
-    _rotary_bank,
-    seed_list,
-    training_settings,
-)
+from ropegeo.softmax import exp_rows, softmax_rows, softmax_segments
+from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM,
+                                  MAX_VOCAB, Adam, _pair_coefficients, _pair_gradients, _rng, check_match_step,
+                                  check_theta, check_trained, match_step_bytes, one_blas_thread, _rotary_bank,
+                                  seed_list, training_settings)
 
 
 @dataclass(frozen=True)
@@ -532,9 +516,10 @@ def _table_cross_entropy(table, tok, vocab):
 
     The same loss as :func:`match_cross_entropy` on the full ``(batch, seq, seq)`` scores, which
     are never formed: only the pairs ``n < m`` are read, a few sequences at a time
-    (:data:`_CHUNK_SCORES`). When each query token's scores span at most :data:`_TABLE_SPREAD`,
-    the exponentials are those of the table (``vocab**2 * seq`` of them) shifted by the token's
-    largest score; otherwise each row is shifted by its own maximum, as in :func:`softmax_rows`.
+    (:data:`_CHUNK_SCORES`), through :func:`ropegeo.softmax.softmax_segments`. When each query
+    token's scores span at most :data:`_TABLE_SPREAD`, the exponentials are those of the table
+    (``vocab**2 * seq`` of them, :func:`ropegeo.softmax.exp_rows`) shifted by the token's largest
+    score; otherwise each row is shifted by its own maximum.
     """
     batch, seq = tok.shape
     target = match_targets(tok)
@@ -548,7 +533,7 @@ def _table_cross_entropy(table, tok, vocab):
     rows = table.reshape(vocab, -1)
     shift = rows.max(axis=1)
     by_table = float(np.max(shift - rows.min(axis=1))) <= _TABLE_SPREAD  # False for a non-finite table too
-    flat = table.ravel()
+    flat = exp_rows(rows, shift).ravel() if by_table else table.ravel()
     pairs = seq * (seq - 1) // 2
     step = max(1, min(batch, _CHUNK_SCORES // pairs))
     query, key, delta, starts, row = _pair_layout(seq, step)
@@ -560,9 +545,11 @@ def _table_cross_entropy(table, tok, vocab):
         index = (t.ravel() * (vocab * seq))[query[:n]]
         index += (t.ravel() * seq)[key[:n]]
         index += delta[:n]
-        e, top, z = softmax_segments(flat[index], starts[:r], row[:n], shift[t[:, 1:]].ravel() if by_table else None)
+        top = shift[t[:, 1:]].ravel() if by_table else None
+        # queries without an earlier match are left out (weight 0)
+        e, top, z = softmax_segments(flat[index], starts[:r], row[:n], top, exponentiated=by_table,
+                                     weights=valid[lo : lo + step, 1:].ravel())
         log_z[lo : lo + step, 1:] = (np.log(z) + top).reshape(-1, seq - 1)
-        e *= valid[lo : lo + step, 1:].ravel()[row[:n]]  # queries without an earlier match are left out
         d_flat += np.bincount(index, weights=e, minlength=table.size)
     loss = float(np.mean(log_z[bi, mi] - table.ravel()[hit]))
     d_flat -= np.bincount(hit, minlength=table.size)

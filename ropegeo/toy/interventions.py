@@ -49,32 +49,10 @@ from ropegeo.toy import match_targets, seed_list
 from ropegeo.toy.attention import MAX_WIDTH, AttentionLayer
 from ropegeo.toy.schemes import MAX_ENTRIES, make_scheme
 
-__all__ = [
-    "PositionHead",
-    "TaskResult",
-    "ShiftResult",
-    "DisplacementResult",
-    "StretchResult",
-    "GapResult",
-    "position_head",
-    "strict_attention",
-    "offset_task",
-    "global_shift",
-    "local_displacement",
-    "length_stretch",
-    "sparse_retrieval",
-    "construction_gap",
-    "NeedleResult",
-    "needle_retrieval",
-    "TokenHead",
-    "match_task",
-    "MatchCeilings",
-    "match_ceilings",
-    "MAX_PROBE_LENGTH",
-    "MAX_PAIRS",
-    "MAX_FACTORS",
-    "MAX_GAIN",
-]
+__all__ = ["PositionHead", "TaskResult", "ShiftResult", "DisplacementResult", "StretchResult", "GapResult",
+           "position_head", "strict_attention", "offset_task", "global_shift", "local_displacement", "length_stretch",
+           "sparse_retrieval", "construction_gap", "NeedleResult", "needle_retrieval", "TokenHead", "match_task",
+           "MatchCeilings", "match_ceilings", "MAX_PROBE_LENGTH", "MAX_PAIRS", "MAX_FACTORS", "MAX_GAIN"]
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_PROBE_LENGTH = 4096
@@ -92,6 +70,13 @@ TIE = 1e-9
 #: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
 #: attention on the needle, and larger ones would overflow the projections.
 MAX_GAIN = 1e6
+
+
+def _named(layer, name) -> tuple:
+    """A head's checked layer and its label (default: the scheme's registered name)."""
+    if not isinstance(layer, AttentionLayer):
+        raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+    return layer, getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
 
 
 class PositionHead:
@@ -113,9 +98,7 @@ class PositionHead:
     """
 
     def __init__(self, layer: AttentionLayer, token=None, name: str | None = None):
-        if not isinstance(layer, AttentionLayer):
-            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
-        self.layer = layer
+        self.layer, self.name = _named(layer, name)
         if token is None:
             token = np.zeros(layer.d_model)
             token[0] = 1.0
@@ -123,7 +106,6 @@ class PositionHead:
         if t.shape != (layer.d_model,):
             raise ValueError(f"token must have shape ({layer.d_model},), got {t.shape}")
         self.token = t
-        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
 
     def __repr__(self) -> str:
         return f"PositionHead({self.name!r}, {self.layer!r})"
@@ -663,13 +645,11 @@ class TokenHead:
     """
 
     def __init__(self, layer: AttentionLayer, embedding, name: str | None = None):
-        if not isinstance(layer, AttentionLayer):
-            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+        self.layer, self.name = _named(layer, name)
         e = v.finite_array("embedding", embedding)
         if e.ndim != 2 or e.shape[0] < 2 or e.shape[1] != layer.d_model:
             raise ValueError(f"embedding must have shape (vocab >= 2, {layer.d_model}), got {e.shape}")
-        self.layer, self.embedding = layer, e
-        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
+        self.embedding = e
 
     @property
     def vocab(self) -> int:

@@ -31,35 +31,17 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.softmax import softmax_rows
-from ropegeo.toy import (
-    Adam,
-    check_match_step,
-    check_step_memory,
-    check_trained,
-    match_cross_entropy,
-    train_offset_head,
-    training_settings,
-)
+from ropegeo.toy import (Adam, check_match_step, check_step_memory, check_trained, match_cross_entropy,
+                         train_offset_head, training_settings)
 from ropegeo.toy import train_match_head as train_rope_match_head
 from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.interventions import PositionHead, TokenHead, position_head
 from ropegeo.toy.schemes import (AbsolutePositions, ALiBi, RelativePositions, RotaryPositions, T5Bias,
                                  sinusoidal_encoding, t5_bucket)
 
-__all__ = [
-    "SCHEMES",
-    "LEARNED",
-    "FIXED",
-    "TrainedHead",
-    "train_position_head",
-    "TrainedMatchHead",
-    "train_scheme_match_head",
-    "match_loss",
-    "fixed_head",
-    "task_loss",
-    "check_position_memory",
-    "check_match_memory",
-]
+__all__ = ["SCHEMES", "LEARNED", "FIXED", "TrainedHead", "train_position_head", "TrainedMatchHead",
+           "train_scheme_match_head", "match_loss", "fixed_head", "task_loss", "check_position_memory",
+           "check_match_memory"]
 
 SCHEMES = ("none", "absolute", "sinusoidal", "relative", "t5", "alibi", "rope")
 LEARNED = ("absolute", "sinusoidal", "relative", "t5", "rope")
@@ -125,13 +107,22 @@ class TrainedHead(PositionHead):
 
     def __init__(self, layer, *, scheme: str, offset: int, train_length: int, seed: int, losses):
         super().__init__(layer, name=scheme)
-        self.scheme, self.offset, self.train_length, self.seed = scheme, offset, train_length, seed
-        self.losses = np.asarray(losses, dtype=np.float64)
+        _record(self, scheme, train_length, seed, losses)
+        self.offset = offset
 
     def __repr__(self) -> str:
-        last = self.losses[-1] if self.losses.size else math.nan
-        return (f"TrainedHead({self.scheme!r}, offset={self.offset}, train_length={self.train_length}, "
-                f"seed={self.seed}, final loss {last:.3g})")
+        return _repr(self, f"offset={self.offset}")
+
+
+def _record(head, scheme, train_length, seed, losses) -> None:
+    head.scheme, head.train_length, head.seed = scheme, train_length, seed
+    head.losses = np.asarray(losses, dtype=np.float64)
+
+
+def _repr(head, what: str) -> str:
+    last = head.losses[-1] if head.losses.size else math.nan
+    return (f"{type(head).__name__}({head.scheme!r}, {what}, train_length={head.train_length}, seed={head.seed}, "
+            f"final loss {last:.3g})")
 
 
 def _task_grad(S: np.ndarray, offset: int) -> tuple[float, np.ndarray]:
@@ -386,13 +377,10 @@ class TrainedMatchHead(TokenHead):
 
     def __init__(self, layer, embedding, *, scheme: str, train_length: int, seed: int, losses):
         super().__init__(layer, embedding, name=scheme)
-        self.scheme, self.train_length, self.seed = scheme, train_length, seed
-        self.losses = np.asarray(losses, dtype=np.float64)
+        _record(self, scheme, train_length, seed, losses)
 
     def __repr__(self) -> str:
-        last = self.losses[-1] if self.losses.size else math.nan
-        return (f"TrainedMatchHead({self.scheme!r}, vocab={self.vocab}, train_length={self.train_length}, "
-                f"seed={self.seed}, final loss {last:.3g})")
+        return _repr(self, f"vocab={self.vocab}")
 
 
 def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:

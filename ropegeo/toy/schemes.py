@@ -41,26 +41,9 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import apply_rope
 
-__all__ = [
-    "PositionScheme",
-    "NoPositions",
-    "AbsolutePositions",
-    "SinusoidalPositions",
-    "RotaryPositions",
-    "RelativePositions",
-    "T5Bias",
-    "ALiBi",
-    "t5_bucket",
-    "alibi_slopes",
-    "register_scheme",
-    "make_scheme",
-    "scheme_names",
-    "sinusoidal_encoding",
-    "check_entries",
-    "as_generator",
-    "MAX_ENTRIES",
-    "MAX_WIDTH",
-]
+__all__ = ["PositionScheme", "NoPositions", "AbsolutePositions", "SinusoidalPositions", "RotaryPositions",
+           "RelativePositions", "T5Bias", "ALiBi", "t5_bucket", "alibi_slopes", "register_scheme", "make_scheme",
+           "scheme_names", "sinusoidal_encoding", "check_entries", "as_generator", "MAX_ENTRIES", "MAX_WIDTH"]
 
 
 #: Largest number of entries any array built here may have (scores, codes, tables): 2**25

@@ -1,4 +1,4 @@
-"""The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, softmax.
+"""The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, rotary settings.
 
 Everything here is shared by the two trainers of :mod:`ropegeo.toy.heads` and by the
 scheme trainers of :mod:`ropegeo.toy.alternatives` (which use the public names only). Matrices are
