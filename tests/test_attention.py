@@ -511,3 +511,16 @@ def test_scheme_names_and_options_are_checked():
         AttentionLayer(8, scheme="rope", bogus=1)
     with pytest.raises(ValueError, match="scores must have at least one entry"):
         softmax([])
+
+
+def test_the_head_width_is_head_dim():
+    """One name for the head width: the layer's argument and attribute and every scheme's setup."""
+    import inspect
+
+    from ropegeo.toy.schemes import _SCHEMES, PositionScheme
+
+    assert "head_dim" in inspect.signature(AttentionLayer).parameters
+    layer = AttentionLayer(6, 4, seed=0)
+    assert layer.head_dim == 4 and not hasattr(layer, "d_head") and "head_dim=4" in repr(layer)
+    for cls in [PositionScheme, *_SCHEMES.values()]:
+        assert list(inspect.signature(cls.setup).parameters) == ["self", "d_model", "head_dim", "rng"], cls
