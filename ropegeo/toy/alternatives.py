@@ -28,12 +28,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.toy import seed_list, training_settings
+from ropegeo.toy import seed_list
 from ropegeo.toy.interventions import (MAX_FACTORS, MAX_PROBE_LENGTH, construction_gap, global_shift, length_stretch,
                                        local_displacement, match_task, offset_task, sparse_retrieval, strict_attention)
-from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_ROWS, MAX_TRAIN_LENGTH, SCHEMES,
+from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAIN_LENGTH, SCHEMES,
                                       TrainedHead, check_match_memory, check_position_memory, fixed_head,
-                                      train_position_head, train_scheme_match_head)
+                                      train_position_head, train_scheme_match_head, _setup)
 
 __all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "ruler_study"]
 
@@ -308,17 +308,13 @@ def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, 
 
 def _check_trainers(schemes, L, head_dim, steps, match, match_steps, match_batch, train_options) -> None:
     """Validate the settings and budgets of every head :func:`compare_schemes` will train, up front."""
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
-    steps = training_settings(steps, train_options.get("lr", 0.05), train_options.get("init_std", 0.3))[0]
-    R = 0
-    if "absolute" in schemes:
-        rows = train_options.get("rows")
-        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     for name in schemes:
+        _, d, *_, R = _setup(name, SCHEMES, L, head_dim, steps, train_options.get("lr", 0.05),
+                             train_options.get("init_std", 0.3), 0, train_options.get("rows"))
         if name in LEARNED:
-            check_position_memory(name, L, head_dim, R if name == "absolute" else 0)
+            check_position_memory(name, L, d, R)
         if match:
-            check_match_memory(name, L, match_batch, 8, head_dim, R if name == "absolute" else 0)
+            check_match_memory(name, L, match_batch, 8, d, R)
 
 
 def _check_comparison(schemes, train_length, offset, distance, shift, factors, seeds) -> tuple:
