@@ -11,7 +11,7 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["softmax", "softmax_rows", "EXP_FLOOR"]
+__all__ = ["softmax", "softmax_rows", "softmax_segments", "exp_rows", "EXP_FLOOR"]
 
 
 def softmax(scores, mask=None) -> np.ndarray:
@@ -79,3 +79,37 @@ def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) ->
     z = s.sum(axis=-1, keepdims=True)
     s /= np.where(z > 0, z, 1.0)
     return s, top, z
+
+
+def softmax_segments(e: np.ndarray, starts: np.ndarray, row: np.ndarray, top=None, *, exponentiated: bool = False,
+                     weights=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """In-place softmax over consecutive segments of a flat array: returns (p, shift, sum of exp).
+
+    Segment ``j`` is ``e[starts[j]:starts[j + 1]]`` (non-empty) and ``row[i]`` is the segment of
+    entry ``i``. Each segment is shifted by ``top[j]`` (default: its maximum) before
+    :data:`EXP_FLOOR` and ``exp``. With ``exponentiated``, ``e`` already holds ``exp(score -
+    top[j])``, gathered from a table that :func:`exp_rows` exponentiated once. ``weights`` (one
+    per segment) multiply the probabilities (0 drops a segment). The trainers' unchecked kernel
+    for ragged rows (queries that see different numbers of keys).
+
+    Examples
+    --------
+    >>> p, top, z = softmax_segments(np.log([1.0, 3.0, 2.0]), np.array([0, 2]), np.array([0, 0, 1]))
+    >>> p.round(3).tolist(), z.round(3).tolist()
+    ([0.25, 0.75, 1.0], [1.333, 1.0])
+    """
+    if not exponentiated:
+        if top is None:
+            top = np.maximum.reduceat(e, starts)
+        e -= top[row]
+        np.maximum(e, EXP_FLOOR, out=e)
+        np.exp(e, out=e)
+    z = np.add.reduceat(e, starts)
+    e *= ((1.0 if weights is None else weights) / z)[row]
+    return e, top, z
+
+
+def exp_rows(x: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """``exp(x - top)`` row by row (``top`` at least each row's maximum): softmax numerators computed
+    once for a table whose entries :func:`softmax_segments` later reads many times."""
+    return np.exp(x - top[:, None])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ropegeo.softmax import softmax
+from ropegeo.softmax import softmax, softmax_segments
 from ropegeo.toy.attention import AttentionLayer, causal_mask, permutation_deviation, shift_deviation
 from ropegeo.toy.schemes import (
     MAX_ENTRIES,
@@ -207,6 +207,26 @@ def test_softmax_and_mask():
         causal_mask(0)
 
 
+def test_softmax_segments_matches_a_loop_per_segment():
+    """The ragged kernel against math.exp and math.fsum per segment, with its own shift or a given bound."""
+    rng = np.random.default_rng(3)
+    sizes = [1, 3, 7, 2]
+    x = rng.normal(scale=5.0, size=sum(sizes))
+    starts = np.cumsum([0] + sizes[:-1])
+    row = np.repeat(np.arange(len(sizes)), sizes)
+    want, log_sums = [], []
+    for a, n in zip(starts, sizes):
+        e = [math.exp(t) for t in x[a:a + n]]
+        want += [t / math.fsum(e) for t in e]
+        log_sums.append(math.log(math.fsum(e)))
+    for top in (None, np.array([x[a:a + n].max() + 1.0 for a, n in zip(starts, sizes)])):
+        p, shift, z = softmax_segments(x.copy(), starts, row, top)
+        np.testing.assert_allclose(p, want, rtol=1e-12)
+        np.testing.assert_allclose(np.log(z) + shift, log_sums, rtol=1e-12)
+    p, _, _ = softmax_segments(np.array([0.0, -1e4]), np.array([0]), np.zeros(2, dtype=int))
+    assert p[0] == 1.0 and 0.0 < p[1] < 1e-250  # floored at EXP_FLOOR, not underflowed to a subnormal
+
+
 # ---- absolute table ------------------------------------------------------------------------------
 
 
@@ -229,7 +249,7 @@ def test_absolute_table_errors_name_position_and_size():
         AttentionLayer(1024, scheme="absolute", rows=2**16)
     with pytest.raises(ValueError, match="d_model must be at most 1024"):
         AttentionLayer(2048)
-    with pytest.raises(ValueError, match="d_head must be at most 1024"):
+    with pytest.raises(ValueError, match="head_dim must be at most 1024"):
         AttentionLayer(8, 2048)
 
 
@@ -321,7 +341,7 @@ def test_rope_options_are_validated_at_construction():
 def test_layer_validation_messages():
     with pytest.raises(ValueError, match="d_model"):
         AttentionLayer(0)
-    with pytest.raises(ValueError, match="d_head must be an even"):
+    with pytest.raises(ValueError, match="head_dim must be an even"):
         AttentionLayer(8, 3)
     with pytest.raises(ValueError, match="scheme must be one of"):
         AttentionLayer(8, scheme="alibi2")
@@ -491,3 +511,16 @@ def test_scheme_names_and_options_are_checked():
         AttentionLayer(8, scheme="rope", bogus=1)
     with pytest.raises(ValueError, match="scores must have at least one entry"):
         softmax([])
+
+
+def test_the_head_width_is_head_dim():
+    """One name for the head width: the layer's argument and attribute and every scheme's setup."""
+    import inspect
+
+    from ropegeo.toy.schemes import _SCHEMES, PositionScheme
+
+    assert "head_dim" in inspect.signature(AttentionLayer).parameters
+    layer = AttentionLayer(6, 4, seed=0)
+    assert layer.head_dim == 4 and not hasattr(layer, "d_head") and "head_dim=4" in repr(layer)
+    for cls in [PositionScheme, *_SCHEMES.values()]:
+        assert list(inspect.signature(cls.setup).parameters) == ["self", "d_model", "head_dim", "rng"], cls

@@ -222,9 +222,9 @@ def test_relative_scores_shift_invariant_and_blind_beyond_the_clip(seed, shift):
 
 
 def test_relative_validation_and_batches():
-    with pytest.raises(ValueError, match="key_table must have shape \\(5, d_head\\)"):
+    with pytest.raises(ValueError, match="key_table must have shape \\(5, head_dim\\)"):
         RelativePositions(max_distance=2, key_table=np.zeros((4, 4)))
-    with pytest.raises(ValueError, match="key_table has width 4 but the layer has d_head=6"):
+    with pytest.raises(ValueError, match="key_table has width 4 but the layer has head_dim=6"):
         AttentionLayer(6, scheme="relative", max_distance=2, key_table=np.zeros((5, 4)))
     with pytest.raises(ValueError, match="max_distance must be at least 1"):
         RelativePositions(max_distance=0)

@@ -89,14 +89,21 @@ def _finite_difference(f, x, eps=1e-6):
 # ----------------------------------------------------------------------------- losses and gradients
 
 
+def _op(theta, scale):
+    """The operator of a bank read with a position scale."""
+    from ropegeo import RotaryOperator
+
+    return RotaryOperator(head_dim=2 * len(theta), frequencies=theta, scale=scale)
+
+
 @pytest.mark.parametrize("length,offset,scale,d", [(24, 5, 1.0, 8), (40, 3, 0.25, 16), (9, 8, 1.0, 4)])
 def test_offset_loss_matches_full_matrix_and_finite_differences(length, offset, scale, d):
     rng = np.random.default_rng(length)
     theta = frequencies(d)
     q, k = rng.normal(scale=1.5, size=(2, d))
-    loss, dq, dk = B.offset_head_loss(q, k, theta, offset=offset, length=length, scale=scale)
+    loss, dq, dk = B.offset_head_loss(q, k, _op(theta, scale), offset=offset, length=length)
     assert loss == pytest.approx(_brute_offset_loss(q, k, theta, offset, length, scale), rel=1e-10, abs=1e-12)
-    f = lambda: B.offset_head_loss(q, k, theta, offset=offset, length=length, scale=scale)[0]  # noqa: E731
+    f = lambda: B.offset_head_loss(q, k, _op(theta, scale), offset=offset, length=length)[0]  # noqa: E731
     np.testing.assert_allclose(dq, _finite_difference(f, q), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(dk, _finite_difference(f, k), rtol=1e-5, atol=1e-7)
 
@@ -118,9 +125,9 @@ def test_match_loss_matches_loops_and_finite_differences(scale):
     theta = frequencies(8)
     qt, kt = rng.normal(size=(2, 4, 8))
     tok = rng.integers(0, 4, size=(3, 12))
-    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta, scale=scale)
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, _op(theta, scale))
     assert loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, scale), rel=1e-10)
-    f = lambda: B.match_head_loss(qt, kt, tok, theta, scale=scale)[0]  # noqa: E731
+    f = lambda: B.match_head_loss(qt, kt, tok, _op(theta, scale))[0]  # noqa: E731
     np.testing.assert_allclose(dq, _finite_difference(f, qt), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
 
@@ -137,9 +144,9 @@ def test_match_loss_in_chunks_by_table_and_by_rows(spread, monkeypatch):
     theta = frequencies(8)
     qt, kt = rng.normal(size=(2, 4, 8))
     tok = rng.integers(0, 4, size=(5, 12))
-    loss, dq, dk = B.match_head_loss(qt, kt, tok, theta, scale=0.75)
+    loss, dq, dk = B.match_head_loss(qt, kt, tok, _op(theta, 0.75))
     assert loss == pytest.approx(_brute_match_loss(qt, kt, tok, theta, 0.75), rel=1e-10)
-    f = lambda: B.match_head_loss(qt, kt, tok, theta, scale=0.75)[0]  # noqa: E731
+    f = lambda: B.match_head_loss(qt, kt, tok, _op(theta, 0.75))[0]  # noqa: E731
     np.testing.assert_allclose(dq, _finite_difference(f, qt), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(dk, _finite_difference(f, kt), rtol=1e-5, atol=1e-7)
 
@@ -166,7 +173,11 @@ def test_match_loss_gain_is_scaled_tables():
     tok = rng.integers(0, 6, size=(7, 40))
     g = 1.7
     loss, dq, dk = heads._match_loss(qt, kt, tok, heads._rotations(40, theta, 0.5), g)
-    ref, rq, rk = B.match_head_loss(qt * math.sqrt(g), kt * math.sqrt(g), tok, theta, scale=0.5)
+    from ropegeo import RotaryOperator
+
+    by_operator = RotaryOperator(head_dim=16, frequencies=theta, scale=0.5, attention_factor=math.sqrt(g))
+    np.testing.assert_allclose(B.match_head_loss(qt, kt, tok, by_operator)[0], loss, rtol=1e-12)
+    ref, rq, rk = B.match_head_loss(qt * math.sqrt(g), kt * math.sqrt(g), tok, _op(theta, 0.5))
     assert loss == pytest.approx(ref, rel=1e-12)
     np.testing.assert_allclose(dq, math.sqrt(g) * rq, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(dk, math.sqrt(g) * rk, rtol=1e-10, atol=1e-14)
@@ -582,3 +593,35 @@ def test_evaluation_and_verdict_json_have_no_nan():
     assert d["queries"] == e.query_position.size and d["accuracy"] == e.accuracy
     verdict = GateCVerdict(False, {"x": {"passed": False, "value": np.nan, "threshold": 1.0}}, {}, {"theta": [1.0]})
     assert json.loads(verdict.to_json())["checks"]["x"]["value"] is None
+
+
+def test_trainers_take_the_operator_or_a_frozen_bank():
+    """A RotaryOperator or a bank trains the same head as the plain numbers it holds; what a trained
+    head cannot model (partial rotation, low-precision phases, several axes, a conflicting width) is refused."""
+    from ropegeo import RotaryOperator
+
+    plain = B.train_offset_head(head_dim=8, base=500.0, steps=30)
+    by_op = B.train_offset_head(operator=RotaryOperator(head_dim=8, base=500.0), steps=30)
+    by_bank = B.train_offset_head(operator=plain.theta, steps=30)
+    for h in (by_op, by_bank):
+        np.testing.assert_array_equal(h.q, plain.q)
+        np.testing.assert_array_equal(h.losses, plain.losses)
+    assert by_op.base == 500.0 and by_bank.base is None
+    scaled = B.train_offset_head(operator=RotaryOperator(head_dim=8, scale=0.5), steps=30)
+    assert scaled.scale == 0.5 and not np.array_equal(scaled.losses, B.train_offset_head(head_dim=8, steps=30).losses)
+    yarn = B.train_match_head(operator=RotaryOperator(head_dim=8, attention_factor=1.5), steps=5)
+    assert yarn.attention_factor == 1.5
+    for op, name in ((RotaryOperator(head_dim=8, rotary_dim=4), "operator"),
+                     (RotaryOperator(head_dim=8, phase_dtype="float32"), "operator"),
+                     (RotaryOperator(head_dim=1024), "operator")):
+        with pytest.raises(ValueError, match=name):
+            B.train_offset_head(operator=op, steps=1)
+    with pytest.raises(ValueError, match="head_dim"):
+        B.train_offset_head(operator=RotaryOperator(head_dim=8), head_dim=16, steps=1)
+    with pytest.raises(ValueError, match="head_dim must be 4"):
+        B.train_match_head(operator=[1.0, 0.1], head_dim=8, steps=1)
+    tuned = B.fine_tune(plain, operator=RotaryOperator(head_dim=8, base=500.0, scale=0.25), length=64, steps=5)
+    assert tuned.scale == 0.25 and tuned.stages[-1]["extension"] == "custom"
+    np.testing.assert_array_equal(tuned.theta, plain.theta)
+    with pytest.raises(ValueError, match="operator must have 4 pairs"):
+        B.fine_tune(plain, operator=RotaryOperator(head_dim=16), steps=5)

@@ -33,7 +33,7 @@ def match_head():
     [
         (lambda h, m: B.train_offset_head(train_length=10**9), "train_length"),
         (lambda h, m: B.train_offset_head(head_dim=1024), "head_dim"),
-        (lambda h, m: B.offset_head_loss(np.ones(600), np.ones(600), np.ones(300), offset=1, length=5), "theta"),
+        (lambda h, m: B.offset_head_loss(np.ones(600), np.ones(600), np.ones(300), offset=1, length=5), "operator"),
         (lambda h, m: B.train_offset_head(steps=100_001), "steps"),
         (lambda h, m: B.train_match_head(vocab=10**9), "vocab"),
         (lambda h, m: B.train_match_head(batch=10**9), "batch"),

@@ -391,7 +391,7 @@ def test_ruler_glues_are_the_stored_runs():
 
 def _ruler_heads(name, seeds, steps, task):
     k = DIST if task == "far" else OFF
-    return [sh.train_position_head("rope", k, train_length=L, steps=steps, seed=s, theta=np.array(RULERS[name]))
+    return [sh.train_position_head("rope", k, train_length=L, steps=steps, seed=s, operator=np.array(RULERS[name]))
             for s in seeds]
 
 

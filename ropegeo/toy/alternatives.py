@@ -28,34 +28,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.toy import seed_list, training_settings
-from ropegeo.toy.interventions import (
-    MAX_FACTORS,
-    MAX_PROBE_LENGTH,
-    construction_gap,
-    global_shift,
-    length_stretch,
-    local_displacement,
-    match_task,
-    offset_task,
-    sparse_retrieval,
-    strict_attention,
-)
-from ropegeo.toy.scheme_heads import (
-    FIXED,
-    LEARNED,
-    MAX_BATCH,
-    MAX_D,
-    MAX_ROWS,
-    MAX_TRAIN_LENGTH,
-    SCHEMES,
-    TrainedHead,
-    check_match_memory,
-    check_position_memory,
-    fixed_head,
-    train_position_head,
-    train_scheme_match_head,
-)
+from ropegeo.toy import seed_list
+from ropegeo.toy.interventions import (MAX_FACTORS, MAX_PROBE_LENGTH, construction_gap, global_shift, length_stretch,
+                                       local_displacement, match_task, offset_task, sparse_retrieval, strict_attention)
+from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAIN_LENGTH, SCHEMES,
+                                      TrainedHead, check_match_memory, check_position_memory, fixed_head,
+                                      train_position_head, train_scheme_match_head, _setup)
 
 __all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "ruler_study"]
 
@@ -330,17 +308,13 @@ def _measure(head, far, matcher, *, trained, scheme, seed, offset, distance, L, 
 
 def _check_trainers(schemes, L, head_dim, steps, match, match_steps, match_batch, train_options) -> None:
     """Validate the settings and budgets of every head :func:`compare_schemes` will train, up front."""
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
-    steps = training_settings(steps, train_options.get("lr", 0.05), train_options.get("init_std", 0.3))[0]
-    R = 0
-    if "absolute" in schemes:
-        rows = train_options.get("rows")
-        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     for name in schemes:
+        _, d, *_, R = _setup(name, SCHEMES, L, head_dim, steps, train_options.get("lr", 0.05),
+                             train_options.get("init_std", 0.3), 0, train_options.get("rows"))
         if name in LEARNED:
-            check_position_memory(name, L, head_dim, R if name == "absolute" else 0)
+            check_position_memory(name, L, d, R)
         if match:
-            check_match_memory(name, L, match_batch, 8, head_dim, R if name == "absolute" else 0)
+            check_match_memory(name, L, match_batch, 8, d, R)
 
 
 def _check_comparison(schemes, train_length, offset, distance, shift, factors, seeds) -> tuple:
@@ -372,25 +346,10 @@ def _check_comparison(schemes, train_length, offset, distance, shift, factors, s
     return schemes, train_length, offset, distance, shift, factors, seeds
 
 
-def compare_schemes(
-    schemes=SCHEMES,
-    *,
-    offset: int = 5,
-    distance: int = 40,
-    train_length: int = 64,
-    factors=(2, 4, 8),
-    shift: int = 16,
-    seeds=(0, 1, 2),
-    head_dim: int = 16,
-    steps: int = 1000,
-    alibi_head: int = 0,
-    alibi_heads: int = 8,
-    match: bool = False,
-    match_steps: int = 300,
-    match_batch: int = 16,
-    progress: bool = False,
-    **train_options,
-) -> Comparison:
+def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, train_length: int = 64, factors=(2, 4, 8),
+                    shift: int = 16, seeds=(0, 1, 2), head_dim: int = 16, steps: int = 1000, alibi_head: int = 0,
+                    alibi_heads: int = 8, match: bool = False, match_steps: int = 300, match_batch: int = 16,
+                    progress: bool = False, **train_options) -> Comparison:
     """Every scheme against every intervention, with one trained head per scheme, task and seed.
 
     For each scheme and seed two heads are made: a *local* one (attend ``offset`` back) and a
@@ -438,7 +397,7 @@ def compare_schemes(
     progress : bool
         Show a progress bar over schemes (off in the book: no bars in stored outputs).
     **train_options
-        Passed to :func:`ropegeo.toy.scheme_heads.train_position_head` (e.g. ``theta=`` for rope, ``max_distance=``).
+        Passed to :func:`ropegeo.toy.scheme_heads.train_position_head` (e.g. ``operator=`` for rope, ``max_distance=``).
 
     Returns
     -------
@@ -480,7 +439,7 @@ def compare_schemes(
             matcher = None
             if match:
                 mopts = {"alibi_heads": alibi_heads, "alibi_head": alibi_head} if name == "alibi" else \
-                    {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "base", "theta")}
+                    {k: val for k, val in train_options.items() if k in ("rows", "max_distance", "num_buckets", "operator")}
                 matcher = train_scheme_match_head(name, train_length=train_length, head_dim=head_dim, steps=match_steps, batch=match_batch,
                                            seed=s, **mopts)
                 heads[(name, "match")].append(matcher)
@@ -489,7 +448,7 @@ def compare_schemes(
     settings = {"offset": offset, "distance": distance, "train_length": train_length, "factors": factors,
                 "shift": shift, "seeds": tuple(seeds), "head_dim": head_dim, "steps": steps, "alibi_head": alibi_head,
                 "alibi_heads": alibi_heads, "match": bool(match), "match_steps": match_steps,
-                "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "theta"}}
+                "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "operator"}}
     return Comparison(results, heads, settings)
 
 
@@ -627,11 +586,11 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
         stretch = []
         for s in seeds:
             for b in budgets:
-                head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, theta=th)
+                head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, operator=th)
                 for key, value in attention_split(head, long, distance, train_length)._asdict().items():
                     far[str(b)][key].append(value)
             local = train_position_head("rope", offset, train_length=train_length, head_dim=head_dim, steps=table_steps, seed=s,
-                                        theta=th)
+                                        operator=th)
             stretch.append(float(length_stretch(local, train_length, offset, (factor,)).accuracy[-1]))
         out["rulers"][name] = {"theta": [float(t) for t in th], "stretch_accuracy": stretch, "far": far}
     return out

@@ -3,9 +3,9 @@
 The layer computes, for inputs ``x`` of shape ``(..., seq, d_model)`` at positions ``p``::
 
     x'      = scheme.embed(x, p)                    # schemes that add a code to the inputs
-    q, k, v = x' Wq, x' Wk, x' Wv                   # shapes (..., seq, d_head)
+    q, k, v = x' Wq, x' Wk, x' Wv                   # shapes (..., seq, head_dim)
     q, k    = scheme.rotate(q, k, p, p)             # schemes that act on queries and keys
-    S       = q k^T / sqrt(d_head) + scheme.bias(p, p)   # pre-softmax scores (..., seq, seq)
+    S       = q k^T / sqrt(head_dim) + scheme.bias(p, p)   # pre-softmax scores (..., seq, seq)
     A       = softmax(S, over keys, causal mask optional)
     out     = A v
 
@@ -25,12 +25,7 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import apply_rope
 from ropegeo.softmax import softmax
-from ropegeo.toy.schemes import (
-    MAX_WIDTH,
-    as_generator,
-    check_entries,
-    make_scheme,
-)
+from ropegeo.toy.schemes import (MAX_WIDTH, as_generator, check_entries, make_scheme)
 
 __all__ = ["AttentionLayer", "AttentionResult", "Deviation", "causal_mask", "permutation_deviation", "shift_deviation", "copy_back_head"]
 
@@ -60,17 +55,17 @@ def causal_mask(seq: int) -> np.ndarray:
 class AttentionResult(NamedTuple):
     """Everything one forward pass computes (see :meth:`AttentionLayer.run`)."""
 
-    #: Pre-softmax scores ``(q k^T + content bias) / sqrt(d_head)`` plus any bias, before masking; (..., seq, seq).
+    #: Pre-softmax scores ``(q k^T + content bias) / sqrt(head_dim)`` plus any bias, before masking; (..., seq, seq).
     scores: np.ndarray
     #: Attention weights (..., seq, seq); rows sum to 1, masked entries are exactly 0.
     weights: np.ndarray
-    #: ``weights @ v`` (plus the scheme's value bias, if any), shape (..., seq, d_head).
+    #: ``weights @ v`` (plus the scheme's value bias, if any), shape (..., seq, head_dim).
     outputs: np.ndarray
-    #: Queries after the scheme's ``rotate`` hook, shape (..., seq, d_head).
+    #: Queries after the scheme's ``rotate`` hook, shape (..., seq, head_dim).
     q: np.ndarray
-    #: Keys after the scheme's ``rotate`` hook, shape (..., seq, d_head).
+    #: Keys after the scheme's ``rotate`` hook, shape (..., seq, head_dim).
     k: np.ndarray
-    #: Values, shape (..., seq, d_head); no scheme rotates them.
+    #: Values, shape (..., seq, head_dim); no scheme rotates them.
     v: np.ndarray
 
 
@@ -81,7 +76,7 @@ class AttentionLayer:
     ----------
     d_model : int
         Width of the input vectors (1 to ``MAX_WIDTH`` = 1024; even for the sinusoidal scheme).
-    d_head : int, optional
+    head_dim : int, optional
         Width of queries, keys and values; even, 2 to 1024. Defaults to ``d_model`` (rounded up
         to even).
     scheme : str or PositionScheme
@@ -108,26 +103,26 @@ class AttentionLayer:
     (5, 8)
     """
 
-    def __init__(self, d_model: int, d_head: int | None = None, *, scheme="none", causal: bool = False, seed=0, **options):
+    def __init__(self, d_model: int, head_dim: int | None = None, *, scheme="none", causal: bool = False, seed=0, **options):
         self.d_model = v.integer("d_model", d_model, minimum=1, maximum=MAX_WIDTH)
-        if d_head is None:
-            d_head = self.d_model + (self.d_model % 2)
-        self.d_head = v.head_dim(d_head, "d_head")
-        if self.d_head > MAX_WIDTH:
-            raise ValueError(f"d_head must be at most {MAX_WIDTH}, got {self.d_head}")
+        if head_dim is None:
+            head_dim = self.d_model + (self.d_model % 2)
+        self.head_dim = v.head_dim(head_dim, "head_dim")
+        if self.head_dim > MAX_WIDTH:
+            raise ValueError(f"head_dim must be at most {MAX_WIDTH}, got {self.head_dim}")
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False, got {causal!r}")
         self.causal = bool(causal)
         rng = as_generator(seed)
         std = 1.0 / math.sqrt(self.d_model)
-        self.Wq = std * rng.standard_normal((self.d_model, self.d_head))
-        self.Wk = std * rng.standard_normal((self.d_model, self.d_head))
-        self.Wv = std * rng.standard_normal((self.d_model, self.d_head))
+        self.Wq = std * rng.standard_normal((self.d_model, self.head_dim))
+        self.Wk = std * rng.standard_normal((self.d_model, self.head_dim))
+        self.Wv = std * rng.standard_normal((self.d_model, self.head_dim))
         self.scheme = make_scheme(scheme, **options)
-        self.scheme.setup(self.d_model, self.d_head, rng)
+        self.scheme.setup(self.d_model, self.head_dim, rng)
 
     def __repr__(self) -> str:
-        return f"AttentionLayer(d_model={self.d_model}, d_head={self.d_head}, scheme={self.scheme!r}, causal={self.causal})"
+        return f"AttentionLayer(d_model={self.d_model}, head_dim={self.head_dim}, scheme={self.scheme!r}, causal={self.causal})"
 
     # -- validation ----------------------------------------------------------------------------
     def _inputs(self, x, positions):
@@ -189,7 +184,7 @@ class AttentionLayer:
         c = self.scheme.content_bias(q, pos, pos)
         if c is not None:
             raw = raw + c
-        scores = raw / math.sqrt(self.d_head)
+        scores = raw / math.sqrt(self.head_dim)
         b = self.scheme.bias(pos, pos)
         if b is not None:
             scores = scores + b
@@ -209,7 +204,7 @@ class AttentionLayer:
         return self.run(x, positions, causal=causal).weights
 
     def __call__(self, x, positions=None, *, causal: bool | None = None) -> np.ndarray:
-        """Outputs, shape (..., seq, d_head) (see :meth:`run`)."""
+        """Outputs, shape (..., seq, head_dim) (see :meth:`run`)."""
         return self.run(x, positions, causal=causal).outputs
 
 
@@ -375,8 +370,7 @@ def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_sh
     keys = apply_rope(np.tile(k, (length, 1)), np.arange(length) + shift)
     query = apply_rope(apply_rope(beta * k, -float(back)), float(length - 1))
     logits = keys @ query / math.sqrt(d)
-    weights = np.exp(logits - logits.max())
-    weights /= weights.sum()
+    weights = softmax(logits)
 
     def head(values):
         vals = v.finite_array("values", values)

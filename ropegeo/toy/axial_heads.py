@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import pair_indices
+from ropegeo.softmax import softmax, softmax_rows
 from ropegeo.toy import MAX_STEPS, Adam, check_trained, one_blas_thread, seed_list, training_settings
+from ropegeo.toy.training import _pair_coefficients, _pair_gradients
 
 __all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
            "evaluate_axial", "split_study", "budget_study"]
@@ -63,14 +64,8 @@ class AxialHead:
 
     def amplitudes(self) -> np.ndarray:
         """``|q_i| |k_i|``-style weight of every pair in the score, ``hypot(a_i, b_i)``."""
-        a, b = _coefficients(self.q, self.k)
+        a, b = _pair_coefficients(self.q, self.k)
         return np.hypot(a, b)
-
-
-def _coefficients(q, k):
-    first, second = pair_indices(q.size)
-    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
-    return q1 * k1 + q2 * k2, q1 * k2 - q2 * k1
 
 
 def _layout(grid, target):
@@ -106,38 +101,31 @@ def _prepared(g, t, F):
     _, index, table, inside, goal = _layout(g, t)
     ang = table @ F.T
     sel = index[inside]
-    mask = np.zeros(sel.shape)
-    mask[np.arange(inside.size), inside] = -np.inf  # never the query itself
-    return np.cos(ang), np.sin(ang), sel, mask, goal, pair_indices(2 * F.shape[0])
+    keep = np.ones(sel.shape)
+    keep[np.arange(inside.size), inside] = 0.0  # never the query itself
+    return np.cos(ang), np.sin(ang), sel, keep, goal
 
 
-def _loss(q, k, cos, sin, sel, mask, goal, pairs):
+def _loss(q, k, cos, sin, sel, keep, goal):
     """Loss, gradients and attention for the training queries (unchecked)."""
-    first, second = pairs
-    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
-    s = cos @ (q1 * k1 + q2 * k2) + sin @ (q1 * k2 - q2 * k1)  # one score per displacement
-    rows = s[sel] + mask  # (queries, keys)
-    top = rows.max(axis=1, keepdims=True)
-    p = np.exp(rows - top)
-    z = p.sum(axis=1)
-    p /= z[:, None]
+    a, b = _pair_coefficients(q, k)
+    s = cos @ a + sin @ b  # one score per displacement
+    rows = s[sel]  # (queries, keys)
     n = goal.size
     hit = np.arange(n), goal
-    loss = float((np.log(z) + top[:, 0] - rows[hit]).sum() / n)
+    target = rows[hit]
+    p, top, z = softmax_rows(rows, keep)
+    loss = float((np.log(z[:, 0]) + top[:, 0] - target).sum() / n)
     resid = p.copy()
     resid[hit] -= 1.0
     g = np.bincount(sel.ravel(), weights=resid.ravel(), minlength=s.size) / n
-    ga, gb = cos.T @ g, sin.T @ g
-    dq, dk = np.empty_like(q), np.empty_like(k)
-    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
-    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
-    return loss, dq, dk, p
+    return (loss, *_pair_gradients(q, k, cos.T @ g, sin.T @ g), p)
 
 
 def axial_scores(head: AxialHead) -> np.ndarray:
     """Scores of every query patch for every key patch, shape (patches, patches), from the head's coefficients."""
     pos, index, table, _, _ = _layout(head.grid, head.target)
-    a, b = _coefficients(head.q, head.k)
+    a, b = _pair_coefficients(head.q, head.k)
     ang = table @ head.freqs.T
     return (np.cos(ang) @ a + np.sin(ang) @ b)[index]
 
@@ -238,10 +226,9 @@ def evaluate_axial(head: AxialHead) -> AxialEvaluation:
     if not isinstance(head, AxialHead):
         raise ValueError(f"head must be an AxialHead, got {type(head).__name__}")
     pos, index, table, inside, goal = _layout(head.grid, head.target)
-    s = axial_scores(head)[inside]
-    s[np.arange(inside.size), inside] = -np.inf
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    seen = np.ones((inside.size, pos.shape[0]), dtype=bool)
+    seen[np.arange(inside.size), inside] = False
+    p = softmax(axial_scores(head)[inside], seen)
     rel = pos[None, :, :] - pos[inside][:, None, :]  # key minus query
     right_x, right_y = rel[..., 0] == head.target[0], rel[..., 1] == head.target[1]
     n = np.arange(inside.size)

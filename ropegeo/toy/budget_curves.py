@@ -34,6 +34,7 @@ from ropegeo import _validate as v
 from ropegeo import scaling
 from ropegeo import toy as behaviour
 from ropegeo.scaling import rule_name
+from ropegeo.softmax import softmax
 
 __all__ = ["CURVE_RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run", "rule_overlap"]
@@ -115,13 +116,11 @@ def pipeline_mass(head, length: int, pipeline: str = "float64", *, extension: st
         out[:, 0::2], out[:, 1::2] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
         return _bf16(out) if pipeline == "bf16_cos_sin" else out
 
-    scores = att * att * rotate(q) @ rotate(k).T
+    scores = (att * att * rotate(q) @ rotate(k).T)[head.offset:]
     m = np.arange(length)
-    scores = np.where(m[None, :] < m[:, None], scores, -np.inf)[head.offset:]
-    scores -= scores.max(axis=1, keepdims=True)
-    w = np.exp(scores)
+    p = softmax(scores, (m[None, :] < m[:, None])[head.offset:])
     rows = np.arange(scores.shape[0])
-    return float(np.mean(w[rows, rows] / w.sum(axis=1)))
+    return float(np.mean(p[rows, rows]))
 
 
 def _head_settings(head_dim, base, train_length, offset, factor, lr):
@@ -142,6 +141,23 @@ def _rule(name: str) -> str:
         return rule_name(name)
     except ValueError:
         raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {name!r}") from None
+
+
+def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
+    """A curve's checked rule names and budgets (1 to :data:`MAX_BUDGETS` step counts, 0 to ``most_steps``)."""
+    if isinstance(rules, str) or not v.is_collection(rules):
+        raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
+    rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]
+    if not rules:
+        raise ValueError(f"rules must hold at least one rule name, got {rules!r}")
+    for r in rules:
+        _rule(r)
+    if not v.is_collection(budgets):
+        raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
+    budgets = [v.integer("budgets", b, minimum=0, maximum=most_steps) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
+    if not budgets or len(budgets) > MAX_BUDGETS:
+        raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
+    return rules, budgets
 
 
 def budget_curve(seeds=range(10), rules=CURVE_RULES, budgets=BUDGETS, *, head_dim: int = 16, base: float = 10_000.0,
@@ -184,16 +200,7 @@ def budget_curve(seeds=range(10), rules=CURVE_RULES, budgets=BUDGETS, *, head_di
     True
     """
     seeds = behaviour.seed_list(seeds)
-    if isinstance(rules, str) or not v.is_collection(rules):
-        raise ValueError(f"rules must be a list of rule names such as ('pi', 'ntk'), got {rules!r}")
-    rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]
-    for r in rules:
-        _rule(r)
-    if not v.is_collection(budgets):
-        raise ValueError(f"budgets must be a list of step counts such as (0, 600, 3000), got {budgets!r}")
-    budgets = [v.integer("budgets", b, minimum=0, maximum=MAX_BUDGET) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
-    if not budgets or len(budgets) > MAX_BUDGETS:
-        raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
+    rules, budgets = _rules_and_budgets(rules, budgets, MAX_BUDGET)
     s = _head_settings(head_dim, base, train_length, offset, factor, lr)
     target = s["factor"] * s["train_length"]
     heads = behaviour.train_heads("offset", seeds, offset=s["offset"], head_dim=s["head_dim"], base=s["base"],
@@ -260,18 +267,7 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
         For bad seeds, rules, budgets or settings.
     """
     seeds = behaviour.seed_list(seeds)
-    if isinstance(rules, str) or not v.is_collection(rules):
-        raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
-    rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]
-    if not rules:
-        raise ValueError(f"rules must hold at least one rule name, got {rules!r}")
-    for r in rules:
-        _rule(r)
-    if not v.is_collection(budgets):
-        raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
-    budgets = [v.integer("budgets", b, minimum=0, maximum=1000) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
-    if not budgets or len(budgets) > MAX_BUDGETS:
-        raise ValueError(f"budgets must hold 1 to {MAX_BUDGETS} step counts")
+    rules, budgets = _rules_and_budgets(rules, budgets, 1000)
     s = {"head_dim": v.head_dim(head_dim, maximum=64), "base": v.base(base),
          "train_length": v.integer("train_length", train_length, minimum=8, maximum=128),
          "factor": v.integer("factor", factor, minimum=2, maximum=8),

@@ -28,6 +28,7 @@ from ropegeo import _validate as v
 from ropegeo import scaling
 from ropegeo import toy as behaviour
 from ropegeo.scaling import rule_name
+from ropegeo.softmax import softmax
 
 __all__ = ["SCALINGS", "logit_multiplier", "dilution_probe"]
 
@@ -72,9 +73,7 @@ def _last_query(head, length: int, rule: str, multiplier: float) -> tuple[float,
                                        train_length=head.original_train_length, length=length)
     deltas = np.arange(1, length)  # every key the last query sees, strictly earlier
     z = multiplier * behaviour.score_profile(head, deltas, theta=sch.theta, scale=sch.scale)
-    z = z - z.max()
-    p = np.exp(z)
-    p /= p.sum()
+    p = softmax(z)
     nz = p > 0
     return float(p[head.offset - 1]), float(-(p[nz] * np.log(p[nz])).sum())
 

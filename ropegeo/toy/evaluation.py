@@ -238,23 +238,10 @@ def _check_phases(qpos, kpos, theta, scale, phase_dtype, shift) -> None:
                          f"(shift={shift:g}, position ids up to {top:g} after scaling): {err}") from None
 
 
-def evaluate(
-    head,
-    length: int,
-    *,
-    extension: str | None = None,
-    factor: float | None = None,
-    theta=None,
-    scale: float | None = None,
-    attention_factor: float | None = None,
-    shift: float = 0.0,
-    query_offset: float = 0.0,
-    query_reset: bool = False,
-    position_dtype: str | None = None,
-    phase_dtype: str = "float64",
-    sequences: int = 8,
-    seed=12345,
-) -> Evaluation:
+def evaluate(head, length: int, *, extension: str | None = None, factor: float | None = None, theta=None,
+             scale: float | None = None, attention_factor: float | None = None, shift: float = 0.0,
+             query_offset: float = 0.0, query_reset: bool = False, position_dtype: str | None = None,
+             phase_dtype: str = "float64", sequences: int = 8, seed=12345) -> Evaluation:
     """Run a trained head on sequences of ``length`` and score every query's attention.
 
     Scores are formed exactly as a rotary layer does: queries rotated at their position ids,

@@ -27,33 +27,18 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import pair_indices, phase_angles
+from ropegeo.rotation import phase_angles
 from ropegeo.scaling import MAX_FACTOR, Schedule, extension_schedule, rule_name
-from ropegeo.softmax import EXP_FLOOR, softmax_rows
-from ropegeo.toy.training import (
-    MAX_BATCH,
-    MAX_HEAD_LENGTH,
-    MAX_MATCH_LENGTH,
-    MAX_STEP_BYTES,
-    MAX_TRAINED_HEAD_DIM,
-    MAX_VOCAB,
-    Adam,
-    _pair_coefficients,
-    _rng,
-    _schedule,
-    check_match_step,
-    check_theta,
-    check_trained,
-    match_step_bytes,
-    one_blas_thread,
-    seed_list,
-    training_settings,
-)
+from ropegeo.softmax import exp_rows, softmax_rows, softmax_segments
+from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, MAX_STEP_BYTES, MAX_TRAINED_HEAD_DIM,
+                                  MAX_VOCAB, Adam, _pair_coefficients, _pair_gradients, _rng, check_match_step,
+                                  check_theta, check_trained, match_step_bytes, one_blas_thread, _rotary_bank,
+                                  seed_list, training_settings)
 
 
 @dataclass(frozen=True)
@@ -122,21 +107,7 @@ class OffsetHead:
 
     def to_dict(self) -> dict:
         """Plain-Python form (arrays as lists)."""
-        return {
-            "kind": self.kind,
-            "q": self.q.tolist(),
-            "k": self.k.tolist(),
-            "theta": self.theta.tolist(),
-            "scale": self.scale,
-            "attention_factor": self.attention_factor,
-            "offset": self.offset,
-            "train_length": self.train_length,
-            "original_train_length": self.original_train_length,
-            "base": self.base,
-            "seed": self.seed,
-            "final_loss": float(self.losses[-1]) if self.losses.size else None,
-            "stages": list(self.stages),
-        }
+        return _to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -179,20 +150,18 @@ class MatchHead:
 
     def to_dict(self) -> dict:
         """Plain-Python form (arrays as lists)."""
-        return {
-            "kind": self.kind,
-            "q_table": self.q_table.tolist(),
-            "k_table": self.k_table.tolist(),
-            "theta": self.theta.tolist(),
-            "scale": self.scale,
-            "attention_factor": self.attention_factor,
-            "train_length": self.train_length,
-            "original_train_length": self.original_train_length,
-            "base": self.base,
-            "seed": self.seed,
-            "final_loss": float(self.losses[-1]) if self.losses.size else None,
-            "stages": list(self.stages),
-        }
+        return _to_dict(self)
+
+
+def _to_dict(head) -> dict:
+    out = {"kind": head.kind}
+    for f in fields(head):
+        value = getattr(head, f.name)
+        if f.name == "losses":
+            out["final_loss"] = float(value[-1]) if value.size else None
+        else:
+            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
+    return out
 
 
 def _check_head(head) -> None:
@@ -210,7 +179,7 @@ def _check_head(head) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+def offset_head_loss(q, k, operator, *, offset: int, length: int) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss of a content-free head and its exact gradient, in O(length * pairs).
 
     The sequence has positions ``0 .. length - 1``; the query at ``m >= offset`` attends over the
@@ -225,14 +194,13 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     ----------
     q, k : array_like, shape (head_dim,)
         Query and key vectors (interleaved pairs).
-    theta : array_like, shape (head_dim // 2,)
-        Frequencies, radians per position.
+    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
+        The rotary operator (frequencies, position scale, attention factor) or a frozen bank of
+        frequencies, radians per position (as in :func:`train_offset_head`).
     offset : int
         The target displacement, between 1 and ``length - 1``.
     length : int
         Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096).
-    scale : float
-        Position multiplier.
 
     Returns
     -------
@@ -247,14 +215,13 @@ def offset_head_loss(q, k, theta, *, offset: int, length: int, scale: float = 1.
     """
     q = v.finite_array("q", q)
     k = v.finite_array("k", k)
-    th = check_theta(theta)
+    th, scale, att, _ = _rotary_bank(operator)
     if q.shape != (2 * th.size,) or k.shape != q.shape:
-        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match theta, got {q.shape} and {k.shape}")
+        raise ValueError(f"q and k must both have shape ({2 * th.size},) to match the operator, got {q.shape} and {k.shape}")
     length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
-    scale = v.real("scale", scale, greater_than=0.0)
     ang = phase_angles(np.arange(1, length) * scale, th)
-    return _offset_loss(q, k, np.cos(ang), np.sin(ang), offset)
+    return _offset_loss(q, k, att * att * np.cos(ang), att * att * np.sin(ang), offset)
 
 
 def _offset_loss(q, k, cos, sin, offset):
@@ -268,13 +235,7 @@ def _offset_loss(q, k, cos, sin, offset):
     delta = np.arange(1, s.size + 1)
     g = np.exp(s + tail[np.maximum(delta, offset) - offset]) / n
     g[offset - 1] -= 1.0
-    ga, gb = cos.T @ g, sin.T @ g
-    first, second = pair_indices(q.size)
-    dq, dk = np.empty_like(q), np.empty_like(k)
-    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
-    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
-    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
-    return loss, dq, dk
+    return (loss, *_pair_gradients(q, k, cos.T @ g, sin.T @ g))
 
 
 def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
@@ -288,43 +249,38 @@ def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
     return losses
 
 
-def train_offset_head(
-    offset: int = 5,
-    *,
-    head_dim: int = 16,
-    base: float = 10_000.0,
-    theta=None,
-    scale: float = 1.0,
-    train_length: int = 64,
-    steps: int = 1000,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed=0,
-) -> OffsetHead:
+def _fit(params, run, lr: float, init_std: float | None = None) -> np.ndarray:
+    """Run a training loop (``run()`` returns its losses) quietly on one BLAS thread; refuse divergence."""
+    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
+        losses = run()
+    check_trained(params, losses, lr, init_std)
+    return losses
+
+
+def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = None, base: float | None = None,
+                      theta=None, train_length: int = 64, steps: int = 1000, lr: float = 0.05, init_std: float = 0.3,
+                      seed=0) -> OffsetHead:
     """Train a content-free head to attend to the key ``offset`` positions back.
 
     Parameters
     ----------
     offset : int
         Target displacement, between 1 and ``train_length - 1``.
-    head_dim : int
-        Head dimension (even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
-    base : float
-        Frequency base of the schedule ``base ** (-2i / head_dim)`` (ignored with ``theta``).
-    theta : array_like, shape (head_dim // 2,), optional
-        Explicit per-pair frequencies (radians per position), e.g. from an extension rule.
-    scale : float
-        Position multiplier during training (positive).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        The rotary operator it trains under (frequencies, position scale, attention factor), or a
+        frozen bank of per-pair frequencies (radians per position), e.g. from an extension rule.
+        ``theta`` is the older name of a bank.
+    head_dim, base : optional
+        Without an operator: the plain schedule ``base ** (-2i / head_dim)`` (default 16 and
+        10,000; head_dim even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
     train_length : int
         Training sequence length ``L`` (``offset + 1`` to :data:`MAX_HEAD_LENGTH` = 4096).
     steps : int
-        Adam steps (full-batch: the task has no data noise; 1 to :data:`MAX_STEPS`; about
+        Full-batch Adam steps (the task has no data noise; 1 to :data:`MAX_STEPS`; about
         0.1 ms per step at length 64 with head_dim 16).
-    lr : float
-        Adam learning rate (positive, at most :data:`MAX_LR` = 10).
-    init_std : float
-        Standard deviation of the normal initialisation of ``q`` and ``k`` (positive, at most
-        :data:`MAX_INIT_STD` = 10).
+    lr, init_std : float
+        Adam's learning rate (positive, at most :data:`MAX_LR` = 10) and the standard deviation
+        of the normal initialisation of ``q`` and ``k`` (positive, at most :data:`MAX_INIT_STD` = 10).
     seed : int or numpy.random.Generator
         Initialisation randomness.
 
@@ -338,19 +294,15 @@ def train_offset_head(
         For any parameter outside the ranges above, or when training diverges to non-finite
         values (lower ``lr`` or ``init_std``).
     """
-    th, base_used = _schedule(head_dim, base, theta)
-    head_dim = 2 * th.size
+    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    scale = v.real("scale", scale, greater_than=0.0)
     steps, lr, init_std = training_settings(steps, lr, init_std)
     rng, seed_used = _rng(seed)
-    q, k = rng.normal(scale=init_std, size=(2, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_offset(q, k, th, scale, offset, train_length, steps, lr)
-    check_trained((q, k), losses, lr, init_std)
+    q, k = rng.normal(scale=init_std, size=(2, 2 * th.size))
+    losses = _fit((q, k), lambda: _run_offset(q, k, th, scale, offset, train_length, steps, lr, att * att), lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
-    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,))
+    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,), att)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,7 +394,7 @@ def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
     return np.cos(ang), np.sin(ang)
 
 
-def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> tuple[float, np.ndarray, np.ndarray]:
+def match_head_loss(q_table, k_table, tokens, operator) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss of the most-recent-match head on a batch of sequences, and its exact gradient.
 
     The query at ``m`` (token ``t_m``) attends over the keys at ``0 .. m - 1`` with scores
@@ -455,9 +407,8 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     q_table, k_table : array_like, shape (vocab, head_dim)
     tokens : array_like of int, shape (batch, seq)
         Token ids in ``[0, vocab)``; positions are ``0 .. seq - 1``.
-    theta : array_like, shape (head_dim // 2,)
-    scale : float
-        Position multiplier.
+    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
+        As in :func:`offset_head_loss`.
 
     Returns
     -------
@@ -472,7 +423,7 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
     """
     qt = v.finite_array("q_table", q_table)
     kt = v.finite_array("k_table", k_table)
-    th = check_theta(theta)
+    th, scale, att, _ = _rotary_bank(operator)
     if qt.ndim != 2 or qt.shape[1] != 2 * th.size or kt.shape != qt.shape:
         raise ValueError(
             f"q_table and k_table must both have shape (vocab, {2 * th.size}), got {qt.shape} and {kt.shape}"
@@ -482,13 +433,12 @@ def match_head_loss(q_table, k_table, tokens, theta, *, scale: float = 1.0) -> t
         raise ValueError(f"tokens must be an integer array of shape (batch, seq), got {tok.dtype} {tok.shape}")
     if tok.size and (tok.min() < 0 or tok.max() >= qt.shape[0]):
         raise ValueError(f"tokens must lie in [0, vocab={qt.shape[0]})")
-    scale = v.real("scale", scale, greater_than=0.0)
     need = match_step_bytes(tok.shape[1], tok.shape[0], qt.shape[0], qt.shape[1])
     if need > MAX_STEP_BYTES:
         raise ValueError(f"tokens of shape {tok.shape} with tables of shape {qt.shape} would need about "
                          f"{need / 2**20:,.0f} MiB; at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: "
                          f"use fewer or shorter sequences in tokens, or smaller q_table and k_table")
-    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale))
+    return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale), att * att)
 
 
 
@@ -566,9 +516,10 @@ def _table_cross_entropy(table, tok, vocab):
 
     The same loss as :func:`match_cross_entropy` on the full ``(batch, seq, seq)`` scores, which
     are never formed: only the pairs ``n < m`` are read, a few sequences at a time
-    (:data:`_CHUNK_SCORES`). When each query token's scores span at most :data:`_TABLE_SPREAD`,
-    the exponentials are those of the table (``vocab**2 * seq`` of them) shifted by the token's
-    largest score; otherwise each row is shifted by its own maximum, as in :func:`softmax_rows`.
+    (:data:`_CHUNK_SCORES`), through :func:`ropegeo.softmax.softmax_segments`. When each query
+    token's scores span at most :data:`_TABLE_SPREAD`, the exponentials are those of the table
+    (``vocab**2 * seq`` of them, :func:`ropegeo.softmax.exp_rows`) shifted by the token's largest
+    score; otherwise each row is shifted by its own maximum.
     """
     batch, seq = tok.shape
     target = match_targets(tok)
@@ -582,7 +533,7 @@ def _table_cross_entropy(table, tok, vocab):
     rows = table.reshape(vocab, -1)
     shift = rows.max(axis=1)
     by_table = float(np.max(shift - rows.min(axis=1))) <= _TABLE_SPREAD  # False for a non-finite table too
-    flat = np.exp(rows - shift[:, None]).ravel() if by_table else table.ravel()
+    flat = exp_rows(rows, shift).ravel() if by_table else table.ravel()
     pairs = seq * (seq - 1) // 2
     step = max(1, min(batch, _CHUNK_SCORES // pairs))
     query, key, delta, starts, row = _pair_layout(seq, step)
@@ -594,17 +545,11 @@ def _table_cross_entropy(table, tok, vocab):
         index = (t.ravel() * (vocab * seq))[query[:n]]
         index += (t.ravel() * seq)[key[:n]]
         index += delta[:n]
-        e = flat[index]
-        if by_table:
-            top = shift[t[:, 1:]].ravel()
-        else:
-            top = np.maximum.reduceat(e, starts[:r])
-            e -= top[row[:n]]
-            np.maximum(e, EXP_FLOOR, out=e)
-            np.exp(e, out=e)
-        z = np.add.reduceat(e, starts[:r])  # one sum per row m = 1 .. seq - 1, positive
+        top = shift[t[:, 1:]].ravel() if by_table else None
+        # queries without an earlier match are left out (weight 0)
+        e, top, z = softmax_segments(flat[index], starts[:r], row[:n], top, exponentiated=by_table,
+                                     weights=valid[lo : lo + step, 1:].ravel())
         log_z[lo : lo + step, 1:] = (np.log(z) + top).reshape(-1, seq - 1)
-        e *= (valid[lo : lo + step, 1:].ravel() / z)[row[:n]]  # queries without an earlier match are left out
         d_flat += np.bincount(index, weights=e, minlength=table.size)
     loss = float(np.mean(log_z[bi, mi] - table.ravel()[hit]))
     d_flat -= np.bincount(hit, minlength=table.size)
@@ -631,20 +576,9 @@ def _run_match(qt, kt, theta, scale, length, batch, steps, lr, rng, gain=1.0):
     return losses
 
 
-def train_match_head(
-    vocab: int = 8,
-    *,
-    head_dim: int = 16,
-    base: float = 10_000.0,
-    theta=None,
-    scale: float = 1.0,
-    train_length: int = 64,
-    batch: int = 32,
-    steps: int = 600,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed=0,
-) -> MatchHead:
+def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = None, base: float | None = None,
+                     theta=None, train_length: int = 64, batch: int = 32, steps: int = 600, lr: float = 0.05,
+                     init_std: float = 0.3, seed=0) -> MatchHead:
     """Train a head to attend to the most recent earlier occurrence of the query's token.
 
     Every step draws ``batch`` fresh sequences of ``train_length`` tokens uniformly from the
@@ -654,14 +588,12 @@ def train_match_head(
     ----------
     vocab : int
         Number of token types (2 to :data:`MAX_VOCAB` = 256).
-    head_dim, base, theta, scale, lr, init_std, seed
+    operator, head_dim, base, theta, steps, lr, init_std, seed
         As in :func:`train_offset_head`.
     train_length : int
         Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
-    steps : int
-        Adam steps (1 to :data:`MAX_STEPS`).
 
     Returns
     -------
@@ -681,21 +613,18 @@ def train_match_head(
     (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
     defaults, at head dimension 16 or 128.
     """
-    th, base_used = _schedule(head_dim, base, theta)
-    head_dim = 2 * th.size
+    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
-    scale = v.real("scale", scale, greater_than=0.0)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    check_match_step(train_length, batch, vocab, head_dim)
+    check_match_step(train_length, batch, vocab, 2 * th.size)
     rng, seed_used = _rng(seed)
-    qt, kt = rng.normal(scale=init_std, size=(2, vocab, head_dim))
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng)
-    check_trained((qt, kt), losses, lr, init_std)
+    qt, kt = rng.normal(scale=init_std, size=(2, vocab, 2 * th.size))
+    losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng, att * att),
+                  lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
-    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,))
+    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,), att)
 
 
 def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
@@ -764,19 +693,8 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
     return Schedule(sch.theta, sch.scale * head.scale, sch.attention_factor * head.attention_factor, name)
 
 
-def fine_tune(
-    head,
-    *,
-    extension: str | None = "pi",
-    length: int | None = None,
-    factor: float | None = None,
-    theta=None,
-    scale: float | None = None,
-    steps: int | None = None,
-    lr: float = 0.05,
-    batch: int = 4,
-    seed=0,
-):
+def fine_tune(head, *, extension: str | None = "pi", length: int | None = None, factor: float | None = None,
+              operator=None, steps: int | None = None, lr: float = 0.05, batch: int = 4, seed=0):
     """Continue training a head under a new (scaled) schedule: the fine-tuning of an extension.
 
     Parameters
@@ -784,7 +702,7 @@ def fine_tune(
     head : OffsetHead or MatchHead
     extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"} or None
         Named rule giving the new schedule (see :func:`~ropegeo.scaling.extension_schedule`); ignored when
-        ``theta`` or ``scale`` is given.
+        ``operator`` is given.
     length : int, optional
         Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to
         :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
@@ -794,8 +712,9 @@ def fine_tune(
         Extension factor (1 to ``ropegeo.scaling.MAX_FACTOR``; without ``length``, the default
         length must stay within the bound above). Default 8 when a named rule other than
         ``"none"`` is used (aliases as in :func:`ropegeo.scaling.extension_schedule`).
-    theta, scale
-        Explicit schedule (instead of ``extension``).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        An explicit schedule instead of ``extension``: an operator with the head's number of pairs
+        (its frequencies, position scale and attention factor) or a frozen bank of frequencies.
     steps : int, optional
         Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
         length 512), 100 for a match head (about a second at length 512).
@@ -822,7 +741,7 @@ def fine_tune(
     offset_head = isinstance(head, OffsetHead)
     most = MAX_HEAD_LENGTH if offset_head else MAX_MATCH_LENGTH
     kind = "an offset head" if offset_head else "a match head"
-    if theta is not None or scale is not None:
+    if operator is not None:
         extension = None
     if extension is not None and rule_name(extension, "extension") != "none" and factor is None:
         factor = 8.0
@@ -835,7 +754,12 @@ def fine_tune(
                              f"training length {head.original_train_length}); at most {most} for {kind}: "
                              f"lower factor or pass length")
     length = v.integer("length", length, minimum=2, maximum=most)
-    th, sc, att, name = _resolve(head, length, extension, factor, theta, scale)
+    if operator is None:
+        th, sc, att, name = _resolve(head, length, extension, factor, None, None)
+    else:
+        (th, sc, att, _), name = _rotary_bank(operator), "custom"
+        if th.size != head.theta.size:
+            raise ValueError(f"operator must have {head.theta.size} pairs to match the head, got {th.size}")
     if steps is None:
         steps = 600 if offset_head else 100
     steps, lr = training_settings(steps, lr)
@@ -845,19 +769,14 @@ def fine_tune(
         if head.offset >= length:
             raise ValueError(f"length must exceed the head's offset {head.offset}, got {length}")
         q, k = head.q.copy(), head.k.copy()
-        with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-            losses = _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att)
-        check_trained((q, k), losses, lr)
-        return replace(head, q=q, k=k, theta=th, scale=sc, attention_factor=att, train_length=length,
-                       losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
-    batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
-    check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
-    rng, _ = _rng(seed)
-    qt, kt = head.q_table.copy(), head.k_table.copy()
-    with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
-        losses = _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att)
-    check_trained((qt, kt), losses, lr)
-    stage["batch"] = batch
-    return replace(head, q_table=qt, k_table=kt, theta=th, scale=sc, attention_factor=att, train_length=length,
+        losses = _fit((q, k), lambda: _run_offset(q, k, th, sc, head.offset, length, steps, lr, att * att), lr)
+        tuned = dict(q=q, k=k)
+    else:
+        batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
+        check_match_step(length, batch, head.vocab, head.head_dim, length_name="length")
+        rng, _ = _rng(seed)
+        qt, kt = head.q_table.copy(), head.k_table.copy()
+        losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, sc, length, batch, steps, lr, rng, att * att), lr)
+        tuned, stage["batch"] = dict(q_table=qt, k_table=kt), batch
+    return replace(head, **tuned, theta=th, scale=sc, attention_factor=att, train_length=length,
                    losses=np.concatenate([head.losses, losses]), stages=head.stages + (stage,))
-

@@ -49,32 +49,10 @@ from ropegeo.toy import match_targets, seed_list
 from ropegeo.toy.attention import MAX_WIDTH, AttentionLayer
 from ropegeo.toy.schemes import MAX_ENTRIES, make_scheme
 
-__all__ = [
-    "PositionHead",
-    "TaskResult",
-    "ShiftResult",
-    "DisplacementResult",
-    "StretchResult",
-    "GapResult",
-    "position_head",
-    "strict_attention",
-    "offset_task",
-    "global_shift",
-    "local_displacement",
-    "length_stretch",
-    "sparse_retrieval",
-    "construction_gap",
-    "NeedleResult",
-    "needle_retrieval",
-    "TokenHead",
-    "match_task",
-    "MatchCeilings",
-    "match_ceilings",
-    "MAX_PROBE_LENGTH",
-    "MAX_PAIRS",
-    "MAX_FACTORS",
-    "MAX_GAIN",
-]
+__all__ = ["PositionHead", "TaskResult", "ShiftResult", "DisplacementResult", "StretchResult", "GapResult",
+           "position_head", "strict_attention", "offset_task", "global_shift", "local_displacement", "length_stretch",
+           "sparse_retrieval", "construction_gap", "NeedleResult", "needle_retrieval", "TokenHead", "match_task",
+           "MatchCeilings", "match_ceilings", "MAX_PROBE_LENGTH", "MAX_PAIRS", "MAX_FACTORS", "MAX_GAIN"]
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_PROBE_LENGTH = 4096
@@ -92,6 +70,13 @@ TIE = 1e-9
 #: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
 #: attention on the needle, and larger ones would overflow the projections.
 MAX_GAIN = 1e6
+
+
+def _named(layer, name) -> tuple:
+    """A head's checked layer and its label (default: the scheme's registered name)."""
+    if not isinstance(layer, AttentionLayer):
+        raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+    return layer, getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
 
 
 class PositionHead:
@@ -113,9 +98,7 @@ class PositionHead:
     """
 
     def __init__(self, layer: AttentionLayer, token=None, name: str | None = None):
-        if not isinstance(layer, AttentionLayer):
-            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
-        self.layer = layer
+        self.layer, self.name = _named(layer, name)
         if token is None:
             token = np.zeros(layer.d_model)
             token[0] = 1.0
@@ -123,7 +106,6 @@ class PositionHead:
         if t.shape != (layer.d_model,):
             raise ValueError(f"token must have shape ({layer.d_model},), got {t.shape}")
         self.token = t
-        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
 
     def __repr__(self) -> str:
         return f"PositionHead({self.name!r}, {self.layer!r})"
@@ -151,14 +133,14 @@ class PositionHead:
             qp, kp = np.broadcast_arrays(qp, kp)
         except ValueError:
             raise ValueError(f"q_positions {qp.shape} and k_positions {kp.shape} do not broadcast") from None
-        width = max(self.token.size, self.layer.d_head)
+        width = max(self.token.size, self.layer.head_dim)
         most = max(1, MAX_PAIRS * 16 // width)  # the work of one pair grows with the layer's width
         if qp.size > most:
             raise ValueError(f"q_positions and k_positions broadcast to {qp.size:,} pairs; at most {most:,} for a "
                              f"width of {width} (MAX_PAIRS = {MAX_PAIRS:,} pairs at width 16)")
         flat = np.stack([kp.ravel(), qp.ravel()], axis=-1)  # (n, 2)
         out = np.empty(flat.shape[0])
-        step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.d_head)))
+        step = max(1, MAX_ENTRIES // (8 * max(self.token.size, self.layer.head_dim)))
         for s in range(0, flat.shape[0], step):
             part = flat[s : s + step]
             x = np.broadcast_to(self.token, part.shape + (self.token.size,))
@@ -534,7 +516,7 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     seeds = seed_list(seeds)
     worst = 0.0
     for s in seeds:
-        layer = AttentionLayer(head.layer.d_model, head.layer.d_head, scheme=_fresh(head.layer.scheme), seed=s)
+        layer = AttentionLayer(head.layer.d_model, head.layer.head_dim, scheme=_fresh(head.layer.scheme), seed=s)
         x = np.random.default_rng(10_000 + s).standard_normal((length, head.layer.d_model))
         pos = np.arange(length, dtype=np.float64)
         worst = max(worst, float(np.max(np.abs(layer.scores(x, pos + shift) - layer.scores(x, pos)))))
@@ -624,9 +606,9 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
     gain = v.real("gain", gain, minimum=0.0, maximum=MAX_GAIN)
     d_model = v.head_dim(d_model, "d_model", maximum=MAX_WIDTH)
     layer = AttentionLayer(d_model, scheme=scheme, seed=seed, **options)
-    c = math.sqrt(gain * math.sqrt(layer.d_head))
-    layer.Wq = c * np.eye(d_model, layer.d_head)
-    layer.Wk = c * np.eye(d_model, layer.d_head)
+    c = math.sqrt(gain * math.sqrt(layer.head_dim))
+    layer.Wq = c * np.eye(d_model, layer.head_dim)
+    layer.Wk = c * np.eye(d_model, layer.head_dim)
     if token is None:
         u = np.zeros(d_model)
         u[0::2] = math.sqrt(2.0 / d_model)
@@ -663,13 +645,11 @@ class TokenHead:
     """
 
     def __init__(self, layer: AttentionLayer, embedding, name: str | None = None):
-        if not isinstance(layer, AttentionLayer):
-            raise ValueError(f"layer must be an AttentionLayer, got {type(layer).__name__}")
+        self.layer, self.name = _named(layer, name)
         e = v.finite_array("embedding", embedding)
         if e.ndim != 2 or e.shape[0] < 2 or e.shape[1] != layer.d_model:
             raise ValueError(f"embedding must have shape (vocab >= 2, {layer.d_model}), got {e.shape}")
-        self.layer, self.embedding = layer, e
-        self.name = getattr(layer.scheme, "name", type(layer.scheme).__name__) if name is None else str(name)
+        self.embedding = e
 
     @property
     def vocab(self) -> int:
@@ -690,7 +670,7 @@ class TokenHead:
             raise ValueError(f"tokens must lie in [0, vocab={self.vocab})")
         if tok.shape[1] > MAX_PROBE_LENGTH:
             raise ValueError(f"tokens has length {tok.shape[1]}; at most MAX_PROBE_LENGTH = {MAX_PROBE_LENGTH}")
-        entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.d_head)
+        entries = tok.shape[0] * tok.shape[1] * max(tok.shape[1], self.layer.d_model, self.layer.head_dim)
         if entries > MAX_ENTRIES:
             raise ValueError(f"tokens of shape {tok.shape} would need {entries:,} entries for the inputs and scores; "
                              f"at most MAX_ENTRIES = {MAX_ENTRIES:,}: use fewer or shorter sequences")

@@ -31,34 +31,17 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.softmax import softmax_rows
-from ropegeo.toy import (
-    Adam,
-    check_match_step,
-    check_step_memory,
-    check_trained,
-    match_cross_entropy,
-    train_offset_head,
-    training_settings,
-)
+from ropegeo.toy import (Adam, check_match_step, check_step_memory, check_trained, match_cross_entropy,
+                         train_offset_head, training_settings)
 from ropegeo.toy import train_match_head as train_rope_match_head
 from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.interventions import PositionHead, TokenHead, position_head
-from ropegeo.toy.schemes import AbsolutePositions, ALiBi, RelativePositions, T5Bias, sinusoidal_encoding, t5_bucket
+from ropegeo.toy.schemes import (AbsolutePositions, ALiBi, RelativePositions, RotaryPositions, T5Bias,
+                                 sinusoidal_encoding, t5_bucket)
 
-__all__ = [
-    "SCHEMES",
-    "LEARNED",
-    "FIXED",
-    "TrainedHead",
-    "train_position_head",
-    "TrainedMatchHead",
-    "train_scheme_match_head",
-    "match_loss",
-    "fixed_head",
-    "task_loss",
-    "check_position_memory",
-    "check_match_memory",
-]
+__all__ = ["SCHEMES", "LEARNED", "FIXED", "TrainedHead", "train_position_head", "TrainedMatchHead",
+           "train_scheme_match_head", "match_loss", "fixed_head", "task_loss", "check_position_memory",
+           "check_match_memory"]
 
 SCHEMES = ("none", "absolute", "sinusoidal", "relative", "t5", "alibi", "rope")
 LEARNED = ("absolute", "sinusoidal", "relative", "t5", "rope")
@@ -124,13 +107,22 @@ class TrainedHead(PositionHead):
 
     def __init__(self, layer, *, scheme: str, offset: int, train_length: int, seed: int, losses):
         super().__init__(layer, name=scheme)
-        self.scheme, self.offset, self.train_length, self.seed = scheme, offset, train_length, seed
-        self.losses = np.asarray(losses, dtype=np.float64)
+        _record(self, scheme, train_length, seed, losses)
+        self.offset = offset
 
     def __repr__(self) -> str:
-        last = self.losses[-1] if self.losses.size else math.nan
-        return (f"TrainedHead({self.scheme!r}, offset={self.offset}, train_length={self.train_length}, "
-                f"seed={self.seed}, final loss {last:.3g})")
+        return _repr(self, f"offset={self.offset}")
+
+
+def _record(head, scheme, train_length, seed, losses) -> None:
+    head.scheme, head.train_length, head.seed = scheme, train_length, seed
+    head.losses = np.asarray(losses, dtype=np.float64)
+
+
+def _repr(head, what: str) -> str:
+    last = head.losses[-1] if head.losses.size else math.nan
+    return (f"{type(head).__name__}({head.scheme!r}, {what}, train_length={head.train_length}, seed={head.seed}, "
+            f"final loss {last:.3g})")
 
 
 def _task_grad(S: np.ndarray, offset: int) -> tuple[float, np.ndarray]:
@@ -191,37 +183,46 @@ def _fb_t5(b, idx, L, offset):
     return loss, np.bincount(idx, weights=g.ravel(), minlength=b.size)
 
 
+def _adam(params, step, steps: int, lr: float, init_std: float, extra=()) -> np.ndarray:
+    """Adam on ``params`` for ``steps`` steps; ``step(t)`` returns the loss and a gradient per parameter
+    (anything after them is ignored). Refuses divergence (``extra``: more arrays that must stay finite)."""
+    opt, losses = Adam(params, lr), np.empty(steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps):
+            out = step(t)
+            losses[t] = out[0]
+            opt.step(out[1 : len(params) + 1])
+    check_trained(list(params) + list(extra), losses, lr, init_std)
+    return losses
+
+
+def _layer(d, scheme, Wq=None, Wk=None, rows=(), head_dim=None):
+    """A layer of ``scheme`` with the given projections (zero matrices whose ``rows`` are set, by default)."""
+    layer = AttentionLayer(d, head_dim, scheme=scheme, seed=0)
+    layer.Wq, layer.Wk = (np.zeros((d, d)), np.zeros((d, d))) if Wq is None else (Wq, Wk)
+    for i, (q, k) in enumerate(rows):
+        layer.Wq[i], layer.Wk[i] = q, k
+    return layer
+
+
 def _train_absolute(rng, d, L, offset, steps, lr, init_std, rows):
     T = rng.normal(scale=init_std, size=(rows, d))
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
-    e0 = np.eye(d)[0]
-    losses = np.empty(steps)
-    opt = Adam([T, Wq, Wk], lr)
-    dT = np.zeros_like(T)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            losses[t], dWq, dWk, dH = _fb_projection(e0 + T[:L], Wq, Wk, offset)
-            dT[:L] = dH
-            opt.step([dT, dWq, dWk])
-    check_trained(opt.params, losses, lr, init_std)
-    layer = AttentionLayer(d, scheme=AbsolutePositions(table=T), seed=0)
-    layer.Wq, layer.Wk = Wq, Wk
-    return layer, losses
+    e0, dT = np.eye(d)[0], np.zeros_like(T)
+
+    def step(t):
+        loss, dWq, dWk, dT[:L] = _fb_projection(e0 + T[:L], Wq, Wk, offset)
+        return loss, dT, dWq, dWk
+
+    losses = _adam([T, Wq, Wk], step, steps, lr, init_std)
+    return _layer(d, AbsolutePositions(table=T), Wq, Wk), losses
 
 
 def _train_sinusoidal(rng, d, L, offset, steps, lr, init_std):
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
     H = np.eye(d)[0] + sinusoidal_encoding(np.arange(L), d)
-    losses = np.empty(steps)
-    opt = Adam([Wq, Wk], lr)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            losses[t], dWq, dWk, _ = _fb_projection(H, Wq, Wk, offset)
-            opt.step([dWq, dWk])
-    check_trained(opt.params, losses, lr, init_std)
-    layer = AttentionLayer(d, scheme="sinusoidal", seed=0)
-    layer.Wq, layer.Wk = Wq, Wk
-    return layer, losses
+    losses = _adam([Wq, Wk], lambda t: _fb_projection(H, Wq, Wk, offset), steps, lr, init_std)
+    return _layer(d, "sinusoidal", Wq, Wk), losses
 
 
 def _train_relative(rng, d, L, offset, steps, lr, init_std, max_distance):
@@ -231,18 +232,9 @@ def _train_relative(rng, d, L, offset, steps, lr, init_std, max_distance):
     k0 = rng.normal(scale=init_std, size=d)  # the key: a constant shift of every score
     pos = np.arange(L)
     idx = (np.clip(pos[None, :] - pos[:, None], -K, K) + K).ravel()
-    losses = np.empty(steps)
-    opt = Adam([q, a], lr)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            losses[t], dq, da = _fb_relative(q, a, k0, idx, L, offset)
-            opt.step([dq, da])
-    check_trained(opt.params + [k0], losses, lr, init_std)
-    layer = AttentionLayer(d, scheme=RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a),
-                                                       values=False), seed=0)
-    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
-    layer.Wq[0], layer.Wk[0] = q, k0
-    return layer, losses
+    losses = _adam([q, a], lambda t: _fb_relative(q, a, k0, idx, L, offset), steps, lr, init_std, extra=[k0])
+    scheme = RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a), values=False)
+    return _layer(d, scheme, rows=[(q, k0)]), losses
 
 
 def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance):
@@ -250,45 +242,40 @@ def _train_t5(rng, d, L, offset, steps, lr, init_std, num_buckets, max_distance)
     pos = np.arange(L)
     idx = t5_bucket(pos[None, :] - pos[:, None], bidirectional=False, num_buckets=num_buckets,
                     max_distance=max_distance).ravel()
-    losses = np.empty(steps)
-    opt = Adam([b], lr)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            losses[t], db = _fb_t5(b, idx, L, offset)
-            opt.step([db])
-    check_trained(opt.params, losses, lr, init_std)
-    layer = AttentionLayer(d, scheme=T5Bias(num_buckets=num_buckets, max_distance=max_distance, bidirectional=False,
-                                            table=b), seed=0)
-    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
-    return layer, losses
+    losses = _adam([b], lambda t: _fb_t5(b, idx, L, offset), steps, lr, init_std)
+    return _layer(d, T5Bias(num_buckets=num_buckets, max_distance=max_distance, bidirectional=False, table=b)), losses
 
 
-def _train_rope(seed, d, L, offset, steps, lr, init_std, base, theta):
-    gate_c = train_offset_head(offset, head_dim=d, base=base, theta=theta, train_length=L, steps=steps, lr=lr,
-                               init_std=init_std, seed=seed)
-    layer = AttentionLayer(d, scheme="rope", base=base, theta=gate_c.theta, seed=0)
-    layer.Wq, layer.Wk = np.zeros((d, d)), np.zeros((d, d))
+def _rope(gate_c) -> RotaryPositions:
+    """The rope scheme of a layer that runs a Gate C head as it was trained."""
+    return RotaryPositions(base=gate_c.base or 10_000.0, theta=gate_c.theta, scale=gate_c.scale,
+                           attention_factor=gate_c.attention_factor)
+
+
+def _train_rope(seed, d, L, offset, steps, lr, init_std, operator):
+    gate_c = train_offset_head(offset, operator=operator, head_dim=d, train_length=L,
+                               steps=steps, lr=lr, init_std=init_std, seed=seed)
     # Gate C's score is R_m q . R_n k; the layer divides by sqrt(d), so the query carries sqrt(d)
-    layer.Wq[0], layer.Wk[0] = math.sqrt(d) * gate_c.q, gate_c.k
-    return layer, gate_c.losses
+    return _layer(d, _rope(gate_c), rows=[(math.sqrt(d) * gate_c.q, gate_c.k)]), gate_c.losses
 
 
-def train_position_head(
-    scheme: str,
-    offset: int = 5,
-    *,
-    train_length: int = 64,
-    head_dim: int = 16,
-    steps: int = 1000,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed: int = 0,
-    rows: int | None = None,
-    max_distance: int | None = None,
-    num_buckets: int = 32,
-    base: float = 10_000.0,
-    theta=None,
-) -> TrainedHead:
+def _setup(scheme, schemes, train_length, head_dim, steps, lr, init_std, seed, rows) -> tuple:
+    """The checked settings both trainers share: ``(train_length, head_dim, steps, lr, init_std, seed, rows)``."""
+    if not isinstance(scheme, str) or scheme not in schemes:
+        which = "the learned schemes " if schemes == LEARNED else ""
+        raise ValueError(f"scheme must be one of {which}{', '.join(map(repr, schemes))}, got {scheme!r}"
+                         + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
+    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
+    steps, lr, init_std = training_settings(steps, lr, init_std)
+    seed = v.integer("seed", seed, minimum=0)
+    R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS) if scheme == "absolute" else 0
+    return L, head_dim, steps, lr, init_std, seed, R
+
+
+def train_position_head(scheme: str, offset: int = 5, *, train_length: int = 64, head_dim: int = 16, steps: int = 1000,
+                        lr: float = 0.05, init_std: float = 0.3, seed: int = 0, rows: int | None = None,
+                        max_distance: int | None = None, num_buckets: int = 32, operator=None) -> TrainedHead:
     """Train a position-only head of one learned scheme to attend ``offset`` slots back.
 
     Parameters
@@ -319,8 +306,9 @@ def train_position_head(
         (default 128).
     num_buckets : int
         ``t5``: number of buckets (decoder style, one side).
-    base, theta
-        ``rope``: the schedule (``theta`` from ``ropegeo.scaling`` overrides ``base``).
+    operator : ropegeo.RotaryOperator or array_like, optional
+        ``rope``: the rotary operator or a frozen bank of frequencies (e.g. from
+        ``ropegeo.scaling``); default: base 10,000 over ``head_dim``.
 
     Returns
     -------
@@ -333,17 +321,10 @@ def train_position_head(
         what to lower), or when training diverges to non-finite values (lower ``lr`` or
         ``init_std``).
     """
-    if not isinstance(scheme, str) or scheme not in LEARNED:
-        raise ValueError(f"scheme must be one of the learned schemes {', '.join(map(repr, LEARNED))}, got {scheme!r}"
-                         + (" (it has nothing to train: use fixed_head)" if scheme in FIXED else ""))
-    train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
+    train_length, head_dim, steps, lr, init_std, seed, rows = _setup(scheme, LEARNED, train_length, head_dim, steps,
+                                                                     lr, init_std, seed, rows)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
-    steps, lr, init_std = training_settings(steps, lr, init_std)
-    seed = v.integer("seed", seed, minimum=0)
-    if scheme == "absolute":
-        rows = v.integer("rows", 8 * train_length if rows is None else rows, minimum=train_length, maximum=MAX_ROWS)
-    check_position_memory(scheme, train_length, head_dim, rows if scheme == "absolute" else 0)
+    check_position_memory(scheme, train_length, head_dim, rows)
     rng = np.random.default_rng(seed)
     if scheme == "absolute":
         layer, losses = _train_absolute(rng, head_dim, train_length, offset, steps, lr, init_std, rows)
@@ -357,7 +338,7 @@ def train_position_head(
         T5Bias(num_buckets=num_buckets, max_distance=md, bidirectional=False)  # validates both
         layer, losses = _train_t5(rng, head_dim, train_length, offset, steps, lr, init_std, int(num_buckets), int(md))
     else:
-        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, base, theta)
+        layer, losses = _train_rope(seed, head_dim, train_length, offset, steps, lr, init_std, operator)
     return TrainedHead(layer, scheme=scheme, offset=offset, train_length=train_length, seed=seed, losses=losses)
 
 
@@ -396,13 +377,10 @@ class TrainedMatchHead(TokenHead):
 
     def __init__(self, layer, embedding, *, scheme: str, train_length: int, seed: int, losses):
         super().__init__(layer, embedding, name=scheme)
-        self.scheme, self.train_length, self.seed = scheme, train_length, seed
-        self.losses = np.asarray(losses, dtype=np.float64)
+        _record(self, scheme, train_length, seed, losses)
 
     def __repr__(self) -> str:
-        last = self.losses[-1] if self.losses.size else math.nan
-        return (f"TrainedMatchHead({self.scheme!r}, vocab={self.vocab}, train_length={self.train_length}, "
-                f"seed={self.seed}, final loss {last:.3g})")
+        return _repr(self, f"vocab={self.vocab}")
 
 
 def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
@@ -486,25 +464,10 @@ def match_loss(head: TokenHead, tokens) -> float:
     return match_cross_entropy(np.array(head.scores(tok), dtype=np.float64), tok)[0]
 
 
-def train_scheme_match_head(
-    scheme: str,
-    *,
-    vocab: int = 8,
-    train_length: int = 64,
-    head_dim: int = 16,
-    batch: int = 32,
-    steps: int = 600,
-    lr: float = 0.05,
-    init_std: float = 0.3,
-    seed: int = 0,
-    rows: int | None = None,
-    max_distance: int | None = None,
-    num_buckets: int = 32,
-    alibi_heads: int = 8,
-    alibi_head: int = 0,
-    base: float = 10_000.0,
-    theta=None,
-) -> TrainedMatchHead:
+def train_scheme_match_head(scheme: str, *, vocab: int = 8, train_length: int = 64, head_dim: int = 16, batch: int = 32,
+                            steps: int = 600, lr: float = 0.05, init_std: float = 0.3, seed: int = 0,
+                            rows: int | None = None, max_distance: int | None = None, num_buckets: int = 32,
+                            alibi_heads: int = 8, alibi_head: int = 0, operator=None) -> TrainedMatchHead:
     """Train a head of any scheme to attend to the most recent earlier occurrence of its token.
 
     Gate C's match task (:func:`ropegeo.toy.train_match_head`) for every scheme: each step
@@ -523,7 +486,7 @@ def train_scheme_match_head(
         Any of ``SCHEMES``.
     vocab : int
         Token types (2 to :data:`MAX_SCHEME_VOCAB` = 64).
-    train_length, d, steps, lr, init_std, seed, rows, max_distance, num_buckets, base, theta
+    train_length, head_dim, steps, lr, init_std, seed, rows, max_distance, num_buckets, operator
         As in :func:`train_position_head`.
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
@@ -545,22 +508,15 @@ def train_scheme_match_head(
     One step must stay under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB; up to about 11
     million scores ``batch * train_length**2`` for the table schemes).
     """
-    if not isinstance(scheme, str) or scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
+    L, head_dim, steps, lr, init_std, seed, R = _setup(scheme, SCHEMES, train_length, head_dim, steps, lr, init_std,
+                                                       seed, rows)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_SCHEME_VOCAB)
-    L = v.integer("train_length", train_length, minimum=2, maximum=MAX_TRAIN_LENGTH)
-    head_dim = v.head_dim(head_dim, "head_dim", maximum=MAX_D)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
-    steps, lr, init_std = training_settings(steps, lr, init_std)
-    seed = v.integer("seed", seed, minimum=0)
-    R = 0
-    if scheme == "absolute":
-        R = v.integer("rows", 8 * L if rows is None else rows, minimum=L, maximum=MAX_ROWS)
     check_match_memory(scheme, L, batch, vocab, head_dim, R)
     if scheme == "rope":
-        gate_c = train_rope_match_head(vocab, head_dim=head_dim, base=base, theta=theta, train_length=L, batch=batch,
-                                       steps=steps, lr=lr, init_std=init_std, seed=seed)
-        layer = AttentionLayer(vocab, head_dim, scheme="rope", theta=gate_c.theta, seed=0)
+        gate_c = train_rope_match_head(vocab, operator=operator, head_dim=head_dim,
+                                       train_length=L, batch=batch, steps=steps, lr=lr, init_std=init_std, seed=seed)
+        layer = AttentionLayer(vocab, head_dim, scheme=_rope(gate_c), seed=0)
         layer.Wq, layer.Wk = math.sqrt(head_dim) * gate_c.q_table, gate_c.k_table.copy()
         return TrainedMatchHead(layer, np.eye(vocab), scheme=scheme, train_length=L, seed=seed, losses=gate_c.losses)
     rng = np.random.default_rng(seed)
@@ -576,79 +532,47 @@ def train_scheme_match_head(
 
 def _train_match_projection(scheme, rng, vocab, L, d, batch, R, *, steps, lr, init_std):
     """Token vectors (plus a position table for ``absolute``) through ``W_q, W_k``: (layer, tokens, losses)."""
-    pos = np.arange(L)
-    losses = np.empty(steps)
     E = rng.normal(scale=init_std, size=(vocab, d))
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
-    if scheme == "absolute":
-        T = rng.normal(scale=init_std, size=(R, d))
-        params, dT = [E, T, Wq, Wk], np.zeros((R, d))
-    else:
-        T = sinusoidal_encoding(pos, d)
-        params = [E, Wq, Wk]
-    opt = Adam(params, lr)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            tok = rng.integers(0, vocab, size=(batch, L))
-            losses[t], dE, dP, dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, tok)
-            if scheme == "absolute":
-                dT[:L] = dP
-                opt.step([dE, dT, dWq, dWk])
-            else:
-                opt.step([dE, dWq, dWk])
-    check_trained(params, losses, lr, init_std)
-    scheme_obj = AbsolutePositions(table=T) if scheme == "absolute" else "sinusoidal"
-    layer = AttentionLayer(d, scheme=scheme_obj, seed=0)
-    layer.Wq, layer.Wk = Wq, Wk
-    return layer, E, losses
+    absolute = scheme == "absolute"
+    T = rng.normal(scale=init_std, size=(R, d)) if absolute else sinusoidal_encoding(np.arange(L), d)
+    dT = np.zeros_like(T)
+
+    def step(t):
+        loss, dE, dT[:L], dWq, dWk = _fb_match_projection(E, T[:L], Wq, Wk, rng.integers(0, vocab, size=(batch, L)))
+        return (loss, dE, dT, dWq, dWk) if absolute else (loss, dE, dWq, dWk)
+
+    losses = _adam([E, T, Wq, Wk] if absolute else [E, Wq, Wk], step, steps, lr, init_std)
+    return _layer(d, AbsolutePositions(table=T) if absolute else "sinusoidal", Wq, Wk), E, losses
 
 
 def _train_match_table(scheme, rng, vocab, L, d, batch, options, *, steps, lr, init_std):
     """Query and key tables plus the scheme's bias (none, alibi, t5, relative): (layer, tokens, losses)."""
     pos = np.arange(L)
-    losses = np.empty(steps)
     Qt, Kt = rng.normal(scale=init_std, size=(2, vocab, d))
-    params, extra = [Qt, Kt], {}
-    max_distance = options["max_distance"]
+    params, kw, sch, md = [Qt, Kt], {}, "none", options["max_distance"]
     if scheme == "alibi":
-        opts = dict(heads=options["alibi_heads"], head=options["alibi_head"])
-        slope = AttentionLayer(2, scheme="alibi", **opts).scheme.slope
-        extra["bias"] = -slope * np.abs(pos[:, None] - pos[None, :]).astype(np.float64)
+        sch = ALiBi(heads=options["alibi_heads"], head=options["alibi_head"])
+        kw["bias"] = -sch.slope * np.abs(pos[:, None] - pos[None, :]).astype(np.float64)
     elif scheme == "t5":
-        num_buckets = options["num_buckets"]
-        md = 128 if max_distance is None else max_distance
-        opts = dict(num_buckets=num_buckets, max_distance=md, bidirectional=False)
+        opts = dict(num_buckets=options["num_buckets"], max_distance=128 if md is None else md, bidirectional=False)
         T5Bias(**opts)  # validates
-        b = rng.normal(scale=init_std, size=int(num_buckets))
-        flat = t5_bucket(pos[None, :] - pos[:, None], **opts).ravel()
+        b = rng.normal(scale=init_std, size=int(opts["num_buckets"]))
+        kw["bias"] = (b, t5_bucket(pos[None, :] - pos[:, None], **opts).ravel())
         params.append(b)
     elif scheme == "relative":
-        K = v.integer("max_distance", 16 if max_distance is None else max_distance, minimum=1, maximum=4096)
+        K = v.integer("max_distance", 16 if md is None else md, minimum=1, maximum=4096)
         a = rng.normal(scale=init_std, size=(2 * K + 1, d))
-        idx = np.clip(pos[None, :] - pos[:, None], -K, K) + K
+        kw["rel"] = (a, np.clip(pos[None, :] - pos[:, None], -K, K) + K)
         params.append(a)
-    opt = Adam(params, lr)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            tok = rng.integers(0, vocab, size=(batch, L))
-            if scheme == "t5":
-                losses[t], dQt, dKt, db, _ = _fb_match_table(Qt, Kt, tok, bias=(b, flat))
-                opt.step([dQt, dKt, db])
-            elif scheme == "relative":
-                losses[t], dQt, dKt, _, da = _fb_match_table(Qt, Kt, tok, rel=(a, idx))
-                opt.step([dQt, dKt, da])
-            else:
-                losses[t], dQt, dKt, _, _ = _fb_match_table(Qt, Kt, tok, bias=extra.get("bias"))
-                opt.step([dQt, dKt])
-    check_trained(params, losses, lr, init_std)
+
+    def step(t):
+        loss, dQt, dKt, db, da = _fb_match_table(Qt, Kt, rng.integers(0, vocab, size=(batch, L)), **kw)
+        return loss, dQt, dKt, db if scheme == "t5" else da
+
+    losses = _adam(params, step, steps, lr, init_std)
     if scheme == "t5":
         sch = T5Bias(table=b, **opts)
     elif scheme == "relative":
         sch = RelativePositions(max_distance=K, key_table=a, value_table=np.zeros_like(a), values=False)
-    elif scheme == "alibi":
-        sch = ALiBi(**opts)
-    else:
-        sch = "none"
-    layer = AttentionLayer(vocab, d, scheme=sch, seed=0)
-    layer.Wq, layer.Wk = Qt, Kt
-    return layer, np.eye(vocab), losses
+    return _layer(vocab, sch, Qt, Kt, head_dim=d), np.eye(vocab), losses

@@ -11,7 +11,7 @@ default, so a new scheme overrides only the hook where its position information 
     add a term to the scores that depends on the two positions (T5's bucketed bias, ALiBi);
 ``content_bias`` and ``value_bias``
     terms that depend on a query and a displacement: learned relative representations (Shaw et
-    al.) add ``q_i . a^K(j - i)`` to score ``(i, j)`` (before the ``1/sqrt(d_head)`` scaling) and
+    al.) add ``q_i . a^K(j - i)`` to score ``(i, j)`` (before the ``1/sqrt(head_dim)`` scaling) and
     ``sum_j A_ij a^V(j - i)`` to output ``i``.
 
 Schemes register themselves by name with :func:`register_scheme`; the layer of
@@ -41,33 +41,16 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.rotation import apply_rope
 
-__all__ = [
-    "PositionScheme",
-    "NoPositions",
-    "AbsolutePositions",
-    "SinusoidalPositions",
-    "RotaryPositions",
-    "RelativePositions",
-    "T5Bias",
-    "ALiBi",
-    "t5_bucket",
-    "alibi_slopes",
-    "register_scheme",
-    "make_scheme",
-    "scheme_names",
-    "sinusoidal_encoding",
-    "check_entries",
-    "as_generator",
-    "MAX_ENTRIES",
-    "MAX_WIDTH",
-]
+__all__ = ["PositionScheme", "NoPositions", "AbsolutePositions", "SinusoidalPositions", "RotaryPositions",
+           "RelativePositions", "T5Bias", "ALiBi", "t5_bucket", "alibi_slopes", "register_scheme", "make_scheme",
+           "scheme_names", "sinusoidal_encoding", "check_entries", "as_generator", "MAX_ENTRIES", "MAX_WIDTH"]
 
 
 #: Largest number of entries any array built here may have (scores, codes, tables): 2**25
 #: float64 entries is 256 MiB. Larger requests raise ValueError instead of exhausting memory.
 MAX_ENTRIES = 2**25
 
-#: Largest ``d_model`` and ``d_head`` of the toy layer (three 1024 x 1024 projections are 24 MiB).
+#: Largest ``d_model`` and ``head_dim`` of the toy layer (three 1024 x 1024 projections are 24 MiB).
 MAX_WIDTH = 1024
 
 _SCHEMES: dict[str, Callable[..., "PositionScheme"]] = {}
@@ -193,7 +176,7 @@ class PositionScheme:
 
     name = "base"
 
-    def setup(self, d_model: int, d_head: int, rng: np.random.Generator) -> None:
+    def setup(self, d_model: int, head_dim: int, rng: np.random.Generator) -> None:
         """Create parameters that depend on the layer's widths (tables, slopes...)."""
 
     def check_positions(self, positions: np.ndarray) -> np.ndarray:
@@ -205,7 +188,7 @@ class PositionScheme:
         return x
 
     def rotate(self, q: np.ndarray, k: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray):
-        """Queries and keys ``(..., seq, d_head)`` after position information is applied."""
+        """Queries and keys ``(..., seq, head_dim)`` after position information is applied."""
         return q, k
 
     def bias(self, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
@@ -213,14 +196,14 @@ class PositionScheme:
         return None
 
     def content_bias(self, q: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
-        """A term ``(..., seq_q, seq_k)`` added to ``q k^T`` before the ``1/sqrt(d_head)`` scaling, or None.
+        """A term ``(..., seq_q, seq_k)`` added to ``q k^T`` before the ``1/sqrt(head_dim)`` scaling, or None.
 
-        It may depend on the (rotated) queries ``q`` of shape ``(..., seq_q, d_head)``.
+        It may depend on the (rotated) queries ``q`` of shape ``(..., seq_q, head_dim)``.
         """
         return None
 
     def value_bias(self, weights: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
-        """A term ``(..., seq_q, d_head)`` added to the outputs ``weights @ v``, or None."""
+        """A term ``(..., seq_q, head_dim)`` added to the outputs ``weights @ v``, or None."""
         return None
 
     def __repr__(self) -> str:
@@ -270,7 +253,7 @@ class AbsolutePositions(PositionScheme):
             self.rows, self.table = t.shape[0], t
         check_entries("the absolute table", (self.rows, 1))
 
-    def setup(self, d_model, d_head, rng):
+    def setup(self, d_model, head_dim, rng):
         if self.table is None:
             check_entries("the absolute table", (self.rows, d_model))
             self.table = self.scale * rng.standard_normal((self.rows, d_model))
@@ -314,7 +297,7 @@ class SinusoidalPositions(PositionScheme):
         self.base = v.base(base)
         self.scale = v.real("scale", scale, greater_than=0.0)
 
-    def setup(self, d_model, d_head, rng):
+    def setup(self, d_model, head_dim, rng):
         if d_model % 2:
             raise ValueError(f"the sinusoidal scheme needs an even d_model, got {d_model}")
 
@@ -332,7 +315,7 @@ class RotaryPositions(PositionScheme):
     Any schedule of ``ropegeo.scaling`` plugs in through ``theta`` (and, for YaRN or LongRoPE,
     ``attention_factor``)::
 
-        theta, factor = ropegeo.scaling.scaled_frequencies(rule, d_head, base, seq_len)
+        theta, factor = ropegeo.scaling.scaled_frequencies(rule, head_dim, base, seq_len)
         AttentionLayer(d, scheme="rope", theta=theta, attention_factor=factor)
 
     Parameters
@@ -352,9 +335,9 @@ class RotaryPositions(PositionScheme):
         )
         self.attention_factor = v.real("attention_factor", attention_factor, greater_than=0.0)
 
-    def setup(self, d_model, d_head, rng):
+    def setup(self, d_model, head_dim, rng):
         # a dry run on one zero vector validates every option against the head width
-        apply_rope(np.zeros(d_head), 0.0, **self.options)
+        apply_rope(np.zeros(head_dim), 0.0, **self.options)
 
     def rotate(self, q, k, q_positions, k_positions):
         q, k = apply_rope(q, q_positions, **self.options), apply_rope(k, k_positions, **self.options)
@@ -498,7 +481,7 @@ class T5Bias(PositionScheme):
                 raise ValueError(f"table must have shape ({self.num_buckets},), one bias per bucket, got {t.shape}")
             self.table = t.copy()
 
-    def setup(self, d_model, d_head, rng):
+    def setup(self, d_model, head_dim, rng):
         if self.table is None:
             self.table = self.scale * rng.standard_normal(self.num_buckets)
 
@@ -611,7 +594,7 @@ class RelativePositions(PositionScheme):
     """Learned relative position representations (Shaw, Uszkoreit and Vaswani, 2018).
 
     Two tables of vectors indexed by the clipped displacement ``r = clip(p_j - p_i, -K, K)``:
-    ``a^K_r`` is added to the key inside the score, ``(q_i . (k_j + a^K_r)) / sqrt(d_head)``, and
+    ``a^K_r`` is added to the key inside the score, ``(q_i . (k_j + a^K_r)) / sqrt(head_dim)``, and
     ``a^V_r`` to the value inside the output, ``sum_j A_ij (v_j + a^V_r)``. Every displacement
     beyond ``K`` shares the vector of ``K``, so the scheme cannot tell far keys apart by position.
 
@@ -619,7 +602,7 @@ class RelativePositions(PositionScheme):
     ----------
     max_distance : int
         The clipping distance ``K`` (1 to 4096; default 16). Each table has ``2K + 1`` rows.
-    key_table, value_table : array_like, shape (2K + 1, d_head), optional
+    key_table, value_table : array_like, shape (2K + 1, head_dim), optional
         Explicit tables (row ``r + K`` holds displacement ``r``). Drawn from the layer's
         generator with standard deviation ``scale`` when omitted.
     values : bool
@@ -645,17 +628,17 @@ class RelativePositions(PositionScheme):
     def _table(self, name, t):
         t = v.finite_array(name, t)
         if t.ndim != 2 or t.shape[0] != 2 * self.max_distance + 1:
-            raise ValueError(f"{name} must have shape ({2 * self.max_distance + 1}, d_head), got {t.shape}")
+            raise ValueError(f"{name} must have shape ({2 * self.max_distance + 1}, head_dim), got {t.shape}")
         return t.copy()
 
-    def setup(self, d_model, d_head, rng):
+    def setup(self, d_model, head_dim, rng):
         rows = 2 * self.max_distance + 1
         for name in ("key_table", "value_table"):
             t = getattr(self, name)
             if t is None:
-                setattr(self, name, self.scale * rng.standard_normal((rows, d_head)))
-            elif t.shape[1] != d_head:
-                raise ValueError(f"{name} has width {t.shape[1]} but the layer has d_head={d_head}")
+                setattr(self, name, self.scale * rng.standard_normal((rows, head_dim)))
+            elif t.shape[1] != head_dim:
+                raise ValueError(f"{name} has width {t.shape[1]} but the layer has head_dim={head_dim}")
 
     def check_positions(self, positions):
         return _integer_positions(positions, "relative")

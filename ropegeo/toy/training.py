@@ -1,4 +1,4 @@
-"""The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, softmax.
+"""The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, rotary settings.
 
 Everything here is shared by the two trainers of :mod:`ropegeo.toy.heads` and by the
 scheme trainers of :mod:`ropegeo.toy.alternatives` (which use the public names only). Matrices are
@@ -16,7 +16,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ropegeo import _validate as v
-from ropegeo.frequencies import frequencies
+from ropegeo.operator import RotaryOperator
 from ropegeo.rotation import pair_indices
 
 
@@ -85,18 +85,40 @@ def check_theta(theta, name: str = "theta") -> np.ndarray:
     return th.copy()
 
 
-def _schedule(head_dim: int, base: float, theta) -> tuple[np.ndarray, float | None]:
-    """Training frequencies: explicit ``theta`` (needs ``head_dim == 2 * len(theta)``) or the schedule."""
-    head_dim = v.head_dim(head_dim, maximum=MAX_TRAINED_HEAD_DIM)
-    if theta is None:
-        base = v.base(base)
-        return frequencies(head_dim, base), base
-    th = check_theta(theta)
-    if 2 * th.size != head_dim:
-        raise ValueError(
-            f"theta has {th.size} pairs, so head_dim must be {2 * th.size}, got head_dim={head_dim}"
-        )
-    return th, None
+def _rotary_bank(operator=None, *, head_dim: int | None = None, base: float | None = None, theta=None) -> tuple:
+    """``(theta, scale, attention_factor, base)``: the rotary settings a head trains under.
+
+    ``operator`` is a :class:`ropegeo.RotaryOperator` (its frequencies at initialisation, position
+    scale and attention factor; one phase axis in float64, rotating the whole head) or a frozen
+    bank, a 1-D array of frequencies; otherwise plain ``head_dim`` (default 16) and ``base``
+    (default 10,000) build one. ``base`` is returned only for a plain schedule (the extension
+    rules start from it), ``None`` otherwise. ``theta`` is the older spelling of a bank.
+
+    Examples
+    --------
+    >>> from ropegeo import RotaryOperator
+    >>> th, scale, att, base = _rotary_bank(RotaryOperator(head_dim=4, scale=0.5))
+    >>> th.tolist(), scale, att, base
+    ([1.0, 0.01], 0.5, 1.0, 10000.0)
+    """
+    name = "theta"
+    if operator is not None and not isinstance(operator, RotaryOperator):
+        if theta is not None:
+            raise ValueError("give operator or theta, not both")
+        operator, theta, name = None, operator, "operator"
+    if theta is not None:
+        th = check_theta(theta, name)
+        if head_dim is not None and v.head_dim(head_dim, maximum=MAX_TRAINED_HEAD_DIM) != 2 * th.size:
+            raise ValueError(f"theta has {th.size} pairs, so head_dim must be {2 * th.size}, got head_dim={head_dim}")
+        return th, 1.0, 1.0, None
+    if operator is None:
+        head_dim = v.head_dim(16 if head_dim is None else head_dim, maximum=MAX_TRAINED_HEAD_DIM)
+    op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base)
+    if op.head_dim > MAX_TRAINED_HEAD_DIM or op.rotary_dim != op.head_dim or op.sections or op.phase_dtype != "float64":
+        raise ValueError(f"operator must rotate a whole head of at most MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM} "
+                         f"coordinates on one axis in float64, got {op!r}")
+    plain = op.frequencies is None and op.scaling is None
+    return op.theta.copy(), float(op.scale), op.attention_at(None), op.base if plain else None
 
 
 #: Most optimiser steps one training or fine-tuning call may take (the loss history is stored).
@@ -198,6 +220,16 @@ class Adam:
             s *= self.b2
             s += (1.0 - self.b2) * g * g
             p -= self.lr * (m / c1) / (np.sqrt(s / c2) + self.eps)
+
+
+def _pair_gradients(q: np.ndarray, k: np.ndarray, ga: np.ndarray, gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients in ``q`` and ``k`` (1-D, interleaved) given those in their pair coefficients ``a`` and ``b``."""
+    first, second = pair_indices(q.size)
+    q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
+    dq, dk = np.empty_like(q), np.empty_like(k)
+    dq[first], dq[second] = ga * k1 + gb * k2, ga * k2 - gb * k1
+    dk[first], dk[second] = ga * q1 - gb * q2, ga * q2 + gb * q1
+    return dq, dk
 
 
 def _pair_coefficients(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
