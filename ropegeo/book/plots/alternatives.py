@@ -48,15 +48,6 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
         Largest offset shown (10 to 100,000).
     panel : {None, "t5", "alibi", "kernel"}
         Draw only this panel, at the width of the book's text column (default: all three in a row).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For options outside the ranges of the underlying functions.
     """
     max_offset = v.integer("max_offset", max_offset, minimum=10, maximum=100_000)
     head_dim = v.head_dim(head_dim, maximum=MAX_DRAWN_HEAD_DIM)
@@ -127,13 +118,6 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
         Sequence length of the probe (3 to 4096).
     target : int, optional
         The trained displacement, marked with a vertical line (1 to ``MAX_PROBE_LENGTH``).
-    layout : {"overlay", "grid"}
-        One axis for every head (default), or one small panel per head in two columns at the
-        width of the book's text column, on a shared axis.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
 
     if isinstance(heads, PositionHead):
@@ -205,6 +189,21 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
     return fit_column(fig, width=COLUMN_WIDTH_IN - 0.3)
 
 
+def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
+    """Per scheme, the mean of ``key`` at the training length (light) and stretched (dark), one dot per seed."""
+    names = list(comparison.results)
+    for i, name in enumerate(names):
+        c = _COLOURS.get(name)
+        for dx, end, alpha in ((-0.2, "train", 0.45), (0.2, "long", 1.0)):
+            values = comparison.per_seed(name, f"{key}_{end}")
+            ax.bar(i + dx, values.mean(), width=0.4, color=c, alpha=alpha)
+            ax.plot(np.full(values.size, i + dx), values, "k.", ms=3)
+    ax.set_xticks(np.arange(len(names)), names, rotation=20)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.set_ylim(0, 1.05)
+
+
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     """Length stretch, long-distance retrieval (and the match task, if run) for every scheme, one dot per seed.
 
@@ -214,10 +213,6 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     panel : {None, "stretch", "retrieval", "match"}
         Draw only this panel, at the width of the book's text column (default: all in a row;
         "match" only when the comparison ran the match task).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
 
     if not isinstance(comparison, Comparison):
@@ -251,33 +246,11 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     a1.set_title("length stretch (local task)")
     a1.set_ylim(-0.05, 1.05)
     a1.legend(fontsize=8)
-    pos = np.arange(len(names))
-    for i, name in enumerate(names):
-        c = _COLOURS.get(name)
-        short = comparison.per_seed(name, "retrieval_mass_train")
-        long = comparison.per_seed(name, "retrieval_mass_long")
-        a2.bar(i - 0.2, short.mean(), width=0.4, color=c, alpha=0.45)
-        a2.bar(i + 0.2, long.mean(), width=0.4, color=c)
-        a2.plot(np.full(short.size, i - 0.2), short, "k.", ms=3)
-        a2.plot(np.full(long.size, i + 0.2), long, "k.", ms=3)
-    a2.set_xticks(pos, names, rotation=20)
-    a2.set_ylabel(f"attention on the key {s['distance']} back")
-    a2.set_title(f"sparse retrieval: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
-    a2.set_ylim(0, 1.05)
+    lengths = f"light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}"
+    _paired_bars(a2, comparison, "retrieval_mass", f"attention on the key {s['distance']} back",
+                 f"sparse retrieval: {lengths}")
     if match:
-        a3 = axes[2]
-        for i, name in enumerate(names):
-            c = _COLOURS.get(name)
-            short = comparison.per_seed(name, "match_accuracy_train")
-            long = comparison.per_seed(name, "match_accuracy_long")
-            a3.bar(i - 0.2, short.mean(), width=0.4, color=c, alpha=0.45)
-            a3.bar(i + 0.2, long.mean(), width=0.4, color=c)
-            a3.plot(np.full(short.size, i - 0.2), short, "k.", ms=3)
-            a3.plot(np.full(long.size, i + 0.2), long, "k.", ms=3)
-        a3.set_xticks(pos, names, rotation=20)
-        a3.set_ylabel("accuracy")
-        a3.set_title(f"most-recent match: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
-        a3.set_ylim(0, 1.05)
+        _paired_bars(axes[2], comparison, "match_accuracy", "accuracy", f"most-recent match: {lengths}")
     if panel is not None:
         for ax in axes:
             ax.set_title(ax.get_title().replace(": light at", ":\nlight at"))
@@ -306,10 +279,6 @@ def ruler_budget_figure(study) -> Figure:
     ----------
     study : dict
         The result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     study = _check_study(study)
     st = study["settings"]
@@ -347,10 +316,6 @@ def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
         The result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
     steps : int, optional
         Which budget (default: the study's ``table_steps``).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     study = _check_study(study)
     st = study["settings"]

@@ -70,18 +70,6 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: st
         The permutation.
     tokens : sequence of str, optional
         Labels of the tokens in the original order (default ``0 .. n-1``).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For non-square or mismatched matrices, a bad permutation, or more than 256 rows.
     """
     s = _square("scores", scores)
     t = _square("permuted_scores", permuted_scores)
@@ -114,13 +102,6 @@ def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -
         token order (``P^T A' P``). Equal to ``A`` only if the masked layer were equivariant.
     tokens : sequence of str, optional
         Token labels in the original order.
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     a = _square("weights", weights)
     b = _square("weights_back", weights_back)
@@ -150,13 +131,6 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
         E.g. a random absolute table.
     code : array_like, shape (positions, d2)
         E.g. :func:`ropegeo.toy.schemes.sinusoidal_encoding` of ``0 .. positions - 1``.
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     fig, grid = panels(layout, 2, wide_size=(10, 4.2), panel_height=3.6)
     for ax, m, title in zip(grid[0], (table, code), (table_title, code_title)):
@@ -183,13 +157,6 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> F
         The shift it represents (for the title).
     zoom : int
         Size of the corner shown on the right (at least 2).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     m = _square("matrix", matrix)
     shift = v.real("shift", shift)
@@ -227,6 +194,8 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
     :func:`ropegeo.geometry.kernel`) dashed on top. The curves coincide (the product depends on
     ``k`` alone) and are mirror images about ``k = 0`` (it is even in ``k``).
 
+    One axes: a line per start, the dashed closed form, and ``k = 0`` marked.
+
     Parameters
     ----------
     d_model : int
@@ -237,19 +206,6 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
         Start positions ``p`` (1 to 8 finite numbers).
     base : float
         Frequency base (greater than 1).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes: a line per start, the dashed closed form, and ``k = 0`` marked.
-
-    Raises
-    ------
-    ValueError
-        For a bad ``dim``, ``max_offset``, ``starts`` or ``base``.
     """
 
     d_model = v.head_dim(d_model, "d_model", maximum=1024)

@@ -10,7 +10,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish
+from ropegeo.book.plots.readable import check_layout, finish
 from ropegeo.gates.procedure import AuditReport
 from ropegeo.geometry import kernel
 from ropegeo.toy import OffsetHead, distant_rival, score_profile
@@ -27,24 +27,13 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
     ----------
     reports : dict of str to ropegeo.gates.procedure.AuditReport
         1 to 30 reports keyed by a short label.
-    layout : {"wide", "column"}
-        ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For an empty or oversized dict, or values that are not audit reports.
     """
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
     if not all(isinstance(r, AuditReport) for r in reports.values()):
         raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.procedure.audit)")
-    _check_layout(layout)
+    check_layout(layout)
     grid = np.array([[_STATE[r.status()[g]] for g in "ABC"] for r in reports.values()])
     column = layout == "column"
     fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (5.2, 0.62 * len(reports) + 1.6),
@@ -86,23 +75,12 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
     thresholds : sequence of float, optional
         One Gate B threshold per row (Gate B's rule derives it per ruler:
         ``report.gate_b.threshold``), each drawn as a black mark across its row.
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For empty input, margins outside [0, 2] or a bad threshold.
     """
     rows = list(rows)
     if not 1 <= len(rows) <= 30:
         raise ValueError("rows must hold 1 to 30 (label, margins) pairs")
     min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
-    _check_layout(layout)
+    check_layout(layout)
     if thresholds is not None:
         thresholds = [v.real("thresholds", t, greater_than=0.0) for t in thresholds]
         if len(thresholds) != len(rows):
@@ -151,11 +129,6 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
     return finish(fig, layout)
 
 
-def _check_layout(layout) -> None:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-
-
 def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     """Why a distant displacement can beat the trained one: the head's score and its weighted kernel.
 
@@ -171,18 +144,12 @@ def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     head : ropegeo.toy.OffsetHead
     length : int
         Evaluation length (more than the head's training length, at most 1,000,000).
-    layout : {"wide", "column"}
-        ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
 
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
     length = v.integer("length", length, minimum=head.train_length + 1, maximum=1_000_000)
-    _check_layout(layout)
+    check_layout(layout)
     column = layout == "column"
     riv = distant_rival(head, length)
     deltas = np.arange(1, length)

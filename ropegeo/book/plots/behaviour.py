@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import check_layout, finish, panels
 from ropegeo.toy import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ropegeo.toy import score_profile as _score_values
 
@@ -79,15 +79,9 @@ def _conditions(evaluations) -> dict:
     return out
 
 
-def _check_layout(layout) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
 def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: str = "wide") -> Figure:
     conds = _conditions(evaluations)
-    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
+    fig, grid = panels(check_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
     ax_acc, ax_mass = grid[0]
     for c, (label, evs) in enumerate(conds.items()):
         colour = _COLOURS[c % len(_COLOURS)]
@@ -116,6 +110,8 @@ def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By a
                               layout: str = "wide") -> Figure:
     """Accuracy and attention mass against the query's absolute position, per seed and mean.
 
+    Two panels: accuracy (left, or top) and mass on the target (right, or bottom).
+
     Parameters
     ----------
     evaluations : dict of str -> list of Evaluation, or a list of Evaluation, or SeedResults
@@ -124,18 +120,6 @@ def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By a
         Equal bins over ``[0, length]`` (1 to ``ropegeo.toy.MAX_BINS`` = 10,000) or
         explicit increasing edges (at most ``MAX_BINS + 1``).
     title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two panels: accuracy (left, or top) and mass on the target (right, or bottom).
-
-    Raises
-    ------
-    ValueError
-        For empty input, items that are not evaluations, or bad bins.
     """
     return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
@@ -170,17 +154,11 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     log : bool
         Logarithmic weight axis (shows small leaks such as a distant rival).
     title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
         max_displacement = v.length("max_displacement", max_displacement)
-    _check_layout(layout)
+    check_layout(layout)
     fig = Figure(figsize=(8.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for c, (label, evs) in enumerate(conds.items()):
@@ -207,6 +185,8 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
                   layout: str = "wide") -> Figure:
     """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
 
+    The training window is shaded; the target offset is marked.
+
     Parameters
     ----------
     heads : OffsetHead or sequence of OffsetHead
@@ -219,13 +199,6 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
         Add a second panel with each pair's contribution for the first head (ramps that turn
         around beyond the window show there).
     title : str, optional
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The training window is shaded; the target offset is marked.
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
@@ -238,7 +211,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
         raise ValueError(f"horizon must be at most {MAX_PROFILE_CELLS // pairs:,} for heads with {pairs} pairs "
                          f"(MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}), got {horizon:,}")
     per_pair = v.boolean("per_pair", per_pair)
-    column = _check_layout(layout) == "column"
+    column = check_layout(layout) == "column"
     deltas = np.arange(1, horizon + 1)
     fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4) if not column else (5.2, 3.4 if not per_pair else 7.0),
                  layout="constrained")
@@ -276,19 +249,13 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: st
         For example the output of :func:`ropegeo.toy.compare` (at most
         :data:`MAX_TABLE_ROWS` = 256 rows).
     title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     if isinstance(results, SeedResults):
         results = [results]
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")
     if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
-    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
+    fig, grid = panels(check_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
                        panel_height=0.42 * len(results) + 1.0, sharey=True)
     ax_acc, ax_mass = grid[0]
     if layout == "column":

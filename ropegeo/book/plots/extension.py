@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import check_layout, finish, panels
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.novelty import JointNovelty
@@ -26,12 +26,6 @@ _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
 _MAX_RULES = 16  # the rules or models one figure draws (13 shipped models today)
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
-
-
-def _check_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
 
 
 def _label_offset(k: int, layout: str) -> tuple:
@@ -154,15 +148,8 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
         Drawn as horizontal lines (dashed and dotted).
     columns : int
         Panels per row (1 to 6) of the wide layout.
-    layout : {"wide", "column"}
-        ``"column"``: two panels per row at the text column's width, the legends gathered in the
-        spare panel (or below the panels when there is none), fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     rules = _thetas(thetas, families=True)
     base = v.finite_array("base_theta", base_theta)
     first = next(iter(rules.values()))
@@ -232,14 +219,8 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
         The unscaled frequencies.
     thetas : mapping of str -> array_like, shape (pairs,)
         Served frequencies per rule (at most 12).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, the legend below the axes, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     rules = _thetas(thetas)
     base = v.finite_array("base_theta", base_theta)
     if base.shape != next(iter(rules.values())).shape:
@@ -265,22 +246,16 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
     """Phase novelty against resolution, one point per rule.
 
+    Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
+    novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
+    (higher is better resolved).
+
     Parameters
     ----------
     reports : sequence of ropegeo.extension.ExtensionReport
         With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
-    layout : {"wide", "column"}
-        ``"column"``: the three panels stacked at the text column's width (top, middle, bottom
-        for left, middle, right), the first panel's legend below the panels, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
-        novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
-        (higher is better resolved).
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     reps = list(reports)
     if not reps or len(reps) > _MAX_RULES:
         raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
@@ -323,21 +298,15 @@ def _column_label(label: str, width: int = 22) -> str:
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     """Each model's served wavelengths (at its target length) as one row of dots.
 
+    One row per model on a log wavelength axis; a bar marks the training length and a
+    diamond the target length.
+
     Parameters
     ----------
     manifests : mapping of str -> ropegeo.models.manifest.RopeManifest
         At most 12 models, each with a known training length.
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, the key below the axis on its own lines, fonts at
-        least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One row per model on a log wavelength axis; a bar marks the training length and a
-        diamond the target length.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
         raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
     if layout == "wide":
@@ -376,6 +345,9 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
                        layout: str = "wide") -> Figure:
     """Joint phase novelty per rule, beside its per-pair novelty.
 
+    Left: distance from each served offset to the nearest training offset, per rule. Right:
+    per rule, total per-pair novelty (x) against the median joint distance (y).
+
     Parameters
     ----------
     results : mapping of str -> ropegeo.novelty.JointNovelty
@@ -387,17 +359,8 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     threshold : float
         A reference distance drawn as a horizontal line (e.g. between neighbouring training
         offsets).
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width (the left one on top), the
-        legend below them, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: distance from each served offset to the nearest training offset, per rule. Right:
-        per rule, total per-pair novelty (x) against the median joint distance (y).
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
         raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
     if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
@@ -444,6 +407,10 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
                     layout: str = "wide") -> Figure:
     """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
+    Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
+    up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
+    in pair index (in the logarithm of the turns) is curved.
+
     Parameters
     ----------
     base_theta : array_like, shape (pairs,)
@@ -454,18 +421,8 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         Weights in [0, 1] per rule (at most 12).
     max_turns : float
         Right end of the turns axis (positive).
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width (the left one on top), one
-        legend below them, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
-        up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
-        in pair index (in the logarithm of the turns) is curved.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     base = _bank("base_theta", base_theta)
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:

@@ -12,7 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ropegeo import _validate as v
 from ropegeo.book.broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import check_layout, finish, panels
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.gate import CHECKS
 from ropegeo.precision import consecutive_integer_limit, max_phase_error
@@ -23,12 +23,6 @@ __all__ = ["pairing_layouts", "mixing_effect", "position_id_grid", "decoding_sco
 
 _MAX_DRAWN_DIM = 32  # largest head drawn coordinate by coordinate
 _MAX_OFFSET = 4096
-
-
-def _check_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
 
 
 def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
@@ -42,15 +36,8 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
     ----------
     head_dim : int
         Even, from 2 to 32.
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width, fonts at least 11 points.
-
-    Raises
-    ------
-    ValueError
-        For an odd head dimension or one above 32.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     d = v.head_dim(head_dim)
     if d > _MAX_DRAWN_DIM:
         raise ValueError(f"head_dim must be at most {_MAX_DRAWN_DIM} to be drawn, got {d}")
@@ -94,11 +81,8 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
         Seed of the random vectors.
     span : int
         Displacements ``-span .. span`` are drawn on the left (1 to 4,096).
-    layout : {"wide", "column"}
-        ``"column"``: the three panels stacked at the text column's width (left on top), fonts at
-        least 11 points.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
     seed = v.integer("seed", seed, minimum=0)
@@ -157,11 +141,8 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
         Padding slots (0 to 8).
     documents : sequence of int
         Lengths of the packed documents (each at least 1, at most 16 slots in all).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, each row's name written above its slots, fonts at
-        least 11 points.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
     pad = v.integer("pad", pad, minimum=0, maximum=8)
     if not v.is_collection(documents):
@@ -233,11 +214,8 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
         Catalogue entries (1 to 8).
     prompt, head_dim, seed
         As in :func:`ropegeo.book.broken.attention_comparison` (``prompt`` at most 1,024 here).
-    layout : {"wide", "column"}
-        ``"column"``: two panels per row at the text column's width, the legend below them, fonts
-        at least 11 points.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
     names = list(names)
     if not 1 <= len(names) <= 8:
         raise ValueError(f"names must list 1 to 8 catalogue entries, got {len(names)}")
@@ -287,10 +265,8 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
         Largest position drawn (16 to 65,000).
     points : int
         Positions drawn on a geometric grid (10 to 2,000).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, fonts at least 11 points.
     """
-    layout = _check_layout(layout)
+    layout = check_layout(layout)
 
     theta = frequencies(head_dim, base)
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)
@@ -373,10 +349,6 @@ def gate_a_grid(reports: dict, *, title: str | None = None) -> Figure:
         Reports keyed by a label (1 to 40 of them).
     title : str, optional
         Title above the grid.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     names, grid = _check_grid(reports)
     fig = Figure(figsize=(GRID_WIDTH, 0.27 * len(reports) + 2.1), layout="constrained")

@@ -18,8 +18,8 @@ from matplotlib.ticker import AutoLocator, MaxNLocator
 
 from ropegeo import _validate as v
 
-__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "fit_column", "smallest_text_px", "panels",
-           "finish"]
+__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "check_layout", "fit_column",
+           "smallest_text_px", "panels", "finish"]
 
 #: Width of the text column in CSS pixels, for the two window widths the book is checked at
 #: (1280 px desktop, 360 px phone).
@@ -33,6 +33,13 @@ MIN_FONT_PT = 11.0
 #: The layouts a book figure accepts: "wide" (the panels side by side, as first drawn) or
 #: "column" (stacked at :data:`COLUMN_WIDTH_IN`, fonts at least :data:`MIN_FONT_PT`).
 LAYOUTS = ("wide", "column")
+
+
+def check_layout(layout) -> str:
+    """``layout`` if it is one of :data:`LAYOUTS`, else a ``ValueError`` naming it."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
 
 
 def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3.4, rows: int = 1, **subplot_kw):
@@ -57,8 +64,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
     (Figure, numpy.ndarray of Axes)
         The axes always indexed as in the wide layout: shape ``(rows, count)``.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    check_layout(layout)
     count = v.integer("count", count, minimum=1, maximum=12)
     rows = v.integer("rows", rows, minimum=1, maximum=4)
     if layout == "wide":
@@ -70,9 +76,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
 
 def finish(fig: Figure, layout: str) -> Figure:
     """Return ``fig`` as drawn (``"wide"``) or fitted to the text column (``"column"``, :func:`fit_column`)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return fit_column(fig, height=fig.get_size_inches()[1]) if layout == "column" else fig
+    return fit_column(fig, height=fig.get_size_inches()[1]) if check_layout(layout) == "column" else fig
 
 
 def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | None = None,

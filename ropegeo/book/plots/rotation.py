@@ -61,6 +61,8 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     Right: the same pair as a query at ``query_position`` and a key at ``key_position``, with the
     arc between them marking the angle ``(n - m) theta`` that the score sees.
 
+    Two axes; arrows and arcs are patches of the axes.
+
     Parameters
     ----------
     pair : array_like, shape (2,)
@@ -71,19 +73,6 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
         Positions drawn in the left panel, 1 <= P <= 64.
     query_position, key_position : float
         The positions ``m`` and ``n`` of the right panel.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two axes; arrows and arcs are patches of the axes.
-
-    Raises
-    ------
-    ValueError
-        For a zero or misshapen pair, a non-positive ``theta``, or too many or non-finite positions.
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
@@ -139,6 +128,8 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
     ``-(q x k) sin(delta theta)`` and their sum; the sum is computed independently by rotating
     with :func:`ropegeo.rotation.apply_rope`, and dots mark integer displacements.
 
+    One axes with three lines (symmetric, oriented, score) and the integer markers.
+
     Parameters
     ----------
     q, k : array_like, shape (2,)
@@ -149,19 +140,6 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         Displacements from ``-max_offset`` to ``max_offset`` are drawn; 1 to 10,000.
     mark : float, optional
         A displacement to mark together with its mirror ``-mark``.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes with three lines (symmetric, oriented, score) and the integer markers.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or zero ``q``/``k``, a non-positive ``theta`` or an out-of-range ``max_offset``.
     """
     q = _pair("q", q)
     k = _pair("k", k)
@@ -206,6 +184,8 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
                          pairings=("interleaved", "half"), layout: str = "wide") -> Figure:
     """The rotary operator ``R_position`` of a head drawn as an image, one panel per pairing.
 
+    One image per pairing, entries coloured on a fixed [-1, 1] scale, and a shared colour bar.
+
     Parameters
     ----------
     position : float
@@ -216,19 +196,6 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
         Frequency base (greater than 1).
     pairings : sequence of {"interleaved", "half"}
         One panel per layout (1 or 2 entries).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One image per pairing, entries coloured on a fixed [-1, 1] scale, and a shared colour bar.
-
-    Raises
-    ------
-    ValueError
-        For a bad position, head dimension, base or pairing.
     """
     position = v.real("position", position)
     head_dim = v.head_dim(head_dim)
@@ -272,6 +239,8 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
                  window: int = 64, layout: str = "wide") -> Figure:
     """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
 
+    Three axes, left to right.
+
     Parameters
     ----------
     bound : (offsets, values)
@@ -291,19 +260,6 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
         horizontal line, e.g. the offset the heads were trained to attend to.
     window : int
         Offsets per window of the trained panel (1 to the number of offsets).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Three axes, left to right.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or non-finite curves or a bad ``train_length``.
     """
     (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
                                     (("bound", bound), ("counter", counter), ("trained", trained)))
@@ -355,6 +311,8 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
 def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
     """Attention weights and read-out labels of several copy heads, one column per head.
 
+    Two rows of bar charts: weights (top) and output (bottom).
+
     Parameters
     ----------
     weights : dict of str to array_like, shape (length,)
@@ -363,19 +321,6 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
         Each head's output when the values are one-hot labels (same keys as ``weights``).
     target : int, optional
         The position the heads should read, marked in every panel.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two rows of bar charts: weights (top) and output (bottom).
-
-    Raises
-    ------
-    ValueError
-        For mismatched heads or shapes, or non-finite values.
     """
     if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
         raise ValueError("weights and outputs must be dicts with the same head names")
@@ -420,18 +365,6 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     changes : dict of str to array_like, shape (n,)
         For each scheme (1 to 6), the largest change of any score at each shift (non-negative;
         zeros are drawn at the bottom of the axis).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For misshapen, negative or non-finite data.
     """
     c = v.finite_array("shifts", shifts)
     if c.ndim != 1 or not 2 <= c.size <= 10_000:
@@ -464,6 +397,8 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
     the last computed independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars
     are equal, the oriented ones opposite, so the scores differ by twice the oriented part.
 
+    One axes with two groups of three bars, each bar labelled with its value.
+
     Parameters
     ----------
     q, k : array_like, shape (2,)
@@ -472,19 +407,6 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
         Frequency, radians per position (positive).
     delta : float
         The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes with two groups of three bars, each bar labelled with its value.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or zero ``q``/``k``, or a bad ``theta`` or ``delta``.
     """
     q = _pair("q", q)
     k = _pair("k", k)

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
 from ropegeo.base_bound import min_base_sum
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import check_layout, finish, panels
 from ropegeo.frequencies import frequencies, turns, wavelengths
 from ropegeo.geometry import kernel, near_collisions
 from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
@@ -21,15 +21,9 @@ __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", 
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
 
-def _layout(layout) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
 def _done(fig: Figure, layout: str) -> Figure:
     """A single-panel figure as drawn (``"wide"``) or fitted to the text column (``"column"``), laid out tight."""
-    fig = finish(fig, _layout(layout))
+    fig = finish(fig, check_layout(layout))
     fig.tight_layout()
     return fig
 
@@ -74,13 +68,6 @@ def wavelength_ladder(theta, train_length: float, target_length: float | None = 
         Training context (positive); pairs whose wavelength exceeds it are drawn as slow.
     target_length : float, optional
         Context to serve, drawn as a second line.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if target_length is not None:
@@ -112,13 +99,6 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
         Start of the search (default: a tenth of ``stop``, at least 2).
     points : int
         How many offsets to draw (at most 20,000); every integer when the range is smaller.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
@@ -168,10 +148,6 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
 
     layout : {"wide", "column"}
         ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -207,11 +183,6 @@ def return_offset(theta, length: int) -> int:
     """The offset in ``1 .. length-1`` at which the pairs come closest to a whole number of turns.
 
     The minimiser of ``sum_i sin^2(Δ θ_i / 2)`` (the equal-weight phase distance to offset 0).
-
-    Raises
-    ------
-    ValueError
-        For a bad ``theta`` or ``length`` (2 to 100,000).
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -238,13 +209,6 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
         Largest offset of the kernel panel (2 to 10**9).
     points : int
         Offsets drawn per kernel curve (10 to 5,000), log-spaced.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
         raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
@@ -254,7 +218,7 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
     points = v.integer("points", points, minimum=10, maximum=5000)
     colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
-    _layout(layout)
+    check_layout(layout)
     fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
     lad, ker = grid[0]
     d = np.geomspace(1, stop, points)
@@ -290,10 +254,6 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
 
     layout : {"wide", "column"}
         ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -342,13 +302,6 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
         Sorted offsets labelling rows and columns.
     pair : (float, float), optional
         Pair to circle.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     D = v.finite_array("distances", distances)
     off = v.finite_array("offsets", offsets)
@@ -386,13 +339,6 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
         Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
     sharpness : float
         The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     m = v.finite_array("margins", margins).reshape(-1)
     a = v.finite_array("masses", masses).reshape(-1)
@@ -431,18 +377,12 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
         Bases sampled (10 to 400).
     marks : sequence of (float, str)
         Bases to mark with a vertical line and a label (at most 6).
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
     high = v.real("high", high, greater_than=low)
     points = v.integer("points", points, minimum=10, maximum=400)
-    _layout(layout)
+    check_layout(layout)
     marks = list(marks)
     if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
         raise ValueError("marks must hold at most 6 (base, label) pairs")

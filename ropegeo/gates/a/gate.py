@@ -321,16 +321,6 @@ def _legend(checks) -> str:
     return text + ")"
 
 
-def json_default(o):
-    """``default=`` hook for ``json.dumps``: numpy values as plain Python (:func:`ropegeo._json.plain`)."""
-    out = plain(o)
-    if out is o:
-        raise TypeError(f"{type(o).__name__} is not JSON serialisable")
-    return out
-
-
-
-
 def _from_manifest(manifest, target_length):
     """Declared fields from a manifest (or a config dict, path or shipped name)."""
     if isinstance(manifest, dict):
