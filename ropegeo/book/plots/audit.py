@@ -21,13 +21,7 @@ _STATE = {"not run": 0, "pass": 1, "FAIL": 2}
 
 
 def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
-    """Pass / fail / not run of the three gates, one row per audited setup, with the verdict's kind.
-
-    Parameters
-    ----------
-    reports : dict of str to ropegeo.gates.procedure.AuditReport
-        1 to 30 reports keyed by a short label.
-    """
+    """Pass / fail / not run of the three gates, one row per audit report (1 to 30, keyed by a label)."""
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
@@ -65,16 +59,10 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
 def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str = "wide") -> Figure:
     """Gate B separation margins of several setups, one group of bars per setup.
 
-    Parameters
-    ----------
-    rows : sequence of (label, dict of set name -> margin)
-        For example ``[(name, {s["name"]: s["margin"] for s in report.gate_b.sets}) ...]``.
-        1 to 30 rows, margins in [0, 2].
-    min_margin : float
-        The threshold drawn as a dashed line (positive, at most 2), when ``thresholds`` is not given.
-    thresholds : sequence of float, optional
-        One Gate B threshold per row (Gate B's rule derives it per ruler:
-        ``report.gate_b.threshold``), each drawn as a black mark across its row.
+    ``rows`` holds 1 to 30 ``(label, {set name: margin in [0, 2]})``, e.g. ``[(name, {s["name"]:
+    s["margin"] for s in report.gate_b.sets}) ...]``. ``thresholds`` (one per row, Gate B's
+    ``report.gate_b.threshold``) are drawn as black marks across their rows; without them
+    ``min_margin`` (0 to 2) is drawn as one dashed line.
     """
     rows = list(rows)
     if not 1 <= len(rows) <= 30:
@@ -132,18 +120,12 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
 def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     """Why a distant displacement can beat the trained one: the head's score and its weighted kernel.
 
-    Top: the learned score ``score(delta)`` of an offset head up to ``length`` with the target and
-    the strongest displacement beyond the training window marked. Bottom: the kernel
-    ``K_w(delta - k)`` of the frequency bank weighted by the head's learned amplitudes (its Gate B
-    similarity to the target ``k``), the same kernel with equal weights, and the kernel of the fast
-    band alone (learned amplitudes on the pairs that turn at least once in training, zero elsewhere),
-    whose peak beyond the window predicts the rival.
-
-    Parameters
-    ----------
-    head : ropegeo.toy.OffsetHead
-    length : int
-        Evaluation length (more than the head's training length, at most 1,000,000).
+    Top: the learned score ``score(delta)`` of an offset head up to ``length`` (beyond its training
+    length, at most 1,000,000) with the target and the strongest displacement beyond the training
+    window marked. Bottom: the kernel ``K_w(delta - k)`` of the frequency bank weighted by the
+    head's learned amplitudes (its Gate B similarity to the target ``k``), the same kernel with
+    equal weights, and the kernel of the fast band alone (learned amplitudes on the pairs that turn
+    at least once in training, zero elsewhere), whose peak beyond the window predicts the rival.
     """
 
     if not isinstance(head, OffsetHead):

@@ -108,18 +108,11 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
 
 def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position",
                               layout: str = "wide") -> Figure:
-    """Accuracy and attention mass against the query's absolute position, per seed and mean.
+    """Accuracy (left, or top) and mass on the target against the query's absolute position, per seed and mean.
 
-    Two panels: accuracy (left, or top) and mass on the target (right, or bottom).
-
-    Parameters
-    ----------
-    evaluations : dict of str -> list of Evaluation, or a list of Evaluation, or SeedResults
-        One list per condition, one evaluation per seed.
-    bins : int or array_like
-        Equal bins over ``[0, length]`` (1 to ``ropegeo.toy.MAX_BINS`` = 10,000) or
-        explicit increasing edges (at most ``MAX_BINS + 1``).
-    title : str
+    ``evaluations`` is a dict of condition -> list of Evaluation (one per seed), a list, or a
+    SeedResults; ``bins`` is a count of equal bins over ``[0, length]`` (1 to
+    ``ropegeo.toy.MAX_BINS``) or explicit increasing edges.
     """
     return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
@@ -145,15 +138,9 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
                               title: str = "Where the attention goes", layout: str = "wide") -> Figure:
     """Mean attention weight at each displacement, per seed (thin) and mean (thick).
 
-    Parameters
-    ----------
-    evaluations : as in :func:`accuracy_mass_by_position`
-    max_displacement : int, optional
-        Right end of the axis (1 to ``ropegeo._validate.MAX_LENGTH``; default: the longest
-        evaluated length).
-    log : bool
-        Logarithmic weight axis (shows small leaks such as a distant rival).
-    title : str
+    ``evaluations`` as in :func:`accuracy_mass_by_position`; ``max_displacement`` (default the longest
+    evaluated length) ends the axis; ``log`` scales the weights to show small leaks such as a
+    distant rival.
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
@@ -185,20 +172,11 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
                   layout: str = "wide") -> Figure:
     """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
 
-    The training window is shaded; the target offset is marked.
-
-    Parameters
-    ----------
-    heads : OffsetHead or sequence of OffsetHead
-        One curve per head (seed), under each head's own schedule (at most
-        ``ropegeo.toy.MAX_SEEDS`` = 20 heads).
-    horizon : int
-        Largest displacement drawn (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH`` = 1,000,000,
-        and ``horizon * pairs`` at most ``MAX_PROFILE_CELLS``).
-    per_pair : bool
-        Add a second panel with each pair's contribution for the first head (ramps that turn
-        around beyond the window show there).
-    title : str, optional
+    One curve per head (seed; at most ``ropegeo.toy.MAX_SEEDS``) under its own schedule, up to
+    ``horizon`` (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH``, and ``horizon * pairs`` at most
+    ``MAX_PROFILE_CELLS``); the training window is shaded and the target offset marked.
+    ``per_pair`` adds a panel with each pair's contribution for the first head (ramps that turn
+    around beyond the window show there).
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
@@ -243,12 +221,8 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
 def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
     """Per-seed accuracy and mass of several conditions as dot plots (one dot per seed).
 
-    Parameters
-    ----------
-    results : sequence of SeedResults
-        For example the output of :func:`ropegeo.toy.compare` (at most
-        :data:`MAX_TABLE_ROWS` = 256 rows).
-    title : str
+    ``results`` holds SeedResults, e.g. from :func:`ropegeo.toy.compare` (at most
+    :data:`MAX_TABLE_ROWS` rows).
     """
     if isinstance(results, SeedResults):
         results = [results]

@@ -134,20 +134,12 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
 
 def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4,
                  layout: str = "wide") -> Figure:
-    """Small multiples: each rule's wavelength per pair against the unscaled ladder.
+    """Small multiples: each rule's wavelength per pair against the unscaled ladder ``base_theta``.
 
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    thetas : mapping of str -> array_like of shape (pairs,), or str -> mapping of length -> array_like
-        Served frequencies per rule (at most 12 rules). A rule whose frequencies depend on the
-        current length (dynamic NTK) is given as a mapping from lengths to frequencies (at most
-        8) and drawn as a family of lines, one per length.
-    train_length, target_length : float
-        Drawn as horizontal lines (dashed and dotted).
-    columns : int
-        Panels per row (1 to 6) of the wide layout.
+    ``thetas`` maps each rule (at most 12) to its served frequencies, or, for a rule whose
+    frequencies depend on the current length (dynamic NTK), to a mapping of at most 8 lengths to
+    frequencies, drawn as a family of lines. ``train_length`` and ``target_length`` are drawn dashed
+    and dotted; ``columns`` (1 to 6) sets the panels per row of the wide layout.
     """
     layout = check_layout(layout)
     rules = _thetas(thetas, families=True)
@@ -213,12 +205,7 @@ def _gather_legends(fig: Figure, axes, count: int, columns: int) -> None:
 def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Figure:
     """Per-pair stretch ``theta_i / theta'_i`` of every rule on one log axis (1 = untouched).
 
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    thetas : mapping of str -> array_like, shape (pairs,)
-        Served frequencies per rule (at most 12).
+    ``thetas`` maps each rule (at most 12) to its served frequencies, beside the unscaled ``base_theta``.
     """
     layout = check_layout(layout)
     rules = _thetas(thetas)
@@ -244,16 +231,11 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
 
 
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
-    """Phase novelty against resolution, one point per rule.
+    """Phase novelty against resolution, one point per rule (at most 12 extension reports).
 
     Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
     novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
-    (higher is better resolved).
-
-    Parameters
-    ----------
-    reports : sequence of ropegeo.extension.ExtensionReport
-        With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
+    (higher is better resolved); each report needs both margins.
     """
     layout = check_layout(layout)
     reps = list(reports)
@@ -298,13 +280,8 @@ def _column_label(label: str, width: int = 22) -> str:
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     """Each model's served wavelengths (at its target length) as one row of dots.
 
-    One row per model on a log wavelength axis; a bar marks the training length and a
-    diamond the target length.
-
-    Parameters
-    ----------
-    manifests : mapping of str -> ropegeo.models.manifest.RopeManifest
-        At most 12 models, each with a known training length.
+    ``manifests`` maps at most 12 names to manifests with a known training length. One row per model
+    on a log wavelength axis; a bar marks the training length and a diamond the target length.
     """
     layout = check_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
@@ -345,20 +322,11 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
                        layout: str = "wide") -> Figure:
     """Joint phase novelty per rule, beside its per-pair novelty.
 
-    Left: distance from each served offset to the nearest training offset, per rule. Right:
-    per rule, total per-pair novelty (x) against the median joint distance (y).
-
-    Parameters
-    ----------
-    results : mapping of str -> ropegeo.novelty.JointNovelty
-        One result per rule (at most 12), over the served offsets.
-    per_pair : mapping of str -> float
-        Each rule's total per-pair novelty, in turns (same labels as ``results``).
-    train_length : float
-        Marked as a vertical line (offsets beyond it were never served in training).
-    threshold : float
-        A reference distance drawn as a horizontal line (e.g. between neighbouring training
-        offsets).
+    ``results`` maps each rule (at most 12) to its :class:`ropegeo.novelty.JointNovelty` over the
+    served offsets, ``per_pair`` to its total per-pair novelty in turns. Left: distance from each
+    served offset to the nearest training offset (``train_length`` a vertical line). Right: total
+    per-pair novelty (x) against the median joint distance (y); ``threshold`` is a reference
+    distance drawn as a horizontal line (e.g. between neighbouring training offsets).
     """
     layout = check_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
@@ -407,20 +375,10 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
                     layout: str = "wide") -> Figure:
     """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
-    Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
-    up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
-    in pair index (in the logarithm of the turns) is curved.
-
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    train_length : float
-        ``L``: the right panel's axis is the number of turns ``L theta_i / 2 pi``.
-    weights : mapping of str -> array_like, shape (pairs,)
-        Weights in [0, 1] per rule (at most 12).
-    max_turns : float
-        Right end of the turns axis (positive).
+    ``weights`` maps each rule (at most 12) to one weight in [0, 1] per pair of ``base_theta``. Left:
+    weight against pair index. Right: weight against turns ``L theta_i / 2 pi`` (``L`` the
+    ``train_length``) on a linear axis up to ``max_turns``, where a ramp linear in turns is a
+    straight segment and a ramp linear in pair index (in the logarithm of the turns) is curved.
     """
     layout = check_layout(layout)
     base = _bank("base_theta", base_theta)

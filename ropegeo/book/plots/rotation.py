@@ -55,24 +55,11 @@ def _clock_axes(ax, radius):
 
 def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
                 query_position: float = 2.0, key_position: float = 5.0, layout: str = "wide") -> Figure:
-    """One rotary pair drawn as a clock hand, in two panels.
+    """One rotary pair ``pair`` (non-zero) turning at ``theta`` rad/position, drawn as a clock hand.
 
-    Left: the pair rotated to each of ``positions`` (one arrow per position, labelled).
-    Right: the same pair as a query at ``query_position`` and a key at ``key_position``, with the
-    arc between them marking the angle ``(n - m) theta`` that the score sees.
-
-    Two axes; arrows and arcs are patches of the axes.
-
-    Parameters
-    ----------
-    pair : array_like, shape (2,)
-        The content of the pair (non-zero, finite).
-    theta : float
-        Frequency of the pair, radians per position (positive, finite).
-    positions : array_like, shape (P,)
-        Positions drawn in the left panel, 1 <= P <= 64.
-    query_position, key_position : float
-        The positions ``m`` and ``n`` of the right panel.
+    Left: the pair rotated to each of ``positions`` (1 to 64; one labelled arrow each). Right: the
+    pair as a query at ``query_position`` ``m`` and a key at ``key_position`` ``n``, with the arc of
+    the angle ``(n - m) theta`` that the score sees.
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
@@ -125,21 +112,10 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
     """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
 
     Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
-    ``-(q x k) sin(delta theta)`` and their sum; the sum is computed independently by rotating
-    with :func:`ropegeo.rotation.apply_rope`, and dots mark integer displacements.
-
-    One axes with three lines (symmetric, oriented, score) and the integer markers.
-
-    Parameters
-    ----------
-    q, k : array_like, shape (2,)
-        Query and key contents of one pair (non-zero, finite).
-    theta : float
-        Frequency, radians per position (positive, finite).
-    max_offset : int
-        Displacements from ``-max_offset`` to ``max_offset`` are drawn; 1 to 10,000.
-    mark : float, optional
-        A displacement to mark together with its mirror ``-mark``.
+    ``-(q x k) sin(delta theta)`` and their sum, computed independently with
+    :func:`ropegeo.rotation.apply_rope` (dots at integer displacements), for ``delta`` from
+    ``-max_offset`` to ``max_offset`` (1 to 10,000). ``q`` and ``k`` are non-zero pairs; ``mark``
+    marks a displacement and its mirror.
     """
     q = _pair("q", q)
     k = _pair("k", k)
@@ -182,20 +158,9 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
 
 def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: float = 10_000.0,
                          pairings=("interleaved", "half"), layout: str = "wide") -> Figure:
-    """The rotary operator ``R_position`` of a head drawn as an image, one panel per pairing.
+    """The rotary operator ``R_position`` of a head (``head_dim`` up to 256) as an image per pairing.
 
-    One image per pairing, entries coloured on a fixed [-1, 1] scale, and a shared colour bar.
-
-    Parameters
-    ----------
-    position : float
-        The position whose rotation is drawn (finite).
-    head_dim : int
-        Width of the head (even, 2 to 256).
-    base : float
-        Frequency base (greater than 1).
-    pairings : sequence of {"interleaved", "half"}
-        One panel per layout (1 or 2 entries).
+    One panel per entry of ``pairings`` (1 or 2), entries on a fixed [-1, 1] scale, one colour bar.
     """
     position = v.real("position", position)
     head_dim = v.head_dim(head_dim)
@@ -239,27 +204,13 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
                  window: int = 64, layout: str = "wide") -> Figure:
     """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
 
-    Three axes, left to right.
-
-    Parameters
-    ----------
-    bound : (offsets, values)
-        RoFormer's relative upper bound against the distance (e.g. from
-        :func:`ropegeo.decay.relative_upper_bound`); both 1-D of equal length.
-    counter : (offsets, scores)
-        The score of one pair of contents against the offset ``delta = n - m``.
-    trained : (offsets, scores)
-        Scores of trained heads, shape ``(seeds, offsets)`` (1 to 64 seeds), against ``delta``.
-        A score over thousands of offsets oscillates too fast to read, so each seed is reduced
-        to its best score in consecutive windows of ``window`` offsets, drawn as the median and
-        the min-max band over the seeds.
-    train_length : int, optional
-        Shades the offsets ``-(train_length - 1) .. 0`` seen in training.
-    target : float, optional
-        An offset among the trained offsets whose score (median over seeds) is drawn as a
-        horizontal line, e.g. the offset the heads were trained to attend to.
-    window : int
-        Offsets per window of the trained panel (1 to the number of offsets).
+    Each of ``bound``, ``counter`` and ``trained`` is ``(offsets, values)``: RoFormer's relative upper
+    bound against the distance (:func:`ropegeo.decay.relative_upper_bound`), one score against
+    ``delta = n - m``, and the scores of 1 to 64 trained heads, shape ``(seeds, offsets)``. A score over
+    thousands of offsets oscillates too fast to read, so each seed is reduced to its best score in
+    consecutive windows of ``window`` offsets, drawn as the median and min-max band over the seeds.
+    ``train_length`` shades the offsets seen in training; ``target`` (one of the trained offsets)
+    draws its median score as a horizontal line.
     """
     (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
                                     (("bound", bound), ("counter", counter), ("trained", trained)))
@@ -309,18 +260,11 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
 
 
 def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
-    """Attention weights and read-out labels of several copy heads, one column per head.
+    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, one column each.
 
-    Two rows of bar charts: weights (top) and output (bottom).
-
-    Parameters
-    ----------
-    weights : dict of str to array_like, shape (length,)
-        Each head's attention weights over key positions (1 to 6 heads, same length).
-    outputs : dict of str to array_like, shape (labels,)
-        Each head's output when the values are one-hot labels (same keys as ``weights``).
-    target : int, optional
-        The position the heads should read, marked in every panel.
+    ``weights`` maps a head's name to its weights over key positions, ``outputs`` to its output when
+    the values are one-hot labels (same names, one common length of at most 256); ``target`` marks
+    the position the heads should read.
     """
     if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
         raise ValueError("weights and outputs must be dicts with the same head names")
@@ -358,13 +302,8 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
 def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     """How much a global shift of every position moves the scores, one line per scheme, log scale.
 
-    Parameters
-    ----------
-    shifts : array_like, shape (n,)
-        Global shifts ``c`` (finite, 2 to 10,000 of them).
-    changes : dict of str to array_like, shape (n,)
-        For each scheme (1 to 6), the largest change of any score at each shift (non-negative;
-        zeros are drawn at the bottom of the axis).
+    ``shifts`` holds 2 to 10,000 shifts ``c``; ``changes`` maps 1 to 6 schemes to the largest change
+    of any score at each shift (non-negative; zeros drawn at the bottom of the axis).
     """
     c = v.finite_array("shifts", shifts)
     if c.ndim != 1 or not 2 <= c.size <= 10_000:
@@ -390,23 +329,12 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
 
 def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0, *,
                        layout: str = "wide") -> Figure:
-    """One pair's score at ``+delta`` and ``-delta``, split into its symmetric and oriented parts.
+    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``), split in two parts.
 
-    For each sign of the offset three bars: the symmetric part ``(q . k) cos(delta theta)``, the
-    oriented part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``,
-    the last computed independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars
-    are equal, the oriented ones opposite, so the scores differ by twice the oriented part.
-
-    One axes with two groups of three bars, each bar labelled with its value.
-
-    Parameters
-    ----------
-    q, k : array_like, shape (2,)
-        Query and key contents of one pair (non-zero, finite).
-    theta : float
-        Frequency, radians per position (positive).
-    delta : float
-        The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
+    For each sign three labelled bars: the symmetric part ``(q . k) cos(delta theta)``, the oriented
+    part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``, computed
+    independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars are equal, the oriented
+    ones opposite, so the scores differ by twice the oriented part.
     """
     q = _pair("q", q)
     k = _pair("k", k)

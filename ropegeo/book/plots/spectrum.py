@@ -58,16 +58,10 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
 
 def wavelength_ladder(theta, train_length: float, target_length: float | None = None, *,
                       layout: str = "wide") -> Figure:
-    """Wavelength of every pair on a log axis against the training (and target) length.
+    """Wavelength of every pair of ``theta`` (rad/position) on a log axis against the training length.
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    train_length : float
-        Training context (positive); pairs whose wavelength exceeds it are drawn as slow.
-    target_length : float, optional
-        Context to serve, drawn as a second line.
+    Pairs whose wavelength exceeds ``train_length`` are drawn as slow; ``target_length``, the context
+    to serve, is drawn as a second line.
     """
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if target_length is not None:
@@ -79,26 +73,12 @@ def wavelength_ladder(theta, train_length: float, target_length: float | None = 
 
 def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: int = 3, mark_from: int | None = None,
                 points: int = 4000, layout: str = "wide") -> Figure:
-    """The equal-weight kernel K(Δ) over ``[start, stop]`` with its near-collisions marked.
+    """The equal-weight kernel K(Δ) of ``theta`` (times ``scale``) over ``[start, stop]`` (stop at most 10**7).
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies.
-    stop : int
-        Last offset drawn (at most 10**7).
-    scale : float
-        Position multiplier.
-    start : int
-        First offset drawn.
-    marks : int
-        How many near-collisions to mark (0 for none); they are searched exactly over every
-        integer offset in ``[mark_from, stop]`` with :func:`ropegeo.geometry.near_collisions`,
-        keeping peaks at least a 25th of the range apart.
-    mark_from : int, optional
-        Start of the search (default: a tenth of ``stop``, at least 2).
-    points : int
-        How many offsets to draw (at most 20,000); every integer when the range is smaller.
+    ``points`` (at most 20,000) offsets are drawn, every integer when the range is smaller. ``marks``
+    near-collisions (0: none) are searched exactly over every integer offset in ``[mark_from, stop]``
+    (default from a tenth of ``stop``, at least 2) with :func:`ropegeo.geometry.near_collisions`,
+    keeping peaks at least a 25th of the range apart.
     """
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
@@ -145,9 +125,6 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
     whose two phases come nearest to a whole number of turns (the smallest phase distance of
     the two pairs), marked at positions 0 and ``Δ``.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -192,23 +169,11 @@ def return_offset(theta, length: int) -> int:
 
 def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
                     stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
-    """Wavelength ladders and kernels of several bases side by side.
+    """Wavelength ladders and kernels of one to six bases side by side, for a head of ``head_dim``.
 
-    Left: the wavelength of every pair (log axis) for each base, with the training length drawn.
-    Right: ``K(Δ)`` for each base on a logarithmic offset axis from 1 to ``stop``.
-
-    Parameters
-    ----------
-    bases : sequence of float
-        One to six bases (each greater than 1).
-    head_dim : int
-        Head (rotary) dimension, even.
-    train_length : float
-        Training context drawn on the ladder (positive).
-    stop : float
-        Largest offset of the kernel panel (2 to 10**9).
-    points : int
-        Offsets drawn per kernel curve (10 to 5,000), log-spaced.
+    Left: the wavelength of every pair (log axis) for each base, with ``train_length`` drawn.
+    Right: ``K(Δ)`` for each base at ``points`` (10 to 5,000) log-spaced offsets from 1 to ``stop``
+    (at most 10**9).
     """
     if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
         raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
@@ -251,9 +216,6 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
     rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
     limit of each low-precision *angle* dtype, where positions themselves start to collide.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -294,14 +256,8 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
 def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figure:
     """A pairwise phase-distance matrix as an image, with the most confusable pair circled.
 
-    Parameters
-    ----------
-    distances : array_like, shape (n, n)
-        From :func:`ropegeo.margins.pairwise_distances`.
-    offsets : array_like, shape (n,)
-        Sorted offsets labelling rows and columns.
-    pair : (float, float), optional
-        Pair to circle.
+    ``distances`` (shape ``(n, n)``) comes from :func:`ropegeo.margins.pairwise_distances`, its rows
+    and columns labelled by the sorted ``offsets``; ``pair`` overrides the pair circled.
     """
     D = v.finite_array("distances", distances)
     off = v.finite_array("offsets", offsets)
@@ -331,14 +287,9 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
 def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
     """Attention mass on the target against the pair's margin, with the exact-phase prediction.
 
-    Parameters
-    ----------
-    margins : array_like, shape (n,)
-        Phase distance between the target and each distractor.
-    masses : array_like, shape (n,)
-        Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
-    sharpness : float
-        The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
+    ``margins`` are the phase distances between the target and each distractor, ``masses`` the mass
+    the probe put on the target (:func:`ropegeo.margins.attention_probe`); the curve is
+    ``1 / (1 + exp(-sharpness D^2 / 2))``.
     """
     m = v.finite_array("margins", margins).reshape(-1)
     a = v.finite_array("masses", masses).reshape(-1)
@@ -362,21 +313,10 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
 
     A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
-    sampled at ``points`` log-spaced bases, so it can step over a hole narrower than one sample
-    (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it sees).
-
-    Parameters
-    ----------
-    length : int
-        Context length ``L`` (at least 2; ``(L + 1) * head_dim / 2`` cosines per base).
-    head_dim : int
-        Head width, every coordinate rotating.
-    low, high : float
-        Base range (``1 < low < high``).
-    points : int
-        Bases sampled (10 to 400).
-    marks : sequence of (float, str)
-        Bases to mark with a vertical line and a label (at most 6).
+    sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
+    narrower than one sample (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it
+    sees); ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are
+    ``(base, label)`` pairs drawn as vertical lines.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
