@@ -34,6 +34,12 @@ def _pair(name: str, value) -> np.ndarray:
     return arr
 
 
+def _one_pair(q, k, theta):
+    """The checked contents and frequency of one pair, with ``q . k`` and ``q x k``."""
+    q, k, theta = _pair("q", q), _pair("k", k), v.real("theta", theta, greater_than=0.0)
+    return q, k, theta, float(q @ k), float(q[0] * k[1] - q[1] * k[0])
+
+
 def _arrow(ax, tip, colour, *, width=1.6, alpha=1.0, style="-|>"):
     ax.add_patch(
         FancyArrowPatch((0.0, 0.0), tuple(tip), arrowstyle=style, mutation_scale=12,
@@ -117,15 +123,10 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
     ``-max_offset`` to ``max_offset`` (1 to 10,000). ``q`` and ``k`` are non-zero pairs; ``mark``
     marks a displacement and its mirror.
     """
-    q = _pair("q", q)
-    k = _pair("k", k)
-    theta = v.real("theta", theta, greater_than=0.0)
+    q, k, theta, dot, cross = _one_pair(q, k, theta)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_OFFSET)
     if mark is not None:
         mark = v.real("mark", mark, minimum=-max_offset, maximum=max_offset)
-
-    dot = float(q @ k)
-    cross = float(q[0] * k[1] - q[1] * k[0])
     samples = min(4001, 40 * max_offset + 1)
     delta = np.linspace(-max_offset, max_offset, samples)
     integers = np.arange(-max_offset, max_offset + 1, dtype=np.float64)
@@ -336,12 +337,8 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
     independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars are equal, the oriented
     ones opposite, so the scores differ by twice the oriented part.
     """
-    q = _pair("q", q)
-    k = _pair("k", k)
-    theta = v.real("theta", theta, greater_than=0.0)
+    q, k, theta, dot, cross = _one_pair(q, k, theta)
     delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)
-    dot = float(q @ k)
-    cross = float(q[0] * k[1] - q[1] * k[0])
     th = np.array([theta])
     fig, grid = panels(layout, 1, wide_size=(7, 3.8), panel_height=4.4)
     ax = grid[0, 0]
