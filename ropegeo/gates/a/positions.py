@@ -187,25 +187,12 @@ def _rounded(fn, x, ys: dict, role, tol, max_position):
 
 
 def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, extra_sizes=()) -> dict | None:
-    """The first position-id defect found, or ``None``.
+    """The first position-id defect ``fn`` shows on the random vector ``x`` below ``max_position``, or ``None``.
 
-    Parameters
-    ----------
-    fn : ropegeo.gates.a.call.Impl
-    x : numpy.ndarray, shape (d,)
-        A random vector.
-    max_position : int
-        The declared context; probes lie below it.
-    tol : float
-        Two outputs closer than this (relative to |x|) are the same rotation.
-
-    Returns
-    -------
-    dict or None
-        ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``, ``"refused"``,
-        ``"nan"``),
-        ``boundary`` (the first position affected), ``text`` (the diagnosis), ``defect`` (its
-        class) and, for refusals and NaN, ``first`` (the first probe affected).
+    Two outputs closer than ``tol`` (relative to |x|) are the same rotation. A defect is a dict:
+    ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``,
+    ``"refused"``, ``"nan"``), ``boundary`` (the first position affected), ``text`` (the diagnosis),
+    ``defect`` (its class) and, for refusals and NaN, ``first`` (the first probe affected).
     """
     found = _ignored(fn, x, role, tol, max_position)
     if found:

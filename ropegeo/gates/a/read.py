@@ -33,22 +33,13 @@ def matrices(impl, head_dim: int, positions, role=None) -> np.ndarray:
 
 
 def infer_layout(mats: np.ndarray, tol: float = 1e-6) -> dict:
-    """Which coordinates rotate together, read off rotation matrices.
+    """Which coordinates rotate together, read off the matrices ``R(p)`` (shape ``(k, d, d)``) of an
+    implementation at ``k`` positions (``f(x, p) = R(p) @ x``), entries below ``tol`` taken as zero.
 
-    Parameters
-    ----------
-    mats : numpy.ndarray, shape (k, d, d)
-        The matrices ``R(p)`` of an implementation at ``k`` positions (``f(x, p) = R(p) @ x``).
-    tol : float
-        Entries below this are treated as zero.
-
-    Returns
-    -------
-    dict
-        ``pairs`` (list of ``[a, b]`` with ``a < b``, sorted by ``a``), ``passthrough`` (indices of
-        coordinates left unchanged at every position), ``odd`` (coordinates that are neither),
-        ``pairing`` (``"interleaved"``, ``"half"``, ``"both"`` for a single pair, where the two
-        coincide, or ``"other"``), ``rotary_dim`` and ``offset`` (first rotating coordinate).
+    Returns a dict: ``pairs`` (``[a, b]`` with ``a < b``, sorted by ``a``), ``passthrough``
+    (coordinates unchanged at every position), ``odd`` (coordinates that are neither), ``pairing``
+    (``"interleaved"``, ``"half"``, ``"both"`` for a single pair, where the two coincide, or
+    ``"other"``), ``rotary_dim`` and ``offset`` (first rotating coordinate).
 
     Examples
     --------
