@@ -13,6 +13,7 @@ from ropegeo.book.exercises import (
     as_items,
     as_whole,
     call_student,
+    read_each,
     correct,
     exercise,
     sympy_problem,
@@ -248,13 +249,10 @@ def _causal_survivors(answer):
     items, bad = as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True)
     if bad:
         return bad
-    slots = set()
-    for item in items:
-        i, bad = as_whole(item, "slot indices as whole numbers from 0 to 7")
-        if bad:
-            return bad
-        slots.add(i)
-    got = sorted(slots)
+    slots, bad = read_each(items, as_whole, "slot indices as whole numbers from 0 to 7")
+    if bad:
+        return bad
+    got = sorted(set(slots))
     if any(i < 0 or i > 7 for i in got):
         return wrong("slot indices run from 0 to 7.")
     layer, x, perm = survivor_problem()

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo.book.broken import PositionDefect
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
+from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, read_each, wrong
 from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
@@ -35,12 +35,9 @@ def _check_permutation(answer):
         return bad
     if len(items) != PERM_DIM:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
-    perm = []
-    for item in items:
-        i, bad = as_whole(item, "indices as integers", limit=10**6)
-        if bad:
-            return bad
-        perm.append(i)
+    perm, bad = read_each(items, as_whole, "indices as integers", limit=10**6)
+    if bad:
+        return bad
     perm = np.array(perm)
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
@@ -187,12 +184,9 @@ def _check_diagnose(answer):
         return bad
     if len(items) != d:
         return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
-    pairs = []
-    for item in items:
-        i, bad = as_whole(item, "pair indices as whole numbers", limit=10**6)
-        if bad:
-            return bad
-        pairs.append(i)
+    pairs, bad = read_each(items, as_whole, "pair indices as whole numbers", limit=10**6)
+    if bad:
+        return bad
     pairs = np.array(pairs)
     truth = _suspect_pairs()
     if np.array_equal(pairs, truth):

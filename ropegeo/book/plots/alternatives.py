@@ -1,6 +1,4 @@
 """Figures of chapter 7: the shapes of the position terms, learned profiles, the comparison.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """Figures of chapter 1: score matrices under a permutation, the causal mask, position codes.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

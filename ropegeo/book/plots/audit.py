@@ -1,6 +1,4 @@
 """Figures of the audit: the three gates side by side, Gate B margins, and a distant rival explained.
-
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Figures of Gate C: trained heads by position, by displacement, across seeds.
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 Conditions are passed as a mapping ``label -> list of Evaluation`` (one evaluation per seed):
 each seed is drawn as a thin line and the mean over seeds as a thick one, so an effect that
 only some seeds show stays visible.

@@ -1,6 +1,5 @@
 """Figures of the seed-and-budget studies: fine-tuning budget curves and attention dilution.
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 Per-seed values are summarised as the mean (line) and the min-max range over seeds (band).
 """
 

@@ -1,6 +1,4 @@
 """Figures of chapter 4: context-extension rules as rulers, their trade-off, real models.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """Figures of chapter 5: one rotary operator, many implementations (pairs, positions, precision).
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

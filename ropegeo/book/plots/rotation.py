@@ -2,8 +2,6 @@
 block-diagonal operator of a whole head, the long-term-decay claim against a counterexample and
 trained heads, the routing and value-path defect heads, and additive against rotary codes under
 a global shift.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

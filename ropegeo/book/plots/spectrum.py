@@ -1,6 +1,4 @@
 """Figures of the frequency bank: wavelength ladder, kernel, torus, phase precision, margins.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations

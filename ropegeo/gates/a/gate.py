@@ -67,8 +67,7 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.a.read import infer_layout
-from ropegeo.gates.verdicts import EXIT_CODES, Check, status, verdict
+from ropegeo.gates.verdicts import Check, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
 
