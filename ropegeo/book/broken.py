@@ -386,25 +386,13 @@ POSITION_POLICIES = ("contiguous", "left-padded", "left-padded-naive", "packed-r
 
 
 def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
-    """The position id of every slot of one batch row under a position-id policy.
+    """The position id (int64) of every slot of one batch row under a position-id policy.
 
-    Parameters
-    ----------
-    policy : str
-        ``"contiguous"`` (``0 .. L-1``), ``"left-padded"`` (``pad`` padding slots, then ids
-        ``0 .. L-1`` counted from the attention mask; padding slots get ``-1``),
-        ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
-        (several documents in one row, ids restart at 0 for each) or ``"packed-continuous"``
-        (ids run on across document boundaries).
-    lengths : int or sequence of int
-        Length of the sequence, or of each packed document (each at least 1; at most 65,536
-        slots in all).
-    pad : int
-        Padding slots on the left (left-padded policies only; non-negative).
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (pad + sum(lengths),)
+    ``lengths`` is the sequence's length, or each packed document's (at most 65,536 slots in all
+    with the ``pad`` left-padding slots). ``policy`` is ``"contiguous"`` (``0 .. L-1``),
+    ``"left-padded"`` (``pad`` slots with id ``-1``, then ids ``0 .. L-1`` counted from the attention
+    mask), ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
+    (ids restart at 0 for each document) or ``"packed-continuous"`` (ids run on across documents).
     """
     if policy not in POSITION_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")

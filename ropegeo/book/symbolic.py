@@ -54,16 +54,10 @@ _q1, _q2, _k1, _k2 = sp.symbols("q1 q2 k1 k2", real=True)
 
 @dataclass(frozen=True, repr=False)
 class Identity:
-    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices.
+    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices, named in words.
 
-    Attributes
-    ----------
-    name : str
-        What the identity says, in words.
-    lhs, rhs : sympy.Expr or sympy.Matrix
-        The two sides, as built (the left side is not simplified).
-    symbols : dict of str to sympy.Symbol
-        The free symbols, by name, so a test can substitute values.
+    ``lhs`` and ``rhs`` are as built (the left side is not simplified); ``symbols`` holds the free
+    symbols by name, so a test can substitute values.
     """
 
     name: str
@@ -147,18 +141,10 @@ def inverse_identity() -> Identity:
 class ScoreSplit:
     """The 2-D rotary score ``<R_m q, R_n k>`` and its two terms in ``delta = n - m``.
 
-    Attributes
-    ----------
-    score : sympy.Expr
-        The score multiplied out in ``q1, q2, k1, k2, m, n, theta``.
-    symmetric : sympy.Expr
-        ``(q . k) cos(delta theta)``: unchanged when ``delta -> -delta``.
-    oriented : sympy.Expr
-        ``-(q x k) sin(delta theta)`` with ``q x k = q1 k2 - q2 k1``: odd in ``delta`` and zero
-        when ``q`` and ``k`` are parallel.
-    dot, cross : sympy.Expr
-        ``q . k`` and ``q x k``.
-    symbols : dict of str to sympy.Symbol
+    ``score`` is multiplied out in ``q1, q2, k1, k2, m, n, theta``; ``symmetric`` is
+    ``(q . k) cos(delta theta)`` (even in ``delta``), ``oriented`` is ``-(q x k) sin(delta theta)``
+    with ``cross = q x k = q1 k2 - q2 k1`` (odd in ``delta``, zero for parallel ``q`` and ``k``),
+    ``dot = q . k``; ``symbols`` by name.
     """
 
     score: sp.Expr
@@ -236,14 +222,9 @@ def block_relative_identity(pairs: int = 3) -> Identity:
 class AdditiveExpansion:
     """``(x + p_m)^T W_q^T W_k (x' + p_n)`` expanded, with each term sorted into its family.
 
-    Attributes
-    ----------
-    score : sympy.MatrixExpr
-        The unexpanded bilinear score (a 1x1 matrix expression).
-    families : dict of str to sympy.MatrixExpr
-        ``"content-content"``, ``"content-position"``, ``"position-content"`` and
-        ``"position-position"``, whose sum is the expanded score.
-    symbols : dict of str to sympy.MatrixSymbol
+    ``score`` is the unexpanded 1x1 matrix expression; ``families`` maps ``"content-content"``,
+    ``"content-position"``, ``"position-content"`` and ``"position-position"`` to the terms whose
+    sum is the expanded score; ``symbols`` by name.
     """
 
     score: object
@@ -277,17 +258,9 @@ def additive_expansion() -> AdditiveExpansion:
 class PositionPositionSplit:
     """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid with a general ``W``.
 
-    Attributes
-    ----------
-    term : sympy.Expr
-        ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``.
-    relative : sympy.Expr
-        The part that depends on ``n - m`` only.
-    absolute : sympy.Expr
-        The part that depends on ``m + n``: zero only when ``w11 = w22`` and ``w12 = -w21``
-        (``W`` commutes with rotations).
-    W : sympy.Matrix
-    symbols : dict of str to sympy.Symbol
+    ``term`` is ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``;
+    ``relative`` the part that depends on ``n - m`` only; ``absolute`` the part that depends on
+    ``m + n``, zero only when ``w11 = w22`` and ``w12 = -w21`` (``W`` commutes with rotations).
     """
 
     term: sp.Expr
