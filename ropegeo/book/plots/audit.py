@@ -8,7 +8,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import check_layout, finish
+from ropegeo.book.plots.readable import finish, valid_layout
 from ropegeo.gates.procedure import AuditReport
 from ropegeo.geometry import kernel
 from ropegeo.toy import OffsetHead, distant_rival, score_profile
@@ -25,7 +25,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
     if not all(isinstance(r, AuditReport) for r in reports.values()):
         raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.procedure.audit)")
-    check_layout(layout)
+    valid_layout(layout)
     grid = np.array([[_STATE[r.status()[g]] for g in "ABC"] for r in reports.values()])
     column = layout == "column"
     fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (5.2, 0.62 * len(reports) + 1.6),
@@ -66,7 +66,7 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
     if not 1 <= len(rows) <= 30:
         raise ValueError("rows must hold 1 to 30 (label, margins) pairs")
     min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
-    check_layout(layout)
+    valid_layout(layout)
     if thresholds is not None:
         thresholds = [v.real("thresholds", t, greater_than=0.0) for t in thresholds]
         if len(thresholds) != len(rows):
@@ -129,7 +129,7 @@ def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
     length = v.integer("length", length, minimum=head.train_length + 1, maximum=1_000_000)
-    check_layout(layout)
+    valid_layout(layout)
     column = layout == "column"
     riv = distant_rival(head, length)
     deltas = np.arange(1, length)

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import check_layout, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.toy import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ropegeo.toy import score_profile as _score_values
 
@@ -80,7 +80,7 @@ def _conditions(evaluations) -> dict:
 
 def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: str = "wide") -> Figure:
     conds = _conditions(evaluations)
-    fig, grid = panels(check_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
+    fig, grid = panels(valid_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
     ax_acc, ax_mass = grid[0]
     for c, (label, evs) in enumerate(conds.items()):
         colour = _COLOURS[c % len(_COLOURS)]
@@ -144,7 +144,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
     conds = _conditions(evaluations)
     if max_displacement is not None:
         max_displacement = v.length("max_displacement", max_displacement)
-    check_layout(layout)
+    valid_layout(layout)
     fig = Figure(figsize=(8.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for c, (label, evs) in enumerate(conds.items()):
@@ -188,7 +188,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
         raise ValueError(f"horizon must be at most {MAX_PROFILE_CELLS // pairs:,} for heads with {pairs} pairs "
                          f"(MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}), got {horizon:,}")
     per_pair = v.boolean("per_pair", per_pair)
-    column = check_layout(layout) == "column"
+    column = valid_layout(layout) == "column"
     deltas = np.arange(1, horizon + 1)
     fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4) if not column else (5.2, 3.4 if not per_pair else 7.0),
                  layout="constrained")
@@ -228,7 +228,7 @@ def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: st
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")
     if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
-    fig, grid = panels(check_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
+    fig, grid = panels(valid_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
                        panel_height=0.42 * len(results) + 1.0, sharey=True)
     ax_acc, ax_mass = grid[0]
     if layout == "column":

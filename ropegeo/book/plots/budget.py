@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ropegeo.book.plots.readable import check_layout, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 
 __all__ = ["budget_figure", "dilution_figure"]
 
@@ -40,7 +40,7 @@ def budget_figure(run: dict, *, layout: str = "wide") -> Figure:
     ``layout="column"`` stacks the three panels for the book's text column.
     """
     _check_run(run, ("settings", "mass", "amplitude_ratio", "mass_bf16", "mass_bf16_cos_sin"))
-    check_layout(layout)
+    valid_layout(layout)
     s = run["settings"]
     budgets = np.asarray(s["budgets"], dtype=float)
     x = np.where(budgets == 0, budgets[budgets > 0].min() / 3 if np.any(budgets > 0) else 1.0, budgets)
@@ -82,7 +82,7 @@ def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     ``layout="column"`` stacks the two panels for the book's text column.
     """
     _check_run(probe, ("lengths", "mass", "entropy", "uniform_entropy", "rule"))
-    check_layout(layout)
+    valid_layout(layout)
     x = np.asarray(probe["lengths"], dtype=float)
     fig, grid = panels(layout, 2, wide_size=(10, 3.8), panel_height=3.2)
     ax1, ax2 = grid[0]

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import check_layout, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.novelty import JointNovelty
@@ -139,7 +139,7 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     frequencies, drawn as a family of lines. ``train_length`` and ``target_length`` are drawn dashed
     and dotted; ``columns`` (1 to 6) sets the panels per row of the wide layout.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     rules = _thetas(thetas, families=True)
     base = v.finite_array("base_theta", base_theta)
     first = next(iter(rules.values()))
@@ -205,7 +205,7 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
 
     ``thetas`` maps each rule (at most 12) to its served frequencies, beside the unscaled ``base_theta``.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     rules = _thetas(thetas)
     base = v.finite_array("base_theta", base_theta)
     if base.shape != next(iter(rules.values())).shape:
@@ -235,7 +235,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
     novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
     (higher is better resolved); each report needs both margins.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     reps = list(reports)
     if not reps or len(reps) > _MAX_RULES:
         raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
@@ -281,7 +281,7 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     ``manifests`` maps at most 12 names to manifests with a known training length. One row per model
     on a log wavelength axis; a bar marks the training length and a diamond the target length.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
         raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
     if layout == "wide":
@@ -326,7 +326,7 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     per-pair novelty (x) against the median joint distance (y); ``threshold`` is a reference
     distance drawn as a horizontal line (e.g. between neighbouring training offsets).
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
         raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
     if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
@@ -378,7 +378,7 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
     ``train_length``) on a linear axis up to ``max_turns``, where a ramp linear in turns is a
     straight segment and a ramp linear in pair index (in the logarithm of the turns) is curved.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     base = _bank("base_theta", base_theta)
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:

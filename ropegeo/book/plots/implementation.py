@@ -10,7 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ropegeo import _validate as v
 from ropegeo.book.broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
-from ropegeo.book.plots.readable import check_layout, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.gate import CHECKS
 from ropegeo.precision import consecutive_integer_limit, max_phase_error
@@ -30,7 +30,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
     colour, so interleaved pairs sit on the diagonal in 2x2 blocks and half-split pairs sit
     ``head_dim / 2`` apart.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     d = v.head_dim(head_dim)
     if d > _MAX_DRAWN_DIM:
         raise ValueError(f"head_dim must be at most {_MAX_DRAWN_DIM} to be drawn, got {d}")
@@ -65,7 +65,7 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
     ``n - m`` from ``-span`` to ``span`` (at most 4,096) for both helpers. Right: the norm of every
     rotated vector (mixed over correct) and the scores of many random pairs, mixed against correct.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
     seed = v.integer("seed", seed, minimum=0)
@@ -117,7 +117,7 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
     restarts at 0 and the one that is off by one. Cells are coloured by document (grey for
     padding, orange for the decoded token).
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
     pad = v.integer("pad", pad, minimum=0, maximum=8)
     if not v.is_collection(documents):
@@ -184,7 +184,7 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
     it declares, computed over the full sequence; the gap is the defect. ``prompt`` (at most 1,024
     here), ``head_dim`` and ``seed`` are those of :func:`ropegeo.book.broken.attention_comparison`.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
     names = list(names)
     if not 1 <= len(names) <= 8:
         raise ValueError(f"names must list 1 to 8 catalogue entries, got {len(names)}")
@@ -225,7 +225,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     65,000). Dashed verticals mark where each format stops holding every integer (``2**p`` for
     ``p`` significant bits). Float16 overflows at 65,504, so positions stop below it.
     """
-    layout = check_layout(layout)
+    layout = valid_layout(layout)
 
     theta = frequencies(head_dim, base)
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)

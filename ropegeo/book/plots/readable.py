@@ -18,7 +18,7 @@ from matplotlib.ticker import AutoLocator, MaxNLocator
 
 from ropegeo import _validate as v
 
-__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "check_layout", "fit_column",
+__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "valid_layout", "fit_column",
            "smallest_text_px", "panels", "finish"]
 
 #: Width of the text column in CSS pixels, for the two window widths the book is checked at
@@ -35,7 +35,7 @@ MIN_FONT_PT = 11.0
 LAYOUTS = ("wide", "column")
 
 
-def check_layout(layout) -> str:
+def valid_layout(layout) -> str:
     """``layout`` if it is one of :data:`LAYOUTS`, else a ``ValueError`` naming it."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
@@ -50,7 +50,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
     ``subplot_kw`` goes to ``Figure.subplots`` (``sharex`` and the like). The axes are always
     indexed as in the wide layout: shape ``(rows, count)``.
     """
-    check_layout(layout)
+    valid_layout(layout)
     count = v.integer("count", count, minimum=1, maximum=12)
     rows = v.integer("rows", rows, minimum=1, maximum=4)
     if layout == "wide":
@@ -62,7 +62,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
 
 def finish(fig: Figure, layout: str) -> Figure:
     """Return ``fig`` as drawn (``"wide"``) or fitted to the text column (``"column"``, :func:`fit_column`)."""
-    return fit_column(fig, height=fig.get_size_inches()[1]) if check_layout(layout) == "column" else fig
+    return fit_column(fig, height=fig.get_size_inches()[1]) if valid_layout(layout) == "column" else fig
 
 
 def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | None = None,

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
 from ropegeo.base_bound import min_base_sum
-from ropegeo.book.plots.readable import check_layout, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import frequencies, turns, wavelengths
 from ropegeo.geometry import kernel, near_collisions
 from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
@@ -21,7 +21,7 @@ _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
 def _done(fig: Figure, layout: str) -> Figure:
     """A single-panel figure as drawn (``"wide"``) or fitted to the text column (``"column"``), laid out tight."""
-    fig = finish(fig, check_layout(layout))
+    fig = finish(fig, valid_layout(layout))
     fig.tight_layout()
     return fig
 
@@ -181,7 +181,7 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
     points = v.integer("points", points, minimum=10, maximum=5000)
     colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
-    check_layout(layout)
+    valid_layout(layout)
     fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
     lad, ker = grid[0]
     d = np.geomspace(1, stop, points)
@@ -320,7 +320,7 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     low = v.real("low", low, greater_than=1.0)
     high = v.real("high", high, greater_than=low)
     points = v.integer("points", points, minimum=10, maximum=400)
-    check_layout(layout)
+    valid_layout(layout)
     marks = list(marks)
     if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
         raise ValueError("marks must hold at most 6 (base, label) pairs")
