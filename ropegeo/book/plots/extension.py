@@ -24,6 +24,18 @@ _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
 _MAX_RULES = 16  # the rules or models one figure draws (13 shipped models today)
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
+_STYLES = ("-", "--", "-.", ":")
+
+
+def _figure(layout: str, wide_size: tuple, column_size: tuple) -> Figure:
+    """A wide figure (laid out by :func:`_tight`) or a constrained one for the text column."""
+    return Figure(figsize=wide_size) if layout == "wide" else Figure(figsize=column_size, layout="constrained")
+
+
+def _tight(fig: Figure, layout: str) -> Figure:
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
 def _label_offset(k: int, layout: str) -> tuple:
@@ -153,10 +165,7 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     if not wide:
         columns = min(2, len(rules))
     rows = math.ceil(len(rules) / columns)
-    if wide:
-        fig = Figure(figsize=(2.6 * columns, 2.3 * rows + 0.6))
-    else:
-        fig = Figure(figsize=(5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)), layout="constrained")
+    fig = _figure(layout, (2.6 * columns, 2.3 * rows + 0.6), (5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)))
     axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
     for k, (label, th) in enumerate(rules.items()):
         ax = axes[k // columns][k % columns]
@@ -210,22 +219,16 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
     base = v.finite_array("base_theta", base_theta)
     if base.shape != next(iter(rules.values())).shape:
         raise ValueError("base_theta must have one entry per pair, like the rules")
-    if layout == "wide":
-        fig = Figure(figsize=(7.2, 3.6))
-    else:
-        fig = Figure(figsize=(5.2, 3.4 + 0.25 * len(rules)), layout="constrained")
+    fig = _figure(layout, (7.2, 3.6), (5.2, 3.4 + 0.25 * len(rules)))
     ax = fig.add_subplot()
-    styles = ["-", "--", "-.", ":"]
     for k, (label, th) in enumerate(rules.items()):
-        ax.plot(np.arange(th.size), base / th, ls=styles[k % 4], lw=1.6, label=label)
+        ax.plot(np.arange(th.size), base / th, ls=_STYLES[k % 4], lw=1.6, label=label)
     ax.set_yscale("log")
     ax.set_xlabel("pair index i (fastest first)")
     ax.set_ylabel("stretch θ_i / θ'_i")
     _legend_below(fig, ax, layout, fontsize=8, ncol=2)
     ax.grid(alpha=0.3, which="both")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
@@ -248,9 +251,8 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         fig, grid = panels(layout, 3, wide_size=(11, 3.6), panel_height=3.0)
         left, mid, right = grid[0]
         fig.set_size_inches(5.2, 9.4 + 0.25 * len(reps))
-    styles = ["-", "--", "-.", ":"]
     for k, r in enumerate(reps):
-        left.plot(np.arange(r.novelty.size), r.novelty, ls=styles[k % 4], lw=1.5, label=r.rule)
+        left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=r.rule)
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
             ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=_label_offset(k, layout),
@@ -264,9 +266,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         ax.grid(alpha=0.3)
     for ax in (mid, right):
         ax.set_xlabel("total phase novelty (turns)")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def _column_label(label: str, width: int = 22) -> str:
@@ -284,10 +284,7 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     layout = valid_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
         raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
-    if layout == "wide":
-        fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
-    else:
-        fig = Figure(figsize=(5.2, 0.45 * len(manifests) + 2.0), layout="constrained")
+    fig = _figure(layout, (8.5, 0.55 * len(manifests) + 1.2), (5.2, 0.45 * len(manifests) + 2.0))
     ax = fig.add_subplot()
     labels = []
 
@@ -311,9 +308,7 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
                   "bar: training length, diamond: target", fontsize=9)
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
@@ -337,16 +332,11 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     novel = {k: v.real(f"per_pair[{k!r}]", x, minimum=0.0) for k, x in per_pair.items()}
     train_length = v.real("train_length", train_length, greater_than=0.0)
     threshold = v.real("threshold", threshold, minimum=0.0)
-    if layout == "wide":
-        fig = Figure(figsize=(11, 3.8))
-        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
-    else:
-        fig = Figure(figsize=(5.2, 8.2 + 0.25 * len(results)), layout="constrained")
-        left, right = fig.subplots(2, 1)
-    styles = ["-", "--", "-.", ":"]
+    fig = _figure(layout, (11, 3.8), (5.2, 8.2 + 0.25 * len(results)))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]}) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, res) in enumerate(results.items()):
         order = np.argsort(res.targets)
-        left.plot(res.targets[order], res.distance[order], ls=styles[k % 4], lw=0.9, label=label)
+        left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, label=label)
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
         right.annotate(label, (novel[label], med), textcoords="offset points", xytext=_label_offset(k, layout),
@@ -364,9 +354,7 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     right.set_ylabel("median joint distance")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
@@ -391,16 +379,11 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         rows[str(label)] = arr
     max_turns = v.real("max_turns", max_turns, greater_than=0.0)
     turns = train_length * base / (2 * math.pi)
-    if layout == "wide":
-        fig = Figure(figsize=(10, 3.4))
-        left, right = fig.subplots(1, 2)
-    else:
-        fig = Figure(figsize=(5.2, 6.6 + 0.25 * len(rows)), layout="constrained")
-        left, right = fig.subplots(2, 1)
-    styles = ["-", "--", "-.", ":"]
+    fig = _figure(layout, (10, 3.4), (5.2, 6.6 + 0.25 * len(rows)))
+    left, right = fig.subplots(1, 2) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, w) in enumerate(rows.items()):
-        left.plot(np.arange(w.size), w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
-        right.plot(turns, w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        left.plot(np.arange(w.size), w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        right.plot(turns, w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
     left.set_xlabel("pair index i")
     right.set_xlim(0.0, max_turns)
     right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")

@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ropegeo import _validate as v
+from ropegeo.gates.a.call import Bad, Refused
 
 __all__ = ["infer_layout", "matrices", "angles", "wrap", "wrap_far", "refine_theta", "rotate_by_pairs",
-           "layout_name", "span", "table_sizes"]
+           "layout_name", "span", "table_sizes", "tried"]
 
 
 def wrap(a):
@@ -196,3 +197,11 @@ def fmt_positions(ps) -> str:
 def relative_rows(a, b, ref) -> np.ndarray:
     """Per-row |a - b| / |ref|."""
     return np.linalg.norm(a - b, axis=-1) / np.maximum(np.linalg.norm(ref, axis=-1), 1e-300)
+
+
+def tried(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, or ``None`` when the implementation refuses it or breaks its contract."""
+    try:
+        return call(*args, **kwargs)
+    except (Refused, Bad):
+        return None
