@@ -1,9 +1,4 @@
-"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision).
-
-Each check derives the expected answer here and, when an answer is wrong, names the mistake it
-recognises (an inverse permutation, a sign, another format's limit, another defect) without
-printing the expected answer.
-"""
+"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision)."""
 
 from __future__ import annotations
 

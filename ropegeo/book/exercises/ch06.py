@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 6 (the audit as one procedure).
-
-Each check derives its expected answer here (training its own heads where it must, with fixed
-seeds) and, when an answer is wrong, names the mistake it recognises without printing the answer.
-"""
+"""Checks for the exercises of chapter 6 (the audit as one procedure)."""
 
 from __future__ import annotations
 

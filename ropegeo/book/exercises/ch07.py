@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 7 (alternatives to RoPE compared by intervention).
-
-Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
-reason says what is off without giving the answer away.
-"""
+"""Checks for the exercises of chapter 7 (alternatives to RoPE compared by intervention)."""
 
 from __future__ import annotations
 

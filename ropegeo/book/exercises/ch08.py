@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 8 (one frequency bank shared between position axes).
-
-Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
-reason says what is off without giving the answer away.
-"""
+"""Checks for the exercises of chapter 8 (one frequency bank shared between position axes)."""
 
 from __future__ import annotations
 
