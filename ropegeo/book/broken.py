@@ -518,12 +518,8 @@ def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int =
     """The two parts of a partial-rotary score as the displacement varies.
 
     Draws ``q, k`` (shape ``(head_dim,)``) from ``default_rng(seed)``, puts the query at 0 and the
-    key at ``delta = -span .. span`` (half-split layout, base 10,000).
-
-    Returns
-    -------
-    (delta, rotary_part, passthrough_part) : tuple of numpy.ndarray, each shape (2 span + 1,)
-        The score summed over the rotating coordinates and over the pass-through ones.
+    key at ``delta = -span .. span`` (half-split layout, base 10,000). Returns ``delta`` and the
+    score summed over the rotating coordinates and over the pass-through ones.
     """
     d, r = resolve_rotary_dim(head_dim, rotary_dim)
     span = v.integer("span", span, minimum=1, maximum=100_000)

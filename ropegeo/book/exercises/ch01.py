@@ -28,14 +28,9 @@ SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
 
 
 def survivor_problem():
-    """The layer, tokens and permutation of exercise ch01-causal-survivors.
-
-    Returns
-    -------
-    (layer, x, perm) : tuple
-        A causal attention layer without positions (``d_model = 8``, seed 0), tokens of shape
-        (8, 8) drawn with seed 1, and the permutation as an integer array.
-    """
+    """The layer, tokens and permutation of exercise ch01-causal-survivors: a causal attention layer
+    without positions (``d_model = 8``, seed 0), tokens of shape (8, 8) drawn with seed 1, and
+    ``SURVIVOR_PERM`` as an integer array."""
     layer = AttentionLayer(8, scheme="none", causal=True, seed=0)
     x = np.random.default_rng(1).standard_normal((8, 8))
     return layer, x, np.array(SURVIVOR_PERM)
