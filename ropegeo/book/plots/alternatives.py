@@ -97,7 +97,8 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
     3 to 4096), shifted so that its largest value is 0, against the displacement on a log axis. A
     trained absolute table beyond its trained rows and the plateaus of clipped or bucketed schemes
     show at a glance. The axis stops at -120 (ALiBi's line continues); ``target``, the trained
-    displacement, is marked.
+    displacement, is marked. ``layout`` is ``"overlay"`` (one axis for every head) or ``"grid"``
+    (one small panel per head in two columns at the text column's width, on a shared axis).
     """
 
     if isinstance(heads, PositionHead):
