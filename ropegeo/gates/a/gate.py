@@ -136,8 +136,7 @@ class GateAReport:
 
     @property
     def passed(self) -> bool:
-        """True when the status is ``"pass"``: no check failed and every core check was measured
-        and could fail (checks outside :data:`CORE_CHECKS` may be not measured; see :attr:`diagnosis`)."""
+        """True when the status is ``"pass"`` (checks outside :data:`CORE_CHECKS` may be not measured)."""
         return self.status == "pass"
 
     @property
@@ -161,7 +160,7 @@ class GateAReport:
         return out
 
     def check(self, name: str) -> Check:
-        """The check called ``name``."""
+        """The check called ``name`` (one of :data:`CHECKS`)."""
         for c in self.checks:
             if c.name == name:
                 return c
