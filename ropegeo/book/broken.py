@@ -26,7 +26,7 @@ implementations served in bfloat16 and float16 that must pass. See :func:`defect
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import ml_dtypes
 import numpy as np
@@ -48,25 +48,8 @@ _ROLES = ("query", "key", "value")
 class Rotary:
     """A rotary layer with a KV cache, correct unless a subclass overrides one step.
 
-    Parameters
-    ----------
-    head_dim : int
-        Width of one head (even, at least 2). Inputs must have this last axis.
-    base : float
-        Frequency base.
-    pairing : {"interleaved", "half"}
-        Which coordinates rotate together.
-    rotary_dim : int, optional
-        Partial rotary: how many coordinates rotate (default the whole head).
-    scale : float
-        Position multiplier (position interpolation uses ``train / target``), applied to queries
-        and keys alike.
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of the angle table.
-
-    Notes
-    -----
-    ``__call__(x, positions, role="query")`` rotates ``x`` of shape ``(..., seq, head_dim)`` at
+    The settings are :func:`ropegeo.rotation.apply_rope`'s (``scale`` multiplies the positions of
+    queries and keys alike). ``__call__(x, positions, role="query")`` rotates ``x`` of shape ``(..., seq, head_dim)`` at
     ``positions``; values (``role="value"``) pass through. ``prefill(keys, values)`` starts a new
     cache holding the prompt at positions ``0 .. n-1``; ``decode_step(q, k, v)`` places the next
     token at the position after the cache and returns ``(rotated q, cached keys, cached values)``.
@@ -123,9 +106,8 @@ class Rotary:
         if q.shape != (self.head_dim,) or k.shape != q.shape or val.shape != q.shape:
             raise ValueError(f"query, key and value must each have shape ({self.head_dim},)")
         p = self._next_position()
-        qr = np.asarray(self._rotate(q[None], [p], "query"), dtype=np.float64)[0]
-        kr = np.asarray(self._rotate(k[None], [p], "key"), dtype=np.float64)[0]
-        vr = np.asarray(self._rotate(val[None], [p], "value"), dtype=np.float64)[0]
+        qr, kr, vr = (np.asarray(self._rotate(a[None], [p], role), dtype=np.float64)[0]
+                      for a, role in zip((q, k, val), _ROLES))
         self._keys = np.vstack([self._keys, kr])
         self._values = np.vstack([self._values, vr])
         return qr, self._keys.copy(), self._values.copy()
@@ -265,30 +247,14 @@ class ServedRotary(Rotary):
 
 @dataclass(frozen=True)
 class CatalogueEntry:
-    """One implementation with its declaration.
+    """One implementation (``impl``, a fresh :class:`Rotary`) with its declaration.
 
-    Attributes
-    ----------
-    name : str
-        Short id, e.g. ``"query-restart"``.
-    title : str
-        One line: what the implementation does.
-    impl : Rotary
-        The implementation (a fresh object per entry).
-    declared : dict
-        What its authors declare, as keyword arguments of :func:`ropegeo.gates.a.gate.gate_a`.
-    manifest : dict
-        The fields of a :class:`ropegeo.models.manifest.RopeManifest` describing what the implementation
-        *actually* does (position-id policy, cache offset after a 12-token prompt, phase dtype
-        included). A manifest cannot say "queries only": ``scaled-queries`` records its linear
-        scaling, and only Gate A shows that it reaches one side.
-    check : str or None
-        The Gate A check that must flag it (``None`` for a correct entry).
-    keyword : str or None
-        A phrase the diagnosis of that check must contain.
-    defect : str or None
-        The defect class Gate A must name (:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`); set in
-        :data:`DEFECTS`.
+    ``declared`` holds keyword arguments of :func:`ropegeo.gates.a.gate.gate_a`; ``manifest`` the
+    fields of a :class:`ropegeo.models.manifest.RopeManifest` stating what the code *actually* does
+    (cache offset after a 12-token prompt included; a manifest cannot say "queries only", so
+    ``scaled-queries`` records its linear scaling). ``check`` is the Gate A check that must flag it
+    (``None`` when correct), ``keyword`` a phrase its diagnosis must contain, ``defect`` the class
+    Gate A must name (:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`; set in :data:`DEFECTS`).
     """
 
     name: str
@@ -313,9 +279,7 @@ def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
                   cache_offset=12, phase_dtype="float64")
 
     def m(**kw):
-        out = dict(base_m)
-        out.update(kw)
-        return out
+        return base_m | kw
 
     entries = [
         CatalogueEntry("interleaved", "correct, interleaved pairs (2i, 2i+1)", Rotary(d),
@@ -360,20 +324,19 @@ def _build(head_dim: int = 64) -> dict[str, CatalogueEntry]:
 CATALOGUE: dict[str, CatalogueEntry] = _build()
 
 
-def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
-    """A fresh catalogue entry (its implementation has an empty cache).
-
-    Raises
-    ------
-    ValueError
-        For an unknown name (the message lists the known ones) or a bad head dimension.
-    """
-    if not isinstance(name, str) or name not in CATALOGUE:
-        raise ValueError(f"name must be one of {', '.join(CATALOGUE)}, got {name!r}")
+def _fresh(table: dict, build, name: str, head_dim: int) -> CatalogueEntry:
+    if not isinstance(name, str) or name not in table:
+        raise ValueError(f"name must be one of {', '.join(table)}, got {name!r}")
     head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     if head_dim < 4 or head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
-    return _build(head_dim)[name]
+    return build(head_dim)[name]
+
+
+def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
+    """A fresh :data:`CATALOGUE` entry (its implementation has an empty cache); a ``ValueError``
+    for an unknown name (listing the known ones) or a head width that is not a multiple of 4."""
+    return _fresh(CATALOGUE, _build, name, head_dim)
 
 
 def correct_entries() -> list[str]:
@@ -389,28 +352,12 @@ def broken_entries() -> list[str]:
 def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, seed: int = 0) -> dict:
     """One decoding step of an entry against the operator it declares.
 
-    The implementation prefills ``prompt`` random keys and values and decodes one more token; so
-    does a correct :class:`Rotary` built from the entry's declaration. Both attend from the new
-    query to the whole cache.
-
-    Parameters
-    ----------
-    name : str
-        A catalogue entry.
-    prompt : int
-        Tokens in the cache before the decoding step (1 to 8,192).
-    head_dim : int
-        Head width (a multiple of 4, at most 512).
-    seed : int
-        Seed of the random queries, keys and values.
-
-    Returns
-    -------
-    dict
-        ``scores`` and ``reference_scores`` (shape ``(prompt + 1,)``, over ``sqrt(head_dim)``),
-        ``output`` and ``reference_output`` (shape ``(head_dim,)``), ``score_error`` (largest
-        absolute score difference) and ``output_error`` (norm of the output difference over the
-        reference output's norm).
+    The implementation prefills ``prompt`` (1 to 8,192) random keys and values drawn with ``seed``
+    and decodes one more token; so does a correct :class:`Rotary` built from the entry's
+    declaration. Both attend from the new query to the whole cache. Returns a dict: ``scores``
+    and ``reference_scores`` (shape ``(prompt + 1,)``, over ``sqrt(head_dim)``), ``output`` and
+    ``reference_output`` (shape ``(head_dim,)``), ``score_error`` (largest absolute score
+    difference) and ``output_error`` (norm of the output difference over the reference's).
     """
     prompt = v.integer("prompt", prompt, minimum=1, maximum=8192)
     head_dim = v.integer("head_dim", head_dim, maximum=512)
@@ -439,30 +386,13 @@ POSITION_POLICIES = ("contiguous", "left-padded", "left-padded-naive", "packed-r
 
 
 def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
-    """The position id of every slot of one batch row under a position-id policy.
+    """The position id (int64) of every slot of one batch row under a position-id policy.
 
-    Parameters
-    ----------
-    policy : str
-        ``"contiguous"`` (``0 .. L-1``), ``"left-padded"`` (``pad`` padding slots, then ids
-        ``0 .. L-1`` counted from the attention mask; padding slots get ``-1``),
-        ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
-        (several documents in one row, ids restart at 0 for each) or ``"packed-continuous"``
-        (ids run on across document boundaries).
-    lengths : int or sequence of int
-        Length of the sequence, or of each packed document (each at least 1; at most 65,536
-        slots in all).
-    pad : int
-        Padding slots on the left (left-padded policies only; non-negative).
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (pad + sum(lengths),)
-
-    Raises
-    ------
-    ValueError
-        For an unknown policy, empty or non-positive lengths, or too many slots.
+    ``lengths`` is the sequence's length, or each packed document's (at most 65,536 slots in all
+    with the ``pad`` left-padding slots). ``policy`` is ``"contiguous"`` (``0 .. L-1``),
+    ``"left-padded"`` (``pad`` slots with id ``-1``, then ids ``0 .. L-1`` counted from the attention
+    mask), ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
+    (ids restart at 0 for each document) or ``"packed-continuous"`` (ids run on across documents).
     """
     if policy not in POSITION_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")
@@ -494,19 +424,10 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
     Draws, in this order, ``Q, K = rng.normal(size=(2, samples, head_dim))`` and positions
     ``m, n = rng.integers(0, max_position, size=(2, samples))`` from ``default_rng(seed)``.
 
-    Returns
-    -------
-    dict
-        ``norm_change``: largest ``| |R'x| / |Rx| - 1 |`` over the rotated queries;
-        ``score_change_median`` and ``score_change_max``: ``|s' - s| / (|q| |k|)`` over the pairs;
-        ``equal_position_change``: the same at ``m = n`` (both helpers give ``q . k`` there);
-        ``pairs``: number of rotary pairs; ``pairs_intact``: trained pairs the mixed helper still
-        rotates as one pair.
-
-    Raises
-    ------
-    ValueError
-        For a head dim outside 4..512, ``samples`` outside 1..100,000 or a bad ``max_position``.
+    Returns a dict: ``norm_change``, the largest ``| |R'x| / |Rx| - 1 |`` over the rotated
+    queries; ``score_change_median`` and ``score_change_max`` of ``|s' - s| / (|q| |k|)`` over the
+    pairs; ``equal_position_change``, the same at ``m = n`` (both helpers give ``q . k`` there);
+    ``pairs``, the rotary pairs, and ``pairs_intact``, those the mixed helper still rotates as one.
     """
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
@@ -542,12 +463,8 @@ def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: st
     Draws ``Q, K`` (shape ``(samples, head_dim)``) then ``m, n`` (integers below ``max_position``)
     from ``default_rng(seed)``, rotates them with the catalogue entry's implementation
     (``role="query"`` / ``"key"``), and compares scores at ``(m, n)`` with scores at
-    ``(m + shift, n + shift)`` (``side="both"``) or ``(m + shift, n)`` (``side="query"``).
-
-    Returns
-    -------
-    float
-        ``max |s' - s| / (|q| |k|)``.
+    ``(m + shift, n + shift)`` (``side="both"``) or ``(m + shift, n)`` (``side="query"``):
+    returns ``max |s' - s| / (|q| |k|)``.
     """
     if side not in ("both", "query"):
         raise ValueError(f"side must be 'both' or 'query', got {side!r}")
@@ -573,12 +490,8 @@ def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int
 
     Draws ``Q, K`` of shape ``(sum(documents), head_dim)`` from ``default_rng(seed)``; scores are
     formed only inside each document (a block-diagonal mask), with the ids of
-    :func:`position_ids` ``"packed-reset"`` and ``"packed-continuous"``.
-
-    Returns
-    -------
-    float
-        ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
+    :func:`position_ids` ``"packed-reset"`` and ``"packed-continuous"``. Returns
+    ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
     """
     reset = position_ids("packed-reset", documents)
     cont = position_ids("packed-continuous", documents)
@@ -605,12 +518,8 @@ def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int =
     """The two parts of a partial-rotary score as the displacement varies.
 
     Draws ``q, k`` (shape ``(head_dim,)``) from ``default_rng(seed)``, puts the query at 0 and the
-    key at ``delta = -span .. span`` (half-split layout, base 10,000).
-
-    Returns
-    -------
-    (delta, rotary_part, passthrough_part) : tuple of numpy.ndarray, each shape (2 span + 1,)
-        The score summed over the rotating coordinates and over the pass-through ones.
+    key at ``delta = -span .. span`` (half-split layout, base 10,000). Returns ``delta`` and the
+    score summed over the rotating coordinates and over the pass-through ones.
     """
     d, r = resolve_rotary_dim(head_dim, rotary_dim)
     span = v.integer("span", span, minimum=1, maximum=100_000)
@@ -626,26 +535,12 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
 
     Builds ``ropegeo``'s own operator from the entry's declared manifest (frequencies, pairing,
     rotary width, phase precision, and the position ``cache_offset`` it declares for the token
-    after a 12-token prompt), prefills the implementation with 12 random tokens, decodes one
-    more, and compares the rotated query, the cached keys and the
-    cached values with what the manifest predicts (values are never rotated). ``True`` means the
+    after a 12-token prompt), prefills the implementation with 12 random tokens drawn with
+    ``seed``, decodes one more, and compares the rotated query, the cached keys and the cached
+    values with what the manifest predicts (values are never rotated). ``True`` means the
     manifest is a complete record of what the code does; ``False`` that the defect lies somewhere
     the manifest has no field for.
-
-    Parameters
-    ----------
-    name : str
-        A catalogue entry (see :data:`CATALOGUE`).
-    head_dim : int
-        Head width (a multiple of 4, up to :data:`ropegeo._validate.MAX_HEAD_DIM`).
-    seed : int
-        Draws the token vectors.
-
-    Returns
-    -------
-    bool
     """
-
     prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
     head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
     impl = entry(name, head_dim).impl
@@ -661,10 +556,6 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
 
 
 # ------------------------------------------------------------------------- every defect class
-#: Declared context of the :data:`DEFECTS` entries (Gate A's default).
-DEFECT_CONTEXT = 131_072
-
-
 def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
     d = head_dim
     decl = dict(head_dim=d)
@@ -714,11 +605,8 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
     kinds = {"mixed-pairing": "layout", "missliced-partial": "layout", "query-restart": "decoding",
              "cache-off-by-one": "decoding", "scaled-queries": "roles", "bfloat16-angles": "precision",
              "wrong-base": "frequency", "rotated-values": "values"}
-    out = {e.name: e for e in entries}
-    for name, kind in kinds.items():
-        e = _build(d)[name]
-        out[name] = CatalogueEntry(e.name, e.title, e.impl, e.declared, e.manifest, e.check, e.keyword, e.extra, kind)
-    return out
+    catalogue = _build(d)
+    return {e.name: e for e in entries} | {n: replace(catalogue[n], defect=k) for n, k in kinds.items()}
 
 
 #: Gate A's test catalogue: correct implementations served in low precision, and at least one
@@ -727,16 +615,5 @@ DEFECTS: dict[str, CatalogueEntry] = _defects()
 
 
 def defect_entry(name: str, head_dim: int = 64) -> CatalogueEntry:
-    """A fresh :data:`DEFECTS` entry (its implementation has an empty cache).
-
-    Raises
-    ------
-    ValueError
-        For an unknown name (the message lists the known ones) or a bad head dimension.
-    """
-    if not isinstance(name, str) or name not in DEFECTS:
-        raise ValueError(f"name must be one of {', '.join(DEFECTS)}, got {name!r}")
-    head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)
-    if head_dim < 4 or head_dim % 4:
-        raise ValueError(f"head_dim must be a multiple of 4 (partial rotary takes half of it), got {head_dim}")
-    return _defects(head_dim)[name]
+    """A fresh :data:`DEFECTS` entry, checked as :func:`entry` checks."""
+    return _fresh(DEFECTS, _defects, name, head_dim)

@@ -42,27 +42,13 @@ _DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one
 class MultiAxisRotary:
     """transformers' M-RoPE text rotary as ``f(x, positions)``, correct unless ``defect`` is set.
 
-    Parameters
-    ----------
-    head_dim : int
-        Width of one head (even).
-    base : float
-        Frequency base (``rope_theta``).
-    sections : tuple of 3 ints
-        ``mrope_section``: pairs for time, height and width (summing to ``head_dim // 2``).
-    interleaved : bool
-        Qwen3-VL's interleaved layout (default: Qwen2-VL's blocks).
-    dtype : {"float32", "bfloat16", "float16"}
-        The serving dtype: cos, sin and the vectors are cast to it and rotated there.
-    defect : str, optional
-        One of ``"sections-swapped"``, ``"one-axis-for-all"``, ``"interleave-off-by-one"``,
-        ``"boundary-off-by-one"``.
-
-    Notes
-    -----
-    ``x`` has shape ``(seq, head_dim)`` or ``(batch, seq, head_dim)``; ``positions`` has shape
-    ``(3,) + x.shape[:-1]`` (time, height, width ids), or ``x.shape[:-1]`` for text tokens (the three
-    ids equal, as transformers expands them). Returns ``x`` rotated, in ``dtype``.
+    ``sections`` is ``mrope_section``: pairs for time, height and width (summing to
+    ``head_dim // 2``), in Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; ``base`` is
+    ``rope_theta``; cos, sin and the vectors are cast to the serving ``dtype`` and rotated there.
+    ``defect`` names one of :data:`AXES_DEFECTS`. ``x`` has shape ``(seq, head_dim)`` or
+    ``(batch, seq, head_dim)``; ``positions`` has shape ``(3,) + x.shape[:-1]`` (time, height, width
+    ids), or ``x.shape[:-1]`` for text tokens (the three ids equal, as transformers expands them).
+    Returns ``x`` rotated, in ``dtype``.
 
     Examples
     --------

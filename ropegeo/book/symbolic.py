@@ -3,7 +3,8 @@
 Every function returns SymPy objects (expressions or matrices) that a notebook can show and a
 test can simplify on its own. An :class:`Identity` holds the two sides of a claimed equality
 unsimplified, so the reader sees what was multiplied out, and :meth:`Identity.residual`
-simplifies their difference (zero when the identity holds).
+simplifies their difference (zero when the identity holds). A bad argument raises a ``ValueError``
+naming it; strings are refused where an expression is expected (SymPy would evaluate them as code).
 """
 
 from __future__ import annotations
@@ -53,16 +54,10 @@ _q1, _q2, _k1, _k2 = sp.symbols("q1 q2 k1 k2", real=True)
 
 @dataclass(frozen=True, repr=False)
 class Identity:
-    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices.
+    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices, named in words.
 
-    Attributes
-    ----------
-    name : str
-        What the identity says, in words.
-    lhs, rhs : sympy.Expr or sympy.Matrix
-        The two sides, as built (the left side is not simplified).
-    symbols : dict of str to sympy.Symbol
-        The free symbols, by name, so a test can substitute values.
+    ``lhs`` and ``rhs`` are as built (the left side is not simplified); ``symbols`` holds the free
+    symbols by name, so a test can substitute values.
     """
 
     name: str
@@ -112,18 +107,8 @@ def _expr(name: str, value) -> sp.Expr:
 
 
 def rotation_2d(angle) -> sp.Matrix:
-    """The 2x2 counter-clockwise rotation matrix by ``angle`` (a SymPy expression or number).
-
-    Returns
-    -------
-    sympy.Matrix, shape (2, 2)
-        ``[[cos a, -sin a], [sin a, cos a]]``.
-
-    Raises
-    ------
-    ValueError
-        If ``angle`` cannot be turned into a SymPy expression.
-    """
+    """The 2x2 counter-clockwise rotation ``[[cos a, -sin a], [sin a, cos a]]`` by ``angle`` (a SymPy
+    expression or number)."""
     a = _expr("angle", angle)
     return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
@@ -156,18 +141,10 @@ def inverse_identity() -> Identity:
 class ScoreSplit:
     """The 2-D rotary score ``<R_m q, R_n k>`` and its two terms in ``delta = n - m``.
 
-    Attributes
-    ----------
-    score : sympy.Expr
-        The score multiplied out in ``q1, q2, k1, k2, m, n, theta``.
-    symmetric : sympy.Expr
-        ``(q . k) cos(delta theta)``: unchanged when ``delta -> -delta``.
-    oriented : sympy.Expr
-        ``-(q x k) sin(delta theta)`` with ``q x k = q1 k2 - q2 k1``: odd in ``delta`` and zero
-        when ``q`` and ``k`` are parallel.
-    dot, cross : sympy.Expr
-        ``q . k`` and ``q x k``.
-    symbols : dict of str to sympy.Symbol
+    ``score`` is multiplied out in ``q1, q2, k1, k2, m, n, theta``; ``symmetric`` is
+    ``(q . k) cos(delta theta)`` (even in ``delta``), ``oriented`` is ``-(q x k) sin(delta theta)``
+    with ``cross = q x k = q1 k2 - q2 k1`` (odd in ``delta``, zero for parallel ``q`` and ``k``),
+    ``dot = q . k``; ``symbols`` by name.
     """
 
     score: sp.Expr
@@ -221,26 +198,10 @@ def _pairs(pairs) -> int:
 
 
 def block_rotation(position=None, pairs: int = 3) -> tuple[sp.Matrix, tuple]:
-    """The block-diagonal rotary operator over ``pairs`` symbolic frequencies.
+    """The block-diagonal rotary operator over ``pairs`` (1 to 16) symbolic frequencies: ``(R, thetas)``.
 
-    Parameters
-    ----------
-    position : sympy.Expr, optional
-        The position (default: the symbol ``m``).
-    pairs : int
-        Number of 2x2 blocks, between 1 and 16 (a symbolic matrix grows as ``(2 pairs)^2``).
-
-    Returns
-    -------
-    (R, thetas) : tuple
-        ``R`` is a ``sympy.Matrix`` of shape ``(2 pairs, 2 pairs)`` with the rotation by
-        ``position * theta_i`` in block ``i``; ``thetas`` are the symbols ``theta_0 ..``.
-
-    Raises
-    ------
-    ValueError
-        If ``pairs`` is not an integer in [1, 16], or ``position`` is not a number or expression
-        (strings are refused: SymPy would evaluate them as code).
+    ``R`` (shape ``(2 pairs, 2 pairs)``) rotates block ``i`` by ``position * theta_i`` (``position``
+    defaults to the symbol ``m``); ``thetas`` are the symbols ``theta_0 ..``.
     """
     pairs = _pairs(pairs)
     pos = _m if position is None else _expr("position", position)
@@ -249,13 +210,7 @@ def block_rotation(position=None, pairs: int = 3) -> tuple[sp.Matrix, tuple]:
 
 
 def block_relative_identity(pairs: int = 3) -> Identity:
-    """``R_m^T R_n = R_{n-m}`` for the block-diagonal operator over ``pairs`` frequencies.
-
-    Raises
-    ------
-    ValueError
-        If ``pairs`` is not an integer in [1, 16].
-    """
+    """``R_m^T R_n = R_{n-m}`` for the block-diagonal operator over ``pairs`` (1 to 16) frequencies."""
     Rm, thetas = block_rotation(_m, pairs)
     Rn, _ = block_rotation(_n, pairs)
     Rd, _ = block_rotation(_n - _m, pairs)
@@ -267,14 +222,9 @@ def block_relative_identity(pairs: int = 3) -> Identity:
 class AdditiveExpansion:
     """``(x + p_m)^T W_q^T W_k (x' + p_n)`` expanded, with each term sorted into its family.
 
-    Attributes
-    ----------
-    score : sympy.MatrixExpr
-        The unexpanded bilinear score (a 1x1 matrix expression).
-    families : dict of str to sympy.MatrixExpr
-        ``"content-content"``, ``"content-position"``, ``"position-content"`` and
-        ``"position-position"``, whose sum is the expanded score.
-    symbols : dict of str to sympy.MatrixSymbol
+    ``score`` is the unexpanded 1x1 matrix expression; ``families`` maps ``"content-content"``,
+    ``"content-position"``, ``"position-content"`` and ``"position-position"`` to the terms whose
+    sum is the expanded score; ``symbols`` by name.
     """
 
     score: object
@@ -308,17 +258,9 @@ def additive_expansion() -> AdditiveExpansion:
 class PositionPositionSplit:
     """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid with a general ``W``.
 
-    Attributes
-    ----------
-    term : sympy.Expr
-        ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``.
-    relative : sympy.Expr
-        The part that depends on ``n - m`` only.
-    absolute : sympy.Expr
-        The part that depends on ``m + n``: zero only when ``w11 = w22`` and ``w12 = -w21``
-        (``W`` commutes with rotations).
-    W : sympy.Matrix
-    symbols : dict of str to sympy.Symbol
+    ``term`` is ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``;
+    ``relative`` the part that depends on ``n - m`` only; ``absolute`` the part that depends on
+    ``m + n``, zero only when ``w11 = w22`` and ``w12 = -w21`` (``W`` commutes with rotations).
     """
 
     term: sp.Expr
@@ -351,14 +293,9 @@ def sinusoid_position_term() -> PositionPositionSplit:
 
 
 def rope_bilinear_score() -> tuple[sp.Expr, dict]:
-    """RoPE's score for 2-D contents: ``(R_m W_q x)^T (R_n W_k x')`` with general ``W_q, W_k``.
-
-    Returns
-    -------
-    (score, symbols) : tuple
-        The multiplied-out score and its symbols by name. Replacing ``m, n`` by ``m + c, n + c``
-        leaves it unchanged: there is one family of terms and it sees only ``n - m``.
-    """
+    """RoPE's score for 2-D contents, ``(R_m W_q x)^T (R_n W_k x')`` with general ``W_q, W_k``, multiplied
+    out, and its symbols by name. Replacing ``m, n`` by ``m + c, n + c`` leaves it unchanged: there
+    is one family of terms and it sees only ``n - m``."""
     x = sp.Matrix(sp.symbols("x1 x2", real=True))
     xp = sp.Matrix(sp.symbols("y1 y2", real=True))
     Wq = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
@@ -374,27 +311,10 @@ def shift_change(expr, positions, shift=None):
 
     Trigonometric functions are rewritten as complex exponentials before expanding, so
     ``e^{i theta (m + c)} e^{-i theta (n + c)}`` cancels term by term; this is much faster than
-    calling ``simplify`` on the trigonometric form.
-
-    Parameters
-    ----------
-    expr : sympy.Expr
-        An expression in the position symbols.
-    positions : sequence of sympy.Symbol
-        The positions that all move (for a score: the query and key positions).
-    shift : sympy.Expr, optional
-        The common shift (default: the real symbol ``c``).
-
-    Returns
-    -------
-    sympy.Expr
-        ``expr(positions + shift) - expr(positions)``, simplified: zero exactly when ``expr``
-        depends on the positions only through their differences.
-
-    Raises
-    ------
-    ValueError
-        If ``expr`` is not a SymPy expression or a position is not a symbol.
+    calling ``simplify`` on the trigonometric form. Returns ``expr(positions + shift) -
+    expr(positions)`` simplified (``shift`` defaults to the real symbol ``c``): zero exactly when
+    ``expr`` depends on the positions (symbols; for a score, the query's and the key's) only
+    through their differences.
     """
     if not isinstance(expr, sp.Expr):
         raise ValueError(f"expr must be a SymPy expression, got {type(expr).__name__}")
@@ -473,10 +393,6 @@ def sinusoidal_shift() -> SinusoidalShift:
     ``omega k``; reading them off gives the matrix. The derivation then checks symbolically that
     the matrix reproduces the shift, that it is orthogonal with determinant 1, and which
     rotation it is.
-
-    Returns
-    -------
-    SinusoidalShift
     """
     p, k = sp.symbols("p k", real=True)
     omega = sp.Symbol("omega", positive=True)
@@ -515,26 +431,8 @@ def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
     Block ``i`` (rows and columns ``2i, 2i + 1``) is the matrix of :func:`sinusoidal_shift` at
     ``omega = base ** (-2 i / dim)``, so that for every position ``p``
     ``sinusoidal_encoding(p + shift, dim, base) == M @ sinusoidal_encoding(p, dim, base)``
-    (see :func:`ropegeo.toy.schemes.sinusoidal_encoding`).
-
-    Parameters
-    ----------
-    shift : float
-        The shift ``k`` (finite; any real number, in positions).
-    d_model : int
-        Width of the code; even, between 2 and 4096.
-    base : float
-        Base of the frequency schedule (greater than 1).
-
-    Returns
-    -------
-    numpy.ndarray, shape (dim, dim), float64
-        Block diagonal and orthogonal; it does not depend on the position.
-
-    Raises
-    ------
-    ValueError
-        For a non-finite shift, or a bad ``dim`` or ``base``.
+    (see :func:`ropegeo.toy.schemes.sinusoidal_encoding`; ``d_model`` even, 2 to 4096). The
+    ``(d_model, d_model)`` result is block diagonal, orthogonal and free of the position.
     """
     shift = v.real("shift", shift)
     d_model = v.integer("d_model", d_model, minimum=2, maximum=4096)
@@ -559,10 +457,7 @@ def sinusoidal_self_similarity() -> Identity:
     is even in ``k``. Summed over the pairs of a code of width ``d`` this gives
     ``PE(p) . PE(p + k) = sum_i cos(omega_i k) = (d / 2) K(k)``.
 
-    Returns
-    -------
-    Identity
-        With symbols ``p``, ``k`` (real) and ``omega`` (positive).
+    With symbols ``p``, ``k`` (real) and ``omega`` (positive).
 
     Examples
     --------
@@ -585,10 +480,7 @@ def amplitude_phase_identity() -> Identity:
     ``delta`` whose peak sits where ``delta theta = phi - psi`` (modulo a full turn), so the angle
     ``gamma = psi - phi`` from query to key chooses the pair's preferred offset.
 
-    Returns
-    -------
-    Identity
-        Symbols ``r_q, r_k`` (positive), ``phi, psi, delta`` (real), ``theta`` (positive).
+    Symbols ``r_q, r_k`` (positive), ``phi, psi, delta`` (real), ``theta`` (positive).
 
     Examples
     --------
@@ -611,11 +503,7 @@ def requirement_phase():
     In the derivation from the requirement ``<f(q, m), f(k, n)> = g(q, k, n - m)`` the phase that
     position ``m`` adds to every vector must grow by the same amount ``theta`` from each position
     to the next; SymPy's recurrence solver returns the only solution, ``phi(m) = m theta``.
-
-    Returns
-    -------
-    (sympy.Eq, sympy.Expr)
-        The recurrence as an equation and its solution in ``m`` and ``theta``.
+    Returns the recurrence (a ``sympy.Eq``) and its solution in ``m`` and ``theta``.
 
     Examples
     --------

@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole",
-           "as_items", "as_float_array", "call_student", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
+           "as_items", "read_each", "as_float_array", "call_student", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
            "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
 
 _REGISTRY: dict[str, Callable[[Any], "Feedback"]] = {}
@@ -325,6 +325,18 @@ def as_float_array(value: Any, what: str, *, finite: bool = True, max_size: int 
     return arr, None
 
 
+def read_each(items, read: Callable, what: str, **options):
+    """Each item read with ``read`` (:func:`as_whole` or :func:`as_number`, given ``what`` and
+    ``options``): ``(values, None)``, or ``(None, verdict)`` for the first item that is not one."""
+    values = []
+    for item in items:
+        value, bad = read(item, what, **options)
+        if bad:
+            return None, bad
+        values.append(value)
+    return values, None
+
+
 def call_student(fn: Callable, *args, what: str = "your function"):
     """Call the student's ``fn(*args)``: ``(result, None)``, or ``(None, reason)`` when it raised.
 
@@ -402,28 +414,13 @@ def _placeholder(answer) -> bool:
 
 
 def check(exercise_id: str, answer: Any) -> Feedback:
-    """Check an answer to exercise ``exercise_id``.
+    """Check ``answer`` (a number, an array, a SymPy expression or a function, as the exercise asks)
+    to exercise ``exercise_id`` (e.g. ``"ch02-relative-law"``; an unknown id raises ``ValueError``).
 
-    Parameters
-    ----------
-    exercise_id : str
-        The id printed in the exercise, e.g. ``"ch02-relative-law"``.
-    answer : object
-        A number, an array, a SymPy expression or a function, as the exercise asks.
-
-    Returns
-    -------
-    Feedback
-        Truthy when the answer is right; its message (one line) says precisely what is wrong
-        otherwise. An unfinished stub (``NotImplementedError``, ``None`` or ``...``, also inside a
-        tuple or list) is reported as such. Whatever ``answer`` is, the result is a verdict: an
-        exception raised while checking it (by the student's function or while reading the
-        answer) is reported as "checking your answer raised <Type>: <message>".
-
-    Raises
-    ------
-    ValueError
-        For an unknown exercise id.
+    The :class:`Feedback` is truthy when the answer is right; its one-line message says precisely
+    what is wrong otherwise. An unfinished stub (``NotImplementedError``, ``None`` or ``...``, also
+    inside a tuple or list) is reported as such; any other exception raised while checking is the
+    verdict "checking your answer raised <Type>: <message>" (see the module docstring).
     """
     _load(exercise_id)
     if exercise_id not in _REGISTRY:

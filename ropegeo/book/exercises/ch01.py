@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 1 (permutation symmetry and absolute positions).
-
-Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
-reason says what is off without giving the answer away.
-"""
+"""Checks for the exercises of chapter 1 (permutation symmetry and absolute positions)."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from ropegeo.book.exercises import (
     as_items,
     as_whole,
     call_student,
+    read_each,
     correct,
     exercise,
     sympy_problem,
@@ -31,14 +28,9 @@ SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
 
 
 def survivor_problem():
-    """The layer, tokens and permutation of exercise ch01-causal-survivors.
-
-    Returns
-    -------
-    (layer, x, perm) : tuple
-        A causal attention layer without positions (``d_model = 8``, seed 0), tokens of shape
-        (8, 8) drawn with seed 1, and the permutation as an integer array.
-    """
+    """The layer, tokens and permutation of exercise ch01-causal-survivors: a causal attention layer
+    without positions (``d_model = 8``, seed 0), tokens of shape (8, 8) drawn with seed 1, and
+    ``SURVIVOR_PERM`` as an integer array."""
     layer = AttentionLayer(8, scheme="none", causal=True, seed=0)
     x = np.random.default_rng(1).standard_normal((8, 8))
     return layer, x, np.array(SURVIVOR_PERM)
@@ -248,13 +240,10 @@ def _causal_survivors(answer):
     items, bad = as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True)
     if bad:
         return bad
-    slots = set()
-    for item in items:
-        i, bad = as_whole(item, "slot indices as whole numbers from 0 to 7")
-        if bad:
-            return bad
-        slots.add(i)
-    got = sorted(slots)
+    slots, bad = read_each(items, as_whole, "slot indices as whole numbers from 0 to 7")
+    if bad:
+        return bad
+    got = sorted(set(slots))
     if any(i < 0 or i > 7 for i in got):
         return wrong("slot indices run from 0 to 7.")
     layer, x, perm = survivor_problem()

@@ -1,9 +1,4 @@
-"""Checks for the exercises of chapter 2 (the identity hidden in a rotation).
-
-Each check compares an answer with a value derived here, and when it is wrong names the
-mistake it recognises (a reversed displacement, a dropped term, a clockwise rotation, ...)
-without printing the expected answer.
-"""
+"""Checks for the exercises of chapter 2 (the identity hidden in a rotation)."""
 
 from __future__ import annotations
 
@@ -309,14 +304,9 @@ def mystery_heads() -> dict:
     Each head is a content-free rotary head (every key holds the same vector, the query is that
     vector rotated back by two positions) with its query at position 7 over tokens 0..7. One is
     healthy, one caches its keys with position ids one too high (a routing defect), one reads
-    each value slot one token late (a value-path defect), and one has both defects.
-
-    Returns
-    -------
-    dict of str to callable
-        ``heads["A"](values) -> (weights, output)``: ``values`` has shape ``(8, v)`` (finite),
-        ``weights`` shape ``(8,)`` sums to one, ``output = weights @ (values as the head reads
-        them)`` has shape ``(v,)``.
+    each value slot one token late (a value-path defect), and one has both defects. Returns
+    ``heads["A"](values) -> (weights, output)`` by name: ``values`` has shape ``(8, v)``, the
+    ``weights`` (8 of them) sum to one, ``output = weights @ (values as the head reads them)``.
     """
     def make(key_shift: float, value_lag: int):
         return copy_back_head(2, length=HEAD_LENGTH, head_dim=16, key_shift=key_shift, value_lag=value_lag,

@@ -1,9 +1,4 @@
-"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision).
-
-Each check derives the expected answer here and, when an answer is wrong, names the mistake it
-recognises (an inverse permutation, a sign, another format's limit, another defect) without
-printing the expected answer.
-"""
+"""Checks for the exercises of chapter 5 (one operator, many implementations: pairs, positions, precision)."""
 
 from __future__ import annotations
 
@@ -11,7 +6,7 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo.book.broken import PositionDefect
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, wrong
+from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, read_each, wrong
 from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
@@ -35,12 +30,9 @@ def _check_permutation(answer):
         return bad
     if len(items) != PERM_DIM:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
-    perm = []
-    for item in items:
-        i, bad = as_whole(item, "indices as integers", limit=10**6)
-        if bad:
-            return bad
-        perm.append(i)
+    perm, bad = read_each(items, as_whole, "indices as integers", limit=10**6)
+    if bad:
+        return bad
     perm = np.array(perm)
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
@@ -187,12 +179,9 @@ def _check_diagnose(answer):
         return bad
     if len(items) != d:
         return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
-    pairs = []
-    for item in items:
-        i, bad = as_whole(item, "pair indices as whole numbers", limit=10**6)
-        if bad:
-            return bad
-        pairs.append(i)
+    pairs, bad = read_each(items, as_whole, "pair indices as whole numbers", limit=10**6)
+    if bad:
+        return bad
     pairs = np.array(pairs)
     truth = _suspect_pairs()
     if np.array_equal(pairs, truth):

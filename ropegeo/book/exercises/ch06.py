@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 6 (the audit as one procedure).
-
-Each check derives its expected answer here (training its own heads where it must, with fixed
-seeds) and, when an answer is wrong, names the mistake it recognises without printing the answer.
-"""
+"""Checks for the exercises of chapter 6 (the audit as one procedure)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, read_each, wrong
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.procedure import audit
@@ -189,12 +185,9 @@ def _check_rivals(answer):
         items, bad = as_items(val, f"a list of integer seeds for length {n}", max_items=64)
         if bad:
             return bad
-        seeds = []
-        for item in items:
-            seed, bad = as_whole(item, f"the seeds for length {n} as whole numbers")
-            if bad:
-                return bad
-            seeds.append(seed)
+        seeds, bad = read_each(items, as_whole, f"the seeds for length {n} as whole numbers")
+        if bad:
+            return bad
         got[n] = seeds
     if set(got) != set(RIVAL_LENGTHS):
         return wrong(f"expected exactly the lengths {', '.join(map(str, RIVAL_LENGTHS))} as keys")
@@ -250,12 +243,9 @@ def _check_learned(answer):
         return bad
     if len(items) != 3:
         return wrong(f"expected three numbers: (equal, learned, fast), got {len(items)} items")
-    vals = []
-    for item in items:
-        x, bad = as_number(item, "three finite numbers: (equal, learned, fast)")
-        if bad:
-            return bad
-        vals.append(x)
+    vals, bad = read_each(items, as_number, "three finite numbers: (equal, learned, fast)")
+    if bad:
+        return bad
     truth, _, _ = _margin_truth()
     ok = [abs(a - b) <= 1e-6 for a, b in zip(vals, truth)]
     if all(ok):

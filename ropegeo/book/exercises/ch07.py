@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 7 (alternatives to RoPE compared by intervention).
-
-Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
-reason says what is off without giving the answer away.
-"""
+"""Checks for the exercises of chapter 7 (alternatives to RoPE compared by intervention)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, read_each, wrong
 from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
 # ---- problem data shared with the notebook -------------------------------------------------
@@ -191,12 +187,9 @@ def _two_layer_bound(answer):
         items, bad = as_items(got, f"for k = {k}, length = {length}, a list of query slots", max_items=length + 1)
         if items is None:
             return bad or wrong(f"for k = {k}, length = {length} expected a list of query slots.")
-        slots = []
-        for item in items:
-            n, bad = as_whole(item, "query slots as whole numbers")
-            if bad:
-                return bad
-            slots.append(n)
+        slots, bad = read_each(items, as_whole, "query slots as whole numbers")
+        if bad:
+            return bad
         want = _winnable_reference(k, length)
         if sorted(set(slots)) == want and len(slots) == len(want):
             continue

@@ -1,8 +1,4 @@
-"""Checks for the exercises of chapter 8 (one frequency bank shared between position axes).
-
-Each check receives the student's answer and returns ``correct(...)`` or ``wrong(reason)``; the
-reason says what is off without giving the answer away.
-"""
+"""Checks for the exercises of chapter 8 (one frequency bank shared between position axes)."""
 
 from __future__ import annotations
 
@@ -10,7 +6,7 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import as_float_array, as_items, as_whole, call_student, correct, exercise, read_each, wrong
 from ropegeo.toy.axial_heads import split_study
 from ropegeo.frequencies import frequencies
 from ropegeo.multiaxis import axis_frequencies
@@ -56,12 +52,9 @@ def _fastest_width(answer):
     items, bad = as_items(answer, "a pair (blocked, interleaved) of pair indices", max_items=8)
     if items is None or len(items) != 2:
         return bad or wrong("expected a pair (blocked, interleaved): the index of the fastest width pair in each layout.")
-    got = []
-    for item in items:
-        n, bad = as_whole(item, "pair indices as whole numbers")
-        if bad:
-            return bad
-        got.append(n)
+    got, bad = read_each(items, as_whole, "pair indices as whole numbers")
+    if bad:
+        return bad
     want_b = _blocked_axes(BLOCKED_SECTIONS).index(2)
     want_i = _interleaved_axes(INTERLEAVED_SECTIONS).index(2)
     if got[0] != want_b:

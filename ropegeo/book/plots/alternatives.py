@@ -1,6 +1,4 @@
 """Figures of chapter 7: the shapes of the position terms, learned profiles, the comparison.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -32,31 +30,12 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
                 base: float = 10_000.0, theta=None, max_offset: int = 300, panel: str | None = None) -> Figure:
     """Three position terms as functions of the offset: T5 buckets, ALiBi biases, the RoPE kernel.
 
-    Parameters
-    ----------
-    num_buckets, max_distance : int
-        T5's bucketing (see :func:`ropegeo.toy.schemes.t5_bucket`); both directions are drawn.
-    heads : int
-        ALiBi head count; one line per slope of :func:`ropegeo.toy.schemes.alibi_slopes`.
-    head_dim, base : int, float
-        The RoPE schedule whose equal-weight kernel ``K(delta)`` is drawn (head_dim even, 2 to
-        :data:`MAX_DRAWN_HEAD_DIM` = 1024).
-    theta : array_like, optional
-        An explicit schedule (e.g. from ``ropegeo.scaling``; at most ``MAX_DRAWN_HEAD_DIM // 2``
-        pairs), drawn next to the plain one.
-    max_offset : int
-        Largest offset shown (10 to 100,000).
-    panel : {None, "t5", "alibi", "kernel"}
-        Draw only this panel, at the width of the book's text column (default: all three in a row).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For options outside the ranges of the underlying functions.
+    T5's bucketing (``num_buckets``, ``max_distance``: :func:`ropegeo.toy.schemes.t5_bucket`) in
+    both directions; one ALiBi line per slope of :func:`ropegeo.toy.schemes.alibi_slopes` for
+    ``heads``; the equal-weight kernel ``K(delta)`` of RoPE's ``head_dim`` (even, up to
+    :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an explicit schedule ``theta`` (e.g. from
+    ``ropegeo.scaling``) next to it. Offsets up to ``max_offset`` (10 to 100,000). ``panel``
+    (``"t5"``, ``"alibi"`` or ``"kernel"``) draws that panel alone at the text column's width.
     """
     max_offset = v.integer("max_offset", max_offset, minimum=10, maximum=100_000)
     head_dim = v.head_dim(head_dim, maximum=MAX_DRAWN_HEAD_DIM)
@@ -114,26 +93,12 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
 def learned_profiles(heads, *, length: int = 512, target: int | None = None, layout: str = "overlay") -> Figure:
     """Trained position-only heads: score of the last query against the key ``delta`` slots back.
 
-    Each curve is one head's row of scores for the query in slot ``length - 1`` (positions
-    ``0 .. length - 1``), shifted so that its largest value is 0, against the displacement on a
-    log axis. A trained absolute table beyond its trained rows and the plateaus of clipped or
-    bucketed schemes are visible at a glance. The axis stops at -120 (ALiBi's line continues).
-
-    Parameters
-    ----------
-    heads : PositionHead or sequence of PositionHead
-        1 to 10 heads (e.g. one trained head per scheme).
-    length : int
-        Sequence length of the probe (3 to 4096).
-    target : int, optional
-        The trained displacement, marked with a vertical line (1 to ``MAX_PROBE_LENGTH``).
-    layout : {"overlay", "grid"}
-        One axis for every head (default), or one small panel per head in two columns at the
-        width of the book's text column, on a shared axis.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Each curve is one head's (1 to 10) row of scores for the query in slot ``length - 1`` (``length``
+    3 to 4096), shifted so that its largest value is 0, against the displacement on a log axis. A
+    trained absolute table beyond its trained rows and the plateaus of clipped or bucketed schemes
+    show at a glance. The axis stops at -120 (ALiBi's line continues); ``target``, the trained
+    displacement, is marked. ``layout`` is ``"overlay"`` (one axis for every head) or ``"grid"``
+    (one small panel per head in two columns at the text column's width, on a shared axis).
     """
 
     if isinstance(heads, PositionHead):
@@ -205,19 +170,26 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
     return fit_column(fig, width=COLUMN_WIDTH_IN - 0.3)
 
 
+def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
+    """Per scheme, the mean of ``key`` at the training length (light) and stretched (dark), one dot per seed."""
+    names = list(comparison.results)
+    for i, name in enumerate(names):
+        c = _COLOURS.get(name)
+        for dx, end, alpha in ((-0.2, "train", 0.45), (0.2, "long", 1.0)):
+            values = comparison.per_seed(name, f"{key}_{end}")
+            ax.bar(i + dx, values.mean(), width=0.4, color=c, alpha=alpha)
+            ax.plot(np.full(values.size, i + dx), values, "k.", ms=3)
+    ax.set_xticks(np.arange(len(names)), names, rotation=20)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.set_ylim(0, 1.05)
+
+
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     """Length stretch, long-distance retrieval (and the match task, if run) for every scheme, one dot per seed.
 
-    Parameters
-    ----------
-    comparison : ropegeo.toy.alternatives.Comparison
-    panel : {None, "stretch", "retrieval", "match"}
-        Draw only this panel, at the width of the book's text column (default: all in a row;
-        "match" only when the comparison ran the match task).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``panel`` (``"stretch"``, ``"retrieval"`` or ``"match"``, the last only when the comparison ran
+    the match task) draws that panel alone at the text column's width; by default all in a row.
     """
 
     if not isinstance(comparison, Comparison):
@@ -251,33 +223,11 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     a1.set_title("length stretch (local task)")
     a1.set_ylim(-0.05, 1.05)
     a1.legend(fontsize=8)
-    pos = np.arange(len(names))
-    for i, name in enumerate(names):
-        c = _COLOURS.get(name)
-        short = comparison.per_seed(name, "retrieval_mass_train")
-        long = comparison.per_seed(name, "retrieval_mass_long")
-        a2.bar(i - 0.2, short.mean(), width=0.4, color=c, alpha=0.45)
-        a2.bar(i + 0.2, long.mean(), width=0.4, color=c)
-        a2.plot(np.full(short.size, i - 0.2), short, "k.", ms=3)
-        a2.plot(np.full(long.size, i + 0.2), long, "k.", ms=3)
-    a2.set_xticks(pos, names, rotation=20)
-    a2.set_ylabel(f"attention on the key {s['distance']} back")
-    a2.set_title(f"sparse retrieval: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
-    a2.set_ylim(0, 1.05)
+    lengths = f"light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}"
+    _paired_bars(a2, comparison, "retrieval_mass", f"attention on the key {s['distance']} back",
+                 f"sparse retrieval: {lengths}")
     if match:
-        a3 = axes[2]
-        for i, name in enumerate(names):
-            c = _COLOURS.get(name)
-            short = comparison.per_seed(name, "match_accuracy_train")
-            long = comparison.per_seed(name, "match_accuracy_long")
-            a3.bar(i - 0.2, short.mean(), width=0.4, color=c, alpha=0.45)
-            a3.bar(i + 0.2, long.mean(), width=0.4, color=c)
-            a3.plot(np.full(short.size, i - 0.2), short, "k.", ms=3)
-            a3.plot(np.full(long.size, i + 0.2), long, "k.", ms=3)
-        a3.set_xticks(pos, names, rotation=20)
-        a3.set_ylabel("accuracy")
-        a3.set_title(f"most-recent match: light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}")
-        a3.set_ylim(0, 1.05)
+        _paired_bars(axes[2], comparison, "match_accuracy", "accuracy", f"most-recent match: {lengths}")
     if panel is not None:
         for ax in axes:
             ax.set_title(ax.get_title().replace(": light at", ":\nlight at"))
@@ -299,17 +249,8 @@ def _check_study(study) -> dict:
 def ruler_budget_figure(study) -> Figure:
     """The far head's attention on its key at the longest length, against the training budget, per ruler.
 
-    One line per ruler (the mean over seeds) and one dot per seed, at the width of the book's text
-    column.
-
-    Parameters
-    ----------
-    study : dict
-        The result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    One line per ruler (the mean over seeds) and one dot per seed, at the text column's width, from
+    ``study``: the result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
     """
     study = _check_study(study)
     st = study["settings"]
@@ -337,20 +278,10 @@ def ruler_budget_figure(study) -> Figure:
 def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
     """Where each seed's far head puts its attention at the longest length: one stacked bar per seed.
 
-    One panel per ruler, stacked in a column; seeds sorted by the attention on the key. The
-    shares are :class:`ropegeo.toy.alternatives.AttentionSplit`: the key, its two neighbours, keys
-    beyond the training length, and the rest.
-
-    Parameters
-    ----------
-    study : dict
-        The result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
-    steps : int, optional
-        Which budget (default: the study's ``table_steps``).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    One panel per ruler of ``study`` (as in :func:`ruler_budget_figure`), at budget ``steps`` (default
+    the study's ``table_steps``), seeds sorted by the attention on the key. The shares are
+    :class:`ropegeo.toy.alternatives.AttentionSplit`: the key, its two neighbours, keys beyond the
+    training length, and the rest.
     """
     study = _check_study(study)
     st = study["settings"]

@@ -1,6 +1,4 @@
 """Figures of chapter 1: score matrices under a permutation, the causal mask, position codes.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -58,30 +56,10 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
 
 
 def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: str = "wide") -> Figure:
-    """Scores of a sequence and of its permutation, side by side, with token labels.
+    """Scores ``S`` of a sequence and ``permuted_scores`` of ``x[perm]`` side by side, with token labels.
 
-    Parameters
-    ----------
-    scores : array_like, shape (n, n)
-        Scores ``S`` of the original order.
-    permuted_scores : array_like, shape (n, n)
-        Scores of the permuted sequence ``x[perm]`` (``P S P^T`` for an equivariant layer).
-    perm : array_like of int, shape (n,)
-        The permutation.
-    tokens : sequence of str, optional
-        Labels of the tokens in the original order (default ``0 .. n-1``).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For non-square or mismatched matrices, a bad permutation, or more than 256 rows.
+    For an equivariant layer the second is ``P S P^T``; ``tokens`` label the original order
+    (default ``0 .. n-1``).
     """
     s = _square("scores", scores)
     t = _square("permuted_scores", permuted_scores)
@@ -105,22 +83,9 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: st
 def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -> Figure:
     """Causal attention weights of a sequence, of its permutation mapped back, and their difference.
 
-    Parameters
-    ----------
-    weights : array_like, shape (n, n)
-        Causal weights ``A`` of the original order.
-    weights_back : array_like, shape (n, n)
-        Causal weights of the permuted sequence, rows and columns put back in the original
-        token order (``P^T A' P``). Equal to ``A`` only if the masked layer were equivariant.
-    tokens : sequence of str, optional
-        Token labels in the original order.
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``weights_back`` holds the permuted sequence's weights with rows and columns put back in the
+    original token order (``P^T A' P``): equal to ``weights`` only if the masked layer were
+    equivariant. ``tokens`` label the original order.
     """
     a = _square("weights", weights)
     b = _square("weights_back", weights_back)
@@ -142,21 +107,8 @@ def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -
 
 def position_codes_figure(table, code, *, table_title="learned absolute table", code_title="sinusoidal code",
                           layout: str = "wide") -> Figure:
-    """Two position codes as images: one row per position, one column per coordinate.
-
-    Parameters
-    ----------
-    table : array_like, shape (rows, d)
-        E.g. a random absolute table.
-    code : array_like, shape (positions, d2)
-        E.g. :func:`ropegeo.toy.schemes.sinusoidal_encoding` of ``0 .. positions - 1``.
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    """Two position codes as images, one row per position: ``table`` (e.g. a random absolute table) and
+    ``code`` (e.g. :func:`ropegeo.toy.schemes.sinusoidal_encoding` of ``0 .. positions - 1``).
     """
     fig, grid = panels(layout, 2, wide_size=(10, 4.2), panel_height=3.6)
     for ax, m, title in zip(grid[0], (table, code), (table_title, code_title)):
@@ -173,23 +125,8 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
 
 
 def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> Figure:
-    """The shift map of the sinusoidal code: the whole matrix and its leading corner.
-
-    Parameters
-    ----------
-    matrix : array_like, shape (d, d)
-        From :func:`ropegeo.book.symbolic.sinusoidal_shift_matrix`.
-    shift : float
-        The shift it represents (for the title).
-    zoom : int
-        Size of the corner shown on the right (at least 2).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    """The shift map of the sinusoidal code (:func:`ropegeo.book.symbolic.sinusoidal_shift_matrix` for
+    ``shift``): the whole matrix and its leading ``zoom`` x ``zoom`` corner (``zoom`` at least 2).
     """
     m = _square("matrix", matrix)
     shift = v.real("shift", shift)
@@ -221,35 +158,11 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
                            base: float = 10_000.0, layout: str = "wide") -> Figure:
     """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
 
-    One curve per start position ``p``, each computed by brute force from
-    :func:`ropegeo.toy.schemes.sinusoidal_encoding`, for ``k`` from ``-max_offset`` to
-    ``max_offset``, and the closed form ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (with
-    :func:`ropegeo.geometry.kernel`) dashed on top. The curves coincide (the product depends on
-    ``k`` alone) and are mirror images about ``k = 0`` (it is even in ``k``).
-
-    Parameters
-    ----------
-    d_model : int
-        Width of the code (even, 2 to 1,024).
-    max_offset : int
-        Offsets ``k`` from ``-max_offset`` to ``max_offset`` are drawn (1 to 100,000).
-    starts : sequence of float
-        Start positions ``p`` (1 to 8 finite numbers).
-    base : float
-        Frequency base (greater than 1).
-    layout : {"wide", "column"}
-        "wide" (default) draws the panels side by side; "column" stacks them at the width of the
-        book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes: a line per start, the dashed closed form, and ``k = 0`` marked.
-
-    Raises
-    ------
-    ValueError
-        For a bad ``dim``, ``max_offset``, ``starts`` or ``base``.
+    One curve per start position ``p`` in ``starts`` (1 to 8), each computed by brute force from
+    :func:`ropegeo.toy.schemes.sinusoidal_encoding` (width ``d_model``, 2 to 1,024), for ``k`` from
+    ``-max_offset`` to ``max_offset`` (at most 100,000), and the closed form
+    ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (:func:`ropegeo.geometry.kernel`) dashed on top. The
+    curves coincide (the product depends on ``k`` alone) and are mirror images about ``k = 0``.
     """
 
     d_model = v.head_dim(d_model, "d_model", maximum=1024)

@@ -1,6 +1,4 @@
 """Figures of the audit: the three gates side by side, Gate B margins, and a distant rival explained.
-
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish
+from ropegeo.book.plots.readable import finish, valid_layout
 from ropegeo.gates.procedure import AuditReport
 from ropegeo.geometry import kernel
 from ropegeo.toy import OffsetHead, distant_rival, score_profile
@@ -21,30 +19,13 @@ _STATE = {"not run": 0, "pass": 1, "FAIL": 2}
 
 
 def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
-    """Pass / fail / not run of the three gates, one row per audited setup, with the verdict's kind.
-
-    Parameters
-    ----------
-    reports : dict of str to ropegeo.gates.procedure.AuditReport
-        1 to 30 reports keyed by a short label.
-    layout : {"wide", "column"}
-        ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For an empty or oversized dict, or values that are not audit reports.
-    """
+    """Pass / fail / not run of the three gates, one row per audit report (1 to 30, keyed by a label)."""
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
     if not all(isinstance(r, AuditReport) for r in reports.values()):
         raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.procedure.audit)")
-    _check_layout(layout)
+    valid_layout(layout)
     grid = np.array([[_STATE[r.status()[g]] for g in "ABC"] for r in reports.values()])
     column = layout == "column"
     fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (5.2, 0.62 * len(reports) + 1.6),
@@ -76,33 +57,16 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
 def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str = "wide") -> Figure:
     """Gate B separation margins of several setups, one group of bars per setup.
 
-    Parameters
-    ----------
-    rows : sequence of (label, dict of set name -> margin)
-        For example ``[(name, {s["name"]: s["margin"] for s in report.gate_b.sets}) ...]``.
-        1 to 30 rows, margins in [0, 2].
-    min_margin : float
-        The threshold drawn as a dashed line (positive, at most 2), when ``thresholds`` is not given.
-    thresholds : sequence of float, optional
-        One Gate B threshold per row (Gate B's rule derives it per ruler:
-        ``report.gate_b.threshold``), each drawn as a black mark across its row.
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For empty input, margins outside [0, 2] or a bad threshold.
+    ``rows`` holds 1 to 30 ``(label, {set name: margin in [0, 2]})``, e.g. ``[(name, {s["name"]:
+    s["margin"] for s in report.gate_b.sets}) ...]``. ``thresholds`` (one per row, Gate B's
+    ``report.gate_b.threshold``) are drawn as black marks across their rows; without them
+    ``min_margin`` (0 to 2) is drawn as one dashed line.
     """
     rows = list(rows)
     if not 1 <= len(rows) <= 30:
         raise ValueError("rows must hold 1 to 30 (label, margins) pairs")
     min_margin = v.real("min_margin", min_margin, greater_than=0.0, maximum=2.0)
-    _check_layout(layout)
+    valid_layout(layout)
     if thresholds is not None:
         thresholds = [v.real("thresholds", t, greater_than=0.0) for t in thresholds]
         if len(thresholds) != len(rows):
@@ -151,38 +115,21 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
     return finish(fig, layout)
 
 
-def _check_layout(layout) -> None:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-
-
 def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     """Why a distant displacement can beat the trained one: the head's score and its weighted kernel.
 
-    Top: the learned score ``score(delta)`` of an offset head up to ``length`` with the target and
-    the strongest displacement beyond the training window marked. Bottom: the kernel
-    ``K_w(delta - k)`` of the frequency bank weighted by the head's learned amplitudes (its Gate B
-    similarity to the target ``k``), the same kernel with equal weights, and the kernel of the fast
-    band alone (learned amplitudes on the pairs that turn at least once in training, zero elsewhere),
-    whose peak beyond the window predicts the rival.
-
-    Parameters
-    ----------
-    head : ropegeo.toy.OffsetHead
-    length : int
-        Evaluation length (more than the head's training length, at most 1,000,000).
-    layout : {"wide", "column"}
-        ``"column"`` stacks the panels for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Top: the learned score ``score(delta)`` of an offset head up to ``length`` (beyond its training
+    length, at most 1,000,000) with the target and the strongest displacement beyond the training
+    window marked. Bottom: the kernel ``K_w(delta - k)`` of the frequency bank weighted by the
+    head's learned amplitudes (its Gate B similarity to the target ``k``), the same kernel with
+    equal weights, and the kernel of the fast band alone (learned amplitudes on the pairs that turn
+    at least once in training, zero elsewhere), whose peak beyond the window predicts the rival.
     """
 
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
     length = v.integer("length", length, minimum=head.train_length + 1, maximum=1_000_000)
-    _check_layout(layout)
+    valid_layout(layout)
     column = layout == "column"
     riv = distant_rival(head, length)
     deltas = np.arange(1, length)

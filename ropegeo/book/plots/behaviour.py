@@ -1,6 +1,5 @@
 """Figures of Gate C: trained heads by position, by displacement, across seeds.
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 Conditions are passed as a mapping ``label -> list of Evaluation`` (one evaluation per seed):
 each seed is drawn as a thin line and the mean over seeds as a thick one, so an effect that
 only some seeds show stays visible.
@@ -14,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.toy import MAX_BINS, MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, MAX_SEEDS, Evaluation, OffsetHead, SeedResults
 from ropegeo.toy import score_profile as _score_values
 
@@ -79,15 +78,9 @@ def _conditions(evaluations) -> dict:
     return out
 
 
-def _check_layout(layout) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
 def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: str = "wide") -> Figure:
     conds = _conditions(evaluations)
-    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
+    fig, grid = panels(valid_layout(layout), 2, wide_size=(9.0, 3.4), panel_height=2.9, sharex=True)
     ax_acc, ax_mass = grid[0]
     for c, (label, evs) in enumerate(conds.items()):
         colour = _COLOURS[c % len(_COLOURS)]
@@ -114,28 +107,11 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
 
 def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position",
                               layout: str = "wide") -> Figure:
-    """Accuracy and attention mass against the query's absolute position, per seed and mean.
+    """Accuracy (left, or top) and mass on the target against the query's absolute position, per seed and mean.
 
-    Parameters
-    ----------
-    evaluations : dict of str -> list of Evaluation, or a list of Evaluation, or SeedResults
-        One list per condition, one evaluation per seed.
-    bins : int or array_like
-        Equal bins over ``[0, length]`` (1 to ``ropegeo.toy.MAX_BINS`` = 10,000) or
-        explicit increasing edges (at most ``MAX_BINS + 1``).
-    title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two panels: accuracy (left, or top) and mass on the target (right, or bottom).
-
-    Raises
-    ------
-    ValueError
-        For empty input, items that are not evaluations, or bad bins.
+    ``evaluations`` is a dict of condition -> list of Evaluation (one per seed), a list, or a
+    SeedResults; ``bins`` is a count of equal bins over ``[0, length]`` (1 to
+    ``ropegeo.toy.MAX_BINS``) or explicit increasing edges.
     """
     return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
@@ -161,26 +137,14 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
                               title: str = "Where the attention goes", layout: str = "wide") -> Figure:
     """Mean attention weight at each displacement, per seed (thin) and mean (thick).
 
-    Parameters
-    ----------
-    evaluations : as in :func:`accuracy_mass_by_position`
-    max_displacement : int, optional
-        Right end of the axis (1 to ``ropegeo._validate.MAX_LENGTH``; default: the longest
-        evaluated length).
-    log : bool
-        Logarithmic weight axis (shows small leaks such as a distant rival).
-    title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``evaluations`` as in :func:`accuracy_mass_by_position`; ``max_displacement`` (default the longest
+    evaluated length) ends the axis; ``log`` scales the weights to show small leaks such as a
+    distant rival.
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
         max_displacement = v.length("max_displacement", max_displacement)
-    _check_layout(layout)
+    valid_layout(layout)
     fig = Figure(figsize=(8.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for c, (label, evs) in enumerate(conds.items()):
@@ -207,25 +171,11 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
                   layout: str = "wide") -> Figure:
     """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
 
-    Parameters
-    ----------
-    heads : OffsetHead or sequence of OffsetHead
-        One curve per head (seed), under each head's own schedule (at most
-        ``ropegeo.toy.MAX_SEEDS`` = 20 heads).
-    horizon : int
-        Largest displacement drawn (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH`` = 1,000,000,
-        and ``horizon * pairs`` at most ``MAX_PROFILE_CELLS``).
-    per_pair : bool
-        Add a second panel with each pair's contribution for the first head (ramps that turn
-        around beyond the window show there).
-    title : str, optional
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The training window is shaded; the target offset is marked.
+    One curve per head (seed; at most ``ropegeo.toy.MAX_SEEDS``) under its own schedule, up to
+    ``horizon`` (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH``, and ``horizon * pairs`` at most
+    ``MAX_PROFILE_CELLS``); the training window is shaded and the target offset marked.
+    ``per_pair`` adds a panel with each pair's contribution for the first head (ramps that turn
+    around beyond the window show there).
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
@@ -238,7 +188,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
         raise ValueError(f"horizon must be at most {MAX_PROFILE_CELLS // pairs:,} for heads with {pairs} pairs "
                          f"(MAX_PROFILE_CELLS = {MAX_PROFILE_CELLS:,}), got {horizon:,}")
     per_pair = v.boolean("per_pair", per_pair)
-    column = _check_layout(layout) == "column"
+    column = valid_layout(layout) == "column"
     deltas = np.arange(1, horizon + 1)
     fig = Figure(figsize=(9.0, 3.6 if not per_pair else 6.4) if not column else (5.2, 3.4 if not per_pair else 7.0),
                  layout="constrained")
@@ -270,25 +220,15 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
 def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
     """Per-seed accuracy and mass of several conditions as dot plots (one dot per seed).
 
-    Parameters
-    ----------
-    results : sequence of SeedResults
-        For example the output of :func:`ropegeo.toy.compare` (at most
-        :data:`MAX_TABLE_ROWS` = 256 rows).
-    title : str
-    layout : {"wide", "column"}
-        ``"column"`` draws for the book's text column, panels stacked (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``results`` holds SeedResults, e.g. from :func:`ropegeo.toy.compare` (at most
+    :data:`MAX_TABLE_ROWS` rows).
     """
     if isinstance(results, SeedResults):
         results = [results]
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")
     if not all(isinstance(r, SeedResults) for r in results):
         raise ValueError("results must be a non-empty list of SeedResults")
-    fig, grid = panels(_check_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
+    fig, grid = panels(valid_layout(layout), 2, wide_size=(9.0, 0.45 * len(results) + 1.4),
                        panel_height=0.42 * len(results) + 1.0, sharey=True)
     ax_acc, ax_mass = grid[0]
     if layout == "column":

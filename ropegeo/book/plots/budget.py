@@ -1,6 +1,5 @@
 """Figures of the seed-and-budget studies: fine-tuning budget curves and attention dilution.
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot) and returns it.
 Per-seed values are summarised as the mean (line) and the min-max range over seeds (band).
 """
 
@@ -9,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 
 __all__ = ["budget_figure", "dilution_figure"]
 
@@ -39,14 +38,9 @@ def budget_figure(run: dict, *, layout: str = "wide") -> Figure:
     interpolation's mass with exact phases, with float32 angles and bfloat16 cosine and sine,
     and with the angle table in bfloat16. Lines are means over seeds, bands min to max.
     ``layout="column"`` stacks the three panels for the book's text column.
-
-    Raises
-    ------
-    ValueError
-        When ``run`` lacks the curve's keys.
     """
     _check_run(run, ("settings", "mass", "amplitude_ratio", "mass_bf16", "mass_bf16_cos_sin"))
-    _check_layout(layout)
+    valid_layout(layout)
     s = run["settings"]
     budgets = np.asarray(s["budgets"], dtype=float)
     x = np.where(budgets == 0, budgets[budgets > 0].min() / 3 if np.any(budgets > 0) else 1.0, budgets)
@@ -86,14 +80,9 @@ def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     of the last query against length, per logit scaling (mean line, min-max band over seeds);
     the dashed line is the entropy of attention spread evenly over every key.
     ``layout="column"`` stacks the two panels for the book's text column.
-
-    Raises
-    ------
-    ValueError
-        When ``probe`` lacks the probe's keys.
     """
     _check_run(probe, ("lengths", "mass", "entropy", "uniform_entropy", "rule"))
-    _check_layout(layout)
+    valid_layout(layout)
     x = np.asarray(probe["lengths"], dtype=float)
     fig, grid = panels(layout, 2, wide_size=(10, 3.8), panel_height=3.2)
     ax1, ax2 = grid[0]
@@ -120,8 +109,3 @@ def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     else:
         fig.suptitle(f"{rule}, {len(probe['seeds'])} seeds: line mean, band min to max")
     return finish(fig, layout)
-
-
-def _check_layout(layout) -> None:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")

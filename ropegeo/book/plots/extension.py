@@ -1,6 +1,4 @@
 """Figures of chapter 4: context-extension rules as rulers, their trade-off, real models.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.novelty import JointNovelty
@@ -26,12 +24,18 @@ _KEEP, _PART, _FULL, _BASE = "#087A98", "#b7791f", "#8b1e3f", "#9a9a9a"
 _MAX_RULES = 16  # the rules or models one figure draws (13 shipped models today)
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
+_STYLES = ("-", "--", "-.", ":")
 
 
-def _check_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
+def _figure(layout: str, wide_size: tuple, column_size: tuple) -> Figure:
+    """A wide figure (laid out by :func:`_tight`) or a constrained one for the text column."""
+    return Figure(figsize=wide_size) if layout == "wide" else Figure(figsize=column_size, layout="constrained")
+
+
+def _tight(fig: Figure, layout: str) -> Figure:
+    if layout == "wide":
+        fig.tight_layout()
+    return finish(fig, layout)
 
 
 def _label_offset(k: int, layout: str) -> tuple:
@@ -140,29 +144,14 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
 
 def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length: float, *, columns: int = 4,
                  layout: str = "wide") -> Figure:
-    """Small multiples: each rule's wavelength per pair against the unscaled ladder.
+    """Small multiples: each rule's wavelength per pair against the unscaled ladder ``base_theta``.
 
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    thetas : mapping of str -> array_like of shape (pairs,), or str -> mapping of length -> array_like
-        Served frequencies per rule (at most 12 rules). A rule whose frequencies depend on the
-        current length (dynamic NTK) is given as a mapping from lengths to frequencies (at most
-        8) and drawn as a family of lines, one per length.
-    train_length, target_length : float
-        Drawn as horizontal lines (dashed and dotted).
-    columns : int
-        Panels per row (1 to 6) of the wide layout.
-    layout : {"wide", "column"}
-        ``"column"``: two panels per row at the text column's width, the legends gathered in the
-        spare panel (or below the panels when there is none), fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``thetas`` maps each rule (at most 12) to its served frequencies, or, for a rule whose
+    frequencies depend on the current length (dynamic NTK), to a mapping of at most 8 lengths to
+    frequencies, drawn as a family of lines. ``train_length`` and ``target_length`` are drawn dashed
+    and dotted; ``columns`` (1 to 6) sets the panels per row of the wide layout.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     rules = _thetas(thetas, families=True)
     base = v.finite_array("base_theta", base_theta)
     first = next(iter(rules.values()))
@@ -176,10 +165,7 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
     if not wide:
         columns = min(2, len(rules))
     rows = math.ceil(len(rules) / columns)
-    if wide:
-        fig = Figure(figsize=(2.6 * columns, 2.3 * rows + 0.6))
-    else:
-        fig = Figure(figsize=(5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)), layout="constrained")
+    fig = _figure(layout, (2.6 * columns, 2.3 * rows + 0.6), (5.2, 2.5 * rows + (0.9 if len(rules) % columns == 0 else 0.5)))
     axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
     for k, (label, th) in enumerate(rules.items()):
         ax = axes[k // columns][k % columns]
@@ -226,61 +212,33 @@ def _gather_legends(fig: Figure, axes, count: int, columns: int) -> None:
 def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Figure:
     """Per-pair stretch ``theta_i / theta'_i`` of every rule on one log axis (1 = untouched).
 
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    thetas : mapping of str -> array_like, shape (pairs,)
-        Served frequencies per rule (at most 12).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, the legend below the axes, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``thetas`` maps each rule (at most 12) to its served frequencies, beside the unscaled ``base_theta``.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     rules = _thetas(thetas)
     base = v.finite_array("base_theta", base_theta)
     if base.shape != next(iter(rules.values())).shape:
         raise ValueError("base_theta must have one entry per pair, like the rules")
-    if layout == "wide":
-        fig = Figure(figsize=(7.2, 3.6))
-    else:
-        fig = Figure(figsize=(5.2, 3.4 + 0.25 * len(rules)), layout="constrained")
+    fig = _figure(layout, (7.2, 3.6), (5.2, 3.4 + 0.25 * len(rules)))
     ax = fig.add_subplot()
-    styles = ["-", "--", "-.", ":"]
     for k, (label, th) in enumerate(rules.items()):
-        ax.plot(np.arange(th.size), base / th, ls=styles[k % 4], lw=1.6, label=label)
+        ax.plot(np.arange(th.size), base / th, ls=_STYLES[k % 4], lw=1.6, label=label)
     ax.set_yscale("log")
     ax.set_xlabel("pair index i (fastest first)")
     ax.set_ylabel("stretch θ_i / θ'_i")
     _legend_below(fig, ax, layout, fontsize=8, ncol=2)
     ax.grid(alpha=0.3, which="both")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
-    """Phase novelty against resolution, one point per rule.
+    """Phase novelty against resolution, one point per rule (at most 12 extension reports).
 
-    Parameters
-    ----------
-    reports : sequence of ropegeo.extension.ExtensionReport
-        With both margins (``small_offsets`` and ``coarse_step`` not None); at most 12.
-    layout : {"wide", "column"}
-        ``"column"``: the three panels stacked at the text column's width (top, middle, bottom
-        for left, middle, right), the first panel's legend below the panels, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
-        novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
-        (higher is better resolved).
+    Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
+    novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
+    (higher is better resolved); each report needs both margins.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     reps = list(reports)
     if not reps or len(reps) > _MAX_RULES:
         raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
@@ -293,9 +251,8 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         fig, grid = panels(layout, 3, wide_size=(11, 3.6), panel_height=3.0)
         left, mid, right = grid[0]
         fig.set_size_inches(5.2, 9.4 + 0.25 * len(reps))
-    styles = ["-", "--", "-.", ":"]
     for k, r in enumerate(reps):
-        left.plot(np.arange(r.novelty.size), r.novelty, ls=styles[k % 4], lw=1.5, label=r.rule)
+        left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=r.rule)
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
             ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=_label_offset(k, layout),
@@ -309,9 +266,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         ax.grid(alpha=0.3)
     for ax in (mid, right):
         ax.set_xlabel("total phase novelty (turns)")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def _column_label(label: str, width: int = 22) -> str:
@@ -323,27 +278,13 @@ def _column_label(label: str, width: int = 22) -> str:
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
     """Each model's served wavelengths (at its target length) as one row of dots.
 
-    Parameters
-    ----------
-    manifests : mapping of str -> ropegeo.models.manifest.RopeManifest
-        At most 12 models, each with a known training length.
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, the key below the axis on its own lines, fonts at
-        least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One row per model on a log wavelength axis; a bar marks the training length and a
-        diamond the target length.
+    ``manifests`` maps at most 12 names to manifests with a known training length. One row per model
+    on a log wavelength axis; a bar marks the training length and a diamond the target length.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
         raise ValueError(f"manifests must be a mapping of 1 to {_MAX_RULES} label -> RopeManifest")
-    if layout == "wide":
-        fig = Figure(figsize=(8.5, 0.55 * len(manifests) + 1.2))
-    else:
-        fig = Figure(figsize=(5.2, 0.45 * len(manifests) + 2.0), layout="constrained")
+    fig = _figure(layout, (8.5, 0.55 * len(manifests) + 1.2), (5.2, 0.45 * len(manifests) + 2.0))
     ax = fig.add_subplot()
     labels = []
 
@@ -367,37 +308,20 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
                   "bar: training length, diamond: target", fontsize=9)
     ax.invert_yaxis()
     ax.grid(alpha=0.3, axis="x")
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
                        layout: str = "wide") -> Figure:
     """Joint phase novelty per rule, beside its per-pair novelty.
 
-    Parameters
-    ----------
-    results : mapping of str -> ropegeo.novelty.JointNovelty
-        One result per rule (at most 12), over the served offsets.
-    per_pair : mapping of str -> float
-        Each rule's total per-pair novelty, in turns (same labels as ``results``).
-    train_length : float
-        Marked as a vertical line (offsets beyond it were never served in training).
-    threshold : float
-        A reference distance drawn as a horizontal line (e.g. between neighbouring training
-        offsets).
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width (the left one on top), the
-        legend below them, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: distance from each served offset to the nearest training offset, per rule. Right:
-        per rule, total per-pair novelty (x) against the median joint distance (y).
+    ``results`` maps each rule (at most 12) to its :class:`ropegeo.novelty.JointNovelty` over the
+    served offsets, ``per_pair`` to its total per-pair novelty in turns. Left: distance from each
+    served offset to the nearest training offset (``train_length`` a vertical line). Right: total
+    per-pair novelty (x) against the median joint distance (y); ``threshold`` is a reference
+    distance drawn as a horizontal line (e.g. between neighbouring training offsets).
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
         raise ValueError(f"results must be a mapping of 1 to {_MAX_RULES} label -> JointNovelty")
     if not isinstance(per_pair, Mapping) or set(per_pair) != set(results):
@@ -408,16 +332,11 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     novel = {k: v.real(f"per_pair[{k!r}]", x, minimum=0.0) for k, x in per_pair.items()}
     train_length = v.real("train_length", train_length, greater_than=0.0)
     threshold = v.real("threshold", threshold, minimum=0.0)
-    if layout == "wide":
-        fig = Figure(figsize=(11, 3.8))
-        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]})
-    else:
-        fig = Figure(figsize=(5.2, 8.2 + 0.25 * len(results)), layout="constrained")
-        left, right = fig.subplots(2, 1)
-    styles = ["-", "--", "-.", ":"]
+    fig = _figure(layout, (11, 3.8), (5.2, 8.2 + 0.25 * len(results)))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]}) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, res) in enumerate(results.items()):
         order = np.argsort(res.targets)
-        left.plot(res.targets[order], res.distance[order], ls=styles[k % 4], lw=0.9, label=label)
+        left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, label=label)
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
         right.annotate(label, (novel[label], med), textcoords="offset points", xytext=_label_offset(k, layout),
@@ -435,37 +354,19 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     right.set_ylabel("median joint distance")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
-    if layout == "wide":
-        fig.tight_layout()
-    return finish(fig, layout)
+    return _tight(fig, layout)
 
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
                     layout: str = "wide") -> Figure:
     """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
-    Parameters
-    ----------
-    base_theta : array_like, shape (pairs,)
-        The unscaled frequencies.
-    train_length : float
-        ``L``: the right panel's axis is the number of turns ``L theta_i / 2 pi``.
-    weights : mapping of str -> array_like, shape (pairs,)
-        Weights in [0, 1] per rule (at most 12).
-    max_turns : float
-        Right end of the turns axis (positive).
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width (the left one on top), one
-        legend below them, fonts at least 11 points.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Left: weight against pair index. Right: weight against turns over ``L`` on a linear axis
-        up to ``max_turns``, where a ramp linear in turns is a straight segment and a ramp linear
-        in pair index (in the logarithm of the turns) is curved.
+    ``weights`` maps each rule (at most 12) to one weight in [0, 1] per pair of ``base_theta``. Left:
+    weight against pair index. Right: weight against turns ``L theta_i / 2 pi`` (``L`` the
+    ``train_length``) on a linear axis up to ``max_turns``, where a ramp linear in turns is a
+    straight segment and a ramp linear in pair index (in the logarithm of the turns) is curved.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     base = _bank("base_theta", base_theta)
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:
@@ -478,16 +379,11 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         rows[str(label)] = arr
     max_turns = v.real("max_turns", max_turns, greater_than=0.0)
     turns = train_length * base / (2 * math.pi)
-    if layout == "wide":
-        fig = Figure(figsize=(10, 3.4))
-        left, right = fig.subplots(1, 2)
-    else:
-        fig = Figure(figsize=(5.2, 6.6 + 0.25 * len(rows)), layout="constrained")
-        left, right = fig.subplots(2, 1)
-    styles = ["-", "--", "-.", ":"]
+    fig = _figure(layout, (10, 3.4), (5.2, 6.6 + 0.25 * len(rows)))
+    left, right = fig.subplots(1, 2) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, w) in enumerate(rows.items()):
-        left.plot(np.arange(w.size), w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
-        right.plot(turns, w, ls=styles[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        left.plot(np.arange(w.size), w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
+        right.plot(turns, w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
     left.set_xlabel("pair index i")
     right.set_xlim(0.0, max_turns)
     right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")

@@ -1,6 +1,4 @@
 """Figures of chapter 5: one rotary operator, many implementations (pairs, positions, precision).
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from ropegeo import _validate as v
 from ropegeo.book.broken import CATALOGUE, Rotary, attention_comparison, entry, position_ids
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.gate import CHECKS
 from ropegeo.precision import consecutive_integer_limit, max_phase_error
@@ -25,32 +23,14 @@ _MAX_DRAWN_DIM = 32  # largest head drawn coordinate by coordinate
 _MAX_OFFSET = 4096
 
 
-def _check_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
 def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
-    """Which coordinates rotate together, for both conventions, drawn as coloured matrices.
+    """Which coordinates rotate together, for both conventions, as coloured matrices (``head_dim`` 2 to 32).
 
     Each panel shows the rotation matrix's non-zero pattern; the two entries of one pair share a
     colour, so interleaved pairs sit on the diagonal in 2x2 blocks and half-split pairs sit
     ``head_dim / 2`` apart.
-
-    Parameters
-    ----------
-    head_dim : int
-        Even, from 2 to 32.
-    layout : {"wide", "column"}
-        ``"column"``: the two panels stacked at the text column's width, fonts at least 11 points.
-
-    Raises
-    ------
-    ValueError
-        For an odd head dimension or one above 32.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     d = v.head_dim(head_dim)
     if d > _MAX_DRAWN_DIM:
         raise ValueError(f"head_dim must be at most {_MAX_DRAWN_DIM} to be drawn, got {d}")
@@ -79,26 +59,13 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
 def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: str = "wide") -> Figure:
     """What mixing conventions does: norms intact, every oriented interaction changed.
 
-    Queries and keys are laid out for interleaved pairs (as their weights were trained) and then
-    rotated either by the interleaved helper (correct) or by the half-split helper (mixed).
-
-    Left: the score of one query-key pair against the displacement ``n - m`` for both helpers.
-    Right: the norm of every rotated vector (mixed over correct) and the scores of many random
-    pairs, mixed against correct.
-
-    Parameters
-    ----------
-    head_dim : int
-        Even, 4 to 512.
-    seed : int
-        Seed of the random vectors.
-    span : int
-        Displacements ``-span .. span`` are drawn on the left (1 to 4,096).
-    layout : {"wide", "column"}
-        ``"column"``: the three panels stacked at the text column's width (left on top), fonts at
-        least 11 points.
+    Queries and keys (drawn with ``seed``, ``head_dim`` 4 to 512) are laid out for interleaved pairs
+    (as their weights were trained) and rotated by the interleaved helper (correct) or the
+    half-split one (mixed). Left: the score of one query-key pair against the displacement
+    ``n - m`` from ``-span`` to ``span`` (at most 4,096) for both helpers. Right: the norm of every
+    rotated vector (mixed over correct) and the scores of many random pairs, mixed against correct.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
     seed = v.integer("seed", seed, minimum=0)
@@ -144,24 +111,13 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
 def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layout: str = "wide") -> Figure:
     """Position ids slot by slot under padding, packing and a KV cache.
 
-    Rows: left padding with ids from the mask, left padding with slot indices, packing with ids
-    reset per document, packing with continuous ids, and one decoding step after a prompt of
-    ``prompt`` tokens by the correct cache, the cache that restarts at 0 and the one that is
-    off by one. Cells are coloured by document (grey for padding, orange for the decoded token).
-
-    Parameters
-    ----------
-    prompt : int
-        Prompt length before the decoding step (1 to 16).
-    pad : int
-        Padding slots (0 to 8).
-    documents : sequence of int
-        Lengths of the packed documents (each at least 1, at most 16 slots in all).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, each row's name written above its slots, fonts at
-        least 11 points.
+    Rows: ``pad`` (0 to 8) left-padding slots with ids from the mask, then with slot indices;
+    packed ``documents`` (at most 16 slots in all) with ids reset per document, then continuous;
+    one decoding step after ``prompt`` (1 to 16) tokens by the correct cache, the cache that
+    restarts at 0 and the one that is off by one. Cells are coloured by document (grey for
+    padding, orange for the decoded token).
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
     pad = v.integer("pad", pad, minimum=0, maximum=8)
     if not v.is_collection(documents):
@@ -222,22 +178,13 @@ def _rect(c, r, colour):
 
 def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "scaled-queries"), *,
                     prompt: int = 48, head_dim: int = 64, seed: int = 0, layout: str = "wide") -> Figure:
-    """Scores of one decoded query against the whole cache, per catalogue entry.
+    """Scores of one decoded query against the whole cache, per catalogue entry (1 to 8 ``names``).
 
     Each panel overlays the scores the entry's decoding step produces and those of the operator
-    it declares, computed over the full sequence; the gap is the defect.
-
-    Parameters
-    ----------
-    names : sequence of str
-        Catalogue entries (1 to 8).
-    prompt, head_dim, seed
-        As in :func:`ropegeo.book.broken.attention_comparison` (``prompt`` at most 1,024 here).
-    layout : {"wide", "column"}
-        ``"column"``: two panels per row at the text column's width, the legend below them, fonts
-        at least 11 points.
+    it declares, computed over the full sequence; the gap is the defect. ``prompt`` (at most 1,024
+    here), ``head_dim`` and ``seed`` are those of :func:`ropegeo.book.broken.attention_comparison`.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
     names = list(names)
     if not 1 <= len(names) <= 8:
         raise ValueError(f"names must list 1 to 8 catalogue entries, got {len(names)}")
@@ -274,23 +221,11 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
                        points: int = 300, layout: str = "wide") -> Figure:
     """Largest phase error over the pairs against position, for float32, float16 and bfloat16 angles.
 
-    Dashed verticals mark where each format stops holding every integer (``2**p`` for ``p``
-    significant bits). Float16 overflows at 65,504, so positions stop below it.
-
-    Parameters
-    ----------
-    head_dim : int
-        Head width (even, at least 2).
-    base : float
-        Frequency base.
-    max_position : int
-        Largest position drawn (16 to 65,000).
-    points : int
-        Positions drawn on a geometric grid (10 to 2,000).
-    layout : {"wide", "column"}
-        ``"column"``: the text column's width, fonts at least 11 points.
+    Drawn at ``points`` (10 to 2,000) positions on a geometric grid up to ``max_position`` (16 to
+    65,000). Dashed verticals mark where each format stops holding every integer (``2**p`` for
+    ``p`` significant bits). Float16 overflows at 65,504, so positions stop below it.
     """
-    layout = _check_layout(layout)
+    layout = valid_layout(layout)
 
     theta = frequencies(head_dim, base)
     max_position = v.integer("max_position", max_position, minimum=16, maximum=65_000)
@@ -333,13 +268,7 @@ def _check_grid(reports) -> tuple[list, np.ndarray]:
 
 
 def gate_a_matrix(reports: dict) -> Figure:
-    """Pass / fail / skip of every Gate A check, one row per implementation.
-
-    Parameters
-    ----------
-    reports : dict of str to ropegeo.gates.a.gate.GateAReport
-        Reports keyed by a label (1 to 40 of them).
-    """
+    """Pass / fail / skip of every Gate A check, one row per report (1 to 40, keyed by a label)."""
 
     names, grid = _check_grid(reports)
     fig = Figure(figsize=(1.2 + 0.75 * len(names) + 1.5, 0.38 * len(reports) + 1.6), layout="constrained")
@@ -363,20 +292,9 @@ GRID_WIDTH = 4.8
 def gate_a_grid(reports: dict, *, title: str | None = None) -> Figure:
     """Gate A's checks as a compact grid that stays readable at a narrow column width.
 
-    The same content as :func:`gate_a_matrix` (one row per implementation, one column per check),
-    drawn :data:`GRID_WIDTH` inches wide with 10-point labels: colour says pass (green), fail (red,
-    with an ``x``) or not measured (grey, with a dash), and the legend names the three.
-
-    Parameters
-    ----------
-    reports : dict of str to ropegeo.gates.a.gate.GateAReport
-        Reports keyed by a label (1 to 40 of them).
-    title : str, optional
-        Title above the grid.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    The same content as :func:`gate_a_matrix` (one row per report, one column per check), drawn
+    :data:`GRID_WIDTH` inches wide with 10-point labels: colour says pass (green), fail (red, with
+    an ``x``) or not measured (grey, with a dash), and the legend names the three.
     """
     names, grid = _check_grid(reports)
     fig = Figure(figsize=(GRID_WIDTH, 0.27 * len(reports) + 2.1), layout="constrained")

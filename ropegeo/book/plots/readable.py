@@ -18,8 +18,8 @@ from matplotlib.ticker import AutoLocator, MaxNLocator
 
 from ropegeo import _validate as v
 
-__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "fit_column", "smallest_text_px", "panels",
-           "finish"]
+__all__ = ["COLUMN_WIDTH_PX", "COLUMN_WIDTH_IN", "MIN_FONT_PT", "LAYOUTS", "valid_layout", "fit_column",
+           "smallest_text_px", "panels", "finish"]
 
 #: Width of the text column in CSS pixels, for the two window widths the book is checked at
 #: (1280 px desktop, 360 px phone).
@@ -35,30 +35,22 @@ MIN_FONT_PT = 11.0
 LAYOUTS = ("wide", "column")
 
 
+def valid_layout(layout) -> str:
+    """``layout`` if it is one of :data:`LAYOUTS`, else a ``ValueError`` naming it."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
+
+
 def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3.4, rows: int = 1, **subplot_kw):
     """A figure and its axes for ``count`` panels, side by side (``"wide"``) or stacked (``"column"``).
 
-    Parameters
-    ----------
-    layout : {"wide", "column"}
-    count : int
-        Panels per row in the wide layout (1 to 12); each becomes a row of the column layout.
-    wide_size : tuple of float
-        Figure size in inches of the wide layout.
-    panel_height : float
-        Height in inches of one panel in the column layout.
-    rows : int
-        Rows of the wide layout (1 to 4); in the column layout they become columns.
-    **subplot_kw
-        Passed to ``matplotlib.figure.Figure.subplots`` (``sharex`` and the like).
-
-    Returns
-    -------
-    (Figure, numpy.ndarray of Axes)
-        The axes always indexed as in the wide layout: shape ``(rows, count)``.
+    The wide layout is ``wide_size`` inches with ``rows`` (1 to 4) rows of ``count`` (1 to 12)
+    panels; the column layout stacks them, ``panel_height`` inches each, rows becoming columns.
+    ``subplot_kw`` goes to ``Figure.subplots`` (``sharex`` and the like). The axes are always
+    indexed as in the wide layout: shape ``(rows, count)``.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    valid_layout(layout)
     count = v.integer("count", count, minimum=1, maximum=12)
     rows = v.integer("rows", rows, minimum=1, maximum=4)
     if layout == "wide":
@@ -70,9 +62,7 @@ def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3
 
 def finish(fig: Figure, layout: str) -> Figure:
     """Return ``fig`` as drawn (``"wide"``) or fitted to the text column (``"column"``, :func:`fit_column`)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return fit_column(fig, height=fig.get_size_inches()[1]) if layout == "column" else fig
+    return fit_column(fig, height=fig.get_size_inches()[1]) if valid_layout(layout) == "column" else fig
 
 
 def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | None = None,
@@ -81,24 +71,10 @@ def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | N
 
     Meant for single-panel figures and for figures whose panels are already stacked; a row of
     panels squeezed to this width becomes unreadable in another way (use the function's stacked
-    layout instead).
-
-    Parameters
-    ----------
-    fig : matplotlib.figure.Figure
-    width : float
-        New width in inches (2 to 20).
-    height : float, optional
-        New height in inches (1 to 40); default keeps the aspect ratio.
-    min_font : float
-        Font floor in points (6 to 30), applied to tick labels, labels, titles, legends and texts.
-    wrap : int
-        Titles longer than this many characters are wrapped onto several lines (20 to 200).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The same figure, changed in place.
+    layout instead). ``width`` (2 to 20) and ``height`` (1 to 40, default: the aspect ratio kept)
+    are in inches; the font floor ``min_font`` (6 to 30 points) applies to tick labels, labels,
+    titles, legends and texts; titles longer than ``wrap`` (20 to 200) characters are wrapped.
+    Returns the same figure, changed in place.
 
     Examples
     --------
@@ -145,17 +121,8 @@ def smallest_text_px(fig: Figure, *, column_px: float = COLUMN_WIDTH_PX[360]) ->
     The figure is drawn (as the notebook saves it, tight bounding box), its width in pixels
     compared with ``column_px``, and every visible, non-empty text's font size converted from
     points to pixels and scaled by the shrink factor (at most 1: a narrow figure is not enlarged).
-
-    Parameters
-    ----------
-    fig : matplotlib.figure.Figure
-    column_px : float
-        Width of the text column in CSS pixels (50 to 4000); see :data:`COLUMN_WIDTH_PX`.
-
-    Returns
-    -------
-    float
-        ``inf`` for a figure without text.
+    ``column_px`` (50 to 4000) is the column's width (:data:`COLUMN_WIDTH_PX`); ``inf`` for a figure
+    without text.
 
     Examples
     --------

@@ -2,8 +2,6 @@
 block-diagonal operator of a whole head, the long-term-decay claim against a counterexample and
 trained heads, the routing and value-path defect heads, and additive against rotary codes under
 a global shift.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -34,6 +32,12 @@ def _pair(name: str, value) -> np.ndarray:
     return arr
 
 
+def _one_pair(q, k, theta):
+    """The checked contents and frequency of one pair, with ``q . k`` and ``q x k``."""
+    q, k, theta = _pair("q", q), _pair("k", k), v.real("theta", theta, greater_than=0.0)
+    return q, k, theta, float(q @ k), float(q[0] * k[1] - q[1] * k[0])
+
+
 def _arrow(ax, tip, colour, *, width=1.6, alpha=1.0, style="-|>"):
     ax.add_patch(
         FancyArrowPatch((0.0, 0.0), tuple(tip), arrowstyle=style, mutation_scale=12,
@@ -55,35 +59,11 @@ def _clock_axes(ax, radius):
 
 def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
                 query_position: float = 2.0, key_position: float = 5.0, layout: str = "wide") -> Figure:
-    """One rotary pair drawn as a clock hand, in two panels.
+    """One rotary pair ``pair`` (non-zero) turning at ``theta`` rad/position, drawn as a clock hand.
 
-    Left: the pair rotated to each of ``positions`` (one arrow per position, labelled).
-    Right: the same pair as a query at ``query_position`` and a key at ``key_position``, with the
-    arc between them marking the angle ``(n - m) theta`` that the score sees.
-
-    Parameters
-    ----------
-    pair : array_like, shape (2,)
-        The content of the pair (non-zero, finite).
-    theta : float
-        Frequency of the pair, radians per position (positive, finite).
-    positions : array_like, shape (P,)
-        Positions drawn in the left panel, 1 <= P <= 64.
-    query_position, key_position : float
-        The positions ``m`` and ``n`` of the right panel.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two axes; arrows and arcs are patches of the axes.
-
-    Raises
-    ------
-    ValueError
-        For a zero or misshapen pair, a non-positive ``theta``, or too many or non-finite positions.
+    Left: the pair rotated to each of ``positions`` (1 to 64; one labelled arrow each). Right: the
+    pair as a query at ``query_position`` ``m`` and a key at ``key_position`` ``n``, with the arc of
+    the angle ``(n - m) theta`` that the score sees.
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
@@ -136,42 +116,15 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
     """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
 
     Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
-    ``-(q x k) sin(delta theta)`` and their sum; the sum is computed independently by rotating
-    with :func:`ropegeo.rotation.apply_rope`, and dots mark integer displacements.
-
-    Parameters
-    ----------
-    q, k : array_like, shape (2,)
-        Query and key contents of one pair (non-zero, finite).
-    theta : float
-        Frequency, radians per position (positive, finite).
-    max_offset : int
-        Displacements from ``-max_offset`` to ``max_offset`` are drawn; 1 to 10,000.
-    mark : float, optional
-        A displacement to mark together with its mirror ``-mark``.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes with three lines (symmetric, oriented, score) and the integer markers.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or zero ``q``/``k``, a non-positive ``theta`` or an out-of-range ``max_offset``.
+    ``-(q x k) sin(delta theta)`` and their sum, computed independently with
+    :func:`ropegeo.rotation.apply_rope` (dots at integer displacements), for ``delta`` from
+    ``-max_offset`` to ``max_offset`` (1 to 10,000). ``q`` and ``k`` are non-zero pairs; ``mark``
+    marks a displacement and its mirror.
     """
-    q = _pair("q", q)
-    k = _pair("k", k)
-    theta = v.real("theta", theta, greater_than=0.0)
+    q, k, theta, dot, cross = _one_pair(q, k, theta)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_OFFSET)
     if mark is not None:
         mark = v.real("mark", mark, minimum=-max_offset, maximum=max_offset)
-
-    dot = float(q @ k)
-    cross = float(q[0] * k[1] - q[1] * k[0])
     samples = min(4001, 40 * max_offset + 1)
     delta = np.linspace(-max_offset, max_offset, samples)
     integers = np.arange(-max_offset, max_offset + 1, dtype=np.float64)
@@ -204,31 +157,9 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
 
 def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: float = 10_000.0,
                          pairings=("interleaved", "half"), layout: str = "wide") -> Figure:
-    """The rotary operator ``R_position`` of a head drawn as an image, one panel per pairing.
+    """The rotary operator ``R_position`` of a head (``head_dim`` up to 256) as an image per pairing.
 
-    Parameters
-    ----------
-    position : float
-        The position whose rotation is drawn (finite).
-    head_dim : int
-        Width of the head (even, 2 to 256).
-    base : float
-        Frequency base (greater than 1).
-    pairings : sequence of {"interleaved", "half"}
-        One panel per layout (1 or 2 entries).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One image per pairing, entries coloured on a fixed [-1, 1] scale, and a shared colour bar.
-
-    Raises
-    ------
-    ValueError
-        For a bad position, head dimension, base or pairing.
+    One panel per entry of ``pairings`` (1 or 2), entries on a fixed [-1, 1] scale, one colour bar.
     """
     position = v.real("position", position)
     head_dim = v.head_dim(head_dim)
@@ -272,38 +203,13 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
                  window: int = 64, layout: str = "wide") -> Figure:
     """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
 
-    Parameters
-    ----------
-    bound : (offsets, values)
-        RoFormer's relative upper bound against the distance (e.g. from
-        :func:`ropegeo.decay.relative_upper_bound`); both 1-D of equal length.
-    counter : (offsets, scores)
-        The score of one pair of contents against the offset ``delta = n - m``.
-    trained : (offsets, scores)
-        Scores of trained heads, shape ``(seeds, offsets)`` (1 to 64 seeds), against ``delta``.
-        A score over thousands of offsets oscillates too fast to read, so each seed is reduced
-        to its best score in consecutive windows of ``window`` offsets, drawn as the median and
-        the min-max band over the seeds.
-    train_length : int, optional
-        Shades the offsets ``-(train_length - 1) .. 0`` seen in training.
-    target : float, optional
-        An offset among the trained offsets whose score (median over seeds) is drawn as a
-        horizontal line, e.g. the offset the heads were trained to attend to.
-    window : int
-        Offsets per window of the trained panel (1 to the number of offsets).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Three axes, left to right.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or non-finite curves or a bad ``train_length``.
+    Each of ``bound``, ``counter`` and ``trained`` is ``(offsets, values)``: RoFormer's relative upper
+    bound against the distance (:func:`ropegeo.decay.relative_upper_bound`), one score against
+    ``delta = n - m``, and the scores of 1 to 64 trained heads, shape ``(seeds, offsets)``. A score over
+    thousands of offsets oscillates too fast to read, so each seed is reduced to its best score in
+    consecutive windows of ``window`` offsets, drawn as the median and min-max band over the seeds.
+    ``train_length`` shades the offsets seen in training; ``target`` (one of the trained offsets)
+    draws its median score as a horizontal line.
     """
     (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
                                     (("bound", bound), ("counter", counter), ("trained", trained)))
@@ -353,29 +259,11 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
 
 
 def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
-    """Attention weights and read-out labels of several copy heads, one column per head.
+    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, one column each.
 
-    Parameters
-    ----------
-    weights : dict of str to array_like, shape (length,)
-        Each head's attention weights over key positions (1 to 6 heads, same length).
-    outputs : dict of str to array_like, shape (labels,)
-        Each head's output when the values are one-hot labels (same keys as ``weights``).
-    target : int, optional
-        The position the heads should read, marked in every panel.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Two rows of bar charts: weights (top) and output (bottom).
-
-    Raises
-    ------
-    ValueError
-        For mismatched heads or shapes, or non-finite values.
+    ``weights`` maps a head's name to its weights over key positions, ``outputs`` to its output when
+    the values are one-hot labels (same names, one common length of at most 256); ``target`` marks
+    the position the heads should read.
     """
     if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
         raise ValueError("weights and outputs must be dicts with the same head names")
@@ -413,25 +301,8 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
 def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     """How much a global shift of every position moves the scores, one line per scheme, log scale.
 
-    Parameters
-    ----------
-    shifts : array_like, shape (n,)
-        Global shifts ``c`` (finite, 2 to 10,000 of them).
-    changes : dict of str to array_like, shape (n,)
-        For each scheme (1 to 6), the largest change of any score at each shift (non-negative;
-        zeros are drawn at the bottom of the axis).
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        For misshapen, negative or non-finite data.
+    ``shifts`` holds 2 to 10,000 shifts ``c``; ``changes`` maps 1 to 6 schemes to the largest change
+    of any score at each shift (non-negative; zeros drawn at the bottom of the axis).
     """
     c = v.finite_array("shifts", shifts)
     if c.ndim != 1 or not 2 <= c.size <= 10_000:
@@ -457,41 +328,15 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
 
 def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0, *,
                        layout: str = "wide") -> Figure:
-    """One pair's score at ``+delta`` and ``-delta``, split into its symmetric and oriented parts.
+    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``), split in two parts.
 
-    For each sign of the offset three bars: the symmetric part ``(q . k) cos(delta theta)``, the
-    oriented part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``,
-    the last computed independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars
-    are equal, the oriented ones opposite, so the scores differ by twice the oriented part.
-
-    Parameters
-    ----------
-    q, k : array_like, shape (2,)
-        Query and key contents of one pair (non-zero, finite).
-    theta : float
-        Frequency, radians per position (positive).
-    delta : float
-        The offset (positive, at most 10,000); its mirror ``-delta`` is drawn beside it.
-    layout : {"wide", "column"}
-        "wide" (default) draws the figure as first designed; "column" stacks its panels at the
-        width of the book's text column with fonts of at least 11 pt (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One axes with two groups of three bars, each bar labelled with its value.
-
-    Raises
-    ------
-    ValueError
-        For misshapen or zero ``q``/``k``, or a bad ``theta`` or ``delta``.
+    For each sign three labelled bars: the symmetric part ``(q . k) cos(delta theta)``, the oriented
+    part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``, computed
+    independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars are equal, the oriented
+    ones opposite, so the scores differ by twice the oriented part.
     """
-    q = _pair("q", q)
-    k = _pair("k", k)
-    theta = v.real("theta", theta, greater_than=0.0)
+    q, k, theta, dot, cross = _one_pair(q, k, theta)
     delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)
-    dot = float(q @ k)
-    cross = float(q[0] * k[1] - q[1] * k[0])
     th = np.array([theta])
     fig, grid = panels(layout, 1, wide_size=(7, 3.8), panel_height=4.4)
     ax = grid[0, 0]

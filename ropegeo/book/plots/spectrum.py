@@ -1,6 +1,4 @@
 """Figures of the frequency bank: wavelength ladder, kernel, torus, phase precision, margins.
-
-Every function builds a :class:`matplotlib.figure.Figure` without pyplot and returns it.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
 from ropegeo.base_bound import min_base_sum
-from ropegeo.book.plots.readable import LAYOUTS, finish, panels
+from ropegeo.book.plots.readable import finish, panels, valid_layout
 from ropegeo.frequencies import frequencies, turns, wavelengths
 from ropegeo.geometry import kernel, near_collisions
 from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, max_phase_error
@@ -21,15 +19,9 @@ __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", 
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
 
 
-def _layout(layout) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
 def _done(fig: Figure, layout: str) -> Figure:
     """A single-panel figure as drawn (``"wide"``) or fitted to the text column (``"column"``), laid out tight."""
-    fig = finish(fig, _layout(layout))
+    fig = finish(fig, valid_layout(layout))
     fig.tight_layout()
     return fig
 
@@ -64,23 +56,10 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
 
 def wavelength_ladder(theta, train_length: float, target_length: float | None = None, *,
                       layout: str = "wide") -> Figure:
-    """Wavelength of every pair on a log axis against the training (and target) length.
+    """Wavelength of every pair of ``theta`` (rad/position) on a log axis against the training length.
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    train_length : float
-        Training context (positive); pairs whose wavelength exceeds it are drawn as slow.
-    target_length : float, optional
-        Context to serve, drawn as a second line.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Pairs whose wavelength exceeds ``train_length`` are drawn as slow; ``target_length``, the context
+    to serve, is drawn as a second line.
     """
     train_length = v.real("train_length", train_length, greater_than=0.0)
     if target_length is not None:
@@ -92,33 +71,12 @@ def wavelength_ladder(theta, train_length: float, target_length: float | None = 
 
 def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: int = 3, mark_from: int | None = None,
                 points: int = 4000, layout: str = "wide") -> Figure:
-    """The equal-weight kernel K(Δ) over ``[start, stop]`` with its near-collisions marked.
+    """The equal-weight kernel K(Δ) of ``theta`` (times ``scale``) over ``[start, stop]`` (stop at most 10**7).
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies.
-    stop : int
-        Last offset drawn (at most 10**7).
-    scale : float
-        Position multiplier.
-    start : int
-        First offset drawn.
-    marks : int
-        How many near-collisions to mark (0 for none); they are searched exactly over every
-        integer offset in ``[mark_from, stop]`` with :func:`ropegeo.geometry.near_collisions`,
-        keeping peaks at least a 25th of the range apart.
-    mark_from : int, optional
-        Start of the search (default: a tenth of ``stop``, at least 2).
-    points : int
-        How many offsets to draw (at most 20,000); every integer when the range is smaller.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``points`` (at most 20,000) offsets are drawn, every integer when the range is smaller. ``marks``
+    near-collisions (0: none) are searched exactly over every integer offset in ``[mark_from, stop]``
+    (default from a tenth of ``stop``, at least 2) with :func:`ropegeo.geometry.near_collisions`,
+    keeping peaks at least a 25th of the range apart.
     """
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
@@ -165,13 +123,6 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
     whose two phases come nearest to a whole number of turns (the smallest phase distance of
     the two pairs), marked at positions 0 and ``Δ``.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -207,11 +158,6 @@ def return_offset(theta, length: int) -> int:
     """The offset in ``1 .. length-1`` at which the pairs come closest to a whole number of turns.
 
     The minimiser of ``sum_i sin^2(Δ θ_i / 2)`` (the equal-weight phase distance to offset 0).
-
-    Raises
-    ------
-    ValueError
-        For a bad ``theta`` or ``length`` (2 to 100,000).
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -221,30 +167,11 @@ def return_offset(theta, length: int) -> int:
 
 def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
                     stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
-    """Wavelength ladders and kernels of several bases side by side.
+    """Wavelength ladders and kernels of one to six bases side by side, for a head of ``head_dim``.
 
-    Left: the wavelength of every pair (log axis) for each base, with the training length drawn.
-    Right: ``K(Δ)`` for each base on a logarithmic offset axis from 1 to ``stop``.
-
-    Parameters
-    ----------
-    bases : sequence of float
-        One to six bases (each greater than 1).
-    head_dim : int
-        Head (rotary) dimension, even.
-    train_length : float
-        Training context drawn on the ladder (positive).
-    stop : float
-        Largest offset of the kernel panel (2 to 10**9).
-    points : int
-        Offsets drawn per kernel curve (10 to 5,000), log-spaced.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    Left: the wavelength of every pair (log axis) for each base, with ``train_length`` drawn.
+    Right: ``K(Δ)`` for each base at ``points`` (10 to 5,000) log-spaced offsets from 1 to ``stop``
+    (at most 10**9).
     """
     if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
         raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
@@ -254,7 +181,7 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
     points = v.integer("points", points, minimum=10, maximum=5000)
     colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
-    _layout(layout)
+    valid_layout(layout)
     fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
     lad, ker = grid[0]
     d = np.geomspace(1, stop, points)
@@ -287,13 +214,6 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
     rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
     limit of each low-precision *angle* dtype, where positions themselves start to collide.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -334,21 +254,8 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
 def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figure:
     """A pairwise phase-distance matrix as an image, with the most confusable pair circled.
 
-    Parameters
-    ----------
-    distances : array_like, shape (n, n)
-        From :func:`ropegeo.margins.pairwise_distances`.
-    offsets : array_like, shape (n,)
-        Sorted offsets labelling rows and columns.
-    pair : (float, float), optional
-        Pair to circle.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``distances`` (shape ``(n, n)``) comes from :func:`ropegeo.margins.pairwise_distances`, its rows
+    and columns labelled by the sorted ``offsets``; ``pair`` overrides the pair circled.
     """
     D = v.finite_array("distances", distances)
     off = v.finite_array("offsets", offsets)
@@ -378,21 +285,9 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
 def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
     """Attention mass on the target against the pair's margin, with the exact-phase prediction.
 
-    Parameters
-    ----------
-    margins : array_like, shape (n,)
-        Phase distance between the target and each distractor.
-    masses : array_like, shape (n,)
-        Attention mass the probe put on the target (see :func:`ropegeo.margins.attention_probe`).
-    sharpness : float
-        The probe's sharpness ``beta``; the curve is ``1 / (1 + exp(-beta D^2 / 2))``.
-
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    ``margins`` are the phase distances between the target and each distractor, ``masses`` the mass
+    the probe put on the target (:func:`ropegeo.margins.attention_probe`); the curve is
+    ``1 / (1 + exp(-sharpness D^2 / 2))``.
     """
     m = v.finite_array("margins", margins).reshape(-1)
     a = v.finite_array("masses", masses).reshape(-1)
@@ -416,33 +311,16 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
 
     A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
-    sampled at ``points`` log-spaced bases, so it can step over a hole narrower than one sample
-    (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it sees).
-
-    Parameters
-    ----------
-    length : int
-        Context length ``L`` (at least 2; ``(L + 1) * head_dim / 2`` cosines per base).
-    head_dim : int
-        Head width, every coordinate rotating.
-    low, high : float
-        Base range (``1 < low < high``).
-    points : int
-        Bases sampled (10 to 400).
-    marks : sequence of (float, str)
-        Bases to mark with a vertical line and a label (at most 6).
-    layout : {"wide", "column"}
-        ``"column"`` draws the figure for the book's text column (:mod:`ropegeo.book.plots.readable`).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
+    sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
+    narrower than one sample (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it
+    sees); ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are
+    ``(base, label)`` pairs drawn as vertical lines.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
     high = v.real("high", high, greater_than=low)
     points = v.integer("points", points, minimum=10, maximum=400)
-    _layout(layout)
+    valid_layout(layout)
     marks = list(marks)
     if len(marks) > 6 or not all(_is_pair(m) and isinstance(m[1], str) for m in marks):
         raise ValueError("marks must hold at most 6 (base, label) pairs")

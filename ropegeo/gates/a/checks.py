@@ -24,6 +24,7 @@ from ropegeo.gates.a.read import (
     relative_rows,
     rotate_by_pairs,
     span,
+    tried,
     wrap,
     wrap_far,
 )
@@ -138,14 +139,13 @@ def _input_rounding(ctx) -> str | None:
     that casts x to float16 and returns float32 shows it only here (identity probes are exact in
     every format). None when position 0 is not an identity up to some format's rounding."""
     x = np.random.default_rng(20_240_601).normal(size=(4, ctx.d))  # its own stream: no check's draws move
-    try:
-        y = ctx.fn(x, np.zeros(4, dtype=np.int64), role=ctx.krole)
-    except (Refused, Bad):
+    y = tried(ctx.fn, x, np.zeros(4, dtype=np.int64), role=ctx.krole)
+    if y is None:
         return None
     g = _row_gain(x, y)
     rel = float(np.max(np.abs(y - g * x) / np.abs(g * x)))
     # rounding to nearest moves each entry by at most u; twice that leaves room for the fitted gain
-    return next((n for n in ("float64", "float32", "float16", "bfloat16") if rel <= 2.0 * UNIT[n]), None)
+    return next((n for n in UNIT if rel <= 2.0 * UNIT[n]), None)
 
 
 def _data_dtype(ctx, orth) -> None:
@@ -155,8 +155,7 @@ def _data_dtype(ctx, orth) -> None:
     by_output = seen[-1] if seen else None
     by_rounding = by_input = None
     if orth is not None:
-        by_rounding = next((n for n in ("float64", "float32", "float16", "bfloat16") if orth <= DATA_SAFETY * UNIT[n]),
-                           None)
+        by_rounding = next((n for n in UNIT if orth <= DATA_SAFETY * UNIT[n]), None)
         by_input = _input_rounding(ctx)
     cands = [n for n in (by_output, by_rounding, by_input) if n]
     data = ctx.data_dtype_declared or (max(cands, key=lambda n: UNIT[n]) if cands else "float32")
@@ -360,7 +359,7 @@ def _angle_error(ctx, rows, th):
 
 
 def _precision_name(stat) -> str:
-    names = [n for n in ("float64", "float32", "float16", "bfloat16") if stat <= PRECISION_LIMIT[n]]
+    names = [n for n in UNIT if stat <= PRECISION_LIMIT[n]]
     return names[0] if names else "coarser than bfloat16"
 
 
@@ -432,10 +431,7 @@ def short_run_reading(fn, head_dim, short: int, max_position: int):
     if head_dim is None or len(pos) < 4:
         return None
     with fn.bare():
-        try:
-            return matrices(fn, head_dim, pos, role="key" if fn.role else None)
-        except (Refused, Bad):
-            return None
+        return tried(matrices, fn, head_dim, pos, role="key" if fn.role else None)
 
 
 def short_run_note(length: int, short: int) -> str:
@@ -645,7 +641,7 @@ def check_context(ctx, rng) -> Check:
 
 def _phase_name(ctx) -> str:
     """The angle precision the tolerances assume (the declared one, or finer when measured)."""
-    return next((n for n in ("float64", "float32", "float16", "bfloat16") if UNIT[n] == ctx.u_phase), "declared")
+    return next((n for n in UNIT if UNIT[n] == ctx.u_phase), "declared")
 
 
 def _frequency_drift(ctx, positions, x, y, ref, tols):

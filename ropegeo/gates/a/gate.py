@@ -67,8 +67,7 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.a.read import infer_layout
-from ropegeo.gates.verdicts import EXIT_CODES, Check, status, verdict
+from ropegeo.gates.verdicts import Check, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
 
@@ -137,8 +136,7 @@ class GateAReport:
 
     @property
     def passed(self) -> bool:
-        """True when the status is ``"pass"``: no check failed and every core check was measured
-        and could fail (checks outside :data:`CORE_CHECKS` may be not measured; see :attr:`diagnosis`)."""
+        """True when the status is ``"pass"`` (checks outside :data:`CORE_CHECKS` may be not measured)."""
         return self.status == "pass"
 
     @property
@@ -162,7 +160,7 @@ class GateAReport:
         return out
 
     def check(self, name: str) -> Check:
-        """The check called ``name``."""
+        """The check called ``name`` (one of :data:`CHECKS`)."""
         for c in self.checks:
             if c.name == name:
                 return c
@@ -319,16 +317,6 @@ def _legend(checks) -> str:
         text += (f"; tol 0 marks an exact check ({', '.join(exact)}): its reading counts defects found "
                  "(misplaced coordinates, a wrapped, clamped or refused position), so it passes at 0 only")
     return text + ")"
-
-
-def json_default(o):
-    """``default=`` hook for ``json.dumps``: numpy values as plain Python (:func:`ropegeo._json.plain`)."""
-    out = plain(o)
-    if out is o:
-        raise TypeError(f"{type(o).__name__} is not JSON serialisable")
-    return out
-
-
 
 
 def _from_manifest(manifest, target_length):
@@ -570,31 +558,24 @@ def gate_a(
 ) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
+    ``impl`` follows the protocols of the module docstring: ``x`` of shape ``(seq, head_dim)``
+    (float64 or float32), ``positions`` of shape ``(seq,)`` (int64, unsorted, possibly negative).
+
     Parameters
     ----------
-    impl : callable
-        ``f(x, positions) -> rotated x``; optionally with a ``role`` keyword and
-        ``prefill`` / ``decode_step`` methods (see the module docstring for the protocols).
-        ``x`` has shape ``(seq, head_dim)`` (float64 or float32), ``positions`` shape ``(seq,)``
-        (int64, not necessarily sorted, possibly negative for the inverse check).
-    head_dim : int, optional
-        The head width to test in detail (2 to 1,024). Default: the head widths 8 .. 256 that the
-        callable accepts are probed and the largest up to 128 is used; the algebraic checks run on
-        up to three of them.
-    base, pairing, rotary_dim, scale, theta
-        The declared operator, as in :func:`ropegeo.rotation.apply_rope` (pair ``i`` turns by
-        ``scale * theta_i`` per position; ``theta`` overrides ``base``).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        The coarsest angle precision accepted (default float32).
+    operator, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
+        The declared operator (a :class:`ropegeo.operator.RotaryOperator`, or its fields as in
+        :func:`ropegeo.rotation.apply_rope`); ``phase_dtype`` is the coarsest angle precision
+        accepted (default float32). Without ``head_dim`` (at most 1,024), the widths 8 .. 256 the
+        callable accepts are probed and the largest up to 128 read in detail; the algebraic checks
+        run on up to three.
     dtype : {"float64", "float32", "float16", "bfloat16"}, optional
-        The precision the implementation computes its *data* in (what it is served in). Default:
-        inferred, the coarsest of the dtype it returns and the rounding its rotation matrices
-        show. Every check is judged at the tolerance this dtype allows.
-    max_position : int, optional
-        The declared context: positions up to it are probed (default 131,072, or the manifest's).
-    attention_factor : float, optional
-        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's). Given with a
-        manifest, it replaces the manifest's (with a note).
+        The precision the implementation serves its *data* in. Default: inferred, the coarsest of
+        the dtype it returns and the rounding its rotation matrices show. Every check is judged at
+        the tolerance this dtype allows.
+    max_position, attention_factor : optional
+        The declared context, probed up to its end (default 131,072), and attention factor (YaRN,
+        LongRoPE; default 1); the manifest's by default, replaced (with a note) when given.
     manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor
@@ -604,9 +585,7 @@ def gate_a(
         reset keeps the stretched ones).
     target_length : int, optional
         With ``manifest``: the sequence length the frequencies are formed for (dynamic rules) and
-        the context probed.
-    seed : int
-        Seed of the random vectors and positions.
+        the context probed. ``seed`` seeds the random vectors and positions.
     attention_factor_in : {"rotation", "softmax"}
         Where the attention factor is applied. ``"rotation"`` (default, what transformers does for
         YaRN and LongRoPE): cos and sin are multiplied by it, so the rotation must scale vectors by
@@ -628,10 +607,8 @@ def gate_a(
     ------
     GateAError
         (a ``ValueError``) when ``impl`` breaks the calling contract: not callable, a signature
-        that cannot take ``(x, positions)``, an error or a wrong shape on ordinary input, or
-        NaN at ordinary positions.
-    ValueError
-        For invalid declared parameters.
+        that cannot take ``(x, positions)``, an error, a wrong shape or NaN on ordinary input.
+        A bad declared argument raises a ``ValueError`` naming it.
 
     Notes
     -----
@@ -693,13 +670,8 @@ def _multi_axis(arguments: dict):
 def check_declaration(**options) -> None:
     """Check :func:`gate_a`'s keyword arguments (everything but ``impl``) without calling anything.
 
-    The command line runs it before it starts the worker process, so a bad option is refused
-    before the implementation is imported.
-
-    Raises
-    ------
-    ValueError
-        Exactly as :func:`gate_a` would, naming the argument.
+    A ``ValueError`` exactly as :func:`gate_a` would raise it. The command line runs it before it
+    starts the worker process, so a bad option is refused before the implementation is imported.
 
     Examples
     --------
@@ -777,11 +749,8 @@ def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
 def resolve_target(target: str):
     """Import ``MODULE:ATTR[.ATTR]``; a class is instantiated without arguments.
 
-    Raises
-    ------
-    ValueError
-        When ``target`` is not ``MODULE:ATTR``, the module cannot be imported, the attribute is
-        missing, or a class cannot be built without arguments.
+    A ``ValueError`` when ``target`` is not ``MODULE:ATTR``, the module cannot be imported, the
+    attribute is missing, or a class cannot be built without arguments.
     """
     if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
         raise ValueError(f"target must look like MODULE:FUNCTION (for example mypkg.rope:apply), got {target!r}")

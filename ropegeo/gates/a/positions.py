@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ropegeo.gates.a.call import Bad, Refused
-from ropegeo.gates.a.read import fmt_positions, int_overflow_name, probe_positions, relative_rows, table_sizes
+from ropegeo.gates.a.read import fmt_positions, int_overflow_name, probe_positions, relative_rows, table_sizes, tried
 
 __all__ = ["find_position_defect", "SMALL_PROBES"]
 
@@ -78,9 +78,8 @@ def _quantised(fn, x, role, tol, max_position):
     """Position ids divided by k (``p // k``): runs of k consecutive positions share one output."""
     n = min(129, max_position)
     X = np.tile(x, (n, 1))
-    try:
-        y = fn(X, np.arange(n), role=role)
-    except (Refused, Bad):
+    y = tried(fn, X, np.arange(n), role=role)
+    if y is None:
         return None
     same = relative_rows(y[1:], y[:-1], X[1:]) <= tol
     changes = np.flatnonzero(~same) + 1  # positions where the output moves on
@@ -98,11 +97,8 @@ def _quantised(fn, x, role, tol, max_position):
 
 def _contiguous(fn, X, a, ya, role, tol):
     """A start-position implementation: row i rotated at positions[0] + i whatever the ids say."""
-    try:
-        yc = fn(X, a[0] + np.arange(a.size), role=role)
-    except (Refused, Bad):
-        return None
-    if np.max(relative_rows(ya, yc, X)) > tol:
+    yc = tried(fn, X, a[0] + np.arange(a.size), role=role)
+    if yc is None or np.max(relative_rows(ya, yc, X)) > tol:
         return None
     return {"kind": "contiguous", "boundary": 0,
             "text": f"position-id defect: positions are read as one contiguous run from the first id (row i is "
@@ -117,11 +113,8 @@ def _wrapped(fn, x, ys: dict, sizes, role, tol):
         if len(big) < 2:
             continue
         qs = np.array([p % n for p in big])
-        try:
-            yq = fn(np.tile(x, (qs.size, 1)), qs, role=role)
-        except (Refused, Bad):
-            continue
-        if np.all(relative_rows(np.array([ys[p] for p in big]), yq, np.tile(x, (qs.size, 1))) <= tol):
+        yq = tried(fn, np.tile(x, (qs.size, 1)), qs, role=role)
+        if yq is not None and np.all(relative_rows(np.array([ys[p] for p in big]), yq, np.tile(x, (qs.size, 1))) <= tol):
             return n
     return None
 
@@ -187,25 +180,12 @@ def _rounded(fn, x, ys: dict, role, tol, max_position):
 
 
 def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, extra_sizes=()) -> dict | None:
-    """The first position-id defect found, or ``None``.
+    """The first position-id defect ``fn`` shows on the random vector ``x`` below ``max_position``, or ``None``.
 
-    Parameters
-    ----------
-    fn : ropegeo.gates.a.call.Impl
-    x : numpy.ndarray, shape (d,)
-        A random vector.
-    max_position : int
-        The declared context; probes lie below it.
-    tol : float
-        Two outputs closer than this (relative to |x|) are the same rotation.
-
-    Returns
-    -------
-    dict or None
-        ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``, ``"refused"``,
-        ``"nan"``),
-        ``boundary`` (the first position affected), ``text`` (the diagnosis), ``defect`` (its
-        class) and, for refusals and NaN, ``first`` (the first probe affected).
+    Two outputs closer than ``tol`` (relative to |x|) are the same rotation. A defect is a dict:
+    ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``,
+    ``"refused"``, ``"nan"``), ``boundary`` (the first position affected), ``text`` (the diagnosis),
+    ``defect`` (its class) and, for refusals and NaN, ``first`` (the first probe affected).
     """
     found = _ignored(fn, x, role, tol, max_position)
     if found:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ropegeo import _validate as v
+from ropegeo.gates.a.call import Bad, Refused
 
 __all__ = ["infer_layout", "matrices", "angles", "wrap", "wrap_far", "refine_theta", "rotate_by_pairs",
-           "layout_name", "span", "table_sizes"]
+           "layout_name", "span", "table_sizes", "tried"]
 
 
 def wrap(a):
@@ -33,22 +34,13 @@ def matrices(impl, head_dim: int, positions, role=None) -> np.ndarray:
 
 
 def infer_layout(mats: np.ndarray, tol: float = 1e-6) -> dict:
-    """Which coordinates rotate together, read off rotation matrices.
+    """Which coordinates rotate together, read off the matrices ``R(p)`` (shape ``(k, d, d)``) of an
+    implementation at ``k`` positions (``f(x, p) = R(p) @ x``), entries below ``tol`` taken as zero.
 
-    Parameters
-    ----------
-    mats : numpy.ndarray, shape (k, d, d)
-        The matrices ``R(p)`` of an implementation at ``k`` positions (``f(x, p) = R(p) @ x``).
-    tol : float
-        Entries below this are treated as zero.
-
-    Returns
-    -------
-    dict
-        ``pairs`` (list of ``[a, b]`` with ``a < b``, sorted by ``a``), ``passthrough`` (indices of
-        coordinates left unchanged at every position), ``odd`` (coordinates that are neither),
-        ``pairing`` (``"interleaved"``, ``"half"``, ``"both"`` for a single pair, where the two
-        coincide, or ``"other"``), ``rotary_dim`` and ``offset`` (first rotating coordinate).
+    Returns a dict: ``pairs`` (``[a, b]`` with ``a < b``, sorted by ``a``), ``passthrough``
+    (coordinates unchanged at every position), ``odd`` (coordinates that are neither), ``pairing``
+    (``"interleaved"``, ``"half"``, ``"both"`` for a single pair, where the two coincide, or
+    ``"other"``), ``rotary_dim`` and ``offset`` (first rotating coordinate).
 
     Examples
     --------
@@ -205,3 +197,11 @@ def fmt_positions(ps) -> str:
 def relative_rows(a, b, ref) -> np.ndarray:
     """Per-row |a - b| / |ref|."""
     return np.linalg.norm(a - b, axis=-1) / np.maximum(np.linalg.norm(ref, axis=-1), 1e-300)
+
+
+def tried(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, or ``None`` when the implementation refuses it or breaks its contract."""
+    try:
+        return call(*args, **kwargs)
+    except (Refused, Bad):
+        return None
