@@ -312,8 +312,7 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
 
     A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
     sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
-    narrower than one sample (:func:`ropegeo.base_bound.base_bound` bisects every change of sign it
-    sees); ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are
+    narrower than one sample (:func:`ropegeo.base_bound.base_bound` certifies intervals instead); ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are
     ``(base, label)`` pairs drawn as vertical lines.
     """
     length = v.length("length", length, minimum=2)
@@ -330,7 +329,7 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     ax = fig.add_subplot()
     ax.plot(bases, low_sum, lw=1.2, color=_FAST, marker="o", ms=2.5)
     ax.fill_between(bases, low_sum.min() - 1, 0, where=low_sum < 0, color=_SLOW, alpha=0.15, lw=0, step="mid",
-                    label="fails: some m ≤ L has B(m) < 0")
+                    label="fails: some m ≤ L has S(m) < 0")
     ax.axhline(0, color="0.3", lw=0.8)
     for j, (b, label) in enumerate(marks):
         b = v.real("marks", b, greater_than=0.0)
@@ -340,6 +339,6 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     ax.set_xscale("log")
     ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
     ax.set_xlabel("base B")
-    ax.set_ylabel(f"min over m ≤ {length:,} of B(m)")
+    ax.set_ylabel(f"min over m ≤ {length:,} of S(m)")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
