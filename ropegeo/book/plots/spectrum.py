@@ -312,8 +312,9 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
 
     A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
     sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
-    narrower than one sample (:func:`ropegeo.base_bound.base_bound` certifies intervals instead); ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are
-    ``(base, label)`` pairs drawn as vertical lines.
+    narrower than one sample (:func:`ropegeo.base_bound.base_bound` certifies intervals instead);
+    ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are ``(base, label)``
+    pairs drawn as vertical lines.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
