@@ -81,6 +81,9 @@ def _sections(sections) -> list[int]:
     out = [v.integer("sections", s, minimum=0) for s in list(sections)[: MAX_AXES + 1]]
     if not 1 <= len(out) <= MAX_AXES or sum(out) == 0:
         raise ValueError(f"sections must hold 1 to {MAX_AXES} pair counts with a positive sum, got {sections!r}")
+    if sum(out) > v.MAX_HEAD_DIM // 2:  # the pairs of one head
+        raise ValueError(f"sections must sum to at most {v.MAX_HEAD_DIM // 2} pairs (head_dim {v.MAX_HEAD_DIM}), "
+                         f"got {sum(out):,}")
     return out
 
 
@@ -95,7 +98,8 @@ def mrope_assignment(sections, *, interleaved: bool = False) -> np.ndarray:
     Parameters
     ----------
     sections : sequence of int
-        Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``.
+        Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``
+        (at most ``MAX_HEAD_DIM // 2``).
     interleaved : bool
         Qwen3-VL's layout (three axes only).
 
@@ -273,7 +277,9 @@ def multi_kernel(offsets, freqs, *, weights=None) -> np.ndarray:
 def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
     """``K(dx, dy)`` over ``-extent .. extent`` on both axes of a two-axis bank, shape (2 extent + 1, 2 extent + 1).
 
-    Row ``j`` is ``dy = j - extent`` and column ``i`` is ``dx = i - extent``.
+    Row ``j`` is ``dy = j - extent`` and column ``i`` is ``dx = i - extent``. ``extent`` is at
+    most :data:`MAX_EXTENT`, and the grid times the pairs at most :data:`MAX_KERNEL_CELLS` cosines
+    (a ``ValueError`` naming ``extent`` before anything is allocated).
 
     Examples
     --------
@@ -284,6 +290,9 @@ def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
     if F.shape[1] != 2:
         raise ValueError(f"freqs must have two axes (x, y) for a grid, got {F.shape[1]}")
     extent = v.integer("extent", extent, minimum=1, maximum=MAX_EXTENT)
+    if (2 * extent + 1) ** 2 * F.shape[0] > MAX_KERNEL_CELLS:  # before the grid is built
+        raise ValueError(f"extent {extent:,}: a grid of (2 extent + 1)^2 offsets times {F.shape[0]} pairs is more "
+                         f"than MAX_KERNEL_CELLS = {MAX_KERNEL_CELLS:,} cosines: use a smaller extent")
     r = np.arange(-extent, extent + 1.0)
     dx, dy = np.meshgrid(r, r)
     return multi_kernel(np.stack([dx, dy], axis=-1), F, weights=weights)

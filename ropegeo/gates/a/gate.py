@@ -74,6 +74,11 @@ from ropegeo.operator import RotaryOperator
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "CHECKS", "CORE_CHECKS", "DEFAULT_MAX_POSITION"]
 
+#: Largest declared attention factor (and 1 / it the smallest): rules give about 1 to 2.4 (YaRN at
+#: ``scaling.MAX_FACTOR``); the rotated vectors carry the factor and the logits its square, which
+#: stay finite in every dtype Gate A reads (float16's largest is 65,504) up to this.
+MAX_ATTENTION_FACTOR = 1e3
+
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
 #: (later checks use what it finds), the algebra after.
 _TABLE = (
@@ -545,7 +550,8 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
     if op.frequencies is not None and min(op.frequencies) <= 0:
         raise ValueError("theta must be a non-empty 1-D array of positive frequencies")
     attention_factor = 1.0 if attention_factor is None else attention_factor
-    return op, v.real("attention_factor", attention_factor, greater_than=0.0)
+    return op, v.real("attention_factor", attention_factor, minimum=1 / MAX_ATTENTION_FACTOR,
+                      maximum=MAX_ATTENTION_FACTOR)
 
 
 def gate_a(
@@ -593,8 +599,9 @@ def gate_a(
     max_position : int, optional
         The declared context: positions up to it are probed (default 131,072, or the manifest's).
     attention_factor : float, optional
-        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's). Given with a
-        manifest, it replaces the manifest's (with a note).
+        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's), from
+        1 / ``MAX_ATTENTION_FACTOR`` to ``MAX_ATTENTION_FACTOR`` (1e3). Given with a manifest, it
+        replaces the manifest's (with a note).
     manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor

@@ -212,11 +212,27 @@ def _ready(fd: int, event: int, seconds: float) -> bool:
     return bool(poller.poll(max(0, int(seconds * 1000))))
 
 
-_WORKER_COMMAND = "import sys; from ropegeo.gates.a.isolated import _worker_main; _worker_main(*map(int, sys.argv[1:3]))"
+_WORKER_COMMAND = ("import os, sys; from ropegeo.gates.a.isolated import _worker_main; "
+                   "_worker_main(int(sys.argv[1]), os.getppid())")
+_SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+
+
+def _dumpable(value: int | None) -> int | None:
+    """Set this process's dumpable flag (0: its ``/proc/<pid>/fd`` closed to other processes of the
+    same user that are not root); returns the previous value, or None where prctl is missing."""
+    try:
+        libc = ctypes.CDLL(None)
+        before = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+        if value is not None:
+            libc.prctl(_PR_SET_DUMPABLE, value, 0, 0, 0)
+        return before
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return None
 
 
 class _Worker:
-    """The worker process and the parent's end of its channel."""
+    """The worker process (started by :mod:`ropegeo.gates.a.supervisor`) and the parent's end of its channel."""
 
     def __init__(self, timeout: float):
         self.timeout = timeout
@@ -224,27 +240,34 @@ class _Worker:
         self.seq_out = self.seq_in = 0
         self.tmp = tempfile.mkdtemp(prefix="ropegeo-gate-a-")
         self.out_path, self.err_path = os.path.join(self.tmp, "stdout"), os.path.join(self.tmp, "stderr")
-        self.proc = None
-        self.rfd = self.wfd = -1
+        self.proc, self.pid = None, -1
+        self.rfd = self.wfd = self.control = -1
+        self.was_dumpable = _dumpable(0)  # the worker cannot reopen this process's stdout through /proc
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd()] + [p for p in sys.path if p])
+        command = [sys.executable, "-c", _WORKER_COMMAND, str(resp_w)]  # -c, not -m: -m would run this twice
         try:
-            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-                self.proc = subprocess.Popen(  # -c, not -m: ropegeo imports this module, -m would run it twice
-                    [sys.executable, "-c", _WORKER_COMMAND, str(resp_w), str(os.getpid())],
-                    stdin=req_r, stdout=out, stderr=err, pass_fds=(resp_w,), env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", _SUPERVISOR, self.tmp, str(req_r), str(resp_w), *command],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=(req_r, resp_w), env=env, start_new_session=True)
         finally:
             os.close(req_r)
             os.close(resp_w)
             self.rfd, self.wfd = resp_r, req_w
+        self.control = self.proc.stdin.fileno()
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
 
     def handshake(self) -> None:
         """Send the key; wait for the worker to be ready (its own start is not the implementation's time)."""
         start = time.monotonic() + max(_STARTUP_SECONDS, self.timeout)
+        line = self.proc.stdout.readline()  # the supervisor's first word: the worker's pid
+        if not line.strip().isdigit():
+            raise WorkerAbort("Gate A's worker could not be started")
+        self.pid = int(line)
         self._write(self.key, start, "starting Gate A's worker")
         if self._receive(start, "starting Gate A's worker", 0)[0]["kind"] != "ready":
             raise WorkerAbort("Gate A's worker did not start properly")
@@ -252,19 +275,19 @@ class _Worker:
     # ---------------------------------------------------------------- liveness
     def _ended(self) -> str | None:
         """How the worker ended ("exit status 0", "killed by signal 9"), or None while it runs.
-        The process is not reaped, so its id cannot be reused before :meth:`close` kills its group."""
-        if not hasattr(os, "waitid"):  # pragma: no cover - not Linux: poll (reaps the process)
-            code = self.proc.poll()
-            return None if code is None else (f"exit status {code}" if code >= 0 else f"killed by signal {-code}")
+        The supervisor does not reap the worker before :meth:`close`, so its pid is not reused and
+        ``/proc/<pid>/stat`` holds its exit status (the last field) once it is a zombie."""
+        if self.proc.poll() is not None:
+            return f"its supervising process ended ({_status(self.proc.returncode)})"
         try:
-            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
             return "ended"
-        if info is None or info.si_pid == 0:
+        if fields[0] not in (b"Z", b"X"):
             return None
-        if info.si_code == os.CLD_EXITED:
-            return f"exit status {info.si_status}"
-        return f"killed by signal {info.si_status}"
+        status = int(fields[-1])
+        return _status(os.waitstatus_to_exitcode(status)) if status >= 0 else "ended"
 
     def _died(self) -> WorkerAbort:
         how = self._ended()
@@ -357,19 +380,34 @@ class _Worker:
         return self._receive(deadline, what, MAX_REPLY_FACTOR * sum(np.asarray(a).nbytes for a in arrays))
 
     def close(self) -> list[str]:
-        """Kill the worker's process group (threads and forked children included); the notes on
+        """Stop the worker and everything it started (the supervisor kills them all); the notes on
         what the implementation printed."""
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
+            with contextlib.suppress(OSError):
+                os.write(self.control, b"c")  # "I read and remove the folder myself"
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    f.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # a supervisor stopped by the implementation (SIGSTOP)
+                self.proc.kill()
+                if self.pid > 0:
+                    with contextlib.suppress(OSError):
+                        os.killpg(self.pid, signal.SIGKILL)
+                self.proc.wait()
         for fd in (self.rfd, self.wfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if self.was_dumpable is not None:
+            _dumpable(self.was_dumpable)
         notes = [n for n in (_captured(self.out_path, "stdout"), _captured(self.err_path, "stderr")) if n]
         shutil.rmtree(self.tmp, ignore_errors=True)
         return notes
+
+
+def _status(code: int) -> str:
+    return f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
 
 
 def _captured(path: str, stream: str) -> str | None:
