@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -453,4 +454,8 @@ def nope_temperature(positions, floor_scale: float = 8192.0, attn_scale: float =
         raise ValueError("positions must be non-negative")
     floor_scale = v.real("floor_scale", floor_scale, greater_than=0.0)
     attn_scale = v.real("attn_scale", attn_scale, minimum=0.0)
-    return np.log(np.floor((p + 1.0) / floor_scale) + 1.0) * attn_scale + 1.0
+    with np.errstate(over="ignore"):
+        q = (p + 1.0) / floor_scale
+    exact = q < 2.0 ** 52  # beyond, floor and + 1 change q by less than its rounding: log q, formed without overflow
+    logs = np.where(exact, np.log(np.floor(np.where(exact, q, 0.0)) + 1.0), np.log(p + 1.0) - math.log(floor_scale))
+    return logs * attn_scale + 1.0

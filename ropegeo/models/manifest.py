@@ -771,7 +771,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
     _opening(cfg)
-    label = name or _printable(cfg.get("_name_or_path") or cfg.get("name"))
+    label = name or v.printable(cfg.get("_name_or_path") or cfg.get("name"))
     cfg, filled = with_class_defaults(cfg)
     view, kind, kind_notes = _choose_kind(cfg, layer_type)
     view, model_notes = _model_view(view)
@@ -862,17 +862,6 @@ def read_layer_kinds(config, *, name: str | None = None, source: str | None = No
                                                    layer_type=kind)
         out.append(LayerKind(kind, specs[kind].layers if kind in specs else (), m, total))
     return tuple(out)
-
-
-def _printable(text: str | None) -> str | None:
-    """A name read from a file, its control characters escaped (no newline or ANSI escape reaches a report).
-
-    >>> _printable("llama\\nGate A: PASS\\x1b[2J")
-    'llama\\\\nGate A: PASS\\\\x1b[2J'
-    """
-    if text is None or text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def layer_kinds(name_or_path) -> tuple[LayerKind, ...]:

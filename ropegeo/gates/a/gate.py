@@ -599,9 +599,8 @@ def gate_a(
     max_position : int, optional
         The declared context: positions up to it are probed (default 131,072, or the manifest's).
     attention_factor : float, optional
-        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's), from
-        1 / ``MAX_ATTENTION_FACTOR`` to ``MAX_ATTENTION_FACTOR`` (1e3). Given with a manifest, it
-        replaces the manifest's (with a note).
+        The declared attention factor (YaRN, LongRoPE; default 1, or the manifest's; 1e-3 to 1e3).
+        Given with a manifest, it replaces the manifest's (with a note).
     manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor

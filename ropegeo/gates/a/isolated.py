@@ -45,11 +45,24 @@ Watchdog and cleanup
 --------------------
 Every wait of the parent has a deadline: ``--timeout`` seconds for the import and for each call,
 a fixed allowance for the worker's own start. The parent also notices a worker that died (even
-when a forked child keeps the pipe open) or a channel the implementation closed. On every exit
-path (a verdict, an error, a timeout, an exception in the parent, Ctrl-C) the parent kills the
-worker's whole process group with SIGKILL, so threads and forked children of the implementation
-end with it; a worker whose parent disappears kills its own group. (A child that starts a session
-of its own leaves the group and is out of reach.)
+when a forked child keeps the pipe open) or a channel the implementation closed.
+
+The worker is started by a small supervisor (:mod:`ropegeo.gates.a.supervisor`, standard library
+only, never running the implementation) that is a *child subreaper*: every process the
+implementation starts, whichever group or session it moves to (``setpgid``, ``setsid``, a double
+fork), ends up the supervisor's child when its own parent ends. When the parent closes the
+supervisor's stdin (a verdict, an error, a timeout, Ctrl-C, SIGTERM or SIGHUP, which the command
+line turns into an orderly exit) or dies (even by SIGKILL: its end of the pipe closes with it), the
+supervisor kills the worker's group and every descendant until none is left, and removes the
+temporary folder if the parent could not. While the worker runs, the parent and the supervisor are
+non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user that is not root cannot open their
+``/proc/<pid>/fd``, so the implementation cannot reopen the command's stdout or stderr there.
+
+What no process can prevent at the same user id (see the README): the implementation can send
+SIGSTOP to the command (``--timeout`` then never fires) or SIGKILL to the supervisor, open the
+terminal or a file the output goes to by its name, or reach the command's stdout through another
+process that holds it (the pipeline's reader, the shell); as root it can do anything. To audit code
+you do not trust, run ropegeo in a container or as another user.
 """
 
 from __future__ import annotations
@@ -62,6 +75,7 @@ import hmac
 import inspect
 import json
 import os
+import re
 import secrets
 import select
 import shutil
@@ -89,10 +103,15 @@ MAX_TIMEOUT = 86_400.0
 #: enough for complex or tuple returns, not for a flood that would fill the parent's memory.
 MAX_REPLY_FACTOR = 64
 _MIN_REPLY = 1 << 20
+#: Longest ``MODULE:FUNCTION`` target accepted, in characters.
+MAX_TARGET_LENGTH = 1000
+_TARGET = re.compile(r"[^\W\d]\w*(\.[^\W\d]\w*)*:[^\W\d]\w*(\.[^\W\d]\w*)*")
 #: Largest request the worker accepts (bytes): Gate A's probes stay far below.
 MAX_REQUEST_BYTES = 1 << 30
 #: Seconds the worker may take to start (Python, numpy, ropegeo) before the import is timed.
 _STARTUP_SECONDS = 120.0
+#: Seconds the parent waits for the supervisor to kill what the implementation left (it takes milliseconds).
+_CLEANUP_SECONDS = 40.0
 _KEY_BYTES = 32
 _HEADER_LIMIT = 1 << 16
 _MAX_TUPLE = 64
@@ -235,6 +254,9 @@ class _Worker:
     """The worker process (started by :mod:`ropegeo.gates.a.supervisor`) and the parent's end of its channel."""
 
     def __init__(self, timeout: float):
+        if not os.path.isdir("/proc/self/task"):  # pragma: no cover - not Linux
+            raise WorkerAbort("running the implementation in a separate process needs Linux (/proc): run ropegeo "
+                              "in a Linux container")
         self.timeout = timeout
         self.key = secrets.token_bytes(_KEY_BYTES)
         self.seq_out = self.seq_in = 0
@@ -381,16 +403,27 @@ class _Worker:
 
     def close(self) -> list[str]:
         """Stop the worker and everything it started (the supervisor kills them all); the notes on
-        what the implementation printed."""
+        what the implementation printed. The temporary folder goes whatever interrupts this."""
+        try:
+            self._stop()
+            return [n for n in (_captured(self.out_path, "stdout"), _captured(self.err_path, "stderr")) if n]
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.was_dumpable is not None:
+                _dumpable(self.was_dumpable)
+
+    def _stop(self) -> None:
         if self.proc is not None:
             with contextlib.suppress(OSError):
                 os.write(self.control, b"c")  # "I read and remove the folder myself"
             for f in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
                     f.close()
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:  # a supervisor stopped by the implementation (SIGSTOP)
+            with contextlib.suppress(OSError):
+                self.proc.send_signal(signal.SIGCONT)  # resume a supervisor the implementation stopped
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=_CLEANUP_SECONDS)
+            if self.proc.poll() is None:
                 self.proc.kill()
                 if self.pid > 0:
                     with contextlib.suppress(OSError):
@@ -399,11 +432,6 @@ class _Worker:
         for fd in (self.rfd, self.wfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if self.was_dumpable is not None:
-            _dumpable(self.was_dumpable)
-        notes = [n for n in (_captured(self.out_path, "stdout"), _captured(self.err_path, "stderr")) if n]
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        return notes
 
 
 def _status(code: int) -> str:
@@ -463,7 +491,7 @@ class RemoteImplementation:
     """
 
     def __init__(self, target: str, timeout: float):
-        self.target = target
+        self.target = _target(target)
         self.timeout = timeout_seconds(timeout)
         self.__name__ = str(target).rpartition(":")[2].rpartition(".")[2] or "implementation"
         self.notes: list[str] = []
@@ -530,6 +558,16 @@ class RemoteImplementation:
             self._worker = None
         if self.used_torch:
             self.notes.append("the implementation was called with torch tensors")
+
+
+def _target(target) -> str:
+    """``MODULE:FUNCTION`` checked in the parent: dotted Python names, at most :data:`MAX_TARGET_LENGTH` characters."""
+    if not isinstance(target, str) or len(target) > MAX_TARGET_LENGTH or not _TARGET.fullmatch(target):
+        shown = repr(target) if not isinstance(target, str) or len(target) <= 80 else \
+            f"{target[:60]!r} ... ({len(target):,} characters)"
+        raise ValueError(f"target must look like MODULE:FUNCTION (dotted Python names, at most {MAX_TARGET_LENGTH:,} "
+                         f"characters; for example mypkg.rope:apply), got {shown}")
+    return target
 
 
 def _decode(value, arrays, depth: int = 0):

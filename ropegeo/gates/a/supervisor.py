@@ -57,11 +57,10 @@ def _children() -> set[int]:
 def _kill_all(worker: int) -> None:
     """Kill the worker's group and every descendant re-parented here, until none is left."""
     own = os.getpgrp()
-    for pid in (worker,):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    try:
+        os.killpg(worker, signal.SIGKILL)
+    except OSError:
+        pass
     end = time.monotonic() + _CLEANUP_SECONDS
     while time.monotonic() < end:
         kids = _children()
@@ -84,7 +83,7 @@ def _kill_all(worker: int) -> None:
         time.sleep(0.01)
 
 
-def main(argv: list[str]) -> int:
+def _main(argv: list[str]) -> int:
     tmp, req, resp, command = argv[0], int(argv[1]), int(argv[2]), argv[3:]
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -95,7 +94,10 @@ def main(argv: list[str]) -> int:
     os.close(resp)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    os.write(1, f"{worker.pid}\n".encode())
+    try:
+        os.write(1, f"{worker.pid}\n".encode())
+    except OSError:  # the parent is gone already: clean up at once
+        pass
     said = b""
     while True:
         try:
@@ -112,4 +114,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover - runs as the supervising process
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(_main(sys.argv[1:]))
