@@ -591,12 +591,13 @@ class RotaryOperator:
         if self.head_dim > MAX_MATRIX_DIM:
             raise ValueError(f"head_dim must be at most {MAX_MATRIX_DIM} to build a matrix, got {self.head_dim}")
         if self.sections is None:
-            pos = np.broadcast_to(np.float64(v.real("position", position)), (self.head_dim,))
+            pos = np.broadcast_to(np.float64(v.real("position", position, minimum=-v.MAX_LENGTH,
+                                                    maximum=v.MAX_LENGTH)), (self.head_dim,))
         else:
             p = v.finite_array("position", position)
-            if p.shape != (len(self.sections),):
-                raise ValueError(f"position must hold one position per axis, shape ({len(self.sections)},), "
-                                 f"got {p.shape}")
+            if p.shape != (len(self.sections),) or float(np.abs(p).max()) > v.MAX_LENGTH:
+                raise ValueError(f"position must hold one position per axis within +-2**48, shape "
+                                 f"({len(self.sections)},), got {p.tolist() if p.size <= 8 else p.shape}")
             pos = np.broadcast_to(p[:, None], (len(self.sections), self.head_dim))
         return self.rotate(np.eye(self.head_dim), pos).T
 

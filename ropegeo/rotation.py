@@ -237,7 +237,7 @@ def rotation_matrix(
     Parameters
     ----------
     position : float
-        The position (finite).
+        The position (finite, within +-2**48 = ``ropegeo._validate.MAX_LENGTH``).
     head_dim : int, optional
         Width of the head (even, 2 to :data:`~ropegeo.operator.MAX_MATRIX_DIM`; default 128).
     operator : ropegeo.RotaryOperator, optional

@@ -32,7 +32,7 @@ from ropegeo.gates.c import gate_c
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
 from ropegeo.models.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
 from ropegeo.multiaxis import MAX_EXTENT, axial_bank, kernel_grid, mrope_assignment, nope_temperature
-from ropegeo.rotation import apply_rope
+from ropegeo.rotation import apply_rope, rotation_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN, INF = float("nan"), float("inf")
@@ -95,6 +95,7 @@ cases(kernel, "theta", ("t", [], [NAN], [-1.0], object()), offsets=[1, 2])
 # positions and offsets past 2**48 (where float64 phases are rounding noise) are refused, not "computed"
 cases(kernel, "offsets", ([2 ** 62], [-(2.0 ** 50)], np.array([1, 2 ** 49])), theta=THETA)
 cases(apply_rope, "positions", (2 ** 62, -(2 ** 62), [0, 1, 2, 2.0 ** 49]), x=X)
+cases(rotation_matrix, "position", (2 ** 62, -(2.0 ** 49)), head_dim=8)
 cases(kernel, "scale", sentinel(BAD_REALS), offsets=[1, 2], theta=THETA)
 cases(kernel, "weights", ("w", [1.0] * 3, [-1.0] * 4, [NAN] * 4, [0.0] * 4, object()), offsets=[1, 2], theta=THETA)
 cases(adjacent_similarity, "theta", ("t", [], [NAN], object()))
