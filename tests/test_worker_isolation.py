@@ -565,26 +565,39 @@ def _as_a_plain_user() -> list[str]:
     return ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
 
 
-def _run_as_user(mods, *argv):
+def _run_as_user(mods, *argv, user="plain"):
+    """``user``: "plain" (this user without capabilities) or "root" (root with all of them: the
+    worker gives up CAP_SYS_PTRACE before the implementation is imported)."""
+    if user == "root" and os.geteuid() != 0:
+        pytest.skip("not root")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), str(mods), env.get("PYTHONPATH", "")])
-    return subprocess.run([*_as_a_plain_user(), sys.executable, *argv], capture_output=True, text=True, env=env,
-                          timeout=300)
+    prefix = _as_a_plain_user() if user == "plain" else []
+    return subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_the_forge_through_proc_works_on_an_unprotected_parent(mods):
-    # the control: the same code under a parent that stays dumpable does write on its stdout
+@pytest.mark.parametrize("user", ["plain", "root"])
+def test_the_forge_through_proc_works_on_an_unprotected_parent(mods, user):
+    # the controls: the same code under a parent that stays dumpable writes on its stdout; so does root
+    # (CAP_SYS_PTRACE) on a non-dumpable one
     (mods / "forge_parent.py").write_text(PROC_FORGE)
-    out = _run_as_user(mods, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import forge_parent'])")
+    out = _run_as_user(mods, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import forge_parent'])",
+                       user=user)
     assert "Gate A: PASS" in out.stdout, out
+    if user == "root":
+        out = _run_as_user(mods, "-c", "import ctypes, subprocess, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+                           "subprocess.run([sys.executable, '-c', 'import forge_parent'])", user=user)
+        assert "Gate A: PASS" in out.stdout, out
 
 
-def test_the_implementation_cannot_reopen_the_commands_stdout(mods, kind):
+@pytest.mark.parametrize("user", ["plain", "root"])
+def test_the_implementation_cannot_reopen_the_commands_stdout(mods, kind, user):
     # on fd 1 and fd 2 of the command and of the supervisor, at import and at every call
     (mods / "forge_parent.py").write_text(PROC_FORGE)
-    out = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:zeros", mods, "--json"))
+    out = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:zeros", mods, "--json"), user=user)
     assert out.returncode == 1, out.stderr
     assert _gate_a_passed(kind, out.stdout) is False  # the whole stdout is the command's own report
     assert "PASS" not in out.stderr
-    killed = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:forges_and_kills", mods, "--json"))
+    killed = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:forges_and_kills", mods, "--json"),
+                          user=user)
     assert killed.returncode == -signal.SIGKILL and killed.stdout == "" and "PASS" not in killed.stderr, killed

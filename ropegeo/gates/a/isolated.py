@@ -55,13 +55,14 @@ supervisor's stdin (a verdict, an error, a timeout, Ctrl-C, SIGTERM or SIGHUP, w
 line turns into an orderly exit) or dies (even by SIGKILL: its end of the pipe closes with it), the
 supervisor kills the worker's group and every descendant until none is left, and removes the
 temporary folder if the parent could not. While the worker runs, the parent and the supervisor are
-non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user that is not root cannot open their
-``/proc/<pid>/fd``, so the implementation cannot reopen the command's stdout or stderr there.
+non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user without ``CAP_SYS_PTRACE`` cannot
+open their ``/proc/<pid>/fd``, and the worker gives that capability up (root has it) before it
+imports the implementation, so the implementation cannot reopen the command's stdout or stderr there.
 
 What no process can prevent at the same user id (see the README): the implementation can send
 SIGSTOP to the command (``--timeout`` then never fires) or SIGKILL to the supervisor, open the
 terminal or a file the output goes to by its name, or reach the command's stdout through another
-process that holds it (the pipeline's reader, the shell); as root it can do anything. To audit code
+process that holds it (the pipeline's reader, the shell); as root it keeps root's other powers. To audit code
 you do not trust, run ropegeo in a container or as another user.
 """
 
@@ -800,8 +801,28 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="ropegeo-parent-watch").start()
 
 
+def _drop_ptrace() -> None:
+    """Give up ``CAP_SYS_PTRACE`` (how root opens a non-dumpable process's ``/proc/<pid>/fd``) for
+    good, before the implementation is imported: from the bounding set (no exec regains it) and the
+    effective, permitted, inheritable and ambient sets. Nothing to do for a user without it."""
+    cap, word = 19, 0  # CAP_SYS_PTRACE, in the first 32-bit word of each set
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        sets = (ctypes.c_uint32 * 6)()  # (effective, permitted, inheritable) x 2 words
+        if libc.capget(header, sets) == 0 and sets[3 * word + 1] & (1 << cap):
+            for i in range(3):
+                sets[3 * word + i] &= ~(1 << cap) & 0xFFFFFFFF
+            libc.capset(header, sets)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
 def _worker_main(resp_fd: int, parent_pid: int) -> None:  # pragma: no cover - runs in the worker process
     _die_with_parent(parent_pid)
+    _drop_ptrace()
     key = b""
     while len(key) < _KEY_BYTES:
         chunk = os.read(0, _KEY_BYTES - len(key))

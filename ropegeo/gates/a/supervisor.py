@@ -17,7 +17,7 @@ nothing but the standard library and never runs the implementation. It
   removes ``TMP`` unless the parent said first (one byte ``c``) that it will read and remove it.
 
 What it cannot stop: a process of the same user (the implementation included) that kills or stops
-it (SIGKILL, SIGSTOP), or that uses ``ptrace``; see the README's isolation section.
+it (SIGKILL, SIGSTOP); see the README's isolation section.
 """
 
 import ctypes
