@@ -470,7 +470,7 @@ class RotaryOperator:
         """Checked positions, broadcast to ``batch`` (multi-axis RoPE: ``(axes,) + batch``)."""
         pos = v.finite_array("positions", positions)
         if pos.size and float(np.abs(pos).max()) > v.MAX_LENGTH:  # float64 phases beyond are rounding noise
-            raise ValueError(f"positions must lie within +-{v.MAX_LENGTH:,} (2**48), got {float(np.abs(pos).max()):.6g}")
+            raise ValueError(f"positions must lie within +-2**48 = {v.MAX_LENGTH:,}, got {float(np.abs(pos).max()):.6g}")
         shape = batch if self.sections is None else (len(self.sections), *batch)
         if self.sections is not None and (pos.ndim == 0 or pos.shape[0] != len(self.sections)):
             raise ValueError(f"positions must have a leading axis of {len(self.sections)} (one row per position "

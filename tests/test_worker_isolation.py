@@ -581,12 +581,12 @@ def test_the_forge_through_proc_works_on_an_unprotected_parent(mods, user):
     # the controls: the same code under a parent that stays dumpable writes on its stdout; so does root
     # (CAP_SYS_PTRACE) on a non-dumpable one
     (mods / "forge_parent.py").write_text(PROC_FORGE)
-    out = _run_as_user(mods, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import forge_parent'])",
-                       user=user)
+    child = "subprocess.run([sys.executable, '-c', 'import forge_parent'])"
+    out = _run_as_user(mods, "-c", f"import subprocess, sys; {child}", user=user)
     assert "Gate A: PASS" in out.stdout, out
     if user == "root":
-        out = _run_as_user(mods, "-c", "import ctypes, subprocess, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
-                           "subprocess.run([sys.executable, '-c', 'import forge_parent'])", user=user)
+        out = _run_as_user(mods, "-c", f"import ctypes, subprocess, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); {child}",
+                           user=user)
         assert "Gate A: PASS" in out.stdout, out
 
 

@@ -550,7 +550,7 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
     if op.frequencies is not None and min(op.frequencies) <= 0:
         raise ValueError("theta must be a non-empty 1-D array of positive frequencies")
     attention_factor = 1.0 if attention_factor is None else attention_factor
-    return op, v.real("attention_factor", attention_factor, minimum=1 / MAX_ATTENTION_FACTOR,
+    return op, v.real("attention_factor", attention_factor, greater_than=0.0, minimum=1 / MAX_ATTENTION_FACTOR,
                       maximum=MAX_ATTENTION_FACTOR)
 
 

@@ -280,6 +280,8 @@ class _Worker:
             os.close(req_r)
             os.close(resp_w)
             self.rfd, self.wfd = resp_r, req_w
+            if self.proc is None:  # not started: nothing else will undo these
+                self.close()
         self.control = self.proc.stdin.fileno()
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
