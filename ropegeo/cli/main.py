@@ -120,7 +120,7 @@ def _stop(signum, frame):
     raise _Stopped(signum)
 
 
-_STOPPING = (signal.SIGTERM, signal.SIGHUP)
+_STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))  # no SIGHUP on Windows
 
 
 def main(argv=None) -> int:
