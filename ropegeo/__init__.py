@@ -12,6 +12,27 @@ audit), ``ropegeo.toy`` (trained heads), ``ropegeo.book`` (figures, labs, exerci
 ``ropegeo.cli`` (the command line).
 """
 
+import sys as _sys
+
+
+def _quiet_interrupt(kind, value, traceback, _previous=_sys.excepthook):
+    """The command line's Ctrl-C while numpy still imports: one line and exit 130, as later (``cli.main``);
+    also an error raised while handling the interrupt (numpy's start turns it into an ImportError)."""
+    exc, seen = value, set()
+    while exc is not None and id(exc) not in seen and not isinstance(exc, KeyboardInterrupt):
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    if exc is None or id(exc) in seen:
+        return _previous(kind, value, traceback)
+    _sys.stderr.write("ropegeo: interrupted\n")
+    _sys.stderr.flush()
+    _sys.exit(130)
+
+
+_argv0 = (getattr(_sys, "argv", None) or [""])[0]
+if _argv0 == "-m" or _argv0.endswith(("/ropegeo", "\\ropegeo", "ropegeo.exe")):  # python -m ropegeo, the script
+    _sys.excepthook = _quiet_interrupt
+
 from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
 from ropegeo.geometry import NearCollision, adjacent_similarity, kernel, near_collisions
 from ropegeo.operator import RotaryOperator

@@ -82,6 +82,17 @@ def length(name: str, value: Any, *, minimum: int = 1) -> int:
     return integer(name, value, minimum=minimum, maximum=MAX_LENGTH)
 
 
+def printable(text: str | None) -> str | None:
+    """Text read from a file with its control characters escaped: no newline or terminal escape reaches a report.
+
+    >>> printable("llama\\nGate A: PASS\\x1b[2J")
+    'llama\\\\nGate A: PASS\\\\x1b[2J'
+    """
+    if text is None or text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def is_collection(value: Any) -> bool:
     """Whether ``value`` is a collection of items: iterable, but neither text nor a 0-d array
     (a 0-d numpy array has ``__iter__`` and still cannot be iterated)."""

@@ -42,7 +42,8 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     Parameters
     ----------
     offsets : array_like
-        Offsets ``delta`` (any shape, finite; fractional allowed).
+        Offsets ``delta`` (any shape, finite, within +-2**48 = ``ropegeo._validate.MAX_LENGTH``;
+        fractional allowed).
     theta : array_like, shape (pairs,)
         Angular frequencies.
     operator : ropegeo.RotaryOperator, optional
@@ -71,6 +72,8 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
     w = _weights(weights, theta.size)
     d = v.finite_array("offsets", offsets)
+    if d.size and float(np.abs(d).max()) > v.MAX_LENGTH:  # float64 phases beyond are rounding noise
+        raise ValueError(f"offsets must lie within +-{v.MAX_LENGTH:,} (2**48), got {float(np.abs(d).max()):.6g}")
     flat = d.reshape(-1)
     if flat.size and not np.isfinite(float(np.abs(flat).max()) * abs(scale) * float(theta.max())):
         raise ValueError("offsets * scale * theta overflows: use smaller offsets or scale")

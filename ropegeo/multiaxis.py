@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,9 @@ def _sections(sections) -> list[int]:
     out = [v.integer("sections", s, minimum=0) for s in list(sections)[: MAX_AXES + 1]]
     if not 1 <= len(out) <= MAX_AXES or sum(out) == 0:
         raise ValueError(f"sections must hold 1 to {MAX_AXES} pair counts with a positive sum, got {sections!r}")
+    if sum(out) > v.MAX_HEAD_DIM // 2:  # the pairs of one head
+        raise ValueError(f"sections must sum to at most {v.MAX_HEAD_DIM // 2} pairs (head_dim {v.MAX_HEAD_DIM}), "
+                         f"got {sum(out):,}")
     return out
 
 
@@ -95,7 +99,8 @@ def mrope_assignment(sections, *, interleaved: bool = False) -> np.ndarray:
     Parameters
     ----------
     sections : sequence of int
-        Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``.
+        Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``
+        (at most ``MAX_HEAD_DIM // 2``).
     interleaved : bool
         Qwen3-VL's layout (three axes only).
 
@@ -273,7 +278,9 @@ def multi_kernel(offsets, freqs, *, weights=None) -> np.ndarray:
 def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
     """``K(dx, dy)`` over ``-extent .. extent`` on both axes of a two-axis bank, shape (2 extent + 1, 2 extent + 1).
 
-    Row ``j`` is ``dy = j - extent`` and column ``i`` is ``dx = i - extent``.
+    Row ``j`` is ``dy = j - extent`` and column ``i`` is ``dx = i - extent``. ``extent`` is at
+    most :data:`MAX_EXTENT`, and the grid times the pairs at most :data:`MAX_KERNEL_CELLS` cosines
+    (a ``ValueError`` naming ``extent`` before anything is allocated).
 
     Examples
     --------
@@ -284,6 +291,9 @@ def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
     if F.shape[1] != 2:
         raise ValueError(f"freqs must have two axes (x, y) for a grid, got {F.shape[1]}")
     extent = v.integer("extent", extent, minimum=1, maximum=MAX_EXTENT)
+    if (2 * extent + 1) ** 2 * F.shape[0] > MAX_KERNEL_CELLS:  # before the grid is built
+        raise ValueError(f"extent {extent:,}: a grid of (2 extent + 1)^2 offsets times {F.shape[0]} pairs is more "
+                         f"than MAX_KERNEL_CELLS = {MAX_KERNEL_CELLS:,} cosines: use a smaller extent")
     r = np.arange(-extent, extent + 1.0)
     dx, dy = np.meshgrid(r, r)
     return multi_kernel(np.stack([dx, dy], axis=-1), F, weights=weights)
@@ -444,4 +454,8 @@ def nope_temperature(positions, floor_scale: float = 8192.0, attn_scale: float =
         raise ValueError("positions must be non-negative")
     floor_scale = v.real("floor_scale", floor_scale, greater_than=0.0)
     attn_scale = v.real("attn_scale", attn_scale, minimum=0.0)
-    return np.log(np.floor((p + 1.0) / floor_scale) + 1.0) * attn_scale + 1.0
+    with np.errstate(over="ignore"):
+        q = (p + 1.0) / floor_scale
+    exact = q < 2.0 ** 52  # beyond, floor and + 1 change q by less than its rounding: log q, formed without overflow
+    logs = np.where(exact, np.log(np.floor(np.where(exact, q, 0.0)) + 1.0), np.log(p + 1.0) - math.log(floor_scale))
+    return logs * attn_scale + 1.0

@@ -469,6 +469,8 @@ class RotaryOperator:
     def broadcast_positions(self, positions, batch: tuple) -> np.ndarray:
         """Checked positions, broadcast to ``batch`` (multi-axis RoPE: ``(axes,) + batch``)."""
         pos = v.finite_array("positions", positions)
+        if pos.size and float(np.abs(pos).max()) > v.MAX_LENGTH:  # float64 phases beyond are rounding noise
+            raise ValueError(f"positions must lie within +-2**48 = {v.MAX_LENGTH:,}, got {float(np.abs(pos).max()):.6g}")
         shape = batch if self.sections is None else (len(self.sections), *batch)
         if self.sections is not None and (pos.ndim == 0 or pos.shape[0] != len(self.sections)):
             raise ValueError(f"positions must have a leading axis of {len(self.sections)} (one row per position "
@@ -589,12 +591,13 @@ class RotaryOperator:
         if self.head_dim > MAX_MATRIX_DIM:
             raise ValueError(f"head_dim must be at most {MAX_MATRIX_DIM} to build a matrix, got {self.head_dim}")
         if self.sections is None:
-            pos = np.broadcast_to(np.float64(v.real("position", position)), (self.head_dim,))
+            pos = np.broadcast_to(np.float64(v.real("position", position, minimum=-v.MAX_LENGTH,
+                                                    maximum=v.MAX_LENGTH)), (self.head_dim,))
         else:
             p = v.finite_array("position", position)
-            if p.shape != (len(self.sections),):
-                raise ValueError(f"position must hold one position per axis, shape ({len(self.sections)},), "
-                                 f"got {p.shape}")
+            if p.shape != (len(self.sections),) or float(np.abs(p).max()) > v.MAX_LENGTH:
+                raise ValueError(f"position must hold one position per axis within +-2**48, shape "
+                                 f"({len(self.sections)},), got {p.tolist() if p.size <= 8 else p.shape}")
             pos = np.broadcast_to(p[:, None], (len(self.sections), self.head_dim))
         return self.rotate(np.eye(self.head_dim), pos).T
 

@@ -144,7 +144,8 @@ def apply_rope(
     positions : array_like
         Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
         ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
-        fractional, but must be finite. (Multi-axis operators: a leading row per axis.)
+        fractional, but must be finite and within +-2**48 (``ropegeo._validate.MAX_LENGTH``).
+        (Multi-axis operators: a leading row per axis.)
     operator : ropegeo.RotaryOperator, optional
         The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``). The
         plain keywords below define one instead; given with an operator, a plain keyword must
@@ -236,7 +237,7 @@ def rotation_matrix(
     Parameters
     ----------
     position : float
-        The position (finite).
+        The position (finite, within +-2**48 = ``ropegeo._validate.MAX_LENGTH``).
     head_dim : int, optional
         Width of the head (even, 2 to :data:`~ropegeo.operator.MAX_MATRIX_DIM`; default 128).
     operator : ropegeo.RotaryOperator, optional

@@ -58,7 +58,7 @@ def test_gate_b_with_a_given_origin_says_given():
 
 
 def test_gate_a_table_explains_its_rows_and_a_zero_tolerance(capsys):
-    assert main(["gate-a", "examples.rope:llama2", "--head-dim", "64", "--pairing", "half", "--timeout", "120"]) == 0
+    assert main(["gate-a", "ropegeo.examples.rope:llama2", "--head-dim", "64", "--pairing", "half", "--timeout", "120"]) == 0
     out = capsys.readouterr().out
     rows = [l for l in out.splitlines() if re.match(r"\s+layout\s+pass\s", l)]
     assert rows and "(tol 0.0e+00)" in rows[0]

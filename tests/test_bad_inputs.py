@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +31,8 @@ from ropegeo.gates.a.gate import check_declaration, gate_a
 from ropegeo.gates.c import gate_c
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
 from ropegeo.models.manifest import RopeManifest, layer_kinds, load_model, model_record, read_config, resolve
-from ropegeo.rotation import apply_rope
+from ropegeo.multiaxis import MAX_EXTENT, axial_bank, kernel_grid, mrope_assignment, nope_temperature
+from ropegeo.rotation import apply_rope, rotation_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN, INF = float("nan"), float("inf")
@@ -89,6 +92,10 @@ cases(frequencies, "rotary_dim", BAD_COUNTS + (7, 130), head_dim=128)
 cases(wavelengths, "theta", ("t", [], [-1.0], [NAN], [INF], [[1.0]], object()))
 cases(kernel, "offsets", ("o", [NAN], [INF], object(), [1.5, "a"]), theta=THETA)
 cases(kernel, "theta", ("t", [], [NAN], [-1.0], object()), offsets=[1, 2])
+# positions and offsets past 2**48 (where float64 phases are rounding noise) are refused, not "computed"
+cases(kernel, "offsets", ([2 ** 62], [-(2.0 ** 50)], np.array([1, 2 ** 49])), theta=THETA)
+cases(apply_rope, "positions", (2 ** 62, -(2 ** 62), [0, 1, 2, 2.0 ** 49]), x=X)
+cases(rotation_matrix, "position", (2 ** 62, -(2.0 ** 49)), head_dim=8)
 cases(kernel, "scale", sentinel(BAD_REALS), offsets=[1, 2], theta=THETA)
 cases(kernel, "weights", ("w", [1.0] * 3, [-1.0] * 4, [NAN] * 4, [0.0] * 4, object()), offsets=[1, 2], theta=THETA)
 cases(adjacent_similarity, "theta", ("t", [], [NAN], object()))
@@ -151,6 +158,13 @@ cases(read_config, "config", ({"rope_theta": "x"}, {"rope_theta": NAN}, {"hidden
       label="")
 cases(read_config, "layer_type", ("nope", 5), config={"hidden_size": 64, "num_attention_heads": 4})
 cases(read_config, "name", (5, ["n"]), config={"hidden_size": 64, "num_attention_heads": 4})
+cases(read_config, "config", ({"hidden_size": 64, "num_attention_heads": 4, "layer_types": []},
+                              {"hidden_size": 64, "num_attention_heads": 4, "layer_types": ["full\x1b[2J"]}),
+      label="layer_types")
+
+# ---------------------------------------------------------------------- multi-axis sizes (checked before allocating)
+cases(mrope_assignment, "sections", ((2 ** 40, 1, 1), (2048, 1)))
+cases(kernel_grid, "extent", (65536, MAX_EXTENT, 2000), freqs=axial_bank())
 
 # ---------------------------------------------------------------------- scaling rules
 cases(scaling.preset, "rule", ("foo", " yarn", 1, ["yarn"], b"yarn", object(), "linearx"), train_length=4096,
@@ -164,13 +178,13 @@ cases(scaling.yarn, "factor", BAD_REALS + (0, -2.0), base=1e4, head_dim=64, orig
 cases(scaling.yarn, "base", BAD_BASES, head_dim=64, factor=4.0, original_length=4096)
 
 # ---------------------------------------------------------------------- Gate A (checked before any call)
-cases(gate_a, "impl", (None, 5, "examples.rope:llama2", object()), head_dim=8)
+cases(gate_a, "impl", (None, 5, "ropegeo.examples.rope:llama2", object()), head_dim=8)
 for key, values in {
     "head_dim": BAD_COUNTS + (7, 3, 10 ** 6), "base": sentinel(BAD_BASES), "pairing": sentinel(BAD_NAMES),
     "rotary_dim": BAD_COUNTS + (7,), "scale": sentinel(BAD_REALS + (0, -1.0)),
     "phase_dtype": sentinel(BAD_NAMES + ("int8",)),
     "dtype": ("foo", " half", 1, ["float32"], object(), "int8"), "max_position": BAD_COUNTS + (8, 2 ** 60),
-    "attention_factor": NOT_NUMBERS + NON_FINITE + (0, -1.0, True), "seed": ("s", -1, 1.5, NAN, None, True),
+    "attention_factor": NOT_NUMBERS + NON_FINITE + (0, -1.0, True, 1e300, 1e-300), "seed": ("s", -1, 1.5, NAN, None, True),
     "attention_factor_in": BAD_NAMES, "theta": ("t", [NAN], [], [-1.0], [[1.0]]),
     "target_length": (5, "x"), "manifest": (5, "no-such-model", "/dev/null", "x" * 5000, [1], object()),
 }.items():
@@ -253,6 +267,7 @@ def files(tmp_path_factory):
     (d / "big.json").write_text('{"a": "' + "x" * (1 << 20) + '"}')
     (d / "empty.json").write_text("")
     (d / "badfield.json").write_text('{"rope_theta": "ten thousand"}')
+    (d / "no_layers.json").write_text('{"hidden_size": 64, "num_attention_heads": 4, "layer_types": []}')
     locked = d / "locked"
     locked.mkdir()
     (locked / "config.json").write_text("{}")
@@ -303,21 +318,24 @@ CLI = [
     (lambda d: ["audit", "--head-dim"]), (lambda d: ["--head-dim", "8"]), (lambda d: ["AUDIT"]),
     # gate-a: every option refused before the worker starts
     *[(lambda d, t=t: ["gate-a", t]) for t in ("", "nocolon", "a:b:c", ":f", "m:", "no_such_module_xyz:f",
-                                               "examples.rope:nope", "examples.rope:")],
-    *[(lambda d, o=o, v=v: ["gate-a", "examples.rope:llama2", o, v])
+                                               "ropegeo.examples.rope:nope", "ropegeo.examples.rope:")],
+    *[(lambda d, o=o, v=v: ["gate-a", "ropegeo.examples.rope:llama2", o, v])
       for o, vals in {"--head-dim": ("x", "7", "0", "-2", "99999999"), "--base": ("x", "nan", "1", "-1", "1e999"),
                       "--pairing": ("foo", ""), "--rotary-dim": ("7", "0", "x"), "--scale": ("0", "nan", "-1", "x"),
-                      "--attention-factor": ("0", "-1", "nan", "inf"), "--attention-factor-in": ("both",),
+                      "--attention-factor": ("0", "-1", "nan", "inf", "1e300", "1e-300"), "--attention-factor-in": ("both",),
                       "--phase-dtype": ("int8", "foo"), "--dtype": ("foo", "int8"),
                       "--max-position": ("0", "8", "99999999999999999999", "x"), "--timeout": ("0", "-1", "nan",
                                                                                             "inf", "1e9", "x"),
                       "--seed": ("-1", "x"), "--target-length": ("100",), "--layer-type": ("full_attention",)}.items()
       for v in vals],
-    (lambda d: ["gate-a", "examples.rope:llama2", "--config", "llama-3.1-8b", "--head-dim", "64"]),
-    (lambda d: ["gate-a", "examples.rope:llama2", "--config", "llama-3.1-8b", "--base", "10000"]),
-    (lambda d: ["gate-a", "examples.rope:llama2", "--config", "llama-3.1-8b", "--target-length", "x"]),
-    (lambda d: ["gate-a", "examples.rope:llama2", "--config", "llama-3.1-8b", "--target-length", "1"]),
-    *[(lambda d, f=f: ["gate-a", "examples.rope:llama2", *f(d)[1:]]) for f in config_cases(["", "--config"])],
+    (lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", "llama-3.1-8b", "--head-dim", "64"]),
+    (lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", str(d / "no_layers.json")]),
+    (lambda d: ["audit", "--config", str(d / "no_layers.json")]),
+    (lambda d: ["report", str(d / "no_layers.json")]),
+    (lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", "llama-3.1-8b", "--base", "10000"]),
+    (lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", "llama-3.1-8b", "--target-length", "x"]),
+    (lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", "llama-3.1-8b", "--target-length", "1"]),
+    *[(lambda d, f=f: ["gate-a", "ropegeo.examples.rope:llama2", *f(d)[1:]]) for f in config_cases(["", "--config"])],
     # report
     *[(lambda d, v=v: ["report", "llama-2-7b", "--offsets", v]) for v in (
         "", "x", "1-", "-3", "5-1", "1,,2", "1", "1-1", "1-99999999999999", "0-5000", "1.5,2", "a-b", "1-64,nan",
@@ -328,12 +346,12 @@ CLI = [
         "--mass": ("1", "0", "x"), "--min-margin": ("0", "3")}.items() for v in vals],
     (lambda d: ["report", "llama-2-7b", "--layer-type", "full_attention"]),
     (lambda d: ["report", "llama-2-7b", "--config", "llama-2-7b"]),
-    (lambda d: ["report", "examples.rope:llama2"]),
-    (lambda d: ["report", "examples.rope:llama2", "--config", "no-such-model"]),
-    (lambda d: ["report", "examples.rope:llama2", "--config", "llama-2-7b", "--timeout", "0"]),
+    (lambda d: ["report", "ropegeo.examples.rope:llama2"]),
+    (lambda d: ["report", "ropegeo.examples.rope:llama2", "--config", "no-such-model"]),
+    (lambda d: ["report", "ropegeo.examples.rope:llama2", "--config", "llama-2-7b", "--timeout", "0"]),
     (lambda d: ["report", "no_such_module_xyz:f", "--config", "llama-2-7b"]),
     *[(lambda d, f=f: ["report", *f(d)[2:]]) for f in config_cases(["", ""])],
-    *[(lambda d, f=f: ["report", "examples.rope:llama2", *f(d)[1:]]) for f in config_cases(["", "--config"])],
+    *[(lambda d, f=f: ["report", "ropegeo.examples.rope:llama2", *f(d)[1:]]) for f in config_cases(["", "--config"])],
 ]
 
 
@@ -362,7 +380,7 @@ def _fifo(d):
 SPAWNED = [
     ("audit-fifo", lambda d: ["audit", "--config", _fifo(d)]),
     ("report-fifo", lambda d: ["report", _fifo(d)]),
-    ("gate-a-fifo", lambda d: ["gate-a", "examples.rope:llama2", "--config", _fifo(d)]),
+    ("gate-a-fifo", lambda d: ["gate-a", "ropegeo.examples.rope:llama2", "--config", _fifo(d)]),
     ("audit-stdin", lambda d: ["audit", "--config", "/dev/stdin"]),
     ("report-stdin", lambda d: ["report", "/dev/stdin"]),
     ("audit-fd", lambda d: ["audit", "--config", "/proc/self/fd/0"]),
@@ -387,3 +405,114 @@ def test_cli_never_blocks_on_a_pipe_or_fifo(case, argv, files):
             stream.close()
     assert proc.returncode == 2 and err.count("\n") == 1 and "regular file" in err, (case, proc.returncode, err)
     assert out == ""
+
+
+# ---------------------------------------------------------------------- single findings, with their controls
+def test_nope_temperature_with_a_tiny_floor_scale_is_computed_not_overflowed():
+    """Against exact arithmetic: floor((p + 1) / floor_scale) as a Python integer (math.log takes any size)."""
+    from fractions import Fraction
+
+    def exact(p, floor_scale, attn_scale=0.1):
+        return math.log(math.floor(Fraction(p + 1) / Fraction(floor_scale)) + 1) * attn_scale + 1
+
+    for p, fs in [(10 ** 10, 1e-300), (0, 1e-300), (2 ** 40, 3e-10), (81919, 8192.0), (8190, 8192.0), (10 ** 15, 1.0),
+                  (2 ** 53, 1e-5)]:
+        got = float(nope_temperature([p], floor_scale=fs)[0])
+        assert math.isclose(got, exact(p, fs), rel_tol=1e-12), (p, fs, got, exact(p, fs))
+    assert round(float(nope_temperature([1e10], floor_scale=1e-300)[0]), 1) == 72.4  # the issue's value
+
+
+def test_kernel_grid_refuses_before_allocating():
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="extent"):
+            kernel_grid(axial_bank(), 65536)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert kernel_grid(axial_bank(), 100).shape == (201, 201)  # the control: a grid within the limit
+
+
+def test_a_huge_gate_a_target_is_the_targets_fault_not_the_channels(capsys):
+    code = main(["gate-a", "m" * 100_000 + ":f"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 500, err[:300]
+    assert "target must look like MODULE:FUNCTION" in err and "100,002 characters" in err
+    assert "channel" not in err and "implementation" not in err
+
+
+def test_names_read_from_a_config_are_escaped_before_printing(tmp_path, capsys):
+    forged = "evil\nGate A: PASS\nverdict: pass\x1b[2J\x1b]0;title\x07"
+    cfg = {"_name_or_path": forged, "model_type": "llama", "hidden_size": 512, "num_attention_heads": 4,
+           "rope_theta": 10000.0, "max_position_embeddings": 4096}
+    (tmp_path / "config.json").write_text(__import__("json").dumps(cfg))
+    for argv in (["audit", "--config", str(tmp_path / "config.json")], ["report", str(tmp_path / "config.json")]):
+        main(argv)
+        out, err = capsys.readouterr()
+        text = out + err
+        assert "evil" in text, text[:500]  # the control: the name is printed ...
+        assert "\x1b" not in text and "\x07" not in text  # ... with no escape sequence reaching the terminal ...
+        assert not any(ln.strip() in ("Gate A: PASS", "verdict: pass") for ln in text.splitlines())  # ... nor a line
+
+
+def test_version(capsys):
+    import ropegeo
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"ropegeo {ropegeo.__version__}\n"
+    out = subprocess.run([sys.executable, "-m", "ropegeo", "--version"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout == f"ropegeo {ropegeo.__version__}\n" and out.stderr == ""
+    version = next(ln for ln in (ROOT / "pyproject.toml").read_text().splitlines() if ln.startswith("version"))
+    assert version.split('"')[1] == ropegeo.__version__
+
+
+def test_ctrl_c_while_numpy_imports_is_one_line_and_exit_130(tmp_path):
+    """A KeyboardInterrupt raised where numpy is imported (a stand-in numpy raises it), i.e. before
+    any handler of the command line exists."""
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    out = subprocess.run([sys.executable, "-m", "ropegeo", "audit"], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=tmp_path)
+    assert (out.returncode, out.stderr, out.stdout) == (130, "ropegeo: interrupted\n", "")
+    # an import that turns the interrupt into an error of its own (numpy's C start does) is still the interrupt ...
+    (fake / "__init__.py").write_text("try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt:\n"
+                                      "    raise ImportError('could not import module datetime')\n")
+    out = subprocess.run([sys.executable, "-m", "ropegeo", "audit"], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (130, "ropegeo: interrupted\n")
+    # ... but a plain broken install is not mistaken for one
+    (fake / "__init__.py").write_text("raise ImportError('a broken numpy')\n")
+    out = subprocess.run([sys.executable, "-m", "ropegeo", "audit"], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 1 and "a broken numpy" in out.stderr
+    (fake / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    # the control: imported as a library (not the command line), the interrupt is the caller's, unchanged
+    lib = subprocess.run([sys.executable, "-c", "import ropegeo"], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=tmp_path)
+    assert lib.returncode != 0 and "KeyboardInterrupt" in lib.stderr
+
+
+def test_ctrl_c_at_any_moment_of_the_start_is_one_line():
+    """A real SIGINT at several moments of the start (numpy importing, the parser, the audit). Before
+    Python reaches the package (runpy locating it, a few milliseconds) the interrupt is Python's own."""
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.6):
+        proc = subprocess.Popen([sys.executable, "-m", "ropegeo", "audit"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        frames = re.findall(r'File "([^"]*)"', err)
+        before_the_package = (proc.returncode == -signal.SIGINT and err == "") or "init_import_site" in err or (
+            frames and not any("/ropegeo/" in f for f in frames))
+        if proc.returncode == 0 or before_the_package:
+            continue  # finished before the signal, or Python had not reached the package (its start: no handler yet)
+        if err.rstrip().endswith('could not import module "datetime"'):
+            continue  # numpy's C start turned the interrupt into an ImportError of its own, with no trace of it
+        assert proc.returncode == 130 and err == "ropegeo: interrupted\n" and out == "", (delay, proc.returncode, err)

@@ -98,10 +98,11 @@ def readme_commands() -> list[tuple[str, int]]:
 
 @pytest.fixture(scope="module")
 def readme_root(tmp_path_factory):
-    """A directory laid out as the repository's root for the README's commands (its `examples/`),
-    without the `ropegeo/` folder: the commands import the core install's copy, not this tree."""
+    """An empty folder outside the repository: the README's commands run anywhere (the examples ship in
+    the package), importing the core install's copy, not this tree. The `config.json` that
+    `python -m ropegeo.examples` writes is put there first, so each command also runs on its own."""
     root = tmp_path_factory.mktemp("readme-root")
-    shutil.copytree(ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(ROOT / "ropegeo" / "examples" / "config.json", root / "config.json")
     return root
 
 

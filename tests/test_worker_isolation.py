@@ -8,6 +8,7 @@ hang, leave threads and children behind, raise BaseExceptions and close descript
 
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -23,7 +24,7 @@ from ropegeo.cli import main
 
 ROPE = textwrap.dedent(
     """
-    import os, sys, threading, time
+    import os, signal, sys, threading, time
     import numpy as np
     from ropegeo.rotation import apply_rope
 
@@ -78,6 +79,52 @@ ROPE = textwrap.dedent(
             with open(os.path.join(HERE, "child.pid"), "w") as fh:
                 fh.write(str(pid))
         return rope(x, p)
+
+    def _escape(setsid):
+        # a child that leaves the worker's process group (setpgid, or a session of its own), with a child
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.setsid() if setsid else os.setpgid(0, 0)
+            grandchild = os.fork()
+            if grandchild == 0:
+                time.sleep(3600)
+                os._exit(0)
+            os.write(w, f"{grandchild}".encode())
+            time.sleep(3600)
+            os._exit(0)
+        os.close(w)
+        grandchild = int(os.read(r, 64))
+        with open(os.path.join(HERE, "escaped.pid"), "a") as fh:
+            fh.write(f"{pid} {grandchild} ")
+
+    _escaped = []
+
+    def escapes(x, p):
+        if not _escaped:
+            _escaped.append(_escape(False))
+            _escaped.append(_escape(True))
+        return rope(x, p)
+
+    def escapes_and_hangs(x, p):
+        escapes(x, p)
+        time.sleep(3600)
+
+    def command_pid():
+        # the nearest ancestor running `python -m ropegeo` (the worker's parent is the supervisor)
+        pid = os.getppid()
+        while pid > 1:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"-m\\0ropegeo\\0" in fh.read():
+                    return pid
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        raise RuntimeError("no command")
+
+    def terminates_its_command(x, p):
+        escapes(x, p)
+        os.kill(command_pid(), signal.SIGTERM)
+        time.sleep(3600)
 
     def closes_and_hangs(x, p):
         os.closerange(0, 4096)
@@ -399,3 +446,158 @@ def test_ctrl_c_on_report_exits_130_and_kills_the_worker(mods):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err == "ropegeo: interrupted\n" and out == ""
     assert _wait_dead(worker)
+
+
+# ----------------------------------------------------------------------------- nothing outlives the command
+def _escaped(mods) -> list[int]:
+    path = mods / "escaped.pid"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_children_that_leave_the_group_or_the_session_are_killed(mods, capsys, kind):
+    # a child that calls setpgid (not setsid) left the group the old cleanup killed, and survived
+    code, out, err, _ = _cli(capsys, *_command(kind, "hostile:escapes", mods, "--json"))
+    assert _gate_a_passed(kind, out) is True, err
+    pids = _escaped(mods)
+    assert len(pids) == 4
+    assert all(_wait_dead(p) for p in pids), [p for p in pids if not _dead(p)]
+
+
+def _run_until_escaped(mods, tmp, target):
+    """The command (gate-a) in a process of its own, its temporary folders in ``tmp``, once the
+    implementation's escaped children are all running."""
+    env = dict(os.environ, TMPDIR=str(tmp))
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), str(mods), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, "-m", "ropegeo", *_command("gate-a", target, mods, "--timeout", "600")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    end = time.monotonic() + 120
+    while len(_escaped(mods)) < 4:
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+        time.sleep(0.05)
+    assert list(tmp.iterdir()), "the worker's temporary folder exists while it runs"
+    return proc
+
+
+def _nothing_left(mods, tmp):
+    pids = _escaped(mods)
+    assert all(_wait_dead(p) for p in pids), f"outlived the command: {[p for p in pids if not _dead(p)]}"
+    end = time.monotonic() + 10
+    while list(tmp.iterdir()) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not list(tmp.iterdir()), f"left behind: {list(tmp.iterdir())}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_no_process_or_folder_outlives_the_command_whatever_signal_ends_it(mods, tmp_path, sig):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _run_until_escaped(mods, tmp, "hostile:escapes_and_hangs")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:  # an orderly exit: one line, 128 + the signal's number
+        assert proc.returncode == 128 + sig and err == f"ropegeo: stopped by {signal.Signals(sig).name}\n", err
+        assert out == ""
+    _nothing_left(mods, tmp)
+
+
+def test_an_implementation_that_terminates_its_command_leaves_nothing(mods, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _run_until_escaped(mods, tmp, "hostile:terminates_its_command")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err == "ropegeo: stopped by SIGTERM\n" and out == "", (proc.returncode, err)
+    _nothing_left(mods, tmp)
+
+
+# ----------------------------------------------------------------------------- the command's own output
+PROC_FORGE = textwrap.dedent(
+    """
+    import os, signal, time
+    import numpy as np
+
+    LINE = b'{"passed": true, "status": "pass"}\\nGate A: PASS\\n'
+
+    def ancestors():
+        # up to the nearest running `python -m ropegeo` (the command); a plain parent when there is none
+        out, pid = [], os.getppid()
+        while pid > 1:
+            out.append(pid)
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"-m\\0ropegeo\\0" in fh.read():
+                    return out
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        return out[:1]
+
+    def forge():
+        for pid in ancestors():  # the supervisor and the command (before: the command and its caller)
+            for fd in (1, 2):
+                try:
+                    w = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY)
+                except OSError:
+                    continue
+                os.write(w, LINE)
+                os.close(w)
+
+    forge()  # at import ...
+
+    def zeros(x, p):
+        forge()  # ... and at every call
+        return np.zeros_like(x)
+
+    def forges_and_kills(x, p):
+        forge()
+        os.kill(ancestors()[-1], signal.SIGKILL)
+        time.sleep(3600)
+    """
+)
+
+
+def _as_a_plain_user() -> list[str]:
+    """Run as this user without capabilities: root (or CAP_SYS_PTRACE) may open any process's
+    descriptors, non-dumpable or not; a plain user may not."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: cannot drop CAP_SYS_PTRACE to test as a plain user")
+    return ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+
+
+def _run_as_user(mods, *argv, user="plain"):
+    """``user``: "plain" (this user without capabilities) or "root" (root with all of them: the
+    worker gives up CAP_SYS_PTRACE before the implementation is imported)."""
+    if user == "root" and os.geteuid() != 0:
+        pytest.skip("not root")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), str(mods), env.get("PYTHONPATH", "")])
+    prefix = _as_a_plain_user() if user == "plain" else []
+    return subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("user", ["plain", "root"])
+def test_the_forge_through_proc_works_on_an_unprotected_parent(mods, user):
+    # the controls: the same code under a parent that stays dumpable writes on its stdout; so does root
+    # (CAP_SYS_PTRACE) on a non-dumpable one
+    (mods / "forge_parent.py").write_text(PROC_FORGE)
+    child = "subprocess.run([sys.executable, '-c', 'import forge_parent'])"
+    out = _run_as_user(mods, "-c", f"import subprocess, sys; {child}", user=user)
+    assert "Gate A: PASS" in out.stdout, out
+    if user == "root":
+        out = _run_as_user(mods, "-c", f"import ctypes, subprocess, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); {child}",
+                           user=user)
+        assert "Gate A: PASS" in out.stdout, out
+
+
+@pytest.mark.parametrize("user", ["plain", "root"])
+def test_the_implementation_cannot_reopen_the_commands_stdout(mods, kind, user):
+    # on fd 1 and fd 2 of the command and of the supervisor, at import and at every call
+    (mods / "forge_parent.py").write_text(PROC_FORGE)
+    out = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:zeros", mods, "--json"), user=user)
+    assert out.returncode == 1, out.stderr
+    assert _gate_a_passed(kind, out.stdout) is False  # the whole stdout is the command's own report
+    assert "PASS" not in out.stderr
+    killed = _run_as_user(mods, "-m", "ropegeo", *_command(kind, "forge_parent:forges_and_kills", mods, "--json"),
+                          user=user)
+    assert killed.returncode == -signal.SIGKILL and killed.stdout == "" and "PASS" not in killed.stderr, killed

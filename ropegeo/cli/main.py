@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
+from ropegeo import __version__
 from ropegeo.cli.gate_a import add_subcommand as _add_gate_a
 from ropegeo.cli.report import add_report_subcommand as _add_report
 from ropegeo.gates.procedure import geometry_audit
@@ -98,6 +101,7 @@ def _run_audit(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ropegeo", description="Audit rotary position embeddings.")
+    parser.add_argument("--version", action="version", version=f"ropegeo {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     _add_audit(sub)
@@ -106,8 +110,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP reached the command: unwind (the worker and its folder are cleaned up on the way)."""
+
+
+def _stop(signum, frame):
+    for sig in _STOPPING:  # a second signal does not interrupt the cleanup
+        signal.signal(sig, signal.SIG_IGN)
+    raise _Stopped(signum)
+
+
+_STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))  # no SIGHUP on Windows
+
+
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (128 + the signal's number when SIGTERM or
+    SIGHUP stops it, after the implementation's processes and temporary folder are removed)."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers need the main thread
+        return _main(argv)
+    previous = {sig: signal.signal(sig, _stop) for sig in _STOPPING}
+    try:
+        return _main(argv)
+    except _Stopped as exc:
+        number = exc.args[0]
+        print(f"ropegeo: stopped by {signal.Signals(number).name}", file=sys.stderr)
+        return 128 + number
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -121,6 +154,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ropegeo: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:  # --help, --version: printed; their status, not the interpreter's exit
+        if exc.code in (0, None):
+            return 0
+        raise
     except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`): stop quietly
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - let the interpreter's final flush succeed

@@ -771,7 +771,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
     _opening(cfg)
-    label = name or cfg.get("_name_or_path") or cfg.get("name")
+    label = name or v.printable(cfg.get("_name_or_path") or cfg.get("name"))
     cfg, filled = with_class_defaults(cfg)
     view, kind, kind_notes = _choose_kind(cfg, layer_type)
     view, model_notes = _model_view(view)

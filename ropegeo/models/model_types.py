@@ -397,8 +397,10 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     if types is None:
         return None
     if isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) \
-            or not all(isinstance(t, str) for t in types):
-        raise ValueError("layer_types must be a list of layer-kind names")
+            or not all(isinstance(t, str) and t.isprintable() for t in types):
+        raise ValueError("layer_types must be a list of layer-kind names (printable strings)")
+    if not types:
+        raise ValueError("layer_types is empty: it must name the kind of each layer (or be left out)")
     nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
     return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
             for k, idx in _group(list(types)).items()]

@@ -73,6 +73,11 @@ from ropegeo.operator import RotaryOperator
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "CHECKS", "CORE_CHECKS", "DEFAULT_MAX_POSITION"]
 
+#: Largest declared attention factor (and 1 / it the smallest): rules give about 1 to 2.4 (YaRN at
+#: ``scaling.MAX_FACTOR``); the rotated vectors carry the factor and the logits its square, which
+#: stay finite in every dtype Gate A reads (float16's largest is 65,504) up to this.
+MAX_ATTENTION_FACTOR = 1e3
+
 #: The checks in the order they run: name -> (protocol, question, function). Reading first
 #: (later checks use what it finds), the algebra after.
 _TABLE = (
@@ -533,7 +538,8 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
     if op.frequencies is not None and min(op.frequencies) <= 0:
         raise ValueError("theta must be a non-empty 1-D array of positive frequencies")
     attention_factor = 1.0 if attention_factor is None else attention_factor
-    return op, v.real("attention_factor", attention_factor, greater_than=0.0)
+    return op, v.real("attention_factor", attention_factor, greater_than=0.0, minimum=1 / MAX_ATTENTION_FACTOR,
+                      maximum=MAX_ATTENTION_FACTOR)
 
 
 def gate_a(
@@ -575,7 +581,7 @@ def gate_a(
         the tolerance this dtype allows.
     max_position, attention_factor : optional
         The declared context, probed up to its end (default 131,072), and attention factor (YaRN,
-        LongRoPE; default 1); the manifest's by default, replaced (with a note) when given.
+        LongRoPE; default 1; 1e-3 to 1e3); the manifest's by default, replaced (with a note) when given.
     manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
         Take every declared field from a manifest, a config dict, a ``config.json`` path or a
         shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor

@@ -45,11 +45,25 @@ Watchdog and cleanup
 --------------------
 Every wait of the parent has a deadline: ``--timeout`` seconds for the import and for each call,
 a fixed allowance for the worker's own start. The parent also notices a worker that died (even
-when a forked child keeps the pipe open) or a channel the implementation closed. On every exit
-path (a verdict, an error, a timeout, an exception in the parent, Ctrl-C) the parent kills the
-worker's whole process group with SIGKILL, so threads and forked children of the implementation
-end with it; a worker whose parent disappears kills its own group. (A child that starts a session
-of its own leaves the group and is out of reach.)
+when a forked child keeps the pipe open) or a channel the implementation closed.
+
+The worker is started by a small supervisor (:mod:`ropegeo.gates.a.supervisor`, standard library
+only, never running the implementation) that is a *child subreaper*: every process the
+implementation starts, whichever group or session it moves to (``setpgid``, ``setsid``, a double
+fork), ends up the supervisor's child when its own parent ends. When the parent closes the
+supervisor's stdin (a verdict, an error, a timeout, Ctrl-C, SIGTERM or SIGHUP, which the command
+line turns into an orderly exit) or dies (even by SIGKILL: its end of the pipe closes with it), the
+supervisor kills the worker's group and every descendant until none is left, and removes the
+temporary folder if the parent could not. While the worker runs, the parent and the supervisor are
+non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user without ``CAP_SYS_PTRACE`` cannot
+open their ``/proc/<pid>/fd``, and the worker gives that capability up (root has it) before it
+imports the implementation, so the implementation cannot reopen the command's stdout or stderr there.
+
+What no process can prevent at the same user id (see the README): the implementation can send
+SIGSTOP to the command (``--timeout`` then never fires) or SIGKILL to the supervisor, open the
+terminal or a file the output goes to by its name, or reach the command's stdout through another
+process that holds it (the pipeline's reader, the shell); as root it keeps root's other powers. To audit code
+you do not trust, run ropegeo in a container or as another user.
 """
 
 from __future__ import annotations
@@ -62,6 +76,7 @@ import hmac
 import inspect
 import json
 import os
+import re
 import secrets
 import select
 import shutil
@@ -89,10 +104,15 @@ MAX_TIMEOUT = 86_400.0
 #: enough for complex or tuple returns, not for a flood that would fill the parent's memory.
 MAX_REPLY_FACTOR = 64
 _MIN_REPLY = 1 << 20
+#: Longest ``MODULE:FUNCTION`` target accepted, in characters.
+MAX_TARGET_LENGTH = 1000
+_TARGET = re.compile(r"[^\W\d]\w*(\.[^\W\d]\w*)*:[^\W\d]\w*(\.[^\W\d]\w*)*")
 #: Largest request the worker accepts (bytes): Gate A's probes stay far below.
 MAX_REQUEST_BYTES = 1 << 30
 #: Seconds the worker may take to start (Python, numpy, ropegeo) before the import is timed.
 _STARTUP_SECONDS = 120.0
+#: Seconds the parent waits for the supervisor to kill what the implementation left (it takes milliseconds).
+_CLEANUP_SECONDS = 40.0
 _KEY_BYTES = 32
 _HEADER_LIMIT = 1 << 16
 _MAX_TUPLE = 64
@@ -212,39 +232,67 @@ def _ready(fd: int, event: int, seconds: float) -> bool:
     return bool(poller.poll(max(0, int(seconds * 1000))))
 
 
-_WORKER_COMMAND = "import sys; from ropegeo.gates.a.isolated import _worker_main; _worker_main(*map(int, sys.argv[1:3]))"
+_WORKER_COMMAND = ("import os, sys; from ropegeo.gates.a.isolated import _worker_main; "
+                   "_worker_main(int(sys.argv[1]), os.getppid())")
+_SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+
+
+def _dumpable(value: int | None) -> int | None:
+    """Set this process's dumpable flag (0: its ``/proc/<pid>/fd`` closed to other processes of the
+    same user that are not root); returns the previous value, or None where prctl is missing."""
+    try:
+        libc = ctypes.CDLL(None)
+        before = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+        if value is not None:
+            libc.prctl(_PR_SET_DUMPABLE, value, 0, 0, 0)
+        return before
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return None
 
 
 class _Worker:
-    """The worker process and the parent's end of its channel."""
+    """The worker process (started by :mod:`ropegeo.gates.a.supervisor`) and the parent's end of its channel."""
 
     def __init__(self, timeout: float):
+        if not os.path.isdir("/proc/self/task"):  # pragma: no cover - not Linux
+            raise WorkerAbort("running the implementation in a separate process needs Linux (/proc): run ropegeo "
+                              "in a Linux container")
         self.timeout = timeout
         self.key = secrets.token_bytes(_KEY_BYTES)
         self.seq_out = self.seq_in = 0
         self.tmp = tempfile.mkdtemp(prefix="ropegeo-gate-a-")
         self.out_path, self.err_path = os.path.join(self.tmp, "stdout"), os.path.join(self.tmp, "stderr")
-        self.proc = None
-        self.rfd = self.wfd = -1
+        self.proc, self.pid = None, -1
+        self.rfd = self.wfd = self.control = -1
+        self.was_dumpable = _dumpable(0)  # the worker cannot reopen this process's stdout through /proc
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd()] + [p for p in sys.path if p])
+        command = [sys.executable, "-c", _WORKER_COMMAND, str(resp_w)]  # -c, not -m: -m would run this twice
         try:
-            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-                self.proc = subprocess.Popen(  # -c, not -m: ropegeo imports this module, -m would run it twice
-                    [sys.executable, "-c", _WORKER_COMMAND, str(resp_w), str(os.getpid())],
-                    stdin=req_r, stdout=out, stderr=err, pass_fds=(resp_w,), env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", _SUPERVISOR, self.tmp, str(req_r), str(resp_w), *command],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=(req_r, resp_w), env=env, start_new_session=True)
         finally:
             os.close(req_r)
             os.close(resp_w)
             self.rfd, self.wfd = resp_r, req_w
+            if self.proc is None:  # not started: nothing else will undo these
+                self.close()
+        self.control = self.proc.stdin.fileno()
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
 
     def handshake(self) -> None:
         """Send the key; wait for the worker to be ready (its own start is not the implementation's time)."""
         start = time.monotonic() + max(_STARTUP_SECONDS, self.timeout)
+        line = self.proc.stdout.readline()  # the supervisor's first word: the worker's pid
+        if not line.strip().isdigit():
+            raise WorkerAbort("Gate A's worker could not be started")
+        self.pid = int(line)
         self._write(self.key, start, "starting Gate A's worker")
         if self._receive(start, "starting Gate A's worker", 0)[0]["kind"] != "ready":
             raise WorkerAbort("Gate A's worker did not start properly")
@@ -252,19 +300,19 @@ class _Worker:
     # ---------------------------------------------------------------- liveness
     def _ended(self) -> str | None:
         """How the worker ended ("exit status 0", "killed by signal 9"), or None while it runs.
-        The process is not reaped, so its id cannot be reused before :meth:`close` kills its group."""
-        if not hasattr(os, "waitid"):  # pragma: no cover - not Linux: poll (reaps the process)
-            code = self.proc.poll()
-            return None if code is None else (f"exit status {code}" if code >= 0 else f"killed by signal {-code}")
+        The supervisor does not reap the worker before :meth:`close`, so its pid is not reused and
+        ``/proc/<pid>/stat`` holds its exit status (the last field) once it is a zombie."""
+        if self.proc.poll() is not None:
+            return f"its supervising process ended ({_status(self.proc.returncode)})"
         try:
-            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
             return "ended"
-        if info is None or info.si_pid == 0:
+        if fields[0] not in (b"Z", b"X"):
             return None
-        if info.si_code == os.CLD_EXITED:
-            return f"exit status {info.si_status}"
-        return f"killed by signal {info.si_status}"
+        status = int(fields[-1])
+        return _status(os.waitstatus_to_exitcode(status)) if status >= 0 else "ended"
 
     def _died(self) -> WorkerAbort:
         how = self._ended()
@@ -357,19 +405,40 @@ class _Worker:
         return self._receive(deadline, what, MAX_REPLY_FACTOR * sum(np.asarray(a).nbytes for a in arrays))
 
     def close(self) -> list[str]:
-        """Kill the worker's process group (threads and forked children included); the notes on
-        what the implementation printed."""
+        """Stop the worker and everything it started (the supervisor kills them all); the notes on
+        what the implementation printed. The temporary folder goes whatever interrupts this."""
+        try:
+            self._stop()
+            return [n for n in (_captured(self.out_path, "stdout"), _captured(self.err_path, "stderr")) if n]
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.was_dumpable is not None:
+                _dumpable(self.was_dumpable)
+
+    def _stop(self) -> None:
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.write(self.control, b"c")  # "I read and remove the folder myself"
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    f.close()
+            with contextlib.suppress(OSError):
+                self.proc.send_signal(signal.SIGCONT)  # resume a supervisor the implementation stopped
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=_CLEANUP_SECONDS)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                if self.pid > 0:
+                    with contextlib.suppress(OSError):
+                        os.killpg(self.pid, signal.SIGKILL)
+                self.proc.wait()
         for fd in (self.rfd, self.wfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        notes = [n for n in (_captured(self.out_path, "stdout"), _captured(self.err_path, "stderr")) if n]
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        return notes
+
+
+def _status(code: int) -> str:
+    return f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
 
 
 def _captured(path: str, stream: str) -> str | None:
@@ -425,7 +494,7 @@ class RemoteImplementation:
     """
 
     def __init__(self, target: str, timeout: float):
-        self.target = target
+        self.target = _target(target)
         self.timeout = timeout_seconds(timeout)
         self.__name__ = str(target).rpartition(":")[2].rpartition(".")[2] or "implementation"
         self.notes: list[str] = []
@@ -492,6 +561,16 @@ class RemoteImplementation:
             self._worker = None
         if self.used_torch:
             self.notes.append("the implementation was called with torch tensors")
+
+
+def _target(target) -> str:
+    """``MODULE:FUNCTION`` checked in the parent: dotted Python names, at most :data:`MAX_TARGET_LENGTH` characters."""
+    if not isinstance(target, str) or len(target) > MAX_TARGET_LENGTH or not _TARGET.fullmatch(target):
+        shown = repr(target) if not isinstance(target, str) or len(target) <= 80 else \
+            f"{target[:60]!r} ... ({len(target):,} characters)"
+        raise ValueError(f"target must look like MODULE:FUNCTION (dotted Python names, at most {MAX_TARGET_LENGTH:,} "
+                         f"characters; for example mypkg.rope:apply), got {shown}")
+    return target
 
 
 def _decode(value, arrays, depth: int = 0):
@@ -724,8 +803,28 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="ropegeo-parent-watch").start()
 
 
+def _drop_ptrace() -> None:
+    """Give up ``CAP_SYS_PTRACE`` (how root opens a non-dumpable process's ``/proc/<pid>/fd``) for
+    good, before the implementation is imported: from the bounding set (no exec regains it) and the
+    effective, permitted, inheritable and ambient sets. Nothing to do for a user without it."""
+    cap, word = 19, 0  # CAP_SYS_PTRACE, in the first 32-bit word of each set
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        sets = (ctypes.c_uint32 * 6)()  # (effective, permitted, inheritable) x 2 words
+        if libc.capget(header, sets) == 0 and sets[3 * word + 1] & (1 << cap):
+            for i in range(3):
+                sets[3 * word + i] &= ~(1 << cap) & 0xFFFFFFFF
+            libc.capset(header, sets)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
 def _worker_main(resp_fd: int, parent_pid: int) -> None:  # pragma: no cover - runs in the worker process
     _die_with_parent(parent_pid)
+    _drop_ptrace()
     key = b""
     while len(key) < _KEY_BYTES:
         chunk = os.read(0, _KEY_BYTES - len(key))

@@ -9,15 +9,23 @@ uses ropegeo: they stand for the code an engineer brings to the audit.
   from 8,192 tokens, low 1, high 4);
 * :func:`gptj` rotates adjacent pairs ``(2i, 2i+1)`` of the first 64 of 256 coordinates, as GPT-J.
 
-Audit them with the README's commands, e.g.
-``python -m ropegeo gate-a examples.rope:llama31 --config llama-3.1-8b``.
+Audit them with the README's commands, from any folder, e.g.
+``python -m ropegeo gate-a ropegeo.examples.rope:llama31 --config llama-3.1-8b``.
+
+>>> import numpy as np
+>>> from ropegeo.gates.a.gate import gate_a
+>>> gate_a(llama2, head_dim=64, pairing="half", max_position=4096).passed
+True
 """
 
 from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
+
+__all__ = ["llama2", "llama31", "gptj", "llama2_bfloat16", "llama2_bfloat16_angles"]
 
 
 def _inverse_frequencies(rotary_dim: int, base: float) -> np.ndarray:
@@ -71,8 +79,6 @@ def gptj(x, positions, rotary_dim: int = 64):
 
 def llama2_bfloat16(x, positions):
     """:func:`llama2` served in bfloat16 as transformers serves it: float32 angles, bfloat16 data."""
-    import ml_dtypes
-
     bf16 = ml_dtypes.bfloat16
     x = np.asarray(x).astype(bf16)
     angles = np.asarray(positions, dtype=np.float32)[..., None] * _inverse_frequencies(x.shape[-1], 10_000.0).astype(np.float32)
@@ -85,8 +91,6 @@ def llama2_bfloat16(x, positions):
 
 def llama2_bfloat16_angles(x, positions):
     """A broken :func:`llama2_bfloat16`: positions and frequencies multiplied in bfloat16."""
-    import ml_dtypes
-
     bf16 = ml_dtypes.bfloat16
     x = np.asarray(x).astype(bf16)
     inv_freq = _inverse_frequencies(x.shape[-1], 10_000.0).astype(bf16)

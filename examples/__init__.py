@@ -1,1 +1,0 @@
-"""Rotary implementations written the way model code writes them, for the README's Gate A examples."""
