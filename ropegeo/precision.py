@@ -63,7 +63,7 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import phase_angles
+from ropegeo.operator import phase_kernel
 
 __all__ = [
     "PHASE_DTYPES",
@@ -73,6 +73,7 @@ __all__ = [
     "buffer_cast",
     "as_pipeline",
     "generated_phases",
+    "phase_table",
     "phase_error",
     "max_phase_error",
     "consecutive_integer_limit",
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+_DTYPES = {name: v.float_dtype(name) for name in PHASE_DTYPES}
 
 # Work on at most this many (position, pair) cells at a time: about 16 MiB per float64 table.
 _CELLS = 1 << 21
@@ -173,7 +175,7 @@ class PhasePipeline:
         -------
         (a', b') : tuple of numpy.ndarray, float64
         """
-        dt = v.float_dtype(self.rotation_dtype)
+        dt = _DTYPES[self.rotation_dtype]
 
         def r(x):
             return np.asarray(x, dtype=np.float64).astype(dt).astype(np.float64)
@@ -232,8 +234,10 @@ def uniform(dtype) -> PhasePipeline:
     ValueError
         For an unknown dtype.
     """
-    dt = v.float_dtype(dtype).name
-    return PhasePipeline(dt, dt, dt)
+    return _UNIFORM[dtype] if isinstance(dtype, str) and dtype in _UNIFORM else _UNIFORM[v.float_dtype(dtype).name]
+
+
+_UNIFORM = {name: PhasePipeline(name, name, name) for name in PHASE_DTYPES}  # built once, checked here
 
 
 def as_pipeline(dtype) -> PhasePipeline:
@@ -244,18 +248,23 @@ def as_pipeline(dtype) -> PhasePipeline:
     ValueError
         For anything else, naming ``dtype``.
     """
-    if isinstance(dtype, PhasePipeline):
-        return dtype
-    return uniform(v.float_dtype(dtype).name)
+    return dtype if isinstance(dtype, PhasePipeline) else uniform(dtype)
 
 
-def _table(positions, th, pipe: PhasePipeline, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Stages 1-4 on validated inputs: the cos/sin table, widened to float64."""
-    ang_dt = v.float_dtype(pipe.angle_dtype)
-    tab_dt = v.float_dtype(pipe.table_dtype)
+def phase_table(positions: np.ndarray, th: np.ndarray, pipe: PhasePipeline,
+                scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`generated_phases` without its checks (float64 positions, a 1-D float64 bank, a finite scale).
+
+    Examples
+    --------
+    >>> phase_table(np.array([1.0]), np.array([0.5]), uniform("float64"), 1.0)[1].round(3).tolist()
+    [[0.479]]
+    """
+    ang_dt = _DTYPES[pipe.angle_dtype]
+    tab_dt = _DTYPES[pipe.table_dtype]
     if pipe.frequency_dtype is not None:  # a cast buffer: the stored frequencies are rounded
-        th = th.astype(v.float_dtype(pipe.frequency_dtype)).astype(np.float64)
-    angles = phase_angles(positions, th, ang_dt, scale=scale).astype(ang_dt)  # stages 1-3
+        th = th.astype(_DTYPES[pipe.frequency_dtype]).astype(np.float64)
+    angles = phase_kernel(positions, th, ang_dt, scale).astype(ang_dt)  # stages 1-3
     with np.errstate(over="ignore", invalid="ignore"):
         cos = np.cos(angles).astype(tab_dt).astype(np.float64)  # stage 4
         sin = np.sin(angles).astype(tab_dt).astype(np.float64)
@@ -305,7 +314,7 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
     th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
-    return _table(pos, th, pipe, scale)
+    return phase_table(pos, th, pipe, scale)
 
 
 def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.ndarray:
@@ -339,7 +348,7 @@ def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.
     th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
-    cos, sin = generated_phases(pos, th, dtype, scale=scale)
+    cos, sin = phase_table(pos, th, as_pipeline(dtype), scale)
     true = np.multiply.outer(pos * scale, th)
     # angle of the generated vector relative to the true one: rotate it back by the true angle
     ct, st = np.cos(true), np.sin(true)
@@ -472,7 +481,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     for s in range(start, stop, step):
         e = min(stop, s + step)
         pos = np.arange(s, e + 1, dtype=np.float64)  # one extra for the neighbour of the last
-        cos, sin = _table(pos, th, pipe, scale)
+        cos, sin = phase_table(pos, th, pipe, scale)
         same = np.all((cos[1:] == cos[:-1]) & (sin[1:] == sin[:-1]), axis=-1)
         hit = np.flatnonzero(same)
         if hit.size:

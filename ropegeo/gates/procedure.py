@@ -25,7 +25,7 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import slow_pairs, wavelengths
+from ropegeo.frequencies import TWO_PI, wavelengths
 from ropegeo.gates.a.axes import axes_operator
 from ropegeo.gates.a.gate import gate_a as run_gate_a
 from ropegeo.gates.b.rule import (
@@ -416,15 +416,15 @@ def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> Geometr
     s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
     op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
     theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
-    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], wavelengths(operator=op, seq_len=target)
+    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], TWO_PI / theta  # a manifest's bank: positive, scale 1
     err = law_error(op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
     hits = near_collisions(start=s0, stop=s1, top=top, operator=op, seq_len=target)
     return GeometryAudit(
         manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
         dtype=dtype, relative_law_error=err, law_tolerance=_law_tolerance(dtype, m.head_dim, max(max(p) for p in pairs)),
         adjacent_similarity=adjacent_similarity(operator=op, seq_len=target),
-        slow_pairs=slow_pairs(operator=plain_op, length=train),
-        slow_pairs_target=slow_pairs(operator=op, seq_len=target, length=target),
+        slow_pairs=int(np.count_nonzero(train * plain / TWO_PI < 1.0)),  # frequencies.slow_pairs, on trusted banks
+        slow_pairs_target=int(np.count_nonzero(target * theta / TWO_PI < 1.0)),
         pairs_longer_than_train=int(np.count_nonzero(lam > train)),
         pairs_longer_than_target=int(np.count_nonzero(lam > target)),
         scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
