@@ -127,6 +127,13 @@ def test_the_issue_example_is_refused_by_name():
         geometry_audit(m, interpolate=False)
 
 
+def test_geometry_audit_takes_the_operator_first_and_plain_numbers_by_keyword():
+    with pytest.raises(ValueError, match="operator must be a RopeManifest or a RotaryOperator"):
+        geometry_audit(8)
+    with pytest.raises(ValueError, match="head_dim must be an integer"):
+        geometry_audit(head_dim=RotaryOperator())
+
+
 def test_agreeing_plain_numbers_change_nothing():
     m = load_model("llama-2-7b")
     assert geometry_audit(m, pairing="half", base=m.base, search_limit=3000).to_dict() == \
@@ -252,12 +259,13 @@ def test_geometry_functions_take_the_operator():
 
 def test_geometry_audit_of_an_operator_equals_the_plain_audit():
     op = RotaryOperator(head_dim=64, base=500_000.0, rotary_dim=32, pairing="half")
-    plain = geometry_audit(64, 500_000.0, rotary_dim=32, pairing="half", train_length=2048, target_length=8192)
+    plain = geometry_audit(head_dim=64, base=500_000.0, rotary_dim=32, pairing="half", train_length=2048, target_length=8192)
     assert geometry_audit(op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
     assert geometry_audit(operator=op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
     lin = op.with_(scaling=Scaling("linear", factor=4.0))
     assert geometry_audit(lin, train_length=2048, target_length=8192).to_dict() == \
-        geometry_audit(64, 500_000.0, 2048, 8192, 32, pairing="half", interpolate=True).to_dict()
+        geometry_audit(head_dim=64, base=500_000.0, train_length=2048, target_length=8192, rotary_dim=32,
+                       pairing="half", interpolate=True).to_dict()
     with pytest.raises(ValueError, match="interpolate=True conflicts"):
         geometry_audit(lin, train_length=2048, target_length=8192, interpolate=True)
 

@@ -282,10 +282,11 @@ def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, 
                         name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
 
 
-def _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim, interpolate, pairing):
+def _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim, interpolate, pairing):
     """The manifest geometry_audit audits, its training and target lengths; conflicts refused by name."""
-    if isinstance(head_dim, (RopeManifest, RotaryOperator)) and operator is None:
-        head_dim, operator = None, head_dim  # given first (else refused below as a conflicting head_dim)
+    if operator is not None and not isinstance(operator, (RopeManifest, RotaryOperator)):
+        raise ValueError(f"operator must be a RopeManifest or a RotaryOperator (plain numbers go by keyword: "
+                         f"head_dim=..., base=...), got {type(operator).__name__}")
     if not isinstance(operator, RopeManifest):
         train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
         target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
@@ -304,13 +305,13 @@ def _audited_manifest(head_dim, operator, base, train_length, target_length, rot
 
 
 def geometry_audit(
-    head_dim=None,
+    operator=None,
+    *,
+    head_dim: int | None = None,
     base: float | None = None,
     train_length: int | None = None,
     target_length: int | None = None,
     rotary_dim: int | None = None,
-    *,
-    operator=None,
     interpolate: bool | None = None,
     search_start: int | None = None,
     search_limit: int | None = None,
@@ -325,12 +326,12 @@ def geometry_audit(
 
     Parameters
     ----------
-    head_dim, operator : int, RopeManifest or RotaryOperator, optional
+    operator : RopeManifest or RotaryOperator, optional
         A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length) or
-        an operator, first or as ``operator=``; or the width of one head (even; default 128), with
+        an operator. Without one, the plain keywords define it: ``head_dim`` (even; default 128),
         ``base`` (default 10,000), ``rotary_dim``, ``pairing`` (default interleaved), ``train_length``
-        (default 4,096) and ``interpolate``. These plain arguments must agree with a manifest or
-        operator given (a conflict is refused, naming the argument).
+        (default 4,096) and ``interpolate``; given with one, they must agree with it (a conflict is
+        refused, naming the keyword).
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
         default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
@@ -370,7 +371,7 @@ def geometry_audit(
 
     Examples
     --------
-    >>> r = geometry_audit(8, train_length=4096, target_length=7000)
+    >>> r = geometry_audit(head_dim=8, train_length=4096, target_length=7000)
     >>> r.distant_offset, round(r.distant_similarity, 4)
     (6283, 0.9957)
 
@@ -389,7 +390,7 @@ def geometry_audit(
     ...
     ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
     """
-    m, train, target = _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim,
+    m, train, target = _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim,
                                          interpolate, pairing)
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
