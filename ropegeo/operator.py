@@ -343,24 +343,6 @@ class RotaryOperator:
         op = cls.coerce(operator, scale=scale)
         return op.theta_at(seq_len), op.scale
 
-    @classmethod
-    def from_manifest(cls, manifest) -> "RotaryOperator":
-        """The operator a :class:`ropegeo.models.manifest.RopeManifest` declares.
-
-        Head and rotary widths, pairing, base, scaling rule and phase precision are read from the
-        manifest (already validated there). The manifest's own :attr:`~ropegeo.models.manifest.RopeManifest.operator`
-        property caches this.
-
-        Examples
-        --------
-        >>> from ropegeo.models.manifest import load_model
-        >>> op = RotaryOperator.from_manifest(load_model("llama-3.1-8b"))
-        >>> op.base, op.pairing, op.scaling.rule, op.pairs
-        (500000.0, 'half', 'llama3', 64)
-        """
-        return cls(head_dim=manifest.head_dim, rotary_dim=manifest.rotary_dim, pairing=manifest.pairing,
-                   base=manifest.base, scaling=manifest.scaling, phase_dtype=manifest.phase_dtype)
-
     def with_(self, **changes) -> "RotaryOperator":
         """A copy with some fields changed (validated again, with a fresh cache)."""
         return replace(self, **changes)

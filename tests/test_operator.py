@@ -205,7 +205,9 @@ def test_one_audit_computes_the_scaled_frequencies_once(monkeypatch):
 def test_the_manifest_holds_its_operator():
     m = load_model("qwen2.5-7b-instruct")
     op = m.operator
-    assert op is m.operator and op == RotaryOperator.from_manifest(m)
+    assert op is m.operator and m == RopeManifest(op, **{k: getattr(m, k) for k in (
+        "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type", "logit_scale",
+        "notes", "name", "source")})
     assert (op.head_dim, op.rotary_dim, op.pairing, op.base, op.scaling, op.phase_dtype) == \
         (m.head_dim, m.rotary_dim, m.pairing, m.base, m.scaling, m.phase_dtype)
     assert np.array_equal(m.theta(100_000), op.theta_at(100_000))

@@ -15,7 +15,6 @@ Gate B is one function, :func:`~ropegeo.gates.b.rule.gate_b`, so ``audit`` and `
 
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass
 from html import escape
@@ -264,22 +263,14 @@ class GeometryAudit:
 
 def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
     """The manifest an operator or plain numbers define, at plain lengths (interpolation: linear, target / train)."""
-    scaling, phase = None, "float64"
-    if operator is not None:  # checked when it was built; plain arguments must agree with it
-        op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
-        if op.frequencies is not None or op.attention_factor is not None or op.sections is not None or op.scale != 1:
-            raise ValueError("geometry_audit audits an operator of a base and a scaling rule, without explicit "
-                             "theta, attention factor, position axes or position scale")
-        head_dim, base, rotary_dim, pairing, scaling, phase = (op.head_dim, op.base, op.rotary_dim, op.pairing,
-                                                               op.scaling, op.phase_dtype)
+    op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+    if op.sections is not None:
+        raise ValueError("geometry_audit audits an operator of one position axis (a manifest carries M-RoPE's)")
     if interpolate and target > train:
-        if scaling is not None:
-            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({scaling.describe()})")
-        scaling = Scaling("linear", factor=target / train)
-    head_dim, base = 128 if head_dim is None else head_dim, 1e4 if base is None else base
-    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, scaling=scaling, phase_dtype=phase,
-                        pairing="interleaved" if pairing is None else pairing, max_position_embeddings=train,
-                        name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
+        if op.scaling is not None:
+            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({op.scaling.describe()})")
+        op = op.with_(scaling=Scaling("linear", factor=target / train))
+    return RopeManifest(op, max_position_embeddings=train, name=f"head dim {op.head_dim}, base {op.base:g}")
 
 
 def _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim, interpolate, pairing):
@@ -416,9 +407,10 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
 def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
     s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
     op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
+    law_op = op if op.sections is None else op.with_(sections=None, interleaved=False)  # text tokens: one axis
     theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
     pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], TWO_PI / theta  # a manifest's bank: positive, scale 1
-    err = law_error(op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
+    err = law_error(law_op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
     hits = near_collisions(start=s0, stop=s1, top=top, operator=op, seq_len=target)
     return GeometryAudit(
         manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
@@ -623,7 +615,7 @@ def _reference_operator(manifest):
     Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
     LongRoPE), which Gate A requires where the factor is declared.
     """
-    if manifest.mrope_section is not None:  # multi-axis (M-RoPE): three position streams
+    if manifest.sections is not None:  # multi-axis (M-RoPE): three position streams
         return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
