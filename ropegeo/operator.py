@@ -9,8 +9,8 @@ keyword that contradicts a given operator. Inner code then calls the unchecked k
 (``ropegeo.frequencies.schedule``, :func:`phase_kernel`, :func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
 
 Multi-axis RoPE (M-RoPE, Qwen2-VL and later): ``sections`` splits the pairs among position axes
-(time, height, width); pair ``i`` turns with the position of its axis. ``interleaved=False``
-gives each axis a contiguous run of pairs (Qwen2-VL, Qwen2.5-VL); ``interleaved=True`` deals the
+(time, height, width); pair ``i`` turns with the position of its axis. ``round_robin=False``
+gives each axis a contiguous run of pairs (Qwen2-VL, Qwen2.5-VL); ``round_robin=True`` deals the
 pairs round-robin (Qwen3-VL: pair ``i`` belongs to axis ``i % axes`` while that axis has pairs
 left, the rest to axis 0). Positions then carry a leading axis of length ``len(sections)``.
 """
@@ -34,7 +34,7 @@ __all__ = ["RotaryOperator", "phase_kernel", "rotate_pairs"]
 PLAIN_KEYWORDS = {"head_dim": "head_dim", "rotary_dim": "rotary_dim", "pairing": "pairing", "base": "base",
                   "theta": "frequencies", "scaling": "scaling", "scale": "scale",
                   "attention_factor": "attention_factor", "phase_dtype": "phase_dtype", "sections": "sections",
-                  "interleaved": "interleaved"}
+                  "round_robin": "round_robin"}
 _DEFAULT_BASE = 10_000.0
 _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
@@ -138,7 +138,7 @@ class RotaryOperator:
     sections : tuple of int, optional
         Multi-axis RoPE: how many pairs each position axis drives (positive, summing to the
         number of pairs). ``None``: one axis.
-    interleaved : bool
+    round_robin : bool
         Multi-axis only: deal the pairs round-robin among the axes instead of in runs.
 
     Raises
@@ -173,7 +173,7 @@ class RotaryOperator:
     attention_factor: float | None = None
     phase_dtype: str = "float64"
     sections: tuple | None = None
-    interleaved: bool = False
+    round_robin: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -203,8 +203,8 @@ class RotaryOperator:
         dt = v.float_dtype(self.phase_dtype, "phase_dtype")
         set_(self, "phase_dtype", dt.name)
         self.__dict__["dtype"] = dt  # the cached_property's slot: checked once
-        set_(self, "interleaved", v.boolean("interleaved", self.interleaved))
-        set_(self, "sections", self._sections(self.sections, rotary_dim // 2, self.interleaved))
+        set_(self, "round_robin", v.boolean("round_robin", self.round_robin))
+        set_(self, "sections", self._sections(self.sections, rotary_dim // 2, self.round_robin))
 
     @staticmethod
     def _rotary_dim(value, head_dim: int) -> int:
@@ -230,10 +230,10 @@ class RotaryOperator:
         return scaling
 
     @staticmethod
-    def _sections(sections, pairs: int, interleaved: bool):
+    def _sections(sections, pairs: int, round_robin: bool):
         if sections is None:
-            if interleaved:
-                raise ValueError("interleaved=True needs sections (the pairs of each position axis)")
+            if round_robin:
+                raise ValueError("round_robin=True needs sections (the pairs of each position axis)")
             return None
         if not v.is_collection(sections) or len(sections) < 1:
             raise ValueError(f"sections must be a list of pair counts, one per position axis, got {sections!r}")
@@ -241,7 +241,7 @@ class RotaryOperator:
         if sum(out) != pairs:
             raise ValueError(f"sections must add up to the number of rotary pairs ({pairs}), got {sum(out)}")
         axes = len(out)
-        if interleaved:
+        if round_robin:
             for a in range(1, axes):
                 if a + axes * (out[a] - 1) >= pairs:
                     raise ValueError(f"sections[{a}]={out[a]} does not fit round-robin in {pairs} pairs over "
@@ -260,7 +260,7 @@ class RotaryOperator:
         **plain
             The entry point's plain keywords (``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
             ``theta``, ``scaling``, ``scale``, ``attention_factor``, ``phase_dtype``,
-            ``sections``, ``interleaved``); ``None`` means "not given".
+            ``sections``, ``round_robin``); ``None`` means "not given".
 
         Returns
         -------
@@ -439,7 +439,7 @@ class RotaryOperator:
         axis = np.zeros(self.pairs, dtype=np.intp)
         if self.sections is None:
             return _read_only(axis)
-        if self.interleaved:
+        if self.round_robin:
             n = len(self.sections)
             for a in range(1, n):
                 axis[a: n * self.sections[a]: n] = a

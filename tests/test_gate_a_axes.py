@@ -179,9 +179,9 @@ def test_an_implementation_that_needs_a_batch_axis_is_called_with_one():
 
 def test_declaration_is_read_by_the_shared_reader():
     m = read_config(QWEN2_VL)
-    assert (m.sections, m.interleaved) == ((16, 24, 24), False)
+    assert (m.sections, m.round_robin) == ((16, 24, 24), False)
     m3 = read_config(QWEN3_VL)
-    assert (m3.sections, m3.interleaved) == ((24, 20, 20), True)
+    assert (m3.sections, m3.round_robin) == ((24, 20, 20), True)
     assert RopeManifest.from_dict(json.loads(m3.to_json())) == m3
     assert read_config({**QWEN2_VL, "model_type": "qwen2", "rope_scaling": None}).sections is None
 
@@ -243,7 +243,7 @@ def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
     from ropegeo.models.manifest import load_model, model_record
 
     m = load_model("qwen2.5-vl-7b-instruct")
-    assert (m.sections, m.interleaved, m.max_position_embeddings, m.base) == ((16, 24, 24), False, 128000,
+    assert (m.sections, m.round_robin, m.max_position_embeddings, m.base) == ((16, 24, 24), False, 128000,
                                                                                         1e6)
     assert m.sliding_window is None  # use_sliding_window false
     rec = model_record("qwen2.5-vl-7b-instruct")

@@ -84,10 +84,10 @@ def test_a_scaling_dict_is_read_as_a_rule():
     (dict(scale=float("inf")), "scale"),
     (dict(attention_factor=0.0), "attention_factor"),
     (dict(phase_dtype="int8"), "phase_dtype"),
-    (dict(interleaved=True), "interleaved"),
+    (dict(round_robin=True), "round_robin"),
     (dict(head_dim=8, sections=(1, 2)), "sections"),
     (dict(head_dim=8, sections=(2, 0, 2)), "sections[1]"),
-    (dict(head_dim=8, sections=(2, 2), interleaved="yes"), "interleaved"),
+    (dict(head_dim=8, sections=(2, 2), round_robin="yes"), "round_robin"),
 ])
 def test_construction_refuses_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name.replace("[", r"\[").replace("]", r"\]")):
@@ -292,7 +292,7 @@ def test_gate_a_with_an_operator_equals_the_plain_declaration():
 def test_mrope_with_equal_positions_on_every_axis_is_one_dimensional_rope():
     one = RotaryOperator(head_dim=16, base=1000.0)
     for interleaved in (False, True):
-        multi = one.with_(sections=(4, 2, 2), interleaved=interleaved)
+        multi = one.with_(sections=(4, 2, 2), round_robin=interleaved)
         x = np.random.default_rng(1).normal(size=(4, 16))
         p = np.arange(4) * 9.0
         assert np.array_equal(multi.apply(x, np.stack([p, p, p])), one.apply(x, p))
@@ -301,7 +301,7 @@ def test_mrope_with_equal_positions_on_every_axis_is_one_dimensional_rope():
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_mrope_angles_follow_each_pairs_axis(interleaved):
     sections = (24, 20, 20)  # Qwen's split of 64 pairs among time, height and width
-    op = RotaryOperator(head_dim=128, base=1e6, sections=sections, interleaved=interleaved)
+    op = RotaryOperator(head_dim=128, base=1e6, sections=sections, round_robin=interleaved)
     axis = op.axis_of_pair
     assert [int(np.count_nonzero(axis == a)) for a in range(3)] == list(sections)
     if interleaved:  # Qwen3-VL: round-robin while an axis has pairs left

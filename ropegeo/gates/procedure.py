@@ -407,7 +407,7 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
 def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
     s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
     op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
-    law_op = op if op.sections is None else op.with_(sections=None, interleaved=False)  # text tokens: one axis
+    law_op = op if op.sections is None else op.with_(sections=None, round_robin=False)  # text tokens: one axis
     theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
     pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], TWO_PI / theta  # a manifest's bank: positive, scale 1
     err = law_error(law_op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")

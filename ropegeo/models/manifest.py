@@ -58,7 +58,7 @@ class ConfigError(ValueError):
 
 #: The operator's fields a manifest hands on by name (``m.base`` is ``m.operator.base``); given as plain
 #: keywords to :class:`RopeManifest` they build its operator.
-_OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "interleaved")
+_OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "round_robin")
 
 
 @dataclass(frozen=True, init=False)
@@ -72,7 +72,7 @@ class RopeManifest:
         factor). Or its fields as plain keywords, which build it (default ``RotaryOperator()``):
         ``base`` (``rope_theta``), ``head_dim``, ``rotary_dim``, ``pairing`` (Hugging Face models use
         ``"half"``), ``scaling``, ``phase_dtype``, and for M-RoPE ``sections`` (pairs following the
-        time, height and width ids) and ``interleaved`` (Qwen3-VL's round-robin layout). They are
+        time, height and width ids) and ``round_robin`` (Qwen3-VL's round-robin layout). They are
         read back by name (``m.base`` is ``m.operator.base``).
     position_id_policy : str
         How position ids are assigned: one of ``"contiguous"``, ``"left-padded"``,
@@ -217,7 +217,7 @@ class RopeManifest:
             "layer_type": self.layer_type,
             "logit_scale": self.logit_scale,
             "sections": None if self.sections is None else list(self.sections),
-            "interleaved": self.interleaved,
+            "round_robin": self.round_robin,
             "notes": list(self.notes),
         }
 
@@ -451,7 +451,7 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
 def _read_multi_axis(cfg: Mapping, got: dict) -> dict:
     try:  # M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): its sections, and a note
         sec, inter = multi_axis_layout(cfg, got["rotary_dim"] // 2) or (None, False)
-        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2), "sections": sec, "interleaved": inter}
+        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2), "sections": sec, "round_robin": inter}
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

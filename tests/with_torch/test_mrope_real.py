@@ -102,7 +102,7 @@ def test_the_configuration_reads_as_transformers_builds_it():
     for cfg in (QWEN2_VL, QWEN3_VL):
         hf, m = _hf_config(cfg), read_config(cfg)
         assert list(m.sections) == list(hf.rope_parameters["mrope_section"])
-        module = (q3.Qwen3VLTextRotaryEmbedding if m.interleaved else q2.Qwen2VLRotaryEmbedding)(hf)
+        module = (q3.Qwen3VLTextRotaryEmbedding if m.round_robin else q2.Qwen2VLRotaryEmbedding)(hf)
         np.testing.assert_allclose(module.inv_freq.double().numpy(), m.theta(), rtol=1e-6)
 
 

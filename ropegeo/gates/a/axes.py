@@ -146,7 +146,7 @@ def axes_operator(manifest):
         raise ValueError("manifest must declare mrope_section (a multi-axis operator)")
     seq = manifest.target_length or manifest.max_position_embeddings
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
-    axis = axis_layout(manifest.sections, manifest.interleaved, manifest.pairs)
+    axis = axis_layout(manifest.sections, manifest.round_robin, manifest.pairs)
 
     def operator(x, positions, role: str = "query"):
         x = np.array(x, dtype=np.float64)
@@ -440,14 +440,14 @@ def _declaration(mrope_section, mrope_interleaved, manifest, options) -> tuple:
     if manifest is not None:
         m = _resolve(manifest)
         if mrope_section is not None and m.sections is not None and (
-                list(m.sections) != list(mrope_section) or bool(mrope_interleaved) != m.interleaved):
+                list(m.sections) != list(mrope_section) or bool(mrope_interleaved) != m.round_robin):
             raise ValueError(f"mrope_section={list(mrope_section)!r} conflicts with the manifest, which declares "
-                             f"{list(m.sections)} ({'interleaved' if m.interleaved else 'blocked'}): drop "
+                             f"{list(m.sections)} ({'interleaved' if m.round_robin else 'blocked'}): drop "
                              "mrope_section or drop the manifest")
         sec = m.sections if m.sections is not None else mrope_section
-        inter = m.interleaved if m.sections is not None else mrope_interleaved
+        inter = m.round_robin if m.sections is not None else mrope_interleaved
         sec = axes_section(sec, inter, m.rotary_dim // 2)
-        return sec, inter, m.with_(sections=None, interleaved=False)
+        return sec, inter, m.with_(sections=None, round_robin=False)
     head_dim = options.get("head_dim")
     if head_dim is None:
         raise ValueError("mrope_section needs head_dim (the sections share out its rotary pairs)")
