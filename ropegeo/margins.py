@@ -131,20 +131,9 @@ def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> n
     ``D(delta) = sqrt(4 sum_i w_i sin^2(delta * scale * theta_i / 2))``, which equals
     ``sqrt(2 (1 - K_w(delta)))`` without the cancellation of ``1 - K`` near zero.
 
-    Parameters
-    ----------
-    deltas : array_like
-        Offset differences (any shape, finite).
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    scale : float
-        Position multiplier (positive).
-    weights : array_like, shape (pairs,), optional
-        Non-negative amplitudes per pair, normalised to sum to one; default equal.
-
-    Returns
-    -------
-    numpy.ndarray, shape deltas.shape, float64, values in [0, 2]
+    ``deltas``: offset differences (any shape, finite); ``theta``: a bank, radians per position;
+    ``scale``: position multiplier (positive); ``weights``: non-negative amplitudes per pair,
+    normalised to sum to one (default equal). Returns shape ``deltas.shape``, values in [0, 2].
     """
     th = v.frequencies(theta)
     w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
@@ -186,33 +175,9 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
     Computed directly from the phases generated in ``dtype`` (no translation-invariance
     shortcut), ``D[j, k] = sqrt(sum_i w_i |u_i(o_j) - u_i(o_k)|^2)``.
 
-    Parameters
-    ----------
-    offsets : array_like or range, shape (n,)
-        Distinct, non-negative, finite offsets; ``2 <= n <= 4096``. Returned in sorted order.
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        How the phases are generated (:func:`ropegeo.precision.as_pipeline`: a dtype name rounds
-        every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is float32 angles and a
-        bfloat16 table, as transformers runs a bfloat16 model).
-    scale : float
-        Position multiplier (positive).
-    origin : float
-        The signature of offset ``a`` is generated at position ``origin + a`` (non-negative).
-    weights : array_like, shape (pairs,), optional
-        Non-negative amplitudes per pair; default equal.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n), float64
-        Symmetric, zero diagonal, rows and columns in sorted offset order.
-
-    Raises
-    ------
-    ValueError
-        For fewer than two or more than 4096 offsets, negative, repeated or non-finite offsets,
-        an unknown dtype or bad weights.
+    Arguments as in :func:`separation_margin` (2 to 4,096 offsets; ``weights`` the amplitudes per
+    pair, default equal). Returns a symmetric ``(n, n)`` matrix with a zero diagonal, rows and
+    columns in sorted offset order. ValueError names a bad argument.
     """
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
     off = offset_array(offsets, MAX_MATRIX)
@@ -746,16 +711,8 @@ def probe_mass(margin, sharpness: float):
     ``1 / (1 + exp(-sharpness * margin**2 / 2))``: the softmax of two scores ``sharpness * D**2 / 2``
     apart (exact phases).
 
-    Parameters
-    ----------
-    margin : float or array_like
-        Phase distances in [0, 2].
-    sharpness : float
-        Positive.
-
-    Returns
-    -------
-    float or numpy.ndarray, values in [0.5, 1)
+    ``margin``: phase distances in [0, 2] (a float or an array, returned alike, in [0.5, 1));
+    ``sharpness``: positive.
 
     Examples
     --------
