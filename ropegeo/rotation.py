@@ -201,20 +201,11 @@ def apply_rope(
     x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must have at least one axis (head_dim), got a scalar")
-    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16" else np.float64
-    xf = v.finite_array("x", x)
-    head_dim = xf.shape[-1]
-    plain = dict(base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale, phase_dtype=phase_dtype)
-    if operator is None:
-        if head_dim % 2 == 1 or head_dim < 2:
-            raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
-        op = RotaryOperator.coerce(head_dim=head_dim, **plain)
-    else:
-        op = RotaryOperator.coerce(operator, **plain)
-        if head_dim != op.head_dim:
-            raise ValueError(f"the last axis of x (head_dim) must be the operator's head_dim ({op.head_dim}), "
-                             f"got {head_dim}")
-    return op.finish(op.rotate(xf, op.broadcast_positions(positions, xf.shape[:-1])), out_dtype)
+    if operator is None and (x.shape[-1] % 2 == 1 or x.shape[-1] < 2):
+        raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {x.shape[-1]}")
+    op = RotaryOperator.coerce(operator, head_dim=None if operator is not None else x.shape[-1], base=base,
+                               rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale, phase_dtype=phase_dtype)
+    return op.apply(x, positions)
 
 
 def rotation_matrix(

@@ -25,7 +25,6 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import wavelengths
 from ropegeo.models.class_defaults import with_class_defaults
 from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs,
                                          multi_axis_layout, multi_axis_notes, proportional_view, refusal)
@@ -56,6 +55,10 @@ class ConfigError(ValueError):
     """A configuration that cannot be turned into a manifest; the message names the field."""
 
 
+#: The order of :meth:`RopeManifest.to_dict` after name and source.
+_DICT_ORDER = ("base", "head_dim", "rotary_dim", "pairing", "position_id_policy", "scaling", "cache_offset", "phase_dtype",
+               "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type",
+               "logit_scale", "sections", "round_robin", "notes")
 #: The operator's fields a manifest hands on by name (``m.base`` is ``m.operator.base``); given as plain
 #: keywords to :class:`RopeManifest` they build its operator.
 _OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "round_robin")
@@ -186,10 +189,6 @@ class RopeManifest:
         """
         return self.operator.attention_at(seq_len)
 
-    def wavelengths(self, seq_len: int | None = None) -> np.ndarray:
-        """Wavelength ``2 pi / theta_i`` of each pair in tokens, shape ``(rotary_dim // 2,)``."""
-        return wavelengths(self.theta(seq_len))
-
     def with_(self, **changes) -> "RopeManifest":
         """A copy with some fields changed (validated again); the operator's fields by name, as on construction."""
         rotary = {k: changes.pop(k) for k in _OPERATOR_FIELDS if k in changes}
@@ -199,27 +198,13 @@ class RopeManifest:
 
     # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
-        """A JSON-ready dict; :meth:`from_dict` inverts it."""
-        return {
-            "name": self.name,
-            "source": self.source,
-            "base": self.base,
-            "head_dim": self.head_dim,
-            "rotary_dim": self.rotary_dim,
-            "pairing": self.pairing,
-            "position_id_policy": self.position_id_policy,
-            "scaling": None if self.scaling is None else self.scaling.to_dict(),
-            "cache_offset": self.cache_offset,
-            "phase_dtype": self.phase_dtype,
-            "max_position_embeddings": self.max_position_embeddings,
-            "original_max_position_embeddings": self.original_max_position_embeddings,
-            "sliding_window": self.sliding_window,
-            "layer_type": self.layer_type,
-            "logit_scale": self.logit_scale,
-            "sections": None if self.sections is None else list(self.sections),
-            "round_robin": self.round_robin,
-            "notes": list(self.notes),
-        }
+        """A JSON-ready dict: the operator's fields by name, then the context; :meth:`from_dict` inverts it."""
+        out = {"name": self.name, "source": self.source}
+        for key in _DICT_ORDER:
+            out[key] = getattr(self, key)
+        out.update(scaling=None if self.scaling is None else self.scaling.to_dict(), notes=list(self.notes),
+                   sections=None if self.sections is None else list(self.sections))
+        return out
 
     def to_json(self, **kwargs) -> str:
         """:meth:`to_dict` as a JSON string (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
