@@ -49,16 +49,16 @@ def test_defaults_are_the_roformer_operator():
     op = RotaryOperator()
     assert (op.head_dim, op.rotary_dim, op.pairing, op.base, op.scale, op.phase_dtype) == \
         (128, 128, "interleaved", 10_000.0, 1.0, "float64")
-    assert op.pairs == 64 and op.scaling is None and op.frequencies is None and op.sections is None
+    assert op.pairs == 64 and op.scaling is None and op.theta_given is None and op.sections is None
     # the schedule, written out: base ** (-2i / r)
     assert np.allclose(op.theta, [10_000.0 ** (-2 * i / 128) for i in range(64)], rtol=1e-14, atol=0)
 
 
 def test_explicit_frequencies_set_the_rotary_width_and_are_stored_as_a_tuple():
-    op = RotaryOperator(head_dim=16, frequencies=np.array([1.0, 0.5]))
-    assert op.rotary_dim == 4 and op.frequencies == (1.0, 0.5) and op.base is None
+    op = RotaryOperator(head_dim=16, theta=np.array([1.0, 0.5]))
+    assert op.rotary_dim == 4 and op.theta_given == (1.0, 0.5) and op.base is None
     assert op.theta.tolist() == [1.0, 0.5]
-    assert RotaryOperator(head_dim=16, frequencies=[1.0, 0.5]) == op and hash(op) == hash(op.with_())
+    assert RotaryOperator(head_dim=16, theta=[1.0, 0.5]) == op and hash(op) == hash(op.with_())
 
 
 def test_a_scaling_dict_is_read_as_a_rule():
@@ -75,10 +75,10 @@ def test_a_scaling_dict_is_read_as_a_rule():
     (dict(pairing="halves"), "pairing"),
     (dict(base=1.0), "base"),
     (dict(base=float("nan")), "base"),
-    (dict(head_dim=4, frequencies=[1.0, 0.1, 0.01]), "theta"),
-    (dict(head_dim=8, frequencies=[1.0, -0.1]), "theta"),
-    (dict(head_dim=8, frequencies=[1.0, 0.1], rotary_dim=8), "rotary_dim"),
-    (dict(head_dim=8, frequencies=[1.0], scaling=Scaling("linear", factor=2.0)), "scaling"),
+    (dict(head_dim=4, theta=[1.0, 0.1, 0.01]), "theta"),
+    (dict(head_dim=8, theta=[1.0, -0.1]), "theta"),
+    (dict(head_dim=8, theta=[1.0, 0.1], rotary_dim=8), "rotary_dim"),
+    (dict(head_dim=8, theta=[1.0], scaling=Scaling("linear", factor=2.0)), "scaling"),
     (dict(scaling={"rule": "nope"}), "scaling"),
     (dict(scaling=3), "scaling"),
     (dict(scale=float("inf")), "scale"),

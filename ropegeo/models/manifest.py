@@ -279,7 +279,7 @@ def _manifest_operator(operator, fields: dict) -> RotaryOperator:
         raise ValueError(f"give operator or its fields ({', '.join(sorted(fields))}), not both")
     if not isinstance(operator, RotaryOperator):
         raise ValueError(f"operator must be a ropegeo.RotaryOperator, got {type(operator).__name__}")
-    if operator.frequencies is not None or operator.attention_factor is not None or operator.scale != 1.0:
+    if operator.theta_given is not None or operator.attention_factor is not None or operator.scale != 1.0:
         raise ValueError("a manifest's operator is a base and a scaling rule, without explicit theta, attention "
                          "factor or position scale")
     return operator
