@@ -325,8 +325,8 @@ class GateBDecision:
                 f"{self.threshold:.4g}; {self.reason}")
 
 
-def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_theta=None,
-                    **margin_options) -> GateBDecision:
+def gate_b_decision(offsets, theta=None, *, operator=None, seq_len: int | None = None, rule: GateBRule | None = None,
+                    trained_theta=None, **margin_options) -> GateBDecision:
     """Gate B's verdict for one offset set: does the deployment keep the task's offsets apart?
 
     The margin is :func:`~ropegeo.margins.separation_margin` of the deployed bank ``theta``; the threshold is
@@ -335,13 +335,15 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
 
     Parameters
     ----------
-    offsets, theta
-        As in :func:`~ropegeo.margins.separation_margin` (``theta`` is the deployed bank).
+    offsets, theta, operator, seq_len
+        As in :func:`~ropegeo.margins.separation_margin`: the deployed bank, plain or an operator's
+        (its frequencies at ``seq_len``, trusted).
     rule : GateBRule, optional
         The decision rule. Default ``GateBRule()``.
     trained_theta : array_like, shape (pairs,), optional
-        The bank the model was trained with; default ``theta``. Only read when the rule takes
-        the head's sharpness from the training ruler.
+        The bank the model was trained with; default ``theta``, or the operator's without its rule
+        (``operator.unscaled``). Only read when the rule takes the head's sharpness from the
+        training ruler.
     **margin_options
         ``dtype``, ``scale``, ``origin``, ``weighting``, ``method`` of :func:`~ropegeo.margins.separation_margin`.
         An amplitude array as ``weighting`` weights the training distance too; ``"band"`` is
@@ -370,6 +372,9 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
     'pass'
     >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).status
     'fail'
+    >>> from ropegeo.operator import RotaryOperator
+    >>> gate_b_decision(range(1, 65), operator=RotaryOperator(scale=1 / 8)).status  # the same ruler as one value
+    'fail'
     """
     rule = GateBRule() if rule is None else rule
     if not isinstance(rule, GateBRule):
@@ -378,9 +383,13 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
     if isinstance(weighting, str) and weighting == "band":
         raise ValueError("weighting='band' judges each band alone; gate_b_decision judges one head: give "
                          "'pair' or the head's amplitudes")
-    result = separation_margin(offsets, theta, **margin_options)
-    th = v.frequencies(theta)
-    ref_th = th if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
+    result = separation_margin(offsets, theta, operator=operator, seq_len=seq_len, **margin_options)
+    if operator is None:
+        th = default = v.frequencies(theta)
+    else:  # checked when it was built
+        th = operator.theta_at(seq_len)
+        default = th if operator.theta_given is not None else operator.unscaled.theta
+    ref_th = default if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
     if ref_th.size != th.size:
         raise ValueError(f"trained_theta has {ref_th.size} pairs, theta {th.size}: they must match")
     w = v.pair_weights(None if isinstance(weighting, str) else weighting, th.size, name="weights (amplitudes)")
