@@ -265,27 +265,11 @@ class RotaryOperator:
     # ------------------------------------------------------------------ construction at the edges
     @classmethod
     def coerce(cls, operator: "RotaryOperator | None" = None, /, **plain) -> "RotaryOperator":
-        """The operator of a public entry point: the one given, or one built from plain keywords.
+        """The operator of a public entry point: ``operator`` itself (not validated again), or one built from ``plain``.
 
-        Parameters
-        ----------
-        operator : RotaryOperator, optional
-            An operator the caller built.
-        **plain
-            The entry point's plain keywords (``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
-            ``theta``, ``scaling``, ``scale``, ``attention_factor``, ``phase_dtype``,
-            ``sections``, ``round_robin``); ``None`` means "not given".
-
-        Returns
-        -------
-        RotaryOperator
-            ``operator`` itself (not validated again), or a new operator from the keywords given.
-
-        Raises
-        ------
-        ValueError
-            For an ``operator`` that is not a :class:`RotaryOperator`, a keyword given together
-            with an operator whose value differs (named), or invalid keywords (named).
+        ``plain`` holds the entry point's plain keywords, the operator's field names (``None`` means
+        "not given"). ValueError for an ``operator`` that is not one, a keyword that contradicts it
+        (named), or an invalid keyword (named).
 
         Examples
         --------
