@@ -3,8 +3,10 @@
 "We use RoPE" names a family, not an operator. Two systems that share a configuration label can
 still differ in the frequency base, the rotary width, the pairing layout, how position ids are
 assigned, which context-extension rule is applied, where the KV cache starts, and in which
-precision the phases are generated. :class:`RopeManifest` records all of them, so a chapter
-function (or the command line) can rebuild the exact per-pair frequencies from it.
+precision the phases are generated. :class:`RopeManifest` records all of them, as one
+:class:`~ropegeo.operator.RotaryOperator` (base, widths, pairing, rule, phase precision, M-RoPE's
+sections) and the context it serves in (lengths, window, position ids, cache offset), so a
+chapter function (or the command line) can rebuild the exact per-pair frequencies from it.
 
 :func:`read_config` turns a Hugging Face style ``config.json`` (a dict or a path) into a manifest;
 :func:`load_model` reads one of the configurations shipped in ``ropegeo/data``.
