@@ -314,6 +314,19 @@ def _check_cells(cells: float, what: str) -> None:
                          "use fewer offsets, a shorter span or fewer pairs")
 
 
+def _squared_distances(sig: np.ndarray):
+    """Row blocks ``(start, d2)`` of the squared distances between the rows of ``sig`` (Gram form),
+    each pair once: ``d2[r, j]`` for row ``start + r`` and ``j > start + r``, the rest ``inf``."""
+    n = sig.shape[0]
+    norms = np.einsum("ij,ij->i", sig, sig)
+    rows = max(1, _CELLS // n)
+    for s in range(0, n - 1, rows):
+        e = min(n - 1, s + rows)
+        d2 = norms[s:e, None] + norms[None, :] - 2.0 * (sig[s:e] @ sig.T)
+        d2[np.arange(e - s)[:, None] >= np.arange(n)[None, :] - s] = np.inf  # keep j > row
+        yield s, d2
+
+
 def _margin_generated(off, th, dt, scale, origin, w):
     _check_cells(off.size * off.size * th.size, f"distances between {off.size:,} offsets from generated phases "
                 f"with {th.size} pairs")
@@ -325,14 +338,8 @@ def _margin_generated(off, th, dt, scale, origin, w):
     if repeated.size:
         j = int(repeated[0])
         return 0.0, (float(off[first[inverse[j]]]), float(off[j]))
-    norms = np.einsum("ij,ij->i", sig, sig)
     best, pair = math.inf, None
-    rows = max(1, _CELLS // off.size)
-    for s in range(0, off.size - 1, rows):
-        e = min(off.size - 1, s + rows)
-        gram = sig[s:e] @ sig.T
-        d2 = norms[s:e, None] + norms[None, :] - 2.0 * gram
-        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf  # keep j > row
+    for s, d2 in _squared_distances(sig):
         flat = int(np.argmin(d2))
         r, c = divmod(flat, off.size)
         if d2[r, c] < best:
@@ -397,15 +404,10 @@ def _pairs_apart(off: np.ndarray, delta: float) -> int:
 def _tied_generated(off, th, dt, scale, origin, w, limit) -> dict:
     """Differences of the pairs whose generated distance is at most ``limit``, with their counts."""
     sig = _signatures(origin + off, th, dt, scale, w)
-    norms = np.einsum("ij,ij->i", sig, sig)
     found: dict[float, int] = {}
     kept = 0
-    rows = max(1, _CELLS // off.size)
     slack = (limit + 1e-7) ** 2  # the Gram form loses digits: candidates are re-measured below
-    for s in range(0, off.size - 1, rows):
-        e = min(off.size - 1, s + rows)
-        d2 = norms[s:e, None] + norms[None, :] - 2.0 * (sig[s:e] @ sig.T)
-        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf
+    for s, d2 in _squared_distances(sig):
         rr, cc = np.nonzero(d2 <= slack)
         if kept + rr.size > _TIE_CAP:
             rr, cc = rr[: _TIE_CAP - kept], cc[: _TIE_CAP - kept]
