@@ -122,7 +122,7 @@ class RotaryOperator:
         is only recorded.
     theta : sequence of float, optional
         Explicit per-pair angular frequencies (finite, non-negative), already scaled; not with
-        ``scaling`` (kept as :attr:`theta_given`). Once built, ``theta`` is the bank at
+        ``scaling`` (kept as ``theta_given``). Once built, ``theta`` is the bank at
         initialisation, given or derived from ``base`` and the rule: read-only, float64, shape
         ``(pairs,)`` (:meth:`theta_at` for other lengths).
     scaling : ropegeo.scaling.Scaling or dict, optional

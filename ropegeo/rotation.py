@@ -145,24 +145,11 @@ def apply_rope(
         Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
         ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
         fractional, but must be finite. (Multi-axis operators: a leading row per axis.)
-    operator : ropegeo.RotaryOperator, optional
-        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``). The
-        plain keywords below define one instead; given with an operator, a plain keyword must
-        agree with it (else ValueError naming it).
-    base : float, optional
-        Frequency base (default 10,000; ignored when ``theta`` is given).
-    rotary_dim : int, optional
-        How many leading coordinates rotate; the rest pass through. Defaults to the whole head,
-        or to ``2 * len(theta)``.
-    pairing : {"interleaved", "half"}, optional
-        Which coordinates rotate together (see the module docstring; default interleaved).
-    theta : array_like, optional
-        Explicit per-pair frequencies (for example from ``ropegeo.scaling``).
-    scale : float, optional
-        Multiplies every position before rotating (default 1; position interpolation uses ``1/s``).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}, optional
-        Precision in which the angle table is formed (default float64; see :func:`phase_angles`);
-        cosine and sine are then taken in float64.
+    operator, base, rotary_dim, pairing, theta, scale, phase_dtype : optional
+        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``), or its
+        fields as plain keywords (see :class:`~ropegeo.operator.RotaryOperator`; defaults: base
+        10,000, the whole head, interleaved, float64 angles); given with an operator, a plain
+        keyword must agree with it (else ValueError naming it).
 
     Returns
     -------

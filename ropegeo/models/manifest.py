@@ -177,7 +177,7 @@ class RopeManifest:
         return max(cands) if cands else None
 
     def theta(self, seq_len: int | None = None) -> np.ndarray:
-        """A copy of the operator's frequencies for a sequence of ``seq_len`` (:meth:`ropegeo.RotaryOperator.theta_at`).
+        """A copy of the operator's frequencies for a sequence of ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`).
 
         Only the rules that depend on it (dynamic NTK, LongRoPE) read ``seq_len``; ``None`` means
         "at initialisation", as in Hugging Face transformers. Shape ``(pairs,)``, fastest first.
