@@ -6,7 +6,7 @@ Two measurements, from one run on this machine (one BLAS thread):
   ``rotate_pairs`` with the cosines and sines formed once, on an (8, 64, 16) array;
 * training a match head (the defaults, 8 tokens, 16 dims, 32 sequences of 64, for 200 steps) with
   today's loop (rotations formed once per run, the unchecked kernel each step) against the loop
-  as it was (four checked ``apply_rope`` calls per step). Both give bit-identical heads.
+  as it was (four checked ``apply_rope`` calls per step). Both give the same heads (to 1e-9).
 
 Target: the checked call several times slower than the kernel on small arrays; the trainer
 measurably faster without the per-step checks.
@@ -83,7 +83,7 @@ def main():
     theta = frequencies(16)
     ang = pos[:, None] * theta
     cos, sin = np.cos(ang), np.sin(ang)
-    assert np.array_equal(apply_rope(x, pos), rotate_pairs(x, cos, sin))
+    assert np.allclose(apply_rope(x, pos), rotate_pairs(x, cos, sin), rtol=1e-12, atol=1e-12)
     checked = best_of(lambda: apply_rope(x, pos))
     kernel = best_of(lambda: rotate_pairs(x, cos, sin))
     kernel_angles = best_of(lambda: rotate_pairs(x, np.cos(pos[:, None] * theta), np.sin(pos[:, None] * theta)))
@@ -111,12 +111,14 @@ def main():
             finally:
                 H._match_loss = new_loss
     a, b = heads.values()
-    assert np.array_equal(a.q_table, b.q_table) and np.array_equal(a.losses, b.losses)
+    # the two loops reach the same head; their kernels may round the last digits differently, so the
+    # guarantee compared is agreement to 1e-9, not bits
+    assert np.allclose(a.q_table, b.q_table, rtol=1e-9, atol=1e-12) and np.allclose(a.losses, b.losses, rtol=1e-9)
     before, now = times.values()
     print(f"train_match_head at the defaults but {STEPS} steps, best of 5:")
     for label, t in times.items():
         print(f"  {label:<28} {t:6.2f} s")
-    print(f"  speed-up {before / now:4.2f}x ({100 * (1 - now / before):.0f}% less time); identical heads")
+    print(f"  speed-up {before / now:4.2f}x ({100 * (1 - now / before):.0f}% less time); the same heads to 1e-9")
 
 
 if __name__ == "__main__":

@@ -9,28 +9,27 @@ benchmark wraps each helper with a counter and runs
 
 then prints, per run, the number of validator calls (all of them, and the outermost ones: a
 helper that calls another, as ``head_dim`` calls ``integer``, counts once there), how often each
-named input was checked, and which of those calls Gate B's margins make (``margins``, ``gate_b``,
-``precision``: their own inputs, checked inside Gate B). It also counts how often one audit of a
-scaled manifest (Llama 3.1 8B, the llama3 rule) computes the rule's frequencies.
+named input was checked, and which file made each outermost call. No file is left out: a check
+Gate B, the margins or the precision make counts like any other. It also counts how often one audit
+of a scaled manifest (Llama 3.1 8B, the llama3 rule) computes the rule's frequencies.
 
-Target (issue 24): each input checked once, at the entry; the scaled frequencies computed once.
+Target (issues 24 and 34): each input checked once, at the entry, and at most 20 outermost calls
+for one default audit; the scaled frequencies computed once.
 
 Measured (one run each, same machine; counts do not depend on the machine):
 
-=================================  ===========================  ===========================
-run                                before (main, d5d8d9f)       after (branch operator)
-=================================  ===========================  ===========================
-geometry_audit(): all calls        171 (127 outermost)          93 (69 outermost)
-  outermost, outside Gate B        74: theta x11, scale x8,     20: each operator input
-                                   positions x6, head_dim x5,   once (top, and the lengths
-                                   base x5, rotary_dim x5,      as slow_pairs' length,
-                                   pairing x5                   twice)
-  outermost, inside Gate B         53                           49
-gate_a(apply_rope, head_dim=64),   19 (13 outermost):           12 (10 outermost):
-the implementation's uncounted     head_dim x4, base x2         every input once
-scaled frequencies, one audit of   3                            1
+=================================  ======================  ===================  ==================================
+run                                main, d5d8d9f           branch operator      branch opflow (issue 34)
+=================================  ======================  ===================  ==================================
+geometry_audit(): all calls        171 (127 outermost)     93 (69 outermost)    outermost 18: the operator 7, the
+                                                                                manifest 3, the audit's arguments
+                                                                                4, geometry 4; Gate B, margins,
+                                                                                precision, frequencies 0
+gate_a(apply_rope, head_dim=64),   19 (13 outermost)       12 (10 outermost)    unchanged
+the implementation's uncounted
+scaled frequencies, one audit of   3                       1                    1
 llama-3.1-8b
-=================================  ===========================  ===========================
+=================================  ======================  ===================  ==================================
 
 Run from the repository root: ``PYTHONPATH=. python bench/validation.py`` (``--json`` for a record).
 """
@@ -69,7 +68,7 @@ class Counter:
         self.by_helper: collections.Counter = collections.Counter()
         self._depth = 0
         self._saved: dict = {}
-        self.in_gate_b = 0  # outermost calls made inside Gate B's margins
+        self.by_file: collections.Counter = collections.Counter()  # outermost calls, by the file making them
 
     def _wrap(self, helper: str, fn):
         @functools.wraps(fn)
@@ -79,7 +78,7 @@ class Counter:
             if self._depth == 0:
                 self.outer += 1
                 self.by_name[_checked_name(helper, args, kwargs)] += 1
-                self.in_gate_b += _inside_gate_b()
+                self.by_file[sys._getframe(1).f_code.co_filename.split("ropegeo/")[-1]] += 1
             self._depth += 1
             try:
                 return fn(*args, **kwargs)
@@ -112,20 +111,6 @@ class Counter:
             setattr(_validate, helper, fn)
 
 
-def _inside_gate_b() -> bool:
-    """Whether the validator was called (at any depth) from Gate B's margins."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_filename.endswith(GATE_B_FILES):
-            return True
-        frame = frame.f_back
-    return False
-
-
-#: Gate B's margin modules: what they check is their own input, inside Gate B.
-GATE_B_FILES = ("margins.py", "/gates/b/rule.py", "precision.py")
-
-
 def _checked_name(helper: str, args, kwargs) -> str:
     """The parameter name a validator call checks (first argument for ``integer(name, value)`` etc.)."""
     if "name" in kwargs:
@@ -155,8 +140,8 @@ RUNS = {
 
 def scaled_computations(model: str = "llama-3.1-8b") -> int:
     """How often one geometry audit of a shipped (scaled) model computes the rule's frequencies."""
+    from ropegeo import operator as config  # the operator calls the rule table's dispatcher by this name
     from ropegeo.models.manifest import load_model
-    from ropegeo.scaling import config
 
     real, calls = config.scaled_frequencies, []
 
@@ -178,7 +163,7 @@ def main(argv=None) -> int:
     record = {}
     for label, fn in RUNS.items():
         c = count(fn)
-        record[label] = {"calls": c.calls, "outermost": c.outer, "outermost_in_gate_b": c.in_gate_b,
+        record[label] = {"calls": c.calls, "outermost": c.outer, "outermost_by_file": dict(c.by_file.most_common()),
                          "by_input": dict(c.by_name.most_common()), "by_helper": dict(c.by_helper.most_common())}
     record["scaled frequencies computed by one audit of llama-3.1-8b"] = scaled_computations()
     if "--json" in argv:
@@ -188,8 +173,8 @@ def main(argv=None) -> int:
         if not isinstance(r, dict):
             print(f"{label}: {r}")
             continue
-        print(f"{label}: {r['calls']} validator calls ({r['outermost']} outermost, {r['outermost_in_gate_b']} of "
-              "them inside Gate B's margins)")
+        print(f"{label}: {r['calls']} validator calls ({r['outermost']} outermost)")
+        print("  outermost, by file: " + ", ".join(f"{k} {n}" for k, n in r["outermost_by_file"].items()))
         print("  inputs checked more than once: " + (", ".join(
             f"{k} x{n}" for k, n in r["by_input"].items() if n > 1) or "none"))
         print("  by helper: " + ", ".join(f"{k} {n}" for k, n in r["by_helper"].items()))

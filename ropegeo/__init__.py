@@ -6,7 +6,8 @@ near-collisions, context-extension rules, phase precision, and a three-gate audi
 algebra holds; B: the geometry separates the offsets a task needs; C: a trained model uses it).
 
 ``import ropegeo`` loads the core only: the frequencies, the rotation, the kernel and its
-near-collisions. The rest is a package each, imported by name: ``ropegeo.scaling`` (context
+near-collisions. ``ropegeo.frequencies`` is the module (the schedule is
+``ropegeo.frequencies.frequencies``): a package face never binds a name over a submodule. The rest is a package each, imported by name: ``ropegeo.scaling`` (context
 extension), ``ropegeo.models`` (configurations), ``ropegeo.gates`` (the three gates and the
 audit), ``ropegeo.toy`` (trained heads), ``ropegeo.book`` (figures, labs, exercises),
 ``ropegeo.cli`` (the command line).
@@ -33,7 +34,7 @@ _argv0 = (getattr(_sys, "argv", None) or [""])[0]
 if _argv0 == "-m" or _argv0.endswith(("/ropegeo", "\\ropegeo", "ropegeo.exe")):  # python -m ropegeo, the script
     _sys.excepthook = _quiet_interrupt
 
-from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.frequencies import slow_pairs, turns, wavelengths
 from ropegeo.geometry import NearCollision, adjacent_similarity, kernel, near_collisions
 from ropegeo.operator import RotaryOperator
 from ropegeo.rotation import apply_rope, pairing_permutation, relative_law_error, rotation_matrix
@@ -45,7 +46,6 @@ __all__ = [
     "RotaryOperator",
     "adjacent_similarity",
     "apply_rope",
-    "frequencies",
     "kernel",
     "near_collisions",
     "pairing_permutation",

@@ -12,10 +12,11 @@ from typing import Mapping
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.frequencies import TWO_PI, frequencies
+from ropegeo.frequencies import TWO_PI
 from ropegeo.geometry import adjacent_similarity
 from ropegeo.margins import separation_margin
-from ropegeo.scaling.config import Scaling, scaled_frequencies
+from ropegeo.operator import RotaryOperator
+from ropegeo.scaling.config import Scaling
 
 
 def phase_novelty(theta_train, theta_served, train_length: int, target_length: int) -> np.ndarray:
@@ -44,11 +45,12 @@ def phase_novelty(theta_train, theta_served, train_length: int, target_length: i
         raise ValueError(f"theta_train and theta_served must be 1-D with the same shape, got {a.shape} and {b.shape}")
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError("frequencies must be non-negative")
-    L = v.length("train_length", train_length, minimum=1)
-    n = v.length("target_length", target_length, minimum=1)
-    seen = np.minimum(L * a, TWO_PI)
-    served = np.minimum(n * b, TWO_PI)
-    return np.maximum(0.0, served - seen) / TWO_PI
+    return _novelty(a, b, v.length("train_length", train_length, minimum=1),
+                    v.length("target_length", target_length, minimum=1))
+
+
+def _novelty(a: np.ndarray, b: np.ndarray, L: int, n: int) -> np.ndarray:
+    return np.maximum(0.0, np.minimum(n * b, TWO_PI) - np.minimum(L * a, TWO_PI)) / TWO_PI
 
 
 @dataclass(frozen=True)
@@ -137,18 +139,18 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
     d = v.head_dim(rotary_dim, "rotary_dim")
     L = v.length("train_length", train_length, minimum=2)
     n = v.length("target_length", target_length, minimum=2)
-    base_theta = frequencies(d, base)
-    theta, att = scaled_frequencies(scaling, d, base, seq_len=n)
+    op = RotaryOperator(head_dim=d, base=base, scaling=scaling)  # checked once; its banks are trusted below
+    base_theta, theta, att = op.unscaled.theta, np.array(op.theta_at(n)), op.attention_at(n)
     stretch = base_theta / theta
-    nov = phase_novelty(base_theta, theta, L, n)
+    nov = _novelty(base_theta, theta, L, n)
     margin = None
     if small_offsets is not None:
         k = v.integer("small_offsets", small_offsets, minimum=2, maximum=100_000)
-        margin = separation_margin(range(1, k + 1), theta).margin
+        margin = separation_margin(range(1, k + 1), operator=op, seq_len=n).margin
     coarse = None
     if coarse_step is not None:
         step = v.integer("coarse_step", coarse_step, minimum=1, maximum=L // 2)
-        coarse = separation_margin(range(step, L + 1, step), theta).margin
+        coarse = separation_margin(range(step, L + 1, step), operator=op, seq_len=n).margin
     return ExtensionReport(
         rule="none" if scaling is None else scaling.rule,
         theta=theta,
@@ -157,7 +159,7 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
         novelty=nov,
         novel_pairs=int(np.count_nonzero(nov > 1e-9)),
         total_novelty=float(nov.sum()),
-        adjacent_similarity=adjacent_similarity(theta),
+        adjacent_similarity=adjacent_similarity(operator=op, seq_len=n),
         fastest_step=float(theta[0]),
         margin=margin,
         coarse_margin=coarse,

@@ -32,15 +32,6 @@ def schedule(rotary_dim: int, base: float) -> np.ndarray:
     return np.power(base, -exponents)
 
 
-def _operator_class(operator) -> type:
-    """The class of ``operator``, a :class:`ropegeo.operator.RotaryOperator` (checked by name: that
-    module builds on this one, so it is not imported here)."""
-    cls = type(operator)
-    if cls.__name__ != "RotaryOperator" or cls.__module__ != "ropegeo.operator":
-        raise ValueError(f"operator must be a ropegeo.RotaryOperator, got {cls.__name__}")
-    return cls
-
-
 def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[int, int]:
     """Validate a head dimension and an optional rotary dimension.
 
@@ -70,8 +61,7 @@ def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[in
     return head_dim, rotary_dim
 
 
-def frequencies(head_dim: int | None = None, base: float | None = None, rotary_dim: int | None = None, *,
-                operator=None) -> np.ndarray:
+def frequencies(head_dim: int | None = None, base: float | None = None, rotary_dim: int | None = None) -> np.ndarray:
     """Angular frequencies (radians per position) of the rotary pairs, fastest first.
 
     Parameters
@@ -83,9 +73,6 @@ def frequencies(head_dim: int | None = None, base: float | None = None, rotary_d
     rotary_dim : int, optional
         Partial rotary: only this many leading coordinates rotate, and the exponent runs over
         ``rotary_dim`` instead of ``head_dim`` (as in GPT-NeoX). Defaults to ``head_dim``.
-    operator : ropegeo.RotaryOperator, optional
-        Take the frequencies of an operator (scaled, when it carries a scaling rule); a plain
-        argument given with it must agree with it.
 
     Returns
     -------
@@ -96,93 +83,49 @@ def frequencies(head_dim: int | None = None, base: float | None = None, rotary_d
     ------
     ValueError
         For an odd or too small ``head_dim`` / ``rotary_dim``, ``rotary_dim > head_dim``,
-        ``base <= 1`` or not finite, or a plain argument that contradicts ``operator``.
+        or ``base <= 1`` or not finite. (An operator's frequencies: ``RotaryOperator.theta``.)
 
     Examples
     --------
     >>> frequencies(8).round(4).tolist()
     [1.0, 0.1, 0.01, 0.001]
-    >>> from ropegeo.operator import RotaryOperator
-    >>> frequencies(operator=RotaryOperator(head_dim=8)).round(4).tolist()
-    [1.0, 0.1, 0.01, 0.001]
     """
-    if operator is not None:
-        return np.array(_operator_class(operator).coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim).theta)
     _, rotary_dim = resolve_rotary_dim(128 if head_dim is None else head_dim, rotary_dim)
     return schedule(rotary_dim, v.base(10_000.0 if base is None else base))
 
 
-def _effective(theta, operator, seq_len: int | None) -> np.ndarray:
-    """Checked ``theta``, or an operator's frequencies times its position scale (trusted)."""
-    if operator is None:
-        if theta is None:
-            raise ValueError("theta is required (or give operator)")
-        return v.frequencies(theta)
-    theta, scale = _operator_class(operator).bank_of(theta, operator, seq_len=seq_len)
-    return theta if scale == 1.0 else theta * scale
+def wavelengths(theta) -> np.ndarray:
+    """Wavelength ``2 pi / theta_i`` of each pair of a bank ``theta`` (radians per position), in tokens.
 
-
-def wavelengths(theta=None, *, operator=None, seq_len: int | None = None) -> np.ndarray:
-    """Wavelength ``2 pi / theta_i`` of each pair, in tokens (``inf`` for a zero frequency).
-
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    operator : ropegeo.RotaryOperator, optional
-        Instead of ``theta``: the operator's frequencies (at ``seq_len``, for dynamic rules) times
-        its position scale.
-    seq_len : int, optional
-        With ``operator``: the sequence length its frequencies are formed for.
-
-    Returns
-    -------
-    numpy.ndarray, shape (pairs,)
+    Shape ``(pairs,)``; ``inf`` for a zero frequency. An operator's bank is ``op.theta_at(n) * op.scale``.
 
     Examples
     --------
     >>> wavelengths([1.0, 0.0]).round(3).tolist()
     [6.283, inf]
     """
-    theta = _effective(theta, operator, seq_len)
+    theta = v.frequencies(theta)
     with np.errstate(divide="ignore"):
         return np.where(theta > 0, TWO_PI / np.where(theta > 0, theta, 1.0), np.inf)
 
 
-def turns(theta=None, length: float | None = None, *, operator=None,
-          seq_len: int | None = None) -> np.ndarray:
-    """How many full turns each pair makes over ``length`` positions: ``length * theta / (2 pi)``.
+def turns(theta, length: float) -> np.ndarray:
+    """How many full turns each pair of a bank makes over ``length`` positions: ``length * theta / (2 pi)``.
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    length : float
-        A span of positions (positive, finite), e.g. the training length.
-    operator : ropegeo.RotaryOperator, optional
-        Instead of ``theta``: the operator's frequencies (at ``seq_len``, for dynamic rules) times
-        its position scale.
-    seq_len : int, optional
-        With ``operator``: the sequence length its frequencies are formed for.
-
-    Returns
-    -------
-    numpy.ndarray, shape (pairs,)
+    ``theta``: shape ``(pairs,)``, radians per position; ``length``: positive and finite (e.g. the
+    training length). Returns shape ``(pairs,)``.
 
     Examples
     --------
     >>> turns([1.0, 0.01], 100).round(3).tolist()
     [15.915, 0.159]
     """
-    theta = _effective(theta, operator, seq_len)
-    if length is None:
-        raise ValueError("length is required")
+    theta = v.frequencies(theta)
     length = v.real("length", length, greater_than=0.0)
     return length * theta / TWO_PI
 
 
-def slow_pairs(theta=None, length: float | None = None, *, operator=None,
-               seq_len: int | None = None) -> int:
+def slow_pairs(theta, length: float) -> int:
     """Number of pairs that do not complete one full turn over ``length`` positions.
 
     These channels show the model only an arc of their circle during training. Arguments as in
@@ -193,7 +136,7 @@ def slow_pairs(theta=None, length: float | None = None, *, operator=None,
     >>> slow_pairs(frequencies(128), 4096)
     18
     """
-    return int(np.count_nonzero(turns(theta, length, operator=operator, seq_len=seq_len) < 1.0))
+    return int(np.count_nonzero(turns(theta, length) < 1.0))
 
 
 #: Largest number of pairs :func:`character_coherence` accepts (its output is pairs x pairs).

@@ -32,13 +32,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.precision import as_pipeline, generated_phases
+from ropegeo.operator import RotaryOperator
+from ropegeo.precision import as_pipeline, phase_table
 from ropegeo.softmax import softmax
 
 __all__ = [
     "SeparationMargin",
     "BandMargin",
     "difference_distance",
+    "distance_kernel",
+    "margin_kernel",
+    "offset_array",
     "pairwise_distances",
     "separation_margin",
     "band_slices",
@@ -70,7 +74,14 @@ WEIGHTINGS = ("pair", "band")
 # --------------------------------------------------------------------------------------------
 
 
-def _offsets(offsets, limit: int) -> np.ndarray:
+def offset_array(offsets, limit: int = MAX_OFFSETS) -> np.ndarray:
+    """Checked offsets, sorted: distinct, non-negative, finite, 2 to ``limit`` of them (ValueError naming ``offsets``).
+
+    Examples
+    --------
+    >>> offset_array(range(3, 0, -1)).tolist()
+    [1.0, 2.0, 3.0]
+    """
     if isinstance(offsets, range):
         try:
             count = len(offsets)
@@ -102,12 +113,11 @@ def _offsets(offsets, limit: int) -> np.ndarray:
     return off
 
 
-def _common(theta, dtype, scale, origin):
-    th = v.frequencies(theta)
-    dt = as_pipeline(dtype)
-    scale = v.real("scale", scale, greater_than=0.0)
-    origin = v.real("origin", origin, minimum=0.0)
-    return th, dt, scale, origin
+def _common(theta, dtype, scale, origin, operator=None, seq_len=None):
+    th, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
+    if not scale > 0.0:
+        raise ValueError(f"scale must be greater than 0, got {scale:g}")
+    return th, as_pipeline(dtype), scale, v.real("origin", origin, minimum=0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,40 +131,40 @@ def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> n
     ``D(delta) = sqrt(4 sum_i w_i sin^2(delta * scale * theta_i / 2))``, which equals
     ``sqrt(2 (1 - K_w(delta)))`` without the cancellation of ``1 - K`` near zero.
 
-    Parameters
-    ----------
-    deltas : array_like
-        Offset differences (any shape, finite).
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    scale : float
-        Position multiplier (positive).
-    weights : array_like, shape (pairs,), optional
-        Non-negative amplitudes per pair, normalised to sum to one; default equal.
-
-    Returns
-    -------
-    numpy.ndarray, shape deltas.shape, float64, values in [0, 2]
+    ``deltas``: offset differences (any shape, finite); ``theta``: a bank, radians per position;
+    ``scale``: position multiplier (positive); ``weights``: non-negative amplitudes per pair,
+    normalised to sum to one (default equal). Returns shape ``deltas.shape``, values in [0, 2].
     """
     th = v.frequencies(theta)
     w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
     scale = v.real("scale", scale, greater_than=0.0)
     d = v.finite_array("deltas", deltas)
-    flat = d.reshape(-1)
-    if flat.size and not np.isfinite(float(np.abs(flat).max()) * scale * float(th.max())):
+    if d.size and not np.isfinite(float(np.abs(d).max()) * scale * float(th.max())):
         raise ValueError("deltas * scale * theta overflows: use smaller offsets or scale")
+    return distance_kernel(d, th, scale, w)
+
+
+def distance_kernel(deltas: np.ndarray, th: np.ndarray, scale: float, w: np.ndarray) -> np.ndarray:
+    """:func:`difference_distance` without its checks: float64 ``deltas``, a bank, a positive scale, weights summing to 1.
+
+    Examples
+    --------
+    >>> distance_kernel(np.array([np.pi]), np.array([1.0]), 1.0, np.array([1.0])).tolist()
+    [2.0]
+    """
+    flat = np.asarray(deltas, dtype=np.float64).reshape(-1)
     out = np.empty(flat.size)
     half = 0.5 * scale * th
     step = max(1, _CELLS // th.size)
     for s in range(0, flat.size, step):
         sn = np.sin(np.multiply.outer(flat[s : s + step], half))
         out[s : s + step] = 4.0 * (sn * sn) @ w
-    return np.sqrt(out).reshape(d.shape)
+    return np.sqrt(out).reshape(np.shape(deltas))
 
 
 def _signatures(positions, th, dt, scale, w):
     """Generated signatures scaled by sqrt(w): rows of length 2 * pairs."""
-    cos, sin = generated_phases(positions, th, dt, scale=scale)
+    cos, sin = phase_table(np.asarray(positions, dtype=np.float64), th, dt, scale)
     r = np.sqrt(w)
     return np.concatenate([cos * r, sin * r], axis=-1)
 
@@ -165,36 +175,12 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
     Computed directly from the phases generated in ``dtype`` (no translation-invariance
     shortcut), ``D[j, k] = sqrt(sum_i w_i |u_i(o_j) - u_i(o_k)|^2)``.
 
-    Parameters
-    ----------
-    offsets : array_like or range, shape (n,)
-        Distinct, non-negative, finite offsets; ``2 <= n <= 4096``. Returned in sorted order.
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        How the phases are generated (:func:`ropegeo.precision.as_pipeline`: a dtype name rounds
-        every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is float32 angles and a
-        bfloat16 table, as transformers runs a bfloat16 model).
-    scale : float
-        Position multiplier (positive).
-    origin : float
-        The signature of offset ``a`` is generated at position ``origin + a`` (non-negative).
-    weights : array_like, shape (pairs,), optional
-        Non-negative amplitudes per pair; default equal.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n), float64
-        Symmetric, zero diagonal, rows and columns in sorted offset order.
-
-    Raises
-    ------
-    ValueError
-        For fewer than two or more than 4096 offsets, negative, repeated or non-finite offsets,
-        an unknown dtype or bad weights.
+    Arguments as in :func:`separation_margin` (2 to 4,096 offsets; ``weights`` the amplitudes per
+    pair, default equal). Returns a symmetric ``(n, n)`` matrix with a zero diagonal, rows and
+    columns in sorted offset order. ValueError names a bad argument.
     """
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
-    off = _offsets(offsets, MAX_MATRIX)
+    off = offset_array(offsets, MAX_MATRIX)
     w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
     _check_cells(off.size * off.size * th.size, f"a {off.size:,} x {off.size:,} distance matrix with {th.size} pairs")
     sig = _signatures(origin + off, th, dt, scale, w)
@@ -297,7 +283,7 @@ def _margin_difference(off, th, scale, w):
     step = _arithmetic_step(off)
     if step is not None:
         k = np.arange(1, off.size, dtype=np.float64)
-        d = difference_distance(k * step, th, scale=scale, weights=w)
+        d = distance_kernel(k * step, th, scale, w)
         j = int(np.argmin(d))
         return float(d[j]), (float(off[0]), float(off[0] + k[j] * step))
     integral = np.all(off == np.round(off))
@@ -307,7 +293,7 @@ def _margin_difference(off, th, scale, w):
     _check_cells(span * th.size, f"a difference table over a span of {int(span):,} positions with {th.size} pairs")
     _check_cells(off.size * off.size, f"comparing every pair of {off.size:,} unevenly spaced offsets "
                 "(an evenly spaced set, such as a range, is cheap at any size)")
-    table = difference_distance(np.arange(int(span) + 1, dtype=np.float64), th, scale=scale, weights=w)
+    table = distance_kernel(np.arange(int(span) + 1, dtype=np.float64), th, scale, w)
     idx = (off - off[0]).astype(np.int64)
     best, pair = math.inf, None
     rows = max(1, _CELLS // off.size)
@@ -328,6 +314,19 @@ def _check_cells(cells: float, what: str) -> None:
                          "use fewer offsets, a shorter span or fewer pairs")
 
 
+def _squared_distances(sig: np.ndarray):
+    """Row blocks ``(start, d2)`` of the squared distances between the rows of ``sig`` (Gram form),
+    each pair once: ``d2[r, j]`` for row ``start + r`` and ``j > start + r``, the rest ``inf``."""
+    n = sig.shape[0]
+    norms = np.einsum("ij,ij->i", sig, sig)
+    rows = max(1, _CELLS // n)
+    for s in range(0, n - 1, rows):
+        e = min(n - 1, s + rows)
+        d2 = norms[s:e, None] + norms[None, :] - 2.0 * (sig[s:e] @ sig.T)
+        d2[np.arange(e - s)[:, None] >= np.arange(n)[None, :] - s] = np.inf  # keep j > row
+        yield s, d2
+
+
 def _margin_generated(off, th, dt, scale, origin, w):
     _check_cells(off.size * off.size * th.size, f"distances between {off.size:,} offsets from generated phases "
                 f"with {th.size} pairs")
@@ -339,14 +338,8 @@ def _margin_generated(off, th, dt, scale, origin, w):
     if repeated.size:
         j = int(repeated[0])
         return 0.0, (float(off[first[inverse[j]]]), float(off[j]))
-    norms = np.einsum("ij,ij->i", sig, sig)
     best, pair = math.inf, None
-    rows = max(1, _CELLS // off.size)
-    for s in range(0, off.size - 1, rows):
-        e = min(off.size - 1, s + rows)
-        gram = sig[s:e] @ sig.T
-        d2 = norms[s:e, None] + norms[None, :] - 2.0 * gram
-        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf  # keep j > row
+    for s, d2 in _squared_distances(sig):
         flat = int(np.argmin(d2))
         r, c = divmod(flat, off.size)
         if d2[r, c] < best:
@@ -368,7 +361,10 @@ def band_slices(pairs: int, bands: int) -> list[slice]:
         If ``bands`` is not an integer between 1 and ``pairs``.
     """
     pairs = v.integer("pairs", pairs, minimum=1, maximum=v.MAX_HEAD_DIM // 2)
-    bands = v.integer("bands", bands, minimum=1, maximum=pairs)
+    return _band_slices(pairs, v.integer("bands", bands, minimum=1, maximum=pairs))
+
+
+def _band_slices(pairs: int, bands: int) -> list[slice]:
     edges = np.linspace(0, pairs, bands + 1).round().astype(int)
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
@@ -408,15 +404,10 @@ def _pairs_apart(off: np.ndarray, delta: float) -> int:
 def _tied_generated(off, th, dt, scale, origin, w, limit) -> dict:
     """Differences of the pairs whose generated distance is at most ``limit``, with their counts."""
     sig = _signatures(origin + off, th, dt, scale, w)
-    norms = np.einsum("ij,ij->i", sig, sig)
     found: dict[float, int] = {}
     kept = 0
-    rows = max(1, _CELLS // off.size)
     slack = (limit + 1e-7) ** 2  # the Gram form loses digits: candidates are re-measured below
-    for s in range(0, off.size - 1, rows):
-        e = min(off.size - 1, s + rows)
-        d2 = norms[s:e, None] + norms[None, :] - 2.0 * (sig[s:e] @ sig.T)
-        d2[np.arange(e - s)[:, None] >= np.arange(off.size)[None, :] - s] = np.inf
+    for s, d2 in _squared_distances(sig):
         rr, cc = np.nonzero(d2 <= slack)
         if kept + rr.size > _TIE_CAP:
             rr, cc = rr[: _TIE_CAP - kept], cc[: _TIE_CAP - kept]
@@ -442,11 +433,11 @@ def _tie_class(off, th, dt, scale, origin, w, margin, method) -> tuple[int, str,
         limit = margin * (1 + TIE_RTOL) + 1e-15
         if step is not None:
             k = np.arange(1, off.size, dtype=np.float64)
-            d = difference_distance(k * step, th, scale=scale, weights=w)
+            d = distance_kernel(k * step, th, scale, w)
             deltas = k[d <= limit][:1000] * step
         else:
             span = int(off[-1] - off[0])
-            d = difference_distance(np.arange(1, span + 1, dtype=np.float64), th, scale=scale, weights=w)
+            d = distance_kernel(np.arange(1, span + 1, dtype=np.float64), th, scale, w)
             deltas = (np.flatnonzero(d <= limit) + 1.0)[:1000]
         found = {float(x): _pairs_apart(off, float(x)) for x in deltas}
     else:
@@ -495,17 +486,9 @@ def _margin_core(off, th, dt, scale, origin, w, method):
     return _margin_generated(off, th, dt, scale, origin, w) + ("generated",)
 
 
-def separation_margin(
-    offsets,
-    theta,
-    *,
-    dtype="float64",
-    scale: float = 1.0,
-    origin: float = 0.0,
-    weighting="pair",
-    bands: int = 4,
-    method: str = "auto",
-) -> SeparationMargin:
+def separation_margin(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
+                      dtype="float64", scale: float | None = None, origin: float = 0.0, weighting="pair",
+                      bands: int = 4, method: str = "auto") -> SeparationMargin:
     """The smallest phase distance between the signatures of a required offset set.
 
     Parameters
@@ -514,14 +497,14 @@ def separation_margin(
         The offsets the task must tell apart: distinct, non-negative, finite; ``n >= 2``.
         At most 2**20 offsets; at most 8192 when distances come from generated phases.
     theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position (e.g. from :func:`ropegeo.frequencies.frequencies`
-        or a scaling rule).
+        Angular frequencies, radians per position; or ``operator`` (its frequencies at
+        ``seq_len`` and its position scale, trusted), as in :func:`ropegeo.geometry.kernel`.
     dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
         How the deployed model generates its phases (:func:`ropegeo.precision.as_pipeline`: a
         dtype name rounds every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is
         float32 angles and a bfloat16 table, as transformers runs a bfloat16 model).
     scale : float
-        Position multiplier of the deployment (position interpolation: ``train / target``).
+        Position multiplier of the deployment (positive; default 1, or the operator's).
     origin : float
         Offset ``a`` sits at position ``origin + a`` (non-negative). Irrelevant in exact
         arithmetic; decisive in low precision, where large positions round.
@@ -554,25 +537,41 @@ def separation_margin(
     >>> m.pair[1] - m.pair[0]
     6283.0
     """
-    th, dt, scale, origin = _common(theta, dtype, scale, origin)
+    th, dt, scale, origin = _common(theta, dtype, scale, origin, operator, seq_len)
     if method not in ("auto", "difference", "generated"):
         raise ValueError(f"method must be one of 'auto', 'difference', 'generated', got {method!r}")
-    limit = MAX_OFFSETS if (dt.exact and method != "generated") else MAX_DIRECT
-    off = _offsets(offsets, limit)
-    name = dt.label
+    off = offset_array(offsets, MAX_OFFSETS if (dt.exact and method != "generated") else MAX_DIRECT)
+    w = None
     if isinstance(weighting, str):
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be 'pair', 'band' or an array of amplitudes, got {weighting!r}")
-        label = weighting
-        w = None
+        bands = band_slices(th.size, bands) if weighting == "band" else None
     else:
-        w = v.pair_weights(weighting, th.size, name="weights (amplitudes)")
-        label = "amplitudes"
+        w, bands = v.pair_weights(weighting, th.size, name="weights (amplitudes)"), None
+    return margin_kernel(off, th, dt, scale, origin, w, bands=bands, method=method)
+
+
+def margin_kernel(off: np.ndarray, th: np.ndarray, dt, scale: float = 1.0, origin: float = 0.0, w=None, *,
+                  bands: list | None = None, method: str = "auto") -> SeparationMargin:
+    """:func:`separation_margin` without its checks, for a bank an operator produced.
+
+    The caller guarantees sorted, distinct, non-negative float64 offsets (:func:`offset_array`), a
+    1-D bank, a :class:`~ropegeo.precision.PhasePipeline` ``dt``, a positive scale, a non-negative
+    origin, weights summing to one (``None``: equal) and ``bands`` from :func:`band_slices`
+    (``None``: one band).
+
+    Examples
+    --------
+    >>> from ropegeo.precision import uniform
+    >>> margin_kernel(np.array([0.0, np.pi]), np.array([1.0]), uniform("float64")).margin
+    2.0
+    """
+    label = "amplitudes" if w is not None else "pair" if bands is None else "band"
     band_list: tuple[BandMargin, ...] = ()
-    if label == "band":
+    if bands is not None:
         lam = 2 * np.pi / np.where(th > 0, th, np.nan)
         results = []
-        for b, sl in enumerate(band_slices(th.size, bands)):
+        for b, sl in enumerate(bands):
             sub = th[sl]
             m, pair, how = _margin_core(off, sub, dt, scale, origin, np.full(sub.size, 1.0 / sub.size), method)
             results.append(
@@ -582,7 +581,7 @@ def separation_margin(
         band_list = tuple(results)
         worst = min(results, key=lambda r: r.margin)
         margin, pair = worst.margin, worst.pair
-        sl = band_slices(th.size, bands)[worst.band]
+        sl = bands[worst.band]
         tie_th, tie_w = th[sl], np.full(sl.stop - sl.start, 1.0 / (sl.stop - sl.start))
     else:
         ww = np.full(th.size, 1.0 / th.size) if w is None else w
@@ -590,7 +589,7 @@ def separation_margin(
         tie_th, tie_w = th, ww
     tied, ties, diffs = _tie_class(off, tie_th, dt, scale, origin, tie_w, margin, how)
     return SeparationMargin(
-        margin=float(margin), pair=pair, n_offsets=int(off.size), method=how, dtype=name,
+        margin=float(margin), pair=pair, n_offsets=int(off.size), method=how, dtype=dt.label,
         scale=scale, origin=origin, weighting=label, bands=band_list, tied=max(tied, 1), differences=diffs,
         ties=ties,
     )
@@ -699,8 +698,8 @@ def attention_probe(
     # key content: the query rotated by the target offset (exact)
     kc, ks = amp * np.cos(target * scale * th), amp * np.sin(target * scale * th)
     keys = np.concatenate([[target], dis])
-    cq, sq = generated_phases(np.array([qpos]), th, pipe, scale=scale)
-    ck, sk = generated_phases(qpos - keys, th, pipe, scale=scale)
+    cq, sq = phase_table(np.array([qpos]), th, pipe, scale)
+    ck, sk = phase_table(qpos - keys, th, pipe, scale)
     qa, qb = pipe.rotate(amp, 0.0, cq, sq)
     ka, kb = pipe.rotate(kc, ks, ck, sk)
     scores = (qa * ka + qb * kb).sum(axis=-1) / math.sqrt(d)
@@ -714,16 +713,8 @@ def probe_mass(margin, sharpness: float):
     ``1 / (1 + exp(-sharpness * margin**2 / 2))``: the softmax of two scores ``sharpness * D**2 / 2``
     apart (exact phases).
 
-    Parameters
-    ----------
-    margin : float or array_like
-        Phase distances in [0, 2].
-    sharpness : float
-        Positive.
-
-    Returns
-    -------
-    float or numpy.ndarray, values in [0.5, 1)
+    ``margin``: phase distances in [0, 2] (a float or an array, returned alike, in [0.5, 1));
+    ``sharpness``: positive.
 
     Examples
     --------

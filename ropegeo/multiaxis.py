@@ -88,7 +88,7 @@ def _sections(sections) -> list[int]:
     return out
 
 
-def mrope_assignment(sections, *, interleaved: bool = False) -> np.ndarray:
+def mrope_assignment(sections, *, round_robin: bool = False) -> np.ndarray:
     """Which axis each rotary pair follows, as transformers deals M-RoPE's sections out.
 
     Blocked (Qwen2-VL, Qwen2.5-VL: ``apply_multimodal_rotary_pos_emb``): the first ``sections[0]``
@@ -101,7 +101,7 @@ def mrope_assignment(sections, *, interleaved: bool = False) -> np.ndarray:
     sections : sequence of int
         Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``
         (at most ``MAX_HEAD_DIM // 2``).
-    interleaved : bool
+    round_robin : bool
         Qwen3-VL's layout (three axes only).
 
     Returns
@@ -118,14 +118,14 @@ def mrope_assignment(sections, *, interleaved: bool = False) -> np.ndarray:
     --------
     >>> mrope_assignment((2, 1, 1)).tolist()
     [0, 0, 1, 2]
-    >>> mrope_assignment((2, 2, 2), interleaved=True).tolist()
+    >>> mrope_assignment((2, 2, 2), round_robin=True).tolist()
     [0, 1, 2, 0, 1, 2]
-    >>> mrope_assignment((4, 1, 1), interleaved=True).tolist()
+    >>> mrope_assignment((4, 1, 1), round_robin=True).tolist()
     [0, 1, 2, 0, 0, 0]
     """
     secs = _sections(sections)
-    interleaved = v.boolean("interleaved", interleaved)
-    if not interleaved:
+    round_robin = v.boolean("round_robin", round_robin)
+    if not round_robin:
         return np.repeat(np.arange(len(secs)), secs)
     if len(secs) != 3:
         raise ValueError(f"interleaved M-RoPE has three axes (time, height, width), got sections {secs}")
@@ -162,11 +162,11 @@ def axis_frequencies(theta, assignment, axes: int | None = None) -> np.ndarray:
     return F
 
 
-def mrope_bank(head_dim: int = 128, base: float = 1e6, sections=(16, 24, 24), *, interleaved: bool = False) -> np.ndarray:
+def mrope_bank(head_dim: int = 128, base: float = 1e6, sections=(16, 24, 24), *, round_robin: bool = False) -> np.ndarray:
     """M-RoPE's frequency matrix, shape (head_dim // 2, 3): the 1D bank dealt out by sections.
 
     Qwen2-VL and Qwen2.5-VL: ``mrope_bank(128, 1e6, (16, 24, 24))``; Qwen3-VL:
-    ``mrope_bank(128, 5e6, (24, 20, 20), interleaved=True)``. For a text token the three position
+    ``mrope_bank(128, 5e6, (24, 20, 20), round_robin=True)``. For a text token the three position
     ids are equal, so every pair turns by ``p * theta_i``: the rows sum to the 1D bank.
 
     Examples
@@ -176,7 +176,7 @@ def mrope_bank(head_dim: int = 128, base: float = 1e6, sections=(16, 24, 24), *,
     [[1.0, 0.0, 0.0], [0.316, 0.0, 0.0], [0.0, 0.1, 0.0], [0.0, 0.0, 0.032]]
     """
     head_dim = v.head_dim(head_dim)
-    assignment = mrope_assignment(sections, interleaved=interleaved)
+    assignment = mrope_assignment(sections, round_robin=round_robin)
     if assignment.size != head_dim // 2:
         raise ValueError(f"sections sum to {assignment.size} pairs, but head_dim {head_dim} has {head_dim // 2}")
     return axis_frequencies(frequencies(head_dim, base), assignment, axes=len(_sections(sections)))

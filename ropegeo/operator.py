@@ -9,8 +9,8 @@ keyword that contradicts a given operator. Inner code then calls the unchecked k
 (``ropegeo.frequencies.schedule``, :func:`phase_kernel`, :func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
 
 Multi-axis RoPE (M-RoPE, Qwen2-VL and later): ``sections`` splits the pairs among position axes
-(time, height, width); pair ``i`` turns with the position of its axis. ``interleaved=False``
-gives each axis a contiguous run of pairs (Qwen2-VL, Qwen2.5-VL); ``interleaved=True`` deals the
+(time, height, width); pair ``i`` turns with the position of its axis. ``round_robin=False``
+gives each axis a contiguous run of pairs (Qwen2-VL, Qwen2.5-VL); ``round_robin=True`` deals the
 pairs round-robin (Qwen3-VL: pair ``i`` belongs to axis ``i % axes`` while that axis has pairs
 left, the rest to axis 0). Positions then carry a leading axis of length ``len(sections)``.
 """
@@ -29,12 +29,9 @@ from ropegeo.scaling.config import Scaling, scaled_frequencies
 
 __all__ = ["RotaryOperator", "phase_kernel", "rotate_pairs"]
 
-#: The plain keywords :meth:`RotaryOperator.coerce` reads, and the field each one sets (``theta`` is
-#: the explicit frequencies; every other keyword is its field's name).
-PLAIN_KEYWORDS = {"head_dim": "head_dim", "rotary_dim": "rotary_dim", "pairing": "pairing", "base": "base",
-                  "theta": "frequencies", "scaling": "scaling", "scale": "scale",
-                  "attention_factor": "attention_factor", "phase_dtype": "phase_dtype", "sections": "sections",
-                  "interleaved": "interleaved"}
+#: The plain keywords :meth:`RotaryOperator.coerce` reads: the operator's fields, by their names.
+PLAIN_KEYWORDS = ("head_dim", "rotary_dim", "pairing", "base", "theta", "scaling", "scale", "attention_factor",
+                  "phase_dtype", "sections", "round_robin")
 _DEFAULT_BASE = 10_000.0
 _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
@@ -107,7 +104,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ the value
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RotaryOperator:
     """One rotary position embedding, validated once and with its frequencies cached.
 
@@ -117,15 +114,17 @@ class RotaryOperator:
         Width of one attention head (even, 2 to 4,096).
     rotary_dim : int, optional
         How many leading coordinates rotate (even, at most ``head_dim``); the rest pass through.
-        Default: the whole head, or ``2 * len(frequencies)``.
+        Default: the whole head, or ``2 * len(theta)``.
     pairing : {"interleaved", "half"}
         Which coordinates rotate together (see :mod:`ropegeo.rotation`).
     base : float, optional
-        Frequency base (finite, greater than 1; default 10,000). With explicit ``frequencies`` it
+        Frequency base (finite, greater than 1; default 10,000). With explicit ``theta`` it
         is only recorded.
-    frequencies : sequence of float, optional
-        Explicit per-pair angular frequencies (finite, non-negative), already scaled; stored as a
-        tuple. Not with ``scaling``.
+    theta : sequence of float, optional
+        Explicit per-pair angular frequencies (finite, non-negative), already scaled; not with
+        ``scaling`` (kept as ``theta_given``). Once built, ``theta`` is the bank at
+        initialisation, given or derived from ``base`` and the rule: read-only, float64, shape
+        ``(pairs,)`` (:meth:`theta_at` for other lengths).
     scaling : ropegeo.scaling.Scaling or dict, optional
         A context-extension rule and its parameters (a dict is read by
         ``Scaling.from_dict``); ``None`` is the plain schedule.
@@ -138,7 +137,7 @@ class RotaryOperator:
     sections : tuple of int, optional
         Multi-axis RoPE: how many pairs each position axis drives (positive, summing to the
         number of pairs). ``None``: one axis.
-    interleaved : bool
+    round_robin : bool
         Multi-axis only: deal the pairs round-robin among the axes instead of in runs.
 
     Raises
@@ -167,24 +166,25 @@ class RotaryOperator:
     rotary_dim: int | None = None
     pairing: str = "interleaved"
     base: float | None = None
-    frequencies: Any = None
+    theta: Any = None
     scaling: Any = None
     scale: float = 1.0
     attention_factor: float | None = None
     phase_dtype: str = "float64"
     sections: tuple | None = None
-    interleaved: bool = False
+    round_robin: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         head_dim = v.head_dim(self.head_dim)
         set_(self, "head_dim", head_dim)
         set_(self, "pairing", v.pairing(self.pairing))
-        if self.frequencies is None:
+        self.__dict__["theta_given"] = None
+        if self.theta is None:
             rotary_dim = head_dim if self.rotary_dim is None else self._rotary_dim(self.rotary_dim, head_dim)
             set_(self, "base", v.base(_DEFAULT_BASE if self.base is None else self.base))
         else:
-            theta = v.frequencies(self.frequencies, "theta")
+            theta = v.frequencies(self.theta, "theta")
             rotary_dim = 2 * theta.size
             if self.rotary_dim is not None and v.integer("rotary_dim", self.rotary_dim) != rotary_dim:
                 raise ValueError(f"rotary_dim={self.rotary_dim} does not match theta, which has {theta.size} pairs "
@@ -192,7 +192,7 @@ class RotaryOperator:
             if rotary_dim > head_dim:
                 raise ValueError(f"theta has {theta.size} pairs, which needs head_dim >= {rotary_dim}, "
                                  f"got head_dim={head_dim}")
-            set_(self, "frequencies", tuple(theta.tolist()))
+            self.__dict__["theta_given"] = tuple(theta.tolist())
             if self.base is not None:
                 set_(self, "base", v.base(self.base))
         set_(self, "rotary_dim", rotary_dim)
@@ -203,8 +203,22 @@ class RotaryOperator:
         dt = v.float_dtype(self.phase_dtype, "phase_dtype")
         set_(self, "phase_dtype", dt.name)
         self.__dict__["dtype"] = dt  # the cached_property's slot: checked once
-        set_(self, "interleaved", v.boolean("interleaved", self.interleaved))
-        set_(self, "sections", self._sections(self.sections, rotary_dim // 2, self.interleaved))
+        set_(self, "round_robin", v.boolean("round_robin", self.round_robin))
+        set_(self, "sections", self._sections(self.sections, rotary_dim // 2, self.round_robin))
+        set_(self, "theta", self._at(None)[0])  # the bank at initialisation, computed once
+
+    def _key(self) -> tuple:
+        return tuple(self.theta_given if f.name == "theta" else getattr(self, f.name) for f in fields(self))
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        shown = (f"{f.name}={self.theta_given if f.name == 'theta' else getattr(self, f.name)!r}" for f in fields(self))
+        return f"RotaryOperator({', '.join(shown)})"
 
     @staticmethod
     def _rotary_dim(value, head_dim: int) -> int:
@@ -216,7 +230,7 @@ class RotaryOperator:
     def _scaling(self, scaling, pairs: int):
         if scaling is None:
             return None
-        if self.frequencies is not None:
+        if self.theta is not None:
             raise ValueError("give scaling or theta (frequencies already scaled), not both")
         if isinstance(scaling, Mapping):
             try:
@@ -230,10 +244,10 @@ class RotaryOperator:
         return scaling
 
     @staticmethod
-    def _sections(sections, pairs: int, interleaved: bool):
+    def _sections(sections, pairs: int, round_robin: bool):
         if sections is None:
-            if interleaved:
-                raise ValueError("interleaved=True needs sections (the pairs of each position axis)")
+            if round_robin:
+                raise ValueError("round_robin=True needs sections (the pairs of each position axis)")
             return None
         if not v.is_collection(sections) or len(sections) < 1:
             raise ValueError(f"sections must be a list of pair counts, one per position axis, got {sections!r}")
@@ -241,7 +255,7 @@ class RotaryOperator:
         if sum(out) != pairs:
             raise ValueError(f"sections must add up to the number of rotary pairs ({pairs}), got {sum(out)}")
         axes = len(out)
-        if interleaved:
+        if round_robin:
             for a in range(1, axes):
                 if a + axes * (out[a] - 1) >= pairs:
                     raise ValueError(f"sections[{a}]={out[a]} does not fit round-robin in {pairs} pairs over "
@@ -251,27 +265,11 @@ class RotaryOperator:
     # ------------------------------------------------------------------ construction at the edges
     @classmethod
     def coerce(cls, operator: "RotaryOperator | None" = None, /, **plain) -> "RotaryOperator":
-        """The operator of a public entry point: the one given, or one built from plain keywords.
+        """The operator of a public entry point: ``operator`` itself (not validated again), or one built from ``plain``.
 
-        Parameters
-        ----------
-        operator : RotaryOperator, optional
-            An operator the caller built.
-        **plain
-            The entry point's plain keywords (``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
-            ``theta``, ``scaling``, ``scale``, ``attention_factor``, ``phase_dtype``,
-            ``sections``, ``interleaved``); ``None`` means "not given".
-
-        Returns
-        -------
-        RotaryOperator
-            ``operator`` itself (not validated again), or a new operator from the keywords given.
-
-        Raises
-        ------
-        ValueError
-            For an ``operator`` that is not a :class:`RotaryOperator`, a keyword given together
-            with an operator whose value differs (named), or invalid keywords (named).
+        ``plain`` holds the entry point's plain keywords, the operator's field names (``None`` means
+        "not given"). ValueError for an ``operator`` that is not one, a keyword that contradicts it
+        (named), or an invalid keyword (named).
 
         Examples
         --------
@@ -286,12 +284,12 @@ class RotaryOperator:
             raise TypeError(f"coerce() got unknown keyword(s): {', '.join(unknown)}")
         given = {k: val for k, val in plain.items() if val is not None}
         if operator is None:
-            return cls(**{PLAIN_KEYWORDS[k]: val for k, val in given.items()})
+            return cls(**given)
         if not isinstance(operator, cls):
             raise ValueError(f"operator must be a ropegeo.RotaryOperator, got {type(operator).__name__}")
         for key, val in given.items():
             if not operator._agrees(key, val):
-                ours = getattr(operator, PLAIN_KEYWORDS[key])
+                ours = operator.theta_given if key == "theta" else getattr(operator, key)
                 shown = "explicit frequencies" if key == "theta" and ours is not None else repr(ours)
                 raise ValueError(f"{key}={_short(val)} conflicts with the operator's {key} {shown}; "
                                  "give one or the other")
@@ -299,7 +297,7 @@ class RotaryOperator:
 
     def _agrees(self, key: str, value) -> bool:
         """Whether a plain keyword states what this operator already holds."""
-        ours = getattr(self, PLAIN_KEYWORDS[key])
+        ours = self.theta_given if key == "theta" else getattr(self, key)
         try:
             if key == "theta":
                 return ours is not None and np.array_equal(np.asarray(value, dtype=np.float64), np.asarray(ours))
@@ -343,32 +341,14 @@ class RotaryOperator:
         op = cls.coerce(operator, scale=scale)
         return op.theta_at(seq_len), op.scale
 
-    @classmethod
-    def from_manifest(cls, manifest) -> "RotaryOperator":
-        """The operator a :class:`ropegeo.models.manifest.RopeManifest` declares.
-
-        Head and rotary widths, pairing, base, scaling rule and phase precision are read from the
-        manifest (already validated there). The manifest's own :attr:`~ropegeo.models.manifest.RopeManifest.operator`
-        property caches this.
-
-        Examples
-        --------
-        >>> from ropegeo.models.manifest import load_model
-        >>> op = RotaryOperator.from_manifest(load_model("llama-3.1-8b"))
-        >>> op.base, op.pairing, op.scaling.rule, op.pairs
-        (500000.0, 'half', 'llama3', 64)
-        """
-        return cls(head_dim=manifest.head_dim, rotary_dim=manifest.rotary_dim, pairing=manifest.pairing,
-                   base=manifest.base, scaling=manifest.scaling, phase_dtype=manifest.phase_dtype)
-
     def with_(self, **changes) -> "RotaryOperator":
         """A copy with some fields changed (validated again, with a fresh cache)."""
-        return replace(self, **changes)
+        return replace(self, **{"theta": self.theta_given, **changes})
 
     def to_dict(self) -> dict:
-        """The fields, JSON-ready (the scaling rule as its dict)."""
+        """The fields, JSON-ready (the scaling rule as its dict; ``theta`` only when given)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["frequencies"] = None if self.frequencies is None else list(self.frequencies)
+        out["theta"] = None if self.theta_given is None else list(self.theta_given)
         out["scaling"] = None if self.scaling is None else self.scaling.to_dict()
         out["sections"] = None if self.sections is None else list(self.sections)
         return out
@@ -394,8 +374,8 @@ class RotaryOperator:
         if key is not None and (self.scaling is None or self.scaling.rule not in ("dynamic", "longrope")):
             cache[key] = self._at(None)  # the bank does not depend on the length
             return cache[key]
-        if self.frequencies is not None:
-            theta, att = np.asarray(self.frequencies, dtype=np.float64), 1.0
+        if self.theta_given is not None:
+            theta, att = np.asarray(self.theta_given, dtype=np.float64), 1.0
         elif self.scaling is None:
             theta, att = schedule(self.rotary_dim, self.base), 1.0
         else:
@@ -409,14 +389,6 @@ class RotaryOperator:
     def dtype(self) -> np.dtype:
         """``phase_dtype`` as a numpy dtype (bfloat16 from ml_dtypes)."""
         return v.float_dtype(self.phase_dtype, "phase_dtype")
-
-    @property
-    def theta(self) -> np.ndarray:
-        """Per-pair angular frequencies (radians per position), fastest first, at initialisation.
-
-        Read-only and computed once; shape ``(pairs,)``, float64.
-        """
-        return self._at(None)[0]
 
     def theta_at(self, seq_len: int | None = None) -> np.ndarray:
         """The frequencies for a sequence of ``seq_len`` tokens (only dynamic NTK and LongRoPE read it).
@@ -441,14 +413,15 @@ class RotaryOperator:
         >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.tolist()
         [1.0, 0.01]
         """
-        if self.frequencies is not None:
+        if self.theta_given is not None:
             raise ValueError("an operator with explicit frequencies (theta) has no unscaled schedule")
         if self.scaling is None and self.attention_factor is None:
             return self
         plain = object.__new__(type(self))
         for f in fields(self):
             plain.__dict__[f.name] = getattr(self, f.name)
-        plain.__dict__.update(scaling=None, attention_factor=None, dtype=self.dtype)
+        plain.__dict__.update(scaling=None, attention_factor=None, dtype=self.dtype, theta_given=None)
+        plain.__dict__["theta"] = plain._at(None)[0]
         return plain
 
     @functools.cached_property
@@ -457,7 +430,7 @@ class RotaryOperator:
         axis = np.zeros(self.pairs, dtype=np.intp)
         if self.sections is None:
             return _read_only(axis)
-        if self.interleaved:
+        if self.round_robin:
             n = len(self.sections)
             for a in range(1, n):
                 axis[a: n * self.sections[a]: n] = a

@@ -63,7 +63,7 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.rotation import phase_angles
+from ropegeo.operator import phase_kernel
 
 __all__ = [
     "PHASE_DTYPES",
@@ -73,6 +73,7 @@ __all__ = [
     "buffer_cast",
     "as_pipeline",
     "generated_phases",
+    "phase_table",
     "phase_error",
     "max_phase_error",
     "consecutive_integer_limit",
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
+_DTYPES = {name: v.float_dtype(name) for name in PHASE_DTYPES}
 
 # Work on at most this many (position, pair) cells at a time: about 16 MiB per float64 table.
 _CELLS = 1 << 21
@@ -162,18 +164,10 @@ class PhasePipeline:
         Each product and each sum is rounded to :attr:`rotation_dtype` (as two elementwise
         products and one addition in that dtype would be); the result is widened to float64.
 
-        Parameters
-        ----------
-        a, b : array_like
-            First and second coordinates of the pairs (broadcast against ``cos`` and ``sin``).
-        cos, sin : array_like
-            The phase table (from :func:`generated_phases`).
-
-        Returns
-        -------
-        (a', b') : tuple of numpy.ndarray, float64
+        ``a, b``: the pairs' coordinates, broadcast against the phase table ``cos, sin`` (from
+        :func:`generated_phases`). Returns ``(a', b')``, float64.
         """
-        dt = v.float_dtype(self.rotation_dtype)
+        dt = _DTYPES[self.rotation_dtype]
 
         def r(x):
             return np.asarray(x, dtype=np.float64).astype(dt).astype(np.float64)
@@ -184,15 +178,10 @@ class PhasePipeline:
 
 
 def deployed(model_dtype="bfloat16") -> PhasePipeline:
-    """The pipeline of current transformers for a model held in ``model_dtype``.
+    """The pipeline of current transformers for a model held in ``model_dtype`` (ValueError if unknown).
 
     Angles in float32 (float64 for a float64 model), cosine and sine cast to the model dtype,
     rotation in the model dtype.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype.
     """
     dt = v.float_dtype(model_dtype, "model_dtype").name
     return PhasePipeline("float64" if dt == "float64" else "float32", dt, dt)
@@ -225,37 +214,32 @@ def buffer_cast(model_dtype="bfloat16") -> PhasePipeline:
 
 
 def uniform(dtype) -> PhasePipeline:
-    """Every stage in one dtype; in bfloat16 or float16 this is the historical buffer-cast bug.
+    """Every stage in one dtype (ValueError if unknown); in bfloat16 or float16 the historical buffer-cast bug."""
+    return _UNIFORM[dtype] if isinstance(dtype, str) and dtype in _UNIFORM else _UNIFORM[v.float_dtype(dtype).name]
 
-    Raises
-    ------
-    ValueError
-        For an unknown dtype.
-    """
-    dt = v.float_dtype(dtype).name
-    return PhasePipeline(dt, dt, dt)
+
+_UNIFORM = {name: PhasePipeline(name, name, name) for name in PHASE_DTYPES}  # built once, checked here
 
 
 def as_pipeline(dtype) -> PhasePipeline:
-    """A :class:`PhasePipeline` as given, or :func:`uniform` of a dtype name.
+    """A :class:`PhasePipeline` as given, or :func:`uniform` of a dtype name (else ValueError naming ``dtype``)."""
+    return dtype if isinstance(dtype, PhasePipeline) else uniform(dtype)
 
-    Raises
-    ------
-    ValueError
-        For anything else, naming ``dtype``.
+
+def phase_table(positions: np.ndarray, th: np.ndarray, pipe: PhasePipeline,
+                scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`generated_phases` without its checks (float64 positions, a 1-D float64 bank, a finite scale).
+
+    Examples
+    --------
+    >>> phase_table(np.array([1.0]), np.array([0.5]), uniform("float64"), 1.0)[1].round(3).tolist()
+    [[0.479]]
     """
-    if isinstance(dtype, PhasePipeline):
-        return dtype
-    return uniform(v.float_dtype(dtype).name)
-
-
-def _table(positions, th, pipe: PhasePipeline, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Stages 1-4 on validated inputs: the cos/sin table, widened to float64."""
-    ang_dt = v.float_dtype(pipe.angle_dtype)
-    tab_dt = v.float_dtype(pipe.table_dtype)
+    ang_dt = _DTYPES[pipe.angle_dtype]
+    tab_dt = _DTYPES[pipe.table_dtype]
     if pipe.frequency_dtype is not None:  # a cast buffer: the stored frequencies are rounded
-        th = th.astype(v.float_dtype(pipe.frequency_dtype)).astype(np.float64)
-    angles = phase_angles(positions, th, ang_dt, scale=scale).astype(ang_dt)  # stages 1-3
+        th = th.astype(_DTYPES[pipe.frequency_dtype]).astype(np.float64)
+    angles = phase_kernel(positions, th, ang_dt, scale).astype(ang_dt)  # stages 1-3
     with np.errstate(over="ignore", invalid="ignore"):
         cos = np.cos(angles).astype(tab_dt).astype(np.float64)  # stage 4
         sin = np.sin(angles).astype(tab_dt).astype(np.float64)
@@ -305,41 +289,23 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
     th = v.frequencies(theta)
     scale = v.real("scale", scale)
     pos = v.finite_array("positions", positions)
-    return _table(pos, th, pipe, scale)
+    return phase_table(pos, th, pipe, scale)
 
 
 def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.ndarray:
     """Angular error of generated phases against the float64 truth, per position and pair.
 
     The error is the angle between the generated unit vector ``(cos, sin)`` and the exact one at
-    ``position * scale * theta_i``, wrapped into ``[0, pi]`` radians. It includes every rounding
-    of the pipeline of :func:`generated_phases`.
-
-    Parameters
-    ----------
-    positions : array_like
-        Token positions (any shape; finite).
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline (a name: every stage in that dtype, :func:`uniform`).
-    scale : float
-        Position multiplier.
-
-    Returns
-    -------
-    numpy.ndarray, shape positions.shape + (pairs,), float64
-        Radians, in ``[0, pi]``.
-
-    Raises
-    ------
-    ValueError
-        As :func:`generated_phases`.
+    ``position * scale * theta_i``, wrapped into ``[0, pi]`` radians: every rounding of the
+    pipeline of :func:`generated_phases`, whose arguments (and ValueErrors) these are. Shape
+    ``positions.shape + (pairs,)``, float64.
     """
     th = v.frequencies(theta)
-    scale = v.real("scale", scale)
-    pos = v.finite_array("positions", positions)
-    cos, sin = generated_phases(pos, th, dtype, scale=scale)
+    return _phase_error(v.finite_array("positions", positions), th, as_pipeline(dtype), v.real("scale", scale))
+
+
+def _phase_error(pos, th, pipe, scale) -> np.ndarray:
+    cos, sin = phase_table(pos, th, pipe, scale)
     true = np.multiply.outer(pos * scale, th)
     # angle of the generated vector relative to the true one: rotate it back by the true angle
     ct, st = np.cos(true), np.sin(true)
@@ -347,28 +313,15 @@ def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.
 
 
 def max_phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.ndarray:
-    """Largest phase error over the pairs at each position, computed in bounded chunks.
-
-    Parameters
-    ----------
-    positions : array_like, shape (n,)
-        Token positions (finite).
-    theta, dtype, scale
-        As in :func:`phase_error`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n,), float64
-        ``max_i phase_error(positions, theta)[:, i]`` in radians.
-    """
-    th = v.frequencies(theta)
+    """``max_i phase_error(positions, theta)[:, i]`` (radians) for 1-D ``positions``, in bounded chunks."""
+    th, pipe, scale = v.frequencies(theta), as_pipeline(dtype), v.real("scale", scale)
     pos = v.finite_array("positions", positions)
     if pos.ndim != 1:
         raise ValueError(f"positions must be 1-D, got shape {pos.shape}")
     out = np.empty(pos.size)
     step = max(1, _CELLS // th.size)
-    for s in range(0, pos.size, step):
-        out[s : s + step] = phase_error(pos[s : s + step], th, dtype, scale=scale).max(axis=-1)
+    for s in range(0, pos.size, step):  # checked once above, the kernel in the loop
+        out[s : s + step] = _phase_error(pos[s : s + step], th, pipe, scale).max(axis=-1)
     return out
 
 
@@ -434,35 +387,13 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     at least one pair of neighbouring positions is indistinguishable to the layer, whatever its
     weights.
 
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline (a name: every stage in that dtype, :func:`uniform`; pass
-        :func:`deployed` for float32 angles and a table in the model dtype).
-    start : int
-        First position scanned (0 to ``2**53 - 1``: positions are scanned in float64, exact up to
-        ``2**53``).
-    stop : int, optional
-        End of the scan (exclusive), at most ``start + 2**26`` and ``2**53``. Default:
-        ``start + 2**16`` (enough for float16 and bfloat16 from 0; start float32 near ``2**24``).
-    scale : float
-        Position multiplier.
-
-    Returns
-    -------
-    int or None
-        The first collapsing position, or ``None`` if no neighbours collapse in the range.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype, a bad ``theta``, a negative ``start``, or a range of more than
-        :data:`MAX_SCAN_CELLS` positions times pairs.
+    ``theta``, ``dtype`` and ``scale`` as in :func:`generated_phases`. ``start``: the first position
+    scanned (0 to ``2**53 - 1``: positions are scanned in float64); ``stop``: the end (exclusive,
+    at most ``2**53`` and :data:`MAX_SCAN_CELLS` positions times pairs past ``start``; default
+    ``start + 2**16``, enough for float16 and bfloat16 from 0). Returns the first collapsing
+    position, or ``None``. ValueError names a bad argument.
     """
-    th = v.frequencies(theta)
-    pipe = as_pipeline(dtype)
+    th, pipe, scale = v.frequencies(theta), as_pipeline(dtype), v.real("scale", scale)
     # positions are scanned in float64, which holds every integer only up to 2**53
     start = v.integer("start", start, minimum=0, maximum=2**53 - 1)
     if stop is None:
@@ -472,7 +403,7 @@ def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, sca
     for s in range(start, stop, step):
         e = min(stop, s + step)
         pos = np.arange(s, e + 1, dtype=np.float64)  # one extra for the neighbour of the last
-        cos, sin = _table(pos, th, pipe, scale)
+        cos, sin = phase_table(pos, th, pipe, scale)
         same = np.all((cos[1:] == cos[:-1]) & (sin[1:] == sin[:-1]), axis=-1)
         hit = np.flatnonzero(same)
         if hit.size:

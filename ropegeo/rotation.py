@@ -144,26 +144,12 @@ def apply_rope(
     positions : array_like
         Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
         ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
-        fractional, but must be finite and within +-2**48 (``ropegeo._validate.MAX_LENGTH``).
-        (Multi-axis operators: a leading row per axis.)
-    operator : ropegeo.RotaryOperator, optional
-        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``). The
-        plain keywords below define one instead; given with an operator, a plain keyword must
-        agree with it (else ValueError naming it).
-    base : float, optional
-        Frequency base (default 10,000; ignored when ``theta`` is given).
-    rotary_dim : int, optional
-        How many leading coordinates rotate; the rest pass through. Defaults to the whole head,
-        or to ``2 * len(theta)``.
-    pairing : {"interleaved", "half"}, optional
-        Which coordinates rotate together (see the module docstring; default interleaved).
-    theta : array_like, optional
-        Explicit per-pair frequencies (for example from ``ropegeo.scaling``).
-    scale : float, optional
-        Multiplies every position before rotating (default 1; position interpolation uses ``1/s``).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}, optional
-        Precision in which the angle table is formed (default float64; see :func:`phase_angles`);
-        cosine and sine are then taken in float64.
+        fractional, but must be finite and within +-2**48 (``ropegeo._validate.MAX_LENGTH``). (Multi-axis operators: a leading row per axis.)
+    operator, base, rotary_dim, pairing, theta, scale, phase_dtype : optional
+        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``), or its
+        fields as plain keywords (see :class:`~ropegeo.operator.RotaryOperator`; defaults: base
+        10,000, the whole head, interleaved, float64 angles); given with an operator, a plain
+        keyword must agree with it (else ValueError naming it).
 
     Returns
     -------
@@ -202,20 +188,11 @@ def apply_rope(
     x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must have at least one axis (head_dim), got a scalar")
-    out_dtype = x.dtype if np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16" else np.float64
-    xf = v.finite_array("x", x)
-    head_dim = xf.shape[-1]
-    plain = dict(base=base, rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale, phase_dtype=phase_dtype)
-    if operator is None:
-        if head_dim % 2 == 1 or head_dim < 2:
-            raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {head_dim}")
-        op = RotaryOperator.coerce(head_dim=head_dim, **plain)
-    else:
-        op = RotaryOperator.coerce(operator, **plain)
-        if head_dim != op.head_dim:
-            raise ValueError(f"the last axis of x (head_dim) must be the operator's head_dim ({op.head_dim}), "
-                             f"got {head_dim}")
-    return op.finish(op.rotate(xf, op.broadcast_positions(positions, xf.shape[:-1])), out_dtype)
+    if operator is None and (x.shape[-1] % 2 == 1 or x.shape[-1] < 2):
+        raise ValueError(f"the last axis of x (head_dim) must be even and at least 2, got {x.shape[-1]}")
+    op = RotaryOperator.coerce(operator, head_dim=None if operator is not None else x.shape[-1], base=base,
+                               rotary_dim=rotary_dim, pairing=pairing, theta=theta, scale=scale, phase_dtype=phase_dtype)
+    return op.apply(x, positions)
 
 
 def rotation_matrix(

@@ -92,4 +92,4 @@ def test_cli_subprocess_error_is_one_line():
 
 def test_geometry_audit_interpolate_must_be_a_bool():
     with pytest.raises(ValueError, match="interpolate must be True or False"):
-        geometry_audit(8, interpolate="no")
+        geometry_audit(head_dim=8, interpolate="no")

@@ -93,7 +93,7 @@ def _op(theta, scale):
     """The operator of a bank read with a position scale."""
     from ropegeo import RotaryOperator
 
-    return RotaryOperator(head_dim=2 * len(theta), frequencies=theta, scale=scale)
+    return RotaryOperator(head_dim=2 * len(theta), theta=theta, scale=scale)
 
 
 @pytest.mark.parametrize("length,offset,scale,d", [(24, 5, 1.0, 8), (40, 3, 0.25, 16), (9, 8, 1.0, 4)])
@@ -175,7 +175,7 @@ def test_match_loss_gain_is_scaled_tables():
     loss, dq, dk = heads._match_loss(qt, kt, tok, heads._rotations(40, theta, 0.5), g)
     from ropegeo import RotaryOperator
 
-    by_operator = RotaryOperator(head_dim=16, frequencies=theta, scale=0.5, attention_factor=math.sqrt(g))
+    by_operator = RotaryOperator(head_dim=16, theta=theta, scale=0.5, attention_factor=math.sqrt(g))
     np.testing.assert_allclose(B.match_head_loss(qt, kt, tok, by_operator)[0], loss, rtol=1e-12)
     ref, rq, rk = B.match_head_loss(qt * math.sqrt(g), kt * math.sqrt(g), tok, _op(theta, 0.5))
     assert loss == pytest.approx(ref, rel=1e-12)

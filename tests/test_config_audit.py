@@ -96,7 +96,7 @@ def test_relative_law_tolerance_written_out():
 
 def test_identity_verdict_uses_gate_b_threshold():
     # head dim 8: offset 6,283 nearly returns to the identity (2 pi x 1000 = 6283.19)
-    a = geometry_audit(8, train_length=4096, target_length=7000)
+    a = geometry_audit(head_dim=8, train_length=4096, target_length=7000)
     assert a.distant_offset == 6283
     line = next(line for line in a.table().splitlines() if "identity-like offsets" in line)
     assert "confusable with 0" in line and f"{1 - 0.1 ** 2 / 2:.4g}" in line

@@ -103,3 +103,30 @@ def test_character_coherence_of_nearly_equal_frequencies_over_a_long_window():
 
     # d = 1e-13 over 1e14 positions: |sin(n d / 2) / sin(d / 2)| / n = |sin 5| / 5
     assert character_coherence([0.0, 1e-13], 10**14)[0, 1] == pytest.approx(abs(np.sin(5.0)) / 5, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------- the module, not a function
+def shadowed_submodules(package) -> list[str]:
+    """Submodules of ``package`` whose name its face (``__init__.py``) binds to something else."""
+    import pkgutil
+    import types
+
+    return [f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+            if not isinstance(getattr(package, info.name, types), types.ModuleType)]
+
+
+def test_import_ropegeo_frequencies_gives_the_module():
+    import types
+
+    import ropegeo
+    import ropegeo.frequencies as fr
+
+    assert isinstance(fr, types.ModuleType) and fr.frequencies(8).size == 4
+    assert shadowed_submodules(ropegeo) == []
+
+
+def test_the_shadow_finder_finds_one(monkeypatch):
+    import ropegeo
+
+    monkeypatch.setattr(ropegeo, "frequencies", lambda: None)  # the old face: a function over the module
+    assert shadowed_submodules(ropegeo) == ["ropegeo.frequencies"]

@@ -179,11 +179,11 @@ def test_an_implementation_that_needs_a_batch_axis_is_called_with_one():
 
 def test_declaration_is_read_by_the_shared_reader():
     m = read_config(QWEN2_VL)
-    assert (m.mrope_section, m.mrope_interleaved) == ((16, 24, 24), False)
+    assert (m.sections, m.round_robin) == ((16, 24, 24), False)
     m3 = read_config(QWEN3_VL)
-    assert (m3.mrope_section, m3.mrope_interleaved) == ((24, 20, 20), True)
+    assert (m3.sections, m3.round_robin) == ((24, 20, 20), True)
     assert RopeManifest.from_dict(json.loads(m3.to_json())) == m3
-    assert read_config({**QWEN2_VL, "model_type": "qwen2", "rope_scaling": None}).mrope_section is None
+    assert read_config({**QWEN2_VL, "model_type": "qwen2", "rope_scaling": None}).sections is None
 
 
 @pytest.mark.parametrize("kwargs, word", [
@@ -210,7 +210,7 @@ def test_audit_runs_gate_a_on_its_own_multi_axis_operator(cfg):
     r = audit(cfg)
     assert r.status()["A"] == "pass", r.gate_a.diagnosis
     assert isinstance(r.gate_a, GateAxesReport) and r.gate_a.check("roles").passed
-    assert r.gate_a.axes["read_sections"] == list(read_config(cfg).mrope_section)
+    assert r.gate_a.axes["read_sections"] == list(read_config(cfg).sections)
 
 
 def test_the_reference_operator_reduces_to_1d_rope_on_text_ids():
@@ -243,7 +243,7 @@ def test_shipped_qwen25_vl_record_routes_to_the_multi_axis_checks():
     from ropegeo.models.manifest import load_model, model_record
 
     m = load_model("qwen2.5-vl-7b-instruct")
-    assert (m.mrope_section, m.mrope_interleaved, m.max_position_embeddings, m.base) == ((16, 24, 24), False, 128000,
+    assert (m.sections, m.round_robin, m.max_position_embeddings, m.base) == ((16, 24, 24), False, 128000,
                                                                                         1e6)
     assert m.sliding_window is None  # use_sliding_window false
     rec = model_record("qwen2.5-vl-7b-instruct")

@@ -235,3 +235,21 @@ def test_rule_input_is_checked():
         gate_b_decision([1, 2], TH128, rule=0.1)
     with pytest.raises(ValueError, match="gate_b_rule"):
         audit("llama-2-7b", gate_b_rule=GateBRule(), min_margin=0.1)
+
+
+def test_gate_b_decision_takes_the_operator():
+    from ropegeo.operator import RotaryOperator
+    from ropegeo.scaling import Scaling
+
+    th = frequencies(64, 500_000.0)
+    for op, plain in [(RotaryOperator(head_dim=64, base=500_000.0, scale=0.25), dict(scale=0.25)),
+                      (RotaryOperator(head_dim=64, base=500_000.0, scaling=Scaling("linear", factor=4.0)), {})]:
+        deployed = op.theta_at()
+        got = gate_b_decision(range(1, 65), operator=op)
+        want = gate_b_decision(range(1, 65), deployed, trained_theta=th, **plain)
+        assert (got.status, got.margin, got.threshold) == (want.status, want.margin, want.threshold)
+    # the training ruler is the operator's without its rule: judged against the deployed bank instead, the
+    # threshold differs (the control that the default is read)
+    lin = RotaryOperator(head_dim=64, base=500_000.0, scaling=Scaling("linear", factor=4.0))
+    assert gate_b_decision(range(1, 65), operator=lin).threshold != \
+        gate_b_decision(range(1, 65), lin.theta_at()).threshold

@@ -385,3 +385,29 @@ def test_the_chosen_layer_block_wins_and_conflicts_are_refused():
                 {"full_attention": {"rope_theta": 1e6}, "rope_type": "default"}):
         with pytest.raises(ConfigError, match="rope_parameters mixes per-layer-type blocks"):
             read_config({**cfg, "rope_parameters": bad}, layer_type="full_attention")
+
+
+def test_the_manifest_is_one_operator_and_its_context():
+    import dataclasses
+
+    from ropegeo.operator import RotaryOperator
+
+    m = load_model("qwen2.5-vl-7b-instruct")  # M-RoPE: its sections live in the operator
+    assert isinstance(m.operator, RotaryOperator) and m.sections == m.operator.sections is not None
+    names = [f.name for f in dataclasses.fields(RopeManifest)]
+    assert names.count("operator") == 1
+    # no context field repeats the operator, under any name: changing every operator field leaves each
+    # context field as it was, and each operator field reads back through the manifest by its own name
+    changed = m.with_(base=123_456.0, head_dim=64, rotary_dim=32, pairing="interleaved", scaling=None,
+                      phase_dtype="float64", sections=None, round_robin=False)
+    for name in names:
+        if name != "operator":
+            assert getattr(changed, name) == getattr(m, name), name
+    #: the manifest's methods of these names read the operator at a length (theta_at, attention_at): still to rename
+    known = {"theta", "attention_factor"}
+    for f in dataclasses.fields(RotaryOperator):
+        if hasattr(changed, f.name) and f.name not in known:
+            assert getattr(changed, f.name) is getattr(changed.operator, f.name), f.name
+    assert {f.name for f in dataclasses.fields(RotaryOperator) if callable(getattr(changed, f.name, None))} == known
+    with pytest.raises(ValueError, match="not both"):
+        RopeManifest(m.operator, base=10_000.0)

@@ -46,7 +46,7 @@ def test_blocked_assignment_matches_transformers_gather(sections):
 
 @pytest.mark.parametrize("sections", [(24, 20, 20), (11, 11, 10), (2, 1, 1), (4, 2, 2)])
 def test_interleaved_assignment_matches_transformers(sections):
-    assert np.array_equal(mrope_assignment(sections, interleaved=True), _hf_interleaved_streams(sections, sum(sections)))
+    assert np.array_equal(mrope_assignment(sections, round_robin=True), _hf_interleaved_streams(sections, sum(sections)))
 
 
 def test_text_tokens_reduce_to_1d_rope():
@@ -126,7 +126,7 @@ def test_band_support_and_temperature():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: mrope_assignment((16, 24, 24), interleaved=True), "sections"),
+    (lambda: mrope_assignment((16, 24, 24), round_robin=True), "sections"),
     (lambda: mrope_assignment("16,24,24"), "sections"),
     (lambda: mrope_bank(128, 1e6, (16, 24, 20)), "sections"),
     (lambda: axial_bank(6), "head_dim"),

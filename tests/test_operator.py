@@ -20,9 +20,11 @@ import ropegeo
 from ropegeo import _validate
 from ropegeo import operator as operator_module
 from ropegeo.gates.procedure import geometry_audit
-from ropegeo.frequencies import frequencies, slow_pairs, turns, wavelengths
+from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.gate import gate_a
+from ropegeo.gates.b.rule import gate_b_decision
 from ropegeo.geometry import adjacent_similarity, kernel, near_collisions
+from ropegeo.margins import difference_distance, separation_margin
 from ropegeo.models.manifest import RopeManifest, load_model
 from ropegeo.operator import RotaryOperator
 from ropegeo.rotation import apply_rope, relative_law_error, rotation_matrix
@@ -47,16 +49,16 @@ def test_defaults_are_the_roformer_operator():
     op = RotaryOperator()
     assert (op.head_dim, op.rotary_dim, op.pairing, op.base, op.scale, op.phase_dtype) == \
         (128, 128, "interleaved", 10_000.0, 1.0, "float64")
-    assert op.pairs == 64 and op.scaling is None and op.frequencies is None and op.sections is None
+    assert op.pairs == 64 and op.scaling is None and op.theta_given is None and op.sections is None
     # the schedule, written out: base ** (-2i / r)
-    assert np.array_equal(op.theta, np.array([10_000.0 ** (-2 * i / 128) for i in range(64)]))
+    assert np.allclose(op.theta, [10_000.0 ** (-2 * i / 128) for i in range(64)], rtol=1e-14, atol=0)
 
 
 def test_explicit_frequencies_set_the_rotary_width_and_are_stored_as_a_tuple():
-    op = RotaryOperator(head_dim=16, frequencies=np.array([1.0, 0.5]))
-    assert op.rotary_dim == 4 and op.frequencies == (1.0, 0.5) and op.base is None
+    op = RotaryOperator(head_dim=16, theta=np.array([1.0, 0.5]))
+    assert op.rotary_dim == 4 and op.theta_given == (1.0, 0.5) and op.base is None
     assert op.theta.tolist() == [1.0, 0.5]
-    assert RotaryOperator(head_dim=16, frequencies=[1.0, 0.5]) == op and hash(op) == hash(op.with_())
+    assert RotaryOperator(head_dim=16, theta=[1.0, 0.5]) == op and hash(op) == hash(op.with_())
 
 
 def test_a_scaling_dict_is_read_as_a_rule():
@@ -73,19 +75,19 @@ def test_a_scaling_dict_is_read_as_a_rule():
     (dict(pairing="halves"), "pairing"),
     (dict(base=1.0), "base"),
     (dict(base=float("nan")), "base"),
-    (dict(head_dim=4, frequencies=[1.0, 0.1, 0.01]), "theta"),
-    (dict(head_dim=8, frequencies=[1.0, -0.1]), "theta"),
-    (dict(head_dim=8, frequencies=[1.0, 0.1], rotary_dim=8), "rotary_dim"),
-    (dict(head_dim=8, frequencies=[1.0], scaling=Scaling("linear", factor=2.0)), "scaling"),
+    (dict(head_dim=4, theta=[1.0, 0.1, 0.01]), "theta"),
+    (dict(head_dim=8, theta=[1.0, -0.1]), "theta"),
+    (dict(head_dim=8, theta=[1.0, 0.1], rotary_dim=8), "rotary_dim"),
+    (dict(head_dim=8, theta=[1.0], scaling=Scaling("linear", factor=2.0)), "scaling"),
     (dict(scaling={"rule": "nope"}), "scaling"),
     (dict(scaling=3), "scaling"),
     (dict(scale=float("inf")), "scale"),
     (dict(attention_factor=0.0), "attention_factor"),
     (dict(phase_dtype="int8"), "phase_dtype"),
-    (dict(interleaved=True), "interleaved"),
+    (dict(round_robin=True), "round_robin"),
     (dict(head_dim=8, sections=(1, 2)), "sections"),
     (dict(head_dim=8, sections=(2, 0, 2)), "sections[1]"),
-    (dict(head_dim=8, sections=(2, 2), interleaved="yes"), "interleaved"),
+    (dict(head_dim=8, sections=(2, 2), round_robin="yes"), "round_robin"),
 ])
 def test_construction_refuses_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name.replace("[", r"\[").replace("]", r"\]")):
@@ -125,6 +127,13 @@ def test_the_issue_example_is_refused_by_name():
         geometry_audit(m, interpolate=False)
 
 
+def test_geometry_audit_takes_the_operator_first_and_plain_numbers_by_keyword():
+    with pytest.raises(ValueError, match="operator must be a RopeManifest or a RotaryOperator"):
+        geometry_audit(8)
+    with pytest.raises(ValueError, match="head_dim must be an integer"):
+        geometry_audit(head_dim=RotaryOperator())
+
+
 def test_agreeing_plain_numbers_change_nothing():
     m = load_model("llama-2-7b")
     assert geometry_audit(m, pairing="half", base=m.base, search_limit=3000).to_dict() == \
@@ -142,8 +151,8 @@ def test_entry_points_refuse_conflicts_with_an_operator():
         rotation_matrix(1.0, operator=op, base=500.0)
     with pytest.raises(ValueError, match="head_dim="):
         relative_law_error(16, operator=op)
-    with pytest.raises(ValueError, match="base="):
-        frequencies(base=2.0, operator=op)
+    with pytest.raises(ValueError, match="scale="):
+        separation_margin([1, 2], operator=op, scale=2.0)
     with pytest.raises(ValueError, match="scale="):
         kernel([1, 2], operator=op, scale=2.0)
     with pytest.raises(ValueError, match="not both"):
@@ -196,7 +205,9 @@ def test_one_audit_computes_the_scaled_frequencies_once(monkeypatch):
 def test_the_manifest_holds_its_operator():
     m = load_model("qwen2.5-7b-instruct")
     op = m.operator
-    assert op is m.operator and op == RotaryOperator.from_manifest(m)
+    assert op is m.operator and m == RopeManifest(op, **{k: getattr(m, k) for k in (
+        "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type", "logit_scale",
+        "notes", "name", "source")})
     assert (op.head_dim, op.rotary_dim, op.pairing, op.base, op.scaling, op.phase_dtype) == \
         (m.head_dim, m.rotary_dim, m.pairing, m.base, m.scaling, m.phase_dtype)
     assert np.array_equal(m.theta(100_000), op.theta_at(100_000))
@@ -238,25 +249,25 @@ def test_the_matrix_is_the_block_rotation_written_out():
 def test_geometry_functions_take_the_operator():
     op = RotaryOperator(head_dim=16, base=500.0)
     th = frequencies(16, 500.0)
-    assert np.array_equal(frequencies(operator=op), th) and frequencies(operator=op) is not op.theta
+    assert np.array_equal(op.theta, th)
     assert np.array_equal(kernel([0, 1, 10, 333], operator=op), kernel([0, 1, 10, 333], th))
     assert adjacent_similarity(operator=op) == adjacent_similarity(th)
     assert near_collisions(start=100, stop=20_000, top=3, operator=op) == near_collisions(th, 100, 20_000, top=3)
-    assert np.array_equal(wavelengths(operator=op), wavelengths(th))
-    assert np.array_equal(turns(length=4096, operator=op), turns(th, 4096))
-    assert slow_pairs(length=4096, operator=op) == slow_pairs(th, 4096)
+    assert separation_margin(range(1, 60), operator=op) == separation_margin(range(1, 60), th)
     scaled = op.with_(scale=0.25)  # the position scale multiplies the offsets
     assert np.array_equal(kernel([3, 7], operator=scaled), kernel([3, 7], th, scale=0.25))
+    assert separation_margin([1, 5, 9], operator=scaled) == separation_margin([1, 5, 9], th, scale=0.25)
 
 
 def test_geometry_audit_of_an_operator_equals_the_plain_audit():
     op = RotaryOperator(head_dim=64, base=500_000.0, rotary_dim=32, pairing="half")
-    plain = geometry_audit(64, 500_000.0, rotary_dim=32, pairing="half", train_length=2048, target_length=8192)
+    plain = geometry_audit(head_dim=64, base=500_000.0, rotary_dim=32, pairing="half", train_length=2048, target_length=8192)
     assert geometry_audit(op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
     assert geometry_audit(operator=op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
     lin = op.with_(scaling=Scaling("linear", factor=4.0))
     assert geometry_audit(lin, train_length=2048, target_length=8192).to_dict() == \
-        geometry_audit(64, 500_000.0, 2048, 8192, 32, pairing="half", interpolate=True).to_dict()
+        geometry_audit(head_dim=64, base=500_000.0, train_length=2048, target_length=8192, rotary_dim=32,
+                       pairing="half", interpolate=True).to_dict()
     with pytest.raises(ValueError, match="interpolate=True conflicts"):
         geometry_audit(lin, train_length=2048, target_length=8192, interpolate=True)
 
@@ -281,7 +292,7 @@ def test_gate_a_with_an_operator_equals_the_plain_declaration():
 def test_mrope_with_equal_positions_on_every_axis_is_one_dimensional_rope():
     one = RotaryOperator(head_dim=16, base=1000.0)
     for interleaved in (False, True):
-        multi = one.with_(sections=(4, 2, 2), interleaved=interleaved)
+        multi = one.with_(sections=(4, 2, 2), round_robin=interleaved)
         x = np.random.default_rng(1).normal(size=(4, 16))
         p = np.arange(4) * 9.0
         assert np.array_equal(multi.apply(x, np.stack([p, p, p])), one.apply(x, p))
@@ -290,7 +301,7 @@ def test_mrope_with_equal_positions_on_every_axis_is_one_dimensional_rope():
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_mrope_angles_follow_each_pairs_axis(interleaved):
     sections = (24, 20, 20)  # Qwen's split of 64 pairs among time, height and width
-    op = RotaryOperator(head_dim=128, base=1e6, sections=sections, interleaved=interleaved)
+    op = RotaryOperator(head_dim=128, base=1e6, sections=sections, round_robin=interleaved)
     axis = op.axis_of_pair
     assert [int(np.count_nonzero(axis == a)) for a in range(3)] == list(sections)
     if interleaved:  # Qwen3-VL: round-robin while an axis has pairs left
@@ -309,59 +320,81 @@ def test_mrope_angles_follow_each_pairs_axis(interleaved):
 
 
 # ---------------------------------------------------------------------------------- checked once
+#: The most outermost validator calls one default geometry audit may make (issue 34), counted in
+#: every module: the operator's and the manifest's fields, the audit's own arguments, and nothing else.
+MAX_AUDIT_CHECKS = 20
 #: The validators' default parameter names (they take the value first and an optional name).
 _DEFAULT_NAMES = {"head_dim": "head_dim", "base": "base", "pairing": "pairing", "float_dtype": "dtype",
                   "frequencies": "theta", "pair_weights": "weights"}
 
 
-def _count_checks(run) -> collections.Counter:
-    """Outermost validator calls by input name, leaving out those Gate B's margins make."""
-    seen = collections.Counter()
-    saved = {}
-    depth = [0]
+class _Checks:
+    """Outermost validator calls while ``run()`` runs: by input name and by the file that makes them.
 
-    def in_gate_b() -> bool:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename.endswith(("margins.py", "/gates/b/rule.py", "precision.py")):
-                return True
-            frame = frame.f_back
-        return False
+    Every public function of ``ropegeo/_validate.py`` is wrapped (found by looking, not listed), and
+    no file is left out: a check made inside Gate B counts like any other.
+    """
 
-    def wrap(helper, fn):
-        def counted(*args, **kwargs):
-            if depth[0] == 0 and not in_gate_b():
-                if "name" in kwargs:
-                    label = kwargs["name"]
-                elif helper in _DEFAULT_NAMES:
-                    label = args[1] if len(args) > 1 and isinstance(args[1], str) else _DEFAULT_NAMES[helper]
-                else:
-                    label = args[0]
-                seen[label] += 1
-            depth[0] += 1
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-        return counted
+    def __init__(self, run):
+        self.by_name, self.by_file, depth = collections.Counter(), collections.Counter(), [0]
 
-    for helper in ("integer", "real", "head_dim", "length", "boolean", "base", "pairing", "finite_array",
-                   "float_dtype", "frequencies", "pair_weights"):
-        saved[helper] = getattr(_validate, helper)
-        setattr(_validate, helper, wrap(helper, saved[helper]))
-    try:
-        run()
-    finally:
+        def wrap(helper, fn):
+            def counted(*args, **kwargs):
+                if depth[0] == 0:
+                    self.by_file[sys._getframe(1).f_code.co_filename.split("ropegeo/")[-1]] += 1
+                    if "name" in kwargs:
+                        label = kwargs["name"]
+                    elif helper in _DEFAULT_NAMES:
+                        label = args[1] if len(args) > 1 and isinstance(args[1], str) else _DEFAULT_NAMES[helper]
+                    else:
+                        label = args[0]
+                    self.by_name[label] += 1
+                depth[0] += 1
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    depth[0] -= 1
+            return counted
+
+        saved = {name: fn for name, fn in vars(_validate).items()
+                 if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == _validate.__name__
+                 and name != "is_collection"}
         for helper, fn in saved.items():
-            setattr(_validate, helper, fn)
-    return seen
+            setattr(_validate, helper, wrap(helper, fn))
+        try:
+            run()
+        finally:
+            for helper, fn in saved.items():
+                setattr(_validate, helper, fn)
+
+    @property
+    def outermost(self) -> int:
+        return sum(self.by_file.values())
+
+
+def _count_checks(run) -> collections.Counter:
+    return _Checks(run).by_name
 
 
 def test_one_geometry_audit_checks_each_operator_input_once():
-    seen = _count_checks(lambda: geometry_audit())
+    checks = _Checks(lambda: geometry_audit())
+    assert checks.outermost <= MAX_AUDIT_CHECKS, checks.by_file
     for name in ("head_dim", "base", "pairing", "scale", "phase_dtype", "train_length", "target_length"):
-        assert seen[name] == 1, (name, seen)
-    assert seen["theta"] == 0  # built from checked fields, never checked again
+        assert checks.by_name[name] == 1, (name, checks.by_name)
+    assert checks.by_name["theta"] == 0  # built from checked fields, never checked again
+    # below the gates, the operator's bank is trusted: Gate B, the margins and the precision make no check
+    assert not any(f.startswith(("margins", "precision", "gates/b/", "frequencies")) for f in checks.by_file), \
+        checks.by_file
+
+
+def test_the_check_counter_sees_every_file():
+    # controls: checks made in margins.py and gates/b/rule.py are counted, and a check repeated in a loop
+    # is counted each time, so the audit's count above could exceed its bound
+    th = frequencies(8)
+    checks = _Checks(lambda: gate_b_decision([1, 2, 3], th))
+    assert checks.by_file["margins.py"] >= 1 and checks.by_file["gates/b/rule.py"] >= 1, checks.by_file
+    looped = _Checks(lambda: [difference_distance(float(k), th) for k in range(30)])
+    assert looped.by_name["theta"] == 30 and looped.outermost > MAX_AUDIT_CHECKS
 
 
 def test_one_gate_a_run_checks_each_input_once():

@@ -215,7 +215,7 @@ def _chapter8_figures():
     from ropegeo.multiaxis import axial_bank, axis_frequencies, mixed_bank, mrope_bank
     from ropegeo.book.plots import multiaxis as pm
 
-    F2, F3 = mrope_bank(128, 1e6, (16, 24, 24)), mrope_bank(128, 1e6, (24, 20, 20), interleaved=True)
+    F2, F3 = mrope_bank(128, 1e6, (16, 24, 24)), mrope_bank(128, 1e6, (24, 20, 20), round_robin=True)
     yield "ch08 sections", pm.section_figure({"blocked": F2, "interleaved": F3})
     yield "ch08 axis kernels", pm.axis_kernel_figure(F2, 64, title="Qwen2-VL")
     yield "ch08 kernel maps", pm.kernel_map_figure({"axial": axial_bank(64), "mixed": mixed_bank(64, angle=0.4)}, 16)

@@ -18,8 +18,6 @@ import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo._json import dumps
-from ropegeo.frequencies import frequencies
-from ropegeo.scaling import scaled_frequencies
 from ropegeo.toy import (
     MAX_HEAD_LENGTH,
     MAX_MATCH_LENGTH,
@@ -236,15 +234,12 @@ def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_le
         model_length = v.length("model_length", model_length, minimum=2)
         if model_length > train_length >= 7:
             base = reanchored_base(base, model_length, train_length)
-    theta = frequencies(manifest.rotary_dim, base)
     sc = manifest.scaling
-    if sc is None:
-        tt, att, rule = theta, 1.0, "none"
-    else:
-        if sc.original_max_position_embeddings is not None:
-            sc = replace(sc, original_max_position_embeddings=train_length)
-        tt, att = scaled_frequencies(sc, manifest.rotary_dim, base, seq_len=target_length)
-        rule = sc.rule
+    if sc is not None and sc.original_max_position_embeddings is not None:
+        sc = replace(sc, original_max_position_embeddings=train_length)
+    op = manifest.operator.with_(base=base, scaling=sc)  # the manifest's operator, re-anchored at the toy length
+    theta, tt, att = np.array(op.unscaled.theta), np.array(op.theta_at(target_length)), op.attention_at(target_length)
+    rule = "none" if sc is None else sc.rule
     return {"theta": theta, "target_theta": tt, "target_attention_factor": float(att),
             "train_length": train_length, "target_length": target_length, "rule": rule, "base": float(base)}
 

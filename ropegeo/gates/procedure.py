@@ -15,7 +15,6 @@ Gate B is one function, :func:`~ropegeo.gates.b.rule.gate_b`, so ``audit`` and `
 
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass
 from html import escape
@@ -25,7 +24,7 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import slow_pairs, wavelengths
+from ropegeo.frequencies import TWO_PI, wavelengths
 from ropegeo.gates.a.axes import axes_operator
 from ropegeo.gates.a.gate import gate_a as run_gate_a
 from ropegeo.gates.b.rule import (
@@ -264,28 +263,21 @@ class GeometryAudit:
 
 def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
     """The manifest an operator or plain numbers define, at plain lengths (interpolation: linear, target / train)."""
-    scaling, phase = None, "float64"
-    if operator is not None:  # checked when it was built; plain arguments must agree with it
-        op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
-        if op.frequencies is not None or op.attention_factor is not None or op.sections is not None or op.scale != 1:
-            raise ValueError("geometry_audit audits an operator of a base and a scaling rule, without explicit "
-                             "theta, attention factor, position axes or position scale")
-        head_dim, base, rotary_dim, pairing, scaling, phase = (op.head_dim, op.base, op.rotary_dim, op.pairing,
-                                                               op.scaling, op.phase_dtype)
+    op = RotaryOperator.coerce(operator, head_dim=head_dim, base=base, rotary_dim=rotary_dim, pairing=pairing)
+    if op.sections is not None:
+        raise ValueError("geometry_audit audits an operator of one position axis (a manifest carries M-RoPE's)")
     if interpolate and target > train:
-        if scaling is not None:
-            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({scaling.describe()})")
-        scaling = Scaling("linear", factor=target / train)
-    head_dim, base = 128 if head_dim is None else head_dim, 1e4 if base is None else base
-    return RopeManifest(base=base, head_dim=head_dim, rotary_dim=rotary_dim, scaling=scaling, phase_dtype=phase,
-                        pairing="interleaved" if pairing is None else pairing, max_position_embeddings=train,
-                        name=f"head dim {head_dim}, base {base:g}" if isinstance(base, numbers.Real) else None)
+        if op.scaling is not None:
+            raise ValueError(f"interpolate=True conflicts with the operator's scaling ({op.scaling.describe()})")
+        op = op.with_(scaling=Scaling("linear", factor=target / train))
+    return RopeManifest(op, max_position_embeddings=train, name=f"head dim {op.head_dim}, base {op.base:g}")
 
 
-def _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim, interpolate, pairing):
+def _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim, interpolate, pairing):
     """The manifest geometry_audit audits, its training and target lengths; conflicts refused by name."""
-    if isinstance(head_dim, (RopeManifest, RotaryOperator)) and operator is None:
-        head_dim, operator = None, head_dim  # given first (else refused below as a conflicting head_dim)
+    if operator is not None and not isinstance(operator, (RopeManifest, RotaryOperator)):
+        raise ValueError(f"operator must be a RopeManifest or a RotaryOperator (plain numbers go by keyword: "
+                         f"head_dim=..., base=...), got {type(operator).__name__}")
     if not isinstance(operator, RopeManifest):
         train = v.length("train_length", 4096 if train_length is None else train_length, minimum=2)
         target = v.length("target_length", 32_768 if target_length is None else target_length, minimum=3)
@@ -304,13 +296,13 @@ def _audited_manifest(head_dim, operator, base, train_length, target_length, rot
 
 
 def geometry_audit(
-    head_dim=None,
+    operator=None,
+    *,
+    head_dim: int | None = None,
     base: float | None = None,
     train_length: int | None = None,
     target_length: int | None = None,
     rotary_dim: int | None = None,
-    *,
-    operator=None,
     interpolate: bool | None = None,
     search_start: int | None = None,
     search_limit: int | None = None,
@@ -325,12 +317,12 @@ def geometry_audit(
 
     Parameters
     ----------
-    head_dim, operator : int, RopeManifest or RotaryOperator, optional
+    operator : RopeManifest or RotaryOperator, optional
         A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length) or
-        an operator, first or as ``operator=``; or the width of one head (even; default 128), with
+        an operator. Without one, the plain keywords define it: ``head_dim`` (even; default 128),
         ``base`` (default 10,000), ``rotary_dim``, ``pairing`` (default interleaved), ``train_length``
-        (default 4,096) and ``interpolate``. These plain arguments must agree with a manifest or
-        operator given (a conflict is refused, naming the argument).
+        (default 4,096) and ``interpolate``; given with one, they must agree with it (a conflict is
+        refused, naming the keyword).
     train_length, target_length : int, optional
         Context seen in training (plain numbers only) and the context to serve (at least 3;
         default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
@@ -370,7 +362,7 @@ def geometry_audit(
 
     Examples
     --------
-    >>> r = geometry_audit(8, train_length=4096, target_length=7000)
+    >>> r = geometry_audit(head_dim=8, train_length=4096, target_length=7000)
     >>> r.distant_offset, round(r.distant_similarity, 4)
     (6283, 0.9957)
 
@@ -389,7 +381,7 @@ def geometry_audit(
     ...
     ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
     """
-    m, train, target = _audited_manifest(head_dim, operator, base, train_length, target_length, rotary_dim,
+    m, train, target = _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim,
                                          interpolate, pairing)
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
@@ -415,16 +407,17 @@ def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
 def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> GeometryAudit:
     s0, s1, note = _search_range(train, target, m.sliding_window, start, limit)  # refuses a start past the end
     op, plain_op = m.operator, m.operator.unscaled  # checked once; frequencies cached per length
+    law_op = op if op.sections is None else op.with_(sections=None, round_robin=False)  # text tokens: one axis
     theta, att, plain = np.array(op.theta_at(target)), op.attention_at(target), plain_op.theta
-    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], wavelengths(operator=op, seq_len=target)
-    err = law_error(op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
+    pairs, lam = [*_LAW_PAIRS, (train // 4, train - 2)], TWO_PI / theta  # a manifest's bank: positive, scale 1
+    err = law_error(law_op, np.asarray(pairs, dtype=np.float64), dtype, seed, seq_len=target, phase_dtype="float64")
     hits = near_collisions(start=s0, stop=s1, top=top, operator=op, seq_len=target)
     return GeometryAudit(
         manifest=m, train_length=int(train), target_length=int(target), theta=theta, attention_factor=float(att),
         dtype=dtype, relative_law_error=err, law_tolerance=_law_tolerance(dtype, m.head_dim, max(max(p) for p in pairs)),
         adjacent_similarity=adjacent_similarity(operator=op, seq_len=target),
-        slow_pairs=slow_pairs(operator=plain_op, length=train),
-        slow_pairs_target=slow_pairs(operator=op, seq_len=target, length=target),
+        slow_pairs=int(np.count_nonzero(train * plain / TWO_PI < 1.0)),  # frequencies.slow_pairs, on trusted banks
+        slow_pairs_target=int(np.count_nonzero(target * theta / TWO_PI < 1.0)),
         pairs_longer_than_train=int(np.count_nonzero(lam > train)),
         pairs_longer_than_target=int(np.count_nonzero(lam > target)),
         scaled_pairs=int(np.count_nonzero(np.abs(plain / theta - 1.0) > 1e-3)),
@@ -622,7 +615,7 @@ def _reference_operator(manifest):
     Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
     LongRoPE), which Gate A requires where the factor is declared.
     """
-    if manifest.mrope_section is not None:  # multi-axis (M-RoPE): three position streams
+    if manifest.sections is not None:  # multi-axis (M-RoPE): three position streams
         return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))

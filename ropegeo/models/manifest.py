@@ -3,8 +3,10 @@
 "We use RoPE" names a family, not an operator. Two systems that share a configuration label can
 still differ in the frequency base, the rotary width, the pairing layout, how position ids are
 assigned, which context-extension rule is applied, where the KV cache starts, and in which
-precision the phases are generated. :class:`RopeManifest` records all of them, so a chapter
-function (or the command line) can rebuild the exact per-pair frequencies from it.
+precision the phases are generated. :class:`RopeManifest` records all of them, as one
+:class:`~ropegeo.operator.RotaryOperator` (base, widths, pairing, rule, phase precision, M-RoPE's
+sections) and the context it serves in (lengths, window, position ids, cache offset), so a
+chapter function (or the command line) can rebuild the exact per-pair frequencies from it.
 
 :func:`read_config` turns a Hugging Face style ``config.json`` (a dict or a path) into a manifest;
 :func:`load_model` reads one of the configurations shipped in ``ropegeo/data``.
@@ -12,7 +14,6 @@ function (or the command line) can rebuild the exact per-pair frequencies from i
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import numbers
@@ -26,9 +27,8 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.frequencies import wavelengths
 from ropegeo.models.class_defaults import with_class_defaults
-from ropegeo.models.model_types import (NOPE, LayerSpec, axes_section, chatglm_view, describe_layers, layer_specs,
+from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs,
                                          multi_axis_layout, multi_axis_notes, proportional_view, refusal)
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
@@ -57,32 +57,34 @@ class ConfigError(ValueError):
     """A configuration that cannot be turned into a manifest; the message names the field."""
 
 
-@dataclass(frozen=True)
+#: The order of :meth:`RopeManifest.to_dict` after name and source.
+_DICT_ORDER = ("base", "head_dim", "rotary_dim", "pairing", "position_id_policy", "scaling", "cache_offset", "phase_dtype",
+               "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type",
+               "logit_scale", "sections", "round_robin", "notes")
+#: The operator's fields a manifest hands on by name (``m.base`` is ``m.operator.base``); given as plain
+#: keywords to :class:`RopeManifest` they build its operator.
+_OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "round_robin")
+
+
+@dataclass(frozen=True, init=False)
 class RopeManifest:
-    """One rotary operator, fully specified.
+    """One rotary operator and the context it serves in: everything needed to reproduce it.
 
     Parameters
     ----------
-    base : float
-        Frequency base ``B`` (``rope_theta``), finite and greater than 1.
-    head_dim : int
-        Width of one attention head (even, at least 2).
-    rotary_dim : int, optional
-        How many leading coordinates of the head rotate (even, ``2 <= rotary_dim <= head_dim``).
-        ``None`` means the whole head; it is resolved to ``head_dim`` on construction.
-    pairing : {"interleaved", "half"}
-        Which coordinates rotate together (see :mod:`ropegeo.rotation`). Hugging Face models
-        use ``"half"``.
+    operator : ropegeo.RotaryOperator, optional
+        The operator (a base and a rule: no explicit frequencies, position scale or attention
+        factor). Or its fields as plain keywords, which build it (default ``RotaryOperator()``):
+        ``base`` (``rope_theta``), ``head_dim``, ``rotary_dim``, ``pairing`` (Hugging Face models use
+        ``"half"``), ``scaling``, ``phase_dtype``, and for M-RoPE ``sections`` (pairs following the
+        time, height and width ids) and ``round_robin`` (Qwen3-VL's round-robin layout). They are
+        read back by name (``m.base`` is ``m.operator.base``).
     position_id_policy : str
         How position ids are assigned: one of ``"contiguous"``, ``"left-padded"``,
         ``"packed-reset"``, ``"packed-continuous"``, ``"kv-cache"``.
-    scaling : ropegeo.scaling.Scaling, optional
-        The context-extension rule and its parameters, or ``None`` for the plain schedule.
     cache_offset : int
         Position of the first new token when a KV cache already holds ``cache_offset`` tokens
         (non-negative).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which phase angles are generated.
     max_position_embeddings : int, optional
         The context length the configuration declares (positive).
     original_max_position_embeddings : int, optional
@@ -91,7 +93,6 @@ class RopeManifest:
     sliding_window : int, optional
         The attention window of the layers this operator serves (positive): a query sees keys
         fewer than ``sliding_window`` positions back, so larger offsets never reach attention.
-        ``None`` means every offset in the context does.
     layer_type : str, optional
         Which kind of layer of the model this operator belongs to (``"full_attention"``,
         ``"sliding_attention"``), for models whose layers differ.
@@ -99,8 +100,6 @@ class RopeManifest:
         A factor the model applies to its attention logits besides ``1 / sqrt(head width)``
         and the rule's attention factor (positive; DeepSeek-V2/V3 multiply the softmax scale by
         ``mscale(factor, mscale_all_dim) ** 2``). 1 for most models.
-    mrope_section, mrope_interleaved : tuple of 3 ints or None, bool
-        M-RoPE: the pairs following the time, height and width ids, blocked or interleaved (Qwen3-VL).
     notes : tuple of str
         What the reader inferred or chose rather than read, in plain words.
     name, source : str, optional
@@ -110,74 +109,55 @@ class RopeManifest:
     ------
     ValueError
         For any field outside its allowed set or range; the message names the field.
+
+    Examples
+    --------
+    >>> m = RopeManifest(head_dim=64, base=500_000.0, max_position_embeddings=8192)
+    >>> m.operator.head_dim, m.base, m.train_length
+    (64, 500000.0, 8192)
     """
 
-    base: float = 10_000.0
-    head_dim: int = 128
-    rotary_dim: int | None = None
-    pairing: str = "interleaved"
+    operator: RotaryOperator
     position_id_policy: str = "contiguous"
-    scaling: Any = None
     cache_offset: int = 0
-    phase_dtype: str = "float64"
     max_position_embeddings: int | None = None
     original_max_position_embeddings: int | None = None
     sliding_window: int | None = None
     layer_type: str | None = None
     logit_scale: float = 1.0
-    mrope_section: tuple | None = None
-    mrope_interleaved: bool = False
     notes: tuple = ()
     name: str | None = None
     source: str | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(self, operator: RotaryOperator | None = None, *, position_id_policy: str = "contiguous",
+                 cache_offset: int = 0, max_position_embeddings: int | None = None,
+                 original_max_position_embeddings: int | None = None, sliding_window: int | None = None,
+                 layer_type: str | None = None, logit_scale: float = 1.0, notes=(), name: str | None = None,
+                 source: str | None = None, **fields) -> None:
         set_ = object.__setattr__
-        if self.base is None:
-            raise ValueError("base must be a real number, got None")
-        if self.phase_dtype not in PHASE_DTYPES:
-            raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {self.phase_dtype!r}")
-        # the rotary fields are checked once, by the operator they define (cached as .operator)
-        op = RotaryOperator(head_dim=self.head_dim, rotary_dim=self.rotary_dim, pairing=self.pairing, base=self.base,
-                            scaling=self.scaling, phase_dtype=self.phase_dtype)
-        for key in ("head_dim", "rotary_dim", "pairing", "base", "scaling"):
-            set_(self, key, getattr(op, key))
-        self.__dict__["operator"] = op
-        if self.position_id_policy not in POSITION_ID_POLICIES:
-            raise ValueError(
-                f"position_id_policy must be one of {', '.join(map(repr, POSITION_ID_POLICIES))}, "
-                f"got {self.position_id_policy!r}"
-            )
-        set_(self, "cache_offset", v.length("cache_offset", self.cache_offset, minimum=0))
-        for key in ("max_position_embeddings", "original_max_position_embeddings", "sliding_window"):
-            val = getattr(self, key)
-            if val is not None:
-                set_(self, key, v.length(key, val, minimum=1))
-        set_(self, "logit_scale", v.real("logit_scale", self.logit_scale, greater_than=0.0))
-        set_(self, "mrope_section", axes_section(self.mrope_section, self.mrope_interleaved, self.rotary_dim // 2))
-        if self.layer_type is not None and not isinstance(self.layer_type, str):
-            raise ValueError(f"layer_type must be a string or None, got {type(self.layer_type).__name__}")
-        if not isinstance(self.notes, (list, tuple)) or not all(isinstance(n, str) for n in self.notes):
-            raise ValueError(f"notes must be a list of strings, got {type(self.notes).__name__}")
-        for key in ("name", "source"):
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
-                raise ValueError(f"{key} must be a string or None, got {type(getattr(self, key)).__name__}")
-        set_(self, "notes", tuple(self.notes))
-
-    @functools.cached_property
-    def operator(self) -> RotaryOperator:
-        """The rotary operator this manifest declares (built and checked once, on construction).
-
-        Its frequencies are cached per sequence length, so :meth:`theta` and
-        :meth:`attention_factor` compute a rule's bank once.
-        """
-        return RotaryOperator.from_manifest(self)  # only reached for an instance built without __init__
+        set_(self, "operator", _manifest_operator(operator, fields))
+        if position_id_policy not in POSITION_ID_POLICIES:
+            raise ValueError(f"position_id_policy must be one of {', '.join(map(repr, POSITION_ID_POLICIES))}, "
+                             f"got {position_id_policy!r}")
+        set_(self, "position_id_policy", position_id_policy)
+        set_(self, "cache_offset", v.length("cache_offset", cache_offset, minimum=0))
+        for key, val in (("max_position_embeddings", max_position_embeddings), ("sliding_window", sliding_window),
+                         ("original_max_position_embeddings", original_max_position_embeddings)):
+            set_(self, key, None if val is None else v.length(key, val, minimum=1))
+        set_(self, "logit_scale", v.real("logit_scale", logit_scale, greater_than=0.0))
+        if not isinstance(notes, (list, tuple)) or not all(isinstance(n, str) for n in notes):
+            raise ValueError(f"notes must be a list of strings, got {type(notes).__name__}")
+        set_(self, "notes", tuple(notes))
+        for key, val in (("layer_type", layer_type), ("name", name), ("source", source)):
+            if val is not None and not isinstance(val, str):
+                raise ValueError(f"{key} must be a string or None, got {type(val).__name__}")
+            set_(self, key, val)
 
     # ------------------------------------------------------------------ derived quantities
     @property
     def pairs(self) -> int:
         """Number of rotary pairs, ``rotary_dim // 2``."""
-        return self.rotary_dim // 2
+        return self.operator.pairs
 
     @property
     def train_length(self) -> int | None:
@@ -197,18 +177,10 @@ class RopeManifest:
         return max(cands) if cands else None
 
     def theta(self, seq_len: int | None = None) -> np.ndarray:
-        """Per-pair inverse frequencies (radians per position) for a sequence of ``seq_len``.
+        """A copy of the operator's frequencies for a sequence of ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`).
 
-        Parameters
-        ----------
-        seq_len : int, optional
-            Current sequence length. Only the rules that depend on it (dynamic NTK, LongRoPE)
-            read it; ``None`` means "at initialisation", as in Hugging Face transformers.
-
-        Returns
-        -------
-        numpy.ndarray, shape (rotary_dim // 2,), float64
-            Fastest pair first.
+        Only the rules that depend on it (dynamic NTK, LongRoPE) read ``seq_len``; ``None`` means
+        "at initialisation", as in Hugging Face transformers. Shape ``(pairs,)``, fastest first.
         """
         return np.array(self.operator.theta_at(seq_len))
 
@@ -219,37 +191,22 @@ class RopeManifest:
         """
         return self.operator.attention_at(seq_len)
 
-    def wavelengths(self, seq_len: int | None = None) -> np.ndarray:
-        """Wavelength ``2 pi / theta_i`` of each pair in tokens, shape ``(rotary_dim // 2,)``."""
-        return wavelengths(self.theta(seq_len))
-
     def with_(self, **changes) -> "RopeManifest":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again); the operator's fields by name, as on construction."""
+        rotary = {k: changes.pop(k) for k in _OPERATOR_FIELDS if k in changes}
+        if rotary:
+            changes["operator"] = changes.get("operator", self.operator).with_(**rotary)
         return replace(self, **changes)
 
     # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
-        """A JSON-ready dict; :meth:`from_dict` inverts it."""
-        return {
-            "name": self.name,
-            "source": self.source,
-            "base": self.base,
-            "head_dim": self.head_dim,
-            "rotary_dim": self.rotary_dim,
-            "pairing": self.pairing,
-            "position_id_policy": self.position_id_policy,
-            "scaling": None if self.scaling is None else self.scaling.to_dict(),
-            "cache_offset": self.cache_offset,
-            "phase_dtype": self.phase_dtype,
-            "max_position_embeddings": self.max_position_embeddings,
-            "original_max_position_embeddings": self.original_max_position_embeddings,
-            "sliding_window": self.sliding_window,
-            "layer_type": self.layer_type,
-            "logit_scale": self.logit_scale,
-            "mrope_section": None if self.mrope_section is None else list(self.mrope_section),
-            "mrope_interleaved": self.mrope_interleaved,
-            "notes": list(self.notes),
-        }
+        """A JSON-ready dict: the operator's fields by name, then the context; :meth:`from_dict` inverts it."""
+        out = {"name": self.name, "source": self.source}
+        for key in _DICT_ORDER:
+            out[key] = getattr(self, key)
+        out.update(scaling=None if self.scaling is None else self.scaling.to_dict(), notes=list(self.notes),
+                   sections=None if self.sections is None else list(self.sections))
+        return out
 
     def to_json(self, **kwargs) -> str:
         """:meth:`to_dict` as a JSON string (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
@@ -266,7 +223,7 @@ class RopeManifest:
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"a manifest dict is required, got {type(data).__name__}")
-        known = set(cls.__dataclass_fields__)
+        known = (set(cls.__dataclass_fields__) - {"operator"}) | set(_OPERATOR_FIELDS)
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown manifest field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -302,6 +259,32 @@ class RopeManifest:
 
     def __str__(self) -> str:
         return self.table()
+
+
+for _field in _OPERATOR_FIELDS:  # read-only views of the operator's fields, by the operator's names
+    setattr(RopeManifest, _field, property(lambda self, _f=_field: getattr(self.operator, _f),
+                                           doc=f"The operator's ``{_field}``."))
+
+
+def _manifest_operator(operator, fields: dict) -> RotaryOperator:
+    """The operator of a manifest: given, or built from its fields (a base and a rule)."""
+    unknown = sorted(set(fields) - set(_OPERATOR_FIELDS))
+    if unknown:
+        raise TypeError(f"RopeManifest() got unknown field(s): {', '.join(unknown)}")
+    if operator is None:
+        if "base" in fields and fields["base"] is None:
+            raise ValueError("base must be a real number, got None")
+        if fields.get("phase_dtype", "float64") not in PHASE_DTYPES:
+            raise ValueError(f"phase_dtype must be one of {', '.join(PHASE_DTYPES)}, got {fields['phase_dtype']!r}")
+        return RotaryOperator(**fields)
+    if fields:
+        raise ValueError(f"give operator or its fields ({', '.join(sorted(fields))}), not both")
+    if not isinstance(operator, RotaryOperator):
+        raise ValueError(f"operator must be a ropegeo.RotaryOperator, got {type(operator).__name__}")
+    if operator.theta_given is not None or operator.attention_factor is not None or operator.scale != 1.0:
+        raise ValueError("a manifest's operator is a base and a scaling rule, without explicit theta, attention "
+                         "factor or position scale")
+    return operator
 
 
 # ---------------------------------------------------------------------- reading configs
@@ -455,7 +438,7 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
 def _read_multi_axis(cfg: Mapping, got: dict) -> dict:
     try:  # M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): its sections, and a note
         sec, inter = multi_axis_layout(cfg, got["rotary_dim"] // 2) or (None, False)
-        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2), "mrope_section": sec, "mrope_interleaved": inter}
+        return {"notes": multi_axis_notes(cfg, got["rotary_dim"] // 2), "sections": sec, "round_robin": inter}
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -170,11 +170,12 @@ def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
 
 
 def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], bool] | None:
-    """The M-RoPE declaration of a configuration: ``(mrope_section, interleaved)``, or ``None``.
+    """The M-RoPE declaration of a configuration: ``(sections, round_robin)``, or ``None``.
 
-    ``mrope_section`` lists the pairs given to time, height and width; ``interleaved`` is True for
-    Qwen3-VL's layout (height and width take every third pair), False for Qwen2-VL's blocks. The
-    first rope block that has sections decides (Gate A's multi-axis checks read it).
+    The configuration's ``mrope_section`` lists the pairs given to time, height and width (the
+    operator's ``sections``); ``round_robin`` is True for Qwen3-VL's ``mrope_interleaved`` layout
+    (height and width take every third pair), False for Qwen2-VL's blocks. The first rope block
+    that has sections decides (Gate A's multi-axis checks read it).
 
     Examples
     --------
@@ -202,7 +203,7 @@ def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], b
 
 
 def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | None:
-    """A manifest's ``mrope_section`` checked against its ``pairs`` (``None`` stays ``None``).
+    """Gate A's ``mrope_section`` keyword checked against ``pairs`` (``None`` stays ``None``).
 
     Raises
     ------

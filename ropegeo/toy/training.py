@@ -117,7 +117,7 @@ def _rotary_bank(operator=None, *, head_dim: int | None = None, base: float | No
     if op.head_dim > MAX_TRAINED_HEAD_DIM or op.rotary_dim != op.head_dim or op.sections or op.phase_dtype != "float64":
         raise ValueError(f"operator must rotate a whole head of at most MAX_TRAINED_HEAD_DIM = {MAX_TRAINED_HEAD_DIM} "
                          f"coordinates on one axis in float64, got {op!r}")
-    plain = op.frequencies is None and op.scaling is None
+    plain = op.theta_given is None and op.scaling is None
     return op.theta.copy(), float(op.scale), op.attention_at(None), op.base if plain else None
 
 

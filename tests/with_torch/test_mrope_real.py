@@ -101,8 +101,8 @@ def hf_mrope(cfg, dtype="float32", defect=None):
 def test_the_configuration_reads_as_transformers_builds_it():
     for cfg in (QWEN2_VL, QWEN3_VL):
         hf, m = _hf_config(cfg), read_config(cfg)
-        assert list(m.mrope_section) == list(hf.rope_parameters["mrope_section"])
-        module = (q3.Qwen3VLTextRotaryEmbedding if m.mrope_interleaved else q2.Qwen2VLRotaryEmbedding)(hf)
+        assert list(m.sections) == list(hf.rope_parameters["mrope_section"])
+        module = (q3.Qwen3VLTextRotaryEmbedding if m.round_robin else q2.Qwen2VLRotaryEmbedding)(hf)
         np.testing.assert_allclose(module.inv_freq.double().numpy(), m.theta(), rtol=1e-6)
 
 
@@ -132,7 +132,7 @@ def test_the_numpy_mirror_matches_transformers(defect):
     for inter in ([False, True] if defect is None else [AXES_DEFECTS[defect][0]]):
         cfg = QWEN3_VL if inter else QWEN2_VL
         m = read_config(cfg)
-        mirror = MultiAxisRotary(128, m.base, m.mrope_section, inter, "float32", defect)
+        mirror = MultiAxisRotary(128, m.base, m.sections, inter, "float32", defect)
         rng = np.random.default_rng(1)
         x, pos = rng.normal(size=(2, 50, 128)), rng.integers(0, 5000, size=(3, 2, 50))
         # float32 angles up to 5,000 rad: cos and sin agree to a few units of 5,000 * 2**-24

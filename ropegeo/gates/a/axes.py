@@ -121,7 +121,7 @@ def axes_declared(manifest) -> bool:
     ...                "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
     True
     """
-    return manifest is not None and _resolve(manifest).mrope_section is not None
+    return manifest is not None and _resolve(manifest).sections is not None
 
 
 def axes_operator(manifest):
@@ -137,16 +137,16 @@ def axes_operator(manifest):
     Examples
     --------
     >>> from ropegeo.models.manifest import RopeManifest
-    >>> f = axes_operator(RopeManifest(head_dim=8, pairing="half", mrope_section=(2, 1, 1)))
+    >>> f = axes_operator(RopeManifest(head_dim=8, pairing="half", sections=(2, 1, 1)))
     >>> out = f(np.eye(8), np.zeros((3, 8), dtype=int))
     >>> bool(np.allclose(out, np.eye(8)))
     True
     """
-    if getattr(manifest, "mrope_section", None) is None:
+    if getattr(manifest, "sections", None) is None:
         raise ValueError("manifest must declare mrope_section (a multi-axis operator)")
     seq = manifest.target_length or manifest.max_position_embeddings
     theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
-    axis = axis_layout(manifest.mrope_section, manifest.mrope_interleaved, manifest.pairs)
+    axis = axis_layout(manifest.sections, manifest.round_robin, manifest.pairs)
 
     def operator(x, positions, role: str = "query"):
         x = np.array(x, dtype=np.float64)
@@ -439,15 +439,15 @@ def _declaration(mrope_section, mrope_interleaved, manifest, options) -> tuple:
     """(sections, interleaved, the manifest without its axes or None), validated."""
     if manifest is not None:
         m = _resolve(manifest)
-        if mrope_section is not None and m.mrope_section is not None and (
-                list(m.mrope_section) != list(mrope_section) or bool(mrope_interleaved) != m.mrope_interleaved):
+        if mrope_section is not None and m.sections is not None and (
+                list(m.sections) != list(mrope_section) or bool(mrope_interleaved) != m.round_robin):
             raise ValueError(f"mrope_section={list(mrope_section)!r} conflicts with the manifest, which declares "
-                             f"{list(m.mrope_section)} ({'interleaved' if m.mrope_interleaved else 'blocked'}): drop "
+                             f"{list(m.sections)} ({'interleaved' if m.round_robin else 'blocked'}): drop "
                              "mrope_section or drop the manifest")
-        sec = m.mrope_section if m.mrope_section is not None else mrope_section
-        inter = m.mrope_interleaved if m.mrope_section is not None else mrope_interleaved
+        sec = m.sections if m.sections is not None else mrope_section
+        inter = m.round_robin if m.sections is not None else mrope_interleaved
         sec = axes_section(sec, inter, m.rotary_dim // 2)
-        return sec, inter, m.with_(mrope_section=None, mrope_interleaved=False)
+        return sec, inter, m.with_(sections=None, round_robin=False)
     head_dim = options.get("head_dim")
     if head_dim is None:
         raise ValueError("mrope_section needs head_dim (the sections share out its rotary pairs)")

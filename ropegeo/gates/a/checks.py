@@ -56,7 +56,7 @@ class Ctx:
         self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
         self.pairing, self.base = operator.pairing, operator.base
         self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
-        self.theta_given = operator.frequencies is not None
+        self.theta_given = operator.theta_given is not None
         self.theta_max = float(self.theta_decl.max())
         self.phase_dtype, self.data_dtype_declared = operator.phase_dtype, data_dtype
         self.max_position = max_position

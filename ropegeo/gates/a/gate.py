@@ -519,7 +519,7 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
         if attention_factor is None:
             attention_factor = op.attention_at(None)
         if op.scaling is not None or op.attention_factor is not None:
-            op = RotaryOperator(head_dim=op.head_dim, pairing=op.pairing, base=op.base, frequencies=op.theta,
+            op = RotaryOperator(head_dim=op.head_dim, pairing=op.pairing, base=op.base, theta=op.theta,
                                 scale=op.scale, phase_dtype=op.phase_dtype)
     else:
         given = dict(plain, base=10_000.0 if plain["base"] is None else plain["base"],
@@ -535,7 +535,7 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
         raise ValueError(f"head_dim must be at most {MAX_AUDITED_HEAD_DIM}, got {op.head_dim}")
     if not op.scale > 0:
         raise ValueError(f"scale must be greater than 0, got {op.scale:.10g}")
-    if op.frequencies is not None and min(op.frequencies) <= 0:
+    if op.theta_given is not None and min(op.theta_given) <= 0:
         raise ValueError("theta must be a non-empty 1-D array of positive frequencies")
     attention_factor = 1.0 if attention_factor is None else attention_factor
     return op, v.real("attention_factor", attention_factor, greater_than=0.0, minimum=1 / MAX_ATTENTION_FACTOR,
@@ -723,7 +723,7 @@ def _context(fn, decl: dict, *, only_declared: bool):
     declared = {"head_dim": op.head_dim, "rotary_dim": op.rotary_dim, "base": op.base, "pairing": op.pairing,
                 "scale": op.scale, "phase_dtype": op.phase_dtype, "dtype": decl["dtype"], "max_position": max_position,
                 "attention_factor": attention_factor, "attention_factor_in": decl["attention_factor_in"],
-                "theta": None if op.frequencies is None else list(op.frequencies)}
+                "theta": None if op.theta_given is None else list(op.theta_given)}
     if decl["name"]:
         declared["model"] = decl["name"]
     return ctx, declared

@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo.frequencies import frequencies
 from ropegeo.gates.verdicts import Check
 from ropegeo.gates.verdicts import status as checks_status
-from ropegeo.margins import MAX_DIRECT, MAX_OFFSETS, SeparationMargin, difference_distance, separation_margin
+from ropegeo.margins import (MAX_DIRECT, MAX_OFFSETS, SeparationMargin, distance_kernel, margin_kernel, offset_array,
+                             separation_margin)
 from ropegeo.models.manifest import RopeManifest
+from ropegeo.precision import as_pipeline
 
 __all__ = ["GateBRule", "GateBDecision", "gate_b_decision", "required_margin", "trained_sharpness",
            "GateBResult", "gate_b", "default_offsets", "check_offsets_in_context", "attention_span",
@@ -128,7 +129,15 @@ def trained_sharpness(trained_theta, *, weights=None) -> float:
     18.91
     """
     th = v.frequencies(trained_theta, "trained_theta")
-    ref = float(difference_distance(1.0, th, weights=weights))
+    return _sharpness(_reference_distance(th, v.pair_weights(weights, th.size, name="weights (amplitudes)")))
+
+
+def _reference_distance(th: np.ndarray, w: np.ndarray) -> float:
+    """``D_train(1)``: the distance of adjacent offsets on a (trusted) training bank with weights ``w``."""
+    return float(distance_kernel(np.array(1.0), th, 1.0, w))
+
+
+def _sharpness(ref: float) -> float:
     return math.inf if ref == 0.0 else 2.0 * _logit(CALIBRATION_MASS) / (ref * ref)
 
 
@@ -220,10 +229,18 @@ class GateBRule:
 
     def threshold(self, trained_theta=None, *, weights=None) -> float:
         """The smallest margin that passes: ``sqrt(2 gap / sharpness)``, or ``fixed_margin``."""
+        return self._threshold(self.head_sharpness(trained_theta, weights=weights))
+
+    def _threshold(self, beta: float | None) -> float:
         if self.fixed_margin is not None:
             return self.fixed_margin
-        beta = self.head_sharpness(trained_theta, weights=weights)
         return 0.0 if math.isinf(beta) else math.sqrt(2.0 * self.needed_gap / beta)
+
+    def _judged_head(self, th: np.ndarray, w: np.ndarray) -> tuple[float | None, float | None, float | None]:
+        """``(sharpness, threshold, D_train(1) or None)`` on a trusted training bank ``th`` with weights ``w``."""
+        ref = None if self.fixed_margin is not None or self.sharpness is not None else _reference_distance(th, w)
+        beta = self.sharpness if ref is None else _sharpness(ref)
+        return beta, self._threshold(beta), ref
 
     @staticmethod
     def judge(margin: float, threshold: float) -> str:
@@ -308,8 +325,8 @@ class GateBDecision:
                 f"{self.threshold:.4g}; {self.reason}")
 
 
-def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_theta=None,
-                    **margin_options) -> GateBDecision:
+def gate_b_decision(offsets, theta=None, *, operator=None, seq_len: int | None = None, rule: GateBRule | None = None,
+                    trained_theta=None, **margin_options) -> GateBDecision:
     """Gate B's verdict for one offset set: does the deployment keep the task's offsets apart?
 
     The margin is :func:`~ropegeo.margins.separation_margin` of the deployed bank ``theta``; the threshold is
@@ -318,13 +335,15 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
 
     Parameters
     ----------
-    offsets, theta
-        As in :func:`~ropegeo.margins.separation_margin` (``theta`` is the deployed bank).
+    offsets, theta, operator, seq_len
+        As in :func:`~ropegeo.margins.separation_margin`: the deployed bank, plain or an operator's
+        (its frequencies at ``seq_len``, trusted).
     rule : GateBRule, optional
         The decision rule. Default ``GateBRule()``.
     trained_theta : array_like, shape (pairs,), optional
-        The bank the model was trained with; default ``theta``. Only read when the rule takes
-        the head's sharpness from the training ruler.
+        The bank the model was trained with; default ``theta``, or the operator's without its rule
+        (``operator.unscaled``). Only read when the rule takes the head's sharpness from the
+        training ruler.
     **margin_options
         ``dtype``, ``scale``, ``origin``, ``weighting``, ``method`` of :func:`~ropegeo.margins.separation_margin`.
         An amplitude array as ``weighting`` weights the training distance too; ``"band"`` is
@@ -353,6 +372,9 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
     'pass'
     >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).status
     'fail'
+    >>> from ropegeo.operator import RotaryOperator
+    >>> gate_b_decision(range(1, 65), operator=RotaryOperator(scale=1 / 8)).status  # the same ruler as one value
+    'fail'
     """
     rule = GateBRule() if rule is None else rule
     if not isinstance(rule, GateBRule):
@@ -361,17 +383,17 @@ def gate_b_decision(offsets, theta, *, rule: GateBRule | None = None, trained_th
     if isinstance(weighting, str) and weighting == "band":
         raise ValueError("weighting='band' judges each band alone; gate_b_decision judges one head: give "
                          "'pair' or the head's amplitudes")
-    result = separation_margin(offsets, theta, **margin_options)
-    th = v.frequencies(theta)
-    ref_th = th if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
+    result = separation_margin(offsets, theta, operator=operator, seq_len=seq_len, **margin_options)
+    if operator is None:
+        th = default = v.frequencies(theta)
+    else:  # checked when it was built
+        th = operator.theta_at(seq_len)
+        default = th if operator.theta_given is not None else operator.unscaled.theta
+    ref_th = default if trained_theta is None else v.frequencies(trained_theta, "trained_theta")
     if ref_th.size != th.size:
         raise ValueError(f"trained_theta has {ref_th.size} pairs, theta {th.size}: they must match")
-    w = None if isinstance(weighting, str) else weighting
-    beta = rule.head_sharpness(ref_th, weights=w)
-    threshold = rule.threshold(ref_th, weights=w)
-    ref = None
-    if rule.fixed_margin is None and rule.sharpness is None:
-        ref = float(difference_distance(1.0, ref_th, weights=w))
+    w = v.pair_weights(None if isinstance(weighting, str) else weighting, th.size, name="weights (amplitudes)")
+    beta, threshold, ref = rule._judged_head(ref_th, w)
     status = rule.judge(result.margin, threshold)
     reason = rule.inconclusive_reason(threshold) if status == "inconclusive" else rule.describe(threshold, beta)
     return GateBDecision(status, result, threshold, None if beta is None or math.isinf(beta) else beta, ref, rule,
@@ -411,7 +433,11 @@ def default_offsets(target_length: int, window: int | None = None) -> dict[str, 
     ['local 1..64', 'distant 64..8,191']
     """
     n = v.length("target_length", target_length, minimum=3)
-    span = max(3, attention_span(n, None if window is None else v.length("window", window, minimum=1)))
+    return _default_sets(n, None if window is None else v.length("window", window, minimum=1))
+
+
+def _default_sets(n: int, window: int | None) -> dict[str, np.ndarray]:
+    span = max(3, attention_span(n, window))
     local = np.arange(1, min(LOCAL_OFFSETS, span - 1) + 1, dtype=np.float64)
     sets = {f"local 1..{int(local[-1])}": local}
     if span > 2 * LOCAL_OFFSETS:
@@ -509,7 +535,7 @@ class GateBResult:
 
 def _offset_sets(offsets, target_length: int, window: int | None) -> dict:
     if offsets is None:
-        return default_offsets(target_length, window)
+        return _default_sets(target_length, window)
     if isinstance(offsets, dict):
         if not offsets:
             raise ValueError("offsets must hold at least one named offset set")
@@ -552,20 +578,21 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     use exact phases (a note says so). The threshold is ``rule``'s (default :class:`GateBRule`),
     with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
     Arguments are trusted (checked by the callers: :func:`ropegeo.gates.procedure.audit`,
-    :func:`ropegeo.gates.procedure.geometry_audit`).
+    :func:`ropegeo.gates.procedure.geometry_audit`); a given offset set is checked here, once.
     """
     rule = GateBRule() if rule is None else rule
-    theta, window, dtype = manifest.theta(target_length), manifest.sliding_window, manifest.phase_dtype
-    trained = frequencies(manifest.rotary_dim, manifest.base)
-    beta, threshold = rule.head_sharpness(trained), rule.threshold(trained)
+    op, window, dtype = manifest.operator, manifest.sliding_window, manifest.phase_dtype
+    theta, trained = op.theta_at(target_length), op.unscaled.theta  # the operator's banks, trusted
+    beta, threshold, _ = rule._judged_head(trained, np.full(trained.size, 1.0 / trained.size))
     sets, notes = [], []
     if offsets is None and window is not None and window < target_length:
         notes.append(f"offsets stop below the attention window ({window:,} tokens): larger ones never reach attention")
     for name, offs in _offset_sets(offsets, target_length, window).items():
-        n, top = _set_size(name, offs)
+        off = offs if offsets is None else offset_array(offs)  # the default sets are built sorted and distinct
+        n, top = off.size, float(off[-1])
         use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
         org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
-        m = separation_margin(offs, theta, dtype=use, origin=org)
+        m = margin_kernel(off, theta, as_pipeline(use), 1.0, org, method="auto")
         verdict = rule.judge(m.margin, threshold)
         entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair),
                  "confusable": m.confusable, "tied": m.tied, "differences": list(m.differences), "dtype": m.dtype,
