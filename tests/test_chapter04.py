@@ -186,7 +186,9 @@ def coarse_margin(th):
 # ---- tests -------------------------------------------------------------------------------------
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
-    tested = set(EXPECTED) | {"raw_novelty", "ntk_novelty"} | {f"joint_{k}_{r}" for k in ("med", "share") for r in JOINT_RULES}
+    tested = (set(EXPECTED) | {"raw_novelty", "ntk_novelty", "joint_share_min", "joint_share_max", "scout_phase_err",
+                               "scout_margin32"}
+              | {f"joint_{k}_{r}" for k in ("med", "share") for r in JOINT_RULES})
     assert set(GLUED) <= tested, set(GLUED) - tested
 
 
@@ -271,7 +273,69 @@ EXPECTED = {
     "qwen_short_changed": lambda: 64 - (yarn_bounds(128, 1e6, 32_768)[0] + 1),
     # factor 32768 / 32768 = 1: theta * w + theta / 1 * (1 - w) is theta for every pair
     "misread_changed": lambda: 0,
+    # Liu et al.: twice the pairs of Llama 2 (d = 128, base 1e4) that complete a turn in 4,096 tokens,
+    # and the wavelength 2 pi B'^(d_extra / d) of the first pair beyond them under the new base
+    "liu_d_extra": lambda: liu_d_extra(),
+    "liu_bound_code": lambda: TWO_PI * 1e6 ** (liu_d_extra() / 128),
+    "liu_bound_long": lambda: TWO_PI * 5e5 ** (liu_d_extra() / 128),
+    # Su's log-n factor on the logits at the target, YaRN's (on q and k, so squared), LongRoPE's squared
+    "su_logit": lambda: 17 / 12,  # log 2^17 / log 2^12
+    "yarn_logit": lambda: (0.1 * math.log(32) + 1) ** 2,
+    "lr_attention_sq": lambda: 17 / 12,
+    # Llama-4-Scout, from its configuration file
+    "scout_target": lambda: scout_config()["max_position_embeddings"],
+    "scout_origin": lambda: scout_config()["max_position_embeddings"] - 1 - 64,
+    "scout_chunk": lambda: scout_config()["attention_chunk_size"],
+    "scout_keep": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t < 8192),
+    "scout_divide": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t > 8192),
+    "scout_blend": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t == 8192),
+    # exact phases: the margin of offsets 1..64 depends only on differences 1..63
+    "scout_margin64": lambda: margin_of_differences(range(1, 64), scout_theta()),
 }
+
+
+def liu_d_extra():
+    return 2 * sum(1 for t in base_theta(128, 1e4) if 4096 * t >= TWO_PI)
+
+
+def scout_config():
+    return json.loads((DATA / "llama-4-scout-17b-16e-instruct.json").read_text())["config"]
+
+
+def scout_theta():
+    """Scout's llama3 rule with low = high = 1: a pair keeps theta below wavelength 8,192, else theta / 16."""
+    return [t if TWO_PI / t < 8192 else t / 16 for t in base_theta(128, 5e5)]
+
+
+def _float32_phases(positions, th):
+    return np.float32(positions)[:, None] * np.float32(th)[None, :]  # positions, frequencies, product in float32
+
+
+def test_scout_float32_numbers():
+    th = np.array(scout_theta())
+    last = 10_485_759
+    err = np.abs(np.angle(np.exp(1j * (_float32_phases(np.array([last]), th).astype(np.float64) - last * th))))
+    assert g("scout_phase_err") == pytest.approx(float(err.max()), abs=1e-5)
+    # the float32 margin of offsets 1..64 placed from the origin: all pairs of offsets compared
+    ph = _float32_phases(g("scout_origin") + np.arange(1, 65), th).astype(np.float64)
+    z = np.exp(1j * ph)
+    k = (z @ z.conj().T).real / th.size
+    np.fill_diagonal(k, -np.inf)
+    assert g("scout_margin32") == pytest.approx(math.sqrt(2 * (1 - k.max())), abs=1e-4)
+    # the prose: float32 rounding, not the ruler, lowers the margin
+    assert g("scout_margin32") < 0.9 * g("scout_margin64")
+    # near the start of the context the same float32 pipeline keeps the exact margin (to 1e-3)
+    z0 = np.exp(1j * _float32_phases(np.arange(1, 65), th).astype(np.float64))
+    k0 = (z0 @ z0.conj().T).real / th.size
+    np.fill_diagonal(k0, -np.inf)
+    assert math.sqrt(2 * (1 - k0.max())) == pytest.approx(g("scout_margin64"), abs=1e-3)
+
+
+def test_release_tag_and_named_sources_in_the_prose():
+    text = "\n".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "0044e3b" not in text and "v4.44.0" in text
+    for phrase in ("NTK-by-parts", "empirical fit", "su2021entropy", "liu2024scaling", "hypothesis"):
+        assert phrase in text, phrase
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -301,6 +365,11 @@ def test_joint_novelty_glues(joint):
     for r in ("yarn", "l3"):
         assert g(f"joint_share_{r}") > 0.99 and 0.8 * g("joint_med_raw") < g(f"joint_med_{r}") < g("joint_med_raw")
     assert max(novelty(yarn_theta())) < 1e-9 and max(novelty(llama3_theta())) < 1e-9
+    # the share column: every rule but PI between the stated bounds, so it ranks nothing but PI
+    others = [float(np.mean(d > step)) for r, d in joint.items() if r != "pi"]
+    assert g("joint_share_min") == pytest.approx(min(others), abs=1e-12)
+    assert g("joint_share_max") == pytest.approx(max(others), abs=1e-12)
+    assert g("joint_share_min") > 0.95
 
 
 def test_prose_claims_hold():

@@ -134,9 +134,74 @@ def _decode_replay(query_pos, key_pos, prompt=300, d=64):
     return float(np.max(np.abs(got - ref)))
 
 
-def test_decoding_errors(glued):
-    assert glued["restart_error"] == pytest.approx(_decode_replay(0, 0), rel=1e-9)
-    assert glued["offbyone_error"] == pytest.approx(_decode_replay(301, 301), rel=1e-9)
+def test_decoding_errors(glued, nb):
+    # the prose quotes the prompt the figure draws (it once quoted 300 tokens beside a figure of 48)
+    p = int(glued["decode_prompt"])
+    assert p == 48
+    assert glued["restart_error"] == pytest.approx(_decode_replay(0, 0, prompt=p), rel=1e-9)
+    assert glued["offbyone_error"] == pytest.approx(_decode_replay(p + 1, p + 1, prompt=p), rel=1e-9)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "figs.decoding_scores(" in c.source)
+    assert "prompt=prompt" in cell.split("figs.decoding_scores(")[1] and "prompt = 48" in cell
+
+
+def _half_rotation(x, positions, base, d=64):
+    """Half-split rotation written out: pair i is (i, i + d/2), angle p * base ** (-2 i / d)."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    ang = np.asarray(positions, dtype=float)[:, None] * np.array([base ** (-2 * i / d) for i in range(d // 2)])
+    a, b = x[:, : d // 2], x[:, d // 2:]
+    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
+
+
+class _Cache:
+    """A KV cache written independently of the chapter's: base B (n / 12)^(64/62) past 12 tokens."""
+
+    def __init__(self, dynamic):
+        self.dynamic, self.keys, self.values = dynamic, np.zeros((0, 64)), np.zeros((0, 64))
+
+    def __call__(self, x, positions, role="query"):
+        x = np.asarray(x, dtype=float)
+        if role == "value":
+            return x.copy()
+        pos = np.asarray(positions)
+        return _half_rotation(x.reshape(-1, 64), np.broadcast_to(pos, x.shape[:-1]).reshape(-1), 1e4).reshape(x.shape)
+
+    def prefill(self, keys, values):
+        self.keys, self.values = self(keys, np.arange(len(keys)), "key"), np.array(values, dtype=float)
+
+    def decode_step(self, q, k, v):
+        p, n = len(self.keys), len(self.keys) + 1
+        base = 1e4 * (n / 12) ** (64 / 62) if self.dynamic and n > 12 else 1e4
+        qr, kr = _half_rotation(q, [p], base)[0], _half_rotation(k, [p], base)[0]
+        self.keys, self.values = np.vstack([self.keys, kr]), np.vstack([self.values, v])
+        return qr, self.keys.copy(), self.values.copy()
+
+
+def test_stale_dynamic_cache_and_the_protocols(glued, nb):
+    from ropegeo.gates.a.gate import gate_a
+    assert (glued["dyn_original"], glued["dyn_first_n"], glued["dyn_fixed_passed"]) == (12, 13, 1)
+    # factor 1: the slowest pair of a 64-wide head slows by exactly n / original = 13 / 12
+    assert glued["dyn_slowest_ratio"] == pytest.approx(12 / 13, rel=1e-12)
+    fixed = gate_a(_Cache(False), head_dim=64, base=1e4, pairing="half")
+    stale = gate_a(_Cache(True), head_dim=64, base=1e4, pairing="half")
+    assert fixed.passed, fixed.table()
+    assert stale.failed == ["decoding"], stale.table()
+    assert "query" in stale.diagnosis and "cached keys" in stale.diagnosis
+    # the chapter's stored output says the same of its own class
+    out = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "class DynamicCache" in c.source)
+    assert "cache, fixed base: Gate A: PASS" in out and "cache, dynamic NTK: Gate A: FAIL" in out
+    assert "protocols: callable, role, decoder" in out
+
+
+def test_inference_engines(glued, nb):
+    # vLLM's one table: the bracket at factor x original length is s^2 - s + 1, the slowest pair's stretch
+    s = glued["vllm_factor"]
+    assert s == 4 and glued["vllm_bracket"] == pytest.approx(s * s - s + 1, rel=1e-12)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for phrase in ("is_neox_style", "cos_sin_cache", "v0.6.6.post1", "LLAMA_ROPE_TYPE_NEOX", "LLAMA_ROPE_TYPE_NORM",
+                   "LLAMA_ROPE_TYPE_MROPE", "convert_hf_to_gguf.py", "b4418", "num_key_value_heads",
+                   "_configure_distributed_model", "buffer_dtype", "prefill(keys, values)", "decode_step("):
+        assert phrase in text, phrase
 
 
 def test_partial_rotary_range(glued):

@@ -82,3 +82,66 @@ def test_ramp_comparison_refuses(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         ramp_comparison(**args)
+
+
+# ---- the trade-off figure's labels, on chapter 4's own points ---------------------------------
+def _chapter_reports():
+    from ropegeo import extension as SR
+    D, B, L, N = 96, 10_000.0, 4096, 131_072
+    phi = __import__("ropegeo.models.manifest", fromlist=["load_model"]).load_model("phi-3-mini-128k-instruct")
+    specs = [None] + [S.preset(r, train_length=L, target_length=N) for r in ("linear", "ntk", "yarn")]
+    specs.append(S.preset("longrope", train_length=L, target_length=N,
+                          longrope_factors=(phi.scaling.short_factor, phi.scaling.long_factor)))
+    specs.append(S.preset("llama3", train_length=L, target_length=N))
+    return [SR.extension_report(sp, base=B, rotary_dim=D, train_length=L, target_length=N) for sp in specs]
+
+
+def _labels_and_points(fig, ax):
+    from matplotlib.text import Annotation, Text
+    anns = [t for t in ax.texts if isinstance(t, Annotation)]
+    pts = ax.transData.transform(np.array([a.xy for a in anns]))
+    boxes = [Text.get_window_extent(a) for a in anns]  # the text alone, without its leader line
+    return anns, pts, boxes
+
+
+def _order_kept(point_y, label_y, boxes):
+    """Labels that share a column (their texts overlap side by side) are stacked in the order of
+    their points' heights; points at one height may go either way."""
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            side_by_side = boxes[i].x0 < boxes[j].x1 and boxes[j].x0 < boxes[i].x1
+            if side_by_side and abs(point_y[i] - point_y[j]) > 1e-9:
+                if (label_y[i] - label_y[j]) * (point_y[i] - point_y[j]) <= 0:
+                    return False
+    return True
+
+
+@pytest.mark.parametrize("layout", ["wide", "column"])
+def test_tradeoff_labels_cannot_cross_on_the_chapters_points(layout):
+    from ropegeo.book.plots.extension import tradeoff_plot
+    reps = _chapter_reports()
+    fig = tradeoff_plot(reps, layout=layout)
+    fig.draw_without_rendering()
+    for ax, attr in ((fig.axes[1], "margin"), (fig.axes[2], "coarse_margin")):
+        anns, pts, boxes = _labels_and_points(fig, ax)
+        assert [a.get_text() for a in anns] == [r.rule for r in reps]
+        # each label points at its own report's point
+        for a, r in zip(anns, reps):
+            assert a.xy == pytest.approx((r.total_novelty, getattr(r, attr)))
+        # no two labels overlap, and they are stacked in the order of their points
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                assert not boxes[i].overlaps(boxes[j]), (anns[i].get_text(), anns[j].get_text())
+        assert _order_kept(pts[:, 1], [b.y0 + b.height / 2 for b in boxes], boxes)
+
+
+def test_the_old_fixed_offsets_swap_yarn_and_llama3_on_the_chapters_points():
+    # the negative control: the former rule (three fixed heights in turn) puts "yarn" below and
+    # "llama3" above, while yarn's point lies above llama3's (paragraph-scale margins 0.954, 0.905)
+    from ropegeo.book.plots.extension import tradeoff_plot
+    reps = _chapter_reports()
+    fig = tradeoff_plot(reps, layout="column")
+    fig.draw_without_rendering()
+    _, pts, boxes = _labels_and_points(fig, fig.axes[2])  # paragraph-scale margins
+    old = [pts[k, 1] + (-16 + 13 * (k % 3)) * fig.dpi / 72 for k in range(len(reps))]
+    assert not _order_kept(pts[:, 1], old, boxes)

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ropegeo import _validate as v
-from ropegeo.book.plots.readable import finish, panels, valid_layout
+from ropegeo.book.plots.readable import MIN_FONT_PT, finish, panels, valid_layout
 from ropegeo.frequencies import wavelengths
 from ropegeo.models.manifest import RopeManifest
 from ropegeo.novelty import JointNovelty
@@ -38,9 +38,62 @@ def _tight(fig: Figure, layout: str) -> Figure:
     return finish(fig, layout)
 
 
-def _label_offset(k: int, layout: str) -> tuple:
-    """Offset in points of the k-th point's label: three heights in turn, spaced for the font."""
-    return (6, -12 + 9 * (k % 3)) if layout == "wide" else (6, -16 + 13 * (k % 3))
+def _stacked(y: np.ndarray, gap: float) -> np.ndarray:
+    """Label heights nearest to the sorted heights ``y`` that keep ``gap`` between neighbours.
+
+    Least squares under ``out[i+1] - out[i] >= gap``: subtract ``i * gap``, fit a non-decreasing
+    sequence by pooling adjacent violators, add ``i * gap`` back. The order of ``y`` is kept.
+    """
+    q = y - gap * np.arange(y.size)
+    blocks = []  # [mean, count]
+    for value in q:
+        blocks.append([value, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, c2), (m1, c1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
+    fitted = np.concatenate([np.full(c, m) for m, c in blocks])
+    return fitted + gap * np.arange(y.size)
+
+
+def _label_points(fig: Figure, ax, points, labels, fontsize: float) -> None:
+    """Label each point beside it, labels that could meet stacked in the order of their points' heights.
+
+    Called once the figure is laid out. On the page (in points), points whose labels could overlap
+    side by side form a group; within a group the labels are spread at least one line apart in the
+    same vertical order as their points, and a thin line joins a label moved off its point's height
+    to the point. So no two labels overlap and no label can swap places with another. A label goes
+    right of its point, or left of it in the right quarter of the axes.
+    """
+    fig.draw_without_rendering()
+    xy = np.asarray(points, dtype=float)
+    page = ax.transData.transform(xy) * 72.0 / fig.dpi  # points on the page
+    box = ax.get_window_extent()
+    left = page[:, 0] > (box.x0 + 0.75 * box.width) * 72.0 / fig.dpi
+    width = 0.65 * fontsize * max(len(t) for t in labels) + 10.0
+    heights = page[:, 1].copy()
+    for group in _groups(page[:, 0], width):
+        order = group[np.lexsort((page[group, 0], page[group, 1]))]
+        heights[order] = _stacked(page[order, 1], 1.3 * fontsize)
+    for (x, y), label, h, y0, to_left in zip(xy, labels, heights, page[:, 1], left):
+        moved = abs(h - y0) > 0.25 * fontsize
+        ann = ax.annotate(label, (x, y), textcoords="offset points", xytext=(-8 if to_left else 8, h - y0),
+                          va="center", ha="right" if to_left else "left", fontsize=fontsize,
+                          arrowprops=dict(arrowstyle="-", lw=0.5, color="0.4") if moved else None)
+        ann.set_in_layout(False)
+
+
+def _groups(x: np.ndarray, width: float) -> list:
+    """Indices grouped so that points closer than ``width`` along x (in a chain) share a group."""
+    order = np.argsort(x, kind="stable")
+    groups, current = [], [order[0]]
+    for a, b in zip(order[:-1], order[1:]):
+        if x[b] - x[a] < width:
+            current.append(b)
+        else:
+            groups.append(np.array(current))
+            current = [b]
+    groups.append(np.array(current))
+    return groups
 
 
 def _legend_below(fig: Figure, ax, layout: str, **wide_kw) -> None:
@@ -255,8 +308,6 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=r.rule)
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
-            ax.annotate(r.rule, (r.total_novelty, y), textcoords="offset points", xytext=_label_offset(k, layout),
-                        fontsize=8)
     left.set_xlabel("pair index i")
     left.set_ylabel("new phase at target (turns)")
     _legend_below(fig, left, layout, fontsize=7)
@@ -266,7 +317,11 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         ax.grid(alpha=0.3)
     for ax in (mid, right):
         ax.set_xlabel("total phase novelty (turns)")
-    return _tight(fig, layout)
+    fig = _tight(fig, layout)
+    size = 8.0 if layout == "wide" else MIN_FONT_PT
+    for ax, attr in ((mid, "margin"), (right, "coarse_margin")):
+        _label_points(fig, ax, [(r.total_novelty, getattr(r, attr)) for r in reps], [r.rule for r in reps], size)
+    return fig
 
 
 def _column_label(label: str, width: int = 22) -> str:
@@ -339,8 +394,6 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
         left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, label=label)
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
-        right.annotate(label, (novel[label], med), textcoords="offset points", xytext=_label_offset(k, layout),
-                       fontsize=8)
     for ax in (left, right):
         ax.axhline(threshold, color="0.3", lw=0.9, ls=":")
         ax.grid(alpha=0.3)
@@ -354,7 +407,10 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     right.set_ylabel("median joint distance")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
-    return _tight(fig, layout)
+    fig = _tight(fig, layout)
+    _label_points(fig, right, [(novel[k], float(np.median(r.distance))) for k, r in results.items()], list(results),
+                  8.0 if layout == "wide" else MIN_FONT_PT)
+    return fig
 
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
