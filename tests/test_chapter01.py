@@ -47,6 +47,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "sin_wl_first", "sin_wl_last", "shift_map_err", "shift_map_positions", "shift_map_max_angle",
         "big_shift", "sinus_shift_score_dev", "rope_shift_score_dev",
         "selfsim_zero", "selfsim_first_negative", "rounding_bound", "angle_rounding_bound",
+        "flag_slots", "flag_read_back", "flag_at_10", "flag_step_1000",
     }
     assert set(GLUED) == tested
 
@@ -173,6 +174,37 @@ def test_exercise_structure():
             assert sol and f'check("{label}"' in sol[-1].source
             assert any("correct:" in o.get("data", {}).get("text/plain", "") for o in sol[-1].outputs), label
             assert cells[j].source.startswith("```{solution-end}")
-    assert labels == ["ch01-half-similarity", "ch01-mirror-position", "ch01-any-start", "ch01-permuted-scores",
+    assert labels == ["ch01-half-similarity", "ch01-any-start", "ch01-mirror-position", "ch01-permuted-scores",
                       "ch01-sinusoidal", "ch01-causal-survivors"]
     assert set(labels) == set(exercise_ids("ch01"))
+
+
+def test_start_token_writes_position():
+    """Kazemnejad et al.'s one-layer construction: equal scores over t + 1 visible keys, a flag on slot 0."""
+    n = 1024
+    assert g("flag_slots") == n
+    # the weight on slot 0 is exp(0) / (t + 1) exp(0); summed by hand for a few slots
+    for t in (0, 1, 2, 10, 1000):
+        weights = [math.exp(0.0)] * (t + 1)
+        assert weights[0] / math.fsum(weights) == pytest.approx(1 / (t + 1), rel=1e-15)
+    assert g("flag_at_10") == pytest.approx(1 / 11, rel=1e-12)
+    assert g("flag_step_1000") == pytest.approx(1 / 1001 - 1 / 1002, rel=1e-9)
+    assert g("flag_step_1000") == pytest.approx(1 / (1001 * 1002), rel=1e-9)  # the closed form the prose gives
+    assert g("flag_read_back") == n  # 1/flag - 1 rounds back to t for every slot: exact, not approximate
+
+
+def test_prose_fixes_of_issue_38():
+    import nbformat
+
+    nb = nbformat.read(NB, as_version=4)
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # the shift map turns clockwise in (sine, cosine) order, in both places it is described
+    assert "by the angle $-\\omega k$" in prose and "$R(-5\\omega_i)$" in prose
+    assert "rotation by $5\\omega_i$" not in prose
+    # the causal signal is measured, not called weak and indirect
+    assert "weak and indirect" not in prose and "kazemnejad2023impact" in prose
+    # the kernel is named apart from the key matrix; trained tables are not called structureless
+    assert "the bare $K$ of the first section is the key matrix" in prose and "wang2020position" in prose
+    # the mirror exercise's prompt does not name the facts that make p' = p + k immediate
+    prompt = next(c.source for c in nb.cells if c.source.startswith("```{exercise}\n:label: ch01-mirror-position"))
+    assert "order of its two vectors" not in prompt and "well-chosen" not in prompt

@@ -64,10 +64,11 @@ def test_every_glued_number_has_a_test_below(glued):
         "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
         "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
         "routed_routing", "routed_value", "s_forward", "s_oriented", "s_parallel_forward", "s_parallel_swapped",
-        "s_antiparallel_forward", "s_antiparallel_swapped", "trained_near_negative", "trained_near_min",
-        "trained_near_share_max",
+        "s_antiparallel_forward", "s_antiparallel_swapped", "trained_near_negative", "trained_near_share_min",
+        "trained_near_share_max", "normal_form_planes", "corr_samples", "corr_max_z", "corr_kernel_250",
+        "far_kernel_max", "far_kernel_at",
         "s_swapped", "s_symmetric", "score_scale", "shift_bound", "angle_spacing", "shift_gap_half", "shift_gap_interleaved",
-        "slow_angle", "trained_far_wins", "trained_near_max", "trained_peak_at_target", "trained_ratio_max",
+        "slow_angle", "trained_far_wins", "trained_peak_at_target", "trained_ratio_max",
         "trained_ratio_min",
     }
     assert set(glued) == tested
@@ -320,8 +321,7 @@ def test_trained_head_numbers(glued):
     assert glued["decay_seeds"] == 20
     assert glued["trained_peak_at_target"] == np.sum(prof[:, :63].argmax(axis=1) == 4)
     assert glued["trained_near_negative"] == np.sum(near < 0)
-    assert glued["trained_near_min"] == pytest.approx(near.min(), rel=1e-6)
-    assert glued["trained_near_max"] == pytest.approx(near.max(), rel=1e-6)
+    assert glued["trained_near_share_min"] == pytest.approx((near / prof[:, 4]).min(), rel=1e-6)
     assert glued["trained_near_share_max"] == pytest.approx((near / prof[:, 4]).max(), rel=1e-6)
     assert glued["trained_ratio_min"] == pytest.approx(ratio.min(), rel=1e-6)
     assert glued["trained_ratio_max"] == pytest.approx(ratio.max(), rel=1e-6)
@@ -331,18 +331,24 @@ def test_trained_head_numbers(glued):
     assert glued["trained_ratio_min"] > 0.8 and glued["trained_far_wins"] >= 14
 
 
-def test_trained_head_direction_on_disjoint_seeds():
-    """The chapter's counted sentences, re-checked on 20 seeds it never used (100-119).
+def test_trained_head_claims_hold_on_disjoint_seeds(glued):
+    """The chapter's counts and ranges, re-checked on 20 seeds it never used (1000-1019).
 
-    The chapter says the nearest key scores below zero in N of 20 seeds and calls it a habit, not a
-    rule: on these seeds two of 20 come out slightly positive, which is why the chapter states a
-    count and this test asks for a clear majority rather than every seed.
+    The nearest key's sign is a habit, not a rule (on seeds 1040-1059 one seed comes out positive),
+    so the chapter states a count and how widely the value varies, and this test asks for a clear
+    majority below zero, shares of the target's score no lower than the stated lowest (with 20% room),
+    and a seed as close to zero as a tenth of the target's score.
     """
-    prof = _profiles(range(100, 120))
+    prof = _profiles(range(1000, 1020))
     ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
+    near, share = prof[:, 0], prof[:, 0] / prof[:, 4]
     assert np.sum(prof[:, :63].argmax(axis=1) == 4) >= 18  # peak at the target
-    assert np.sum(prof[:, 0] < 0) >= 15  # nearest key below zero: most seeds, not all
-    assert np.sum(ratio > 1) >= 14 and ratio.min() > 0.8  # a distant key outscores the target in most seeds
+    assert np.sum(near < 0) >= 15  # nearest key below zero: most seeds
+    assert share.min() >= 1.2 * glued["trained_near_share_min"]  # the stated low end: not much lower elsewhere
+    assert share.max() > -0.1  # "widely": some seed ends near zero, as the stated share says
+    # "no fading": the best far score against the target's stays inside the stated range, and wins in most seeds
+    assert glued["trained_ratio_min"] <= ratio.min() and ratio.max() <= glued["trained_ratio_max"]
+    assert np.sum(ratio > 1) >= 14
 
 
 def test_numpy_rope_listing(nb, glued):
@@ -381,3 +387,76 @@ def test_exercise_order_and_structure(nb):
                       "ch02-which-defect"]
     kinds = [next(c.source for c in cells if f":label: {lab}" in c.source).split("**")[1] for lab in labels]
     assert kinds == ["Compute.", "Derive.", "Implement.", "Investigate.", "Investigate."]
+
+
+# ---------------------------------------------------------------- added for issue 38
+
+
+def test_normal_form_of_a_random_rotation(nb, glued):
+    """The planes' angles, from the symmetric part of A (eigenvalues cos theta_i, each twice)."""
+    A, _ = np.linalg.qr(np.random.default_rng(9).normal(size=(8, 8)))
+    A[:, 0] *= np.linalg.det(A)
+    cosines = np.sort(np.linalg.eigvalsh((A + A.T) / 2))
+    assert np.allclose(cosines[0::2], cosines[1::2], atol=1e-9)  # each angle twice: no fixed axis
+    angles = np.sort(np.arccos(cosines[0::2]))
+    assert glued["normal_form_planes"] == 4
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "plane_angles" in c.source)
+    printed = next(o["data"]["text/plain"] for o in cell.outputs if "text/plain" in o.get("data", {}))
+    shown = np.array([float(v) for v in re.findall(r"-?[0-9]+\.[0-9]+", printed)])
+    assert np.allclose(shown, angles, atol=1.5e-3)
+
+
+def test_correlated_decay(glued):
+    """E[q^T R_delta k] for k = q + noise is d_head K(delta): the same sample, rotated by hand."""
+    th = freqs(128)
+    rng = np.random.default_rng(11)
+    q = rng.normal(size=(20_000, 128))
+    k = q + rng.normal(size=q.shape)
+    lags = np.arange(0.0, 251.0, 10.0)
+    z = []
+    for lag in lags:
+        s = np.sum(q * rot(k, lag, th), axis=1)
+        z.append(abs(s.mean() - 2 * np.cos(lag * th).sum()) / (s.std() / np.sqrt(s.size)))
+    assert glued["corr_samples"] == 20_000
+    assert glued["corr_max_z"] == pytest.approx(max(z), rel=1e-6)
+    assert glued["corr_max_z"] < 4  # the closed form holds within sampling error
+    assert glued["corr_kernel_250"] == pytest.approx(np.cos(250 * th).mean(), rel=1e-12)
+
+
+def test_near_return_of_the_trained_bank(glued):
+    th = freqs(16)
+    lags = np.arange(64.0, 1_000_001.0)
+    best, at = -np.inf, None
+    for chunk in np.array_split(lags, 10):
+        k_vals = np.cos(np.outer(chunk, th)).mean(axis=1)
+        if k_vals.max() > best:
+            best, at = k_vals.max(), chunk[k_vals.argmax()]
+    assert glued["far_kernel_max"] == pytest.approx(best, rel=1e-9)
+    assert glued["far_kernel_at"] == at
+    assert best > 0.9  # "close to 1"
+
+
+def test_shift_figure_alt_text_states_the_curve():
+    rng = np.random.default_rng(4)
+    x6, wq, wk = rng.normal(size=(6, 16)), rng.normal(size=(16, 16)) / 4, rng.normal(size=(16, 16)) / 4
+
+    def additive(p):
+        code = np.zeros((p.size, 16))
+        code[:, 0::2], code[:, 1::2] = np.sin(np.outer(p, freqs(16))), np.cos(np.outer(p, freqs(16)))
+        h = x6 + code
+        return (h @ wq.T) @ (h @ wk.T).T
+
+    p = np.arange(6.0)
+    change = [np.abs(additive(p + c) - additive(p)).max() for c in np.arange(10.0, 210.0, 10.0)]
+    nb = nbformat.read(NB, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("shifts = np.arange(10.0"))
+    low, high = map(float, re.search(r"between about ([0-9.]+) and ([0-9.]+)", cell.metadata["mystnb"]["image"]["alt"]).groups())
+    assert low == round(min(change), 1) and high == round(max(change), 1)
+
+
+def test_section_order_and_figure_reference(nb):
+    heads = [line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("## ")]
+    assert heads.index("## Many pairs: the block-diagonal operator") < heads.index("## Rotation keeps lengths")
+    assert heads.index("## Many pairs: the block-diagonal operator") < heads.index("## Does the score decay with distance?")
+    prose = next(c.source for c in nb.cells if c.source.startswith("The healthy head puts"))
+    assert "left column" in prose and "top row" not in prose
