@@ -78,12 +78,11 @@ book: install vendor
 	@echo "The book is in _build/html. Read it served, not opened as a file (browsers refuse the diagrams'"
 	@echo "JavaScript modules from file://):  $(PYTHON) -m http.server -d _build/html 8000  then open http://127.0.0.1:8000/"
 
-# Each stage in order, its wall time printed after it (the 10-minute budget on 2 cores: CONTRIBUTING.md).
+# Each stage in order, its wall and CPU time printed after it (the 10-minute budget on 2 cores: CONTRIBUTING.md).
 TEST_STAGES := test-package test-notebooks test-book test-site assignments
 test: install
-	@for stage in $(TEST_STAGES); do start=$$(date +%s); \
-		$(MAKE) --no-print-directory $$stage || exit 1; \
-		echo "== make $$stage: $$(( $$(date +%s) - start )) s"; done
+	@for stage in $(TEST_STAGES); do \
+		$(BIN)/python scripts/timed.py "make $$stage" $(MAKE) --no-print-directory $$stage || exit 1; done
 
 # Both run on every core (pytest-xdist); each notebook's cells stay in order in one kernel (loadfile).
 # loadgroup: a file whose module fixtures serve several tests stays on one worker (tests/conftest.py).
