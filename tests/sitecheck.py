@@ -543,7 +543,9 @@ LABS_SELECTOR = ".ropegeo-lab"
 _MOVE_JS = r"""
 ([i, name, value]) => {
   const root = document.querySelectorAll('.ropegeo-lab')[i];
-  const input = root.querySelector(`[data-control="${name}"]`);
+  // "exact:name" types into the number field beside a log slider
+  const input = name.startsWith('exact:') ? root.querySelector(`[data-exact="${name.slice(6)}"]`)
+    : root.querySelector(`[data-control="${name}"]`);
   if (!input) return null;
   const before = root.getAttribute('data-result');
   if (input.tagName === 'BUTTON') input.click();
@@ -685,8 +687,9 @@ def _check_pipeline(r):
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
     "ropegeo-kernel-lab": (LAB_MOVES, _check_kernel),
-    "ropegeo-frequency-lab": ([("head_dim", 64), ("base", 5.0), ("target_length", 65536), ("dtype", "bfloat16"),
-                               ("interpolate", True), ("dtype", "float16"), ("train_length", 2048), ("dtype", "float64")],
+    "ropegeo-frequency-lab": ([("head_dim", 64), ("base", 5.0), ("exact:target_length", 65536), ("dtype", "bfloat16"),
+                               ("interpolate", True), ("dtype", "float16"), ("exact:train_length", 2048),
+                               ("exact:target_length", 10_000), ("train_length", 3.6), ("dtype", "float64")],
                               _check_frequency),
     "ropegeo-scaling-lab": ([("rule", "ntk"), ("factor", 16), ("head_dim", 64), ("rule", "llama3"), ("high_freq_factor", 8),
                              ("rule", "yarn"), ("beta_fast", 16), ("train_length", 8192), ("rule", "dynamic"), ("base", 5.5)],
@@ -696,9 +699,9 @@ LAB_DRIVES = {
                            ("head_dim", 32), ("train_length", 1024)], _check_audit),
     "ropegeo-clock-lab": ([("m", 40), ("n", 45), ("shift_up", None), ("shift_up", None), ("shift_down", None),
                            ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16)], _check_clock),
-    "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("span", 256), ("dtype", "bfloat16"),
-                               ("rule", "yarn"), ("factor", 8), ("train_length", 64), ("content", "varied"), ("seed", 7),
-                               ("span", 16384), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
+    "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("exact:span", 256), ("dtype", "bfloat16"),
+                               ("rule", "yarn"), ("factor", 8), ("exact:train_length", 64), ("content", "varied"), ("seed", 7),
+                               ("exact:span", 16384), ("span", 4.0), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
                                ("encoding", "none"), ("encoding", "rope"), ("content", "fast"), ("head_dim", 32)], _check_attention),
     "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
                             ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],

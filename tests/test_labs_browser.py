@@ -180,7 +180,7 @@ def test_frequency_lab_draws_both_kernels_alike(page_of_labs):
     page = page_of_labs["page"]
     i = _index(page, "ropegeo-frequency-lab")
     lab = page.locator(".ropegeo-lab").nth(i)
-    for name, value in [("dtype", "float64"), ("head_dim", 64), ("target_length", 65536)]:
+    for name, value in [("dtype", "float64"), ("head_dim", 64), ("exact:target_length", 65536)]:
         sc.move_control(page, i, name, value)
     exact, dtype = (lab.locator(f"path.{c}").first.get_attribute("d") for c in ("rl-exact", "rl-dtype"))
     assert exact == dtype
@@ -398,14 +398,14 @@ def test_attention_lab_every_option_draws_ropegeos_numbers(page_of_labs):
     page = page_of_labs["page"]
     i = _index(page, "ropegeo-attention-lab")
     lab = page.locator(".ropegeo-lab").nth(i)
-    for name, value in [("content", "slow"), ("encoding", "rope"), ("head_dim", 8), ("base", 4), ("span", 8192),
+    for name, value in [("content", "slow"), ("encoding", "rope"), ("head_dim", 8), ("base", 4), ("exact:span", 8192),
                         ("rule", "none"), ("dtype", "float64")]:
         sc.move_control(page, i, name, value)
     assert sc.lab_data(page, i)["returns"][0]["offset"] == 6283
     assert lab.locator("line.rl-return").count() == 3
     problems = []
     for name, values in [("content", ["equal", "fast", "varied", "slow"]), ("dtype", ["float32", "float16", "bfloat16"]),
-                         ("rule", ["linear", "ntk", "yarn", "llama3"]), ("span", [16, 16384]), ("head_dim", [4, 128]),
+                         ("rule", ["linear", "ntk", "yarn", "llama3"]), ("exact:span", [16, 16384]), ("head_dim", [4, 128]),
                          ("encoding", ["none", "rope"])]:
         for value in values:
             sc.move_control(page, i, name, value)

@@ -131,7 +131,7 @@ function heatmap(r) {
 
 function draw(r, parts) {
   const st = r.state, rope = st.encoding === "rope";
-  const every = r.stride > 1 ? `every ${r.stride}th position` : "every position";
+  const every = r.stride > 1 ? `every ${ordinal(r.stride)} position` : "every position";
   const lines = [
     `query positions m (rows) and key positions n ≤ m (columns) from 0 to ${(st.span - 1).toLocaleString("en")}, ${every}; ` +
       `colour from −B (blue) through 0 (white) to +B (red), B = Σᵢ |qᵢ||kᵢ|${r.gain !== 1 ? "·a²" : ""} = ${fmtNum(r.bound, 4)}`,
@@ -169,11 +169,11 @@ function render({ model, el }) {
       { name: "encoding", label: "position encoding", kind: "select", options: [["rope", "RoPE"], ["none", "none"]], format: () => "" },
       { name: "head_dim", label: "head dim d", kind: "range", min: 4, max: MAX_ATTN_HEAD_DIM, step: 2, unit: "coords", off: noRope },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 0.31, max: 7, step: 0.01, format: (v) => fmtNum(v, 6), off: noRope },
-      { name: "span", label: "positions shown", kind: "range", min: 16, max: MAX_ATTN_SPAN, step: 16, unit: "tokens" },
+      { name: "span", label: "positions shown (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(MAX_ATTN_SPAN), step: 0.01, unit: "tokens" },
       { name: "dtype", label: "angle precision", kind: "select", options: ATTN_DTYPES.map((d) => [d, d]), format: () => "", off: noRope },
       { name: "rule", label: "scaling rule", kind: "select", options: ATTN_RULES.map((x) => [x, x]), format: () => "", off: noRope },
       { name: "factor", label: "factor s", kind: "range", min: 1, max: MAX_LAB_FACTOR, step: 1, format: (v) => `×${v}`, off: noRule },
-      { name: "train_length", label: "train length", kind: "range", min: 16, max: MAX_ATTN_SPAN, step: 16, unit: "tokens", off: noRule },
+      { name: "train_length", label: "train length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(MAX_ATTN_SPAN), step: 0.01, unit: "tokens", off: noRule },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),
     compute, draw,

@@ -95,8 +95,9 @@ function render({ model, el }) {
     controls: [
       { name: "head_dim", label: "head dim d", kind: "range", min: 4, max: 256, step: 2, unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 1, max: 7, step: 0.01, format: (v) => fmtNum(v, 6) },
-      { name: "train_length", label: "train length", kind: "range", min: 16, max: 131072, step: 16, unit: "tokens" },
-      { name: "target_length", label: "target length", kind: "range", min: 16, max: 131072, step: 16, unit: "tokens" },
+      // lengths span four decades: log sliders, each with a field for the exact value
+      { name: "train_length", label: "train length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(131072), step: 0.01, unit: "tokens" },
+      { name: "target_length", label: "target length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(131072), step: 0.01, unit: "tokens" },
       { name: "interpolate", label: "interpolate positions", kind: "checkbox", format: (v, r) => `s = ${r.scale.toPrecision(4)}` },
       { name: "dtype", label: "phase dtype", kind: "select", options: PHASE_DTYPES.map((d) => [d, d]), format: () => "" },
     ],

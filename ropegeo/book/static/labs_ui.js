@@ -26,8 +26,9 @@ export function s(tag, attrs = {}, text = null) {
 export function fmtNum(x, digits = 4) {
   if (x == null || Number.isNaN(x)) return "–";
   if (!Number.isFinite(x)) return x > 0 ? "∞" : "−∞";
-  if (x !== 0 && (Math.abs(x) >= 1e6 || Math.abs(x) < 1e-3)) return x.toExponential(digits - 1).replace("e", "×10^");
-  if (Number.isInteger(x)) return x.toLocaleString("en");
+  // whole numbers (token counts) in full, with separators; others in powers of ten without a "+"
+  if (Number.isInteger(x) && Math.abs(x) < 1e15) return x.toLocaleString("en");
+  if (x !== 0 && (Math.abs(x) >= 1e6 || Math.abs(x) < 1e-3)) return x.toExponential(digits - 1).replace(/e\+?/, "×10^");
   return Number(x.toPrecision(digits)).toLocaleString("en", { maximumSignificantDigits: digits });
 }
 export function clampNum(x, lo, hi, fallback) {
@@ -40,6 +41,23 @@ export function clampInt(x, lo, hi, fallback = lo) {
 }
 export function pick(x, options, fallback) {
   return options.includes(x) ? x : fallback;
+}
+/** "1 set", "2 sets": a count and its noun, singular for exactly one. */
+export function plural(n, noun, many = `${noun}s`) {
+  return `${fmtNum(n)} ${n === 1 ? noun : many}`;
+}
+/** "1st", "2nd", "3rd", "32nd", "11th": an English ordinal. */
+export function ordinal(n) {
+  const tens = n % 100, ones = n % 10;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ones === 1 ? "st" : ones === 2 ? "nd" : ones === 3 ? "rd" : "th";
+  return `${fmtNum(n)}${suffix}`;
+}
+/** The value a log slider at ``v`` (log10) gives: two significant digits (so 10^3.6 gives 4,000 and
+ * a slider moved back to 10^4.78 gives 60,000 again), the ends of its range exactly. */
+export function logValue(v, lo, hi) {
+  const x = 10 ** v;
+  if (v <= lo || v >= hi) return Number(x.toPrecision(6));
+  return Number(x.toPrecision(2));
 }
 /** A number and its unit, the unit singular for exactly one ("1 token", "2 tokens"). */
 export function withUnit(value, unit) {
@@ -71,11 +89,15 @@ function makeControl(spec, id) {
       "data-control": spec.name });
   }
   const out = h("output", { for: id, class: "rl-value", "aria-live": "polite" });
+  // a log slider spans decades: a number field beside it takes the exact value
+  const exact = spec.kind === "log" ? h("input", { type: "number", class: "rl-exact-value", "data-exact": spec.name,
+    min: String(Number((10 ** spec.min).toPrecision(6))), max: String(Number((10 ** spec.max).toPrecision(6))), step: "any",
+    "aria-label": `${spec.label.replace(/ \(log₁₀\)$/, "")}: exact value` }) : null;
   if (spec.kind === "button") {
     wrap.append(input, out);
     wrap.classList.add("rl-buttonrow");
-  } else wrap.append(label, input, out);
-  return { wrap, input, out };
+  } else wrap.append(...[label, input, exact, out].filter(Boolean));
+  return { wrap, input, out, exact };
 }
 
 /** Build a lab: controls bound to the model, a compute function, a view that draws the result.
@@ -92,6 +114,7 @@ export function makeLab(opts) {
     const c = makeControl(spec, `${uid}-${spec.name}`);
     parts.inputs[spec.name] = c.input;
     parts.outs[spec.name] = c.out;
+    if (c.exact) (parts.exact = parts.exact || {})[spec.name] = c.exact;
     controls.appendChild(c.wrap);
   }
   root.appendChild(controls);
@@ -123,10 +146,16 @@ export function makeLab(opts) {
       }
       if (spec.maxOf) input.max = String(spec.maxOf(r));
       if (spec.kind === "checkbox") input.checked = !!value;
-      else if (spec.kind === "log") input.value = String(Math.log10(value));
+      else if (spec.kind === "log") {
+        input.value = String(Math.log10(value));
+        const field = parts.exact[name];
+        if (document.activeElement !== field || Number(field.value) !== value) field.value = String(value);
+      }
       // a number field being typed in keeps its text, unless the lab changed the value it committed
       else if (spec.kind !== "number" || document.activeElement !== input || Number(input.value) !== value) input.value = String(value);
-      parts.outs[name].textContent = off || (spec.format ? spec.format(value, r) : withUnit(value, spec.unit));
+      // a log slider's value is in its number field: the output says the unit (or why it is off)
+      const shown = spec.kind === "log" ? (spec.unit || "") : spec.format ? spec.format(value, r) : withUnit(value, spec.unit);
+      parts.outs[name].textContent = off || shown;
       parts.outs[name].title = off || "";
     }
   }
@@ -188,7 +217,11 @@ export function makeLab(opts) {
         set(name, opt ? opt[0] : input.value);
       });
     } else if (spec.kind === "log") {
-      input.addEventListener("input", () => set(name, Number((10 ** Number(input.value)).toPrecision(6))));
+      input.addEventListener("input", () => set(name, logValue(Number(input.value), spec.min, spec.max)));
+      parts.exact[name].addEventListener("change", () => {
+        const v = Number(parts.exact[name].value);
+        if (Number.isFinite(v) && v > 0) set(name, v);
+      });
     } else if (spec.kind === "number") {
       input.addEventListener("change", () => set(name, Number(input.value)));
     } else {

@@ -281,10 +281,54 @@ export function topOffsets(values, start, top) {
   return best.map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
 }
 
-/** ropegeo.geometry.near_collisions: the `top` integer offsets in [start, stop] with the largest K. */
+/** ropegeo.geometry.near_collisions: the `top` integer offsets in [start, stop] with the largest K.
+ * A long range is searched by bounds (the same answer, a fraction of the work): K is bounded above
+ * on each run of SEARCH_RUN offsets from the phases at its centre, and only the runs whose bound
+ * reaches the best values found are evaluated offset by offset. */
 export function nearCollisions(theta, start, stop, { top = 5, scale = 1.0, weights = null } = {}) {
-  const values = kernelRange(theta, start, stop, { scale, weights });
-  return topOffsets(values, start, Math.min(top, values.length));
+  const n = stop - start + 1;
+  if (n <= 4 * SEARCH_RUN || n * theta.length <= 1 << 16) {
+    const values = kernelRange(theta, start, stop, { scale, weights });
+    return topOffsets(values, start, Math.min(top, values.length));
+  }
+  const bound = runBounds(theta, start, n, scale, pairWeights(weights, theta.length));
+  const order = Uint32Array.from(bound.keys()).sort((a, b) => bound[b] - bound[a]);
+  const best = []; // the top values found so far, largest first (ties: the smaller offset first)
+  for (const b of order) {
+    if (best.length >= top && bound[b] < best[top - 1].k) break; // no offset of this run (or a later one) can enter
+    const a = start + b * SEARCH_RUN, values = kernelRange(theta, a, Math.min(stop, a + SEARCH_RUN - 1), { scale, weights });
+    values.forEach((v, j) => {
+      if (best.length >= top && v < best[top - 1].k) return;
+      best.push({ offset: a + j, k: v });
+      best.sort((x, y) => y.k - x.k || x.offset - y.offset);
+      if (best.length > top) best.pop();
+    });
+  }
+  return best.map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
+}
+
+const SEARCH_RUN = 16;
+/** An upper bound of K over each run of SEARCH_RUN offsets: with x_i the phase at the run's centre
+ * and |u_i| <= phi_i = s theta_i r (r: half the run), cos(x_i + u_i) <= cos x_i max(cos u_i) +
+ * |sin x_i| max(sin u_i), summed with the weights (plus 1e-9 for the recurrence's rounding). */
+function runBounds(theta, start, n, scale, w) {
+  const runs = Math.ceil(n / SEARCH_RUN), r = (SEARCH_RUN - 1) / 2, pairs = theta.length;
+  const out = new Float64Array(runs).fill(1e-9);
+  for (let i = 0; i < pairs; i++) {
+    const phi = scale * theta[i] * r, wi = w[i];
+    if (phi >= Math.PI) { for (let b = 0; b < runs; b++) out[b] += wi; continue; }
+    const cmin = Math.cos(phi), smax = phi >= Math.PI / 2 ? 1 : Math.sin(phi);
+    const step = scale * theta[i] * SEARCH_RUN, ci = Math.cos(step), si = Math.sin(step);
+    let c = 0, s = 0;
+    for (let b = 0; b < runs; b++) {
+      if (b % BLOCK === 0) { const x = (start + b * SEARCH_RUN + r) * scale * theta[i]; c = Math.cos(x); s = Math.sin(x); }
+      out[b] += wi * Math.min(1, (c >= 0 ? c : c * cmin) + Math.abs(s) * smax);
+      const c2 = c * ci - s * si;
+      s = s * ci + c * si;
+      c = c2;
+    }
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------------------ precision
@@ -394,7 +438,6 @@ function marginGenerated(off, theta, dtype, scale, origin, w) {
   const pairs = theta.length;
   const rw = Float64Array.from(w, Math.sqrt);
   const sig = [];
-  const seen = new Map();
   for (let j = 0; j < off.length; j++) {
     const g = generatedPhases(origin + off[j], theta, dtype, scale);
     if (g == null) return null;
@@ -406,10 +449,10 @@ function marginGenerated(off, theta, dtype, scale, origin, w) {
     sig.push(row);
   }
   // exact collapse: the first offset whose row repeats an earlier one is at distance exactly 0
-  for (let j = 0; j < off.length; j++) {
-    const key = Array.prototype.join.call(sig[j], ",");
-    if (seen.has(key)) return { margin: 0.0, pair: [off[seen.get(key)], off[j]], method: "generated" };
-    seen.set(key, j);
+  // (rows compared value by value: printing them as keys cost more than the whole search)
+  const same = (a, b) => { for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false; return true; };
+  for (let j = 1; j < off.length; j++) {
+    for (let k = 0; k < j; k++) if (same(sig[k], sig[j])) return { margin: 0.0, pair: [off[k], off[j]], method: "generated" };
   }
   const norms = sig.map((r) => r.reduce((s, x) => s + x * x, 0));
   let best = Infinity, bj = 0, bk = 1;
