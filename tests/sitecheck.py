@@ -505,6 +505,14 @@ def compare_lab(result: dict, tol: float = 1e-9) -> list[str]:
     py_top = [c[1] for c in ref["top"]]
     if len(js_top) != len(py_top) or any(abs(a - b) > tol for a, b in zip(js_top, py_top)):
         problems.append(f"top similarities differ: page {js_top} vs ropegeo {py_top} ({state})")
+    # the returns listed (one per peak) are ropegeo's: the same window, offsets and values
+    if result["return_width"] != ref["return_width"]:
+        problems.append(f"return window {result['return_width']} != {ref['return_width']} ({state})")
+    got_ret = [(b["offset"], b["similarity"]) for b in result["returns"]]
+    if len(got_ret) != len(ref["returns"]) or any(
+            o != wo and abs(k - wk) > tol for (o, k), (wo, wk) in zip(got_ret, ref["returns"])) or any(
+            abs(k - wk) > tol for (_, k), (_, wk) in zip(got_ret, ref["returns"])):
+        problems.append(f"returns differ: page {got_ret} vs ropegeo {ref['returns']} ({state})")
     # the offsets themselves must agree wherever the ranking is not a near-tie
     for rank, (t, (off, sim)) in enumerate(zip(result["top"], ref["top"])):
         if t["offset"] != off:

@@ -266,10 +266,10 @@ function wrapTitle(title, width) {
  * grows to hold the longest y tick label, a title too wide for the chart wraps onto more lines,
  * and the outermost x tick labels stay inside the drawing. */
 export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
-  left = 52, right = 12, top = 20, bottom = 34, label }) {
+  left = 52, right = 12, top = 20, bottom = 34, label, xint = false }) {
   const tx = xlog ? Math.log10 : (x) => x, ty = ylog ? Math.log10 : (y) => y;
   const [x0, x1] = xr.map(tx), [y0, y1] = yr.map(ty);
-  const ticks = (lo, hi, log) => {
+  const ticks = (lo, hi, log, whole = false) => {
     if (log) {
       const out = [];
       for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) out.push(10 ** e);
@@ -277,13 +277,16 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
       return out.filter((_, k) => k % every === 0);
     }
     const span = hi - lo || 1, raw = span / 4, mag = 10 ** Math.floor(Math.log10(raw));
-    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => span / st <= 5);
+    let step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => span / st <= 5);
+    if (whole) step = Math.max(1, Math.round(step)); // an axis of whole numbers (offsets) ticks whole numbers
     const out = [];
     for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
     return out;
   };
-  const tickText = (v, log) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, 3));
-  const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog)]);
+  // enough digits that neighbouring ticks read differently (20,000 and 20,001, never 20,000 twice)
+  const digits = (lo, hi) => Math.max(3, Math.ceil(Math.log10(Math.max(Math.abs(lo), Math.abs(hi), 1e-300) / ((hi - lo) / 5 || 1))) + 1);
+  const tickText = (v, log, dg = 3) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, dg));
+  const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog, digits(y0, y1))]);
   // the y axis title sits at x = 12 (its glyphs reach about x = 18): tick labels end 4 px left of the frame
   left = Math.max(left, Math.ceil(24 + Math.max(0, ...yticks.map(([, s]) => textWidth(s)))));
   // the title is centred over the plot, not the whole chart: its lines fit the nearer edge on both sides
@@ -298,8 +301,8 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, class: "rl-frame" }));
   titleLines.forEach((line, k) =>
     svg.appendChild(s("text", { x: left + pw / 2, y: 13 + 13 * k, class: "rl-ctitle", "text-anchor": "middle" }, line)));
-  for (const t of ticks(x0, x1, xlog)) {
-    const x = X(t), text = tickText(t, xlog), half = textWidth(text) / 2;
+  for (const t of ticks(x0, x1, xlog, xint)) {
+    const x = X(t), text = tickText(t, xlog, digits(x0, x1)), half = textWidth(text) / 2;
     svg.appendChild(s("line", { x1: x, x2: x, y1: top + ph, y2: top + ph + 4, class: "rl-tick" }));
     const anchor = x + half > w - 1 ? "end" : x - half < 1 ? "start" : "middle";
     const at = anchor === "end" ? Math.min(x + half, w - 1) : anchor === "start" ? Math.max(x - half, 1) : x;
