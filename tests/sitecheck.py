@@ -768,20 +768,44 @@ _LAYOUT_JS = r"""
 _CHART_JS = r"""
 () => [...document.querySelectorAll('.ropegeo-lab')].map((root) => {
   const bad = [];
+  const ctx = document.createElement('canvas').getContext('2d');
   const near = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
-  root.querySelectorAll('svg.rl-chart').forEach((svg, c) => {
+  // every drawing of the lab (charts, clocks): text inside its edges, over no other text, no mark
+  // (a dot), no heatmap; a text's box is its glyphs' (an empty label, kept for layout, is skipped)
+  root.querySelectorAll('svg').forEach((svg, c) => {
     const box = svg.getBoundingClientRect();
-    if (box.width === 0) return;
-    const name = svg.getAttribute('aria-label');
+    if (box.width === 0 || svg.closest('[aria-hidden="true"]') || svg.getAttribute('aria-hidden') === 'true') return;
+    const name = svg.getAttribute('aria-label') || `drawing ${c}`;
     const texts = [...svg.querySelectorAll('text')].filter((t) => t.textContent.trim());
     const rects = texts.map((t) => t.getBoundingClientRect());
+    const marks = [...svg.querySelectorAll('circle:not(.rl-frame)')].map((m) => [m, m.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+    const heat = [...svg.querySelectorAll('image')].map((m) => m.getBoundingClientRect());
     texts.forEach((t, k) => {
       const r = rects[k];
       if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
         bad.push(`chart "${name}": text "${t.textContent}" is cut by the chart's edge`);
       for (let j = 0; j < k; j++) if (near(r, rects[j]))
         bad.push(`chart "${name}": text "${t.textContent}" overprints "${texts[j].textContent}"`);
+      for (const [m, mr] of marks) if (near(r, mr))
+        bad.push(`chart "${name}": text "${t.textContent}" covers a mark (${m.getAttribute('class') || 'dot'})`);
+      for (const hr of heat) if (near(r, hr))
+        bad.push(`chart "${name}": text "${t.textContent}" is printed over the heatmap`);
     });
+    // the highlighted mark (rl-mark) half hidden under a later mark of another kind (marks at the same
+    // values coincide: their shared label says so)
+    marks.forEach(([o, or], k) => marks.slice(k + 1).forEach(([m, mr]) => {
+      if (o.getAttribute('class') !== 'rl-mark' || m.getAttribute('class') === 'rl-mark') return;
+      if (m.getAttribute('data-x') === o.getAttribute('data-x') && m.getAttribute('data-y') === o.getAttribute('data-y')) return;
+      const dx = Math.min(mr.right, or.right) - Math.max(mr.left, or.left), dy = Math.min(mr.bottom, or.bottom) - Math.max(mr.top, or.top);
+      if (dx > 0 && dy > 0 && dx * dy > 0.3 * or.width * or.height)
+        bad.push(`chart "${name}": a ${m.getAttribute('class')} mark covers the highlighted rl-mark`);
+    }));
+    // a chart's coloured marks are explained: the lab's key (.rl-key) has an entry, with words, for each kind
+    const kinds = [...new Set(marks.map(([m]) => m.getAttribute('class')))];
+    for (const kind of kinds) {
+      const entry = [...root.querySelectorAll('.rl-key [data-key-for]')].find((e) => e.getAttribute('data-key-for').split(' ').includes(kind));
+      if (!entry || !entry.textContent.trim()) bad.push(`chart "${name}": its ${kind} marks have no key`);
+    }
     // curves stay inside their frame (the frame is the chart's first rect)
     const frame = svg.querySelector('rect.rl-frame');
     if (frame) {
@@ -794,13 +818,30 @@ _CHART_JS = r"""
     }
   });
   // a select shows its chosen option in full
-  const ctx = document.createElement('canvas').getContext('2d');
   root.querySelectorAll('select').forEach((sel) => {
     const cs = getComputedStyle(sel);
     ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
     const text = sel.selectedOptions.length ? sel.selectedOptions[0].textContent : '';
     if (sel.getBoundingClientRect().width > 0 && ctx.measureText(text).width > sel.clientWidth - 20)
       bad.push(`select ${sel.getAttribute('data-control')} cuts its option "${text}"`);
+  });
+  // words never break inside: a table cell, caption, label or readout line at least as wide as its longest word
+  root.querySelectorAll('td, th, caption, .rl-label, .rl-readout p, .rl-value').forEach((el) => {
+    if (!el.getClientRects().length) return;
+    const cs = getComputedStyle(el);
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const word = el.textContent.split(/\s+/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`"${word}" breaks inside a word (${Math.round(room)} px for it)`);
+  });
+  // a listing agrees with the chart: a table that lists marks (data-lists: their class) names exactly
+  // the offsets where those marks are drawn (data-x)
+  root.querySelectorAll('table[data-lists]').forEach((tb) => {
+    const cls = tb.getAttribute('data-lists');
+    const listed = [...tb.querySelectorAll('tr')].slice(1).map((tr) => Number(tr.cells[0].textContent.replace(/,/g, '')));
+    const drawn = [...root.querySelectorAll(`circle.${cls}`)].filter((m) => !m.closest('.rl-key')).map((m) => Number(m.getAttribute('data-x')));
+    const key = (a) => JSON.stringify([...a].sort((x, y) => x - y));
+    if (key(listed) !== key(drawn)) bad.push(`the table lists ${listed.join(', ')} but the chart marks ${drawn.join(', ')}`);
   });
   // a readout never blanks the lab
   if (!root.querySelector('svg.rl-chart, .rl-clocks')) bad.push('no chart drawn');
@@ -811,8 +852,12 @@ _CHART_JS = r"""
 
 
 def chart_problems(page) -> list[str]:
-    """In every lab: chart text cut by an edge or overprinting other text, a curve leaving its frame,
-    a select too narrow for its option, a view replaced by a refusal."""
+    """In every lab: drawing text cut by an edge, over other text, a mark or a heatmap; marks of two
+    kinds covering each other, or of a kind no key or caption explains; a curve leaving its frame; a
+    word broken inside (a table cell, caption, label or readout line narrower than it); a listing
+    that names other offsets than the chart marks; a select too narrow for its option; a view
+    replaced by a refusal. ``tests/test_labs_layout_checks.py`` shows each check failing on a
+    labelled bad view."""
     out = []
     for i, bad in enumerate(page.evaluate(_CHART_JS)):
         out += [f"lab #{i}: {b}" for b in dict.fromkeys(bad)]

@@ -241,7 +241,7 @@ def test_axes_lab_marks_its_near_returns_within_the_update_budget(page_of_labs):
         times.append(r["update_ms"])
         assert_matches(r, reference(r["state"]))
         assert_heatmap(page.evaluate(_PNG_JS, i), reference(r["state"]), threshold)
-        assert lab.locator("circle.rl-mark").count() == len(r["top"]) == 20
+        assert lab.locator("svg.rl-chart circle.rl-mark").count() == len(r["top"]) == 20
         problems += sc.chart_problems(page)
     # the x share: disabled with its reason outside the share split, its pairs counted beside it
     sc.move_control(page, i, "split", "share")

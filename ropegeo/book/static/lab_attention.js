@@ -117,15 +117,13 @@ function heatmap(r) {
   c.add(s("image", { href: bmpURL(g, pixels), x: c.left, y: c.top, width: c.pw, height: c.ph, preserveAspectRatio: "none",
     class: "rl-heat" }));
   // dashed diagonals: the most identity-like offsets m - n of this content; dotted: the training length
-  const marks = [];
-  const diagonal = (d, cls, text) => {
+  // the diagonals are named in the key and the readout, never printed over the stripes
+  const diagonal = (d, cls) => {
     if (d <= 0 || d >= top) return;
     c.add(s("line", { x1: c.X(0), y1: c.Y(d), x2: c.X(top - d), y2: c.Y(top), class: cls }));
-    marks.push({ x: 0, y: d, text });
   };
-  for (const b of r.returns) diagonal(b.offset, "rl-return", `${b.offset.toLocaleString("en")}`);
-  if (st.rule !== "none" && st.encoding === "rope") diagonal(st.train_length, "rl-target", "train");
-  c.labels(marks);
+  for (const b of r.returns) diagonal(b.offset, "rl-return");
+  if (st.rule !== "none" && st.encoding === "rope") diagonal(st.train_length, "rl-target");
   return c.svg;
 }
 
@@ -152,7 +150,10 @@ function draw(r, parts) {
     }
     if (r.aliased) lines.push(`${r.aliased} of the content's pairs turn more than half a turn between sampled positions: their part of each cell is aliased`);
   }
-  paint(parts, [heatmap(r)], lines);
+  const keyed = [];
+  if (rope && r.returns.length) keyed.push(["rl-return", `the offsets ${r.returns.map((b) => b.offset.toLocaleString("en")).join(", ")} (listed below)`, "line"]);
+  if (rope && st.rule !== "none") keyed.push(["rl-target", `the training length, ${st.train_length.toLocaleString("en")}`, "line"]);
+  paint(parts, [heatmap(r), key(keyed)], lines);
 }
 
 function render({ model, el }) {

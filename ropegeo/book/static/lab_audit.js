@@ -371,7 +371,10 @@ function draw(r, parts) {
   gb.notes.forEach((t) => gateRows.push(["note", t]));
   // sentences, not numbers: read from the left
   const left = (t) => { t.querySelectorAll("td, th").forEach((x) => { x.style.textAlign = "left"; }); return t; };
-  paint(parts, [c.svg], [verdict], [
+  const kinds = new Set(Array.from(lam, (v) => (v > a.train_length ? "rl-slow" : "rl-fast")));
+  const marks = key([["rl-fast", "a pair whose wavelength (as served) fits in training"],
+    ["rl-slow", "a pair whose wavelength (as served) is longer than training"]].filter(([k]) => kinds.has(k)));
+  paint(parts, [c.svg, marks], [verdict], [
     left(table(["Gate B offset set", "margin and verdict"], gateRows, `Gate B (${plural(gb.sets.length, "default offset set")})`)),
     left(table(["geometry audit (float64)", "value"], a.rows)),
     left(table(["manifest", "value"], manifestRows(m, a.target_length))),

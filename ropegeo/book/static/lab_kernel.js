@@ -72,7 +72,8 @@ function draw(r, parts) {
   else c.envelope(r.offset_start, r.offset_stop, r._values, "rl-exact");
   for (const b of r.returns) c.dot(b.offset, b.similarity, "rl-mark", 3.5);
   const st = r.state;
-  paint(parts, [c.svg], [
+  const marks = key([["rl-mark", "a return, listed in the table below"], ...(one ? [["rl-exact-dot", "K at the one offset"]] : [])]);
+  paint(parts, [c.svg, marks], [
     `K(Δ) = mean over ${r.head_dim / 2} pairs of cos(Δ·s·θᵢ), θᵢ = B^(−2i/d), s = ${r.scale.toPrecision(4)}` +
       (st.interpolate && st.target_length <= st.train_length
         ? ` (the target, ${fmtNum(st.target_length)}, is within training, ${fmtNum(st.train_length)}: nothing to interpolate)` : "") +
@@ -81,7 +82,8 @@ function draw(r, parts) {
     ...(r.raised ? [`the last offset was below the first: it is raised to the first, ${fmtNum(r.offset_start)}, so the range is one offset`] : []),
     `returns: each the most identity-like offset within ${plural(r.return_width, "offset")} either side (a fastest ` +
       "wavelength or 1% of the range, whichever is wider), so two neighbours on one peak are listed once",
-  ], [table(["most identity-like Δ (tokens)", "K(Δ)"], r.returns.map((b) => [b.offset.toLocaleString("en"), b.similarity.toFixed(6)]))]);
+  ], [table(["most identity-like Δ (tokens)", "K(Δ)"], r.returns.map((b) => [b.offset.toLocaleString("en"), b.similarity.toFixed(6)]),
+    null, "rl-mark")]);
 }
 
 function render({ model, el }) {

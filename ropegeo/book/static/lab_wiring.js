@@ -123,7 +123,8 @@ function draw(r, parts) {
     (unjudged.length ? `; shifts of ${unjudged.join(", ")} not judged, their tolerance reaches ${CEILING} |q||k|)` : ")");
   const scoresNote = r.scores_status === "inconclusive" ? cannot(r.tolerance_scores) :
     ` (tolerance ${r.tolerance_scores.toExponential(1)})`;
-  paint(parts, [c.svg], [
+  paint(parts, [c.svg, key([["rl-exact", "score of the declared operator at the true positions", "line"],
+    ["rl-mark", "score as wired (this pairing, these ids, this dtype)"]])], [
     positionsText(r.positions, st.policy),
     verdict(r.layout_status, `pair layout (Gate A layout check, read from the query's rotation matrix): ` +
       (r.layout_status === "pass" ? "as declared" : `MIXED: ${r.layout_mismatches} of ${st.head_dim} coordinates turn with another partner than declared`)),

@@ -266,7 +266,7 @@ function wrapTitle(title, width) {
  * grows to hold the longest y tick label, a title too wide for the chart wraps onto more lines,
  * and the outermost x tick labels stay inside the drawing. */
 export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
-  left = 52, right = 12, top = 20, bottom = 34, label, xint = false }) {
+  left = 52, right = 12, top = 20, bottom = 34, label, xint = false, yint = false }) {
   const tx = xlog ? Math.log10 : (x) => x, ty = ylog ? Math.log10 : (y) => y;
   const [x0, x1] = xr.map(tx), [y0, y1] = yr.map(ty);
   const ticks = (lo, hi, log, whole = false) => {
@@ -286,7 +286,7 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   // enough digits that neighbouring ticks read differently (20,000 and 20,001, never 20,000 twice)
   const digits = (lo, hi) => Math.max(3, Math.ceil(Math.log10(Math.max(Math.abs(lo), Math.abs(hi), 1e-300) / ((hi - lo) / 5 || 1))) + 1);
   const tickText = (v, log, dg = 3) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, dg));
-  const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog, digits(y0, y1))]);
+  const yticks = ticks(y0, y1, ylog, yint).map((t) => [t, tickText(t, ylog, digits(y0, y1))]);
   // the y axis title sits at x = 12 (its glyphs reach about x = 18): tick labels end 4 px left of the frame
   left = Math.max(left, Math.ceil(24 + Math.max(0, ...yticks.map(([, s]) => textWidth(s)))));
   // the title is centred over the plot, not the whole chart: its lines fit the nearer edge on both sides
@@ -338,7 +338,8 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
     }
     return add(s("path", { d, class: cls, fill: "none" }));
   };
-  const dot = (x, y, cls, r = 3) => add(s("circle", { cx: X(x), cy: Y(y), r, class: cls }));
+  // a dot carries its value (data-x, data-y): the tests compare a listing with what is marked
+  const dot = (x, y, cls, r = 3) => add(s("circle", { cx: X(x), cy: Y(y), r, class: cls, "data-x": x, "data-y": y }));
   const lineLabels = []; // labels of horizontal lines: a label that would overprint another moves right
   const hline = (y, cls, text) => {
     add(s("line", { x1: left, x2: left + pw, y1: Y(y), y2: Y(y), class: cls }));
@@ -357,24 +358,34 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   };
   // labels of points (x, y, text), each beside its point; points closer than 12 px share one label,
   // and a label that would overprint another moves to the nearest free line inside the frame
-  const labels = (points, cls = "rl-note") => {
+  // labels of points (x, y, text), each beside its point; points closer than 12 px share one label,
+  // and a label never covers a point or another label: it tries the right, the left, above and below
+  // its point, then further away with a leader line
+  const labels = (points, cls = "rl-note", r = 5) => {
     const groups = [];
     for (const p of points) {
       const px = X(p.x), py = Y(p.y);
       const g = groups.find((q) => Math.hypot(q.px - px, q.py - py) < 12);
       if (g) g.texts.push(p.text); else groups.push({ px, py, texts: [p.text] });
     }
-    const placed = [];
+    const placed = groups.map((g) => ({ x0: g.px - r, x1: g.px + r, y: g.py + r, h: 2 * r })); // the points themselves
     groups.sort((a, b) => a.py - b.py || a.px - b.px);
+    const clear = (x0, wd, y) => x0 >= left + 1 && x0 + wd <= left + pw - 1 && y - 9 >= top && y + 2 <= top + ph
+      && !placed.some((b) => x0 < b.x1 + 2 && x0 + wd > b.x0 - 2 && y + 2 > b.y - (b.h ?? 11) && y - 9 < b.y);
     for (const g of groups) {
       const text = g.texts.join(", "), wd = textWidth(text);
-      const right = g.px + 6 + wd <= left + pw - 2;
-      const x0 = right ? g.px + 6 : Math.max(left + 2, g.px - 6 - wd);
-      const free = (y) => y - 9 >= top && y + 2 <= top + ph
-        && !placed.some((b) => x0 < b.x1 + 2 && x0 + wd > b.x0 - 2 && y > b.y - 11 && y - 11 < b.y);
-      const want = Math.min(top + ph - 3, Math.max(top + 10, g.py - 4));
-      let y = want;
-      for (let k = 1; k < 40 && !free(y); k++) y = want + (k % 2 ? 1 : -1) * 11 * Math.ceil(k / 2);
+      const spots = [];
+      for (let k = 0; k < 12; k++) {
+        const dy = 11 * Math.ceil(k / 2) * (k % 2 ? -1 : 1);
+        spots.push([g.px + r + 3, g.py + 4 + dy], [g.px - r - 3 - wd, g.py + 4 + dy]);
+        if (k < 2) spots.push([g.px - wd / 2, g.py - r - 4 - 11 * k], [g.px - wd / 2, g.py + r + 12 + 11 * k]);
+      }
+      let spot = spots.find(([x0, y]) => clear(x0, wd, y));
+      if (!spot) spot = [Math.min(Math.max(left + 2, g.px + r + 3), left + pw - wd - 2), Math.min(top + ph - 3, Math.max(top + 10, g.py - 4))];
+      const [x0, y] = spot;
+      if (Math.abs(y - 4 - g.py) > 12) {
+        add(s("line", { x1: g.px, y1: g.py, x2: x0 < g.px ? x0 + wd : x0, y2: y - 4, class: "rl-leader" }));
+      }
       placed.push({ x0, x1: x0 + wd, y });
       add(s("text", { x: x0, y, class: cls, "text-anchor": "start" }, text));
     }
@@ -382,9 +393,21 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   return { svg, X, Y, add, line, envelope, dot, hline, note, labels, left, top, pw, ph };
 }
 
-/** A small table: header row and rows of cells (text). */
-export function table(header, rows, caption) {
-  const t = h("table", { class: "rl-table" });
+/** The key of a chart's marks: one entry per kind, [class, words, shape ("dot" or "line")], each a
+ * swatch drawn with the mark's own class and the words saying what it is. */
+export function key(entries) {
+  return h("ul", { class: "rl-key" }, entries.map(([cls, text, shape = "dot"]) => {
+    const sw = s("svg", { width: 22, height: 10, "aria-hidden": "true" });
+    sw.appendChild(shape === "dot" ? s("circle", { cx: 11, cy: 5, r: 3.5, class: cls })
+      : s("line", { x1: 1, x2: 21, y1: 5, y2: 5, class: cls }));
+    return h("li", { "data-key-for": cls }, [sw, h("span", { text })]);
+  }));
+}
+
+/** A small table: header row and rows of cells (text); ``lists``: the class of the chart's marks it
+ * lists (its first column holds their x values: the tests check the two agree). */
+export function table(header, rows, caption, lists = null) {
+  const t = h("table", { class: "rl-table", "data-lists": lists });
   if (caption) t.appendChild(h("caption", { text: caption }));
   t.appendChild(h("tr", {}, header.map((x) => h("th", { scope: "col", text: x }))));
   for (const r of rows) t.appendChild(h("tr", {}, r.map((x) => h("td", { text: String(x) }))));
