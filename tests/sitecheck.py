@@ -831,7 +831,8 @@ _CHART_JS = r"""
     const cs = getComputedStyle(el);
     ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
     const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-    const word = el.textContent.split(/\s+/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    // the pieces a line may break between: spaces, zero-width spaces, and after a hyphen
+    const word = el.textContent.split(/[\s\u200b]+|(?<=-)/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
     if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`"${word}" breaks inside a word (${Math.round(room)} px for it)`);
   });
   // a listing agrees with the chart: a table that lists marks (data-lists: their class) names exactly
@@ -916,7 +917,8 @@ _PAGE = """<!DOCTYPE html>
 <script src="_static/require/require.js"></script>
 <script src="_static/widgets-offline.js"></script>
 <script type="application/vnd.jupyter.widget-state+json">%s</script>
-</head><body><main style="max-width: 46em; margin: 0 auto; padding: 0 8px">
+<link rel="stylesheet" href="_static/book.css">
+</head><body><main class="bd-article" style="max-width: 46em; margin: 0 auto; padding: 0 8px">
 %s
 </main></body></html>
 """
@@ -924,7 +926,7 @@ _PAGE = """<!DOCTYPE html>
 
 def write_lab_page(directory: Path, labs, vendor: Path, name: str = "labs.html") -> Path:
     """A static page embedding ``labs`` (widget state in the page, no kernel), with the vendored
-    browser files copied to ``_static``."""
+    browser files and the book's stylesheet (``scripts/site/static/book.css``) copied to ``_static``."""
     import shutil
 
     from ipywidgets.embed import embed_data
@@ -934,6 +936,8 @@ def write_lab_page(directory: Path, labs, vendor: Path, name: str = "labs.html")
                       f"</script></div>" for v in data["view_specs"])
     if not (directory / "_static").exists():
         shutil.copytree(vendor, directory / "_static", ignore=shutil.ignore_patterns("mathjax", "mermaid"))
+        # the book's own style additions, as the book's pages load them (the labs sit in .bd-article)
+        shutil.copy(Path(__file__).resolve().parent.parent / "scripts" / "site" / "static" / "book.css", directory / "_static")
     state = json.dumps(data["manager_state"]).replace("</", "<\\/")
     path = directory / name
     path.write_text(_PAGE % (state, views))

@@ -114,3 +114,6 @@ def test_readout_names_the_legends_curves_and_only_the_verticals_drawn():
         assert ("from 16,777,216 on (float32)" in second) == (m >= 2**24)
         assert ("no vertical drawn" in second) == (m < 256)
     assert call_js(src, [("logValue", [3.6, 2, 7]), ("logValue", [4.78, 2, 7]), ("logValue", [7, 2, 7])]) == [4000, 60000, 10_000_000]
+    # an arrow key's step that rounds back to the value shown moves to the next value instead
+    assert call_js(src, [("nextLogValue", [10_000, 1, 2, 7]), ("nextLogValue", [10_000, -1, 2, 7]),
+                         ("nextLogValue", [99, 1, 2, 7]), ("nextLogValue", [10_000_000, 1, 2, 7])]) == [11_000, 9_900, 100, 10_000_000]

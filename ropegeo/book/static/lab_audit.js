@@ -328,7 +328,7 @@ export function compute(p, records, normals = null) {
 export function manifestRows(m, target) {
   m = { ...m, target };
   const out = [
-    ["model", m.label || m.name],
+    ["model", (m.label || m.name).replace(/\//g, "/\u200b")], // a long repository name may break after "/"
     ["base, rotary / head dim", `${fmtNum(m.base)}, ${m.rotary_dim} / ${m.head_dim} (${m.pairing} pairing)`],
     ["extension rule", m.idle_rule ? `${m.idle_rule}, not applied: the target (${commas(m.target)}) does not exceed `
       + `training (${commas(m.train_length)}), so the bank is served unscaled` : m.rule],

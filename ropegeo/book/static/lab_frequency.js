@@ -55,6 +55,25 @@ export function compute(p) {
   };
 }
 
+/** The readout, line by line (ropegeo.book.widgets.frequency_lab.readout says the same facts). */
+export function readoutLines(r) {
+  const st = r.state;
+  const lines = [
+    `${r.pairs} pairs; wavelengths ${fmtNum(r.wavelength_range[0])} to ${fmtNum(r.wavelength_range[1])} tokens`,
+    `slow pairs (under one turn in ${st.train_length.toLocaleString("en")} training tokens): ${r.slow_pairs}`,
+    `angular step ratio s = ${r.scale.toPrecision(4)}; adjacent distance D(1) = ${r.adjacent_distance.toFixed(4)} (of at most 2)`,
+  ];
+  if (!r.near.length) lines.push(`no offset beyond training to search: the target (${st.target_length.toLocaleString("en")}) ` +
+    `is within training (${st.train_length.toLocaleString("en")}), so no identity-like offset is marked`);
+  if (r.near.length) lines.push(`most identity-like offset in [${st.train_length.toLocaleString("en")}, ${st.target_length.toLocaleString("en")}]: ` +
+    `${r.near[0][0].toLocaleString("en")} tokens (K = ${r.near[0][1].toFixed(4)})`);
+  if (r.parser_margin == null) lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")}: OVERFLOW, ${st.dtype} stops at ${fmtNum(r.largest_finite)}`);
+  else lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")} in ${st.dtype}: margin ${r.parser_margin.toFixed(4)} ` +
+    `(${r.parser_margin === 0 ? "COLLAPSED" : "separated"}; closest ${r.parser_pair[0]} vs ${r.parser_pair[1]} tokens)`);
+  lines.push(`${st.dtype} holds every integer position up to ${r.integer_limit.toLocaleString("en")}: the largest position is ${st.target_length > r.integer_limit ? "beyond" : "within"} it`);
+  return lines;
+}
+
 function draw(r, parts) {
   const st = r.state;
   let lowest = -0.5;
@@ -74,19 +93,7 @@ function draw(r, parts) {
   r._lam.forEach((v, i) => l.dot(i, v, r._turns[i] < 1 ? "rl-slow" : "rl-fast", 2.2));
   l.hline(st.train_length, "rl-train", `train ${st.train_length.toLocaleString("en")}`);
   l.hline(st.target_length, "rl-target", `target ${st.target_length.toLocaleString("en")}`);
-  const lines = [
-    `${r.pairs} pairs; wavelengths ${fmtNum(r.wavelength_range[0])} to ${fmtNum(r.wavelength_range[1])} tokens`,
-    `slow pairs (under one turn in ${st.train_length.toLocaleString("en")} training tokens): ${r.slow_pairs}`,
-    `angular step ratio s = ${r.scale.toPrecision(4)}; adjacent distance D(1) = ${r.adjacent_distance.toFixed(4)} (of at most 2)`,
-  ];
-  if (!r.near.length) lines.push(`no offset beyond training to search: the target (${st.target_length.toLocaleString("en")}) ` +
-    `is within training (${st.train_length.toLocaleString("en")}), so no identity-like offset is marked`);
-  if (r.near.length) lines.push(`most identity-like offset in [${st.train_length.toLocaleString("en")}, ${st.target_length.toLocaleString("en")}]: ` +
-    `${r.near[0][0].toLocaleString("en")} tokens (K = ${r.near[0][1].toFixed(4)})`);
-  if (r.parser_margin == null) lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")}: OVERFLOW, ${st.dtype} stops at ${fmtNum(r.largest_finite)}`);
-  else lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")} in ${st.dtype}: margin ${r.parser_margin.toFixed(4)} ` +
-    `(${r.parser_margin === 0 ? "COLLAPSED" : "separated"}; closest ${r.parser_pair[0]} vs ${r.parser_pair[1]} tokens)`);
-  lines.push(`${st.dtype} holds every integer position up to ${r.integer_limit.toLocaleString("en")}: the largest position is ${st.target_length > r.integer_limit ? "beyond" : "within"} it`);
+  const lines = readoutLines(r);
   const kKey = r.near.length ? key([["rl-mark", "the most identity-like offsets beyond training (the first is named below)"]])
     : key([]);
   const slow = r._turns.some((t) => t < 1), fast = r._turns.some((t) => t >= 1);

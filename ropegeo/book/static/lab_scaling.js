@@ -100,7 +100,7 @@ function draw(r, parts) {
   trade.labels(r.rules.map((q) => ({ x: q.adjacent_distance, y: q.total_novelty, text: q.rule })));
   if (!anyNovel) trade.note("no rule sees new phase at this factor");
   const sel = r.selected;
-  const kinds = new Set(lam.map((_, i) => { const sv = x.stretch[i]; return Math.abs(sv - 1) <= 1e-3 ? "rl-fast" : top > 1.001 && sv >= 0.99 * top ? "rl-mark" : "rl-slow"; }));
+  const kinds = new Set(Array.from(lam, (_, i) => { const sv = x.stretch[i]; return Math.abs(sv - 1) <= 1e-3 ? "rl-fast" : top > 1.001 && sv >= 0.99 * top ? "rl-mark" : "rl-slow"; }));
   const rulerKey = key([["rl-fast", "pair left as trained"], ["rl-slow", "pair stretched, by less than the full factor"],
     ["rl-mark", `pair stretched by the full factor (×${fmtNum(top, 4)})`]].filter(([c]) => kinds.has(c)));
   const tradeKey = key([["rl-mark", `${st.rule}, the rule chosen`], ["rl-other", "the other rules (named beside their dots)"]]);

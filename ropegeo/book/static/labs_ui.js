@@ -59,6 +59,13 @@ export function logValue(v, lo, hi) {
   if (v <= lo || v >= hi) return Number(x.toPrecision(6));
   return Number(x.toPrecision(2));
 }
+/** The next two-significant-digit value above (dir 1) or below (dir -1) x, within the slider's range. */
+export function nextLogValue(x, dir, lo, hi) {
+  let e = Math.floor(Math.log10(x)) - 1, m = Math.round(x / 10 ** e) + dir;
+  if (m < 10) { m = 99; e -= 1; } // below 10,000 comes 9,900
+  const y = Number((m * 10 ** e).toPrecision(2));
+  return Math.min(Number((10 ** hi).toPrecision(6)), Math.max(Number((10 ** lo).toPrecision(6)), y));
+}
 /** A number and its unit, the unit singular for exactly one ("1 token", "2 tokens"). */
 export function withUnit(value, unit) {
   if (!unit) return fmtNum(value);
@@ -217,7 +224,13 @@ export function makeLab(opts) {
         set(name, opt ? opt[0] : input.value);
       });
     } else if (spec.kind === "log") {
-      input.addEventListener("input", () => set(name, logValue(Number(input.value), spec.min, spec.max)));
+      input.addEventListener("input", () => {
+        const v = Number(input.value), now = Number(model.get(name));
+        let x = logValue(v, spec.min, spec.max);
+        // a small move (an arrow key) that rounds back to the value shown moves to the next value instead
+        if (x === now && Math.abs(v - Math.log10(now)) > 1e-9) x = nextLogValue(now, v > Math.log10(now) ? 1 : -1, spec.min, spec.max);
+        set(name, x);
+      });
       parts.exact[name].addEventListener("change", () => {
         const v = Number(parts.exact[name].value);
         if (Number.isFinite(v) && v > 0) set(name, v);
@@ -339,15 +352,24 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
     return add(s("path", { d, class: cls, fill: "none" }));
   };
   // a dot carries its value (data-x, data-y): the tests compare a listing with what is marked
-  const dot = (x, y, cls, r = 3) => add(s("circle", { cx: X(x), cy: Y(y), r, class: cls, "data-x": x, "data-y": y }));
-  const lineLabels = []; // labels of horizontal lines: a label that would overprint another moves right
+  const dots = []; // where the dots are, so that the labels drawn after them keep off them
+  const dot = (x, y, cls, r = 3) => {
+    dots.push({ x0: X(x) - r, x1: X(x) + r, y0: Y(y) - r, y1: Y(y) + r });
+    return add(s("circle", { cx: X(x), cy: Y(y), r, class: cls, "data-x": x, "data-y": y }));
+  };
+  const lineLabels = []; // labels of horizontal lines: each keeps off the dots and the other labels
   const hline = (y, cls, text) => {
     add(s("line", { x1: left, x2: left + pw, y1: Y(y), y2: Y(y), class: cls }));
     if (!text) return;
-    const yy = Y(y) - 3, wd = textWidth(text);
-    let x = left + 4;
-    for (const b of lineLabels) if (Math.abs(b.y - yy) < 11 && x < b.x1 + 8 && x + wd > b.x0 - 8) x = b.x1 + 10;
-    lineLabels.push({ x0: x, x1: x + wd, y: yy });
+    const wd = textWidth(text);
+    // above the line at the left, below it at the right, then the other two corners, then further along
+    const spots = [[left + 4, Y(y) - 3], [left + pw - 4 - wd, Y(y) + 11], [left + 4, Y(y) + 11], [left + pw - 4 - wd, Y(y) - 3]];
+    for (let f = 0.25; f < 0.8; f += 0.25) spots.push([left + f * (pw - wd), Y(y) - 3], [left + f * (pw - wd), Y(y) + 11]);
+    const hits = (x, yy, b) => x < b.x1 + 2 && x + wd > b.x0 - 2 && yy + 2 > b.y0 && yy - 9 < b.y1;
+    const ok = ([x, yy]) => yy - 9 >= top && yy + 2 <= top + ph && !dots.some((b) => hits(x, yy, b))
+      && !lineLabels.some((b) => hits(x, yy, b));
+    const [x, yy] = spots.find(ok) || spots[0];
+    lineLabels.push({ x0: x, x1: x + wd, y0: yy - 9, y1: yy + 2 });
     add(s("text", { x, y: yy, class: "rl-note" }, text));
   };
   // a sentence in the middle of the frame (a chart with nothing to draw says why), wrapped to fit
