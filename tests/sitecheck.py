@@ -706,7 +706,8 @@ LAB_DRIVES = {
                            ("model", "qwen2.5-7b-instruct"), ("dtype", "config"), ("model", "custom"), ("rule", "yarn"),
                            ("head_dim", 32), ("train_length", 1024)], _check_audit),
     "ropegeo-clock-lab": ([("m", 40), ("n", 45), ("shift_up", None), ("shift_up", None), ("shift_down", None),
-                           ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16)], _check_clock),
+                           ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16),
+                           ("head_dim", 16), ("base", 4.7)], _check_clock),  # eight clocks, theta down to 10^-4
     "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("exact:span", 256), ("dtype", "bfloat16"),
                                ("rule", "yarn"), ("factor", 8), ("exact:train_length", 64), ("content", "varied"), ("seed", 7),
                                ("exact:span", 16384), ("span", 4.0), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
@@ -724,6 +725,103 @@ LAB_DRIVES = {
                               ("head_dim", 256), ("max_position", 2.0), ("worst", False), ("pair", 127), ("base", 2.0)],
                              _check_pipeline),
 }
+
+
+def lab_text(page, i: int) -> str:
+    """The readout of lab ``i`` as the reader sees it (its lines, tables and keys)."""
+    return page.eval_on_selector_all(LABS_SELECTOR, "(els, i) => els[i].querySelector('.rl-readout').innerText + '\\n' + "
+                                                    "[...els[i].querySelectorAll('.rl-key')].map((k) => k.innerText).join('\\n')", i)
+
+
+# The words of each readout against the Python it mirrors (counts, ranges, "none"), after every move.
+
+def _words_wiring(r, text):
+    from ropegeo.book.widgets.wiring_lab import positions_text, reference
+
+    ref = reference(r["state"], r["q"], r["k"])
+    assert positions_text(ref["positions"]) in text, (positions_text(ref["positions"]), text)
+    assert " 1 tokens" not in text
+
+
+def _words_kernel(r, text):
+    from ropegeo.book.widgets.kernel_lab import reference
+
+    st = {k: r[k] for k in ("head_dim", "base", "offset_start", "offset_stop", "interpolate", "train_length", "target_length")}
+    ref = reference(**st, top=r["state"]["top"])
+    for off, k in ref["returns"]:
+        assert f"{off:,}\t{k:.6f}" in text, (off, k, text)
+    assert ("raised to the first" in text) == r["raised"]
+
+
+def _words_frequency(r, text):
+    from ropegeo.book.widgets.frequency_lab import lab_state, readout
+
+    want = readout(lab_state(**r["state"])).split("\n")
+    assert want[1] in text, (want[1], text)
+    none = [w for w in want if w.startswith("no offset beyond training")]
+    assert (none[0] in text) if none else ("no offset beyond training" not in text)
+
+
+def _words_audit(r, text):
+    from ropegeo.book.widgets.audit_lab import idle_rule, reference
+
+    ref = reference(r["state"])
+    n = len(ref["gate_b"]["sets"]) if ref["gate_b"] else len(r["audit"]["gate_b"]["sets"])
+    assert f"Gate B ({n} default offset set{'' if n == 1 else 's'})" in text, text
+    rule = idle_rule(r["state"])
+    assert (f"{rule}, not applied" in text) if rule else (", not applied" not in text)
+
+
+def _words_angles(r, text):
+    from ropegeo.book.widgets.angle_lab import reference
+
+    n = reference(r["state"], [])["aliased_pairs"]
+    assert ("no pair turns more than half a turn per column" in text) == (n == 0), (n, text)
+    if n:
+        assert f"{n:,} pair{'s turn' if n > 1 else ' turns'} more than half a turn" in text, (n, text)
+
+
+def _words_axes(r, text):
+    import numpy as np
+
+    from ropegeo.book.widgets.axes_lab import reference
+
+    ref = reference(r["state"])
+    both = int(np.sum((np.asarray(ref["fx"]) != 0) & (np.asarray(ref["fy"]) != 0)))
+    if r["state"]["split"] == "mixed":
+        assert ("every pair turns with both axes" in text) == (both == ref["pairs"]), (both, text)
+    assert ("y turns no pair" in text) == (int(np.sum(np.asarray(ref["fy"]) != 0)) == 0)
+
+
+def _words_attention(r, text):
+    import re
+
+    assert not re.search(r"\b(\d*[123])th position", text) or re.search(r"\b1[123]th position", text), text
+
+
+def _words_pipeline(r, text):
+    m = r["state"]["max_position"]
+    assert ("from 256 on (bfloat16)" in text) == (m >= 256) and ("from 16,777,216 on (float32)" in text) == (m >= 2**24)
+    assert f"at position {m:,}:" in text and "deployed" not in text
+
+
+def _words_clock(r, text):
+    off = r["state"]["n"] - r["state"]["m"]
+    assert f"offset n − m = {off} token{'' if abs(off) == 1 else 's'}" in text, text
+
+
+def _words_scaling(r, text):
+    from ropegeo.book.widgets.scaling_lab import lab_report
+
+    st = dict(r["state"])
+    rep = lab_report(st.pop("rule"), st.pop("factor"), **st)
+    assert f"{rep.rule}: {rep.scaled_pairs} of {rep.theta.size} pairs stretched" in text, text
+
+
+LAB_WORDS = {"ropegeo-wiring-lab": _words_wiring, "ropegeo-kernel-lab": _words_kernel,
+             "ropegeo-frequency-lab": _words_frequency, "ropegeo-audit-lab": _words_audit,
+             "ropegeo-angle-lab": _words_angles, "ropegeo-axes-lab": _words_axes, "ropegeo-attention-lab": _words_attention,
+             "ropegeo-pipeline-lab": _words_pipeline, "ropegeo-clock-lab": _words_clock, "ropegeo-scaling-lab": _words_scaling}
 
 
 def drive_labs(page) -> tuple[list[str], list[float]]:
@@ -745,6 +843,7 @@ def drive_labs(page) -> tuple[list[str], list[float]]:
             if not changed:
                 problems.append(f"{kind} #{i}: moving {name} to {value} changed nothing")
             problems += [f"{kind} #{i} after {name}={value}: {p}" for p in _problems(check, r)]
+            problems += [f"{kind} #{i} after {name}={value}, its words: {p}" for p in _problems(LAB_WORDS[kind], r, lab_text(page, i))]
             problems += [f"{kind} after {name}={value}: {p}" for p in chart_problems(page) if p.startswith(f"lab #{i}:")]
     return problems, times
 

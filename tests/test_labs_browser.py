@@ -489,3 +489,24 @@ def test_pipeline_lab_pair_slider_follows_the_head_width(page_of_labs):
         r = sc.lab_data(page, i)
         assert r["state"]["pair"] == top and slider.input_value() == str(top)
         sc._check_pipeline(r)
+
+
+def test_clock_captions_whole_and_clocks_beside_the_curve_on_a_phone(page_of_labs):
+    """At head dim 16 and base 50,000 (theta down to 10^-4) every pair's caption is whole, and at
+    360 px the eight clocks and the score curve fit one screen (800 px) together."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-clock-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    sc.move_control(page, i, "head_dim", 16)
+    sc.move_control(page, i, "exact:base", 50_000)
+    assert sc.lab_data(page, i)["state"]["base"] == 50_000
+    page.set_viewport_size({"width": 360, "height": 800})
+    try:
+        page.wait_for_timeout(300)
+        assert [p for p in sc.chart_problems(page) if p.startswith(f"lab #{i}:")] == []
+        top = lab.locator("svg.rl-clock").first.bounding_box()["y"]
+        curve = lab.locator('svg[aria-label="the score as a function of the offset"]').bounding_box()
+        assert lab.locator("svg.rl-clock").count() == 8
+        assert curve["y"] + curve["height"] - top <= 800, (top, curve)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
