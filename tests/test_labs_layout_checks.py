@@ -10,6 +10,7 @@ Needs Chromium and Playwright; skips without them unless ``ROPEGEO_REQUIRE_SITE=
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ import sitecheck as sc
 from ropegeo.book.widgets._lab import STATIC
 
 REQUIRE = os.environ.get("ROPEGEO_REQUIRE_SITE") == "1"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _chart(body: str, w: int = 300, h: int = 120) -> str:
@@ -45,8 +47,10 @@ VIEWS = [
     ("a mark no key explains", _chart(DOT.replace("rl-mark", "rl-slow")), "its rl-slow marks have no key"),
     ("a listing that contradicts the chart", _chart(DOT) + _key("rl-mark") + LISTING.format("6,277"),
      "the table lists 6277 but the chart marks 6283"),
-    ("a word broken inside (Gat e B)", _chart("") + '<table class="rl-table"><tr><td style="width: 20px; max-width: 20px; '
-     'overflow-wrap: anywhere">Gate</td></tr></table>', '"Gate" breaks inside a word'),
+    ("a word broken inside (Gat e B)", _chart("") + '<p style="width: 20px; overflow-wrap: anywhere">Gate B</p>',
+     '"Gate" breaks inside a word'),
+    ("good: a narrow table keeps its words whole (the labs' style within the book's)",
+     _chart("") + '<table class="rl-table" style="width: 60px"><tr><td>Gate B offset set</td><td>local 1..64</td></tr></table>', None),
     ("labels printed over a heatmap", _chart('<image x="20" y="10" width="270" height="90" href="data:,"></image>'
                                              '<text x="24" y="50" class="rl-note">6,283</text>'), "is printed over the heatmap"),
     ("the highlighted mark half covered by another", _chart(DOT + '<circle class="rl-other" cx="101" cy="60" r="3.5"></circle>')
@@ -68,12 +72,14 @@ def problems_by_view():
         if REQUIRE:
             pytest.fail("Chromium is not installed (ROPEGEO_REQUIRE_SITE=1)")
         pytest.skip("Chromium is not installed (Debian's chromium)")
-    css = (STATIC / "labs.css").read_text(encoding="utf-8")
+    css = (STATIC / "labs.css").read_text(encoding="utf-8") + (ROOT / "scripts" / "site" / "static" / "book.css").read_text(
+        encoding="utf-8")
     labs = "".join(f'<div class="ropegeo-lab" data-view="{k}"><div class="rl-readout">{markup}</div></div>'
                    for k, (_, markup, _) in enumerate(VIEWS))
     with sc.browser() as b:
         page = b.new_page(viewport={"width": 800, "height": 900})
-        page.set_content(f"<!DOCTYPE html><html><head><style>{css}</style></head><body>{labs}</body></html>")
+        page.set_content(f'<!DOCTYPE html><html><head><style>{css}</style></head><body><main class="bd-article">{labs}'
+                         "</main></body></html>")
         found = sc.chart_problems(page)
     return [[p.split(": ", 1)[1] for p in found if p.startswith(f"lab #{k}:")] for k in range(len(VIEWS))]
 
