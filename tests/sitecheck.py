@@ -426,6 +426,40 @@ _WIDTH_JS = r"""
 """
 
 
+_CUT_JS = r"""
+() => {
+  const bad = [];
+  const ctx = document.createElement('canvas').getContext('2d');
+  // a table cell narrower than one of its words: the word breaks inside ("Gat e B", "s o u r c e")
+  document.querySelectorAll('.bd-article td, .bd-article th').forEach((el) => {
+    if (!el.getClientRects().length || el.closest('.ropegeo-lab')) return;
+    const cs = getComputedStyle(el);
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const word = el.textContent.trim().split(/[\s\u200b]+|(?<=[-/])/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`table cell: "${word}" breaks inside a word`);
+  });
+  // text cut by a box that hides its overflow: inline mathematics, the links at a page's foot
+  document.querySelectorAll('.bd-article mjx-container, .prev-next-area a, footer a').forEach((el) => {
+    for (let a = el; a && a !== document.body; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX === 'hidden' || cs.overflowX === 'clip' || cs.textOverflow === 'ellipsis') {
+        if (a.scrollWidth > a.clientWidth + 1) bad.push(`${el.tagName.toLowerCase()} cut: "${(el.textContent || '').trim().slice(0, 50)}"`);
+        break;
+      }
+    }
+  });
+  return bad.slice(0, 8);
+}
+"""
+
+
+def cut_text(page) -> list[str]:
+    """Words broken inside in the article's tables, and text cut by a box hiding its overflow (inline
+    mathematics, the previous / next links)."""
+    return page.evaluate(_CUT_JS)
+
+
 def page_width(page) -> dict:
     """``{width, viewport, culprits}``: the page's scroll width at the current viewport and the
     innermost elements that reach beyond it (outside any element that scrolls or clips)."""
