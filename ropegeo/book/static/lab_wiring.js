@@ -145,7 +145,7 @@ function render({ model, el }) {
       { name: "pairing", label: "declared pairing (keys)", kind: "select", options: pairings, format: () => "" },
       { name: "query_pairing", label: "query pairing", kind: "select", options: pairings, format: () => "" },
       { name: "policy", label: "position ids", kind: "select", options: POLICIES.map((x) => [x, x]), format: () => "" },
-      { name: "pad", label: "pads / earlier document", kind: "range", min: 0, max: 4096, step: 1, unit: "tokens",
+      { name: "pad", label: "pads / earlier document", kind: "number", min: 0, max: 4096, unit: "tokens", // 0 to 4,096: typed
         off: (r) => (["left-padded", "packed-continuous"].includes(r.state.policy) ? null : `unused when ${r.state.policy}`) },
       { name: "cache_offset", label: "decoded token's position", kind: "number", min: 0, max: 8192, unit: "tokens",
         off: (r) => (r.state.policy === "kv-cache" ? null : "kv-cache only") },
