@@ -850,6 +850,8 @@ def _words_scaling(r, text):
     st = dict(r["state"])
     rep = lab_report(st.pop("rule"), st.pop("factor"), **st)
     assert f"{rep.rule}: {rep.scaled_pairs} of {rep.theta.size} pairs stretched" in text, text
+    n = rep.novel_pairs
+    assert ("no pair sees new phase" in text) == (n == 0) and (n < 2 or f"{n} pairs see new phase" in text), (n, text)
 
 
 LAB_WORDS = {"ropegeo-wiring-lab": _words_wiring, "ropegeo-kernel-lab": _words_kernel,

@@ -105,7 +105,8 @@ function draw(r, parts) {
     ["rl-mark", `pair stretched by the full factor (×${fmtNum(top, 4)})`]].filter(([c]) => kinds.has(c)));
   const tradeKey = key([["rl-mark", `${st.rule}, the rule chosen`], ["rl-other", "the other rules (named beside their dots)"]]);
   paint(parts, [ruler.svg, rulerKey, nov.svg, trade.svg, tradeKey], [
-    `${sel.rule}: ${sel.scaled_pairs} of ${n} pairs stretched; ${sel.novel_pairs} pairs see new phase (${sel.total_novelty.toFixed(3)} turns in all)`,
+    `${sel.rule}: ${sel.scaled_pairs} of ${n} pairs stretched; ` + (sel.novel_pairs === 0 ? "no pair sees new phase"
+      : `${plural(sel.novel_pairs, "pair sees", "pairs see")} new phase (${sel.total_novelty.toFixed(3)} turns in all)`),
     `resolution: K(1) = ${sel.adjacent_similarity.toFixed(6)}, D(1) = ${sel.adjacent_distance.toFixed(4)}; fastest step ${sel.fastest_step.toFixed(4)} rad per token`,
     `Gate B margins: offsets 1..${SMALL_OFFSETS} → ${sel.margin.toFixed(4)}; offsets 64, 128, .. ${st.train_length.toLocaleString("en")} → ${sel.coarse_margin.toFixed(4)} (of at most 2)`,
     `served length ${sel.target_length.toLocaleString("en")} tokens; attention factor ${sel.attention_factor.toFixed(4)}`,

@@ -405,9 +405,9 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
       let spot = spots.find(([x0, y]) => clear(x0, wd, y));
       if (!spot) spot = [Math.min(Math.max(left + 2, g.px + r + 3), left + pw - wd - 2), Math.min(top + ph - 3, Math.max(top + 10, g.py - 4))];
       const [x0, y] = spot;
-      if (Math.abs(y - 4 - g.py) > 12) {
-        add(s("line", { x1: g.px, y1: g.py, x2: x0 < g.px ? x0 + wd : x0, y2: y - 4, class: "rl-leader" }));
-      }
+      // a label moved away from its point is tied to it by a leader line (from the label's nearest edge)
+      const bx = Math.min(Math.max(g.px, x0), x0 + wd), by = Math.min(Math.max(g.py, y - 9), y + 2);
+      if (Math.hypot(bx - g.px, by - g.py) > r + 9) add(s("line", { x1: g.px, y1: g.py, x2: bx, y2: by, class: "rl-leader" }));
       placed.push({ x0, x1: x0 + wd, y });
       add(s("text", { x: x0, y, class: cls, "text-anchor": "start" }, text));
     }
