@@ -286,25 +286,28 @@ export function topOffsets(values, start, top) {
  * on each run of SEARCH_RUN offsets from the phases at its centre, and only the runs whose bound
  * reaches the best values found are evaluated offset by offset. */
 export function nearCollisions(theta, start, stop, { top = 5, scale = 1.0, weights = null } = {}) {
-  const n = stop - start + 1;
-  if (n <= 4 * SEARCH_RUN || n * theta.length <= 1 << 16) {
-    const values = kernelRange(theta, start, stop, { scale, weights });
-    return topOffsets(values, start, Math.min(top, values.length));
-  }
+  const n = stop - start + 1, full = () => topOffsets(kernelRange(theta, start, stop, { scale, weights }), start, Math.min(top, n));
+  if (n <= 4 * SEARCH_RUN || n * theta.length <= 1 << 16) return full();
   const bound = runBounds(theta, start, n, scale, pairWeights(weights, theta.length));
   const order = Uint32Array.from(bound.keys()).sort((a, b) => bound[b] - bound[a]);
-  const best = []; // the top values found so far, largest first (ties: the smaller offset first)
-  for (const b of order) {
-    if (best.length >= top && bound[b] < best[top - 1].k) break; // no offset of this run (or a later one) can enter
-    const a = start + b * SEARCH_RUN, values = kernelRange(theta, a, Math.min(stop, a + SEARCH_RUN - 1), { scale, weights });
-    values.forEach((v, j) => {
-      if (best.length >= top && v < best[top - 1].k) return;
-      best.push({ offset: a + j, k: v });
-      best.sort((x, y) => y.k - x.k || x.offset - y.offset);
-      if (best.length > top) best.pop();
-    });
+  const found = [];
+  const take = (a, b) => { // offsets a..b, evaluated
+    kernelRange(theta, a, b, { scale, weights }).forEach((v, j) => found.push({ offset: a + j, k: v }));
+  };
+  const seed = Math.min(order.length, 8); // the runs bounded highest set the bar
+  for (let q = 0; q < seed; q++) take(start + order[q] * SEARCH_RUN, Math.min(stop, start + order[q] * SEARCH_RUN + SEARCH_RUN - 1));
+  const bar = found.map((x) => x.k).sort((x, y) => y - x)[Math.min(top, found.length) - 1];
+  const rest = Array.from(order.subarray(seed)).filter((b) => bound[b] >= bar).sort((a, b) => a - b);
+  // when the bounds leave much of the range, one pass over it costs less than many short ones
+  if (rest.length > 0.15 * order.length) return full();
+  for (let q = 0; q < rest.length;) { // consecutive runs evaluated as one span
+    let r = q;
+    while (r + 1 < rest.length && rest[r + 1] === rest[r] + 1) r++;
+    take(start + rest[q] * SEARCH_RUN, Math.min(stop, start + rest[r] * SEARCH_RUN + SEARCH_RUN - 1));
+    q = r + 1;
   }
-  return best.map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
+  found.sort((x, y) => y.k - x.k || x.offset - y.offset); // ties: the smaller offset first, as in one pass
+  return found.slice(0, top).map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
 }
 
 const SEARCH_RUN = 16;
