@@ -288,26 +288,43 @@ export function topOffsets(values, start, top) {
 export function nearCollisions(theta, start, stop, { top = 5, scale = 1.0, weights = null } = {}) {
   const n = stop - start + 1, full = () => topOffsets(kernelRange(theta, start, stop, { scale, weights }), start, Math.min(top, n));
   if (n <= 4 * SEARCH_RUN || n * theta.length <= 1 << 16) return full();
-  const bound = runBounds(theta, start, n, scale, pairWeights(weights, theta.length));
+  const pairs = theta.length, w = pairWeights(weights, pairs);
+  const bound = runBounds(theta, start, n, scale, w);
   const order = Uint32Array.from(bound.keys()).sort((a, b) => bound[b] - bound[a]);
-  const found = [];
-  const take = (a, b) => { // offsets a..b, evaluated
-    kernelRange(theta, a, b, { scale, weights }).forEach((v, j) => found.push({ offset: a + j, k: v }));
-  };
-  const seed = Math.min(order.length, 8); // the runs bounded highest set the bar
-  for (let q = 0; q < seed; q++) take(start + order[q] * SEARCH_RUN, Math.min(stop, start + order[q] * SEARCH_RUN + SEARCH_RUN - 1));
-  const bar = found.map((x) => x.k).sort((x, y) => y - x)[Math.min(top, found.length) - 1];
-  const rest = Array.from(order.subarray(seed)).filter((b) => bound[b] >= bar).sort((a, b) => a - b);
-  // when the bounds leave much of the range, one pass over it costs less than many short ones
-  if (rest.length > 0.15 * order.length) return full();
-  for (let q = 0; q < rest.length;) { // consecutive runs evaluated as one span
-    let r = q;
-    while (r + 1 < rest.length && rest[r + 1] === rest[r] + 1) r++;
-    take(start + rest[q] * SEARCH_RUN, Math.min(stop, start + rest[r] * SEARCH_RUN + SEARCH_RUN - 1));
-    q = r + 1;
+  const step = Float64Array.from(theta, (x) => x * scale), cx = step.map(Math.cos), sx = step.map(Math.sin);
+  const acc = new Float64Array(SEARCH_RUN);
+  const best = []; // the top values found so far, largest first (ties: the smaller offset first)
+  const seed = 8; // after the runs bounded highest, the runs still above the bar say what is left to do
+  for (let q = 0; q < order.length; q++) {
+    const b = order[q];
+    if (best.length >= top && bound[b] < best[top - 1].k) break; // no offset of this run (or a later one) can enter
+    if (q === seed && best.length >= top) {
+      let left = q; // runs bounded at or above the bar: when many, one pass over the range costs less
+      while (left < order.length && bound[order[left]] >= best[top - 1].k) left++;
+      if (left - q > 0.15 * order.length) return full();
+    }
+    // the run's offsets a .. a + len - 1 by the rotation recurrence from exact cos/sin at a (as kernelRange)
+    const a = start + b * SEARCH_RUN, len = Math.min(SEARCH_RUN, stop - a + 1);
+    acc.fill(0);
+    for (let i = 0; i < pairs; i++) {
+      let c = Math.cos(a * step[i]), s = Math.sin(a * step[i]);
+      const ci = cx[i], si = sx[i], wi = w[i];
+      for (let j = 0; j < len; j++) {
+        acc[j] += wi * c;
+        const c2 = c * ci - s * si;
+        s = s * ci + c * si;
+        c = c2;
+      }
+    }
+    for (let j = 0; j < len; j++) {
+      const v = acc[j];
+      if (best.length >= top && (v < best[top - 1].k || (v === best[top - 1].k && a + j > best[top - 1].offset))) continue;
+      best.push({ offset: a + j, k: v });
+      best.sort((x, y) => y.k - x.k || x.offset - y.offset);
+      if (best.length > top) best.pop();
+    }
   }
-  found.sort((x, y) => y.k - x.k || x.offset - y.offset); // ties: the smaller offset first, as in one pass
-  return found.slice(0, top).map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
+  return best.map((x) => ({ offset: x.offset, similarity: Math.min(1.0, x.k) }));
 }
 
 const SEARCH_RUN = 16;
