@@ -27,15 +27,14 @@ import numpy as np
 import traitlets
 
 from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.gates.b.rule import GateBResult
 from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
-from ropegeo.gates.b.rule import GateBResult
 from ropegeo.gates.b.rule import gate_b as run_gate_b
 from ropegeo.models.manifest import LAYER_KINDS, PHASE_DTYPES, RopeManifest, load_model, shipped_models
 from ropegeo.scaling import preset
 
-__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "set_text", "RULES", "MAX_TARGET",
-           "SEARCH_LIMIT"]
+__all__ = ["AuditLab", "audit_lab", "records", "law_normals", "reference", "RULES", "MAX_TARGET", "SEARCH_LIMIT"]
 
 #: Extension rules of the custom bank (LongRoPE needs searched per-pair factors: pick a Phi-3 model).
 RULES = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
