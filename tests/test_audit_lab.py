@@ -182,3 +182,12 @@ def test_readout_words_say_what_the_audit_did():
     assert len(r_idle["audit"]["gate_b"]["sets"]) == 1  # target 3: one set, "1 default offset set"
     assert call_js(src, [("plural", [1, "default offset set"]), ("plural", [2, "default offset set"])]) == [
         "1 default offset set", "2 default offset sets"]
+
+
+def test_numbers_read_as_words_a_reader_expects():
+    """A token count is printed in full ("16,777,216 tokens", never "1.678×10^+7 tokens"); other large
+    or small numbers as powers of ten without a "+"."""
+    src = esm_source("lab_audit.js")
+    got = call_js(src, [("withUnit", [16_777_216, "tokens"]), ("fmtNum", [1.5e7 + 0.5]), ("fmtNum", [3.2e-4, 2]),
+                        ("withUnit", [1, "tokens"])])
+    assert got == ["16,777,216 tokens", "1.500×10^7", "3.2×10^-4", "1 token"]
