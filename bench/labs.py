@@ -11,7 +11,9 @@ That setting is the kernel lab's (K(Δ) and the exact near-collision search over
 20,000) and the frequency lab's (K(Δ) over 0 to 20,000, the dtype's kernel, the ladder, Gate B).
 The 2D kernel lab is held to the same target at 129 x 129 offsets and 64 pairs, each turning with
 both axes (the mixed split), and reported at its largest head (128 pairs) and at its defaults. The
-other labs are reported at their default settings.
+audit lab is held to it too (issue 39), on a reader's moves: Llama 3.1 8B's target length typed near
+131,072 (each move searches the near-collisions and judges Gate B anew) and a custom bank's head
+dim dragged. The other labs are reported at their default settings.
 The attention lab is reported also at its heaviest
 setting (head dim 128 in bfloat16: the full causal matrix, ``MAX_ATTN_PRODUCTS`` multiply-adds, and
 the near-return search over 16,384 offsets). Needs ``make vendor`` and Chromium.
@@ -52,6 +54,7 @@ _DRAG_JS = r"""
     const t0 = performance.now();
     input.value = String(v);
     input.dispatchEvent(new Event('input', { bubbles: true }));
+    if (input.type === 'number' || input.tagName === 'SELECT') input.dispatchEvent(new Event('change', { bubbles: true }));
     const t1 = performance.now();
     const r = JSON.parse(root.getAttribute('data-result'));
     out.push({ event_ms: t1 - t0, update_ms: r.update_ms, compute_ms: r.compute_ms });
@@ -86,8 +89,13 @@ def _labs():
         ("2D kernel lab (defaults)", AxesLab(), "base", [2.0 + 0.01 * (k % 20) for k in range(MOVES)], False),
         ("clock lab (defaults)", ClockLab(), "m", [k % 60 for k in range(MOVES)], False),
         ("scaling lab (defaults)", ScalingLab(), "factor", [2 + (k % 20) for k in range(MOVES)], False),
-        ("wiring lab (defaults)", WiringLab(), "pad", [k * 7 for k in range(MOVES)], False),
-        ("audit lab (Llama 3.1 8B, 131,072)", audit_lab("llama-3.1-8b"), "head_dim", [16 + 2 * (k % 20) for k in range(MOVES)], False),
+        ("wiring lab (defaults)", WiringLab(), "head_dim", [4 + 2 * (k % 20) for k in range(MOVES)], False),
+        # a reader's moves: the target length typed (every move searches and judges anew), a custom bank's head dim
+        ("audit lab (Llama 3.1 8B, target ~131,072)", audit_lab("llama-3.1-8b"), "target_length",
+         [131_072 - 1000 * (k % 20) for k in range(MOVES)], True),
+        ("audit lab (custom d = 128, YaRN 8k -> 128k)", audit_lab(head_dim=128, base=5e5, train_length=8192,
+                                                                  target_length=131_072, rule="yarn"),
+         "head_dim", [96 + 2 * (k % 20) for k in range(MOVES)], True),
         ("attention lab (defaults: 256 x 256 cells)", AttentionLab(), "base", base_steps, False),
         ("attention lab, d = 128, bfloat16, 16,384", AttentionLab(content="equal", head_dim=128, span=16_384, dtype="bfloat16"),
          "base", base_steps, False),

@@ -426,6 +426,40 @@ _WIDTH_JS = r"""
 """
 
 
+_CUT_JS = r"""
+() => {
+  const bad = [];
+  const ctx = document.createElement('canvas').getContext('2d');
+  // a table cell narrower than one of its words: the word breaks inside ("Gat e B", "s o u r c e")
+  document.querySelectorAll('.bd-article td, .bd-article th').forEach((el) => {
+    if (!el.getClientRects().length || el.closest('.ropegeo-lab')) return;
+    const cs = getComputedStyle(el);
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const word = el.textContent.trim().split(/[\s\u200b]+|(?<=[-/])/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`table cell: "${word}" breaks inside a word`);
+  });
+  // text cut by a box that hides its overflow: inline mathematics, the links at a page's foot
+  document.querySelectorAll('.bd-article mjx-container, .prev-next-area a, footer a').forEach((el) => {
+    for (let a = el; a && a !== document.body; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX === 'hidden' || cs.overflowX === 'clip' || cs.textOverflow === 'ellipsis') {
+        if (a.scrollWidth > a.clientWidth + 1) bad.push(`${el.tagName.toLowerCase()} cut: "${(el.textContent || '').trim().slice(0, 50)}"`);
+        break;
+      }
+    }
+  });
+  return bad.slice(0, 8);
+}
+"""
+
+
+def cut_text(page) -> list[str]:
+    """Words broken inside in the article's tables, and text cut by a box hiding its overflow (inline
+    mathematics, the previous / next links)."""
+    return page.evaluate(_CUT_JS)
+
+
 def page_width(page) -> dict:
     """``{width, viewport, culprits}``: the page's scroll width at the current viewport and the
     innermost elements that reach beyond it (outside any element that scrolls or clips)."""
@@ -505,6 +539,14 @@ def compare_lab(result: dict, tol: float = 1e-9) -> list[str]:
     py_top = [c[1] for c in ref["top"]]
     if len(js_top) != len(py_top) or any(abs(a - b) > tol for a, b in zip(js_top, py_top)):
         problems.append(f"top similarities differ: page {js_top} vs ropegeo {py_top} ({state})")
+    # the returns listed (one per peak) are ropegeo's: the same window, offsets and values
+    if result["return_width"] != ref["return_width"]:
+        problems.append(f"return window {result['return_width']} != {ref['return_width']} ({state})")
+    got_ret = [(b["offset"], b["similarity"]) for b in result["returns"]]
+    if len(got_ret) != len(ref["returns"]) or any(
+            o != wo and abs(k - wk) > tol for (o, k), (wo, wk) in zip(got_ret, ref["returns"])) or any(
+            abs(k - wk) > tol for (_, k), (_, wk) in zip(got_ret, ref["returns"])):
+        problems.append(f"returns differ: page {got_ret} vs ropegeo {ref['returns']} ({state})")
     # the offsets themselves must agree wherever the ranking is not a near-tie
     for rank, (t, (off, sim)) in enumerate(zip(result["top"], ref["top"])):
         if t["offset"] != off:
@@ -543,7 +585,9 @@ LABS_SELECTOR = ".ropegeo-lab"
 _MOVE_JS = r"""
 ([i, name, value]) => {
   const root = document.querySelectorAll('.ropegeo-lab')[i];
-  const input = root.querySelector(`[data-control="${name}"]`);
+  // "exact:name" types into the number field beside a log slider
+  const input = name.startsWith('exact:') ? root.querySelector(`[data-exact="${name.slice(6)}"]`)
+    : root.querySelector(`[data-control="${name}"]`);
   if (!input) return null;
   const before = root.getAttribute('data-result');
   if (input.tagName === 'BUTTON') input.click();
@@ -685,8 +729,9 @@ def _check_pipeline(r):
 #: check of its numbers against ropegeo.
 LAB_DRIVES = {
     "ropegeo-kernel-lab": (LAB_MOVES, _check_kernel),
-    "ropegeo-frequency-lab": ([("head_dim", 64), ("base", 5.0), ("target_length", 65536), ("dtype", "bfloat16"),
-                               ("interpolate", True), ("dtype", "float16"), ("train_length", 2048), ("dtype", "float64")],
+    "ropegeo-frequency-lab": ([("head_dim", 64), ("base", 5.0), ("exact:target_length", 65536), ("dtype", "bfloat16"),
+                               ("interpolate", True), ("dtype", "float16"), ("exact:train_length", 2048),
+                               ("exact:target_length", 10_000), ("train_length", 3.6), ("dtype", "float64")],
                               _check_frequency),
     "ropegeo-scaling-lab": ([("rule", "ntk"), ("factor", 16), ("head_dim", 64), ("rule", "llama3"), ("high_freq_factor", 8),
                              ("rule", "yarn"), ("beta_fast", 16), ("train_length", 8192), ("rule", "dynamic"), ("base", 5.5)],
@@ -695,10 +740,11 @@ LAB_DRIVES = {
                            ("model", "qwen2.5-7b-instruct"), ("dtype", "config"), ("model", "custom"), ("rule", "yarn"),
                            ("head_dim", 32), ("train_length", 1024)], _check_audit),
     "ropegeo-clock-lab": ([("m", 40), ("n", 45), ("shift_up", None), ("shift_up", None), ("shift_down", None),
-                           ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16)], _check_clock),
-    "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("span", 256), ("dtype", "bfloat16"),
-                               ("rule", "yarn"), ("factor", 8), ("train_length", 64), ("content", "varied"), ("seed", 7),
-                               ("span", 16384), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
+                           ("pairing", "half"), ("head_dim", 8), ("n", 200), ("speed", 16),
+                           ("head_dim", 16), ("base", 4.7)], _check_clock),  # eight clocks, theta down to 10^-4
+    "ropegeo-attention-lab": ([("content", "equal"), ("head_dim", 16), ("exact:span", 256), ("dtype", "bfloat16"),
+                               ("rule", "yarn"), ("factor", 8), ("exact:train_length", 64), ("content", "varied"), ("seed", 7),
+                               ("exact:span", 16384), ("span", 4.0), ("head_dim", 128), ("rule", "ntk"), ("dtype", "float64"),
                                ("encoding", "none"), ("encoding", "rope"), ("content", "fast"), ("head_dim", 32)], _check_attention),
     "ropegeo-wiring-lab": ([("policy", "left-padded"), ("pad", 700), ("dtype", "bfloat16"), ("policy", "kv-cache"),
                             ("cache_offset", 29), ("query_pairing", "half"), ("dtype", "float64"), ("head_dim", 32)],
@@ -713,6 +759,105 @@ LAB_DRIVES = {
                               ("head_dim", 256), ("max_position", 2.0), ("worst", False), ("pair", 127), ("base", 2.0)],
                              _check_pipeline),
 }
+
+
+def lab_text(page, i: int) -> str:
+    """The readout of lab ``i`` as the reader sees it (its lines, tables and keys)."""
+    return page.eval_on_selector_all(LABS_SELECTOR, "(els, i) => els[i].querySelector('.rl-readout').innerText + '\\n' + "
+                                                    "[...els[i].querySelectorAll('.rl-key')].map((k) => k.innerText).join('\\n')", i)
+
+
+# The words of each readout against the Python it mirrors (counts, ranges, "none"), after every move.
+
+def _words_wiring(r, text):
+    from ropegeo.book.widgets.wiring_lab import positions_text, reference
+
+    ref = reference(r["state"], r["q"], r["k"])
+    assert positions_text(ref["positions"]) in text, (positions_text(ref["positions"]), text)
+    assert " 1 tokens" not in text
+
+
+def _words_kernel(r, text):
+    from ropegeo.book.widgets.kernel_lab import reference
+
+    st = {k: r[k] for k in ("head_dim", "base", "offset_start", "offset_stop", "interpolate", "train_length", "target_length")}
+    ref = reference(**st, top=r["state"]["top"])
+    for off, k in ref["returns"]:
+        assert f"{off:,}\t{k:.6f}" in text, (off, k, text)
+    assert ("raised to the first" in text) == r["raised"]
+
+
+def _words_frequency(r, text):
+    from ropegeo.book.widgets.frequency_lab import lab_state, readout
+
+    want = readout(lab_state(**r["state"])).split("\n")
+    assert want[1] in text, (want[1], text)
+    none = [w for w in want if w.startswith("no offset beyond training")]
+    assert (none[0] in text) if none else ("no offset beyond training" not in text)
+
+
+def _words_audit(r, text):
+    from ropegeo.book.widgets.audit_lab import idle_rule, reference
+
+    ref = reference(r["state"])
+    n = len(ref["gate_b"]["sets"]) if ref["gate_b"] else len(r["audit"]["gate_b"]["sets"])
+    assert f"Gate B ({n} default offset set{'' if n == 1 else 's'})" in text, text
+    rule = idle_rule(r["state"])
+    assert (f"{rule}, not applied" in text) if rule else (", not applied" not in text)
+
+
+def _words_angles(r, text):
+    from ropegeo.book.widgets.angle_lab import reference
+
+    n = reference(r["state"], [])["aliased_pairs"]
+    assert ("no pair turns more than half a turn per column" in text) == (n == 0), (n, text)
+    if n:
+        assert f"{n:,} pair{'s turn' if n > 1 else ' turns'} more than half a turn" in text, (n, text)
+
+
+def _words_axes(r, text):
+    import numpy as np
+
+    from ropegeo.book.widgets.axes_lab import reference
+
+    ref = reference(r["state"])
+    both = int(np.sum((np.asarray(ref["fx"]) != 0) & (np.asarray(ref["fy"]) != 0)))
+    if r["state"]["split"] == "mixed":
+        assert ("every pair turns with both axes" in text) == (both == ref["pairs"]), (both, text)
+    assert ("y turns no pair" in text) == (int(np.sum(np.asarray(ref["fy"]) != 0)) == 0)
+
+
+def _words_attention(r, text):
+    import re
+
+    assert not re.search(r"\b(\d*[123])th position", text) or re.search(r"\b1[123]th position", text), text
+
+
+def _words_pipeline(r, text):
+    m = r["state"]["max_position"]
+    assert ("from 256 on (bfloat16)" in text) == (m >= 256) and ("from 16,777,216 on (float32)" in text) == (m >= 2**24)
+    assert f"at position {m:,}:" in text and "deployed" not in text
+
+
+def _words_clock(r, text):
+    off = r["state"]["n"] - r["state"]["m"]
+    assert f"offset n − m = {off} token{'' if abs(off) == 1 else 's'}" in text, text
+
+
+def _words_scaling(r, text):
+    from ropegeo.book.widgets.scaling_lab import lab_report
+
+    st = dict(r["state"])
+    rep = lab_report(st.pop("rule"), st.pop("factor"), **st)
+    assert f"{rep.rule}: {rep.scaled_pairs} of {rep.theta.size} pairs stretched" in text, text
+    n = rep.novel_pairs
+    assert ("no pair sees new phase" in text) == (n == 0) and (n < 2 or f"{n} pairs see new phase" in text), (n, text)
+
+
+LAB_WORDS = {"ropegeo-wiring-lab": _words_wiring, "ropegeo-kernel-lab": _words_kernel,
+             "ropegeo-frequency-lab": _words_frequency, "ropegeo-audit-lab": _words_audit,
+             "ropegeo-angle-lab": _words_angles, "ropegeo-axes-lab": _words_axes, "ropegeo-attention-lab": _words_attention,
+             "ropegeo-pipeline-lab": _words_pipeline, "ropegeo-clock-lab": _words_clock, "ropegeo-scaling-lab": _words_scaling}
 
 
 def drive_labs(page) -> tuple[list[str], list[float]]:
@@ -734,6 +879,7 @@ def drive_labs(page) -> tuple[list[str], list[float]]:
             if not changed:
                 problems.append(f"{kind} #{i}: moving {name} to {value} changed nothing")
             problems += [f"{kind} #{i} after {name}={value}: {p}" for p in _problems(check, r)]
+            problems += [f"{kind} #{i} after {name}={value}, its words: {p}" for p in _problems(LAB_WORDS[kind], r, lab_text(page, i))]
             problems += [f"{kind} after {name}={value}: {p}" for p in chart_problems(page) if p.startswith(f"lab #{i}:")]
     return problems, times
 
@@ -757,20 +903,44 @@ _LAYOUT_JS = r"""
 _CHART_JS = r"""
 () => [...document.querySelectorAll('.ropegeo-lab')].map((root) => {
   const bad = [];
+  const ctx = document.createElement('canvas').getContext('2d');
   const near = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
-  root.querySelectorAll('svg.rl-chart').forEach((svg, c) => {
+  // every drawing of the lab (charts, clocks): text inside its edges, over no other text, no mark
+  // (a dot), no heatmap; a text's box is its glyphs' (an empty label, kept for layout, is skipped)
+  root.querySelectorAll('svg').forEach((svg, c) => {
     const box = svg.getBoundingClientRect();
-    if (box.width === 0) return;
-    const name = svg.getAttribute('aria-label');
+    if (box.width === 0 || svg.closest('[aria-hidden="true"]') || svg.getAttribute('aria-hidden') === 'true') return;
+    const name = svg.getAttribute('aria-label') || `drawing ${c}`;
     const texts = [...svg.querySelectorAll('text')].filter((t) => t.textContent.trim());
     const rects = texts.map((t) => t.getBoundingClientRect());
+    const marks = [...svg.querySelectorAll('circle:not(.rl-frame)')].map((m) => [m, m.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+    const heat = [...svg.querySelectorAll('image')].map((m) => m.getBoundingClientRect());
     texts.forEach((t, k) => {
       const r = rects[k];
       if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
         bad.push(`chart "${name}": text "${t.textContent}" is cut by the chart's edge`);
       for (let j = 0; j < k; j++) if (near(r, rects[j]))
         bad.push(`chart "${name}": text "${t.textContent}" overprints "${texts[j].textContent}"`);
+      for (const [m, mr] of marks) if (near(r, mr))
+        bad.push(`chart "${name}": text "${t.textContent}" covers a mark (${m.getAttribute('class') || 'dot'})`);
+      for (const hr of heat) if (near(r, hr))
+        bad.push(`chart "${name}": text "${t.textContent}" is printed over the heatmap`);
     });
+    // the highlighted mark (rl-mark) half hidden under a later mark of another kind (marks at the same
+    // values coincide: their shared label says so)
+    marks.forEach(([o, or], k) => marks.slice(k + 1).forEach(([m, mr]) => {
+      if (o.getAttribute('class') !== 'rl-mark' || m.getAttribute('class') === 'rl-mark') return;
+      if (m.getAttribute('data-x') === o.getAttribute('data-x') && m.getAttribute('data-y') === o.getAttribute('data-y')) return;
+      const dx = Math.min(mr.right, or.right) - Math.max(mr.left, or.left), dy = Math.min(mr.bottom, or.bottom) - Math.max(mr.top, or.top);
+      if (dx > 0 && dy > 0 && dx * dy > 0.3 * or.width * or.height)
+        bad.push(`chart "${name}": a ${m.getAttribute('class')} mark covers the highlighted rl-mark`);
+    }));
+    // a chart's coloured marks are explained: the lab's key (.rl-key) has an entry, with words, for each kind
+    const kinds = [...new Set(marks.map(([m]) => m.getAttribute('class')))];
+    for (const kind of kinds) {
+      const entry = [...root.querySelectorAll('.rl-key [data-key-for]')].find((e) => e.getAttribute('data-key-for').split(' ').includes(kind));
+      if (!entry || !entry.textContent.trim()) bad.push(`chart "${name}": its ${kind} marks have no key`);
+    }
     // curves stay inside their frame (the frame is the chart's first rect)
     const frame = svg.querySelector('rect.rl-frame');
     if (frame) {
@@ -783,13 +953,31 @@ _CHART_JS = r"""
     }
   });
   // a select shows its chosen option in full
-  const ctx = document.createElement('canvas').getContext('2d');
   root.querySelectorAll('select').forEach((sel) => {
     const cs = getComputedStyle(sel);
     ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
     const text = sel.selectedOptions.length ? sel.selectedOptions[0].textContent : '';
     if (sel.getBoundingClientRect().width > 0 && ctx.measureText(text).width > sel.clientWidth - 20)
       bad.push(`select ${sel.getAttribute('data-control')} cuts its option "${text}"`);
+  });
+  // words never break inside: a table cell, caption, label or readout line at least as wide as its longest word
+  root.querySelectorAll('td, th, caption, .rl-label, .rl-readout p, .rl-value').forEach((el) => {
+    if (!el.getClientRects().length) return;
+    const cs = getComputedStyle(el);
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    // the pieces a line may break between: spaces, zero-width spaces, and after a hyphen
+    const word = el.textContent.split(/[\s\u200b]+|(?<=-)/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`"${word}" breaks inside a word (${Math.round(room)} px for it)`);
+  });
+  // a listing agrees with the chart: a table that lists marks (data-lists: their class) names exactly
+  // the offsets where those marks are drawn (data-x)
+  root.querySelectorAll('table[data-lists]').forEach((tb) => {
+    const cls = tb.getAttribute('data-lists');
+    const listed = [...tb.querySelectorAll('tr')].slice(1).map((tr) => Number(tr.cells[0].textContent.replace(/,/g, '')));
+    const drawn = [...root.querySelectorAll(`circle.${cls}`)].filter((m) => !m.closest('.rl-key')).map((m) => Number(m.getAttribute('data-x')));
+    const key = (a) => JSON.stringify([...a].sort((x, y) => x - y));
+    if (key(listed) !== key(drawn)) bad.push(`the table lists ${listed.join(', ')} but the chart marks ${drawn.join(', ')}`);
   });
   // a readout never blanks the lab
   if (!root.querySelector('svg.rl-chart, .rl-clocks')) bad.push('no chart drawn');
@@ -800,8 +988,12 @@ _CHART_JS = r"""
 
 
 def chart_problems(page) -> list[str]:
-    """In every lab: chart text cut by an edge or overprinting other text, a curve leaving its frame,
-    a select too narrow for its option, a view replaced by a refusal."""
+    """In every lab: drawing text cut by an edge, over other text, a mark or a heatmap; marks of two
+    kinds covering each other, or of a kind no key or caption explains; a curve leaving its frame; a
+    word broken inside (a table cell, caption, label or readout line narrower than it); a listing
+    that names other offsets than the chart marks; a select too narrow for its option; a view
+    replaced by a refusal. ``tests/test_labs_layout_checks.py`` shows each check failing on a
+    labelled bad view."""
     out = []
     for i, bad in enumerate(page.evaluate(_CHART_JS)):
         out += [f"lab #{i}: {b}" for b in dict.fromkeys(bad)]
@@ -860,7 +1052,8 @@ _PAGE = """<!DOCTYPE html>
 <script src="_static/require/require.js"></script>
 <script src="_static/widgets-offline.js"></script>
 <script type="application/vnd.jupyter.widget-state+json">%s</script>
-</head><body><main style="max-width: 46em; margin: 0 auto; padding: 0 8px">
+<link rel="stylesheet" href="_static/book.css">
+</head><body><main class="bd-article" style="max-width: 46em; margin: 0 auto; padding: 0 8px">
 %s
 </main></body></html>
 """
@@ -868,7 +1061,7 @@ _PAGE = """<!DOCTYPE html>
 
 def write_lab_page(directory: Path, labs, vendor: Path, name: str = "labs.html") -> Path:
     """A static page embedding ``labs`` (widget state in the page, no kernel), with the vendored
-    browser files copied to ``_static``."""
+    browser files and the book's stylesheet (``scripts/site/static/book.css``) copied to ``_static``."""
     import shutil
 
     from ipywidgets.embed import embed_data
@@ -878,6 +1071,8 @@ def write_lab_page(directory: Path, labs, vendor: Path, name: str = "labs.html")
                       f"</script></div>" for v in data["view_specs"])
     if not (directory / "_static").exists():
         shutil.copytree(vendor, directory / "_static", ignore=shutil.ignore_patterns("mathjax", "mermaid"))
+        # the book's own style additions, as the book's pages load them (the labs sit in .bd-article)
+        shutil.copy(Path(__file__).resolve().parent.parent / "scripts" / "site" / "static" / "book.css", directory / "_static")
     state = json.dumps(data["manager_state"]).replace("</", "<\\/")
     path = directory / name
     path.write_text(_PAGE % (state, views))

@@ -182,3 +182,12 @@ def test_build_time_preview_draws_the_numbers(tmp_path):
     np.testing.assert_array_equal(pixels[m, n], levels[m, n])
     assert (pixels[np.triu_indices(64, 1)] == 17).all()
     assert ">play</button>" in clock and "offset n − m = 1 token</p>" in clock and "1 tokens" not in clock
+
+
+def test_ordinals_read_as_english():
+    """The sampling stride reads "every 32nd position", never "32th"."""
+    from jsrun import call_js
+    from ropegeo.book.widgets._lab import esm_source
+
+    got = call_js(esm_source("lab_attention.js"), [("ordinal", [n]) for n in (1, 2, 3, 4, 11, 12, 13, 21, 32, 64, 101, 112)])
+    assert got == ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "32nd", "64th", "101st", "112th"]

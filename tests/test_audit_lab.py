@@ -10,8 +10,7 @@ import traitlets
 from jsrun import call_js
 
 from ropegeo.book.widgets._lab import esm_source
-from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab, law_normals, records, reference
-from ropegeo.gates.b.rule import GateBResult
+from ropegeo.book.widgets.audit_lab import AuditLab, audit_lab, idle_rule, law_normals, records, reference, set_text
 from ropegeo.models.manifest import load_model, shipped_models
 
 DEFAULT = dict(model="custom", layer_type="default", target_length=512, dtype="config", head_dim=16, base=10_000.0,
@@ -94,7 +93,7 @@ def assert_matches(r, ref, state):
         if exp["dtype"] == "float64":
             assert got["pair"] == exp["pair"] and got["confusable"] == exp["confusable"]
             assert got["tied"] == exp["tied"]
-            assert got["text"] == GateBResult.describe(exp, threshold)
+            assert got["text"] == set_text(exp, threshold, state["target_length"], idle_rule(state))
     assert gate["status"] == ref["gate_b"]["status"] or any(
         abs(s["margin"] - threshold) <= 2e-2 for s in ref["gate_b"]["sets"])
 
@@ -161,3 +160,34 @@ def test_widget_state_is_validated():
     with pytest.raises(ValueError, match="unknown control"):
         audit_lab(heads=3)
     assert isinstance(lab, AuditLab) and "export default" in lab._esm
+
+
+def test_readout_words_say_what_the_audit_did():
+    """A custom rule the target does not reach is named as not applied (the manifest and each set),
+    never read as "none"; each set says the positions it covers; a count is singular for one."""
+    idle = dict(DEFAULT, rule="linear", train_length=4096, target_length=3)
+    applied = dict(DEFAULT, rule="linear", train_length=64, target_length=512)
+    src = esm_source("lab_audit.js")
+    r_idle, r_applied = page_numbers([idle, applied])
+    assert idle_rule(idle) == "linear" and idle_rule(applied) is None
+    rows = dict(call_js(src, [("manifestRows", [r_idle["manifest"], 3])])[0])
+    assert rows["extension rule"].startswith("linear, not applied: the target (3) does not exceed training (4,096)")
+    assert all("linear not applied" in s["text"] and "(no rule)" not in s["text"] for s in r_idle["audit"]["gate_b"]["sets"])
+    assert dict(call_js(src, [("manifestRows", [r_applied["manifest"], 512])])[0])["extension rule"] == "linear"
+    # positions: from the origin to the last position of the target context, as ropegeo places the set
+    llama = page_numbers([dict(DEFAULT, model="llama-3.1-8b", target_length=131_072)])[0]
+    ref = reference(llama["state"])["gate_b"]
+    for got, exp in zip(llama["audit"]["gate_b"]["sets"], ref["sets"]):
+        assert f"positions {exp['origin']:,.0f}..131,071 (its largest offset ends" in got["text"]
+    assert len(r_idle["audit"]["gate_b"]["sets"]) == 1  # target 3: one set, "1 default offset set"
+    assert call_js(src, [("plural", [1, "default offset set"]), ("plural", [2, "default offset set"])]) == [
+        "1 default offset set", "2 default offset sets"]
+
+
+def test_numbers_read_as_words_a_reader_expects():
+    """A token count is printed in full ("16,777,216 tokens", never "1.678×10^+7 tokens"); other large
+    or small numbers as powers of ten without a "+"."""
+    src = esm_source("lab_audit.js")
+    got = call_js(src, [("withUnit", [16_777_216, "tokens"]), ("fmtNum", [1.5e7 + 0.5]), ("fmtNum", [3.2e-4, 2]),
+                        ("withUnit", [1, "tokens"])])
+    assert got == ["16,777,216 tokens", "1.500×10^7", "3.2×10^-4", "1 token"]

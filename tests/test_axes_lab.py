@@ -301,7 +301,7 @@ def test_no_control_state_blanks_the_lab():
         assert "<table" in html and "near-returns (K &gt;" in html, st
         ref = reference(st)
         assert_heatmap(re.search(r'href="(data:image/png;base64,[^"]+)"', html).group(1), ref, st["threshold"])
-        assert html.count("rl-mark") == len(ref["top"]), st
+        assert html.count('class="rl-mark" data-x=') == len(ref["top"]), st  # the chart's dots (not the key's swatch)
 
 
 def test_chapter_eight_prose_blocked_stretches_along_dy_and_interleaved_shrinks():
@@ -319,3 +319,23 @@ def test_chapter_eight_prose_blocked_stretches_along_dy_and_interleaved_shrinks(
     count, along_dy, along_dx = reach["blocked"]
     assert along_dy > 2 * along_dx
     assert reach["interleaved"][0] < count and max(reach["interleaved"][1:]) < along_dy
+
+
+def test_split_words_count_the_pairs_ropegeo_turns():
+    """The mixed split at d = 2 (one pair, at angle 0) says the pair turns with x alone, never "every
+    pair turns with both axes" beside "y turns no pair"; at d = 64 it counts ropegeo's pairs with both."""
+    from jsrun import call_js
+    from ropegeo.book.widgets._lab import esm_source
+    from ropegeo.book.widgets.axes_lab import reference
+
+    src = esm_source("lab_axes.js")
+    for d in (2, 64):
+        st = dict(head_dim=d, base=100.0, split="mixed", x_share=0.5, grid=8, threshold=0.9, top=5)
+        r = call_js(src, [("compute", [st])])[0]
+        text = call_js(src, [("splitText", [r])])[0]
+        ref = reference(r["state"])
+        both = int(np.sum((np.asarray(ref["fx"]) != 0) & (np.asarray(ref["fy"]) != 0)))
+        assert not text.startswith("every pair") or both == ref["pairs"]
+        assert text.startswith(f"{both} of the {ref['pairs']}") or (both == ref["pairs"] and text.startswith("every pair")), text
+        if both < ref["pairs"]:
+            assert "turns with x alone" in text

@@ -152,3 +152,29 @@ def assert_matches(r, ref):
         assert abs(r["parser_margin"] - ref["parser_margin"]) <= max(tol, 1e-9)
         if ref["parser_margin"] == 0:
             assert r["parser_margin"] == 0 and tuple(r["parser_pair"]) == ref["parser_pair"]
+
+
+def test_readout_words_say_what_ropegeos_readout_says():
+    """After each move, the page's lines carry the facts of ropegeo's readout: the slow-pair count,
+    the most identity-like offset beyond training or, with a target within training, that there is
+    none to search (the kernel chart then marks nothing)."""
+    import re
+
+    from ropegeo.book.widgets.frequency_lab import readout
+
+    src = esm_source("lab_frequency.js")
+    states = [dict(head_dim=64, base=1e4, train_length=4096, target_length=32768, interpolate=False, dtype="float32"),
+              dict(head_dim=64, base=1e4, train_length=8192, target_length=4096, interpolate=False, dtype="float32"),
+              dict(head_dim=16, base=100.0, train_length=10_000, target_length=10_000, interpolate=True, dtype="bfloat16")]
+    for st in states:
+        r = call_js(src, [("compute", [st])])[0]
+        page = call_js(src, [("readoutLines", [r])])[0]
+        want = readout(lab_state(**st)).split("\n")
+        assert want[1] in page  # the slow pairs, word for word
+        none = [w for w in want if w.startswith("no offset beyond training")]
+        assert [p for p in page if p.startswith("no offset beyond training")] == none
+        near = [w for w in want if w.startswith("most identity-like")]
+        if near:
+            off = re.search(r"\]: ([\d,]+) \(K", near[0]).group(1)
+            assert any(p.startswith(near[0].split("]:")[0]) and f"]: {off} tokens" in p for p in page), (page, near)
+        assert bool(none) == (st["target_length"] <= st["train_length"]) and bool(near) != bool(none)

@@ -146,11 +146,14 @@ def test_near_collision_search_gives_the_same_offsets():
     calls, want = [], []
     for d, start, stop, scale, base in [(8, 1, 20000, 1.0, 1e4), (128, 4096, 60000, 1.0, 1e4),
                                         (64, 0, 30000, 0.25, 5e5), (16, 90_000_000, 90_010_000, 1.0, 1e4),
-                                        (256, 1, 20000, 1.0, 1e6)]:
+                                        (256, 1, 20000, 1.0, 1e6), (128, 8192, 100_000, 1 / 32, 5e5),
+                                        (4, 64, 100_000, 1.0, 10.0)]:
+        # long ranges are searched by bounds (runs of offsets whose bound cannot reach the best are
+        # skipped): the same offsets as ropegeo's exhaustive search, for 5 and for 20 of them
         th = frequencies(d, base)
-        for weights in (None, rng.uniform(0.1, 2, d // 2)):
-            calls.append(("nearCollisions", [th, start, stop, {"top": 5, "scale": scale, "weights": weights}]))
-            want.append(near_collisions(th, start, stop, top=5, scale=scale, weights=weights, progress=False))
+        for weights, top in ((None, 5), (rng.uniform(0.1, 2, d // 2), 5), (None, 20)):
+            calls.append(("nearCollisions", [th, start, stop, {"top": top, "scale": scale, "weights": weights}]))
+            want.append(near_collisions(th, start, stop, top=top, scale=scale, weights=weights, progress=False))
     for g, w in zip(js(*calls), want):
         assert [h["offset"] for h in g] == [h.offset for h in w]
         close([h["similarity"] for h in g], [h.similarity for h in w])

@@ -299,3 +299,35 @@ def test_reference_keeps_the_labs_limits(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         reference(args.pop("head_dim"), args.pop("base"), args.pop("offset_start"), args.pop("offset_stop"), **args)
+
+
+def test_readout_lists_one_offset_per_return_and_caps_interpolation():
+    """Chapter 3's width-8 bank: ropegeo's near-collisions hold two neighbours of one peak (6,283
+    and 6,277; 18,850 and 18,849), the lab's returns one offset each; interpolation to a target
+    within training leaves s = 1 (as the frequency lab does); a last offset below the first is
+    raised to it and said so."""
+    from ropegeo.book.widgets.kernel_lab import distinct_returns
+
+    ref = reference(8, 10_000.0, 1, 20_000, top=5)
+    near = [o for o, _ in ref["top"]]
+    assert {6283, 6277} <= set(near) and {18_850, 18_849} <= set(near)
+    returns = [o for o, _ in ref["returns"]]
+    assert all(abs(a - b) > ref["return_width"] for i, a in enumerate(returns) for b in returns[i + 1:])
+    assert returns[:3] == [6283, 12_566, 18_850]
+    # an independent check of the window rule: each return beats every offset within the window
+    theta = np.array([1e4 ** (-2 * i / 8) for i in range(4)])
+    offs = np.arange(1, 20_001)
+    k = np.cos(np.outer(offs, theta)).mean(axis=1)
+    for o in returns:
+        j = o - 1
+        lo, hi = max(0, j - ref["return_width"]), j + ref["return_width"] + 1
+        assert k[j] >= k[lo:hi].max() - 1e-12
+    assert distinct_returns([0.1, 0.9, 0.8, 0.2, 0.7, 0.1], 10, 3, 1) == [(11, 0.9), (14, 0.7)]
+    assert distinct_returns([0.5, 0.5, 0.1], 0, 3, 1) == [(0, 0.5)]  # a tie: the smaller offset, once
+    base = dict(head_dim=8, base=10_000.0, offset_start=1, offset_stop=20_000, top=5)
+    capped, raised = call_js(JS, [("compute", [dict(base, interpolate=True, train_length=100_000_000, target_length=1)]),
+                                  ("compute", [dict(base, interpolate=False, offset_start=20_000, offset_stop=1,
+                                                    train_length=4096, target_length=16_384)])])
+    assert capped["scale"] == 1.0 == reference(8, 1e4, 1, 20_000, interpolate=True, train_length=10**8, target_length=1)["scale"]
+    assert raised["raised"] and raised["offset_stop"] == raised["offset_start"] == 20_000
+    assert not sc.compare_lab(capped) and not sc.compare_lab(raised)

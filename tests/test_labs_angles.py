@@ -104,3 +104,24 @@ def test_widget_state_is_validated():
     with pytest.raises(ValueError, match="dtype"):
         reference(dict(lab.state(), dtype="float16"))
     assert repr(lab).startswith("AngleLab(rule='ntk'")
+
+
+def test_readout_words_follow_ropegeos_counts():
+    """The aliasing line says "no pair" when ropegeo counts none (linear x64, d 16, train 512) and the
+    count otherwise; the slowest pair's line gives the total turns and names the phase as mod 2 pi."""
+    from jsrun import call_js
+    from ropegeo.book.widgets._lab import esm_source
+    from ropegeo.book.widgets.angle_lab import reference
+
+    src = esm_source("lab_angles.js")
+    states = [dict(rule="linear", factor=64, head_dim=16, base=1e4, train_length=512, dtype="float64"),
+              dict(rule="yarn", factor=4, head_dim=64, base=100.0, train_length=2048, dtype="float64")]
+    for st in states:
+        r = call_js(src, [("compute", [st])])[0]
+        text = call_js(src, [("aliasText", [r])])[0]
+        n = reference(st, [])["aliased_pairs"]
+        if n == 0:
+            assert "no pair turns more than half a turn" in text and "0 pairs" not in text
+        else:
+            assert text.split(": ", 1)[1].startswith(f"{n} pairs turn" if n > 1 else "1 pair turns"), text
+    assert reference(states[0], [])["aliased_pairs"] == 0 < reference(states[1], [])["aliased_pairs"]

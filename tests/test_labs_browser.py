@@ -93,10 +93,13 @@ def test_labs_fit_a_narrow_screen_with_labelled_keyboard_controls(page_of_labs):
     # the keyboard: focus a slider of each kind of lab and press the arrow key
     for i, kind in enumerate(sc.lab_kinds(page)):
         before = sc.lab_data(page, i)
-        control = page.locator(".ropegeo-lab").nth(i).locator('input[type="range"]:enabled').first
+        # a slider; a lab whose sliders all rest (the audit lab on a shipped model) by its first select
+        lab = page.locator(".ropegeo-lab").nth(i)
+        slider = lab.locator('input[type="range"]:enabled')
+        control, key = (slider.first, "ArrowRight") if slider.count() else (lab.locator("select:enabled").first, "ArrowDown")
         control.focus()
-        page.keyboard.press("ArrowRight")
-        page.keyboard.press("ArrowRight")
+        page.keyboard.press(key)
+        page.keyboard.press(key)
         after = sc.lab_data(page, i)
         assert after["state"] != before["state"], f"{kind}: the arrow key moved nothing"
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -180,7 +183,7 @@ def test_frequency_lab_draws_both_kernels_alike(page_of_labs):
     page = page_of_labs["page"]
     i = _index(page, "ropegeo-frequency-lab")
     lab = page.locator(".ropegeo-lab").nth(i)
-    for name, value in [("dtype", "float64"), ("head_dim", 64), ("target_length", 65536)]:
+    for name, value in [("dtype", "float64"), ("head_dim", 64), ("exact:target_length", 65536)]:
         sc.move_control(page, i, name, value)
     exact, dtype = (lab.locator(f"path.{c}").first.get_attribute("d") for c in ("rl-exact", "rl-dtype"))
     assert exact == dtype
@@ -241,7 +244,7 @@ def test_axes_lab_marks_its_near_returns_within_the_update_budget(page_of_labs):
         times.append(r["update_ms"])
         assert_matches(r, reference(r["state"]))
         assert_heatmap(page.evaluate(_PNG_JS, i), reference(r["state"]), threshold)
-        assert lab.locator("circle.rl-mark").count() == len(r["top"]) == 20
+        assert lab.locator("svg.rl-chart circle.rl-mark").count() == len(r["top"]) == 20
         problems += sc.chart_problems(page)
     # the x share: disabled with its reason outside the share split, its pairs counted beside it
     sc.move_control(page, i, "split", "share")
@@ -398,14 +401,14 @@ def test_attention_lab_every_option_draws_ropegeos_numbers(page_of_labs):
     page = page_of_labs["page"]
     i = _index(page, "ropegeo-attention-lab")
     lab = page.locator(".ropegeo-lab").nth(i)
-    for name, value in [("content", "slow"), ("encoding", "rope"), ("head_dim", 8), ("base", 4), ("span", 8192),
+    for name, value in [("content", "slow"), ("encoding", "rope"), ("head_dim", 8), ("base", 4), ("exact:span", 8192),
                         ("rule", "none"), ("dtype", "float64")]:
         sc.move_control(page, i, name, value)
     assert sc.lab_data(page, i)["returns"][0]["offset"] == 6283
-    assert lab.locator("line.rl-return").count() == 3
+    assert lab.locator("svg.rl-chart line.rl-return").count() == 3
     problems = []
     for name, values in [("content", ["equal", "fast", "varied", "slow"]), ("dtype", ["float32", "float16", "bfloat16"]),
-                         ("rule", ["linear", "ntk", "yarn", "llama3"]), ("span", [16, 16384]), ("head_dim", [4, 128]),
+                         ("rule", ["linear", "ntk", "yarn", "llama3"]), ("exact:span", [16, 16384]), ("head_dim", [4, 128]),
                          ("encoding", ["none", "rope"])]:
         for value in values:
             sc.move_control(page, i, name, value)
@@ -486,3 +489,24 @@ def test_pipeline_lab_pair_slider_follows_the_head_width(page_of_labs):
         r = sc.lab_data(page, i)
         assert r["state"]["pair"] == top and slider.input_value() == str(top)
         sc._check_pipeline(r)
+
+
+def test_clock_captions_whole_and_clocks_beside_the_curve_on_a_phone(page_of_labs):
+    """At head dim 16 and base 50,000 (theta down to 10^-4) every pair's caption is whole, and at
+    360 px the eight clocks and the score curve fit one screen (800 px) together."""
+    page = page_of_labs["page"]
+    i = _index(page, "ropegeo-clock-lab")
+    lab = page.locator(".ropegeo-lab").nth(i)
+    sc.move_control(page, i, "head_dim", 16)
+    sc.move_control(page, i, "exact:base", 50_000)
+    assert sc.lab_data(page, i)["state"]["base"] == 50_000
+    page.set_viewport_size({"width": 360, "height": 800})
+    try:
+        page.wait_for_timeout(300)
+        assert [p for p in sc.chart_problems(page) if p.startswith(f"lab #{i}:")] == []
+        top = lab.locator("svg.rl-clock").first.bounding_box()["y"]
+        curve = lab.locator('svg[aria-label="the score as a function of the offset"]').bounding_box()
+        assert lab.locator("svg.rl-clock").count() == 8
+        assert curve["y"] + curve["height"] - top <= 800, (top, curve)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})

@@ -102,3 +102,20 @@ def test_widget_state_is_validated():
     for name, value in [("policy", "random"), ("pad", -1), ("cache_offset", 10**5), ("dtype", "int8"), ("head_dim", 5)]:
         with pytest.raises(traitlets.TraitError, match=name):
             setattr(lab, name, value)
+
+
+def test_position_words_match_the_ids_ropegeo_gives():
+    """The readout's ids are the keys' (tokens 0..30) and the query's (token 31), as ropegeo gives
+    them; every policy says why (packed-reset: the same ids as contiguous, by design)."""
+    from ropegeo.book.widgets.wiring_lab import positions_text
+
+    lab = WiringLab()
+    src = esm_source("lab_wiring.js")
+    got = call_js(src, [("compute", [s, lab.q, lab.k]) for s in STATES])
+    texts = call_js(src, [("positionsText", [r["positions"], r["state"]["policy"]]) for r in got])
+    for st, r, text in zip(STATES, got, texts):
+        want = positions_text(reference(st, lab.q, lab.k)["positions"])
+        assert text.startswith(want + f" ({st['policy']}: "), (text, want)
+    assert "the same ids as contiguous" in texts[STATES.index(dict(BASE, policy="packed-reset", pad=4000, dtype="float16"))]
+    assert texts[0].startswith("position ids: keys 0..30 get 0..30, the query (token 31) gets 31")
+    assert call_js(src, [("withUnit", [1, "tokens"]), ("withUnit", [17, "tokens"])]) == ["1 token", "17 tokens"]

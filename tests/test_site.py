@@ -171,6 +171,34 @@ def test_width_check_finds_what_widens_a_narrow_page(tmp_path):
     assert got["wide"]["width"] > 360 and any("code" in c and "yyyy" in c for c in got["wide"]["culprits"])
 
 
+def test_cut_text_check_fails_broken_words_and_cut_links(tmp_path):
+    """At 360 px: a table header in the book's old style (overflow-wrap: anywhere) breaks "source" one
+    letter per line, a footer link in a box hiding its overflow is cut; the book's style keeps both."""
+    _need_browser()
+    css = (ROOT / "scripts" / "site" / "static" / "book.css").read_text(encoding="utf-8")
+    # the theme's own rules come first: a one-line link box that hides its overflow
+    theme = ".prev-next-area a { display: block; white-space: nowrap; overflow: hidden; width: 120px; }"
+    body = ('<main class="bd-article"><div class="table-wrapper"><table style="width: 20px"><tr><th>source</th><th>n</th></tr>'
+            '<tr><td>ropegeo.toy.alternatives.compare_schemes</td><td>3</td></tr></table></div></main>'
+            '<div class="prev-next-area"><a href="#">next: 5. Implementing RoPE as production models do it</a></div>')
+    old_td = ".bd-article td, .bd-article th { overflow-wrap: anywhere; }"  # the book's style before
+    (tmp_path / "good.html").write_text(f"<html><head><style>{theme}{css}</style></head><body>{body}</body></html>")
+    (tmp_path / "bad.html").write_text(f"<html><head><style>{theme}{old_td}</style></head><body>{body}</body></html>")
+    with sc.serve(tmp_path) as base, sc.browser() as b:
+        ctx = b.new_context(viewport={"width": 360, "height": 800})
+        try:
+            got = {}
+            for name in ("good", "bad"):
+                page = ctx.new_page()
+                page.goto(base + name + ".html")
+                got[name] = sc.cut_text(page)
+        finally:
+            ctx.close()
+    assert got["good"] == [], got["good"]
+    assert any('"source" breaks inside a word' in c for c in got["bad"]), got["bad"]
+    assert any(c.startswith("a cut:") for c in got["bad"]), got["bad"]
+
+
 def test_browser_checks_catch_each_failure(tmp_path):
     _need_browser()
     if not (VENDOR / "mathjax" / "tex-chtml.js").is_file():
@@ -275,6 +303,7 @@ def test_page_in_browser(served_site, rel):
         page_360.set_viewport_size({"width": 360, "height": 800})
         page_360.wait_for_timeout(300)
         width = sc.page_width(page_360)
+        cut = sc.cut_text(page_360)
     finally:
         if ctx_360 is not None:
             ctx_360.close()
@@ -282,6 +311,7 @@ def test_page_in_browser(served_site, rel):
     problems = list(out["problems"]) + visit.console_problems() + visit_360.console_problems()
     if width["width"] > width["viewport"] + 1:
         problems.append(f"at 360 px the page is {width['width']} px wide: " + "; ".join(width["culprits"]))
+    problems += [f"at 360 px: {c}" for c in cut]
     problems += [f"request failed: {f}" for f in visit.failed]
     problems += [f"request to another host (blocked): {u}" for u in external]
     for url in sorted(set(out["links"])):

@@ -111,16 +111,36 @@ function draw(r, parts) {
   const diff = heatmap(r, r._change, DIVERGING, divergingIndex, "change from plain RoPE in float64 (white: none, red +, blue −)",
     "phase minus the unscaled float64 phase, per pair and position");
   const slow = pairs - 1, fast = 0;
-  paint(parts, [map, diff], [
+  paint(parts, [map, phaseKey(), diff], [
     `${rule} at ×${fmtNum(st.factor)}: trained on ${st.train_length.toLocaleString("en")} tokens, served up to ` +
       `${r.target_length.toLocaleString("en")}; ${r.changed_cells.toLocaleString("en")} of ${(pairs * COLUMNS).toLocaleString("en")} cells differ from plain RoPE`,
-    `slowest pair (${slow}): phase ${r.at_train[slow].toFixed(4)} rad at the training length, ${r.at_target[slow].toFixed(4)} rad at the target ` +
-      `(${r.turns_at_target[slow].toFixed(4)} turns)`,
+    `slowest pair (${slow}): ${r.turns_at_target[slow].toFixed(4)} turns in all by the target; its phase (mod 2π, as the map ` +
+      `colours it) is ${r.at_train[slow].toFixed(4)} rad at the training length and ${r.at_target[slow].toFixed(4)} rad at the target`,
     `fastest pair (${fast}): ${fmtNum(r.turns_at_target[fast], 6)} turns by the target; ` +
       `${st.dtype} angle table: largest rounding at the target ${fmtNum(r.rounding, 3)} rad`,
-    `one column every ${fmtNum(r.column_step, 4)} tokens: the ${r.aliased_pairs} pairs turning more than half a turn ` +
-      "per column are sampled too coarsely, and their stripes are aliases, not their true pattern",
+    aliasText(r),
   ]);
+}
+
+/** The aliasing line: how many pairs turn more than half a turn per column (none, one, or a count). */
+export function aliasText(r) {
+  const step = `one column every ${fmtNum(r.column_step, 4)} tokens`;
+  if (r.aliased_pairs === 0) return `${step}: no pair turns more than half a turn per column, so every stripe is its true pattern`;
+  return `${step}: ${r.aliased_pairs === 1 ? "1 pair turns" : `${r.aliased_pairs} pairs turn`} more than half a turn per column; ` +
+    `${r.aliased_pairs === 1 ? "it is" : "they are"} sampled too coarsely, and ${r.aliased_pairs === 1 ? "its stripes are aliases" : "their stripes are aliases"}, not the true pattern`;
+}
+
+/** The key of the phase colours: the cyclic palette from 0 to 2π (the same colour at both ends). */
+function phaseKey() {
+  const w = 180, sw = s("svg", { width: w + 60, height: 26, "aria-hidden": "true" });
+  for (let j = 0; j < 64; j++) {
+    const [R, G, B] = CYCLIC[Math.floor((j * 256) / 64)];
+    sw.appendChild(s("rect", { x: 20 + (j * w) / 64, y: 2, width: w / 64 + 0.5, height: 10, fill: `rgb(${R},${G},${B})` }));
+  }
+  [["0", 0], ["π", 0.5], ["2π", 1]].forEach(([text, f]) =>
+    sw.appendChild(s("text", { x: 20 + f * w, y: 24, class: "rl-tlabel", "text-anchor": "middle" }, text)));
+  const li = h("li", { "data-key-for": "rl-phase" }, [sw, h("span", { text: "phase mod 2π (top map)" })]);
+  return h("ul", { class: "rl-key" }, [li]);
 }
 
 function render({ model, el }) {

@@ -117,21 +117,19 @@ function heatmap(r) {
   c.add(s("image", { href: bmpURL(g, pixels), x: c.left, y: c.top, width: c.pw, height: c.ph, preserveAspectRatio: "none",
     class: "rl-heat" }));
   // dashed diagonals: the most identity-like offsets m - n of this content; dotted: the training length
-  const marks = [];
-  const diagonal = (d, cls, text) => {
+  // the diagonals are named in the key and the readout, never printed over the stripes
+  const diagonal = (d, cls) => {
     if (d <= 0 || d >= top) return;
     c.add(s("line", { x1: c.X(0), y1: c.Y(d), x2: c.X(top - d), y2: c.Y(top), class: cls }));
-    marks.push({ x: 0, y: d, text });
   };
-  for (const b of r.returns) diagonal(b.offset, "rl-return", `${b.offset.toLocaleString("en")}`);
-  if (st.rule !== "none" && st.encoding === "rope") diagonal(st.train_length, "rl-target", "train");
-  c.labels(marks);
+  for (const b of r.returns) diagonal(b.offset, "rl-return");
+  if (st.rule !== "none" && st.encoding === "rope") diagonal(st.train_length, "rl-target");
   return c.svg;
 }
 
 function draw(r, parts) {
   const st = r.state, rope = st.encoding === "rope";
-  const every = r.stride > 1 ? `every ${r.stride}th position` : "every position";
+  const every = r.stride > 1 ? `every ${ordinal(r.stride)} position` : "every position";
   const lines = [
     `query positions m (rows) and key positions n ≤ m (columns) from 0 to ${(st.span - 1).toLocaleString("en")}, ${every}; ` +
       `colour from −B (blue) through 0 (white) to +B (red), B = Σᵢ |qᵢ||kᵢ|${r.gain !== 1 ? "·a²" : ""} = ${fmtNum(r.bound, 4)}`,
@@ -152,7 +150,10 @@ function draw(r, parts) {
     }
     if (r.aliased) lines.push(`${r.aliased} of the content's pairs turn more than half a turn between sampled positions: their part of each cell is aliased`);
   }
-  paint(parts, [heatmap(r)], lines);
+  const keyed = [];
+  if (rope && r.returns.length) keyed.push(["rl-return", `the offsets ${r.returns.map((b) => b.offset.toLocaleString("en")).join(", ")} (listed below)`, "line"]);
+  if (rope && st.rule !== "none") keyed.push(["rl-target", `the training length, ${st.train_length.toLocaleString("en")}`, "line"]);
+  paint(parts, [heatmap(r), key(keyed)], lines);
 }
 
 function render({ model, el }) {
@@ -169,11 +170,11 @@ function render({ model, el }) {
       { name: "encoding", label: "position encoding", kind: "select", options: [["rope", "RoPE"], ["none", "none"]], format: () => "" },
       { name: "head_dim", label: "head dim d", kind: "range", min: 4, max: MAX_ATTN_HEAD_DIM, step: 2, unit: "coords", off: noRope },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 0.31, max: 7, step: 0.01, format: (v) => fmtNum(v, 6), off: noRope },
-      { name: "span", label: "positions shown", kind: "range", min: 16, max: MAX_ATTN_SPAN, step: 16, unit: "tokens" },
+      { name: "span", label: "positions shown (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(MAX_ATTN_SPAN), step: 0.01, unit: "tokens" },
       { name: "dtype", label: "angle precision", kind: "select", options: ATTN_DTYPES.map((d) => [d, d]), format: () => "", off: noRope },
       { name: "rule", label: "scaling rule", kind: "select", options: ATTN_RULES.map((x) => [x, x]), format: () => "", off: noRope },
       { name: "factor", label: "factor s", kind: "range", min: 1, max: MAX_LAB_FACTOR, step: 1, format: (v) => `×${v}`, off: noRule },
-      { name: "train_length", label: "train length", kind: "range", min: 16, max: MAX_ATTN_SPAN, step: 16, unit: "tokens", off: noRule },
+      { name: "train_length", label: "train length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(MAX_ATTN_SPAN), step: 0.01, unit: "tokens", off: noRule },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),
     compute, draw,

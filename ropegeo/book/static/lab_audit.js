@@ -57,7 +57,7 @@ export function manifestOf(p, records) {
   const scaling = p.rule === "none" || target <= train ? null : preset(p.rule, train, target);
   return { name: "custom", label: "custom", base: p.base, head_dim: p.head_dim, rotary_dim: p.head_dim,
     pairing: "interleaved", phase_dtype: p.dtype === "config" ? "float32" : p.dtype, train_length: train,
-    target_length: train, scaling, sliding_window: null, layer_type: null, logit_scale: 1.0, notes: [] };
+    target_length: train, scaling, sliding_window: null, layer_type: null, logit_scale: 1.0, notes: [], idle_rule: idleRule(p) };
 }
 
 /** ropegeo.gates.procedure._search_range without search_start: the offsets searched for identity-like
@@ -193,7 +193,8 @@ export function gateB(m, theta, target, trained) {
     const origin = Math.max(0.0, target - 1 - offsets[offsets.length - 1]);
     const entry = { name, n_offsets: offsets.length, last_position: origin + offsets[offsets.length - 1],
       dtype: m.phase_dtype, origin,
-      origin_rule: "the largest offset at the last position of the target context", frequencies: freq };
+      origin_rule: "the largest offset at the last position of the target context", frequencies: freq,
+      idle_rule: m.idle_rule ?? null };
     const g = separationMargin(offsets, theta, { dtype: m.phase_dtype, origin });
     let out;
     if (g == null) {
@@ -221,8 +222,21 @@ export function describeSet(x, threshold) {
       + `(threshold ${fmtG(threshold, 4)}); use a wider phase dtype`;
   }
   return `${fmtG(x.margin, 4)} between ${x.confusable}: `
-    + `${WORD[x.status]} (threshold ${fmtG(threshold, 4)}); ${x.dtype} phases, ${x.frequencies} `
-    + `frequencies, origin ${commas(Math.round(x.origin))} (${x.origin_rule})`;
+    + `${WORD[x.status]} (threshold ${fmtG(threshold, 4)}); ${x.dtype} phases, `
+    + `${x.idle_rule ? `unscaled (${x.idle_rule} not applied: the target is within training)` : x.frequencies} `
+    + `frequencies, ${placed(x)}`;
+}
+
+/** Where a set sits (ropegeo.book.widgets.audit_lab.set_text): its positions, from the origin to the
+ * origin plus its largest offset, the last position of the target context. */
+function placed(x) {
+  return `positions ${commas(Math.round(x.origin))}..${commas(Math.round(x.last_position))} `
+    + "(its largest offset ends on the last position of the target context)";
+}
+
+/** A custom rule the state names but the audit does not apply (a target within training). */
+function idleRule(p) {
+  return p.model === "custom" && p.rule !== "none" && p.target_length <= p.train_length ? p.rule : null;
 }
 
 /** The geometry audit (ropegeo.gates.procedure.geometry_audit: float64, top 3, search limit 100,000) and
@@ -245,11 +259,20 @@ export function audit(m, target, normals = null) {
     scaled_pairs: count(plain, (t, i) => Math.abs(t / theta[i] - 1.0) > 1e-3),
     angular_step_ratio: theta[0] / plain[0], search_note: note, pair_count: pairs,
     wavelength_range: [Math.min(...lam), Math.max(...lam)], search_range: range,
-    top_offsets: nearCollisions(theta, range[0], range[1], { top: TOP }),
+    top_offsets: nearMemo(theta, range),
     gate_b: gateB(m, theta, target, plain), _theta: theta, _plain: plain,
   };
   a.rows = rows(a);
   return a;
+}
+
+/** nearCollisions over the search range, remembered for the last bank and range (a pure function:
+ * moving the dtype, or a control of the custom bank while a model is shown, does not search again). */
+let NEAR_MEMO = { key: null, value: null };
+function nearMemo(theta, range) {
+  const key = `${range}|${theta.join(",")}`;
+  if (NEAR_MEMO.key !== key) NEAR_MEMO = { key, value: nearCollisions(theta, range[0], range[1], { top: TOP }) };
+  return NEAR_MEMO.value.map((x) => ({ ...x }));
 }
 
 /** The geometry rows of GeometryAudit's table: (label, text), "scaled" for the served ruler. */
@@ -297,16 +320,18 @@ export function compute(p, records, normals = null) {
   return { state, kinds: rec && rec.layer_types ? Object.keys(rec.layer_types) : [],
     manifest: { name: m.name, label: m.label, base: m.base, head_dim: m.head_dim, rotary_dim: m.rotary_dim,
       pairing: m.pairing, phase_dtype: m.phase_dtype, train_length: m.train_length,
-      rule: m.scaling ? m.scaling.rule : "none", sliding_window: m.sliding_window ?? null,
+      rule: m.scaling ? m.scaling.rule : "none", idle_rule: m.idle_rule ?? null, sliding_window: m.sliding_window ?? null,
       layer_type: m.layer_type ?? null, logit_scale: m.logit_scale ?? 1.0, notes: m.notes || [] },
     audit: audit(m, state.target_length, normals) };
 }
 
-function manifestRows(m) {
+export function manifestRows(m, target) {
+  m = { ...m, target };
   const out = [
-    ["model", m.label || m.name],
+    ["model", (m.label || m.name).replace(/\//g, "/\u200b")], // a long repository name may break after "/"
     ["base, rotary / head dim", `${fmtNum(m.base)}, ${m.rotary_dim} / ${m.head_dim} (${m.pairing} pairing)`],
-    ["extension rule", m.rule],
+    ["extension rule", m.idle_rule ? `${m.idle_rule}, not applied: the target (${commas(m.target)}) does not exceed `
+      + `training (${commas(m.train_length)}), so the bank is served unscaled` : m.rule],
     ["phase precision", m.phase_dtype],
   ];
   if (m.layer_type) out.push(["layer type", m.layer_type]);
@@ -346,10 +371,13 @@ function draw(r, parts) {
   gb.notes.forEach((t) => gateRows.push(["note", t]));
   // sentences, not numbers: read from the left
   const left = (t) => { t.querySelectorAll("td, th").forEach((x) => { x.style.textAlign = "left"; }); return t; };
-  paint(parts, [c.svg], [verdict], [
-    left(table(["Gate B offset set", "margin and verdict"], gateRows, `Gate B (${gb.sets.length} default offset sets)`)),
+  const kinds = new Set(Array.from(lam, (v) => (v > a.train_length ? "rl-slow" : "rl-fast")));
+  const marks = key([["rl-fast", "a pair whose wavelength (as served) fits in training"],
+    ["rl-slow", "a pair whose wavelength (as served) is longer than training"]].filter(([k]) => kinds.has(k)));
+  paint(parts, [c.svg, marks], [verdict], [
+    left(table(["Gate B offset set", "margin and verdict"], gateRows, `Gate B (${plural(gb.sets.length, "default offset set")})`)),
     left(table(["geometry audit (float64)", "value"], a.rows)),
-    left(table(["manifest", "value"], manifestRows(m))),
+    left(table(["manifest", "value"], manifestRows(m, a.target_length))),
   ]);
 }
 

@@ -113,7 +113,7 @@ function pngUrl(parts, width, height, pixels) {
 function heatmap(r, parts) {
   const G = r.state.grid, n = 2 * G + 1, w = CHART_W; // the lab's drawing width (labs_ui.js)
   const left = 52, side = Math.max(120, Math.min(380, w - left - 76));
-  const c = chart({ w, h: side + 54, xr: [-G - 0.5, G + 0.5], yr: [-G - 0.5, G + 0.5], left, right: w - left - side,
+  const c = chart({ w, h: side + 54, xr: [-G - 0.5, G + 0.5], yr: [-G - 0.5, G + 0.5], left, right: w - left - side, xint: true, yint: true,
     xlabel: "Δx (patches)", ylabel: "Δy (patches)", title: "K(Δx, Δy); black: a near-return (K above the threshold)",
     label: "the 2D kernel K over the patch grid" });
   // one pixel per offset, top row dy = G; the browser scales it up without smoothing
@@ -158,7 +158,7 @@ function slices(r) {
   const offs = Array.from({ length: 2 * G + 1 }, (_, k) => k - G);
   let lowest = 0;
   for (const v of [...r.kx, ...r.ky]) lowest = Math.min(lowest, v);
-  const c = chart({ xr: [-G, Math.max(G, -G + 1)], yr: [Math.max(-1.05, lowest - 0.05), 1.05], xlabel: "offset along the axis (patches)",
+  const c = chart({ xr: [-G, Math.max(G, -G + 1)], xint: true, yr: [Math.max(-1.05, lowest - 0.05), 1.05], xlabel: "offset along the axis (patches)",
     ylabel: "K", title: "along each axis: blue K(Δx, 0), orange K(0, Δy)", label: "the kernel along each axis" });
   c.hline(r.state.threshold, "rl-target", `threshold ${r.state.threshold}`);
   c.line(offs, r.kx, "rl-exact");
@@ -166,21 +166,31 @@ function slices(r) {
   return c.svg;
 }
 
-function draw(r, parts) {
+/** How the split shares the pairs between the axes (the pairs turning with both: x and y counted). */
+export function splitText(r) {
   const st = r.state, P = r.pairs;
-  const how = st.split === "mixed"
-    ? `every pair turns with both axes, along the direction φᵢ = i × 137.5° (the golden angle): fxᵢ = θᵢ cos φᵢ, fyᵢ = θᵢ sin φᵢ`
+  const both = r.x_pairs + r.y_pairs - P; // every pair turns with at least one axis
+  return st.split === "mixed"
+    ? `${both === P ? "every pair turns" : `${both} of the ${P} ${P === 1 ? "pair turns" : "pairs turn"}`} with both axes` +
+      `${both < P ? ` (pair 0, at φ = 0, turns with x alone)` : ""}, along the direction φᵢ = i × 137.5° (the golden angle): ` +
+      "fxᵢ = θᵢ cos φᵢ, fyᵢ = θᵢ sin φᵢ"
     : `x turns ${r.x_pairs} of the ${P} pairs, y turns ${r.y_pairs} (${st.split === "interleaved" ? "even pairs to x, odd to y"
       : "the fastest pairs to x, the slowest to y"})`;
+}
+
+function draw(r, parts) {
+  const st = r.state, P = r.pairs;
+  const how = splitText(r);
   const lines = [
     `K(Δx, Δy) = mean over ${P} pairs of cos(Δx·fxᵢ + Δy·fyᵢ), θᵢ = B^(−2i/d); ${how}`,
     `near-returns (K > ${st.threshold}, other than (0, 0)): ${r.count.toLocaleString("en")} of the ${r.cells.toLocaleString("en")} offsets in the grid`,
   ];
   if (r.x_pairs === 0) lines.push("x turns no pair: K does not change along Δx, every (Δx, 0) returns to K = 1");
   if (r.y_pairs === 0) lines.push("y turns no pair: K does not change along Δy, every (0, Δy) returns to K = 1");
-  paint(parts, [heatmap(r, parts), slices(r)], lines, [
+  const marks = key([["rl-mark", `the ${plural(r.top.length, "offset")} with the largest K off the origin, listed below`]]);
+  paint(parts, [heatmap(r, parts), marks, slices(r)], lines, [
     table(["Δx", "Δy", "K", `above ${st.threshold}`], r.top.map((b) => [b.dx, b.dy, b.k.toFixed(6), b.k > st.threshold ? "yes" : "no"]),
-      "largest K off the origin (one of each ± pair, as K(−Δ) = K(Δ))"),
+      "largest K off the origin (one of each ± pair, as K(−Δ) = K(Δ))", "rl-mark"),
   ]);
 }
 

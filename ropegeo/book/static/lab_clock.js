@@ -35,15 +35,16 @@ export function compute(p, q0, k0) {
 
 function clock(hand, i, theta) {
   const R = 44, c = 50;
-  const svg = s("svg", { viewBox: "0 0 100 118", class: "rl-chart rl-clock", role: "img",
+  const svg = s("svg", { viewBox: "0 0 100 128", class: "rl-chart rl-clock", role: "img",
     "aria-label": `pair ${i}: query hand and key hand` });
   svg.appendChild(s("circle", { cx: c, cy: c, r: R, class: "rl-frame" }));
   const len = Math.max(1e-9, Math.hypot(...hand.q), Math.hypot(...hand.k));
   for (const [v, cls] of [[hand.q, "rl-q"], [hand.k, "rl-k"]]) {
     svg.appendChild(s("line", { x1: c, y1: c, x2: c + (R * v[0]) / len, y2: c - (R * v[1]) / len, class: cls }));
   }
-  svg.appendChild(s("text", { x: c, y: 110, class: "rl-note", "text-anchor": "middle" },
-    `pair ${i}: θ = ${fmtNum(theta, 2)}`));
+  // two short lines: each fits the clock's width whatever θ (10^-4 and below print as powers of ten)
+  svg.appendChild(s("text", { x: c, y: 109, class: "rl-note", "text-anchor": "middle" }, `pair ${i}`));
+  svg.appendChild(s("text", { x: c, y: 122, class: "rl-note", "text-anchor": "middle" }, `θ = ${fmtNum(theta, 2)}`));
   return svg;
 }
 
@@ -56,7 +57,9 @@ function draw(r, parts) {
     label: "the score as a function of the offset" });
   c.line(Array.from(r._curve, (_, d) => r._lo + d), r._curve, "rl-exact");
   c.dot(r.offset, r.score, "rl-mark", 4);
-  paint(parts, [clocks, c.svg], [
+  const marks = key([["rl-q", "query's hand, turned by m·θᵢ", "line"], ["rl-k", "key's hand, turned by n·θᵢ", "line"],
+    ["rl-mark", "the score at the current offset"]]);
+  paint(parts, [clocks, c.svg, marks], [
     `query at m = ${st.m}, key at n = ${st.n}: offset n − m = ${r.offset} token${Math.abs(r.offset) === 1 ? "" : "s"}`,
     `score ⟨R_m q, R_n k⟩ = ${r.score.toFixed(6)}; ⟨q, R_(n−m) k⟩ = ${r.relative.toFixed(6)} (difference ${Math.abs(r.score - r.relative).toExponential(1)})`,
     `one clock per pair (θᵢ in radians per token); blue: the query's pair turned by m·θᵢ, orange: the key's turned by n·θᵢ; ` +

@@ -55,6 +55,25 @@ export function compute(p) {
   };
 }
 
+/** The readout, line by line (ropegeo.book.widgets.frequency_lab.readout says the same facts). */
+export function readoutLines(r) {
+  const st = r.state;
+  const lines = [
+    `${r.pairs} pairs; wavelengths ${fmtNum(r.wavelength_range[0])} to ${fmtNum(r.wavelength_range[1])} tokens`,
+    `slow pairs (under one turn in ${st.train_length.toLocaleString("en")} training tokens): ${r.slow_pairs}`,
+    `angular step ratio s = ${r.scale.toPrecision(4)}; adjacent distance D(1) = ${r.adjacent_distance.toFixed(4)} (of at most 2)`,
+  ];
+  if (!r.near.length) lines.push(`no offset beyond training to search: the target (${st.target_length.toLocaleString("en")}) ` +
+    `is within training (${st.train_length.toLocaleString("en")}), so no identity-like offset is marked`);
+  if (r.near.length) lines.push(`most identity-like offset in [${st.train_length.toLocaleString("en")}, ${st.target_length.toLocaleString("en")}]: ` +
+    `${r.near[0][0].toLocaleString("en")} tokens (K = ${r.near[0][1].toFixed(4)})`);
+  if (r.parser_margin == null) lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")}: OVERFLOW, ${st.dtype} stops at ${fmtNum(r.largest_finite)}`);
+  else lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")} in ${st.dtype}: margin ${r.parser_margin.toFixed(4)} ` +
+    `(${r.parser_margin === 0 ? "COLLAPSED" : "separated"}; closest ${r.parser_pair[0]} vs ${r.parser_pair[1]} tokens)`);
+  lines.push(`${st.dtype} holds every integer position up to ${r.integer_limit.toLocaleString("en")}: the largest position is ${st.target_length > r.integer_limit ? "beyond" : "within"} it`);
+  return lines;
+}
+
 function draw(r, parts) {
   const st = r.state;
   let lowest = -0.5;
@@ -70,22 +89,17 @@ function draw(r, parts) {
   for (const [o, v] of r.near) k.dot(o, v, "rl-mark", 3.5);
   const lo = Math.min(r._lam[0], 16) / 2, hi = Math.max(r._lam[r._lam.length - 1], st.target_length) * 2;
   const l = chart({ xr: [-1, r.pairs], yr: [lo, hi], ylog: true, xlabel: "pair i (fastest first)", ylabel: "wavelength (tokens)",
-    title: "wavelengths; orange: under one turn in training", label: "the wavelength ladder" });
+    title: "wavelengths of the pairs", label: "the wavelength ladder" });
   r._lam.forEach((v, i) => l.dot(i, v, r._turns[i] < 1 ? "rl-slow" : "rl-fast", 2.2));
   l.hline(st.train_length, "rl-train", `train ${st.train_length.toLocaleString("en")}`);
   l.hline(st.target_length, "rl-target", `target ${st.target_length.toLocaleString("en")}`);
-  const lines = [
-    `${r.pairs} pairs; wavelengths ${fmtNum(r.wavelength_range[0])} to ${fmtNum(r.wavelength_range[1])} tokens`,
-    `slow pairs (under one turn in ${st.train_length.toLocaleString("en")} training tokens): ${r.slow_pairs}`,
-    `angular step ratio s = ${r.scale.toPrecision(4)}; adjacent distance D(1) = ${r.adjacent_distance.toFixed(4)} (of at most 2)`,
-  ];
-  if (r.near.length) lines.push(`most identity-like offset in [${st.train_length.toLocaleString("en")}, ${st.target_length.toLocaleString("en")}]: ` +
-    `${r.near[0][0].toLocaleString("en")} tokens (K = ${r.near[0][1].toFixed(4)})`);
-  if (r.parser_margin == null) lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")}: OVERFLOW, ${st.dtype} stops at ${fmtNum(r.largest_finite)}`);
-  else lines.push(`Gate B, offsets 1–3 near position ${st.target_length.toLocaleString("en")} in ${st.dtype}: margin ${r.parser_margin.toFixed(4)} ` +
-    `(${r.parser_margin === 0 ? "COLLAPSED" : "separated"}; closest ${r.parser_pair[0]} vs ${r.parser_pair[1]} tokens)`);
-  lines.push(`${st.dtype} holds every integer position up to ${r.integer_limit.toLocaleString("en")}: the largest position is ${st.target_length > r.integer_limit ? "beyond" : "within"} it`);
-  paint(parts, [k.svg, l.svg], lines);
+  const lines = readoutLines(r);
+  const kKey = r.near.length ? key([["rl-mark", "the most identity-like offsets beyond training (the first is named below)"]])
+    : key([]);
+  const slow = r._turns.some((t) => t < 1), fast = r._turns.some((t) => t >= 1);
+  const lKey = key([...(fast ? [["rl-fast", "a pair that turns at least once in training"]] : []),
+    ...(slow ? [["rl-slow", "a slow pair: under one turn in training"]] : [])]);
+  paint(parts, [k.svg, kKey, l.svg, lKey], lines);
 }
 
 function render({ model, el }) {
@@ -95,8 +109,9 @@ function render({ model, el }) {
     controls: [
       { name: "head_dim", label: "head dim d", kind: "range", min: 4, max: 256, step: 2, unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 1, max: 7, step: 0.01, format: (v) => fmtNum(v, 6) },
-      { name: "train_length", label: "train length", kind: "range", min: 16, max: 131072, step: 16, unit: "tokens" },
-      { name: "target_length", label: "target length", kind: "range", min: 16, max: 131072, step: 16, unit: "tokens" },
+      // lengths span four decades: log sliders, each with a field for the exact value
+      { name: "train_length", label: "train length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(131072), step: 0.01, unit: "tokens" },
+      { name: "target_length", label: "target length (log₁₀)", kind: "log", min: Math.log10(16), max: Math.log10(131072), step: 0.01, unit: "tokens" },
       { name: "interpolate", label: "interpolate positions", kind: "checkbox", format: (v, r) => `s = ${r.scale.toPrecision(4)}` },
       { name: "dtype", label: "phase dtype", kind: "select", options: PHASE_DTYPES.map((d) => [d, d]), format: () => "" },
     ],

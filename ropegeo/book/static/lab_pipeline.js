@@ -23,6 +23,9 @@ const PIPE_STYLE = {
   bfloat16: "stroke: #c05621; stroke-width: 1.6",
 };
 
+/** Where positions held in a format start skipping integers: [position, colour, format]. */
+const VERTICALS = [[256, "#c05621", "bfloat16"], [2 ** 24, "#1f6fb4", "float32"]];
+
 /** round(max ** (k / 199)) for k = 0 .. 199, repeats dropped (ropegeo.book.widgets.pipeline_lab.positions). */
 export function positions(maxPosition) {
   const out = [];
@@ -57,7 +60,7 @@ function draw(r, parts) {
   const what = st.worst ? "largest over the pairs" : `pair ${st.pair} (θ = ${fmtNum(r.theta_pair, 4)} rad per token)`;
   const c = chart({ h: 250, xr: [1, st.max_position], yr: [FLOOR, 4], xlog: true, ylog: true, xlabel: "position",
     ylabel: "phase error (rad)", title: `phase error, ${what}`, label: "phase error against position for each pipeline" });
-  for (const [lim, colour] of [[256, "#c05621"], [2 ** 24, "#1f6fb4"]]) {
+  for (const [lim, colour] of VERTICALS) {
     if (lim <= st.max_position) {
       c.add(s("line", { x1: c.X(lim), x2: c.X(lim), y1: c.top, y2: c.top + c.ph, style: `stroke: ${colour}; stroke-dasharray: 3 3` }));
     }
@@ -73,12 +76,23 @@ function draw(r, parts) {
       li.append(key, h("span", { text: PIPE_TEXT[name] }));
       return li;
     }));
-  const at = st.max_position.toLocaleString("en");
-  paint(parts, [c.svg, legend], [
-    `at position ${at}: ` + PIPE_ORDER.map((n) => `${n} ${fmtNum(r.at_max[n], 3)} rad`).join(", "),
-    "dashed verticals: from 256 on (bfloat16) and from 16,777,216 on (float32), positions held in that format skip integers",
-  ]);
+  paint(parts, [c.svg, legend], readout(r));
 }
+
+/** The readout: each pipeline's error at the largest position, named as the legend names it, and
+ * the dashed verticals drawn (only those within the axis). */
+export function readout(r) {
+  const st = r.state;
+  const lines = [`at position ${st.max_position.toLocaleString("en")}: `
+    + PIPE_ORDER.map((n) => `${PIPE_TEXT[n]} ${fmtNum(r.at_max[n], 3)} rad`).join("; ")];
+  const drawn = VERTICALS.filter(([lim]) => lim <= st.max_position);
+  if (drawn.length) {
+    lines.push(`dashed ${drawn.length > 1 ? "verticals" : "vertical"}: ` + drawn.map(([lim, , fmt]) =>
+      `from ${lim.toLocaleString("en")} on (${fmt})`).join(" and ") + `, positions held in ${drawn.length > 1 ? "that format" : fmtOf(drawn)} skip integers`);
+  } else lines.push("below 256 every position is a whole number in bfloat16 and float32: no vertical drawn");
+  return lines;
+}
+const fmtOf = (drawn) => drawn[0][2];
 
 function render({ model, el }) {
   const names = ["base", "head_dim", "pair", "worst", "max_position"];
@@ -90,8 +104,7 @@ function render({ model, el }) {
       { name: "pair", label: "pair i", kind: "range", min: 0, max: 127, step: 1, maxOf: (r) => r.state.head_dim / 2 - 1,
         off: (r) => (r.state.worst ? "off: the largest over the pairs is drawn" : null), format: (v) => String(v) },
       { name: "worst", label: "largest over the pairs", kind: "checkbox", format: (v) => (v ? "on" : "off") },
-      { name: "max_position", label: "max position (log₁₀)", kind: "log", min: 2, max: 7, step: 0.01,
-        format: (v) => `${v.toLocaleString("en")} tokens` },
+      { name: "max_position", label: "max position (log₁₀)", kind: "log", min: 2, max: 7, step: 0.01, unit: "tokens" },
     ],
     read: (m) => Object.fromEntries(names.map((k) => [k, m.get(k)])),
     compute, draw,

@@ -94,13 +94,19 @@ function draw(r, parts) {
   const maxD = Math.max(...r.rules.map((q) => q.adjacent_distance)) * 1.1;
   const trade = chart({ xr: [0, maxD], yr: [0, maxNov], xlabel: "adjacent distance D(1) (resolution)", ylabel: "novelty (turns)",
     title: `trade-off of every rule at ×${fmtNum(st.factor)}`, label: "novelty against resolution for every rule" });
-  for (const q of r.rules)
+  const others = r.rules.filter((q) => q.rule !== st.rule), mine = r.rules.filter((q) => q.rule === st.rule);
+  for (const q of [...others, ...mine]) // the selected rule last: drawn over any rule beside it
     trade.dot(q.adjacent_distance, q.total_novelty, q.rule === st.rule ? "rl-mark" : "rl-other", q.rule === st.rule ? 5 : 3.5);
   trade.labels(r.rules.map((q) => ({ x: q.adjacent_distance, y: q.total_novelty, text: q.rule })));
   if (!anyNovel) trade.note("no rule sees new phase at this factor");
   const sel = r.selected;
-  paint(parts, [ruler.svg, nov.svg, trade.svg], [
-    `${sel.rule}: ${sel.scaled_pairs} of ${n} pairs stretched; ${sel.novel_pairs} pairs see new phase (${sel.total_novelty.toFixed(3)} turns in all)`,
+  const kinds = new Set(Array.from(lam, (_, i) => { const sv = x.stretch[i]; return Math.abs(sv - 1) <= 1e-3 ? "rl-fast" : top > 1.001 && sv >= 0.99 * top ? "rl-mark" : "rl-slow"; }));
+  const rulerKey = key([["rl-fast", "pair left as trained"], ["rl-slow", "pair stretched, by less than the full factor"],
+    ["rl-mark", `pair stretched by the full factor (×${fmtNum(top, 4)})`]].filter(([c]) => kinds.has(c)));
+  const tradeKey = key([["rl-mark", `${st.rule}, the rule chosen`], ["rl-other", "the other rules (named beside their dots)"]]);
+  paint(parts, [ruler.svg, rulerKey, nov.svg, trade.svg, tradeKey], [
+    `${sel.rule}: ${sel.scaled_pairs} of ${n} pairs stretched; ` + (sel.novel_pairs === 0 ? "no pair sees new phase"
+      : `${plural(sel.novel_pairs, "pair sees", "pairs see")} new phase (${sel.total_novelty.toFixed(3)} turns in all)`),
     `resolution: K(1) = ${sel.adjacent_similarity.toFixed(6)}, D(1) = ${sel.adjacent_distance.toFixed(4)}; fastest step ${sel.fastest_step.toFixed(4)} rad per token`,
     `Gate B margins: offsets 1..${SMALL_OFFSETS} → ${sel.margin.toFixed(4)}; offsets 64, 128, .. ${st.train_length.toLocaleString("en")} → ${sel.coarse_margin.toFixed(4)} (of at most 2)`,
     `served length ${sel.target_length.toLocaleString("en")} tokens; attention factor ${sel.attention_factor.toFixed(4)}`,

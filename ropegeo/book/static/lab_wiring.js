@@ -83,6 +83,23 @@ export function compute(p, q0, k0) {
     shift_status, shift_pass: shift_status === "pass", layout_mismatches, layout_status };
 }
 
+/** Why a policy gives the ids it does (the words beside the ids). */
+const POLICY_WHY = {
+  contiguous: "one document from position 0",
+  "left-padded": "the pads take the first positions, so the document starts after them: every id shifted",
+  "packed-reset": "packed after another document, the ids restart at 0 where this document begins: "
+    + "the same ids as contiguous, as a correct packing must give",
+  "packed-continuous": "packed after another document, the ids continue from it: every id shifted",
+  "kv-cache": "the earlier tokens are cached at 0..30; the decoded token gets the position chosen",
+};
+
+/** The readout's line of position ids (ropegeo.book.widgets.wiring_lab.positions_text). */
+export function positionsText(ids, policy) {
+  const n = ids.length;
+  return `position ids: keys 0..${n - 2} get ${fmtNum(ids[0])}..${fmtNum(ids[n - 2])}, the query (token ${n - 1}) `
+    + `gets ${fmtNum(ids[n - 1])} (${policy}: ${POLICY_WHY[policy]})`;
+}
+
 /** "pass", "fail", or "inconclusive" when the tolerance reaches CEILING (ropegeo.gates.verdicts.Check.judged). */
 export function judge(violation, tol) {
   if (!(tol < CEILING)) return "inconclusive";
@@ -106,11 +123,12 @@ function draw(r, parts) {
     (unjudged.length ? `; shifts of ${unjudged.join(", ")} not judged, their tolerance reaches ${CEILING} |q||k|)` : ")");
   const scoresNote = r.scores_status === "inconclusive" ? cannot(r.tolerance_scores) :
     ` (tolerance ${r.tolerance_scores.toExponential(1)})`;
-  paint(parts, [c.svg], [
-    `position ids: tokens 0..${LENGTH - 1} get ${r.positions[0]}..${r.positions[LENGTH - 2]}, the query ${r.query_position} (${st.policy})`,
+  paint(parts, [c.svg, key([["rl-exact", "score of the declared operator at the true positions", "line"],
+    ["rl-mark", "score as wired (this pairing, these ids, this dtype)"]])], [
+    positionsText(r.positions, st.policy),
     verdict(r.layout_status, `pair layout (Gate A layout check, read from the query's rotation matrix): ` +
       (r.layout_status === "pass" ? "as declared" : `MIXED: ${r.layout_mismatches} of ${st.head_dim} coordinates turn with another partner than declared`)),
-    verdict(r.shift_status, `relative law (Gate A shift check): residual ${r.shift_residual.toExponential(2)} of |q||k| at a shift of ${r.residual_shift} tokens — ` +
+    verdict(r.shift_status, `relative law (Gate A shift check): residual ${r.shift_residual.toExponential(2)} of |q||k| at a shift of ${withUnit(r.residual_shift, "tokens")} — ` +
       `${word(r.shift_status, "holds", "BROKEN")}${shiftNote}`),
     verdict(r.scores_status, `scores against the declared operator at the true positions: largest error ${r.score_error.toExponential(2)} of |q||k| ` +
       `(key ${r.worst_key}) — ${word(r.scores_status, "match", "WRONG")}${scoresNote}`),
@@ -127,7 +145,7 @@ function render({ model, el }) {
       { name: "pairing", label: "declared pairing (keys)", kind: "select", options: pairings, format: () => "" },
       { name: "query_pairing", label: "query pairing", kind: "select", options: pairings, format: () => "" },
       { name: "policy", label: "position ids", kind: "select", options: POLICIES.map((x) => [x, x]), format: () => "" },
-      { name: "pad", label: "pads / earlier document", kind: "range", min: 0, max: 4096, step: 1, unit: "tokens",
+      { name: "pad", label: "pads / earlier document", kind: "number", min: 0, max: 4096, unit: "tokens", // 0 to 4,096: typed
         off: (r) => (["left-padded", "packed-continuous"].includes(r.state.policy) ? null : `unused when ${r.state.policy}`) },
       { name: "cache_offset", label: "decoded token's position", kind: "number", min: 0, max: 8192, unit: "tokens",
         off: (r) => (r.state.policy === "kv-cache" ? null : "kv-cache only") },

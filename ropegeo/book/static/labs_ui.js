@@ -26,8 +26,9 @@ export function s(tag, attrs = {}, text = null) {
 export function fmtNum(x, digits = 4) {
   if (x == null || Number.isNaN(x)) return "–";
   if (!Number.isFinite(x)) return x > 0 ? "∞" : "−∞";
-  if (x !== 0 && (Math.abs(x) >= 1e6 || Math.abs(x) < 1e-3)) return x.toExponential(digits - 1).replace("e", "×10^");
-  if (Number.isInteger(x)) return x.toLocaleString("en");
+  // whole numbers (token counts) in full, with separators; others in powers of ten without a "+"
+  if (Number.isInteger(x) && Math.abs(x) < 1e15) return x.toLocaleString("en");
+  if (x !== 0 && (Math.abs(x) >= 1e6 || Math.abs(x) < 1e-3)) return x.toExponential(digits - 1).replace(/e\+?/, "×10^");
   return Number(x.toPrecision(digits)).toLocaleString("en", { maximumSignificantDigits: digits });
 }
 export function clampNum(x, lo, hi, fallback) {
@@ -40,6 +41,30 @@ export function clampInt(x, lo, hi, fallback = lo) {
 }
 export function pick(x, options, fallback) {
   return options.includes(x) ? x : fallback;
+}
+/** "1 set", "2 sets": a count and its noun, singular for exactly one. */
+export function plural(n, noun, many = `${noun}s`) {
+  return `${fmtNum(n)} ${n === 1 ? noun : many}`;
+}
+/** "1st", "2nd", "3rd", "32nd", "11th": an English ordinal. */
+export function ordinal(n) {
+  const tens = n % 100, ones = n % 10;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ones === 1 ? "st" : ones === 2 ? "nd" : ones === 3 ? "rd" : "th";
+  return `${fmtNum(n)}${suffix}`;
+}
+/** The value a log slider at ``v`` (log10) gives: two significant digits (so 10^3.6 gives 4,000 and
+ * a slider moved back to 10^4.78 gives 60,000 again), the ends of its range exactly. */
+export function logValue(v, lo, hi) {
+  const x = 10 ** v;
+  if (v <= lo || v >= hi) return Number(x.toPrecision(6));
+  return Number(x.toPrecision(2));
+}
+/** The next two-significant-digit value above (dir 1) or below (dir -1) x, within the slider's range. */
+export function nextLogValue(x, dir, lo, hi) {
+  let e = Math.floor(Math.log10(x)) - 1, m = Math.round(x / 10 ** e) + dir;
+  if (m < 10) { m = 99; e -= 1; } // below 10,000 comes 9,900
+  const y = Number((m * 10 ** e).toPrecision(2));
+  return Math.min(Number((10 ** hi).toPrecision(6)), Math.max(Number((10 ** lo).toPrecision(6)), y));
 }
 /** A number and its unit, the unit singular for exactly one ("1 token", "2 tokens"). */
 export function withUnit(value, unit) {
@@ -71,11 +96,15 @@ function makeControl(spec, id) {
       "data-control": spec.name });
   }
   const out = h("output", { for: id, class: "rl-value", "aria-live": "polite" });
+  // a log slider spans decades: a number field beside it takes the exact value
+  const exact = spec.kind === "log" ? h("input", { type: "number", class: "rl-exact-value", "data-exact": spec.name,
+    min: String(Number((10 ** spec.min).toPrecision(6))), max: String(Number((10 ** spec.max).toPrecision(6))), step: "any",
+    "aria-label": `${spec.label.replace(/ \(log₁₀\)$/, "")}: exact value` }) : null;
   if (spec.kind === "button") {
     wrap.append(input, out);
     wrap.classList.add("rl-buttonrow");
-  } else wrap.append(label, input, out);
-  return { wrap, input, out };
+  } else wrap.append(...[label, input, exact, out].filter(Boolean));
+  return { wrap, input, out, exact };
 }
 
 /** Build a lab: controls bound to the model, a compute function, a view that draws the result.
@@ -92,6 +121,7 @@ export function makeLab(opts) {
     const c = makeControl(spec, `${uid}-${spec.name}`);
     parts.inputs[spec.name] = c.input;
     parts.outs[spec.name] = c.out;
+    if (c.exact) (parts.exact = parts.exact || {})[spec.name] = c.exact;
     controls.appendChild(c.wrap);
   }
   root.appendChild(controls);
@@ -123,10 +153,16 @@ export function makeLab(opts) {
       }
       if (spec.maxOf) input.max = String(spec.maxOf(r));
       if (spec.kind === "checkbox") input.checked = !!value;
-      else if (spec.kind === "log") input.value = String(Math.log10(value));
+      else if (spec.kind === "log") {
+        input.value = String(Math.log10(value));
+        const field = parts.exact[name];
+        if (document.activeElement !== field || Number(field.value) !== value) field.value = String(value);
+      }
       // a number field being typed in keeps its text, unless the lab changed the value it committed
       else if (spec.kind !== "number" || document.activeElement !== input || Number(input.value) !== value) input.value = String(value);
-      parts.outs[name].textContent = off || (spec.format ? spec.format(value, r) : withUnit(value, spec.unit));
+      // a log slider's value is in its number field: the output says the unit (or why it is off)
+      const shown = spec.kind === "log" ? (spec.unit || "") : spec.format ? spec.format(value, r) : withUnit(value, spec.unit);
+      parts.outs[name].textContent = off || shown;
       parts.outs[name].title = off || "";
     }
   }
@@ -188,7 +224,17 @@ export function makeLab(opts) {
         set(name, opt ? opt[0] : input.value);
       });
     } else if (spec.kind === "log") {
-      input.addEventListener("input", () => set(name, Number((10 ** Number(input.value)).toPrecision(6))));
+      input.addEventListener("input", () => {
+        const v = Number(input.value), now = Number(model.get(name));
+        let x = logValue(v, spec.min, spec.max);
+        // a small move (an arrow key) that rounds back to the value shown moves to the next value instead
+        if (x === now && Math.abs(v - Math.log10(now)) > 1e-9) x = nextLogValue(now, v > Math.log10(now) ? 1 : -1, spec.min, spec.max);
+        set(name, x);
+      });
+      parts.exact[name].addEventListener("change", () => {
+        const v = Number(parts.exact[name].value);
+        if (Number.isFinite(v) && v > 0) set(name, v);
+      });
     } else if (spec.kind === "number") {
       input.addEventListener("change", () => set(name, Number(input.value)));
     } else {
@@ -233,10 +279,10 @@ function wrapTitle(title, width) {
  * grows to hold the longest y tick label, a title too wide for the chart wraps onto more lines,
  * and the outermost x tick labels stay inside the drawing. */
 export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false, xlabel = "", ylabel = "", title = "",
-  left = 52, right = 12, top = 20, bottom = 34, label }) {
+  left = 52, right = 12, top = 20, bottom = 34, label, xint = false, yint = false }) {
   const tx = xlog ? Math.log10 : (x) => x, ty = ylog ? Math.log10 : (y) => y;
   const [x0, x1] = xr.map(tx), [y0, y1] = yr.map(ty);
-  const ticks = (lo, hi, log) => {
+  const ticks = (lo, hi, log, whole = false) => {
     if (log) {
       const out = [];
       for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) out.push(10 ** e);
@@ -244,13 +290,16 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
       return out.filter((_, k) => k % every === 0);
     }
     const span = hi - lo || 1, raw = span / 4, mag = 10 ** Math.floor(Math.log10(raw));
-    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => span / st <= 5);
+    let step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => span / st <= 5);
+    if (whole) step = Math.max(1, Math.round(step)); // an axis of whole numbers (offsets) ticks whole numbers
     const out = [];
     for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
     return out;
   };
-  const tickText = (v, log) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, 3));
-  const yticks = ticks(y0, y1, ylog).map((t) => [t, tickText(t, ylog)]);
+  // enough digits that neighbouring ticks read differently (20,000 and 20,001, never 20,000 twice)
+  const digits = (lo, hi) => Math.max(3, Math.ceil(Math.log10(Math.max(Math.abs(lo), Math.abs(hi), 1e-300) / ((hi - lo) / 5 || 1))) + 1);
+  const tickText = (v, log, dg = 3) => (log ? `10^${Math.round(Math.log10(v))}` : fmtNum(v, dg));
+  const yticks = ticks(y0, y1, ylog, yint).map((t) => [t, tickText(t, ylog, digits(y0, y1))]);
   // the y axis title sits at x = 12 (its glyphs reach about x = 18): tick labels end 4 px left of the frame
   left = Math.max(left, Math.ceil(24 + Math.max(0, ...yticks.map(([, s]) => textWidth(s)))));
   // the title is centred over the plot, not the whole chart: its lines fit the nearer edge on both sides
@@ -265,8 +314,8 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, class: "rl-frame" }));
   titleLines.forEach((line, k) =>
     svg.appendChild(s("text", { x: left + pw / 2, y: 13 + 13 * k, class: "rl-ctitle", "text-anchor": "middle" }, line)));
-  for (const t of ticks(x0, x1, xlog)) {
-    const x = X(t), text = tickText(t, xlog), half = textWidth(text) / 2;
+  for (const t of ticks(x0, x1, xlog, xint)) {
+    const x = X(t), text = tickText(t, xlog, digits(x0, x1)), half = textWidth(text) / 2;
     svg.appendChild(s("line", { x1: x, x2: x, y1: top + ph, y2: top + ph + 4, class: "rl-tick" }));
     const anchor = x + half > w - 1 ? "end" : x - half < 1 ? "start" : "middle";
     const at = anchor === "end" ? Math.min(x + half, w - 1) : anchor === "start" ? Math.max(x - half, 1) : x;
@@ -302,15 +351,25 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
     }
     return add(s("path", { d, class: cls, fill: "none" }));
   };
-  const dot = (x, y, cls, r = 3) => add(s("circle", { cx: X(x), cy: Y(y), r, class: cls }));
-  const lineLabels = []; // labels of horizontal lines: a label that would overprint another moves right
+  // a dot carries its value (data-x, data-y): the tests compare a listing with what is marked
+  const dots = []; // where the dots are, so that the labels drawn after them keep off them
+  const dot = (x, y, cls, r = 3) => {
+    dots.push({ x0: X(x) - r, x1: X(x) + r, y0: Y(y) - r, y1: Y(y) + r });
+    return add(s("circle", { cx: X(x), cy: Y(y), r, class: cls, "data-x": x, "data-y": y }));
+  };
+  const lineLabels = []; // labels of horizontal lines: each keeps off the dots and the other labels
   const hline = (y, cls, text) => {
     add(s("line", { x1: left, x2: left + pw, y1: Y(y), y2: Y(y), class: cls }));
     if (!text) return;
-    const yy = Y(y) - 3, wd = textWidth(text);
-    let x = left + 4;
-    for (const b of lineLabels) if (Math.abs(b.y - yy) < 11 && x < b.x1 + 8 && x + wd > b.x0 - 8) x = b.x1 + 10;
-    lineLabels.push({ x0: x, x1: x + wd, y: yy });
+    const wd = textWidth(text);
+    // above the line at the left, below it at the right, then the other two corners, then further along
+    const spots = [[left + 4, Y(y) - 3], [left + pw - 4 - wd, Y(y) + 11], [left + 4, Y(y) + 11], [left + pw - 4 - wd, Y(y) - 3]];
+    for (let f = 0.25; f < 0.8; f += 0.25) spots.push([left + f * (pw - wd), Y(y) - 3], [left + f * (pw - wd), Y(y) + 11]);
+    const hits = (x, yy, b) => x < b.x1 + 2 && x + wd > b.x0 - 2 && yy + 2 > b.y0 && yy - 9 < b.y1;
+    const ok = ([x, yy]) => yy - 9 >= top && yy + 2 <= top + ph && !dots.some((b) => hits(x, yy, b))
+      && !lineLabels.some((b) => hits(x, yy, b));
+    const [x, yy] = spots.find(ok) || spots[0];
+    lineLabels.push({ x0: x, x1: x + wd, y0: yy - 9, y1: yy + 2 });
     add(s("text", { x, y: yy, class: "rl-note" }, text));
   };
   // a sentence in the middle of the frame (a chart with nothing to draw says why), wrapped to fit
@@ -321,24 +380,34 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   };
   // labels of points (x, y, text), each beside its point; points closer than 12 px share one label,
   // and a label that would overprint another moves to the nearest free line inside the frame
-  const labels = (points, cls = "rl-note") => {
+  // labels of points (x, y, text), each beside its point; points closer than 12 px share one label,
+  // and a label never covers a point or another label: it tries the right, the left, above and below
+  // its point, then further away with a leader line
+  const labels = (points, cls = "rl-note", r = 5) => {
     const groups = [];
     for (const p of points) {
       const px = X(p.x), py = Y(p.y);
       const g = groups.find((q) => Math.hypot(q.px - px, q.py - py) < 12);
       if (g) g.texts.push(p.text); else groups.push({ px, py, texts: [p.text] });
     }
-    const placed = [];
+    const placed = groups.map((g) => ({ x0: g.px - r, x1: g.px + r, y: g.py + r, h: 2 * r })); // the points themselves
     groups.sort((a, b) => a.py - b.py || a.px - b.px);
+    const clear = (x0, wd, y) => x0 >= left + 1 && x0 + wd <= left + pw - 1 && y - 9 >= top && y + 2 <= top + ph
+      && !placed.some((b) => x0 < b.x1 + 2 && x0 + wd > b.x0 - 2 && y + 2 > b.y - (b.h ?? 11) && y - 9 < b.y);
     for (const g of groups) {
       const text = g.texts.join(", "), wd = textWidth(text);
-      const right = g.px + 6 + wd <= left + pw - 2;
-      const x0 = right ? g.px + 6 : Math.max(left + 2, g.px - 6 - wd);
-      const free = (y) => y - 9 >= top && y + 2 <= top + ph
-        && !placed.some((b) => x0 < b.x1 + 2 && x0 + wd > b.x0 - 2 && y > b.y - 11 && y - 11 < b.y);
-      const want = Math.min(top + ph - 3, Math.max(top + 10, g.py - 4));
-      let y = want;
-      for (let k = 1; k < 40 && !free(y); k++) y = want + (k % 2 ? 1 : -1) * 11 * Math.ceil(k / 2);
+      const spots = [];
+      for (let k = 0; k < 12; k++) {
+        const dy = 11 * Math.ceil(k / 2) * (k % 2 ? -1 : 1);
+        spots.push([g.px + r + 3, g.py + 4 + dy], [g.px - r - 3 - wd, g.py + 4 + dy]);
+        if (k < 2) spots.push([g.px - wd / 2, g.py - r - 4 - 11 * k], [g.px - wd / 2, g.py + r + 12 + 11 * k]);
+      }
+      let spot = spots.find(([x0, y]) => clear(x0, wd, y));
+      if (!spot) spot = [Math.min(Math.max(left + 2, g.px + r + 3), left + pw - wd - 2), Math.min(top + ph - 3, Math.max(top + 10, g.py - 4))];
+      const [x0, y] = spot;
+      // a label moved away from its point is tied to it by a leader line (from the label's nearest edge)
+      const bx = Math.min(Math.max(g.px, x0), x0 + wd), by = Math.min(Math.max(g.py, y - 9), y + 2);
+      if (Math.hypot(bx - g.px, by - g.py) > r + 9) add(s("line", { x1: g.px, y1: g.py, x2: bx, y2: by, class: "rl-leader" }));
       placed.push({ x0, x1: x0 + wd, y });
       add(s("text", { x: x0, y, class: cls, "text-anchor": "start" }, text));
     }
@@ -346,9 +415,21 @@ export function chart({ w = CHART_W, h = 220, xr, yr, xlog = false, ylog = false
   return { svg, X, Y, add, line, envelope, dot, hline, note, labels, left, top, pw, ph };
 }
 
-/** A small table: header row and rows of cells (text). */
-export function table(header, rows, caption) {
-  const t = h("table", { class: "rl-table" });
+/** The key of a chart's marks: one entry per kind, [class, words, shape ("dot" or "line")], each a
+ * swatch drawn with the mark's own class and the words saying what it is. */
+export function key(entries) {
+  return h("ul", { class: "rl-key" }, entries.map(([cls, text, shape = "dot"]) => {
+    const sw = s("svg", { width: 22, height: 10, "aria-hidden": "true" });
+    sw.appendChild(shape === "dot" ? s("circle", { cx: 11, cy: 5, r: 3.5, class: cls })
+      : s("line", { x1: 1, x2: 21, y1: 5, y2: 5, class: cls }));
+    return h("li", { "data-key-for": cls }, [sw, h("span", { text })]);
+  }));
+}
+
+/** A small table: header row and rows of cells (text); ``lists``: the class of the chart's marks it
+ * lists (its first column holds their x values: the tests check the two agree). */
+export function table(header, rows, caption, lists = null) {
+  const t = h("table", { class: "rl-table", "data-lists": lists });
   if (caption) t.appendChild(h("caption", { text: caption }));
   t.appendChild(h("tr", {}, header.map((x) => h("th", { scope: "col", text: x }))));
   for (const r of rows) t.appendChild(h("tr", {}, r.map((x) => h("td", { text: String(x) }))));

@@ -281,10 +281,74 @@ export function topOffsets(values, start, top) {
   return best.map((b) => ({ offset: b.offset, similarity: Math.min(1.0, b.k) }));
 }
 
-/** ropegeo.geometry.near_collisions: the `top` integer offsets in [start, stop] with the largest K. */
+/** ropegeo.geometry.near_collisions: the `top` integer offsets in [start, stop] with the largest K.
+ * A long range is searched by bounds (the same answer, a fraction of the work): K is bounded above
+ * on each run of SEARCH_RUN offsets from the phases at its centre, and only the runs whose bound
+ * reaches the best values found are evaluated offset by offset. */
 export function nearCollisions(theta, start, stop, { top = 5, scale = 1.0, weights = null } = {}) {
-  const values = kernelRange(theta, start, stop, { scale, weights });
-  return topOffsets(values, start, Math.min(top, values.length));
+  const n = stop - start + 1, full = () => topOffsets(kernelRange(theta, start, stop, { scale, weights }), start, Math.min(top, n));
+  if (n <= 4 * SEARCH_RUN || n * theta.length <= 1 << 16) return full();
+  const pairs = theta.length, w = pairWeights(weights, pairs);
+  const bound = runBounds(theta, start, n, scale, w);
+  const order = Uint32Array.from(bound.keys()).sort((a, b) => bound[b] - bound[a]);
+  const step = Float64Array.from(theta, (x) => x * scale), cx = step.map(Math.cos), sx = step.map(Math.sin);
+  const acc = new Float64Array(SEARCH_RUN);
+  const best = []; // the top values found so far, largest first (ties: the smaller offset first)
+  const seed = 8; // after the runs bounded highest, the runs still above the bar say what is left to do
+  for (let q = 0; q < order.length; q++) {
+    const b = order[q];
+    if (best.length >= top && bound[b] < best[top - 1].k) break; // no offset of this run (or a later one) can enter
+    if (q === seed && best.length >= top) {
+      let left = q; // runs bounded at or above the bar: when many, one pass over the range costs less
+      while (left < order.length && bound[order[left]] >= best[top - 1].k) left++;
+      if (left - q > 0.15 * order.length) return full();
+    }
+    // the run's offsets a .. a + len - 1 by the rotation recurrence from exact cos/sin at a (as kernelRange)
+    const a = start + b * SEARCH_RUN, len = Math.min(SEARCH_RUN, stop - a + 1);
+    acc.fill(0);
+    for (let i = 0; i < pairs; i++) {
+      let c = Math.cos(a * step[i]), s = Math.sin(a * step[i]);
+      const ci = cx[i], si = sx[i], wi = w[i];
+      for (let j = 0; j < len; j++) {
+        acc[j] += wi * c;
+        const c2 = c * ci - s * si;
+        s = s * ci + c * si;
+        c = c2;
+      }
+    }
+    for (let j = 0; j < len; j++) {
+      const v = acc[j];
+      if (best.length >= top && (v < best[top - 1].k || (v === best[top - 1].k && a + j > best[top - 1].offset))) continue;
+      best.push({ offset: a + j, k: v });
+      best.sort((x, y) => y.k - x.k || x.offset - y.offset);
+      if (best.length > top) best.pop();
+    }
+  }
+  return best.map((x) => ({ offset: x.offset, similarity: Math.min(1.0, x.k) }));
+}
+
+const SEARCH_RUN = 16;
+/** An upper bound of K over each run of SEARCH_RUN offsets: with x_i the phase at the run's centre
+ * and |u_i| <= phi_i = s theta_i r (r: half the run), cos(x_i + u_i) <= cos x_i max(cos u_i) +
+ * |sin x_i| max(sin u_i), summed with the weights (plus 1e-9 for the recurrence's rounding). */
+function runBounds(theta, start, n, scale, w) {
+  const runs = Math.ceil(n / SEARCH_RUN), r = (SEARCH_RUN - 1) / 2, pairs = theta.length;
+  const out = new Float64Array(runs).fill(1e-9);
+  for (let i = 0; i < pairs; i++) {
+    const phi = scale * theta[i] * r, wi = w[i];
+    if (phi >= Math.PI) { for (let b = 0; b < runs; b++) out[b] += wi; continue; }
+    const cmin = Math.cos(phi), smax = phi >= Math.PI / 2 ? 1 : Math.sin(phi);
+    const step = scale * theta[i] * SEARCH_RUN, ci = Math.cos(step), si = Math.sin(step);
+    let c = 0, s = 0;
+    for (let b = 0; b < runs; b++) {
+      if (b % BLOCK === 0) { const x = (start + b * SEARCH_RUN + r) * scale * theta[i]; c = Math.cos(x); s = Math.sin(x); }
+      out[b] += wi * Math.min(1, (c >= 0 ? c : c * cmin) + Math.abs(s) * smax);
+      const c2 = c * ci - s * si;
+      s = s * ci + c * si;
+      c = c2;
+    }
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------------------ precision
@@ -394,7 +458,6 @@ function marginGenerated(off, theta, dtype, scale, origin, w) {
   const pairs = theta.length;
   const rw = Float64Array.from(w, Math.sqrt);
   const sig = [];
-  const seen = new Map();
   for (let j = 0; j < off.length; j++) {
     const g = generatedPhases(origin + off[j], theta, dtype, scale);
     if (g == null) return null;
@@ -406,10 +469,10 @@ function marginGenerated(off, theta, dtype, scale, origin, w) {
     sig.push(row);
   }
   // exact collapse: the first offset whose row repeats an earlier one is at distance exactly 0
-  for (let j = 0; j < off.length; j++) {
-    const key = Array.prototype.join.call(sig[j], ",");
-    if (seen.has(key)) return { margin: 0.0, pair: [off[seen.get(key)], off[j]], method: "generated" };
-    seen.set(key, j);
+  // (rows compared value by value: printing them as keys cost more than the whole search)
+  const same = (a, b) => { for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false; return true; };
+  for (let j = 1; j < off.length; j++) {
+    for (let k = 0; k < j; k++) if (same(sig[k], sig[j])) return { margin: 0.0, pair: [off[k], off[j]], method: "generated" };
   }
   const norms = sig.map((r) => r.reduce((s, x) => s + x * x, 0));
   let best = Infinity, bj = 0, bk = 1;

@@ -27,6 +27,7 @@ import numpy as np
 import traitlets
 
 from ropegeo.book.widgets._lab import Lab, esm_source
+from ropegeo.gates.b.rule import GateBResult
 from ropegeo.gates.procedure import geometry_audit
 from ropegeo.gates.b.rule import MAX_DISTANCE  # noqa: F401 - the page exports the same limit (tests compare them)
 from ropegeo.gates.b.rule import gate_b as run_gate_b
@@ -102,6 +103,34 @@ def _manifest(state: dict) -> RopeManifest:
     sc = None if rule == "none" or target <= train else preset(rule, train_length=train, target_length=target)
     return RopeManifest(base=state["base"], head_dim=state["head_dim"], scaling=sc, max_position_embeddings=train,
                         phase_dtype="float32" if dtype == "config" else dtype, name="custom")
+
+
+def set_text(entry: dict, threshold: float, target_length: int, idle_rule: str | None = None) -> str:
+    """The lab's line for one Gate B set: :meth:`ropegeo.gates.b.rule.GateBResult.describe`, its
+    origin said as the positions the set covers (from the origin to the last position of the target
+    context, ``target_length - 1``), and a custom rule the target does not reach named.
+
+    Examples
+    --------
+    >>> s = {"margin": 0.25, "confusable": "offsets 1 and 2", "status": "pass", "dtype": "float32",
+    ...      "frequencies": "unscaled (no rule)", "origin": 0,
+    ...      "origin_rule": "the largest offset at the last position of the target context"}
+    >>> set_text(s, 0.17, 3, "linear").split("; ")[1]
+    'float32 phases, unscaled (linear not applied: the target is within training) frequencies, positions 0..2 (its largest offset ends on the last position of the target context)'
+    """
+    text = GateBResult.describe(entry, threshold)
+    where = f"origin {entry['origin']:,.0f} ({entry['origin_rule']})"
+    text = text.replace(where, f"positions {entry['origin']:,.0f}..{target_length - 1:,} "
+                               "(its largest offset ends on the last position of the target context)")
+    if idle_rule:
+        text = text.replace("unscaled (no rule)", f"unscaled ({idle_rule} not applied: the target is within training)")
+    return text
+
+
+def idle_rule(state: dict) -> str | None:
+    """The custom rule a state names but the audit does not apply (its target is within training)."""
+    named = state["model"] == "custom" and state["rule"] != "none"
+    return state["rule"] if named and state["target_length"] <= state["train_length"] else None
 
 
 def reference(state: dict) -> dict:

@@ -157,6 +157,9 @@ def readout(state: dict) -> str:
         f"slow pairs (under one turn in {c['train_length']:,} training tokens): {state['slow_pairs']}",
         f"angular step ratio: {state['scale']:.4g}; adjacent distance D(1) = {state['adjacent_distance']:.4f}",
     ]
+    if not state["near"]:
+        lines.append(f"no offset beyond training to search: the target ({c['target_length']:,}) is within training "
+                     f"({c['train_length']:,}), so no identity-like offset is marked")
     if state["near"]:
         off, k = state["near"][0]
         lines.append(f"most identity-like offset in [{c['train_length']:,}, {c['target_length']:,}]: {off:,} (K = {k:.4f})")

@@ -11,6 +11,8 @@ book's browser test checks the two agree to 1e-9).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import traitlets
 
@@ -19,7 +21,7 @@ from ropegeo.book.widgets._lab import Lab, esm_source
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel, near_collisions
 
-__all__ = ["KernelLab", "reference", "MAX_SPAN", "MAX_LAB_HEAD_DIM", "MAX_LAB_OFFSET"]
+__all__ = ["KernelLab", "reference", "distinct_returns", "MAX_SPAN", "MAX_LAB_HEAD_DIM", "MAX_LAB_OFFSET"]
 
 #: Offsets searched per update; the JavaScript clips a longer range to this many.
 MAX_SPAN = 200_000
@@ -126,8 +128,8 @@ class KernelLab(Lab):
 
     @property
     def scale(self) -> float:
-        """The offset multiplier ``s``: ``train_length / target_length`` when interpolating, else 1."""
-        return self.train_length / self.target_length if self.interpolate else 1.0
+        """The offset multiplier ``s``: ``min(1, train_length / target_length)`` when interpolating, else 1."""
+        return min(1.0, self.train_length / self.target_length) if self.interpolate else 1.0
 
     def state(self) -> dict:
         """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
@@ -171,7 +173,49 @@ def reference(
     train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_LAB_OFFSET)
     target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_LAB_OFFSET)
     top = v.integer("top", top, minimum=1, maximum=_MAX_TOP)
-    scale = train_length / target_length if interpolate else 1.0
+    scale = min(1.0, train_length / target_length) if interpolate else 1.0
     found = near_collisions(theta, start, stop, top=top, scale=scale, progress=False)
     k = kernel(np.asarray([] if offsets is None else offsets, dtype=np.float64), theta, scale=scale)
-    return {"scale": scale, "top": [(c.offset, c.similarity) for c in found], "k": k.tolist()}
+    n = stop - start + 1  # one return per window: a fastest wavelength or 1% of the range, whichever is wider
+    width = max(1, min(n, max(math.ceil(2 * math.pi / (scale * theta[0])), math.ceil(n / 100))))
+    returns = distinct_returns(kernel(np.arange(start, stop + 1, dtype=np.float64), theta, scale=scale), start, top, width)
+    return {"scale": scale, "top": [(c.offset, c.similarity) for c in found], "k": k.tolist(),
+            "returns": returns, "return_width": width}
+
+
+def distinct_returns(values, start: int, top: int, width: int) -> list:
+    """The ``top`` offsets with the largest ``K`` among those whose ``K`` is the largest within
+    ``width`` offsets either side (ties: the smaller offset): one offset per return, where
+    :func:`ropegeo.geometry.near_collisions` may list two neighbours on one peak.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+        ``K`` at the offsets ``start .. start + n - 1``.
+
+    Returns
+    -------
+    list of (int, float)
+        ``(offset, K)`` pairs (``K`` at most 1), largest first.
+
+    Examples
+    --------
+    >>> distinct_returns([0.1, 0.9, 0.8, 0.2, 0.7, 0.1], 10, 3, 1)
+    [(11, 0.9), (14, 0.7)]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    padded = np.concatenate([np.full(width, -np.inf), values, np.full(width, -np.inf)])
+    cur, span = padded.copy(), 1  # the largest over each window of 2 width + 1, by doubling spans
+    while 2 * span <= 2 * width + 1:
+        cur[:-span] = np.maximum(cur[:-span], cur[span:])
+        span *= 2
+    k = np.arange(values.size)
+    window = np.maximum(cur[k], cur[k + 2 * width + 1 - span])
+    peaks, last = [], None
+    for k in np.flatnonzero(values >= window):
+        if last is not None and k - last <= width and values[last] == values[k]:
+            continue
+        peaks.append(int(k))
+        last = k
+    peaks.sort(key=lambda j: (-values[j], j))
+    return [(start + j, min(1.0, float(values[j]))) for j in peaks[:top]]

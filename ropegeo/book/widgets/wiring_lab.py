@@ -45,7 +45,8 @@ from ropegeo.gates.verdicts import Check, status
 from ropegeo.models.manifest import PHASE_DTYPES, POSITION_ID_POLICIES
 from ropegeo.rotation import apply_rope
 
-__all__ = ["WiringLab", "reference", "read_partners", "document_position_ids", "LENGTH", "SHIFTS", "CEILING"]
+__all__ = ["WiringLab", "reference", "read_partners", "document_position_ids", "positions_text", "LENGTH", "SHIFTS",
+           "CEILING"]
 
 #: Tokens in the document; the query is the last one.
 LENGTH = 32
@@ -87,6 +88,16 @@ def read_partners(head_dim: int, theta, pairing: str, dtype: str) -> list:
     off = rows != 0.0
     np.fill_diagonal(off, False)
     return [int(np.flatnonzero(r)[0]) if r.any() else -1 for r in off]
+
+
+def positions_text(ids) -> str:
+    """The start of the lab's line of position ids: the keys' range of ids and the query's.
+
+    >>> positions_text(document_position_ids("contiguous", 0, 31))
+    'position ids: keys 0..30 get 0..30, the query (token 31) gets 31'
+    """
+    ids = [int(x) for x in ids]
+    return f"position ids: keys 0..{len(ids) - 2} get {ids[0]:,}..{ids[-2]:,}, the query (token {len(ids) - 1}) gets {ids[-1]:,}"
 
 
 def reference(state: dict, q, k) -> dict:
