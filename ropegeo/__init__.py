@@ -13,6 +13,7 @@ audit), ``ropegeo.toy`` (trained heads), ``ropegeo.book`` (figures, labs, exerci
 ``ropegeo.cli`` (the command line).
 """
 
+import os as _os
 import sys as _sys
 
 
@@ -27,7 +28,7 @@ def _quiet_interrupt(kind, value, traceback, _previous=_sys.excepthook):
         return _previous(kind, value, traceback)
     _sys.stderr.write("ropegeo: interrupted\n")
     _sys.stderr.flush()
-    _sys.exit(130)
+    _os._exit(130)  # not sys.exit: the interpreter may count this interrupt as unhandled and end by SIGINT
 
 
 _argv0 = (getattr(_sys, "argv", None) or [""])[0]
