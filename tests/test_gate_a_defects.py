@@ -50,13 +50,46 @@ def _bf16_round_trip(y):
     return np.asarray(y, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
 
 
-def test_bfloat16_data_returned_as_float64_is_inferred_from_its_rounding():
-    r = gate_a(lambda x, p: _bf16_round_trip(apply_rope(x, p, pairing="half")), head_dim=64, pairing="half")
-    assert r.passed, r.table()
-    assert r.inferred["data_dtype"] == "bfloat16" and r.inferred["data_dtype_source"] == "measured rounding"
+def test_bfloat16_rounding_returned_as_float64_is_a_precision_finding_not_a_licence():
+    # the audited code never sets its own tolerance: judged at the float64 it returns, the bfloat16
+    # rounding inside is named (precision), and declaring bfloat16 is what makes it pass
+    f = lambda x, p: _bf16_round_trip(apply_rope(x, p, pairing="half"))  # noqa: E731
+    r = gate_a(f, head_dim=64, pairing="half")
+    assert r.failed[0] == "precision" and r.defects[0] == "precision", r.table()
+    assert r.inferred["data_dtype"] == "float64" and r.inferred["data_dtype_source"] == "returned arrays"
+    assert r.inferred["data_rounding"]["dtype"] == "bfloat16" and "rounds as bfloat16" in r.diagnosis
     # the orthogonality defect of R(p) is a few bfloat16 unit roundoffs (2**-8), no more
     u = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps) / 2
     assert u / 16 < r.inferred["orthogonality_error"] < 8 * u
+    assert gate_a(f, head_dim=64, pairing="half", dtype="bfloat16").passed
+
+
+def _scaled_table(factor, dtype=np.float64):
+    """Correct float64 rotary code whose cos and sin carry a stray factor (the issue's 1.01)."""
+    def f(x, positions):
+        x = np.asarray(x, dtype=dtype)
+        d = x.shape[-1]
+        ang = np.asarray(positions, dtype=float)[..., None] * 10_000.0 ** (-np.arange(0, d, 2) / d)
+        c, s = np.cos(ang) * factor, np.sin(ang) * factor
+        out = x.copy()
+        out[..., 0::2], out[..., 1::2] = x[..., 0::2] * c - x[..., 1::2] * s, x[..., 0::2] * s + x[..., 1::2] * c
+        return out
+    return f
+
+
+@pytest.mark.parametrize("factor", [1.01, 1.001, 0.99])
+def test_a_stray_factor_on_cos_and_sin_fails_at_the_returned_dtype(factor):
+    # before: "data rounding: bfloat16 (from the measured rounding)" and a pass at 1.01
+    r = gate_a(_scaled_table(factor), head_dim=64)
+    assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
+    assert r.inferred["data_dtype"] == "float64" and "data_rounding" not in r.inferred
+    assert abs(r.inferred["norm_scale"] - factor) < 1e-9
+
+
+def test_the_same_code_without_the_factor_passes():
+    # the control: the reproduction itself is correct rotary code
+    r = gate_a(_scaled_table(1.0), head_dim=64)
+    assert r.passed and "data_rounding" not in r.inferred, r.table()
 
 
 def test_declared_data_dtype_overrides_the_inference():

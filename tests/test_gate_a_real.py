@@ -206,7 +206,7 @@ def test_correct_float32_angles_in_float16_data_pass_over_a_million_positions():
     assert r.passed, r.table()
 
 
-def test_input_rounded_to_float16_and_returned_as_float32_is_data_rounding():
+def test_input_rounded_to_float16_and_returned_as_float32_is_a_precision_finding():
     # x cast to float16 on the way in, the rotation done and returned in float32 ("forgot to cast
     # back"): identity probes are exact in every format, so only the input at position 0 shows the
     # rounding; it is data rounding, not an origin or a magnitude defect
@@ -219,8 +219,10 @@ def test_input_rounded_to_float16_and_returned_as_float32_is_data_rounding():
         return x * np.cos(emb) + np.concatenate([-x[..., 32:], x[..., :32]], -1) * np.sin(emb)
 
     r = gate_a(f, head_dim=64, pairing="half", max_position=131_072)
-    assert r.passed, r.table()
-    assert r.inferred["data_dtype"] == "float16" and r.inferred["data_dtype_source"] == "rounding of the input"
+    assert r.failed == ["precision"] and r.defects == ["precision"], r.table()  # a finding, not an origin or magnitude defect
+    assert r.inferred["data_dtype"] == "float32" and r.inferred["data_rounding"]["dtype"] == "float16"
+    assert "input is rounded to float16" in r.diagnosis
+    assert gate_a(f, head_dim=64, pairing="half", max_position=131_072, dtype="float16").passed
 
 
 @pytest.mark.parametrize("kind", ["kwargs", "module", "decorated"])
