@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ropegeo.book.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry
+from ropegeo.book.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry, entry
 from ropegeo.gates.verdicts import DEFECT_CLASSES, Check, verdict
 from ropegeo.gates.a.gate import CHECKS, gate_a
 from ropegeo.rotation import apply_rope
@@ -271,3 +271,64 @@ def test_short_declared_contexts_are_read_inside_them(context):
         assert r.passed and r.check("layout").passed and r.check("batch").passed, r.table()
     else:
         assert r.failed == ["context"] and "refuses positions from 64 on" in r.diagnosis
+
+
+# ---------------------------------------------------------------- issue 35: diagnoses that name the defect
+def test_a_bfloat16_table_on_float32_data_is_named_without_contradiction():
+    # before: led by "magnitude: an attention factor of 1.00004", the table called "float16", the
+    # error said to grow with position while it did not
+    e = defect_entry("bfloat16-table-float32-data", 64)
+    r = gate_a(e.impl, **e.declared)
+    assert r.failed == ["precision"] and r.defects == ["precision"], r.table()
+    assert "magnitude" not in r.diagnosis and "float16" not in r.diagnosis.replace("bfloat16", "")
+    assert "grows with position" not in r.diagnosis
+    # the control: declared as served in bfloat16, the same table is correct
+    assert gate_a(e.impl, **e.declared, dtype="bfloat16").passed
+
+
+def test_a_sign_flip_on_odd_pairs_is_a_convention_defect_not_a_schedule():
+    r = gate_a(defect_entry("odd-pairs-mirrored", 64).impl, head_dim=64, pairing="half")
+    assert r.defects == ["convention"] and "16 of 32" in r.diagnosis, r.table()
+    assert "times the declared one" not in r.diagnosis
+    # the control: every pair mirrored is still the mirrored convention, named as before
+    whole = gate_a(defect_entry("mirrored", 64).impl, head_dim=64, pairing="half")
+    assert "every pair rotates the opposite way" in whole.diagnosis
+
+
+def test_pairs_that_never_turn_are_named_as_declared_pairs_not_an_irregular_layout():
+    r = gate_a(defect_entry("pairs-never-turn", 64).impl, head_dim=64, pairing="half")
+    assert r.failed[0] == "layout" and "declared pairs 24..31 (8 of 32) never turn" in r.diagnosis, r.table()
+    assert "irregular" not in r.diagnosis and "wrong end" not in r.diagnosis
+    # the controls: a declared partial rotary passes; a slice from the wrong end is still named so
+    for name, verdict_ in (("partial", True), ("missliced-partial", False)):
+        e = entry(name, 64)
+        assert gate_a(e.impl, **e.declared).passed is verdict_
+    e = entry("missliced-partial", 64)
+    assert "wrong end of the head" in gate_a(e.impl, **e.declared).diagnosis
+
+
+@pytest.mark.parametrize("rows", [2048, 1024, 512])
+def test_clamped_tables_below_the_probes_are_named_clamps_not_wraps(rows):
+    # before: "P mod 64,000", "P mod 16,000", "not a geometric schedule" under the default probes
+    r = gate_a(PositionDefect(32, mode="clamped", size=rows), head_dim=32)
+    assert r.failed[0] == "context" and f"table of {rows:,} rows indexed with a clamp" in r.diagnosis, r.table()
+    assert " mod " not in r.diagnosis
+    # the control: the same size wrapped is still named a wrap
+    w = gate_a(PositionDefect(32, mode="wrapped", size=rows), head_dim=32)
+    assert f"P mod {rows:,}" in w.diagnosis, w.table()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_inv_freq_rounded_to_a_low_precision_dtype_is_named(dtype):
+    d = 64
+    r = gate_a(defect_entry(f"{dtype}-inv-freq", d).impl, head_dim=d, pairing="half")
+    assert r.failed == ["frequencies"] and f"rounded to {dtype}" in r.diagnosis, r.table()
+    assert "geometric schedule" not in r.diagnosis and "times the declared one" not in r.diagnosis
+    # the largest relative step error quoted, against ml_dtypes' rounding of the declared steps
+    fmt = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
+    ref = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    want = float(np.max(np.abs(ref.astype(np.float32).astype(fmt).astype(float) - ref) / ref))
+    quoted = float(re.search(r"turns up to ([0-9.e+-]+) too fast", r.diagnosis).group(1))
+    assert quoted == pytest.approx(want, rel=0.06)
+    # the control: the same code with inv_freq kept in float32 passes
+    assert gate_a(ServedRotary(d, pairing="half", data_dtype="float32"), head_dim=d, pairing="half").passed

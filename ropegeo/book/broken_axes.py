@@ -144,12 +144,13 @@ AXES_DEFECTS = {
 AXES_CORRECT = {"qwen2-vl": False, "qwen3-vl": True}
 
 
-def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = None) -> AxesEntry:
+def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = None,
+               stepwise: bool = False) -> AxesEntry:
     """A catalogue entry of a 128-wide head: ``"qwen2-vl"``, ``"qwen3-vl"`` or an :data:`AXES_DEFECTS` name.
 
     Qwen2-VL's entries use base 1,000,000, sections (16, 24, 24) and a 32,768-token context;
     Qwen3-VL's base 5,000,000, (24, 20, 20) interleaved and 262,144 tokens (``max_position``
-    replaces the context).
+    replaces the context; ``stepwise`` forms the angles pair after pair in float32, as llama.cpp does).
 
     Examples
     --------
@@ -165,7 +166,7 @@ def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = 
         raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS])}, got {name!r}")
     base, sec, ctx = (5e6, QWEN3_VL_SECTIONS, 262_144) if inter else (1e6, QWEN2_VL_SECTIONS, 32_768)
     max_position = ctx if max_position is None else v.length("max_position", max_position, minimum=16)
-    impl = MultiAxisRotary(128, base, sec, inter, dtype, broken)
+    impl = MultiAxisRotary(128, base, sec, inter, dtype, broken, stepwise)
     declared = dict(head_dim=128, base=base, pairing="half", max_position=max_position, mrope_section=sec,
                     mrope_interleaved=inter)
     return AxesEntry(name, impl, declared, leads, broken, defect)
