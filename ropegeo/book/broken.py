@@ -21,7 +21,8 @@ consistently interpolated) and eight broken ones:
 :data:`DEFECTS` is the wider catalogue Gate A is tested on: every defect class it names
 (position-id, precision, frequency, layout, convention, magnitude, roles, values, decoding), each
 with the check that must lead its report and the words its diagnosis must contain, plus correct
-implementations served in bfloat16, float16 and float64 that must pass. See :func:`defect_entry`.
+implementations served in bfloat16 and float16 that must pass (the float64 control is
+:data:`CATALOGUE`'s ``interleaved``). See :func:`defect_entry`.
 """
 
 from __future__ import annotations
@@ -625,9 +626,6 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
             ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="scaled"), "norm",
             "norm ratio up to 1.2", "magnitude", declared=served, manifest=mh),
         # issue 35: what the audited code must not excuse, and what Gate A must name as itself
-        CatalogueEntry("served-float64", "correct, all in float64 (angles, cos/sin and vectors)",
-                       ServedRotary(d, pairing="half", data_dtype="float64", phase_dtype="float64"), dict(served),
-                       dict(mh, phase_dtype="float64")),
         bad("scaled-table-float64", "cos and sin multiplied by 1.01, all in float64",
             ServedRotary(d, pairing="half", data_dtype="float64", phase_dtype="float64", variant="scaled", gain=1.01),
             "norm", "median 1.01", "magnitude", declared=served, manifest=dict(mh, phase_dtype="float64")),
