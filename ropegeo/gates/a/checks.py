@@ -420,7 +420,11 @@ def check_frequencies(ctx, rng) -> Check:
     span_ = float(pos[-1] - pos[0])
 
     def tolerance(steps):  # per pair, for a schedule of these steps; 1e-6: the angles' own float64 rounding
-        return np.maximum(4.0 * max(u_angle, UNIT["float64"]) * steps + DATA_SAFETY * ctx.u_data / span_, 1e-6 * steps)
+        # pair i's step formed in the declared phase dtype by a recurrence (theta *= base^(-2/d), as llama.cpp
+        # does) carries up to 2 (i + 1) roundings of that dtype: the phase dtype, not the code, sets this
+        chain = 2.0 * np.arange(1, np.size(steps) + 1) * ctx.u_phase
+        return np.maximum((4.0 * max(u_angle, UNIT["float64"]) + chain) * steps + DATA_SAFETY * ctx.u_data / span_,
+                          1e-6 * steps)
 
     fit = _fit_schedule(th, 2 * len(th), tolerance(np.abs(th)))
     if fit is not None:
