@@ -332,3 +332,15 @@ def test_inv_freq_rounded_to_a_low_precision_dtype_is_named(dtype):
     assert quoted == pytest.approx(want, rel=0.06)
     # the control: the same code with inv_freq kept in float32 passes
     assert gate_a(ServedRotary(d, pairing="half", data_dtype="float32"), head_dim=d, pairing="half").passed
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_transformers_buffer_cast_is_named_in_its_serving_dtype(dtype, head_dim):
+    # chapters 3 and 5's path (ropegeo.precision.buffer_cast): inv_freq cast with the model, angles in
+    # float32, cos, sin and vectors in the model dtype; before: "not a geometric schedule" or a pair's step
+    f = ServedRotary(head_dim, pairing="half", data_dtype=dtype, inv_freq_dtype=dtype)
+    r = gate_a(f, head_dim=head_dim, pairing="half")
+    assert r.failed[0] == "frequencies" and f"rounded to {dtype}" in r.diagnosis, r.table()
+    # the control: loaded in that dtype (inv_freq computed in float32), the same module passes
+    assert gate_a(ServedRotary(head_dim, pairing="half", data_dtype=dtype), head_dim=head_dim, pairing="half").passed
