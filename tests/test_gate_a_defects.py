@@ -282,8 +282,11 @@ def test_a_bfloat16_table_on_float32_data_is_named_without_contradiction():
     assert r.failed == ["precision"] and r.defects == ["precision"], r.table()
     assert "magnitude" not in r.diagnosis and "float16" not in r.diagnosis.replace("bfloat16", "")
     assert "grows with position" not in r.diagnosis
-    # the control: declared as served in bfloat16, the same table is correct
+    # the controls: declared as served in bfloat16, the same table is correct; an angle table formed
+    # in bfloat16 is still said to grow with position, as its quoted errors do
     assert gate_a(e.impl, **e.declared, dtype="bfloat16").passed
+    angles_ = gate_a(defect_entry("bfloat16-angles", 64).impl, head_dim=64)
+    assert "The error grows with position" in angles_.check("precision").diagnosis
 
 
 def test_a_sign_flip_on_odd_pairs_is_a_convention_defect_not_a_schedule():
