@@ -122,6 +122,29 @@ def test_broken_mrope_fails_and_is_named(name, dtype):
     assert EXIT_CODES[r.status] == 1
 
 
+@pytest.mark.parametrize("name", [*AXES_CORRECT, *AXES_DEFECTS])
+def test_stepwise_float32_angles_are_judged_at_the_phase_dtype(name):
+    # llama.cpp forms each pair's angle from the previous one in float32: its error (3.2e-6 rad, 1.5x
+    # the old per-pair tolerance) once failed axis-bands as a layout defect, although the same
+    # arithmetic passes the 1D gate; the bands now allow the 1D gate's float32 precision limit, and
+    # the broken variants computed the same way still fail as before
+    e = axes_entry(name, stepwise=True)
+    r = gate_a(e.impl, **e.declared)
+    if e.leads is None:
+        assert r.status == "pass", r.table()
+        assert r.check("axis-bands").passed and r.check("frequencies").passed
+    else:
+        assert r.failed[0] == e.leads and r.finding == e.finding, r.table()
+
+
+def test_axis_bands_still_fail_a_frequency_error_above_the_phase_limit():
+    # the control: a declared base 0.1 % off moves the slow pairs by up to 1e-3 of their angle,
+    # a hundred times the float32 limit; the bands see it
+    e = axes_entry("qwen2-vl", stepwise=True)
+    r = gate_a(e.impl, **(e.declared | {"base": e.declared["base"] * 1.001}))
+    assert r.check("axis-bands").passed is False, r.table()
+
+
 def test_findings_in_words():
     words = {}
     for name in AXES_DEFECTS:

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ropegeo.book.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry
+from ropegeo.book.broken import DEFECTS, PositionDefect, ServedRotary, defect_entry, entry
 from ropegeo.gates.verdicts import DEFECT_CLASSES, Check, verdict
 from ropegeo.gates.a.gate import CHECKS, gate_a
 from ropegeo.rotation import apply_rope
@@ -50,13 +50,46 @@ def _bf16_round_trip(y):
     return np.asarray(y, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
 
 
-def test_bfloat16_data_returned_as_float64_is_inferred_from_its_rounding():
-    r = gate_a(lambda x, p: _bf16_round_trip(apply_rope(x, p, pairing="half")), head_dim=64, pairing="half")
-    assert r.passed, r.table()
-    assert r.inferred["data_dtype"] == "bfloat16" and r.inferred["data_dtype_source"] == "measured rounding"
+def test_bfloat16_rounding_returned_as_float64_is_a_precision_finding_not_a_licence():
+    # the audited code never sets its own tolerance: judged at the float64 it returns, the bfloat16
+    # rounding inside is named (precision), and declaring bfloat16 is what makes it pass
+    f = lambda x, p: _bf16_round_trip(apply_rope(x, p, pairing="half"))  # noqa: E731
+    r = gate_a(f, head_dim=64, pairing="half")
+    assert r.failed[0] == "precision" and r.defects[0] == "precision", r.table()
+    assert r.inferred["data_dtype"] == "float64" and r.inferred["data_dtype_source"] == "returned arrays"
+    assert r.inferred["data_rounding"]["dtype"] == "bfloat16" and "rounds as bfloat16" in r.diagnosis
     # the orthogonality defect of R(p) is a few bfloat16 unit roundoffs (2**-8), no more
     u = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps) / 2
     assert u / 16 < r.inferred["orthogonality_error"] < 8 * u
+    assert gate_a(f, head_dim=64, pairing="half", dtype="bfloat16").passed
+
+
+def _scaled_table(factor, dtype=np.float64):
+    """Correct float64 rotary code whose cos and sin carry a stray factor (the issue's 1.01)."""
+    def f(x, positions):
+        x = np.asarray(x, dtype=dtype)
+        d = x.shape[-1]
+        ang = np.asarray(positions, dtype=float)[..., None] * 10_000.0 ** (-np.arange(0, d, 2) / d)
+        c, s = np.cos(ang) * factor, np.sin(ang) * factor
+        out = x.copy()
+        out[..., 0::2], out[..., 1::2] = x[..., 0::2] * c - x[..., 1::2] * s, x[..., 0::2] * s + x[..., 1::2] * c
+        return out
+    return f
+
+
+@pytest.mark.parametrize("factor", [1.01, 1.001, 0.99])
+def test_a_stray_factor_on_cos_and_sin_fails_at_the_returned_dtype(factor):
+    # before: "data rounding: bfloat16 (from the measured rounding)" and a pass at 1.01
+    r = gate_a(_scaled_table(factor), head_dim=64)
+    assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
+    assert r.inferred["data_dtype"] == "float64" and "data_rounding" not in r.inferred
+    assert abs(r.inferred["norm_scale"] - factor) < 1e-9
+
+
+def test_the_same_code_without_the_factor_passes():
+    # the control: the reproduction itself is correct rotary code
+    r = gate_a(_scaled_table(1.0), head_dim=64)
+    assert r.passed and "data_rounding" not in r.inferred, r.table()
 
 
 def test_declared_data_dtype_overrides_the_inference():
@@ -238,3 +271,79 @@ def test_short_declared_contexts_are_read_inside_them(context):
         assert r.passed and r.check("layout").passed and r.check("batch").passed, r.table()
     else:
         assert r.failed == ["context"] and "refuses positions from 64 on" in r.diagnosis
+
+
+# ---------------------------------------------------------------- issue 35: diagnoses that name the defect
+def test_a_bfloat16_table_on_float32_data_is_named_without_contradiction():
+    # before: led by "magnitude: an attention factor of 1.00004", the table called "float16", the
+    # error said to grow with position while it did not
+    e = defect_entry("bfloat16-table-float32-data", 64)
+    r = gate_a(e.impl, **e.declared)
+    assert r.failed == ["precision"] and r.defects == ["precision"], r.table()
+    assert "magnitude" not in r.diagnosis and "float16" not in r.diagnosis.replace("bfloat16", "")
+    assert "grows with position" not in r.diagnosis
+    # the controls: declared as served in bfloat16, the same table is correct; an angle table formed
+    # in bfloat16 is still said to grow with position, as its quoted errors do
+    assert gate_a(e.impl, **e.declared, dtype="bfloat16").passed
+    angles_ = gate_a(defect_entry("bfloat16-angles", 64).impl, head_dim=64)
+    assert "The error grows with position" in angles_.check("precision").diagnosis
+
+
+def test_a_sign_flip_on_odd_pairs_is_a_convention_defect_not_a_schedule():
+    r = gate_a(defect_entry("odd-pairs-mirrored", 64).impl, head_dim=64, pairing="half")
+    assert r.defects == ["convention"] and "16 of 32" in r.diagnosis, r.table()
+    assert "times the declared one" not in r.diagnosis
+    # the control: every pair mirrored is still the mirrored convention, named as before
+    whole = gate_a(defect_entry("mirrored", 64).impl, head_dim=64, pairing="half")
+    assert "every pair rotates the opposite way" in whole.diagnosis
+
+
+def test_pairs_that_never_turn_are_named_as_declared_pairs_not_an_irregular_layout():
+    r = gate_a(defect_entry("pairs-never-turn", 64).impl, head_dim=64, pairing="half")
+    assert r.failed[0] == "layout" and "declared pairs 24..31 (8 of 32) never turn" in r.diagnosis, r.table()
+    assert "irregular" not in r.diagnosis and "wrong end" not in r.diagnosis
+    # the controls: a declared partial rotary passes; a slice from the wrong end is still named so
+    for name, verdict_ in (("partial", True), ("missliced-partial", False)):
+        e = entry(name, 64)
+        assert gate_a(e.impl, **e.declared).passed is verdict_
+    e = entry("missliced-partial", 64)
+    assert "wrong end of the head" in gate_a(e.impl, **e.declared).diagnosis
+
+
+@pytest.mark.parametrize("rows", [2048, 1024, 512])
+def test_clamped_tables_below_the_probes_are_named_clamps_not_wraps(rows):
+    # before: "P mod 64,000", "P mod 16,000", "not a geometric schedule" under the default probes
+    r = gate_a(PositionDefect(32, mode="clamped", size=rows), head_dim=32)
+    assert r.failed[0] == "context" and f"table of {rows:,} rows indexed with a clamp" in r.diagnosis, r.table()
+    assert " mod " not in r.diagnosis
+    # the control: the same size wrapped is still named a wrap
+    w = gate_a(PositionDefect(32, mode="wrapped", size=rows), head_dim=32)
+    assert f"P mod {rows:,}" in w.diagnosis, w.table()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_inv_freq_rounded_to_a_low_precision_dtype_is_named(dtype):
+    d = 64
+    r = gate_a(defect_entry(f"{dtype}-inv-freq", d).impl, head_dim=d, pairing="half")
+    assert r.failed == ["frequencies"] and f"rounded to {dtype}" in r.diagnosis, r.table()
+    assert "geometric schedule" not in r.diagnosis and "times the declared one" not in r.diagnosis
+    # the largest relative step error quoted, against ml_dtypes' rounding of the declared steps
+    fmt = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
+    ref = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    want = float(np.max(np.abs(ref.astype(np.float32).astype(fmt).astype(float) - ref) / ref))
+    quoted = float(re.search(r"turns up to ([0-9.e+-]+) too fast", r.diagnosis).group(1))
+    assert quoted == pytest.approx(want, rel=0.06)
+    # the control: the same code with inv_freq kept in float32 passes
+    assert gate_a(ServedRotary(d, pairing="half", data_dtype="float32"), head_dim=d, pairing="half").passed
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_transformers_buffer_cast_is_named_in_its_serving_dtype(dtype, head_dim):
+    # chapters 3 and 5's path (ropegeo.precision.buffer_cast): inv_freq cast with the model, angles in
+    # float32, cos, sin and vectors in the model dtype; before: "not a geometric schedule" or a pair's step
+    f = ServedRotary(head_dim, pairing="half", data_dtype=dtype, inv_freq_dtype=dtype)
+    r = gate_a(f, head_dim=head_dim, pairing="half")
+    assert r.failed[0] == "frequencies" and f"rounded to {dtype}" in r.diagnosis, r.table()
+    # the control: loaded in that dtype (inv_freq computed in float32), the same module passes
+    assert gate_a(ServedRotary(head_dim, pairing="half", data_dtype=dtype), head_dim=head_dim, pairing="half").passed

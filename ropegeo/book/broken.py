@@ -21,7 +21,8 @@ consistently interpolated) and eight broken ones:
 :data:`DEFECTS` is the wider catalogue Gate A is tested on: every defect class it names
 (position-id, precision, frequency, layout, convention, magnitude, roles, values, decoding), each
 with the check that must lead its report and the words its diagnosis must contain, plus correct
-implementations served in bfloat16 and float16 that must pass. See :func:`defect_entry`.
+implementations served in bfloat16 and float16 that must pass (the float64 control is
+:data:`CATALOGUE`'s ``interleaved``). See :func:`defect_entry`.
 """
 
 from __future__ import annotations
@@ -212,37 +213,60 @@ class PositionDefect(Rotary):
 class ServedRotary(Rotary):
     """A correct rotary layer served in a low-precision data dtype, as models are deployed.
 
-    Angles are formed in float32 (``phase_dtype``); cos, sin and the vectors are cast to
-    ``data_dtype`` (``"bfloat16"`` or ``"float16"``) and rotated there; the result is returned
-    in ``data_dtype``. ``variant`` breaks it: ``"mirrored"`` (sin negated), ``"scaled"`` (cos and
-    sin multiplied by 1.2), ``"reversed"`` (the frequency table in reverse order).
+    Angles are formed in ``phase_dtype`` (float32 unless given; float64 when ``"float64"``); cos, sin
+    and the vectors are cast to ``data_dtype`` (``"bfloat16"``, ``"float16"``, ``"float32"`` or
+    ``"float64"``) and rotated there; the result is returned in ``data_dtype``. These break it:
+    ``variant`` ``"mirrored"`` (sin negated), ``"odd-mirrored"`` (sin negated on odd pairs only),
+    ``"scaled"`` (cos and sin multiplied by ``gain``), ``"reversed"`` (the frequency table in reverse
+    order); ``inv_freq_dtype`` (the frequencies rounded to ``"bfloat16"`` or ``"float16"``, as
+    ``model.to(torch.bfloat16)`` does to the buffer); ``table_dtype`` (cos and sin rounded to that
+    format before the data's); ``still`` (the last ``still`` pairs get position id 0, as a fourth
+    position id left at 0 does).
     """
 
-    def __init__(self, *args, data_dtype: str = "bfloat16", variant: str | None = None, **kwargs):
+    _VARIANTS = (None, "mirrored", "odd-mirrored", "scaled", "reversed")
+
+    def __init__(self, *args, data_dtype: str = "bfloat16", variant: str | None = None, gain: float = 1.2,
+                 inv_freq_dtype: str | None = None, table_dtype: str | None = None, still: int = 0, **kwargs):
         kwargs.setdefault("phase_dtype", "float32")
         super().__init__(*args, **kwargs)
-        self.data = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[data_dtype]
-        if variant not in (None, "mirrored", "scaled", "reversed"):
-            raise ValueError(f"variant must be None, 'mirrored', 'scaled' or 'reversed', got {variant!r}")
-        self.variant = variant
+        self.data = _DATA[data_dtype]
+        if variant not in self._VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(map(repr, self._VARIANTS))}, got {variant!r}")
+        for name, value in (("inv_freq_dtype", inv_freq_dtype), ("table_dtype", table_dtype)):
+            if value is not None and value not in _DATA:
+                raise ValueError(f"{name} must be None or one of {', '.join(_DATA)}, got {value!r}")
+        self.variant, self.gain = variant, v.real("gain", gain, greater_than=0.0)
+        self.inv_freq_dtype, self.table_dtype = inv_freq_dtype, table_dtype
+        self.still = v.integer("still", still, minimum=0, maximum=self.rotary_dim // 2)
 
     def _rotate(self, x, positions, role):
-        x = np.asarray(x, dtype=np.float32).astype(self.data)
+        x = np.asarray(x, dtype=np.float64).astype(self.data)
         if role == "value":
             return x
-        r = self.rotary_dim
-        theta = (self.base ** (-np.arange(0, r, 2, dtype=np.float32) / np.float32(r))).astype(np.float32)
+        r, ph = self.rotary_dim, np.float64 if self.phase_dtype == "float64" else np.float32
+        theta = (self.base ** (-np.arange(0, r, 2, dtype=ph) / ph(r))).astype(ph)
+        if self.inv_freq_dtype:
+            theta = theta.astype(_DATA[self.inv_freq_dtype]).astype(ph)
         if self.variant == "reversed":
             theta = theta[::-1]
-        ang = np.asarray(positions, dtype=np.float32)[..., None] * (theta * np.float32(self.scale))
-        gain = 1.2 if self.variant == "scaled" else 1.0
-        c = (np.cos(ang) * gain).astype(self.data)
-        sn = (np.sin(ang) * gain * (-1.0 if self.variant == "mirrored" else 1.0)).astype(self.data)
+        ang = np.asarray(positions, dtype=ph)[..., None] * (theta * ph(self.scale))
+        if self.still:
+            ang[..., r // 2 - self.still:] = 0.0
+        gain = self.gain if self.variant == "scaled" else 1.0
+        sign = {"mirrored": -1.0, "odd-mirrored": np.where(np.arange(r // 2) % 2, -1.0, 1.0)}.get(self.variant, 1.0)
+        c, sn = np.cos(ang) * gain, np.sin(ang) * gain * sign
+        if self.table_dtype:
+            c, sn = (t.astype(_DATA[self.table_dtype]) for t in (c, sn))
+        c, sn = c.astype(self.data), sn.astype(self.data)
         a, b = pair_indices(r, self.pairing)
         out = x.copy()
         out[..., a] = x[..., a] * c - x[..., b] * sn
         out[..., b] = x[..., a] * sn + x[..., b] * c
         return out
+
+
+_DATA = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32, "float64": np.float64}
 
 
 @dataclass(frozen=True)
@@ -601,6 +625,28 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
         bad("scaled-table", "cos and sin multiplied by 1.2 (served in bfloat16)",
             ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="scaled"), "norm",
             "norm ratio up to 1.2", "magnitude", declared=served, manifest=mh),
+        # issue 35: what the audited code must not excuse, and what Gate A must name as itself
+        bad("scaled-table-float64", "cos and sin multiplied by 1.01, all in float64",
+            ServedRotary(d, pairing="half", data_dtype="float64", phase_dtype="float64", variant="scaled", gain=1.01),
+            "norm", "median 1.01", "magnitude", declared=served, manifest=dict(mh, phase_dtype="float64")),
+        bad("bfloat16-table-float32-data", "cos and sin rounded to bfloat16, the vectors kept in float32",
+            ServedRotary(d, pairing="half", data_dtype="float32", table_dtype="bfloat16"), "precision",
+            "rounds as bfloat16", "precision", declared=served, manifest=mh),
+        bad("bfloat16-inv-freq", "inv_freq held in bfloat16 (model.to(torch.bfloat16)), the rest in float32",
+            ServedRotary(d, pairing="half", data_dtype="float32", inv_freq_dtype="bfloat16"), "frequencies",
+            "rounded to bfloat16", "frequency", declared=served, manifest=mh),
+        bad("float16-inv-freq", "inv_freq held in float16, the rest in float32",
+            ServedRotary(d, pairing="half", data_dtype="float32", inv_freq_dtype="float16"), "frequencies",
+            "rounded to float16", "frequency", declared=served, manifest=mh),
+        bad("odd-pairs-mirrored", "sin enters with the other sign on odd pairs only",
+            ServedRotary(d, pairing="half", data_dtype="float32", variant="odd-mirrored"), "frequencies",
+            "rotate the opposite way", "convention", declared=served, manifest=mh),
+        bad("pairs-never-turn", "the last quarter of the pairs never turn (a fourth position id left at 0)",
+            ServedRotary(d, pairing="half", data_dtype="float32", still=d // 8), "layout", "never turn", "layout",
+            declared=served, manifest=mh),
+        *(bad(f"clamped-table-{n}", f"a cos/sin table of {n:,} rows indexed with a clamp",
+              PositionDefect(d, mode="clamped", size=n), "context", f"table of {n:,} rows indexed with a clamp",
+              "position-id") for n in (2048, 1024, 512)),
     ]
     kinds = {"mixed-pairing": "layout", "missliced-partial": "layout", "query-restart": "decoding",
              "cache-off-by-one": "decoding", "scaled-queries": "roles", "bfloat16-angles": "precision",

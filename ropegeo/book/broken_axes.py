@@ -45,7 +45,8 @@ class MultiAxisRotary:
     ``sections`` is ``mrope_section``: pairs for time, height and width (summing to
     ``head_dim // 2``), in Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; ``base`` is
     ``rope_theta``; cos, sin and the vectors are cast to the serving ``dtype`` and rotated there.
-    ``defect`` names one of :data:`AXES_DEFECTS`. ``x`` has shape ``(seq, head_dim)`` or
+    ``defect`` names one of :data:`AXES_DEFECTS`; ``stepwise`` forms each pair's angle from the previous
+    one (``theta *= base ** (-2 / head_dim)`` in float32, as llama.cpp does), a correct variant. ``x`` has shape ``(seq, head_dim)`` or
     ``(batch, seq, head_dim)``; ``positions`` has shape ``(3,) + x.shape[:-1]`` (time, height, width
     ids), or ``x.shape[:-1]`` for text tokens (the three ids equal, as transformers expands them).
     Returns ``x`` rotated, in ``dtype``.
@@ -59,7 +60,7 @@ class MultiAxisRotary:
     """
 
     def __init__(self, head_dim: int = 128, base: float = 1_000_000.0, sections=QWEN2_VL_SECTIONS,
-                 interleaved: bool = False, dtype: str = "float32", defect: str | None = None):
+                 interleaved: bool = False, dtype: str = "float32", defect: str | None = None, stepwise: bool = False):
         self.head_dim = v.head_dim(head_dim)
         self.base = v.base(base)
         self.sections = [v.integer("sections", s, minimum=1) for s in sections]
@@ -72,6 +73,7 @@ class MultiAxisRotary:
         if defect not in _DEFECTS:
             raise ValueError(f"defect must be one of {', '.join(map(repr, _DEFECTS))}, got {defect!r}")
         self.dtype, self.defect = dtype, defect
+        self.stepwise = v.boolean("stepwise", stepwise)
 
     def _recompose(self, freq: np.ndarray) -> np.ndarray:
         """(3, ..., pairs) per-stream tables -> (..., pairs), as recomposition_frequencies."""
@@ -103,6 +105,11 @@ class MultiAxisRotary:
         d = self.head_dim
         inv = (np.float32(1.0) / (np.float32(self.base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))))
         freqs = pos.astype(np.float32)[..., None] * inv.astype(np.float32)  # (3, ..., seq, d/2)
+        if self.stepwise:  # llama.cpp: theta = p, then theta *= base^(-2/d) pair after pair, in float32
+            step = np.float32(self.base) ** np.float32(-2.0 / d)
+            freqs[..., 0] = pos.astype(np.float32)
+            for i in range(1, d // 2):
+                freqs[..., i] = freqs[..., i - 1] * step
         c, s = self._recompose(np.cos(freqs)), self._recompose(np.sin(freqs))
         data = _DATA[self.dtype]
         cos = np.concatenate([c, c], axis=-1).astype(data)
@@ -137,12 +144,13 @@ AXES_DEFECTS = {
 AXES_CORRECT = {"qwen2-vl": False, "qwen3-vl": True}
 
 
-def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = None) -> AxesEntry:
+def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = None,
+               stepwise: bool = False) -> AxesEntry:
     """A catalogue entry of a 128-wide head: ``"qwen2-vl"``, ``"qwen3-vl"`` or an :data:`AXES_DEFECTS` name.
 
     Qwen2-VL's entries use base 1,000,000, sections (16, 24, 24) and a 32,768-token context;
     Qwen3-VL's base 5,000,000, (24, 20, 20) interleaved and 262,144 tokens (``max_position``
-    replaces the context).
+    replaces the context; ``stepwise`` forms the angles pair after pair in float32, as llama.cpp does).
 
     Examples
     --------
@@ -158,7 +166,7 @@ def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = 
         raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS])}, got {name!r}")
     base, sec, ctx = (5e6, QWEN3_VL_SECTIONS, 262_144) if inter else (1e6, QWEN2_VL_SECTIONS, 32_768)
     max_position = ctx if max_position is None else v.length("max_position", max_position, minimum=16)
-    impl = MultiAxisRotary(128, base, sec, inter, dtype, broken)
+    impl = MultiAxisRotary(128, base, sec, inter, dtype, broken, stepwise)
     declared = dict(head_dim=128, base=base, pairing="half", max_position=max_position, mrope_section=sec,
                     mrope_interleaved=inter)
     return AxesEntry(name, impl, declared, leads, broken, defect)

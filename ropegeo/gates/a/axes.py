@@ -45,7 +45,7 @@ import numpy as np
 
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.call import UNIT, Bad, Impl, Refused
-from ropegeo.gates.a.checks import ANGLE_SAFETY
+from ropegeo.gates.a.checks import PRECISION_LIMIT
 from ropegeo.gates.a.gate import CORE_CHECKS, MULTI_AXIS, GateAReport, check_declaration, gate_a
 from ropegeo.gates.a.read import angles, span, wrap
 from ropegeo.gates.verdicts import Check, status
@@ -337,13 +337,13 @@ class _Axes:
     triples: np.ndarray  # (k, 3) probe positions
     ang: np.ndarray  # (k, pairs) angles read
     tol_data: float  # angle tolerance of a pair that must not turn
-    u_phase: float
+    rel_phase: float  # relative angle error the declared phase dtype allows (the 1D gate's precision limit)
 
 
 def _own(ax: _Axes) -> tuple[np.ndarray, np.ndarray]:
     """Each pair's own-axis position at every probe, and the tolerance of its angle there."""
     pos = ax.triples[:, ax.decl].astype(float)  # (k, pairs)
-    return pos, ax.tol_data + ANGLE_SAFETY * ax.u_phase * pos * ax.theta
+    return pos, ax.tol_data + ax.rel_phase * pos * ax.theta
 
 
 def _single(ax: _Axes):
@@ -566,7 +566,7 @@ def _axes_checks(call: _AxesCall, text: GateAReport, sec, inter, seed: int) -> t
         return [Check(n, False, float("inf"), 0.0, str(exc), "axes", "contract") for n in AXES_CHECKS], {}
     u_data = UNIT.get(inf.get("data_dtype") or "float32", UNIT["float32"])
     ax = _Axes(decl=axis_layout(sec, inter, rot // 2), theta=theta, triples=triples, ang=ang,
-               tol_data=ANGLE_READ_SAFETY * u_data, u_phase=UNIT[dec["phase_dtype"]])
+               tol_data=ANGLE_READ_SAFETY * u_data, rel_phase=PRECISION_LIMIT[dec["phase_dtype"]])
     layout, info = _check_layout(ax, sec, inter)
     return layout + [_check_bands(ax), _check_blind(ax)], info
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import ml_dtypes
 import numpy as np
 
 from ropegeo.gates.a.call import UNIT, Bad, Refused
@@ -45,6 +46,7 @@ LAYOUT_SEEN = 1e-6
 #: most 2 |x|, two scores of rotated vectors by at most 2 |q||k|. A tolerance that reaches it
 #: cannot fail (:meth:`ropegeo.gates.verdicts.Check.judged`'s ``ceiling``).
 CEILING = 2.0
+_LOW = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
 class Ctx:
@@ -144,26 +146,51 @@ def _input_rounding(ctx) -> str | None:
         return None
     g = _row_gain(x, y)
     rel = float(np.max(np.abs(y - g * x) / np.abs(g * x)))
-    # rounding to nearest moves each entry by at most u; twice that leaves room for the fitted gain
-    return next((n for n in UNIT if rel <= 2.0 * UNIT[n]), None)
+    # rounding to nearest moves each entry by at most u; four times that leaves room for the fitted gain
+    # (a gain of 1.01 in float64 reads about 2u) and stays below the next format's u
+    return next((n for n in UNIT if rel <= 4.0 * UNIT[n]), None)
 
 
 def _data_dtype(ctx, orth) -> None:
-    """The data precision: declared, else the coarsest of the dtype returned, the rounding the
-    rotation matrices show and the rounding of the input at position 0."""
+    """The data precision the checks are judged at: declared, else that of the arrays returned.
+
+    A coarser rounding measured in the rotation matrices (``orth``, after the gain is divided out)
+    or in the input at position 0 is a finding (``inferred["data_rounding"]``, the precision check's),
+    never a licence: the audited code does not set its own tolerance.
+    """
     seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
     by_output = seen[-1] if seen else None
-    by_rounding = by_input = None
-    if orth is not None:
-        by_rounding = next((n for n in UNIT if orth <= DATA_SAFETY * UNIT[n]), None)
-        by_input = _input_rounding(ctx)
-    cands = [n for n in (by_output, by_rounding, by_input) if n]
-    data = ctx.data_dtype_declared or (max(cands, key=lambda n: UNIT[n]) if cands else "float32")
+    data = ctx.data_dtype_declared or by_output or "float32"
     ctx.inferred["data_dtype"] = data
-    ctx.inferred["data_dtype_source"] = ("declared" if ctx.data_dtype_declared else
-                                         "returned arrays" if data == by_output else
-                                         "measured rounding" if data == by_rounding else "rounding of the input")
+    ctx.inferred["data_dtype_source"] = "declared" if ctx.data_dtype_declared else "returned arrays"
     ctx.u_data = UNIT[data]
+    if orth is None:
+        return
+    by_rounding = next((n for n in UNIT if orth <= DATA_SAFETY * UNIT[n]), None)
+    found = [(n, w) for n, w in ((by_rounding, "rotation matrices"), (_input_rounding(ctx), "input at position 0"))
+             if n and UNIT[n] > UNIT[data]]
+    if found:
+        name, where = max(found, key=lambda f: UNIT[f[0]])
+        ctx.inferred["data_rounding"] = {"dtype": name, "seen_in": where, "orthogonality_error": orth}
+        ctx.u_data = UNIT[name]  # the other checks see its symptoms as rounding, not as other defects
+
+
+def _rounding_finding(ctx) -> Check | None:
+    """The precision check's failure when the data round more coarsely than judged (see ``_data_dtype``)."""
+    f = ctx.inferred.get("data_rounding")
+    if f is None:
+        return None
+    data, src = ctx.inferred["data_dtype"], ctx.inferred["data_dtype_source"]
+    what = (f"the input is rounded to {f['dtype']} on the way in (seen at position 0, the identity)"
+            if f["seen_in"] == "input at position 0" else
+            f"the rotation rounds as {f['dtype']} (its matrices depart from orthogonal by {f['orthogonality_error']:.1e}, "
+            f"the size of {f['dtype']} rounding): cos and sin, or the vectors, are cast to {f['dtype']} inside")
+    judged = f"the declared data dtype is {data}" if src == "declared" else f"the arrays returned are {data}"
+    return Check("precision", False, UNIT[f["dtype"]], UNIT[data],
+                 f"precision defect: {what}, while {judged}. Gate A judges at that dtype: a coarser rounding is a "
+                 f"finding, never a wider tolerance. Keep the computation in {data}, or declare the serving "
+                 f"precision (dtype='{f['dtype']}', --dtype {f['dtype']}) if {f['dtype']} is what the model runs in",
+                 "callable", "precision")
 
 
 def _read_matrices(ctx) -> None:
@@ -213,11 +240,11 @@ def _matrix_reading(ctx, rng) -> None:
         return
     _read_matrices(ctx)
     ctx.inferred["layout"] = infer_layout(ctx.mats[_layout_rows(ctx)])
-    eye = np.eye(ctx.d)
-    orth = float(max(np.max(np.abs(m.T @ m - eye)) for m in ctx.mats[:3]))
-    ctx.inferred["orthogonality_error"] = orth
     # a magnitude factor is the norm check's finding: the other checks divide it out
     ctx.gain = _attention_factor(ctx, float(np.median(np.linalg.norm(ctx.mats[:3], axis=1))))
+    eye, g = np.eye(ctx.d), ctx.gain
+    orth = float(max(np.max(np.abs(m.T @ m / g**2 - eye)) for m in ctx.mats[:3]))  # rounding, not the gain
+    ctx.inferred["orthogonality_error"] = orth
     _data_dtype(ctx, orth)
 
 
@@ -273,6 +300,14 @@ def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:
     return [[i, i + h] for i in range(h)]
 
 
+def _still_pairs(lay, declared_pairs) -> list[int]:
+    """Indices of declared pairs that pass through while every rotating pair is a declared one."""
+    pt = set(lay["passthrough"])
+    still = [i for i, (a, b) in enumerate(declared_pairs) if a in pt and b in pt]
+    ok = not lay["odd"] and lay["pairs"] and all(p in declared_pairs for p in lay["pairs"])
+    return still if ok and still and len(still) + len(lay["pairs"]) == len(declared_pairs) else []
+
+
 def check_layout(ctx, rng) -> Check:
     """Which coordinates rotate together, against the declared pairing and rotary dim."""
     _matrix_reading(ctx, rng)
@@ -298,8 +333,14 @@ def check_layout(ctx, rng) -> Check:
     if lay["odd"]:
         problems.append(f"coordinates {span(lay['odd'])} are neither rotated in a pair nor passed through: "
                         "the map is not a set of independent 2-D rotations")
+    still = _still_pairs(lay, declared_pairs)
     if r == 0 and not lay["odd"]:
         problems.append("no coordinate rotates: the implementation returns its input unchanged")
+    elif still:
+        problems.append(f"declared pairs {span(still)} ({len(still)} of {len(declared_pairs)}) never turn: their "
+                        f"coordinates pass through while the other pairs rotate as declared ({layout_name(ctx.pairing)}); "
+                        "a position id that is 0 for those pairs (an axis whose ids stay 0) or a frequency of 0")
+        r = ctx.rot_decl  # the pairs are the declared ones: no rotary-dim finding besides
     elif lay["pairing"] == "other" and r:
         a, b = lay["pairs"][0]
         problems.append(f"coordinates pair up irregularly (for example {a} with {b}): neither interleaved nor half-split")
@@ -314,7 +355,7 @@ def check_layout(ctx, rng) -> Check:
                             "is the pairing of GPT-J)")
     if r and r != ctx.rot_decl:
         problems.append(f"{r} of {d} coordinates rotate, while the declared rotary dim is {ctx.rot_decl}")
-    elif r and lay["offset"] != 0:
+    elif r and lay["offset"] != 0 and not still:
         problems.append(f"coordinates {span(range(lay['offset'], lay['offset'] + r))} rotate and "
                         f"{span(lay['passthrough'])} pass through: the rotary slice is taken from the wrong "
                         f"end of the head (partial rotary rotates the leading {ctx.rot_decl} coordinates)")
@@ -379,7 +420,11 @@ def check_frequencies(ctx, rng) -> Check:
     span_ = float(pos[-1] - pos[0])
 
     def tolerance(steps):  # per pair, for a schedule of these steps; 1e-6: the angles' own float64 rounding
-        return np.maximum(4.0 * max(u_angle, UNIT["float64"]) * steps + DATA_SAFETY * ctx.u_data / span_, 1e-6 * steps)
+        # pair i's step formed in the declared phase dtype by a recurrence (theta *= base^(-2/d), as llama.cpp
+        # does) carries up to 2 (i + 1) roundings of that dtype: the phase dtype, not the code, sets this
+        chain = 2.0 * np.arange(1, np.size(steps) + 1) * ctx.u_phase
+        return np.maximum((4.0 * max(u_angle, UNIT["float64"]) + chain) * steps + DATA_SAFETY * ctx.u_data / span_,
+                          1e-6 * steps)
 
     fit = _fit_schedule(th, 2 * len(th), tolerance(np.abs(th)))
     if fit is not None:
@@ -416,6 +461,14 @@ def check_frequencies(ctx, rng) -> Check:
                      "sign flipped: weights trained with the declared convention see every displacement reversed, "
                      "so it is the checkpoint's convention that breaks", "callable", "convention")
     ctx.freq_state = "wrong"
+    flipped = np.abs(wrap_far(th + ref)) <= tol
+    if np.all(flipped | (ratio <= 1.0)):  # every pair at its declared speed, some turning the other way
+        idx = np.flatnonzero(flipped)
+        return Check("frequencies", False, viol, tol_w,
+                     f"convention defect: pairs {fmt_positions(idx.tolist())} ({idx.size} of {th.size}) rotate the "
+                     "opposite way (sin enters with the other sign on those pairs only), the others as declared; "
+                     "every pair turns at its declared speed. The relative law still holds, but weights trained with the "
+                     "declared convention see every displacement reversed on those pairs", "callable", "convention")
     words = _frequency_words(ctx, th, ref, worst, fit, tol)
     alt = ctx.alt_theta
     if alt is not None and len(alt[1]) == len(th) and np.all(np.abs(wrap_far(np.abs(th) - alt[1])) <= tolerance(alt[1])):
@@ -491,6 +544,13 @@ def _frequency_words(ctx, th, ref, i, fit, tol) -> str:
     a = np.abs(th)
     msg = (f"pair {i} turns at {a[i]:.6g} rad per position instead of the declared {ref[i]:.6g} "
            f"(relative deviation {abs(a[i] - ref[i]) / ref[i]:.2e})")
+    for name in ("bfloat16", "float16"):  # inv_freq held in a low-precision dtype (model.to(torch.bfloat16))
+        held = np.asarray(ref, dtype=np.float32).astype(_LOW[name]).astype(np.float64)
+        if np.all(np.abs(a - held) <= tol) and not np.all(np.abs(a - ref) <= tol):
+            return (f"every frequency is the declared one rounded to {name}: inv_freq is held in {name} (a buffer cast "
+                    f"with the model, as model.to(torch.{name}) does), so each pair turns up to "
+                    f"{float(np.max(np.abs(held - ref) / ref)):.1e} too fast or too slow and the error grows with "
+                    f"position; keep inv_freq in float32 (" + msg + ")")
     ratio, rel_tol = a / ref, tol / ref
     w = 1.0 / np.maximum(rel_tol, 1e-12) ** 2
     mean = float(np.sum(w * ratio) / np.sum(w))  # the best-measured (fast) pairs weigh most
@@ -538,7 +598,17 @@ def _fit_schedule(theta_hat, rotary_dim: int, tol=None):
 
 
 def check_precision(ctx, rng) -> Check:
-    """Angle error that grows with position, apart from the data's flat rounding."""
+    """Data rounding coarser than judged; angle error that grows with position, apart from the data's
+    flat rounding."""
+    finding, angle = _rounding_finding(ctx), _angle_precision(ctx)
+    if finding is None:
+        return angle
+    if angle.passed is False:  # low-precision data does not excuse a low-precision angle table
+        return replace(finding, diagnosis=f"{finding.diagnosis}. Besides, {angle.diagnosis.removeprefix('precision defect: ')}")
+    return finding
+
+
+def _angle_precision(ctx) -> Check:
     rows, why = _usable(ctx)
     if rows is None or ctx.theta_hat is None:
         return Check.skipped("precision", why or "not measured: no frequencies were read", "callable")
@@ -565,8 +635,9 @@ def check_precision(ctx, rng) -> Check:
                      f"(worst angle error {growth})", "callable")
     return Check("precision", False, stat, limit,
                  f"precision defect: rotation angles carry a relative error of {stat:.1e}, the rounding of {have}: "
-                 f"the angle table is formed in {have}, while {ctx.phase_dtype} or better is declared. The error grows "
-                 f"with position ({growth}), unlike the {data} rounding of the data, which stays flat; form the "
+                 f"the angle table is formed in {have}, while {ctx.phase_dtype} or better is declared. The error "
+                 f"{'grows with position' if worst[-1] > worst[1] else 'does not grow with position'} ({growth}), "
+                 f"unlike the {data} rounding of the data, which stays flat; form the "
                  "angles in float32 and cast only cos and sin", "callable", "precision")
 
 

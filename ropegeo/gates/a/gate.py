@@ -286,8 +286,10 @@ class GateAReport:
             have, res = inf.get("phase_precision", "not measured"), inf.get("phase_resolution")
             if have in PRECISION_LIMIT and isinstance(res, float) and res > PRECISION_LIMIT[have]:
                 have = f"finer than the {inf['data_dtype']} data can show ({res:.0e})"
-            lines.append(f"  data rounding: {inf['data_dtype']} (from the {inf.get('data_dtype_source', '?')}; flat in "
-                         f"position)   angle precision: {have} (error grows with position)")
+            seen = inf.get("data_rounding")
+            seen = f"; measured {seen['dtype']}: a precision finding" if seen else ""
+            lines.append(f"  data judged at: {inf['data_dtype']} (the {inf.get('data_dtype_source', '?')}{seen})   "
+                         f"angle precision: {have}")
         width = max(len(n) for n in CHECKS)
         for c in self.checks:
             mark = ("cannot fail" if c.inconclusive else "skip") if c.passed is None else ("pass" if c.passed else "FAIL")

@@ -202,6 +202,15 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
             ys[p] = y
         elif first_fail is None:
             first_fail = (p, status, y)
+    # a clamp first: past a clamped table every probe, and every probe modulo any size past it, reads
+    # the last row, which a wrap test would take for a table wrapped at that size
+    ok = sorted(ys)
+    if len(ok) >= 2 and relative_rows(ys[ok[-1]], ys[ok[-2]], x)[()] <= tol:
+        m = _first_bad(fn, x, 0, ok[-1], role, same=(ys[ok[-1]], tol))
+        return {"kind": "clamped", "boundary": m + 1, "defect": "position-id",
+                "text": f"position-id defect: every position from {m:,} on is rotated as {m:,} (probes "
+                        f"{fmt_positions([p for p in ok if p >= m])} give the same output): a cos/sin table of "
+                        f"{m + 1:,} rows indexed with a clamp, so all distant tokens sit at one position"}
     sizes = table_sizes(max_position, extra_sizes)
     n = _wrapped(fn, x, ys, sizes, role, tol)
     if n is not None:
@@ -213,13 +222,6 @@ def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, ext
                 "text": f"position-id defect: position P is rotated exactly as P mod {n:,} (probes "
                         f"{fmt_positions(big)}): {why}; every query-key pair that straddles a multiple of "
                         f"{n:,} gets a displacement off by {n:,}"}
-    ok = sorted(ys)
-    if len(ok) >= 2 and relative_rows(ys[ok[-1]], ys[ok[-2]], x)[()] <= tol:
-        m = _first_bad(fn, x, 0, ok[-1], role, same=(ys[ok[-1]], tol))
-        return {"kind": "clamped", "boundary": m + 1, "defect": "position-id",
-                "text": f"position-id defect: every position from {m:,} on is rotated as {m:,} (probes "
-                        f"{fmt_positions([p for p in ok if p >= m])} give the same output): a cos/sin table of "
-                        f"{m + 1:,} rows indexed with a clamp, so all distant tokens sit at one position"}
     rounded = _rounded(fn, x, ys, role, tol, max_position)
     if rounded is not None:
         name, first, big, r, largest = rounded
