@@ -331,7 +331,7 @@ class RotaryOperator:
         Examples
         --------
         >>> theta, scale = RotaryOperator.bank_of(operator=RotaryOperator(head_dim=4, scale=0.5))
-        >>> theta.tolist(), scale
+        >>> theta.round(4).tolist(), scale
         ([1.0, 0.01], 0.5)
         """
         if operator is None:
@@ -438,7 +438,7 @@ class RotaryOperator:
         Examples
         --------
         >>> from ropegeo.scaling import Scaling
-        >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.tolist()
+        >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.round(4).tolist()
         [1.0, 0.01]
         """
         if self.frequencies is not None:
