@@ -66,7 +66,7 @@ def assert_ulps(actual, desired, ulps: float = 4, *, scale=None, err_msg: str = 
     gap = np.where(af, ulps_apart(np.where(af, a, 0), np.where(df, d, 0), scale), 0.0)
     bad = gap > ulps
     if bad.any():
-        at = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        at = tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
         raise AssertionError(
             f"{int(bad.sum())} of {gap.size} entries differ by more than {ulps:g} ulps "
             f"(worst {gap[at]:.3g} ulps at {at}, {float(a[at])!r} vs {float(d[at])!r}) {err_msg}".rstrip()
