@@ -64,7 +64,7 @@ def test_explicit_frequencies_set_the_rotary_width_and_are_stored_as_a_tuple():
 def test_a_scaling_dict_is_read_as_a_rule():
     op = RotaryOperator(head_dim=8, scaling={"rule": "linear", "factor": 4})
     assert isinstance(op.scaling, Scaling) and op.scaling.factor == 4.0
-    assert np.array_equal(op.theta, frequencies(8) / 4.0)
+    assert np.array_equal(op.theta, frequencies(8) / 4.0)  # exact: the same schedule, divided by a power of two
     assert np.array_equal(op.unscaled.theta, frequencies(8)) and op.unscaled.scaling is None
 
 
@@ -256,7 +256,7 @@ def test_geometry_audit_of_an_operator_equals_the_plain_audit():
     plain = geometry_audit(64, 500_000.0, rotary_dim=32, pairing="half", train_length=2048, target_length=8192)
     assert geometry_audit(op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
     assert geometry_audit(operator=op, train_length=2048, target_length=8192).to_dict() == plain.to_dict()
-    lin = op.with_(scaling=Scaling("linear", factor=4.0))
+    lin = op.with_(scaling=Scaling("linear", factor=4.0))  # theta / 4 and offsets * 0.25: exact (a power of two)
     assert geometry_audit(lin, train_length=2048, target_length=8192).to_dict() == \
         geometry_audit(64, 500_000.0, 2048, 8192, 32, pairing="half", interpolate=True).to_dict()
     with pytest.raises(ValueError, match="interpolate=True conflicts"):
