@@ -308,7 +308,8 @@ def test_rotary_score_is_apply_rope(pairing, dtype):
 def test_generated_phases_round_exactly_like_the_format(dtype):
     """Given correctly rounded float32 cos and sin, every rounding of the pipeline is exact: the
     page's phases equal the float64 cos/sin of the dtype's angles rounded to float32 and then to
-    the dtype (numpy and ml_dtypes take float16 and bfloat16 cos/sin through float32)."""
+    the dtype (numpy and ml_dtypes take float16 and bfloat16 cos/sin through float32), up to a
+    neighbour where the exact value sits at a rounding boundary (two cos implementations)."""
     from ropegeo.rotation import phase_angles
 
     dt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
@@ -358,7 +359,7 @@ def test_angle_tables_and_wrapped_phases(dtype):
 
 def test_pipelines_round_as_ropegeo_precision():
     """Angles of every pipeline equal ropegeo's bit for bit; tables with a bfloat16 table equal
-    ropegeo's; the float32 table within one float32 ulp (numpy's float32 cos/sin, see above); the
+    ropegeo's but at a rounding boundary; the float32 table within one float32 ulp (numpy's float32 cos/sin, see above); the
     phase errors follow, and pipelineErrors (max over the pairs) agrees with pipelinePhaseError."""
     from ropegeo.precision import generated_phases, max_phase_error, phase_error
     from ropegeo.rotation import phase_angles
