@@ -329,7 +329,7 @@ class RotaryOperator:
         Examples
         --------
         >>> theta, scale = RotaryOperator.bank_of(operator=RotaryOperator(head_dim=4, scale=0.5))
-        >>> theta.tolist(), scale
+        >>> theta.round(4).tolist(), scale
         ([1.0, 0.01], 0.5)
         """
         if operator is None:
@@ -410,7 +410,7 @@ class RotaryOperator:
         Examples
         --------
         >>> from ropegeo.scaling import Scaling
-        >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.tolist()
+        >>> RotaryOperator(head_dim=4, scaling=Scaling("linear", factor=4.0)).unscaled.theta.round(4).tolist()
         [1.0, 0.01]
         """
         if self.theta_given is not None:

@@ -176,10 +176,13 @@ def test_build_time_preview_draws_the_numbers(tmp_path):
     assert img.size == (64, 64) and img.mode == "P"
     ref = reference(lab.state())
     bound = ref["bound"]
-    levels = np.rint((ref["scores"] + bound) * 16 / (2 * bound))
+    x = (ref["scores"] + bound) * 16 / (2 * bound)
     pixels = np.asarray(img)[::-1]  # image row 0 is the top: the largest query position
     m, n = np.tril_indices(64)
-    np.testing.assert_array_equal(pixels[m, n], levels[m, n])
+    # the page computes its scores with JavaScript's cos/sin (agreeing with numpy's to ~1e-15): a level
+    # may differ only where x sits within rounding of a half-integer, by one
+    tie = np.abs(np.abs(x - np.floor(x)) - 0.5) < 1e-9
+    np.testing.assert_array_equal(np.where(tie, np.abs(pixels - x) < 0.5 + 1e-9, pixels == np.rint(x))[m, n], True)
     assert (pixels[np.triu_indices(64, 1)] == 17).all()
     assert ">play</button>" in clock and "offset n − m = 1 token</p>" in clock and "1 tokens" not in clock
 

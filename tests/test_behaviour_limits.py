@@ -217,7 +217,7 @@ def test_match_evaluation_in_several_chunks_matches_a_full_softmax(match_head):
     e = B.evaluate(match_head, n, sequences=seqs, seed=7)
     tok = np.random.default_rng(7).integers(0, match_head.vocab, size=(seqs, n))
     pos = np.arange(n)
-    masses, winners = [], []
+    masses, winners, best, at_winner = [], [], [], []
     for row in tok:
         w = _brute_weights(apply_rope(match_head.q_table[row], pos, theta=match_head.theta),
                            apply_rope(match_head.k_table[row], pos, theta=match_head.theta))
@@ -226,8 +226,13 @@ def test_match_evaluation_in_several_chunks_matches_a_full_softmax(match_head):
             if earlier:
                 masses.append(w[m, earlier[-1]])
                 winners.append(int(np.argmax(w[m, :m])))
+                best.append(w[m, :m].max())
+                at_winner.append(w[m, e.winner_position[len(winners) - 1]])
     np.testing.assert_allclose(e.target_mass, masses, rtol=1e-9, atol=1e-15)
-    assert np.array_equal(e.winner_position, winners)
+    # the winner is the brute-force argmax, except at a near-tie within the rounding the two paths
+    # carry (the rtol above), where the other key wins by as much
+    same = e.winner_position == np.array(winners)
+    assert np.all(same | (np.array(at_winner) >= np.array(best) * (1 - 1e-9)))
 
 
 def test_distant_rival_searches_block_by_block_like_one_argmax(head):

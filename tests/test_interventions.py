@@ -313,6 +313,7 @@ def test_match_task_row_blocks(monkeypatch):
     monkeypatch.setattr(I, "_ROW_CELLS", 200 * 7)  # seven query rows per block
     blocked = I.match_task(head, 200, sequences=5)
     assert whole.accuracy == blocked.accuracy and whole.mass == blocked.mass
+    # exact: the scores are computed once either way, and blocks only group rows of a row-wise softmax
     assert np.array_equal(whole.query, blocked.query) and np.array_equal(whole.target_mass, blocked.target_mass)
     # and against a direct softmax of the layer's scores
     tok = np.random.default_rng(12345).integers(0, 4, size=(5, 200))

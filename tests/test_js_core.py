@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from jsrun import call_js
+from ulps import assert_rounds_within
 
 from ropegeo import scaling as S
 from ropegeo import extension as SR
@@ -310,7 +311,8 @@ def test_rotary_score_is_apply_rope(pairing, dtype):
 def test_generated_phases_round_exactly_like_the_format(dtype):
     """Given correctly rounded float32 cos and sin, every rounding of the pipeline is exact: the
     page's phases equal the float64 cos/sin of the dtype's angles rounded to float32 and then to
-    the dtype (numpy and ml_dtypes take float16 and bfloat16 cos/sin through float32)."""
+    the dtype (numpy and ml_dtypes take float16 and bfloat16 cos/sin through float32), up to a
+    neighbour where the exact value sits at a rounding boundary (two cos implementations)."""
     from ropegeo.rotation import phase_angles
 
     dt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
@@ -319,12 +321,14 @@ def test_generated_phases_round_exactly_like_the_format(dtype):
     calls, want = [], []
     for p in positions:
         calls.append(("generatedPhases", [float(p), th, dtype, 1.0]))
-        a = phase_angles(np.asarray([float(p)]).astype(dt), th, dtype)[0]
-        want.append((np.cos(a).astype(np.float32).astype(dt).astype(float).tolist(),
-                     np.sin(a).astype(np.float32).astype(dt).astype(float).tolist()))
+        want.append(phase_angles(np.asarray([float(p)]).astype(dt), th, dtype)[0])
     got = js(*calls)
-    for g, (c, s) in zip(got, want):
-        assert g["cos"] == c and g["sin"] == s
+    # V8's Math.cos and numpy's cos are two implementations, each within an ulp of the exact value:
+    # the page's phase is the format's rounding of a value within 2 (float64) ulps of numpy's
+    to_format = lambda v: v.astype(np.float32).astype(dt).astype(float)  # noqa: E731
+    for g, a in zip(got, want):
+        assert_rounds_within(g["cos"], np.cos(a), to_format, ulps=2)
+        assert_rounds_within(g["sin"], np.sin(a), to_format, ulps=2)
 
 
 # ---- labsphase: angle tables and phase pipelines (the angle heatmap and pipeline labs) ----
@@ -351,14 +355,14 @@ def test_angle_tables_and_wrapped_phases(dtype):
             assert np.array_equal(np.asarray(table), want.ravel())
     a = np.concatenate([want.ravel(), [0.0, 2 * np.pi, -1e-300, 7 * np.pi, -3.0, 1e6 + 0.5]])
     got = js(*[("wrapPhase", [float(x)]) for x in a], *[("phaseDifference", [float(x), 1.25]) for x in a])
-    assert got[:a.size] == np.mod(a, 2 * np.pi).tolist()
+    assert got[:a.size] == np.mod(a, 2 * np.pi).tolist()  # exact: fmod is exact and one addition correctly rounded
     assert got[a.size:] == (np.mod(a - 1.25 + np.pi, 2 * np.pi) - np.pi).tolist()
     assert js(("angleTable", [[1.0], [np.inf], dtype]))[0] is None
 
 
 def test_pipelines_round_as_ropegeo_precision():
     """Angles of every pipeline equal ropegeo's bit for bit; tables with a bfloat16 table equal
-    ropegeo's; the float32 table within one float32 ulp (numpy's float32 cos/sin, see above); the
+    ropegeo's but at a rounding boundary; the float32 table within one float32 ulp (numpy's float32 cos/sin, see above); the
     phase errors follow, and pipelineErrors (max over the pairs) agrees with pipelinePhaseError."""
     from ropegeo.precision import generated_phases, max_phase_error, phase_error
     from ropegeo.rotation import phase_angles
@@ -366,6 +370,7 @@ def test_pipelines_round_as_ropegeo_precision():
     pipes = _pipelines()
     th = frequencies(128, 1e4)
     pos = [1, 2, 100, 255, 257, 1000, 4000, 32765, 60000, 123_457, 1_000_003]
+    to_bf16 = lambda v: v.astype(np.float32).astype(ml_dtypes.bfloat16).astype(float)  # noqa: E731
     for name, pipe in pipes.items():
         calls = [("pipelineAngles", [float(p), th, js_pipe(pipe)]) for p in pos]
         calls += [("pipelineTable", [float(p), th, js_pipe(pipe)]) for p in pos]
@@ -379,14 +384,17 @@ def test_pipelines_round_as_ropegeo_precision():
         for k in range(len(pos)):
             assert np.array_equal(got[k], angles[k]), (name, pos[k])
             g = got[len(pos) + k]
-            for a, b in ((g["cos"], cos[k]), (g["sin"], sin[k])):
+            for a, b, trig in ((g["cos"], cos[k], np.cos), (g["sin"], sin[k], np.sin)):
                 a = np.asarray(a)
                 if pipe.table_dtype == "float32":
                     assert np.all(np.abs(a - b) <= np.spacing(np.abs(b).astype(np.float32)).astype(float))
                     mismatched += int(np.count_nonzero(a != b))
-                else:
-                    assert np.array_equal(a, b), (name, pos[k], np.flatnonzero(a != b))
+                else:  # numpy's float32 cos/sin and JavaScript's fround(Math.cos) are within 2 float32
+                    # ulps of the exact value: the table is the bfloat16 rounding of such a value
+                    assert_rounds_within(a, trig(angles[k]), to_bf16, ulps=2, unit=np.float32, err_msg=f"{name} {pos[k]}")
             tol = 2.0**-23 if pipe.table_dtype == "float32" else 1e-9
+            # where the two tables round a phase apart (see above), its error moves by at most that step
+            tol = tol + np.abs(np.asarray(g["cos"]) - cos[k]) + np.abs(np.asarray(g["sin"]) - sin[k])
             assert np.all(np.abs(np.asarray(got[2 * len(pos) + k]) - err[k]) <= tol), (name, pos[k])
         if pipe.table_dtype == "float32":
             assert mismatched < 0.3 * 2 * len(pos) * th.size  # most entries are the same float32 number
@@ -395,6 +403,12 @@ def test_pipelines_round_as_ropegeo_precision():
              *[("pipelinePhaseError", [p, th, js_pipe(pipes["cast"])]) for p in many[:20]])
     for name, pipe in pipes.items():
         tol = 2.0**-23 if pipe.table_dtype == "float32" else 1e-9
+        if pipe.table_dtype != "float32":  # plus the bfloat16 step where a phase may round apart (as above)
+            stored = th if pipe.frequency_dtype is None else th.astype(ml_dtypes.bfloat16).astype(float)
+            a = phase_angles(np.asarray(many), stored, pipe.angle_dtype)
+            for x in (np.cos(a), np.sin(a)):
+                e = 2 * np.spacing(np.abs(x).astype(np.float32)).astype(float)
+                tol = tol + np.max(to_bf16(x + e) - to_bf16(x - e), axis=1)
         assert np.all(np.abs(np.asarray(got[0][name]) - max_phase_error(many, th, pipe)) <= tol), name
     assert got[0]["cast"][:20] == [max(e) for e in got[1:]]
 

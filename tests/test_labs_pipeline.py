@@ -15,6 +15,7 @@ import pytest
 import traitlets
 
 from jsrun import call_js
+from ropegeo.frequencies import frequencies
 from ropegeo.precision import phase_error
 from ropegeo.book.widgets._lab import esm_source
 from ropegeo.book.widgets.pipeline_lab import PIPELINES, PipelineLab, curve_positions, reference
@@ -80,7 +81,7 @@ def test_controls_are_held_in_range():
 
 def test_reference_is_phase_error():
     r = reference(dict(base=1e4, head_dim=32, pair=5, worst=False, max_position=1000))
-    theta = 1e4 ** (-np.arange(16) / 16)
+    theta = frequencies(32, 1e4)  # the lab's bank, bit for bit (a pow written out here may differ by an ulp)
     for name, pipe in PIPELINES.items():
         np.testing.assert_array_equal(r[name], phase_error(r["positions"].astype(float), theta, pipe)[:, 5])
     assert r["positions"][0] == 1 and r["positions"][-1] == 1000 and np.all(np.diff(r["positions"]) > 0)

@@ -534,7 +534,7 @@ def alibi_slopes(heads: int) -> np.ndarray:
 
     Examples
     --------
-    >>> alibi_slopes(4).tolist()
+    >>> alibi_slopes(4).round(8).tolist()
     [0.25, 0.0625, 0.015625, 0.00390625]
     """
     heads = v.integer("heads", heads, minimum=1, maximum=ALIBI_MAX_HEADS)
