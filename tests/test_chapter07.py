@@ -61,7 +61,7 @@ TRAINED = {
     "slow_neighbours_max", "slow_far_over_neighbours", "slow_captured", "slow_captured_min", "slow_captured_max",
     "slow_kept", "budget_lo", "budget_hi", "rope_losers_retrained", "rope_losers_far", "rope_ret_long_above",
     "slow_rival_farthest", "slow_rival_near", "slow_rival_first", "slow_rival_third", "ten_rival_mode",
-    "ten_rival_mode_count", "ten_rival_off", "ten_captured", "ten_missed_far",
+    "ten_rival_mode_count", "ten_rival_off", "ten_captured", "ten_missed_far", "rival_example_seed",
     *(f"{k}_{b}" for k in ("slow_nb", "slow_nb_wins", "slow_captured", "ret_10k", "ret_slow") for b in ("lo", "hi")),
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
     "tl_alibi2_k1_mass", "tl_k5_max",
@@ -418,6 +418,9 @@ def test_ruler_glues_are_the_stored_runs():
     assert g("slow_rival_first") == sum(near_return(r) and round((r - DIST) / (16 * math.pi)) == 1 for r in rivals)
     assert g("slow_rival_third") == sum(near_return(r) and round((r - DIST) / (16 * math.pi)) == 3 for r in rivals)
     assert g("slow_rival_third") > g("slow_rival_first") >= 1
+    third = [i for i, (r, b) in enumerate(zip(rivals, far[SLOW]["beyond_window"]))
+             if near_return(r) and round((r - DIST) / (16 * math.pi)) == 3 and b >= 0.5]
+    assert g("rival_example_seed") == STUDY["settings"]["seeds"][third[0]]  # the figure's seed is one of the group
     ten = far[TEN]
     counts = {r: ten["rival"].count(r) for r in ten["rival"]}
     mode = max(counts, key=counts.get)
