@@ -3,8 +3,8 @@
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_scheme_comparison.py
 
 Runs ``ropegeo.toy.alternatives.compare_schemes`` for all seven schemes with the match task, over
-seeds 0-9, and stores every per-seed measurement (``Comparison.to_dict``). Deterministic on one
-machine; about a minute and a half on one core. The match heads of the table train chaotically
+seeds 0-19, and stores every per-seed measurement (``Comparison.to_dict``). Deterministic on one
+machine; about three minutes on one core. The match heads of the table train chaotically
 (a change in the last bit of a BLAS kernel grows into different weights after a few hundred steps),
 so individual seeds need not reproduce on another CPU while the spread over seeds does. Records
 the settings, the ropegeo version and the git commit.
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402
 
 SETTINGS = {"offset": 5, "distance": 40, "train_length": 64, "factors": (2, 4, 8), "shift": 16,
-            "seeds": tuple(range(10)), "match": True}
+            "seeds": tuple(range(20)), "match": True}
 
 
 def main() -> int:

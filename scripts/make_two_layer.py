@@ -3,7 +3,7 @@
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_two_layer.py
 
 Trains ``ropegeo.toy.two_layer`` models (NoPE and ALiBi, one and two layers, offsets 1 and 5) for
-seeds 0-9 at length 64 and stores accuracy and mass per seed. Deterministic; one to two
+seeds 0-19 at length 64 and stores accuracy and mass per seed. Deterministic; one to two
 minutes on one core. Records the settings, the ropegeo version and the git commit.
 """
 
@@ -18,7 +18,7 @@ from ropegeo.toy.two_layer import study
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402
 
-SETTINGS = {"seeds": list(range(10)), "offsets": [1, 5], "length": 64, "steps": 600, "slope": 0.5}
+SETTINGS = {"seeds": list(range(20)), "offsets": [1, 5], "length": 64, "steps": 600, "slope": 0.5}
 
 
 def main() -> int:

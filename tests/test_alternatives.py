@@ -386,6 +386,10 @@ def test_trained_rows_share_matches_a_brute_force_count(length, train_length, of
     (lambda: alt.trained_rows_share(512, 5, 5), "train_length"),
     (lambda: alt.trained_rows_share(512, 64, 0), "offset"),
     (lambda: alt.trained_rows_share(512, True, 5), "train_length"),
+    (lambda: alt.far_rival(sh.fixed_head("none"), 3, 2), "length"),
+    (lambda: alt.far_rival(sh.fixed_head("none"), 64, 64), "train_length"),
+    (lambda: alt.far_rival(sh.fixed_head("none"), 64, 1), "train_length"),
+    (lambda: alt.far_rival(sh.fixed_head("none"), 64.5, 8), "length"),
 ])
 def test_closed_forms_name_the_bad_parameter(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must"):
@@ -468,3 +472,10 @@ def test_budgets_accept_the_book_runs():
     alt.check_position_memory("absolute", 1024, 256, 8192)  # the largest documented example fits in memory
     with pytest.raises(ValueError, match="MAX_STEP_BYTES"):
         alt.check_match_memory("absolute", 1024, 512, 8, 256, 8192)
+
+
+def test_far_rival_labelled_controls():
+    """Uniform attention prefers the farthest key (ties go to it); ALiBi's recency the nearest beyond the window."""
+    assert alt.far_rival(sh.fixed_head("none"), 512, 64) == 511
+    assert alt.far_rival(sh.fixed_head("alibi"), 512, 64) == 64
+    assert alt.far_rival(sh.fixed_head("alibi"), 100, 99) == 99  # one key beyond the window: that key

@@ -35,7 +35,7 @@ from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAI
                                       TrainedHead, check_match_memory, check_position_memory, fixed_head,
                                       train_position_head, train_scheme_match_head, _setup)
 
-__all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "ruler_study"]
+__all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "far_rival", "ruler_study"]
 
 
 # ---- closed-form limits of the schemes -------------------------------------------------------
@@ -511,6 +511,41 @@ def attention_split(head, length: int, distance: int, train_length: int) -> Atte
     return AttentionSplit(float(target.mean()), float(neighbours.mean()), float(beyond.mean()), float(rest.mean()))
 
 
+def far_rival(head, length: int, train_length: int) -> int:
+    """The displacement beyond the training window that the last query of ``length`` tokens weights most.
+
+    Keys at least ``train_length`` back are the ones training never showed; the last query
+    (slot ``length - 1``) sees every displacement up to ``length - 1``, and for a content-free
+    relative head (RoPE, T5, ALiBi, ...) every query weights a displacement alike. A head whose
+    rival is ``length - 1`` prefers the farthest key (a ramp still rising); a rival well inside
+    the range is a near-return. Ties go to the farthest key.
+
+    Parameters
+    ----------
+    head : PositionHead
+        A head of :mod:`ropegeo.toy.interventions` (trained or fixed).
+    length : int
+        Sequence length (4 to ``MAX_PROBE_LENGTH``).
+    train_length : int
+        The training length ``L`` (2 to ``length - 1``).
+
+    Returns
+    -------
+    int
+        A displacement from ``train_length`` to ``length - 1``.
+
+    Examples
+    --------
+    >>> from ropegeo.toy.scheme_heads import fixed_head
+    >>> far_rival(fixed_head("alibi"), 512, 64), far_rival(fixed_head("none"), 512, 64)
+    (64, 511)
+    """
+    length = v.integer("length", length, minimum=4, maximum=MAX_PROBE_LENGTH)
+    train_length = v.integer("train_length", train_length, minimum=2, maximum=length - 1)
+    w = strict_attention(head, np.arange(length, dtype=np.float64))[-1, : length - train_length]
+    return int(length - 1 - np.argmax(w))  # index 0 is the farthest key
+
+
 #: Most rulers ``ropegeo.toy.alternatives.ruler_study`` compares in one call (each trains heads per seed and budget).
 MAX_RULERS = 8
 #: Most training budgets ``ropegeo.toy.alternatives.ruler_study`` sweeps.
@@ -546,7 +581,7 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
     dict
         JSON-ready: ``settings`` and, per ruler name, ``theta``, ``stretch_accuracy`` (per seed, at
         ``table_steps``) and ``far`` mapping each budget (as a string) to per-seed lists
-        ``target``, ``neighbours``, ``beyond_window``, ``elsewhere``.
+        ``target``, ``neighbours``, ``beyond_window``, ``elsewhere`` and ``rival`` (:func:`far_rival`).
 
     Raises
     ------
@@ -582,13 +617,14 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
                         "distance": distance, "train_length": train_length, "factor": factor, "head_dim": head_dim},
            "rulers": {}}
     for name, th in thetas.items():
-        far = {str(b): {key: [] for key in AttentionSplit._fields} for b in budgets}
+        far = {str(b): {key: [] for key in (*AttentionSplit._fields, "rival")} for b in budgets}
         stretch = []
         for s in seeds:
             for b in budgets:
                 head = train_position_head("rope", distance, train_length=train_length, head_dim=head_dim, steps=b, seed=s, operator=th)
                 for key, value in attention_split(head, long, distance, train_length)._asdict().items():
                     far[str(b)][key].append(value)
+                far[str(b)]["rival"].append(far_rival(head, long, train_length))
             local = train_position_head("rope", offset, train_length=train_length, head_dim=head_dim, steps=table_steps, seed=s,
                                         operator=th)
             stretch.append(float(length_stretch(local, train_length, offset, (factor,)).accuracy[-1]))

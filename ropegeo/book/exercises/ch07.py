@@ -94,14 +94,14 @@ def _alibi_mass(answer):
         d1 = np.exp(-slope * np.arange(0, m))
         if math.isclose(got, d0[k] / d0.sum(), rel_tol=1e-9) or math.isclose(got, d1[k] / d1.sum(), rel_tol=1e-9) \
                 or (k < m and math.isclose(got, d1[k - 1] / d1.sum(), rel_tol=1e-9)):
-            return wrong("the query sees strictly earlier keys only: distances 1 .. m, not the query itself at 0.")
+            return wrong("the query sees strictly earlier keys only: distances 1 .. M, not the query itself at 0.")
         infinite = math.exp(-slope * (k - 1)) * (1 - math.exp(-slope))
         if math.isclose(got, infinite, rel_tol=1e-9) and not math.isclose(got, want, rel_tol=1e-9):
-            return wrong("this is the mass with infinitely many keys: the query sees only m of them.")
+            return wrong("this is the mass with infinitely many keys: the query sees only M of them.")
         if math.isclose(got, np.exp(slope * k) / np.exp(slope * np.arange(1, m + 1)).sum(), rel_tol=1e-9):
             return wrong("the sign of the bias is flipped: ALiBi penalises distance.")
-        return wrong(f"for slope={slope:g}, m={m}, k={k} your value {got:.6g} is not the attention on that key.")
-    return correct("your closed form matches the softmax over the m earlier keys.")
+        return wrong(f"for slope={slope:g}, M={m}, k={k} your value {got:.6g} is not the attention on that key.")
+    return correct("your closed form matches the softmax over the M earlier keys.")
 
 
 @exercise("ch07-alibi-slopes")
