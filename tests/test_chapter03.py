@@ -120,6 +120,41 @@ def test_precision_numbers(glued):
     assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
 
 
+def test_float32_angle_error_grows_with_position(glued):
+    """Float32 keeps positions distinct to 2**24, but its angles are off by about position * 2**-24."""
+    f32 = np.float32
+    for key, pos in (("128k", 131_072), ("1m", 2**20), ("10m", 10_485_760)):
+        # by hand: float32 frequency, float32 product, float32 cos/sin (the loop above)
+        assert glued[f"err_f32_{key}"] == pytest.approx(_worst_error(pos, f32, f32), abs=1e-6)
+        # each of the two roundings (theta_i and m * theta_i) is at most m theta_i 2**-24, plus cos/sin's own
+        bound = max(2 * pos * t * 2.0**-24 for t in THETA) + 2.0**-22
+        assert glued[f"err_f32_{key}"] <= bound
+    # the prose: 0.0039 at 131,072, eight times the position -> eight times the error, a sizeable part of 1 rad
+    assert round(glued["err_f32_128k"], 4) == 0.0039
+    assert 7.5 < glued["err_f32_1m"] / glued["err_f32_128k"] < 8.5
+    assert 0.2 < glued["err_f32_10m"] < 0.3 < 1.0
+    # and float64 angles move the same growth 2**(53 - 24) lower
+    assert np.finfo(np.float64).nmant - np.finfo(np.float32).nmant == 29
+
+
+def test_gate_b_convention_sensitivity(nb, glued):
+    """The threshold in units of D_train(1) is sqrt(ln need / ln calibration), by hand."""
+    ratios = [math.sqrt(math.log(n) / math.log(c)) for c in (3, 9, 99) for n in (2, 3, 9, 99)]
+    assert glued["sens_low"] == pytest.approx(min(ratios), rel=1e-9)
+    assert glued["sens_high"] == pytest.approx(max(ratios), rel=1e-9)
+    table = next("".join(o["data"]["text/markdown"]) for c in nb["cells"] for o in c.get("outputs", [])
+                 if "calibration \\ need" in "".join(o.get("data", {}).get("text/markdown", "")))
+    assert [f"{r:.3f}" for r in ratios] == re.findall(r"\d+\.\d{3}", table)
+    # the defaults: 9:1 and 3:1 give 1/sqrt 2; the diagonal is one
+    assert math.sqrt(math.log(3) / math.log(9)) == pytest.approx(1 / math.sqrt(2))
+    ref = dist(1, THETA)
+    # the prose: the interpolated parser fails under every convention, the retrieval sets pass under all
+    assert glued["sens_parser"] == pytest.approx(glued["parser_interp"] / ref, rel=1e-9)
+    assert glued["sens_parser"] < glued["sens_low"] and glued["sens_retr"] > glued["sens_high"]
+    # the smaller of the two retrieval margins: passages 2,000 apart after 1/8, the grid 64 apart
+    assert glued["sens_retr"] == pytest.approx(min(dist(2000, THETA), dist(64, THETA)) / ref, abs=0.05)
+
+
 def _cast_error(pos):
     """model.to(bfloat16) on current transformers: inv_freq rounded to bfloat16, angles and cos/sin in float32,
     the table cast to bfloat16; the worst pair's phase error against the exact angle, by a loop."""

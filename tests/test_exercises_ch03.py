@@ -48,6 +48,9 @@ def test_integer_limit():
     assert not fb and "implicit" in fb.message
     fb = check("ch03-integer-limit", _e4m3_limit() + 1)
     assert not fb and "rounds" in fb.message
+    for n in (_e4m3_limit() - 1, _e4m3_limit() + 1, 8):  # no feedback names the limit
+        assert str(_e4m3_limit()) not in check("ch03-integer-limit", n).message
+    assert str(_e4m3_limit()) not in check("ch03-integer-limit", _e4m3_limit()).message
     assert not check("ch03-integer-limit", 2.5)
     assert check("ch03-integer-limit", _e4m3_limit())
 
@@ -83,6 +86,51 @@ def neighbours_only(offsets, theta):
 def reversed_pair(offsets, theta):
     m, (a, b) = good_margin(offsets, theta)
     return m, (b, a)
+
+
+def float32_margin(offsets, theta):
+    """A correct answer computed entirely in float32."""
+    offs = np.sort(np.asarray(offsets, dtype=np.float32))
+    ph = np.multiply.outer(offs, np.asarray(theta, dtype=np.float32))
+    u = np.concatenate([np.cos(ph), np.sin(ph)], axis=1)
+    d2 = ((u[:, None, :] - u[None, :, :]) ** 2).sum(axis=-1) / np.float32(len(theta))
+    d2[np.tril_indices(len(offs))] = np.inf
+    j, k = np.unravel_index(np.argmin(d2), d2.shape)
+    return np.sqrt(d2[j, k]), (offs[j], offs[k])
+
+
+def rounded_margin(offsets, theta):
+    m, pair = good_margin(offsets, theta)
+    return round(m, 6), pair
+
+
+def no_factor_two(offsets, theta):  # |u(a) - u(b)|**2 taken as 1 - cos
+    m, pair = good_margin(offsets, theta)
+    return m / math.sqrt(2), pair
+
+
+def cosine_only(offsets, theta):
+    best = (math.inf, None)
+    for j, a in enumerate(sorted(offsets)):
+        for b in sorted(offsets)[j + 1 :]:
+            d = math.sqrt(sum((math.cos(a * t) - math.cos(b * t)) ** 2 for t in theta) / len(theta))
+            best = min(best, (d, (a, b)), key=lambda x: x[0])
+    return best
+
+
+def test_margin_function_accepts_float32_and_six_decimals():
+    assert check("ch03-margin-function", float32_margin)
+    assert check("ch03-margin-function", rounded_margin)
+
+
+def test_margin_function_names_the_slip():
+    fb = check("ch03-margin-function", no_factor_two)
+    assert not fb and "factor 2" in fb.message and "itself" not in fb.message
+    fb = check("ch03-margin-function", cosine_only)
+    assert not fb and "only the cosines" in fb.message and "itself" not in fb.message
+    # a margin off by more than float32 guarantees, with no known slip, still fails
+    fb = check("ch03-margin-function", lambda o, t: (good_margin(o, t)[0] + 1e-3, good_margin(o, t)[1]))
+    assert not fb and "larger than the smallest" in fb.message
 
 
 def test_margin_function():

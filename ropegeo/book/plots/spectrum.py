@@ -207,7 +207,7 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
 ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
 
 
-def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points: int = 400,
+def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points: int = 400,
                      layout: str = "wide") -> Figure:
     """Largest phase error over the pairs against position, one curve per pipeline (log-log).
 
@@ -225,7 +225,7 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
                "deployed bfloat16": "#2f855a", "float64": "0.4", "buffer-cast bfloat16": "#b83280",
                "buffer-cast float16": "#b83280"}
-    fig = Figure(figsize=(7, 3.6))
+    fig = Figure(figsize=(7, 5.4))
     ax = fig.add_subplot()
     for pipe in pipes:
         keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
@@ -247,7 +247,7 @@ def phase_error_plot(theta, stop: int = 2**17, dtypes=ERROR_PIPELINES, *, points
     ax.set_ylim(1e-9, 4)
     ax.set_xlabel("position")
     ax.set_ylabel("largest phase error (rad)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: the curves fill the axes
     return _done(fig, layout)
 
 
