@@ -393,7 +393,7 @@ class RotaryOperator:
     def theta_at(self, seq_len: int | None = None) -> np.ndarray:
         """The frequencies for a sequence of ``seq_len`` tokens (only dynamic NTK and LongRoPE read it).
 
-        Computed once per length; read-only. ``None`` is :attr:`theta`.
+        Computed once per length; read-only. ``None`` gives ``theta``, the frequencies at no particular length.
         """
         return self._at(seq_len)[0]
 
