@@ -436,7 +436,11 @@ _CUT_JS = r"""
     const cs = getComputedStyle(el);
     ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
     const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-    const word = el.textContent.trim().split(/[\s\u200b]+|(?<=[-/])/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    // the cell's prose: code (identifiers such as ropegeo.models.manifest.RopeManifest) may break at any
+    // character by design (book.css), a word of prose may not
+    const prose = el.cloneNode(true);
+    prose.querySelectorAll('code, pre, kbd, samp').forEach((c) => c.remove());
+    const word = prose.textContent.trim().split(/[\s\u200b]+|(?<=[-/])/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
     if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`table cell: "${word}" breaks inside a word`);
   });
   // text cut by a box that hides its overflow: inline mathematics, the links at a page's foot
