@@ -38,7 +38,7 @@ def declared_manifest(name):
 
 
 def fake_c(passed: bool) -> GateCVerdict:
-    checks = {"offset accuracy at target (mean)": {"value": 1.0 if passed else 0.4, "threshold": 0.9,
+    checks = {"offset accuracy at target (min)": {"value": 1.0 if passed else 0.4, "threshold": 0.9,
                                                    "passed": passed}}
     return GateCVerdict(passed, checks, {}, {})
 

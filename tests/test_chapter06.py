@@ -50,6 +50,7 @@ NEW_GLUES = {
     *(f"dil_{sc}_{x}" for sc in ("none", "yarn", "log_length") for x in ("4096", "4096_min", "entropy_4096", "mult")),
     "dil_none_64", "dil_none_entropy_64", "dil_uniform_4096", "dil_none_4096_max",
     "b10_seeds", "b10_failed", "b10_match_mean", "b10_match_min", "b10_match_max", "b10_offset_mean",
+    "b10_offset_min", "b10_offset_below",
     "fix_steps", "fix_pi_0_min", "fix_raw_min",
     "ra_pairs", "ra_model", "ra_toy", "ra_base", "ra_kept", "ra_models",
 }
