@@ -137,7 +137,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
 
 # glued by the counted mechanism sentences; tested in test_chapter06_mechanisms
 MECHANISM_GLUES = {"mistral_train", "mistral_declared", "census_seeds", "census_losers", "census_flagged",
-                   "census_flagged_losers", "census_missed", "census_flagged_survivors", "census_missed_fixed",
+                   "census_flagged_losers", "census_missed", "census_flagged_survivors", "census_sensitivity", "census_specificity", "census_margin_auc", "census_missed_fixed",
                    "llama3_mean_above", "llama3_max_3000", "pi_min_3000", "census_ntk_rescued", "census_ntk_failures",
                    "census_ntk_new", "census_ntk_far"}
 
