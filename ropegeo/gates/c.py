@@ -43,7 +43,8 @@ class GateCVerdict:
     passed : bool
         All checks pass.
     checks : dict
-        ``name -> {"passed": bool, "value": float, "threshold": float}``.
+        ``name -> {"passed": bool, "value": float, "threshold": float}``; the accuracy checks also hold
+        ``seeds_below`` and ``seeds`` (every seed is judged: the value is the minimum over seeds).
     per_seed : dict
         Per-seed accuracies and masses of each condition.
     settings : dict

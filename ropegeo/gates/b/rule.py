@@ -581,7 +581,10 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
     phase precision, with offset 0 at ``origin`` (default ``target_length - 1 - largest offset``: the
     largest offset at the last position of the target context, where rounding is worst). Sets above 8,192 offsets
-    use exact phases (a note says so). The threshold is ``rule``'s (default :class:`GateBRule`),
+    use exact phases (a note says so). A set in a phase dtype other than float64 is judged on the margin
+    every position keeps: its exact margin less twice the largest distance between a signature formed
+    in that dtype and the exact one at the set's positions (``rounding`` and ``judged_margin`` in its
+    entry; ``margin`` stays the one from the rounded phases). The threshold is ``rule``'s (default :class:`GateBRule`),
     with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
     Arguments are trusted (checked by the callers: :func:`ropegeo.gates.procedure.audit`,
     :func:`ropegeo.gates.procedure.geometry_audit`); a given offset set is checked here, once.
