@@ -481,7 +481,7 @@ def test_gate_c_verdict():
     bad = gates_c.gate_c(theta, target_scale=1 / 8, **kw)
     assert good.passed
     assert not bad.passed
-    assert not bad.checks["offset accuracy at target (mean)"]["passed"]
+    assert not bad.checks["offset accuracy at target (min)"]["passed"]
     assert bad.checks["offset accuracy at L (min)"]["passed"]
     assert "FAIL" in str(bad)
     json.dumps(good.to_dict())

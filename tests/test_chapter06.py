@@ -50,6 +50,7 @@ NEW_GLUES = {
     *(f"dil_{sc}_{x}" for sc in ("none", "yarn", "log_length") for x in ("4096", "4096_min", "entropy_4096", "mult")),
     "dil_none_64", "dil_none_entropy_64", "dil_uniform_4096", "dil_none_4096_max",
     "b10_seeds", "b10_failed", "b10_match_mean", "b10_match_min", "b10_match_max", "b10_offset_mean",
+    "b10_offset_min", "b10_offset_below",
     "fix_steps", "fix_pi_0_min", "fix_raw_min",
     "ra_pairs", "ra_model", "ra_toy", "ra_base", "ra_kept", "ra_models",
 }
@@ -136,7 +137,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
 
 # glued by the counted mechanism sentences; tested in test_chapter06_mechanisms
 MECHANISM_GLUES = {"mistral_train", "mistral_declared", "census_seeds", "census_losers", "census_flagged",
-                   "census_flagged_losers", "census_missed", "census_flagged_survivors", "census_missed_fixed",
+                   "census_flagged_losers", "census_missed", "census_flagged_survivors", "census_sensitivity", "census_specificity", "census_margin_auc", "census_missed_fixed",
                    "llama3_mean_above", "llama3_max_3000", "pi_min_3000", "census_ntk_rescued", "census_ntk_failures",
                    "census_ntk_new", "census_ntk_far"}
 

@@ -63,6 +63,13 @@ def loop_counts(rows):
             c["ntk_failures"] += 1
             c["ntk_failures_raw_losers" if r["raw_loses"] else "ntk_failures_new"] += 1
             c["ntk_failures_near" if r["ntk_near"] else "ntk_failures_far"] += 1
+    c["flagged_survivors"] = c["flagged"] - c["flagged_losers"]
+    c["clear_survivors"] = c["seeds"] - c["raw_losers"] - c["flagged_survivors"]
+    c["sensitivity"] = c["flagged_losers"] / c["raw_losers"] if c["raw_losers"] else math.nan
+    survivors = c["seeds"] - c["raw_losers"]
+    c["specificity"] = c["clear_survivors"] / survivors if survivors else math.nan
+    pairs = [(a["fast_margin"], b["fast_margin"]) for a in rows if a["raw_loses"] for b in rows if not b["raw_loses"]]
+    c["margin_auc"] = sum(1.0 if x < y else 0.5 if x == y else 0.0 for x, y in pairs) / len(pairs) if pairs else math.nan
     return c
 
 
@@ -97,6 +104,10 @@ def test_the_stored_census_supports_the_chapter_sentences():
     # a flag, not a forecast
     assert c["flagged_losers"] == c["raw_losers"] and c["missed_losers"] == 0
     assert c["flagged"] - c["flagged_losers"] > 2 * c["flagged_losers"]
+    # ...and every survivor: specificity 0, so the flag says nothing about which seed loses, and the
+    # margin itself barely ranks losers below survivors (0.5 is chance)
+    assert (c["sensitivity"], c["specificity"]) == (1.0, 0.0) and c["flagged"] == c["seeds"]
+    assert 0.4 < c["margin_auc"] < 0.7
     # with the old fixed threshold of 0.1 the same band would have missed a loser (seed 19: margin 0.26)
     assert any(r["raw_loses"] and r["fast_margin"] >= 0.1 for r in CENSUS["seeds"])
     # NTK rescues most raw losers, and some of its failures are seeds that did not lose raw
@@ -170,6 +181,8 @@ def test_glued_census_counts():
     assert GLUED["census_losers"] == c["raw_losers"] and GLUED["census_flagged"] == c["flagged"]
     assert GLUED["census_flagged_losers"] == c["flagged_losers"] and GLUED["census_missed"] == c["missed_losers"]
     assert GLUED["census_flagged_survivors"] == c["flagged"] - c["flagged_losers"]
+    assert (GLUED["census_sensitivity"], GLUED["census_specificity"]) == (c["sensitivity"], c["specificity"]) == (1.0, 0.0)
+    assert GLUED["census_margin_auc"] == pytest.approx(c["margin_auc"], rel=1e-12)
     assert GLUED["census_missed_fixed"] == sum(r["raw_loses"] and r["fast_margin"] >= 0.1 for r in CENSUS["seeds"]) >= 1
     assert GLUED["census_ntk_rescued"] == c["ntk_rescued"] and GLUED["census_ntk_failures"] == c["ntk_failures"]
     assert GLUED["census_ntk_new"] == c["ntk_failures_new"] and GLUED["census_ntk_far"] == c["ntk_failures_far"]

@@ -88,6 +88,12 @@ def test_gate_b_margins_and_verdicts_by_brute_force(layout):
         close(f"gb_{layout}_{name}", m, rel=rel)
         assert G[f"gb_{layout}_{name}_status"] == ("pass" if m >= threshold else "fail")
         shares.append(m / threshold)
+    # calibrated per axis: the threshold is the axis's own D(1) / sqrt 2, and no band returns within 32
+    own = sum(_brute_margin([t if ax == a else 0.0 for t, ax in zip(INV, axes)], 32)
+              >= _brute_margin([t if ax == a else 0.0 for t, ax in zip(INV, axes)], 2)[()] / math.sqrt(2) * (1 - 1e-3)
+              for a in range(3))
+    close(f"gb_{layout}_own_passes", own)
+    assert own == 3 and sum(m >= threshold for m in np.array(shares) * threshold) <= 1
     if layout == "interleaved":
         close("gb_interleaved_worst_share", min(shares), rel=1e-6)
     else:
@@ -186,6 +192,10 @@ def test_grid_gate_b_margins_by_brute_force():
         close(f"toy_y_margin_{KEYS[name]}", m, rel=1e-6)
         fails += m < threshold
     close("toy_y_fails", fails)
+    own = [_brute_margin(c, 8) < _brute_margin(c, 2)[()] / math.sqrt(2)
+           for c in ([t if ax == 1 else 0.0 for t, ax in zip(THETA, a)] for a in ASSIGN.values())]
+    close("toy_y_own_fails", sum(own))
+    assert own == [False, False, False, True]  # only the split whose one fast y pair returns within 8
     close("toy_splits", 4)
     for name, value in (("grid_side", 8), ("grid_last", 7), ("task_dx", 2), ("task_dy", 3), ("toy_pairs", 8),
                         ("toy_steps", 300), ("toy_seeds", 20), ("budget_seeds", 20), ("budget_last", 3200)):

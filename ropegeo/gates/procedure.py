@@ -548,10 +548,14 @@ class AuditReport:
                                                                           "diagnosis", "") for g in gates)
             return (f"No verdict: Gate {' and '.join(gates)} could not decide ({why}). Inconclusive is not a pass: "
                     "state what the task needs (the rule's gap or the head's sharpness) or what was not measured.")
+        a = ("Gate A checked the configuration's own operator (your code was not run) and Gate B passes: the ruler"
+             if self.gate_a_on != "implementation" else "Gates A and B pass: the operator is what it claims and the ruler")
         if self.gate_c is None:
-            return ("Gates A and B pass: the operator is what it claims and the ruler separates the task's offsets. "
+            return (f"{a} separates the task's offsets. "
                     "Gate C was not run, so whether a model uses this geometry at the target length is untested.")
-        return ("All three gates pass: the operator is exact, the ruler separates the task's offsets, and toy heads "
+        a = ("Gate A checked the configuration's own operator (your code was not run); the ruler"
+             if self.gate_a_on != "implementation" else "All three gates pass: the operator is exact, the ruler")
+        return (f"{a} separates the task's offsets, and toy heads "
                 "trained on it keep working at the target length. None of this tests the real model's weights.")
 
     # ------------------------------------------------------------------ plain forms
@@ -578,12 +582,22 @@ class AuditReport:
         return _json.dumps(self.to_dict(), **kwargs)
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        st = self.status()
-        a_on = "your implementation" if self.gate_a_on == "implementation" else "ropegeo's operator for the manifest"
-        a_text = f"{self.gate_a.diagnosis} (on {a_on})"
+        """``(gate, printed state, text)``: a pass on the configuration's own operator prints ``checked``, and
+        a gate after the first failure prints ``moot`` (measured, but not conclusive), never a green pass."""
+        st = dict(self.status())
+        if self.gate_a_on == "implementation":
+            a_text = f"{self.gate_a.diagnosis} (on your implementation)"
+        else:
+            a_text = f"the configuration's own operator; your code was not run: {self.gate_a.diagnosis}"
+            st["A"] = "checked" if st["A"] == "pass" else st["A"]
         c_text = self.gate_c_note if self.gate_c is None else (
             "; ".join(f"{n} {c['value']:.3g}" for n, c in self.gate_c.checks.items()))
-        return [("A", st["A"], a_text), ("B", st["B"], self.gate_b.diagnosis), ("C", st["C"], c_text)]
+        rows = [["A", st["A"], a_text], ["B", st["B"], self.gate_b.diagnosis], ["C", st["C"], c_text]]
+        first = self.first_failure
+        for row in rows:
+            if first is not None and row[0] > first and row[1] not in ("not run", "FAIL"):
+                row[1], row[2] = "moot", f"measured {row[1]}, not conclusive after Gate {first} failed: {row[2]}"
+        return [tuple(r) for r in rows]
 
     def table(self) -> str:
         """A readable report: one line per gate, then the verdict."""
@@ -599,7 +613,8 @@ class AuditReport:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708"}
+        colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708",
+                  "checked": "#6b6b6b", "moot": "#6b6b6b"}
         rows = "".join(
             f"<tr><td><b>Gate {g}</b></td><td style='color:{colour[s]};font-weight:bold'>{escape(s)}</td>"
             f"<td style='text-align:left'>{escape(t)}</td></tr>"

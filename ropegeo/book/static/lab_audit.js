@@ -181,6 +181,23 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
   return { tied: Math.max(tied, 1), ties: text, differences: keys };
 }
 
+/** ropegeo.gates.b.rule._rounding: the largest distance between a signature formed in ``dtype`` and the
+ * exact one, over the set's positions (the origin and the origin plus each offset). */
+function phaseRounding(offsets, theta, dtype, origin) {
+  const pairs = theta.length;
+  let level = 0;
+  for (const pos of [origin, ...Array.from(offsets, (o) => origin + o)]) {
+    const g = generatedPhases(pos, theta, dtype);
+    let err = 0;
+    for (let i = 0; i < pairs; i++) {
+      const t = pos * theta[i];
+      err += (g.cos[i] - Math.cos(t)) ** 2 + (g.sin[i] - Math.sin(t)) ** 2;
+    }
+    level = Math.max(level, Math.sqrt(err / pairs));
+  }
+  return level;
+}
+
 /** ropegeo.gates.b.rule.gate_b with the default offset sets and rule: margins in the phase dtype at the far
  * end of the target context (a set whose positions overflow the dtype has margin null). */
 export function gateB(m, theta, target, trained) {
@@ -201,8 +218,12 @@ export function gateB(m, theta, target, trained) {
       out = { ...entry, margin: null, pair: null, method: null, status: "fail", passed: false, overflow: true };
     } else {
       const t = tieClass(offsets, theta, m.phase_dtype, origin, g.margin, g.method);
-      const status = judge(g.margin, threshold);
-      out = { ...entry, margin: g.margin, pair: g.pair, method: g.method, tied: t.tied, differences: t.differences,
+      // gate_b judges what every position keeps: the exact margin less twice the phases' rounding
+      const rounding = m.phase_dtype === "float64" ? 0 : phaseRounding(offsets, theta, m.phase_dtype, origin);
+      const judged = rounding === 0 ? g.margin
+        : separationMargin(offsets, theta, { dtype: "float64", origin }).margin - 2 * rounding;
+      const status = judge(judged, threshold);
+      out = { ...entry, margin: g.margin, rounding, judged_margin: judged, pair: g.pair, method: g.method, tied: t.tied, differences: t.differences,
         confusable: t.ties || `offsets ${fmtG(g.pair[0], 6, true)} and ${fmtG(g.pair[1], 6, true)}`,
         status, passed: status === "pass" };
     }

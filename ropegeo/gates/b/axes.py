@@ -2,16 +2,24 @@
 kept apart by the pairs that turn with it?
 
 The bank's split between axes is :mod:`ropegeo.multiaxis`; the decision is Gate B's one rule
-(:func:`ropegeo.gates.b.rule.gate_b_decision`), with the head's sharpness calibrated on a step that
-advances every axis at once.
+(:func:`ropegeo.gates.b.rule.gate_b_decision`), with the head's sharpness calibrated per axis: a
+head that tells adjacent offsets along that axis apart. A threshold taken from a text step (every
+axis advancing at once) decides the verdict by construction for an axial split: the axes' squared
+neighbour distances add up to the text step's, so an axis reaches ``D_text(1) / sqrt 2`` only if it
+carries at least half of it, and at most one axis can pass. That reading stays available with
+``reference=``; the default verdict instead fails an axis only where its band brings two offsets
+within the extent back close together, and the reason states the axis's ``share`` of the text step.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.gates.b.rule import GateBDecision, GateBRule, gate_b_decision
+from ropegeo.margins import difference_distance
 from ropegeo.multiaxis import MAX_EXTENT, frequency_matrix
 
 __all__ = ["axis_gate_b"]
@@ -20,23 +28,37 @@ __all__ = ["axis_gate_b"]
 def axis_gate_b(freqs, axis: int, extent: int, *, rule: GateBRule | None = None, reference=None) -> GateBDecision:
     """Gate B for one axis of a multi-axis head: are offsets ``0 .. extent - 1`` along ``axis`` kept apart?
 
-    The margin is that of the column ``F[:, axis]`` (the other pairs do not turn). The head's
-    sharpness is one number for all axes, so the default rule calibrates it on ``reference``: the
-    step that advances every axis by one (a text token in M-RoPE), whose per-pair phase is
-    ``|sum_a F[i, a]|``. An axis passes when its band keeps the task's offsets at least as far
-    apart as the rule asks of that one head.
+    The margin is that of the column ``F[:, axis]`` (the other pairs do not turn). By default the
+    head's sharpness is calibrated on the axis itself (``reference`` = ``|F[:, axis]|``): the least
+    sharp head that tells adjacent offsets along the axis apart, so an axis fails when its band
+    returns near an earlier offset within ``extent``. The reason states the axis's share of a text
+    step's squared neighbour distance (the step that advances every axis, per-pair phase
+    ``|sum_a F[i, a]|``): the judged head is ``1 / share`` times sharper than a text-step head.
+    Give ``reference`` (e.g. that text step) to calibrate on another step: for an axial split at most
+    one axis can then pass, by construction.
 
     Examples
     --------
     >>> from ropegeo.multiaxis import mrope_bank
-    >>> F = mrope_bank(128, 1e6, (16, 24, 24))
+    >>> F = mrope_bank(128, 1e6, (24, 20, 20), round_robin=True)
     >>> [axis_gate_b(F, a, 32).status for a in range(3)]
-    ['pass', 'fail', 'fail']
+    ['pass', 'pass', 'pass']
+    >>> [axis_gate_b(np.eye(3), a, 8).status for a in range(3)]   # one pair per axis at 1 rad: returns at 6
+    ['fail', 'fail', 'fail']
+    >>> text = np.abs(F.sum(axis=1))
+    >>> [axis_gate_b(F, a, 32, reference=text).status for a in range(3)]
+    ['fail', 'fail', 'fail']
     """
     F = frequency_matrix(freqs)
     axis = v.integer("axis", axis, minimum=0, maximum=F.shape[1] - 1)
     extent = v.integer("extent", extent, minimum=2, maximum=MAX_EXTENT)
-    ref = np.abs(F.sum(axis=1)) if reference is None else v.frequencies(reference, "reference")
+    band = np.abs(F[:, axis])
+    ref = band if reference is None else v.frequencies(reference, "reference")
     if ref.size != F.shape[0]:
         raise ValueError(f"reference must have one frequency per pair ({F.shape[0]}), got {ref.size}")
-    return gate_b_decision(range(extent), np.abs(F[:, axis]), rule=rule, trained_theta=ref)
+    decision = gate_b_decision(range(extent), band, rule=rule, trained_theta=ref)
+    text = float(difference_distance(1.0, np.abs(F.sum(axis=1))))
+    share = float(difference_distance(1.0, band)) ** 2 / text**2 if text > 0 else float("nan")
+    calibrated = "this axis's own neighbours" if reference is None else "the given reference step"
+    return replace(decision, reason=f"{decision.reason}; sharpness calibrated on {calibrated}; the axis carries "
+                                    f"{share:.3g} of a text step's squared neighbour distance")

@@ -9,7 +9,9 @@ rather than read off one:
   rule) on the target and the rival, with the head's learned amplitudes on the pairs that turn at
   least once in the training window and zero on the others (a definition the book chose: "fast" =
   ``theta_i * L >= 2 pi``). How many seeds it flags, how many of the flagged lose, how many losers
-  it misses;
+  it misses, and its sensitivity and specificity. On the stored 60-seed census it flags every seed
+  (specificity 0) and its margin ranks losers below survivors barely better than chance, so it is
+  an explanation of where a rival comes from, never a verdict: the audit uses no such flag;
 * **what the NTK-aware ruler does** to the same heads without fine-tuning: which raw losers it
   rescues, which seeds fail under it, and whether those fail to a distant displacement or to a
   near one (inside the training window);
@@ -121,14 +123,26 @@ def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0,
     return {"settings": settings, "seeds": records}
 
 
+def _auc(low, high) -> float:
+    """The chance that a value of ``low`` lies below one of ``high`` (ties half); nan if either is empty."""
+    if not low or not high:
+        return math.nan
+    a, b = np.asarray(low, dtype=float)[:, None], np.asarray(high, dtype=float)[None, :]
+    return float(np.mean((a < b) + 0.5 * (a == b)))
+
+
 def census_counts(census: dict) -> dict:
     """The counts a chapter states from a :func:`rival_census`.
 
     Returns
     -------
-    dict of int
+    dict
         ``seeds``; ``raw_losers``; ``flagged``, ``flagged_losers`` and ``missed_losers`` (losers
-        the fast-band flag does not flag); ``ntk_rescued`` (raw losers with NTK accuracy 1),
+        the fast-band flag does not flag), ``flagged_survivors`` and ``clear_survivors`` (survivors
+        it flags / does not flag); ``sensitivity`` (flagged losers / losers) and ``specificity``
+        (clear survivors / survivors), ``nan`` when there are none; ``margin_auc``, the chance that a
+        loser's fast-band margin lies below a survivor's (ties count half; 0.5 is chance, 1 a margin
+        that separates them at some threshold); ``ntk_rescued`` (raw losers with NTK accuracy 1),
         ``ntk_failures``, ``ntk_failures_raw_losers`` (NTK failures that also lost raw),
         ``ntk_failures_new`` (NTK failures that did not), ``ntk_failures_near`` and
         ``ntk_failures_far`` (their most common wrong winner inside / beyond the training window).
@@ -140,18 +154,25 @@ def census_counts(census: dict) -> dict:
 
     Examples
     --------
-    >>> census_counts({"seeds": [dict(raw_loses=True, flagged=True, ntk_loses=False, ntk_near=None)]})["ntk_rescued"]
-    1
+    >>> row = dict(raw_loses=True, flagged=True, fast_margin=0.1, ntk_loses=False, ntk_near=None)
+    >>> c = census_counts({"seeds": [row, dict(row, raw_loses=False, fast_margin=0.3)]})
+    >>> c["ntk_rescued"], c["sensitivity"], c["specificity"], c["margin_auc"]
+    (1, 1.0, 0.0, 1.0)
     """
     if not isinstance(census, dict) or not isinstance(census.get("seeds"), list):
         raise ValueError("census must be the dict rival_census returns")
     rows = census["seeds"]
     losers = [r for r in rows if r["raw_loses"]]
+    survivors = [r for r in rows if not r["raw_loses"]]
     ntk_fail = [r for r in rows if r["ntk_loses"]]
+    caught, clear = sum(r["flagged"] for r in losers), sum(not r["flagged"] for r in survivors)
     return {
         "seeds": len(rows), "raw_losers": len(losers),
-        "flagged": sum(r["flagged"] for r in rows), "flagged_losers": sum(r["flagged"] for r in losers),
-        "missed_losers": sum(not r["flagged"] for r in losers),
+        "flagged": sum(r["flagged"] for r in rows), "flagged_losers": caught,
+        "missed_losers": len(losers) - caught, "flagged_survivors": len(survivors) - clear, "clear_survivors": clear,
+        "sensitivity": caught / len(losers) if losers else math.nan,
+        "specificity": clear / len(survivors) if survivors else math.nan,
+        "margin_auc": _auc([r["fast_margin"] for r in losers], [r["fast_margin"] for r in survivors]),
         "ntk_rescued": sum(not r["ntk_loses"] for r in losers), "ntk_failures": len(ntk_fail),
         "ntk_failures_raw_losers": sum(r["raw_loses"] for r in ntk_fail),
         "ntk_failures_new": sum(not r["raw_loses"] for r in ntk_fail),

@@ -40,7 +40,7 @@ from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.margins import (MAX_DIRECT, MAX_OFFSETS, SeparationMargin, distance_kernel, margin_kernel, offset_array,
                              separation_margin)
 from ropegeo.models.manifest import RopeManifest
-from ropegeo.precision import as_pipeline
+from ropegeo.precision import as_pipeline, phase_table
 
 __all__ = ["GateBRule", "GateBDecision", "gate_b_decision", "required_margin", "trained_sharpness",
            "GateBResult", "gate_b", "default_offsets", "check_offsets_in_context", "attention_span",
@@ -498,20 +498,24 @@ class GateBResult:
         out = []
         for s in self.sets:
             ok = {"pass": True, "fail": False}.get(s["status"])
-            out.append(Check(s["name"], ok, float(s["margin"]), float(self.threshold),
+            out.append(Check(s["name"], ok, float(s.get("judged_margin", s["margin"])), float(self.threshold),
                              self.describe(s, self.threshold), "margin"))
         return out
 
     @property
     def worst(self) -> dict:
         """The set with the smallest margin."""
-        return min(self.sets, key=lambda s: s["margin"])
+        return min(self.sets, key=lambda s: s.get("judged_margin", s["margin"]))
 
     @staticmethod
     def describe(s: dict, threshold: float) -> str:
         """One set as a line: margin, the pairs attaining it, verdict against the threshold, phases, origin."""
-        return (f"{s['margin']:.4g} between {s['confusable']}: {_WORD[s['status']]} (threshold {threshold:.4g}); "
+        text = (f"{s['margin']:.4g} between {s['confusable']}: {_WORD[s['status']]} (threshold {threshold:.4g}); "
                 f"{s['dtype']} phases, {s['frequencies']} frequencies, origin {s['origin']:,.0f} ({s['origin_rule']})")
+        if s.get("rounding", 0.0) > 1e-3 * threshold:
+            text += (f"; {s['dtype']} phases move a signature by up to {s['rounding']:.3g} at these positions, so the "
+                     f"margin every position keeps is {s['judged_margin']:.4g} (exact margin less twice that)")
+        return text
 
     @property
     def diagnosis(self) -> str:
@@ -523,6 +527,8 @@ class GateBResult:
             return f"inconclusive: {self.rule_text}; " + text
         if self.status == "pass":
             return f"every offset set keeps a margin of at least {self.threshold:.4g} ({self.rule_text}); " + text
+        if w.get("margin", 0.0) >= self.threshold > w.get("judged_margin", w["margin"]):
+            return text + f" ({self.rule_text}). Precision, not the ruler: phases formed in {w['dtype']} at this context"
         diffs = w.get("differences") or [w["pair"][1] - w["pair"][0]]
         shown = " or ".join(f"{d:,g}" for d in diffs[:3])
         return (text + f" ({self.rule_text}). The ruler turns a displacement of {shown} into nearly the identity")
@@ -575,7 +581,10 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
     phase precision, with offset 0 at ``origin`` (default ``target_length - 1 - largest offset``: the
     largest offset at the last position of the target context, where rounding is worst). Sets above 8,192 offsets
-    use exact phases (a note says so). The threshold is ``rule``'s (default :class:`GateBRule`),
+    use exact phases (a note says so). A set in a phase dtype other than float64 is judged on the margin
+    every position keeps: its exact margin less twice the largest distance between a signature formed
+    in that dtype and the exact one at the set's positions (``rounding`` and ``judged_margin`` in its
+    entry; ``margin`` stays the one from the rounded phases). The threshold is ``rule``'s (default :class:`GateBRule`),
     with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
     Arguments are trusted (checked by the callers: :func:`ropegeo.gates.procedure.audit`,
     :func:`ropegeo.gates.procedure.geometry_audit`); a given offset set is checked here, once.
@@ -593,12 +602,16 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
         use = dtype if (dtype == "float64" or n <= MAX_DIRECT) else "float64"
         org = max(0.0, float(target_length - 1 - top)) if origin is None else origin
         m = margin_kernel(off, theta, as_pipeline(use), 1.0, org, method="auto")
-        verdict = rule.judge(m.margin, threshold)
+        judged, rounding = m.margin, 0.0
+        if use != "float64":  # judge what every position keeps: the exact margin less twice the rounding
+            rounding = _rounding(off, theta, use, org)
+            judged = margin_kernel(off, theta, as_pipeline("float64"), 1.0, org, method="auto").margin - 2 * rounding
+        verdict = rule.judge(judged, threshold)
         entry = {"name": name, "n_offsets": m.n_offsets, "margin": m.margin, "pair": list(m.pair),
                  "confusable": m.confusable, "tied": m.tied, "differences": list(m.differences), "dtype": m.dtype,
                  "origin": org, "origin_rule": ORIGIN_RULE if origin is None else "given",
                  "method": m.method, "frequencies": "scaled at target" if manifest.scaling else "unscaled (no rule)",
-                 "status": verdict, "passed": verdict == "pass"}
+                 "status": verdict, "passed": verdict == "pass", "rounding": rounding, "judged_margin": judged}
         if use != dtype:
             entry["note"] = (f"{n:,} offsets: distances from {dtype} phases would cost n^2, so exact phases were "
                              f"used (at most {MAX_DIRECT:,} offsets are compared in {dtype})")
@@ -608,6 +621,14 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
                          sharpness=None if beta is None or math.isinf(beta) else beta, sets=sets,
                          train_length=train_length, target_length=target_length, window=window, notes=notes)
     return _with_status(result)
+
+
+def _rounding(off: np.ndarray, theta: np.ndarray, dtype: str, origin: float) -> float:
+    """Largest distance between a signature formed in ``dtype`` and the exact one, over the set's positions."""
+    pos = origin + np.concatenate([[0.0], np.asarray(off, dtype=float)])
+    cr, sr = phase_table(pos, theta, as_pipeline(dtype), 1.0)
+    ce, se = phase_table(pos, theta, as_pipeline("float64"), 1.0)
+    return float(np.sqrt(np.mean((cr - ce) ** 2 + (sr - se) ** 2, axis=1)).max())
 
 
 def _with_status(result: GateBResult) -> GateBResult:
