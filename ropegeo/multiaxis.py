@@ -362,10 +362,6 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
     extent : int
         Positions along the axis (2 to :data:`MAX_EXTENT`): a 32-patch-wide image has extent 32.
 
-    Returns
-    -------
-    AxisReport
-
     Examples
     --------
     >>> r = axis_report(mrope_bank(128, 1e6, (16, 24, 24)), 2, 32)

@@ -283,10 +283,6 @@ def evaluate(head, length: int, *, extension: str | None = None, factor: float |
     seed : int or numpy.random.Generator
         Randomness of the match head's sequences (tokens uniform over the vocabulary).
 
-    Returns
-    -------
-    Evaluation
-
     Raises
     ------
     ValueError
@@ -451,10 +447,6 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
         Name of the condition (default: built from the options).
     **options
         Passed to :func:`evaluate`.
-
-    Returns
-    -------
-    SeedResults
     """
     heads = _head_list(heads)
     evals = tuple(evaluate(h, length, **options) for h in heads)

@@ -284,10 +284,6 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
     seed : int or numpy.random.Generator
         Initialisation randomness.
 
-    Returns
-    -------
-    OffsetHead
-
     Raises
     ------
     ValueError
@@ -594,10 +590,6 @@ def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = No
         Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
-
-    Returns
-    -------
-    MatchHead
 
     Raises
     ------

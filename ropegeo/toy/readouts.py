@@ -232,10 +232,6 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     theta, scale : optional
         Schedule (default: the head's own).
 
-    Returns
-    -------
-    DistantRival
-
     Raises
     ------
     ValueError

@@ -224,10 +224,6 @@ def frequency_lab(**controls) -> FrequencyLab:
         Initial values: ``head_dim``, ``base``, ``train_length``, ``target_length``,
         ``interpolate``, ``dtype`` (bounds in :data:`CONTROLS`).
 
-    Returns
-    -------
-    FrequencyLab
-
     Raises
     ------
     ValueError
