@@ -10,6 +10,7 @@ numbers for it (each lab's ``reference``), which the browser tests compare with 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anywidget
@@ -36,12 +37,28 @@ class Lab(anywidget.AnyWidget):
 
     ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
     values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
-    traits a subclass validates with it (a ``head_dim`` given as a range must also be even).
-    Labs carrying query and key vectors validate them with :meth:`_finite_vector`.
+    traits of ``BOUNDS`` (a ``head_dim`` given as a range must also be even) unless the subclass
+    defines its own ``_check``. A lab carrying query and key vectors of ``VECTOR_WIDTH`` entries
+    has them checked by :meth:`_finite_vector`. ``numbers`` is the lab module's ``reference`` for the
+    current state (with ``q`` and ``k`` when the lab carries them).
     """
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
     BOUNDS: dict = {}
+    VECTOR_WIDTH = 0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.BOUNDS and "_check" not in cls.__dict__:
+            cls._check = traitlets.validate(*cls.BOUNDS)(Lab._bounded)
+        if cls.VECTOR_WIDTH and "_check_vector" not in cls.__dict__:
+            cls._check_vector = traitlets.validate("q", "k")(lambda self, p: self._finite_vector(p, cls.VECTOR_WIDTH))
+
+    @property
+    def numbers(self) -> dict:
+        """The lab module's ``reference`` for the current state."""
+        vectors = (self.q, self.k) if self.VECTOR_WIDTH else ()
+        return sys.modules[type(self).__module__].reference(self.state(), *vectors)
 
     def _bounded(self, proposal):
         name = proposal["trait"].name

@@ -151,10 +151,6 @@ class AngleLab(Lab):
     train_length = traitlets.Int(2048).tag(sync=True)
     dtype = traitlets.Unicode("float64").tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
-
     @property
     def numbers(self) -> dict:
         """:func:`reference` for the current state."""

@@ -108,11 +108,6 @@ class AttentionLab(Lab):
             raise traitlets.TraitError(f"{name} must be a multiple of 16, got {value}")
         return value
 
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
-
 
 def grid_side(head_dim: int) -> int:
     """Cells per side of the heatmap: ``MAX_ATTN_GRID``, or fewer so that ``G**2 d / 2`` stays

@@ -204,15 +204,6 @@ class AuditLab(Lab):
     def __init__(self, **kwargs):
         super().__init__(records=records(), law_normals=law_normals(), **kwargs)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
-
 
 def audit_lab(model: str = "custom", **controls) -> AuditLab:
     """Build the audit lab (display the returned object in a notebook).

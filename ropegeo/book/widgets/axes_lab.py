@@ -96,15 +96,6 @@ class AxesLab(Lab):
     threshold = traitlets.Float(0.9).tag(sync=True)
     top = traitlets.Int(5).tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
-
 
 def split_frequencies(head_dim: int, base: float, split: str = "blocked", x_share: float = 0.5):
     """The per-pair frequency vectors ``(fx, fy)`` of a bank split between two axes.

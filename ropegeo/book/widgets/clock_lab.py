@@ -53,6 +53,7 @@ class ClockLab(Lab):
     """
 
     _esm = esm_source("lab_clock.js")
+    VECTOR_WIDTH = _WIDTH
     BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
               "pairing": ("interleaved", "half"), "speed": (1, MAX_CLOCK_SPEED)}
 
@@ -64,19 +65,6 @@ class ClockLab(Lab):
     speed = traitlets.Int(4).tag(sync=True)
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @traitlets.validate("q", "k")
-    def _check_vector(self, proposal):
-        return self._finite_vector(proposal, _WIDTH)
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state(), self.q, self.k)
 
 
 def reference(state: dict, q, k) -> dict:

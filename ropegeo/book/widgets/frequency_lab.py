@@ -205,10 +205,6 @@ class FrequencyLab(Lab):
     interpolate = traitlets.Bool(False).tag(sync=True)
     dtype = traitlets.Unicode(CONTROLS["dtype"][1]).tag(sync=True)
 
-    @traitlets.validate("head_dim", "base", "train_length", "target_length", "dtype")
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
     @property
     def numbers(self) -> dict:
         """:func:`lab_state` for the current controls (ropegeo's numbers)."""

@@ -128,10 +128,6 @@ class PipelineLab(Lab):
     worst = traitlets.Bool(False).tag(sync=True)
     max_position = traitlets.Int(65_536).tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
-
     @property
     def numbers(self) -> dict:
         """:func:`reference` for the current state (a pair beyond the width is held at the last pair)."""

@@ -139,10 +139,6 @@ class ScalingLab(Lab):
     low_freq_factor = traitlets.Float(1.0).tag(sync=True)
     high_freq_factor = traitlets.Float(4.0).tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
-
     @property
     def report(self) -> ExtensionReport:
         """ropegeo's :func:`lab_report` for the current state (raises ValueError if refused)."""

@@ -165,6 +165,7 @@ class WiringLab(Lab):
     """
 
     _esm = esm_source("lab_wiring.js")
+    VECTOR_WIDTH = _WIDTH
     BOUNDS = {"head_dim": (4, 64), "base": (10.0, 1e7), "pairing": ("interleaved", "half"),
               "query_pairing": ("interleaved", "half"), "policy": POSITION_ID_POLICIES, "pad": (0, 4096),
               "cache_offset": (0, 8192), "dtype": PHASE_DTYPES}
@@ -180,13 +181,6 @@ class WiringLab(Lab):
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @traitlets.validate("q", "k")
-    def _check_vector(self, proposal):
-        return self._finite_vector(proposal, _WIDTH)
 
     @property
     def numbers(self) -> dict:
