@@ -33,14 +33,8 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     return value
 
 
-def real(
-    name: str,
-    value: Any,
-    *,
-    greater_than: float | None = None,
-    minimum: float | None = None,
-    maximum: float | None = None,
-) -> float:
+def real(name: str, value: Any, *, greater_than: float | None = None, minimum: float | None = None,
+         maximum: float | None = None) -> float:
     """Return ``value`` as a finite ``float`` or raise a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")

@@ -116,18 +116,9 @@ class NearCollision:
     similarity: float
 
 
-def near_collisions(
-    theta=None,
-    start: int | None = None,
-    stop: int | None = None,
-    *,
-    operator: RotaryOperator | None = None,
-    seq_len: int | None = None,
-    top: int = 5,
-    scale: float | None = None,
-    weights=None,
-    progress: bool | None = None,
-) -> list[NearCollision]:
+def near_collisions(theta=None, start: int | None = None, stop: int | None = None, *,
+                    operator: RotaryOperator | None = None, seq_len: int | None = None, top: int = 5,
+                    scale: float | None = None, weights=None, progress: bool | None = None) -> list[NearCollision]:
     """The ``top`` integer offsets in ``[start, stop]`` with the largest kernel ``K``.
 
     The search is exact (it agrees with evaluating ``cos`` at every offset in float64 to about

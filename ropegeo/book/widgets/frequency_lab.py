@@ -63,14 +63,8 @@ def _controls(head_dim, base, train_length, target_length, interpolate, dtype) -
                 interpolate=bool(interpolate), dtype=dtype)
 
 
-def lab_state(
-    head_dim: int = 128,
-    base: float = 1e4,
-    train_length: int = 4096,
-    target_length: int = 2**15,
-    interpolate: bool = False,
-    dtype: str = "float32",
-) -> dict:
+def lab_state(head_dim: int = 128, base: float = 1e4, train_length: int = 4096, target_length: int = 2**15,
+              interpolate: bool = False, dtype: str = "float32") -> dict:
     """Everything the lab shows, for one setting of its controls.
 
     Parameters

@@ -140,10 +140,8 @@ class KernelLab(Lab):
         }
 
 
-def reference(
-    head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
-    train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None,
-) -> dict:
+def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
+              train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None) -> dict:
     """``ropegeo``'s numbers for a lab state: what the widget's JavaScript must reproduce.
 
     Parameters

@@ -544,26 +544,11 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
                       maximum=MAX_ATTENTION_FACTOR)
 
 
-def gate_a(
-    impl,
-    *,
-    operator: RotaryOperator | None = None,
-    head_dim: int | None = None,
-    base: float | None = None,
-    pairing: str | None = None,
-    rotary_dim: int | None = None,
-    scale: float | None = None,
-    theta=None,
-    phase_dtype: str | None = None,
-    dtype: str | None = None,
-    max_position: int | None = None,
-    attention_factor: float | None = None,
-    manifest=None,
-    target_length: int | None = None,
-    seed: int = 0,
-    attention_factor_in: str = "rotation",
-    mrope_section=None, mrope_interleaved: bool = False,
-) -> GateAReport:
+def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None = None, base: float | None = None,
+           pairing: str | None = None, rotary_dim: int | None = None, scale: float | None = None, theta=None,
+           phase_dtype: str | None = None, dtype: str | None = None, max_position: int | None = None,
+           attention_factor: float | None = None, manifest=None, target_length: int | None = None, seed: int = 0,
+           attention_factor_in: str = "rotation", mrope_section=None, mrope_interleaved: bool = False) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
     ``impl`` follows the protocols of the module docstring: ``x`` of shape ``(seq, head_dim)``
