@@ -403,32 +403,19 @@ class SeedResults:
     mass: np.ndarray
     evaluations: tuple = field(repr=False, default=())
 
-    @property
-    def accuracy_mean(self) -> float:
-        return float(self.accuracy.mean())
-
-    @property
-    def accuracy_std(self) -> float:
-        return float(self.accuracy.std())
-
-    @property
-    def mass_mean(self) -> float:
-        return float(self.mass.mean())
-
-    @property
-    def mass_std(self) -> float:
-        return float(self.mass.std())
+    accuracy_mean = property(lambda self: float(self.accuracy.mean()), doc="Mean accuracy over the seeds.")
+    accuracy_std = property(lambda self: float(self.accuracy.std()), doc="Standard deviation of the accuracy.")
+    mass_mean = property(lambda self: float(self.mass.mean()), doc="Mean target mass over the seeds.")
+    mass_std = property(lambda self: float(self.mass.std()), doc="Standard deviation of the target mass.")
 
     def count(self, predicate) -> int:
         """How many seeds satisfy ``predicate(evaluation)``: effects that only some seeds show."""
         return int(sum(bool(predicate(e)) for e in self.evaluations))
 
     def to_dict(self) -> dict:
-        return {
-            "label": self.label, "seeds": list(self.seeds), "accuracy": self.accuracy.tolist(),
-            "mass": self.mass.tolist(), "accuracy_mean": self.accuracy_mean, "accuracy_std": self.accuracy_std,
-            "mass_mean": self.mass_mean, "mass_std": self.mass_std,
-        }
+        return {"label": self.label, "seeds": list(self.seeds), "accuracy": self.accuracy.tolist(),
+                "mass": self.mass.tolist(), "accuracy_mean": self.accuracy_mean, "accuracy_std": self.accuracy_std,
+                "mass_mean": self.mass_mean, "mass_std": self.mass_std}
 
     def row(self) -> str:
         return (f"{self.label:<40} accuracy {self.accuracy_mean:6.3f} ± {self.accuracy_std:5.3f}   "

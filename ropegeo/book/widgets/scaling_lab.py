@@ -36,6 +36,14 @@ TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 32768)
 SMALL_OFFSETS = 16
 
 
+def _ordered(maximum: float, greater: str, lesser: str, **values) -> dict:
+    """Rule parameters, each from 0.25 to ``maximum`` (checked in the order given), ``greater`` above ``lesser``."""
+    out = {name: v.real(name, x, minimum=0.25, maximum=maximum) for name, x in values.items()}
+    if not out[greater] > out[lesser]:
+        raise ValueError(f"{greater} must be greater than {lesser}, got {out[greater]:g} <= {out[lesser]:g}")
+    return out
+
+
 def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4096, head_dim: int = 128,
              base: float = 1e4, beta_fast: float = 32.0, beta_slow: float = 1.0,
              low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> ExtensionReport:
@@ -78,17 +86,10 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
     target = int(round(factor * train_length))
     params = {}
     if rule == "yarn":
-        bf = v.real("beta_fast", beta_fast, minimum=0.25, maximum=128.0)
-        bs = v.real("beta_slow", beta_slow, minimum=0.25, maximum=128.0)
-        if not bf > bs:
-            raise ValueError(f"beta_fast must be greater than beta_slow, got {bf:g} <= {bs:g}")
-        params = dict(beta_fast=bf, beta_slow=bs)
+        params = _ordered(128.0, "beta_fast", "beta_slow", beta_fast=beta_fast, beta_slow=beta_slow)
     if rule == "llama3":
-        lo = v.real("low_freq_factor", low_freq_factor, minimum=0.25, maximum=64.0)
-        hi = v.real("high_freq_factor", high_freq_factor, minimum=0.25, maximum=64.0)
-        if not hi > lo:
-            raise ValueError(f"high_freq_factor must be greater than low_freq_factor, got {hi:g} <= {lo:g}")
-        params = dict(low_freq_factor=lo, high_freq_factor=hi)
+        params = _ordered(64.0, "high_freq_factor", "low_freq_factor", low_freq_factor=low_freq_factor,
+                          high_freq_factor=high_freq_factor)
     if rule == "none" or factor == 1.0 and rule != "dynamic":
         sc = None if rule == "none" else preset(rule, train_length=train_length, target_length=max(target, train_length), **params)
     else:
