@@ -220,11 +220,9 @@ def _positions(length, shift, query_offset, query_reset, position_dtype):
         if not (np.all(np.isfinite(kpos)) and np.all(np.isfinite(qpos))):
             label = "bfloat16" if position_dtype.name == "bfloat16" else position_dtype.name
             top = float(ml_dtypes.finfo(position_dtype).max)
-            raise ValueError(
-                f"position_dtype={label!r} overflows: position ids reach {reach:g} (shift={shift:g}, "
-                f"query_offset={query_offset:g}, length {length}) but its largest number is {top:g}; "
-                f"use a wider position_dtype or a smaller shift"
-            )
+            raise ValueError(f"position_dtype={label!r} overflows: position ids reach {reach:g} (shift={shift:g}, "
+                             f"query_offset={query_offset:g}, length {length}) but its largest number is {top:g}; "
+                             f"use a wider position_dtype or a smaller shift")
     return qpos, kpos
 
 
@@ -440,10 +438,8 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
     if label is None:
         extra = ", ".join(f"{k}={val}" for k, val in sorted(options.items()) if k not in ("sequences", "seed"))
         label = f"L={length}" + (f", {extra}" if extra else "")
-    return SeedResults(
-        label=label, seeds=tuple(h.seed for h in heads), accuracy=np.array([e.accuracy for e in evals]),
-        mass=np.array([e.mass for e in evals]), evaluations=evals,
-    )
+    return SeedResults(label=label, seeds=tuple(h.seed for h in heads), accuracy=np.array([e.accuracy for e in evals]),
+                       mass=np.array([e.mass for e in evals]), evaluations=evals)
 
 
 def _head_list(heads) -> list:

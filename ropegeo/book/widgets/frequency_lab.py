@@ -158,17 +158,13 @@ def readout(state: dict) -> str:
         off, k = state["near"][0]
         lines.append(f"most identity-like offset in [{c['train_length']:,}, {c['target_length']:,}]: {off:,} (K = {k:.4f})")
     if state["parser_margin"] is None:
-        lines.append(
-            f"Gate B, offsets 1-3 near position {c['target_length']:,}: OVERFLOW, {c['dtype']} stops at "
-            f"{state['largest_finite']:,.0f}"
-        )
+        lines.append(f"Gate B, offsets 1-3 near position {c['target_length']:,}: OVERFLOW, {c['dtype']} stops at "
+                     f"{state['largest_finite']:,.0f}")
     else:
         a, b = state["parser_pair"]
         verdict = "COLLAPSED" if state["parser_margin"] == 0 else "separated"
-        lines.append(
-            f"Gate B, offsets 1-3 near position {c['target_length']:,} in {c['dtype']}: margin "
-            f"{state['parser_margin']:.4f} ({verdict}; closest {a:g} vs {b:g})"
-        )
+        lines.append(f"Gate B, offsets 1-3 near position {c['target_length']:,} in {c['dtype']}: margin "
+                     f"{state['parser_margin']:.4f} ({verdict}; closest {a:g} vs {b:g})")
     lim = state["integer_limit"]
     note = "beyond" if state["largest_position"] > lim else "within"
     lines.append(f"{c['dtype']} holds every integer up to {lim:,}: the largest position is {note} it")

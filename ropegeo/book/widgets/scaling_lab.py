@@ -100,13 +100,11 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
 
 def summary(report: ExtensionReport) -> str:
     """One line of the lab's numbers."""
-    return (
-        f"{report.rule}: {report.scaled_pairs} of {report.theta.size} pairs stretched | "
-        f"{report.novel_pairs} pairs see new phase ({report.total_novelty:.3f} turns) | "
-        f"K(1) = {report.adjacent_similarity:.6f} | fastest step {report.fastest_step:.4f} rad | "
-        f"margin 1..{SMALL_OFFSETS} = {report.margin:.4f} | margin 64, 128, .. = {report.coarse_margin:.4f} | "
-        f"attention factor {report.attention_factor:.4f}"
-    )
+    return (f"{report.rule}: {report.scaled_pairs} of {report.theta.size} pairs stretched | "
+            f"{report.novel_pairs} pairs see new phase ({report.total_novelty:.3f} turns) | "
+            f"K(1) = {report.adjacent_similarity:.6f} | fastest step {report.fastest_step:.4f} rad | "
+            f"margin 1..{SMALL_OFFSETS} = {report.margin:.4f} | margin 64, 128, .. = {report.coarse_margin:.4f} | "
+            f"attention factor {report.attention_factor:.4f}")
 
 
 class ScalingLab(Lab):
