@@ -138,12 +138,8 @@ def finite_array(name: str, value: Any, *, dtype: Any = np.float64) -> np.ndarra
 
 def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     """One of the floating dtypes ropegeo knows: float64, float32, float16, bfloat16."""
-    known = {
-        "float64": np.dtype(np.float64),
-        "float32": np.dtype(np.float32),
-        "float16": np.dtype(np.float16),
-        "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    }
+    known = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
+             "bfloat16": np.dtype(ml_dtypes.bfloat16)}
     if isinstance(value, str):
         if value in known:
             return known[value]

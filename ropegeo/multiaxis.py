@@ -43,13 +43,10 @@ from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.margins import separation_margin
 
-__all__ = [
-    "frequency_matrix",
-    "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",
-    "mrope_assignment", "axis_frequencies", "mrope_bank", "axial_bank", "mixed_bank",
-    "proportional_frequencies", "multi_kernel", "kernel_grid", "axis_band", "AxisReport", "axis_report",
-    "band_sum", "band_support", "nope_temperature",
-]
+__all__ = ["frequency_matrix", "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",
+           "mrope_assignment", "axis_frequencies", "mrope_bank", "axial_bank", "mixed_bank",
+           "proportional_frequencies", "multi_kernel", "kernel_grid", "axis_band", "AxisReport", "axis_report",
+           "band_sum", "band_support", "nope_temperature"]
 
 #: Axis names of M-RoPE's three position streams, in transformers' order.
 MROPE_AXES = ("time", "height", "width")

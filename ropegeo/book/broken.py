@@ -470,14 +470,10 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
 
     inter = set(zip(*(a.tolist() for a in pair_indices(d, "interleaved"))))
     half = set(zip(*(a.tolist() for a in pair_indices(d, "half"))))
-    return {
-        "norm_change": float(np.max(np.abs(ratio - 1.0))),
-        "score_change_median": float(np.median(change)),
-        "score_change_max": float(np.max(change)),
-        "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)),
-        "pairs": d // 2,
-        "pairs_intact": len(inter & half),
-    }
+    return {"norm_change": float(np.max(np.abs(ratio - 1.0))), "score_change_median": float(np.median(change)),
+            "score_change_max": float(np.max(change)),
+            "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)), "pairs": d // 2,
+            "pairs_intact": len(inter & half)}
 
 
 def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,

@@ -185,12 +185,10 @@ class Evaluation:
     def summary(self) -> dict:
         """The scalar numbers: accuracy, mass, query count, most common winner displacements."""
         top = dict(list(self.winner_counts().items())[:3])
-        return {
-            "kind": self.kind, "seed": self.seed, "length": self.length, "schedule": self.schedule,
-            "scale": self.scale, "attention_factor": self.attention_factor,
-            "interventions": dict(self.interventions), "accuracy": self.accuracy,
-            "mass": self.mass, "queries": int(self.query_position.size), "top_winner_displacements": top,
-        }
+        return {"kind": self.kind, "seed": self.seed, "length": self.length, "schedule": self.schedule,
+                "scale": self.scale, "attention_factor": self.attention_factor,
+                "interventions": dict(self.interventions), "accuracy": self.accuracy,
+                "mass": self.mass, "queries": int(self.query_position.size), "top_winner_displacements": top}
 
     def to_dict(self) -> dict:
         """Summary plus every per-query array (as lists)."""

@@ -25,14 +25,9 @@ from ropegeo.precision import PHASE_DTYPES, consecutive_integer_limit, generated
 __all__ = ["CONTROLS", "KERNEL_POINTS", "lab_state", "readout", "FrequencyLab", "frequency_lab"]
 
 #: Bounds and defaults of every control: (minimum, maximum, default) or (choices, default).
-CONTROLS = {
-    "head_dim": (4, 256, 128),
-    "base": (10.0, 1.0e7, 10_000.0),
-    "train_length": (16, 131_072, 4096),
-    "target_length": (16, 131_072, 32_768),
-    "interpolate": ((False, True), False),
-    "dtype": (PHASE_DTYPES, "float32"),
-}
+CONTROLS = {"head_dim": (4, 256, 128), "base": (10.0, 1.0e7, 10_000.0), "train_length": (16, 131_072, 4096),
+            "target_length": (16, 131_072, 32_768), "interpolate": ((False, True), False),
+            "dtype": (PHASE_DTYPES, "float32")}
 #: Most offsets at which K is drawn.
 KERNEL_POINTS = 1500
 #: The parser-like offsets whose margin the readout reports, at the far end of the target context.

@@ -133,11 +133,9 @@ class KernelLab(Lab):
 
     def state(self) -> dict:
         """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
-        return {
-            "head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
-            "offset_stop": self.offset_stop, "interpolate": self.interpolate,
-            "train_length": self.train_length, "target_length": self.target_length, "top": self.top,
-        }
+        return {"head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
+                "offset_stop": self.offset_stop, "interpolate": self.interpolate,
+                "train_length": self.train_length, "target_length": self.target_length, "top": self.top}
 
 
 def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,

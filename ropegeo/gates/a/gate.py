@@ -242,21 +242,10 @@ class GateAReport:
         return verdict(self.checks)
 
     def to_dict(self) -> dict:
-        return {
-            "status": self.status,
-            "passed": self.passed,
-            "failed": self.failed,
-            "defects": self.defects,
-            "diagnosis": self.diagnosis,
-            "declared": plain(self.declared),
-            "protocols": self.protocols,
-            "head_dims": self.head_dims,
-            "dtypes": self.dtypes,
-            "inferred": plain(self.inferred),
-            "checks": [c.to_dict() for c in self.checks],
-            "notes": self.notes,
-            "seconds": self.seconds,
-        }
+        return {"status": self.status, "passed": self.passed, "failed": self.failed, "defects": self.defects,
+                "diagnosis": self.diagnosis, "declared": plain(self.declared), "protocols": self.protocols,
+                "head_dims": self.head_dims, "dtypes": self.dtypes, "inferred": plain(self.inferred),
+                "checks": [c.to_dict() for c in self.checks], "notes": self.notes, "seconds": self.seconds}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateAReport":
@@ -277,11 +266,9 @@ class GateAReport:
         line after the checks says how to read them, and what a tolerance of 0 means.
         """
         inf = self.inferred
-        lines = [
-            f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
-            f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
-            f"positions up to {self.declared.get('max_position', 0):,})"
-        ]
+        lines = [f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
+                 f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
+                 f"positions up to {self.declared.get('max_position', 0):,})"]
         if inf.get("data_dtype"):
             have, res = inf.get("phase_precision", "not measured"), inf.get("phase_resolution")
             if have in PRECISION_LIMIT and isinstance(res, float) and res > PRECISION_LIMIT[have]:
