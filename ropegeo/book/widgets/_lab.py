@@ -17,6 +17,7 @@ import anywidget
 import numpy as np
 import traitlets
 
+_TRAITS = {bool: traitlets.Bool, int: traitlets.Int, float: traitlets.Float, str: traitlets.Unicode}
 STATIC = Path(__file__).resolve().parent.parent / "static"
 _SHARED = ("ropegeo_core.js", "labs_ui.js")
 
@@ -35,7 +36,8 @@ def esm_source(lab_file: str) -> str:
 class Lab(anywidget.AnyWidget):
     """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")`` and ``BOUNDS``.
 
-    ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
+    ``DEFAULTS`` maps a control to its default value; each becomes a synced trait of the default's
+    type (``bool`` Bool, ``int`` Int, ``float`` Float, ``str`` Unicode). ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
     values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
     traits of ``BOUNDS`` (a ``head_dim`` given as a range must also be even) unless the subclass
     defines its own ``_check``. A lab carrying query and key vectors of ``VECTOR_WIDTH`` entries
@@ -45,10 +47,15 @@ class Lab(anywidget.AnyWidget):
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
     BOUNDS: dict = {}
+    DEFAULTS: dict = {}
     VECTOR_WIDTH = 0
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        for name, default in cls.__dict__.get("DEFAULTS", {}).items():
+            trait = _TRAITS[type(default)](default).tag(sync=True)
+            setattr(cls, name, trait)
+            trait.class_init(cls, name)  # what traitlets does for a trait written in the class body
         if cls.BOUNDS and "_check" not in cls.__dict__:
             cls._check = traitlets.validate(*cls.BOUNDS)(Lab._bounded)
         if cls.VECTOR_WIDTH and "_check_vector" not in cls.__dict__:

@@ -88,13 +88,8 @@ class AxesLab(Lab):
     BOUNDS = {"head_dim": (2, MAX_LAB_HEAD_DIM), "base": (10.0, 1e7), "split": SPLITS, "x_share": (0.0, 1.0),
               "grid": (1, MAX_LAB_GRID), "threshold": (0.0, 0.99), "top": (1, _MAX_TOP)}
 
-    head_dim = traitlets.Int(16).tag(sync=True)
-    base = traitlets.Float(100.0).tag(sync=True)
-    split = traitlets.Unicode("blocked").tag(sync=True)
-    x_share = traitlets.Float(0.5).tag(sync=True)
-    grid = traitlets.Int(32).tag(sync=True)
-    threshold = traitlets.Float(0.9).tag(sync=True)
-    top = traitlets.Int(5).tag(sync=True)
+    DEFAULTS = {"head_dim": 16, "base": 100.0, "split": "blocked", "x_share": 0.5, "grid": 32, "threshold": 0.9,
+                "top": 5}
 
 
 def split_frequencies(head_dim: int, base: float, split: str = "blocked", x_share: float = 0.5):

@@ -57,12 +57,7 @@ class ClockLab(Lab):
     BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
               "pairing": ("interleaved", "half"), "speed": (1, MAX_CLOCK_SPEED)}
 
-    m = traitlets.Int(3).tag(sync=True)
-    n = traitlets.Int(7).tag(sync=True)
-    head_dim = traitlets.Int(4).tag(sync=True)
-    base = traitlets.Float(100.0).tag(sync=True)
-    pairing = traitlets.Unicode("interleaved").tag(sync=True)
-    speed = traitlets.Int(4).tag(sync=True)
+    DEFAULTS = {"m": 3, "n": 7, "head_dim": 4, "base": 100.0, "pairing": "interleaved", "speed": 4}
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
 

@@ -62,14 +62,8 @@ class KernelLab(Lab):
 
     _esm = esm_source("lab_kernel.js")
 
-    head_dim = traitlets.Int(8).tag(sync=True)
-    base = traitlets.Float(10_000.0).tag(sync=True)
-    offset_start = traitlets.Int(1).tag(sync=True)
-    offset_stop = traitlets.Int(20_000).tag(sync=True)
-    interpolate = traitlets.Bool(False).tag(sync=True)
-    train_length = traitlets.Int(4096).tag(sync=True)
-    target_length = traitlets.Int(16_384).tag(sync=True)
-    top = traitlets.Int(5).tag(sync=True)
+    DEFAULTS = {"head_dim": 8, "base": 10_000.0, "offset_start": 1, "offset_stop": 20_000, "interpolate": False,
+                "train_length": 4096, "target_length": 16_384, "top": 5}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

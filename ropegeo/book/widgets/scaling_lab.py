@@ -128,15 +128,8 @@ class ScalingLab(Lab):
               "train_length": TRAIN_LENGTHS, "beta_fast": (0.5, 128.0), "beta_slow": (0.25, 128.0),
               "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.5, 64.0)}
 
-    rule = traitlets.Unicode("yarn").tag(sync=True)
-    factor = traitlets.Float(8.0).tag(sync=True)
-    head_dim = traitlets.Int(128).tag(sync=True)
-    base = traitlets.Float(1e4).tag(sync=True)
-    train_length = traitlets.Int(4096).tag(sync=True)
-    beta_fast = traitlets.Float(32.0).tag(sync=True)
-    beta_slow = traitlets.Float(1.0).tag(sync=True)
-    low_freq_factor = traitlets.Float(1.0).tag(sync=True)
-    high_freq_factor = traitlets.Float(4.0).tag(sync=True)
+    DEFAULTS = {"rule": "yarn", "factor": 8.0, "head_dim": 128, "base": 1e4, "train_length": 4096, "beta_fast": 32.0,
+                "beta_slow": 1.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 
     @property
     def report(self) -> ExtensionReport:
