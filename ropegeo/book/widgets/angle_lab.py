@@ -20,7 +20,6 @@ same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scalin
 from __future__ import annotations
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies

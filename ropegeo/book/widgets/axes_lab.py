@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies

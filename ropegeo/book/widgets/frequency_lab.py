@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
@@ -183,12 +182,7 @@ class FrequencyLab(Lab):
     BOUNDS = {"head_dim": (4, 256), "base": (10.0, 1.0e7), "train_length": (16, 131_072),
               "target_length": (16, 131_072), "interpolate": (False, True), "dtype": PHASE_DTYPES}
 
-    head_dim = traitlets.Int(CONTROLS["head_dim"][2]).tag(sync=True)
-    base = traitlets.Float(CONTROLS["base"][2]).tag(sync=True)
-    train_length = traitlets.Int(CONTROLS["train_length"][2]).tag(sync=True)
-    target_length = traitlets.Int(CONTROLS["target_length"][2]).tag(sync=True)
-    interpolate = traitlets.Bool(False).tag(sync=True)
-    dtype = traitlets.Unicode(CONTROLS["dtype"][1]).tag(sync=True)
+    DEFAULTS = {name: spec[-1] for name, spec in CONTROLS.items()}
 
     @property
     def numbers(self) -> dict:

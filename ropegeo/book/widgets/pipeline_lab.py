@@ -23,7 +23,6 @@ the page's.
 from __future__ import annotations
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies

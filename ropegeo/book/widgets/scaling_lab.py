@@ -18,7 +18,6 @@ computation of the same numbers, which the tests compare with the page's.
 
 from __future__ import annotations
 
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
