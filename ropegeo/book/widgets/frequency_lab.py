@@ -175,7 +175,7 @@ class FrequencyLab(Lab):
 
     Notes
     -----
-    Setting a control to a value outside :data:`CONTROLS` (the message names the control). raises ``traitlets.TraitError``.
+    Setting a control outside :data:`CONTROLS` raises ``traitlets.TraitError`` naming the control.
     """
 
     _esm = esm_source("lab_frequency.js")
