@@ -33,14 +33,8 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     return value
 
 
-def real(
-    name: str,
-    value: Any,
-    *,
-    greater_than: float | None = None,
-    minimum: float | None = None,
-    maximum: float | None = None,
-) -> float:
+def real(name: str, value: Any, *, greater_than: float | None = None, minimum: float | None = None,
+         maximum: float | None = None) -> float:
     """Return ``value`` as a finite ``float`` or raise a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
@@ -144,12 +138,8 @@ def finite_array(name: str, value: Any, *, dtype: Any = np.float64) -> np.ndarra
 
 def float_dtype(value: Any, name: str = "dtype") -> np.dtype:
     """One of the floating dtypes ropegeo knows: float64, float32, float16, bfloat16."""
-    known = {
-        "float64": np.dtype(np.float64),
-        "float32": np.dtype(np.float32),
-        "float16": np.dtype(np.float16),
-        "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    }
+    known = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
+             "bfloat16": np.dtype(ml_dtypes.bfloat16)}
     if isinstance(value, str):
         if value in known:
             return known[value]

@@ -31,8 +31,6 @@ MAX_SEARCH_CELLS = 2**36
 MAX_OFFSET = 2**53
 #: Largest ``top`` of :func:`near_collisions`.
 MAX_TOP = 10_000
-#: Largest offsets-by-pairs matrix :func:`brute_force_kernel_max` builds (256 MiB of float64).
-MAX_BRUTE_CELLS = 2**25
 
 
 def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
@@ -118,18 +116,9 @@ class NearCollision:
     similarity: float
 
 
-def near_collisions(
-    theta=None,
-    start: int | None = None,
-    stop: int | None = None,
-    *,
-    operator: RotaryOperator | None = None,
-    seq_len: int | None = None,
-    top: int = 5,
-    scale: float | None = None,
-    weights=None,
-    progress: bool | None = None,
-) -> list[NearCollision]:
+def near_collisions(theta=None, start: int | None = None, stop: int | None = None, *,
+                    operator: RotaryOperator | None = None, seq_len: int | None = None, top: int = 5,
+                    scale: float | None = None, weights=None, progress: bool | None = None) -> list[NearCollision]:
     """The ``top`` integer offsets in ``[start, stop]`` with the largest kernel ``K``.
 
     The search is exact (it agrees with evaluating ``cos`` at every offset in float64 to about
@@ -237,26 +226,4 @@ def near_collisions(
         bar.close()
     order = np.lexsort((best_off, -best_k))
     return [NearCollision(int(best_off[i]), float(min(1.0, best_k[i]))) for i in order]
-
-
-def brute_force_kernel_max(theta, start: int, stop: int, scale: float = 1.0) -> tuple[int, float]:
-    """Reference only: the single best offset by evaluating every offset at once (memory heavy).
-
-    This is the seed article's approach; kept for the benchmark and the tests. It builds the full
-    offsets-by-pairs matrix, so the range times the pairs is limited to ``MAX_BRUTE_CELLS``
-    (2**25, 256 MiB); use :func:`near_collisions` for anything larger.
-    """
-    theta = v.frequencies(theta)
-    scale = v.real("scale", scale)
-    start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)
-    stop = v.integer("stop", stop, minimum=start, maximum=MAX_OFFSET)
-    if (stop - start + 1) * theta.size > MAX_BRUTE_CELLS:
-        raise ValueError(f"the brute-force reference holds at most {MAX_BRUTE_CELLS:,} offset-pair cells; "
-                         f"use near_collisions for [{start:,}, {stop:,}] with {theta.size} pairs")
-    if not np.isfinite(stop * abs(scale) * float(theta.max())):
-        raise ValueError("stop * scale * theta overflows: use a smaller scale or range")
-    deltas = np.arange(start, stop + 1, dtype=np.float64)
-    similarity = np.cos(np.outer(deltas * scale, theta)).sum(axis=1) / theta.size
-    best = int(np.argmax(similarity))
-    return int(deltas[best]), float(similarity[best])
 

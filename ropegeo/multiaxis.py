@@ -43,13 +43,10 @@ from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.margins import separation_margin
 
-__all__ = [
-    "frequency_matrix",
-    "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",
-    "mrope_assignment", "axis_frequencies", "mrope_bank", "axial_bank", "mixed_bank",
-    "proportional_frequencies", "multi_kernel", "kernel_grid", "axis_band", "AxisReport", "axis_report",
-    "band_sum", "band_support", "nope_temperature",
-]
+__all__ = ["frequency_matrix", "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",
+           "mrope_assignment", "axis_frequencies", "mrope_bank", "axial_bank", "mixed_bank",
+           "proportional_frequencies", "multi_kernel", "kernel_grid", "axis_band", "AxisReport", "axis_report",
+           "band_sum", "band_support", "nope_temperature"]
 
 #: Axis names of M-RoPE's three position streams, in transformers' order.
 MROPE_AXES = ("time", "height", "width")
@@ -361,10 +358,6 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
     axis : int
     extent : int
         Positions along the axis (2 to :data:`MAX_EXTENT`): a 32-patch-wide image has extent 32.
-
-    Returns
-    -------
-    AxisReport
 
     Examples
     --------

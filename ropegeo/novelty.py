@@ -109,10 +109,6 @@ def joint_novelty(theta_train, theta_served, train_length: int, targets) -> Join
     targets : array_like or range of int, shape (n,)
         Served offsets (whole, non-negative; at most ``MAX_TARGETS``).
 
-    Returns
-    -------
-    JointNovelty
-
     Raises
     ------
     ValueError

@@ -123,18 +123,9 @@ def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np
     return phase_kernel(pos, th, dt, scale)
 
 
-def apply_rope(
-    x,
-    positions,
-    *,
-    operator: RotaryOperator | None = None,
-    base: float | None = None,
-    rotary_dim: int | None = None,
-    pairing: str | None = None,
-    theta=None,
-    scale: float | None = None,
-    phase_dtype: str | None = None,
-) -> np.ndarray:
+def apply_rope(x, positions, *, operator: RotaryOperator | None = None, base: float | None = None,
+               rotary_dim: int | None = None, pairing: str | None = None, theta=None, scale: float | None = None,
+               phase_dtype: str | None = None) -> np.ndarray:
     """Rotate queries or keys by their positions.
 
     Parameters
@@ -195,17 +186,9 @@ def apply_rope(
     return op.apply(x, positions)
 
 
-def rotation_matrix(
-    position: float,
-    head_dim: int | None = None,
-    *,
-    operator: RotaryOperator | None = None,
-    base: float | None = None,
-    rotary_dim: int | None = None,
-    pairing: str | None = None,
-    theta=None,
-    scale: float | None = None,
-) -> np.ndarray:
+def rotation_matrix(position: float, head_dim: int | None = None, *, operator: RotaryOperator | None = None,
+                    base: float | None = None, rotary_dim: int | None = None, pairing: str | None = None, theta=None,
+                    scale: float | None = None) -> np.ndarray:
     """The orthogonal matrix ``R`` with ``apply_rope(x, position) == R @ x``.
 
     Block diagonal in the pair coordinates: pair ``i`` carries the 2x2 rotation by
@@ -247,19 +230,10 @@ _ERROR_DTYPES = ("float64", "float32")
 DEFAULT_POSITION_PAIRS = ((2, 9), (31, 40), (97, 611), (1024, 4094))
 
 
-def relative_law_error(
-    head_dim: int | None = None,
-    base: float | None = None,
-    *,
-    operator: RotaryOperator | None = None,
-    position_pairs=None,
-    pairing: str | None = None,
-    rotary_dim: int | None = None,
-    theta=None,
-    scale: float | None = None,
-    dtype: str = "float64",
-    seed: int = 7,
-) -> float:
+def relative_law_error(head_dim: int | None = None, base: float | None = None, *,
+                       operator: RotaryOperator | None = None, position_pairs=None, pairing: str | None = None,
+                       rotary_dim: int | None = None, theta=None, scale: float | None = None, dtype: str = "float64",
+                       seed: int = 7) -> float:
     """Largest violation of ``<R_m q, R_n k> = <q, R_{n-m} k>`` over some position pairs.
 
     Parameters

@@ -470,14 +470,10 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
 
     inter = set(zip(*(a.tolist() for a in pair_indices(d, "interleaved"))))
     half = set(zip(*(a.tolist() for a in pair_indices(d, "half"))))
-    return {
-        "norm_change": float(np.max(np.abs(ratio - 1.0))),
-        "score_change_median": float(np.median(change)),
-        "score_change_max": float(np.max(change)),
-        "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)),
-        "pairs": d // 2,
-        "pairs_intact": len(inter & half),
-    }
+    return {"norm_change": float(np.max(np.abs(ratio - 1.0))), "score_change_median": float(np.median(change)),
+            "score_change_max": float(np.max(change)),
+            "equal_position_change": float(np.max(np.abs(same_m - same_r) / norms)), "pairs": d // 2,
+            "pairs_intact": len(inter & half)}
 
 
 def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
@@ -590,6 +586,10 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
     def bad(name, title, impl, check, keyword, defect, declared=decl, manifest=m):
         return CatalogueEntry(name, title, impl, dict(declared), dict(manifest), check, keyword, defect=defect)
 
+    def srv(name, title, check, keyword, defect, data_dtype="float32", **kw):  # served half-split, declared so
+        return bad(name, title, ServedRotary(d, pairing="half", data_dtype=data_dtype, **kw), check, keyword, defect,
+                   declared=served, manifest=mh)
+
     entries = [
         CatalogueEntry("served-bfloat16", "correct, served in bfloat16 (angles in float32, cos/sin and vectors "
                        "cast to bfloat16)", ServedRotary(d, pairing="half", data_dtype="bfloat16"), dict(served),
@@ -616,34 +616,26 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
             "precision", "formed in float16", "precision"),
         bad("undeclared-interpolation", "positions interpolated by 1/4 that the declaration does not state",
             Rotary(d, scale=0.25), "frequencies", "0.25 times the declared one", "frequency"),
-        bad("reversed-frequencies", "the frequency table in reverse order (slowest pair first)",
-            ServedRotary(d, pairing="half", data_dtype="float32", variant="reversed"), "frequencies",
-            "ordering is reversed", "frequency", declared=served, manifest=mh),
-        bad("mirrored", "sin enters with the other sign (served in bfloat16)",
-            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="mirrored"), "frequencies",
-            "relative law still holds", "convention", declared=served, manifest=mh),
-        bad("scaled-table", "cos and sin multiplied by 1.2 (served in bfloat16)",
-            ServedRotary(d, pairing="half", data_dtype="bfloat16", variant="scaled"), "norm",
-            "norm ratio up to 1.2", "magnitude", declared=served, manifest=mh),
+        srv("reversed-frequencies", "the frequency table in reverse order (slowest pair first)", "frequencies",
+            "ordering is reversed", "frequency", variant="reversed"),
+        srv("mirrored", "sin enters with the other sign (served in bfloat16)", "frequencies",
+            "relative law still holds", "convention", "bfloat16", variant="mirrored"),
+        srv("scaled-table", "cos and sin multiplied by 1.2 (served in bfloat16)", "norm", "norm ratio up to 1.2",
+            "magnitude", "bfloat16", variant="scaled"),
         # issue 35: what the audited code must not excuse, and what Gate A must name as itself
         bad("scaled-table-float64", "cos and sin multiplied by 1.01, all in float64",
             ServedRotary(d, pairing="half", data_dtype="float64", phase_dtype="float64", variant="scaled", gain=1.01),
             "norm", "median 1.01", "magnitude", declared=served, manifest=dict(mh, phase_dtype="float64")),
-        bad("bfloat16-table-float32-data", "cos and sin rounded to bfloat16, the vectors kept in float32",
-            ServedRotary(d, pairing="half", data_dtype="float32", table_dtype="bfloat16"), "precision",
-            "rounds as bfloat16", "precision", declared=served, manifest=mh),
-        bad("bfloat16-inv-freq", "inv_freq held in bfloat16 (model.to(torch.bfloat16)), the rest in float32",
-            ServedRotary(d, pairing="half", data_dtype="float32", inv_freq_dtype="bfloat16"), "frequencies",
-            "rounded to bfloat16", "frequency", declared=served, manifest=mh),
-        bad("float16-inv-freq", "inv_freq held in float16, the rest in float32",
-            ServedRotary(d, pairing="half", data_dtype="float32", inv_freq_dtype="float16"), "frequencies",
-            "rounded to float16", "frequency", declared=served, manifest=mh),
-        bad("odd-pairs-mirrored", "sin enters with the other sign on odd pairs only",
-            ServedRotary(d, pairing="half", data_dtype="float32", variant="odd-mirrored"), "frequencies",
-            "rotate the opposite way", "convention", declared=served, manifest=mh),
-        bad("pairs-never-turn", "the last quarter of the pairs never turn (a fourth position id left at 0)",
-            ServedRotary(d, pairing="half", data_dtype="float32", still=d // 8), "layout", "never turn", "layout",
-            declared=served, manifest=mh),
+        srv("bfloat16-table-float32-data", "cos and sin rounded to bfloat16, the vectors kept in float32",
+            "precision", "rounds as bfloat16", "precision", table_dtype="bfloat16"),
+        srv("bfloat16-inv-freq", "inv_freq held in bfloat16 (model.to(torch.bfloat16)), the rest in float32",
+            "frequencies", "rounded to bfloat16", "frequency", inv_freq_dtype="bfloat16"),
+        srv("float16-inv-freq", "inv_freq held in float16, the rest in float32", "frequencies",
+            "rounded to float16", "frequency", inv_freq_dtype="float16"),
+        srv("odd-pairs-mirrored", "sin enters with the other sign on odd pairs only", "frequencies",
+            "rotate the opposite way", "convention", variant="odd-mirrored"),
+        srv("pairs-never-turn", "the last quarter of the pairs never turn (a fourth position id left at 0)",
+            "layout", "never turn", "layout", still=d // 8),
         *(bad(f"clamped-table-{n}", f"a cos/sin table of {n:,} rows indexed with a clamp",
               PositionDefect(d, mode="clamped", size=n), "context", f"table of {n:,} rows indexed with a clamp",
               "position-id") for n in (2048, 1024, 512)),

@@ -134,12 +134,10 @@ class AxesEntry:
 
 
 #: Broken variants: name -> (interleaved, the check that leads, the defect class named).
-AXES_DEFECTS = {
-    "sections-swapped": (False, "sections", "layout"),
-    "one-axis-for-all": (False, "sections", "position-id"),
-    "interleave-off-by-one": (True, "interleave", "layout"),
-    "boundary-off-by-one": (False, "sections", "layout"),
-}
+AXES_DEFECTS = {"sections-swapped": (False, "sections", "layout"),
+                "one-axis-for-all": (False, "sections", "position-id"),
+                "interleave-off-by-one": (True, "interleave", "layout"),
+                "boundary-off-by-one": (False, "sections", "layout")}
 #: Correct entries: Qwen2-VL's blocks and Qwen3-VL's interleaving.
 AXES_CORRECT = {"qwen2-vl": False, "qwen3-vl": True}
 

@@ -185,12 +185,10 @@ class Evaluation:
     def summary(self) -> dict:
         """The scalar numbers: accuracy, mass, query count, most common winner displacements."""
         top = dict(list(self.winner_counts().items())[:3])
-        return {
-            "kind": self.kind, "seed": self.seed, "length": self.length, "schedule": self.schedule,
-            "scale": self.scale, "attention_factor": self.attention_factor,
-            "interventions": dict(self.interventions), "accuracy": self.accuracy,
-            "mass": self.mass, "queries": int(self.query_position.size), "top_winner_displacements": top,
-        }
+        return {"kind": self.kind, "seed": self.seed, "length": self.length, "schedule": self.schedule,
+                "scale": self.scale, "attention_factor": self.attention_factor,
+                "interventions": dict(self.interventions), "accuracy": self.accuracy,
+                "mass": self.mass, "queries": int(self.query_position.size), "top_winner_displacements": top}
 
     def to_dict(self) -> dict:
         """Summary plus every per-query array (as lists)."""
@@ -220,11 +218,9 @@ def _positions(length, shift, query_offset, query_reset, position_dtype):
         if not (np.all(np.isfinite(kpos)) and np.all(np.isfinite(qpos))):
             label = "bfloat16" if position_dtype.name == "bfloat16" else position_dtype.name
             top = float(ml_dtypes.finfo(position_dtype).max)
-            raise ValueError(
-                f"position_dtype={label!r} overflows: position ids reach {reach:g} (shift={shift:g}, "
-                f"query_offset={query_offset:g}, length {length}) but its largest number is {top:g}; "
-                f"use a wider position_dtype or a smaller shift"
-            )
+            raise ValueError(f"position_dtype={label!r} overflows: position ids reach {reach:g} (shift={shift:g}, "
+                             f"query_offset={query_offset:g}, length {length}) but its largest number is {top:g}; "
+                             f"use a wider position_dtype or a smaller shift")
     return qpos, kpos
 
 
@@ -282,10 +278,6 @@ def evaluate(head, length: int, *, extension: str | None = None, factor: float |
         the offset head needs one.
     seed : int or numpy.random.Generator
         Randomness of the match head's sequences (tokens uniform over the vocabulary).
-
-    Returns
-    -------
-    Evaluation
 
     Raises
     ------
@@ -407,32 +399,19 @@ class SeedResults:
     mass: np.ndarray
     evaluations: tuple = field(repr=False, default=())
 
-    @property
-    def accuracy_mean(self) -> float:
-        return float(self.accuracy.mean())
-
-    @property
-    def accuracy_std(self) -> float:
-        return float(self.accuracy.std())
-
-    @property
-    def mass_mean(self) -> float:
-        return float(self.mass.mean())
-
-    @property
-    def mass_std(self) -> float:
-        return float(self.mass.std())
+    accuracy_mean = property(lambda self: float(self.accuracy.mean()), doc="Mean accuracy over the seeds.")
+    accuracy_std = property(lambda self: float(self.accuracy.std()), doc="Standard deviation of the accuracy.")
+    mass_mean = property(lambda self: float(self.mass.mean()), doc="Mean target mass over the seeds.")
+    mass_std = property(lambda self: float(self.mass.std()), doc="Standard deviation of the target mass.")
 
     def count(self, predicate) -> int:
         """How many seeds satisfy ``predicate(evaluation)``: effects that only some seeds show."""
         return int(sum(bool(predicate(e)) for e in self.evaluations))
 
     def to_dict(self) -> dict:
-        return {
-            "label": self.label, "seeds": list(self.seeds), "accuracy": self.accuracy.tolist(),
-            "mass": self.mass.tolist(), "accuracy_mean": self.accuracy_mean, "accuracy_std": self.accuracy_std,
-            "mass_mean": self.mass_mean, "mass_std": self.mass_std,
-        }
+        return {"label": self.label, "seeds": list(self.seeds), "accuracy": self.accuracy.tolist(),
+                "mass": self.mass.tolist(), "accuracy_mean": self.accuracy_mean, "accuracy_std": self.accuracy_std,
+                "mass_mean": self.mass_mean, "mass_std": self.mass_std}
 
     def row(self) -> str:
         return (f"{self.label:<40} accuracy {self.accuracy_mean:6.3f} ± {self.accuracy_std:5.3f}   "
@@ -451,20 +430,14 @@ def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -
         Name of the condition (default: built from the options).
     **options
         Passed to :func:`evaluate`.
-
-    Returns
-    -------
-    SeedResults
     """
     heads = _head_list(heads)
     evals = tuple(evaluate(h, length, **options) for h in heads)
     if label is None:
         extra = ", ".join(f"{k}={val}" for k, val in sorted(options.items()) if k not in ("sequences", "seed"))
         label = f"L={length}" + (f", {extra}" if extra else "")
-    return SeedResults(
-        label=label, seeds=tuple(h.seed for h in heads), accuracy=np.array([e.accuracy for e in evals]),
-        mass=np.array([e.mass for e in evals]), evaluations=evals,
-    )
+    return SeedResults(label=label, seeds=tuple(h.seed for h in heads), accuracy=np.array([e.accuracy for e in evals]),
+                       mass=np.array([e.mass for e in evals]), evaluations=evals)
 
 
 def _head_list(heads) -> list:

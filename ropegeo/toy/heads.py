@@ -284,10 +284,6 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
     seed : int or numpy.random.Generator
         Initialisation randomness.
 
-    Returns
-    -------
-    OffsetHead
-
     Raises
     ------
     ValueError
@@ -595,10 +591,6 @@ def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = No
     batch : int
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
 
-    Returns
-    -------
-    MatchHead
-
     Raises
     ------
     ValueError
@@ -686,10 +678,8 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
         raise ValueError(
             f"extension={extension!r} needs the head's base; this head was trained on an explicit theta: pass theta and scale"
         )
-    sch = extension_schedule(
-        name, head_dim=head.head_dim, base=head.base, train_length=head.original_train_length,
-        length=length, factor=factor,
-    )
+    sch = extension_schedule(name, head_dim=head.head_dim, base=head.base, train_length=head.original_train_length,
+                             length=length, factor=factor)
     return Schedule(sch.theta, sch.scale * head.scale, sch.attention_factor * head.attention_factor, name)
 
 

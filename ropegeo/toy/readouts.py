@@ -232,10 +232,6 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     theta, scale : optional
         Schedule (default: the head's own).
 
-    Returns
-    -------
-    DistantRival
-
     Raises
     ------
     ValueError
@@ -272,10 +268,8 @@ def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | N
     sim = float(kernel(rival - k, th, scale=sc, weights=w))
     fast_sim = float(kernel(rival - k, th, scale=sc, weights=w_fast))
     gap = rival_parts - at_target
-    return DistantRival(
-        offset=k, window=(L, length - 1), rival=rival, rival_score=float(best),
-        target_score=float(at_target.sum()), wins=bool(best > at_target.sum()),
-        fast_pairs=tuple(int(j) for j in np.nonzero(fast)[0]), predicted=k + hit.offset,
-        fast_similarity=fast_sim, weighted_similarity=sim, weighted_margin=1.0 - sim,
-        fast_gap=float(gap[fast].sum()), slow_gap=float(gap[~fast].sum()),
-    )
+    return DistantRival(offset=k, window=(L, length - 1), rival=rival, rival_score=float(best),
+                        target_score=float(at_target.sum()), wins=bool(best > at_target.sum()),
+                        fast_pairs=tuple(int(j) for j in np.nonzero(fast)[0]), predicted=k + hit.offset,
+                        fast_similarity=fast_sim, weighted_similarity=sim, weighted_margin=1.0 - sim,
+                        fast_gap=float(gap[fast].sum()), slow_gap=float(gap[~fast].sum()))

@@ -310,10 +310,6 @@ def train_position_head(scheme: str, offset: int = 5, *, train_length: int = 64,
         ``rope``: the rotary operator or a frozen bank of frequencies (e.g. from
         ``ropegeo.scaling``); default: base 10,000 over ``head_dim``.
 
-    Returns
-    -------
-    TrainedHead
-
     Raises
     ------
     ValueError
@@ -492,10 +488,6 @@ def train_scheme_match_head(scheme: str, *, vocab: int = 8, train_length: int = 
         Sequences per step (1 to :data:`MAX_BATCH` = 512).
     alibi_heads, alibi_head : int
         The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
-
-    Returns
-    -------
-    TrainedMatchHead
 
     Raises
     ------

@@ -146,10 +146,8 @@ def check_step_memory(what: str, step_bytes: float, sizes: dict) -> None:
     """
     if step_bytes > MAX_STEP_BYTES:
         shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
-        raise ValueError(
-            f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
-            f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {', '.join(sizes)}"
-        )
+        raise ValueError(f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
+                         f"at most MAX_STEP_BYTES = {MAX_STEP_BYTES // 2**20} MiB: lower {', '.join(sizes)}")
 
 
 def check_trained(params, losses, lr: float, init_std: float | None = None) -> None:

@@ -10,12 +10,14 @@ numbers for it (each lab's ``reference``), which the browser tests compare with 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anywidget
 import numpy as np
 import traitlets
 
+_TRAITS = {bool: traitlets.Bool, int: traitlets.Int, float: traitlets.Float, str: traitlets.Unicode}
 STATIC = Path(__file__).resolve().parent.parent / "static"
 _SHARED = ("ropegeo_core.js", "labs_ui.js")
 
@@ -34,14 +36,36 @@ def esm_source(lab_file: str) -> str:
 class Lab(anywidget.AnyWidget):
     """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")`` and ``BOUNDS``.
 
-    ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
+    ``DEFAULTS`` maps a control to its default value; each becomes a synced trait of the default's
+    type (``bool`` Bool, ``int`` Int, ``float`` Float, ``str`` Unicode). ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
     values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
-    traits a subclass validates with it (a ``head_dim`` given as a range must also be even).
-    Labs carrying query and key vectors validate them with :meth:`_finite_vector`.
+    traits of ``BOUNDS`` (a ``head_dim`` given as a range must also be even) unless the subclass
+    defines its own ``_check``. A lab carrying query and key vectors of ``VECTOR_WIDTH`` entries
+    has them checked by :meth:`_finite_vector`. ``numbers`` is the lab module's ``reference`` for the
+    current state (with ``q`` and ``k`` when the lab carries them).
     """
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
     BOUNDS: dict = {}
+    DEFAULTS: dict = {}
+    VECTOR_WIDTH = 0
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, default in cls.__dict__.get("DEFAULTS", {}).items():
+            trait = _TRAITS[type(default)](default).tag(sync=True)
+            setattr(cls, name, trait)
+            trait.class_init(cls, name)  # what traitlets does for a trait written in the class body
+        if cls.BOUNDS and "_check" not in cls.__dict__:
+            cls._check = traitlets.validate(*cls.BOUNDS)(Lab._bounded)
+        if cls.VECTOR_WIDTH and "_check_vector" not in cls.__dict__:
+            cls._check_vector = traitlets.validate("q", "k")(lambda self, p: self._finite_vector(p, cls.VECTOR_WIDTH))
+
+    @property
+    def numbers(self) -> dict:
+        """The lab module's ``reference`` for the current state."""
+        vectors = (self.q, self.k) if self.VECTOR_WIDTH else ()
+        return sys.modules[type(self).__module__].reference(self.state(), *vectors)
 
     def _bounded(self, proposal):
         name = proposal["trait"].name

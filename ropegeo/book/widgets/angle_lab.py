@@ -20,7 +20,6 @@ same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scalin
 from __future__ import annotations
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
@@ -144,16 +143,7 @@ class AngleLab(Lab):
     BOUNDS = {"rule": ANGLE_RULES, "factor": (1.0, MAX_ANGLE_FACTOR), "head_dim": HEAD_DIMS, "base": (100.0, 1e7),
               "train_length": TRAIN_LENGTHS, "dtype": ANGLE_DTYPES}
 
-    rule = traitlets.Unicode("yarn").tag(sync=True)
-    factor = traitlets.Float(4.0).tag(sync=True)
-    head_dim = traitlets.Int(64).tag(sync=True)
-    base = traitlets.Float(1e4).tag(sync=True)
-    train_length = traitlets.Int(2048).tag(sync=True)
-    dtype = traitlets.Unicode("float64").tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
+    DEFAULTS = {"rule": "yarn", "factor": 4.0, "head_dim": 64, "base": 1e4, "train_length": 2048, "dtype": "float64"}
 
     @property
     def numbers(self) -> dict:

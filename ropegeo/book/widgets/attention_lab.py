@@ -89,16 +89,8 @@ class AttentionLab(Lab):
               "rule": tuple(r for r in NAMED_RULES if r != "dynamic"), "factor": (1, MAX_LAB_FACTOR),
               "train_length": (16, MAX_ATTN_SPAN)}
 
-    content = traitlets.Unicode("slow").tag(sync=True)
-    seed = traitlets.Int(0).tag(sync=True)
-    encoding = traitlets.Unicode("rope").tag(sync=True)
-    head_dim = traitlets.Int(8).tag(sync=True)
-    base = traitlets.Float(10_000.0).tag(sync=True)
-    span = traitlets.Int(8192).tag(sync=True)
-    dtype = traitlets.Unicode("float64").tag(sync=True)
-    rule = traitlets.Unicode("none").tag(sync=True)
-    factor = traitlets.Int(4).tag(sync=True)
-    train_length = traitlets.Int(64).tag(sync=True)
+    DEFAULTS = {"content": "slow", "seed": 0, "encoding": "rope", "head_dim": 8, "base": 10_000.0, "span": 8192,
+                "dtype": "float64", "rule": "none", "factor": 4, "train_length": 64}
 
     @traitlets.validate(*BOUNDS)
     def _check(self, proposal):
@@ -107,11 +99,6 @@ class AttentionLab(Lab):
         if name in ("span", "train_length") and value % 16:
             raise traitlets.TraitError(f"{name} must be a multiple of 16, got {value}")
         return value
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
 
 
 def grid_side(head_dim: int) -> int:

@@ -190,28 +190,13 @@ class AuditLab(Lab):
               "target_length": (3, MAX_TARGET), "dtype": ("config", *PHASE_DTYPES), "head_dim": (4, 256),
               "base": (10.0, 1e7), "train_length": (16, 131_072), "rule": NAMED_RULES}
 
-    model = traitlets.Unicode("llama-3.1-8b").tag(sync=True)
-    layer_type = traitlets.Unicode("default").tag(sync=True)
-    target_length = traitlets.Int(131_072).tag(sync=True)
-    dtype = traitlets.Unicode("config").tag(sync=True)
-    head_dim = traitlets.Int(128).tag(sync=True)
-    base = traitlets.Float(10_000.0).tag(sync=True)
-    train_length = traitlets.Int(4096).tag(sync=True)
-    rule = traitlets.Unicode("none").tag(sync=True)
+    DEFAULTS = {"model": "llama-3.1-8b", "layer_type": "default", "target_length": 131_072, "dtype": "config",
+                "head_dim": 128, "base": 10_000.0, "train_length": 4096, "rule": "none"}
     records = traitlets.Dict().tag(sync=True)
     law_normals = traitlets.List(traitlets.Float()).tag(sync=True)
 
     def __init__(self, **kwargs):
         super().__init__(records=records(), law_normals=law_normals(), **kwargs)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
 
 
 def audit_lab(model: str = "custom", **controls) -> AuditLab:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
@@ -88,22 +87,8 @@ class AxesLab(Lab):
     BOUNDS = {"head_dim": (2, MAX_LAB_HEAD_DIM), "base": (10.0, 1e7), "split": SPLITS, "x_share": (0.0, 1.0),
               "grid": (1, MAX_LAB_GRID), "threshold": (0.0, 0.99), "top": (1, _MAX_TOP)}
 
-    head_dim = traitlets.Int(16).tag(sync=True)
-    base = traitlets.Float(100.0).tag(sync=True)
-    split = traitlets.Unicode("blocked").tag(sync=True)
-    x_share = traitlets.Float(0.5).tag(sync=True)
-    grid = traitlets.Int(32).tag(sync=True)
-    threshold = traitlets.Float(0.9).tag(sync=True)
-    top = traitlets.Int(5).tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())
+    DEFAULTS = {"head_dim": 16, "base": 100.0, "split": "blocked", "x_share": 0.5, "grid": 32, "threshold": 0.9,
+                "top": 5}
 
 
 def split_frequencies(head_dim: int, base: float, split: str = "blocked", x_share: float = 0.5):

@@ -53,30 +53,13 @@ class ClockLab(Lab):
     """
 
     _esm = esm_source("lab_clock.js")
+    VECTOR_WIDTH = _WIDTH
     BOUNDS = {"m": (0, MAX_CLOCK_POSITION), "n": (0, MAX_CLOCK_POSITION), "head_dim": (2, 16), "base": (2.0, 1e5),
               "pairing": ("interleaved", "half"), "speed": (1, MAX_CLOCK_SPEED)}
 
-    m = traitlets.Int(3).tag(sync=True)
-    n = traitlets.Int(7).tag(sync=True)
-    head_dim = traitlets.Int(4).tag(sync=True)
-    base = traitlets.Float(100.0).tag(sync=True)
-    pairing = traitlets.Unicode("interleaved").tag(sync=True)
-    speed = traitlets.Int(4).tag(sync=True)
+    DEFAULTS = {"m": 3, "n": 7, "head_dim": 4, "base": 100.0, "pairing": "interleaved", "speed": 4}
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 2)[1]).tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @traitlets.validate("q", "k")
-    def _check_vector(self, proposal):
-        return self._finite_vector(proposal, _WIDTH)
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state(), self.q, self.k)
 
 
 def reference(state: dict, q, k) -> dict:

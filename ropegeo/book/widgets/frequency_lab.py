@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
@@ -25,14 +24,9 @@ from ropegeo.precision import PHASE_DTYPES, consecutive_integer_limit, generated
 __all__ = ["CONTROLS", "KERNEL_POINTS", "lab_state", "readout", "FrequencyLab", "frequency_lab"]
 
 #: Bounds and defaults of every control: (minimum, maximum, default) or (choices, default).
-CONTROLS = {
-    "head_dim": (4, 256, 128),
-    "base": (10.0, 1.0e7, 10_000.0),
-    "train_length": (16, 131_072, 4096),
-    "target_length": (16, 131_072, 32_768),
-    "interpolate": ((False, True), False),
-    "dtype": (PHASE_DTYPES, "float32"),
-}
+CONTROLS = {"head_dim": (4, 256, 128), "base": (10.0, 1.0e7, 10_000.0), "train_length": (16, 131_072, 4096),
+            "target_length": (16, 131_072, 32_768), "interpolate": ((False, True), False),
+            "dtype": (PHASE_DTYPES, "float32")}
 #: Most offsets at which K is drawn.
 KERNEL_POINTS = 1500
 #: The parser-like offsets whose margin the readout reports, at the far end of the target context.
@@ -63,14 +57,8 @@ def _controls(head_dim, base, train_length, target_length, interpolate, dtype) -
                 interpolate=bool(interpolate), dtype=dtype)
 
 
-def lab_state(
-    head_dim: int = 128,
-    base: float = 1e4,
-    train_length: int = 4096,
-    target_length: int = 2**15,
-    interpolate: bool = False,
-    dtype: str = "float32",
-) -> dict:
+def lab_state(head_dim: int = 128, base: float = 1e4, train_length: int = 4096, target_length: int = 2**15,
+              interpolate: bool = False, dtype: str = "float32") -> dict:
     """Everything the lab shows, for one setting of its controls.
 
     Parameters
@@ -164,17 +152,13 @@ def readout(state: dict) -> str:
         off, k = state["near"][0]
         lines.append(f"most identity-like offset in [{c['train_length']:,}, {c['target_length']:,}]: {off:,} (K = {k:.4f})")
     if state["parser_margin"] is None:
-        lines.append(
-            f"Gate B, offsets 1-3 near position {c['target_length']:,}: OVERFLOW, {c['dtype']} stops at "
-            f"{state['largest_finite']:,.0f}"
-        )
+        lines.append(f"Gate B, offsets 1-3 near position {c['target_length']:,}: OVERFLOW, {c['dtype']} stops at "
+                     f"{state['largest_finite']:,.0f}")
     else:
         a, b = state["parser_pair"]
         verdict = "COLLAPSED" if state["parser_margin"] == 0 else "separated"
-        lines.append(
-            f"Gate B, offsets 1-3 near position {c['target_length']:,} in {c['dtype']}: margin "
-            f"{state['parser_margin']:.4f} ({verdict}; closest {a:g} vs {b:g})"
-        )
+        lines.append(f"Gate B, offsets 1-3 near position {c['target_length']:,} in {c['dtype']}: margin "
+                     f"{state['parser_margin']:.4f} ({verdict}; closest {a:g} vs {b:g})")
     lim = state["integer_limit"]
     note = "beyond" if state["largest_position"] > lim else "within"
     lines.append(f"{c['dtype']} holds every integer up to {lim:,}: the largest position is {note} it")
@@ -191,23 +175,14 @@ class FrequencyLab(Lab):
 
     Notes
     -----
-    Setting a control to a value outside :data:`CONTROLS` (the message names the control). raises ``traitlets.TraitError``.
+    Setting a control outside :data:`CONTROLS` raises ``traitlets.TraitError`` naming the control.
     """
 
     _esm = esm_source("lab_frequency.js")
     BOUNDS = {"head_dim": (4, 256), "base": (10.0, 1.0e7), "train_length": (16, 131_072),
               "target_length": (16, 131_072), "interpolate": (False, True), "dtype": PHASE_DTYPES}
 
-    head_dim = traitlets.Int(CONTROLS["head_dim"][2]).tag(sync=True)
-    base = traitlets.Float(CONTROLS["base"][2]).tag(sync=True)
-    train_length = traitlets.Int(CONTROLS["train_length"][2]).tag(sync=True)
-    target_length = traitlets.Int(CONTROLS["target_length"][2]).tag(sync=True)
-    interpolate = traitlets.Bool(False).tag(sync=True)
-    dtype = traitlets.Unicode(CONTROLS["dtype"][1]).tag(sync=True)
-
-    @traitlets.validate("head_dim", "base", "train_length", "target_length", "dtype")
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
+    DEFAULTS = {name: spec[-1] for name, spec in CONTROLS.items()}
 
     @property
     def numbers(self) -> dict:
@@ -223,10 +198,6 @@ def frequency_lab(**controls) -> FrequencyLab:
     **controls
         Initial values: ``head_dim``, ``base``, ``train_length``, ``target_length``,
         ``interpolate``, ``dtype`` (bounds in :data:`CONTROLS`).
-
-    Returns
-    -------
-    FrequencyLab
 
     Raises
     ------

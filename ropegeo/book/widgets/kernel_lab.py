@@ -62,14 +62,8 @@ class KernelLab(Lab):
 
     _esm = esm_source("lab_kernel.js")
 
-    head_dim = traitlets.Int(8).tag(sync=True)
-    base = traitlets.Float(10_000.0).tag(sync=True)
-    offset_start = traitlets.Int(1).tag(sync=True)
-    offset_stop = traitlets.Int(20_000).tag(sync=True)
-    interpolate = traitlets.Bool(False).tag(sync=True)
-    train_length = traitlets.Int(4096).tag(sync=True)
-    target_length = traitlets.Int(16_384).tag(sync=True)
-    top = traitlets.Int(5).tag(sync=True)
+    DEFAULTS = {"head_dim": 8, "base": 10_000.0, "offset_start": 1, "offset_stop": 20_000, "interpolate": False,
+                "train_length": 4096, "target_length": 16_384, "top": 5}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -133,17 +127,13 @@ class KernelLab(Lab):
 
     def state(self) -> dict:
         """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
-        return {
-            "head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
-            "offset_stop": self.offset_stop, "interpolate": self.interpolate,
-            "train_length": self.train_length, "target_length": self.target_length, "top": self.top,
-        }
+        return {"head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
+                "offset_stop": self.offset_stop, "interpolate": self.interpolate,
+                "train_length": self.train_length, "target_length": self.target_length, "top": self.top}
 
 
-def reference(
-    head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
-    train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None,
-) -> dict:
+def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
+              train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None) -> dict:
     """``ropegeo``'s numbers for a lab state: what the widget's JavaScript must reproduce.
 
     Parameters

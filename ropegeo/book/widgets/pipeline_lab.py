@@ -23,7 +23,6 @@ the page's.
 from __future__ import annotations
 
 import numpy as np
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies
@@ -122,15 +121,7 @@ class PipelineLab(Lab):
     BOUNDS = {"base": (100.0, 1e7), "head_dim": HEAD_DIMS, "pair": (0, 127), "worst": (True, False),
               "max_position": (MIN_POSITION, MAX_POSITION)}
 
-    base = traitlets.Float(1e4).tag(sync=True)
-    head_dim = traitlets.Int(128).tag(sync=True)
-    pair = traitlets.Int(8).tag(sync=True)
-    worst = traitlets.Bool(False).tag(sync=True)
-    max_position = traitlets.Int(65_536).tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
+    DEFAULTS = {"base": 1e4, "head_dim": 128, "pair": 8, "worst": False, "max_position": 65_536}
 
     @property
     def numbers(self) -> dict:

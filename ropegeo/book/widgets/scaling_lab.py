@@ -18,7 +18,6 @@ computation of the same numbers, which the tests compare with the page's.
 
 from __future__ import annotations
 
-import traitlets
 
 from ropegeo import _validate as v
 from ropegeo.book.widgets._lab import Lab, esm_source
@@ -34,6 +33,14 @@ MAX_LAB_FACTOR = 64.0
 HEAD_DIMS = (32, 64, 96, 128, 256)
 TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 32768)
 SMALL_OFFSETS = 16
+
+
+def _ordered(maximum: float, greater: str, lesser: str, **values) -> dict:
+    """Rule parameters, each from 0.25 to ``maximum`` (checked in the order given), ``greater`` above ``lesser``."""
+    out = {name: v.real(name, x, minimum=0.25, maximum=maximum) for name, x in values.items()}
+    if not out[greater] > out[lesser]:
+        raise ValueError(f"{greater} must be greater than {lesser}, got {out[greater]:g} <= {out[lesser]:g}")
+    return out
 
 
 def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4096, head_dim: int = 128,
@@ -78,17 +85,10 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
     target = int(round(factor * train_length))
     params = {}
     if rule == "yarn":
-        bf = v.real("beta_fast", beta_fast, minimum=0.25, maximum=128.0)
-        bs = v.real("beta_slow", beta_slow, minimum=0.25, maximum=128.0)
-        if not bf > bs:
-            raise ValueError(f"beta_fast must be greater than beta_slow, got {bf:g} <= {bs:g}")
-        params = dict(beta_fast=bf, beta_slow=bs)
+        params = _ordered(128.0, "beta_fast", "beta_slow", beta_fast=beta_fast, beta_slow=beta_slow)
     if rule == "llama3":
-        lo = v.real("low_freq_factor", low_freq_factor, minimum=0.25, maximum=64.0)
-        hi = v.real("high_freq_factor", high_freq_factor, minimum=0.25, maximum=64.0)
-        if not hi > lo:
-            raise ValueError(f"high_freq_factor must be greater than low_freq_factor, got {hi:g} <= {lo:g}")
-        params = dict(low_freq_factor=lo, high_freq_factor=hi)
+        params = _ordered(64.0, "high_freq_factor", "low_freq_factor", low_freq_factor=low_freq_factor,
+                          high_freq_factor=high_freq_factor)
     if rule == "none" or factor == 1.0 and rule != "dynamic":
         sc = None if rule == "none" else preset(rule, train_length=train_length, target_length=max(target, train_length), **params)
     else:
@@ -99,13 +99,11 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
 
 def summary(report: ExtensionReport) -> str:
     """One line of the lab's numbers."""
-    return (
-        f"{report.rule}: {report.scaled_pairs} of {report.theta.size} pairs stretched | "
-        f"{report.novel_pairs} pairs see new phase ({report.total_novelty:.3f} turns) | "
-        f"K(1) = {report.adjacent_similarity:.6f} | fastest step {report.fastest_step:.4f} rad | "
-        f"margin 1..{SMALL_OFFSETS} = {report.margin:.4f} | margin 64, 128, .. = {report.coarse_margin:.4f} | "
-        f"attention factor {report.attention_factor:.4f}"
-    )
+    return (f"{report.rule}: {report.scaled_pairs} of {report.theta.size} pairs stretched | "
+            f"{report.novel_pairs} pairs see new phase ({report.total_novelty:.3f} turns) | "
+            f"K(1) = {report.adjacent_similarity:.6f} | fastest step {report.fastest_step:.4f} rad | "
+            f"margin 1..{SMALL_OFFSETS} = {report.margin:.4f} | margin 64, 128, .. = {report.coarse_margin:.4f} | "
+            f"attention factor {report.attention_factor:.4f}")
 
 
 class ScalingLab(Lab):
@@ -129,19 +127,8 @@ class ScalingLab(Lab):
               "train_length": TRAIN_LENGTHS, "beta_fast": (0.5, 128.0), "beta_slow": (0.25, 128.0),
               "low_freq_factor": (0.25, 64.0), "high_freq_factor": (0.5, 64.0)}
 
-    rule = traitlets.Unicode("yarn").tag(sync=True)
-    factor = traitlets.Float(8.0).tag(sync=True)
-    head_dim = traitlets.Int(128).tag(sync=True)
-    base = traitlets.Float(1e4).tag(sync=True)
-    train_length = traitlets.Int(4096).tag(sync=True)
-    beta_fast = traitlets.Float(32.0).tag(sync=True)
-    beta_slow = traitlets.Float(1.0).tag(sync=True)
-    low_freq_factor = traitlets.Float(1.0).tag(sync=True)
-    high_freq_factor = traitlets.Float(4.0).tag(sync=True)
-
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)
+    DEFAULTS = {"rule": "yarn", "factor": 8.0, "head_dim": 128, "base": 1e4, "train_length": 4096, "beta_fast": 32.0,
+                "beta_slow": 1.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 
     @property
     def report(self) -> ExtensionReport:

@@ -165,28 +165,16 @@ class WiringLab(Lab):
     """
 
     _esm = esm_source("lab_wiring.js")
+    VECTOR_WIDTH = _WIDTH
     BOUNDS = {"head_dim": (4, 64), "base": (10.0, 1e7), "pairing": ("interleaved", "half"),
               "query_pairing": ("interleaved", "half"), "policy": POSITION_ID_POLICIES, "pad": (0, 4096),
               "cache_offset": (0, 8192), "dtype": PHASE_DTYPES}
 
-    head_dim = traitlets.Int(16).tag(sync=True)
-    base = traitlets.Float(10_000.0).tag(sync=True)
-    pairing = traitlets.Unicode("interleaved").tag(sync=True)
-    query_pairing = traitlets.Unicode("interleaved").tag(sync=True)
-    policy = traitlets.Unicode("contiguous").tag(sync=True)
-    pad = traitlets.Int(0).tag(sync=True)
-    cache_offset = traitlets.Int(LENGTH - 1).tag(sync=True)
-    dtype = traitlets.Unicode("float32").tag(sync=True)
+    DEFAULTS = {"head_dim": 16, "base": 10_000.0, "pairing": "interleaved", "query_pairing": "interleaved",
+                "policy": "contiguous", "pad": 0, "cache_offset": LENGTH - 1, "dtype": "float32"}
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
 
-    @traitlets.validate(*BOUNDS)
-    def _check(self, proposal):
-        return self._bounded(proposal)  # head_dim: also even
-
-    @traitlets.validate("q", "k")
-    def _check_vector(self, proposal):
-        return self._finite_vector(proposal, _WIDTH)
 
     @property
     def numbers(self) -> dict:

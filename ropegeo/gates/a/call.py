@@ -16,10 +16,6 @@ __all__ = ["GateAError", "Bad", "Refused", "Impl", "UNIT", "dtype_name"]
 #: Unit roundoff of each floating format Gate A knows.
 UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
-#: Called with ``"call"`` before and ``"done"`` after every call of the implementation (the
-#: command line's watchdog sets it to stop a call that hangs); ``None`` otherwise.
-CALL_HOOK = None
-
 
 class GateAError(ValueError):
     """The object under test breaks the calling contract (not a finding about RoPE)."""
@@ -141,36 +137,21 @@ class Impl:
 
     def raw(self, *args, **kwargs):
         """Call the object itself (any method result), counting exceptions as refusals."""
-        hook = CALL_HOOK
-        if hook is not None:
-            hook("call")
-        try:
-            with np.errstate(all="ignore"):
-                return self._call(self.obj, args, kwargs)
-        finally:
-            if hook is not None:
-                hook("done")
+        return self._call(self.obj, args, kwargs)
 
     def method(self, name, *args):
         """Call the object's method ``name`` (``prefill``, ``decode_step``) on numpy arguments."""
-        hook = CALL_HOOK
-        if hook is not None:
-            hook("call")
-        try:
-            with np.errstate(all="ignore"):
-                return self._call(getattr(self.obj, name), args, {})
-        finally:
-            if hook is not None:
-                hook("done")
+        return self._call(getattr(self.obj, name), args, {})
 
     def _call(self, fn, args, kwargs):
         try:
-            try:
-                return fn(*(self.wrap(a) for a in args), **kwargs)
-            except (TypeError, AttributeError):
-                if self.torch is not None or not self._try_torch():
-                    raise
-                return fn(*(self.wrap(a) for a in args), **kwargs)  # pragma: no cover - torch path
+            with np.errstate(all="ignore"):
+                try:
+                    return fn(*(self.wrap(a) for a in args), **kwargs)
+                except (TypeError, AttributeError):
+                    if self.torch is not None or not self._try_torch():
+                        raise
+                    return fn(*(self.wrap(a) for a in args), **kwargs)  # pragma: no cover - torch path
         except (Exception, SystemExit) as exc:  # sys.exit inside the implementation is a refusal too
             raise Refused(exc) from exc
 

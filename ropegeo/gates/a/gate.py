@@ -242,21 +242,10 @@ class GateAReport:
         return verdict(self.checks)
 
     def to_dict(self) -> dict:
-        return {
-            "status": self.status,
-            "passed": self.passed,
-            "failed": self.failed,
-            "defects": self.defects,
-            "diagnosis": self.diagnosis,
-            "declared": plain(self.declared),
-            "protocols": self.protocols,
-            "head_dims": self.head_dims,
-            "dtypes": self.dtypes,
-            "inferred": plain(self.inferred),
-            "checks": [c.to_dict() for c in self.checks],
-            "notes": self.notes,
-            "seconds": self.seconds,
-        }
+        return {"status": self.status, "passed": self.passed, "failed": self.failed, "defects": self.defects,
+                "diagnosis": self.diagnosis, "declared": plain(self.declared), "protocols": self.protocols,
+                "head_dims": self.head_dims, "dtypes": self.dtypes, "inferred": plain(self.inferred),
+                "checks": [c.to_dict() for c in self.checks], "notes": self.notes, "seconds": self.seconds}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateAReport":
@@ -277,11 +266,9 @@ class GateAReport:
         line after the checks says how to read them, and what a tolerance of 0 means.
         """
         inf = self.inferred
-        lines = [
-            f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
-            f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
-            f"positions up to {self.declared.get('max_position', 0):,})"
-        ]
+        lines = [f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
+                 f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
+                 f"positions up to {self.declared.get('max_position', 0):,})"]
         if inf.get("data_dtype"):
             have, res = inf.get("phase_precision", "not measured"), inf.get("phase_resolution")
             if have in PRECISION_LIMIT and isinstance(res, float) and res > PRECISION_LIMIT[have]:
@@ -544,26 +531,11 @@ def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOpera
                       maximum=MAX_ATTENTION_FACTOR)
 
 
-def gate_a(
-    impl,
-    *,
-    operator: RotaryOperator | None = None,
-    head_dim: int | None = None,
-    base: float | None = None,
-    pairing: str | None = None,
-    rotary_dim: int | None = None,
-    scale: float | None = None,
-    theta=None,
-    phase_dtype: str | None = None,
-    dtype: str | None = None,
-    max_position: int | None = None,
-    attention_factor: float | None = None,
-    manifest=None,
-    target_length: int | None = None,
-    seed: int = 0,
-    attention_factor_in: str = "rotation",
-    mrope_section=None, mrope_interleaved: bool = False,
-) -> GateAReport:
+def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None = None, base: float | None = None,
+           pairing: str | None = None, rotary_dim: int | None = None, scale: float | None = None, theta=None,
+           phase_dtype: str | None = None, dtype: str | None = None, max_position: int | None = None,
+           attention_factor: float | None = None, manifest=None, target_length: int | None = None, seed: int = 0,
+           attention_factor_in: str = "rotation", mrope_section=None, mrope_interleaved: bool = False) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
     ``impl`` follows the protocols of the module docstring: ``x`` of shape ``(seq, head_dim)``
