@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo.models.manifest import ConfigError, load_model, model_record, read_config
+from ropegeo.models.manifest import ConfigError, load_model, model_record, read_config, read_layer_kinds
 
 DEEPSEEK_V3 = model_record("deepseek-v3")["config"]
 
@@ -100,8 +100,9 @@ def test_rotary_dim_and_partial_factor_must_agree():
     ("ernie4_5", "interleaved"), ("deepseek_v3", "interleaved"), ("gemma3_text", "half"), ("glm4_moe", "half"),
 ])
 def test_pairing_follows_the_model_type(model_type, pairing):
-    # Llama 4's layers differ (chunked RoPE layers, NoPE layers): its RoPE layers are read
-    kind = "chunked_attention" if model_type == "llama4_text" else None
+    # Llama 4's layers differ (chunked RoPE layers, NoPE layers), as Gemma 3's (one rope block per layer kind
+    # in Gemma3TextConfig): one kind is read
+    kind = {"llama4_text": "chunked_attention", "gemma3_text": "full_attention"}.get(model_type)
     m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4},
                     layer_type=kind)
     assert m.pairing == pairing and not any("pairing" in n for n in m.notes)  # other notes: class defaults
@@ -206,9 +207,58 @@ def test_yarn_beta_fast_below_beta_slow_is_refused():
         Scaling("yarn", factor=4.0, original_max_position_embeddings=4096, beta_fast=1.0, beta_slow=2.0)
 
 
-def test_multimodal_text_config_is_refused_by_name():
-    with pytest.raises(ConfigError, match="text_config"):
-        read_config({"model_type": "gemma3", "text_config": GEMMA3_27B_TEXT})
+# google/gemma-3-4b-it's config.json, the RoPE-relevant part as shipped: everything else is a class default
+GEMMA3_4B = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it",
+             "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                             "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                             "sliding_window": 1024}}
+# Qwen/Qwen3-VL-8B-Instruct's text_config (RoPE fields as shipped)
+QWEN3_VL_8B = {"model_type": "qwen3_vl", "text_config": {
+    "model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "num_hidden_layers": 36, "max_position_embeddings": 262144, "rope_theta": 5000000,
+    "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"}}}
+
+
+def test_gemma3_4b_text_config_read_as_the_text_class_builds_it():
+    kinds = {k.kind: k for k in read_layer_kinds(GEMMA3_4B)}
+    # Gemma3TextConfig: sliding_window_pattern 6, layer i full iff (i + 1) % 6 == 0
+    assert kinds["full_attention"].layers == tuple(i for i in range(34) if (i + 1) % 6 == 0) == (5, 11, 17, 23, 29)
+    full, sliding = kinds["full_attention"].manifest, kinds["sliding_attention"].manifest
+    assert (full.head_dim, full.base, full.sliding_window, full.scaling.rule, full.scaling.factor) == \
+        (256, 1e6, None, "linear", 8.0)
+    assert (sliding.head_dim, sliding.base, sliding.sliding_window, sliding.scaling) == (256, 1e4, 1024, None)
+    # the full layers' frequencies: linear x8 of the plain schedule at base 1e6 over a 256-wide head
+    np.testing.assert_allclose(full.theta(), 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-12)
+    np.testing.assert_allclose(sliding.theta(), 1e4 ** (-np.arange(0, 256, 2) / 256), rtol=1e-12)
+    assert any("gemma3_text's configuration class" in n and "text_config" in n for n in full.notes)
+    # the same block as a text model's own config.json reads the same
+    alone = read_config(GEMMA3_4B["text_config"], layer_type="full_attention")
+    assert alone.theta().tolist() == full.theta().tolist()
+    # the 27B block states rope_local_base_freq and rope_theta: they win over the class defaults
+    g27 = read_config({"model_type": "gemma3", "text_config": {**GEMMA3_27B_TEXT, "rope_local_base_freq": 2e4}},
+                      layer_type="sliding_attention")
+    assert (g27.base, g27.head_dim, g27.scaling) == (2e4, 128, None)
+
+
+def test_qwen3_vl_and_llama4_wrappers_are_read():
+    m = read_config(QWEN3_VL_8B)
+    assert (m.base, m.head_dim, m.sections, m.round_robin, m.max_position_embeddings) == \
+        (5e6, 128, (24, 20, 20), True, 262144)
+    from ropegeo.models.manifest import model_record
+
+    scout = model_record("llama-4-scout-17b-16e-instruct")["config"]
+    wrapped = read_config({"model_type": "llama4", "text_config": {k: v for k, v in scout.items()
+                                                                   if k != "model_type"}})
+    assert (wrapped.layer_type, wrapped.sliding_window, wrapped.scaling.rule) == ("chunked_attention", 8192, "llama3")
+    assert wrapped.theta().tolist() == load_model("llama-4-scout-17b-16e-instruct").theta().tolist()
+
+
+@pytest.mark.parametrize("text", ["gemma3_text", 5, ["x"]])
+def test_text_config_that_is_not_a_block_is_refused_by_name(text):
+    with pytest.raises(ConfigError, match="^text_config must be an object"):
+        read_config({"model_type": "gemma3", "text_config": text})
+    with pytest.raises(ConfigError, match="^text_config: ropegeo does not know"):
+        read_config({"model_type": "made_up", "text_config": {"rope_theta": 1e4}})
 
 
 # ------------------------------------------------------------------ citations

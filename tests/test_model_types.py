@@ -110,8 +110,15 @@ def test_llama4_nope_and_chunked_layers():
     m = kinds[0].manifest
     assert m.sliding_window == 8192 and any("attention_chunk_size 8,192" in n for n in m.notes)
     assert any("layers 3, 7, 11, .. 47 (12 of 48)" in n and "NoPE" in n for n in m.notes)
+    # only the chunked layers rotate: they are the operator read by default, and a note says so
+    auto = read_config(SCOUT_TEXT)
+    assert (auto.layer_type, auto.sliding_window) == ("chunked_attention", 8192)
+    assert any("only chunked_attention has a rotary embedding" in n for n in auto.notes)
+    assert auto.theta().tolist() == m.theta().tolist()
+    # negative control: two kinds that both rotate still need a choice
     with pytest.raises(ConfigError, match="kinds of layer"):
-        read_config(SCOUT_TEXT)
+        read_config({**SCOUT_TEXT, "no_rope_layers": [1] * 48, "layer_types": None, "attention_chunk_size": 8192,
+                     "model_type": "gemma3_text", "sliding_window": 1024})
     explicit = read_layer_kinds({**SCOUT_TEXT, "no_rope_layers": [1, 0] * 24, "attention_chunk_size": None})
     assert [(k.kind, k.layers[:2]) for k in explicit] == [("full_attention", (0, 2)), ("nope_full_attention", (1, 3))]
 

@@ -37,6 +37,34 @@ def _block_has(cfg: Mapping, keys) -> bool:
     return inner or any(cfg.get(k) is not None for k in keys)
 
 
+def text_model_config(cfg: Mapping) -> tuple[Mapping, list[str]]:
+    """The text model of a multimodal wrapper as transformers builds it, and a note saying so.
+
+    transformers builds the text configuration class of the wrapper's model type (``gemma3`` ->
+    ``gemma3_text``, ``llama4`` -> ``llama4_text``, ``qwen3_vl`` -> ``qwen3_vl_text``) from the nested
+    ``text_config`` block; :func:`with_class_defaults` then fills what the block leaves out. A config
+    without ``text_config`` is returned as it is. Raises ``ValueError`` naming ``text_config`` for a
+    block that is not an object, or whose text model type is unknown.
+    """
+    if "text_config" not in cfg:
+        return cfg, []
+    text, outer = cfg["text_config"], cfg.get("model_type")
+    if text is not None and not isinstance(text, Mapping):
+        raise ValueError(f"text_config must be an object (the text model's settings), got {type(text).__name__}")
+    block = dict(text or {})
+    kind = f"{outer}_text" if isinstance(outer, str) and f"{outer}_text" in DEFAULTS else block.get("model_type")
+    if not isinstance(kind, str) or not kind.isprintable():
+        raise ValueError("text_config: ropegeo does not know which text configuration class transformers builds "
+                         f"from it (model_type {outer!r} has no *_text class in {SOURCE}, and the block names none)")
+    block["model_type"] = kind
+    for key in ("_name_or_path", "name"):
+        if key in cfg and key not in block:
+            block[key] = cfg[key]
+    said = "the block" if text else "an empty block (null): every field"
+    return block, [f"the text model is read from text_config as transformers builds it: {kind}'s configuration "
+                   f"class, with its defaults for what {said} leaves out"]
+
+
 def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     """``cfg`` with the absent rotary fields its model type's class defaults, and a note for each."""
     kind = cfg.get("model_type")
@@ -59,7 +87,9 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
         out["rope_parameters"] = block
         notes.append(f"the config states no rotary field: {who} defaults are used ({_describe(block)})")
         return out, notes
-    if isinstance(next(iter(block.values())), Mapping):  # one block per layer kind: fill all or nothing
+    if isinstance(next(iter(block.values())), Mapping):  # one block per layer kind
+        if cfg.get("rope_parameters") is None:
+            return _legacy_per_kind(out, block, who, notes)
         return out, notes
     if not _block_has(cfg, _BASE_KEYS) and block.get("rope_theta") is not None:
         out["rope_theta"] = block["rope_theta"]
@@ -73,6 +103,33 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
         out["rope_scaling"] = {k: v for k, v in block.items() if k not in _NOT_RULE or k == "rope_type"}
         notes.append(f"no scaling block in the config: {who} defaults to its {rule} block")
     return out, notes
+
+
+def _legacy_per_kind(cfg: dict, blocks: Mapping, who: str, notes: list) -> tuple[Mapping, list[str]]:
+    """Gemma 3's legacy fields as transformers 5 turns them into one block per layer kind: ``rope_theta``
+    and ``rope_scaling`` go to the full layers, ``rope_local_base_freq`` to the sliding ones; the class
+    default fills every field the config leaves out (Gemma 3: base 1e6 full, 1e4 sliding)."""
+    scaling = cfg.pop("rope_scaling", None)
+    theta, local = cfg.pop("rope_theta", None), cfg.pop("rope_local_base_freq", None)
+    out = {}
+    for kind, default in blocks.items():
+        b = dict(default)
+        if kind == "sliding_attention":
+            b["rope_theta"] = local if local is not None else b.get("rope_theta")
+        else:
+            b["rope_theta"] = theta if theta is not None else b.get("rope_theta")
+            if isinstance(scaling, Mapping):
+                b = {**{k: val for k, val in b.items() if k in ("rope_theta", "partial_rotary_factor")},
+                     **{k: val for k, val in scaling.items() if k != "type"},
+                     "rope_type": scaling.get("rope_type", scaling.get("type", "default"))}
+            elif scaling is not None:
+                cfg["rope_scaling"] = scaling  # not a block: the scaling reader refuses it by name
+        out[kind] = b
+    cfg["rope_parameters"] = out
+    notes.append(f"{who} gives each kind of layer its own rotary block ({_describe(out)}): "
+                 "rope_theta and rope_scaling apply to the full-attention layers, rope_local_base_freq to the "
+                 "sliding ones, the class defaults to what the config leaves out")
+    return cfg, notes
 
 
 def _describe(block: Mapping) -> str:
