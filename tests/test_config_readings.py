@@ -375,3 +375,33 @@ def test_fields_the_config_states_are_never_replaced_by_class_defaults():
     pairing = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
     assert table["transformers"] == pairing["transformers"]  # both read from the pinned release
     assert set(table["defaults"]) <= set(pairing["pairing"]) | {"gemma4_text"}  # Gemma 4: a layer-typed module
+
+
+# ------------------------------------------------------------------ what transformers refuses, refused by name
+_QWEN2_VL = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 8}
+_QWEN2_4 = {"model_type": "qwen2", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4}
+
+
+@pytest.mark.parametrize("cfg,message", [
+    ({**_QWEN2_4, "layer_types": ["full_attention"] * 2}, "^layer_types lists 2 layers, but num_hidden_layers is 4"),
+    ({**_QWEN2_4, "layer_types": ["full_attention"] * 5}, "^layer_types lists 5 layers, but num_hidden_layers is 4"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": {"t": 8}}},
+     "^rope_scaling.mrope_section must list three positive integers"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": None}}, "^rope_scaling.mrope_section is null"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [8, 8, 8]}},
+     "^rope_scaling.mrope_section \\[8, 8, 8\\] sums to 24, not to the 32"),
+    ({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+      "rope_theta": 5e4, "sliding_window": None}, "^no kind of layer of this config has a rotary embedding"),
+])
+def test_configs_transformers_refuses_are_refused_by_name(cfg, message):
+    with pytest.raises(ConfigError, match=message):
+        read_config(cfg)
+
+
+def test_the_same_fields_in_their_valid_form_are_read():  # the controls of the refusals above
+    assert len(read_config({**_QWEN2_4, "layer_types": ["full_attention"] * 4}).theta()) == 32
+    m = read_config({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}})
+    assert (m.sections, m.round_robin) == ((8, 12, 12), False)
+    c = read_config({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+                     "rope_theta": 5e4, "sliding_window": 4096})
+    assert (c.layer_type, c.sliding_window, c.base) == ("sliding_attention", 4096, 5e4)  # the one kind that rotates

@@ -642,6 +642,9 @@ def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[st
         return view, None, _kind_notes(cfg, kind)
     listing = "; ".join(f"{k} ({_describe_kind(view)})" for k, view in kinds.items())
     rotating = [k for k, view in kinds.items() if view is not None]
+    if not rotating:
+        raise ConfigError(f"no kind of layer of this config has a rotary embedding ({listing}): there is no RoPE "
+                          "to audit")
     if layer_type is None and len(rotating) == 1:  # Llama 4, Cohere2: one kind rotates, the others are NoPE
         kind = rotating[0]
         note = (f"the config has {len(kinds)} kinds of layer ({listing}); only {kind} has a rotary embedding, "

@@ -66,7 +66,7 @@ def _blocks(cfg: Mapping) -> list[tuple[str, Mapping]]:
     for name in ("rope_scaling", "rope_parameters"):
         b = cfg.get(name)
         if isinstance(b, Mapping):
-            if any(isinstance(x, Mapping) for x in b.values()):
+            if b and all(isinstance(x, Mapping) for x in b.values()):  # one block per layer type
                 out += [(f"{name}.{k}", x) for k, x in b.items() if isinstance(x, Mapping)]
             else:
                 out.append((name, b))
@@ -160,6 +160,9 @@ def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
 def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
     where = f"{where}." if where else ""
     sec = block["mrope_section"]
+    if sec is None:
+        raise ValueError(f"{where}mrope_section is null: transformers' M-RoPE code needs the three sections "
+                         "(time, height, width); give them or remove the key")
     if (isinstance(sec, (str, bytes, Mapping)) or not isinstance(sec, (list, tuple)) or len(sec) != 3
             or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sec)):
         raise ValueError(f"{where}mrope_section must list three positive integers (time, height, width), got {sec!r}")
@@ -187,7 +190,7 @@ def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], b
     found = None
     for where, block in _blocks(cfg):
         interleaved_key = block.get("mrope_interleaved", cfg.get("mrope_interleaved"))
-        if not _given(block, "mrope_section"):
+        if "mrope_section" not in block:
             if interleaved_key is not None:
                 raise ValueError(f"{where}.mrope_interleaved is set without mrope_section")
             continue
@@ -377,6 +380,12 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     if kind in ("llama4_text", "llama4"):
         return _llama4(cfg, n)
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is not False else None
+    if kind == "cohere2" and "sliding_window" in cfg and window is None and n is not None:
+        # Cohere2Attention rotates only where sliding_window is set: with it null no layer rotates
+        pattern = cfg.get("sliding_window_pattern", 4)
+        types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                           for i in range(n)] if isinstance(pattern, int) and pattern > 0 else None
+        return [LayerSpec(k, idx, rope=False) for k, idx in _group(list(types or ["full_attention"] * n)).items()]
     types = cfg.get("layer_types")
     if types is None:
         types = _window_rule(cfg, kind, n)
@@ -402,6 +411,9 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
         raise ValueError("layer_types must be a list of layer-kind names (printable strings)")
     if not types:
         raise ValueError("layer_types is empty: it must name the kind of each layer (or be left out)")
+    if n is not None and len(types) != n:  # transformers' layer_type_validation refuses it
+        raise ValueError(f"layer_types lists {len(types)} layers, but num_hidden_layers is {n}: it must name the "
+                         "kind of each layer")
     nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
     return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
             for k, idx in _group(list(types)).items()]
