@@ -13,7 +13,9 @@ pairing table (the types with rotary code), this script records those class defa
 - the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and
   ``partial_rotary_factor`` (one block, or one per layer kind);
 - ``max_position_embeddings``, the context the class declares when a config leaves it out
-  (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with).
+  (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with);
+- ``sliding_window``, the window the class declares when a config leaves the key out (Cohere2's
+  4,096, Gemma 4's 512; a null in the config stays null).
 
 Model types whose rotary code takes a layer type (Gemma 4) are included beside the pairing
 table's types (``EXTRA_TYPES``).
@@ -77,6 +79,9 @@ def read_defaults(model_type: str) -> dict | None:
         mpe = getattr(cfg, "max_position_embeddings", None)
         if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
             out["max_position_embeddings"] = mpe
+        sw = getattr(cfg, "sliding_window", None)
+        if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0:
+            out["sliding_window"] = sw  # Cohere2, Gemma 2/3/4, Mistral: the window of a config that leaves it out
         rp = getattr(cfg, "rope_parameters", None)
     except Exception:  # noqa: BLE001 - a class that cannot be built with its defaults is left out
         return None
@@ -101,7 +106,7 @@ def build() -> dict:
             table[model_type] = d
     return {"transformers": transformers.__version__,
             "method": "AutoConfig.for_model(model_type) with its defaults: head_dim when fixed by the class (unchanged "
-                      "when hidden_size doubles), max_position_embeddings, and the default rope_parameters block(s) "
+                      "when hidden_size doubles), max_position_embeddings, sliding_window, and the default rope_parameters block(s) "
                       "(scripts/make_defaults_table.py)",
             "defaults": table}
 

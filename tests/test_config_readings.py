@@ -405,3 +405,20 @@ def test_the_same_fields_in_their_valid_form_are_read():  # the controls of the 
     c = read_config({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
                      "rope_theta": 5e4, "sliding_window": 4096})
     assert (c.layer_type, c.sliding_window, c.base) == ("sliding_attention", 4096, 5e4)  # the one kind that rotates
+
+
+def test_an_absent_window_takes_the_class_default_and_a_null_stays_null():
+    # Cohere2Config(sliding_window=4096) and sliding_window_pattern 4: layers 3, 7, .. are full attention, NoPE
+    base = {"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 8,
+            "rope_theta": 5e4}
+    kinds = {k.kind: k for k in read_layer_kinds(base)}
+    assert kinds["full_attention"].layers == (3, 7) and not kinds["full_attention"].position_signal
+    m = kinds["sliding_attention"].manifest
+    assert m.sliding_window == 4096 and any("sliding_window is not in the config" in n for n in m.notes)
+    # Gemma4TextConfig(sliding_window=512)
+    gemma4 = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+              "num_hidden_layers": 6}
+    assert read_config(gemma4, layer_type="sliding_attention").sliding_window == 512
+    # a window the config states is never replaced; a plain llama has no class window
+    assert read_config({**gemma4, "sliding_window": 257}, layer_type="sliding_attention").sliding_window == 257
+    assert read_config({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8}).sliding_window is None

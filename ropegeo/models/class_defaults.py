@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Mapping
 
 _TABLE = json.loads(((Path(__file__).resolve().parent.parent / "data") / "tables" / "defaults_by_model_type.json").read_text())
-#: model type -> {"head_dim": int, "max_position_embeddings": int, "rope_parameters": block or {layer kind: block}}
+#: model type -> {"head_dim": int, "max_position_embeddings": int, "sliding_window": int,
+#: "rope_parameters": block or {layer kind: block}}
 DEFAULTS: dict = _TABLE["defaults"]
 SOURCE = f"transformers {_TABLE['transformers']}"
 
@@ -80,6 +81,10 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if mpe is not None and not any(cfg.get(k) is not None for k in _LENGTH_KEYS):
         out["max_position_embeddings"] = mpe  # Falcon-7B's config.json states no context: FalconConfig's 2,048
         notes.append(f"max_position_embeddings is not in the config: {who} defaults it to {mpe:,}")
+    window = d.get("sliding_window")
+    if window is not None and "sliding_window" not in cfg:  # absent only: a null stays null (no window)
+        out["sliding_window"] = window
+        notes.append(f"sliding_window is not in the config: {who} defaults it to {window:,}")
     block = d.get("rope_parameters")
     if not block:
         return out, notes
