@@ -256,3 +256,24 @@ def test_audit_and_report_read_one_operator(tmp_path, capsys, cfg, kind):
     r = json.loads(capsys.readouterr().out)
     m = read_config(Path(path), layer_type=kind)
     assert a["manifest"] == r["manifest"] == json.loads(m.to_json())
+
+
+def test_llama4_layer_types_decide_the_chunk_and_no_rope_layers_the_rotation():
+    # Llama4TextModel masks by layer_types (chunked only where it says so) and rotates by no_rope_layers
+    cfg = {**SCOUT_TEXT, "num_hidden_layers": 8, "layer_types": ["full_attention"] * 8}
+    kinds = {k.kind: k for k in read_layer_kinds(cfg)}
+    assert kinds["full_attention"].layers == (0, 1, 2, 4, 5, 6) and kinds["full_attention"].manifest.sliding_window is None
+    assert kinds["nope_full_attention"].layers == (3, 7) and not kinds["nope_full_attention"].position_signal
+    default = {k.kind: k for k in read_layer_kinds({**SCOUT_TEXT, "num_hidden_layers": 8})}  # the control
+    assert default["chunked_attention"].manifest.sliding_window == 8192
+    with pytest.raises(ConfigError, match="layer_types must name the kind of each of the 8 layers"):
+        read_layer_kinds({**cfg, "layer_types": ["full_attention"] * 3})
+
+
+def test_gemma4_last_layer_is_forced_to_full_attention():
+    cfg = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+           "num_hidden_layers": 4, "layer_types": ["sliding_attention"] * 4}
+    assert [(k.kind, k.layers) for k in read_layer_kinds(cfg)] == [("sliding_attention", (0, 1, 2)),
+                                                                   ("full_attention", (3,))]
+    other = {**cfg, "model_type": "gemma3_text"}  # the control: Gemma 3 keeps the list as given
+    assert {k.kind: k.layers for k in read_layer_kinds(other)}["sliding_attention"] == (0, 1, 2, 3)

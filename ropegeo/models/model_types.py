@@ -338,12 +338,19 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
     chunk = cfg.get("attention_chunk_size", 8192) if "attention_chunk_size" in cfg else 8192
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"attention_chunk_size must be a positive integer or null, got {chunk!r}")
-    rope_kind = "chunked_attention" if chunk is not None else "full_attention"
-    nope_kind = "full_attention" if chunk is not None else "nope_full_attention"
-    groups = _group([rope_kind if f else nope_kind for f in flags])
+    types = cfg.get("layer_types")
+    if types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
+        types = ["chunked_attention" if f and chunk is not None else "full_attention" for f in flags]
+    elif isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) or len(types) != len(flags) \
+            or not all(isinstance(t, str) and t.isprintable() for t in types):
+        raise ValueError(f"layer_types must name the kind of each of the {len(flags)} layers")
+    # the mask follows layer_types (chunked only where it says so), the rotation no_rope_layers
+    clash = {t for t, f in zip(types, flags) if f} & {t for t, f in zip(types, flags) if not f}
+    names = [t if f or t not in clash else f"nope_{t}" for t, f in zip(types, flags)]
+    rotates = {name: f for name, f in zip(names, flags)}
     known = bool(rope) or n is not None  # without the layer count: the kinds, not their layers
-    return [LayerSpec(k, idx if known else (), rope=(k == rope_kind), chunk=chunk if k == "chunked_attention" else None)
-            for k, idx in groups.items()]
+    return [LayerSpec(k, idx if known else (), rope=rotates[k],
+                      chunk=chunk if k == "chunked_attention" else None) for k, idx in _group(names).items()]
 
 
 def _window_rule(cfg: Mapping, kind: str | None, n: int | None) -> list | None:
@@ -387,6 +394,8 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
                                            for i in range(n)] if isinstance(pattern, int) and pattern > 0 else None
         return [LayerSpec(k, idx, rope=False) for k, idx in _group(list(types or ["full_attention"] * n)).items()]
     types = cfg.get("layer_types")
+    if kind == "gemma4_text" and isinstance(types, list) and types and types[-1] == "sliding_attention":
+        types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
     if types is None:
         types = _window_rule(cfg, kind, n)
     if types is None and n is not None and _given(cfg, "sliding_window"):

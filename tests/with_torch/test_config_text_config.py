@@ -134,3 +134,25 @@ def test_cohere2_null_window_rotates_nowhere():
     assert hf_config(cfg).sliding_window is None  # Cohere2Attention: rotary only when the layer has a window
     with pytest.raises(ConfigError, match="no kind of layer of this config has a rotary embedding"):
         read_config(cfg)
+
+
+@pytest.mark.parametrize("extra", [{}, {"layer_types": ["full_attention"] * 8}, {"attention_chunk_size": None},
+                                   {"layer_types": ["chunked_attention"] * 8}])
+def test_llama4_chunk_follows_layer_types_and_rope_follows_no_rope_layers(extra):
+    cfg = {"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+           "num_hidden_layers": 8, "rope_theta": 5e5, "attention_chunk_size": 8192, **extra}
+    text = _text(cfg)
+    for k in read_layer_kinds(copy.deepcopy(cfg)):
+        for i in k.layers:
+            assert bool(text.no_rope_layers[i]) == k.position_signal
+            chunked = text.layer_types[i] == "chunked_attention" and text.attention_chunk_size is not None
+            if k.position_signal:
+                assert k.manifest.sliding_window == (text.attention_chunk_size if chunked else None)
+
+
+def test_gemma4_last_layer_is_full_as_transformers_forces_it():
+    cfg = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+           "num_hidden_layers": 4, "layer_types": ["sliding_attention"] * 4}
+    text = _text(cfg)
+    got = {i: k.kind for k in read_layer_kinds(copy.deepcopy(cfg)) for i in k.layers}
+    assert [got[i] for i in range(4)] == list(text.layer_types)
