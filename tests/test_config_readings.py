@@ -422,3 +422,16 @@ def test_an_absent_window_takes_the_class_default_and_a_null_stays_null():
     # a window the config states is never replaced; a plain llama has no class window
     assert read_config({**gemma4, "sliding_window": 257}, layer_type="sliding_attention").sliding_window == 257
     assert read_config({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8}).sliding_window is None
+
+
+@pytest.mark.parametrize("model_type,said,interleaved", [
+    ("qwen2_5_vl", True, False), ("qwen2_5_vl", None, False),  # Qwen2.5-VL's code splits blocks: the key is ignored
+    ("qwen3_vl_text", False, True), ("qwen3_vl_text", None, True),  # Qwen3-VL's code always interleaves
+    ("custom_vl", True, True), ("custom_vl", None, False),  # a type transformers does not know: the key decides
+])
+def test_mrope_layout_is_the_model_types_code(model_type, said, interleaved):
+    block = {"rope_type": "default", "mrope_section": [24, 20, 20], **({} if said is None else {"mrope_interleaved": said})}
+    m = read_config({"model_type": model_type, "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 1e6,
+                     "rope_scaling": block})
+    assert (m.sections, m.round_robin) == ((24, 20, 20), interleaved)
+    assert any("does not read it" in n for n in m.notes) == (said is not None and said != interleaved)

@@ -52,6 +52,15 @@ NO_ROPE_MODEL_TYPES = {
 #: position_embedding_type values (BERT family) that are not rotary
 _NOT_ROTARY_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "alibi", "learned")
 
+#: model types whose M-RoPE code splits the pairs into blocks or interleaves them, whatever ``mrope_interleaved``
+#: says (no modeling file of transformers 5.24.0 reads that key): interleaved where ``recomposition_frequencies``
+#: slices ``mrope_section[dim] * 3`` pairs with stride 3 (``tests/with_torch/test_config_text_config.py`` re-derives
+#: both sets from the modeling files)
+_MROPE_INTERLEAVED_TYPES = frozenset({"cohere_compass", "cosmos3_edge", "hy_v4_vl", "qwen3_5", "qwen3_5_moe",
+                                     "qwen3_omni_moe", "qwen3_vl", "qwen3_vl_moe", "qwen4_exp"})
+_MROPE_BLOCK_TYPES = frozenset({"ernie4_5_vl_moe", "glm4v", "glm4v_moe", "glm_image", "glm_ocr", "hunyuan_vl",
+                               "neomme", "paddleocr_vl", "qwen2_5_omni", "qwen2_5_vl", "qwen2_vl"})
+
 #: the layers of a kind with no rotary embedding
 NOPE = "no rotary embedding (NoPE): no position signal"
 
@@ -197,12 +206,24 @@ def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], b
         sec = _sections(block, where, pairs)
         if interleaved_key is not None and not isinstance(interleaved_key, bool):
             raise ValueError(f"mrope_interleaved must be true or false, got {interleaved_key!r}")
-        # transformers' Qwen3-VL text rotary always interleaves (recomposition_frequencies); Qwen2-VL's splits
-        interleaved = bool(interleaved_key) or (isinstance(kind, str) and kind.startswith("qwen3_vl"))
+        # the model type's code decides (Qwen3-VL interleaves, Qwen2.5-VL splits); the key only for other types
+        family = _mrope_family(kind)
+        interleaved = family in _MROPE_INTERLEAVED_TYPES if family else bool(interleaved_key)
         found = found or (tuple(sec), interleaved)
     if found is None and cfg.get("mrope_interleaved") is not None:
         raise ValueError("mrope_interleaved is set without mrope_section")
     return found
+
+
+def _mrope_family(kind) -> str | None:
+    """The transformers model type whose M-RoPE code a text model type runs (``qwen3_vl_text`` -> ``qwen3_vl``)."""
+    if not isinstance(kind, str):
+        return None
+    for suffix in ("", "_text", "_thinker"):
+        base = kind[: -len(suffix)] if suffix and kind.endswith(suffix) else kind
+        if base in _MROPE_INTERLEAVED_TYPES or base in _MROPE_BLOCK_TYPES:
+            return base
+    return None
 
 
 def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | None:
@@ -234,6 +255,10 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
     if layout is None:
         return []
     sec, interleaved = list(layout[0]), layout[1]
+    said = next((b.get("mrope_interleaved", cfg.get("mrope_interleaved")) for _, b in _blocks(cfg)
+                 if "mrope_section" in b), None)
+    ignored = ([f"mrope_interleaved is {str(said).lower()}, but {cfg.get('model_type')}'s code in transformers does "
+                "not read it: the layout is the code's"] if said is not None and said != interleaved else [])
     if interleaved:
         text = (f"interleaved M-RoPE (sections {sec}): height takes pairs 1, 4, .. {3 * sec[1] - 2}, width "
                 f"pairs 2, 5, .. {3 * sec[2] - 1}, time the others")
@@ -241,8 +266,8 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
         a, b = sec[0], sec[0] + sec[1]
         text = (f"M-RoPE (mrope_section {sec}): pairs 0-{a - 1} follow the time id, {a}-{b - 1} the height "
                 f"id, {b}-{pairs - 1} the width id")
-    return [f"{text}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
-            "only text positions are audited (image and video positions are not)"]
+    return ignored + [f"{text}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
+                      "only text positions are audited (image and video positions are not)"]
 
 
 def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dict, list[str]]:

@@ -156,3 +156,42 @@ def test_gemma4_last_layer_is_full_as_transformers_forces_it():
     text = _text(cfg)
     got = {i: k.kind for k in read_layer_kinds(copy.deepcopy(cfg)) for i in k.layers}
     assert [got[i] for i in range(4)] == list(text.layer_types)
+
+
+def test_mrope_layout_sets_are_those_of_the_modeling_files():
+    # interleaved: recomposition_frequencies slices mrope_section[dim] * 3 pairs with stride 3; no file reads the key
+    from pathlib import Path
+
+    import transformers
+
+    from ropegeo.models import model_types
+
+    root = Path(transformers.__file__).parent / "models"
+    mrope, interleaved = set(), set()
+    for f in root.glob("*/modeling_*.py"):
+        text = f.read_text()
+        if "mrope_section" in text:
+            mrope.add(f.parent.name)
+            assert "mrope_interleaved" not in text, f
+            if "mrope_section[dim] * 3" in text:
+                interleaved.add(f.parent.name)
+    assert interleaved == set(model_types._MROPE_INTERLEAVED_TYPES)
+    assert mrope - interleaved == set(model_types._MROPE_BLOCK_TYPES)
+
+
+@pytest.mark.parametrize("said", [True, False, None])
+def test_qwen2_5_vl_ignores_mrope_interleaved_as_transformers_does(said):
+    block = {"type": "mrope", "mrope_section": [16, 24, 24], **({} if said is None else {"mrope_interleaved": said})}
+    cfg = {"model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+           "rope_scaling": block}
+    m = read_config(copy.deepcopy(cfg))
+    text = _text(cfg)
+    mod = _module("qwen2_5_vl")
+    rotary = _rotary_class(mod, "qwen2_5_vl")(text)
+    # the module's layout: pair j follows axis (block index of j); a time-only position moves only the time block
+    pos = torch.zeros(3, 1, 1, dtype=torch.long)
+    pos[0] = 5
+    with torch.no_grad():
+        cos, _ = rotary(torch.zeros(1, 1, 8), pos)
+    moved = (cos[0, 0, : m.pairs] != 1).numpy()
+    assert moved.tolist() == [j < 16 for j in range(m.pairs)] and m.round_robin is False
