@@ -435,3 +435,25 @@ def test_mrope_layout_is_the_model_types_code(model_type, said, interleaved):
                      "rope_scaling": block})
     assert (m.sections, m.round_robin) == ((24, 20, 20), interleaved)
     assert any("does not read it" in n for n in m.notes) == (said is not None and said != interleaved)
+
+
+def test_fields_a_model_types_code_never_reads_are_ignored_with_a_note():
+    # LlamaRotaryEmbedding builds head_dim / 2 frequencies whatever partial_rotary_factor says, and LlamaAttention
+    # has no window (the table's "ignored", generated from transformers 5.24.0)
+    llama = read_config({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8,
+                         "partial_rotary_factor": 0.5, "sliding_window": 64})
+    assert (llama.rotary_dim, llama.sliding_window) == (128, None)
+    assert sum("never reads it: ignored" in n for n in llama.notes) == 2
+    # GPT-NeoX reads the factor only inside its rope block (the top-level key: its class's 0.25 applies)
+    neox = {"model_type": "gpt_neox", "hidden_size": 1024, "num_attention_heads": 8}
+    assert read_config({**neox, "partial_rotary_factor": 0.5}).rotary_dim == 32
+    assert read_config({**neox, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                    "partial_rotary_factor": 0.5}}).rotary_dim == 64
+    # controls: StableLM and Phi read the factor, Mistral the window; Qwen2's window is off unless switched on
+    assert read_config({"model_type": "stablelm", "hidden_size": 1024, "num_attention_heads": 8,
+                        "partial_rotary_factor": 0.5}).rotary_dim == 64
+    assert read_config({"model_type": "mistral", "hidden_size": 1024, "num_attention_heads": 8,
+                        "sliding_window": 64}).sliding_window == 64
+    qwen2 = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 64}
+    assert read_config(qwen2).sliding_window is None
+    assert read_config({**qwen2, "use_sliding_window": True}).sliding_window == 64

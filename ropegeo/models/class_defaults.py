@@ -17,7 +17,7 @@ from typing import Mapping
 
 _TABLE = json.loads(((Path(__file__).resolve().parent.parent / "data") / "tables" / "defaults_by_model_type.json").read_text())
 #: model type -> {"head_dim": int, "max_position_embeddings": int, "sliding_window": int,
-#: "rope_parameters": block or {layer kind: block}}
+#: "rope_parameters": block or {layer kind: block}, "ignored": [fields its code never reads]}
 DEFAULTS: dict = _TABLE["defaults"]
 SOURCE = f"transformers {_TABLE['transformers']}"
 
@@ -72,7 +72,8 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     d = DEFAULTS.get(kind) if isinstance(kind, str) else None
     if not d:
         return cfg, []
-    out, notes = dict(cfg), []
+    out, notes = _without_ignored(dict(cfg), d.get("ignored", ()), kind)
+    cfg = dict(out)  # what is left is what the class reads
     who = f"{kind}'s configuration class ({SOURCE})"
     if "head_dim" in d and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
         out["head_dim"] = d["head_dim"]
@@ -85,6 +86,10 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if window is not None and "sliding_window" not in cfg:  # absent only: a null stays null (no window)
         out["sliding_window"] = window
         notes.append(f"sliding_window is not in the config: {who} defaults it to {window:,}")
+    if d.get("use_sliding_window") is not None and "use_sliding_window" not in cfg and out.get("sliding_window"):
+        out["use_sliding_window"] = d["use_sliding_window"]
+        notes.append(f"use_sliding_window is not in the config: {who} defaults it to "
+                     f"{str(d['use_sliding_window']).lower()}")
     block = d.get("rope_parameters")
     if not block:
         return out, notes
@@ -108,6 +113,26 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
         out["rope_scaling"] = {k: v for k, v in block.items() if k not in _NOT_RULE or k == "rope_type"}
         notes.append(f"no scaling block in the config: {who} defaults to its {rule} block")
     return out, notes
+
+
+def _without_ignored(cfg: dict, ignored, kind: str) -> tuple[dict, list[str]]:
+    """``cfg`` without the fields ``kind``'s code never reads (the table's ``ignored``), and a note for each."""
+    notes = []
+    for field in ignored:
+        where, _, key = field.rpartition(".")
+        for holder in ("rope_parameters", "rope_scaling") if where else ("",):
+            block = cfg.get(holder) if holder else cfg
+            if not isinstance(block, Mapping) or block.get(key) is None:
+                continue
+            if holder and any(isinstance(b, Mapping) for b in block.values()):
+                continue  # one block per layer kind: each kind's code decides (Gemma 4's proportional rule)
+            if holder:
+                cfg[holder] = {k: val for k, val in block.items() if k != key}
+            else:
+                cfg.pop(key)
+            notes.append(f"{holder + '.' if holder else ''}{key} is in the config, but {kind}'s code in {SOURCE} "
+                         "never reads it: ignored")
+    return cfg, notes
 
 
 def _legacy_per_kind(cfg: dict, blocks: Mapping, who: str, notes: list) -> tuple[Mapping, list[str]]:

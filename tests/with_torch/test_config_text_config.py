@@ -195,3 +195,34 @@ def test_qwen2_5_vl_ignores_mrope_interleaved_as_transformers_does(said):
         cos, _ = rotary(torch.zeros(1, 1, 8), pos)
     moved = (cos[0, 0, : m.pairs] != 1).numpy()
     assert moved.tolist() == [j < 16 for j in range(m.pairs)] and m.round_robin is False
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "qwen3", "gemma", "olmo2", "granite", "gpt_neox",
+                                        "stablelm", "phi", "persimmon", "glm", "nemotron"])
+@pytest.mark.parametrize("where", ["top", "block"])
+def test_partial_rotary_factor_is_read_only_where_the_code_reads_it(model_type, where):
+    cfg = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8,
+           "head_dim": 128, "num_hidden_layers": 2}
+    if where == "top":
+        cfg["partial_rotary_factor"] = 0.5
+    else:
+        block = dict(hf_config(cfg).rope_parameters)
+        cfg["rope_parameters"] = {**block, "partial_rotary_factor": 0.5}
+    text = _text(cfg)
+    turning = int((torch.as_tensor(_inv_freq(text, "full_attention")) != 0).sum())
+    m = read_config(copy.deepcopy(cfg))
+    assert m.rotary_dim == 2 * turning, (model_type, where)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "phi3", "gemma2", "olmo2"])
+def test_sliding_window_is_read_only_where_the_code_reads_it(model_type):
+    cfg = {"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 2, "sliding_window": 64}
+    mod = _module(model_type)
+    from pathlib import Path
+
+    text = _text(cfg)
+    reads = "sliding_window" in Path(mod.__file__).read_text() and text.sliding_window == 64  # Qwen2: off
+    kinds = read_layer_kinds(copy.deepcopy(cfg))
+    windows = {k.manifest.sliding_window for k in kinds if k.manifest is not None}
+    assert (64 in windows) == reads, (model_type, windows)
