@@ -149,7 +149,9 @@ def test_chatglm_rotates_half_with_rope_ratio():
     # modeling_chatglm: RotaryEmbedding(kv_channels // 2), base 10,000 * rope_ratio, exponents over kv_channels // 2
     np.testing.assert_allclose(m.theta(), 1.0 / (10_000.0 * 50) ** (np.arange(0, 64, 2) / 64), rtol=1e-13)
     assert (m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings) == (128, 64, "interleaved", 32768)
-    assert m.phase_dtype == "bfloat16"
+    # modeling_chatglm: idx_theta = outer(seq_idx, theta).float(), then cos/sin cast to bfloat16 / half: float32
+    # angles, as transformers forms them (the manifest's "float32"), whatever torch_dtype says
+    assert m.phase_dtype == "float32" and CHATGLM3.get("torch_dtype") in ("bfloat16", "float16")
     with pytest.raises(ConfigError, match="rope_scaling"):
         read_config({**CHATGLM3, "rope_scaling": {"type": "linear", "factor": 2.0}})
 

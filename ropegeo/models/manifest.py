@@ -778,10 +778,9 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         fields["notes"] += new.pop("notes", [])
         fields.update(new)
     fields["notes"] += kind_notes
-    dtype = view.get("torch_dtype") if view.get("model_type") == "chatglm" else None  # ChatGLM caches cos/sin so
+    # every reader, ChatGLM's remote code too, forms the angles in float32 and casts cos/sin to the model dtype
     return RopeManifest(
-        position_id_policy="contiguous", cache_offset=0,
-        phase_dtype=dtype if dtype in ("float16", "bfloat16") else "float32", layer_type=kind,
+        position_id_policy="contiguous", cache_offset=0, phase_dtype="float32", layer_type=kind,
         name=f"{label or 'config'} ({kind})" if kind and not name else label,
         source=source or cfg.get("source"), **fields)
 
