@@ -264,7 +264,8 @@ def test_text_config_that_is_not_a_block_is_refused_by_name(text):
 # ------------------------------------------------------------------ citations
 @pytest.mark.parametrize("name", ["deepseek-v3", "gemma-3-1b-it", "gpt-j-6b", "gpt-oss-20b", "llama-3.1-8b",
                                   "llama-2-7b", "mistral-7b", "qwen2.5-7b-instruct", "gpt-neox-20b",
-                                  "phi-3-mini-128k-instruct", "phi-3-vision-128k-instruct", "phi-3.5-mini-instruct"])
+                                  "phi-3-mini-128k-instruct", "phi-3-vision-128k-instruct", "phi-3.5-mini-instruct",
+                                  "gemma-3-4b-it", "qwen3-vl-8b-instruct"])
 def test_records_cite_the_hub_config_at_a_named_commit(name):
     rec = model_record(name)
     assert "code index id" not in json_text(rec)

@@ -924,7 +924,8 @@ def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
     m = read_config(rec["config"], name=None if chosen else label, source=rec.get("source"), layer_type=chosen)
     if chosen is None:
         return m
-    others = [k for k in (_layer_kinds(rec["config"]) or {}) if k != chosen]
+    text, _ = _opening(rec["config"])  # a wrapper's text model, with its class defaults, as read_config reads it
+    others = [k for k in (_layer_kinds(with_class_defaults(text)[0]) or {}) if k != chosen]
     notes = m.notes
     if layer_type is None:
         notes += (f"{chosen} layers: the kind this shipped record reads by default; its "
