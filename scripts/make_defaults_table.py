@@ -13,7 +13,11 @@ pairing table (the types with rotary code), this script records those class defa
 - the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and
   ``partial_rotary_factor`` (one block, or one per layer kind);
 - ``max_position_embeddings``, the context the class declares when a config leaves it out
-  (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with).
+  (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with);
+- ``ignored``: fields a config may state that the model type's code never reads
+  (``partial_rotary_factor`` and ``sliding_window`` on a plain Llama);
+- ``sliding_window``, the window the class declares when a config leaves the key out (Cohere2's
+  4,096, Gemma 4's 512; a null in the config stays null), and ``use_sliding_window`` (Qwen2: false).
 
 Model types whose rotary code takes a layer type (Gemma 4) are included beside the pairing
 table's types (``EXTRA_TYPES``).
@@ -77,6 +81,12 @@ def read_defaults(model_type: str) -> dict | None:
         mpe = getattr(cfg, "max_position_embeddings", None)
         if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
             out["max_position_embeddings"] = mpe
+        sw = getattr(cfg, "sliding_window", None)
+        if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0:
+            out["sliding_window"] = sw  # Cohere2, Gemma 2/3/4, Mistral: the window of a config that leaves it out
+        usw = getattr(cfg, "use_sliding_window", None)
+        if isinstance(usw, bool):
+            out["use_sliding_window"] = usw  # Qwen2: False, the window declared but off
         rp = getattr(cfg, "rope_parameters", None)
     except Exception:  # noqa: BLE001 - a class that cannot be built with its defaults is left out
         return None
@@ -88,6 +98,62 @@ def read_defaults(model_type: str) -> dict | None:
     return out or None
 
 
+def _pairs(model_type: str, **kw) -> int | None:
+    """The number of turning frequencies the model type's rotary module builds (its full-attention kind), or None."""
+    import torch
+    from make_pairing_table import _module, _rotary_class
+    from transformers import AutoConfig
+
+    try:
+        cfg = _text(AutoConfig.for_model(model_type, **kw))
+        mod = _module(model_type)
+        cls = _rotary_class(mod) if mod is not None else None
+        if cls is None:
+            return None
+        rotary = cls(cfg)
+        inv = getattr(rotary, "inv_freq", None)
+        if inv is None:
+            inv = getattr(rotary, "full_attention_inv_freq", None)
+        return int((inv != 0).sum()) if isinstance(inv, torch.Tensor) else None  # Gemma 4: zeros do not turn
+    except Exception:  # noqa: BLE001 - a module that cannot be built with its defaults says nothing
+        return None
+
+
+def _default_block(model_type: str) -> dict | None:
+    """The class's single default rope block (None for one block per layer kind, or none)."""
+    from transformers import AutoConfig
+
+    try:
+        rp = getattr(_text(AutoConfig.for_model(model_type)), "rope_parameters", None)
+    except Exception:  # noqa: BLE001
+        return None
+    if not isinstance(rp, dict) or not rp or any(isinstance(v, dict) for v in rp.values()):
+        return None
+    return _plain(rp)
+
+
+def ignored_fields(model_type: str) -> list[str]:
+    """Fields a config may state that the model type's code never reads: ``partial_rotary_factor`` when the
+    rotary module builds as many turning frequencies with a factor of 0.5 as with 1; ``sliding_window`` when the
+    modeling file never names it (plain Llama)."""
+    from make_pairing_table import _module
+
+    out = []
+    full, half = _pairs(model_type, partial_rotary_factor=1.0), _pairs(model_type, partial_rotary_factor=0.5)
+    if full is not None and half == full and full > 1:
+        out.append("partial_rotary_factor")  # the top-level key (GPT-NeoX reads it only inside the rope block)
+    block = _default_block(model_type)
+    if block is not None:
+        full = _pairs(model_type, rope_parameters={**block, "partial_rotary_factor": 1.0})
+        half = _pairs(model_type, rope_parameters={**block, "partial_rotary_factor": 0.5})
+        if full is not None and half == full and full > 1:
+            out.append("rope_parameters.partial_rotary_factor")
+    mod = _module(model_type)
+    if mod is not None and "sliding_window" not in Path(mod.__file__).read_text():
+        out.append("sliding_window")
+    return out
+
+
 def build() -> dict:
     import transformers
 
@@ -96,12 +162,18 @@ def build() -> dict:
     types = json.loads((TABLES / "pairing_by_model_type.json").read_text())["pairing"]
     table = {}
     for model_type in sorted(set(types) | set(EXTRA_TYPES)):
-        d = read_defaults(model_type)
+        d = read_defaults(model_type) or {}
+        ignored = ignored_fields(model_type)
+        if ignored:
+            d["ignored"] = ignored
         if d:
             table[model_type] = d
     return {"transformers": transformers.__version__,
             "method": "AutoConfig.for_model(model_type) with its defaults: head_dim when fixed by the class (unchanged "
-                      "when hidden_size doubles), max_position_embeddings, and the default rope_parameters block(s) "
+                      "when hidden_size doubles), max_position_embeddings, sliding_window, use_sliding_window, the default rope_parameters block(s), "
+                      "and the fields the model type's code never reads (ignored: partial_rotary_factor when the "
+                      "rotary module builds as many frequencies with a factor of 0.5, sliding_window when the "
+                      "modeling file never names it) "
                       "(scripts/make_defaults_table.py)",
             "defaults": table}
 

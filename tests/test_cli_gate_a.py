@@ -337,3 +337,24 @@ def test_extreme_declarations_are_inconclusive_with_exit_3_never_pass(env, args)
     assert "multiple of pi" not in out.stdout
     d = json.loads(_run(env, "userrope:good_half", "--pairing", "half", "--head-dim", "32", "--json", *args).stdout)
     assert d["status"] == "inconclusive" and d["passed"] is False and d["diagnosis"].startswith("inconclusive: ")
+
+
+def test_config_with_one_rotating_kind_audits_it_and_says_so(env, tmp_path):
+    # Llama 4 Scout's config.json as shipped (a multimodal wrapper): chunked RoPE layers and NoPE full layers;
+    # only one kind rotates, so gate-a --config audits it without --layer-type and says so in a note
+    from ropegeo.models.manifest import model_record
+
+    text = {k: v for k, v in model_record("llama-4-scout-17b-16e-instruct")["config"].items() if k != "model_type"}
+    (tmp_path / "scout.json").write_text(json.dumps({"model_type": "llama4", "text_config": text}))
+    (tmp_path / "scoutrope.py").write_text(
+        "from ropegeo.models.manifest import load_model\nfrom ropegeo.rotation import apply_rope\n"
+        "_T = load_model('llama-4-scout-17b-16e-instruct').theta()\n"
+        "def scout(x, p):\n    return apply_rope(x, p, theta=_T, pairing='interleaved')\n"
+        "def unscaled(x, p):\n    return apply_rope(x, p, base=500000.0, pairing='interleaved')\n")
+    out = _run(env, "scoutrope:scout", "--config", str(tmp_path / "scout.json"), "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    d = json.loads(out.stdout)
+    assert any("only chunked_attention has a rotary embedding" in n for n in d["notes"])
+    # negative control: the same code without Llama 4's llama3 x16 rule fails as frequency
+    out = _run(env, "scoutrope:unscaled", "--config", str(tmp_path / "scout.json"), "--json")
+    assert out.returncode == 1 and json.loads(out.stdout)["failed"][0] == "frequencies"

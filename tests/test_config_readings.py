@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropegeo.models.manifest import ConfigError, load_model, model_record, read_config
+from ropegeo.models.manifest import ConfigError, load_model, model_record, read_config, read_layer_kinds
 
 DEEPSEEK_V3 = model_record("deepseek-v3")["config"]
 
@@ -100,8 +100,9 @@ def test_rotary_dim_and_partial_factor_must_agree():
     ("ernie4_5", "interleaved"), ("deepseek_v3", "interleaved"), ("gemma3_text", "half"), ("glm4_moe", "half"),
 ])
 def test_pairing_follows_the_model_type(model_type, pairing):
-    # Llama 4's layers differ (chunked RoPE layers, NoPE layers): its RoPE layers are read
-    kind = "chunked_attention" if model_type == "llama4_text" else None
+    # Llama 4's layers differ (chunked RoPE layers, NoPE layers), as Gemma 3's (one rope block per layer kind
+    # in Gemma3TextConfig): one kind is read
+    kind = {"llama4_text": "chunked_attention", "gemma3_text": "full_attention"}.get(model_type)
     m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4},
                     layer_type=kind)
     assert m.pairing == pairing and not any("pairing" in n for n in m.notes)  # other notes: class defaults
@@ -206,15 +207,65 @@ def test_yarn_beta_fast_below_beta_slow_is_refused():
         Scaling("yarn", factor=4.0, original_max_position_embeddings=4096, beta_fast=1.0, beta_slow=2.0)
 
 
-def test_multimodal_text_config_is_refused_by_name():
-    with pytest.raises(ConfigError, match="text_config"):
-        read_config({"model_type": "gemma3", "text_config": GEMMA3_27B_TEXT})
+# google/gemma-3-4b-it's config.json, the RoPE-relevant part as shipped: everything else is a class default
+GEMMA3_4B = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it",
+             "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                             "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                             "sliding_window": 1024}}
+# Qwen/Qwen3-VL-8B-Instruct's text_config (RoPE fields as shipped)
+QWEN3_VL_8B = {"model_type": "qwen3_vl", "text_config": {
+    "model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "num_hidden_layers": 36, "max_position_embeddings": 262144, "rope_theta": 5000000,
+    "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"}}}
+
+
+def test_gemma3_4b_text_config_read_as_the_text_class_builds_it():
+    kinds = {k.kind: k for k in read_layer_kinds(GEMMA3_4B)}
+    # Gemma3TextConfig: sliding_window_pattern 6, layer i full iff (i + 1) % 6 == 0
+    assert kinds["full_attention"].layers == tuple(i for i in range(34) if (i + 1) % 6 == 0) == (5, 11, 17, 23, 29)
+    full, sliding = kinds["full_attention"].manifest, kinds["sliding_attention"].manifest
+    assert (full.head_dim, full.base, full.sliding_window, full.scaling.rule, full.scaling.factor) == \
+        (256, 1e6, None, "linear", 8.0)
+    assert (sliding.head_dim, sliding.base, sliding.sliding_window, sliding.scaling) == (256, 1e4, 1024, None)
+    # the full layers' frequencies: linear x8 of the plain schedule at base 1e6 over a 256-wide head
+    np.testing.assert_allclose(full.theta(), 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-12)
+    np.testing.assert_allclose(sliding.theta(), 1e4 ** (-np.arange(0, 256, 2) / 256), rtol=1e-12)
+    assert any("gemma3_text's configuration class" in n and "text_config" in n for n in full.notes)
+    # the same block as a text model's own config.json reads the same
+    alone = read_config(GEMMA3_4B["text_config"], layer_type="full_attention")
+    assert alone.theta().tolist() == full.theta().tolist()
+    # the 27B block states rope_local_base_freq and rope_theta: they win over the class defaults
+    g27 = read_config({"model_type": "gemma3", "text_config": {**GEMMA3_27B_TEXT, "rope_local_base_freq": 2e4}},
+                      layer_type="sliding_attention")
+    assert (g27.base, g27.head_dim, g27.scaling) == (2e4, 128, None)
+
+
+def test_qwen3_vl_and_llama4_wrappers_are_read():
+    m = read_config(QWEN3_VL_8B)
+    assert (m.base, m.head_dim, m.sections, m.round_robin, m.max_position_embeddings) == \
+        (5e6, 128, (24, 20, 20), True, 262144)
+    from ropegeo.models.manifest import model_record
+
+    scout = model_record("llama-4-scout-17b-16e-instruct")["config"]
+    wrapped = read_config({"model_type": "llama4", "text_config": {k: v for k, v in scout.items()
+                                                                   if k != "model_type"}})
+    assert (wrapped.layer_type, wrapped.sliding_window, wrapped.scaling.rule) == ("chunked_attention", 8192, "llama3")
+    assert wrapped.theta().tolist() == load_model("llama-4-scout-17b-16e-instruct").theta().tolist()
+
+
+@pytest.mark.parametrize("text", ["gemma3_text", 5, ["x"]])
+def test_text_config_that_is_not_a_block_is_refused_by_name(text):
+    with pytest.raises(ConfigError, match="^text_config must be an object"):
+        read_config({"model_type": "gemma3", "text_config": text})
+    with pytest.raises(ConfigError, match="^text_config: ropegeo does not know"):
+        read_config({"model_type": "made_up", "text_config": {"rope_theta": 1e4}})
 
 
 # ------------------------------------------------------------------ citations
 @pytest.mark.parametrize("name", ["deepseek-v3", "gemma-3-1b-it", "gpt-j-6b", "gpt-oss-20b", "llama-3.1-8b",
                                   "llama-2-7b", "mistral-7b", "qwen2.5-7b-instruct", "gpt-neox-20b",
-                                  "phi-3-mini-128k-instruct", "phi-3-vision-128k-instruct", "phi-3.5-mini-instruct"])
+                                  "phi-3-mini-128k-instruct", "phi-3-vision-128k-instruct", "phi-3.5-mini-instruct",
+                                  "gemma-3-4b-it", "qwen3-vl-8b-instruct"])
 def test_records_cite_the_hub_config_at_a_named_commit(name):
     rec = model_record(name)
     assert "code index id" not in json_text(rec)
@@ -325,3 +376,85 @@ def test_fields_the_config_states_are_never_replaced_by_class_defaults():
     pairing = json.loads((files("ropegeo") / "data" / "tables" / "pairing_by_model_type.json").read_text())
     assert table["transformers"] == pairing["transformers"]  # both read from the pinned release
     assert set(table["defaults"]) <= set(pairing["pairing"]) | {"gemma4_text"}  # Gemma 4: a layer-typed module
+
+
+# ------------------------------------------------------------------ what transformers refuses, refused by name
+_QWEN2_VL = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 8}
+_QWEN2_4 = {"model_type": "qwen2", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4}
+
+
+@pytest.mark.parametrize("cfg,message", [
+    ({**_QWEN2_4, "layer_types": ["full_attention"] * 2}, "^layer_types lists 2 layers, but num_hidden_layers is 4"),
+    ({**_QWEN2_4, "layer_types": ["full_attention"] * 5}, "^layer_types lists 5 layers, but num_hidden_layers is 4"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": {"t": 8}}},
+     "^rope_scaling.mrope_section must list three positive integers"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": None}}, "^rope_scaling.mrope_section is null"),
+    ({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [8, 8, 8]}},
+     "^rope_scaling.mrope_section \\[8, 8, 8\\] sums to 24, not to the 32"),
+    ({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+      "rope_theta": 5e4, "sliding_window": None}, "^no kind of layer of this config has a rotary embedding"),
+])
+def test_configs_transformers_refuses_are_refused_by_name(cfg, message):
+    with pytest.raises(ConfigError, match=message):
+        read_config(cfg)
+
+
+def test_the_same_fields_in_their_valid_form_are_read():  # the controls of the refusals above
+    assert len(read_config({**_QWEN2_4, "layer_types": ["full_attention"] * 4}).theta()) == 32
+    m = read_config({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}})
+    assert (m.sections, m.round_robin) == ((8, 12, 12), False)
+    c = read_config({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+                     "rope_theta": 5e4, "sliding_window": 4096})
+    assert (c.layer_type, c.sliding_window, c.base) == ("sliding_attention", 4096, 5e4)  # the one kind that rotates
+
+
+def test_an_absent_window_takes_the_class_default_and_a_null_stays_null():
+    # Cohere2Config(sliding_window=4096) and sliding_window_pattern 4: layers 3, 7, .. are full attention, NoPE
+    base = {"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 8,
+            "rope_theta": 5e4}
+    kinds = {k.kind: k for k in read_layer_kinds(base)}
+    assert kinds["full_attention"].layers == (3, 7) and not kinds["full_attention"].position_signal
+    m = kinds["sliding_attention"].manifest
+    assert m.sliding_window == 4096 and any("sliding_window is not in the config" in n for n in m.notes)
+    # Gemma4TextConfig(sliding_window=512)
+    gemma4 = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+              "num_hidden_layers": 6}
+    assert read_config(gemma4, layer_type="sliding_attention").sliding_window == 512
+    # a window the config states is never replaced; a plain llama has no class window
+    assert read_config({**gemma4, "sliding_window": 257}, layer_type="sliding_attention").sliding_window == 257
+    assert read_config({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8}).sliding_window is None
+
+
+@pytest.mark.parametrize("model_type,said,interleaved", [
+    ("qwen2_5_vl", True, False), ("qwen2_5_vl", None, False),  # Qwen2.5-VL's code splits blocks: the key is ignored
+    ("qwen3_vl_text", False, True), ("qwen3_vl_text", None, True),  # Qwen3-VL's code always interleaves
+    ("custom_vl", True, True), ("custom_vl", None, False),  # a type transformers does not know: the key decides
+])
+def test_mrope_layout_is_the_model_types_code(model_type, said, interleaved):
+    block = {"rope_type": "default", "mrope_section": [24, 20, 20], **({} if said is None else {"mrope_interleaved": said})}
+    m = read_config({"model_type": model_type, "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 1e6,
+                     "rope_scaling": block})
+    assert (m.sections, m.round_robin) == ((24, 20, 20), interleaved)
+    assert any("does not read it" in n for n in m.notes) == (said is not None and said != interleaved)
+
+
+def test_fields_a_model_types_code_never_reads_are_ignored_with_a_note():
+    # LlamaRotaryEmbedding builds head_dim / 2 frequencies whatever partial_rotary_factor says, and LlamaAttention
+    # has no window (the table's "ignored", generated from transformers 5.24.0)
+    llama = read_config({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8,
+                         "partial_rotary_factor": 0.5, "sliding_window": 64})
+    assert (llama.rotary_dim, llama.sliding_window) == (128, None)
+    assert sum("never reads it: ignored" in n for n in llama.notes) == 2
+    # GPT-NeoX reads the factor only inside its rope block (the top-level key: its class's 0.25 applies)
+    neox = {"model_type": "gpt_neox", "hidden_size": 1024, "num_attention_heads": 8}
+    assert read_config({**neox, "partial_rotary_factor": 0.5}).rotary_dim == 32
+    assert read_config({**neox, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                    "partial_rotary_factor": 0.5}}).rotary_dim == 64
+    # controls: StableLM and Phi read the factor, Mistral the window; Qwen2's window is off unless switched on
+    assert read_config({"model_type": "stablelm", "hidden_size": 1024, "num_attention_heads": 8,
+                        "partial_rotary_factor": 0.5}).rotary_dim == 64
+    assert read_config({"model_type": "mistral", "hidden_size": 1024, "num_attention_heads": 8,
+                        "sliding_window": 64}).sliding_window == 64
+    qwen2 = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 64}
+    assert read_config(qwen2).sliding_window is None
+    assert read_config({**qwen2, "use_sliding_window": True}).sliding_window == 64

@@ -119,6 +119,13 @@ def test_passes_every_shipped_configuration_at_its_own_context():
     for name in shipped_models():
         m = load_model(name)
         b = gate_b(m, train_length=m.train_length, target_length=m.target_length)
+        if name == "gemma-3-4b-it":
+            # its full-attention layers run linear x8 at base 1e6 (every pair 8 times slower) to 131,072 positions:
+            # adjacent offsets come closer than the threshold; the model resolves them on its sliding layers
+            assert b.status == "fail" and b.diagnosis.startswith("closest set local 1..64"), b.diagnosis
+            s = load_model(name, layer_type="sliding_attention")
+            assert gate_b(s, train_length=s.train_length, target_length=s.target_length).status == "pass"
+            continue
         # Llama 4 Scout's 10.5M-token context: float32 phases there round the fast pairs by up to about 0.3 rad
         # (tests/test_gate_b_precision.py); every other shipped configuration passes
         expected = "fail" if name.startswith("llama-4-scout") else "pass"

@@ -45,6 +45,11 @@ DOCUMENTED = {
     # x16 from 8,192 with both band factors 1, 10,485,760 positions; adjacent pairs (complex products)
     "llama-4-scout-17b-16e-instruct": dict(base=500_000.0, head_dim=128, rotary_dim=128, ctx=10_485_760,
                                            rule="llama3", pairing="interleaved"),
+    # Gemma 3 4B (a text_config wrapper), its full-attention layers: Gemma3TextConfig's base 1e6 and head 256,
+    # the shipped linear x8, 131,072 positions
+    "gemma-3-4b-it": dict(base=1e6, head_dim=256, rotary_dim=256, ctx=131_072, rule="linear"),
+    # Qwen3-VL 8B (a text_config wrapper): base 5e6, 128-wide heads, interleaved M-RoPE over 64 pairs
+    "qwen3-vl-8b-instruct": dict(base=5e6, head_dim=128, rotary_dim=128, ctx=262_144, rule=None),
 }
 
 
@@ -411,3 +416,20 @@ def test_the_manifest_is_one_operator_and_its_context():
     assert {f.name for f in dataclasses.fields(RotaryOperator) if callable(getattr(changed, f.name, None))} == known
     with pytest.raises(ValueError, match="not both"):
         RopeManifest(m.operator, base=10_000.0)
+
+
+def test_shipped_wrappers_read_as_transformers_builds_their_text_model():
+    # Gemma 3 4B: full layers (i + 1) % 6 == 0 at base 1e6 with linear x8; sliding layers base 1e4, window 1,024
+    from ropegeo.models.manifest import layer_kinds
+
+    kinds = {k.kind: k for k in layer_kinds("gemma-3-4b-it")}
+    assert kinds["full_attention"].layers == tuple(i for i in range(34) if (i + 1) % 6 == 0)
+    sliding = kinds["sliding_attention"].manifest
+    assert (sliding.base, sliding.head_dim, sliding.sliding_window, sliding.scaling) == (1e4, 256, 1024, None)
+    assert kinds["full_attention"].manifest.sliding_window is None
+    # Qwen3-VL 8B: interleaved sections [24, 20, 20]
+    q = load_model("qwen3-vl-8b-instruct")
+    assert (q.sections, q.round_robin) == ((24, 20, 20), True)
+    for name in ("gemma-3-4b-it", "qwen3-vl-8b-instruct"):
+        rec = model_record(name)
+        assert rec["revision"] in rec["source"] and len(rec["revision"]) == 40 and "text_config" in rec["config"]

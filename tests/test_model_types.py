@@ -110,8 +110,15 @@ def test_llama4_nope_and_chunked_layers():
     m = kinds[0].manifest
     assert m.sliding_window == 8192 and any("attention_chunk_size 8,192" in n for n in m.notes)
     assert any("layers 3, 7, 11, .. 47 (12 of 48)" in n and "NoPE" in n for n in m.notes)
+    # only the chunked layers rotate: they are the operator read by default, and a note says so
+    auto = read_config(SCOUT_TEXT)
+    assert (auto.layer_type, auto.sliding_window) == ("chunked_attention", 8192)
+    assert any("only chunked_attention has a rotary embedding" in n for n in auto.notes)
+    assert auto.theta().tolist() == m.theta().tolist()
+    # negative control: two kinds that both rotate still need a choice
     with pytest.raises(ConfigError, match="kinds of layer"):
-        read_config(SCOUT_TEXT)
+        read_config({**SCOUT_TEXT, "no_rope_layers": [1] * 48, "layer_types": None, "attention_chunk_size": 8192,
+                     "model_type": "gemma3_text", "sliding_window": 1024})
     explicit = read_layer_kinds({**SCOUT_TEXT, "no_rope_layers": [1, 0] * 24, "attention_chunk_size": None})
     assert [(k.kind, k.layers[:2]) for k in explicit] == [("full_attention", (0, 2)), ("nope_full_attention", (1, 3))]
 
@@ -142,7 +149,9 @@ def test_chatglm_rotates_half_with_rope_ratio():
     # modeling_chatglm: RotaryEmbedding(kv_channels // 2), base 10,000 * rope_ratio, exponents over kv_channels // 2
     np.testing.assert_allclose(m.theta(), 1.0 / (10_000.0 * 50) ** (np.arange(0, 64, 2) / 64), rtol=1e-13)
     assert (m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings) == (128, 64, "interleaved", 32768)
-    assert m.phase_dtype == "bfloat16"
+    # modeling_chatglm: idx_theta = outer(seq_idx, theta).float(), then cos/sin cast to bfloat16 / half: float32
+    # angles, as transformers forms them (the manifest's "float32"), whatever torch_dtype says
+    assert m.phase_dtype == "float32" and CHATGLM3.get("torch_dtype") in ("bfloat16", "float16")
     with pytest.raises(ConfigError, match="rope_scaling"):
         read_config({**CHATGLM3, "rope_scaling": {"type": "linear", "factor": 2.0}})
 
@@ -249,3 +258,24 @@ def test_audit_and_report_read_one_operator(tmp_path, capsys, cfg, kind):
     r = json.loads(capsys.readouterr().out)
     m = read_config(Path(path), layer_type=kind)
     assert a["manifest"] == r["manifest"] == json.loads(m.to_json())
+
+
+def test_llama4_layer_types_decide_the_chunk_and_no_rope_layers_the_rotation():
+    # Llama4TextModel masks by layer_types (chunked only where it says so) and rotates by no_rope_layers
+    cfg = {**SCOUT_TEXT, "num_hidden_layers": 8, "layer_types": ["full_attention"] * 8}
+    kinds = {k.kind: k for k in read_layer_kinds(cfg)}
+    assert kinds["full_attention"].layers == (0, 1, 2, 4, 5, 6) and kinds["full_attention"].manifest.sliding_window is None
+    assert kinds["nope_full_attention"].layers == (3, 7) and not kinds["nope_full_attention"].position_signal
+    default = {k.kind: k for k in read_layer_kinds({**SCOUT_TEXT, "num_hidden_layers": 8})}  # the control
+    assert default["chunked_attention"].manifest.sliding_window == 8192
+    with pytest.raises(ConfigError, match="layer_types must name the kind of each of the 8 layers"):
+        read_layer_kinds({**cfg, "layer_types": ["full_attention"] * 3})
+
+
+def test_gemma4_last_layer_is_forced_to_full_attention():
+    cfg = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+           "num_hidden_layers": 4, "layer_types": ["sliding_attention"] * 4}
+    assert [(k.kind, k.layers) for k in read_layer_kinds(cfg)] == [("sliding_attention", (0, 1, 2)),
+                                                                   ("full_attention", (3,))]
+    other = {**cfg, "model_type": "gemma3_text"}  # the control: Gemma 3 keeps the list as given
+    assert {k.kind: k.layers for k in read_layer_kinds(other)}["sliding_attention"] == (0, 1, 2, 3)

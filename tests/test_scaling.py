@@ -129,11 +129,18 @@ def _agree(theta64, ref32):
 # ------------------------------------------------------------------------------------------------
 # agreement with the reference, on every shipped model and at lengths around the switch points
 # ------------------------------------------------------------------------------------------------
+#: transformers 5.24.0's Gemma3TextConfig: head_dim 256, rope_theta 1e6 (its full-attention layers, the kind the
+#: shipped record reads), 131,072 positions (Qwen3-VL's text block states its own)
+_TEXT_CLASS_DEFAULTS = {"gemma3_text": {"head_dim": 256, "rope_theta": 1_000_000.0, "max_position_embeddings": 131_072}}
+
+
 @pytest.mark.parametrize("name", shipped_models())
 def test_shipped_models_match_reference(name):
     from ropegeo.models.manifest import model_record
 
     cfg = model_record(name)["config"]
+    if "text_config" in cfg:  # a wrapper: its text model with what transformers' text class fills in
+        cfg = {**_TEXT_CLASS_DEFAULTS.get(cfg["text_config"]["model_type"], {}), **cfg["text_config"]}
     m = load_model(name)
     L = m.train_length
     for n in (None, 1, L - 1, L, L + 1, 4 * L):

@@ -27,7 +27,7 @@ import numpy as np
 
 from ropegeo import _json
 from ropegeo import _validate as v
-from ropegeo.models.class_defaults import with_class_defaults
+from ropegeo.models.class_defaults import text_model_config, with_class_defaults
 from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs,
                                          multi_axis_layout, multi_axis_notes, proportional_view, refusal)
 from ropegeo.operator import RotaryOperator
@@ -641,6 +641,15 @@ def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[st
             raise ConfigError(f"every layer of this config ({kind}) has {NOPE}: there is no RoPE to audit")
         return view, None, _kind_notes(cfg, kind)
     listing = "; ".join(f"{k} ({_describe_kind(view)})" for k, view in kinds.items())
+    rotating = [k for k, view in kinds.items() if view is not None]
+    if not rotating:
+        raise ConfigError(f"no kind of layer of this config has a rotary embedding ({listing}): there is no RoPE "
+                          "to audit")
+    if layer_type is None and len(rotating) == 1:  # Llama 4, Cohere2: one kind rotates, the others are NoPE
+        kind = rotating[0]
+        note = (f"the config has {len(kinds)} kinds of layer ({listing}); only {kind} has a rotary embedding, "
+                f"so its operator is the one audited")
+        return kinds[kind], kind, [note] + _kind_notes(cfg, kind)
     if layer_type is None:
         raise ConfigError(f"the config has {len(kinds)} kinds of layer: {listing}; ropegeo audits one rotary "
                           "operator at a time: choose one with layer_type (--layer-type), or audit every kind "
@@ -672,14 +681,18 @@ def _model_view(view: Mapping) -> tuple[Mapping, list[str]]:
     return view, []
 
 
-def _opening(cfg: Mapping) -> None:
-    """Refuse what ropegeo does not read: no RoPE at all, a null base, a multimodal wrapper."""
-    why = refusal(cfg)
-    if why is not None:
-        raise ConfigError(why)
-    if isinstance(cfg.get("text_config"), Mapping):
-        raise ConfigError("the rotary settings sit in text_config (a multimodal config), where the model class "
-                          "fills in defaults ropegeo does not know: pass the text model's own config.json")
+def _opening(cfg: Mapping) -> tuple[Mapping, list[str]]:
+    """The text model transformers builds (a multimodal wrapper's ``text_config``) and a note; refuse what
+    ropegeo does not read: no RoPE at all, a null base, a text_config that is not a block."""
+    try:
+        text, notes = text_model_config(cfg)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for c in (cfg, text) if text is not cfg else (cfg,):
+        why = refusal(c)
+        if why is not None:
+            raise ConfigError(why)
+    return text, notes
 
 
 def read_config(config, *, name: str | None = None, source: str | None = None,
@@ -753,9 +766,10 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     for key in ("_name_or_path", "name"):
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise ConfigError(f"{key} must be a string, got {type(cfg[key]).__name__}")
-    _opening(cfg)
+    cfg, text_notes = _opening(cfg)
     label = name or v.printable(cfg.get("_name_or_path") or cfg.get("name"))
     cfg, filled = with_class_defaults(cfg)
+    filled = text_notes + filled
     view, kind, kind_notes = _choose_kind(cfg, layer_type)
     view, model_notes = _model_view(view)
     fields: dict[str, Any] = {"notes": list(filled) + model_notes}
@@ -764,10 +778,9 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
         fields["notes"] += new.pop("notes", [])
         fields.update(new)
     fields["notes"] += kind_notes
-    dtype = view.get("torch_dtype") if view.get("model_type") == "chatglm" else None  # ChatGLM caches cos/sin so
+    # every reader, ChatGLM's remote code too, forms the angles in float32 and casts cos/sin to the model dtype
     return RopeManifest(
-        position_id_policy="contiguous", cache_offset=0,
-        phase_dtype=dtype if dtype in ("float16", "bfloat16") else "float32", layer_type=kind,
+        position_id_policy="contiguous", cache_offset=0, phase_dtype="float32", layer_type=kind,
         name=f"{label or 'config'} ({kind})" if kind and not name else label,
         source=source or cfg.get("source"), **fields)
 
@@ -831,8 +844,8 @@ def read_layer_kinds(config, *, name: str | None = None, source: str | None = No
     8192
     """
     cfg, source = _load(config, source)
-    _opening(cfg)
-    filled, _ = with_class_defaults(cfg)
+    text, _ = _opening(cfg)
+    filled, _ = with_class_defaults(text)
     kinds = _layer_kinds(filled)
     specs = {sp.kind: sp for sp in _specs(filled) or ()}
     total = sum(len(sp.layers) for sp in specs.values()) or None
@@ -911,7 +924,8 @@ def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
     m = read_config(rec["config"], name=None if chosen else label, source=rec.get("source"), layer_type=chosen)
     if chosen is None:
         return m
-    others = [k for k in (_layer_kinds(rec["config"]) or {}) if k != chosen]
+    text, _ = _opening(rec["config"])  # a wrapper's text model, with its class defaults, as read_config reads it
+    others = [k for k in (_layer_kinds(with_class_defaults(text)[0]) or {}) if k != chosen]
     notes = m.notes
     if layer_type is None:
         notes += (f"{chosen} layers: the kind this shipped record reads by default; its "

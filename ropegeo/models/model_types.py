@@ -52,6 +52,15 @@ NO_ROPE_MODEL_TYPES = {
 #: position_embedding_type values (BERT family) that are not rotary
 _NOT_ROTARY_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "alibi", "learned")
 
+#: model types whose M-RoPE code splits the pairs into blocks or interleaves them, whatever ``mrope_interleaved``
+#: says (no modeling file of transformers 5.24.0 reads that key): interleaved where ``recomposition_frequencies``
+#: slices ``mrope_section[dim] * 3`` pairs with stride 3 (``tests/with_torch/test_config_text_config.py`` re-derives
+#: both sets from the modeling files)
+_MROPE_INTERLEAVED_TYPES = frozenset({"cohere_compass", "cosmos3_edge", "hy_v4_vl", "qwen3_5", "qwen3_5_moe",
+                                     "qwen3_omni_moe", "qwen3_vl", "qwen3_vl_moe", "qwen4_exp"})
+_MROPE_BLOCK_TYPES = frozenset({"ernie4_5_vl_moe", "glm4v", "glm4v_moe", "glm_image", "glm_ocr", "hunyuan_vl",
+                               "neomme", "paddleocr_vl", "qwen2_5_omni", "qwen2_5_vl", "qwen2_vl"})
+
 #: the layers of a kind with no rotary embedding
 NOPE = "no rotary embedding (NoPE): no position signal"
 
@@ -66,7 +75,7 @@ def _blocks(cfg: Mapping) -> list[tuple[str, Mapping]]:
     for name in ("rope_scaling", "rope_parameters"):
         b = cfg.get(name)
         if isinstance(b, Mapping):
-            if any(isinstance(x, Mapping) for x in b.values()):
+            if b and all(isinstance(x, Mapping) for x in b.values()):  # one block per layer type
                 out += [(f"{name}.{k}", x) for k, x in b.items() if isinstance(x, Mapping)]
             else:
                 out.append((name, b))
@@ -160,6 +169,9 @@ def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
 def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
     where = f"{where}." if where else ""
     sec = block["mrope_section"]
+    if sec is None:
+        raise ValueError(f"{where}mrope_section is null: transformers' M-RoPE code needs the three sections "
+                         "(time, height, width); give them or remove the key")
     if (isinstance(sec, (str, bytes, Mapping)) or not isinstance(sec, (list, tuple)) or len(sec) != 3
             or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool) and s > 0 for s in sec)):
         raise ValueError(f"{where}mrope_section must list three positive integers (time, height, width), got {sec!r}")
@@ -187,19 +199,31 @@ def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], b
     found = None
     for where, block in _blocks(cfg):
         interleaved_key = block.get("mrope_interleaved", cfg.get("mrope_interleaved"))
-        if not _given(block, "mrope_section"):
+        if "mrope_section" not in block:
             if interleaved_key is not None:
                 raise ValueError(f"{where}.mrope_interleaved is set without mrope_section")
             continue
         sec = _sections(block, where, pairs)
         if interleaved_key is not None and not isinstance(interleaved_key, bool):
             raise ValueError(f"mrope_interleaved must be true or false, got {interleaved_key!r}")
-        # transformers' Qwen3-VL text rotary always interleaves (recomposition_frequencies); Qwen2-VL's splits
-        interleaved = bool(interleaved_key) or (isinstance(kind, str) and kind.startswith("qwen3_vl"))
+        # the model type's code decides (Qwen3-VL interleaves, Qwen2.5-VL splits); the key only for other types
+        family = _mrope_family(kind)
+        interleaved = family in _MROPE_INTERLEAVED_TYPES if family else bool(interleaved_key)
         found = found or (tuple(sec), interleaved)
     if found is None and cfg.get("mrope_interleaved") is not None:
         raise ValueError("mrope_interleaved is set without mrope_section")
     return found
+
+
+def _mrope_family(kind) -> str | None:
+    """The transformers model type whose M-RoPE code a text model type runs (``qwen3_vl_text`` -> ``qwen3_vl``)."""
+    if not isinstance(kind, str):
+        return None
+    for suffix in ("", "_text", "_thinker"):
+        base = kind[: -len(suffix)] if suffix and kind.endswith(suffix) else kind
+        if base in _MROPE_INTERLEAVED_TYPES or base in _MROPE_BLOCK_TYPES:
+            return base
+    return None
 
 
 def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | None:
@@ -231,6 +255,10 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
     if layout is None:
         return []
     sec, interleaved = list(layout[0]), layout[1]
+    said = next((b.get("mrope_interleaved", cfg.get("mrope_interleaved")) for _, b in _blocks(cfg)
+                 if "mrope_section" in b), None)
+    ignored = ([f"mrope_interleaved is {str(said).lower()}, but {cfg.get('model_type')}'s code in transformers does "
+                "not read it: the layout is the code's"] if said is not None and said != interleaved else [])
     if interleaved:
         text = (f"interleaved M-RoPE (sections {sec}): height takes pairs 1, 4, .. {3 * sec[1] - 2}, width "
                 f"pairs 2, 5, .. {3 * sec[2] - 1}, time the others")
@@ -238,8 +266,8 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
         a, b = sec[0], sec[0] + sec[1]
         text = (f"M-RoPE (mrope_section {sec}): pairs 0-{a - 1} follow the time id, {a}-{b - 1} the height "
                 f"id, {b}-{pairs - 1} the width id")
-    return [f"{text}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
-            "only text positions are audited (image and video positions are not)"]
+    return ignored + [f"{text}; for text tokens the three ids are equal, so it is 1D RoPE over all {pairs} pairs: "
+                      "only text positions are audited (image and video positions are not)"]
 
 
 def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dict, list[str]]:
@@ -335,12 +363,19 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
     chunk = cfg.get("attention_chunk_size", 8192) if "attention_chunk_size" in cfg else 8192
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"attention_chunk_size must be a positive integer or null, got {chunk!r}")
-    rope_kind = "chunked_attention" if chunk is not None else "full_attention"
-    nope_kind = "full_attention" if chunk is not None else "nope_full_attention"
-    groups = _group([rope_kind if f else nope_kind for f in flags])
+    types = cfg.get("layer_types")
+    if types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
+        types = ["chunked_attention" if f and chunk is not None else "full_attention" for f in flags]
+    elif isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) or len(types) != len(flags) \
+            or not all(isinstance(t, str) and t.isprintable() for t in types):
+        raise ValueError(f"layer_types must name the kind of each of the {len(flags)} layers")
+    # the mask follows layer_types (chunked only where it says so), the rotation no_rope_layers
+    clash = {t for t, f in zip(types, flags) if f} & {t for t, f in zip(types, flags) if not f}
+    names = [t if f or t not in clash else f"nope_{t}" for t, f in zip(types, flags)]
+    rotates = {name: f for name, f in zip(names, flags)}
     known = bool(rope) or n is not None  # without the layer count: the kinds, not their layers
-    return [LayerSpec(k, idx if known else (), rope=(k == rope_kind), chunk=chunk if k == "chunked_attention" else None)
-            for k, idx in groups.items()]
+    return [LayerSpec(k, idx if known else (), rope=rotates[k],
+                      chunk=chunk if k == "chunked_attention" else None) for k, idx in _group(names).items()]
 
 
 def _window_rule(cfg: Mapping, kind: str | None, n: int | None) -> list | None:
@@ -377,7 +412,15 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     if kind in ("llama4_text", "llama4"):
         return _llama4(cfg, n)
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is not False else None
+    if kind == "cohere2" and "sliding_window" in cfg and window is None and n is not None:
+        # Cohere2Attention rotates only where sliding_window is set: with it null no layer rotates
+        pattern = cfg.get("sliding_window_pattern", 4)
+        types = cfg.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                           for i in range(n)] if isinstance(pattern, int) and pattern > 0 else None
+        return [LayerSpec(k, idx, rope=False) for k, idx in _group(list(types or ["full_attention"] * n)).items()]
     types = cfg.get("layer_types")
+    if kind == "gemma4_text" and isinstance(types, list) and types and types[-1] == "sliding_attention":
+        types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
     if types is None:
         types = _window_rule(cfg, kind, n)
     if types is None and n is not None and _given(cfg, "sliding_window"):
@@ -402,6 +445,9 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
         raise ValueError("layer_types must be a list of layer-kind names (printable strings)")
     if not types:
         raise ValueError("layer_types is empty: it must name the kind of each layer (or be left out)")
+    if n is not None and len(types) != n:  # transformers' layer_type_validation refuses it
+        raise ValueError(f"layer_types lists {len(types)} layers, but num_hidden_layers is {n}: it must name the "
+                         "kind of each layer")
     nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
     return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
             for k, idx in _group(list(types)).items()]

@@ -344,12 +344,6 @@ def test_gemma2_sliding_layers_read_the_window():
     np.testing.assert_allclose(m.theta(128), hf_rope(cfg, 128)[0], rtol=RTOL)
 
 
-def test_multimodal_config_is_refused_by_name():
-    # google/gemma-3-4b-it: the rotary settings sit in text_config
-    with pytest.raises(ConfigError, match="text_config"):
-        read_config({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "head_dim": 256}})
-
-
 _GEMMA4 = {"model_type": "gemma4_text", "head_dim": 256, "global_head_dim": 512, "hidden_size": 2560,
            "num_attention_heads": 8, "num_key_value_heads": 2, "num_hidden_layers": 12, "intermediate_size": 4096,
            "max_position_embeddings": 131072, "sliding_window": 512, "vocab_size": 1024,

@@ -632,7 +632,7 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
     """
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
     config, layer_type = getattr(args, "config", None), getattr(args, "layer_type", None)
-    target_length = getattr(args, "target_length", None)
+    target_length, said = getattr(args, "target_length", None), []
     if config is not None:
         clash = [k for k in _FROM_CONFIG if k in kwargs]
         if clash:
@@ -640,13 +640,17 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
         refuse_special_file("--config", config)
         kwargs["manifest"] = resolve(config, layer_type=layer_type)
         kwargs["target_length"] = target_length
+        chosen = kwargs["manifest"].layer_type
+        if layer_type is None and chosen is not None:  # one kind of layer rotates (Llama 4): say which was audited
+            said = [n for n in kwargs["manifest"].notes if n.startswith("the config has")] or [
+                f"--config: the {chosen} layers' rotary operator is the one audited (another: --layer-type)"]
     elif target_length is not None or layer_type is not None:
         raise ValueError(f"{'--target-length' if target_length is not None else '--layer-type'} applies with "
                          "--config only")
     check_declaration(**kwargs)  # every option refused before the worker imports anything
     with remote_implementation(args.target, args.timeout) as impl:
         report = gate_a(impl, **kwargs)
-    return report.to_dict(), impl.notes
+    return report.to_dict(), said + impl.notes
 
 
 # --------------------------------------------------------------------------- the worker
