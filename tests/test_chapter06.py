@@ -121,7 +121,7 @@ def raw(heads):
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
     tested = {
-        "a_correct", "a_correct_pass", "a_broken", "a_caught", "restart_intervention", "b_threshold", "b_sharpness", "shipped_local_min", "shipped_local_max",
+        "a_correct", "a_correct_pass", "a_broken", "a_caught", "restart_intervention", "b_threshold", "b_sharpness", "shipped_local_min", "shipped_local_max", "ruler_fails", "gemma_full_local",
         "pi_local_margin", "llama2_local_margin", "collision_margin", "collision_k", "c_train_acc_min",
         "c_train_mass_min", "shift_change", "reset_acc_mean", "reset_acc_max", "reset_key", "reset_share",
         "offby_plus", "offby_minus", "offby_acc", "offby_plus_share", "offby_minus_share", "raw_acc_mean", "rival_seeds", "rival_count", "rival_offset",
@@ -216,8 +216,15 @@ def test_gate_b_margins():
         top = np.float32((m.target_length - 1) * th_served)
         err = np.spacing(top).astype(np.float64) / 2 + 2.0**-23
         bound.append(2 * math.sqrt(np.mean(err**2)))
-    assert g("shipped_local_min") == pytest.approx(min(local), rel=1e-6)
-    assert g("shipped_local_max") == pytest.approx(max(local), rel=1e-6)
+    # one ruler keeps adjacent offsets closer than the threshold: Gemma 3 4B's full-attention layers (linear x8
+    # divides every frequency); the prose's range is over the others
+    names = list(shipped_models())
+    below = [n for n, x in zip(names, local) if x < g("b_threshold")]
+    assert below == ["gemma-3-4b-it"] and g("ruler_fails") == 1
+    assert g("gemma_full_local") == pytest.approx(local[names.index("gemma-3-4b-it")], rel=1e-6)
+    kept = [x for n, x in zip(names, local) if n not in below]
+    assert g("shipped_local_min") == pytest.approx(min(kept), rel=1e-6)
+    assert g("shipped_local_max") == pytest.approx(max(kept), rel=1e-6)
     # the float32 margins differ from the exact ones by a visible amount, but within rounding
     assert all(abs(a - b) <= e for a, b, e in zip(local, exact, bound))
     assert max(abs(a - b) for a, b in zip(local, exact)) > 1e-6
