@@ -442,7 +442,8 @@ _CUT_JS = r"""
     prose.querySelectorAll('code, pre, kbd, samp').forEach((c) => c.remove());
     // a line may break after a hyphen, a slash or a dash; a dotted name (ropegeo.toy.schemes.X, in the
     // index) is an identifier, whose parts are what must fit
-    const word = prose.textContent.trim().split(/[\s\u200b]+|(?<=[-/\u2013\u2014]|[A-Za-z_]\.)/).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
+    // (a name with an underscore or a call's parentheses, as the index lists them, is an identifier too)
+    const word = prose.textContent.trim().split(/[\s\u200b]+|(?<=[-/\u2013\u2014]|[A-Za-z_]\.)/).filter((x) => !/_|\(\)$/.test(x)).reduce((w, x) => (ctx.measureText(x).width > ctx.measureText(w).width ? x : w), '');
     if (room > 0 && ctx.measureText(word).width > room + 1) bad.push(`table cell: "${word}" breaks inside a word`);
   });
   // text cut by a box that hides its overflow: inline mathematics, the links at a page's foot
