@@ -504,6 +504,9 @@ def test_gate_b_against_outcomes():
     curve = json.loads((RUNS / "finetune_budget.json").read_text())
     census = json.loads((RUNS / "rival_census.json").read_text())
     assert set(gb_recount(curve, census)) == GB_GLUES
+    # the prose's "ten seeds", "sixty-seed census", "ten of ten seeds" under Llama 3's rule at every budget
+    assert (len(curve["settings"]["seeds"]), len(census["seeds"])) == (10, 60)
+    assert all(min(acc) >= 0.9 for acc in curve["accuracy"]["llama3"])
     assert gb_mismatches(curve, census) == set()
     # the prose's reading: every success under a failing ruler is PI after fine-tuning or Llama 3's rule
     assert g("gb_fail_succeed") == g("gb_pi_first_n") + 10 * (len(curve["settings"]["budgets"]) - 1 - 2) + 70
