@@ -54,6 +54,11 @@ NEW_GLUES = {
     "fix_steps", "fix_pi_0_min", "fix_raw_min",
     "ra_pairs", "ra_model", "ra_toy", "ra_base", "ra_kept", "ra_models",
 }
+# glued by the table of Gate B verdicts against trained outcomes; tested in test_gate_b_against_outcomes
+GB_GLUES = {"gb_success", "gb_cells", "gb_runs", "gb_pass_succeed", "gb_pass_fail", "gb_fail_succeed", "gb_fail_fail",
+            "gb_against_cells", "gb_threshold", "gb_pi_margin", "gb_llama3_margin", "gb_llama3_far", "gb_pi_need",
+            "gb_pi_first", "gb_pi_first_n", "gb_pi_amp_max", "gb_llama3_mass0_min", "gb_llama3_mass0_max",
+            "gb_llama3_thin"}
 
 
 def g(name):
@@ -131,7 +136,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES
     assert set(GLUED) == tested
 
 
@@ -441,3 +446,89 @@ def test_gate_c_probe_directions_on_disjoint_seeds():
     # fewer pairs, more near-returns: head dim 8 loses to a distant rival at least as often as head dim 16
     other8 = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=8, base=10_000.0, train_length=L)
     assert sum(gc.distant_rival(h, T).wins for h in other8) >= len(losers)
+
+
+def served_bank(rule, d=16, base=10_000.0, train=L, s=T / L):
+    """The offset head's bank as each rule serves it at T, from the rules' closed forms (not ropegeo.scaling)."""
+    th = bank(d, base)
+    if rule == "raw":
+        return th
+    if rule == "pi":
+        return th / s
+    if rule == "ntk":
+        return bank(d, base * s ** (d / (d - 2)))
+    if rule == "llama3":  # low_freq_factor 1, high_freq_factor 4
+        lam = 2 * math.pi / th
+        g_ = np.clip((train / lam - 1.0) / 3.0, 0.0, 1.0)
+        return np.where(lam < train / 4, th, np.where(lam > train, th / s, (1 - g_) * th / s + g_ * th))
+    # yarn: beta_fast 32, beta_slow 1, truncated correction range
+    cdim = lambda turns: d * math.log(train / (turns * 2 * math.pi)) / (2 * math.log(base))
+    lo, hi = max(math.floor(cdim(32.0)), 0), min(math.ceil(cdim(1.0)), d - 1)
+    w = 1 - np.clip((np.arange(d // 2) - lo) / (hi - lo), 0.0, 1.0)
+    return th * w + th / s * (1 - w)
+
+
+def gb_recount(curve, census, success=0.9):
+    """Gate B's verdicts on the offset task (every difference 1..T-2 at even weights) against the stored accuracy."""
+    threshold = chord(1, bank(16)) / math.sqrt(2)  # D_train(1) / sqrt 2: the default rule
+    margin = {r: min(chord(dd, served_bank(r)) for dd in range(1, T - 1)) for r in curve["settings"]["rules"]}
+    cells = [(r, i, curve["accuracy"][r][i]) for r in curve["settings"]["rules"]
+             for i in range(len(curve["settings"]["budgets"]))]
+    cells.append(("raw", 0, [x["raw_accuracy"] for x in census["seeds"]]))
+    out = {"gb_cells": len(cells), "gb_runs": sum(len(a) for _, _, a in cells), "gb_threshold": threshold,
+           "gb_pi_margin": margin["pi"], "gb_llama3_margin": margin["llama3"], "gb_success": success,
+           "gb_pi_need": (threshold / margin["pi"]) ** 2}
+    for v in ("pass", "fail"):
+        for o in ("succeed", "fail"):
+            out[f"gb_{v}_{o}"] = sum((margin[r] >= threshold) == (v == "pass") and (a >= success) == (o == "succeed")
+                                     for r, _, acc in cells for a in acc)
+    against = [(r, i, acc) for r, i, acc in cells if margin[r] < threshold and max(acc) >= success]
+    out["gb_against_cells"] = len(against)
+    pi_won = [i for r, i, _ in against if r == "pi"]
+    out["gb_pi_first"] = curve["settings"]["budgets"][pi_won[0]]
+    out["gb_pi_first_n"] = sum(a >= success for a in curve["accuracy"]["pi"][pi_won[0]])
+    out["gb_pi_amp_max"] = max(max(curve["amplitude_ratio"]["pi"][i]) for i in pi_won)
+    m0 = curve["mass"]["llama3"][0]
+    out.update(gb_llama3_mass0_min=min(m0), gb_llama3_mass0_max=max(m0), gb_llama3_thin=sum(m < 0.75 for m in m0))
+    diffs = range(1, T - 1)
+    out["gb_llama3_far"] = 1 + min(diffs, key=lambda dd: chord(dd, served_bank("llama3")))  # closest pair (1, 1 + dd)
+    return out
+
+
+def gb_mismatches(curve, census):
+    got = gb_recount(curve, census)
+    return {k for k, x in got.items() if g(k) != pytest.approx(x, rel=1e-9)}
+
+
+def test_gate_b_against_outcomes():
+    curve = json.loads((RUNS / "finetune_budget.json").read_text())
+    census = json.loads((RUNS / "rival_census.json").read_text())
+    assert set(gb_recount(curve, census)) == GB_GLUES
+    # the prose's "ten seeds", "sixty-seed census", "ten of ten seeds" under Llama 3's rule at every budget
+    assert (len(curve["settings"]["seeds"]), len(census["seeds"])) == (10, 60)
+    assert all(min(acc) >= 0.9 for acc in curve["accuracy"]["llama3"])
+    assert gb_mismatches(curve, census) == set()
+    # the prose's reading: every success under a failing ruler is PI after fine-tuning or Llama 3's rule
+    assert g("gb_fail_succeed") == g("gb_pi_first_n") + 10 * (len(curve["settings"]["budgets"]) - 1 - 2) + 70
+    assert g("gb_llama3_margin") < g("gb_threshold") < chord(1, bank(16))
+    assert g("gb_pi_amp_max") < g("gb_pi_need")  # sharpening alone does not close the gap
+    kept = np.isclose(served_bank("llama3"), bank(16), rtol=1e-12)
+    assert kept.tolist() == [True] + [False] * 7  # Llama 3's rule slows every pair but the fastest here
+    # negative controls: an altered record changes the recount, so the glued counts no longer match
+    flipped = json.loads(json.dumps(curve))
+    flipped["accuracy"]["llama3"][0][0] = 0.5
+    assert {"gb_fail_succeed", "gb_fail_fail"} <= gb_mismatches(flipped, census)
+    lost = json.loads(json.dumps(census))
+    lost["seeds"][0]["raw_accuracy"] = 0.0  # a survivor of the census made a loser
+    assert {"gb_pass_succeed", "gb_pass_fail"} <= gb_mismatches(curve, lost)
+
+
+def test_necessity_table_refuses_bad_input():
+    from ropegeo.gates.b.rival_census import necessity_table
+
+    curve = json.loads((RUNS / "finetune_budget.json").read_text())
+    census = json.loads((RUNS / "rival_census.json").read_text())
+    with pytest.raises(ValueError, match="success"):
+        necessity_table(curve, census, success=1.5)
+    with pytest.raises(ValueError, match="budget_run"):
+        necessity_table(census, census)

@@ -17,12 +17,16 @@ rather than read off one:
   near one (inside the training window);
 * the **raw losers** themselves.
 
+:func:`necessity_table` sets Gate B's verdict on each served ruler against what the stored heads did
+with it (the budget curve of ``ropegeo/data/runs/finetune_budget.json`` and this census): Gate B is
+meant as a necessary condition, so a head that succeeds where it fails is a cell to explain.
+
 :func:`rival_census` returns one record per seed; :func:`census_counts` the counts the chapter
 states. Sixty seeds take about a minute, so the chapter's census is stored in
 ``ropegeo/data/runs/rival_census.json`` by ``scripts/make_rival_census.py``; the tests recompute a
 disjoint seed set and check the direction of every counted sentence.
 
-Only public names of ``ropegeo.toy`` and ``ropegeo.gates.b.rule`` are used.
+Only public names of ``ropegeo.toy``, ``ropegeo.scaling`` and ``ropegeo.gates.b.rule`` are used.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ from ropegeo import _validate as v
 from ropegeo import toy as behaviour
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.b.rule import gate_b_decision
+from ropegeo.scaling import preset, scaled_frequencies
 
-__all__ = ["MAX_CENSUS_SEEDS", "rival_census", "census_counts"]
+__all__ = ["MAX_CENSUS_SEEDS", "rival_census", "census_counts", "necessity_table"]
 
 #: Most seeds one census trains (about a second of training and evaluation per seed).
 MAX_CENSUS_SEEDS = 200
@@ -179,3 +184,53 @@ def census_counts(census: dict) -> dict:
         "ntk_failures_near": sum(bool(r["ntk_near"]) for r in ntk_fail),
         "ntk_failures_far": sum(r["ntk_near"] is False for r in ntk_fail),
     }
+
+
+def _verdict(rule: str, s: dict):
+    """Gate B (default rule, even weighting) on ``rule``'s ruler for the offset task: every displacement 1..T-1."""
+    scaling = None if rule == "raw" else preset(rule, train_length=s["train_length"], target_length=s["target_length"])
+    theta, _ = scaled_frequencies(scaling, s["head_dim"], s["base"], seq_len=s["target_length"])
+    return gate_b_decision(range(1, s["target_length"]), theta, trained_theta=frequencies(s["head_dim"], s["base"]))
+
+
+def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9) -> list:
+    """Gate B's verdict on each served ruler against the stored heads' accuracy at the target length.
+
+    A seed succeeds when its accuracy at ``target_length`` is at least ``success``. No head is trained:
+    the cells come from the stored records (``load_run("finetune_budget")`` and ``load_run("rival_census")``).
+
+    Returns
+    -------
+    list of dict
+        One per cell (rule and fine-tuning budget; the census is raw extrapolation at budget 0):
+        ``source``, ``rule``, ``budget``, ``verdict`` (``"pass"``/``"fail"``), ``margin``,
+        ``threshold``, ``pair`` (the closest offsets), ``succeed`` and ``fail`` (seed counts).
+
+    Raises
+    ------
+    ValueError
+        For records of another shape or ``success`` outside (0, 1].
+
+    Examples
+    --------
+    >>> from ropegeo.toy.budget_curves import load_run
+    >>> rows = necessity_table(load_run("finetune_budget"), load_run("rival_census"))
+    >>> [(r["rule"], r["verdict"], r["succeed"], r["fail"]) for r in rows if r["budget"] == 0][1:]
+    [('pi', 'fail', 0, 10), ('ntk', 'pass', 9, 1), ('yarn', 'pass', 9, 1), ('llama3', 'fail', 10, 0),
+     ('raw', 'pass', 48, 12)]
+    """
+    if not all(isinstance(r, dict) and "settings" in r for r in (budget_run, census)) or "accuracy" not in budget_run:
+        raise ValueError("budget_run and census must be the stored finetune_budget and rival_census records")
+    if not 0.0 < float(success) <= 1.0:
+        raise ValueError(f"success must lie in (0, 1], got {success!r}")
+    cells = [("finetune_budget", budget_run["settings"], rule, b, budget_run["accuracy"][rule][i])
+             for rule in budget_run["settings"]["rules"] for i, b in enumerate(budget_run["settings"]["budgets"])]
+    cells.append(("rival_census", census["settings"], "raw", 0, [r["raw_accuracy"] for r in census["seeds"]]))
+    rows = []
+    for source, s, rule, budget, acc in cells:
+        d = _verdict(rule, s)
+        ok = sum(a >= success for a in acc)
+        rows.append({"source": source, "rule": rule, "budget": int(budget), "verdict": d.status,
+                     "margin": float(d.margin.margin), "threshold": float(d.threshold),
+                     "pair": tuple(int(x) for x in d.margin.pair), "succeed": int(ok), "fail": len(acc) - ok})
+    return rows
