@@ -33,8 +33,8 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from math import log
 
 import numpy as np
 
@@ -450,5 +450,5 @@ def nope_temperature(positions, floor_scale: float = 8192.0, attn_scale: float =
     with np.errstate(over="ignore"):
         q = (p + 1.0) / floor_scale
     exact = q < 2.0 ** 52  # beyond, floor and + 1 change q by less than its rounding: log q, formed without overflow
-    logs = np.where(exact, np.log(np.floor(np.where(exact, q, 0.0)) + 1.0), np.log(p + 1.0) - math.log(floor_scale))
+    logs = np.where(exact, np.log(np.floor(np.where(exact, q, 0.0)) + 1.0), np.log(p + 1.0) - log(floor_scale))
     return logs * attn_scale + 1.0

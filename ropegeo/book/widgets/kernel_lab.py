@@ -163,7 +163,7 @@ def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *
     train_length = v.integer("train_length", train_length, minimum=1, maximum=MAX_LAB_OFFSET)
     target_length = v.integer("target_length", target_length, minimum=1, maximum=MAX_LAB_OFFSET)
     top = v.integer("top", top, minimum=1, maximum=_MAX_TOP)
-    scale = min(1.0, train_length / target_length) if interpolate else 1.0
+    scale = 1.0 if not interpolate else min(1.0, train_length / target_length)
     found = near_collisions(theta, start, stop, top=top, scale=scale, progress=False)
     k = kernel(np.asarray([] if offsets is None else offsets, dtype=np.float64), theta, scale=scale)
     n = stop - start + 1  # one return per window: a fastest wavelength or 1% of the range, whichever is wider
