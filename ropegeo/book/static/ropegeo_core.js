@@ -113,6 +113,22 @@ export function dynamicNtk(base, d, factor, originalLength, seqLen = null) {
 export function yarnMscale(scale, mscale = 1.0) {
   return scale <= 1.0 ? 1.0 : 0.1 * mscale * Math.log(scale) + 1.0;
 }
+
+// acc[0 .. len-1] = sum_i w_i cos((a + j) step_i): exact cos/sin at offset a, then the rotation recurrence
+function runSums(acc, a, len, step, cx, sx, w) {
+  acc.fill(0);
+  for (let i = 0; i < step.length; i++) {
+    let c = Math.cos(a * step[i]), s = Math.sin(a * step[i]);
+    const ci = cx[i], si = sx[i], wi = w[i];
+    for (let j = 0; j < len; j++) {
+      acc[j] += wi * c;
+      const c2 = c * ci - s * si;
+      s = s * ci + c * si;
+      c = c2;
+    }
+  }
+}
+
 function correctionDim(turnsOver, d, base, length) {
   return (d * Math.log(length / (turnsOver * TWO_PI))) / (2.0 * Math.log(base));
 }
@@ -229,18 +245,7 @@ export function kernelRange(theta, start, stop, { scale = 1.0, weights = null } 
   const acc = new Float64Array(BLOCK);
   for (let b = 0; b < n; b += BLOCK) { // block-major: the block's sums stay in cache
     const len = Math.min(BLOCK, n - b);
-    acc.fill(0);
-    for (let i = 0; i < pairs; i++) {
-      const a = (start + b) * step[i];
-      let c = Math.cos(a), s = Math.sin(a);
-      const ci = cx[i], si = sx[i], wi = w[i];
-      for (let j = 0; j < len; j++) {
-        acc[j] += wi * c;
-        const c2 = c * ci - s * si;
-        s = s * ci + c * si;
-        c = c2;
-      }
-    }
+    runSums(acc, start + b, len, step, cx, sx, w);
     out.set(len === BLOCK ? acc : acc.subarray(0, len), b);
   }
   return out;
@@ -305,17 +310,7 @@ export function nearCollisions(theta, start, stop, { top = 5, scale = 1.0, weigh
     }
     // the run's offsets a .. a + len - 1 by the rotation recurrence from exact cos/sin at a (as kernelRange)
     const a = start + b * SEARCH_RUN, len = Math.min(SEARCH_RUN, stop - a + 1);
-    acc.fill(0);
-    for (let i = 0; i < pairs; i++) {
-      let c = Math.cos(a * step[i]), s = Math.sin(a * step[i]);
-      const ci = cx[i], si = sx[i], wi = w[i];
-      for (let j = 0; j < len; j++) {
-        acc[j] += wi * c;
-        const c2 = c * ci - s * si;
-        s = s * ci + c * si;
-        c = c2;
-      }
-    }
+    runSums(acc, a, len, step, cx, sx, w);
     for (let j = 0; j < len; j++) {
       const v = acc[j];
       if (best.length >= top && (v < best[top - 1].k || (v === best[top - 1].k && a + j > best[top - 1].offset))) continue;
