@@ -14,7 +14,7 @@ def stub(*args, **kwargs):
 
 
 def test_all_chapter_checks_registered():
-    assert set(exercise_ids("ch08")) == {"ch08-fastest-width", "ch08-axial-floor", "ch08-interleave",
+    assert set(exercise_ids("ch08")) == {"ch08-fastest-width", "ch08-axial-floor", "ch08-position-ids",
                                          "ch08-slowest-usable"}
 
 
@@ -25,7 +25,7 @@ def test_value_stubs_fail(ex):
     assert not check(ex, ...)
 
 
-@pytest.mark.parametrize("ex", ["ch08-axial-floor", "ch08-interleave"])
+@pytest.mark.parametrize("ex", ["ch08-axial-floor", "ch08-position-ids"])
 def test_function_stubs_fail(ex):
     fb = check(ex, stub)
     assert not fb and "NotImplementedError" in fb.message
@@ -36,16 +36,20 @@ def test_function_stubs_fail(ex):
 
 
 def test_fastest_width():
-    blocked = 16 + 24  # pairs before width's block
-    interleaved = 2  # width's first slot
+    # width's first pair: 40 when blocked (after 16 + 24), slot 2 when interleaved; pair i turns base ** (-2i/128)
+    blocked, interleaved = 2 * math.pi * 1e6 ** (80 / 128), 2 * math.pi * 5e6 ** (4 / 128)
+    assert 35_000 < blocked < 36_000 and 10 < interleaved < 10.5
     assert check("ch08-fastest-width", (blocked, interleaved))
-    assert check("ch08-fastest-width", [np.int64(40), 2.0])
-    assert "off by one" in check("ch08-fastest-width", (39, 2)).message
-    assert "where height starts" in check("ch08-fastest-width", (16, 2)).message
-    assert "sections that come before" in check("ch08-fastest-width", (50, 2)).message
-    assert "every third slot" in check("ch08-fastest-width", (40, 40)).message
-    assert "offset" in check("ch08-fastest-width", (40, 5)).message
-    assert "pair" in check("ch08-fastest-width", 40).message
+    assert check("ch08-fastest-width", [np.float32(blocked), interleaved])  # float32 keeps 1e-7 relative
+    assert "pair indices" in check("ch08-fastest-width", (40, 2)).message
+    assert "frequency" in check("ch08-fastest-width", (2 * math.pi / blocked, interleaved)).message
+    assert "2 pi" in check("ch08-fastest-width", (blocked / (2 * math.pi), interleaved)).message
+    assert "off by one" in check("ch08-fastest-width", (2 * math.pi * 1e6 ** (78 / 128), interleaved)).message
+    assert "Qwen2-VL's base" in check("ch08-fastest-width", (blocked, 2 * math.pi * 1e6 ** (4 / 128))).message
+    assert "contiguous" in check("ch08-fastest-width", (blocked, 2 * math.pi * 5e6 ** (80 / 128))).message
+    assert "interleaved" in check("ch08-fastest-width", (blocked, 11.0)).message
+    assert "blocked" in check("ch08-fastest-width", (30_000.0, interleaved)).message
+    assert "wavelength" in check("ch08-fastest-width", 40).message
 
 
 # ---- ch08-axial-floor -----------------------------------------------------------------------------
@@ -66,22 +70,55 @@ def test_axial_floor():
     assert "values" in check("ch08-axial-floor", lambda dx, d, b: 1.0).message
 
 
-# ---- ch08-interleave ------------------------------------------------------------------------------
+# ---- ch08-position-ids ---------------------------------------------------------------------------
 
 
-def test_interleave():
-    def solution(sections):
-        out = [0] * sum(sections)
-        out[1:3 * sections[1]:3] = [1] * len(range(1, 3 * sections[1], 3))
-        out[2:3 * sections[2]:3] = [2] * len(range(2, 3 * sections[2], 3))
-        return out
+def _ids(segments, after_image):
+    """Qwen2-VL's get_rope_index written out: ``after_image(start, h, w)`` is where text resumes."""
+    t, hh, ww, start = [], [], [], 0
+    for seg in segments:
+        if isinstance(seg, tuple):
+            h, w = seg
+            for k in range(h * w):
+                t.append(start), hh.append(start + k // w), ww.append(start + k % w)
+            start = after_image(start, h, w)
+        else:
+            for k in range(seg):
+                t.append(start + k), hh.append(start + k), ww.append(start + k)
+            start += seg
+    return np.array([t, hh, ww])
 
-    assert check("ch08-interleave", solution)
-    blocked = lambda s: [a for a, n in enumerate(s) for _ in range(n)]
-    assert "blocked layout" in check("ch08-interleave", blocked).message
-    assert "ignores the sections" in check("ch08-interleave", lambda s: [i % 3 for i in range(sum(s))]).message
-    assert "differs at pair" in check("ch08-interleave", lambda s: [0] * sum(s)).message
-    assert "one per pair" in check("ch08-interleave", lambda s: [0]).message
+
+def test_position_ids():
+    right = lambda s: _ids(s, lambda st, h, w: st + max(h - 1, w - 1) + 1)
+    assert check("ch08-position-ids", right)
+    assert check("ch08-position-ids", lambda s: right(s).astype(float))
+    # a 32 x 48 image: 1,536 tokens, the text after it 48 ids on (the solution's prose)
+    ids = right([(32, 48), 1])
+    assert ids.shape == (3, 32 * 48 + 1) and ids[0, -1] == 48
+    by_count = lambda s: _ids(s, lambda st, h, w: st + h * w)
+    assert "number of tokens" in check("ch08-position-ids", by_count).message
+    at_max = lambda s: _ids(s, lambda st, h, w: st + max(h - 1, w - 1))
+    assert "not at it" in check("ch08-position-ids", at_max).message
+    assert "row by row" in check("ch08-position-ids", _col_major).message
+    assert "differ first" in check("ch08-position-ids", lambda s: right(s) + 1).message
+    assert "shape" in check("ch08-position-ids", lambda s: right(s)[:2]).message
+
+
+def _col_major(segments):
+    """The ids right, but an image's tokens column by column."""
+    t, hh, ww, start = [], [], [], 0
+    for seg in segments:
+        if isinstance(seg, tuple):
+            h, w = seg
+            for k in range(h * w):
+                t.append(start), hh.append(start + k % h), ww.append(start + k // h)
+            start += max(h, w)
+        else:
+            for k in range(seg):
+                t.append(start + k), hh.append(start + k), ww.append(start + k)
+            start += seg
+    return np.array([t, hh, ww])
 
 
 # ---- ch08-slowest-usable --------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from ropegeo.book.exercises import (  # noqa: E402
 FUNCTION_EXERCISES = {
     "ch01-permuted-scores", "ch01-sinusoidal", "ch02-complex-rope", "ch03-margin-function", "ch04-yarn-ramp",
     "ch05-rope-half", "ch06-reset-winner", "ch06-interpolated-rope", "ch07-alibi-mass", "ch07-alibi-slopes",
-    "ch08-axial-floor", "ch08-interleave",
+    "ch08-axial-floor", "ch08-position-ids",
 }
 BOOK_EXERCISES = [i for i in exercise_ids() if not i.startswith("ch09-")]
 

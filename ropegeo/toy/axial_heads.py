@@ -212,6 +212,12 @@ class AxialEvaluation:
         Mean attention on patches at the right y offset and a wrong x offset (the target's row).
     other_mass : float
         The rest.
+    edge_pick : float
+        Share of those queries whose largest attention is on the target's column in the grid's last
+        row along the target's y direction (what a head that only ranks rows picks).
+    column_ramp : bool
+        Whether the score along the target's column rises strictly with the key's row, towards the
+        target's y direction, over every row offset the grid holds.
     """
 
     accuracy: float
@@ -219,6 +225,8 @@ class AxialEvaluation:
     same_x_mass: float
     same_y_mass: float
     other_mass: float
+    edge_pick: float
+    column_ramp: bool
 
 
 def evaluate_axial(head: AxialHead) -> AxialEvaluation:
@@ -231,12 +239,17 @@ def evaluate_axial(head: AxialHead) -> AxialEvaluation:
     p = softmax(axial_scores(head)[inside], seen)
     rel = pos[None, :, :] - pos[inside][:, None, :]  # key minus query
     right_x, right_y = rel[..., 0] == head.target[0], rel[..., 1] == head.target[1]
-    n = np.arange(inside.size)
-    return AxialEvaluation(accuracy=float(np.mean(p.argmax(axis=1) == goal)),
+    n, top, up = np.arange(inside.size), p.argmax(axis=1), 1 if head.target[1] >= 0 else -1
+    dy = np.arange(1 - head.grid[1], head.grid[1]) * up  # key row minus query row, towards the target
+    ang = np.stack([np.full(dy.size, -head.target[0]), -dy], axis=1) @ head.freqs.T  # query minus key
+    a, b = _pair_coefficients(head.q, head.k)
+    return AxialEvaluation(accuracy=float(np.mean(top == goal)),
                            target_mass=float(np.mean(p[n, goal])),
                            same_x_mass=float(np.mean(np.sum(p * (right_x & ~right_y), axis=1))),
                            same_y_mass=float(np.mean(np.sum(p * (right_y & ~right_x), axis=1))),
-                           other_mass=float(np.mean(np.sum(p * (~right_x & ~right_y), axis=1))))
+                           other_mass=float(np.mean(np.sum(p * (~right_x & ~right_y), axis=1))),
+                           edge_pick=float(np.mean(right_x[n, top] & (pos[top, 1] == (head.grid[1] - 1 if up > 0 else 0)))),
+                           column_ramp=bool(np.all(np.diff(np.cos(ang) @ a + np.sin(ang) @ b) > 0)))
 
 
 def split_study(splits: dict, seeds=range(10), **options) -> dict:

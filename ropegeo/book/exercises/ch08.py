@@ -6,21 +6,23 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_whole, call_student, correct, exercise, read_each, wrong
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, as_whole, call_student, correct, exercise,
+                                    read_each, wrong)
 from ropegeo.toy.axial_heads import split_study
 from ropegeo.frequencies import frequencies
 from ropegeo.multiaxis import axis_frequencies
 
 # ---- problem data shared with the notebook -------------------------------------------------
 
-#: ch08-fastest-width: the sections of the two layouts (pairs of a 128-wide head).
-BLOCKED_SECTIONS, INTERLEAVED_SECTIONS = (16, 24, 24), (24, 20, 20)
+#: ch08-fastest-width: Qwen2-VL's blocked sections and base, Qwen3-VL's interleaved sections and shipped base.
+BLOCKED_SECTIONS, BLOCKED_BASE = (16, 24, 24), 1e6
+INTERLEAVED_SECTIONS, INTERLEAVED_BASE = (24, 20, 20), 5e6
 
 #: ch08-axial-floor: the (head width, base) cases the check asks the student's function about.
 AXIAL_CASES = ((64, 100.0), (8, 100.0), (16, 10_000.0), (128, 10.0))
 
-#: ch08-interleave: the section lists the check asks about (each fits its interleaved slots).
-INTERLEAVE_CASES = ((24, 20, 20), (22, 21, 21), (2, 1, 1), (4, 1, 1), (11, 11, 10), (3, 3, 2))
+#: ch08-position-ids: the token sequences the check asks about (an int: text tokens; (h, w): an image).
+POSITION_CASES = ([3], [2, (2, 3), 2], [(4, 4)], [1, (3, 2), (2, 2), 4], [5, (1, 1), 1], [(2, 5), 3], [0, (6, 1), 2])
 
 #: ch08-slowest-usable: the grid task of the chapter (pairs of base 100, grid, target, steps, seeds, mass).
 USABLE_TASK = dict(pairs=8, base=100.0, grid=(8, 8), target=(2, 3), steps=300, seeds=(0, 1, 2), mass=0.5)
@@ -47,27 +49,41 @@ def _interleaved_axes(sections) -> list:
 # ---- checks --------------------------------------------------------------------------------
 
 
+def _wavelength(pair: int, base: float) -> float:
+    return 2 * math.pi * base ** (2 * pair / 128)
+
+
 @exercise("ch08-fastest-width")
 def _fastest_width(answer):
-    items, bad = as_items(answer, "a pair (blocked, interleaved) of pair indices", max_items=8)
+    items, bad = as_items(answer, "a pair (blocked, interleaved) of wavelengths in patches", max_items=8)
     if items is None or len(items) != 2:
-        return bad or wrong("expected a pair (blocked, interleaved): the index of the fastest width pair in each layout.")
-    got, bad = read_each(items, as_whole, "pair indices as whole numbers")
+        return bad or wrong("expected a pair (blocked, interleaved): the wavelength, in patches, of the fastest width "
+                            "pair in each layout.")
+    got, bad = read_each(items, as_number, "wavelengths as numbers")
     if bad:
         return bad
-    want_b = _blocked_axes(BLOCKED_SECTIONS).index(2)
-    want_i = _interleaved_axes(INTERLEAVED_SECTIONS).index(2)
-    if got[0] != want_b:
-        if got[0] == want_b - 1 or got[0] == want_b + 1:
-            return wrong("blocked: off by one; pairs are counted from 0 and width's block starts after the other two.")
-        if got[0] == _blocked_axes(BLOCKED_SECTIONS).index(1):
-            return wrong("blocked: that is where height starts; width is the third section.")
-        return wrong("blocked: add up the sections that come before width.")
-    if got[1] != want_i:
-        if got[1] == want_b:
-            return wrong("interleaved: the sections are no longer contiguous blocks; width takes every third slot.")
-        return wrong("interleaved: list the slots width takes, starting from its offset.")
-    return correct(f"width's fastest pair is pair {want_b} when blocked and pair {want_i} when interleaved.")
+    pair_b, pair_i = _blocked_axes(BLOCKED_SECTIONS).index(2), _interleaved_axes(INTERLEAVED_SECTIONS).index(2)
+    want = (_wavelength(pair_b, BLOCKED_BASE), _wavelength(pair_i, INTERLEAVED_BASE))
+    close = [math.isclose(g, w, rel_tol=1e-6) for g, w in zip(got, want)]
+    if all(close):
+        return correct(f"width's fastest pair is pair {pair_b} when blocked (wavelength {want[0]:,.0f} patches) and "
+                       f"pair {pair_i} in Qwen3-VL (wavelength {want[1]:.2f} patches).")
+    if got == [pair_b, pair_i] or [round(g) for g in got] == [pair_b, pair_i]:
+        return wrong("those look like pair indices; the question asks how many patches one full turn of that pair takes.")
+    for g, w in zip(got, want):
+        if math.isclose(g, 2 * math.pi / w, rel_tol=1e-6):
+            return wrong("that is a frequency in radians per patch; a wavelength is the distance of one full turn.")
+        if math.isclose(g, w / (2 * math.pi), rel_tol=1e-6):
+            return wrong("one full turn is 2 pi radians, not 1.")
+    if not close[0]:
+        if any(math.isclose(got[0], _wavelength(pair_b + e, BLOCKED_BASE), rel_tol=1e-6) for e in (-1, 1)):
+            return wrong("blocked: off by one pair; pairs are counted from 0 and width's block comes after the other two.")
+        return wrong("blocked: find the first pair that follows width, then its frequency at Qwen2-VL's base.")
+    if math.isclose(got[1], _wavelength(pair_i, BLOCKED_BASE), rel_tol=1e-6):
+        return wrong("interleaved: right pair, but Qwen3-VL does not use Qwen2-VL's base.")
+    if math.isclose(got[1], _wavelength(pair_b, INTERLEAVED_BASE), rel_tol=1e-6):
+        return wrong("interleaved: the sections are no longer contiguous blocks, so width's first pair moves.")
+    return wrong("interleaved: find the first pair that follows width in the interleaved layout, at Qwen3-VL's base.")
 
 
 def _axial_reference(dx, d, b):
@@ -105,29 +121,48 @@ def _axial_floor(answer):
     return correct("K(dx, 0) is one half plus half the kernel of the x bank, so it never drops below 0.")
 
 
-@exercise("ch08-interleave")
-def _interleave(answer):
+def _position_ids(segments, resume=1, image_row_major=True, text_by_count=False) -> np.ndarray:
+    """Reference written from Qwen2-VL's rule (and, with other flags, the check's typical mistakes)."""
+    ids, nxt = [], 0
+    for seg in segments:
+        if isinstance(seg, tuple):
+            h, w = seg
+            rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+            if not image_row_major:
+                rows, cols = rows.T, cols.T
+            for r, c in zip(rows.ravel(), cols.ravel()):
+                ids.append((nxt, nxt + r, nxt + c))
+            nxt = nxt + h * w if text_by_count else nxt + max(h, w) - 1 + resume
+        else:
+            ids += [(nxt + i, nxt + i, nxt + i) for i in range(seg)]
+            nxt += seg
+    return np.array(ids, dtype=float).reshape(-1, 3).T
+
+
+@exercise("ch08-position-ids")
+def _position_ids_check(answer):
     if not callable(answer):
-        return wrong("expected a function interleave(sections) returning one axis per pair.")
-    for sections in INTERLEAVE_CASES:
-        got, err = call_student(answer, tuple(sections))
+        return wrong("expected a function mrope_positions(segments) returning a (3, tokens) array of ids.")
+    for segments in POSITION_CASES:
+        got, err = call_student(answer, list(segments))
         if err:
             return wrong(err)
-        got, bad = as_float_array(got, f"for sections {list(sections)} what your function returned")
+        got, bad = as_float_array(got, f"for {segments} what your function returned")
         if bad:
             return bad
-        want = np.array(_interleaved_axes(sections), dtype=float)
-        got = got.reshape(-1)
+        want = _position_ids(segments)
         if got.shape != want.shape:
-            return wrong(f"for sections {list(sections)} expected {want.size} entries (one per pair), got {got.size}.")
+            return wrong(f"for {segments} expected shape {want.shape} (time, height, width by token), got {got.shape}.")
         if np.array_equal(got, want):
             continue
-        if np.array_equal(got, np.array(_blocked_axes(sections), dtype=float)):
-            return wrong("that is the blocked layout of Qwen2-VL; interleaving deals the slots out every third pair.")
-        if np.array_equal(got, np.arange(want.size) % 3):
-            return wrong("a plain round-robin ignores the sections: height and width stop at 3 times their section.")
-        return wrong(f"for sections {list(sections)} your layout differs at pair {int(np.flatnonzero(got != want)[0])}.")
-    return correct("your layout matches apply_interleaved_mrope's for every section list tried.")
+        for flags, why in (({"text_by_count": True}, "after an image the ids do not advance by its number of tokens; "
+                            "text resumes one past the largest id the image used."),
+                           ({"resume": 0}, "text after an image starts one past the largest id used, not at it."),
+                           ({"image_row_major": False}, "an image's tokens run row by row: the column id moves fastest.")):
+            if np.array_equal(got, _position_ids(segments, **flags)):
+                return wrong(why)
+        return wrong(f"for {segments} your ids differ first at token {int(np.flatnonzero((got != want).any(axis=0))[0])}.")
+    return correct("your ids match M-RoPE's for every sequence tried.")
 
 
 def _usable_mass(j: int) -> float:
