@@ -133,7 +133,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "offby_plus", "offby_minus", "offby_acc", "offby_plus_share", "offby_minus_share", "raw_acc_mean", "rival_seeds", "rival_count", "rival_offset",
         "rival_acc", "rival_predicted", "n_fast", "margin_equal", "margin_learned", "margin_fast", "slow_gap",
         "rival_seed", "d8_wins", "d8_seeds", "n_ramps", "n_pairs16", "first_turn", "turn_in_target",
-        "seeds20", "p3", "p3_wavelength", "p3_ramps", "p3_dips", "p3_dip_min", "p3_dip_max", "slower_cells",
+        "seeds20", "p3", "n_slow", "n_slower", "p3_wavelength", "p3_ramps", "p3_dips", "p3_dip_min", "p3_dip_max", "slower_cells",
         "slower_ramps", "slower_near", "all_ramp_seeds", "fastest_largest", "fastest_ratio_min",
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
@@ -389,6 +389,7 @@ def test_slow_pair_shapes_over_20_seeds(heads):
                                            train_length=L)
     got = shape_counts(heads20)
     assert g("seeds20") == 20 and g("p3") == got["p3"] == 3
+    assert (g("n_slow"), g("n_slower")) == (8 - got["p3"], 8 - got["p3"] - 1)
     assert g("p3_wavelength") == pytest.approx(2 * math.pi * 10_000 ** (3 / 8), rel=1e-12)
     for k in ("p3_ramps", "p3_dips", "slower_cells", "slower_ramps", "slower_near", "all_ramp_seeds",
               "fastest_largest"):
