@@ -1,9 +1,9 @@
 """Reading a trained offset head: its score profile, its slow ramps, and its distant rivals.
 
-:func:`~ropegeo.toy.pair_profiles`, :func:`~ropegeo.toy.pair_shapes` and :func:`~ropegeo.toy.distant_rival` say which slow pairs were learned as a ramp
-inside the training window and where they turn around, and which distant displacement beats the
-target once the fast pairs nearly realign (predicted with the kernel of
-:func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).
+:func:`~ropegeo.toy.pair_profiles` and :func:`~ropegeo.toy.pair_shapes` say which pairs were learned as a ramp
+(or a dip, a bump) inside the training window and where they turn around; :func:`~ropegeo.toy.distant_rival`
+says which distant displacement beats the target once the fast pairs nearly realign (predicted with
+the kernel of :func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).
 """
 
 from __future__ import annotations
