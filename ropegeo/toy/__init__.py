@@ -12,7 +12,7 @@ run at other lengths, under other frequency schedules and under interventions, a
 ``ropegeo.toy.evaluation``
     :func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`;
 ``ropegeo.toy.readouts``
-    :func:`score_profile`, :func:`pair_profiles`, :func:`distant_rival`.
+    :func:`score_profile`, :func:`pair_profiles`, :func:`pair_shapes`, :func:`distant_rival`.
 
 Gate C's verdict, :func:`ropegeo.gates.c.gate_c`, runs these heads; it lives with the other gates
 in ``ropegeo.gates``. The extension rules come from :mod:`ropegeo.scaling`. The other modules
@@ -25,7 +25,7 @@ from ropegeo.toy.evaluation import (EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_SE
 from ropegeo.toy.heads import (MatchHead, OffsetHead, fine_tune, match_cross_entropy, match_head_loss, match_targets,
                                offset_head_loss, train_heads, train_match_head, train_offset_head)
 from ropegeo.toy.readouts import (MAX_PROFILE_CELLS, MAX_PROFILE_LENGTH, DistantRival, PairProfile, distant_rival,
-                                  pair_profiles, score_profile)
+                                  pair_profiles, pair_shapes, score_profile)
 from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_LR, MAX_MATCH_LENGTH, MAX_SEEDS,
                                   MAX_STEP_BYTES, MAX_STEPS, MAX_TRAINED_HEAD_DIM, MAX_VOCAB, Adam, check_match_step,
                                   check_step_memory, check_theta, check_trained, match_step_bytes, one_blas_thread,
@@ -34,7 +34,8 @@ from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_INIT_STD, MAX_
 __all__ = [
     "EXTENSIONS", "OffsetHead", "MatchHead", "Evaluation", "Binned", "SeedResults", "PairProfile", "DistantRival",
     "train_offset_head", "train_match_head", "train_heads", "fine_tune", "offset_head_loss", "match_head_loss",
-    "match_targets", "evaluate", "evaluate_seeds", "compare", "score_profile", "pair_profiles", "distant_rival",
+    "match_targets", "evaluate", "evaluate_seeds", "compare", "score_profile", "pair_profiles", "pair_shapes",
+    "distant_rival",
     # the training toolkit, shared with ropegeo.toy.alternatives
     "Adam", "one_blas_thread", "match_cross_entropy", "seed_list", "training_settings", "check_step_memory",
     "check_match_step", "match_step_bytes", "check_theta", "check_trained",

@@ -1,9 +1,9 @@
 """Reading a trained offset head: its score profile, its slow ramps, and its distant rivals.
 
-:func:`~ropegeo.toy.pair_profiles` and :func:`~ropegeo.toy.distant_rival` say which slow pairs were learned as a ramp
-inside the training window and where they turn around, and which distant displacement beats the
-target once the fast pairs nearly realign (predicted with the kernel of
-:func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).
+:func:`~ropegeo.toy.pair_profiles` and :func:`~ropegeo.toy.pair_shapes` say which pairs were learned as a ramp
+(or a dip, a bump) inside the training window and where they turn around; :func:`~ropegeo.toy.distant_rival`
+says which distant displacement beats the target once the fast pairs nearly realign (predicted with
+the kernel of :func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).
 """
 
 from __future__ import annotations
@@ -159,6 +159,29 @@ def pair_profiles(head: OffsetHead, *, train_length: int | None = None) -> list:
             slope = int(np.sign(amp * math.cos(L * t - phase) - amp * math.cos(t - phase)))
         out.append(PairProfile(i, float(t), float(2 * math.pi / t), float(ai), float(bi), amp, phase, ramp, slope,
                                float(turn)))
+    return out
+
+
+def pair_shapes(head: OffsetHead) -> list:
+    """What each pair of an offset head does inside its training window ``1..train_length``, fastest first.
+
+    Each item is ``(shape, at)``. A pair monotone in the window is ``("near ramp", inf)`` (it favours
+    near keys), ``("far ramp", inf)`` or ``("flat", inf)`` (zero frequency); any other pair is
+    ``("dip", x)`` or ``("bump", x)``: its first turning point ``x`` in the window is a minimum or a
+    maximum of its contribution ``amplitude cos(delta theta - phase)`` (:class:`PairProfile`).
+
+    >>> from ropegeo.toy import train_offset_head
+    >>> head = train_offset_head(5, head_dim=16, base=10_000.0, train_length=64, seed=1)
+    >>> [shape for shape, _ in pair_shapes(head)[3:]]
+    ['dip', 'near ramp', 'near ramp', 'near ramp', 'near ramp']
+    """
+    out = []
+    for p in pair_profiles(head):
+        if p.ramp:
+            out.append(({-1: "near ramp", 1: "far ramp", 0: "flat"}[p.slope], math.inf))
+            continue
+        j = math.ceil((p.theta - p.phase) / math.pi)  # the first turning point at or after delta = 1
+        out.append(("bump" if j % 2 == 0 else "dip", (p.phase + j * math.pi) / p.theta))
     return out
 
 

@@ -197,7 +197,7 @@ def _check_rivals(answer):
     lengths = sorted(got)
     for a, b in zip(lengths, lengths[1:]):
         if not set(got[a]) <= set(got[b]):
-            return wrong(f"a seed that loses at {a} must also lose at {b}: a longer context only adds competitors")
+            return wrong(f"a seed in your list for {a} is missing from your list for {b}: recount both lengths.")
     truth = _rival_truth()
     for n in lengths:
         extra = set(got[n]) - set(truth[n])
@@ -208,7 +208,7 @@ def _check_rivals(answer):
         if missing:
             return wrong(f"at length {n} your list misses a seed in which a displacement of at least 64 outscores "
                          "offset 5 (search every displacement from the training length to length - 1)")
-    return correct("the losing seeds are fixed by each head's slow ramps; the ruler only decides where the rival sits.")
+    return correct("the losing seeds are fixed by each head's slow pairs; the ruler only decides where the rival sits.")
 
 
 # ---- ch06-learned-margin -------------------------------------------------------------------------
