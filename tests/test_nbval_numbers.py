@@ -112,3 +112,16 @@ def test_stale_value_fails_and_rounding_noise_passes(tmp_path):
     assert ran["stale"] == ran["noisy"] == where[0] + 1 - sum(
         c["cell_type"] != "code" for c in nb["cells"][: where[0] + 1])
     assert failed == {"stale": 1, "noisy": 0}
+
+
+def test_a_float32_cell_is_compared_at_float32_resolution():
+    """A tagged cell's numbers pass at the measured float32 spread (1.2e-7) and fail when stale (1e-4);
+    an untagged cell's fail at that spread."""
+    from nbval_numbers import RTOL_FLOAT32
+
+    stored, moved, stale = "mass 0.900086481443396", "mass 0.9000864620792335", "mass 0.9001764"
+    assert NumericText(moved, RTOL_FLOAT32) == stored
+    assert NumericText(stored) == NumericText(moved, RTOL_FLOAT32)
+    assert NumericText(stale, RTOL_FLOAT32) != stored
+    assert NumericText(moved) != stored
+    assert 1.2e-7 * 4 < RTOL_FLOAT32 < 1e-5
