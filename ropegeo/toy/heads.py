@@ -27,9 +27,9 @@ from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, 
                                   seed_list, training_settings)
 
 
-@dataclass(frozen=True)
-class OffsetHead:
-    """A trained content-free head: one query vector and one key vector (interleaved pairs), rotated by position.
+@dataclass(frozen=True, kw_only=True)
+class _TrainedHead:
+    """What both trained heads record beside their vectors (keyword-only fields).
 
     ``theta``, ``scale`` and ``attention_factor`` are the schedule it was last trained under; ``base``
     is that of its original schedule (``None`` for an explicit theta), which the extension rules
@@ -37,11 +37,8 @@ class OffsetHead:
     records each stage's settings.
     """
 
-    q: np.ndarray
-    k: np.ndarray
     theta: np.ndarray
     scale: float
-    offset: int
     train_length: int
     base: float | None
     original_train_length: int
@@ -50,6 +47,27 @@ class OffsetHead:
     stages: tuple = ()
     attention_factor: float = 1.0
 
+    def to_dict(self) -> dict:
+        """Plain-Python form (arrays as lists; ``final_loss`` for the losses)."""
+        out = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "losses":
+                out["final_loss"] = float(value[-1]) if value.size else None
+            else:
+                out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetHead(_TrainedHead):
+    """A trained content-free head: one query vector ``q`` and one key vector ``k`` (interleaved
+    pairs), rotated by position, trained to attend ``offset`` back; the other fields are the
+    training record (see the module)."""
+
+    q: np.ndarray
+    k: np.ndarray
+    offset: int
     kind = "offset"
 
     @property
@@ -65,29 +83,15 @@ class OffsetHead:
         a, b = self.coefficients()
         return np.hypot(a, b)
 
-    def to_dict(self) -> dict:
-        """Plain-Python form (arrays as lists)."""
-        return _to_dict(self)
 
-
-@dataclass(frozen=True)
-class MatchHead:
+@dataclass(frozen=True, kw_only=True)
+class MatchHead(_TrainedHead):
     """A trained content-and-position head: row ``t`` of ``q_table`` / ``k_table`` (vocab, head_dim) is
     token ``t``'s query / key before rotation; the other fields as in :class:`OffsetHead`.
     """
 
     q_table: np.ndarray
     k_table: np.ndarray
-    theta: np.ndarray
-    scale: float
-    train_length: int
-    base: float | None
-    original_train_length: int
-    seed: int | None
-    losses: np.ndarray
-    stages: tuple = ()
-    attention_factor: float = 1.0
-
     kind = "match"
 
     @property
@@ -101,21 +105,6 @@ class MatchHead:
     def coefficients(self) -> tuple[np.ndarray, np.ndarray]:
         """Pair coefficients for every (query token, key token): each shape (vocab, vocab, pairs)."""
         return _pair_coefficients(self.q_table[:, None, :], self.k_table[None, :, :])
-
-    def to_dict(self) -> dict:
-        """Plain-Python form (arrays as lists)."""
-        return _to_dict(self)
-
-
-def _to_dict(head) -> dict:
-    out = {"kind": head.kind}
-    for f in fields(head):
-        value = getattr(head, f.name)
-        if f.name == "losses":
-            out["final_loss"] = float(value[-1]) if value.size else None
-        else:
-            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
-    return out
 
 
 def _check_head(head) -> None:
@@ -187,6 +176,12 @@ def _fit(params, run, lr: float, init_std: float | None = None) -> np.ndarray:
     return losses
 
 
+def _record(theta, scale, att, base, length, seed, losses, stage) -> dict:
+    """The training record of a head's first stage."""
+    return dict(theta=theta, scale=scale, attention_factor=att, base=base, train_length=length,
+                original_train_length=length, seed=seed, losses=losses, stages=(stage,))
+
+
 def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = None, base: float | None = None,
                       theta=None, train_length: int = 64, steps: int = 1000, lr: float = 0.05, init_std: float = 0.3,
                       seed=0) -> OffsetHead:
@@ -207,7 +202,7 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
     q, k = rng.normal(scale=init_std, size=(2, 2 * th.size))
     losses = _fit((q, k), lambda: _run_offset(q, k, th, scale, offset, train_length, steps, lr, att * att), lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
-    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,), att)
+    return OffsetHead(q=q, k=k, offset=offset, **_record(th, scale, att, base_used, train_length, seed_used, losses, stage))
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,7 +431,7 @@ def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = No
     losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng, att * att),
                   lr, init_std)
     stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
-    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,), att)
+    return MatchHead(q_table=qt, k_table=kt, **_record(th, scale, att, base_used, train_length, seed_used, losses, stage))
 
 
 def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
