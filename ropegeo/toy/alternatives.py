@@ -29,9 +29,6 @@ from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAI
 __all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "far_rival", "ruler_study"]
 
 
-# ---- closed-form limits of the schemes -------------------------------------------------------
-
-
 def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> float:
     """The most attention a content-free head with clipped relative vectors can put on a far key.
 
@@ -62,9 +59,6 @@ def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     length = v.integer("length", length, minimum=offset + 1, maximum=1 << 24)
     train_length = v.length("train_length", train_length, minimum=offset + 1)
     return (min(length, train_length) - offset) / (length - offset)
-
-
-# ---- the comparison ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -295,10 +289,6 @@ def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, tra
                 "alibi_heads": alibi_heads, "match": bool(match), "match_steps": match_steps,
                 "match_batch": match_batch, **{k: val for k, val in train_options.items() if k != "operator"}}
     return Comparison(results, heads, settings)
-
-
-
-# ---- rotary heads under other rulers ---------------------------------------------------------
 
 
 class AttentionSplit(NamedTuple):

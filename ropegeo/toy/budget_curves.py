@@ -27,8 +27,7 @@ from ropegeo.softmax import softmax
 __all__ = ["CURVE_RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run", "rule_overlap"]
 
-#: The rules of the curve: ``ropegeo.scaling.NAMED_RULES`` but dynamic, spelled as the stored runs key them
-#: (``"raw"`` and ``"pi"``: aliases of ``"none"`` and ``"linear"``).
+#: ``ropegeo.scaling.NAMED_RULES`` but dynamic, as the stored runs key them (``"raw"``, ``"pi"``: aliases).
 CURVE_RULES = tuple({"none": "raw", "linear": "pi"}.get(r, r) for r in scaling.NAMED_RULES if r != "dynamic")
 #: Fine-tuning budgets (Adam steps at the target length); 0 is the untouched head.
 BUDGETS = (0, 150, 300, 600, 1500, 3000, 6000)

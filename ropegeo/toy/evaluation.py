@@ -297,11 +297,6 @@ def _score_queries(head, length, name, th, sc, att, interventions, rotated, targ
     )
 
 
-# --------------------------------------------------------------------------------------------
-# across seeds
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SeedResults:
     """One condition (length, schedule, intervention) evaluated for several independently trained heads."""

@@ -116,12 +116,6 @@ def _check_head(head) -> None:
         raise ValueError(f"head must have a vocabulary of at most MAX_VOCAB = {MAX_VOCAB} tokens, got {head.vocab}")
 
 
-
-# --------------------------------------------------------------------------------------------
-# offset head: loss, gradient, training
-# --------------------------------------------------------------------------------------------
-
-
 def offset_head_loss(q, k, operator, *, offset: int, length: int) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss of a content-free head and its exact gradient ``(loss, dq, dk)``, in O(length * pairs).
 
@@ -205,11 +199,6 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
     return OffsetHead(q=q, k=k, offset=offset, **_record(th, scale, att, base_used, train_length, seed_used, losses, stage))
 
 
-# --------------------------------------------------------------------------------------------
-# match head: targets, loss, gradient, training
-# --------------------------------------------------------------------------------------------
-
-
 def match_targets(tokens) -> np.ndarray:
     """Position of the most recent strictly earlier occurrence of each token (-1 if none), shape of ``tokens``.
 
@@ -287,18 +276,13 @@ def match_head_loss(q_table, k_table, tokens, operator) -> tuple[float, np.ndarr
     return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale), att * att)
 
 
-
 class _Diverged(ValueError):
     """Non-finite scores or gradients of the match head (its tables have grown too large)."""
 
 
-#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64): small arrays stay
-#: in the allocator's heap and the cache, where a whole batch's (batch, seq, seq) arrays would be
-#: mapped afresh, page by page, at every step.
+#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64: they stay in the cache).
 _CHUNK_SCORES = 8192
-#: Widest spread (nats) of one query token's scores for which :func:`_match_loss` exponentiates
-#: the score table once, shifted by that token's largest score: every row sum then stays far
-#: above underflow (exp(-600) ~ 1e-261). Wider tables take the row-by-row softmax.
+#: Widest spread (nats) of a query token's scores for which the table is exponentiated once (exp(-600) ~ 1e-261).
 _TABLE_SPREAD = 600.0
 
 

@@ -56,19 +56,15 @@ __all__ = ["PositionHead", "TaskResult", "ShiftResult", "DisplacementResult", "S
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_PROBE_LENGTH = 4096
-#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (each pair
-#: is a two-token sequence: a few seconds and some 100 MiB at most); wider layers get
-#: proportionally fewer (``MAX_PAIRS * 16 / width``).
+#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (fewer when wider).
 MAX_PAIRS = 2**22
 #: Most stretch factors one :func:`length_stretch` (or ``compare_schemes``) call runs.
 MAX_FACTORS = 16
 # match_task scores its query rows in blocks of at most this many cells (16 MiB per working copy).
 _ROW_CELLS = 1 << 21
-#: Attention weights closer than this count as tied: equal scores computed by different BLAS
-#: paths differ in their last digits, and such a "win" would flip on another machine.
+#: Attention weights closer than this count as tied (a "win" by rounding would flip on another machine).
 TIE = 1e-9
-#: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
-#: attention on the needle, and larger ones would overflow the projections.
+#: Largest ``gain`` of :func:`needle_retrieval` (larger ones would overflow the projections).
 MAX_GAIN = 1e6
 
 

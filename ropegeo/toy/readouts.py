@@ -16,11 +16,9 @@ from ropegeo.geometry import kernel, near_collisions
 from ropegeo.rotation import phase_angles
 from ropegeo.toy.heads import OffsetHead, _check_head, _resolve
 
-#: Longest evaluation length :func:`distant_rival` searches (and the longest horizon of
-#: ``ropegeo.book.plots.behaviour.score_profile``): one million displacements.
+#: Longest evaluation length :func:`distant_rival` searches (and ``book.plots.behaviour.score_profile``).
 MAX_PROFILE_LENGTH = 1_000_000
-#: Most ``(displacement, pair)`` cells one :func:`score_profile` call computes
-#: (``deltas.size * pairs``): the ``per_pair`` result is then at most 256 MiB.
+#: Most ``(displacement, pair)`` cells one :func:`score_profile` call computes (256 MiB ``per_pair``).
 MAX_PROFILE_CELLS = 2**25
 
 

@@ -57,8 +57,6 @@ MAX_BATCH = 512
 #: working arrays is then at most 64 MiB.
 MAX_LOSS_SCORES = 2**23
 
-# Every trainer here also keeps one step under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB,
-# estimated from the step's array shapes); see :func:`_position_memory` and :func:`_match_memory`.
 _TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
 
 
@@ -130,9 +128,6 @@ def task_loss(head: PositionHead, offset: int, length: int) -> float:
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
     S = head.scores(np.arange(length, dtype=np.float64))
     return _task_grad(S, offset)[0]
-
-
-# ---- per-scheme forward and backward (token e_0 at every slot) ------------------------------
 
 
 def _fb_projection(H, Wq, Wk, offset):
@@ -291,9 +286,6 @@ def fixed_head(scheme: str, *, head_dim: int = 16, seed: int = 0, **options) -> 
     if scheme not in FIXED:
         raise ValueError(f"scheme must be one of the fixed schemes {', '.join(map(repr, FIXED))}, got {scheme!r}")
     return position_head(scheme, d_model=head_dim, seed=seed, **options)
-
-
-# ---- content and position: Gate C's most-recent-match task ------------------------------------
 
 
 class TrainedMatchHead(TokenHead):

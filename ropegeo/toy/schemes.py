@@ -35,8 +35,7 @@ __all__ = ["PositionScheme", "NoPositions", "AbsolutePositions", "SinusoidalPosi
            "scheme_names", "sinusoidal_encoding", "check_entries", "as_generator", "MAX_ENTRIES", "MAX_WIDTH"]
 
 
-#: Largest number of entries any array built here may have (scores, codes, tables): 2**25
-#: float64 entries is 256 MiB. Larger requests raise ValueError instead of exhausting memory.
+#: Largest number of entries any array built here may have (scores, codes, tables): 256 MiB of float64.
 MAX_ENTRIES = 2**25
 
 #: Largest ``d_model`` and ``head_dim`` of the toy layer (three 1024 x 1024 projections are 24 MiB).
@@ -61,8 +60,6 @@ def as_generator(seed: Any) -> np.random.Generator:
     return np.random.default_rng(v.integer("seed", seed, minimum=0))
 
 
-
-
 def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.ndarray:
     """The sinusoidal position code of the original Transformer, shape ``positions.shape + (d_model,)``.
 
@@ -85,8 +82,6 @@ def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.n
     out[..., 0::2] = np.sin(angles)
     out[..., 1::2] = np.cos(angles)
     return out
-
-
 
 
 def register_scheme(name: str):
@@ -277,9 +272,7 @@ def _displacements(q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarr
     return k_positions[..., None, :] - q_positions[..., :, None]
 
 
-
-#: Largest ``num_buckets`` and ``max_distance`` :func:`t5_bucket` accepts (float32 holds every
-#: integer up to 2**24 exactly, and the bucket formula is evaluated in float32 as T5 does).
+#: Largest ``num_buckets`` and ``max_distance`` :func:`t5_bucket` accepts (float32 is exact to 2**24).
 T5_MAX_BUCKETS = 4096
 T5_MAX_DISTANCE = 2**24
 
@@ -371,7 +364,6 @@ class T5Bias(PositionScheme):
                 f"bidirectional={self.bidirectional})")
 
 
-
 #: Largest head count :func:`alibi_slopes` accepts.
 ALIBI_MAX_HEADS = 4096
 
@@ -419,8 +411,6 @@ class ALiBi(PositionScheme):
 
     def __repr__(self):
         return f"ALiBi(slope={self.slope:g})"
-
-
 
 
 @register_scheme("relative")

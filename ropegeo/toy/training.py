@@ -30,34 +30,23 @@ def one_blas_thread():
     return threadpool_limits(limits=1)
 
 
-# ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
-
-#: Longest sequence a Gate C head trains or is evaluated on (the match head trains up to
-#: :data:`MAX_MATCH_LENGTH`): an evaluation holds a few ``length x length`` float64 arrays
-#: (128 MiB each at 4096).
+#: Longest sequence a Gate C head trains or is evaluated on (a few ``length x length`` arrays).
 MAX_HEAD_LENGTH = 4096
-#: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
-#: of ``length x length`` query-key pairs.
+#: Longest training or fine-tuning length of a match head (``batch`` score matrices a step).
 MAX_MATCH_LENGTH = 1024
-#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs (real models use 64
-#: to 256); the rotated tables of a match head grow with it.
+#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs.
 MAX_TRAINED_HEAD_DIM = 512
-#: Largest vocabulary of a match head (its tables are rotated at every position each step).
+#: Largest vocabulary of a match head.
 MAX_VOCAB = 256
 #: Most sequences in one training step of a match head.
 MAX_BATCH = 512
-#: Most seeds (independently trained heads) one call trains or evaluates: ``train_heads``,
-#: ``gate_c``, ``evaluate_seeds``, ``compare``, and the seeds of
-#: ``ropegeo.toy.alternatives.compare_schemes`` and ``ropegeo.toy.interventions.construction_gap``
-#: (the default gate_c takes about 1 s per seed; the book uses at most 10 seeds, and the
-#: command line caps them at 10).
+#: Most seeds (independently trained heads) one call trains or evaluates (gate_c: about 1 s each).
 MAX_SEEDS = 20
-#: Largest learning rate of any trainer (Adam moves each parameter by about ``lr`` per step).
+#: Largest learning rate of any trainer.
 MAX_LR = 10.0
 #: Largest standard deviation of the initial parameters of any trainer.
 MAX_INIT_STD = 10.0
-#: Most memory one training step may hold, as estimated from the step's array shapes
-#: (scores ``batch x length x length``, rotated tables ``vocab x length x head_dim``, ...).
+#: Most memory one training step may hold, as estimated from the step's array shapes.
 MAX_STEP_BYTES = 2**29
 
 
