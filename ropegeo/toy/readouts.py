@@ -138,10 +138,7 @@ class DistantRival:
     slow_gap: float
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["window"] = list(self.window)
-        d["fast_pairs"] = list(self.fast_pairs)
-        return d
+        return asdict(self) | {"window": list(self.window), "fast_pairs": list(self.fast_pairs)}
 
 
 def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | None = None) -> DistantRival:
