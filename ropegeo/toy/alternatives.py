@@ -261,18 +261,15 @@ def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, tra
         it = tqdm(schemes, desc="schemes", unit="scheme")
     results, heads = {}, {}
     for name in it:
-        results[name], heads[(name, "local")], heads[(name, "far")] = [], [], []
-        if match:
-            heads[(name, "match")] = []
+        results[name] = []
+        heads.update({(name, task): [] for task in ("local", "far", "match")[: 3 if match else 2]})
         for s in seeds:
             if name in FIXED:
                 opts = {"heads": alibi_heads, "head": alibi_head} if name == "alibi" else {}
                 local = far = fixed_head(name, head_dim=head_dim, seed=s, **opts)
             else:
-                local = train_position_head(name, offset, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
-                                            **train_options)
-                far = train_position_head(name, distance, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
-                                          **train_options)
+                local, far = (train_position_head(name, k, train_length=train_length, head_dim=head_dim, steps=steps,
+                                                  seed=s, **train_options) for k in (offset, distance))
             heads[(name, "local")].append(local)
             heads[(name, "far")].append(far)
             matcher = None

@@ -221,6 +221,17 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
+def _match_hits(tokens):
+    """``(valid, count, bi, mi, ti)``: the queries with an earlier match and their targets; refuses a batch with none."""
+    target = match_targets(tokens)
+    valid = target >= 0
+    count = int(valid.sum())
+    if count == 0:
+        raise ValueError("tokens contain no query with an earlier occurrence of its token")
+    bi, mi = np.nonzero(valid)
+    return valid, count, bi, mi, target[bi, mi]
+
+
 def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
     """The most-recent-match cross-entropy of logits ``scores`` (batch, seq, seq) and its gradient.
 
@@ -228,13 +239,7 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, 
     are left out. ``scores`` is overwritten by the returned gradient. Callers check their inputs; a
     batch with no match raises ValueError.
     """
-    target = match_targets(tokens)
-    valid = target >= 0
-    count = int(valid.sum())
-    if count == 0:
-        raise ValueError("tokens contain no query with an earlier occurrence of its token")
-    bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
+    valid, count, bi, mi, ti = _match_hits(tokens)
     s_target = scores[bi, mi, ti]  # read before the in-place softmax
     seq = tokens.shape[-1]
     p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
@@ -340,13 +345,7 @@ def _table_cross_entropy(table, tok, vocab):
     query token's scores span at most :data:`_TABLE_SPREAD`.
     """
     batch, seq = tok.shape
-    target = match_targets(tok)
-    valid = target >= 0
-    count = int(valid.sum())
-    if count == 0:
-        raise ValueError("tokens contain no query with an earlier occurrence of its token")
-    bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
+    valid, count, bi, mi, ti = _match_hits(tok)
     hit = (tok[bi, mi] * vocab + tok[bi, ti]) * seq + (mi - ti)  # the target's entry of the table
     rows = table.reshape(vocab, -1)
     shift = rows.max(axis=1)

@@ -188,10 +188,7 @@ class AbsolutePositions(PositionScheme):
             raise ValueError(f"table has width {self.table.shape[1]} but the layer has d_model={d_model}")
 
     def check_positions(self, positions):
-        bad_int = positions != np.round(positions)
-        if np.any(bad_int):
-            p = positions[bad_int].flat[0]
-            raise ValueError(f"positions must be integers to index the absolute table, got {p:g}")
+        _integer_positions(positions, "to index the absolute table")
         outside = (positions < 0) | (positions >= self.rows)
         if np.any(outside):
             p = positions[outside].flat[0]
@@ -257,11 +254,10 @@ class RotaryPositions(PositionScheme):
         return f"RotaryPositions(base={self.options['base']:g}, pairing={self.options['pairing']!r})"
 
 
-def _integer_positions(positions: np.ndarray, scheme: str) -> np.ndarray:
+def _integer_positions(positions: np.ndarray, why: str) -> np.ndarray:
     bad = positions != np.round(positions)
     if np.any(bad):
-        p = positions[bad].flat[0]
-        raise ValueError(f"positions must be integers for the {scheme} scheme (it looks displacements up in a table), got {p:g}")
+        raise ValueError(f"positions must be integers {why}, got {positions[bad].flat[0]:g}")
     return positions
 
 
@@ -349,7 +345,7 @@ class T5Bias(PositionScheme):
             self.table = self.scale * rng.standard_normal(self.num_buckets)
 
     def check_positions(self, positions):
-        return _integer_positions(positions, "t5")
+        return _integer_positions(positions, "for the t5 scheme (it looks displacements up in a table)")
 
     def buckets(self, q_positions, k_positions) -> np.ndarray:
         """Bucket of every (query, key) pair, shape (..., seq_q, seq_k)."""
@@ -449,7 +445,7 @@ class RelativePositions(PositionScheme):
                 raise ValueError(f"{name} has width {t.shape[1]} but the layer has head_dim={head_dim}")
 
     def check_positions(self, positions):
-        return _integer_positions(positions, "relative")
+        return _integer_positions(positions, "for the relative scheme (it looks displacements up in a table)")
 
     def index(self, q_positions, k_positions) -> np.ndarray:
         """Table row of every (query, key) pair: ``clip(p_j - p_i, -K, K) + K``, shape (..., seq_q, seq_k)."""
