@@ -170,10 +170,16 @@ def _fit(params, run, lr: float, init_std: float | None = None) -> np.ndarray:
     return losses
 
 
-def _record(theta, scale, att, base, length, seed, losses, stage) -> dict:
-    """The training record of a head's first stage."""
-    return dict(theta=theta, scale=scale, attention_factor=att, base=base, train_length=length,
-                original_train_length=length, seed=seed, losses=losses, stages=(stage,))
+def _first_stage(bank, shape, length, settings, seed, run, **stage) -> tuple:
+    """The set-up both trainers share: draw the two parameter arrays (``shape + (head_dim,)``), train
+    them with ``run(p, r, theta, scale, rng, gain)`` and return them with the head's training record."""
+    (th, scale, att, base), (steps, lr, init_std) = bank, settings
+    rng, seed_used = _rng(seed)
+    p, r = rng.normal(scale=init_std, size=(2, *shape, 2 * th.size))
+    losses = _fit((p, r), lambda: run(p, r, th, scale, rng, att * att), lr, init_std)
+    stage = {"stage": "train", "steps": steps, "lr": lr, "length": length, "scale": scale, **stage}
+    return (p, r), dict(theta=th, scale=scale, attention_factor=att, base=base, train_length=length,
+                        original_train_length=length, seed=seed_used, losses=losses, stages=(stage,))
 
 
 def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = None, base: float | None = None,
@@ -188,15 +194,13 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
     ``init_std`` at most :data:`MAX_LR` and :data:`MAX_INIT_STD`. Raises ValueError for a parameter
     out of range or when training diverges (lower ``lr`` or ``init_std``).
     """
-    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
+    bank = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    rng, seed_used = _rng(seed)
-    q, k = rng.normal(scale=init_std, size=(2, 2 * th.size))
-    losses = _fit((q, k), lambda: _run_offset(q, k, th, scale, offset, train_length, steps, lr, att * att), lr, init_std)
-    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
-    return OffsetHead(q=q, k=k, offset=offset, **_record(th, scale, att, base_used, train_length, seed_used, losses, stage))
+    (q, k), record = _first_stage(bank, (), train_length, (steps, lr, init_std), seed, lambda q, k, th, sc, rng, gain:
+                                  _run_offset(q, k, th, sc, offset, train_length, steps, lr, gain))
+    return OffsetHead(q=q, k=k, offset=offset, **record)
 
 
 def match_targets(tokens) -> np.ndarray:
@@ -403,18 +407,16 @@ def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = No
     initialisation's Generator. Other arguments as in :func:`train_offset_head`. One step holds at most
     :data:`MAX_STEP_BYTES`. Raises ValueError for a parameter out of range or divergence.
     """
-    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
+    bank = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    check_match_step(train_length, batch, vocab, 2 * th.size)
-    rng, seed_used = _rng(seed)
-    qt, kt = rng.normal(scale=init_std, size=(2, vocab, 2 * th.size))
-    losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng, att * att),
-                  lr, init_std)
-    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
-    return MatchHead(q_table=qt, k_table=kt, **_record(th, scale, att, base_used, train_length, seed_used, losses, stage))
+    check_match_step(train_length, batch, vocab, 2 * bank[0].size)
+    (qt, kt), record = _first_stage(bank, (vocab,), train_length, (steps, lr, init_std), seed,
+                                    lambda qt, kt, th, sc, rng, gain:
+                                    _run_match(qt, kt, th, sc, train_length, batch, steps, lr, rng, gain), batch=batch)
+    return MatchHead(q_table=qt, k_table=kt, **record)
 
 
 def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
