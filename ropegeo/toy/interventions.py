@@ -371,24 +371,18 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     return GapResult(worst, worst <= tolerance, achieved.winners_kept, achieved.weight_change)
 
 
+#: The options :func:`_fresh` copies to redraw a scheme of each kind.
+_REDRAW = {"absolute": ("rows",), "t5": ("num_buckets", "max_distance", "bidirectional"), "none": (),
+           "relative": ("max_distance", "values"), "sinusoidal": ("base",), "alibi": ("slope",)}
+
+
 def _fresh(scheme):
     """A new scheme of the same kind and options, with nothing drawn yet."""
     name = getattr(scheme, "name", None)
-    if name == "absolute":
-        return make_scheme("absolute", rows=scheme.rows)
-    if name == "t5":
-        return make_scheme("t5", num_buckets=scheme.num_buckets, max_distance=scheme.max_distance,
-                           bidirectional=scheme.bidirectional)
-    if name == "relative":
-        return make_scheme("relative", max_distance=scheme.max_distance, values=scheme.values)
-    if name == "sinusoidal":
-        return make_scheme("sinusoidal", base=scheme.base)
-    if name == "alibi":
-        return make_scheme("alibi", slope=scheme.slope)
     if name == "rope":
         return make_scheme("rope", attention_factor=scheme.attention_factor, **scheme.options)
-    if name == "none":
-        return make_scheme("none")
+    if name in _REDRAW:
+        return make_scheme(name, **{k: getattr(scheme, k) for k in _REDRAW[name]})
     raise ValueError(f"construction_gap does not know how to redraw a {type(scheme).__name__}")
 
 
