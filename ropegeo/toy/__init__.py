@@ -1,23 +1,12 @@
 """Gate C's toolkit: tiny attention heads trained in numpy, run under extension rules, and read.
 
-Two heads are trained with Adam and gradients derived by hand (the tests check them against
-finite differences): a content-free *offset head* that attends ``offset`` positions back and a
-*match head* that attends to the most recent earlier occurrence of its own token. They are then
-run at other lengths, under other frequency schedules and under interventions, and read.
-
-``ropegeo.toy.training``
-    bounds, seeds, optimiser settings, Adam, the masked softmax;
-``ropegeo.toy.heads``
-    :class:`OffsetHead`, :class:`MatchHead`, their losses and trainers, :func:`fine_tune`;
-``ropegeo.toy.evaluation``
-    :func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`;
-``ropegeo.toy.readouts``
-    :func:`score_profile`, :func:`pair_profiles`, :func:`pair_shapes`, :func:`distant_rival`.
-
-Gate C's verdict, :func:`ropegeo.gates.c.gate_c`, runs these heads; it lives with the other gates
-in ``ropegeo.gates``. The extension rules come from :mod:`ropegeo.scaling`. The other modules
-of this package (the position schemes and their heads, the interventions, the fine-tuning budget
-curves) are imported by their own names.
+A content-free *offset head* and a *match head* (the most recent earlier occurrence of its token)
+are trained with Adam and hand-derived gradients (checked against finite differences in the
+tests), then run at other lengths, schedules and interventions: ``training`` (bounds, seeds,
+Adam), ``heads`` (the heads, losses, trainers, :func:`fine_tune`), ``evaluation``
+(:func:`evaluate`, :func:`evaluate_seeds`, :func:`compare`) and ``readouts``
+(:func:`score_profile`, :func:`pair_profiles`, :func:`pair_shapes`, :func:`distant_rival`). Gate C's verdict is
+:func:`ropegeo.gates.c.gate_c`; the other modules here are imported by their own names.
 """
 
 from ropegeo.toy.evaluation import (EXTENSIONS, MAX_BINS, MAX_CONDITIONS, MAX_SEQUENCES, Binned, Evaluation,

@@ -1,20 +1,11 @@
 """Position schemes side by side: tiny position-only heads trained per scheme, then intervened on.
 
-The heads are trained in :mod:`ropegeo.toy.scheme_heads` (its names are re-exported here): a
-content-free head per learned scheme of :mod:`ropegeo.toy.attention`, trained on Gate C's offset task
-(and a head with token tables on its match task); that module's docstring tables what each scheme
-lets the head learn. ``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads
-are the fixed formula.
-
-Two closed forms bound what the comparison can show: :func:`clipped_retrieval_ceiling` (the most attention
-clipped relative vectors let any content-free head put on a far key) and :func:`trained_rows_share`
-(the share of the stretched task's queries that an absolute table still covers with trained rows).
-
-:func:`compare_schemes` trains (or builds) one head per scheme, seed and task and runs every
-intervention of :mod:`ropegeo.toy.interventions` on it; :class:`Comparison` holds the numbers and
-prints the table. ``ropegeo.toy.alternatives.ruler_study`` trains the rotary heads alone under several rulers and
-training budgets, and ``ropegeo.toy.alternatives.attention_split`` says where a far head's attention goes when it
-misses its key. Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
+The heads are trained in :mod:`ropegeo.toy.scheme_heads` (its docstring tables what each scheme
+learns). Two closed forms bound what the comparison can show: :func:`clipped_retrieval_ceiling`
+and :func:`trained_rows_share`. :func:`compare_schemes` trains (or builds) one head per scheme,
+seed and task and runs every intervention of :mod:`ropegeo.toy.interventions` on it;
+``ruler_study`` trains the rotary heads alone under several rulers and budgets, and
+``attention_split`` says where a far head's attention goes when it misses its key.
 """
 
 
@@ -38,43 +29,14 @@ from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAI
 __all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "far_rival", "ruler_study"]
 
 
-# ---- closed-form limits of the schemes -------------------------------------------------------
-
-
 def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> float:
     """The most attention a content-free head with clipped relative vectors can put on a far key.
 
-    In the relative scheme (Shaw et al.) key ``n`` enters the score of query ``m`` only through the
-    vector of the clipped displacement ``clip(n - m, -K, K)``. Every earlier key ``K`` or more slots
-    back therefore gets the same score, and the same attention, as every other such key. For
-    ``distance >= K`` the best a head without content can do for query ``m`` is to push every nearer
-    key down and split its attention evenly over the ``m - K + 1`` keys at distances ``K .. m``:
-    ``1 / (m - K + 1)``. For ``distance < K`` the key has a vector of its own and the bound is 1.
-    Both are suprema, approached as the learned scores grow, never reached by finite weights.
-
-    The result is averaged over the queries ``m = distance .. length - 1`` that can see the key,
-    with strictly earlier keys only, exactly as :func:`ropegeo.toy.interventions.sparse_retrieval`
-    averages a head's attention on it; a trained head's mean mass never exceeds it.
-
-    Parameters
-    ----------
-    length : int
-        Sequence length, in slots (``distance + 1`` to ``2**24``); positions ``0 .. length - 1``.
-    distance : int
-        Displacement of the relevant key, in slots (1 to ``2**24 - 1``).
-    clip : int
-        The clipping distance ``K`` of the scheme (1 to ``ropegeo._validate.MAX_LENGTH`` = 2**48;
-        the book's default 16).
-
-    Returns
-    -------
-    float
-        Mean over the scored queries of the largest attention on the key, in ``(0, 1]``.
-
-    Raises
-    ------
-    ValueError
-        For a parameter outside its range; the message names the parameter.
+    Key ``n`` enters query ``m``'s score only through ``clip(n - m, -K, K)``, so for ``distance >= K``
+    (``K = clip``) the best such a head can do is ``1 / (m - K + 1)``; for ``distance < K`` the bound is
+    1. Both are suprema. Averaged over the queries ``m = distance .. length - 1`` as
+    :func:`ropegeo.toy.interventions.sparse_retrieval` averages a head's mass; a float in ``(0, 1]``.
+    ``length`` is at most ``2**24``. Raises ValueError naming a parameter out of range.
     """
     distance = v.integer("distance", distance, minimum=1, maximum=(1 << 24) - 1)
     length = v.integer("length", length, minimum=distance + 1, maximum=1 << 24)
@@ -88,31 +50,10 @@ def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> 
 def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     """Share of the displacement task's queries that an absolute table still covers with trained rows.
 
-    A learned absolute table trained on sequences of ``train_length`` slots has updated only the
-    rows ``0 .. train_length - 1``. On a sequence of ``length`` slots the task scores the queries
-    ``m = offset .. length - 1`` (as :func:`ropegeo.toy.interventions.offset_task` does); query ``m`` and
-    every key it can see (slots ``0 .. m - 1``, its target ``m - offset`` among them) sit on trained
-    rows exactly when ``m < train_length``. The share is therefore
-    ``(min(length, train_length) - offset) / (length - offset)``, and 1 up to the training length.
-
-    Parameters
-    ----------
-    length : int
-        Length of the evaluated sequence, in slots (``offset + 1`` to ``2**24``).
-    train_length : int
-        Length the table was trained at, in slots (``offset + 1`` to ``ropegeo._validate.MAX_LENGTH``).
-    offset : int
-        Displacement of the task's target, in slots (1 to ``2**24 - 1``).
-
-    Returns
-    -------
-    float
-        A share in ``(0, 1]``.
-
-    Raises
-    ------
-    ValueError
-        For a parameter outside its range; the message names the parameter.
+    A table trained at ``train_length`` has updated rows ``0 .. train_length - 1``; query ``m`` and
+    its keys sit on them exactly when ``m < train_length``, so the share is
+    ``(min(length, train_length) - offset) / (length - offset)``. Raises ValueError naming a
+    parameter out of range.
     """
     offset = v.integer("offset", offset, minimum=1, maximum=(1 << 24) - 1)
     length = v.integer("length", length, minimum=offset + 1, maximum=1 << 24)
@@ -120,46 +61,14 @@ def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     return (min(length, train_length) - offset) / (length - offset)
 
 
-# ---- the comparison ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SchemeResult:
     """Every measurement of one scheme and one seed.
 
-    Attributes
-    ----------
-    scheme : str
-    seed : int
-    trained : bool
-        Whether the scheme's position term is learned (False for none and alibi, whose position-only
-        heads are the fixed formula).
-    accuracy : float
-        Displacement task at the training length (the short-context score).
-    shift_guaranteed : bool
-        The scheme's scores are invariant to a global shift by construction.
-    shift_change : float
-        Largest score change under that shift for random weights and content (rounding if guaranteed).
-    shift_winners_kept : float
-        Share of the head's queries whose winner survives the shift.
-    shift_weight_change : float
-        Largest change of the head's attention weights under the shift.
-    move_score_change : float
-        Mean change of the target key's score when it moves one position farther away.
-    move_mass_before, move_mass_after : float
-        Mean attention on that key before and after the move.
-    stretch_accuracy, stretch_mass : tuple of float
-        The task at each stretch factor (NaN where the scheme refuses the positions).
-    retrieval_mass_train, retrieval_mass_long : float
-        Mean attention on the key ``distance`` back, at the training length and at the longest
-        stretched length, for a head trained on that distance.
-    retrieval_accuracy_long : float
-        Share of those queries whose strict winner is that key, at the longest length.
-    final_loss : float
-        Training loss of the local head (NaN for fixed formulas).
-    match_accuracy_train, match_accuracy_long, match_mass_train, match_mass_long : float
-        Gate C's most-recent-match task (content and position) for a match head of the scheme, at
-        the training length and at the longest stretched length (NaN when not run).
+    ``trained``: the position term is learned; ``shift_*``: a global shift (guaranteed by construction,
+    score change, winners kept, weight change); ``move_*``: the target moved one slot farther;
+    ``stretch_*``: the task at each factor (NaN where refused); ``retrieval_*``: the far head's key
+    at the training and the longest length; ``match_*``: the most-recent-match head (NaN when not run).
     """
 
     scheme: str
@@ -187,17 +96,7 @@ class SchemeResult:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The scheme-by-intervention table, per seed and averaged.
-
-    Attributes
-    ----------
-    results : dict
-        ``scheme -> list of SchemeResult`` (one per seed).
-    heads : dict
-        ``(scheme, task) -> list of heads`` with task ``"local"`` or ``"far"``.
-    settings : dict
-        Every setting of the run.
-    """
+    """The scheme-by-intervention table: ``results`` (scheme -> SchemeResult per seed), ``heads`` ((scheme, task) -> heads), ``settings``."""
 
     results: dict
     heads: dict = field(repr=False)
@@ -250,22 +149,9 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Comparison":
-        """Rebuild a comparison from :meth:`to_dict`'s form, e.g. a stored run (results only, no heads).
+        """Rebuild a comparison from :meth:`to_dict`'s form (``heads`` empty); other keys are ignored.
 
-        Parameters
-        ----------
-        data : dict
-            ``{"settings": ..., "results": {scheme: [per-seed fields]}}``; other keys (provenance) are ignored.
-
-        Returns
-        -------
-        Comparison
-            With ``heads`` empty: the heads themselves are not stored.
-
-        Raises
-        ------
-        ValueError
-            If ``data`` lacks the settings or results, or a result lacks a field of :class:`SchemeResult`.
+        Raises ValueError when the settings or results, or a field of :class:`SchemeResult`, are missing.
         """
         if not isinstance(data, dict) or "settings" not in data or "results" not in data:
             raise ValueError("data must be a dict with 'settings' and 'results' (Comparison.to_dict's form)")
@@ -318,7 +204,7 @@ def _check_trainers(schemes, L, head_dim, steps, match, match_steps, match_batch
 
 
 def _check_comparison(schemes, train_length, offset, distance, shift, factors, seeds) -> tuple:
-    """Validate the task settings of :func:`compare_schemes` (see there); returns them normalised."""
+    """Validate the task settings of :func:`compare_schemes`; returns them normalised."""
     if not v.is_collection(schemes):
         raise ValueError(f"schemes must be a non-empty selection of {', '.join(map(repr, SCHEMES))} (a tuple such "
                          f"as ('rope',)), got {schemes!r}")
@@ -352,61 +238,14 @@ def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, tra
                     progress: bool = False, **train_options) -> Comparison:
     """Every scheme against every intervention, with one trained head per scheme, task and seed.
 
-    For each scheme and seed two heads are made: a *local* one (attend ``offset`` back) and a
-    *far* one (attend ``distance`` back); fixed formulas give the same head for both. Measured:
-
-    * the task at ``train_length`` (the short-context score);
-    * a global shift by ``shift`` on a window of ``train_length - shift`` positions (so an
-      absolute table stays inside its trained rows): guaranteed by construction or not
-      (:func:`~ropegeo.toy.interventions.construction_gap`), and the share of winners the local head keeps;
-    * the target key moved one position farther (:func:`~ropegeo.toy.interventions.local_displacement`);
-    * the local task at ``factor * train_length`` (:func:`~ropegeo.toy.interventions.length_stretch`);
-    * the far head's mass on its key at ``train_length`` and at ``factors[-1] * train_length``
-      (:func:`~ropegeo.toy.interventions.sparse_retrieval`);
-    * with ``match=True``, a third head per scheme and seed trained on Gate C's most-recent-match
-      task (:func:`ropegeo.toy.scheme_heads.train_scheme_match_head`), scored at both lengths (:func:`~ropegeo.toy.interventions.match_task`).
-
-    Parameters
-    ----------
-    schemes : iterable of str
-        Any of ``SCHEMES`` (default: all seven, in the book's order).
-    offset, distance : int
-        The local and the far displacement (``1 <= offset``, ``distance < train_length``).
-    train_length : int
-        3 to :data:`MAX_TRAIN_LENGTH` = 1024.
-    factors : tuple of int
-        Stretch multiples (increasing, each 1 to 64, at most
-        ``ropegeo.toy.interventions.MAX_FACTORS`` = 16 of them, and ``factors[-1] * train_length``
-        at most ``ropegeo.toy.interventions.MAX_PROBE_LENGTH`` = 4096; the last one is used for long
-        retrieval).
-    shift : int
-        Global shift (``1 <= shift < train_length - offset``).
-    seeds : iterable of int
-        1 to ``ropegeo.toy.MAX_SEEDS`` = 20 seeds (about 1 s each at the defaults, 3 s
-        with ``match=True``).
-    head_dim : int
-        Width of every head.
-    steps : int
-        Training steps of each learned head.
-    alibi_head, alibi_heads : int
-        Which ALiBi slope the alibi head uses (``alibi_slopes(alibi_heads)[alibi_head]``).
-    match : bool
-        Also train and score a most-recent-match head per scheme and seed.
-    match_steps, match_batch : int
-        Its training steps and sequences per step.
-    progress : bool
-        Show a progress bar over schemes (off in the book: no bars in stored outputs).
-    **train_options
-        Passed to :func:`ropegeo.toy.scheme_heads.train_position_head` (e.g. ``operator=`` for rope, ``max_distance=``).
-
-    Returns
-    -------
-    Comparison
-
-    Raises
-    ------
-    ValueError
-        For unknown schemes or settings outside their ranges; all before any training.
+    Per scheme and seed a *local* head (``offset`` back) and a *far* head (``distance`` back; fixed
+    formulas give one head for both), and with ``match=True`` a most-recent-match head
+    (``match_steps``, ``match_batch``). Measured: the task at ``train_length`` (at most
+    :data:`MAX_TRAIN_LENGTH`), a global ``shift`` on ``train_length - shift`` positions, the target
+    moved one step, the local task at each of ``factors`` (increasing; ``factors[-1] * train_length``
+    at most ``MAX_PROBE_LENGTH``), and the far head's mass at the longest length. ``alibi_heads`` /
+    ``alibi_head`` pick ALiBi's slope; ``train_options`` go to
+    :func:`~ropegeo.toy.scheme_heads.train_position_head`. Raises ValueError before any training.
     """
     schemes, train_length, offset, distance, shift, factors, seeds = _check_comparison(
         schemes, train_length, offset, distance, shift, factors, seeds)
@@ -422,18 +261,15 @@ def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, tra
         it = tqdm(schemes, desc="schemes", unit="scheme")
     results, heads = {}, {}
     for name in it:
-        results[name], heads[(name, "local")], heads[(name, "far")] = [], [], []
-        if match:
-            heads[(name, "match")] = []
+        results[name] = []
+        heads.update({(name, task): [] for task in ("local", "far", "match")[: 3 if match else 2]})
         for s in seeds:
             if name in FIXED:
                 opts = {"heads": alibi_heads, "head": alibi_head} if name == "alibi" else {}
                 local = far = fixed_head(name, head_dim=head_dim, seed=s, **opts)
             else:
-                local = train_position_head(name, offset, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
-                                            **train_options)
-                far = train_position_head(name, distance, train_length=train_length, head_dim=head_dim, steps=steps, seed=s,
-                                          **train_options)
+                local, far = (train_position_head(name, k, train_length=train_length, head_dim=head_dim, steps=steps,
+                                                  seed=s, **train_options) for k in (offset, distance))
             heads[(name, "local")].append(local)
             heads[(name, "far")].append(far)
             matcher = None
@@ -452,16 +288,9 @@ def compare_schemes(schemes=SCHEMES, *, offset: int = 5, distance: int = 40, tra
     return Comparison(results, heads, settings)
 
 
-
-# ---- rotary heads under other rulers ---------------------------------------------------------
-
-
 class AttentionSplit(NamedTuple):
-    """Where a far head's attention goes, as means over the queries that can see the target.
-
-    The four shares sum to one (up to rounding): ``target`` is the key ``distance`` back,
-    ``neighbours`` the keys at ``distance - 1`` and ``distance + 1``, ``beyond_window`` every key
-    at least ``train_length`` back (displacements training never showed), ``elsewhere`` the rest.
+    """Where a far head's attention goes, as means over the queries that can see the target: the key
+    ``distance`` back, its two ``neighbours``, every key at least ``train_length`` back, the rest.
     """
 
     target: float
@@ -473,22 +302,7 @@ class AttentionSplit(NamedTuple):
 def attention_split(head, length: int, distance: int, train_length: int) -> AttentionSplit:
     """Split a content-free head's attention at ``length`` tokens into target, neighbours, far keys and the rest.
 
-    Parameters
-    ----------
-    head : PositionHead
-        A head of :mod:`ropegeo.toy.interventions` (trained or fixed).
-    length : int
-        Sequence length (``distance + 2`` to ``MAX_PROBE_LENGTH``).
-    distance : int
-        Displacement of the target key (1 to ``length - 2``).
-    train_length : int
-        The training length ``L``; keys at least ``L`` back are "beyond the window"
-        (``distance + 2 <= train_length <= length``).
-
-    Returns
-    -------
-    AttentionSplit
-        Means over the queries ``m = distance .. length - 1``.
+    ``distance + 2 <= train_length <= length <= MAX_PROBE_LENGTH``; means over queries ``m = distance .. length - 1``.
 
     Examples
     --------
@@ -512,27 +326,10 @@ def attention_split(head, length: int, distance: int, train_length: int) -> Atte
 
 
 def far_rival(head, length: int, train_length: int) -> int:
-    """The displacement beyond the training window that the last query of ``length`` tokens weights most.
+    """The displacement in ``train_length .. length - 1`` that the last query of ``length`` tokens weights most.
 
-    Keys at least ``train_length`` back are the ones training never showed; the last query
-    (slot ``length - 1``) sees every displacement up to ``length - 1``, and for a content-free
-    relative head (RoPE, T5, ALiBi, ...) every query weights a displacement alike. A head whose
-    rival is ``length - 1`` prefers the farthest key (a ramp still rising); a rival well inside
-    the range is a near-return. Ties go to the farthest key.
-
-    Parameters
-    ----------
-    head : PositionHead
-        A head of :mod:`ropegeo.toy.interventions` (trained or fixed).
-    length : int
-        Sequence length (4 to ``MAX_PROBE_LENGTH``).
-    train_length : int
-        The training length ``L`` (2 to ``length - 1``).
-
-    Returns
-    -------
-    int
-        A displacement from ``train_length`` to ``length - 1``.
+    ``length - 1``: the head prefers the farthest key (a ramp still rising); inside the range: a
+    near-return. Ties go to the farthest key.
 
     Examples
     --------
@@ -556,37 +353,12 @@ def ruler_study(rulers: dict, *, seeds=range(10), budgets=(1000,), table_steps: 
                 distance: int = 40, train_length: int = 64, factor: int = 8, head_dim: int = 16) -> dict:
     """RoPE heads trained under several rulers: the far task over a budget curve, the local task at one budget.
 
-    For each ruler (a schedule of ``d / 2`` frequencies), seed and budget in ``budgets``, a far head
-    (attend ``distance`` back) is trained for that many steps at ``train_length`` tokens and split
-    with ``ropegeo.toy.alternatives.attention_split`` at ``factor * train_length`` tokens. At ``table_steps`` a local
-    head (attend ``offset`` back) is trained as well and scored by
-    :func:`~ropegeo.toy.interventions.length_stretch` at the same length.
-
-    Parameters
-    ----------
-    rulers : dict of str to array_like
-        Name to frequencies (1 to :data:`MAX_RULERS` rulers, each ``d / 2`` finite non-negative values).
-    seeds : iterable of int
-        1 to ``ropegeo.toy.MAX_SEEDS`` = 20 seeds.
-    budgets : tuple of int
-        Training steps of the far heads (1 to :data:`MAX_RULER_BUDGETS` increasing values; must
-        contain ``table_steps``).
-    table_steps : int
-        The budget of the local heads, and of the far heads the chapter's table quotes.
-    offset, distance, train_length, factor, head_dim : int
-        As in :func:`compare_schemes` (``factor * train_length`` at most ``MAX_PROBE_LENGTH``).
-
-    Returns
-    -------
-    dict
-        JSON-ready: ``settings`` and, per ruler name, ``theta``, ``stretch_accuracy`` (per seed, at
-        ``table_steps``) and ``far`` mapping each budget (as a string) to per-seed lists
-        ``target``, ``neighbours``, ``beyond_window``, ``elsewhere`` and ``rival`` (:func:`far_rival`).
-
-    Raises
-    ------
-    ValueError
-        For bad rulers, seeds, budgets or lengths; all before any training.
+    Per ruler (name -> ``head_dim / 2`` frequencies; at most :data:`MAX_RULERS`), seed and budget (at
+    most :data:`MAX_RULER_BUDGETS`, containing ``table_steps``), a far head is trained and split with
+    ``attention_split`` at ``factor * train_length``; at ``table_steps`` a local head is scored by
+    :func:`~ropegeo.toy.interventions.length_stretch`. Returns a JSON-ready dict: ``settings`` and per
+    ruler ``theta``, ``stretch_accuracy`` and ``far`` (budget -> per-seed shares and ``rival``).
+    Raises ValueError before any training.
     """
     if not isinstance(rulers, dict) or not 1 <= len(rulers) <= MAX_RULERS:
         raise ValueError(f"rulers must be a dict of 1 to MAX_RULERS = {MAX_RULERS} name -> frequencies, got {rulers!r}")

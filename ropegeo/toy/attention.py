@@ -1,18 +1,10 @@
 """A toy single-head attention layer with pluggable position schemes.
 
-The layer computes, for inputs ``x`` of shape ``(..., seq, d_model)`` at positions ``p``::
-
-    x'      = scheme.embed(x, p)                    # schemes that add a code to the inputs
-    q, k, v = x' Wq, x' Wk, x' Wv                   # shapes (..., seq, head_dim)
-    q, k    = scheme.rotate(q, k, p, p)             # schemes that act on queries and keys
-    S       = q k^T / sqrt(head_dim) + scheme.bias(p, p)   # pre-softmax scores (..., seq, seq)
-    A       = softmax(S, over keys, causal mask optional)
-    out     = A v
-
-The position schemes live in :mod:`ropegeo.toy.schemes` (re-exported here): a layer accepts a
-registered name (``"none"``, ``"absolute"``, ``"sinusoidal"``, ``"relative"``, ``"t5"``,
-``"alibi"``, ``"rope"``) or a scheme instance. Everything is float64 and vectorised over leading
-batch axes.
+For inputs ``x`` (..., seq, d_model) at positions ``p``: ``x' = scheme.embed(x, p)``;
+``q, k, v = x' Wq, x' Wk, x' Wv``; ``q, k = scheme.rotate(q, k, p, p)``; scores
+``q k^T / sqrt(head_dim) + scheme.bias(p, p)``; a softmax over keys (causal mask optional); ``A v``.
+The schemes live in :mod:`ropegeo.toy.schemes`: a layer takes a registered name or an instance.
+Everything is float64 and vectorised over leading batch axes.
 """
 
 from __future__ import annotations
@@ -31,25 +23,10 @@ __all__ = ["AttentionLayer", "AttentionResult", "Deviation", "causal_mask", "per
 
 
 def causal_mask(seq: int) -> np.ndarray:
-    """Boolean mask of shape (seq, seq): entry (i, j) is True when query i may see key j (j <= i).
-
-    Raises
-    ------
-    ValueError
-        If ``seq`` is not a positive integer or the mask would exceed ``MAX_ENTRIES``.
-    """
+    """Boolean (seq, seq) mask: (i, j) is True when query i may see key j (j <= i). At most ``MAX_ENTRIES`` entries."""
     seq = v.integer("seq", seq, minimum=1)
     check_entries("the causal mask", (seq, seq))
     return np.tri(seq, dtype=bool)
-
-
-# --------------------------------------------------------------------------------------------
-
-
-
-# --------------------------------------------------------------------------------------------
-# the layer
-# --------------------------------------------------------------------------------------------
 
 
 class AttentionResult(NamedTuple):
@@ -72,29 +49,11 @@ class AttentionResult(NamedTuple):
 class AttentionLayer:
     """One attention head with a pluggable position scheme.
 
-    Parameters
-    ----------
-    d_model : int
-        Width of the input vectors (1 to ``MAX_WIDTH`` = 1024; even for the sinusoidal scheme).
-    head_dim : int, optional
-        Width of queries, keys and values; even, 2 to 1024. Defaults to ``d_model`` (rounded up
-        to even).
-    scheme : str or PositionScheme
-        ``"none"``, ``"absolute"``, ``"sinusoidal"``, ``"relative"``, ``"t5"``, ``"alibi"``,
-        ``"rope"`` (see :func:`~ropegeo.toy.schemes.scheme_names`), or a scheme instance.
-    causal : bool
-        Default for the causal mask (query ``i`` sees keys ``j <= i``); each call can override.
-    seed : int or numpy.random.Generator
-        Source of the projections ``Wq, Wk, Wv`` (entries normal with variance ``1/d_model``)
-        and of any table the scheme draws.
-    **options
-        Options of a named scheme, e.g. ``rows=16`` for ``"absolute"``, ``base=500`` for
-        ``"rope"``, ``max_distance=8`` for ``"relative"``, ``heads=8, head=3`` for ``"alibi"``.
-
-    Raises
-    ------
-    ValueError
-        For bad widths, an unknown scheme or bad scheme options.
+    ``d_model`` is 1 to ``MAX_WIDTH``; ``head_dim`` (even) defaults to ``d_model`` rounded up to even;
+    ``scheme`` is a name of :func:`~ropegeo.toy.schemes.scheme_names` or an instance, with its
+    ``options`` (e.g. ``rows=16``, ``base=500``); ``causal`` is the default mask; ``seed`` draws
+    ``Wq, Wk, Wv`` (variance ``1/d_model``) and any table. Raises ValueError for bad widths or an
+    unknown scheme or options.
 
     Examples
     --------
@@ -124,7 +83,6 @@ class AttentionLayer:
     def __repr__(self) -> str:
         return f"AttentionLayer(d_model={self.d_model}, head_dim={self.head_dim}, scheme={self.scheme!r}, causal={self.causal})"
 
-    # -- validation ----------------------------------------------------------------------------
     def _inputs(self, x, positions):
         x = v.finite_array("x", x)
         if x.ndim < 2 or x.shape[-1] != self.d_model or x.shape[-2] < 1:
@@ -150,30 +108,12 @@ class AttentionLayer:
             raise ValueError(f"causal must be True, False or None, got {causal!r}")
         return causal_mask(seq) if causal else None
 
-    # -- computation ---------------------------------------------------------------------------
     def run(self, x, positions=None, *, causal: bool | None = None) -> AttentionResult:
-        """One forward pass, returning scores, weights, outputs, queries, keys and values.
+        """One forward pass of ``x`` (..., seq, d_model): an :class:`AttentionResult`.
 
-        Parameters
-        ----------
-        x : array_like, shape (..., seq, d_model)
-            Token vectors.
-        positions : array_like, optional
-            Position of each token, shape (seq,) or broadcastable to ``x.shape[:-1]``; defaults
-            to ``0, 1, ..., seq - 1``. Positions are attached to slots: permuting the rows of
-            ``x`` alone moves the tokens, not the positions.
-        causal : bool, optional
-            Apply the causal mask (by slot order); None uses the layer's default.
-
-        Returns
-        -------
-        AttentionResult
-
-        Raises
-        ------
-        ValueError
-            For a wrong input shape, non-finite values, positions the scheme refuses (e.g.
-            past the absolute table), or a score tensor larger than ``MAX_ENTRIES``.
+        ``positions`` (default ``0 .. seq - 1``) are attached to slots; ``causal=None`` uses the layer's
+        default. Raises ValueError for a wrong shape, non-finite values, positions the scheme refuses, or
+        scores beyond ``MAX_ENTRIES``.
         """
         x, pos = self._inputs(x, positions)
         mask = self._mask(x.shape[-2], causal)
@@ -208,9 +148,6 @@ class AttentionLayer:
         return self.run(x, positions, causal=causal).outputs
 
 
-# --------------------------------------------------------------------------------------------
-# symmetry probes
-# --------------------------------------------------------------------------------------------
 
 
 class Deviation(NamedTuple):
@@ -232,30 +169,10 @@ def _permutation(perm, seq: int) -> np.ndarray:
 
 
 def permutation_deviation(layer: AttentionLayer, x, perm, positions=None, *, causal=None, carry_positions=False) -> Deviation:
-    """How far the layer is from permutation equivariance for one permutation.
+    """How far the layer is from permutation equivariance for one permutation ``perm`` of the slots.
 
-    Feeds ``x`` and ``x[perm]`` (the tokens reordered, i.e. ``P x`` with ``P = eye[perm]``) and
-    compares the second pass with ``P S P^T``, ``P A P^T`` and ``P out`` from the first.
-
-    Parameters
-    ----------
-    layer : AttentionLayer
-    x : array_like, shape (..., seq, d_model)
-    perm : array_like of int, shape (seq,)
-        A permutation of ``0 .. seq - 1``.
-    positions : array_like, optional
-        Positions of the slots (default ``0 .. seq - 1``).
-    causal : bool, optional
-        Override the layer's causal default.
-    carry_positions : bool
-        If True, each token keeps its position when it moves (positions are permuted too):
-        position then travels as part of the content.
-
-    Returns
-    -------
-    Deviation
-        Max absolute deviations of scores, weights and outputs (0 up to rounding for an
-        equivariant layer).
+    Compares the pass on ``x[perm]`` with ``P S P^T``, ``P A P^T`` and ``P out`` from the pass on
+    ``x``; with ``carry_positions`` each token keeps its position. 0 up to rounding for an equivariant layer.
     """
     x = np.asarray(x)
     if x.ndim < 2:
@@ -274,26 +191,9 @@ def permutation_deviation(layer: AttentionLayer, x, perm, positions=None, *, cau
 
 
 def shift_deviation(layer: AttentionLayer, x, shift: float, positions=None, *, causal=None) -> Deviation:
-    """How much a global shift of every position changes scores, weights and outputs.
+    """How much a global ``shift`` of every position changes scores, weights and outputs.
 
-    Parameters
-    ----------
-    layer : AttentionLayer
-    x : array_like, shape (..., seq, d_model)
-    shift : float
-        Added to every position (finite).
-    positions : array_like, optional
-        Unshifted positions (default ``0 .. seq - 1``).
-
-    Returns
-    -------
-    Deviation
-        Max absolute differences between the shifted and the unshifted pass.
-
-    Raises
-    ------
-    ValueError
-        As :meth:`AttentionLayer.run`, e.g. when the shifted positions leave an absolute table.
+    Raises ValueError as :meth:`AttentionLayer.run`, e.g. when the shifted positions leave an absolute table.
     """
     shift = v.real("shift", shift)
     x = np.asarray(x)
@@ -309,47 +209,17 @@ def shift_deviation(layer: AttentionLayer, x, shift: float, positions=None, *, c
     )
 
 
-# --------------------------------------------------------------------------------------------
-# a content-free copy head, for the value-path / routing contrast of chapter 2
-# --------------------------------------------------------------------------------------------
 
 
 def copy_back_head(back: int = 2, *, length: int = 8, head_dim: int = 16, key_shift: float = 0.0,
                    value_lag: int = 0, sharpness: float = 8.0, seed: Any = 0) -> Callable:
     """A content-free rotary head that should read the token ``back`` places before the query.
 
-    Every key holds the same random vector ``k`` and the query is ``sharpness * R_{-back} k``, so
-    with the query at position ``length - 1`` and keys at ``0 .. length - 1`` the score of key
-    ``n`` is ``sharpness * sum_i |k^(i)|^2 cos((n - m + back) theta_i) / sqrt(head_dim)``
-    (``k^(i)`` the i-th pair), which peaks at ``n = m - back``. Two defects can be switched on:
-
-    * ``key_shift``: keys were rotated at positions shifted by this amount (a routing defect, such
-      as cache position ids off by one);
-    * ``value_lag``: value slot ``j`` holds the message of token ``j - value_lag`` (a value-path
-      defect; ``np.roll`` of the values along the sequence).
-
-    Parameters
-    ----------
-    back : int
-        How far back the head should read (1 to ``length - 1``).
-    length : int
-        Number of tokens, 2 to 4,096; the query is the last one.
-    head_dim : int
-        Even width of the head, 2 to 1,024.
-    key_shift : float
-        Finite shift of the key positions (0 for a healthy head).
-    value_lag : int
-        Lag of the value slots, ``-(length - 1)`` to ``length - 1`` (0 for a healthy head).
-    sharpness : float
-        Positive multiplier of the query (at most 1e6); larger concentrates the softmax.
-    seed : int or numpy.random.Generator
-        Draws the key content.
-
-    Returns
-    -------
-    callable
-        ``head(values) -> (weights, output)``: ``values`` of shape ``(length, v)`` (finite),
-        ``weights`` of shape ``(length,)`` summing to one, ``output = weights @ values as read``.
+    Every key holds the same random vector ``k`` and the query (position ``length - 1``) is
+    ``sharpness * R_{-back} k``, so the score peaks at key ``m - back``. ``key_shift`` rotates the keys
+    at shifted positions (a routing defect); ``value_lag`` rolls the values (a value-path defect).
+    ``length`` is 2 to 4,096, ``sharpness`` at most 1e6. Returns ``head(values) -> (weights, output)``
+    for ``values`` of shape ``(length, v)``.
 
     Examples
     --------

@@ -1,21 +1,11 @@
 """Gate C on a grid: a content-free head with a multi-axis bank, trained to attend at a fixed 2D offset.
 
-The head of :mod:`ropegeo.toy.heads` (one learned query vector and one learned key vector,
-the same at every position) moved to a grid of patches. Patch ``p = (x, y)`` rotates pair ``i`` by
-``p . f_i`` (the rows of a ``(pairs, 2)`` frequency matrix from :mod:`ropegeo.multiaxis`), so the
-score of the query at ``p`` for the key at ``p'`` depends on the displacement ``delta = p - p'``
-only::
-
-    score(delta) = sum_i a_i cos(delta . f_i) + b_i sin(delta . f_i)
-
-with the learned pair coefficients ``a_i, b_i`` of chapter 6. Every query attends over all other
-patches (vision attention is not causal) and is trained to put its attention on the patch at
-``p + target``. Training is full-batch Adam (:class:`ropegeo.toy.Adam`) with the gradient
-derived by hand: the score table has one entry per displacement, and the gradient of the loss
-with respect to it is a sum of softmax residuals over the (query, key) cells that share it.
-
-:func:`split_study` trains one head per seed for each split of a bank between the axes and reads
-where the attention that misses the target goes (:func:`evaluate_axial`).
+Chapter 6's head moved to a grid of patches: patch ``p = (x, y)`` rotates pair ``i`` by ``p . f_i``
+(the rows of a ``(pairs, 2)`` matrix from :mod:`ropegeo.multiaxis`), so the score depends on
+``delta = p - p'`` only: ``sum_i a_i cos(delta . f_i) + b_i sin(delta . f_i)``. Every query
+attends over all other patches (not causal) and is trained, by full-batch Adam with the gradient
+derived by hand, to attend to the patch at ``p + target``. :func:`split_study` trains one head per
+seed for each split of a bank between the axes.
 """
 
 from __future__ import annotations
@@ -40,18 +30,8 @@ MAX_GRID = 32
 class AxialHead:
     """A trained content-free head on a ``grid`` of patches.
 
-    Attributes
-    ----------
-    q, k : numpy.ndarray, shape (2 * pairs,)
-        Learned query and key (interleaved pairs).
-    freqs : numpy.ndarray, shape (pairs, 2)
-        Frequency vector of every pair, radians per patch along (x, y).
-    target : tuple of int
-        The displacement ``key - query`` the head was trained to attend to.
-    grid : tuple of int
-        Patches along x and y.
-    seed : int
-    losses : numpy.ndarray, shape (steps,)
+    ``q, k``: shape ``(2 * pairs,)``, interleaved; ``freqs``: shape ``(pairs, 2)``, radians per patch
+    along (x, y); ``target``: the displacement ``key - query`` trained for.
     """
 
     q: np.ndarray
@@ -63,13 +43,13 @@ class AxialHead:
     losses: np.ndarray
 
     def amplitudes(self) -> np.ndarray:
-        """``|q_i| |k_i|``-style weight of every pair in the score, ``hypot(a_i, b_i)``."""
+        """Weight of every pair in the score, ``hypot(a_i, b_i)``."""
         a, b = _pair_coefficients(self.q, self.k)
         return np.hypot(a, b)
 
 
 def _layout(grid, target):
-    """Patch coordinates, the displacement index of every (query, key) cell, the training queries and their targets."""
+    """Patch coordinates, displacement index per (query, key), training queries and their targets."""
     gx, gy = grid
     xs, ys = np.meshgrid(np.arange(gx), np.arange(gy), indexing="xy")
     pos = np.stack([xs.ravel(), ys.ravel()], axis=1)  # patch n at (x, y), n = y * gx + x
@@ -97,7 +77,7 @@ def _check(freqs, grid, target):
 
 
 def _prepared(g, t, F):
-    """Everything a training step reuses: phases per displacement, the gathered indices, the self mask."""
+    """What a training step reuses: phases per displacement, gathered indices, the self mask."""
     _, index, table, inside, goal = _layout(g, t)
     ang = table @ F.T
     sel = index[inside]
@@ -131,10 +111,8 @@ def axial_scores(head: AxialHead) -> np.ndarray:
 
 
 def axial_head_loss(q, k, freqs, *, target=(2, 3), grid=(8, 8)) -> tuple[float, np.ndarray, np.ndarray]:
-    """The training loss of a grid head and its exact gradient with respect to ``q`` and ``k``.
-
-    The mean over the queries whose target patch lies on the grid of ``-log`` the attention on
-    it. Returns ``(loss, dq, dk)``.
+    """Mean ``-log`` attention on the target patch over the queries whose target is on the grid,
+    and its exact gradient: ``(loss, dq, dk)``.
     """
     F, g, t = _check(freqs, grid, target)
     q = v.finite_array("q", q)
@@ -149,22 +127,8 @@ def train_axial_head(freqs, *, target=(2, 3), grid=(8, 8), steps: int = 300, lr:
                      init_std: float = 0.3, seed: int = 0) -> AxialHead:
     """Train a content-free grid head to attend to the patch at ``query + target``.
 
-    Parameters
-    ----------
-    freqs : array_like, shape (pairs, 2)
-        The bank and its split between the axes (:mod:`ropegeo.multiaxis`).
-    target : (int, int)
-        The displacement ``key - query`` to attend to (not (0, 0); inside the grid).
-    grid : (int, int)
-        Patches along x and y (2 to :data:`MAX_GRID` each).
-    steps, lr, init_std
-        Full-batch Adam settings, as for chapter 6's heads.
-    seed : int
-        Initialisation of ``q`` and ``k``.
-
-    Returns
-    -------
-    AxialHead
+    ``freqs`` has shape ``(pairs, 2)``; ``target`` is not (0, 0) and inside the grid; ``grid`` sides
+    are 2 to :data:`MAX_GRID`; ``steps, lr, init_std`` as for chapter 6's heads.
 
     Examples
     --------
@@ -200,24 +164,11 @@ def _train(q, k, F, g, t, steps, lr, record=()):
 class AxialEvaluation:
     """Where a grid head's attention goes, averaged over the queries whose target is on the grid.
 
-    Attributes
-    ----------
-    accuracy : float
-        Share of those queries whose largest attention is on the target.
-    target_mass : float
-        Mean attention on the target.
-    same_x_mass : float
-        Mean attention on patches at the right x offset and a wrong y offset (the target's column).
-    same_y_mass : float
-        Mean attention on patches at the right y offset and a wrong x offset (the target's row).
-    other_mass : float
-        The rest.
-    edge_pick : float
-        Share of those queries whose largest attention is on the target's column in the grid's last
-        row along the target's y direction (what a head that only ranks rows picks).
-    column_ramp : bool
-        Whether the score along the target's column rises strictly with the key's row, towards the
-        target's y direction, over every row offset the grid holds.
+    ``accuracy``: share whose largest attention is on the target; ``same_x_mass`` / ``same_y_mass``:
+    mass at the right x / y offset and a wrong other one; ``other_mass``: the rest;
+    ``edge_pick``: share whose largest attention is on the target's column in the grid's last row
+    along the target's y direction (what a head that only ranks rows picks); ``column_ramp``: whether
+    the score along the target's column rises strictly with the key's row towards that direction.
     """
 
     accuracy: float
@@ -253,21 +204,10 @@ def evaluate_axial(head: AxialHead) -> AxialEvaluation:
 
 
 def split_study(splits: dict, seeds=range(10), **options) -> dict:
-    """Train one head per seed for every split and evaluate it.
+    """Train one head per seed (at most :data:`ropegeo.toy.MAX_SEEDS`) for every named split and evaluate it.
 
-    Parameters
-    ----------
-    splits : dict of str to array_like (pairs, 2)
-        Named frequency matrices.
-    seeds : iterable of int
-        At most :data:`ropegeo.toy.MAX_SEEDS`.
-    **options
-        ``target``, ``grid``, ``steps``, ``lr``, ``init_std`` of :func:`train_axial_head`.
-
-    Returns
-    -------
-    dict
-        ``{name: {field: numpy.ndarray (seeds,)}}`` with the fields of :class:`AxialEvaluation`.
+    ``options`` go to :func:`train_axial_head`. Returns ``{name: {field: array (seeds,)}}`` with the
+    fields of :class:`AxialEvaluation`.
     """
     seeds = seed_list(seeds)
     if not isinstance(splits, dict) or not splits or len(splits) > 16:

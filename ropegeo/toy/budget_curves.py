@@ -1,24 +1,12 @@
 """Fine-tuning budget curves: what an extension rule's fine-tuning buys, step by step, seed by seed.
 
-Chapter 6 trains offset heads (``ropegeo.toy.train_offset_head``) at a short length and
-serves them eight times longer under an extension rule. One fine-tuning budget is one point; a
-claim about fine-tuning needs the curve. :func:`budget_curve` fine-tunes every head of several
-seeds under each rule for each budget (a fresh fine-tuning run per budget, from the same trained
-head, as :func:`ropegeo.toy.fine_tune` does it) and records per seed:
-
-* the attention *mass* on the target and the winner *accuracy* at the target length, with phases
-  in float64 and, to measure how fragile the result is, with the angle table held in bfloat16;
-* the *amplitude ratio*: the head's summed pair amplitudes ``sum_i |a_i + i b_i|`` after
-  fine-tuning over those before. Interpolation compresses the ruler, so telling neighbouring
-  offsets apart takes larger weights: this ratio is what fine-tuning pays for resolution.
-
-A budget of 0 is the untouched head served under the rule.
-
-The full curve of the book (10 seeds, 5 rules, 7 budgets) takes about a minute, so it is stored
-in ``ropegeo/data/runs/finetune_budget.json`` by ``scripts/make_budget_curve.py`` and read back
-with :func:`load_run`; the tests recompute a disjoint-seed subset and one stored point.
-
-Only public names of ``ropegeo.toy`` are used.
+Chapter 6 trains offset heads at a short length and serves them eight times longer under a rule.
+:func:`budget_curve` fine-tunes every seed's head under each rule for each budget (a fresh run per
+budget from the same trained head; budget 0 is the untouched head) and records per seed the
+target *mass* and winner *accuracy* at the target length (phases in float64, and in bfloat16 to
+measure fragility), and the *amplitude ratio* ``sum_i |a_i + i b_i|`` after over before: what
+fine-tuning pays for resolution. The book's curve is stored in ``ropegeo/data/runs/`` by
+``scripts/make_budget_curve.py`` and read with :func:`load_run`.
 """
 
 from __future__ import annotations
@@ -39,8 +27,7 @@ from ropegeo.softmax import softmax
 __all__ = ["CURVE_RULES", "BUDGETS", "MATCH_BUDGETS", "RUNS", "PIPELINES", "budget_curve", "match_fix_curve",
            "pipeline_mass", "spread", "load_run", "rule_overlap"]
 
-#: The rules of the curve: ``ropegeo.scaling.NAMED_RULES`` but dynamic, spelled as the stored runs key them
-#: (``"raw"`` and ``"pi"``: aliases of ``"none"`` and ``"linear"``).
+#: ``ropegeo.scaling.NAMED_RULES`` but dynamic, as the stored runs key them (``"raw"``, ``"pi"``: aliases).
 CURVE_RULES = tuple({"none": "raw", "linear": "pi"}.get(r, r) for r in scaling.NAMED_RULES if r != "dynamic")
 #: Fine-tuning budgets (Adam steps at the target length); 0 is the untouched head.
 BUDGETS = (0, 150, 300, 600, 1500, 3000, 6000)
@@ -61,33 +48,13 @@ def _bf16(x: np.ndarray) -> np.ndarray:
 
 def pipeline_mass(head, length: int, pipeline: str = "float64", *, extension: str | None = None,
                   factor: float | None = None) -> float:
-    """Mean attention mass of an offset head on its target, with the rotary tables of a pipeline.
+    """Mean attention mass of an offset head on its target at ``length`` (at most 4096), with the rotary tables of a pipeline.
 
-    Parameters
-    ----------
-    head : ropegeo.toy.OffsetHead
-    length : int
-        Sequence length (more than the head's offset, at most 4096).
-    pipeline : {"float64", "bf16_cos_sin"}
-        ``"float64"``: exact. ``"bf16_cos_sin"``: positions times frequencies in float32, cosine
-        and sine in float32 and then cast to bfloat16, queries and keys in bfloat16 and the
-        rotated vectors rounded to bfloat16 (the order of current Hugging Face ``transformers``
-        rotary classes, which build ``cos``/``sin`` in float32 and cast them to the model dtype).
-        The historical pipeline that rounds the angle table itself to bfloat16 is
-        ``ropegeo.toy.evaluate(..., phase_dtype="bfloat16")``.
-    extension, factor : optional
-        Serve the head under a named rule (``ropegeo.scaling.extension_schedule``) instead of
-        its own schedule.
-
-    Returns
-    -------
-    float
-        Mean over queries ``m >= offset`` of the softmax weight (over keys ``n < m``) on ``m - offset``.
-
-    Raises
-    ------
-    ValueError
-        For a head that is not an offset head, a bad length, pipeline or rule.
+    ``"float64"`` is exact; ``"bf16_cos_sin"`` forms the angles in float32, casts cos, sin, queries,
+    keys and rotated vectors to bfloat16 (the order of current transformers rotary classes); the
+    angle table rounded to bfloat16 itself is ``ropegeo.toy.evaluate(..., phase_dtype="bfloat16")``.
+    ``extension, factor`` serve the head under a named rule. Raises ValueError for a head that is not
+    an offset head, a bad length, pipeline or rule.
     """
     if not isinstance(head, behaviour.OffsetHead):
         raise ValueError(f"head must be an ropegeo.toy.OffsetHead, got {type(head).__name__}")
@@ -135,8 +102,7 @@ def _head_settings(head_dim, base, train_length, offset, factor, lr):
 
 
 def _rule(name: str) -> str:
-    """The scaling rule a curve's rule name stands for (``"raw"`` and ``"pi"`` are the chapter's
-    names for ``"none"`` and ``"linear"``); a ValueError naming ``rules`` otherwise."""
+    """The scaling rule a curve's rule name stands for; a ValueError naming ``rules`` otherwise."""
     try:
         return rule_name(name)
     except ValueError:
@@ -144,7 +110,7 @@ def _rule(name: str) -> str:
 
 
 def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
-    """A curve's checked rule names and budgets (1 to :data:`MAX_BUDGETS` step counts, 0 to ``most_steps``)."""
+    """A curve's checked rule names and budgets (1 to :data:`MAX_BUDGETS`, 0 to ``most_steps``)."""
     if isinstance(rules, str) or not v.is_collection(rules):
         raise ValueError(f"rules must be a list of rule names such as ('raw', 'pi'), got {rules!r}")
     rules = [str(r) for r in itertools.islice(rules, len(scaling.RULES) + 2)]
@@ -162,36 +128,12 @@ def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
 
 def budget_curve(seeds=range(10), rules=CURVE_RULES, budgets=BUDGETS, *, head_dim: int = 16, base: float = 10_000.0,
                  train_length: int = 64, offset: int = 5, factor: int = 8, lr: float = 0.05) -> dict:
-    """Fine-tune offset heads under each rule for each budget and measure them at the target length.
+    """Fine-tune offset heads under each rule for each budget and measure them at ``factor * train_length``.
 
-    Parameters
-    ----------
-    seeds : iterable of int
-        Training seeds (1 to ``ropegeo.toy.MAX_SEEDS`` = 20), one head each.
-    rules : iterable of str
-        Rule names of ``ropegeo.scaling.extension_schedule`` (``"raw"`` fine-tunes on the
-        unchanged ruler at the target length).
-    budgets : iterable of int
-        Fine-tuning steps, each 0 to 20,000; at most 16 budgets.
-    head_dim, base, train_length, offset : optional
-        The heads (head_dim at most 64, train_length 8 to 256, offset 1 to 7).
-    factor : int
-        Extension factor (2 to 16): the target length is ``factor * train_length``.
-    lr : float
-        Adam learning rate of training and fine-tuning (at most 1).
-
-    Returns
-    -------
-    dict
-        ``settings`` (every argument), and for each measurement ``mass``, ``accuracy``,
-        ``mass_bf16`` (angle table in bfloat16), ``mass_bf16_cos_sin`` (float32 angles, bfloat16
-        cosine, sine and vectors; :func:`pipeline_mass`), ``amplitude_ratio`` a dict ``rule -> list over
-        budgets of lists over seeds`` (floats).
-
-    Raises
-    ------
-    ValueError
-        For bad seeds, rules, budgets or head settings.
+    ``budgets`` are 0 to 20,000 steps (at most 16); heads have ``head_dim`` at most 64, ``train_length``
+    8 to 256, ``offset`` 1 to 7; ``factor`` is 2 to 16, ``lr`` at most 1. Returns ``settings`` and, for
+    ``mass``, ``accuracy``, ``mass_bf16``, ``mass_bf16_cos_sin`` (:func:`pipeline_mass`) and
+    ``amplitude_ratio``, a dict ``rule -> budgets x seeds``. Raises ValueError for a bad argument.
 
     Examples
     --------
@@ -239,32 +181,10 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
                     sequences: int = 4) -> dict:
     """Gate C's prescribed fix, measured: fine-tune its match heads at the target length.
 
-    Match heads (``ropegeo.toy.train_match_head``, the content-and-position head of the
-    Gate C battery, trained with ``train_steps`` steps as chapter 6's battery does) are
-    fine-tuned under each rule for each budget at ``factor * train_length`` and evaluated there
-    on ``sequences`` random sequences (seed 12345, the same for every head).
-
-    Parameters
-    ----------
-    seeds : iterable of int
-        1 to 20 seeds.
-    rules : iterable of str
-        Rule names (``ropegeo.scaling.RULES``).
-    budgets : iterable of int
-        Fine-tuning steps, each 0 to 1,000 (0: the head as trained); at most 16.
-    head_dim, base, train_length, factor, train_steps, sequences : optional
-        head_dim at most 64, train_length 8 to 128, factor 2 to 8, train_steps 1 to 2,000,
-        sequences 1 to 16.
-
-    Returns
-    -------
-    dict
-        ``settings`` and ``accuracy``, ``mass``: rule -> list over budgets of lists over seeds.
-
-    Raises
-    ------
-    ValueError
-        For bad seeds, rules, budgets or settings.
+    Match heads trained with ``train_steps`` (1 to 2,000) are fine-tuned under each rule for each
+    budget (0 to 1,000 steps) at ``factor * train_length`` and evaluated there on ``sequences``
+    (1 to 16) random sequences. ``head_dim`` at most 64, ``train_length`` 8 to 128, ``factor`` 2 to 8.
+    Returns ``settings``, ``accuracy`` and ``mass`` (rule -> budgets x seeds).
     """
     seeds = behaviour.seed_list(seeds)
     rules, budgets = _rules_and_budgets(rules, budgets, 1000)
@@ -294,10 +214,7 @@ def match_fix_curve(seeds=range(10), rules=("raw", "pi"), budgets=MATCH_BUDGETS,
 
 
 def spread(values) -> dict:
-    """Mean, min, max and the middle 80% (10th to 90th percentile) of per-seed values.
-
-    ``values`` has seeds on its last axis; the statistics are over that axis.
-    """
+    """Mean, min, max and the 10th and 90th percentiles of per-seed values (seeds on the last axis)."""
     x = np.asarray(values, dtype=float)
     return {"mean": x.mean(axis=-1), "min": x.min(axis=-1), "max": x.max(axis=-1),
             "p10": np.percentile(x, 10, axis=-1), "p90": np.percentile(x, 90, axis=-1)}
@@ -306,30 +223,10 @@ def spread(values) -> dict:
 def rule_overlap(run: dict, rule: str, against: str = "pi", quantity: str = "amplitude_ratio") -> dict:
     """Where one rule's seeds reach another's, budget by budget, in a stored budget curve.
 
-    A sentence such as "the other rules grow their weights less than interpolation" is true of
-    the means at some budgets and false of single seeds at others; this lays out both.
-
-    Parameters
-    ----------
-    run : dict
-        A curve from :func:`budget_curve` or :func:`load_run`.
-    rule, against : str
-        Two of the run's rules.
-    quantity : str
-        A per-seed quantity of the run (``"amplitude_ratio"``, ``"mass"``, ``"accuracy"``).
-
-    Returns
-    -------
-    dict
-        ``budgets``; per budget the ``rule_mean``, ``rule_max``, ``against_mean`` and
-        ``against_min`` (lists); ``mean_above`` (budgets where the rule's mean exceeds the other's)
-        and ``seed_above_min`` (budgets where some seed of the rule exceeds the other's lowest
-        seed).
-
-    Raises
-    ------
-    ValueError
-        For a rule or quantity the run does not hold.
+    Returns ``budgets``, per budget ``rule_mean``, ``rule_max``, ``against_mean``, ``against_min``, and
+    ``mean_above`` / ``seed_above_min``: the budgets where the rule's mean exceeds the other's mean /
+    some seed of the rule exceeds the other's lowest seed. Raises ValueError for a rule or quantity
+    the run does not hold.
 
     Examples
     --------
@@ -354,13 +251,7 @@ def rule_overlap(run: dict, rule: str, against: str = "pi", quantity: str = "amp
 
 
 def load_run(name: str = "finetune_budget") -> dict:
-    """A stored run from ``ropegeo/data/runs/<name>.json`` (see ``scripts/``).
-
-    Raises
-    ------
-    ValueError
-        When ``name`` is not a stored run.
-    """
+    """A stored run from ``ropegeo/data/runs/<name>.json``; a ValueError when ``name`` is not one."""
     if not isinstance(name, str) or not name.replace("_", "").isalnum():
         raise ValueError(f"name must be the name of a stored run (letters, digits, underscores), got {name!r}")
     path = RUNS / f"{name}.json"

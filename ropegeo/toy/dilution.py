@@ -1,20 +1,10 @@
 """Attention dilution: how a trained head's attention spreads as the context grows.
 
-A softmax over ``n`` keys hands every key some weight. When a head trained at a short length is
-served at a longer one, the keys it never saw are many, and even if none of them outscores the
-target, together they can take the attention away from it: the attention *dilutes*. Two remedies
-multiply the logits by a factor that grows with the length:
-
-* YaRN's attention factor: queries and keys are multiplied by ``0.1 ln s + 1`` (``s`` the
-  extension factor), so the logits by its square;
-* log-length scaling: the logits are multiplied by ``ln n / ln L`` for a context of ``n`` tokens
-  and a training length ``L`` (and left alone for ``n <= L``), as in Qwen's ``use_logn_attn``
-  and the analysis of Chiang and Cholak (2022).
-
-:func:`dilution_probe` serves trained offset heads (``ropegeo.toy.train_offset_head``) at
-growing lengths under an extension rule and measures, for the last query of each sequence (it
-sees every earlier key), the attention mass on the target and the entropy of the attention, for
-each logit scaling. Only public names of ``ropegeo.toy`` are used.
+Served longer than it was trained, a head sees many unseen keys that together can take the
+attention from the target even when none outscores it. Two remedies multiply the logits by a
+factor growing with the length: YaRN's attention factor (``0.1 ln s + 1`` on queries and keys)
+and log-length scaling (``ln n / ln L`` for ``n > L``, as Qwen's ``use_logn_attn`` and Chiang and
+Cholak, 2022). :func:`dilution_probe` measures the last query's target mass and entropy under each.
 """
 
 from __future__ import annotations
@@ -42,13 +32,9 @@ MAX_DILUTION_LENGTH = 1 << 16
 def logit_multiplier(scaling: str, length: int, train_length: int) -> float:
     """The factor a scaling multiplies the logits by at ``length`` for a head trained at ``train_length``.
 
-    ``"none"``: 1. ``"yarn"``: ``(0.1 ln s + 1) ** 2`` with ``s = max(1, length / train_length)``.
-    ``"log_length"``: ``max(1, ln length / ln train_length)``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown scaling or lengths below 2.
+    ``"none"``: 1; ``"yarn"``: ``(0.1 ln s + 1) ** 2``, ``s = max(1, length / train_length)``;
+    ``"log_length"``: ``max(1, ln length / ln train_length)``. Raises ValueError for an unknown
+    scaling or lengths below 2.
 
     Examples
     --------
@@ -81,31 +67,10 @@ def _last_query(head, length: int, rule: str, multiplier: float) -> tuple[float,
 def dilution_probe(heads, lengths, *, rule: str = "yarn", scalings=SCALINGS) -> dict:
     """Target mass and attention entropy of the last query against length, per logit scaling.
 
-    Parameters
-    ----------
-    heads : sequence of ropegeo.toy.OffsetHead
-        Trained offset heads (one per seed, 1 to ``ropegeo.toy.MAX_SEEDS`` = 20) with a
-        base (not trained on an explicit theta).
-    lengths : iterable of int
-        Sequence lengths (each more than the heads' offset and at most 65,536; at most 16).
-    rule : str
-        The extension rule serving the heads, configured for each length
-        (``ropegeo.scaling.extension_schedule``, factor ``length / train_length``).
-    scalings : iterable of {"none", "yarn", "log_length"}
-        Logit scalings to compare (see :func:`logit_multiplier`). The rule's own attention factor
-        is not applied: the scaling replaces it.
-
-    Returns
-    -------
-    dict
-        ``lengths``, ``seeds``, ``rule``, ``multiplier`` (scaling -> list over lengths) and
-        ``mass``, ``entropy`` (scaling -> array of shape (lengths, seeds)); ``uniform_entropy``
-        (``ln(n - 1)`` per length, the entropy of attention spread evenly).
-
-    Raises
-    ------
-    ValueError
-        For bad heads, lengths, rule or scalings.
+    ``heads``: 1 to ``MAX_SEEDS`` offset heads trained on a base; ``lengths``: at most 16, each above
+    the offsets and at most 65,536; ``rule`` serves the heads at each length (the scaling replaces its
+    attention factor). Returns ``lengths``, ``seeds``, ``rule``, ``multiplier``, ``mass`` and
+    ``entropy`` (scaling -> (lengths, seeds)) and ``uniform_entropy`` (``ln(n - 1)``).
 
     Examples
     --------

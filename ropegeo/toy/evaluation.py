@@ -1,14 +1,10 @@
 """Running a trained head: :func:`~ropegeo.toy.evaluate` under a schedule and interventions, and across seeds.
 
-:func:`~ropegeo.toy.evaluate` runs a head on sequences of any length under a frequency schedule (raw,
-position interpolation, NTK-aware, dynamic NTK, YaRN or Llama-3 through ``ropegeo.scaling``, or
-any explicit per-pair ``theta`` with a position ``scale`` and attention factor) and under
-interventions (a global shift of every position, a query position off by some steps, the query
-position reset to 0 as in a broken KV cache, positions or phases held in a low precision). It
-reports, per query, whether the attention *winner* is the target and how much attention *mass*
-lands on it; :class:`Evaluation` bins both by absolute query position and by displacement.
-:func:`~ropegeo.toy.evaluate_seeds` and :func:`~ropegeo.toy.compare` repeat this over several independently trained heads
-and keep every seed's numbers, because some effects appear for some seeds only.
+A schedule is a named extension rule (``ropegeo.scaling``) or explicit ``theta``, ``scale`` and
+attention factor; the interventions are a global shift, a query offset, the query reset to 0 (a
+broken KV cache) and positions or phases held in a low precision. Per query, whether the
+attention *winner* is the target and how much *mass* lands on it; :func:`~ropegeo.toy.evaluate_seeds`
+and :func:`~ropegeo.toy.compare` keep every seed's numbers (some effects appear for some seeds only).
 """
 
 from __future__ import annotations
@@ -44,16 +40,8 @@ MAX_BINS = 10_000
 
 @dataclass(frozen=True)
 class Binned:
-    """Accuracy and attention mass averaged within bins of query position or displacement.
-
-    Attributes
-    ----------
-    edges : numpy.ndarray, shape (bins + 1,)
-        Bin edges (left-closed, right-open; the last bin is closed).
-    accuracy, mass : numpy.ndarray, shape (bins,)
-        Mean winner accuracy and mean attention mass on the target per bin (NaN in empty bins).
-    count : numpy.ndarray of int, shape (bins,)
-        Queries per bin.
+    """Accuracy and attention mass averaged within bins (left-closed ``edges``; NaN in empty bins),
+    with ``count`` queries per bin.
     """
 
     edges: np.ndarray
@@ -73,33 +61,9 @@ class Binned:
 class Evaluation:
     """A head run on sequences of one length under one schedule and intervention.
 
-    Every array holds one entry per evaluated query (queries with a target only), in sequence
-    order, sequences concatenated.
-
-    Attributes
-    ----------
-    kind : {"offset", "match"}
-    seed : int or None
-        The head's training seed.
-    length : int
-        Sequence length.
-    schedule : str
-        ``"own"`` (the head's training schedule), a rule name, or ``"custom"``.
-    theta : numpy.ndarray, shape (pairs,)
-        Frequencies used.
-    scale : float
-        Position multiplier used.
-    attention_factor : float
-        Multiplier of rotated queries and keys used (YaRN's; 1 otherwise).
-    interventions : dict
-        The intervention settings (shift, query_offset, query_reset, position_dtype, phase_dtype).
-    query_position, target_position, winner_position : numpy.ndarray of int64
-        Sequence index of the query, of its target key and of the key with the highest score.
-    target_mass : numpy.ndarray of float64
-        Softmax attention on the target key.
-    attention_by_displacement : numpy.ndarray, shape (length,)
-        Mean attention weight at displacement ``delta`` (index), over the evaluated queries that
-        can see that displacement (NaN where none can; index 0 is always NaN).
+    Every per-query array holds the queries with a target, sequences concatenated;
+    ``schedule`` is ``"own"``, a rule name or ``"custom"``; ``attention_by_displacement[delta]`` is
+    the mean attention at ``delta`` over the queries that see it (NaN where none does).
     """
 
     kind: str
@@ -168,13 +132,8 @@ class Evaluation:
             return Binned(edges, acc / count, mass / count, count)
 
     def by_position(self, bins=8) -> Binned:
-        """Accuracy and mass binned by absolute query position.
-
-        Parameters
-        ----------
-        bins : int or array_like
-            Number of equal bins over ``[0, length]`` (1 to :data:`MAX_BINS` = 10,000) or explicit
-            increasing edges (at most ``MAX_BINS + 1``).
+        """Accuracy and mass binned by query position: ``bins`` equal bins over ``[0, length]`` (at most
+        :data:`MAX_BINS`) or increasing edges.
         """
         return self._binned(self.query_position.astype(float), bins, self.length)
 
@@ -225,7 +184,7 @@ def _positions(length, shift, query_offset, query_reset, position_dtype):
 
 
 def _check_phases(qpos, kpos, theta, scale, phase_dtype, shift) -> None:
-    """Refuse a phase dtype in which the largest phase overflows (phases grow with |position|)."""
+    """Refuse a phase dtype in which the largest phase overflows."""
     top = max(float(np.max(np.abs(qpos))), float(np.max(np.abs(kpos)))) * scale
     try:
         phase_angles(np.array([top]), theta, phase_dtype)
@@ -240,50 +199,15 @@ def evaluate(head, length: int, *, extension: str | None = None, factor: float |
              phase_dtype: str = "float64", sequences: int = 8, seed=12345) -> Evaluation:
     """Run a trained head on sequences of ``length`` and score every query's attention.
 
-    Scores are formed exactly as a rotary layer does: queries rotated at their position ids,
-    keys at theirs (:func:`ropegeo.rotation.apply_rope`), dot products, a softmax over the
-    strictly earlier keys.
-
-    Parameters
-    ----------
-    head : OffsetHead or MatchHead
-    length : int
-        Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096; for an offset head more than its
-        offset). Queries, keys and scores are formed a few sequences at a time, at most about
-        4 million scores at once.
-    extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}, optional
-        A named extension rule relative to the head's original base and training length (see
-        :func:`~ropegeo.scaling.extension_schedule`). Default: the head's own schedule (as trained or fine-tuned).
-    factor : float, optional
-        Extension factor of the rule (at least 1). Default: ``length / train_length``.
-    theta, scale : optional
-        Explicit frequencies (shape (pairs,)) and/or position multiplier instead of a rule.
-    attention_factor : float, optional
-        Explicit multiplier of rotated queries and keys (positive; logits grow by its square),
-        e.g. from ``ropegeo.scaling.rope_parameters``. Default: the rule's or the head's.
-    shift : float
-        Added to every position id, queries and keys alike (a global shift; finite).
-    query_offset : float
-        Added to the query position ids only (the query off by one: ``1`` or ``-1``).
-    query_reset : bool
-        Give every query position id 0 while keys keep theirs (the KV-cache bug).
-    position_dtype : {"float32", "float16", "bfloat16"}, optional
-        Round the position ids to this dtype (then compute phases in ``phase_dtype``); it must
-        hold every position id (float16 stops at 65,504).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision of the angle table (positions times frequencies); it must hold every phase.
-    sequences : int
-        Random sequences for a match head (1 to :data:`MAX_SEQUENCES` = 256; time grows with
-        ``sequences * length**2 * head_dim``, memory does not: they are scored a few at a time);
-        the offset head needs one.
-    seed : int or numpy.random.Generator
-        Randomness of the match head's sequences (tokens uniform over the vocabulary).
-
-    Raises
-    ------
-    ValueError
-        For a bad head, length, schedule, intervention or dtype, a ``position_dtype`` or
-        ``phase_dtype`` that overflows at these positions, or too many sequences.
+    Scores are formed as a rotary layer forms them (:func:`ropegeo.rotation.apply_rope`, a softmax
+    over strictly earlier keys), a few sequences at a time. ``length`` is 2 to
+    :data:`MAX_HEAD_LENGTH`. The schedule is the head's own, a named ``extension``
+    (:func:`~ropegeo.scaling.extension_schedule`, ``factor`` default ``length / train_length``), or
+    explicit ``theta`` / ``scale`` / ``attention_factor``. ``shift`` moves every position id,
+    ``query_offset`` the queries' only, ``query_reset`` sets the queries' to 0; ``position_dtype``
+    rounds position ids and ``phase_dtype`` holds the angle table (each must hold every value).
+    ``sequences`` (at most :data:`MAX_SEQUENCES`) and ``seed`` serve a match head. Raises ValueError
+    for a bad argument or a dtype that overflows at these positions.
     """
     _check_head(head)
     length = v.integer("length", length, minimum=2, maximum=MAX_HEAD_LENGTH)
@@ -373,25 +297,9 @@ def _score_queries(head, length, name, th, sc, att, interventions, rotated, targ
     )
 
 
-# --------------------------------------------------------------------------------------------
-# across seeds
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SeedResults:
-    """One condition (length, schedule, intervention) evaluated for several independently trained heads.
-
-    Attributes
-    ----------
-    label : str
-        A short description of the condition.
-    seeds : tuple of int or None
-    accuracy, mass : numpy.ndarray, shape (seeds,)
-        Per-seed winner accuracy and mean attention mass on the target.
-    evaluations : tuple of Evaluation
-        The full per-seed evaluations (for binning and plotting).
-    """
+    """One condition (length, schedule, intervention) evaluated for several independently trained heads."""
 
     label: str
     seeds: tuple
@@ -419,18 +327,7 @@ class SeedResults:
 
 
 def evaluate_seeds(heads, length: int, *, label: str | None = None, **options) -> SeedResults:
-    """Evaluate every head of a list (one per seed) under the same condition.
-
-    Parameters
-    ----------
-    heads : sequence of OffsetHead or MatchHead
-        1 to :data:`MAX_SEEDS` = 20 heads.
-    length : int
-    label : str, optional
-        Name of the condition (default: built from the options).
-    **options
-        Passed to :func:`evaluate`.
-    """
+    """Evaluate every head of a list (1 to :data:`MAX_SEEDS`, one per seed) under one condition (``options`` of :func:`evaluate`)."""
     heads = _head_list(heads)
     evals = tuple(evaluate(h, length, **options) for h in heads)
     if label is None:
@@ -453,22 +350,8 @@ def _head_list(heads) -> list:
 def compare(heads, lengths, extensions=EXTENSIONS, **options) -> list:
     """The length-by-schedule table: :func:`evaluate_seeds` for every length and extension rule.
 
-    Parameters
-    ----------
-    heads : sequence of heads (one per seed)
-        1 to :data:`MAX_SEEDS` = 20 heads.
-    lengths : iterable of int
-        Evaluation lengths (each 2 to :data:`MAX_HEAD_LENGTH`; at most :data:`MAX_CONDITIONS` = 16
-        of them), e.g. ``(64, 128, 256, 512)`` for a head trained at 64.
-    extensions : iterable of str
-        Rule names (see :func:`~ropegeo.scaling.extension_schedule`; at most ``MAX_CONDITIONS``).
-    **options
-        Interventions and other :func:`evaluate` options, applied to every cell.
-
-    Returns
-    -------
-    list of SeedResults
-        Ordered by extension, then length; ``label`` is ``"<rule> L=<length>"``.
+    At most :data:`MAX_CONDITIONS` lengths and rules; ``options`` apply to every cell. Returns a list
+    of :class:`SeedResults` ordered by extension then length, labelled ``"<rule> L=<length>"``.
     """
     heads = _head_list(heads)
     lengths = [v.integer("lengths", n, minimum=2, maximum=MAX_HEAD_LENGTH)

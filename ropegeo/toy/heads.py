@@ -1,26 +1,12 @@
 """Gate C's two tiny attention heads, their losses with hand-derived gradients, and their trainers.
 
-:class:`OffsetHead`
-    content-free: one learned query vector ``q`` and one learned key vector ``k``, the same at
-    every position. Its score depends on the distance back ``delta = m - n`` from the query at
-    ``m`` to the key at ``n`` only (the negative of the book's offset ``n - m``), through the learned per-pair coefficients ``a_i, b_i``::
-
-        score(delta) = sum_i a_i cos(delta theta_i) + b_i sin(delta theta_i)
-
-    It is trained to put its attention on the key ``offset`` positions back.
-:class:`MatchHead`
-    content and position: learned query and key tables over a small vocabulary, trained to
-    attend to the most recent earlier occurrence of the query's own token.
-
-Both heads attend to strictly earlier positions only (a query never sees itself). For the match
-head this matters: its own position always holds its own token, so a head allowed to attend to
-itself has a rival at displacement 0 that, in the design's feasibility study, kept it far below
-perfect accuracy; over earlier positions only it reaches 100% in distribution.
-
-On one core the offset head trains in about a tenth of a second and the match head (600 steps of
-32 fresh sequences) in about a second, whatever the head dimension: its step reads every score
-from a table indexed by the two tokens and the distance back (``_match_loss``). All training is
-deterministic for a seed.
+:class:`OffsetHead` is content-free: one learned ``q`` and ``k``, the same at every position, whose
+score depends on the distance back ``delta = m - n`` only (the negative of the book's offset
+``n - m``): ``score(delta) = sum_i a_i cos(delta theta_i) + b_i sin(delta theta_i)``. It is
+trained to attend ``offset`` positions back. :class:`MatchHead` has query and key tables over a
+small vocabulary and is trained to attend to the most recent earlier occurrence of the query's
+token. Both attend to strictly earlier positions only (a match head allowed to see itself has a
+rival at displacement 0). Training is deterministic for a seed.
 """
 
 from __future__ import annotations
@@ -41,42 +27,18 @@ from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, 
                                   seed_list, training_settings)
 
 
-@dataclass(frozen=True)
-class OffsetHead:
-    """A trained content-free head: one query vector and one key vector, rotated by position.
+@dataclass(frozen=True, kw_only=True)
+class _TrainedHead:
+    """What both trained heads record beside their vectors (keyword-only fields).
 
-    Attributes
-    ----------
-    q, k : numpy.ndarray, shape (head_dim,)
-        The learned query and key (interleaved pairs: coordinates ``2i, 2i+1`` form pair ``i``).
-    theta : numpy.ndarray, shape (head_dim // 2,)
-        The frequencies of the schedule it was (last) trained under, radians per position.
-    scale : float
-        The position multiplier of that schedule (``1 / factor`` after interpolation fine-tuning).
-    offset : int
-        The displacement it was trained to attend to.
-    train_length : int
-        Length of the sequences of the last training stage.
-    base : float or None
-        The base its original schedule came from (``None`` when trained on an explicit theta);
-        needed by the named extension rules.
-    original_train_length : int
-        The length of the first training stage (the one extension rules extend from).
-    seed : int or None
-        The seed of the initialisation.
-    losses : numpy.ndarray
-        Training loss after each step of every stage, concatenated.
-    stages : tuple of dict
-        One record per training stage (steps, learning rate, schedule, length).
-    attention_factor : float
-        Multiplies rotated queries and keys in its schedule (1 except after YaRN fine-tuning).
+    ``theta``, ``scale`` and ``attention_factor`` are the schedule it was last trained under; ``base``
+    is that of its original schedule (``None`` for an explicit theta), which the extension rules
+    extend from ``original_train_length``; ``losses`` concatenates every stage's, and ``stages``
+    records each stage's settings.
     """
 
-    q: np.ndarray
-    k: np.ndarray
     theta: np.ndarray
     scale: float
-    offset: int
     train_length: int
     base: float | None
     original_train_length: int
@@ -85,6 +47,27 @@ class OffsetHead:
     stages: tuple = ()
     attention_factor: float = 1.0
 
+    def to_dict(self) -> dict:
+        """Plain-Python form (arrays as lists; ``final_loss`` for the losses)."""
+        out = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "losses":
+                out["final_loss"] = float(value[-1]) if value.size else None
+            else:
+                out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetHead(_TrainedHead):
+    """A trained content-free head: one query vector ``q`` and one key vector ``k`` (interleaved
+    pairs), rotated by position, trained to attend ``offset`` back; the other fields are the
+    training record (see the module)."""
+
+    q: np.ndarray
+    k: np.ndarray
+    offset: int
     kind = "offset"
 
     @property
@@ -92,48 +75,23 @@ class OffsetHead:
         return int(self.q.size)
 
     def coefficients(self) -> tuple[np.ndarray, np.ndarray]:
-        """The learned pair coefficients ``(a, b)``, each shape (head_dim // 2,).
-
-        ``score(delta) = sum_i a_i cos(delta s theta_i) + b_i sin(delta s theta_i)`` with
-        ``delta = m - n`` the distance back from the query to the key (the negative of the book's
-        offset ``n - m``) and ``s`` the position scale.
-        """
+        """The learned pair coefficients ``(a, b)`` of the score, each shape (head_dim // 2,)."""
         return _pair_coefficients(self.q, self.k)
 
     def amplitudes(self) -> np.ndarray:
-        """``sqrt(a_i**2 + b_i**2)`` per pair: the weight of pair ``i`` in the score, shape (pairs,)."""
+        """``hypot(a_i, b_i)``: the weight of each pair in the score."""
         a, b = self.coefficients()
         return np.hypot(a, b)
 
-    def to_dict(self) -> dict:
-        """Plain-Python form (arrays as lists)."""
-        return _to_dict(self)
 
-
-@dataclass(frozen=True)
-class MatchHead:
-    """A trained content-and-position head: query and key tables over a vocabulary.
-
-    Attributes
-    ----------
-    q_table, k_table : numpy.ndarray, shape (vocab, head_dim)
-        Row ``t`` is the query (key) of token ``t`` before rotation.
-    theta, scale, train_length, base, original_train_length, seed, losses, stages, attention_factor
-        As in :class:`OffsetHead`.
+@dataclass(frozen=True, kw_only=True)
+class MatchHead(_TrainedHead):
+    """A trained content-and-position head: row ``t`` of ``q_table`` / ``k_table`` (vocab, head_dim) is
+    token ``t``'s query / key before rotation; the other fields as in :class:`OffsetHead`.
     """
 
     q_table: np.ndarray
     k_table: np.ndarray
-    theta: np.ndarray
-    scale: float
-    train_length: int
-    base: float | None
-    original_train_length: int
-    seed: int | None
-    losses: np.ndarray
-    stages: tuple = ()
-    attention_factor: float = 1.0
-
     kind = "match"
 
     @property
@@ -148,21 +106,6 @@ class MatchHead:
         """Pair coefficients for every (query token, key token): each shape (vocab, vocab, pairs)."""
         return _pair_coefficients(self.q_table[:, None, :], self.k_table[None, :, :])
 
-    def to_dict(self) -> dict:
-        """Plain-Python form (arrays as lists)."""
-        return _to_dict(self)
-
-
-def _to_dict(head) -> dict:
-    out = {"kind": head.kind}
-    for f in fields(head):
-        value = getattr(head, f.name)
-        if f.name == "losses":
-            out["final_loss"] = float(value[-1]) if value.size else None
-        else:
-            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else list(value) if f.name == "stages" else value
-    return out
-
 
 def _check_head(head) -> None:
     if not isinstance(head, (OffsetHead, MatchHead)):
@@ -173,45 +116,15 @@ def _check_head(head) -> None:
         raise ValueError(f"head must have a vocabulary of at most MAX_VOCAB = {MAX_VOCAB} tokens, got {head.vocab}")
 
 
-
-# --------------------------------------------------------------------------------------------
-# offset head: loss, gradient, training
-# --------------------------------------------------------------------------------------------
-
-
 def offset_head_loss(q, k, operator, *, offset: int, length: int) -> tuple[float, np.ndarray, np.ndarray]:
-    """Loss of a content-free head and its exact gradient, in O(length * pairs).
+    """Loss of a content-free head and its exact gradient ``(loss, dq, dk)``, in O(length * pairs).
 
-    The sequence has positions ``0 .. length - 1``; the query at ``m >= offset`` attends over the
-    keys at ``0 .. m - 1`` (softmax of ``score(m - n)``) and the loss is the mean over those
-    queries of ``-log p_m(m - offset)``. Because the score depends on the displacement only, the
-    normaliser of query ``m`` is a running log-sum-exp over displacements ``1 .. m``, and the
-    gradient with respect to ``score(delta)`` is ``exp(score(delta)) * sum_{m >= max(delta, offset)}
-    exp(-logZ_m)`` minus the target indicator, a reverse running sum: no ``length x length``
-    matrix is formed.
-
-    Parameters
-    ----------
-    q, k : array_like, shape (head_dim,)
-        Query and key vectors (interleaved pairs).
-    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
-        The rotary operator (frequencies, position scale, attention factor) or a frozen bank of
-        frequencies, radians per position (as in :func:`train_offset_head`).
-    offset : int
-        The target displacement, between 1 and ``length - 1``.
-    length : int
-        Sequence length (2 to :data:`MAX_HEAD_LENGTH` = 4096).
-
-    Returns
-    -------
-    (loss, dq, dk) : (float, numpy.ndarray, numpy.ndarray)
-        The mean cross-entropy (nats) and its gradient with respect to ``q`` and ``k``.
-
-    Raises
-    ------
-    ValueError
-        For mismatched shapes, more than ``MAX_TRAINED_HEAD_DIM // 2`` pairs, a length outside
-        ``[2, MAX_HEAD_LENGTH]`` or an offset outside ``[1, length - 1]``.
+    The query at ``m >= offset`` attends over keys ``0 .. m - 1``; the loss is the mean of ``-log
+    p_m(m - offset)`` (nats). The score depends on the displacement only, so each normaliser is a
+    running log-sum-exp and the gradient a reverse running sum: no ``length x length`` matrix.
+    ``operator`` is a RotaryOperator or a frozen bank (as in :func:`train_offset_head`); ``length``
+    is 2 to :data:`MAX_HEAD_LENGTH`. Raises ValueError for mismatched shapes or an offset outside
+    ``[1, length - 1]``.
     """
     q = v.finite_array("q", q)
     k = v.finite_array("k", k)
@@ -250,11 +163,23 @@ def _run_offset(q, k, theta, scale, offset, length, steps, lr, gain=1.0):
 
 
 def _fit(params, run, lr: float, init_std: float | None = None) -> np.ndarray:
-    """Run a training loop (``run()`` returns its losses) quietly on one BLAS thread; refuse divergence."""
+    """Run a training loop quietly on one BLAS thread; refuse divergence."""
     with np.errstate(over="ignore", invalid="ignore"), one_blas_thread():
         losses = run()
     check_trained(params, losses, lr, init_std)
     return losses
+
+
+def _first_stage(bank, shape, length, settings, seed, run, **stage) -> tuple:
+    """The set-up both trainers share: draw the two parameter arrays (``shape + (head_dim,)``), train
+    them with ``run(p, r, theta, scale, rng, gain)`` and return them with the head's training record."""
+    (th, scale, att, base), (steps, lr, init_std) = bank, settings
+    rng, seed_used = _rng(seed)
+    p, r = rng.normal(scale=init_std, size=(2, *shape, 2 * th.size))
+    losses = _fit((p, r), lambda: run(p, r, th, scale, rng, att * att), lr, init_std)
+    stage = {"stage": "train", "steps": steps, "lr": lr, "length": length, "scale": scale, **stage}
+    return (p, r), dict(theta=th, scale=scale, attention_factor=att, base=base, train_length=length,
+                        original_train_length=length, seed=seed_used, losses=losses, stages=(stage,))
 
 
 def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = None, base: float | None = None,
@@ -262,65 +187,26 @@ def train_offset_head(offset: int = 5, *, operator=None, head_dim: int | None = 
                       seed=0) -> OffsetHead:
     """Train a content-free head to attend to the key ``offset`` positions back.
 
-    Parameters
-    ----------
-    offset : int
-        Target displacement, between 1 and ``train_length - 1``.
-    operator : ropegeo.RotaryOperator or array_like, optional
-        The rotary operator it trains under (frequencies, position scale, attention factor), or a
-        frozen bank of per-pair frequencies (radians per position), e.g. from an extension rule.
-        ``theta`` is the older name of a bank.
-    head_dim, base : optional
-        Without an operator: the plain schedule ``base ** (-2i / head_dim)`` (default 16 and
-        10,000; head_dim even, 2 to :data:`MAX_TRAINED_HEAD_DIM` = 512).
-    train_length : int
-        Training sequence length ``L`` (``offset + 1`` to :data:`MAX_HEAD_LENGTH` = 4096).
-    steps : int
-        Full-batch Adam steps (the task has no data noise; 1 to :data:`MAX_STEPS`; about
-        0.1 ms per step at length 64 with head_dim 16).
-    lr, init_std : float
-        Adam's learning rate (positive, at most :data:`MAX_LR` = 10) and the standard deviation
-        of the normal initialisation of ``q`` and ``k`` (positive, at most :data:`MAX_INIT_STD` = 10).
-    seed : int or numpy.random.Generator
-        Initialisation randomness.
-
-    Raises
-    ------
-    ValueError
-        For any parameter outside the ranges above, or when training diverges to non-finite
-        values (lower ``lr`` or ``init_std``).
+    ``operator`` is a :class:`ropegeo.RotaryOperator` or a frozen bank of frequencies (``theta`` is
+    its older name); without one, the plain schedule of ``head_dim`` (default 16, at most
+    :data:`MAX_TRAINED_HEAD_DIM`) and ``base`` (default 10,000). ``train_length`` is at most
+    :data:`MAX_HEAD_LENGTH`; ``steps`` full-batch Adam steps (at most :data:`MAX_STEPS`); ``lr`` and
+    ``init_std`` at most :data:`MAX_LR` and :data:`MAX_INIT_STD`. Raises ValueError for a parameter
+    out of range or when training diverges (lower ``lr`` or ``init_std``).
     """
-    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
+    bank = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_HEAD_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=train_length - 1)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    rng, seed_used = _rng(seed)
-    q, k = rng.normal(scale=init_std, size=(2, 2 * th.size))
-    losses = _fit((q, k), lambda: _run_offset(q, k, th, scale, offset, train_length, steps, lr, att * att), lr, init_std)
-    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale}
-    return OffsetHead(q, k, th, scale, offset, train_length, base_used, train_length, seed_used, losses, (stage,), att)
-
-
-# --------------------------------------------------------------------------------------------
-# match head: targets, loss, gradient, training
-# --------------------------------------------------------------------------------------------
+    (q, k), record = _first_stage(bank, (), train_length, (steps, lr, init_std), seed, lambda q, k, th, sc, rng, gain:
+                                  _run_offset(q, k, th, sc, offset, train_length, steps, lr, gain))
+    return OffsetHead(q=q, k=k, offset=offset, **record)
 
 
 def match_targets(tokens) -> np.ndarray:
-    """Position of the most recent strictly earlier occurrence of each token (-1 if none).
+    """Position of the most recent strictly earlier occurrence of each token (-1 if none), shape of ``tokens``.
 
-    Parameters
-    ----------
-    tokens : array_like of int, shape (..., seq)
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (..., seq)
-
-    Raises
-    ------
-    ValueError
-        For a non-integer array or one without a sequence axis.
+    Raises ValueError for a non-integer array or one without a sequence axis.
     """
     tok = np.asarray(tokens)
     if tok.ndim == 0 or not np.issubdtype(tok.dtype, np.integer):
@@ -339,37 +225,25 @@ def match_targets(tokens) -> np.ndarray:
     return out.reshape(tok.shape)
 
 
-def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
-    """The most-recent-match cross-entropy of attention logits, and its gradient in the logits.
-
-    Query ``m`` attends over the keys ``0 .. m - 1``; its target is the most recent earlier
-    occurrence of its token (:func:`match_targets`). Queries without one are left out and the
-    loss is the mean over the others. The match heads of every scheme in
-    :mod:`ropegeo.toy.scheme_heads` use it; the rotary head computes the same loss from its table of
-    distances back (``_table_cross_entropy``). Callers check their inputs.
-
-    Parameters
-    ----------
-    scores : numpy.ndarray of float64, shape (batch, seq, seq)
-        Logits of query ``m`` against key ``n``; overwritten (the gradient is returned in place).
-    tokens : numpy.ndarray of int, shape (batch, seq)
-
-    Returns
-    -------
-    (loss, d_scores) : (float, numpy.ndarray of shape (batch, seq, seq))
-
-    Raises
-    ------
-    ValueError
-        When no query has an earlier occurrence of its token.
-    """
+def _match_hits(tokens):
+    """``(valid, count, bi, mi, ti)``: the queries with an earlier match and their targets; refuses a batch with none."""
     target = match_targets(tokens)
     valid = target >= 0
     count = int(valid.sum())
     if count == 0:
         raise ValueError("tokens contain no query with an earlier occurrence of its token")
     bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
+    return valid, count, bi, mi, target[bi, mi]
+
+
+def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, np.ndarray]:
+    """The most-recent-match cross-entropy of logits ``scores`` (batch, seq, seq) and its gradient.
+
+    Query ``m`` attends over keys ``0 .. m - 1``; queries without an earlier occurrence of their token
+    are left out. ``scores`` is overwritten by the returned gradient. Callers check their inputs; a
+    batch with no match raises ValueError.
+    """
+    valid, count, bi, mi, ti = _match_hits(tokens)
     s_target = scores[bi, mi, ti]  # read before the in-place softmax
     seq = tokens.shape[-1]
     p, top, z = softmax_rows(scores, np.tri(seq, seq, -1))
@@ -380,42 +254,16 @@ def match_cross_entropy(scores: np.ndarray, tokens: np.ndarray) -> tuple[float, 
 
 
 def _rotations(seq: int, theta: np.ndarray, scale: float) -> tuple:
-    """cos and sin of the rotation by every distance back ``delta = 0 .. seq - 1``, each (seq, pairs).
-
-    A score depends on positions through ``delta = m - n`` only (``<R_m q, R_n k> = <q, R_{n-m} k>``),
-    so one table per distance serves every query and key. The angles are ``(delta * scale) *
-    theta`` in float64, as :func:`offset_head_loss` forms them; computed once per training run.
-    """
+    """cos and sin of the rotation by every distance back ``0 .. seq - 1``, each (seq, pairs)."""
     ang = (np.arange(seq, dtype=np.float64) * scale)[:, None] * theta
     return np.cos(ang), np.sin(ang)
 
 
 def match_head_loss(q_table, k_table, tokens, operator) -> tuple[float, np.ndarray, np.ndarray]:
-    """Loss of the most-recent-match head on a batch of sequences, and its exact gradient.
+    """Loss of the most-recent-match head on ``tokens`` (batch, seq) and its exact gradient ``(loss, dq, dk)``.
 
-    The query at ``m`` (token ``t_m``) attends over the keys at ``0 .. m - 1`` with scores
-    ``<R_m Q[t_m], R_n K[t_n]>``; its target is the most recent earlier ``n`` with ``t_n = t_m``.
-    Queries without an earlier match are left out. The loss is the mean cross-entropy over the
-    remaining queries.
-
-    Parameters
-    ----------
-    q_table, k_table : array_like, shape (vocab, head_dim)
-    tokens : array_like of int, shape (batch, seq)
-        Token ids in ``[0, vocab)``; positions are ``0 .. seq - 1``.
-    operator : ropegeo.RotaryOperator or array_like, shape (head_dim // 2,)
-        As in :func:`offset_head_loss`.
-
-    Returns
-    -------
-    (loss, d_q_table, d_k_table) : (float, numpy.ndarray, numpy.ndarray)
-
-    Raises
-    ------
-    ValueError
-        For mismatched shapes, tokens outside the vocabulary, a batch with no match at all, or
-        shapes whose step would hold more than :data:`MAX_STEP_BYTES` (use fewer or shorter
-        sequences, or smaller tables).
+    ``operator`` as in :func:`offset_head_loss`. Raises ValueError for mismatched shapes, tokens outside
+    the vocabulary, a batch with no match, or a step beyond :data:`MAX_STEP_BYTES`.
     """
     qt = v.finite_array("q_table", q_table)
     kt = v.finite_array("k_table", k_table)
@@ -437,30 +285,21 @@ def match_head_loss(q_table, k_table, tokens, operator) -> tuple[float, np.ndarr
     return _match_loss(qt, kt, tok, _rotations(tok.shape[1], th, scale), att * att)
 
 
-
 class _Diverged(ValueError):
     """Non-finite scores or gradients of the match head (its tables have grown too large)."""
 
 
-#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64): small arrays stay
-#: in the allocator's heap and the cache, where a whole batch's (batch, seq, seq) arrays would be
-#: mapped afresh, page by page, at every step.
+#: Scores of one chunk of sequences in :func:`_match_loss` (64 KiB of float64: they stay in the cache).
 _CHUNK_SCORES = 8192
-#: Widest spread (nats) of one query token's scores for which :func:`_match_loss` exponentiates
-#: the score table once, shifted by that token's largest score: every row sum then stays far
-#: above underflow (exp(-600) ~ 1e-261). Wider tables take the row-by-row softmax.
+#: Widest spread (nats) of a query token's scores for which the table is exponentiated once (exp(-600) ~ 1e-261).
 _TABLE_SPREAD = 600.0
 
 
 def _match_loss(qt, kt, tok, rotations, gain=1.0):
-    """The unchecked loss and gradient of :func:`match_head_loss` (``rotations`` from :func:`_rotations`).
+    """The unchecked loss and gradient of :func:`match_head_loss`.
 
-    A score depends on the query's token ``u``, the key's token ``w`` and the distance back
-    ``delta = m - n`` only: ``gain * sum_i a_i(u, w) cos(delta theta_i) + b_i(u, w) sin(delta
-    theta_i)``, with the pair coefficients ``a, b`` of the two tables' rows (as for the offset
-    head). So the step builds that ``(vocab * vocab, seq)`` table once, reads each sequence's
-    attention from it and sums the gradient back into it (``np.bincount``): the cost grows with
-    ``vocab**2 * seq * head_dim + batch * seq**2`` instead of ``batch * seq**2 * head_dim``.
+    A score depends on the two tokens and the distance back only, so the step builds a
+    ``(vocab * vocab, seq)`` table once and sums the gradient back into it (``np.bincount``).
     """
     vocab = qt.shape[0]
     cos, sin = rotations
@@ -488,13 +327,9 @@ def _match_loss(qt, kt, tok, rotations, gain=1.0):
 
 @functools.lru_cache(maxsize=4)
 def _pair_layout(seq: int, chunk: int) -> tuple:
-    """Flat indices of the query-key pairs ``n < m`` of ``chunk`` sequences of length ``seq``.
+    """Flat ``(query, key, delta, starts, row)`` indices of the pairs ``n < m`` of ``chunk`` sequences.
 
-    Returns ``(query, key, delta, starts, row)``: the flat positions (``sequence * seq + m`` and
-    ``... + n``) of each pair's query and key, its distance back ``m - n``, where each row
-    ``m = 1 .. seq - 1`` of each sequence begins, and the row of each pair (``sequence * (seq -
-    1) + m - 1``). Pairs run sequence by sequence, row by row (row ``m`` holds ``m`` keys), so the
-    first ``c`` sequences' entries are a prefix of every array.
+    Pairs run sequence by sequence, row by row, so the first ``c`` sequences' entries are a prefix.
     """
     qm, kn = np.tril_indices(seq, -1)
     pairs = qm.size
@@ -510,21 +345,11 @@ def _pair_layout(seq: int, chunk: int) -> tuple:
 def _table_cross_entropy(table, tok, vocab):
     """The match cross-entropy of the scores ``table[t_m * vocab + t_n, m - n]`` and its gradient in the table.
 
-    The same loss as :func:`match_cross_entropy` on the full ``(batch, seq, seq)`` scores, which
-    are never formed: only the pairs ``n < m`` are read, a few sequences at a time
-    (:data:`_CHUNK_SCORES`), through :func:`ropegeo.softmax.softmax_segments`. When each query
-    token's scores span at most :data:`_TABLE_SPREAD`, the exponentials are those of the table
-    (``vocab**2 * seq`` of them, :func:`ropegeo.softmax.exp_rows`) shifted by the token's largest
-    score; otherwise each row is shifted by its own maximum.
+    Reads only the pairs ``n < m``, a few sequences at a time; exponentiates the table once when each
+    query token's scores span at most :data:`_TABLE_SPREAD`.
     """
     batch, seq = tok.shape
-    target = match_targets(tok)
-    valid = target >= 0
-    count = int(valid.sum())
-    if count == 0:
-        raise ValueError("tokens contain no query with an earlier occurrence of its token")
-    bi, mi = np.nonzero(valid)
-    ti = target[bi, mi]
+    valid, count, bi, mi, ti = _match_hits(tok)
     hit = (tok[bi, mi] * vocab + tok[bi, ti]) * seq + (mi - ti)  # the target's entry of the table
     rows = table.reshape(vocab, -1)
     shift = rows.max(axis=1)
@@ -577,70 +402,27 @@ def train_match_head(vocab: int = 8, *, operator=None, head_dim: int | None = No
                      init_std: float = 0.3, seed=0) -> MatchHead:
     """Train a head to attend to the most recent earlier occurrence of the query's token.
 
-    Every step draws ``batch`` fresh sequences of ``train_length`` tokens uniformly from the
-    vocabulary (from the same Generator as the initialisation, so a seed fixes everything).
-
-    Parameters
-    ----------
-    vocab : int
-        Number of token types (2 to :data:`MAX_VOCAB` = 256).
-    operator, head_dim, base, theta, steps, lr, init_std, seed
-        As in :func:`train_offset_head`.
-    train_length : int
-        Training sequence length (2 to :data:`MAX_MATCH_LENGTH` = 1024).
-    batch : int
-        Sequences per step (1 to :data:`MAX_BATCH` = 512).
-
-    Raises
-    ------
-    ValueError
-        For any parameter outside its range (the message names what to lower), or when training
-        diverges to non-finite values (lower ``lr`` or ``init_std``).
-
-    Notes
-    -----
-    One step must hold at most :data:`MAX_STEP_BYTES` (512 MiB: at ``train_length=1024`` with
-    the other defaults, ``batch`` up to 39; the bound is shared with the match heads of
-    :mod:`ropegeo.toy.scheme_heads`, and this head's step holds much less). Time grows with ``steps *
-    (vocab**2 * train_length * head_dim + batch * train_length**2)``: about 2 ms per step at the
-    defaults, at head dimension 16 or 128.
+    Every step draws ``batch`` (at most :data:`MAX_BATCH`) fresh sequences of ``train_length`` (at most
+    :data:`MAX_MATCH_LENGTH`) tokens uniform over ``vocab`` (at most :data:`MAX_VOCAB`), from the
+    initialisation's Generator. Other arguments as in :func:`train_offset_head`. One step holds at most
+    :data:`MAX_STEP_BYTES`. Raises ValueError for a parameter out of range or divergence.
     """
-    th, scale, att, base_used = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
+    bank = _rotary_bank(operator, head_dim=head_dim, base=base, theta=theta)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=MAX_VOCAB)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
     batch = v.integer("batch", batch, minimum=1, maximum=MAX_BATCH)
     steps, lr, init_std = training_settings(steps, lr, init_std)
-    check_match_step(train_length, batch, vocab, 2 * th.size)
-    rng, seed_used = _rng(seed)
-    qt, kt = rng.normal(scale=init_std, size=(2, vocab, 2 * th.size))
-    losses = _fit((qt, kt), lambda: _run_match(qt, kt, th, scale, train_length, batch, steps, lr, rng, att * att),
-                  lr, init_std)
-    stage = {"stage": "train", "steps": steps, "lr": lr, "length": train_length, "scale": scale, "batch": batch}
-    return MatchHead(qt, kt, th, scale, train_length, base_used, train_length, seed_used, losses, (stage,), att)
+    check_match_step(train_length, batch, vocab, 2 * bank[0].size)
+    (qt, kt), record = _first_stage(bank, (vocab,), train_length, (steps, lr, init_std), seed,
+                                    lambda qt, kt, th, sc, rng, gain:
+                                    _run_match(qt, kt, th, sc, train_length, batch, steps, lr, rng, gain), batch=batch)
+    return MatchHead(q_table=qt, k_table=kt, **record)
 
 
 def train_heads(kind: str = "offset", seeds=range(5), *, progress: bool = False, **options) -> list:
-    """Train one head per seed with otherwise identical settings.
+    """Train one head per seed (1 to :data:`MAX_SEEDS`) with otherwise identical settings.
 
-    Parameters
-    ----------
-    kind : {"offset", "match"}
-    seeds : iterable of int
-        One head per seed (non-negative integers, 1 to :data:`MAX_SEEDS` = 20 of them).
-    progress : bool
-        Show a tqdm progress bar over the seeds (match heads take about a second each).
-    **options
-        Passed to :func:`train_offset_head` or :func:`train_match_head`.
-
-    Returns
-    -------
-    list of OffsetHead or MatchHead, in the order of ``seeds``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown kind, seeds that are not an iterable of 1 to ``MAX_SEEDS`` non-negative
-        integers, or options the trainer refuses.
+    ``kind`` is ``"offset"`` or ``"match"``; ``options`` go to its trainer; ``progress`` shows a tqdm bar.
     """
     if not isinstance(kind, str) or kind not in ("offset", "match"):
         raise ValueError(f"kind must be 'offset' or 'match', got {kind!r}")
@@ -685,47 +467,14 @@ def _resolve(head, length, extension, factor, theta, scale, attention_factor=Non
 
 def fine_tune(head, *, extension: str | None = "pi", length: int | None = None, factor: float | None = None,
               operator=None, steps: int | None = None, lr: float = 0.05, batch: int = 4, seed=0):
-    """Continue training a head under a new (scaled) schedule: the fine-tuning of an extension.
+    """Continue training a head under a new schedule: the fine-tuning of an extension. Returns a new head.
 
-    Parameters
-    ----------
-    head : OffsetHead or MatchHead
-    extension : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"} or None
-        Named rule giving the new schedule (see :func:`~ropegeo.scaling.extension_schedule`); ignored when
-        ``operator`` is given.
-    length : int, optional
-        Training length of this stage (2 to :data:`MAX_HEAD_LENGTH` = 4096 for an offset head, to
-        :data:`MAX_MATCH_LENGTH` = 1024 for a match head). Default: ``factor`` times the head's
-        original training length (the extended context), or the head's training length when
-        ``factor`` is not given.
-    factor : float, optional
-        Extension factor (1 to ``ropegeo.scaling.MAX_FACTOR``; without ``length``, the default
-        length must stay within the bound above). Default 8 when a named rule other than
-        ``"none"`` is used (aliases as in :func:`ropegeo.scaling.extension_schedule`).
-    operator : ropegeo.RotaryOperator or array_like, optional
-        An explicit schedule instead of ``extension``: an operator with the head's number of pairs
-        (its frequencies, position scale and attention factor) or a frozen bank of frequencies.
-    steps : int, optional
-        Adam steps of this stage (1 to :data:`MAX_STEPS`); moments restart from zero. Default: 600 for an offset head (about 0.1 s at
-        length 512), 100 for a match head (about a second at length 512).
-    lr : float
-        Learning rate (positive, at most :data:`MAX_LR`).
-    batch : int
-        Sequences per step for a match head (1 to :data:`MAX_BATCH`); ignored by the offset head.
-    seed : int or numpy.random.Generator
-        Randomness of the match head's fresh sequences.
-
-    Returns
-    -------
-    OffsetHead or MatchHead
-        A new head (the input is not changed) whose own schedule is the new one, so
-        ``evaluate(tuned, length)`` runs it as it was fine-tuned.
-
-    Raises
-    ------
-    ValueError
-        For a bad head, schedule, length, factor, steps, lr or batch (the message names what to
-        lower), or when training diverges to non-finite values (lower ``lr``).
+    The schedule is the named rule ``extension`` (:func:`~ropegeo.scaling.extension_schedule`, with
+    ``factor``: default 8 for a rule other than ``"none"``), or ``operator`` (a RotaryOperator or a
+    frozen bank). ``length`` defaults to ``factor`` times the original training length (at most
+    :data:`MAX_HEAD_LENGTH` for an offset head, :data:`MAX_MATCH_LENGTH` for a match head). ``steps``
+    defaults to 600 (offset) or 100 (match); ``batch`` and ``seed`` serve the match head only. The
+    tuned head's own schedule is the new one. Raises ValueError for a bad argument or divergence.
     """
     _check_head(head)
     offset_head = isinstance(head, OffsetHead)

@@ -56,19 +56,15 @@ __all__ = ["PositionHead", "TaskResult", "ShiftResult", "DisplacementResult", "S
 
 #: Longest sequence an intervention runs (a length x length score matrix of 128 MiB at most).
 MAX_PROBE_LENGTH = 4096
-#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (each pair
-#: is a two-token sequence: a few seconds and some 100 MiB at most); wider layers get
-#: proportionally fewer (``MAX_PAIRS * 16 / width``).
+#: Most (query, key) pairs one :meth:`PositionHead.pair_scores` call scores at width 16 (fewer when wider).
 MAX_PAIRS = 2**22
 #: Most stretch factors one :func:`length_stretch` (or ``compare_schemes``) call runs.
 MAX_FACTORS = 16
 # match_task scores its query rows in blocks of at most this many cells (16 MiB per working copy).
 _ROW_CELLS = 1 << 21
-#: Attention weights closer than this count as tied: equal scores computed by different BLAS
-#: paths differ in their last digits, and such a "win" would flip on another machine.
+#: Attention weights closer than this count as tied (a "win" by rounding would flip on another machine).
 TIE = 1e-9
-#: Largest ``gain`` of :func:`needle_retrieval`: a logit of a million already puts all the
-#: attention on the needle, and larger ones would overflow the projections.
+#: Largest ``gain`` of :func:`needle_retrieval` (larger ones would overflow the projections).
 MAX_GAIN = 1e6
 
 
@@ -80,21 +76,9 @@ def _named(layer, name) -> tuple:
 
 
 class PositionHead:
-    """An attention layer fed one fixed token at every slot: a head that sees positions only.
+    """An attention layer fed one fixed ``token`` (default ``e_0``) at every slot: a head that sees positions only.
 
-    Parameters
-    ----------
-    layer : AttentionLayer
-        Any layer; its scheme decides how positions enter.
-    token : array_like, shape (d_model,), optional
-        The token placed at every slot (default: the first unit vector ``e_0``).
-    name : str, optional
-        A label (default: the scheme's registered name).
-
-    Raises
-    ------
-    ValueError
-        For a layer that is not an AttentionLayer or a token of the wrong width.
+    Raises ValueError for a layer that is not an AttentionLayer or a token of the wrong width.
     """
 
     def __init__(self, layer: AttentionLayer, token=None, name: str | None = None):
@@ -117,15 +101,9 @@ class PositionHead:
         return self.layer.scores(x, pos)
 
     def pair_scores(self, q_positions, k_positions) -> np.ndarray:
-        """Score of a query at ``q_positions`` against a key at ``k_positions`` (broadcast together).
-
-        Each pair is run as its own two-token sequence ``[key, query]``, so the answer does not
-        depend on any other token (true for every content-free head).
-
-        Returns
-        -------
-        numpy.ndarray, the broadcast shape of the two inputs (at most :data:`MAX_PAIRS` entries at
-        width 16, proportionally fewer for wider layers).
+        """Score of a query at ``q_positions`` against a key at ``k_positions`` (broadcast together; at most
+        :data:`MAX_PAIRS` pairs at width 16, proportionally fewer when wider), each pair run as its own
+        two-token sequence.
         """
         qp = v.finite_array("q_positions", q_positions)
         kp = v.finite_array("k_positions", k_positions)
@@ -149,23 +127,7 @@ class PositionHead:
 
 
 def position_head(scheme="none", *, d_model: int = 16, seed=0, **options) -> PositionHead:
-    """A :class:`PositionHead` around a freshly drawn layer of any registered scheme.
-
-    Parameters
-    ----------
-    scheme : str or PositionScheme
-        See :func:`ropegeo.toy.schemes.scheme_names`.
-    d_model : int
-        Width of the layer (and of its head).
-    seed : int or numpy.random.Generator
-        The layer's randomness (projections and any table).
-    **options
-        Options of the scheme.
-
-    Returns
-    -------
-    PositionHead
-    """
+    """A :class:`PositionHead` around a freshly drawn layer of any registered scheme (``options``: the scheme's)."""
     return PositionHead(AttentionLayer(d_model, scheme=scheme, seed=seed, **options))
 
 
@@ -198,14 +160,7 @@ def _strict(scores: np.ndarray) -> np.ndarray:
 
 
 def strict_attention(head: PositionHead, positions) -> np.ndarray:
-    """Attention weights over strictly earlier slots, shape (L, L); row 0 is all zeros.
-
-    Parameters
-    ----------
-    head : PositionHead
-    positions : array_like, shape (L,)
-        Position id of each slot (2 to ``MAX_PROBE_LENGTH`` of them).
-    """
+    """Attention weights over strictly earlier slots for ``positions`` (L,): shape (L, L); row 0 is all zeros."""
     return _strict(_head(head).scores(positions))
 
 
@@ -237,27 +192,10 @@ def _task(weights: np.ndarray, offset: int) -> TaskResult:
 
 
 def offset_task(head: PositionHead, length: int, offset: int, *, positions=None) -> TaskResult:
-    """Score the head on the displacement task: slot ``m`` should attend to slot ``m - offset``.
+    """Score the head on the displacement task over queries ``m = offset .. L - 1``: slot ``m`` should attend to slot ``m - offset``.
 
-    Parameters
-    ----------
-    head : PositionHead
-    length : int
-        Sequence length ``L`` (``offset + 1`` to ``MAX_PROBE_LENGTH``).
-    offset : int
-        Target displacement in slots (at least 1).
-    positions : array_like, shape (L,), optional
-        Position ids of the slots (default ``0 .. L - 1``).
-
-    Returns
-    -------
-    TaskResult
-        Over the queries ``m = offset .. L - 1``.
-
-    Raises
-    ------
-    ValueError
-        For lengths or offsets outside their ranges, or positions the scheme refuses.
+    ``positions`` default to ``0 .. length - 1``. Raises ValueError for lengths or offsets out of range
+    or positions the scheme refuses.
     """
     offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     length = _length("length", length, minimum=offset + 1)
@@ -279,27 +217,10 @@ class ShiftResult(NamedTuple):
 
 
 def global_shift(head: PositionHead, length: int, shift: float, *, start: float = 0.0) -> ShiftResult:
-    """Shift every position id of a sequence by ``shift`` and measure what changes.
+    """Shift every position id of ``start .. start + length - 1`` by ``shift`` and measure what changes.
 
-    Parameters
-    ----------
-    head : PositionHead
-    length : int
-        Sequence length (2 to ``MAX_PROBE_LENGTH``).
-    shift : float
-        Added to every position id (finite; integer for table-based schemes).
-    start : float
-        First position of the unshifted sequence (positions ``start .. start + length - 1``).
-
-    Returns
-    -------
-    ShiftResult
-        All zero for a scheme whose scores depend on displacements only.
-
-    Raises
-    ------
-    ValueError
-        For bad arguments or shifted positions the scheme refuses (past an absolute table).
+    All zero for a scheme whose scores depend on displacements only. Raises ValueError for bad
+    arguments or shifted positions the scheme refuses.
     """
     head = _head(head)
     length = _length("length", length)
@@ -331,30 +252,9 @@ class DisplacementResult(NamedTuple):
 def local_displacement(head: PositionHead, length: int, offset: int, *, step: float = 1.0) -> DisplacementResult:
     """Move the target key ``step`` positions farther from each query, leaving everything else.
 
-    For the query in slot ``m`` the key in slot ``m - offset`` gets position id
-    ``m - offset - step`` instead of ``m - offset``; every other id stays. The query's row is
-    re-scored with that one entry changed (content-free heads score each pair by its two positions
-    alone). Queries whose moved key would leave the range ``0 .. length - 1`` of the sequence's
-    own positions are skipped (with ``step = 1``: the first query, ``m = offset``).
-
-    Parameters
-    ----------
-    head : PositionHead
-    length : int
-        Sequence length (``offset + 1`` to ``MAX_PROBE_LENGTH``).
-    offset : int
-        Displacement of the key that moves (at least 1).
-    step : float
-        How far it moves away from the query (finite; negative moves it closer).
-
-    Returns
-    -------
-    DisplacementResult
-
-    Raises
-    ------
-    ValueError
-        For bad arguments or moved positions the scheme refuses.
+    The key in slot ``m - offset`` gets position id ``m - offset - step``; the query's row is re-scored
+    with that one entry changed. Queries whose moved key would leave ``0 .. length - 1`` are skipped.
+    Raises ValueError for bad arguments or moved positions the scheme refuses.
     """
     head = _head(head)
     offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
@@ -394,24 +294,10 @@ class StretchResult(NamedTuple):
 
 
 def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(2, 4, 8)) -> StretchResult:
-    """Run the displacement task at ``factor * train_length`` for every factor.
+    """Run the displacement task at ``factor * train_length`` for every factor (at most :data:`MAX_FACTORS`).
 
-    Parameters
-    ----------
-    head : PositionHead
-    train_length : int
-        The length the head was trained at (at least ``offset + 1``).
-    offset : int
-        The trained displacement.
-    factors : iterable of int
-        Multiples of the training length (1 to :data:`MAX_FACTORS` = 16 of them, each at least 1,
-        the product at most ``MAX_PROBE_LENGTH``).
-
-    Returns
-    -------
-    StretchResult
-        A scheme that refuses the positions (an absolute table that ends) gives NaN and the
-        refusal message instead of raising, because "undefined" is the measured answer.
+    A scheme that refuses the positions (an absolute table that ends) gives NaN and the refusal
+    message instead of raising: "undefined" is the measured answer.
     """
     head = _head(head)
     offset = v.integer("offset", offset, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
@@ -442,25 +328,10 @@ def length_stretch(head: PositionHead, train_length: int, offset: int, factors=(
 
 
 def sparse_retrieval(head: PositionHead, length: int, distance: int) -> TaskResult:
-    """One relevant key at a long ``distance`` among all earlier keys: how much attention reaches it?
+    """One relevant key ``distance`` back among all earlier keys: how much attention reaches it?
 
-    The displacement task with a far target, scored over every query that can see it (slots
-    ``distance .. length - 1``, each with ``m`` visible keys). A content-free head can only find
-    the key by its position, so the answer is limited by how finely the scheme resolves
-    displacements near ``distance``: keys that share its bucket (T5) or its clipped vector
+    The displacement task with a far target; keys that share its bucket (T5) or clipped vector
     (Shaw et al.) receive the same weight.
-
-    Parameters
-    ----------
-    head : PositionHead
-    length : int
-        Sequence length (``distance + 1`` to ``MAX_PROBE_LENGTH``).
-    distance : int
-        Displacement of the relevant key (at least 1).
-
-    Returns
-    -------
-    TaskResult
     """
     return offset_task(head, length, distance)
 
@@ -482,32 +353,8 @@ class GapResult(NamedTuple):
 def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0, 1, 2), tolerance: float = 1e-9) -> GapResult:
     """Compare the shift invariance a scheme guarantees with the one a trained head shows.
 
-    The guarantee is measured on fresh layers of the head's scheme (same class and options, fresh
-    random projections and tables, random token content, every slot a different token): if the
-    formula makes scores depend on displacements only, no choice of weights or content can break
-    it. The achievement is the trained head's own behaviour under the same shift.
-
-    Parameters
-    ----------
-    head : PositionHead
-        A (trained) head.
-    length : int
-        Sequence length (2 to ``MAX_PROBE_LENGTH``).
-    shift : float
-        The global shift.
-    seeds : iterable of int
-        Seeds of the random layers and contents (1 to ``ropegeo.toy.MAX_SEEDS`` = 20).
-    tolerance : float
-        Score change regarded as rounding (positive).
-
-    Returns
-    -------
-    GapResult
-
-    Raises
-    ------
-    ValueError
-        For a bad head, length, shift, tolerance or seeds.
+    The guarantee is measured on fresh random layers of the head's scheme with random content (one per
+    seed); a change at most ``tolerance`` counts as rounding. Raises ValueError for a bad argument.
     """
     head = _head(head)
     length = _length("length", length)
@@ -524,24 +371,18 @@ def construction_gap(head: PositionHead, length: int, shift: float, *, seeds=(0,
     return GapResult(worst, worst <= tolerance, achieved.winners_kept, achieved.weight_change)
 
 
+#: The options :func:`_fresh` copies to redraw a scheme of each kind.
+_REDRAW = {"absolute": ("rows",), "t5": ("num_buckets", "max_distance", "bidirectional"), "none": (),
+           "relative": ("max_distance", "values"), "sinusoidal": ("base",), "alibi": ("slope",)}
+
+
 def _fresh(scheme):
     """A new scheme of the same kind and options, with nothing drawn yet."""
     name = getattr(scheme, "name", None)
-    if name == "absolute":
-        return make_scheme("absolute", rows=scheme.rows)
-    if name == "t5":
-        return make_scheme("t5", num_buckets=scheme.num_buckets, max_distance=scheme.max_distance,
-                           bidirectional=scheme.bidirectional)
-    if name == "relative":
-        return make_scheme("relative", max_distance=scheme.max_distance, values=scheme.values)
-    if name == "sinusoidal":
-        return make_scheme("sinusoidal", base=scheme.base)
-    if name == "alibi":
-        return make_scheme("alibi", slope=scheme.slope)
     if name == "rope":
         return make_scheme("rope", attention_factor=scheme.attention_factor, **scheme.options)
-    if name == "none":
-        return make_scheme("none")
+    if name in _REDRAW:
+        return make_scheme(name, **{k: getattr(scheme, k) for k in _REDRAW[name]})
     raise ValueError(f"construction_gap does not know how to redraw a {type(scheme).__name__}")
 
 
@@ -558,48 +399,13 @@ class NeedleResult(NamedTuple):
 
 def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, gain: float = 8.0, d_model: int = 16,
                      token=None, seed=0, **options) -> NeedleResult:
-    """One key whose content matches the query, ``distance`` slots back among blank keys.
+    """One key whose content matches the last query, ``distance`` slots back among blank (zero) keys.
 
-    The sequence holds zero vectors (blanks) except the last slot (the query) and the slot
-    ``distance`` before it (the needle), which both hold the unit token ``u`` with equal weight
-    ``2 / d_model`` on every rotary pair (``u = sqrt(2 / d) (1, 0, 1, 0, ...)``). The layer's query and
-    key projections are ``sqrt(gain * sqrt(d_model))`` times the identity, so that without positions
-    the needle scores exactly ``gain`` and a blank 0. The last query attends over all earlier slots.
-
-    Closed forms, with ``m = length - 1`` visible keys: NoPE gives ``e^g / (e^g + m - 1)``; ALiBi
-    subtracts ``slope * distance`` from the needle and ``slope * delta`` from each blank; RoPE scores
-    the needle ``g K(distance)`` with the equal-weight kernel :func:`ropegeo.geometry.kernel`, since
-    ``u . R_D u = K(D)``. Schemes that add a code to the inputs also give blanks a score.
-
-    Parameters
-    ----------
-    scheme : str or PositionScheme
-        Any scheme (a learned one with its random initial parameters).
-    length : int
-        Sequence length (``distance + 1`` to ``MAX_PROBE_LENGTH``).
-    distance : int
-        Slots between the needle and the query (at least 1).
-    gain : float
-        Score of a perfect match without positions (0 to :data:`MAX_GAIN` = 1e6).
-    d_model : int
-        Width (even, 2 to 1024).
-    token : array_like, shape (d_model,), optional
-        The shared content of query and needle instead of ``u`` (finite, not all zero; it is
-        normalised to unit length). Putting it on the slowest rotary pair only, for instance, makes
-        RoPE's match almost independent of distance.
-    seed : int or numpy.random.Generator
-        The layer's randomness (value projection and any table).
-    **options
-        Options of the scheme.
-
-    Returns
-    -------
-    NeedleResult
-
-    Raises
-    ------
-    ValueError
-        For arguments outside their ranges.
+    Query and needle hold the unit ``token`` (default ``u = sqrt(2 / d) (1, 0, 1, 0, ...)``); the
+    projections are ``sqrt(gain * sqrt(d_model))`` times the identity, so without positions the needle
+    scores ``gain`` (at most :data:`MAX_GAIN`) and a blank 0. NoPE gives ``e^g / (e^g + m - 1)`` with
+    ``m = length - 1``; RoPE scores the needle ``g K(distance)`` (:func:`ropegeo.geometry.kernel`).
+    Raises ValueError for arguments out of range.
     """
     distance = v.integer("distance", distance, minimum=1, maximum=MAX_PROBE_LENGTH - 1)
     length = _length("length", length, minimum=distance + 1)
@@ -628,20 +434,9 @@ def needle_retrieval(scheme="none", *, length: int = 512, distance: int = 40, ga
 
 
 class TokenHead:
-    """An attention layer that reads token ids through an embedding: content and positions.
+    """An attention layer that reads token ids through an ``embedding`` (vocab, d_model): content and positions.
 
-    Parameters
-    ----------
-    layer : AttentionLayer
-    embedding : array_like, shape (vocab, d_model)
-        Row ``t`` is the input vector of token ``t`` (the identity for one-hot inputs).
-    name : str, optional
-        A label (default: the scheme's registered name).
-
-    Raises
-    ------
-    ValueError
-        For a layer that is not an AttentionLayer or an embedding of the wrong width.
+    Raises ValueError for a layer that is not an AttentionLayer or an embedding of the wrong width.
     """
 
     def __init__(self, layer: AttentionLayer, embedding, name: str | None = None):
@@ -659,10 +454,7 @@ class TokenHead:
         return f"TokenHead({self.name!r}, vocab={self.vocab}, {self.layer!r})"
 
     def scores(self, tokens, positions=None) -> np.ndarray:
-        """Scores of token sequences: ``tokens`` (batch, L) of ids in ``[0, vocab)`` -> (batch, L, L).
-
-        Positions default to ``0 .. L - 1`` (shape (L,), shared by the batch).
-        """
+        """Scores of ``tokens`` (batch, L) -> (batch, L, L); positions default to ``0 .. L - 1``."""
         tok = np.asarray(tokens)
         if tok.ndim != 2 or not np.issubdtype(tok.dtype, np.integer) or tok.shape[1] < 2:
             raise ValueError(f"tokens must be an integer array (batch, L >= 2), got {tok.dtype} {tok.shape}")
@@ -681,33 +473,9 @@ class TokenHead:
 def match_task(head: TokenHead, length: int, *, sequences: int = 8, seed=12345, shift: float = 0.0) -> TaskResult:
     """Gate C's most-recent-match task: attend to the last earlier occurrence of your own token.
 
-    Random sequences (tokens uniform over the vocabulary, from ``seed``) are scored over strictly
-    earlier keys; queries whose token has not occurred before are left out. A query is correct when
-    the most recent earlier occurrence is its strict winner.
-
-    Parameters
-    ----------
-    head : TokenHead
-    length : int
-        Sequence length (2 to ``MAX_PROBE_LENGTH``).
-    sequences : int
-        How many random sequences (1 to 256; time grows with ``sequences * length**2 * width``,
-        memory does not: query rows are scored in blocks).
-    seed : int or numpy.random.Generator
-        Randomness of the sequences.
-    shift : float
-        Added to every position id (a global shift).
-
-    Returns
-    -------
-    TaskResult
-        ``query`` holds the slot of each scored query (sequences concatenated).
-
-    Raises
-    ------
-    ValueError
-        For a head that is not a TokenHead, a bad length, shift or seed, too many sequences, or
-        sequences without any repeated token.
+    ``sequences`` (1 to 256) random sequences from ``seed``; queries without an earlier occurrence are
+    left out; ``shift`` moves every position id. Raises ValueError for a bad argument or sequences
+    without any repeated token.
     """
     if not isinstance(head, TokenHead):
         raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
@@ -757,20 +525,8 @@ class MatchCeilings(NamedTuple):
 
 
 def match_ceilings(length: int, *, vocab: int = 8, sequences: int = 8, seed=12345, clip: int = 16) -> MatchCeilings:
-    """Accuracy ceilings of the most-recent-match task for NoPE and for clipped relative vectors.
-
-    Parameters
-    ----------
-    length : int
-        Sequence length (2 to ``MAX_PROBE_LENGTH``).
-    vocab, sequences, seed
-        As :func:`match_task` draws its sequences (``vocab`` 2 to 4096, ``sequences`` 1 to 256).
-    clip : int
-        The clipping distance ``K`` of the relative scheme (1 to ``ropegeo._validate.MAX_LENGTH``).
-
-    Returns
-    -------
-    MatchCeilings
+    """Accuracy ceilings of the most-recent-match task for NoPE and for relative vectors clipped at
+    ``clip``, on the sequences :func:`match_task` draws.
     """
     length = _length("length", length)
     vocab = v.integer("vocab", vocab, minimum=2, maximum=4096)

@@ -1,9 +1,8 @@
 """Reading a trained offset head: its score profile, its slow ramps, and its distant rivals.
 
-:func:`~ropegeo.toy.pair_profiles` and :func:`~ropegeo.toy.pair_shapes` say which pairs were learned as a ramp
-(or a dip, a bump) inside the training window and where they turn around; :func:`~ropegeo.toy.distant_rival`
-says which distant displacement beats the target once the fast pairs nearly realign (predicted with
-the kernel of :func:`ropegeo.geometry.kernel` weighted by the head's learned amplitudes).
+Displacements are ``delta = m - n`` (query at ``m``, key at ``n``; positive: the key is earlier),
+the *negative* of the book's offset ``n - m``. ``theta, scale`` default to the head's own schedule.
+:func:`~ropegeo.toy.pair_shapes` names each pair's shape in the window (ramp, dip, bump).
 """
 
 from __future__ import annotations
@@ -18,43 +17,18 @@ from ropegeo.geometry import kernel, near_collisions
 from ropegeo.rotation import phase_angles
 from ropegeo.toy.heads import OffsetHead, _check_head, _resolve
 
-#: Longest evaluation length :func:`distant_rival` searches (and the longest horizon of
-#: ``ropegeo.book.plots.behaviour.score_profile``): one million displacements.
+#: Longest evaluation length :func:`distant_rival` searches (and ``book.plots.behaviour.score_profile``).
 MAX_PROFILE_LENGTH = 1_000_000
-#: Most ``(displacement, pair)`` cells one :func:`score_profile` call computes
-#: (``deltas.size * pairs``): the ``per_pair`` result is then at most 256 MiB.
+#: Most ``(displacement, pair)`` cells one :func:`score_profile` call computes (256 MiB ``per_pair``).
 MAX_PROFILE_CELLS = 2**25
 
 
 def score_profile(head: OffsetHead, deltas, *, theta=None, scale: float | None = None, per_pair: bool = False) -> np.ndarray:
-    """The offset head's score as a function of displacement.
+    """The offset head's score at each displacement ``deltas`` (any shape, finite).
 
-    Parameters
-    ----------
-    head : OffsetHead
-    deltas : array_like
-        Distances back ``delta = m - n`` from the query at ``m`` to the key at ``n`` (any shape;
-        finite; positive means the key is earlier). This ``delta`` is the *negative* of the book's
-        offset ``n - m`` (see the notation page): the key five back is ``delta = 5`` here and
-        offset ``-5`` in the chapters;
-        ``deltas.size * pairs`` at most :data:`MAX_PROFILE_CELLS` (2**25: a million
-        displacements for a 64-wide head).
-    theta, scale : optional
-        Schedule to read the profile under (default: the head's own).
-    per_pair : bool
-        Return each pair's contribution ``a_i cos(delta s theta_i) + b_i sin(delta s theta_i)``
-        instead of their sum.
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``deltas.shape`` (or ``deltas.shape + (pairs,)`` with ``per_pair``).
-
-    Raises
-    ------
-    ValueError
-        For a head that is not an OffsetHead, a bad schedule, non-finite deltas, or more than
-        ``MAX_PROFILE_CELLS`` cells.
+    ``deltas.size * pairs`` is at most :data:`MAX_PROFILE_CELLS`. Returns shape ``deltas.shape``, or
+    ``deltas.shape + (pairs,)`` with ``per_pair`` (each pair's ``a_i cos(delta s theta_i) + b_i sin(...)``).
+    Raises ValueError for a head that is not an OffsetHead, a bad schedule or non-finite deltas.
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
@@ -69,7 +43,7 @@ def score_profile(head: OffsetHead, deltas, *, theta=None, scale: float | None =
 
 
 def _profile(head, d, th, sc, att, per_pair):
-    """Score profile in blocks of displacements (the (block, pairs) temporaries stay small)."""
+    """Score profile in blocks of displacements (unchecked)."""
     a, b = head.coefficients()
     flat = d.reshape(-1)
     out = np.empty((flat.size, th.size) if per_pair else flat.size)
@@ -85,26 +59,11 @@ def _profile(head, d, th, sc, att, per_pair):
 
 @dataclass(frozen=True)
 class PairProfile:
-    """How one rotary pair of a trained offset head shapes the score.
+    """How one rotary pair of a trained offset head shapes the score: ``amplitude * cos(delta s theta - phase)``.
 
-    The pair contributes ``amplitude * cos(delta s theta - phase)``; its slope changes sign at the
-    turning points ``delta = (phase + j pi) / (s theta)``.
-
-    Attributes
-    ----------
-    pair : int
-    theta : float
-        Frequency, radians per position (times the position scale).
-    wavelength : float
-        ``2 pi / (s theta)`` in tokens.
-    a, b, amplitude, phase : float
-        Learned coefficients, ``hypot(a, b)`` and ``atan2(b, a)``.
-    ramp : bool
-        No turning point in ``[1, train_length]``: inside the window the pair is monotone.
-    slope : int
-        Sign of the slope inside the window when it is a ramp (``-1`` favours near keys).
-    turnaround : float
-        First turning point beyond ``train_length`` (``inf`` when none; a zero frequency never turns).
+    ``theta`` is in radians per position (times the scale), ``wavelength`` in tokens; ``ramp``: no
+    turning point in ``[1, train_length]``, with ``slope`` its sign there (``-1`` favours near keys);
+    ``turnaround``: the first turning point beyond ``train_length`` (``inf`` when none).
     """
 
     pair: int
@@ -123,18 +82,9 @@ class PairProfile:
 
 
 def pair_profiles(head: OffsetHead, *, train_length: int | None = None) -> list:
-    """Per-pair reading of an offset head: amplitude, phase, ramps and where they turn around.
+    """Per-pair reading of an offset head (a list of :class:`PairProfile`, fastest pair first).
 
-    Parameters
-    ----------
-    head : OffsetHead
-    train_length : int, optional
-        The window to test monotonicity in (2 to ``ropegeo._validate.MAX_LENGTH`` = 2**48;
-        default: the head's training length).
-
-    Returns
-    -------
-    list of PairProfile, fastest pair first.
+    ``train_length`` (default: the head's) is the window monotonicity is tested in.
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")
@@ -187,39 +137,14 @@ def pair_shapes(head: OffsetHead) -> list:
 
 @dataclass(frozen=True)
 class DistantRival:
-    """The displacement beyond the training window that an offset head scores highest.
+    """The displacement beyond the training window (``window``) that an offset head scores highest.
 
-    Attributes
-    ----------
-    offset : int
-        The trained target displacement ``k``.
-    window : tuple of int
-        The displacement range searched, ``(train_length, length - 1)``.
-    rival : int
-        Displacement with the highest score in that range.
-    rival_score, target_score : float
-        ``score(rival)`` and ``score(k)`` (logits).
-    wins : bool
-        ``rival_score > target_score``: every query that can see the rival attends to it.
-    fast_pairs : tuple of int
-        The pairs that complete at least one turn inside the training window (the fast band).
-    predicted : int
-        ``k + Delta`` for the ``Delta`` in ``[train_length - k, length - 1 - k]`` where the fast
-        band nearly realigns: the largest value of the kernel
-        ``K_w(Delta) = sum_i w_i cos(Delta theta_i) / sum_i w_i`` with the learned amplitudes
-        ``w_i = hypot(a_i, b_i)`` as weights on the fast pairs and zero on the others
-        (:func:`ropegeo.geometry.near_collisions`). A geometric prediction of ``rival``.
-    fast_similarity : float
-        ``K_w(rival - k)`` over the fast band.
-    weighted_similarity : float
-        The same kernel over every pair, weighted by the learned amplitudes.
-    weighted_margin : float
-        ``1 - weighted_similarity``: the Gate B separation margin of the target and the rival
-        under the head's own weights.
-    fast_gap, slow_gap : float
-        ``score(rival) - score(k)`` split into the fast band's part and the slow pairs' part.
-        The fast part is close to zero where the band realigns; the slow part (the ramps)
-        decides whether the rival wins.
+    ``wins``: ``rival_score > target_score``. ``predicted`` is ``k + Delta`` where the fast band
+    (``fast_pairs``: pairs turning at least once in the window) nearly realigns: the maximum of the
+    kernel weighted by the learned amplitudes on the fast pairs (:func:`ropegeo.geometry.near_collisions`).
+    ``fast_similarity`` / ``weighted_similarity`` are that kernel at ``rival - k`` over the fast band /
+    every pair; ``weighted_margin = 1 - weighted_similarity``; ``fast_gap + slow_gap`` splits
+    ``score(rival) - score(k)`` between the fast band and the slow pairs.
     """
 
     offset: int
@@ -237,29 +162,14 @@ class DistantRival:
     slow_gap: float
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["window"] = list(self.window)
-        d["fast_pairs"] = list(self.fast_pairs)
-        return d
+        return asdict(self) | {"window": list(self.window), "fast_pairs": list(self.fast_pairs)}
 
 
 def distant_rival(head: OffsetHead, length: int, *, theta=None, scale: float | None = None) -> DistantRival:
-    """Find the strongest displacement beyond the training window and explain it geometrically.
+    """Find the strongest displacement in ``train_length .. length - 1`` and explain it geometrically.
 
-    Parameters
-    ----------
-    head : OffsetHead
-    length : int
-        The evaluation length; displacements ``train_length .. length - 1`` are searched
-        (``train_length < length <=`` :data:`MAX_PROFILE_LENGTH` = 1,000,000), a block at a time.
-    theta, scale : optional
-        Schedule (default: the head's own).
-
-    Raises
-    ------
-    ValueError
-        For a head that is not an OffsetHead, ``length <= train_length`` or beyond
-        ``MAX_PROFILE_LENGTH``, or a schedule without a fast pair.
+    ``length`` is at most :data:`MAX_PROFILE_LENGTH`. Raises ValueError for a head that is not an
+    OffsetHead, ``length <= train_length``, or a schedule without a fast pair.
     """
     if not isinstance(head, OffsetHead):
         raise ValueError(f"head must be an OffsetHead, got {type(head).__name__}")

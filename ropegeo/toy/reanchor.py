@@ -1,23 +1,11 @@
 """Re-anchoring a model's frequency bank to a toy training length, keeping its slow/fast split.
 
-Gate C trains tiny heads at a toy length (64 tokens) because it cannot train at a real model's
-(8,192 or more). Trained at 64 on the model's own bank, almost every pair of a base-500,000 bank
-completes less than one turn inside the window: nearly all pairs are *slow*, which is not the
-regime the model was trained in. Chapter 3's split is the critical index: pair ``i`` of a bank
-``theta_i = B ** (-2 i / d)`` completes less than one turn in ``L`` tokens when
-
-    i > (d / 2) * ln(L / (2 pi)) / ln(B).
-
-:func:`reanchored_base` chooses the base ``B'`` for which the toy length ``l`` has the same
-critical index as the model's training length ``L`` with its base ``B``:
-
-    ln(l / (2 pi)) / ln(B') = ln(L / (2 pi)) / ln(B),   so   B' = B ** (ln(l / 2 pi) / ln(L / 2 pi)).
-
-The fastest pair stays at one radian per token (no aliasing), and the count of pairs that
-complete a turn within the training length matches the model's at its own training length
-(up to the rounding of the critical index to whole pairs; :func:`split_counts` checks it).
-Scaling every frequency by ``L / l`` instead would keep every pair's turn count exactly, but
-pushes the fast pairs past pi radians per token, where integer positions alias them.
+Gate C trains at 64 tokens, where nearly every pair of a base-500,000 bank is slow. Pair ``i`` of
+``theta_i = B ** (-2 i / d)`` completes less than one turn in ``L`` tokens when ``i > (d / 2)
+ln(L / 2 pi) / ln(B)``; :func:`reanchored_base` picks ``B' = B ** (ln(l / 2 pi) / ln(L / 2 pi))``,
+for which the toy length ``l`` has the model's critical index (up to rounding; :func:`split_counts`
+checks it). The fastest pair stays at one radian per token; scaling every frequency by ``L / l``
+instead would alias the fast pairs.
 """
 
 from __future__ import annotations
@@ -33,23 +21,7 @@ __all__ = ["reanchored_base", "split_counts"]
 def reanchored_base(base: float, model_length: int, toy_length: int) -> float:
     """The base whose bank has, at ``toy_length``, the slow/fast split ``base`` has at ``model_length``.
 
-    Parameters
-    ----------
-    base : float
-        The model's base (greater than 1).
-    model_length, toy_length : int
-        The model's training length and the toy training length; both above ``2 pi`` (7 or more),
-        so that at least the fastest pair turns once.
-
-    Returns
-    -------
-    float
-        ``base ** (ln(toy_length / 2 pi) / ln(model_length / 2 pi))``.
-
-    Raises
-    ------
-    ValueError
-        For a base at most 1 or a length below 7.
+    Both lengths are 7 or more. Raises ValueError for a base at most 1 or a length below 7.
 
     Examples
     --------
@@ -63,14 +35,9 @@ def reanchored_base(base: float, model_length: int, toy_length: int) -> float:
 
 
 def split_counts(head_dim: int, base: float, model_length: int, toy_length: int) -> dict:
-    """Slow pairs of the model's bank at its own length, at the toy length, and of the re-anchored bank.
-
-    Returns
-    -------
-    dict
-        ``pairs``, ``model`` (slow pairs of ``base`` at ``model_length``), ``toy_same_bank``
-        (of ``base`` at ``toy_length``), ``toy_reanchored`` (of :func:`reanchored_base` at
-        ``toy_length``) and ``reanchored_base``.
+    """Slow pairs of the model's bank at ``model_length`` (``model``) and at ``toy_length``
+    (``toy_same_bank``), of the re-anchored bank at ``toy_length`` (``toy_reanchored``), with
+    ``pairs`` and ``reanchored_base``.
     """
     head_dim = v.head_dim(head_dim)
     b2 = reanchored_base(base, model_length, toy_length)

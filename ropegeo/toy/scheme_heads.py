@@ -1,11 +1,9 @@
 """Tiny heads trained per position scheme: the experiments behind :mod:`ropegeo.toy.alternatives`.
 
-Every learned scheme of :mod:`ropegeo.toy.attention` gets the same small experiment as Gate C
-(:mod:`ropegeo.toy`): a head that sees one fixed token at every slot (so only positions can
-guide it) is trained to attend to the key ``offset`` slots back, over strictly earlier keys, with
-the full-batch cross-entropy of Gate C, Adam, and hand-derived gradients (checked against finite
-differences in the tests); and a head with token tables is trained on Gate C's most-recent-match
-task (:func:`train_scheme_match_head`). What each scheme lets the position head learn:
+Every learned scheme of :mod:`ropegeo.toy.attention` gets Gate C's experiment: a head that sees one
+fixed token at every slot is trained to attend ``offset`` slots back (full-batch cross-entropy,
+Adam, hand-derived gradients checked in the tests), and a head with token tables is trained on the
+most-recent-match task (:func:`train_scheme_match_head`). What each position head learns:
 
 ===============  ==================================  ============================================
 scheme           trained parameters                  score of query ``m`` against key ``n``
@@ -14,13 +12,11 @@ scheme           trained parameters                  score of query ``m`` agains
 ``sinusoidal``   ``W_q, W_k``                        the same with the fixed code ``PE`` for ``T``
 ``relative``     query ``q``, key vectors ``a^K_r``  ``q . a^K(clip(n - m, -K, K)) / sqrt(d)`` + const
 ``t5``           one bias per bucket ``b``           ``b[t5_bucket(n - m)]`` + const
-``rope``         ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``: trained by
-                                                     :func:`ropegeo.toy.train_offset_head`
+``rope``         ``q, k`` (Gate C's offset head)     ``R_m q . R_n k``
 ===============  ==================================  ============================================
 
 ``none`` (NoPE) and ``alibi`` have nothing positional to learn: their heads are the fixed formula.
-
-Run with ``OPENBLAS_NUM_THREADS=1`` (small matrices).
+Every trainer keeps one step under ``ropegeo.toy.MAX_STEP_BYTES``.
 """
 
 from __future__ import annotations
@@ -61,8 +57,6 @@ MAX_BATCH = 512
 #: working arrays is then at most 64 MiB.
 MAX_LOSS_SCORES = 2**23
 
-# Every trainer here also keeps one step under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB,
-# estimated from the step's array shapes); see :func:`_position_memory` and :func:`_match_memory`.
 _TABLE_SCHEMES = ("none", "alibi", "t5", "relative")
 
 
@@ -89,21 +83,7 @@ def check_match_memory(scheme: str, L: int, batch: int, vocab: int, head_dim: in
 
 
 class TrainedHead(PositionHead):
-    """A :class:`~ropegeo.toy.interventions.PositionHead` trained on the displacement task.
-
-    Attributes
-    ----------
-    layer : AttentionLayer
-        The layer with the trained parameters (token ``e_0`` at every slot).
-    scheme : str
-        The scheme's name.
-    offset, train_length : int
-        The task it was trained on.
-    seed : int
-        Initialisation seed.
-    losses : numpy.ndarray, shape (steps,)
-        Training loss (nats) after each step.
-    """
+    """A :class:`~ropegeo.toy.interventions.PositionHead` trained on the displacement task (``losses`` per step, nats)."""
 
     def __init__(self, layer, *, scheme: str, offset: int, train_length: int, seed: int, losses):
         super().__init__(layer, name=scheme)
@@ -140,23 +120,14 @@ def _task_grad(S: np.ndarray, offset: int) -> tuple[float, np.ndarray]:
 
 
 def task_loss(head: PositionHead, offset: int, length: int) -> float:
-    """The training loss of a head, computed through its attention layer.
-
-    Mean over queries ``m = offset .. length - 1`` of ``-log`` of the attention on slot
-    ``m - offset``, softmax over strictly earlier slots, positions ``0 .. length - 1``.
-
-    Raises
-    ------
-    ValueError
-        For an offset outside ``[1, length - 1]``.
+    """The training loss of a head through its attention layer: the mean over queries ``m = offset ..
+    length - 1`` of ``-log`` the attention on slot ``m - offset``. Raises ValueError for an offset
+    outside ``[1, length - 1]``.
     """
     length = v.integer("length", length, minimum=2, maximum=MAX_TRAIN_LENGTH)
     offset = v.integer("offset", offset, minimum=1, maximum=length - 1)
     S = head.scores(np.arange(length, dtype=np.float64))
     return _task_grad(S, offset)[0]
-
-
-# ---- per-scheme forward and backward (token e_0 at every slot) ------------------------------
 
 
 def _fb_projection(H, Wq, Wk, offset):
@@ -184,8 +155,7 @@ def _fb_t5(b, idx, L, offset):
 
 
 def _adam(params, step, steps: int, lr: float, init_std: float, extra=()) -> np.ndarray:
-    """Adam on ``params`` for ``steps`` steps; ``step(t)`` returns the loss and a gradient per parameter
-    (anything after them is ignored). Refuses divergence (``extra``: more arrays that must stay finite)."""
+    """Adam on ``params``; ``step(t)`` returns the loss and a gradient per parameter. Refuses divergence."""
     opt, losses = Adam(params, lr), np.empty(steps)
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(steps):
@@ -260,7 +230,7 @@ def _train_rope(seed, d, L, offset, steps, lr, init_std, operator):
 
 
 def _setup(scheme, schemes, train_length, head_dim, steps, lr, init_std, seed, rows) -> tuple:
-    """The checked settings both trainers share: ``(train_length, head_dim, steps, lr, init_std, seed, rows)``."""
+    """The checked settings both trainers share."""
     if not isinstance(scheme, str) or scheme not in schemes:
         which = "the learned schemes " if schemes == LEARNED else ""
         raise ValueError(f"scheme must be one of {which}{', '.join(map(repr, schemes))}, got {scheme!r}"
@@ -276,46 +246,15 @@ def _setup(scheme, schemes, train_length, head_dim, steps, lr, init_std, seed, r
 def train_position_head(scheme: str, offset: int = 5, *, train_length: int = 64, head_dim: int = 16, steps: int = 1000,
                         lr: float = 0.05, init_std: float = 0.3, seed: int = 0, rows: int | None = None,
                         max_distance: int | None = None, num_buckets: int = 32, operator=None) -> TrainedHead:
-    """Train a position-only head of one learned scheme to attend ``offset`` slots back.
+    """Train a position-only head of one learned scheme (``"absolute"``, ``"sinusoidal"``,
+    ``"relative"``, ``"t5"``, ``"rope"``) to attend ``offset`` slots back.
 
-    Parameters
-    ----------
-    scheme : {"absolute", "sinusoidal", "relative", "t5", "rope"}
-    offset : int
-        Target displacement (1 to ``train_length - 1``).
-    train_length : int
-        Sequence length of training (2 to :data:`MAX_TRAIN_LENGTH` = 1024); positions
-        ``0 .. train_length - 1``.
-    head_dim : int
-        Width of the layer and its head (even, 2 to :data:`MAX_D` = 256).
-    steps : int
-        Full-batch Adam steps (1 to ``ropegeo.toy.MAX_STEPS`` = 100,000; time grows with
-        ``steps * train_length**2``).
-    lr, init_std : float
-        Adam's learning rate and the standard deviation of the initial parameters (positive, at
-        most ``ropegeo.toy.MAX_LR`` = 10 and ``MAX_INIT_STD`` = 10).
-    seed : int
-        Initialisation seed (non-negative).
-    rows : int, optional
-        ``absolute``: rows of the table (``train_length`` to :data:`MAX_ROWS` = 65,536, with
-        ``rows * d`` small enough for one step to stay under ``ropegeo.toy.MAX_STEP_BYTES``;
-        default ``8 * train_length``, so a stretched sequence still has rows; rows past the
-        training length are never updated).
-    max_distance : int, optional
-        ``relative``: clipping distance ``K`` (default 16). ``t5``: the bucket ``max_distance``
-        (default 128).
-    num_buckets : int
-        ``t5``: number of buckets (decoder style, one side).
-    operator : ropegeo.RotaryOperator or array_like, optional
-        ``rope``: the rotary operator or a frozen bank of frequencies (e.g. from
-        ``ropegeo.scaling``); default: base 10,000 over ``head_dim``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown or fixed scheme and parameters outside their ranges (the message names
-        what to lower), or when training diverges to non-finite values (lower ``lr`` or
-        ``init_std``).
+    ``train_length`` is at most :data:`MAX_TRAIN_LENGTH`, ``head_dim`` at most :data:`MAX_D`; ``steps``,
+    ``lr``, ``init_std`` as for Gate C's heads (time grows with ``steps * train_length**2``). ``rows``:
+    rows of the absolute table (default ``8 * train_length``, at most :data:`MAX_ROWS`).
+    ``max_distance``: the relative clipping distance (default 16) or T5's (default 128);
+    ``num_buckets``: T5's (one side). ``operator``: the rope head's RotaryOperator or frozen bank.
+    Raises ValueError for an unknown or fixed scheme, a parameter out of range, or divergence.
     """
     train_length, head_dim, steps, lr, init_std, seed, rows = _setup(scheme, LEARNED, train_length, head_dim, steps,
                                                                      lr, init_std, seed, rows)
@@ -341,34 +280,17 @@ def train_position_head(scheme: str, offset: int = 5, *, train_length: int = 64,
 def fixed_head(scheme: str, *, head_dim: int = 16, seed: int = 0, **options) -> PositionHead:
     """The position-only head of a scheme with nothing to learn (``"none"`` or ``"alibi"``).
 
-    Its projections are random (seeded) but irrelevant: the same token at every slot gives every
-    key the same content score, so only the scheme's position term (none, or ALiBi's bias) moves
-    the attention.
-
-    Raises
-    ------
-    ValueError
-        For a scheme that is not fixed.
+    Its seeded projections do not matter: the same token at every slot gives every key the same
+    content score. Raises ValueError for a scheme that is not fixed.
     """
     if scheme not in FIXED:
         raise ValueError(f"scheme must be one of the fixed schemes {', '.join(map(repr, FIXED))}, got {scheme!r}")
     return position_head(scheme, d_model=head_dim, seed=seed, **options)
 
 
-# ---- content and position: Gate C's most-recent-match task ------------------------------------
-
-
 class TrainedMatchHead(TokenHead):
-    """A :class:`~ropegeo.toy.interventions.TokenHead` trained on the most-recent-match task.
-
-    Attributes
-    ----------
-    layer, embedding
-        The trained layer and its input embedding (one-hot rows except for the schemes that add a
-        code to the inputs, whose learned token vectors are the embedding).
-    scheme : str
-    vocab, train_length, seed : int
-    losses : numpy.ndarray, shape (steps,)
+    """A :class:`~ropegeo.toy.interventions.TokenHead` trained on the most-recent-match task (its
+    embedding is one-hot except for the schemes that add a code to the inputs).
     """
 
     def __init__(self, layer, embedding, *, scheme: str, train_length: int, seed: int, losses):
@@ -386,13 +308,10 @@ def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
 
 
 def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
-    """Loss and gradients for ``S = (Q K^T + Q . a[idx]) / sqrt(d) + bias`` with Q = Qt[tok], K = Kt[tok].
+    """Loss and gradients ``(loss, dQt, dKt, dtable, da)`` of ``S = (Q K^T + Q . a[idx]) / sqrt(d) + bias``.
 
-    ``bias``: (table, flat bucket index) for T5, or a fixed (L, L) array (ALiBi), or None.
-    ``rel``: (a, idx) for the relative scheme (``idx`` an (L, L) row index into ``a``), or None.
-    Every score is a lookup in a small table (token pair, or token and displacement row), so the
-    forward pass is a gather and each gradient a weighted count: no (batch, L, L, d) work.
-    Returns ``(loss, dQt, dKt, dtable_or_None, da_or_None)``.
+    ``bias``: (table, flat bucket index) for T5, a fixed (L, L) array (ALiBi) or None; ``rel``:
+    (a, idx) for the relative scheme or None. Every score is a lookup in a small table.
     """
     B, L = tok.shape
     V, d = Qt.shape
@@ -424,10 +343,7 @@ def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
 
 
 def _fb_match_projection(E, P, Wq, Wk, tok):
-    """Loss and gradients for inputs ``H = E[tok] + P`` (P: (L, d) position code), ``S = H Wq (H Wk)^T / sqrt(d)``.
-
-    Returns ``(loss, dE, dP, dWq, dWk)``.
-    """
+    """Loss and gradients ``(loss, dE, dP, dWq, dWk)`` of ``S = H Wq (H Wk)^T / sqrt(d)``, ``H = E[tok] + P``."""
     c = 1.0 / math.sqrt(Wq.shape[1])
     H = E[tok] + P
     Q, K = H @ Wq, H @ Wk
@@ -440,16 +356,10 @@ def _fb_match_projection(E, P, Wq, Wk, tok):
 
 
 def match_loss(head: TokenHead, tokens) -> float:
-    """The most-recent-match loss of a head on a batch, computed through its attention layer.
+    """The most-recent-match loss of a head on a batch of ``tokens``, through its attention layer.
 
-    Mean over the queries with an earlier occurrence of ``-log`` of the attention on the most
-    recent one (softmax over strictly earlier slots, positions ``0 .. L - 1``).
-
-    Raises
-    ------
-    ValueError
-        For a head that is not a TokenHead, bad tokens, or ``batch * L**2`` beyond
-        :data:`MAX_LOSS_SCORES` (2**23 scores: use fewer or shorter sequences).
+    Raises ValueError for a head that is not a TokenHead, bad tokens, or ``batch * L**2`` beyond
+    :data:`MAX_LOSS_SCORES`.
     """
     if not isinstance(head, TokenHead):
         raise ValueError(f"head must be a TokenHead, got {type(head).__name__}")
@@ -464,41 +374,14 @@ def train_scheme_match_head(scheme: str, *, vocab: int = 8, train_length: int = 
                             steps: int = 600, lr: float = 0.05, init_std: float = 0.3, seed: int = 0,
                             rows: int | None = None, max_distance: int | None = None, num_buckets: int = 32,
                             alibi_heads: int = 8, alibi_head: int = 0, operator=None) -> TrainedMatchHead:
-    """Train a head of any scheme to attend to the most recent earlier occurrence of its token.
+    """Train a head of any scheme in ``SCHEMES`` on Gate C's most-recent-match task.
 
-    Gate C's match task (:func:`ropegeo.toy.train_match_head`) for every scheme: each step
-    draws ``batch`` fresh sequences of ``train_length`` tokens (uniform over ``vocab``) from the
-    seeded generator. Learned per scheme:
-
-    * ``none``, ``alibi``: query and key tables (``vocab x d``), ALiBi's bias fixed;
-    * ``t5``: the tables and the bucket biases; ``relative``: the tables and the key vectors ``a^K``;
-    * ``absolute``: token vectors, the position table and ``W_q, W_k``; ``sinusoidal``: the same
-      without the table;
-    * ``rope``: Gate C's own match head (tables rotated by position).
-
-    Parameters
-    ----------
-    scheme : str
-        Any of ``SCHEMES``.
-    vocab : int
-        Token types (2 to :data:`MAX_SCHEME_VOCAB` = 64).
-    train_length, head_dim, steps, lr, init_std, seed, rows, max_distance, num_buckets, operator
-        As in :func:`train_position_head`.
-    batch : int
-        Sequences per step (1 to :data:`MAX_BATCH` = 512).
-    alibi_heads, alibi_head : int
-        The ALiBi slope (``alibi_slopes(alibi_heads)[alibi_head]``).
-
-    Raises
-    ------
-    ValueError
-        For an unknown scheme or parameters outside their ranges (the message names what to
-        lower), or when training diverges to non-finite values (lower ``lr`` or ``init_std``).
-
-    Notes
-    -----
-    One step must stay under ``ropegeo.toy.MAX_STEP_BYTES`` (512 MiB; up to about 11
-    million scores ``batch * train_length**2`` for the table schemes).
+    Each step draws ``batch`` (at most :data:`MAX_BATCH`) fresh sequences over ``vocab`` (at most
+    :data:`MAX_SCHEME_VOCAB`) tokens. Learned: query and key tables, plus T5's bucket biases or the
+    relative key vectors; ``absolute`` / ``sinusoidal`` learn token vectors and ``W_q, W_k`` (and the
+    absolute table); ALiBi's slope ``alibi_slopes(alibi_heads)[alibi_head]`` is fixed; ``rope`` is
+    Gate C's own match head. Other arguments as in :func:`train_position_head`. Raises ValueError for
+    an unknown scheme, a parameter out of range, or divergence.
     """
     L, head_dim, steps, lr, init_std, seed, R = _setup(scheme, SCHEMES, train_length, head_dim, steps, lr, init_std,
                                                        seed, rows)
@@ -523,7 +406,7 @@ def train_scheme_match_head(scheme: str, *, vocab: int = 8, train_length: int = 
 
 
 def _train_match_projection(scheme, rng, vocab, L, d, batch, R, *, steps, lr, init_std):
-    """Token vectors (plus a position table for ``absolute``) through ``W_q, W_k``: (layer, tokens, losses)."""
+    """Token vectors (plus a position table for ``absolute``) through ``W_q, W_k``."""
     E = rng.normal(scale=init_std, size=(vocab, d))
     Wq, Wk = rng.normal(scale=init_std, size=(2, d, d))
     absolute = scheme == "absolute"
@@ -539,7 +422,7 @@ def _train_match_projection(scheme, rng, vocab, L, d, batch, R, *, steps, lr, in
 
 
 def _train_match_table(scheme, rng, vocab, L, d, batch, options, *, steps, lr, init_std):
-    """Query and key tables plus the scheme's bias (none, alibi, t5, relative): (layer, tokens, losses)."""
+    """Query and key tables plus the scheme's bias (none, alibi, t5, relative)."""
     pos = np.arange(L)
     Qt, Kt = rng.normal(scale=init_std, size=(2, vocab, d))
     params, kw, sch, md = [Qt, Kt], {}, "none", options["max_distance"]

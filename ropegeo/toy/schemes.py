@@ -1,20 +1,9 @@
 """Position schemes of the toy attention layer: how each one brings positions into a head.
 
-A position scheme is an object with hooks (:class:`PositionScheme`), each the identity by
-default, so a new scheme overrides only the hook where its position information enters:
-
-``embed``
-    add something to the inputs (learned absolute table, sinusoidal code);
-``rotate``
-    transform queries and keys (rotary embeddings);
-``bias``
-    add a term to the scores that depends on the two positions (T5's bucketed bias, ALiBi);
-``content_bias`` and ``value_bias``
-    terms that depend on a query and a displacement: learned relative representations (Shaw et
-    al.) add ``q_i . a^K(j - i)`` to score ``(i, j)`` (before the ``1/sqrt(head_dim)`` scaling) and
-    ``sum_j A_ij a^V(j - i)`` to output ``i``.
-
-Schemes register themselves by name with :func:`register_scheme`; the layer of
+A scheme (:class:`PositionScheme`) overrides only the hook where its position information enters:
+``embed`` (the inputs), ``rotate`` (queries and keys), ``bias`` (a term of the two positions added
+to the scores), ``content_bias`` and ``value_bias`` (terms of a query and a displacement, as in Shaw
+et al.). Schemes register by name (:func:`register_scheme`); the layer of
 :mod:`ropegeo.toy.attention` accepts a registered name or an instance:
 
 ===============  ==============  ==============================================================
@@ -46,8 +35,7 @@ __all__ = ["PositionScheme", "NoPositions", "AbsolutePositions", "SinusoidalPosi
            "scheme_names", "sinusoidal_encoding", "check_entries", "as_generator", "MAX_ENTRIES", "MAX_WIDTH"]
 
 
-#: Largest number of entries any array built here may have (scores, codes, tables): 2**25
-#: float64 entries is 256 MiB. Larger requests raise ValueError instead of exhausting memory.
+#: Largest number of entries any array built here may have (scores, codes, tables): 256 MiB of float64.
 MAX_ENTRIES = 2**25
 
 #: Largest ``d_model`` and ``head_dim`` of the toy layer (three 1024 x 1024 projections are 24 MiB).
@@ -72,36 +60,12 @@ def as_generator(seed: Any) -> np.random.Generator:
     return np.random.default_rng(v.integer("seed", seed, minimum=0))
 
 
-# --------------------------------------------------------------------------------------------
-# building blocks
-# --------------------------------------------------------------------------------------------
-
-
 def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.ndarray:
-    """The sinusoidal position code of the original Transformer.
+    """The sinusoidal position code of the original Transformer, shape ``positions.shape + (d_model,)``.
 
-    Column ``2i`` holds ``sin(p * w_i)`` and column ``2i + 1`` holds ``cos(p * w_i)``, with
-    ``w_i = base ** (-2 i / dim)`` radians per position: wavelengths run geometrically from
-    ``2 pi`` to nearly ``2 pi * base``.
-
-    Parameters
-    ----------
-    positions : array_like
-        Positions, any shape; finite real numbers (they need not be integers).
-    d_model : int
-        Width of the code (the model width ``d_model``); even, at least 2.
-    base : float
-        The base of the geometric frequency schedule; finite and greater than 1.
-
-    Returns
-    -------
-    numpy.ndarray, shape positions.shape + (dim,), float64
-
-    Raises
-    ------
-    ValueError
-        For an odd or too small ``dim``, ``base <= 1``, non-finite positions, or an output of
-        more than ``MAX_ENTRIES`` entries.
+    Column ``2i`` holds ``sin(p w_i)`` and ``2i + 1`` holds ``cos(p w_i)``, ``w_i = base ** (-2 i /
+    d_model)``. Raises ValueError for an odd ``d_model``, ``base <= 1``, non-finite positions, or more
+    than ``MAX_ENTRIES`` entries.
 
     Examples
     --------
@@ -120,15 +84,8 @@ def sinusoidal_encoding(positions, d_model: int, base: float = 10_000.0) -> np.n
     return out
 
 
-# position schemes
-# --------------------------------------------------------------------------------------------
-
-
 def register_scheme(name: str):
-    """Class decorator: make a :class:`PositionScheme` subclass available under ``name``.
-
-    ``AttentionLayer(scheme=name, **options)`` then builds it as ``cls(**options)``.
-    """
+    """Class decorator: ``AttentionLayer(scheme=name, **options)`` then builds ``cls(**options)``."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be a short identifier such as 'alibi', got {name!r}")
 
@@ -146,13 +103,7 @@ def scheme_names() -> list[str]:
 
 
 def make_scheme(scheme: "str | PositionScheme" = "none", **options) -> "PositionScheme":
-    """A position scheme from a registered name and its options, or an instance as is.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name, or options given together with an instance.
-    """
+    """A position scheme from a registered name and its options, or an instance as is (no options). Raises ValueError otherwise."""
     if isinstance(scheme, PositionScheme):
         if options:
             raise ValueError(f"scheme options {sorted(options)} cannot be combined with a scheme instance")
@@ -168,11 +119,7 @@ def make_scheme(scheme: "str | PositionScheme" = "none", **options) -> "Position
 
 
 class PositionScheme:
-    """Base class of position schemes: every hook leaves its input unchanged.
-
-    Subclasses override the hooks where their information enters the layer. The layer calls
-    :meth:`setup` once (with its widths and random generator) before any other hook.
-    """
+    """Base class of position schemes: every hook leaves its input unchanged; the layer calls :meth:`setup` first."""
 
     name = "base"
 
@@ -196,10 +143,7 @@ class PositionScheme:
         return None
 
     def content_bias(self, q: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
-        """A term ``(..., seq_q, seq_k)`` added to ``q k^T`` before the ``1/sqrt(head_dim)`` scaling, or None.
-
-        It may depend on the (rotated) queries ``q`` of shape ``(..., seq_q, head_dim)``.
-        """
+        """A term ``(..., seq_q, seq_k)`` added to ``q k^T`` before the ``1/sqrt(head_dim)`` scaling, or None."""
         return None
 
     def value_bias(self, weights: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarray | None:
@@ -217,28 +161,11 @@ class NoPositions(PositionScheme):
 
 @register_scheme("absolute")
 class AbsolutePositions(PositionScheme):
-    """A table of one vector per position, added to the inputs (learned absolute positions).
+    """A table of ``rows`` vectors, one per position, added to the inputs (learned absolute positions).
 
-    Parameters
-    ----------
-    rows : int
-        How many positions the table covers: positions ``0 .. rows - 1``. Default 64.
-    table : array_like, shape (rows, d_model), optional
-        Explicit table (e.g. a trained one). When omitted, the layer draws it from its generator
-        with standard deviation ``scale``.
-    scale : float
-        Standard deviation of a drawn table (positive). Default 1.
-
-    Raises
-    ------
-    ValueError
-        At setup, if the table's width differs from ``d_model``; at use, for a position that is
-        negative, fractional, or past the last row.
-
-    Notes
-    -----
-    An instance keeps the table it drew for the first layer it was given to; pass a scheme name
-    (or a fresh instance) to each layer for independent tables.
+    ``table`` (rows, d_model) is explicit, else drawn at setup with standard deviation ``scale``; an
+    instance keeps the table it drew for its first layer. Raises ValueError for a table of the wrong
+    width, or a position that is negative, fractional or past the last row.
     """
 
     def __init__(self, rows: int = 64, table=None, scale: float = 1.0):
@@ -261,10 +188,7 @@ class AbsolutePositions(PositionScheme):
             raise ValueError(f"table has width {self.table.shape[1]} but the layer has d_model={d_model}")
 
     def check_positions(self, positions):
-        bad_int = positions != np.round(positions)
-        if np.any(bad_int):
-            p = positions[bad_int].flat[0]
-            raise ValueError(f"positions must be integers to index the absolute table, got {p:g}")
+        _integer_positions(positions, "to index the absolute table")
         outside = (positions < 0) | (positions >= self.rows)
         if np.any(outside):
             p = positions[outside].flat[0]
@@ -283,15 +207,7 @@ class AbsolutePositions(PositionScheme):
 
 @register_scheme("sinusoidal")
 class SinusoidalPositions(PositionScheme):
-    """The sinusoidal code (:func:`sinusoidal_encoding`) added to the inputs.
-
-    Parameters
-    ----------
-    base : float
-        Base of the frequency schedule (default 10,000).
-    scale : float
-        Multiplies the code before it is added (positive; default 1).
-    """
+    """The sinusoidal code (:func:`sinusoidal_encoding`) times ``scale``, added to the inputs."""
 
     def __init__(self, base: float = 10_000.0, scale: float = 1.0):
         self.base = v.base(base)
@@ -312,19 +228,8 @@ class SinusoidalPositions(PositionScheme):
 class RotaryPositions(PositionScheme):
     """Rotary position embeddings: queries and keys rotated by :func:`ropegeo.rotation.apply_rope`.
 
-    Any schedule of ``ropegeo.scaling`` plugs in through ``theta`` (and, for YaRN or LongRoPE,
-    ``attention_factor``)::
-
-        theta, factor = ropegeo.scaling.scaled_frequencies(rule, head_dim, base, seq_len)
-        AttentionLayer(d, scheme="rope", theta=theta, attention_factor=factor)
-
-    Parameters
-    ----------
-    base, rotary_dim, pairing, theta, scale, phase_dtype
-        Passed to :func:`ropegeo.rotation.apply_rope` (validated there and at setup).
-    attention_factor : float
-        Multiplies the rotated queries and keys (positive; default 1), so the scores grow by its
-        square, as YaRN's and LongRoPE's factor does.
+    The options go to ``apply_rope``; any schedule of ``ropegeo.scaling`` plugs in through ``theta``;
+    ``attention_factor`` multiplies the rotated queries and keys (YaRN's, LongRoPE's).
     """
 
     def __init__(self, base=10_000.0, rotary_dim=None, pairing="interleaved", theta=None, scale=1.0, phase_dtype="float64",
@@ -349,11 +254,10 @@ class RotaryPositions(PositionScheme):
         return f"RotaryPositions(base={self.options['base']:g}, pairing={self.options['pairing']!r})"
 
 
-def _integer_positions(positions: np.ndarray, scheme: str) -> np.ndarray:
+def _integer_positions(positions: np.ndarray, why: str) -> np.ndarray:
     bad = positions != np.round(positions)
     if np.any(bad):
-        p = positions[bad].flat[0]
-        raise ValueError(f"positions must be integers for the {scheme} scheme (it looks displacements up in a table), got {p:g}")
+        raise ValueError(f"positions must be integers {why}, got {positions[bad].flat[0]:g}")
     return positions
 
 
@@ -364,10 +268,7 @@ def _displacements(q_positions: np.ndarray, k_positions: np.ndarray) -> np.ndarr
     return k_positions[..., None, :] - q_positions[..., :, None]
 
 
-# ---- T5 -------------------------------------------------------------------------------------
-
-#: Largest ``num_buckets`` and ``max_distance`` :func:`t5_bucket` accepts (float32 holds every
-#: integer up to 2**24 exactly, and the bucket formula is evaluated in float32 as T5 does).
+#: Largest ``num_buckets`` and ``max_distance`` :func:`t5_bucket` accepts (float32 is exact to 2**24).
 T5_MAX_BUCKETS = 4096
 T5_MAX_DISTANCE = 2**24
 
@@ -384,41 +285,14 @@ def _t5_options(num_buckets, max_distance, bidirectional) -> tuple[int, int, boo
 
 
 def t5_bucket(relative_position, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
-    """T5's bucket of a relative position ``key - query`` (Raffel et al., 2020).
+    """T5's bucket of a relative position ``key - query`` (Raffel et al., 2020), int64 in ``[0, num_buckets)``.
 
-    With ``bidirectional``, half of the buckets serve keys after the query (``relative_position >
-    0``, buckets offset by ``num_buckets // 2``) and half the rest; without it (a causal decoder)
-    every key after the query falls in bucket 0 with the query itself. On each side, with
-    ``n = |relative_position|`` (or ``max(0, -relative_position)``), ``B`` buckets on that side and
-    ``e = B // 2``:
-
-    * ``n < e``: bucket ``n`` (one exact bucket per offset);
-    * ``n >= e``: bucket ``e + floor(log(n / e) / log(max_distance / e) * (B - e))``, capped at
-      ``B - 1``: log-spaced bins, and every ``n >= max_distance`` shares the last bucket.
-
-    The logarithm is evaluated in float32, as in Mesh TensorFlow and Hugging Face transformers'
-    ``_relative_position_bucket``, so bucket edges agree with theirs exactly.
-
-    Parameters
-    ----------
-    relative_position : array_like of int
-        ``key position - query position``, any shape; whole numbers.
-    bidirectional : bool
-        Encoder-style (both sides) or decoder-style (keys at or before the query).
-    num_buckets : int
-        Total number of buckets (at least 4 when bidirectional, else 2; at most 4096).
-    max_distance : int
-        Offsets at or beyond it share the last bucket of their side; greater than the number of
-        exact buckets ``e``, at most ``2**24``.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape of ``relative_position``, values in ``[0, num_buckets)``.
-
-    Raises
-    ------
-    ValueError
-        For fractional or non-finite relative positions or options outside the ranges above.
+    With ``bidirectional`` half the buckets serve keys after the query; without it every later key
+    falls in bucket 0. On a side of ``B`` buckets with ``e = B // 2``: offset ``n < e`` is bucket
+    ``n``, larger offsets get log-spaced buckets up to ``max_distance``, which share the last. The
+    logarithm is evaluated in float32, as transformers' ``_relative_position_bucket`` does.
+    ``num_buckets`` is at most 4096, ``max_distance`` at most ``2**24``. Raises ValueError for
+    fractional or non-finite positions or options out of range.
 
     Examples
     --------
@@ -449,26 +323,11 @@ def t5_bucket(relative_position, *, bidirectional: bool = True, num_buckets: int
 
 @register_scheme("t5")
 class T5Bias(PositionScheme):
-    """T5's relative bias: one learned scalar per bucket of the displacement, added to the scores.
+    """T5's relative bias ``table[t5_bucket(p_j - p_i)]`` added to the scores (Raffel et al., 2020).
 
-    ``bias(i, j) = table[t5_bucket(p_j - p_i)]`` (Raffel et al., 2020). It depends on the two
-    positions through their difference only, so a global shift never changes a score; offsets
-    beyond ``max_distance`` all share one bias.
-
-    Parameters
-    ----------
-    num_buckets, max_distance, bidirectional
-        As in :func:`t5_bucket` (defaults 32, 128, True).
-    table : array_like, shape (num_buckets,), optional
-        The bias of each bucket (e.g. trained). Drawn from the layer's generator with standard
-        deviation ``scale`` when omitted.
-    scale : float
-        Standard deviation of a drawn table (positive; default 1).
-
-    Raises
-    ------
-    ValueError
-        For options outside their ranges, a table of the wrong length, or fractional positions.
+    Options as in :func:`t5_bucket`; ``table`` (num_buckets,) is explicit, else drawn with standard
+    deviation ``scale``. Raises ValueError for options out of range, a table of the wrong length, or
+    fractional positions.
     """
 
     def __init__(self, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True, table=None, scale: float = 1.0):
@@ -486,7 +345,7 @@ class T5Bias(PositionScheme):
             self.table = self.scale * rng.standard_normal(self.num_buckets)
 
     def check_positions(self, positions):
-        return _integer_positions(positions, "t5")
+        return _integer_positions(positions, "for the t5 scheme (it looks displacements up in a table)")
 
     def buckets(self, q_positions, k_positions) -> np.ndarray:
         """Bucket of every (query, key) pair, shape (..., seq_q, seq_k)."""
@@ -501,36 +360,16 @@ class T5Bias(PositionScheme):
                 f"bidirectional={self.bidirectional})")
 
 
-# ---- ALiBi ----------------------------------------------------------------------------------
-
 #: Largest head count :func:`alibi_slopes` accepts.
 ALIBI_MAX_HEADS = 4096
 
 
 def alibi_slopes(heads: int) -> np.ndarray:
-    """ALiBi's head-specific slopes (Press, Smith and Lewis, 2022).
+    """ALiBi's head-specific slopes (Press, Smith and Lewis, 2022) for 1 to 4096 ``heads``.
 
-    For ``H`` a power of two the slopes are the geometric sequence ``2 ** (-8 h / H)``,
-    ``h = 1 .. H``. For other ``H`` the paper's code takes the ``P`` slopes of the largest power
-    of two ``P < H`` and appends every other slope of the ``2P`` sequence, starting with its first
-    (``2 ** (-4 (2 j + 1) / P)``, ``j = 0, 1, ...``) until there are ``H``. The extra slopes sit
-    half a step off the existing sequence: the first is steeper than every existing slope, and
-    each later one falls between two existing neighbours.
-
-    Parameters
-    ----------
-    heads : int
-        Number of heads ``H`` (1 to 4096).
-
-    Returns
-    -------
-    numpy.ndarray, shape (heads,), float64
-        Positive slopes; the first ``P`` decrease, the appended ones decrease among themselves.
-
-    Raises
-    ------
-    ValueError
-        For a head count outside ``[1, 4096]``.
+    For ``H`` a power of two, ``2 ** (-8 h / H)``, ``h = 1 .. H``; otherwise the ``P`` slopes of the
+    largest power of two ``P < H`` followed by every other slope of the ``2P`` sequence, as the
+    paper's code does.
 
     Examples
     --------
@@ -548,26 +387,10 @@ def alibi_slopes(heads: int) -> np.ndarray:
 
 @register_scheme("alibi")
 class ALiBi(PositionScheme):
-    """Attention with linear biases: ``bias(i, j) = -slope * |p_i - p_j|``.
+    """Attention with linear biases: ``bias(i, j) = -slope * |p_i - p_j|`` (ALiBi as published in a causal layer).
 
-    In a causal layer this is ALiBi as published (``-slope * (i - j)`` for the visible keys
-    ``j <= i``); without the mask the penalty is symmetric. Nothing is learned and nothing is added
-    to the inputs: a fixed recency prior whose strength is the head's slope.
-
-    Parameters
-    ----------
-    heads : int
-        Number of heads ``H`` whose slope set is used (see :func:`alibi_slopes`; default 8).
-    head : int
-        Which of them this layer is, ``0 .. heads - 1`` (default 0, the steepest slope ``2**(-8/H)``
-        for a power of two).
-    slope : float, optional
-        An explicit positive slope instead (then ``heads`` and ``head`` are ignored).
-
-    Raises
-    ------
-    ValueError
-        For a head index outside ``[0, heads)`` or a non-positive slope.
+    The slope is ``alibi_slopes(heads)[head]``, or an explicit positive ``slope``. Raises ValueError
+    for a head index outside ``[0, heads)`` or a non-positive slope.
     """
 
     def __init__(self, heads: int = 8, head: int = 0, slope: float | None = None):
@@ -586,34 +409,15 @@ class ALiBi(PositionScheme):
         return f"ALiBi(slope={self.slope:g})"
 
 
-# ---- Shaw et al. ----------------------------------------------------------------------------
-
-
 @register_scheme("relative")
 class RelativePositions(PositionScheme):
     """Learned relative position representations (Shaw, Uszkoreit and Vaswani, 2018).
 
-    Two tables of vectors indexed by the clipped displacement ``r = clip(p_j - p_i, -K, K)``:
-    ``a^K_r`` is added to the key inside the score, ``(q_i . (k_j + a^K_r)) / sqrt(head_dim)``, and
-    ``a^V_r`` to the value inside the output, ``sum_j A_ij (v_j + a^V_r)``. Every displacement
-    beyond ``K`` shares the vector of ``K``, so the scheme cannot tell far keys apart by position.
-
-    Parameters
-    ----------
-    max_distance : int
-        The clipping distance ``K`` (1 to 4096; default 16). Each table has ``2K + 1`` rows.
-    key_table, value_table : array_like, shape (2K + 1, head_dim), optional
-        Explicit tables (row ``r + K`` holds displacement ``r``). Drawn from the layer's
-        generator with standard deviation ``scale`` when omitted.
-    values : bool
-        Add the value term (default True; False keeps outputs ``weights @ v``).
-    scale : float
-        Standard deviation of drawn tables (positive; default 1).
-
-    Raises
-    ------
-    ValueError
-        For options outside their ranges, tables of the wrong shape, or fractional positions.
+    Tables indexed by ``r = clip(p_j - p_i, -K, K)`` (``K = max_distance``, 1 to 4096; row ``r + K``):
+    ``a^K_r`` enters the score ``q_i . (k_j + a^K_r) / sqrt(head_dim)`` and, with ``values``,
+    ``a^V_r`` the output ``sum_j A_ij (v_j + a^V_r)``. Tables not given are drawn with standard
+    deviation ``scale``. Raises ValueError for options out of range, tables of the wrong shape, or
+    fractional positions.
     """
 
     def __init__(self, max_distance: int = 16, key_table=None, value_table=None, values: bool = True, scale: float = 1.0):
@@ -641,7 +445,7 @@ class RelativePositions(PositionScheme):
                 raise ValueError(f"{name} has width {t.shape[1]} but the layer has head_dim={head_dim}")
 
     def check_positions(self, positions):
-        return _integer_positions(positions, "relative")
+        return _integer_positions(positions, "for the relative scheme (it looks displacements up in a table)")
 
     def index(self, q_positions, k_positions) -> np.ndarray:
         """Table row of every (query, key) pair: ``clip(p_j - p_i, -K, K) + K``, shape (..., seq_q, seq_k)."""

@@ -1,11 +1,8 @@
 """The training toolkit of Gate C's heads: bounds, seeds, optimiser settings, Adam, rotary settings.
 
-Everything here is shared by the two trainers of :mod:`ropegeo.toy.heads` and by the
-scheme trainers of :mod:`ropegeo.toy.alternatives` (which use the public names only). Matrices are
-small, so they run with one BLAS thread: :func:`~ropegeo.toy.one_blas_thread` limits the BLAS pool for the
-duration of a training or an evaluation (threadpoolctl), whatever ``OPENBLAS_NUM_THREADS`` says.
-On matrices of a few thousand entries, extra threads only add synchronisation: on 2 busy cores the
-default pool made one Gate C battery 4 to 40 times slower.
+Shared by the trainers of :mod:`ropegeo.toy.heads` and the scheme trainers (public names only).
+Matrices are small, so training runs on one BLAS thread (:func:`~ropegeo.toy.one_blas_thread`):
+on 2 busy cores the default pool made one Gate C battery 4 to 40 times slower.
 """
 
 from __future__ import annotations
@@ -21,10 +18,7 @@ from ropegeo.rotation import pair_indices
 
 
 def one_blas_thread():
-    """A context in which BLAS (and OpenMP) pools run one thread; the previous sizes come back after.
-
-    Every trainer and :func:`ropegeo.gates.c.gate_c` run inside it. With one thread the results do
-    not depend on the machine's core count either (a threaded BLAS may split sums differently).
+    """A context in which BLAS (and OpenMP) pools run one thread (results then do not depend on the core count).
 
     Examples
     --------
@@ -36,34 +30,23 @@ def one_blas_thread():
     return threadpool_limits(limits=1)
 
 
-# ---- bounds: every call stays under about 1 GiB of memory and about half a minute of work ----
-
-#: Longest sequence a Gate C head trains or is evaluated on (the match head trains up to
-#: :data:`MAX_MATCH_LENGTH`): an evaluation holds a few ``length x length`` float64 arrays
-#: (128 MiB each at 4096).
+#: Longest sequence a Gate C head trains or is evaluated on (a few ``length x length`` arrays).
 MAX_HEAD_LENGTH = 4096
-#: Longest training or fine-tuning length of a match head: every step scores ``batch`` sequences
-#: of ``length x length`` query-key pairs.
+#: Longest training or fine-tuning length of a match head (``batch`` score matrices a step).
 MAX_MATCH_LENGTH = 1024
-#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs (real models use 64
-#: to 256); the rotated tables of a match head grow with it.
+#: Widest head a trainer builds and :func:`ropegeo.toy.evaluate` runs.
 MAX_TRAINED_HEAD_DIM = 512
-#: Largest vocabulary of a match head (its tables are rotated at every position each step).
+#: Largest vocabulary of a match head.
 MAX_VOCAB = 256
 #: Most sequences in one training step of a match head.
 MAX_BATCH = 512
-#: Most seeds (independently trained heads) one call trains or evaluates: ``train_heads``,
-#: ``gate_c``, ``evaluate_seeds``, ``compare``, and the seeds of
-#: ``ropegeo.toy.alternatives.compare_schemes`` and ``ropegeo.toy.interventions.construction_gap``
-#: (the default gate_c takes about 1 s per seed; the book uses at most 10 seeds, and the
-#: command line caps them at 10).
+#: Most seeds (independently trained heads) one call trains or evaluates (gate_c: about 1 s each).
 MAX_SEEDS = 20
-#: Largest learning rate of any trainer (Adam moves each parameter by about ``lr`` per step).
+#: Largest learning rate of any trainer.
 MAX_LR = 10.0
 #: Largest standard deviation of the initial parameters of any trainer.
 MAX_INIT_STD = 10.0
-#: Most memory one training step may hold, as estimated from the step's array shapes
-#: (scores ``batch x length x length``, rotated tables ``vocab x length x head_dim``, ...).
+#: Most memory one training step may hold, as estimated from the step's array shapes.
 MAX_STEP_BYTES = 2**29
 
 
@@ -76,8 +59,7 @@ def _rng(seed) -> tuple[np.random.Generator, int | None]:
 
 
 def check_theta(theta, name: str = "theta") -> np.ndarray:
-    """A copy of per-pair frequencies a head can be trained on: ``ropegeo._validate.frequencies``
-    (non-empty, 1-D, finite, non-negative) with at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs."""
+    """A copy of per-pair frequencies a head can train on (``v.frequencies``, at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs)."""
     th = v.frequencies(theta, name)
     if th.size > MAX_TRAINED_HEAD_DIM // 2:
         raise ValueError(f"{name} must have at most {MAX_TRAINED_HEAD_DIM // 2} pairs (head_dim at most "
@@ -88,11 +70,9 @@ def check_theta(theta, name: str = "theta") -> np.ndarray:
 def _rotary_bank(operator=None, *, head_dim: int | None = None, base: float | None = None, theta=None) -> tuple:
     """``(theta, scale, attention_factor, base)``: the rotary settings a head trains under.
 
-    ``operator`` is a :class:`ropegeo.RotaryOperator` (its frequencies at initialisation, position
-    scale and attention factor; one phase axis in float64, rotating the whole head) or a frozen
-    bank, a 1-D array of frequencies; otherwise plain ``head_dim`` (default 16) and ``base``
-    (default 10,000) build one. ``base`` is returned only for a plain schedule (the extension
-    rules start from it), ``None`` otherwise. ``theta`` is the older spelling of a bank.
+    ``operator`` is a :class:`ropegeo.RotaryOperator` (one float64 axis rotating the whole head) or a
+    frozen bank; otherwise plain ``head_dim`` (16) and ``base`` (10,000). ``base`` is returned only
+    for a plain schedule. ``theta`` is the older spelling of a bank.
 
     Examples
     --------
@@ -126,11 +106,7 @@ MAX_STEPS = 100_000
 
 
 def training_settings(steps, lr, init_std=None) -> tuple:
-    """Validate the optimiser settings shared by every trainer: ``(steps, lr[, init_std])``.
-
-    ``steps`` is an integer from 1 to :data:`MAX_STEPS`; ``lr`` is positive and at most
-    :data:`MAX_LR`; ``init_std`` is positive and at most :data:`MAX_INIT_STD`.
-    """
+    """Validate ``(steps, lr[, init_std])``: up to :data:`MAX_STEPS`, :data:`MAX_LR`, :data:`MAX_INIT_STD`."""
     steps = v.integer("steps", steps, minimum=1, maximum=MAX_STEPS)
     lr = v.real("lr", lr, greater_than=0.0, maximum=MAX_LR)
     if init_std is None:
@@ -139,11 +115,7 @@ def training_settings(steps, lr, init_std=None) -> tuple:
 
 
 def check_step_memory(what: str, step_bytes: float, sizes: dict) -> None:
-    """Refuse a training step that would hold more than :data:`MAX_STEP_BYTES`.
-
-    ``sizes`` maps the parameter names that set the step's size to their values; the message
-    names them so the caller knows what to lower.
-    """
+    """Refuse a training step beyond :data:`MAX_STEP_BYTES`, naming the ``sizes`` to lower."""
     if step_bytes > MAX_STEP_BYTES:
         shown = ", ".join(f"{k}={val}" for k, val in sizes.items())
         raise ValueError(f"one training step of {what} with {shown} would hold about {step_bytes / 2**20:,.0f} MiB; "
@@ -167,12 +139,9 @@ def check_match_step(length: int, batch: int, vocab: int, head_dim: int, length_
 
 
 def match_step_bytes(length: int, batch: int, vocab: int, head_dim: int) -> int:
-    """Estimated peak memory of one match-head step: the scores (batch, L, L) with a working copy,
-    the rotated tables (vocab, L, d) with apply_rope's temporaries, the gathered queries and keys
-    (batch, L, d) with their gradients, and the one-hot scatter (L, vocab, batch). That is the
-    step of a head that forms its scores whole (the scheme heads of :mod:`ropegeo.toy.scheme_heads`);
-    the rotary head's step (``heads._match_loss``) reads them from a table a few sequences at a
-    time and holds far less, but keeps the same bound."""
+    """Estimated peak memory of one match-head step that forms its scores whole (the scheme heads);
+    the rotary head's step holds far less but keeps the same bound.
+    """
     return 4 * (3 * batch * length**2 + 18 * vocab * length * head_dim + 10 * batch * length * head_dim
                 + 4 * batch * length * vocab)
 
@@ -191,7 +160,7 @@ def seed_list(seeds, name: str = "seeds") -> list:
 
 
 def _bounded_list(name: str, items, most: int, what: str) -> list:
-    """An iterable as a list of at most ``most`` items (a ValueError naming ``name`` otherwise)."""
+    """An iterable as a list of at most ``most`` items."""
     if not v.is_collection(items):
         raise ValueError(f"{name} must be a list of {what}, got {items!r}")
     out = list(itertools.islice(items, most + 1))
@@ -221,7 +190,7 @@ class Adam:
 
 
 def _pair_gradients(q: np.ndarray, k: np.ndarray, ga: np.ndarray, gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The gradients in ``q`` and ``k`` (1-D, interleaved) given those in their pair coefficients ``a`` and ``b``."""
+    """The gradients in ``q`` and ``k`` given those in their pair coefficients ``a`` and ``b``."""
     first, second = pair_indices(q.size)
     q1, q2, k1, k2 = q[first], q[second], k[first], k[second]
     dq, dk = np.empty_like(q), np.empty_like(k)

@@ -1,41 +1,26 @@
 """A two-layer check for NoPE and ALiBi: what depth adds to a causal mask.
 
-Chapter 7 trains one attention layer per scheme. With one layer and no content, NoPE cannot rank
-any earlier key above another, and ALiBi can only prefer the nearest one. Depth changes what is
-possible: the first layer of a causal model averages over a prefix whose size grows with the
-position, so its output can carry position even with no position scheme at all (the
-observation behind NoPE language models). This module trains the smallest model that shows it.
-
-The model (numpy, hand-written gradients, full-batch Adam):
-
-* tokens: slot 0 holds a start token, every other slot the same token (no content to use);
-  embeddings ``E`` (2 x d), learned, ``H0 = E[tokens]``;
-* layer 1 (optional): one causal head over keys ``j <= i``, scores
-  ``(H0 Wq1)(H0 Wk1)^T / sqrt(d) + bias``, ``H1 = H0 + softmax(scores) H0 Wv1``;
-* layer 2, the probe: one head over strictly earlier keys ``j < i`` with scores
-  ``(H1 Wq2)(H1 Wk2)^T / sqrt(d) + bias``, trained to put its attention on key ``i - offset``.
-
-``bias`` is 0 for NoPE and ``-slope * (i - j)`` for ALiBi in both layers. Loss: mean
-cross-entropy of the probe's attention at the target over queries ``i >= offset``.
-
-What this can show: with one layer the scheme's formula is all there is; with two, the start
-token's share of the first layer's average, a decreasing function of the position, becomes a
-position feature. Because layer 2 compares that single feature bilinearly, its score for a fixed
-query is monotone (NoPE) or a fixed-shape curve (ALiBi) in the key's feature, so it can prefer
-the nearest key or a fixed absolute slot, never "exactly five back" at every position. What it
-cannot show: deeper stacks, MLPs, content and multiple heads, where NoPE models are reported to
-learn more {Haviv et al. 2022; Kazemnejad et al. 2023}.
+With one layer and no content, NoPE cannot rank any earlier key above another and ALiBi can only
+prefer the nearest. The first layer of a causal model averages over a growing prefix, so its
+output can carry position with no scheme at all. The smallest model that shows it (numpy,
+hand-written gradients, full-batch Adam): slot 0 holds a start token, every other slot the same
+token (learned embeddings ``E``, 2 x d); layer 1 (optional) is one causal head, ``H1 = H0 +
+softmax((H0 Wq1)(H0 Wk1)^T / sqrt(d) + bias) H0 Wv1``; layer 2, the probe, attends over strictly
+earlier keys and is trained onto key ``i - offset``. ``bias`` is 0 (NoPE) or ``-slope * (i - j)``
+(ALiBi). Layer 2 compares one position feature bilinearly, so it can prefer the nearest key or a
+fixed slot, never "exactly five back" everywhere; deeper stacks, MLPs and content are not shown
+{Haviv et al. 2022; Kazemnejad et al. 2023}.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ropegeo import _validate as v
 from ropegeo.softmax import softmax
+from ropegeo.toy.training import seed_list
 
 __all__ = ["TwoLayerModel", "loss_and_grads", "train", "probe", "study"]
 
@@ -91,14 +76,7 @@ def _forward(p: dict, n: int, scheme: str, layers: int, slope: float) -> dict:
 
 
 def loss_and_grads(model: TwoLayerModel, length: int) -> tuple[float, dict]:
-    """Loss and its gradient with respect to every parameter (hand-derived backpropagation).
-
-    Returns
-    -------
-    (float, dict)
-        The mean cross-entropy at the targets and ``{name: gradient}`` (same shapes as
-        ``model.params``; the layer-1 matrices get zero gradients in a one-layer model).
-    """
+    """Mean cross-entropy at the targets and ``{name: gradient}`` (hand-derived; zero for layer 1 in a one-layer model)."""
     p, k = model.params, model.offset
     n = v.integer("length", length, minimum=k + 1, maximum=MAX_TWO_LAYER_LENGTH)
     f = _forward(p, n, model.scheme, model.layers, model.slope)
@@ -141,24 +119,9 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, head_dim: i
           slope: float = 0.5, steps: int = 600, lr: float = 0.05, seed: int = 0) -> TwoLayerModel:
     """Train the model on one sequence of ``length`` slots (full batch).
 
-    Parameters
-    ----------
-    scheme : {"nope", "alibi"}
-    layers : {1, 2}
-    offset : int
-        The probe's target displacement (1 to ``length - 1``).
-    head_dim, length, slope, steps, lr, seed : optional
-        Width (2 to 32), training length (up to 1,024), ALiBi slope (positive), Adam steps (1 to
-        5,000), learning rate (at most 1), initialisation seed (normal, standard deviation 0.5).
-
-    Returns
-    -------
-    TwoLayerModel
-
-    Raises
-    ------
-    ValueError
-        For any parameter outside those ranges.
+    ``scheme`` is ``"nope"`` or ``"alibi"``, ``layers`` 1 or 2; ``head_dim`` 2 to 32, ``length`` up to
+    1,024, ``steps`` 1 to 5,000, ``lr`` at most 1; initial parameters normal with standard deviation
+    0.5. Raises ValueError for a parameter out of range.
 
     Examples
     --------
@@ -187,11 +150,7 @@ def train(scheme: str = "nope", layers: int = 2, offset: int = 1, *, head_dim: i
 
 
 def probe(model: TwoLayerModel, length: int) -> dict:
-    """The probe's winner accuracy and mean attention on the target at ``length``.
-
-    A query counts as right only when the target's score is strictly above every other earlier
-    key's (a tie is not a win).
-    """
+    """The probe's winner accuracy (a tie is not a win) and mean attention on the target at ``length``."""
     n = v.integer("length", length, minimum=model.offset + 1, maximum=MAX_TWO_LAYER_LENGTH)
     f = _forward(model.params, n, model.scheme, model.layers, model.slope)
     k, rows = model.offset, np.arange(model.offset, n)
@@ -204,18 +163,8 @@ def probe(model: TwoLayerModel, length: int) -> dict:
 
 
 def study(seeds=range(10), offsets=(1, 5), *, length: int = 64, steps: int = 600, slope: float = 0.5) -> dict:
-    """Accuracy and mass of NoPE and ALiBi, one and two layers, per offset, over seeds.
-
-    Returns
-    -------
-    dict
-        ``(scheme, layers, offset) -> {"accuracy": array (seeds,), "mass": array (seeds,)}``.
-    """
-    if not v.is_collection(seeds):
-        raise ValueError(f"seeds must be an iterable of non-negative integers, got {seeds!r}")
-    seeds = [v.integer("seeds", x, minimum=0) for x in itertools.islice(seeds, 21)]
-    if not seeds or len(seeds) > 20:
-        raise ValueError("seeds must hold 1 to 20 seeds")
+    """Accuracy and mass per seed of NoPE and ALiBi, one and two layers, per offset: ``(scheme, layers, offset) -> {name: array}``."""
+    seeds = seed_list(seeds)
     out = {}
     for scheme in SCHEMES:
         for layers in (1, 2):
