@@ -110,11 +110,12 @@ class GateAReport:
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+    _core = CORE_CHECKS  # the checks without which there is no verdict (a class attribute, not a field)
 
     @property
     def status(self) -> str:
-        """:func:`ropegeo.gates.verdicts.status` over :data:`CORE_CHECKS`."""
-        return status(self.checks, core=CORE_CHECKS)
+        """:func:`ropegeo.gates.verdicts.status` over the core checks (:data:`CORE_CHECKS`)."""
+        return status(self.checks, core=self._core)
 
     @property
     def passed(self) -> bool:
@@ -124,7 +125,7 @@ class GateAReport:
     @property
     def unresolved(self) -> list[Check]:
         """Core checks not measured, and checks that could not fail."""
-        return [c for c in self.checks if c.passed is None and (c.name in CORE_CHECKS or c.inconclusive)]
+        return [c for c in self.checks if c.passed is None and (c.name in self._core or c.inconclusive)]
 
     @property
     def failed(self) -> list[str]:
@@ -276,15 +277,21 @@ def _legend(checks) -> str:
     return text + ")"
 
 
+def _as_manifest(manifest) -> RopeManifest:
+    """A RopeManifest from a manifest, a config dict, a path or a shipped model name."""
+    if isinstance(manifest, dict):
+        return read_config(manifest)
+    if isinstance(manifest, RopeManifest):
+        return manifest
+    if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
+        raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
+                         f"shipped model name, got {type(manifest).__name__}")
+    return resolve(manifest, option="manifest")
+
+
 def _from_manifest(manifest, target_length):
     """Declared fields from a manifest (or a config dict, path or shipped name)."""
-    if isinstance(manifest, dict):
-        manifest = read_config(manifest)
-    elif not isinstance(manifest, RopeManifest):
-        if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
-            raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
-                             f"shipped model name, got {type(manifest).__name__}")
-        manifest = resolve(manifest, option="manifest")
+    manifest = _as_manifest(manifest)
     # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
     # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
     seq = target_length or manifest.target_length or manifest.max_position_embeddings
