@@ -15,7 +15,6 @@ from typing import Mapping
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo._json import dumps
 from ropegeo.toy import (
     MAX_HEAD_LENGTH,
     MAX_MATCH_LENGTH,
@@ -27,13 +26,14 @@ from ropegeo.toy import (
     seed_list,
     train_heads,
 )
+from ropegeo.gates.verdicts import Report
 from ropegeo.toy.reanchor import reanchored_base
 
 __all__ = ["GateCVerdict", "gate_c", "judge_seeds", "gate_c_schedule", "run_for_manifest", "check_options", "toy_lengths"]
 
 
 @dataclass(frozen=True)
-class GateCVerdict:
+class GateCVerdict(Report):
     """Pass or fail of the standard Gate C battery: ``checks`` (from :func:`judge_seeds`), the
     per-seed accuracies and masses of each condition, and the battery's settings."""
 
@@ -46,19 +46,12 @@ class GateCVerdict:
         """Plain-Python form: ``passed``, ``checks``, ``per_seed`` and ``settings``."""
         return {"passed": self.passed, "checks": self.checks, "per_seed": self.per_seed, "settings": self.settings}
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return dumps(self.to_dict(), **kwargs)
-
     def table(self) -> str:
         rows = [f"Gate C: {'PASS' if self.passed else 'FAIL'}"]
         for name, c in self.checks.items():
             seeds = f"; {c['seeds_below']} of {c['seeds']} seeds below" if "seeds" in c else ""
             rows.append(f"  {'ok  ' if c['passed'] else 'FAIL'} {name:<34} {c['value']:.3g} (threshold {c['threshold']:g}{seeds})")
         return "\n".join(rows)
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def gate_c(

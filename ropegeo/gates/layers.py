@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ropegeo import _json
 from ropegeo.gates.procedure import geometry_audit
+from ropegeo.gates.verdicts import Report
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.models.manifest import LayerKind, RopeManifest, layer_kinds
 
@@ -15,7 +15,7 @@ __all__ = ["LayerAudit", "layer_audit"]
 
 
 @dataclass(frozen=True)
-class LayerAudit:
+class LayerAudit(Report):
     """One :class:`~ropegeo.gates.procedure.GeometryAudit` per kind of layer (``None`` for a NoPE kind)."""
 
     kinds: tuple
@@ -39,10 +39,6 @@ class LayerAudit:
              "position_signal": k.position_signal, "summary": k.describe(),
              "audit": None if a is None else a.to_dict()} for k, a in zip(self.kinds, self.audits)]}
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
-
     def table(self) -> str:
         """Each kind's heading, then its audit, or what it lacks."""
         parts = []
@@ -55,9 +51,6 @@ class LayerAudit:
         if nope:
             parts.append("layers with no position signal: " + "; ".join(k.describe() for k in nope))
         return "\n".join(parts)
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def layer_audit(config, **options) -> LayerAudit:

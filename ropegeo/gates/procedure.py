@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import TWO_PI, wavelengths
 from ropegeo.gates.a.axes import axes_operator
@@ -31,7 +30,7 @@ from ropegeo.gates.b.rule import (
 )
 from ropegeo.gates import c as gates_c
 from ropegeo.gates.c import GateCVerdict
-from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
+from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check, Report
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
@@ -104,7 +103,7 @@ def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
 
 
 @dataclass(frozen=True)
-class GeometryAudit:
+class GeometryAudit(Report):
     """The geometry audit of one manifest (lengths in tokens; ``theta`` and ``attention_factor`` served
     at ``target_length``: rows on them say "scaled", rows on the pre-training bank "unscaled")."""
 
@@ -158,10 +157,6 @@ class GeometryAudit:
         return {"manifest": self.manifest.to_dict(), **d, "theta": [float(x) for x in self.theta],
                 "wavelength_range": list(self.wavelength_range), "search_range": list(self.search_range),
                 "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
-
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
 
     @property
     def checks(self) -> list:
@@ -241,9 +236,6 @@ class GeometryAudit:
                 start = len(line) - len(line[len(_SERVED_ROW):].lstrip())  # where the value column starts
                 lines[i] = line[:start] + value
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
@@ -376,7 +368,7 @@ def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> Geometr
 
 
 @dataclass
-class AuditReport:
+class AuditReport(Report):
     """The result of :func:`audit`: three gates, one verdict. ``gate_a_on`` is ``"implementation"``
     (the caller's code) or ``"reference"`` (ropegeo's operator for the manifest); ``gate_c`` is
     ``None`` when not run (``gate_c_note`` says why)."""
@@ -499,10 +491,6 @@ class AuditReport:
             "seconds": self.seconds,
         }
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
-
     def _rows(self) -> list[tuple[str, str, str]]:
         """``(gate, printed state, text)``: ``checked`` for a pass on the configuration's own operator,
         ``moot`` after the first failure."""
@@ -529,10 +517,7 @@ class AuditReport:
         lines.append("verdict: " + self.verdict)
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.table()
-
-    __repr__ = __str__
+    __repr__ = Report.__str__
 
     def _repr_html_(self) -> str:
         colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708",

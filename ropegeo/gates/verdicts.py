@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["Check", "verdict", "status", "DEFECT_CLASSES", "STATUSES", "EXIT_CODES"]
+from ropegeo import _json
+
+__all__ = ["Check", "Report", "verdict", "status", "DEFECT_CLASSES", "STATUSES", "EXIT_CODES"]
 
 #: The three outcomes of a gate or of the audit; "inconclusive" is never a pass.
 STATUSES = ("pass", "fail", "inconclusive")
@@ -86,6 +88,17 @@ class Check:
         return cls(d["name"], d["passed"], nan if d["violation"] is None else d["violation"],
                    nan if d["tolerance"] is None else d["tolerance"], d["diagnosis"], d.get("protocol", ""),
                    d.get("defect"))
+
+
+class Report:
+    """What every gate's report shares: ``str`` is its ``table()``, :meth:`to_json` its ``to_dict()``."""
+
+    def to_json(self, **kwargs) -> str:
+        """``to_dict()`` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self) -> str:
+        return self.table()
 
 
 def status(checks, core=None) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo._json import dumps, plain
+from ropegeo._json import plain
 from ropegeo.gates.a.algebra import (
     check_composition,
     check_decoding,
@@ -57,7 +57,7 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.verdicts import Check, status, verdict
+from ropegeo.gates.verdicts import Check, Report, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
 
@@ -99,7 +99,7 @@ MAX_POSITION = 2**26
 
 
 @dataclass
-class GateAReport:
+class GateAReport(Report):
     """The result of :func:`gate_a`; ``to_dict`` / ``to_json`` / ``table`` give plain forms."""
 
     declared: dict
@@ -222,10 +222,6 @@ class GateAReport:
                    inferred=d["inferred"], checks=[Check.from_dict(c) for c in d["checks"]], notes=list(d["notes"]),
                    seconds=d["seconds"])
 
-    def to_json(self, **kwargs) -> str:
-        """The report as JSON (``ropegeo._json.dumps``: no NaN, no numpy types)."""
-        return dumps(self.to_dict(), **kwargs)
-
     def table(self, passing_sizes: bool = True, legend: bool = False) -> str:
         """One line per check, the precision found, then the diagnoses (``passing_sizes=False``: a
         passing check shows only its tolerance; ``legend``: how to read the rows)."""
@@ -261,9 +257,6 @@ class GateAReport:
                 lines.append(f"  (not measured {c.name}: {c.diagnosis.removeprefix('not measured: ')})")
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def _legend(checks) -> str:
