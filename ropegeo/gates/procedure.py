@@ -174,19 +174,11 @@ class GeometryAudit(Report):
     def row(self) -> dict:
         """The headline numbers as one flat dict (for a comparison table across models)."""
         m = self.manifest
-        local = self.gate_b.sets[0]["margin"]
-        return {
-            "model": (m.name or "?").split("/")[-1],
-            "base": m.base,
-            "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
-            "train": self.train_length,
-            "target": self.target_length,
-            "rule": "none" if m.scaling is None else m.scaling.rule,
-            "attention": round(self.attention_factor, 4),
-            "slow pairs": self.slow_pairs,
-            "K(1)": round(self.adjacent_similarity, 5),
-            "margin 1..64": round(local, 4),
-        }
+        return {"model": (m.name or "?").split("/")[-1], "base": m.base, "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
+                "train": self.train_length, "target": self.target_length,
+                "rule": "none" if m.scaling is None else m.scaling.rule, "attention": round(self.attention_factor, 4),
+                "slow pairs": self.slow_pairs, "K(1)": round(self.adjacent_similarity, 5),
+                "margin 1..64": round(self.gate_b.sets[0]["margin"], 4)}
 
     def rows(self) -> list[tuple[str, str]]:
         """The audit as ``(label, value)`` text rows, in the order :meth:`table` prints them."""
@@ -314,12 +306,6 @@ def geometry_audit(
     (8192, 131072, 35, 64)
     >>> round(r.adjacent_similarity, 3), r.gate_b.passed
     (0.978, True)
-
-    Plain numbers that contradict it are refused (not silently overridden):
-    >>> geometry_audit(load_model("llama-3.1-8b"), base=10000.0)
-    Traceback (most recent call last):
-    ...
-    ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
     """
     m, train, target = _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim,
                                          interpolate, pairing)
@@ -392,18 +378,14 @@ class AuditReport(Report):
         """One gate's outcome in :mod:`ropegeo.gates.verdicts`' words."""
         report = {"A": self.gate_a, "B": self.gate_b, "C": self.gate_c}[gate]
         own = getattr(report, "status", None)
-        if isinstance(own, str) and own in STATUSES:
-            return own
-        return "pass" if report.passed else "fail"
+        return own if isinstance(own, str) and own in STATUSES else "pass" if report.passed else "fail"
 
     @property
     def outcome(self) -> str:
         """``"fail"`` when any gate fails, ``"inconclusive"`` when A, B or a Gate C that ran could not
         decide, else ``"pass"`` (Gate C not run leaves it untested, not inconclusive)."""
-        states = [self._state("A"), self._state("B")] + ([] if self.gate_c is None else [self._state("C")])
-        if "fail" in states:
-            return "fail"
-        return "inconclusive" if "inconclusive" in states else "pass"
+        states = [self._state(g) for g in ("AB" if self.gate_c is None else "ABC")]
+        return "fail" if "fail" in states else "inconclusive" if "inconclusive" in states else "pass"
 
     @property
     def exit_code(self) -> int:
@@ -413,10 +395,7 @@ class AuditReport(Report):
     @property
     def first_failure(self) -> str | None:
         """The first gate that fails, in the order A, B, C (``None`` when none fails)."""
-        for gate, state in self.status().items():
-            if state == "FAIL":
-                return gate
-        return None
+        return next((gate for gate, state in self.status().items() if state == "FAIL"), None)
 
     @property
     def passed(self) -> bool:
@@ -475,21 +454,11 @@ class AuditReport(Report):
 
     def to_dict(self) -> dict:
         """JSON-ready form: verdict, status, and every gate's full report."""
-        return {
-            "subject": self.subject,
-            "verdict": self.verdict,
-            "first_failure": self.first_failure,
-            "intervention": self.intervention,
-            "status": self.status(),
-            "outcome": self.outcome,
-            "manifest": self.manifest.to_dict(),
-            "gate_a_on": self.gate_a_on,
-            "gate_a": self.gate_a.to_dict(),
-            "gate_b": self.gate_b.to_dict(),
-            "gate_c": None if self.gate_c is None else self.gate_c.to_dict(),
-            "gate_c_note": self.gate_c_note,
-            "seconds": self.seconds,
-        }
+        return {"subject": self.subject, "verdict": self.verdict, "first_failure": self.first_failure,
+                "intervention": self.intervention, "status": self.status(), "outcome": self.outcome,
+                "manifest": self.manifest.to_dict(), "gate_a_on": self.gate_a_on, "gate_a": self.gate_a.to_dict(),
+                "gate_b": self.gate_b.to_dict(), "gate_c": None if self.gate_c is None else self.gate_c.to_dict(),
+                "gate_c_note": self.gate_c_note, "seconds": self.seconds}
 
     def _rows(self) -> list[tuple[str, str, str]]:
         """``(gate, printed state, text)``: ``checked`` for a pass on the configuration's own operator,
@@ -511,11 +480,8 @@ class AuditReport(Report):
 
     def table(self) -> str:
         """A readable report: one line per gate, then the verdict."""
-        lines = [f"Audit of {self.subject}"]
-        for gate, state, text in self._rows():
-            lines.append(f"  Gate {gate}  {state:<7}  {text}")
-        lines.append("verdict: " + self.verdict)
-        return "\n".join(lines)
+        rows = [f"  Gate {gate}  {state:<7}  {text}" for gate, state, text in self._rows()]
+        return "\n".join([f"Audit of {self.subject}", *rows, "verdict: " + self.verdict])
 
     __repr__ = Report.__str__
 
