@@ -47,29 +47,22 @@ class Ctx:
     """What every check reads: the implementation, the declaration, and what was inferred."""
 
     def __init__(self, fn, *, operator, dims, data_dtype, max_position, extra_sizes=(), alt_theta=None):
-        self.fn, self.operator, self.dims = fn, operator, dims
+        self.fn, self.dims, self.max_position, self.extra_sizes = fn, dims, max_position, extra_sizes
         self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
         self.pairing, self.base = operator.pairing, operator.base
         self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
         self.theta_given = operator.theta_given is not None
         self.theta_max = float(self.theta_decl.max())
         self.phase_dtype, self.data_dtype_declared = operator.phase_dtype, data_dtype
-        self.max_position = max_position
         self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
-        self.extra_sizes = extra_sizes
-        self.krole = "key" if fn.role else None  # the role the operator is read from (the side that matches the declaration)
-        self.departs = None  # with the role protocol: "queries" or "keys" when that side departs from the other
+        self.krole = "key" if fn.role else None  # the role the operator is read from (the side nearer the declaration)
         self.key_role = self.krole  # what scores use for keys, always
         self.qrole = "query" if fn.role else None
         self.inferred: dict = {}
         self.notes: list[str] = []
-        self.mats = None
+        self.mats = self.theta_hat = self.position_defect = None
         self.freq_state = None  # "ok", "mirrored", "wrong" or None (not measured)
-        self.theta_hat = None
-        self.position_defect = None
-        self.u_data = UNIT["float32"]
-        self.u_phase = UNIT[self.phase_dtype]
-        self.gain = 1.0
+        self.u_data, self.u_phase, self.gain = UNIT["float32"], UNIT[self.phase_dtype], 1.0
         # (what, frequencies, pass length): another reading of the declaration (LongRoPE's short factors,
         # dynamic NTK's unstretched ones), those of a forward pass of at most that length
         self.alt_theta = alt_theta
@@ -261,8 +254,7 @@ def _reading_side(ctx, tol) -> None:
         return
     if np.max(np.abs(mq - mk)) <= tol:
         return
-    ctx.departs, dq, dk = departing_side(ctx, mq, mk)
-    if ctx.departs == "keys":
+    if departing_side(ctx, mq, mk)[0] == "keys":
         ctx.krole = "query"
         ctx.notes.append("queries and keys are rotated differently; the operator is read from the queries, the side "
                          "nearer the declaration (see roles)")

@@ -25,6 +25,7 @@ stream, so skipping one leaves the vectors of the others unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import numbers
@@ -328,10 +329,8 @@ def _probe_dims(fn, head_dim, rng, only_declared=False):
     """The head widths the implementation accepts (the first read in detail), output orders learnt."""
     dims = _accepted_dims(fn, head_dim, rng, only_declared)
     for d in dims:
-        try:
+        with contextlib.suppress(Refused):  # the identity probe refused: the checks report what they can
             fn.learn_order(d)
-        except Refused:  # the identity probe refused: the checks report what they can
-            pass
     return dims
 
 

@@ -31,6 +31,7 @@ import functools
 import hashlib
 import hmac
 import inspect
+import itertools
 import json
 import os
 import re
@@ -393,21 +394,15 @@ def _captured(path: str, stream: str) -> str | None:
     try:
         with open(path, "rb") as fh:
             tail = b""
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
+            for chunk in itertools.chain(iter(lambda: fh.read(1 << 20), b""), [b"\n"]):  # the last line ended
                 parts = (tail + chunk).split(b"\n")
                 tail = parts.pop()
+                if len(tail) > 1 << 16:  # a line without end: keep counting, not storing
+                    parts, tail = parts + [tail], b""
                 for ln in parts:
                     if ln.strip():
                         lines += 1
                         first = first if first is not None else ln
-                if len(tail) > 1 << 16:  # a line without end: keep counting, not storing
-                    if tail.strip():
-                        lines += 1
-                        first = first if first is not None else tail
-                    tail = b""
-            if tail.strip():
-                lines += 1
-                first = first if first is not None else tail
     except OSError:
         return None
     if not lines:

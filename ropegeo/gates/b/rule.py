@@ -140,9 +140,7 @@ class GateBRule:
         """The logit gap the task needs (``None`` under the fixed fallback)."""
         if self.fixed_margin is not None:
             return None
-        if self.gap is not None:
-            return self.gap
-        return _logit(PASS_MASS if self.mass is None else self.mass)
+        return self.gap if self.gap is not None else _logit(PASS_MASS if self.mass is None else self.mass)
 
     def head_sharpness(self, trained_theta=None, *, weights=None) -> float | None:
         """Stated, or :func:`trained_sharpness` of ``trained_theta``."""
@@ -160,9 +158,8 @@ class GateBRule:
         return self._threshold(self.head_sharpness(trained_theta, weights=weights))
 
     def _threshold(self, beta: float | None) -> float:
-        if self.fixed_margin is not None:
-            return self.fixed_margin
-        return 0.0 if math.isinf(beta) else math.sqrt(2.0 * self.needed_gap / beta)
+        return self.fixed_margin if self.fixed_margin is not None else \
+            0.0 if math.isinf(beta) else math.sqrt(2.0 * self.needed_gap / beta)
 
     def _judged_head(self, th: np.ndarray, w: np.ndarray) -> tuple[float | None, float | None, float | None]:
         """``(sharpness, threshold, D_train(1) or None)`` on a trusted bank ``th``, weights ``w``."""
@@ -339,12 +336,9 @@ class GateBResult:
     @property
     def checks(self) -> list[Check]:
         """One ``Check`` per offset set."""
-        out = []
-        for s in self.sets:
-            ok = {"pass": True, "fail": False}.get(s["status"])
-            out.append(Check(s["name"], ok, float(s.get("judged_margin", s["margin"])), float(self.threshold),
-                             self.describe(s, self.threshold), "margin"))
-        return out
+        return [Check(s["name"], {"pass": True, "fail": False}.get(s["status"]),
+                      float(s.get("judged_margin", s["margin"])), float(self.threshold),
+                      self.describe(s, self.threshold), "margin") for s in self.sets]
 
     @property
     def worst(self) -> dict:
@@ -378,9 +372,7 @@ class GateBResult:
         return (text + f" ({self.rule_text}). The ruler turns a displacement of {shown} into nearly the identity")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["passed"] = self.passed
-        return d
+        return {**asdict(self), "passed": self.passed}
 
 
 def _offset_sets(offsets, target_length: int, window: int | None) -> dict:
@@ -454,7 +446,7 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     result = GateBResult(status="pass", threshold=threshold, rule=rule, rule_text=text,
                          sharpness=None if beta is None or math.isinf(beta) else beta, sets=sets,
                          train_length=train_length, target_length=target_length, window=window, notes=notes)
-    return _with_status(result)
+    return replace(result, status=checks_status(result.checks))
 
 
 def _rounding(off: np.ndarray, theta: np.ndarray, dtype: str, origin: float) -> float:
@@ -463,10 +455,6 @@ def _rounding(off: np.ndarray, theta: np.ndarray, dtype: str, origin: float) -> 
     cr, sr = phase_table(pos, theta, as_pipeline(dtype), 1.0)
     ce, se = phase_table(pos, theta, as_pipeline("float64"), 1.0)
     return float(np.sqrt(np.mean((cr - ce) ** 2 + (sr - se) ** 2, axis=1)).max())
-
-
-def _with_status(result: GateBResult) -> GateBResult:
-    return replace(result, status=checks_status(result.checks))
 
 
 
