@@ -1,9 +1,5 @@
-"""Command line: ``python -m ropegeo SUBCOMMAND ...``.
-
-Exit status: 0 on success, 1 when an audit finds a failure, 3 when ``audit`` or ``report`` is
-inconclusive (:data:`ropegeo.gates.verdicts.EXIT_CODES`), 2 for bad arguments (one line on stderr, no
-traceback), 130 when interrupted with Ctrl-C (one line).
-"""
+"""Command line: ``python -m ropegeo SUBCOMMAND ...``: the parser, ``audit``, and the exit statuses
+(:mod:`ropegeo.cli`; 130 for Ctrl-C, 128 + the signal for SIGTERM and SIGHUP, each one line)."""
 
 from __future__ import annotations
 

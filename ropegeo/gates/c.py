@@ -54,25 +54,11 @@ class GateCVerdict(Report):
         return "\n".join(rows)
 
 
-def gate_c(
-    theta,
-    *,
-    train_length: int = 64,
-    target_length: int = 512,
-    target_theta=None,
-    target_scale: float = 1.0,
-    target_attention_factor: float = 1.0,
-    offset: int = 5,
-    seeds=(0, 1, 2),
-    steps: int = 1000,
-    match_steps: int = 600,
-    min_train_accuracy: float = 0.95,
-    min_target_accuracy: float = 0.9,
-    min_match_accuracy: float = 0.9,
-    max_shift_change: float = 1e-6,
-    shift: float = 10_000.0,
-    progress: bool = False,
-) -> GateCVerdict:
+def gate_c(theta, *, train_length: int = 64, target_length: int = 512, target_theta=None, target_scale: float = 1.0,
+           target_attention_factor: float = 1.0, offset: int = 5, seeds=(0, 1, 2), steps: int = 1000,
+           match_steps: int = 600, min_train_accuracy: float = 0.95, min_target_accuracy: float = 0.9,
+           min_match_accuracy: float = 0.9, max_shift_change: float = 1e-6, shift: float = 10_000.0,
+           progress: bool = False) -> GateCVerdict:
     """Run the standard Gate C battery on a frequency schedule ``theta`` and return the verdict.
 
     Per seed (1 to 20, about 1 s each) an offset head and a most-recent-match head train at
@@ -96,11 +82,8 @@ def gate_c(
         raise ValueError(f"target_theta must have {th.size} pairs like theta, got {tth.size}")
     target_scale = v.real("target_scale", target_scale, greater_than=0.0)
     target_attention_factor = v.real("target_attention_factor", target_attention_factor, greater_than=0.0)
-    thresholds = {
-        "min_train_accuracy": v.real("min_train_accuracy", min_train_accuracy, minimum=0.0, maximum=1.0),
-        "min_target_accuracy": v.real("min_target_accuracy", min_target_accuracy, minimum=0.0, maximum=1.0),
-        "min_match_accuracy": v.real("min_match_accuracy", min_match_accuracy, minimum=0.0, maximum=1.0),
-    }
+    thresholds = {k: v.real(k, a, minimum=0.0, maximum=1.0) for k, a in (("min_train_accuracy", min_train_accuracy),
+                  ("min_target_accuracy", min_target_accuracy), ("min_match_accuracy", min_match_accuracy))}
     max_shift_change = v.real("max_shift_change", max_shift_change, minimum=0.0)
     shift = v.real("shift", shift)
     with one_blas_thread():  # small matrices: threads only add overhead (see behaviour.training)

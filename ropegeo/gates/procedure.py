@@ -264,24 +264,11 @@ def _audited_manifest(operator, head_dim, base, train_length, target_length, rot
     return m, m.train_length, v.length("target_length", target, minimum=3)
 
 
-def geometry_audit(
-    operator=None,
-    *,
-    head_dim: int | None = None,
-    base: float | None = None,
-    train_length: int | None = None,
-    target_length: int | None = None,
-    rotary_dim: int | None = None,
-    interpolate: bool | None = None,
-    search_start: int | None = None,
-    search_limit: int | None = None,
-    pairing: str | None = None,
-    dtype: str = "float64",
-    top: int = 1,
-    gate_b_rule: GateBRule | None = None,
-    min_margin: float | None = None,
-    seed: int = 7,
-) -> GeometryAudit:
+def geometry_audit(operator=None, *, head_dim: int | None = None, base: float | None = None,
+                   train_length: int | None = None, target_length: int | None = None, rotary_dim: int | None = None,
+                   interpolate: bool | None = None, search_start: int | None = None, search_limit: int | None = None,
+                   pairing: str | None = None, dtype: str = "float64", top: int = 1, gate_b_rule: GateBRule | None = None,
+                   min_margin: float | None = None, seed: int = 7) -> GeometryAudit:
     """Audit the geometry of a rotary operator: a manifest (with a training length), an operator, or
     the one plain keywords define (``head_dim`` 128, ``base`` 10,000, ``train_length`` 4,096, interleaved;
     ``interpolate``: linear by ``target_length / train_length``). Given with an operator, plain keywords
@@ -554,22 +541,10 @@ def _own_choices(declared, offsets, origin, train, target) -> list[str]:
             "uses the defaults, so its margins may differ"] if own else []
 
 
-def audit(
-    target,
-    offsets=None,
-    *,
-    manifest=None,
-    train_length: int | None = None,
-    target_length: int | None = None,
-    gate_b_rule: GateBRule | None = None,
-    min_margin: float | None = None,
-    origin: float | None = None,
-    gate_c=False,
-    gate_c_lengths: tuple | None = None,
-    gate_c_options: dict | None = None,
-    run_all: bool = False,
-    seed: int = 0,
-) -> AuditReport:
+def audit(target, offsets=None, *, manifest=None, train_length: int | None = None, target_length: int | None = None,
+          gate_b_rule: GateBRule | None = None, min_margin: float | None = None, origin: float | None = None,
+          gate_c=False, gate_c_lengths: tuple | None = None, gate_c_options: dict | None = None, run_all: bool = False,
+          seed: int = 0) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
     ``target`` is a manifest, a config dict or path, a shipped model name, or an implementation

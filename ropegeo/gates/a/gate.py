@@ -514,13 +514,6 @@ def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None
     ...                 max_position=8192)
     >>> report.passed, report.diagnosis
     (True, 'every measured check passed; not measured: roles, values, decoding')
-
-    The same code declared with the other pairing fails, and the diagnosis names a layout defect:
-
-    >>> wrong = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=32, pairing="interleaved",
-    ...                max_position=8192)
-    >>> wrong.passed, wrong.failed[0], wrong.defects[0]
-    (False, 'layout', 'layout')
     """
     axes_report = _multi_axis(dict(locals()))  # the parameters as given; M-RoPE goes to gate_a_axes
     if axes_report is not None:
