@@ -69,7 +69,6 @@ class Ctx:
         self.softmax_factor = None  # the attention factor declared in the softmax (the rotation keeps unit length)
         self.short_run = None  # dynamic NTK: (short length, its frequencies, matrices read before any long pass)
 
-    # ---- tolerances
     def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
         """Largest relative change of a rotated vector that rounding explains at positions up to pmax."""
         u = max(self.u_data, u_in)
@@ -86,7 +85,6 @@ class Ctx:
         slope = ANGLE_SAFETY * self.u_phase * self.theta_max
         return room / slope if slope > 0 else 1e300
 
-    # ---- what the reading found
     @property
     def layout(self):
         return self.inferred.get("layout")

@@ -97,7 +97,6 @@ def _one_line(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-# --------------------------------------------------------------------------- framing (both sides)
 def _pack(key: bytes, direction: bytes, seq: int, header: dict, arrays=()) -> bytes:
     """One authenticated frame: length (8 bytes), HMAC tag (32 bytes), body."""
     dtypes, metas, blobs = _dtypes(), [], []
@@ -150,7 +149,6 @@ def _unpack(key: bytes, direction: bytes, seq: int, tag: bytes, body: bytes) -> 
     return header, arrays
 
 
-# --------------------------------------------------------------------------- the parent
 def timeout_seconds(value) -> float:
     """``--timeout`` checked: a number of seconds in (0, :data:`MAX_TIMEOUT`].
 
@@ -244,7 +242,6 @@ class _Worker:
         if self._receive(start, "starting Gate A's worker", 0)[0]["kind"] != "ready":
             raise WorkerAbort("Gate A's worker did not start properly")
 
-    # ---------------------------------------------------------------- liveness
     def _ended(self) -> str | None:
         """How the worker ended ("exit status 0", "killed by signal 9"), or None while it runs.
         The supervisor does not reap the worker before :meth:`close`, so its pid is not reused and
@@ -279,7 +276,6 @@ class _Worker:
         return WorkerAbort(f"timeout: {what} did not return within {timeout:g} s; stopped (raise --timeout if it "
                            "is only slow)")
 
-    # ---------------------------------------------------------------- bytes with a deadline
     def _write(self, data: bytes, deadline: float, what: str) -> None:
         view = memoryview(data)
         while view:
@@ -577,7 +573,6 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
     return report.to_dict(), said + impl.notes
 
 
-# --------------------------------------------------------------------------- the worker
 def _leaf(out, budget: list) -> tuple[dict, object]:
     """One returned object as ``({"array": i} or {"opaque": type name}, array or None)``."""
     name = type(out).__name__
