@@ -1,14 +1,11 @@
-"""``python -m ropegeo gate-a MODULE:FUNCTION``: Gate A from the command line.
-
-The implementation runs in a worker process (:mod:`ropegeo.gates.a.isolated`); Gate A is judged
-here, in this process, on what its calls return.
-"""
+"""``python -m ropegeo gate-a MODULE:FUNCTION``: Gate A from the command line (the implementation runs
+in a worker process, :mod:`ropegeo.gates.a.isolated`; Gate A is judged here)."""
 
 from __future__ import annotations
 
 from ropegeo.gates.a.axes import GateAxesReport
 from ropegeo.gates.a.gate import ATTENTION_FACTOR_IN, GateAReport
-from ropegeo.gates.a.isolated import run_in_worker
+from ropegeo.gates.a.isolated import run_in_worker, timeout_seconds
 from ropegeo.gates.verdicts import EXIT_CODES
 
 __all__ = ["add_subcommand", "run_subcommand"]
@@ -82,8 +79,7 @@ _DECLARING = ("config", "base", "pairing", "rotary_dim", "scale", "attention_fac
 
 
 def _undeclared_note(args, report) -> str | None:
-    """When nothing was declared and the layout or frequencies fail: say that defaults were assumed,
-    and what the implementation reads as instead."""
+    """When nothing was declared and the layout or frequencies fail: the defaults assumed, and what was read."""
     if any(getattr(args, k, None) is not None for k in _DECLARING):
         return None
     if not {"layout", "frequencies"} & set(report.failed):
@@ -102,8 +98,7 @@ def _undeclared_note(args, report) -> str | None:
 
 def run_subcommand(args) -> int:
     """Run ``gate-a`` from parsed arguments; returns 0 (pass), 1 (a check failed) or 3 (inconclusive)."""
-    if not (isinstance(args.timeout, float) and 0 < args.timeout <= 86_400):
-        raise ValueError(f"--timeout must be a number of seconds in (0, 86400], got {args.timeout}")
+    timeout_seconds(args.timeout)
     data, notes = run_in_worker(args)
     report = (GateAxesReport if "axes" in data else GateAReport).from_dict(data)  # M-RoPE: its own core checks
     report.notes.extend(notes)

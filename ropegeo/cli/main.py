@@ -1,9 +1,5 @@
-"""Command line: ``python -m ropegeo SUBCOMMAND ...``.
-
-Exit status: 0 on success, 1 when an audit finds a failure, 3 when ``audit`` or ``report`` is
-inconclusive (:data:`ropegeo.gates.verdicts.EXIT_CODES`), 2 for bad arguments (one line on stderr, no
-traceback), 130 when interrupted with Ctrl-C (one line).
-"""
+"""Command line: ``python -m ropegeo SUBCOMMAND ...``: the parser, ``audit``, and the exit statuses
+(:mod:`ropegeo.cli`; 130 for Ctrl-C, 128 + the signal for SIGTERM and SIGHUP, each one line)."""
 
 from __future__ import annotations
 
@@ -83,12 +79,10 @@ def _run_audit(args) -> int:
             raise ValueError(f"{', '.join(given) or '--interpolate'}: the configuration defines the operator; "
                              "drop these options or drop --config")
         top = 3 if args.top is None else args.top
-        if args.layer_type is None:  # a model whose layers differ: every kind, NoPE kinds named
-            if len(layer_kinds(args.config)) > 1:
-                report = layer_audit(args.config, top=top, **common)
-                print(report.to_json(indent=2) if args.json else report.table())
-                return EXIT_CODES[report.outcome]
-        report = geometry_audit(resolve(args.config, layer_type=args.layer_type), top=top, **common)
+        if args.layer_type is None and len(layer_kinds(args.config)) > 1:  # layers differ: every kind, NoPE named
+            report = layer_audit(args.config, top=top, **common)
+        else:
+            report = geometry_audit(resolve(args.config, layer_type=args.layer_type), top=top, **common)
     else:
         if args.layer_type is not None:
             raise ValueError("--layer-type applies to --config only")
@@ -124,8 +118,7 @@ _STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if has
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (128 + the signal's number when SIGTERM or
-    SIGHUP stops it, after the implementation's processes and temporary folder are removed)."""
+    """Run the command line; returns the exit status (128 + the signal's number for SIGTERM or SIGHUP)."""
     if threading.current_thread() is not threading.main_thread():  # signal handlers need the main thread
         return _main(argv)
     previous = {sig: signal.signal(sig, _stop) for sig in _STOPPING}

@@ -1,8 +1,5 @@
-"""``python -m ropegeo report TARGET``: the three-gate audit from the command line.
-
-A MODULE:FUNCTION target runs in a worker process (:mod:`ropegeo.gates.a.isolated`); the gates are
-judged here, on what its calls return.
-"""
+"""``python -m ropegeo report TARGET``: the three-gate audit from the command line (a MODULE:FUNCTION
+target runs in a worker process, :mod:`ropegeo.gates.a.isolated`; the gates are judged here)."""
 
 from __future__ import annotations
 
@@ -19,13 +16,8 @@ __all__ = ["add_report_subcommand", "parse_offsets", "run_report_subcommand"]
 
 
 def parse_offsets(text: str) -> np.ndarray:
-    """Offsets from a command-line list such as ``"1-64,128,1000-1003"`` (inclusive ranges).
-
-    Raises
-    ------
-    ValueError
-        Naming ``--offsets`` for anything else, a reversed range or more than 2**20 offsets.
-    """
+    """Offsets from a list such as ``"1-64,128,1000-1003"`` (inclusive ranges); a ValueError naming
+    ``--offsets`` for anything else, a reversed range or too many offsets."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--offsets must be a comma-separated list of offsets or ranges, e.g. 1-64,128")
     parts, total = [], 0
@@ -83,12 +75,7 @@ def add_report_subcommand(sub) -> None:
 
 
 def run_report_subcommand(args) -> int:
-    """Run ``report`` from parsed arguments; returns the exit status of the outcome
-    (:data:`ropegeo.gates.verdicts.EXIT_CODES`: pass 0, fail 1, inconclusive 3).
-
-    A MODULE:FUNCTION target runs in a worker process under a watchdog, as in ``gate-a``
-    (:mod:`ropegeo.gates.a.isolated`): the gates are judged here, on what its calls return.
-    """
+    """Run ``report`` from parsed arguments; returns :data:`ropegeo.gates.verdicts.EXIT_CODES` of the outcome."""
     target, declared, implementation = args.target, None, None
     timeout = timeout_seconds(args.timeout)
     if isinstance(target, str) and ":" in target and not target.lower().endswith(".json"):

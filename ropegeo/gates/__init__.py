@@ -1,10 +1,5 @@
-"""The three gates of an audit, and the procedure that runs them in order.
-
-A: the algebra holds (:mod:`ropegeo.gates.a`). B: the geometry separates the offsets a task needs
-(:mod:`ropegeo.gates.b`). C: a trained head uses it (:mod:`ropegeo.gates.c`). The procedure and
-the geometry audit are in :mod:`ropegeo.gates.procedure`, the layer-by-layer audit in
-:mod:`ropegeo.gates.layers`, the verdict vocabulary in :mod:`ropegeo.gates.verdicts`.
-"""
+"""The three gates (A, the algebra: :mod:`ropegeo.gates.a`; B, the geometry: :mod:`ropegeo.gates.b`;
+C, a trained head: :mod:`ropegeo.gates.c`) and the procedure that runs them (:mod:`ropegeo.gates.procedure`)."""
 
 from ropegeo.gates.a import GateAReport, gate_a
 from ropegeo.gates.procedure import AuditReport, GeometryAudit, audit, geometry_audit

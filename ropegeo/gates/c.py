@@ -1,10 +1,8 @@
-"""Gate C: does a trained head actually use the rotary geometry? The verdict of the audit.
+"""Gate C: does a trained head actually use the rotary geometry?
 
-:func:`gate_c` trains offset and match heads on a frequency schedule (:mod:`ropegeo.toy`)
-and checks them at the training length, at a target length under the deployed schedule, and
-under a global shift of every position. :class:`GateCVerdict` holds every number behind the
-verdict. Gate A (:mod:`ropegeo.gates.a.gate`) checks an implementation; Gate B
-(:func:`ropegeo.gates.procedure.geometry_audit`) checks the geometry of a schedule.
+:func:`gate_c` trains offset and match heads on a frequency schedule (:mod:`ropegeo.toy`) and
+checks them at the training length, at a target length under the deployed schedule, and under a
+global shift; :class:`GateCVerdict` holds every number behind the verdict.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from typing import Mapping
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo._json import dumps
 from ropegeo.toy import (
     MAX_HEAD_LENGTH,
     MAX_MATCH_LENGTH,
@@ -29,27 +26,16 @@ from ropegeo.toy import (
     seed_list,
     train_heads,
 )
+from ropegeo.gates.verdicts import Report
 from ropegeo.toy.reanchor import reanchored_base
 
 __all__ = ["GateCVerdict", "gate_c", "judge_seeds", "gate_c_schedule", "run_for_manifest", "check_options", "toy_lengths"]
 
 
 @dataclass(frozen=True)
-class GateCVerdict:
-    """Pass or fail of the standard Gate C battery, with every number behind it.
-
-    Attributes
-    ----------
-    passed : bool
-        All checks pass.
-    checks : dict
-        ``name -> {"passed": bool, "value": float, "threshold": float}``; the accuracy checks also hold
-        ``seeds_below`` and ``seeds`` (every seed is judged: the value is the minimum over seeds).
-    per_seed : dict
-        Per-seed accuracies and masses of each condition.
-    settings : dict
-        The battery's settings (lengths, offset, seeds, schedule).
-    """
+class GateCVerdict(Report):
+    """Pass or fail of the standard Gate C battery: ``checks`` (from :func:`judge_seeds`), the
+    per-seed accuracies and masses of each condition, and the battery's settings."""
 
     passed: bool
     checks: dict
@@ -60,10 +46,6 @@ class GateCVerdict:
         """Plain-Python form: ``passed``, ``checks``, ``per_seed`` and ``settings``."""
         return {"passed": self.passed, "checks": self.checks, "per_seed": self.per_seed, "settings": self.settings}
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return dumps(self.to_dict(), **kwargs)
-
     def table(self) -> str:
         rows = [f"Gate C: {'PASS' if self.passed else 'FAIL'}"]
         for name, c in self.checks.items():
@@ -71,73 +53,20 @@ class GateCVerdict:
             rows.append(f"  {'ok  ' if c['passed'] else 'FAIL'} {name:<34} {c['value']:.3g} (threshold {c['threshold']:g}{seeds})")
         return "\n".join(rows)
 
-    def __str__(self) -> str:
-        return self.table()
 
+def gate_c(theta, *, train_length: int = 64, target_length: int = 512, target_theta=None, target_scale: float = 1.0,
+           target_attention_factor: float = 1.0, offset: int = 5, seeds=(0, 1, 2), steps: int = 1000,
+           match_steps: int = 600, min_train_accuracy: float = 0.95, min_target_accuracy: float = 0.9,
+           min_match_accuracy: float = 0.9, max_shift_change: float = 1e-6, shift: float = 10_000.0,
+           progress: bool = False) -> GateCVerdict:
+    """Run the standard Gate C battery on a frequency schedule ``theta`` and return the verdict.
 
-def gate_c(
-    theta,
-    *,
-    train_length: int = 64,
-    target_length: int = 512,
-    target_theta=None,
-    target_scale: float = 1.0,
-    target_attention_factor: float = 1.0,
-    offset: int = 5,
-    seeds=(0, 1, 2),
-    steps: int = 1000,
-    match_steps: int = 600,
-    min_train_accuracy: float = 0.95,
-    min_target_accuracy: float = 0.9,
-    min_match_accuracy: float = 0.9,
-    max_shift_change: float = 1e-6,
-    shift: float = 10_000.0,
-    progress: bool = False,
-) -> GateCVerdict:
-    """Run the standard Gate C battery on a frequency schedule and return the verdict.
-
-    For each seed an offset head (target displacement ``offset``) and a most-recent-match head
-    are trained on ``theta`` at ``train_length``. Checks:
-
-    * ``offset accuracy at L``: the lowest per-seed offset accuracy at ``train_length``;
-    * ``offset accuracy at target``: the lowest per-seed offset accuracy at ``target_length`` under
-      the deployed schedule (``target_theta`` and ``target_scale``; default: ``theta`` unscaled);
-    * ``match accuracy at target``: the lowest per-seed match accuracy at ``target_length`` under
-      that schedule;
-    * ``global shift change``: the largest change of attention mass when every position is shifted
-      by ``shift`` (float64 phases), which must stay below ``max_shift_change``.
-
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        The training schedule, radians per position (at most ``MAX_TRAINED_HEAD_DIM // 2`` pairs).
-    train_length, target_length : int
-        ``2 <= train_length < target_length``; ``offset < train_length``. The match heads train
-        at ``train_length``, so it is at most :data:`MAX_MATCH_LENGTH` = 1024; the heads are
-        evaluated at ``target_length``, at most :data:`MAX_HEAD_LENGTH` = 4096.
-    target_theta, target_scale, target_attention_factor
-        The deployed schedule at the target length (frequencies, position multiplier, and the
-        multiplier of rotated queries and keys, e.g. from ``ropegeo.scaling.rope_parameters``).
-    offset : int
-    seeds : iterable of int
-        1 to :data:`MAX_SEEDS` = 20 seeds (about 1 s each at the defaults).
-    steps, match_steps : int
-        Training steps of the two heads (each 1 to :data:`MAX_STEPS`).
-    min_train_accuracy, min_target_accuracy, min_match_accuracy : float in [0, 1]
-    max_shift_change : float
-    shift : float
-    progress : bool
-        Show progress bars while the heads train (about 1 s per match head and seed).
-
-    Returns
-    -------
-    GateCVerdict
-
-    Raises
-    ------
-    ValueError
-        For bad lengths, seeds or steps, thresholds outside [0, 1], or a target schedule of
-        another size; all before any training.
+    Per seed (1 to 20, about 1 s each) an offset head and a most-recent-match head train at
+    ``train_length`` (at most 1,024). Checks: the lowest per-seed offset accuracy at
+    ``train_length`` and at ``target_length`` (at most 4,096) under the deployed schedule
+    (``target_theta``, ``target_scale``, ``target_attention_factor``; default ``theta``), the lowest
+    match accuracy there, and the largest change of attention mass under a global ``shift``.
+    Raises ValueError for bad lengths, seeds, steps or thresholds, before any training.
     """
     th = check_theta(theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)
@@ -153,11 +82,8 @@ def gate_c(
         raise ValueError(f"target_theta must have {th.size} pairs like theta, got {tth.size}")
     target_scale = v.real("target_scale", target_scale, greater_than=0.0)
     target_attention_factor = v.real("target_attention_factor", target_attention_factor, greater_than=0.0)
-    thresholds = {
-        "min_train_accuracy": v.real("min_train_accuracy", min_train_accuracy, minimum=0.0, maximum=1.0),
-        "min_target_accuracy": v.real("min_target_accuracy", min_target_accuracy, minimum=0.0, maximum=1.0),
-        "min_match_accuracy": v.real("min_match_accuracy", min_match_accuracy, minimum=0.0, maximum=1.0),
-    }
+    thresholds = {k: v.real(k, a, minimum=0.0, maximum=1.0) for k, a in (("min_train_accuracy", min_train_accuracy),
+                  ("min_target_accuracy", min_target_accuracy), ("min_match_accuracy", min_match_accuracy))}
     max_shift_change = v.real("max_shift_change", max_shift_change, minimum=0.0)
     shift = v.real("shift", shift)
     with one_blas_thread():  # small matrices: threads only add overhead (see behaviour.training)
@@ -191,24 +117,9 @@ def _battery(th, tth, target_scale, target_attention_factor, train_length, targe
 def judge_seeds(offset_at_l, offset_at_target, match_at_target, shift_change: float, *,
                 min_train_accuracy: float = 0.95, min_target_accuracy: float = 0.9,
                 min_match_accuracy: float = 0.9, max_shift_change: float = 1e-6) -> dict:
-    """Gate C's checks from per-seed accuracies: every seed must reach each threshold.
-
-    Each accuracy check is judged per seed, by the minimum over seeds (never the mean, which a
-    minority of failed seeds cannot move below the threshold); ``seeds_below`` counts the seeds under
-    it, and the check passes only when that count is 0.
-
-    Parameters
-    ----------
-    offset_at_l, offset_at_target, match_at_target : array_like, shape (seeds,)
-        Per-seed accuracies at the training length, and at the target length.
-    shift_change : float
-        The largest change of attention mass under a global shift.
-    min_train_accuracy, min_target_accuracy, min_match_accuracy, max_shift_change : float
-
-    Returns
-    -------
-    dict
-        ``name -> {"passed", "value", "threshold"}`` (accuracy checks also ``seeds_below``, ``seeds``).
+    """Gate C's checks from per-seed accuracies: every seed must reach each threshold (the minimum
+    over seeds, never the mean). ``name -> {"passed", "value", "threshold"}``, accuracy checks also
+    ``seeds_below`` and ``seeds``.
 
     Examples
     --------
@@ -231,40 +142,16 @@ def judge_seeds(offset_at_l, offset_at_target, match_at_target, shift_change: fl
     return checks
 
 
-# ---------------------------------------------------------------------------------- a manifest's battery
 #: Gate C's toy lengths: the training length (at most) and the longest target.
 _C_TRAIN_LENGTH = 64
 _C_MAX_LENGTH = 4096
 
 
 def gate_c_schedule(manifest, train_length: int, target_length: int, *, model_length: int | None = None) -> dict:
-    """The toy schedule Gate C trains and tests on, for a manifest.
-
-    Gate C cannot run a real model (ropegeo has no weights), so it trains tiny heads at a toy
-    training length and tests them at a toy target length, under the manifest's extension rule
-    re-anchored at the toy training length (same rule, same factor,
-    ``original_max_position_embeddings`` replaced by the toy length).
-
-    With ``model_length`` (the model's own training length) above the toy length, the bank is
-    re-anchored too: its base becomes ``ropegeo.toy.reanchor.reanchored_base(base, model_length,
-    train_length)``, so that as many pairs complete a turn within the toy length as within the
-    model's (the slow/fast split of chapter 4); on the model's own base almost every pair of a
-    long-context bank would be slow at 64 tokens.
-
-    Parameters
-    ----------
-    manifest : ropegeo.models.manifest.RopeManifest
-    train_length, target_length : int
-        The toy lengths, ``2 <= train_length < target_length <= 4096``.
-    model_length : int, optional
-        The model's training length; ``audit`` passes it. Default: no re-anchoring of the base.
-
-    Returns
-    -------
-    dict
-        ``theta`` (training bank, shape (pairs,)), ``target_theta``, ``target_attention_factor``,
-        ``train_length``, ``target_length``, ``rule`` (``"none"`` or the rule's name), ``base``
-        (the base of the training bank, re-anchored or the manifest's).
+    """The toy schedule Gate C trains and tests on for a manifest (toy lengths up to 4,096): the
+    manifest's rule re-anchored at the toy training length, and with ``model_length`` above it the
+    base re-anchored (``ropegeo.toy.reanchor.reanchored_base``) to keep the model's slow/fast split.
+    Returns ``theta``, ``target_theta``, ``target_attention_factor``, the lengths, ``rule`` and ``base``.
     """
     train_length = v.length("train_length", train_length, minimum=2)
     target_length = v.integer("target_length", target_length, minimum=train_length + 1, maximum=_C_MAX_LENGTH)
@@ -301,8 +188,7 @@ def toy_lengths(gate_c_lengths, train: int, target: int) -> tuple[int, int]:
 
 
 def check_options(gate_c_options) -> dict:
-    """``gate_c_options`` checked: a dict of :func:`ropegeo.gates.c.gate_c`'s own keyword arguments
-    (their values are checked by ``gate_c`` itself, before any training)."""
+    """``gate_c_options`` checked: a dict of :func:`gate_c`'s own keyword arguments."""
     if gate_c_options is None:
         return {}
     if not isinstance(gate_c_options, Mapping):
@@ -318,12 +204,7 @@ def check_options(gate_c_options) -> dict:
 
 
 def run_for_manifest(declared, gate_c_lengths, opts: dict, train: int, target: int) -> GateCVerdict:
-    """The battery on a manifest's bank, at toy lengths in the model's ratio (what ``audit`` runs).
-
-    ``opts`` are :func:`gate_c`'s own options (checked by :func:`check_options`); ``train`` and
-    ``target`` the model's lengths; ``gate_c_lengths`` the toy pair, or ``None`` for 64 tokens and
-    the model's ratio. The verdict's settings record the rule and the (re-anchored) base.
-    """
+    """The battery on a manifest's bank at toy lengths (:func:`toy_lengths`), as ``audit`` runs it."""
     c_train, c_target = toy_lengths(gate_c_lengths, train, target)
     offset = opts.get("offset", 5)
     if isinstance(offset, numbers.Integral) and not isinstance(offset, bool) and c_train <= offset + 1:

@@ -1,19 +1,13 @@
-"""The geometry audit of a model whose layers differ, layer kind by layer kind.
-
-Gemma 2/3 alternate sliding and global layers with two rulers; gpt-oss lists its ``layer_types``;
-Llama 4 interleaves chunked RoPE layers with NoPE layers; Cohere2's full-attention layers have no
-rotary embedding. :func:`layer_audit` reads every kind with the one configuration reader
-(:func:`ropegeo.models.manifest.read_layer_kinds`) and runs :func:`ropegeo.gates.procedure.geometry_audit` on each
-kind that rotates. A kind with no rotary embedding is reported as having no position signal: it
-has no ruler, so Gate B has nothing to judge there, and it is never counted as a pass.
+"""The geometry audit of a model whose layers differ (Gemma 2/3, gpt-oss, Llama 4, Cohere2), kind by
+kind: a kind with no rotary embedding has no position signal, is reported, and never counts as a pass.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ropegeo import _json
 from ropegeo.gates.procedure import geometry_audit
+from ropegeo.gates.verdicts import Report
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.models.manifest import LayerKind, RopeManifest, layer_kinds
 
@@ -21,7 +15,7 @@ __all__ = ["LayerAudit", "layer_audit"]
 
 
 @dataclass(frozen=True)
-class LayerAudit:
+class LayerAudit(Report):
     """One :class:`~ropegeo.gates.procedure.GeometryAudit` per kind of layer (``None`` for a NoPE kind)."""
 
     kinds: tuple
@@ -29,8 +23,7 @@ class LayerAudit:
 
     @property
     def outcome(self) -> str:
-        """:func:`ropegeo.gates.verdicts.status` of the checks of every kind that rotates. Kinds with no
-        rotary embedding add no check: they are reported, not passed."""
+        """:func:`ropegeo.gates.verdicts.status` of the checks of every kind that rotates."""
         checks = [c for a in self.audits if a is not None for c in a.checks]
         return checks_status(checks)
 
@@ -46,10 +39,6 @@ class LayerAudit:
              "position_signal": k.position_signal, "summary": k.describe(),
              "audit": None if a is None else a.to_dict()} for k, a in zip(self.kinds, self.audits)]}
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
-
     def table(self) -> str:
         """Each kind's heading, then its audit, or what it lacks."""
         parts = []
@@ -63,29 +52,10 @@ class LayerAudit:
             parts.append("layers with no position signal: " + "; ".join(k.describe() for k in nope))
         return "\n".join(parts)
 
-    def __str__(self) -> str:
-        return self.table()
-
 
 def layer_audit(config, **options) -> LayerAudit:
-    """Audit every kind of layer of a model: a shipped name, a config.json path or a config dict.
-
-    Parameters
-    ----------
-    config : str, path, dict or RopeManifest
-        The model (see :func:`ropegeo.models.manifest.layer_kinds`); a manifest is one kind.
-    **options
-        Keyword arguments of :func:`ropegeo.gates.procedure.geometry_audit` (``target_length``,
-        ``search_limit``, ``top``, ``gate_b_rule``, ``min_margin``, ``dtype``, ``seed``).
-
-    Returns
-    -------
-    LayerAudit
-
-    Raises
-    ------
-    ValueError
-        As :func:`ropegeo.models.manifest.read_layer_kinds` and :func:`ropegeo.gates.procedure.geometry_audit`.
+    """Audit every kind of layer of a model (shipped name, config path or dict; a manifest is one kind)
+    with :func:`ropegeo.gates.procedure.geometry_audit` and its ``options``; raises as they do.
 
     Examples
     --------

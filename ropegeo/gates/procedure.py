@@ -1,16 +1,10 @@
 """The audit: the geometry of a rotary operator, and the three gates as one procedure.
 
-:func:`geometry_audit` describes what a manifest's frequency bank does at its training and target
-lengths: the exactness of the relative law, the adjacent similarity ``K(1)``, the most
-identity-like offsets, the slow pairs and Gate B's separation margins. It says nothing about a
-trained model. Given plain numbers (head width, base, lengths) it audits the manifest they define.
-
-:func:`audit` runs the three gates in order on a manifest, a configuration or an implementation
-and a task's offset set: Gate A (the algebra, :mod:`ropegeo.gates.a.gate`), Gate B (separation margins,
-:mod:`ropegeo.margins`) and optionally Gate C (toy heads trained on the ruler,
-:mod:`ropegeo.toy`). Its :class:`AuditReport` names the first gate that fails and the kind of
-intervention that failure calls for: an implementation fix, a different ruler, or training.
-Gate B is one function, :func:`~ropegeo.gates.b.rule.gate_b`, so ``audit`` and ``report`` give the same margins.
+:func:`geometry_audit` describes what a manifest's bank does at its training and target lengths
+(relative law, ``K(1)``, identity-like offsets, slow pairs, Gate B's margins); it says nothing about
+a trained model. :func:`audit` runs Gate A (:mod:`ropegeo.gates.a.gate`), Gate B
+(:func:`~ropegeo.gates.b.rule.gate_b`, the one both use) and optionally Gate C (:mod:`ropegeo.gates.c`);
+its :class:`AuditReport` names the first failing gate and the intervention it calls for.
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import TWO_PI, wavelengths
 from ropegeo.gates.a.axes import axes_operator
@@ -37,7 +30,7 @@ from ropegeo.gates.b.rule import (
 )
 from ropegeo.gates import c as gates_c
 from ropegeo.gates.c import GateCVerdict
-from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check
+from ropegeo.gates.verdicts import EXIT_CODES, STATUSES, Check, Report
 from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
@@ -67,7 +60,6 @@ _ADVICE = {
 }
 #: How a gate's state is printed.
 _WORDS = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
-#: Largest toy lengths Gate C uses (its evaluation forms length-by-length score matrices).
 _LAW_PAIRS = ((2, 9), (31, 40), (97, 611))
 #: The row of the manifest's table that names the context served; the audit prints its own target there.
 _SERVED_ROW = "context: served (target)"
@@ -111,13 +103,9 @@ def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
 
 
 @dataclass(frozen=True)
-class GeometryAudit:
-    """The geometry audit of one manifest (from :func:`geometry_audit`).
-
-    Every length is in tokens, every frequency in radians per position. ``theta`` and
-    ``attention_factor`` are those served at ``target_length`` (the rule's ``seq_len``); rows
-    built on them say "scaled", rows built on the pre-training schedule say "unscaled".
-    """
+class GeometryAudit(Report):
+    """The geometry audit of one manifest (lengths in tokens; ``theta`` and ``attention_factor`` served
+    at ``target_length``: rows on them say "scaled", rows on the pre-training bank "unscaled")."""
 
     manifest: RopeManifest
     train_length: int
@@ -139,7 +127,6 @@ class GeometryAudit:
     top_offsets: list
     gate_b: GateBResult
 
-    # ---------------------------------------------------------------- views kept by name
     head_dim = property(lambda self: self.manifest.head_dim)
     rotary_dim = property(lambda self: self.manifest.rotary_dim)
     base = property(lambda self: self.manifest.base)
@@ -171,14 +158,9 @@ class GeometryAudit:
                 "wavelength_range": list(self.wavelength_range), "search_range": list(self.search_range),
                 "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
 
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
-
     @property
     def checks(self) -> list:
-        """The audit's verdicts as :class:`ropegeo.gates.verdicts.Check` records: the relative law against
-        its rounding tolerance, then Gate B's sets."""
+        """The relative law against its rounding tolerance, then Gate B's sets, as ``Check`` records."""
         law = Check("relative law", bool(self.relative_law_error <= self.law_tolerance), self.relative_law_error,
                     self.law_tolerance, f"relative-law error {self.relative_law_error:.3e} against the rounding "
                     f"allowed, {self.law_tolerance:.1e}", "callable")
@@ -186,26 +168,17 @@ class GeometryAudit:
 
     @property
     def outcome(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"``: :func:`ropegeo.gates.verdicts.status` of :attr:`checks`
-        (the command line's ``audit`` exits with :data:`ropegeo.gates.verdicts.EXIT_CODES` of it)."""
+        """:func:`ropegeo.gates.verdicts.status` of :attr:`checks`."""
         return checks_status(self.checks)
 
     def row(self) -> dict:
         """The headline numbers as one flat dict (for a comparison table across models)."""
         m = self.manifest
-        local = self.gate_b.sets[0]["margin"]
-        return {
-            "model": (m.name or "?").split("/")[-1],
-            "base": m.base,
-            "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
-            "train": self.train_length,
-            "target": self.target_length,
-            "rule": "none" if m.scaling is None else m.scaling.rule,
-            "attention": round(self.attention_factor, 4),
-            "slow pairs": self.slow_pairs,
-            "K(1)": round(self.adjacent_similarity, 5),
-            "margin 1..64": round(local, 4),
-        }
+        return {"model": (m.name or "?").split("/")[-1], "base": m.base, "rotary/head": f"{m.rotary_dim}/{m.head_dim}",
+                "train": self.train_length, "target": self.target_length,
+                "rule": "none" if m.scaling is None else m.scaling.rule, "attention": round(self.attention_factor, 4),
+                "slow pairs": self.slow_pairs, "K(1)": round(self.adjacent_similarity, 5),
+                "margin 1..64": round(self.gate_b.sets[0]["margin"], 4)}
 
     def rows(self) -> list[tuple[str, str]]:
         """The audit as ``(label, value)`` text rows, in the order :meth:`table` prints them."""
@@ -245,8 +218,7 @@ class GeometryAudit:
         return self._header() + "\n" + "-" * 40 + "\n" + body
 
     def _header(self) -> str:
-        """The manifest's table, its served context replaced by the one this audit judges (the manifest's
-        own context is named beside it when the audit's target differs)."""
+        """The manifest's table, its served context replaced by this audit's target."""
         own, lines = self.manifest.target_length, self.manifest.table().split("\n")
         for i, line in enumerate(lines):
             if line.startswith(_SERVED_ROW):
@@ -256,9 +228,6 @@ class GeometryAudit:
                 start = len(line) - len(line[len(_SERVED_ROW):].lstrip())  # where the value column starts
                 lines[i] = line[:start] + value
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def _plain_manifest(operator, head_dim, base, rotary_dim, pairing, interpolate, train, target) -> RopeManifest:
@@ -295,70 +264,20 @@ def _audited_manifest(operator, head_dim, base, train_length, target_length, rot
     return m, m.train_length, v.length("target_length", target, minimum=3)
 
 
-def geometry_audit(
-    operator=None,
-    *,
-    head_dim: int | None = None,
-    base: float | None = None,
-    train_length: int | None = None,
-    target_length: int | None = None,
-    rotary_dim: int | None = None,
-    interpolate: bool | None = None,
-    search_start: int | None = None,
-    search_limit: int | None = None,
-    pairing: str | None = None,
-    dtype: str = "float64",
-    top: int = 1,
-    gate_b_rule: GateBRule | None = None,
-    min_margin: float | None = None,
-    seed: int = 7,
-) -> GeometryAudit:
-    """Audit the geometry of a rotary operator: a manifest, or the one plain numbers define.
-
-    Parameters
-    ----------
-    operator : RopeManifest or RotaryOperator, optional
-        A manifest (e.g. :func:`ropegeo.models.manifest.load_model`; it needs a known training length) or
-        an operator. Without one, the plain keywords define it: ``head_dim`` (even; default 128),
-        ``base`` (default 10,000), ``rotary_dim``, ``pairing`` (default interleaved), ``train_length``
-        (default 4,096) and ``interpolate``; given with one, they must agree with it (a conflict is
-        refused, naming the keyword).
-    train_length, target_length : int, optional
-        Context seen in training (plain numbers only) and the context to serve (at least 3;
-        default: the manifest's :attr:`~ropegeo.models.manifest.RopeManifest.target_length`, else 32,768).
-    interpolate : bool, optional
-        Not with a manifest: linear position interpolation by ``target_length / train_length``.
-    search_start, search_limit : int, optional
-        First and last offset of the identity-like search (at least 2). Default: from the training
-        length (or 2 when the target is not longer) to the last offset attention sees (the target,
-        or the sliding window); the result's ``search_note`` says which and why.
-    dtype : {"float64", "float32"}
-        Precision of the relative-law check.
-    top : int
-        How many identity-like offsets to report (1 to 1,000).
-    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
-        Gate B's decision rule. Default ``GateBRule()``: the threshold ``D_train(1) / sqrt(2)``
-        derived from the training ruler (see :mod:`ropegeo.gates.b.rule`).
-    min_margin : float, optional
-        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]``
-        (``GateBRule(fixed_margin=min_margin)``); not with ``gate_b_rule``.
-    seed : int
-        Seed of the random vectors in the relative-law check.
-
-    Returns
-    -------
-    GeometryAudit
-
-    Raises
-    ------
-    ValueError
-        For an argument out of range or in conflict (named), or a manifest without a training length.
-
-    Notes
-    -----
-    The relative law is tested at position pairs ``(2, 9), (31, 40), (97, 611)`` and
-    ``(L // 4, L - 2)`` for the training length ``L``. Gate B is :func:`~ropegeo.gates.b.rule.gate_b`, the one
-    :func:`audit` runs, so both give the same margins.
+def geometry_audit(operator=None, *, head_dim: int | None = None, base: float | None = None,
+                   train_length: int | None = None, target_length: int | None = None, rotary_dim: int | None = None,
+                   interpolate: bool | None = None, search_start: int | None = None, search_limit: int | None = None,
+                   pairing: str | None = None, dtype: str = "float64", top: int = 1, gate_b_rule: GateBRule | None = None,
+                   min_margin: float | None = None, seed: int = 7) -> GeometryAudit:
+    """Audit the geometry of a rotary operator: a manifest (with a training length), an operator, or
+    the one plain keywords define (``head_dim`` 128, ``base`` 10,000, ``train_length`` 4,096, interleaved;
+    ``interpolate``: linear by ``target_length / train_length``). Given with an operator, plain keywords
+    must agree with it. ``target_length`` defaults to the manifest's, else 32,768; the identity-like
+    search runs from ``search_start`` to ``search_limit`` (default: past training to the last offset
+    attention sees; ``search_note`` says why). ``dtype`` (float64 or float32) is the relative-law
+    check's, at position pairs ``(2, 9), (31, 40), (97, 611), (L // 4, L - 2)``; ``top`` (1 to 1,000)
+    offsets are reported. Gate B is ``gate_b_rule`` (default ``GateBRule()``) or the fixed fallback
+    ``min_margin``, not both. Raises ValueError naming an argument out of range or in conflict.
 
     Examples
     --------
@@ -374,12 +293,6 @@ def geometry_audit(
     (8192, 131072, 35, 64)
     >>> round(r.adjacent_similarity, 3), r.gate_b.passed
     (0.978, True)
-
-    Plain numbers that contradict it are refused (not silently overridden):
-    >>> geometry_audit(load_model("llama-3.1-8b"), base=10000.0)
-    Traceback (most recent call last):
-    ...
-    ValueError: base=10000.0 conflicts with the operator's base 500000.0; give one or the other
     """
     m, train, target = _audited_manifest(operator, head_dim, base, train_length, target_length, rotary_dim,
                                          interpolate, pairing)
@@ -392,7 +305,7 @@ def geometry_audit(
 
 
 def _gate_b_rule(gate_b_rule, min_margin) -> GateBRule:
-    """The Gate B rule from the public arguments: a GateBRule, or the fixed fallback ``min_margin``."""
+    """A GateBRule, or the fixed fallback ``min_margin``."""
     if min_margin is not None:
         if gate_b_rule is not None:
             raise ValueError("give gate_b_rule or min_margin (the fixed fallback threshold), not both")
@@ -427,31 +340,11 @@ def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> Geometr
     )
 
 
-# =============================================================================================
-# The audit as one procedure: Gate A, then Gate B, then (optionally) Gate C
-# =============================================================================================
-
 @dataclass
-class AuditReport:
-    """The result of :func:`audit`: three gates, one verdict.
-
-    Attributes
-    ----------
-    subject : str
-        What was audited.
-    manifest : ropegeo.models.manifest.RopeManifest
-        The declared operator (for a callable: its declaration).
-    gate_a : ropegeo.gates.a.gate.GateAReport
-    gate_a_on : str
-        ``"implementation"`` when Gate A ran on the caller's code, ``"reference"`` when it ran on
-        ropegeo's own operator for the manifest (then it checks the declaration, not anyone's code).
-    gate_b : GateBResult
-    gate_c : ropegeo.gates.c.GateCVerdict or None
-        ``None`` when Gate C was not run; ``gate_c_note`` says why.
-    gate_c_note : str
-    seconds : float
-        Wall time of the whole audit.
-    """
+class AuditReport(Report):
+    """The result of :func:`audit`: three gates, one verdict. ``gate_a_on`` is ``"implementation"``
+    (the caller's code) or ``"reference"`` (ropegeo's operator for the manifest); ``gate_c`` is
+    ``None`` when not run (``gate_c_note`` says why)."""
 
     subject: str
     manifest: Any
@@ -462,7 +355,6 @@ class AuditReport:
     gate_c_note: str = ""
     seconds: float = 0.0
 
-    # ------------------------------------------------------------------ the verdict
     def status(self) -> dict:
         """Each gate's state as printed: ``{"A": "pass" | "FAIL" | "inconclusive", "B": ..., "C": ... | "not run"}``."""
         out = {"A": _WORDS[self._state("A")], "B": _WORDS[self._state("B")]}
@@ -470,41 +362,31 @@ class AuditReport:
         return out
 
     def _state(self, gate: str) -> str:
-        """One gate's outcome in :mod:`ropegeo.gates.verdicts`' words (a gate report's own ``status`` when it has one)."""
+        """One gate's outcome in :mod:`ropegeo.gates.verdicts`' words."""
         report = {"A": self.gate_a, "B": self.gate_b, "C": self.gate_c}[gate]
         own = getattr(report, "status", None)
-        if isinstance(own, str) and own in STATUSES:
-            return own
-        return "pass" if report.passed else "fail"
+        return own if isinstance(own, str) and own in STATUSES else "pass" if report.passed else "fail"
 
     @property
     def outcome(self) -> str:
-        """The audit's verdict, ``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status`
-        semantics): ``"fail"`` when any gate fails; ``"inconclusive"`` when a core gate (A or B), or a
-        Gate C that ran, could not decide; ``"pass"`` only when every gate that counts was measured and
-        passed. Gate C not run does not make the audit inconclusive (the verdict says it is untested)."""
-        states = [self._state("A"), self._state("B")] + ([] if self.gate_c is None else [self._state("C")])
-        if "fail" in states:
-            return "fail"
-        return "inconclusive" if "inconclusive" in states else "pass"
+        """``"fail"`` when any gate fails, ``"inconclusive"`` when A, B or a Gate C that ran could not
+        decide, else ``"pass"`` (Gate C not run leaves it untested, not inconclusive)."""
+        states = [self._state(g) for g in ("AB" if self.gate_c is None else "ABC")]
+        return "fail" if "fail" in states else "inconclusive" if "inconclusive" in states else "pass"
 
     @property
     def exit_code(self) -> int:
-        """The command line's exit status for :attr:`outcome` (:data:`ropegeo.gates.verdicts.EXIT_CODES`)."""
+        """:data:`ropegeo.gates.verdicts.EXIT_CODES` of :attr:`outcome`."""
         return EXIT_CODES[self.outcome]
 
     @property
     def first_failure(self) -> str | None:
         """The first gate that fails, in the order A, B, C (``None`` when none fails)."""
-        for gate, state in self.status().items():
-            if state == "FAIL":
-                return gate
-        return None
+        return next((gate for gate, state in self.status().items() if state == "FAIL"), None)
 
     @property
     def passed(self) -> bool:
-        """:attr:`outcome` is ``"pass"``: no gate failed and none was inconclusive (a gate that was
-        not run does not count as passed: see :attr:`complete`)."""
+        """:attr:`outcome` is ``"pass"`` (see :attr:`complete` for a gate not run)."""
         return self.outcome == "pass"
 
     @property
@@ -514,8 +396,7 @@ class AuditReport:
 
     @property
     def intervention(self) -> str | None:
-        """The kind of intervention the first failure calls for: ``"implementation fix"``,
-        ``"different ruler"`` or ``"training"`` (``None`` when no gate failed)."""
+        """What the first failure calls for (``GATES``' second column), or ``None``."""
         gate = self.first_failure
         return None if gate is None else GATES[gate][1]
 
@@ -558,32 +439,17 @@ class AuditReport:
         return (f"{a} separates the task's offsets, and toy heads "
                 "trained on it keep working at the target length. None of this tests the real model's weights.")
 
-    # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
         """JSON-ready form: verdict, status, and every gate's full report."""
-        return {
-            "subject": self.subject,
-            "verdict": self.verdict,
-            "first_failure": self.first_failure,
-            "intervention": self.intervention,
-            "status": self.status(),
-            "outcome": self.outcome,
-            "manifest": self.manifest.to_dict(),
-            "gate_a_on": self.gate_a_on,
-            "gate_a": self.gate_a.to_dict(),
-            "gate_b": self.gate_b.to_dict(),
-            "gate_c": None if self.gate_c is None else self.gate_c.to_dict(),
-            "gate_c_note": self.gate_c_note,
-            "seconds": self.seconds,
-        }
-
-    def to_json(self, **kwargs) -> str:
-        """:meth:`to_dict` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
-        return _json.dumps(self.to_dict(), **kwargs)
+        return {"subject": self.subject, "verdict": self.verdict, "first_failure": self.first_failure,
+                "intervention": self.intervention, "status": self.status(), "outcome": self.outcome,
+                "manifest": self.manifest.to_dict(), "gate_a_on": self.gate_a_on, "gate_a": self.gate_a.to_dict(),
+                "gate_b": self.gate_b.to_dict(), "gate_c": None if self.gate_c is None else self.gate_c.to_dict(),
+                "gate_c_note": self.gate_c_note, "seconds": self.seconds}
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        """``(gate, printed state, text)``: a pass on the configuration's own operator prints ``checked``, and
-        a gate after the first failure prints ``moot`` (measured, but not conclusive), never a green pass."""
+        """``(gate, printed state, text)``: ``checked`` for a pass on the configuration's own operator,
+        ``moot`` after the first failure."""
         st = dict(self.status())
         if self.gate_a_on == "implementation":
             a_text = f"{self.gate_a.diagnosis} (on your implementation)"
@@ -601,16 +467,10 @@ class AuditReport:
 
     def table(self) -> str:
         """A readable report: one line per gate, then the verdict."""
-        lines = [f"Audit of {self.subject}"]
-        for gate, state, text in self._rows():
-            lines.append(f"  Gate {gate}  {state:<7}  {text}")
-        lines.append("verdict: " + self.verdict)
-        return "\n".join(lines)
+        rows = [f"  Gate {gate}  {state:<7}  {text}" for gate, state, text in self._rows()]
+        return "\n".join([f"Audit of {self.subject}", *rows, "verdict: " + self.verdict])
 
-    def __str__(self) -> str:
-        return self.table()
-
-    __repr__ = __str__
+    __repr__ = Report.__str__
 
     def _repr_html_(self) -> str:
         colour = {"pass": "#1a7f37", "FAIL": "#b42318", "not run": "#6b6b6b", "inconclusive": "#b54708",
@@ -625,11 +485,8 @@ class AuditReport:
 
 
 def _reference_operator(manifest):
-    """ropegeo's own rotary operator for a manifest, as a Gate A callable with roles.
-
-    Like transformers, it multiplies cos and sin by the manifest's attention factor (YaRN,
-    LongRoPE), which Gate A requires where the factor is declared.
-    """
+    """ropegeo's own operator for a manifest as a Gate A callable with roles (cos, sin times the
+    attention factor, as transformers does)."""
     if manifest.sections is not None:  # multi-axis (M-RoPE): three position streams
         return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
@@ -675,8 +532,7 @@ def _declaration(target, manifest):
 
 
 def _own_choices(declared, offsets, origin, train, target) -> list[str]:
-    """Why these margins may differ from the geometry audit of the same manifest (``audit --config``):
-    the caller chose offsets, an origin, or lengths other than the manifest's."""
+    """A note when the caller chose offsets, an origin or lengths other than the manifest's."""
     own = [k for k, val in (("offsets", offsets), ("origin", origin)) if val is not None]
     own += [k for k, val, default in (("train_length", train, declared.train_length),
                                        ("target_length", target, declared.target_length))
@@ -685,82 +541,23 @@ def _own_choices(declared, offsets, origin, train, target) -> list[str]:
             "uses the defaults, so its margins may differ"] if own else []
 
 
-def audit(
-    target,
-    offsets=None,
-    *,
-    manifest=None,
-    train_length: int | None = None,
-    target_length: int | None = None,
-    gate_b_rule: GateBRule | None = None,
-    min_margin: float | None = None,
-    origin: float | None = None,
-    gate_c=False,
-    gate_c_lengths: tuple | None = None,
-    gate_c_options: dict | None = None,
-    run_all: bool = False,
-    seed: int = 0,
-) -> AuditReport:
+def audit(target, offsets=None, *, manifest=None, train_length: int | None = None, target_length: int | None = None,
+          gate_b_rule: GateBRule | None = None, min_margin: float | None = None, origin: float | None = None,
+          gate_c=False, gate_c_lengths: tuple | None = None, gate_c_options: dict | None = None, run_all: bool = False,
+          seed: int = 0) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
-    Gate A checks the algebra (:func:`ropegeo.gates.a.gate.gate_a`), Gate B the separation margins of the
-    task's offsets (:func:`~ropegeo.gates.b.rule.gate_b`), Gate C trains toy heads on the ruler
-    (:func:`ropegeo.gates.c.gate_c`). The verdict names the first gate that fails and the
-    intervention it calls for: an implementation fix (A), a different ruler (B) or training (C).
+    ``target`` is a manifest, a config dict or path, a shipped model name, or an implementation
+    ``f(x, positions)`` whose declaration ``manifest`` gives (a manifest alone: Gate A checks
+    ropegeo's own operator for it, not anyone's code). ``offsets`` (array, range or dict of sets;
+    default :func:`~ropegeo.gates.b.rule.default_offsets`) must fit the target context from
+    ``origin``. Lengths default to the manifest's, else 4,096 and 32,768. Gate B's rule is
+    ``gate_b_rule`` or the fixed ``min_margin``. ``gate_c=True`` trains toy heads
+    (``gate_c_lengths``, ``gate_c_options`` of :func:`ropegeo.gates.c.gate_c`), skipped after a
+    failure unless ``run_all``; a ``GateCVerdict`` is used as is. ``seed`` drives Gate A.
 
-    Parameters
-    ----------
-    target : RopeManifest, dict, str, path or callable
-        A manifest, a parsed ``config.json``, the path of one, a shipped model name (see
-        :func:`ropegeo.models.manifest.shipped_models`), or a rotary implementation ``f(x, positions)``
-        (the Gate A protocols), whose declaration ``manifest`` must give.
-    offsets : array_like, range or dict of name -> offsets, optional
-        The offsets the task must tell apart (non-negative, distinct, at least two per set).
-        Default: :func:`~ropegeo.gates.b.rule.default_offsets` of the target length and the manifest's attention window.
-    manifest : RopeManifest, dict, str or path, optional
-        The declaration of a callable ``target``: required for one, ignored otherwise.
-    train_length, target_length : int, optional
-        Context of training and context to serve. Default: the manifest's
-        (``original_max_position_embeddings`` / the rule's reach), else 4,096 and 32,768.
-        ``2 <= train_length <= target_length``.
-    gate_b_rule : ropegeo.gates.b.rule.GateBRule, optional
-        Gate B's decision rule: the logit gap (or attention share) the task needs and the head's
-        sharpness, or the sharpness taken from the training ruler (the default, ``GateBRule()``:
-        a threshold of ``D_train(1) / sqrt(2)``; see :mod:`ropegeo.gates.b.rule`).
-    min_margin : float, optional
-        The fallback: a fixed Gate B threshold, a phase distance in ``(0, 2]`` (0.1: kernel
-        similarity 0.995); not with ``gate_b_rule``.
-    origin : float, optional
-        Position of offset 0 (non-negative; ``origin`` plus the largest offset stays inside the
-        target context). Default: the largest offset at the last position of the target context.
-    gate_c : bool or ropegeo.gates.c.GateCVerdict
-        ``True`` runs Gate C (it trains heads: seconds); a verdict computed earlier is used as is.
-    gate_c_lengths : (int, int), optional
-        Toy training and target lengths of Gate C. Default: ``min(train_length, 64)`` and the same
-        extension ratio (at most 4,096).
-    gate_c_options : dict, optional
-        Further keyword arguments of :func:`ropegeo.gates.c.gate_c`.
-    run_all : bool
-        Run Gate C even when Gate A or B has already failed (default: it is skipped then).
-    seed : int
-        Seed of Gate A's random vectors.
-
-    Returns
-    -------
-    AuditReport
-
-    Raises
-    ------
-    ValueError
-        For an unreadable target or manifest, a callable without ``manifest``, bad lengths,
-        offsets (beyond the target context, too) or Gate B rule; :class:`ropegeo.gates.a.gate.GateAError` (a ValueError) when a callable breaks
-        the calling contract.
-
-    Notes
-    -----
-    With a manifest as target, Gate A runs on ropegeo's own operator for it: it checks the
-    declaration, not anyone's code. Gate C trains toy heads on the manifest's frequencies (see
-    :func:`ropegeo.gates.c.gate_c_schedule`), not a given checkpoint.
+    Raises ValueError for an unreadable target, a callable without ``manifest``, bad lengths,
+    offsets or rule; :class:`ropegeo.gates.a.gate.GateAError` when a callable breaks the contract.
     """
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)

@@ -1,30 +1,16 @@
-"""One record for a check of any gate, and the verdict a list of them gives.
-
-Gate A (:mod:`ropegeo.gates.a.gate`) builds its report from :class:`Check` records; Gates B and C
-(:mod:`ropegeo.gates.procedure`, :mod:`ropegeo.toy`) can adopt the same record, so that every gate
-says in the same words what was measured, against which threshold, and what was *not* measured.
-
-A check has three outcomes: passed (``True``), failed (``False``) or not measured (``None``). A
-check that was not measured never counts as passed: :func:`verdict` lists it by name.
-
-Adopting it in another gate: build one ``Check`` per question the gate asks, with the measured
-number as ``violation`` and the threshold it is judged against as ``tolerance`` (Gate B: the
-separation margin's shortfall against ``min_margin``; Gate C: each trained quantity against its
-bound), ``Check.judged`` when the verdict is ``violation <= tolerance``, ``Check.skipped`` with the
-reason when a check cannot run, and :func:`verdict` for the one-line summary; ``to_dict`` gives the
-JSON form every report shares.
-"""
+"""One record for a check of any gate (:class:`Check`: what was measured, against which threshold, or
+why not: never a pass), and the verdict a list of them gives."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["Check", "verdict", "status", "DEFECT_CLASSES", "STATUSES", "EXIT_CODES"]
+from ropegeo import _json
 
-#: The three outcomes of a gate (or of the whole audit): every core check measured and passed,
-#: one failed, or no verdict possible (a core check not measured, or a tolerance that reaches the
-#: largest error the check can see). "inconclusive" is never a pass.
+__all__ = ["Check", "Report", "verdict", "status", "DEFECT_CLASSES", "STATUSES", "EXIT_CODES"]
+
+#: The three outcomes of a gate or of the audit; "inconclusive" is never a pass.
 STATUSES = ("pass", "fail", "inconclusive")
 
 #: Exit status of the command line for each outcome (2 is bad input, as everywhere).
@@ -37,28 +23,8 @@ DEFECT_CLASSES = ("position-id", "precision", "frequency", "layout", "convention
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a gate.
-
-    Attributes
-    ----------
-    name : str
-        Short id of the check (e.g. ``"shift"``).
-    passed : bool or None
-        ``None`` when the check was not measured (skipped: a protocol the object lacks, a probe it
-        refused, a quantity too small to see); the diagnosis says why.
-    violation : float
-        Size of the worst violation, in the unit the check states; ``nan`` when not measured.
-    tolerance : float
-        The largest violation accepted (``nan`` or 0 when not measured).
-    diagnosis : str
-        Plain words: what is wrong, what was verified, or why nothing was measured.
-    protocol : str
-        What the check needs from the object under test (Gate A: ``"callable"``, ``"role"``,
-        ``"decoder"``; other gates: their own word).
-    defect : str or None
-        For a failed check, the defect class it names (one of :data:`DEFECT_CLASSES`), or
-        ``None`` when it only reports a symptom.
-    """
+    """One check of a gate: ``passed`` is ``None`` when not measured (the ``diagnosis`` says why);
+    ``protocol`` is what it needs from the object; ``defect`` one of :data:`DEFECT_CLASSES` or ``None``."""
 
     name: str
     passed: bool | None
@@ -76,17 +42,12 @@ class Check:
     @classmethod
     def judged(cls, name: str, violation: float, tolerance: float, ok_text: str, fail_text: str,
                protocol: str = "", defect: str | None = None, ceiling: float | None = None) -> "Check":
-        """Pass when ``violation <= tolerance``; the diagnosis is the matching text.
-
-        ``ceiling`` is the largest violation the check can see (e.g. 2 for the distance between
-        two unit-norm vectors' cosines, pi for a wrapped phase). When the tolerance reaches it the
-        check cannot fail, so it is *inconclusive*: not measured (``passed=None``), with the reason.
+        """Pass when ``violation <= tolerance``; a tolerance reaching ``ceiling`` (the largest
+        violation the check can see) cannot fail, so the check is inconclusive (``passed=None``).
 
         Examples
         --------
         >>> Check.judged("law", 0.5, 3.0, "ok", "bad", ceiling=2.0).passed is None
-        True
-        >>> Check.judged("law", 0.5, 1.0, "ok", "bad", ceiling=2.0).passed
         True
         """
         if ceiling is not None and not (tolerance < ceiling):
@@ -103,8 +64,7 @@ class Check:
 
     @property
     def inconclusive(self) -> bool:
-        """True for a check that ran but could not fail (its tolerance reached its ceiling, see
-        :meth:`judged`): unlike a check that was skipped, it always makes the verdict inconclusive."""
+        """A check that ran but could not fail (see :meth:`judged`)."""
         return self.passed is None and self.diagnosis.startswith("inconclusive")
 
     def to_dict(self) -> dict:
@@ -124,21 +84,24 @@ class Check:
                    d.get("defect"))
 
 
-def status(checks, core=None) -> str:
-    """The outcome of a list of checks: ``"fail"``, ``"inconclusive"`` or ``"pass"``.
+class Report:
+    """What every gate's report shares: ``str`` is its ``table()``, :meth:`to_json` its ``to_dict()``."""
 
-    ``"fail"`` when any check failed; ``"inconclusive"`` when one of the ``core`` checks (names;
-    default: every check) was not measured, or any check ran but could not fail (its tolerance
-    reached its ceiling: :attr:`Check.inconclusive`); ``"pass"`` otherwise. A gate that could
-    measure none of what it is for never passes.
+    def to_json(self, **kwargs) -> str:
+        """``to_dict()`` as JSON (non-finite numbers as null; keyword arguments go to ``json.dumps``)."""
+        return _json.dumps(self.to_dict(), **kwargs)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def status(checks, core=None) -> str:
+    """``"fail"`` when any check failed; ``"inconclusive"`` when a ``core`` check (default: every
+    one) was not measured, any check could not fail, or there are none; else ``"pass"``.
 
     Examples
     --------
     >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")])
-    'inconclusive'
-    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")], core=["a"])
-    'pass'
-    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.judged("b", 0.1, 5.0, "ok", "bad", ceiling=2.0)], core=["a"])
     'inconclusive'
     """
     checks = list(checks)
@@ -153,10 +116,7 @@ def status(checks, core=None) -> str:
 
 
 def verdict(checks) -> str:
-    """One line for a list of checks that all passed or were not measured.
-
-    ``"every check passed"`` only when every check was measured; otherwise the line names the
-    checks that were not.
+    """One line for a list of checks: the failed ones, else those not measured.
 
     Examples
     --------

@@ -1,10 +1,5 @@
-"""Gate A: the implementation realises the rotary operator it declares.
-
-``gate`` runs the checks and judges them; ``read`` and ``call`` read and call the implementation;
-``checks``, ``positions`` and ``algebra`` are the checks; ``axes`` is the gate of multi-axis RoPE
-(M-RoPE), built on the one-axis gate; ``isolated`` runs the implementation in a separate process
-whose answers the parent judges.
-"""
+"""Gate A: the implementation realises the rotary operator it declares (``gate`` judges; ``read``,
+``call``, ``checks``, ``positions``, ``algebra``, ``axes`` for M-RoPE; ``isolated``: the worker process)."""
 
 from ropegeo.gates.a.axes import GateAxesReport, gate_a_axes
 from ropegeo.gates.a.call import GateAError

@@ -1,38 +1,14 @@
 """Gate A for multi-axis RoPE (M-RoPE: Qwen2-VL, Qwen2.5-VL, Qwen3-VL).
 
-A multi-axis rotary head gives each token three position ids, time, height and width, and shares
-its bank of frequency pairs out between them: ``mrope_section = [t, h, w]`` pairs. Qwen2-VL (and
-Qwen2.5-VL) gives them in blocks (pairs ``0 .. t-1`` follow the time id, the next ``h`` the height
-id, the last ``w`` the width id); Qwen3-VL interleaves them pair by pair (height takes pairs
-``1, 4, .., 3h - 2``, width ``2, 5, .., 3w - 1``, time the rest). transformers 5 builds both in
-the rotary module's ``recomposition_frequencies`` (transformers 4 did it in
-``apply_multimodal_rotary_pos_emb``, splitting cos and sin by ``mrope_section * 2``).
-
-The ``axes`` protocol
-    ``f(x, positions) -> rotated x`` with ``x`` of shape ``(seq, head_dim)`` and integer
-    ``positions`` of shape ``(3, seq)`` (time, height, width), or, when the implementation
-    refuses that, ``x`` of shape ``(batch, seq, head_dim)`` with ``positions`` of shape
-    ``(3, batch, seq)`` (transformers' ``position_ids`` for these models).
-
-:func:`gate_a_axes` runs two audits of one implementation:
-
-* **text positions** (the three ids equal): the operator must be 1D RoPE over every pair, and
-  every check of :func:`ropegeo.gates.a.gate.gate_a` runs on it, unchanged;
-* **the axes**: it moves one axis at a time (and all three at once, to different positions) and
-  reads the angle of every pair. Four checks, all core:
-
-  - ``sections``: each band holds the declared number of pairs (the section sizes are right);
-  - ``interleave``: each pair follows the declared axis, in the declared order (blocks T | H | W,
-    or T, H, W interleaved pair by pair);
-  - ``axis-bands``: each band turns with its own axis's ids at its declared frequencies;
-  - ``axis-blind``: each band is blind to the other two axes.
-
-A failed ``sections`` or ``interleave`` check names what was read (:data:`FINDINGS`): sections
-swapped, one axis's ids used for all axes, interleaving off by one pair, a section boundary off by
-one, blocks where interleaving is declared (or the reverse). A check whose tolerance reaches the
-smallest turn it must see is inconclusive, never a pass (:meth:`ropegeo.gates.verdicts.Check.judged`).
-
-``gate_a`` sends a declaration with ``mrope_section`` (given, or read from a configuration) here.
+Each token has three position ids (time, height, width) sharing the pairs out as
+``mrope_section = [t, h, w]``: in blocks (Qwen2-VL) or interleaved pair by pair (Qwen3-VL), as
+transformers builds them. The ``axes`` protocol is ``f(x, positions)`` with positions of shape
+``(3, seq)``, or ``(3, batch, seq)`` with ``x`` of shape ``(batch, seq, head_dim)``.
+:func:`gate_a_axes` runs every check of :func:`ropegeo.gates.a.gate.gate_a` on text positions (the
+three ids equal), then :data:`AXES_CHECKS` (all core), moving one axis at a time: ``sections``
+(pairs per band), ``interleave`` (each pair follows its declared axis), ``axis-bands`` (each band
+turns with its own ids at its declared frequencies) and ``axis-blind`` (blind to the other axes).
+A failed layout check names what was read (:data:`FINDINGS`).
 """
 
 from __future__ import annotations
@@ -46,10 +22,9 @@ import numpy as np
 from ropegeo.frequencies import frequencies
 from ropegeo.gates.a.call import UNIT, Bad, Impl, Refused
 from ropegeo.gates.a.checks import PRECISION_LIMIT
-from ropegeo.gates.a.gate import CORE_CHECKS, MULTI_AXIS, GateAReport, check_declaration, gate_a
+from ropegeo.gates.a.gate import CORE_CHECKS, MULTI_AXIS, GateAReport, _as_manifest, check_declaration, gate_a
 from ropegeo.gates.a.read import angles, span, wrap
-from ropegeo.gates.verdicts import Check, status
-from ropegeo.models.manifest import RopeManifest, read_config, resolve
+from ropegeo.gates.verdicts import Check
 from ropegeo.models.model_types import axes_section
 from ropegeo.operator import rotate_pairs
 from ropegeo.rotation import pair_indices, phase_angles
@@ -68,20 +43,15 @@ FINDINGS = ("sections-swapped", "one-axis-for-all", "interleave-off-by-one", "bo
             "several-axes", "other")
 #: Rows of one probe call (probes x head_dim): the probing is one call of this size at most.
 MAX_AXES_PROBE_ROWS = 1 << 17
-#: Tolerance of an angle read off a probe, in unit roundoffs of the data dtype: the probes feed unit
-#: basis vectors (exact in every dtype), so each entry read is a cos or a sin rounded once or twice.
+#: Tolerance of an angle read off a probe (unit basis vectors in), in unit roundoffs of the data dtype.
 ANGLE_READ_SAFETY = 4.0
 _SMALL = (1, 2, 3, 5, 7, 11, 13)  # small positions on each axis (image grids are small)
 _MIXED = 16  # probes with the three ids at different positions
 
 
 def axis_layout(sections, interleaved: bool, pairs: int, shift: int = 0) -> np.ndarray:
-    """The axis each pair follows (0 time, 1 height, 2 width), as transformers builds it.
-
-    Blocked (Qwen2-VL): ``split(mrope_section)`` and section ``i`` takes axis ``i % 3``.
-    Interleaved (Qwen3-VL ``recomposition_frequencies``): time everywhere, then height at
-    ``slice(1, 3 h, 3)`` and width at ``slice(2, 3 w, 3)``; ``shift`` moves both slices (a broken
-    variant). Pairs no section reaches are -1.
+    """The axis each pair follows (0 time, 1 height, 2 width; -1 none), as transformers builds it;
+    ``shift`` moves the interleaved slices (a broken variant).
 
     Examples
     --------
@@ -100,18 +70,6 @@ def axis_layout(sections, interleaved: bool, pairs: int, shift: int = 0) -> np.n
     return out
 
 
-def _resolve(manifest):
-
-    if isinstance(manifest, RopeManifest):
-        return manifest
-    if isinstance(manifest, dict):
-        return read_config(manifest)
-    if isinstance(manifest, str) or hasattr(manifest, "__fspath__"):
-        return resolve(manifest, option="manifest")
-    raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a shipped model name, "
-                     f"got {type(manifest).__name__}")
-
-
 def axes_declared(manifest) -> bool:
     """True when ``manifest`` (a RopeManifest, config dict, path or shipped name) declares M-RoPE.
 
@@ -121,18 +79,13 @@ def axes_declared(manifest) -> bool:
     ...                "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
     True
     """
-    return manifest is not None and _resolve(manifest).sections is not None
+    return manifest is not None and _as_manifest(manifest).sections is not None
 
 
 def axes_operator(manifest):
-    """ropegeo's own multi-axis operator for a manifest with ``mrope_section``, as a Gate A callable.
-
-    ``f(x, positions, role="query")``: positions of shape ``(3,) + x.shape[:-1]`` (time, height,
-    width), or ``x.shape[:-1]`` for text tokens (the three ids equal); pair ``i`` turns by
-    ``theta_i`` times the id of its axis (``axis_layout``), with angles formed in the
-    manifest's ``phase_dtype``; cos and sin carry its attention factor, as transformers applies it.
-    Values (``role="value"``) pass through. :func:`ropegeo.gates.procedure.audit` runs Gate A on it when no
-    implementation is given.
+    """ropegeo's own multi-axis operator for a manifest with ``mrope_section``, as a Gate A callable
+    ``f(x, positions, role="query")``: positions ``(3,) + x.shape[:-1]`` or ``x.shape[:-1]`` (text);
+    cos and sin carry the attention factor; values pass through.
 
     Examples
     --------
@@ -194,8 +147,7 @@ class _AxesCall:
 
 
 class _TextView:
-    """The implementation as a 1D callable: the three ids equal (text tokens). It returns what the
-    implementation returns, unchecked: the 1D gate's own calling layer judges it."""
+    """The implementation as a 1D callable (the three ids equal), unchecked: the 1D gate judges it."""
 
     def __init__(self, call: _AxesCall):
         self.call = call
@@ -227,17 +179,7 @@ class GateAxesReport(GateAReport):
     then :data:`AXES_CHECKS`; ``axes`` holds the declared and read layouts."""
 
     axes: dict = field(default_factory=dict)
-
-    @property
-    def status(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` over the text and multi-axis core checks."""
-        return status(self.checks, core=CORE_CHECKS + AXES_CHECKS)
-
-    @property
-    def unresolved(self) -> list[Check]:
-        """The checks that make the report inconclusive (the multi-axis ones are core too)."""
-        core = CORE_CHECKS + AXES_CHECKS
-        return [c for c in self.checks if c.passed is None and (c.name in core or c.inconclusive)]
+    _core = CORE_CHECKS + AXES_CHECKS
 
     @property
     def finding(self) -> str | None:
@@ -249,7 +191,7 @@ class GateAxesReport(GateAReport):
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateAxesReport":
-        """Invert ``to_dict`` (the command line rebuilds the report its worker sent)."""
+        """Invert ``to_dict``."""
         base = GateAReport.from_dict(d)
         return cls(**{k: getattr(base, k) for k in GateAReport.__dataclass_fields__}, axes=dict(d.get("axes", {})))
 
@@ -438,7 +380,7 @@ def _check_layout(ax: _Axes, sections, interleaved) -> tuple[list[Check], dict]:
 def _declaration(mrope_section, mrope_interleaved, manifest, options) -> tuple:
     """(sections, interleaved, the manifest without its axes or None), validated."""
     if manifest is not None:
-        m = _resolve(manifest)
+        m = _as_manifest(manifest)
         if mrope_section is not None and m.sections is not None and (
                 list(m.sections) != list(mrope_section) or bool(mrope_interleaved) != m.round_robin):
             raise ValueError(f"mrope_section={list(mrope_section)!r} conflicts with the manifest, which declares "
@@ -457,12 +399,7 @@ def _declaration(mrope_section, mrope_interleaved, manifest, options) -> tuple:
 
 
 def check_axes_declaration(*, mrope_section=None, mrope_interleaved: bool = False, manifest=None, **options) -> None:
-    """Check :func:`gate_a_axes`'s arguments (all but ``impl``) without calling anything.
-
-    Raises
-    ------
-    ValueError
-        As :func:`gate_a_axes` would, naming the argument.
+    """Raise the ``ValueError`` :func:`gate_a_axes` would for these arguments, calling nothing.
 
     Examples
     --------
@@ -480,34 +417,9 @@ def check_axes_declaration(*, mrope_section=None, mrope_interleaved: bool = Fals
 def gate_a_axes(impl, *, mrope_section=None, mrope_interleaved: bool = False, manifest=None, **options):
     """Gate A for a multi-axis rotary implementation (M-RoPE), with positions of shape (3, seq).
 
-    Parameters
-    ----------
-    impl : callable
-        ``f(x, positions)`` with ``x`` of shape ``(seq, head_dim)`` and ``positions`` of shape
-        ``(3, seq)`` (time, height, width ids), or ``(batch, seq, head_dim)`` and ``(3, batch, seq)``.
-    mrope_section : sequence of 3 ints, optional
-        Pairs following the time, height and width ids (summing to the rotary pairs). Read from
-        ``manifest`` when it declares them.
-    mrope_interleaved : bool
-        Qwen3-VL's interleaved layout (default: blocks, as Qwen2-VL).
-    manifest : optional
-        A RopeManifest, config dict, ``config.json`` path or shipped name, as for
-        :func:`ropegeo.gates.a.gate.gate_a`.
-    **options
-        The other arguments of :func:`ropegeo.gates.a.gate.gate_a` (``head_dim``, ``base``,
-        ``pairing``, ``dtype``, ``max_position``, ``target_length``, ``seed``, ...).
-
-    Returns
-    -------
-    GateAxesReport
-        Every check of :func:`ropegeo.gates.a.gate.gate_a` on text positions (the three ids equal),
-        then :data:`AXES_CHECKS`; ``finding`` names what the axis reading found wrong.
-
-    Raises
-    ------
-    ValueError
-        For an invalid declaration (``mrope_section`` not three positive integers summing to the
-        rotary pairs, a conflict with the manifest), or a contract break as in ``gate_a``.
+    ``mrope_section`` (time, height, width pairs, summing to the rotary pairs; or the manifest's) in
+    blocks, or interleaved (``mrope_interleaved``); ``options`` are :func:`ropegeo.gates.a.gate.gate_a`'s.
+    A ValueError for an invalid or conflicting declaration, or a contract break as in ``gate_a``.
 
     Examples
     --------

@@ -1,7 +1,5 @@
-"""Calling the implementation under Gate A: validation of what comes back, dtypes, refusals.
-
-Internal to :mod:`ropegeo.gates.a.gate`. Only exceptions raised *inside* the implementation become
-refusals (:class:`Refused`); an error in ropegeo's own probing propagates.
+"""Calling the implementation under Gate A: what comes back, dtypes, refusals (internal). Only
+exceptions raised *inside* the implementation become :class:`Refused`.
 """
 
 from __future__ import annotations
@@ -40,9 +38,7 @@ def dtype_name(dt) -> str | None:
 
 
 def _accepts_role(obj) -> bool:
-    """The role protocol needs a parameter named ``role`` (on the callable, or on a module's
-    ``forward``). A bare ``**kwargs`` is not taken as one: every ``torch.nn.Module`` and every
-    decorator without ``functools.wraps`` has it, and most of them ignore or refuse ``role``."""
+    """A parameter named ``role`` on the callable or its ``forward`` (a bare ``**kwargs`` is not one)."""
     for target in (obj, getattr(obj, "forward", None)):
         if target is None:
             continue
@@ -81,16 +77,9 @@ class Impl:
         self.pass_length = None  # calls made as within a forward pass of this length (dynamic NTK), if set
 
     def learn_order(self, d: int) -> bool:
-        """Find a fixed reordering of the output coordinates at width ``d``, and undo it from now on.
-
-        At position 0 a rotary map is the identity. Code that returns its coordinates in another
-        order (DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` reads interleaved pairs and writes
-        them half-split) shows a permutation matrix there instead; queries and keys are reordered
-        alike, so every score is unchanged. The order is read where the map is a (scaled)
-        permutation: at position 0, or at -1, 1, -2, 2 for an origin off by a few positions, so a
-        scaled or shifted map is still read in the right order and named by its own check.
-        Returns True when a reordering was found.
-        """
+        """Find and undo from now on a fixed reordering of the output at width ``d`` (e.g. DeepSeek-V3
+        writing interleaved pairs half-split), read where the map is a scaled permutation (position 0,
+        or -1, 1, -2, 2 for a shifted origin); True when one was found."""
         for p in (0, -1, 1, -2, 2):
             try:
                 out = self(np.eye(d), np.full(d, p, dtype=np.int64))
@@ -180,8 +169,7 @@ class Impl:
         return arr
 
     def _within_pass(self, x, positions, role):
-        """The call as within a forward pass of ``pass_length`` tokens: one position id
-        ``pass_length - 1`` (and a zero row) appended along the sequence axis, its row dropped."""
+        """The call as within a pass of ``pass_length`` tokens: id ``pass_length - 1`` appended, its row dropped."""
         n = self.pass_length
         self.pass_length = None
         try:

@@ -1,7 +1,5 @@
-"""The reading checks of Gate A: layout, frequencies, precision, origin, context and batch.
-
-Each check is a small function ``check(ctx, rng) -> Check`` with its own random stream; the
-table of all checks lives in :mod:`ropegeo.gates.a.gate`. Internal.
+"""The reading checks of Gate A (``check(ctx, rng) -> Check``): layout, frequencies, precision,
+origin, context and batch. Internal; the table is in :mod:`ropegeo.gates.a.gate`.
 """
 
 from __future__ import annotations
@@ -31,20 +29,16 @@ from ropegeo.gates.a.read import (
 )
 from ropegeo.gates.verdicts import Check
 
-#: Positions at which the matrices are read (layout, frequencies, precision): consecutive at
-#: the start (the step of every pair), then odd numbers away from powers of two.
+#: Positions at which the matrices are read: consecutive at the start, then away from powers of two.
 READ_POSITIONS = (1, 2, 3, 7, 37, 101, 300, 419, 1001)
-#: Largest relative angle error (90th percentile) accepted for a declared angle precision; also
-#: the boundaries used to name the precision found. Measured: float32 ~1e-7, float16 ~3e-4,
-#: bfloat16 ~4e-3; each limit lies about halfway (log scale) to the next coarser format.
+#: Largest relative angle error (90th percentile) accepted per declared angle precision, about
+#: halfway (log scale) to the next coarser format (measured: float32 ~1e-7, float16 ~3e-4, bfloat16 ~4e-3).
 PRECISION_LIMIT = {"float64": 1e-12, "float32": 1e-5, "float16": 1.1e-3, "bfloat16": 3e-2}
 DATA_SAFETY = 8.0  # normwise rounding of a rotated vector stays below a few unit roundoffs
 ANGLE_SAFETY = 16.0
 #: The smallest sine of a rotation angle that the layout reading sees (``infer_layout``'s threshold).
 LAYOUT_SEEN = 1e-6
-#: The largest error the vector and score checks can see: two rotations of one vector differ by at
-#: most 2 |x|, two scores of rotated vectors by at most 2 |q||k|. A tolerance that reaches it
-#: cannot fail (:meth:`ropegeo.gates.verdicts.Check.judged`'s ``ceiling``).
+#: The largest error the vector and score checks can see (2 |x|, 2 |q||k|): a tolerance reaching it cannot fail.
 CEILING = 2.0
 _LOW = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
@@ -53,37 +47,28 @@ class Ctx:
     """What every check reads: the implementation, the declaration, and what was inferred."""
 
     def __init__(self, fn, *, operator, dims, data_dtype, max_position, extra_sizes=(), alt_theta=None):
-        # the declared operator (a ropegeo.RotaryOperator, checked once), and the names the checks read
-        self.fn, self.operator, self.dims = fn, operator, dims
+        self.fn, self.dims, self.max_position, self.extra_sizes = fn, dims, max_position, extra_sizes
         self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
         self.pairing, self.base = operator.pairing, operator.base
         self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
         self.theta_given = operator.theta_given is not None
         self.theta_max = float(self.theta_decl.max())
         self.phase_dtype, self.data_dtype_declared = operator.phase_dtype, data_dtype
-        self.max_position = max_position
         self.read_positions = tuple(p for p in READ_POSITIONS if p < max_position)  # at least 1, 2, 3, 7
-        self.extra_sizes = extra_sizes
-        self.krole = "key" if fn.role else None  # the role the operator is read from (the side that matches the declaration)
-        self.departs = None  # with the role protocol: "queries" or "keys" when that side departs from the other
+        self.krole = "key" if fn.role else None  # the role the operator is read from (the side nearer the declaration)
         self.key_role = self.krole  # what scores use for keys, always
         self.qrole = "query" if fn.role else None
         self.inferred: dict = {}
         self.notes: list[str] = []
-        self.mats = None
+        self.mats = self.theta_hat = self.position_defect = None
         self.freq_state = None  # "ok", "mirrored", "wrong" or None (not measured)
-        self.theta_hat = None
-        self.position_defect = None
-        self.u_data = UNIT["float32"]
-        self.u_phase = UNIT[self.phase_dtype]
-        self.gain = 1.0
+        self.u_data, self.u_phase, self.gain = UNIT["float32"], UNIT[self.phase_dtype], 1.0
         # (what, frequencies, pass length): another reading of the declaration (LongRoPE's short factors,
         # dynamic NTK's unstretched ones), those of a forward pass of at most that length
         self.alt_theta = alt_theta
         self.softmax_factor = None  # the attention factor declared in the softmax (the rotation keeps unit length)
         self.short_run = None  # dynamic NTK: (short length, its frequencies, matrices read before any long pass)
 
-    # ---- tolerances
     def tol_vec(self, pmax: float, u_in: float = 0.0) -> float:
         """Largest relative change of a rotated vector that rounding explains at positions up to pmax."""
         u = max(self.u_data, u_in)
@@ -94,16 +79,12 @@ class Ctx:
         return 2.0 * self.tol_vec(pmax, u_in)
 
     def judged_below(self, factor: float = 1.0, u_in: float = 0.0) -> float:
-        """The position below which ``factor * tol_vec(p)`` stays under half of :data:`CEILING`.
-
-        A check probed further could hardly fail (at the ceiling, not at all: the angles' rounding
-        allows any rotation); below it, a defect of ordinary size (an error of order |x|) still shows.
-        """
+        """The position below which ``factor * tol_vec(p)`` stays under half of :data:`CEILING` (past
+        it a check could hardly fail)."""
         room = 0.5 * CEILING / factor - DATA_SAFETY * max(self.u_data, u_in)
         slope = ANGLE_SAFETY * self.u_phase * self.theta_max
         return room / slope if slope > 0 else 1e300
 
-    # ---- what the reading found
     @property
     def layout(self):
         return self.inferred.get("layout")
@@ -137,9 +118,7 @@ def _row_gain(x, y) -> np.ndarray:
 
 
 def _input_rounding(ctx) -> str | None:
-    """The format the implementation rounds its input to, seen at position 0 (the identity): code
-    that casts x to float16 and returns float32 shows it only here (identity probes are exact in
-    every format). None when position 0 is not an identity up to some format's rounding."""
+    """The format the implementation rounds its input to, seen at position 0 (the identity), or None."""
     x = np.random.default_rng(20_240_601).normal(size=(4, ctx.d))  # its own stream: no check's draws move
     y = tried(ctx.fn, x, np.zeros(4, dtype=np.int64), role=ctx.krole)
     if y is None:
@@ -152,12 +131,8 @@ def _input_rounding(ctx) -> str | None:
 
 
 def _data_dtype(ctx, orth) -> None:
-    """The data precision the checks are judged at: declared, else that of the arrays returned.
-
-    A coarser rounding measured in the rotation matrices (``orth``, after the gain is divided out)
-    or in the input at position 0 is a finding (``inferred["data_rounding"]``, the precision check's),
-    never a licence: the audited code does not set its own tolerance.
-    """
+    """The data precision the checks are judged at: declared, else that of the arrays returned. A
+    coarser rounding measured (``orth``, or the input at position 0) is a finding, never a licence."""
     seen = sorted(ctx.fn.out_dtypes, key=lambda n: UNIT[n])
     by_output = seen[-1] if seen else None
     data = ctx.data_dtype_declared or by_output or "float32"
@@ -176,7 +151,7 @@ def _data_dtype(ctx, orth) -> None:
 
 
 def _rounding_finding(ctx) -> Check | None:
-    """The precision check's failure when the data round more coarsely than judged (see ``_data_dtype``)."""
+    """The precision check's failure when the data round more coarsely than judged."""
     f = ctx.inferred.get("data_rounding")
     if f is None:
         return None
@@ -211,9 +186,7 @@ def _read_matrices(ctx) -> None:
 
 
 def _attention_factor(ctx, gain: float) -> float:
-    """Record whether the rotation applies the declared attention factor (``gain`` is measured after
-    dividing by it). A factor declared on cos and sin that the rotation leaves out is the norm
-    check's finding (magnitude): only a declaration in the softmax lets the rotation keep unit length."""
+    """Record whether the rotation applies the declared attention factor (``gain``: after dividing by it)."""
     factor = ctx.fn.factor
     if factor != 1.0:
         ctx.inferred["attention_factor_applied"] = bool(abs(gain - 1.0) <= abs(gain * factor - 1.0))
@@ -221,8 +194,7 @@ def _attention_factor(ctx, gain: float) -> float:
 
 
 def _matrix_reading(ctx, rng) -> None:
-    """Position-id defects first (the implementation against itself), then the matrices, the layout
-    and the data precision they show."""
+    """Position-id defects first, then the matrices, the layout and the data precision they show."""
     _data_dtype(ctx, None)  # provisional: what the contract probe returned
     x = rng.normal(size=ctx.d)
     tol = DATA_SAFETY * 2 * ctx.u_data + 1e-9
@@ -261,22 +233,16 @@ def declared_matrices(ctx, positions) -> np.ndarray:
 
 
 def departing_side(ctx, mq, mk):
-    """Which side departs from the declaration when queries and keys differ: ``("keys", dq, dk)``
-    when the queries are the closer to the declared operator, ``("queries", ...)`` otherwise, with
-    each side's largest entry distance from it."""
+    """``("keys" or "queries", dq, dk)``: the side farther from the declared operator, and each side's
+    largest entry distance from it."""
     ref = declared_matrices(ctx, ROLE_POSITIONS)
     dq, dk = float(np.max(np.abs(mq - ref))), float(np.max(np.abs(mk - ref)))
     return ("keys" if dq < dk else "queries"), dq, dk
 
 
 def _reading_side(ctx, tol) -> None:
-    """With the role protocol, read the operator from the side that matches the declaration.
-
-    Queries and keys are compared first; when they differ, the side nearer the declared operator
-    is the one read (layout, frequencies, precision), and the other is the roles check's finding.
-    Reading the keys whatever they do would blame a one-sided defect (keys mirrored, keys
-    interpolated) on the convention or the frequencies of both.
-    """
+    """With the role protocol, read the operator from the side nearer the declaration when queries
+    and keys differ (the other is the roles check's finding)."""
     if not ctx.fn.role:
         return
     try:
@@ -286,8 +252,7 @@ def _reading_side(ctx, tol) -> None:
         return
     if np.max(np.abs(mq - mk)) <= tol:
         return
-    ctx.departs, dq, dk = departing_side(ctx, mq, mk)
-    if ctx.departs == "keys":
+    if departing_side(ctx, mq, mk)[0] == "keys":
         ctx.krole = "query"
         ctx.notes.append("queries and keys are rotated differently; the operator is read from the queries, the side "
                          "nearer the declaration (see roles)")
@@ -386,8 +351,8 @@ def _usable(ctx):
 
 
 def _angle_error(ctx, rows, th):
-    """Relative angle error (90th percentile, data rounding taken off) against steps ``th``, the
-    worst error at each position, and the positions; ``None`` when no angle reaches 1 rad."""
+    """Relative angle error (90th percentile) against steps ``th`` (``None`` when no angle reaches 1
+    rad), the worst error at each position, and the positions."""
     pos = np.array(ctx.read_positions, dtype=float)[rows]
     ang = angles(ctx.mats[rows], ctx.layout["pairs"])
     moved = np.outer(pos - pos[0], np.abs(th))
@@ -478,8 +443,7 @@ def check_frequencies(ctx, rng) -> Check:
 
 
 def short_run_reading(fn, head_dim, short: int, max_position: int):
-    """R(p) of a short forward pass (positions below ``short``), read as the calls come (no pass
-    length appended); ``None`` when the implementation refuses it."""
+    """R(p) of a short forward pass (positions below ``short``, no pass length appended), or ``None``."""
     pos = [p for p in READ_POSITIONS if p < min(short, max_position)]
     if head_dim is None or len(pos) < 4:
         return None
@@ -505,8 +469,8 @@ def _short_theta(ctx, mats, pos):
 
 
 def _short_run(ctx, tolerance):
-    """Dynamic NTK: a short run after the long passes must rotate with the short-run frequencies.
-    Returns (violation, tolerance, diagnosis) of a failure, or None."""
+    """Dynamic NTK: (violation, tolerance, diagnosis) when a short run after long passes does not rotate
+    with the short-run frequencies, else None."""
     if ctx.short_run is None or ctx.short_run[2] is None:
         return None
     short, th_short, before = ctx.short_run
@@ -535,12 +499,8 @@ def _short_run(ctx, tolerance):
 
 
 def _frequency_words(ctx, th, ref, i, fit, tol) -> str:
-    """Name a frequency defect: a position scale, an ordering, a base, or a schedule that is none.
-
-    ``tol`` is each pair's measurement tolerance (rad per position): the ratio of measured to
-    declared frequencies counts as one scale when every pair is within 1e-3 of it or within its
-    own tolerance (slow pairs read through bfloat16 data are known to a few percent only).
-    """
+    """Name a frequency defect: a position scale, an ordering, a base, or no schedule (``tol``: each
+    pair's measurement tolerance)."""
     a = np.abs(th)
     msg = (f"pair {i} turns at {a[i]:.6g} rad per position instead of the declared {ref[i]:.6g} "
            f"(relative deviation {abs(a[i] - ref[i]) / ref[i]:.2e})")
@@ -576,13 +536,8 @@ SCHEDULE_RESIDUAL = 1e-3
 
 
 def _fit_schedule(theta_hat, rotary_dim: int, tol=None):
-    """Fit ln theta_i = ln s - (2 i / r) ln B, each pair weighted by how well it is measured.
-
-    ``tol`` is each pair's measurement tolerance (rad per position; slow pairs read through
-    bfloat16 data are known to a few 1e-3 only). Returns (base, scale, max residual, fits) or
-    None; ``fits`` is True when every pair lies within its own tolerance of the fitted schedule
-    (or within :data:`SCHEDULE_RESIDUAL`): the residual is rounding, not a second schedule.
-    """
+    """Fit ln theta_i = ln s - (2 i / r) ln B, weighted by each pair's tolerance ``tol``: (base,
+    scale, max residual, fits) or None; ``fits`` when every pair lies within its tolerance."""
     th = np.abs(theta_hat)
     ok = th > 0
     if ok.sum() < 2:
@@ -598,8 +553,7 @@ def _fit_schedule(theta_hat, rotary_dim: int, tol=None):
 
 
 def check_precision(ctx, rng) -> Check:
-    """Data rounding coarser than judged; angle error that grows with position, apart from the data's
-    flat rounding."""
+    """Data rounding coarser than judged; angle error that grows with position."""
     finding, angle = _rounding_finding(ctx), _angle_precision(ctx)
     if finding is None:
         return angle
@@ -716,12 +670,7 @@ def _phase_name(ctx) -> str:
 
 
 def _frequency_drift(ctx, positions, x, y, ref, tols):
-    """Per-pair frequency offsets that explain a drift, or None when it is not linear in position.
-
-    Fits each pair's angle error as ``position * delta`` (weighted by the pair's energy). A wrong
-    frequency (a slightly different base or scale) leaves no residual beyond rounding; angles
-    formed in a coarse format leave errors that no per-pair slope explains.
-    """
+    """Per-pair frequency offsets (angle error = ``position * delta``) that explain a drift, or None."""
     pairs = ctx.layout["pairs"]
     a, b = np.array([q[0] for q in pairs]), np.array([q[1] for q in pairs])
     e = np.angle((y[:, a] + 1j * y[:, b]) * np.conj(ref[:, a] + 1j * ref[:, b]))

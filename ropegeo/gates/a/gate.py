@@ -4,37 +4,28 @@
 (every query-key score survives a global shift, rotations compose, invert and keep norms), then
 reads off what the implementation actually does (which coordinates rotate together, which
 frequencies, in which precision, what it does with positions across the whole declared context)
-and compares it with what was declared. A failed check names its defect class: a position-id
-defect (wrapped or clamped table, ignored positions, an integer type too small, an origin off by
-k, batch rows mixed up), a precision defect (the dtype, with the error growing with position), a
-frequency defect (base, scale or ordering), a layout defect (the pairing), a mirrored convention,
-or a magnitude, roles, values or decoding defect.
+and compares it with what was declared. A failed check names its defect class
+(:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`).
 
 Three protocols, each opting in to more checks:
 
 ``callable``
-    ``f(x, positions) -> rotated x`` with ``x`` of shape ``(seq, head_dim)`` and integer
-    ``positions`` of shape ``(seq,)``; the ``batch`` check also passes ``x`` of shape
-    ``(batch, seq, head_dim)`` with ``positions`` of shape ``(batch, seq)`` (an implementation
-    that refuses them has that check reported as not measured).
+    ``f(x, positions) -> rotated x``, ``x`` of shape ``(seq, head_dim)`` (or ``(batch, seq,
+    head_dim)`` with positions ``(batch, seq)``, for the ``batch`` check), integer positions.
 ``role``
-    the callable also accepts a keyword ``role`` (``"query"``, ``"key"`` or ``"value"``).
-    Adds ``roles`` and ``values``.
+    also a keyword ``role`` (``"query"``, ``"key"``, ``"value"``): adds ``roles`` and ``values``.
 ``decoder``
-    the object also has ``prefill(keys, values)`` and ``decode_step(query, key, value) ->
-    (rotated_query, cached_keys, cached_values)`` (shapes ``(n, head_dim)`` and ``(head_dim,)``).
-    Adds ``decoding``.
+    also ``prefill(keys, values)`` and ``decode_step(query, key, value) -> (rotated_query,
+    cached_keys, cached_values)``: adds ``decoding``.
 
-Arrays are numpy; the implementation may return float64, float32, float16 or bfloat16
-(``ml_dtypes``) arrays, or torch tensors. A callable written for PyTorch tensors is retried with
-tensors when torch is importable (never imported otherwise).
-
-Each check is a small function with its own random stream (seeded from ``seed`` and the check's
-place in :data:`CHECKS`), so skipping one check leaves the vectors of the others unchanged.
+The implementation may return numpy arrays (float64 down to bfloat16) or torch tensors (a callable
+written for tensors is retried with them when torch is importable). Each check has its own random
+stream, so skipping one leaves the vectors of the others unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import numbers
@@ -44,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ropegeo import _validate as v
-from ropegeo._json import dumps, plain
+from ropegeo._json import plain
 from ropegeo.gates.a.algebra import (
     check_composition,
     check_decoding,
@@ -67,19 +58,16 @@ from ropegeo.gates.a.checks import (
     short_run_note,
     short_run_reading,
 )
-from ropegeo.gates.verdicts import Check, status, verdict
+from ropegeo.gates.verdicts import Check, Report, status, verdict
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
 
 __all__ = ["gate_a", "check_declaration", "GateAReport", "CHECKS", "CORE_CHECKS", "DEFAULT_MAX_POSITION"]
 
-#: Largest declared attention factor (and 1 / it the smallest): rules give about 1 to 2.4 (YaRN at
-#: ``scaling.MAX_FACTOR``); the rotated vectors carry the factor and the logits its square, which
-#: stay finite in every dtype Gate A reads (float16's largest is 65,504) up to this.
+#: Largest declared attention factor (1 / it the smallest): logits stay finite in float16 up to it.
 MAX_ATTENTION_FACTOR = 1e3
 
-#: The checks in the order they run: name -> (protocol, question, function). Reading first
-#: (later checks use what it finds), the algebra after.
+#: The checks in the order they run (reading first, the algebra after): name, protocol, question, function.
 _TABLE = (
     ("layout", "callable", "the coordinates that rotate together (and those that pass through) are the declared ones", check_layout),
     ("frequencies", "callable", "each pair turns at the declared frequency, in the declared direction", check_frequencies),
@@ -95,22 +83,15 @@ _TABLE = (
     ("composition", "callable", "rotating by a then by b equals rotating by a + b", check_composition),
     ("inverse", "callable", "rotating by a then by -a gives the input back", check_inverse),
 )
-#: Every check, the protocol it needs, and what it asks (diagnoses are listed in this order:
-#: the specific findings first, the algebraic symptoms after).
+#: Every check, the protocol it needs, and what it asks.
 CHECKS = {name: (protocol, question) for name, protocol, question, _ in _TABLE}
-#: The checks without which Gate A has no verdict: what the implementation does (layout, frequencies,
-#: origin, positions across the context) and the algebra (norm, shift, composition). When one of
-#: them is not measured the report is "inconclusive", never a pass. The others are not measured for
-#: ordinary reasons (a protocol the object lacks, a batch or negative positions it refuses, angles
-#: too small to show their rounding); a check that ran but could not fail (its tolerance reached
-#: the largest error it can see) makes the report inconclusive whichever it is.
+#: The checks without which Gate A has no verdict: one not measured makes it "inconclusive".
 CORE_CHECKS = ("layout", "frequencies", "origin", "context", "norm", "shift", "composition")
 #: Readings that assume the map is a rotation: inconclusive when the norm check fails.
 _ROTATION_READINGS = ("layout", "frequencies", "precision")
 
 _HEAD_DIMS = (8, 16, 32, 64, 128, 256)
-#: Widest head Gate A audits: its probes build head_dim x head_dim inputs per position (narrower
-#: than :data:`ropegeo._validate.MAX_HEAD_DIM`, the widest head the package accepts elsewhere).
+#: Widest head Gate A audits: its probes build head_dim x head_dim inputs per position.
 MAX_AUDITED_HEAD_DIM = 1024
 #: Declared context when neither ``max_position`` nor a manifest gives one.
 DEFAULT_MAX_POSITION = 131_072
@@ -119,7 +100,7 @@ MAX_POSITION = 2**26
 
 
 @dataclass
-class GateAReport:
+class GateAReport(Report):
     """The result of :func:`gate_a`; ``to_dict`` / ``to_json`` / ``table`` give plain forms."""
 
     declared: dict
@@ -130,34 +111,31 @@ class GateAReport:
     checks: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+    _core = CORE_CHECKS  # the checks without which there is no verdict (a class attribute, not a field)
 
     @property
     def status(self) -> str:
-        """``"pass"``, ``"fail"`` or ``"inconclusive"`` (:func:`ropegeo.gates.verdicts.status` over
-        :data:`CORE_CHECKS`): inconclusive when no check failed but a core check was not measured,
-        or a check's tolerance reached the largest error it can see. The command line exits with
-        :data:`ropegeo.gates.verdicts.EXIT_CODES` of it (0, 1, 3)."""
-        return status(self.checks, core=CORE_CHECKS)
+        """:func:`ropegeo.gates.verdicts.status` over the core checks (:data:`CORE_CHECKS`)."""
+        return status(self.checks, core=self._core)
 
     @property
     def passed(self) -> bool:
-        """True when the status is ``"pass"`` (checks outside :data:`CORE_CHECKS` may be not measured)."""
+        """The status is ``"pass"``."""
         return self.status == "pass"
 
     @property
     def unresolved(self) -> list[Check]:
-        """The checks that make the report inconclusive: core checks not measured, and checks that
-        ran but could not fail."""
-        return [c for c in self.checks if c.passed is None and (c.name in CORE_CHECKS or c.inconclusive)]
+        """Core checks not measured, and checks that could not fail."""
+        return [c for c in self.checks if c.passed is None and (c.name in self._core or c.inconclusive)]
 
     @property
     def failed(self) -> list[str]:
-        """Names of the failed checks, most specific first (in the order of :attr:`diagnoses`)."""
+        """Names of the failed checks, most specific first."""
         return [c.name for c in self._failed_in_order()]
 
     @property
     def defects(self) -> list[str]:
-        """The defect classes named by the failed checks, most specific first, without repeats."""
+        """The defect classes of the failed checks, most specific first, without repeats."""
         out = []
         for c in self._failed_in_order():
             if c.defect and c.defect not in out:
@@ -172,11 +150,8 @@ class GateAReport:
         raise ValueError(f"name must be one of {', '.join(CHECKS)}, got {name!r}")
 
     def _failed_in_order(self) -> list[Check]:
-        """Failed checks in table order; when the map is not a rotation (``norm`` fails with
-        vectors scaled unequally), the readings that assume one (layout, frequencies, precision) go
-        last: the magnitude defect leads. A map that scales every vector alike is a scaled rotation:
-        its readings keep their place. A roles defect (queries and keys rotated differently) leads
-        whenever it is found: it is what the other checks see from one side, or in the scores."""
+        """Failed checks in table order, a roles defect first; when the map is not a (scaled) rotation,
+        the readings that assume one go after the norm check."""
         failed = [c for c in self.checks if c.passed is False]
         roles = [c for c in failed if c.name == "roles"]
         failed = roles + [c for c in failed if c not in roles]
@@ -188,9 +163,7 @@ class GateAReport:
         return norm + [c for c in failed if c not in readings and c not in norm] + readings
 
     def _short_pass_from_ids(self) -> int | None:
-        """The bound below which a position-id defect keeps every id (a table wrapped or clamped at it),
-        when the frequencies read are those of a pass that short: the ids the module receives never
-        announce a long pass, so the short-pass frequencies follow from the position-id defect."""
+        """The bound of a wrapped or clamped id table when the frequencies read are a pass that short."""
         short, pd = self.inferred.get("short_pass_frequencies"), self.inferred.get("position_defect")
         if short and pd and pd["kind"] in ("wrapped", "clamped") and pd["boundary"] <= short:
             return pd["boundary"]
@@ -213,11 +186,8 @@ class GateAReport:
 
     @property
     def diagnoses(self) -> list[str]:
-        """The diagnosis of every failed check, in the order of :attr:`failed`.
-
-        When the map is not a rotation (``norm`` fails), the readings that assume one (layout,
-        frequencies, precision) come last and are marked inconclusive: the magnitude defect leads.
-        """
+        """The diagnosis of every failed check, in the order of :attr:`failed` (readings of a map
+        that is not a rotation marked inconclusive)."""
         failed = [c for c in self.checks if c.passed is False]
         inconclusive = any(c.name == "norm" for c in failed) and not self._scaled_rotation
         bound = self._short_pass_from_ids()
@@ -229,8 +199,7 @@ class GateAReport:
 
     @property
     def diagnosis(self) -> str:
-        """The leading diagnosis; when nothing failed, the reason the report is inconclusive, or a
-        one-line verdict that names every check not measured."""
+        """The leading diagnosis, else why the report is inconclusive, else the one-line verdict."""
         d = self.diagnoses
         if d:
             return d[0]
@@ -249,22 +218,14 @@ class GateAReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GateAReport":
-        """Invert ``to_dict`` (the command line rebuilds the report its worker process sent)."""
+        """Invert ``to_dict``."""
         return cls(declared=d["declared"], protocols=d["protocols"], head_dims=d["head_dims"], dtypes=d["dtypes"],
                    inferred=d["inferred"], checks=[Check.from_dict(c) for c in d["checks"]], notes=list(d["notes"]),
                    seconds=d["seconds"])
 
-    def to_json(self, **kwargs) -> str:
-        """The report as JSON (``ropegeo._json.dumps``: no NaN, no numpy types)."""
-        return dumps(self.to_dict(), **kwargs)
-
     def table(self, passing_sizes: bool = True, legend: bool = False) -> str:
-        """A readable report: one line per check, the precision found, then the diagnoses.
-
-        With ``passing_sizes=False`` a passing check shows only its tolerance (its violation is
-        rounding noise, which differs between machines). With ``legend=True`` (the command line) a
-        line after the checks says how to read them, and what a tolerance of 0 means.
-        """
+        """One line per check, the precision found, then the diagnoses (``passing_sizes=False``: a
+        passing check shows only its tolerance; ``legend``: how to read the rows)."""
         inf = self.inferred
         lines = [f"Gate A: {self.status.upper()}  (protocols: {', '.join(self.protocols)}; "
                  f"head dims {', '.join(map(str, self.head_dims))}; inputs {', '.join(self.dtypes)}; "
@@ -298,9 +259,6 @@ class GateAReport:
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.table()
-
 
 def _legend(checks) -> str:
     """How to read the rows of :meth:`GateAReport.table` (and what a zero tolerance means)."""
@@ -313,15 +271,21 @@ def _legend(checks) -> str:
     return text + ")"
 
 
+def _as_manifest(manifest) -> RopeManifest:
+    """A RopeManifest from a manifest, a config dict, a path or a shipped model name."""
+    if isinstance(manifest, dict):
+        return read_config(manifest)
+    if isinstance(manifest, RopeManifest):
+        return manifest
+    if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
+        raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
+                         f"shipped model name, got {type(manifest).__name__}")
+    return resolve(manifest, option="manifest")
+
+
 def _from_manifest(manifest, target_length):
     """Declared fields from a manifest (or a config dict, path or shipped name)."""
-    if isinstance(manifest, dict):
-        manifest = read_config(manifest)
-    elif not isinstance(manifest, RopeManifest):
-        if not isinstance(manifest, str) and not hasattr(manifest, "__fspath__"):
-            raise ValueError("manifest must be a RopeManifest, a config dict, a config.json path or a "
-                             f"shipped model name, got {type(manifest).__name__}")
-        manifest = resolve(manifest, option="manifest")
+    manifest = _as_manifest(manifest)
     # the context probed is the one the frequencies are formed for (LongRoPE's long factors and
     # dynamic NTK's stretch past the original length, as a forward pass of that length uses them)
     seq = target_length or manifest.target_length or manifest.max_position_embeddings
@@ -362,14 +326,11 @@ def _dtype_arg(name, value, allow_none=False):
 
 
 def _probe_dims(fn, head_dim, rng, only_declared=False):
-    """The head widths the implementation accepts (the first is the one read in detail), each
-    with its output order learnt (:meth:`Impl.learn_order`)."""
+    """The head widths the implementation accepts (the first read in detail), output orders learnt."""
     dims = _accepted_dims(fn, head_dim, rng, only_declared)
     for d in dims:
-        try:
+        with contextlib.suppress(Refused):  # the identity probe refused: the checks report what they can
             fn.learn_order(d)
-        except Refused:  # the identity probe refused: the checks report what they can
-            pass
     return dims
 
 
@@ -422,9 +383,7 @@ def _run_checks(ctx, seed: int) -> list[Check]:
     return out
 
 
-#: Where the declared attention factor is applied: "rotation" (cos and sin multiplied by it, as
-#: transformers does for YaRN and LongRoPE) or "softmax" (the attention multiplies its logits by
-#: its square; the rotation keeps unit length).
+#: Where the declared attention factor is applied: on cos and sin, or on the logits (its square).
 ATTENTION_FACTOR_IN = ("rotation", "softmax")
 
 
@@ -495,12 +454,7 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
 
 
 def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOperator, float]:
-    """The declared operator (checked once) and attention factor; Gate A's own limits on top.
-
-    Without a declared head width the operator is built at the widest audited head, and rebuilt
-    at the probed width once it is known. A scaling rule is declared as its frequencies at
-    initialisation (its attention factor too, unless one is declared).
-    """
+    """The declared operator (built at the widest head when none is declared) and attention factor."""
     if operator is not None:
         op = RotaryOperator.coerce(operator, **plain)
         if op.sections is not None:
@@ -538,65 +492,20 @@ def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None
            attention_factor_in: str = "rotation", mrope_section=None, mrope_interleaved: bool = False) -> GateAReport:
     """Audit a rotary implementation against the operator it declares.
 
-    ``impl`` follows the protocols of the module docstring: ``x`` of shape ``(seq, head_dim)``
-    (float64 or float32), ``positions`` of shape ``(seq,)`` (int64, unsorted, possibly negative).
+    The declaration is ``operator`` or its fields (as in :func:`ropegeo.rotation.apply_rope`;
+    ``phase_dtype``: the coarsest angle precision accepted, default float32), or a ``manifest``
+    (config dict, path or shipped name; ``target_length`` picks the frequencies of a dynamic rule;
+    ``mrope_section``/``mrope_interleaved`` go to :func:`ropegeo.gates.a.axes.gate_a_axes`).
+    Without ``head_dim`` (at most 1,024) the widths 8 .. 256 the callable accepts are probed.
+    ``dtype`` is the data's precision (default: that of the arrays returned); ``max_position`` the
+    context probed (default 131,072); ``attention_factor`` (1e-3 to 1e3) sits in the ``"rotation"``
+    (cos and sin) or the ``"softmax"`` (``attention_factor_in``).
 
-    Parameters
-    ----------
-    operator, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
-        The declared operator (a :class:`ropegeo.operator.RotaryOperator`, or its fields as in
-        :func:`ropegeo.rotation.apply_rope`); ``phase_dtype`` is the coarsest angle precision
-        accepted (default float32). Without ``head_dim`` (at most 1,024), the widths 8 .. 256 the
-        callable accepts are probed and the largest up to 128 read in detail; the algebraic checks
-        run on up to three.
-    dtype : {"float64", "float32", "float16", "bfloat16"}, optional
-        The precision the implementation serves its *data* in. Default: inferred, the coarsest of
-        the dtype it returns and the rounding its rotation matrices show. Every check is judged at
-        the tolerance this dtype allows.
-    max_position, attention_factor : optional
-        The declared context, probed up to its end (default 131,072), and attention factor (YaRN,
-        LongRoPE; default 1; 1e-3 to 1e3); the manifest's by default, replaced (with a note) when given.
-    manifest : ropegeo.models.manifest.RopeManifest, dict, str or path, optional
-        Take every declared field from a manifest, a config dict, a ``config.json`` path or a
-        shipped model name: frequencies of its scaling rule, rotary dim, pairing, attention factor
-        and context. A dynamic NTK manifest is audited as within a forward pass of the declared
-        length (one position id ``L - 1`` appended to every call and its row dropped), and a short
-        pass after long ones must rotate with the short-run frequencies (a cache that is not
-        reset keeps the stretched ones).
-    target_length : int, optional
-        With ``manifest``: the sequence length the frequencies are formed for (dynamic rules) and
-        the context probed. ``seed`` seeds the random vectors and positions.
-    attention_factor_in : {"rotation", "softmax"}
-        Where the attention factor is applied. ``"rotation"`` (default, what transformers does for
-        YaRN and LongRoPE): cos and sin are multiplied by it, so the rotation must scale vectors by
-        it and its outputs are divided by it before the checks; code that drops it fails
-        (magnitude). ``"softmax"``: the attention multiplies its logits by its square instead, and
-        the rotation must keep unit length.
-    mrope_section, mrope_interleaved : optional
-        M-RoPE's pairs per axis (time, height, width) and layout (a manifest declares them itself):
-        :func:`ropegeo.gates.a.axes.gate_a_axes` then audits ``f(x, positions of shape (3, seq))``.
+    Tolerances: the data's rounding is flat in position (``8 u_data |x|``), the angles' grows with
+    it (``16 u_phase p_max theta_max |x|``); scores allow twice as much.
 
-    Returns
-    -------
-    GateAReport
-        Pass/fail, violation size and tolerance of every check, diagnoses in plain words with
-        their defect class, and what was inferred (layout, frequencies, data dtype, angle
-        precision).
-
-    Raises
-    ------
-    GateAError
-        (a ``ValueError``) when ``impl`` breaks the calling contract: not callable, a signature
-        that cannot take ``(x, positions)``, an error, a wrong shape or NaN on ordinary input.
-        A bad declared argument raises a ``ValueError`` naming it.
-
-    Notes
-    -----
-    Tolerances separate the two kinds of rounding. The data's rounding (unit roundoff
-    ``u_data``) is flat in position: a rotated vector may move by ``8 u_data |x|``. The angles'
-    rounding grows with position: ``16 u_phase p_max theta_max |x|``, with ``u_phase`` the angle
-    precision measured by ``precision`` (capped at the declared ``phase_dtype``). Scores allow
-    twice as much (both sides round).
+    Raises :class:`GateAError` (a ``ValueError``) when ``impl`` breaks the calling contract, and a
+    ``ValueError`` naming a bad declared argument.
 
     Examples
     --------
@@ -605,13 +514,6 @@ def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None
     ...                 max_position=8192)
     >>> report.passed, report.diagnosis
     (True, 'every measured check passed; not measured: roles, values, decoding')
-
-    The same code declared with the other pairing fails, and the diagnosis names a layout defect:
-
-    >>> wrong = gate_a(lambda x, p: apply_rope(x, p, pairing="half"), head_dim=32, pairing="interleaved",
-    ...                max_position=8192)
-    >>> wrong.passed, wrong.failed[0], wrong.defects[0]
-    (False, 'layout', 'layout')
     """
     axes_report = _multi_axis(dict(locals()))  # the parameters as given; M-RoPE goes to gate_a_axes
     if axes_report is not None:
@@ -627,15 +529,13 @@ def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None
     return _report(ctx, fn, declared, _run_checks(ctx, decl["seed"]), t0)
 
 
-#: The gate of multi-axis RoPE, which builds on this module's one-axis gate: registered by
-#: :mod:`ropegeo.gates.a.axes` when it is imported (the package face :mod:`ropegeo.gates.a`, which every
-#: import of this module runs first, imports it). Keys: "gate", "declared", "check".
+#: The multi-axis gate, registered by :mod:`ropegeo.gates.a.axes` on import: "gate", "declared", "check".
 MULTI_AXIS: dict = {}
 _AXES_ARGS = ("mrope_section", "mrope_interleaved")  # the multi-axis gate validates these
 
 
 def _multi_axis(arguments: dict):
-    """The report of :func:`ropegeo.gates.a.axes.gate_a_axes` when the arguments declare M-RoPE, else None."""
+    """:func:`ropegeo.gates.a.axes.gate_a_axes`'s report when the arguments declare M-RoPE, else None."""
     if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and arguments["manifest"] is None:
         return None
     if arguments["mrope_section"] is not None or arguments["mrope_interleaved"] or \
@@ -648,10 +548,7 @@ def _multi_axis(arguments: dict):
 
 
 def check_declaration(**options) -> None:
-    """Check :func:`gate_a`'s keyword arguments (everything but ``impl``) without calling anything.
-
-    A ``ValueError`` exactly as :func:`gate_a` would raise it. The command line runs it before it
-    starts the worker process, so a bad option is refused before the implementation is imported.
+    """Raise the ``ValueError`` :func:`gate_a` would for these keyword arguments, calling nothing.
 
     Examples
     --------
@@ -673,7 +570,7 @@ def check_declaration(**options) -> None:
 
 
 def _context(fn, decl: dict, *, only_declared: bool):
-    """The checks' context and the declared operator's record, from the validated declaration."""
+    """The checks' context and the declared operator's record."""
     op, head_dim, max_position, attention_factor, seed = (decl[k] for k in ("operator", "head_dim", "max_position",
                                                                              "attention_factor", "seed"))
     in_softmax = decl["attention_factor_in"] == "softmax"
@@ -725,13 +622,8 @@ def _report(ctx, fn, declared: dict, checks: list, t0: float) -> GateAReport:
                        inferred=inferred, checks=checks, notes=notes, seconds=time.perf_counter() - t0)
 
 
-# --------------------------------------------------------------------------- command line
 def resolve_target(target: str):
-    """Import ``MODULE:ATTR[.ATTR]``; a class is instantiated without arguments.
-
-    A ``ValueError`` when ``target`` is not ``MODULE:ATTR``, the module cannot be imported, the
-    attribute is missing, or a class cannot be built without arguments.
-    """
+    """Import ``MODULE:ATTR[.ATTR]`` (a class is built without arguments); ValueError otherwise."""
     if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
         raise ValueError(f"target must look like MODULE:FUNCTION (for example mypkg.rope:apply), got {target!r}")
     module_name, attr = target.split(":")

@@ -1,69 +1,26 @@
 """The command line's Gate A (``gate-a``, ``report MODULE:FUNCTION``): the user's code runs in a
 worker process that only *calls* it; the parent alone runs Gate A and judges.
 
-Division of labour
-------------------
-The parent validates every option and reads every file (a ``--config`` that is not a regular
-file, such as a FIFO, is refused before anything starts), then starts a worker (a new Python
-running this module's ``_worker_main``) in a session and process group of its own. The worker
-imports the implementation and then does one thing only: for each request of the parent it calls the
-implementation on the arrays sent (``f(x, positions, role=...)``, ``prefill``, ``decode_step``)
-and answers with what came back, as arrays (or a description of the exception raised, or of an
-object that is not an array). Gate A's checks, tolerances and verdict run in the parent, on a
-stand-in (:class:`RemoteImplementation`) whose calls are these requests; the worker never sees a
-check, a tolerance or a report, so no report can come out of its process.
+The parent validates every option and reads every file (a ``--config`` that is not a regular file
+is refused), then starts a worker (``_worker_main``) in a session and process group of its own,
+under :mod:`ropegeo.gates.a.supervisor`. The worker imports the implementation and, for each
+request, calls it on the arrays sent and answers with what came back (arrays, an exception's
+description, or an opaque type name). Checks, tolerances and verdict run in the parent on a
+stand-in (:class:`RemoteImplementation`): no message says "pass", and forged arrays pass only if
+they *are* the declared rotations of the parent's random inputs.
 
-The channel, and why it is built this way
------------------------------------------
-The implementation runs inside the worker process, so it can reach everything the worker can:
-every inherited descriptor (``/proc/self/fd`` lists them, and reopening a pipe's read end there
-gives a write end), and in the end the worker's memory. No descriptor can be hidden from code in
-the same process. The design therefore does not rest on secrecy but on what a message can mean:
+The channel is a pair of pipes moved to fresh close-on-exec descriptors (stdout and stderr go to
+files read only into a note; stdin is ``/dev/null`` before the import). Each message is framed
+(8-byte length, bounded by its request) and authenticated by HMAC-SHA256 over direction, sequence
+number and body, with a 32-byte key sent on the worker's stdin (never argv or environment): a
+forged, replayed or reordered message stops the run with a one-line error (exit 2), never a pass.
 
-* A message can only carry what an implementation may legitimately answer: arrays, a refusal,
-  the protocols it offers. Whatever arrives, the parent judges it with Gate A's own checks; a
-  message, forged or not, can at most claim that the implementation returned some arrays, and
-  those arrays pass only if they *are* the declared rotations of the parent's random inputs. No
-  message says "pass".
-* The channel is a pair of pipes that are not the worker's stdout or stderr (those go to files
-  the parent reads afterwards, and only into a note). The worker moves both ends to fresh
-  close-on-exec descriptors and puts ``/dev/null`` on its stdin before the implementation is
-  imported, so code that prints, reads stdin or writes to the descriptors it knows about does not
-  touch the channel by accident.
-* Each message is framed strictly (8-byte length, bounded by what the request can justify) and
-  authenticated: an HMAC-SHA256 over its direction, its sequence number and its body, with a
-  32-byte key the parent sends on the worker's stdin before the implementation is imported (it
-  never appears in argv or the environment). Bytes written on the channel by anyone else (a
-  forged report, a replayed or reordered message, a thread writing concurrently) fail the
-  check; the parent then stops with a one-line error (exit 2): the run has no verdict, and it is
-  never a pass. Framing alone would reject garbage; the HMAC also rejects well-formed messages
-  that the worker did not write, so a message's meaning can be attributed to the worker's code.
-  (A hostile implementation that digs the key out of the worker's memory gains nothing beyond the
-  first point: it can only answer probes, and it passes only by answering them correctly.)
-
-Watchdog and cleanup
---------------------
-Every wait of the parent has a deadline: ``--timeout`` seconds for the import and for each call,
-a fixed allowance for the worker's own start. The parent also notices a worker that died (even
-when a forked child keeps the pipe open) or a channel the implementation closed.
-
-The worker is started by a small supervisor (:mod:`ropegeo.gates.a.supervisor`, standard library
-only, never running the implementation) that is a *child subreaper*: every process the
-implementation starts, whichever group or session it moves to (``setpgid``, ``setsid``, a double
-fork), ends up the supervisor's child when its own parent ends. When the parent closes the
-supervisor's stdin (a verdict, an error, a timeout, Ctrl-C, SIGTERM or SIGHUP, which the command
-line turns into an orderly exit) or dies (even by SIGKILL: its end of the pipe closes with it), the
-supervisor kills the worker's group and every descendant until none is left, and removes the
-temporary folder if the parent could not. While the worker runs, the parent and the supervisor are
-non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same user without ``CAP_SYS_PTRACE`` cannot
-open their ``/proc/<pid>/fd``, and the worker gives that capability up (root has it) before it
-imports the implementation, so the implementation cannot reopen the command's stdout or stderr there.
-
-What no process can prevent at the same user id (see the README): the implementation can send
-SIGSTOP to the command (``--timeout`` then never fires) or SIGKILL to the supervisor, open the
-terminal or a file the output goes to by its name, or reach the command's stdout through another
-process that holds it (the pipeline's reader, the shell); as root it keeps root's other powers. To audit code
-you do not trust, run ropegeo in a container or as another user.
+Every wait has a deadline (``--timeout`` for the import and each call). The supervisor is a child
+subreaper: whatever the implementation starts ends up its child, and when the parent closes its
+stdin or dies it kills every descendant and removes the temporary folder. The parent and the
+supervisor are non-dumpable while the worker runs, and the worker drops ``CAP_SYS_PTRACE`` before
+the import. It is not a sandbox (see the README): same user id, so run untrusted code in a
+container or as another user.
 """
 
 from __future__ import annotations
@@ -74,6 +31,7 @@ import functools
 import hashlib
 import hmac
 import inspect
+import itertools
 import json
 import os
 import re
@@ -130,12 +88,8 @@ def _dtypes() -> dict:
 
 
 class WorkerAbort(BaseException):
-    """The run cannot give a verdict: a timeout, a worker that died, a tampered channel.
-
-    A ``BaseException``, so that no handler inside Gate A (which counts the implementation's
-    ``Exception`` as a refusal) can mistake it for something the implementation did on a probe;
-    :func:`remote_implementation` turns it into a one-line ``ValueError`` (exit status 2).
-    """
+    """The run cannot give a verdict (timeout, worker died, tampered channel): a ``BaseException``,
+    so Gate A never counts it as the implementation's refusal."""
 
 
 def _one_line(text: str, limit: int = 2000) -> str:
@@ -143,7 +97,6 @@ def _one_line(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-# --------------------------------------------------------------------------- framing (both sides)
 def _pack(key: bytes, direction: bytes, seq: int, header: dict, arrays=()) -> bytes:
     """One authenticated frame: length (8 bytes), HMAC tag (32 bytes), body."""
     dtypes, metas, blobs = _dtypes(), [], []
@@ -196,7 +149,6 @@ def _unpack(key: bytes, direction: bytes, seq: int, tag: bytes, body: bytes) -> 
     return header, arrays
 
 
-# --------------------------------------------------------------------------- the parent
 def timeout_seconds(value) -> float:
     """``--timeout`` checked: a number of seconds in (0, :data:`MAX_TIMEOUT`].
 
@@ -209,15 +161,8 @@ def timeout_seconds(value) -> float:
 
 
 def refuse_special_file(option: str, value) -> None:
-    """Refuse a configuration path that is missing or not a regular file (a FIFO would block the
-    reader forever, a device may never end), with :func:`ropegeo.models.manifest.config_file`. Shipped
-    model names pass untouched.
-
-    Raises
-    ------
-    ValueError
-        Naming ``option``.
-    """
+    """Refuse (ValueError naming ``option``) a configuration path that is missing or not a regular
+    file; shipped model names pass."""
     if value is None:
         return
     if isinstance(value, str) and value.strip().lower() in shipped_models():
@@ -297,7 +242,6 @@ class _Worker:
         if self._receive(start, "starting Gate A's worker", 0)[0]["kind"] != "ready":
             raise WorkerAbort("Gate A's worker did not start properly")
 
-    # ---------------------------------------------------------------- liveness
     def _ended(self) -> str | None:
         """How the worker ended ("exit status 0", "killed by signal 9"), or None while it runs.
         The supervisor does not reap the worker before :meth:`close`, so its pid is not reused and
@@ -332,7 +276,6 @@ class _Worker:
         return WorkerAbort(f"timeout: {what} did not return within {timeout:g} s; stopped (raise --timeout if it "
                            "is only slow)")
 
-    # ---------------------------------------------------------------- bytes with a deadline
     def _write(self, data: bytes, deadline: float, what: str) -> None:
         view = memoryview(data)
         while view:
@@ -447,21 +390,15 @@ def _captured(path: str, stream: str) -> str | None:
     try:
         with open(path, "rb") as fh:
             tail = b""
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
+            for chunk in itertools.chain(iter(lambda: fh.read(1 << 20), b""), [b"\n"]):  # the last line ended
                 parts = (tail + chunk).split(b"\n")
                 tail = parts.pop()
+                if len(tail) > 1 << 16:  # a line without end: keep counting, not storing
+                    parts, tail = parts + [tail], b""
                 for ln in parts:
                     if ln.strip():
                         lines += 1
                         first = first if first is not None else ln
-                if len(tail) > 1 << 16:  # a line without end: keep counting, not storing
-                    if tail.strip():
-                        lines += 1
-                        first = first if first is not None else tail
-                    tail = b""
-            if tail.strip():
-                lines += 1
-                first = first if first is not None else tail
     except OSError:
         return None
     if not lines:
@@ -485,13 +422,8 @@ def _opaque_class(name: str) -> type:
 
 
 class RemoteImplementation:
-    """The implementation as the parent sees it: a callable whose every call runs in the worker.
-
-    Gate A (:func:`ropegeo.gates.a.gate.gate_a`, or :func:`ropegeo.gates.procedure.audit`) runs in the calling
-    process on this object. The worker starts on first use (after Gate A has validated the
-    declaration), imports ``target`` and reports the protocols it offers; ``role`` and
-    ``prefill`` / ``decode_step`` are offered here exactly when the implementation has them.
-    """
+    """The implementation as the parent sees it: every call runs in the worker, started on first use;
+    ``role`` and ``prefill`` / ``decode_step`` are offered exactly when the implementation has them."""
 
     def __init__(self, target: str, timeout: float):
         self.target = _target(target)
@@ -589,12 +521,8 @@ def _decode(value, arrays, depth: int = 0):
 
 @contextlib.contextmanager
 def remote_implementation(target: str, timeout: float):
-    """``with remote_implementation("mod:f", 60) as impl: gate_a(impl, ...)``.
-
-    Yields a :class:`RemoteImplementation`; on leaving (normally, on an error, on Ctrl-C) the
-    worker's process group is killed. A :class:`WorkerAbort` (timeout, worker ended, tampered
-    channel) leaves as a one-line ``ValueError``. After the block, ``impl.notes`` says what the
-    implementation printed.
+    """A :class:`RemoteImplementation`, its worker killed on leaving; a :class:`WorkerAbort` leaves as
+    a one-line ``ValueError``; ``impl.notes`` then says what the implementation printed.
 
     Examples
     --------
@@ -620,16 +548,8 @@ _OPTIONS = ("head_dim", "base", "pairing", "rotary_dim", "scale", "phase_dtype",
 
 
 def run_in_worker(args) -> tuple[dict, list[str]]:
-    """Run Gate A for parsed ``gate-a`` options; returns (report dict, notes on the run).
-
-    The parent reads the configuration and runs Gate A; the implementation runs in the worker.
-
-    Raises
-    ------
-    ValueError
-        One line: bad arguments, a contract break, a timeout, a worker that died or a channel
-        that was tampered with.
-    """
+    """Run Gate A for parsed ``gate-a`` options: ``(report dict, notes)``; a one-line ValueError when
+    the run has no verdict."""
     kwargs = {k: getattr(args, k) for k in _OPTIONS if getattr(args, k, None) is not None}
     config, layer_type = getattr(args, "config", None), getattr(args, "layer_type", None)
     target_length, said = getattr(args, "target_length", None), []
@@ -653,7 +573,6 @@ def run_in_worker(args) -> tuple[dict, list[str]]:
     return report.to_dict(), said + impl.notes
 
 
-# --------------------------------------------------------------------------- the worker
 def _leaf(out, budget: list) -> tuple[dict, object]:
     """One returned object as ``({"array": i} or {"opaque": type name}, array or None)``."""
     name = type(out).__name__

@@ -1,12 +1,6 @@
-"""Position-id defects under Gate A: what an implementation does with the positions it is given.
-
-:func:`find_position_defect` compares the implementation with *itself* (never with a
-reference operator, so a wrong frequency cannot pass for a wrong position): it asks whether
-positions are ignored, whether position ``P`` is rotated exactly as ``P mod N`` (a wrapped
-table, or a position stored in too small an integer type), whether every position past some
-``N`` is rotated as ``N - 1`` (a clamped table), whether position ``P`` is rotated exactly as
-``P`` rounded to bfloat16 or float16 (position ids held in a float type, e.g. built with ``arange``
-in the data's dtype), and where the implementation starts to refuse positions or to return NaN. Internal to :mod:`ropegeo.gates.a.gate`.
+"""Position-id defects under Gate A: the implementation compared with *itself* (never with a
+reference, so a wrong frequency cannot pass for a wrong position): positions ignored, quantised,
+wrapped (``P mod N``), clamped, rounded to a float format, refused or NaN. Internal.
 """
 
 from __future__ import annotations
@@ -135,16 +129,10 @@ def _round_bits(p: int, bits: int) -> int:
 
 
 def _rounded(fn, x, ys: dict, role, tol, max_position):
-    """The float format whose rounding of the position ids explains every probe, with the probes.
-
-    Position P must be rotated exactly as ``round(P)``: closer to it than a hundredth of the distance
-    between ``round(P)`` and the next value the format holds on P's other side (a correct rotation
-    at ``P`` lies a fraction ``|P - round(P)| / spacing`` of that way, however coarse the data), at
-    every probe, the neighbour told apart at two probes at least; and the rotations at exact values of
-    the format must compose (``R(a) R(b) = R(a + b)`` to 1e-3), so that angles formed wholly in
-    that format (a precision defect, found by the precision check) are not taken for it. Every
-    position called stays below ``max_position`` (an implementation may keep state, as dynamic
-    NTK does, when called past its context).
+    """The float format whose rounding of the position ids explains every probe, with the probes:
+    P rotated as ``round(P)`` (within 1% of the way to the format's other neighbour), and rotations at
+    exact values composing (so angles formed in that format are not taken for it); every position
+    called stays below ``max_position``.
     """
     for name, bits, first, largest in _FLOAT_POSITIONS:
         if 3 * (first - 1) >= max_position:
@@ -180,12 +168,9 @@ def _rounded(fn, x, ys: dict, role, tol, max_position):
 
 
 def find_position_defect(fn, x, max_position: int, *, role=None, tol: float, extra_sizes=()) -> dict | None:
-    """The first position-id defect ``fn`` shows on the random vector ``x`` below ``max_position``, or ``None``.
-
-    Two outputs closer than ``tol`` (relative to |x|) are the same rotation. A defect is a dict:
-    ``kind`` (``"ignored"``, ``"contiguous"``, ``"wrapped"``, ``"clamped"``, ``"rounded"``,
-    ``"refused"``, ``"nan"``), ``boundary`` (the first position affected), ``text`` (the diagnosis),
-    ``defect`` (its class) and, for refusals and NaN, ``first`` (the first probe affected).
+    """The first position-id defect ``fn`` shows on ``x`` below ``max_position`` (outputs within
+    ``tol`` of |x| are the same rotation), or ``None``: a dict of ``kind``, ``boundary`` (first position
+    affected), ``text``, ``defect`` and, for refusals and NaN, ``first`` (first probe affected).
     """
     found = _ignored(fn, x, role, tol, max_position)
     if found:

@@ -1,7 +1,5 @@
-"""Reading an implementation under Gate A: its matrices, layout, angles and position map.
-
-Internal to :mod:`ropegeo.gates.a.gate` except :func:`infer_layout`, which is public there.
-"""
+"""Reading an implementation under Gate A: its matrices, layout, angles and position map (internal
+but for :func:`infer_layout`)."""
 
 from __future__ import annotations
 
@@ -34,13 +32,9 @@ def matrices(impl, head_dim: int, positions, role=None) -> np.ndarray:
 
 
 def infer_layout(mats: np.ndarray, tol: float = 1e-6) -> dict:
-    """Which coordinates rotate together, read off the matrices ``R(p)`` (shape ``(k, d, d)``) of an
-    implementation at ``k`` positions (``f(x, p) = R(p) @ x``), entries below ``tol`` taken as zero.
-
-    Returns a dict: ``pairs`` (``[a, b]`` with ``a < b``, sorted by ``a``), ``passthrough``
-    (coordinates unchanged at every position), ``odd`` (coordinates that are neither), ``pairing``
-    (``"interleaved"``, ``"half"``, ``"both"`` for a single pair, where the two coincide, or
-    ``"other"``), ``rotary_dim`` and ``offset`` (first rotating coordinate).
+    """Which coordinates rotate together, read off matrices ``R(p)`` of shape ``(k, d, d)`` (entries
+    below ``tol`` are zero): ``pairs``, ``passthrough``, ``odd`` (neither), ``pairing``
+    (``"interleaved"``, ``"half"``, ``"both"`` for one pair, ``"other"``), ``rotary_dim``, ``offset``.
 
     Examples
     --------
@@ -101,12 +95,8 @@ def angles(mats: np.ndarray, pairs) -> np.ndarray:
 
 
 def refine_theta(ang: np.ndarray, positions) -> np.ndarray:
-    """Per-pair step (rad per position) from angles at increasing positions, unwrapped step by step.
-
-    ``positions[0]`` and ``positions[1]`` must be consecutive; each later position refines the
-    estimate where the prediction from the previous one is within 1 rad (so an angle table
-    that loses precision stops refining instead of jumping a turn). Immune to an origin offset.
-    """
+    """Per-pair step (rad per position) from angles at increasing positions (the first two
+    consecutive), refined where the prediction is within 1 rad; immune to an origin offset."""
     pos = np.asarray(positions, dtype=float)
     est = wrap(ang[1] - ang[0]) / (pos[1] - pos[0])
     for j in range(2, len(pos)):
@@ -148,8 +138,7 @@ def span(idx) -> str:
 
 
 def table_sizes(max_position: int, extra=()) -> list[int]:
-    """Common cos/sin table sizes (and integer-type ranges) below ``max_position``: powers of two
-    from 128, 3 * 2^k, 1,000 * 2^k, 10^k * {1, 2, 5} and any ``extra`` lengths, ascending."""
+    """Common cos/sin table sizes and integer ranges below ``max_position`` (and ``extra``), ascending."""
     sizes = set(int(e) for e in extra if e)
     k = 128
     while k < max_position:
@@ -166,8 +155,7 @@ def table_sizes(max_position: int, extra=()) -> list[int]:
 
 
 def probe_positions(max_position: int) -> list[int]:
-    """Positions across ``[1000, max_position)`` that avoid powers of two and round table sizes:
-    just past each common size, and at odd fractions of the whole context."""
+    """Positions in ``[1000, max_position)`` just past common table sizes and at odd fractions."""
     out = set()
     for s in table_sizes(max_position):
         for o in (613, s // 2 + 37):

@@ -1,23 +1,11 @@
 """The supervisor between the command line and Gate A's worker: it outlives neither, and leaves nothing.
 
-:mod:`ropegeo.gates.a.isolated` runs this file as a script (``python -I -S supervisor.py TMP REQ RESP
-COMMAND...``), with its standard input a pipe whose only write end the parent holds. It imports
-nothing but the standard library and never runs the implementation. It
-
-* makes itself non-dumpable (``PR_SET_DUMPABLE`` 0: other processes of the same user that are not
-  root cannot open its ``/proc/<pid>/fd``) and a *child subreaper* (``PR_SET_CHILD_SUBREAPER``:
-  every process the implementation starts, whatever group or session it moves to, is re-parented
-  here when its own parent ends);
-* starts the worker (``COMMAND``) in a session of its own, its stdin the request pipe ``REQ``, its
-  stdout and stderr files in ``TMP``, the reply pipe ``RESP`` passed on; writes the worker's pid on
-  its own stdout; ignores SIGINT, SIGTERM and SIGHUP (the parent decides), and never reaps the
-  worker while it waits, so the parent reads the worker's state in ``/proc`` without a reused pid;
-* when its stdin ends (the parent closed it, or the parent died, whatever signal ended it), kills
-  the worker's group and every descendant it holds, again and again until none is left, and
-  removes ``TMP`` unless the parent said first (one byte ``c``) that it will read and remove it.
-
-What it cannot stop: a process of the same user (the implementation included) that kills or stops
-it (SIGKILL, SIGSTOP); see the README's isolation section.
+Run as ``python -I -S supervisor.py TMP REQ RESP COMMAND...`` (standard library only; its stdin a
+pipe only the parent writes), it makes itself non-dumpable and a child subreaper, starts the worker
+in a session of its own (stdout, stderr in ``TMP``), prints its pid, ignores SIGINT, SIGTERM and
+SIGHUP, and never reaps it while waiting (no reused pid in ``/proc``). When its stdin ends it kills
+the worker's group and every descendant until none is left, and removes ``TMP`` unless the parent
+said ``c`` first. A process of the same user can still kill or stop it (see the README).
 """
 
 import ctypes

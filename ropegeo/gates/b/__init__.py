@@ -1,8 +1,5 @@
-"""Gate B: the geometry keeps apart the offsets a task needs.
-
-:mod:`ropegeo.margins` (a part of the core) measures how far apart a frequency bank keeps offsets;
-``rule`` decides from the task's needs whether that is enough; ``rival_census`` counts, over trained seeds, what the rule flags.
-"""
+"""Gate B: the geometry keeps apart the offsets a task needs (:mod:`ropegeo.margins` measures; ``rule``
+decides; ``axes`` per axis; ``rival_census`` counts over trained seeds)."""
 
 from ropegeo.gates.b.rule import GateBResult, GateBRule, gate_b
 

@@ -1,32 +1,13 @@
 """The distant-rival mechanism counted over seeds: who loses, who flags it, what a new ruler does.
 
-Chapter 6 trains offset heads at a short length and serves them eight times longer. Some seeds
-lose to a displacement beyond the training window (``ropegeo.toy.distant_rival``). Three
-sentences about that mechanism are claims about trained models, so they are counted over seeds
-rather than read off one:
-
-* **the fast-band flag**: Gate B's verdict (``ropegeo.gates.b.rule.gate_b_decision`` with its default
-  rule) on the target and the rival, with the head's learned amplitudes on the pairs that turn at
-  least once in the training window and zero on the others (a definition the book chose: "fast" =
-  ``theta_i * L >= 2 pi``). How many seeds it flags, how many of the flagged lose, how many losers
-  it misses, and its sensitivity and specificity. On the stored 60-seed census it flags every seed
-  (specificity 0) and its margin ranks losers below survivors barely better than chance, so it is
-  an explanation of where a rival comes from, never a verdict: the audit uses no such flag;
-* **what the NTK-aware ruler does** to the same heads without fine-tuning: which raw losers it
-  rescues, which seeds fail under it, and whether those fail to a distant displacement or to a
-  near one (inside the training window);
-* the **raw losers** themselves.
-
-:func:`necessity_table` sets Gate B's verdict on each served ruler against what the stored heads did
-with it (the budget curve of ``ropegeo/data/runs/finetune_budget.json`` and this census): Gate B is
-meant as a necessary condition, so a head that succeeds where it fails is a cell to explain.
-
-:func:`rival_census` returns one record per seed; :func:`census_counts` the counts the chapter
-states. Sixty seeds take about a minute, so the chapter's census is stored in
-``ropegeo/data/runs/rival_census.json`` by ``scripts/make_rival_census.py``; the tests recompute a
-disjoint seed set and check the direction of every counted sentence.
-
-Only public names of ``ropegeo.toy``, ``ropegeo.scaling`` and ``ropegeo.gates.b.rule`` are used.
+Chapter 6 serves offset heads eight times past their training length; some seeds lose to a distant
+rival (``ropegeo.toy.distant_rival``). :func:`rival_census` records, per seed, the raw loss, the
+**fast-band flag** (Gate B's default verdict with the head's amplitudes on the pairs that turn at
+least once in training, zero elsewhere; it flags every stored seed, so it explains, never judges)
+and what the NTK-aware ruler does without fine-tuning; :func:`census_counts` gives the counts the
+chapter states. :func:`necessity_table` sets Gate B's verdict on each served ruler against the
+stored outcomes (``ropegeo/data/runs/finetune_budget.json``, ``rival_census.json``, made by
+``scripts/make_rival_census.py``).
 """
 
 from __future__ import annotations
@@ -80,31 +61,12 @@ def _record(head, target_length: int, theta: np.ndarray, fast: np.ndarray) -> di
 
 def rival_census(seeds=range(60), *, head_dim: int = 16, base: float = 10_000.0, train_length: int = 64,
                  offset: int = 5, target_length: int = 512) -> dict:
-    """Train an offset head per seed and record the distant-rival mechanism for each.
+    """Train an offset head per seed (at most :data:`MAX_CENSUS_SEEDS`) and record its distant rival.
 
-    Parameters
-    ----------
-    seeds : iterable of int
-        Distinct non-negative seeds, at most :data:`MAX_CENSUS_SEEDS`.
-    head_dim, base, train_length, offset
-        The heads (``ropegeo.toy.train_offset_head``'s defaults otherwise).
-    target_length : int
-        Serving length (raw extrapolation and the NTK-aware rule at ``target_length / train_length``).
-
-    Returns
-    -------
-    dict
-        ``"settings"`` and ``"seeds"``: one record per seed with ``raw_accuracy``, ``raw_loses``
-        (its distant rival outscores the target), ``rival``, ``fast_margin`` and
-        ``fast_threshold`` (Gate B's for a head with those weights), ``flagged`` (Gate B fails),
-        ``ntk_accuracy``, ``ntk_loses`` (accuracy below 1 under
-        NTK), ``ntk_winner`` (its most common wrong winner displacement, or None) and ``ntk_near``
-        (that displacement lies inside the training window).
-
-    Raises
-    ------
-    ValueError
-        For bad seeds or settings (checked here and by ``ropegeo.toy``).
+    Returns ``{"settings", "seeds"}``: per seed ``raw_accuracy``, ``raw_loses``, ``rival``,
+    ``fast_margin``, ``fast_threshold``, ``flagged`` (Gate B fails), ``ntk_accuracy``, ``ntk_loses``,
+    ``ntk_winner`` (most common wrong winner, or None) and ``ntk_near`` (it lies inside training).
+    Raises ValueError for bad seeds or settings.
 
     Examples
     --------
@@ -137,25 +99,11 @@ def _auc(low, high) -> float:
 
 
 def census_counts(census: dict) -> dict:
-    """The counts a chapter states from a :func:`rival_census`.
+    """The counts a chapter states from a :func:`rival_census` (ValueError when it is not one).
 
-    Returns
-    -------
-    dict
-        ``seeds``; ``raw_losers``; ``flagged``, ``flagged_losers`` and ``missed_losers`` (losers
-        the fast-band flag does not flag), ``flagged_survivors`` and ``clear_survivors`` (survivors
-        it flags / does not flag); ``sensitivity`` (flagged losers / losers) and ``specificity``
-        (clear survivors / survivors), ``nan`` when there are none; ``margin_auc``, the chance that a
-        loser's fast-band margin lies below a survivor's (ties count half; 0.5 is chance, 1 a margin
-        that separates them at some threshold); ``ntk_rescued`` (raw losers with NTK accuracy 1),
-        ``ntk_failures``, ``ntk_failures_raw_losers`` (NTK failures that also lost raw),
-        ``ntk_failures_new`` (NTK failures that did not), ``ntk_failures_near`` and
-        ``ntk_failures_far`` (their most common wrong winner inside / beyond the training window).
-
-    Raises
-    ------
-    ValueError
-        When ``census`` is not a census.
+    Seeds, losers, flagged (losers / survivors), sensitivity and specificity (``nan`` when empty),
+    ``margin_auc`` (the chance a loser's fast-band margin lies below a survivor's, ties half) and
+    the NTK failures (rescued, new, near or far from training).
 
     Examples
     --------
@@ -196,20 +144,10 @@ def _verdict(rule: str, s: dict):
 def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9) -> list:
     """Gate B's verdict on each served ruler against the stored heads' accuracy at the target length.
 
-    A seed succeeds when its accuracy at ``target_length`` is at least ``success``. No head is trained:
-    the cells come from the stored records (``load_run("finetune_budget")`` and ``load_run("rival_census")``).
-
-    Returns
-    -------
-    list of dict
-        One per cell (rule and fine-tuning budget; the census is raw extrapolation at budget 0):
-        ``source``, ``rule``, ``budget``, ``verdict`` (``"pass"``/``"fail"``), ``margin``,
-        ``threshold``, ``pair`` (the closest offsets), ``succeed`` and ``fail`` (seed counts).
-
-    Raises
-    ------
-    ValueError
-        For records of another shape or ``success`` outside (0, 1].
+    A seed succeeds at accuracy ``>= success``; no head is trained. One dict per cell (rule, budget;
+    the census is raw at budget 0): ``source``, ``rule``, ``budget``, ``verdict``, ``margin``,
+    ``threshold``, ``pair``, ``succeed``, ``fail``. ValueError for other records or ``success``
+    outside (0, 1].
 
     Examples
     --------

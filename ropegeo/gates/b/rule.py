@@ -1,23 +1,15 @@
 """Gate B: does the deployed ruler keep the task's offsets apart? One decision rule, everywhere.
 
-A margin (:func:`ropegeo.margins.separation_margin`) is a phase distance ``D``; a verdict needs a
-threshold, and this module derives it from what the task needs. A rotary head of amplitude ``a``
-(its score of a perfect match) tuned to offset ``x`` scores a key at ``y`` by ``a K_w(y - x)``, and
-with exact phases ``D(x, y)**2 = 2 (1 - K_w(y - x))``, so it puts the right key ahead of the wrong
-one by a score gap of ``a D**2 / 2`` logits. A task that needs a gap ``g`` therefore needs
-``D >= sqrt(2 g / a)`` (:func:`~ropegeo.gates.b.rule.required_margin`).
-
-:class:`GateBRule` holds the two numbers: the gap (stated, or as an attention share; default
-three to one) and the amplitude (stated, or taken from the training ruler: the least sharp head
-that tells adjacent offsets apart nine to one in training, :func:`~ropegeo.gates.b.rule.trained_sharpness`). With the
-defaults the threshold is ``D_train(1) / sqrt(2)``. A fixed threshold survives only as the named
-fallback ``GateBRule(fixed_margin=FIXED_MARGIN)``.
-
-:func:`gate_b_decision` judges one offset set on a bank; :func:`gate_b` judges a manifest's
-default (or given) offset sets at its target length, as :func:`ropegeo.gates.procedure.audit`, the geometry
-audit, the command line and the audit lab do. Verdicts use the vocabulary of
-:mod:`ropegeo.gates.verdicts`: ``"pass"``, ``"fail"`` or ``"inconclusive"`` (a threshold that no ruler can
-meet, or none can miss, decides nothing).
+A margin (:func:`ropegeo.margins.separation_margin`) is a phase distance ``D``. A rotary head of
+amplitude ``a`` (its score of a perfect match) tuned to offset ``x`` scores a key at ``y`` by
+``a K_w(y - x)``; with exact phases ``D(x, y)**2 = 2 (1 - K_w(y - x))``, so the right key leads the
+wrong one by ``a D**2 / 2`` logits, and a task needing a gap ``g`` needs ``D >= sqrt(2 g / a)``.
+:class:`GateBRule` holds the gap (default three to one) and the amplitude (default: the least sharp
+head that tells adjacent offsets apart nine to one in training); with both defaults the threshold
+is ``D_train(1) / sqrt(2)``. A fixed threshold is only the named fallback
+``GateBRule(fixed_margin=FIXED_MARGIN)``. :func:`gate_b_decision` judges one offset set on a bank;
+:func:`gate_b` a manifest's sets at its target length (the audit, the CLI and the audit lab).
+A threshold no ruler can meet, or none can miss, is ``"inconclusive"``.
 
 Examples
 --------
@@ -47,22 +39,13 @@ __all__ = ["GateBRule", "GateBDecision", "gate_b_decision", "required_margin", "
            "FIXED_MARGIN", "MAX_DISTANCE", "CALIBRATION_MASS", "PASS_MASS", "add_rule_arguments",
            "rule_from_arguments"]
 
-# --------------------------------------------------------------------------------------------
-# the decision rule
-# --------------------------------------------------------------------------------------------
-
-#: Largest phase distance two signatures can be apart (every pair antipodal). A rule asking for a
-#: margin this large can never be met, so its verdict is inconclusive, never a fail of the ruler.
+#: Largest phase distance two signatures can be apart: a rule asking for it is inconclusive.
 MAX_DISTANCE = 2.0
-#: The named fallback: a fixed threshold on the margin (a phase distance; kernel similarity
-#: 0.995). It ignores the task and the head, so it is used only when asked for
-#: (``GateBRule(fixed_margin=...)``, ``--min-margin`` on the command line).
+#: The named fallback: a fixed threshold (kernel similarity 0.995), used only when asked for.
 FIXED_MARGIN = 0.1
-#: Attention the reference head gives the right one of two adjacent offsets on the training
-#: ruler (nine to one): this fixes the head's sharpness when the user does not state it.
+#: Attention the reference head gives the right one of two adjacent offsets in training (nine to one).
 CALIBRATION_MASS = 0.9
-#: Default need of the task: the attention the right key keeps against its most confusable rival
-#: under deployment (three to one, a logit gap of ``ln 3``).
+#: Default need of the task: attention on the right key against its closest rival (a gap of ``ln 3``).
 PASS_MASS = 0.75
 
 
@@ -71,27 +54,8 @@ def _logit(p: float) -> float:
 
 
 def required_margin(gap: float, sharpness: float) -> float:
-    """The smallest phase distance at which a head of amplitude ``sharpness`` keeps a logit gap ``gap``.
-
-    A rotary head tuned to offset ``a`` whose score of a perfect match is ``sharpness`` (the
-    amplitude ``|q||k| / sqrt(d)``, spread over the pairs with weights ``w_i``) scores a key at offset
-    ``b`` by ``sharpness * K_w(b - a)``. With exact phases ``D(a, b)**2 = 2 (1 - K_w(b - a))`` (the
-    definition of the distance, pair by pair), so the right key leads the wrong one by
-    ``sharpness * (1 - K_w) = sharpness * D**2 / 2`` logits, and the gap is at least ``gap`` exactly
-    when ``D >= sqrt(2 * gap / sharpness)``.
-
-    Parameters
-    ----------
-    gap : float
-        Logit gap the task needs (positive); an attention share ``p`` against one rival is a gap
-        of ``log(p / (1 - p))``.
-    sharpness : float
-        The head's amplitude, in logits (positive).
-
-    Returns
-    -------
-    float
-        The threshold on the margin (may exceed 2, the largest distance: then no ruler meets it).
+    """The smallest phase distance at which a head of amplitude ``sharpness`` (logits) keeps a logit
+    gap ``gap``: ``sqrt(2 gap / sharpness)`` (above 2, no ruler meets it).
 
     Examples
     --------
@@ -104,23 +68,9 @@ def required_margin(gap: float, sharpness: float) -> float:
 
 
 def trained_sharpness(trained_theta, *, weights=None) -> float:
-    """The reference head's amplitude, taken from the training ruler.
-
-    The least sharp head that gives the right one of two *adjacent* offsets (a step of 1, the finest
-    step every training sequence shows) :data:`CALIBRATION_MASS` of its attention on the training
-    ruler, in exact arithmetic: ``2 logit(CALIBRATION_MASS) / D_train(1)**2``. ``inf`` when the
-    training ruler cannot tell adjacent offsets apart (``D_train(1) = 0``).
-
-    Parameters
-    ----------
-    trained_theta : array_like, shape (pairs,)
-        The bank the model was trained with (unscaled).
-    weights : array_like, shape (pairs,), optional
-        The head's amplitudes per pair; default equal.
-
-    Returns
-    -------
-    float
+    """The least sharp head that gives the right one of two adjacent offsets :data:`CALIBRATION_MASS`
+    on the (unscaled) training bank: ``2 logit(CALIBRATION_MASS) / D_train(1)**2``, ``inf`` when
+    ``D_train(1) = 0``. ``weights``: the head's amplitudes per pair (default equal).
 
     Examples
     --------
@@ -133,7 +83,7 @@ def trained_sharpness(trained_theta, *, weights=None) -> float:
 
 
 def _reference_distance(th: np.ndarray, w: np.ndarray) -> float:
-    """``D_train(1)``: the distance of adjacent offsets on a (trusted) training bank with weights ``w``."""
+    """``D_train(1)`` on a trusted training bank with weights ``w``."""
     return float(distance_kernel(np.array(1.0), th, 1.0, w))
 
 
@@ -145,28 +95,10 @@ def _sharpness(ref: float) -> float:
 class GateBRule:
     """Gate B's one decision rule: the smallest margin the task can live with.
 
-    A margin ``D`` gives a head of amplitude ``a`` a logit gap of ``a * D**2 / 2`` between the right
-    key and its most confusable rival (:func:`~ropegeo.gates.b.rule.required_margin`), so the threshold follows from two
-    numbers: the gap the task needs and the head's amplitude.
-
-    * The **gap** is the user's to state, as logits (``gap``) or as the attention share the right
-      key keeps against one rival (``mass``: ``gap = logit(mass)``). Default: :data:`PASS_MASS`.
-    * The **amplitude** is the user's to state (``sharpness``), or it is taken from the training
-      ruler (:func:`~ropegeo.gates.b.rule.trained_sharpness`): the least sharp head that gives two adjacent offsets
-      :data:`CALIBRATION_MASS` on the training ruler. Step 1 is the finest step training shows, and
-      it shows it in every sequence; steps the training never showed (longer than its context)
-      cannot calibrate a head.
-
-    With both defaults the threshold is ``D_train(1) * sqrt(ln 3 / ln 9) = D_train(1) / sqrt(2)``:
-    the deployed ruler must keep every pair the task needs at least ``1/sqrt(2)`` as far apart as
-    adjacent tokens were in training.
-
-    ``fixed_margin`` is the fallback: a fixed phase distance, nothing derived (:data:`FIXED_MARGIN`
-    is the customary 0.1). It excludes the other three.
-
-    The verdict (:meth:`judge`) is ``"pass"`` when the margin reaches the threshold, ``"fail"`` when
-    not, and ``"inconclusive"`` when the check could not go either way: a threshold at or above
-    :data:`MAX_DISTANCE` (no ruler can meet it) or at 0 (no ruler can miss it).
+    The gap is ``gap`` (logits) or ``mass`` (attention share, ``gap = logit(mass)``; default
+    :data:`PASS_MASS`); the amplitude is ``sharpness`` or :func:`trained_sharpness` of the training
+    bank. ``fixed_margin`` is the fallback and excludes the other three. :meth:`judge` is
+    ``"inconclusive"`` for a threshold at or above :data:`MAX_DISTANCE` or at 0.
 
     Examples
     --------
@@ -174,10 +106,6 @@ class GateBRule:
     >>> th = frequencies(8)
     >>> round(GateBRule().threshold(th), 4)               # D_train(1) / sqrt(2)
     0.3409
-    >>> round(GateBRule(mass=0.99).threshold(th), 4)      # a stricter task
-    0.6971
-    >>> GateBRule(fixed_margin=0.1).threshold(th)
-    0.1
     >>> GateBRule().judge(0.093, GateBRule().threshold(th))
     'fail'
     """
@@ -212,12 +140,10 @@ class GateBRule:
         """The logit gap the task needs (``None`` under the fixed fallback)."""
         if self.fixed_margin is not None:
             return None
-        if self.gap is not None:
-            return self.gap
-        return _logit(PASS_MASS if self.mass is None else self.mass)
+        return self.gap if self.gap is not None else _logit(PASS_MASS if self.mass is None else self.mass)
 
     def head_sharpness(self, trained_theta=None, *, weights=None) -> float | None:
-        """The amplitude of the head judged: stated, or :func:`~ropegeo.gates.b.rule.trained_sharpness` of ``trained_theta``."""
+        """Stated, or :func:`trained_sharpness` of ``trained_theta``."""
         if self.fixed_margin is not None:
             return None
         if self.sharpness is not None:
@@ -232,12 +158,11 @@ class GateBRule:
         return self._threshold(self.head_sharpness(trained_theta, weights=weights))
 
     def _threshold(self, beta: float | None) -> float:
-        if self.fixed_margin is not None:
-            return self.fixed_margin
-        return 0.0 if math.isinf(beta) else math.sqrt(2.0 * self.needed_gap / beta)
+        return self.fixed_margin if self.fixed_margin is not None else \
+            0.0 if math.isinf(beta) else math.sqrt(2.0 * self.needed_gap / beta)
 
     def _judged_head(self, th: np.ndarray, w: np.ndarray) -> tuple[float | None, float | None, float | None]:
-        """``(sharpness, threshold, D_train(1) or None)`` on a trusted training bank ``th`` with weights ``w``."""
+        """``(sharpness, threshold, D_train(1) or None)`` on a trusted bank ``th``, weights ``w``."""
         ref = None if self.fixed_margin is not None or self.sharpness is not None else _reference_distance(th, w)
         beta = self.sharpness if ref is None else _sharpness(ref)
         return beta, self._threshold(beta), ref
@@ -275,26 +200,8 @@ class GateBRule:
 
 @dataclass(frozen=True)
 class GateBDecision:
-    """The verdict of :func:`gate_b_decision` for one offset set.
-
-    Attributes
-    ----------
-    status : {"pass", "fail", "inconclusive"}
-        :meth:`GateBRule.judge` of the margin against the threshold.
-    margin : SeparationMargin
-        The deployed margin and its most confusable pairs (``margin.confusable`` names the class
-        when several tie).
-    threshold : float
-        The smallest margin that passes.
-    sharpness : float or None
-        The amplitude of the head judged (``None`` under the fixed fallback).
-    reference_distance : float or None
-        ``D_train(1)``, the distance of adjacent offsets on the training ruler, when the sharpness
-        was taken from it.
-    rule : GateBRule
-    reason : str
-        The rule in words, or why the verdict is inconclusive.
-    """
+    """The verdict of :func:`gate_b_decision` for one offset set (``sharpness`` ``None`` under the
+    fixed fallback; ``reference_distance`` is ``D_train(1)`` when the sharpness came from it)."""
 
     status: str
     margin: SeparationMargin
@@ -320,57 +227,23 @@ class GateBDecision:
         return None if self.gap is None else 1.0 / (1.0 + math.exp(-self.gap))
 
     def __str__(self) -> str:
-        word = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}[self.status]
-        return (f"{word}: margin {self.margin.margin:.4g} between {self.margin.confusable} against threshold "
+        return (f"{_WORD[self.status]}: margin {self.margin.margin:.4g} between {self.margin.confusable} against threshold "
                 f"{self.threshold:.4g}; {self.reason}")
 
 
 def gate_b_decision(offsets, theta=None, *, operator=None, seq_len: int | None = None, rule: GateBRule | None = None,
                     trained_theta=None, **margin_options) -> GateBDecision:
-    """Gate B's verdict for one offset set: does the deployment keep the task's offsets apart?
+    """Gate B's verdict for one offset set on a deployed bank (``theta``, or ``operator`` at ``seq_len``).
 
-    The margin is :func:`~ropegeo.margins.separation_margin` of the deployed bank ``theta``; the threshold is
-    ``rule``'s (:class:`GateBRule`; default: a logit gap of ``ln 3`` for the least sharp head that
-    tells adjacent offsets apart nine to one on the training ruler, a margin of ``D_train(1)/sqrt 2``).
-
-    Parameters
-    ----------
-    offsets, theta, operator, seq_len
-        As in :func:`~ropegeo.margins.separation_margin`: the deployed bank, plain or an operator's
-        (its frequencies at ``seq_len``, trusted).
-    rule : GateBRule, optional
-        The decision rule. Default ``GateBRule()``.
-    trained_theta : array_like, shape (pairs,), optional
-        The bank the model was trained with; default ``theta``, or the operator's without its rule
-        (``operator.unscaled``). Only read when the rule takes the head's sharpness from the
-        training ruler.
-    **margin_options
-        ``dtype``, ``scale``, ``origin``, ``weighting``, ``method`` of :func:`~ropegeo.margins.separation_margin`.
-        An amplitude array as ``weighting`` weights the training distance too; ``"band"`` is
-        refused (it judges bands, not one head).
-
-    Returns
-    -------
-    GateBDecision
-
-    Raises
-    ------
-    ValueError
-        As :func:`~ropegeo.margins.separation_margin`; for ``weighting="band"``, a ``rule`` that is not a
-        :class:`GateBRule`, or a ``trained_theta`` of another length.
+    The margin is :func:`~ropegeo.margins.separation_margin` (``margin_options``: its ``dtype``,
+    ``scale``, ``origin``, ``weighting``, ``method``; ``"band"`` refused); the threshold is ``rule``'s
+    on ``trained_theta`` (default ``theta``, or ``operator.unscaled``). ValueError as
+    ``separation_margin``, or for a bad ``rule`` or a ``trained_theta`` of another length.
 
     Examples
     --------
     >>> from ropegeo.frequencies import frequencies
     >>> gate_b_decision([5, 6288], frequencies(8)).status     # the head-width-8 near return
-    'fail'
-    >>> th = frequencies(128)
-    >>> gate_b_decision(range(1, 65), th, scale=1 / 8).status   # interpolation x8, a local task
-    'fail'
-    >>> from ropegeo.precision import deployed
-    >>> gate_b_decision([1, 2, 3], th, dtype=deployed("bfloat16"), origin=32_764).status
-    'pass'
-    >>> gate_b_decision([1, 2, 3], th, dtype="bfloat16", origin=32_764).status
     'fail'
     >>> from ropegeo.operator import RotaryOperator
     >>> gate_b_decision(range(1, 65), operator=RotaryOperator(scale=1 / 8)).status  # the same ruler as one value
@@ -400,16 +273,9 @@ def gate_b_decision(offsets, theta=None, *, operator=None, seq_len: int | None =
                          reason)
 
 
-# --------------------------------------------------------------------------------------------
-# Gate B of a manifest: its default offset sets at the target length
-# --------------------------------------------------------------------------------------------
-
-#: Gate B's default offset sets: every offset up to 64 (local order) and 48 log-spaced offsets up to
-#: the largest offset attention sees (long-range retrieval).
+#: Gate B's default sets: every offset up to 64, and 48 log-spaced ones up to attention's reach.
 LOCAL_OFFSETS = 64
-#: Where offset 0 sits by default, as the reports say it: ``target_length - 1 - largest offset``, so the
-#: set's largest offset lands on the context's last position, where phases round worst (``origin`` 0
-#: for a set that spans the whole context).
+#: Where offset 0 sits by default (``target_length - 1 - largest offset``: phases round worst there).
 ORIGIN_RULE = "the largest offset at the last position of the target context"
 DISTANT_OFFSETS = 48
 
@@ -420,12 +286,8 @@ def attention_span(target_length: int, window: int | None) -> int:
 
 
 def default_offsets(target_length: int, window: int | None = None) -> dict[str, np.ndarray]:
-    """Gate B's default offset sets for a target length (at least 3) and an attention window.
-
-    ``"local 1..64"``: every offset from 1 to ``min(64, span - 1)``; ``"distant 64..span-1"``: 48
-    log-spaced integers from 64 to ``span - 1`` (duplicates removed; only when the span exceeds
-    128), where ``span = min(target_length, window)``: offsets at or beyond a sliding window never
-    reach attention.
+    """Gate B's default offset sets: ``"local 1..64"`` and, past a span of 128, 48 log-spaced
+    ``"distant 64..span-1"`` offsets, ``span = min(target_length, window)`` (``target_length >= 3``).
 
     Examples
     --------
@@ -450,31 +312,10 @@ _WORD = {"pass": "pass", "fail": "FAIL", "inconclusive": "inconclusive"}
 
 @dataclass(frozen=True)
 class GateBResult:
-    """Gate B: the separation margins of the task's offset sets (from :func:`gate_b`).
-
-    Attributes
-    ----------
-    status : {"pass", "fail", "inconclusive"}
-        ``"fail"`` when a set's margin is below the threshold, ``"inconclusive"`` when the rule
-        cannot decide (:meth:`GateBRule.judge`), ``"pass"`` otherwise (:func:`ropegeo.gates.verdicts.status`
-        of :attr:`checks`).
-    threshold : float
-        The smallest margin that passes, a phase distance (``D^2 = 2 (1 - K)``).
-    rule : GateBRule
-        The rule that set it; ``rule_text`` says it in words, ``sharpness`` is the amplitude of the
-        head judged (``None`` under the fixed fallback).
-    sets : list of dict
-        One entry per offset set: ``name``, ``n_offsets``, ``margin``, ``pair`` (one most
-        confusable pair), ``confusable`` (the class when several tie, else the pair), ``tied``,
-        ``dtype`` (precision of the phases), ``origin`` (position of offset 0) and ``origin_rule``
-        (why there), ``method``, ``frequencies`` (``"scaled at target"``), ``status`` and ``passed``.
-    train_length, target_length : int
-        The lengths the ruler was judged at.
-    window : int or None
-        The attention window of the layers audited (``None``: every offset is seen).
-    notes : list of str
-        What limited the sets (the window), in plain words.
-    """
+    """Gate B's margins of the task's offset sets (from :func:`gate_b`); ``status`` is
+    :func:`ropegeo.gates.verdicts.status` of :attr:`checks`. Each of ``sets`` is a dict: ``name``,
+    ``margin``, ``pair``, ``confusable``, ``dtype``, ``origin`` (and why), ``status``, ``rounding``,
+    ``judged_margin`` and the like."""
 
     status: str
     threshold: float
@@ -494,13 +335,10 @@ class GateBResult:
 
     @property
     def checks(self) -> list[Check]:
-        """One :class:`ropegeo.gates.verdicts.Check` per offset set (``passed`` is ``None`` when inconclusive)."""
-        out = []
-        for s in self.sets:
-            ok = {"pass": True, "fail": False}.get(s["status"])
-            out.append(Check(s["name"], ok, float(s.get("judged_margin", s["margin"])), float(self.threshold),
-                             self.describe(s, self.threshold), "margin"))
-        return out
+        """One ``Check`` per offset set."""
+        return [Check(s["name"], {"pass": True, "fail": False}.get(s["status"]),
+                      float(s.get("judged_margin", s["margin"])), float(self.threshold),
+                      self.describe(s, self.threshold), "margin") for s in self.sets]
 
     @property
     def worst(self) -> dict:
@@ -534,9 +372,7 @@ class GateBResult:
         return (text + f" ({self.rule_text}). The ruler turns a displacement of {shown} into nearly the identity")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["passed"] = self.passed
-        return d
+        return {**asdict(self), "passed": self.passed}
 
 
 def _offset_sets(offsets, target_length: int, window: int | None) -> dict:
@@ -559,11 +395,7 @@ def _set_size(name, offs) -> tuple[int, float]:
 
 
 def check_offsets_in_context(offsets, target_length: int, origin: float | None = None) -> None:
-    """Refuse offset sets that reach beyond the context (a ValueError naming ``offsets``).
-
-    An offset is a distance between two positions of one context, so it is at most
-    ``target_length - 1``; with an ``origin``, ``origin + offset`` must stay inside it too.
-    """
+    """Refuse (ValueError naming ``offsets``) a set past ``target_length - 1``, from ``origin`` if given."""
     for name, offs in _offset_sets(offsets, target_length, None).items():
         _, top = _set_size(name, offs)
         if top > target_length - 1:
@@ -576,18 +408,12 @@ def check_offsets_in_context(offsets, target_length: int, origin: float | None =
 
 def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_length: int,
            rule: GateBRule | None = None, origin: float | None = None) -> GateBResult:
-    """Gate B: the separation margins of offset sets under the manifest's ruler, judged by one rule.
+    """Gate B: the margins of offset sets under the manifest's ruler served at ``target_length``.
 
-    Phases use the frequencies served at ``target_length`` (scaled by the rule) in the manifest's
-    phase precision, with offset 0 at ``origin`` (default ``target_length - 1 - largest offset``: the
-    largest offset at the last position of the target context, where rounding is worst). Sets above 8,192 offsets
-    use exact phases (a note says so). A set in a phase dtype other than float64 is judged on the margin
-    every position keeps: its exact margin less twice the largest distance between a signature formed
-    in that dtype and the exact one at the set's positions (``rounding`` and ``judged_margin`` in its
-    entry; ``margin`` stays the one from the rounded phases). The threshold is ``rule``'s (default :class:`GateBRule`),
-    with the training ruler the manifest's unscaled bank (``frequencies(rotary_dim, base)``).
-    Arguments are trusted (checked by the callers: :func:`ropegeo.gates.procedure.audit`,
-    :func:`ropegeo.gates.procedure.geometry_audit`); a given offset set is checked here, once.
+    Offset 0 sits at ``origin`` (default: the largest offset on the last position). Sets above
+    8,192 offsets use exact phases. In a phase dtype other than float64 a set is judged on the margin
+    every position keeps: the exact margin less twice the largest rounding of a signature
+    (``judged_margin``). Arguments are trusted (the callers check them); a given set is checked here.
     """
     rule = GateBRule() if rule is None else rule
     op, window, dtype = manifest.operator, manifest.sliding_window, manifest.phase_dtype
@@ -620,7 +446,7 @@ def gate_b(manifest: RopeManifest, offsets=None, *, train_length: int, target_le
     result = GateBResult(status="pass", threshold=threshold, rule=rule, rule_text=text,
                          sharpness=None if beta is None or math.isinf(beta) else beta, sets=sets,
                          train_length=train_length, target_length=target_length, window=window, notes=notes)
-    return _with_status(result)
+    return replace(result, status=checks_status(result.checks))
 
 
 def _rounding(off: np.ndarray, theta: np.ndarray, dtype: str, origin: float) -> float:
@@ -631,17 +457,9 @@ def _rounding(off: np.ndarray, theta: np.ndarray, dtype: str, origin: float) -> 
     return float(np.sqrt(np.mean((cr - ce) ** 2 + (sr - se) ** 2, axis=1)).max())
 
 
-def _with_status(result: GateBResult) -> GateBResult:
-    return replace(result, status=checks_status(result.checks))
-
-
-# --------------------------------------------------------------------------------------------
-# the command line's Gate B options (audit and report share them)
-# --------------------------------------------------------------------------------------------
-
 
 def add_rule_arguments(parser) -> None:
-    """Add Gate B's rule options to an argparse parser: ``--gap``, ``--mass``, ``--sharpness``, ``--min-margin``."""
+    """Add ``--gap``, ``--mass``, ``--sharpness``, ``--min-margin`` to an argparse parser."""
     g = parser.add_argument_group("Gate B rule", "the threshold follows from the logit gap the task needs and the "
                                   "head's sharpness (default: attention 0.75 against the most confusable rival for "
                                   "the least sharp head that tells adjacent offsets apart 9:1 in training, a margin "
