@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies, resolve_rotary_dim
 
@@ -153,11 +154,7 @@ class BaseBound:
     cells: int
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["intervals"] = [list(i) for i in self.intervals]
-        for k in ("first_valid", "all_valid_from"):
-            d[k] = None if d[k] is None else list(d[k])
-        return d
+        return _json.plain(asdict(self))
 
 
 def _probe(length, theta, constant):
