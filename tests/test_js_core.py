@@ -98,7 +98,7 @@ def test_real_longrope_factor_lists_of_shipped_models():
         sc = m.scaling.to_dict() if m.scaling is not None else None
         for seq in (None, m.train_length, 2 * (m.train_length or 4096), m.target_length):
             calls.append(("scaledFrequencies", [sc, m.base, m.rotary_dim, seq]))
-            want.append((m.theta(seq), m.attention_factor(seq)))
+            want.append((m.theta_at(seq), m.attention_at(seq)))
     assert any(load_model(n).scaling is not None and load_model(n).scaling.rule == "longrope" for n in shipped_models())
     for g, (th, att) in zip(js(*calls), want):
         close(g["theta"], th)

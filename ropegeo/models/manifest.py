@@ -137,19 +137,12 @@ class RopeManifest:
             cands.append(int(round(sc.factor * sc.original_max_position_embeddings)))
         return max(cands) if cands else None
 
-    def theta(self, seq_len: int | None = None) -> np.ndarray:
-        """A copy of the operator's frequencies for a sequence of ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`).
-
-        Only the rules that depend on it (dynamic NTK, LongRoPE) read ``seq_len``; ``None`` means
-        "at initialisation", as in Hugging Face transformers. Shape ``(pairs,)``, fastest first.
-        """
+    def theta_at(self, seq_len: int | None = None) -> np.ndarray:
+        """A copy of the operator's frequencies at ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`)."""
         return np.array(self.operator.theta_at(seq_len))
 
-    def attention_factor(self, seq_len: int | None = None) -> float:
-        """The factor the rule multiplies cos and sin by (it scales attention logits by its square).
-
-        1.0 for the plain schedule, linear, NTK and dynamic NTK.
-        """
+    def attention_at(self, seq_len: int | None = None) -> float:
+        """The operator's attention factor at ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.attention_at`)."""
         return self.operator.attention_at(seq_len)
 
     def with_(self, **changes) -> "RopeManifest":
@@ -661,7 +654,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     ...                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
     >>> m.scaling.describe(), m.train_length, m.pairing
     ('llama3 x8 from 8,192 (low 1, high 4)', 8192, 'half')
-    >>> round(float(m.theta()[-1] / 500000.0 ** (-126 / 128)), 6)  # the slowest pair runs 8 times slower
+    >>> round(float(m.theta_at()[-1] / 500000.0 ** (-126 / 128)), 6)  # the slowest pair runs 8 times slower
     0.125
     """
     cfg, source = _load(config, source)
