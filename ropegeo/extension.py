@@ -76,7 +76,7 @@ class ExtensionReport:
         }
 
 
-def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, train_length: int,
+def extension_report(scaling: Scaling | None, *, rotary_dim: int, base: float, train_length: int,
                      target_length: int, small_offsets: int | None = 16,
                      coarse_step: int | None = 64) -> ExtensionReport:
     """Measure one rule's (``None``: raw extrapolation) phase novelty and local resolution at the target length.

@@ -103,14 +103,14 @@ def joint_novelty(theta_train, theta_served, train_length: int, targets) -> Join
     return JointNovelty(targets=t, nearest=nearest, distance=dist)
 
 
-def base_change_factor(base: float, new_base: float, rotary_dim: int) -> float:
+def base_change_factor(rotary_dim: int, base: float, new_base: float) -> float:
     """The NTK factor ``s = (B' / B)^((d - 2) / d)`` whose static base change turns ``base`` into ``new_base``.
 
     The factor by which the change slows the slowest pair (below 1 when the base shrinks).
 
     Examples
     --------
-    >>> round(base_change_factor(10_000.0, 10_000.0 * 32 ** (96 / 94), 96), 9)
+    >>> round(base_change_factor(96, 10_000.0, 10_000.0 * 32 ** (96 / 94)), 9)
     32.0
     """
     b0 = v.base(base)

@@ -78,8 +78,8 @@ def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np
     return phase_kernel(pos, th, dt, scale)
 
 
-def apply_rope(x, positions, *, operator: RotaryOperator | None = None, base: float | None = None,
-               rotary_dim: int | None = None, pairing: str | None = None, theta=None, scale: float | None = None,
+def apply_rope(x, positions, *, operator: RotaryOperator | None = None, rotary_dim: int | None = None,
+               base: float | None = None, pairing: str | None = None, theta=None, scale: float | None = None,
                phase_dtype: str | None = None) -> np.ndarray:
     """Rotate queries or keys ``(..., head_dim)`` by their positions (broadcast against ``x.shape[:-1]``).
 
