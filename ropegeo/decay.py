@@ -6,12 +6,9 @@ with the partial sums ``P_j(delta) = sum_{i < j} e^(i delta theta_i)`` and ``h_{
 
     |sum_i h_i e^(i delta theta_i)| <= (max_i |h_{i+1} - h_i|) * sum_{j=1}^{d/2} |P_j(delta)|,
 
-RoFormer's section 3.4.3 (Su et al.). The content-free factor ``(2/d) sum_j |P_j(delta)|``, the
-*relative upper bound*, falls as ``|delta|`` grows for the geometric schedule; that is the
-paper's long-term-decay figure. It bounds the size of the score from above. It does not say
-that a given head's score shrinks: contents aimed at a distant offset, whose ``h_i`` change sharply
-from pair to pair (so the first factor is large and the bound loose), score highest far away
-(chapter 2 shows such contents, and trained heads).
+RoFormer's section 3.4.3. Its content-free factor, the *relative upper bound*, falls with ``|delta|``
+(the paper's long-term-decay figure); it bounds the score from above and does not say that a
+given head's score shrinks (chapter 2's contents aimed far away score highest there).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     [1.0, 0.884, 0.424]
     """
     theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
-    w = _weights(weights, theta.size)
+    w = v.pair_weights(weights, theta.size)
     d = v.finite_array("offsets", offsets)
     if d.size and float(np.abs(d).max()) > v.MAX_LENGTH:  # float64 phases beyond are rounding noise
         raise ValueError(f"offsets must lie within +-{v.MAX_LENGTH:,} (2**48), got {float(np.abs(d).max()):.6g}")
@@ -54,11 +54,6 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     for s in range(0, flat.size, step):
         out[s : s + step] = np.cos(np.multiply.outer(flat[s : s + step] * scale, theta)) @ w
     return out.reshape(d.shape)
-
-
-def _weights(weights, pairs: int) -> np.ndarray:
-    """Checked per-pair weights; equal weights (nothing to check) when none are given."""
-    return np.full(pairs, 1.0 / pairs) if weights is None else v.pair_weights(weights, pairs)
 
 
 def adjacent_similarity(theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
@@ -109,7 +104,7 @@ def near_collisions(theta=None, start: int | None = None, stop: int | None = Non
     [(182, 0.719), (195, 0.698)]
     """
     theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
-    w = _weights(weights, theta.size)
+    w = v.pair_weights(weights, theta.size)
     if start is None or stop is None:
         raise ValueError("start and stop (the inclusive offset range) are required")
     start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)
