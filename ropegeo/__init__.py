@@ -1,16 +1,12 @@
 """ropegeo: the geometry of rotary position embeddings.
 
-The package behind the book: the rotary operator as one value (:class:`RotaryOperator`),
-frequency schedules, rotation in both pairing conventions, the phase kernel and its
-near-collisions, context-extension rules, phase precision, and a three-gate audit (A: the
-algebra holds; B: the geometry separates the offsets a task needs; C: a trained model uses it).
+The rotary operator as one value (:class:`RotaryOperator`), frequency schedules, rotation, the
+phase kernel, context-extension rules, phase precision, and a three-gate audit (A: the algebra
+holds; B: the geometry separates the offsets a task needs; C: a trained model uses it).
 
-``import ropegeo`` loads the core only: the frequencies, the rotation, the kernel and its
-near-collisions. ``ropegeo.frequencies`` is the module (the schedule is
-``ropegeo.frequencies.frequencies``): a package face never binds a name over a submodule. The rest is a package each, imported by name: ``ropegeo.scaling`` (context
-extension), ``ropegeo.models`` (configurations), ``ropegeo.gates`` (the three gates and the
-audit), ``ropegeo.toy`` (trained heads), ``ropegeo.book`` (figures, labs, exercises),
-``ropegeo.cli`` (the command line).
+``import ropegeo`` loads the core only (``ropegeo.frequencies`` is the module: a package face never
+binds a name over a submodule); the rest is a package each, imported by name: ``ropegeo.scaling``,
+``ropegeo.models``, ``ropegeo.gates``, ``ropegeo.toy``, ``ropegeo.book``, ``ropegeo.cli``.
 """
 
 import os as _os

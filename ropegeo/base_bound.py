@@ -1,50 +1,24 @@
 """The smallest base that keeps Men et al.'s discrimination sum non-negative over a context.
 
-Men et al. (2024, "Base of RoPE Bounds Context Length") assume the coordinates of a query ``q``
-and a key are independent, with equal spread ``sigma``, and compare a key similar to the query,
-``q + eps``, with a random one. A rotation ``R_m`` gives ``q . R_m q = sum_i |q_i|^2 cos(m theta_i)``
-(pair ``i`` of ``q`` keeps its length and turns by ``m theta_i``), while the noise and the random
-key average out, so the similar key's advantage at a distance of ``m`` tokens is
+Men et al. (2024) compare a key similar to the query with a random one: the similar key's
+advantage at distance ``m`` is ``2 sigma^2 S(m)``, ``S(m) = sum_i cos(m theta_i)``, and a context
+of ``L`` tokens needs ``S(m) >= 0`` for every ``m = 0 .. L``.
 
-``E[q . R_m (q + eps)] - E[q . R_m k] = 2 sigma^2 S(m)``, with ``S(m) = sum_i cos(m theta_i)``
+**The valid set has holes and islands** (at ``L = 4,096`` the bases 26,952 to 26,973), so
+:func:`base_bound` does not scan a grid: it *certifies*. With ``u = ln(base)``,
+``|dS(m)/du| <= m c(u)``, ``c(u) = sum_i (2 i / r) theta_i``, falling in ``u``
+(:func:`slope_bound` at ``m = L``). One evaluation at ``u`` proves an interval: ``S(w, u) < 0``
+keeps ``[u, u - S(w, u) / (w c(u)))`` invalid; all ``S(m, u) >= 0`` keep the base valid up to
+``u + min_m S(m, u) / (m c(u))``. A walk follows the few deciding distances; at a crossing it
+steps over by the tolerance (*unresolved*), with a margin for float64 rounding (``8 eps`` per
+pair per unit of ``L``). A scan's evaluations, ``(L + 1) * pairs`` cosines each, count against
+:data:`MAX_BOUND_CELLS` (past it, the rest is unresolved).
 
-(one term per rotary pair, ``theta_i = base ** (-2 i / r)``). Their criterion for a context of
-``L`` tokens is ``S(m) >= 0`` for every ``m = 0 .. L``; the lower bound on the base is the
-smallest base that satisfies it.
+**Partial rotation**: each unrotated pair adds ``cos 0 = 1``; once they are as many as the
+rotated ones no base fails and the result says the criterion is vacuous.
 
-**The valid set has holes and islands.** ``min_m S(m)`` is not monotone in the base, and some
-windows of valid bases are narrower than 0.1% (at ``L = 4,096`` the bases 26,952 to 26,973).
-A grid scan steps over them, so :func:`base_bound` does not scan a grid: it *certifies*.
-Write ``u = ln(base)``. Since ``d theta_i / du = -(2 i / r) theta_i``,
-
-``|dS(m)/du| = |sum_i sin(m theta_i) m theta_i 2 i / r| <= m c(u)``, with ``c(u) = sum_i (2 i / r) theta_i``,
-
-and ``c`` falls as ``u`` grows, so over ``[u, u + h]`` no ``S(m)`` moves by more than
-``m c(u) h`` (:func:`slope_bound` is this bound at ``m = L``, the bound on ``min_m S(m)``).
-One evaluation of every ``S(m)`` at ``u`` then proves a whole interval: if ``S(w, u) < 0``
-the distance ``w`` keeps every base in ``[u, u - S(w, u) / (w c(u)))`` invalid, and if every
-``S(m, u) >= 0`` the base stays valid up to ``u + min_m S(m, u) / (m c(u))``. The scan walks
-up in ``u`` from interval to interval, following the few distances that decide (cheap: one head
-of cosines each) and re-evaluating every distance only when they stop deciding. Where a walk
-stalls, at a crossing, it steps over it by the tolerance (relative, in the base) and calls that
-step *unresolved*; every other interval is proven valid or proven invalid, with a margin for
-float64 rounding of the sums (``8 eps`` per pair and per unit of the largest phase, ``L``).
-
-**Partial rotation empties the criterion.** A pair that does not rotate contributes
-``cos(0) = 1`` at every distance. With ``rotary_dim < head_dim`` the sum gains
-``(head_dim - rotary_dim) / 2``, and once the unrotated pairs are at least as many as the
-rotated ones no base can fail (GPT-NeoX rotates a quarter of each head); the result says the
-criterion is vacuous rather than report a bound.
-
-**Su's estimate.** For an infinitely wide head the sum becomes an integral over ``s = 2 i / r``:
-``S(m) ~ (r / 2) int_0^1 cos(m base^-s) ds = (r / 2) (Ci(m) - Ci(m / base)) / ln(base)``. For
-large ``m``, ``Ci(m) ~ 0``, and ``-Ci(m / base) >= 0`` needs ``m / base`` below the first zero
-of the cosine integral, ``x0 = 0.6165``: ``base >= L / x0 = 1.62 L`` (Su states it as ``base >~ 2 L``).
-The result carries ``L / x0`` as ``integral_estimate``.
-
-Cost: one evaluation of every ``S(m)`` takes ``(L + 1) * pairs`` cosines, done as one complex
-matrix product; a scan takes as many evaluations as its intervals, counted against
-:data:`MAX_BOUND_CELLS` (past it, the rest of the range is reported unresolved).
+**Su's estimate**: an infinitely wide head gives ``S(m) ~ (r / 2) (Ci(m) - Ci(m / base)) / ln(base)``,
+so ``base >= L / x0 = 1.62 L`` (``x0 = 0.6165``, the first zero of Ci): ``integral_estimate``.
 """
 
 from __future__ import annotations
@@ -54,24 +28,19 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies, resolve_rotary_dim
 
 __all__ = ["MAX_SUM_CELLS", "MAX_BOUND_CELLS", "BaseBound", "base_sum", "min_base_sum", "slope_bound",
            "base_bound"]
 
-#: Most cosines one call of :func:`base_sum` or :func:`min_base_sum` evaluates (distances times
-#: pairs): 2**30, about a second for :func:`min_base_sum` (one complex matrix product) and under a
-#: minute for :func:`base_sum` (every cosine formed) on one busy core; 16.7 million tokens at width 128.
+#: Most cosines one call of :func:`base_sum` or :func:`min_base_sum` evaluates (distances times pairs).
 MAX_SUM_CELLS = 1 << 30
-#: Most cosines one scan of :func:`base_bound` evaluates over all its intervals (``(length + 1) *
-#: pairs`` per full evaluation); past it, the rest of the range is reported unresolved.
+#: Most cosines one scan of :func:`base_bound` evaluates over all its intervals.
 MAX_BOUND_CELLS = 1 << 37
-
-#: Distances evaluated at once (memory of one step); also the chunk of :func:`base_sum`.
-_CHUNK = 1 << 16
-#: Allowance for float64 rounding of one sum, per pair and per unit of the largest phase (a phase
-#: ``m theta`` is off by a few ulps of ``m``; the sum adds one error per pair).
+_CHUNK = 1 << 16  # distances evaluated at once
+#: Allowance for float64 rounding of one sum, per pair and per unit of the largest phase.
 _ROUND = 8 * np.finfo(np.float64).eps
 #: Distances a walk follows after each full evaluation, and most steps it takes before re-evaluating.
 _KEEP, _STEPS = 256, 2000
@@ -84,11 +53,7 @@ def _exponents(rotary_dim: int) -> np.ndarray:
 
 
 def _chunks(length: int, theta: np.ndarray, constant: float):
-    """Yield ``(m, S(m))`` for ``m = 0 .. length`` a chunk at a time.
-
-    ``S(a + j) = Re sum_i e^{i j theta_i} e^{i a theta_i}``: one complex matrix product of a block
-    of offsets ``j`` against the block starts ``a``, each phase formed directly (no recurrence).
-    """
+    """Yield ``(m, S(m))`` for ``m = 0 .. length``: ``S(a + j) = Re sum_i e^{i j theta_i} e^{i a theta_i}``."""
     rows = max(1, min(math.isqrt(length + 1), _CHUNK // theta.size))
     near = np.exp(1j * np.multiply.outer(np.arange(rows), theta))
     starts_per_chunk = max(1, _CHUNK // rows)
@@ -101,31 +66,9 @@ def _chunks(length: int, theta: np.ndarray, constant: float):
 
 
 def base_sum(m, head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | None = None) -> np.ndarray:
-    """Men et al.'s sum ``S(m) = sum_i cos(m theta_i)`` over every pair of the head.
+    """Men et al.'s sum ``S(m) = sum_i cos(m theta_i)`` over every pair of the head, the shape of ``m``.
 
-    Parameters
-    ----------
-    m : array_like of float
-        Distances in tokens (finite, ``|m| <= 2**48``: beyond, float64 phases are rounding noise).
-        ``m.size * head_dim / 2`` may not exceed :data:`MAX_SUM_CELLS`.
-    head_dim : int
-        Width of the head (even).
-    base : float
-        Frequency base (greater than 1).
-    rotary_dim : int, optional
-        Coordinates that rotate (partial rotary); the other ``(head_dim - rotary_dim) / 2``
-        pairs add ``cos(0) = 1`` each. Default: the whole head.
-
-    Returns
-    -------
-    numpy.ndarray, float64, the shape of ``m``
-        Between ``-head_dim / 2`` and ``head_dim / 2``; ``head_dim / 2`` at ``m = 0``.
-
-    Raises
-    ------
-    ValueError
-        For a bad head dimension, rotary dimension or base, distances not finite or beyond
-        ``2**48``, or more cosines than :data:`MAX_SUM_CELLS`.
+    Distances up to ``2**48``; the pairs beyond ``rotary_dim`` add 1 each.
 
     Examples
     --------
@@ -149,26 +92,7 @@ def base_sum(m, head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | N
 
 
 def min_base_sum(length: int, head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | None = None) -> float:
-    """The smallest ``S(m)`` over the integer distances ``m = 0 .. length``.
-
-    The base satisfies Men et al.'s criterion for a context of ``length`` tokens exactly when
-    this is at least 0.
-
-    Parameters
-    ----------
-    length : int
-        Context length ``L`` (at least 1); ``(L + 1) * pairs`` may not exceed :data:`MAX_SUM_CELLS`.
-    head_dim, base, rotary_dim
-        As in :func:`base_sum`.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        For bad arguments, or more cosines than :data:`MAX_SUM_CELLS` (naming ``length``).
+    """The smallest ``S(m)`` over ``m = 0 .. length``: at least 0 exactly when the base meets the criterion.
 
     Examples
     --------
@@ -184,20 +108,7 @@ def min_base_sum(length: int, head_dim: int = 128, base: float = 10_000.0, rotar
 
 
 def slope_bound(length: int, head_dim: int = 128, base: float = 10_000.0, rotary_dim: int | None = None) -> float:
-    """A bound on how fast ``min over m <= length of S(m)`` can change with the log of the base.
-
-    ``|dS(m)/d ln(base)| <= m sum_i (2 i / r) theta_i``; at ``m = length`` this bounds every
-    ``S(m)``, hence their minimum, at every base from ``base`` up (``theta_i`` falls as the base grows).
-
-    Parameters
-    ----------
-    length, head_dim, base, rotary_dim
-        As in :func:`min_base_sum`.
-
-    Returns
-    -------
-    float
-        In units of the sum per unit of ``ln(base)``.
+    """``length * sum_i (2 i / r) theta_i``: bounds ``|dS(m)/d ln(base)|`` for every ``m <= length``, from ``base`` up.
 
     Examples
     --------
@@ -219,37 +130,11 @@ def _check_cells(cells: float, name: str) -> None:
 class BaseBound:
     """What :func:`base_bound` proved for one context length.
 
-    Attributes
-    ----------
-    length, head_dim, rotary_dim : int
-        The context ``L`` and the head.
-    low, high : float
-        The base range examined.
-    tolerance : float
-        Width of one unresolved step, relative in the base: a crossing the proofs cannot approach
-        closer is stepped over in steps this wide (one step, rarely two, at each crossing of the stored scans).
-    intervals : tuple of (float, float, str)
-        The range cut into consecutive intervals of bases, each ``"valid"`` (proven: every base in
-        it meets the criterion), ``"invalid"`` (proven: none does) or ``"unresolved"`` (steps of
-        ``tolerance`` over a crossing; or the rest of the range once :data:`MAX_BOUND_CELLS` ran out).
-    first_valid : (float, float) or None
-        The smallest valid base lies in ``[first_valid[0], first_valid[1]]``: every base below the
-        first is proven invalid, the second is proven valid. ``None`` if no base is proven valid.
-    all_valid_from : (float, float) or None
-        Every base from ``all_valid_from[1]`` to ``high`` is proven valid, and the interval that
-        ends at ``all_valid_from[0]`` is proven invalid (or it is ``low``). ``None`` if ``high`` is
-        not proven valid.
-    holes : int
-        Runs of intervals proven invalid between the first valid interval and ``all_valid_from``
-        (unresolved crossings between them do not split a run).
-    vacuous : bool
-        True when the unrotated pairs alone keep the sum non-negative at every distance: every base
-        passes and the bound says nothing (``first_valid`` / ``all_valid_from`` are ``None``).
-    su_estimate, integral_estimate : float
-        Su's ``2 L``, and ``L / x0`` (``x0 = 0.6165``, the first zero of the cosine integral) that
-        the infinitely wide head gives.
-    evaluations, cells : int
-        Full evaluations of every ``S(m)`` the scan made, and the cosines they took.
+    ``intervals``: consecutive ``(low, high, status)``, each ``"valid"`` or ``"invalid"`` (proven)
+    or ``"unresolved"`` (steps of ``tolerance`` over a crossing, or the rest once the budget ran
+    out). The smallest valid base lies in ``first_valid``; every base from ``all_valid_from[1]``
+    up is valid (``None``: not proven). ``holes`` counts runs proven invalid between them;
+    ``vacuous``: the unrotated pairs alone keep the sum non-negative. ``su_estimate`` is ``2 L``.
     """
 
     length: int
@@ -269,16 +154,11 @@ class BaseBound:
     cells: int
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["intervals"] = [list(i) for i in self.intervals]
-        for k in ("first_valid", "all_valid_from"):
-            d[k] = None if d[k] is None else list(d[k])
-        return d
+        return _json.plain(asdict(self))
 
 
 def _probe(length, theta, constant):
-    """Every ``S(m)`` at one base: (their minimum, the ``_KEEP`` distances with the smallest ``S(m)/m``,
-    those ratios, and the next smallest ratio), for ``m = 1 .. length``."""
+    """Every ``S(m)`` at one base: its minimum, the ``_KEEP`` distances of smallest ``S(m)/m``, those ratios, the next."""
     best, ms, keys = math.inf, np.empty(0, dtype=np.int64), np.empty(0)
     for m, s in _chunks(length, theta, constant):
         if m[0] == 0:
@@ -294,8 +174,7 @@ def _probe(length, theta, constant):
 
 
 def _walk(u, u_end, w, expo, constant, stall, invalid, rounding):
-    """Follow the distances ``w`` up from ``u``: while one of them stays negative (``invalid``), or
-    while all stay non-negative; returns how far the interval ``[u, end)`` is proven."""
+    """Follow the distances ``w`` up from ``u`` while they keep deciding; how far ``[u, end)`` is proven."""
     w = w.astype(np.float64)
     for _ in range(_STEPS):
         if u >= u_end:
@@ -360,35 +239,11 @@ def _summary(intervals):
 
 def base_bound(length: int, head_dim: int = 128, *, rotary_dim: int | None = None, low: float | None = None,
                high: float | None = None, tolerance: float = 1e-5) -> BaseBound:
-    """Certify Men et al.'s criterion ``S(m) >= 0`` for all ``m = 0 .. length`` over a range of bases.
+    """Certify Men et al.'s criterion ``S(m) >= 0`` for all ``m = 0 .. length`` over bases ``low`` to ``high``.
 
-    Every base between ``low`` and ``high`` ends in an interval proven valid or proven invalid,
-    except at each crossing an unresolved step of ``tolerance`` (relative in the base); see the
-    module docstring for the derivative bound that proves the intervals. Over the default range a
-    scan takes a few seconds at ``L = 4,096`` (546 evaluations) and about six minutes at
-    ``L = 131,072`` (1.1e4 evaluations, 585 holes) on one core.
-
-    Parameters
-    ----------
-    length : int
-        Context length ``L`` (at least 2); ``(L + 1) * pairs`` may not exceed :data:`MAX_SUM_CELLS`.
-    head_dim : int
-        Head width (even).
-    rotary_dim : int, optional
-        Partial rotary (see :func:`base_sum`); the unrotated pairs add 1 each.
-    low, high : float, optional
-        Base range (``1 < low < high``). Defaults: ``L`` and ``1,000 L``.
-    tolerance : float
-        Width of an unresolved step over a crossing, relative in the base (``1e-9`` to ``1e-2``).
-
-    Returns
-    -------
-    BaseBound
-
-    Raises
-    ------
-    ValueError
-        For bad arguments, or one evaluation beyond :data:`MAX_SUM_CELLS`.
+    Every base ends in an interval proven valid or invalid, but for an unresolved step of
+    ``tolerance`` (relative, ``1e-9`` to ``1e-2``) at each crossing. Defaults: ``L`` to ``1,000 L``;
+    a few seconds at ``L = 4,096``, about six minutes at ``L = 131,072`` on one core.
 
     Examples
     --------

@@ -6,12 +6,9 @@ with the partial sums ``P_j(delta) = sum_{i < j} e^(i delta theta_i)`` and ``h_{
 
     |sum_i h_i e^(i delta theta_i)| <= (max_i |h_{i+1} - h_i|) * sum_{j=1}^{d/2} |P_j(delta)|,
 
-RoFormer's section 3.4.3 (Su et al.). The content-free factor ``(2/d) sum_j |P_j(delta)|``, the
-*relative upper bound*, falls as ``|delta|`` grows for the geometric schedule; that is the
-paper's long-term-decay figure. It bounds the size of the score from above. It does not say
-that a given head's score shrinks: contents aimed at a distant offset, whose ``h_i`` change sharply
-from pair to pair (so the first factor is large and the bound loose), score highest far away
-(chapter 2 shows such contents, and trained heads).
+RoFormer's section 3.4.3. Its content-free factor, the *relative upper bound*, falls with ``|delta|``
+(the paper's long-term-decay figure); it bounds the score from above and does not say that a
+given head's score shrinks (chapter 2's contents aimed far away score highest there).
 """
 
 from __future__ import annotations
@@ -43,25 +40,9 @@ def _partial_sums(d, th):
 
 
 def relative_upper_bound(offsets, theta) -> np.ndarray:
-    """RoFormer's relative upper bound ``(1 / pairs) sum_{j=1}^{pairs} |P_j(delta)|``.
+    """RoFormer's relative upper bound ``(1 / pairs) sum_{j=1}^{pairs} |P_j(delta)|``, shape of ``offsets``.
 
-    Parameters
-    ----------
-    offsets : array_like
-        Offsets ``delta`` (any shape, finite; the bound is even in ``delta``).
-    theta : array_like, shape (pairs,)
-        Positive angular frequencies, radians per position, in the order the sum runs
-        (fastest first for the standard schedule).
-
-    Returns
-    -------
-    numpy.ndarray, shape offsets.shape
-        ``(pairs + 1) / 2`` at ``delta = 0``; at least 0 everywhere.
-
-    Raises
-    ------
-    ValueError
-        For non-finite offsets, bad frequencies, or more than :data:`MAX_CELLS` cells.
+    ``(pairs + 1) / 2`` at ``delta = 0``; the sum runs in the order of ``theta``.
 
     Examples
     --------
@@ -74,26 +55,9 @@ def relative_upper_bound(offsets, theta) -> np.ndarray:
 
 
 def abel_bound(q, k, offsets, theta) -> np.ndarray:
-    """The full bound ``max_i |h_{i+1} - h_i| * sum_j |P_j(delta)|`` on ``|S(delta)|``.
+    """The full bound ``max_i |h_{i+1} - h_i| * sum_j |P_j(delta)|`` on ``|<R_m q, R_n k>|``, ``delta = n - m``.
 
-    Parameters
-    ----------
-    q, k : array_like, shape (2 * pairs,)
-        Query and key contents, interleaved pairs (coordinates ``2i, 2i + 1`` form pair ``i``).
-    offsets : array_like
-        Offsets ``delta = n - m`` (any shape, finite).
-    theta : array_like, shape (pairs,)
-        Angular frequencies.
-
-    Returns
-    -------
-    numpy.ndarray, shape offsets.shape
-        An upper bound on ``|<R_m q, R_n k>|`` at each offset (``h_pairs = 0`` closes the sum).
-
-    Raises
-    ------
-    ValueError
-        For mismatched shapes or the conditions of :func:`relative_upper_bound`.
+    ``q`` and ``k``: shape ``(2 * pairs,)``, interleaved pairs.
     """
     d, th = _offsets_and_theta(offsets, theta)
     q = v.finite_array("q", q)

@@ -20,24 +20,10 @@ from ropegeo.scaling.config import Scaling
 
 
 def phase_novelty(theta_train, theta_served, train_length: int, target_length: int) -> np.ndarray:
-    """Per pair, the fraction of its circle visited when serving but never in training.
+    """Per pair, the fraction of its circle visited when serving but never in training, in turns.
 
-    In training, pair ``i`` sweeps the arc ``[0, min(L * theta_i, 2 pi))`` (positions and offsets
-    below ``L``); served at ``n`` positions with frequencies ``theta'`` it sweeps
-    ``[0, min(n * theta'_i, 2 pi))``. The novelty is the part of the second arc outside the first,
-    in turns: ``max(0, min(n theta'_i, 2 pi) - min(L theta_i, 2 pi)) / (2 pi)``, in [0, 1).
-    Pairs that already turned fully in training never show novel phases.
-
-    Parameters
-    ----------
-    theta_train, theta_served : array_like, shape (pairs,)
-        Frequencies used in training and when serving.
-    train_length, target_length : int
-        ``L`` and ``n`` (positive).
-
-    Returns
-    -------
-    numpy.ndarray, shape (pairs,)
+    ``max(0, min(n theta'_i, 2 pi) - min(L theta_i, 2 pi)) / (2 pi)``: the arc swept over the
+    ``n = target_length`` served positions outside the one swept over the ``L`` trained ones.
     """
     a = v.finite_array("theta_train", theta_train)
     b = v.finite_array("theta_served", theta_served)
@@ -55,34 +41,11 @@ def _novelty(a: np.ndarray, b: np.ndarray, L: int, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ExtensionReport:
-    """The trade-off of one rule, from :func:`extension_report`.
+    """The trade-off of one rule, from :func:`extension_report`, at the target length.
 
-    Attributes
-    ----------
-    rule : str
-        Rule name (``"none"`` for raw extrapolation).
-    theta : numpy.ndarray, shape (pairs,)
-        Served frequencies at the target length.
-    stretch : numpy.ndarray, shape (pairs,)
-        Per-pair wavelength ratio ``theta_i / theta'_i`` (1 = untouched, ``s`` = fully interpolated).
-    scaled_pairs : int
-        Pairs whose frequency changed by more than 0.1 %.
-    novelty : numpy.ndarray, shape (pairs,)
-        :func:`phase_novelty` per pair, in turns.
-    novel_pairs : int
-        Pairs that visit new phase at the target length (novelty above 1e-9 turns).
-    total_novelty : float
-        Sum of the per-pair novelty, in turns.
-    adjacent_similarity : float
-        ``K(1)`` of the served bank (closer to 1: neighbours harder to tell apart).
-    fastest_step : float
-        Angle, in radians, the fastest pair turns between neighbouring tokens.
-    margin : float or None
-        Gate B separation margin for offsets ``1 .. small_offsets`` (None if not requested).
-    coarse_margin : float or None
-        Gate B margin for the paragraph-scale offsets ``step, 2 step, .., train_length`` (None if
-        not requested).
-    attention_factor : float
+    ``stretch`` is ``theta_i / theta'_i``; ``scaled_pairs`` changed by more than 0.1 %;
+    ``novelty`` is :func:`phase_novelty` per pair (``novel_pairs``: above 1e-9 turns);
+    ``margin`` covers offsets ``1 .. small_offsets``, ``coarse_margin`` ``step, 2 step, .., L``.
     """
 
     rule: str
@@ -113,28 +76,13 @@ class ExtensionReport:
         }
 
 
-def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, train_length: int,
+def extension_report(scaling: Scaling | None, *, rotary_dim: int, base: float, train_length: int,
                      target_length: int, small_offsets: int | None = 16,
                      coarse_step: int | None = 64) -> ExtensionReport:
-    """Measure one rule's phase novelty and local resolution at the target length.
+    """Measure one rule's (``None``: raw extrapolation) phase novelty and local resolution at the target length.
 
-    Parameters
-    ----------
-    scaling : Scaling or None
-        The rule (``None``: raw extrapolation).
-    base, rotary_dim
-        The schedule being stretched.
-    train_length, target_length : int
-        Pre-training and serving lengths (at least 2).
-    small_offsets : int or None
-        Gate B margin over the offsets ``1 .. small_offsets`` (2 to 100,000); ``None`` skips it.
-    coarse_step : int or None
-        Gate B margin over ``coarse_step, 2 coarse_step, ..`` up to the training length (the step
-        between 1 and ``train_length / 2``); ``None`` skips it.
-
-    Returns
-    -------
-    ExtensionReport
+    Margins over ``1 .. small_offsets`` (2 to 100,000) and over multiples of ``coarse_step`` (up to
+    ``train_length / 2``) up to the training length; ``None`` skips either.
     """
     d = v.head_dim(rotary_dim, "rotary_dim")
     L = v.length("train_length", train_length, minimum=2)
@@ -168,13 +116,7 @@ def extension_report(scaling: Scaling | None, *, base: float, rotary_dim: int, t
 
 
 def text_table(rows) -> str:
-    """Rows of dicts (same keys) as an aligned plain-text table (numbers right-aligned).
-
-    Raises
-    ------
-    ValueError
-        For no rows or rows with different keys.
-    """
+    """Rows of dicts (same keys) as an aligned plain-text table (numbers right-aligned)."""
     if isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
         raise ValueError(f"rows must be a non-empty list of dicts, got {type(rows).__name__}")
     rows = list(rows)

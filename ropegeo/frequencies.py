@@ -20,9 +20,6 @@ TWO_PI = 2.0 * math.pi
 def schedule(rotary_dim: int, base: float) -> np.ndarray:
     """The geometric schedule ``base ** (-2 i / rotary_dim)``, unchecked: for validated inputs.
 
-    The caller guarantees an even ``rotary_dim >= 2`` and a finite ``base > 1`` (as
-    :class:`~ropegeo.operator.RotaryOperator` and :func:`ropegeo.frequencies.frequencies` check them).
-
     Examples
     --------
     >>> schedule(8, 10_000.0).round(4).tolist()
@@ -33,25 +30,7 @@ def schedule(rotary_dim: int, base: float) -> np.ndarray:
 
 
 def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[int, int]:
-    """Validate a head dimension and an optional rotary dimension.
-
-    Parameters
-    ----------
-    head_dim : int
-        Width of one attention head; an even integer of at least 2.
-    rotary_dim : int, optional
-        How many of the head's leading coordinates rotate (partial rotary). Even, between 2 and
-        ``head_dim``. ``None`` means the whole head.
-
-    Returns
-    -------
-    (head_dim, rotary_dim) : tuple of int
-
-    Raises
-    ------
-    ValueError
-        If either value is odd, too small, or ``rotary_dim > head_dim``.
-    """
+    """``(head_dim, rotary_dim)`` checked: even, ``2 <= rotary_dim <= head_dim`` (``None``: the whole head)."""
     head_dim = v.head_dim(head_dim)
     if rotary_dim is None:
         return head_dim, head_dim
@@ -62,28 +41,10 @@ def resolve_rotary_dim(head_dim: int, rotary_dim: int | None = None) -> tuple[in
 
 
 def frequencies(head_dim: int | None = None, base: float | None = None, rotary_dim: int | None = None) -> np.ndarray:
-    """Angular frequencies (radians per position) of the rotary pairs, fastest first.
+    """Angular frequencies ``theta_i = base ** (-2 i / rotary_dim)`` (radians per position), fastest first.
 
-    Parameters
-    ----------
-    head_dim : int, optional
-        Width of one attention head (even, at least 2; default 128).
-    base : float, optional
-        The frequency base ``B`` (finite, greater than 1; default 10,000, as in RoFormer).
-    rotary_dim : int, optional
-        Partial rotary: only this many leading coordinates rotate, and the exponent runs over
-        ``rotary_dim`` instead of ``head_dim`` (as in GPT-NeoX). Defaults to ``head_dim``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (rotary_dim // 2,), float64
-        ``theta_i = base ** (-2 i / rotary_dim)`` for ``i = 0 .. rotary_dim/2 - 1`` (a new array).
-
-    Raises
-    ------
-    ValueError
-        For an odd or too small ``head_dim`` / ``rotary_dim``, ``rotary_dim > head_dim``,
-        or ``base <= 1`` or not finite. (An operator's frequencies: ``RotaryOperator.theta``.)
+    Defaults: head width 128, base 10,000, the whole head rotating (partial rotary spaces the
+    exponents over ``rotary_dim``, as GPT-NeoX). A new array of shape ``(rotary_dim // 2,)``.
 
     Examples
     --------
@@ -112,9 +73,6 @@ def wavelengths(theta) -> np.ndarray:
 def turns(theta, length: float) -> np.ndarray:
     """How many full turns each pair of a bank makes over ``length`` positions: ``length * theta / (2 pi)``.
 
-    ``theta``: shape ``(pairs,)``, radians per position; ``length``: positive and finite (e.g. the
-    training length). Returns shape ``(pairs,)``.
-
     Examples
     --------
     >>> turns([1.0, 0.01], 100).round(3).tolist()
@@ -127,9 +85,6 @@ def turns(theta, length: float) -> np.ndarray:
 
 def slow_pairs(theta, length: float) -> int:
     """Number of pairs that do not complete one full turn over ``length`` positions.
-
-    These channels show the model only an arc of their circle during training. Arguments as in
-    :func:`turns`.
 
     Examples
     --------
@@ -144,28 +99,10 @@ MAX_COHERENCE_PAIRS = 4096
 
 
 def character_coherence(theta, window: int) -> np.ndarray:
-    """How alike the pairs' characters look over a window of positions.
+    """How alike the pairs' characters ``exp(i t theta_i)`` look over ``window`` positions: ``(pairs, pairs)``.
 
-    Pair ``i`` carries the character ``chi_i(t) = exp(i t theta_i)``. Over the positions
-    ``0 .. window - 1`` the normalised inner product of two characters is
-
-    ``|sum_t exp(i t (theta_j - theta_i))| / window = |sin(window d / 2) / sin(d / 2)| / window``
-
-    with ``d = theta_j - theta_i`` (and 1 when ``d`` is a multiple of ``2 pi``). On a DFT grid
-    (frequencies ``2 pi k / window``) distinct characters are orthogonal, so every off-diagonal
-    entry is 0; for a geometric RoPE schedule the slow pairs are nearly parallel.
-
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies (at most 4,096 pairs).
-    window : int
-        Number of positions, at least 1.
-
-    Returns
-    -------
-    numpy.ndarray, shape (pairs, pairs)
-        Symmetric, with ones on the diagonal and entries in ``[0, 1]``.
+    ``|sin(window d / 2) / sin(d / 2)| / window`` with ``d = theta_j - theta_i`` (1 when ``d`` is
+    a multiple of ``2 pi``): 0 off the diagonal on a DFT grid, near 1 for RoPE's slow pairs.
     """
     theta = v.frequencies(theta)
     if theta.size > MAX_COHERENCE_PAIRS:

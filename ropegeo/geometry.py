@@ -18,14 +18,9 @@ from ropegeo.operator import RotaryOperator
 
 __all__ = ["kernel", "adjacent_similarity", "near_collisions", "NearCollision"]
 
-# Work in blocks of this many offsets per row of the phase-step table; the table itself is
-# (_BLOCK, pairs) and each batch of blocks is (_BLOCK, _BATCH): a few MiB whatever the range.
-_BLOCK = 2048
-_BATCH = 256
-# Show a progress bar when the search covers more offset-pairs than this (a couple of seconds).
-_PROGRESS_WORK = 2_000_000_000
-#: Largest search :func:`near_collisions` accepts, in offsets times pairs (its time grows with
-#: both; about a minute on one core: 10**9 offsets for a 128-wide head).
+_BLOCK, _BATCH = 2048, 256  # offsets per block, blocks per batch: a few MiB whatever the range
+_PROGRESS_WORK = 2_000_000_000  # offset-pairs beyond which a progress bar shows (a couple of seconds)
+#: Largest search :func:`near_collisions` accepts, in offsets times pairs (about a minute on one core).
 MAX_SEARCH_CELLS = 2**36
 #: Largest offset (float64 holds every integer up to it exactly).
 MAX_OFFSET = 2**53
@@ -35,31 +30,10 @@ MAX_TOP = 10_000
 
 def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
            scale: float | None = None, weights=None) -> np.ndarray:
-    """The phase kernel ``K(delta) = sum_i w_i cos(delta * scale * theta_i)``.
+    """The phase kernel ``K(delta) = sum_i w_i cos(delta * scale * theta_i)``, shape of ``offsets``, in [-1, 1].
 
-    Parameters
-    ----------
-    offsets : array_like
-        Offsets ``delta`` (any shape, finite, within +-2**48 = ``ropegeo._validate.MAX_LENGTH``;
-        fractional allowed).
-    theta : array_like, shape (pairs,)
-        Angular frequencies.
-    operator : ropegeo.RotaryOperator, optional
-        Instead of ``theta``: an operator, whose frequencies (at ``seq_len``) and position scale
-        are used without being checked again.
-    seq_len : int, optional
-        With ``operator``: the sequence length its frequencies are formed for (dynamic rules).
-    scale : float, optional
-        Multiplies every offset (default 1, or the operator's; position interpolation uses
-        ``train / target``). Given with an operator, it must agree with its scale.
-    weights : array_like, shape (pairs,), optional
-        Non-negative weight per pair, normalised to sum to one. Default: equal weights, which
-        gives the mean over pairs.
-
-    Returns
-    -------
-    numpy.ndarray, shape offsets.shape, float64
-        ``K(0) = 1``; values lie in [-1, 1].
+    Offsets within +-2**48. ``theta``, or ``operator`` (its bank at ``seq_len`` and its scale,
+    trusted; a ``scale`` given with it must agree). ``weights`` are normalised (default equal).
 
     Examples
     --------
@@ -68,7 +42,7 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     [1.0, 0.884, 0.424]
     """
     theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
-    w = _weights(weights, theta.size)
+    w = v.pair_weights(weights, theta.size)
     d = v.finite_array("offsets", offsets)
     if d.size and float(np.abs(d).max()) > v.MAX_LENGTH:  # float64 phases beyond are rounding noise
         raise ValueError(f"offsets must lie within +-{v.MAX_LENGTH:,} (2**48), got {float(np.abs(d).max()):.6g}")
@@ -80,11 +54,6 @@ def kernel(offsets, theta=None, *, operator: RotaryOperator | None = None, seq_l
     for s in range(0, flat.size, step):
         out[s : s + step] = np.cos(np.multiply.outer(flat[s : s + step] * scale, theta)) @ w
     return out.reshape(d.shape)
-
-
-def _weights(weights, pairs: int) -> np.ndarray:
-    """Checked per-pair weights; equal weights (nothing to check) when none are given."""
-    return np.full(pairs, 1.0 / pairs) if weights is None else v.pair_weights(weights, pairs)
 
 
 def adjacent_similarity(theta=None, *, operator: RotaryOperator | None = None, seq_len: int | None = None,
@@ -119,40 +88,12 @@ class NearCollision:
 def near_collisions(theta=None, start: int | None = None, stop: int | None = None, *,
                     operator: RotaryOperator | None = None, seq_len: int | None = None, top: int = 5,
                     scale: float | None = None, weights=None, progress: bool | None = None) -> list[NearCollision]:
-    """The ``top`` integer offsets in ``[start, stop]`` with the largest kernel ``K``.
+    """The ``top`` integer offsets in ``[start, stop]`` with the largest kernel ``K``, largest first.
 
-    The search is exact (it agrees with evaluating ``cos`` at every offset in float64 to about
-    1e-12) yet never forms an offsets-by-pairs matrix for the range. Offsets are taken in blocks
-    ``a + j`` (``0 <= j < 2048``); the angle addition formula turns each block into
-    ``K(a + j) = sum_i w_i [cos(j s t_i) cos(a s t_i) - sin(j s t_i) sin(a s t_i)]``, one matrix
-    product against a fixed table of block-local phases and the exact phases at many block starts.
-    Memory stays at a few MiB whatever the range.
-
-    Parameters
-    ----------
-    theta : array_like, shape (pairs,)
-        Angular frequencies (or ``operator`` and ``seq_len`` instead, as in :func:`kernel`).
-    start, stop : int
-        The inclusive offset range; ``0 <= start <= stop`` (required).
-    top : int
-        How many offsets to return (at least 1).
-    scale, weights : float, array_like of shape (pairs,), optional
-        Offset multiplier and per-pair weights, as in :func:`kernel`.
-    progress : bool, optional
-        Draw a tqdm progress bar (a widget in notebooks). ``None`` draws one only for searches
-        large enough to take more than a couple of seconds, and only when tqdm is installed
-        (an extra of ``ropegeo[book]``; ``True`` without it raises ValueError).
-
-    Returns
-    -------
-    list of NearCollision
-        Sorted by similarity, largest first (ties: smaller offset first).
-
-    Raises
-    ------
-    ValueError
-        For an empty or reversed range, negative offsets or offsets beyond ``2**53``, ``top < 1``,
-        or a search longer than :data:`MAX_SEARCH_CELLS` offsets times pairs.
+    Exact to about 1e-12, in a few MiB whatever the range: blocks ``a + j`` (``j < 2048``) are one
+    matrix product, ``K(a + j) = sum_i w_i [cos(j s t_i) cos(a s t_i) - sin(j s t_i) sin(a s t_i)]``.
+    Other arguments as in :func:`kernel`; offsets up to ``2**53``, at most :data:`MAX_SEARCH_CELLS`
+    offsets times pairs. ``progress``: a tqdm bar (``None``: for long searches, when tqdm is installed).
 
     Examples
     --------
@@ -163,7 +104,7 @@ def near_collisions(theta=None, start: int | None = None, stop: int | None = Non
     [(182, 0.719), (195, 0.698)]
     """
     theta, scale = RotaryOperator.bank_of(theta, operator, seq_len=seq_len, scale=scale)
-    w = _weights(weights, theta.size)
+    w = v.pair_weights(weights, theta.size)
     if start is None or stop is None:
         raise ValueError("start and stop (the inclusive offset range) are required")
     start = v.integer("start", start, minimum=0, maximum=MAX_OFFSET)

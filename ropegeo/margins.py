@@ -12,16 +12,10 @@ so ``D`` depends on ``a - b`` only and ``D^2 = 2 (1 - K_w(a - b))`` with ``K_w``
 of :func:`ropegeo.geometry.kernel`. The *separation margin* of an offset set is the smallest ``D``
 over its pairs; the pair that attains it is the *most confusable pair*.
 
-For a set of offsets in arithmetic progression (a ``range``) the differences are the ``n - 1``
-multiples of the step, so the margin costs ``O(n * pairs)``; integer sets of moderate span use a
-table of ``D`` at every integer difference. Where limited precision breaks translation invariance
-(float32, float16, bfloat16 phases) the distances are computed from the generated phases
-themselves, in row blocks, with exact detection of collapsed (identical) signatures.
-
-A margin becomes a verdict through :mod:`ropegeo.gates.b.rule` (:class:`ropegeo.gates.b.rule.GateBRule`). The
-probe head of :func:`attention_probe` gives the right one of two keys ``D`` apart the share
-``1 / (1 + exp(-beta D^2 / 2))`` (:func:`probe_mass`): a head of amplitude ``beta`` separates them
-by a score gap of ``beta D^2 / 2``, which is how a threshold on ``D`` follows from the gap a task needs.
+A range costs ``O(n * pairs)`` (its differences are multiples of the step), an integer set of
+moderate span a table of ``D``; low-precision phases are compared as generated, in row blocks.
+A margin becomes a verdict through :class:`ropegeo.gates.b.rule.GateBRule`: the probe head of
+:func:`attention_probe` separates two keys ``D`` apart by a score gap ``beta D^2 / 2`` (:func:`probe_mass`).
 """
 
 from __future__ import annotations
@@ -51,27 +45,16 @@ __all__ = [
     "probe_mass",
 ]
 
-#: Largest offset set accepted by :func:`separation_margin` (any path) and by the cheap
-#: arithmetic-progression path.
+#: Largest offset set of :func:`separation_margin`; of one compared from generated phases (n^2 * pairs);
+#: of :func:`pairwise_distances` (an n x n matrix).
 MAX_OFFSETS = 1 << 20
-#: Largest offset set for which pairwise distances are computed from generated phases
-#: (cost grows as n^2 * pairs) and for :func:`pairwise_distances` (an n x n matrix).
 MAX_DIRECT = 8192
 MAX_MATRIX = 4096
-#: Largest integer span handled by the difference table (one distance per integer difference).
-_MAX_SPAN = 1 << 22
+_MAX_SPAN = 1 << 22  # largest integer span of the difference table
 _CELLS = 1 << 21  # cells per temporary block: about 16 MiB of float64
-#: Most entries one margin or distance computation evaluates (its time grows with them): offsets
-#: squared times pairs for distances compared directly, span times pairs for the difference table,
-#: offsets squared for the comparisons that read it.
+#: Most entries one margin or distance computation evaluates (offsets^2 * pairs, span * pairs, offsets^2).
 MAX_MARGIN_CELLS = 1 << 33
-
 WEIGHTINGS = ("pair", "band")
-
-
-# --------------------------------------------------------------------------------------------
-# validation
-# --------------------------------------------------------------------------------------------
 
 
 def offset_array(offsets, limit: int = MAX_OFFSETS) -> np.ndarray:
@@ -120,20 +103,11 @@ def _common(theta, dtype, scale, origin, operator=None, seq_len=None):
     return th, as_pipeline(dtype), scale, v.real("origin", origin, minimum=0.0)
 
 
-# --------------------------------------------------------------------------------------------
-# distances
-# --------------------------------------------------------------------------------------------
-
-
 def difference_distance(deltas, theta, *, scale: float = 1.0, weights=None) -> np.ndarray:
-    """Exact phase distance between two signatures whose offsets differ by ``delta``.
+    """Exact phase distance ``D(delta) = sqrt(4 sum_i w_i sin^2(delta * scale * theta_i / 2))``, in [0, 2].
 
-    ``D(delta) = sqrt(4 sum_i w_i sin^2(delta * scale * theta_i / 2))``, which equals
-    ``sqrt(2 (1 - K_w(delta)))`` without the cancellation of ``1 - K`` near zero.
-
-    ``deltas``: offset differences (any shape, finite); ``theta``: a bank, radians per position;
-    ``scale``: position multiplier (positive); ``weights``: non-negative amplitudes per pair,
-    normalised to sum to one (default equal). Returns shape ``deltas.shape``, values in [0, 2].
+    ``sqrt(2 (1 - K_w(delta)))`` without its cancellation near zero; ``weights`` (amplitudes per
+    pair, default equal) are normalised to sum to one. Shape of ``deltas``.
     """
     th = v.frequencies(theta)
     w = v.pair_weights(weights, th.size, name="weights (amplitudes)")
@@ -170,14 +144,9 @@ def _signatures(positions, th, dt, scale, w):
 
 
 def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, origin: float = 0.0, weights=None) -> np.ndarray:
-    """Every pairwise phase distance between the generated signatures of the offsets.
+    """Every pairwise phase distance between the signatures generated in ``dtype``: ``(n, n)``, offsets sorted.
 
-    Computed directly from the phases generated in ``dtype`` (no translation-invariance
-    shortcut), ``D[j, k] = sqrt(sum_i w_i |u_i(o_j) - u_i(o_k)|^2)``.
-
-    Arguments as in :func:`separation_margin` (2 to 4,096 offsets; ``weights`` the amplitudes per
-    pair, default equal). Returns a symmetric ``(n, n)`` matrix with a zero diagonal, rows and
-    columns in sorted offset order. ValueError names a bad argument.
+    Arguments as in :func:`separation_margin` (2 to :data:`MAX_MATRIX` offsets).
     """
     th, dt, scale, origin = _common(theta, dtype, scale, origin)
     off = offset_array(offsets, MAX_MATRIX)
@@ -190,11 +159,6 @@ def pairwise_distances(offsets, theta, *, dtype="float64", scale: float = 1.0, o
         diff = sig[s : s + rows, None, :] - sig[None, :, :]
         out[s : s + rows] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# margins
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -212,30 +176,11 @@ class BandMargin:
 
 @dataclass(frozen=True)
 class SeparationMargin:
-    """The result of :func:`separation_margin`.
+    """The result of :func:`separation_margin`: the smallest distance (the worst band's under bands), its pair.
 
-    Attributes
-    ----------
-    margin : float
-        Smallest phase distance over all pairs of offsets, in [0, 2]. Under ``weighting="band"``
-        the smallest band margin.
-    pair : (float, float)
-        The most confusable pair ``(a, b)``, ``a < b``.
-    n_offsets : int
-        Size of the offset set.
-    method : str
-        ``"difference"`` (translation invariance used) or ``"generated"`` (distances from the
-        generated phases).
-    dtype, scale, origin, weighting
-        The conditions of the computation.
-    bands : tuple of BandMargin
-        One entry per band under ``weighting="band"``, otherwise empty.
-    tied : int
-        How many pairs attain the margin: with exact phases every pair at a difference whose
-        distance equals it (to :data:`TIE_RTOL`), with generated phases every pair within the
-        rounding of the phases of it. ``pair`` is then one of them, chosen by rounding.
-    differences : tuple of float
-        The differences ``b - a`` of the tied pairs.
+    ``method`` is ``"difference"`` (translation invariance) or ``"generated"``. ``tied`` pairs attain
+    the margin (exact phases: to :data:`TIE_RTOL`; generated: within the phases' rounding), at
+    ``differences``; ``pair`` is then one of them, chosen by rounding.
     """
 
     margin: float
@@ -253,8 +198,7 @@ class SeparationMargin:
 
     @property
     def confusable(self) -> str:
-        """The most confusable pairs in words: the class when several pairs tie (``"every
-        adjacent pair (63 pairs, tied)"``), never a winner chosen by rounding; else the pair."""
+        """The most confusable pairs in words: the class when several tie, never a winner chosen by rounding."""
         return self.ties or f"offsets {self.pair[0]:,g} and {self.pair[1]:,g}"
 
     def __str__(self) -> str:
@@ -273,9 +217,7 @@ class SeparationMargin:
 
 def _arithmetic_step(off: np.ndarray) -> float | None:
     steps = np.diff(off)
-    if np.all(steps == steps[0]):
-        return float(steps[0])
-    return None
+    return float(steps[0]) if np.all(steps == steps[0]) else None
 
 
 def _margin_difference(off, th, scale, w):
@@ -315,8 +257,7 @@ def _check_cells(cells: float, what: str) -> None:
 
 
 def _squared_distances(sig: np.ndarray):
-    """Row blocks ``(start, d2)`` of the squared distances between the rows of ``sig`` (Gram form),
-    each pair once: ``d2[r, j]`` for row ``start + r`` and ``j > start + r``, the rest ``inf``."""
+    """Row blocks ``(start, d2)`` of squared distances between rows of ``sig``, each pair once (else ``inf``)."""
     n = sig.shape[0]
     norms = np.einsum("ij,ij->i", sig, sig)
     rows = max(1, _CELLS // n)
@@ -350,38 +291,20 @@ def _margin_generated(off, th, dt, scale, origin, w):
 
 
 def band_slices(pairs: int, bands: int) -> list[slice]:
-    """Split ``pairs`` rotary pairs (fastest first) into ``bands`` contiguous, near-equal bands.
-
-    Pairs of a geometric schedule are evenly spaced in log-wavelength, so equal-size bands
-    cover equal ratios of wavelength.
-
-    Raises
-    ------
-    ValueError
-        If ``bands`` is not an integer between 1 and ``pairs``.
-    """
+    """Split ``pairs`` rotary pairs (fastest first) into ``bands`` contiguous, near-equal bands (equal wavelength ratios)."""
     pairs = v.integer("pairs", pairs, minimum=1, maximum=v.MAX_HEAD_DIM // 2)
-    return _band_slices(pairs, v.integer("bands", bands, minimum=1, maximum=pairs))
-
-
-def _band_slices(pairs: int, bands: int) -> list[slice]:
-    edges = np.linspace(0, pairs, bands + 1).round().astype(int)
+    edges = np.linspace(0, pairs, v.integer("bands", bands, minimum=1, maximum=pairs) + 1).round().astype(int)
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-# --------------------------------------------------------------------------------------------
 # ties: the class of pairs that attains the margin
-# --------------------------------------------------------------------------------------------
-
-#: Two exact distances closer than this (relative) count as equal: far above the rounding of a
-#: float64 distance, far below any difference a head could use.
+#: Two exact distances closer than this (relative) count as equal: far above float64 rounding.
 TIE_RTOL = 1e-9
 _TIE_CAP = 1 << 16  # tied pairs collected one by one from generated phases (counts beyond are bounds)
 
 
 def _rounding_level(off, th, dt, scale, origin, w) -> float:
-    """Twice the largest distance between a generated signature and its exact one: the most
-    rounding can move one phase distance (triangle inequality)."""
+    """Twice the largest distance between a generated signature and its exact one (triangle inequality)."""
     if dt.exact:
         return 0.0
     worst = 0.0
@@ -422,12 +345,7 @@ def _tied_generated(off, th, dt, scale, origin, w, limit) -> dict:
 
 
 def _tie_class(off, th, dt, scale, origin, w, margin, method) -> tuple[int, str, tuple]:
-    """``(tied pairs, description, differences)`` of the pairs that attain ``margin`` within rounding.
-
-    Exact phases: a distance depends on the difference only, so the class is every pair at the
-    difference(s) whose distance equals the margin to :data:`TIE_RTOL`. Generated phases: every
-    pair whose distance is within the rounding of the phases (:func:`_rounding_level`) of it.
-    """
+    """``(tied pairs, description, differences)`` of the pairs that attain ``margin`` within rounding."""
     if method == "difference":
         step = _arithmetic_step(off)
         limit = margin * (1 + TIE_RTOL) + 1e-15
@@ -491,44 +409,14 @@ def separation_margin(offsets, theta=None, *, operator: RotaryOperator | None = 
                       bands: int = 4, method: str = "auto") -> SeparationMargin:
     """The smallest phase distance between the signatures of a required offset set.
 
-    Parameters
-    ----------
-    offsets : array_like or range, shape (n,)
-        The offsets the task must tell apart: distinct, non-negative, finite; ``n >= 2``.
-        At most 2**20 offsets; at most 8192 when distances come from generated phases.
-    theta : array_like, shape (pairs,)
-        Angular frequencies, radians per position; or ``operator`` (its frequencies at
-        ``seq_len`` and its position scale, trusted), as in :func:`ropegeo.geometry.kernel`.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        How the deployed model generates its phases (:func:`ropegeo.precision.as_pipeline`: a
-        dtype name rounds every stage to it; ``ropegeo.precision.deployed("bfloat16")`` is
-        float32 angles and a bfloat16 table, as transformers runs a bfloat16 model).
-    scale : float
-        Position multiplier of the deployment (positive; default 1, or the operator's).
-    origin : float
-        Offset ``a`` sits at position ``origin + a`` (non-negative). Irrelevant in exact
-        arithmetic; decisive in low precision, where large positions round.
-    weighting : {"pair", "band"} or array_like of shape (pairs,)
-        ``"pair"``: equal weight on every pair. ``"band"``: each of ``bands`` contiguous frequency
-        bands judged alone, the margin being the worst band's (a head that relies on one band
-        sees only that band's separation). An array: non-negative amplitudes per pair, e.g. the
-        pair energies ``|q_i| |k_i|`` of a trained head.
-    bands : int
-        Number of bands for ``weighting="band"`` (1 to pairs).
-    method : {"auto", "difference", "generated"}
-        ``"auto"`` uses translation invariance when the phases are float64 and the set is an
-        arithmetic progression or an integer set of span at most 2**22, and the generated phases
-        otherwise. The other two force one path (``"difference"`` only with float64).
-
-    Returns
-    -------
-    SeparationMargin
-
-    Raises
-    ------
-    ValueError
-        For an empty set or a single offset, negative, repeated or non-finite offsets, too many
-        offsets, an unknown dtype, weighting or method, bad amplitudes or band count.
+    ``offsets``: 2 to :data:`MAX_OFFSETS` distinct, non-negative offsets (:data:`MAX_DIRECT` from
+    generated phases). ``theta`` or ``operator`` (its bank at ``seq_len`` and scale, trusted), as
+    in :func:`ropegeo.geometry.kernel`. ``dtype``: the phase pipeline
+    (:func:`ropegeo.precision.as_pipeline`). Offset ``a`` sits at position ``origin + a`` (decisive
+    in low precision). ``weighting``: ``"pair"`` (equal), ``"band"`` (the worst of ``bands``
+    contiguous bands, each judged alone) or amplitudes per pair. ``method="auto"`` uses
+    translation invariance for float64 phases over a range or an integer set of span up to 2**22.
+    ``ValueError`` names a bad argument.
 
     Examples
     --------
@@ -553,12 +441,8 @@ def separation_margin(offsets, theta=None, *, operator: RotaryOperator | None = 
 
 def margin_kernel(off: np.ndarray, th: np.ndarray, dt, scale: float = 1.0, origin: float = 0.0, w=None, *,
                   bands: list | None = None, method: str = "auto") -> SeparationMargin:
-    """:func:`separation_margin` without its checks, for a bank an operator produced.
-
-    The caller guarantees sorted, distinct, non-negative float64 offsets (:func:`offset_array`), a
-    1-D bank, a :class:`~ropegeo.precision.PhasePipeline` ``dt``, a positive scale, a non-negative
-    origin, weights summing to one (``None``: equal) and ``bands`` from :func:`band_slices`
-    (``None``: one band).
+    """:func:`separation_margin` without its checks: offsets from :func:`offset_array`, a pipeline ``dt``,
+    weights summing to one (``None``: equal), ``bands`` from :func:`band_slices` (``None``: one band).
 
     Examples
     --------
@@ -595,26 +479,10 @@ def margin_kernel(off: np.ndarray, th: np.ndarray, dt, scale: float = 1.0, origi
     )
 
 
-# --------------------------------------------------------------------------------------------
 # the behavioural probe: inject a pair into a toy attention head
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class ProbeResult:
-    """What a positional head does when a target key competes with distractor keys.
-
-    Attributes
-    ----------
-    weights : numpy.ndarray, shape (1 + n_distractors,)
-        Attention weights over the keys: the target first, then the distractors in the order given.
-    scores : numpy.ndarray, shape (1 + n_distractors,)
-        Pre-softmax scores, same order.
-    target_mass : float
-        ``weights[0]``.
-    winner : int
-        Index of the key with the largest weight (0 means the target wins).
-    """
+    """Attention weights and scores over the keys (the target first), the target's mass, the winner's index."""
 
     weights: np.ndarray
     scores: np.ndarray
@@ -633,45 +501,14 @@ def attention_probe(
     scale: float = 1.0,
     query_position: float = 0.0,
 ) -> ProbeResult:
-    """A content-free rotary head tuned to ``target``, facing keys at other offsets.
+    """A content-free rotary head tuned to ``target``, facing keys at 1 to 4,096 ``distractors`` offsets.
 
-    The query sits at ``query_position`` and a key at offset ``delta`` at
-    ``query_position - delta``. Pair ``i`` of the query holds ``(a_i, 0)`` and every key holds the
-    query's content rotated by ``target``, with ``a_i**2 = sharpness * sqrt(d) * w_i``; both are
-    rotated by the phase tables of the pipeline ``dtype`` (stages 1 to 5 of
-    :mod:`ropegeo.precision`, the rotation rounded to its rotation dtype), and the score is the dot
-    product over ``sqrt(d)``. With exact phases the key at ``delta`` scores
-    ``sharpness * K_w(delta - target)``, so the gap between the target's score and a distractor's at
-    ``b`` is ``sharpness * D(target, b)**2 / 2``. The softmax is taken over the keys only.
-
-    Parameters
-    ----------
-    target : float
-        The offset the head is tuned to (non-negative).
-    distractors : array_like, shape (m,)
-        Offsets of the competing keys (non-negative, finite; ``1 <= m <= 4096``).
-    theta : array_like, shape (pairs,)
-        Angular frequencies; the head width is ``2 * pairs`` (at most 4096).
-    amplitudes : array_like, shape (pairs,), optional
-        Non-negative weight the head puts on each pair; default equal.
-    sharpness : float
-        Score of a perfect match, ``beta`` (positive, at most 1000). :class:`ropegeo.gates.b.rule.GateBRule`
-        derives the one a task calls for.
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The phase pipeline of the rotary layer (a name: every stage in that dtype).
-    scale : float
-        Position multiplier (positive).
-    query_position : float
-        Position of the query; keys sit at ``query_position - offset``.
-
-    Returns
-    -------
-    ProbeResult
-
-    Raises
-    ------
-    ValueError
-        For bad offsets, amplitudes, sharpness, dtype or scale.
+    The query sits at ``query_position``, a key at offset ``delta`` at ``query_position - delta``;
+    pair ``i`` of the query holds ``(a_i, 0)``, ``a_i**2 = sharpness * sqrt(d) * w_i`` (``w``: the
+    ``amplitudes``, default equal), every key the query rotated by ``target``; both are rotated in
+    the pipeline ``dtype`` and scored by their dot product over ``sqrt(d)``. With exact phases the
+    target beats a distractor at ``b`` by ``sharpness * D(target, b)**2 / 2``. ``sharpness`` is at
+    most 1000, the head width at most 4096.
 
     Examples
     --------
@@ -708,13 +545,9 @@ def attention_probe(
 
 
 def probe_mass(margin, sharpness: float):
-    """Closed-form target mass of the probe against one distractor at phase distance ``margin``.
+    """Closed-form target mass ``1 / (1 + exp(-sharpness * margin**2 / 2))`` of the probe against one distractor.
 
-    ``1 / (1 + exp(-sharpness * margin**2 / 2))``: the softmax of two scores ``sharpness * D**2 / 2``
-    apart (exact phases).
-
-    ``margin``: phase distances in [0, 2] (a float or an array, returned alike, in [0.5, 1));
-    ``sharpness``: positive.
+    ``margin`` (phase distances, a float or an array) is returned alike.
 
     Examples
     --------

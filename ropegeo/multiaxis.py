@@ -1,26 +1,12 @@
 """One frequency bank shared between several position axes.
 
-A multi-axis rotary head gives every token a position per axis (time, height and width for a
-video, x and y for an image patch) and lets each rotary pair turn with a *combination* of them:
-pair ``i`` turns by ``p . f_i`` radians at position vector ``p``, where ``f_i`` (one row of the
-``(pairs, axes)`` matrix ``F``) is the pair's frequency vector. Three schemes fill ``F``:
-
-* **Axial split** (M-RoPE, RoPE-Axial): each pair follows one axis, ``f_i = theta_i e_a``. How
-  the pairs are dealt out decides what each axis can resolve: Qwen2-VL's blocked sections
-  (:func:`mrope_assignment`) give time the fastest pairs and width the slowest; Qwen3-VL's
-  interleaved sections deal them round-robin.
-* **Mixed** (RoPE-Mixed, Heo et al. 2024): a pair turns with a direction in the plane,
-  ``f_i = |f_i| (cos a_i, sin a_i)`` (:func:`mixed_bank`).
-* **Partial rotation** (p-RoPE, transformers' ``proportional``): only the fastest pairs turn at
-  all (:func:`proportional_frequencies`).
-
-A displacement ``delta`` (one entry per axis) turns pair ``i`` by ``delta . f_i``, so with
-content stripped away the kernel is ``K(delta) = mean_i cos(delta . f_i)`` (:func:`multi_kernel`).
-Along one axis ``a`` that is chapter 3's kernel of the column ``F[:, a]``: the pairs of the other
-axes do not turn and add ``cos 0 = 1`` each. Every per-axis question (resolution, near-returns,
-margins, Gate B, Men et al.'s sum) is therefore the one-axis question asked of one column
-(:func:`axis_report`), and this module reuses :mod:`ropegeo.geometry`, :mod:`ropegeo.margins` and
-:mod:`ropegeo.gates.b.rule` for it.
+Pair ``i`` turns by ``p . f_i`` at position vector ``p``, ``f_i`` a row of the ``(pairs, axes)``
+matrix ``F``: an axial split (M-RoPE, RoPE-Axial: ``f_i = theta_i e_a``, blocked or round-robin,
+:func:`mrope_assignment`), RoPE-Mixed (a direction per pair, :func:`mixed_bank`) or p-RoPE (only
+the fastest pairs turn, :func:`proportional_frequencies`). The kernel is ``K(delta) = mean_i
+cos(delta . f_i)`` (:func:`multi_kernel`); along one axis it is the 1D kernel of the column
+``F[:, a]`` (the other pairs add 1 each), so every per-axis question is the 1D one asked of one
+column (:func:`axis_report`).
 
 Examples
 --------
@@ -45,15 +31,14 @@ from ropegeo.margins import separation_margin
 
 __all__ = ["frequency_matrix", "MROPE_AXES", "MAX_AXES", "MAX_EXTENT", "MAX_KERNEL_CELLS",
            "mrope_assignment", "axis_frequencies", "mrope_bank", "axial_bank", "mixed_bank",
-           "proportional_frequencies", "multi_kernel", "kernel_grid", "axis_band", "AxisReport", "axis_report",
-           "band_sum", "band_support", "nope_temperature"]
+           "proportional_frequencies", "multi_kernel", "kernel_grid", "AxisReport", "axis_report",
+           "band_support", "nope_temperature"]
 
 #: Axis names of M-RoPE's three position streams, in transformers' order.
 MROPE_AXES = ("time", "height", "width")
 #: Most axes a bank may share its pairs between (time, height, width and one spare).
 MAX_AXES = 4
-#: Largest extent (positions per axis) a per-axis report or support search scans; its margin and
-#: near-return searches grow with it.
+#: Largest extent (positions per axis) a per-axis report scans.
 MAX_EXTENT = 1 << 16
 #: Most offsets-times-pairs cosines one :func:`multi_kernel` or :func:`band_support` call evaluates.
 MAX_KERNEL_CELLS = 1 << 26
@@ -86,30 +71,10 @@ def _sections(sections) -> list[int]:
 
 
 def mrope_assignment(sections, *, round_robin: bool = False) -> np.ndarray:
-    """Which axis each rotary pair follows, as transformers deals M-RoPE's sections out.
+    """The axis each rotary pair follows (pair 0 the fastest), as transformers deals M-RoPE's sections out.
 
-    Blocked (Qwen2-VL, Qwen2.5-VL: ``apply_multimodal_rotary_pos_emb``): the first ``sections[0]``
-    pairs (the fastest) follow axis 0, the next ``sections[1]`` axis 1, and so on. Interleaved
-    (Qwen3-VL: ``apply_interleaved_mrope``): axis ``a >= 1`` takes pairs ``a, a + 3, a + 6, ...``
-    below ``3 * sections[a]``, and axis 0 keeps every other pair.
-
-    Parameters
-    ----------
-    sections : sequence of int
-        Pairs per axis (``mrope_section`` of the configuration); they sum to ``head_dim // 2``
-        (at most ``MAX_HEAD_DIM // 2``).
-    round_robin : bool
-        Qwen3-VL's layout (three axes only).
-
-    Returns
-    -------
-    numpy.ndarray of int, shape (sum(sections),)
-        The axis of each pair, pair 0 being the fastest.
-
-    Raises
-    ------
-    ValueError
-        For bad sections, or an interleaved layout that is not three axes whose slots fit.
+    Blocked (Qwen2-VL): runs of ``sections[a]`` pairs. ``round_robin`` (Qwen3-VL, three axes):
+    axis ``a >= 1`` takes pairs ``a, a + 3, ...`` below ``3 * sections[a]``, axis 0 the others.
 
     Examples
     --------
@@ -160,11 +125,7 @@ def axis_frequencies(theta, assignment, axes: int | None = None) -> np.ndarray:
 
 
 def mrope_bank(head_dim: int = 128, base: float = 1e6, sections=(16, 24, 24), *, round_robin: bool = False) -> np.ndarray:
-    """M-RoPE's frequency matrix, shape (head_dim // 2, 3): the 1D bank dealt out by sections.
-
-    Qwen2-VL and Qwen2.5-VL: ``mrope_bank(128, 1e6, (16, 24, 24))``; Qwen3-VL:
-    ``mrope_bank(128, 5e6, (24, 20, 20), round_robin=True)``. For a text token the three position
-    ids are equal, so every pair turns by ``p * theta_i``: the rows sum to the 1D bank.
+    """M-RoPE's frequency matrix, shape (head_dim // 2, 3): the 1D bank dealt out by sections (rows sum to it).
 
     Examples
     --------
@@ -180,10 +141,7 @@ def mrope_bank(head_dim: int = 128, base: float = 1e6, sections=(16, 24, 24), *,
 
 
 def axial_bank(head_dim: int = 64, base: float = 100.0) -> np.ndarray:
-    """Heo et al.'s RoPE-Axial, shape (head_dim // 2, 2): x takes the first half of the pairs, y the second.
-
-    Each axis gets its own full bank ``base ** (-4 i / head_dim)``, ``i < head_dim / 4`` (their
-    ``compute_axial_cis``, base 100 in their ViTs).
+    """Heo et al.'s RoPE-Axial, shape (head_dim // 2, 2): x and y each take half the pairs, ``base ** (-4 i / head_dim)``.
 
     Examples
     --------
@@ -198,11 +156,7 @@ def axial_bank(head_dim: int = 64, base: float = 100.0) -> np.ndarray:
 
 
 def mixed_bank(head_dim: int = 64, base: float = 10.0, angle: float = 0.0) -> np.ndarray:
-    """Heo et al.'s RoPE-Mixed at initialisation, shape (head_dim // 2, 2).
-
-    The first half of the pairs turn along the direction ``angle``, the second half along
-    ``angle + pi/2``, with magnitudes ``base ** (-4 i / head_dim)`` (their ``init_random_2d_freqs``,
-    base 10, one random angle per head). Training then moves every entry freely.
+    """Heo et al.'s RoPE-Mixed at initialisation, shape (head_dim // 2, 2): halves along ``angle`` and ``angle + pi/2``.
 
     Examples
     --------
@@ -219,11 +173,7 @@ def mixed_bank(head_dim: int = 64, base: float = 10.0, angle: float = 0.0) -> np
 
 
 def proportional_frequencies(head_dim: int, base: float, fraction: float) -> np.ndarray:
-    """p-RoPE (transformers' ``proportional`` rope type): the fastest pairs of the full-head bank turn, the rest do not.
-
-    ``int(fraction * head_dim // 2)`` pairs keep ``base ** (-2 i / head_dim)``, the spacing of the
-    *whole* head; the others get frequency 0. Partial rotary (``frequencies(head_dim, base,
-    rotary_dim)``) instead re-spaces its pairs over the narrower width.
+    """p-RoPE: the fastest ``int(fraction * head_dim // 2)`` pairs of the full-head bank turn, the others have 0.
 
     Examples
     --------
@@ -239,20 +189,7 @@ def proportional_frequencies(head_dim: int, base: float, fraction: float) -> np.
 
 
 def multi_kernel(offsets, freqs, *, weights=None) -> np.ndarray:
-    """``K(delta) = sum_i w_i cos(delta . f_i)`` for displacement vectors ``delta``.
-
-    Parameters
-    ----------
-    offsets : array_like, shape (..., axes)
-        Displacements, one entry per axis (finite).
-    freqs : array_like, shape (pairs, axes)
-        The frequency matrix (rows ``f_i``).
-    weights : array_like, shape (pairs,), optional
-        Non-negative pair weights, normalised; default equal.
-
-    Returns
-    -------
-    numpy.ndarray, shape offsets.shape[:-1]
+    """``K(delta) = sum_i w_i cos(delta . f_i)`` for displacements ``(..., axes)``; shape ``offsets.shape[:-1]``.
 
     Examples
     --------
@@ -273,11 +210,9 @@ def multi_kernel(offsets, freqs, *, weights=None) -> np.ndarray:
 
 
 def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
-    """``K(dx, dy)`` over ``-extent .. extent`` on both axes of a two-axis bank, shape (2 extent + 1, 2 extent + 1).
+    """``K(dx, dy)`` over ``-extent .. extent`` of a two-axis bank: row ``j`` is ``dy = j - extent``, column ``i`` ``dx``.
 
-    Row ``j`` is ``dy = j - extent`` and column ``i`` is ``dx = i - extent``. ``extent`` is at
-    most :data:`MAX_EXTENT`, and the grid times the pairs at most :data:`MAX_KERNEL_CELLS` cosines
-    (a ``ValueError`` naming ``extent`` before anything is allocated).
+    The grid times the pairs is at most :data:`MAX_KERNEL_CELLS` cosines.
 
     Examples
     --------
@@ -296,45 +231,13 @@ def kernel_grid(freqs, extent: int, *, weights=None) -> np.ndarray:
     return multi_kernel(np.stack([dx, dy], axis=-1), F, weights=weights)
 
 
-def axis_band(freqs, axis: int) -> np.ndarray:
-    """Indices of the pairs that turn when only ``axis`` moves (non-zero entries of column ``axis``).
-
-    Examples
-    --------
-    >>> axis_band(mrope_bank(8, 100.0, (2, 1, 1)), 0).tolist()
-    [0, 1]
-    """
-    F = frequency_matrix(freqs)
-    axis = v.integer("axis", axis, minimum=0, maximum=F.shape[1] - 1)
-    return np.flatnonzero(F[:, axis])
-
-
 @dataclass(frozen=True)
 class AxisReport:
-    """What one axis of a shared bank can resolve over ``extent`` positions.
+    """What one axis of a shared bank resolves over ``extent`` positions (nan where it has no pairs).
 
-    Attributes
-    ----------
-    axis : int
-    pairs : int
-        Pairs that turn with this axis.
-    fastest, slowest : float
-        The largest and smallest of their frequencies (radians per position; nan without pairs).
-    turns : float
-        Turns the fastest of them makes over ``extent`` positions.
-    k1 : float
-        ``K(1)`` along the axis on the whole head (the other pairs add 1 each).
-    band_k1 : float
-        ``K(1)`` of the axis's own pairs alone (nan without pairs): the resolution of its band.
-    near_return : int or None
-        The first offset in ``2 .. extent`` where the band kernel has a local maximum (it climbs
-        back towards 1 there: the axis's nearest return), ``None`` when the band kernel only falls
-        over the extent (no pair of the band has come round yet).
-    near_return_similarity : float
-        Its band kernel value (nan without a return).
-    margin : float
-        :func:`ropegeo.margins.separation_margin` of offsets ``0 .. extent - 1`` along the axis,
-        on the whole head.
+    ``k1`` is ``K(1)`` on the whole head, ``band_k1`` on the axis's own pairs; ``near_return`` the
+    first local maximum of the band kernel in ``2 .. extent`` (``None``: it only falls); ``margin``
+    the separation margin of offsets ``0 .. extent - 1`` on the whole head.
     """
 
     axis: int
@@ -350,14 +253,7 @@ class AxisReport:
 
 
 def axis_report(freqs, axis: int, extent: int) -> AxisReport:
-    """Resolution, nearest return and margin of one axis of a shared bank, over ``extent`` positions.
-
-    Parameters
-    ----------
-    freqs : array_like, shape (pairs, axes)
-    axis : int
-    extent : int
-        Positions along the axis (2 to :data:`MAX_EXTENT`): a 32-patch-wide image has extent 32.
+    """Resolution, nearest return and margin of one axis of a shared bank, over 2 to :data:`MAX_EXTENT` positions.
 
     Examples
     --------
@@ -383,31 +279,10 @@ def axis_report(freqs, axis: int, extent: int) -> AxisReport:
                       margin=float(margin))
 
 
-def band_sum(m, theta, constant: float = 0.0) -> np.ndarray:
-    """Men et al.'s sum restricted to a band: ``constant + sum_i cos(m theta_i)``.
-
-    A displacement along one axis turns only that axis's pairs; the others add 1 each, which is
-    ``constant``. With ``constant = 0`` the sum asks whether the band *alone* still prefers a
-    similar key to a random one at distance ``m``.
-
-    Examples
-    --------
-    >>> band_sum([0, 1], [1.0, 0.0]).round(4).tolist()
-    [2.0, 1.5403]
-    """
-    th = v.frequencies(theta)
-    constant = v.real("constant", constant)
-    m = v.finite_array("m", m)
-    if m.size * th.size > MAX_KERNEL_CELLS:
-        raise ValueError(f"distances times pairs exceeds MAX_KERNEL_CELLS = {MAX_KERNEL_CELLS:,}")
-    return np.cos(np.multiply.outer(m, th)).sum(axis=-1) + constant
-
-
 def band_support(theta, max_length: int, constant: float = 0.0) -> int | None:
-    """The first distance ``m`` in ``1 .. max_length`` at which :func:`band_sum` turns negative (``None``: never).
+    """The first ``m`` in ``1 .. max_length`` where Men et al.'s band sum ``constant + sum_i cos(m theta_i)`` is negative.
 
-    Men et al.'s criterion applied to one band: the band supports a context up to one less than
-    this distance.
+    ``constant`` stands for the pairs of other axes (1 each); ``None``: never negative.
 
     Examples
     --------
@@ -433,9 +308,6 @@ def band_support(theta, max_length: int, constant: float = 0.0) -> int | None:
 
 def nope_temperature(positions, floor_scale: float = 8192.0, attn_scale: float = 0.1) -> np.ndarray:
     """Llama 4's query scale on its NoPE layers: ``log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1``.
-
-    It is exactly 1 for the first ``floor_scale - 1`` positions and grows with the logarithm of
-    the position after that (transformers' ``Llama4TextAttention``, ``attn_temperature_tuning``).
 
     Examples
     --------

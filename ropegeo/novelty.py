@@ -1,28 +1,12 @@
 """Joint phase novelty: how far a served offset lies from every offset seen in training.
 
-Per-pair novelty (:func:`ropegeo.extension.phase_novelty`) asks, one circle at a time, whether a
-pair visits an angle it never visited in training. A rule can score zero there and still serve
-*combinations* of angles that never occurred together: under YaRN or Llama 3 the fast pairs read
-the offset ``delta`` while the slow pairs read ``delta / s``, and no training offset put the
-fast pairs at ``delta`` and the slow pairs at ``delta / s`` at the same time.
-
-This module measures that on the torus of all pairs. An offset ``delta`` under frequencies
-``theta`` is the point ``u(delta) = (exp(i delta theta_0), .., exp(i delta theta_{P-1}))``. The
-distance between two such points is the equal-weight chord distance of the Gate B margin,
-
-``D(a, b) = sqrt(mean_i |u_i(a) - u_i(b)|^2) = 2 sqrt(mean_i sin^2((phi_i(a) - phi_i(b)) / 2))``
-
-which lies in ``[0, 2]``; for two offsets of one bank it is ``sqrt(2 (1 - K(a - b)))``. The
-joint novelty of a served offset is its distance to the *nearest* training offset
-``0, 1, .., L - 1`` (the query-key distances a causal model trained on ``L`` tokens has seen).
-
-The search over training offsets is one matrix product per chunk of targets (the inner product
-of the cos/sin tables gives ``K`` for every pair of offsets at once); the winning offset's
-distance is then recomputed from the phase differences, so small distances keep their digits.
-
-Also here: :func:`base_change_factor`, the NTK stretch that a change of base amounts to (adjusted
-base frequency, "ABF", is the same ruler change made before continued pre-training rather than at
-inference).
+A rule with no per-pair novelty (:func:`ropegeo.extension.phase_novelty`) can still serve
+*combinations* of angles never seen together: under YaRN the fast pairs read ``delta``, the slow
+ones ``delta / s``. An offset is the point ``u(delta) = (exp(i delta theta_i))_i`` on the torus;
+its joint novelty is the equal-weight chord distance
+``2 sqrt(mean_i sin^2((phi_i(a) - phi_i(b)) / 2))`` (in ``[0, 2]``) to the nearest training offset
+``0 .. L - 1``, found by one matrix product per chunk of targets and re-measured from the phases.
+:func:`base_change_factor` is the NTK stretch a change of base (ABF) amounts to.
 """
 
 from __future__ import annotations
@@ -35,30 +19,17 @@ from ropegeo import _validate as v
 
 __all__ = ["JointNovelty", "joint_novelty", "base_change_factor", "MAX_WORK"]
 
-#: Largest search :func:`joint_novelty` accepts, in targets x training offsets x pairs (about
-#: half a minute of matrix products on one core).
+#: Largest search :func:`joint_novelty` accepts, in targets x training offsets x pairs.
 MAX_WORK = 2**36
-#: Largest number of target offsets, and largest training length times pairs (the training
-#: table is built once: 2**24 cells are 256 MiB of cos/sin).
+#: Largest number of target offsets, and largest training length times pairs (one cos/sin table).
 MAX_TARGETS = 2**20
 MAX_TRAIN_CELLS = 2**23
-# targets per chunk are chosen so that one chunk's score matrix stays near 2**22 cells (32 MiB)
-_CHUNK_CELLS = 2**22
+_CHUNK_CELLS = 2**22  # one chunk's score matrix (32 MiB)
 
 
 @dataclass(frozen=True)
 class JointNovelty:
-    """Distances from served offsets to their nearest training offsets, from :func:`joint_novelty`.
-
-    Attributes
-    ----------
-    targets : numpy.ndarray, shape (n,), int64
-        The served offsets.
-    nearest : numpy.ndarray, shape (n,), int64
-        For each target, the training offset whose phase point is closest.
-    distance : numpy.ndarray, shape (n,), float64
-        The chord distance to it, in ``[0, 2]`` (0: the served phases occurred in training).
-    """
+    """The served ``targets``, the ``nearest`` training offset of each and the chord ``distance`` to it (0: seen)."""
 
     targets: np.ndarray
     nearest: np.ndarray
@@ -95,29 +66,10 @@ def _chord(phase_a: np.ndarray, phase_b: np.ndarray) -> np.ndarray:
 
 
 def joint_novelty(theta_train, theta_served, train_length: int, targets) -> JointNovelty:
-    """Distance from each served offset to the nearest training offset, on the torus of all pairs.
+    """Distance from each served offset (whole, non-negative) to the nearest training offset ``0 .. L - 1``.
 
-    Parameters
-    ----------
-    theta_train : array_like, shape (pairs,)
-        Frequencies the model was trained with (radians per position).
-    theta_served : array_like, shape (pairs,)
-        Frequencies it is served with (a rule's output, e.g. from
-        :func:`ropegeo.scaling.scaled_frequencies`).
-    train_length : int
-        ``L``: training offsets are ``0 .. L - 1``; ``L * pairs`` at most ``MAX_TRAIN_CELLS``.
-    targets : array_like or range of int, shape (n,)
-        Served offsets (whole, non-negative; at most ``MAX_TARGETS``).
-
-    Raises
-    ------
-    ValueError
-        For frequencies of different shapes, negative or non-finite frequencies, bad offsets, or a
-        search larger than ``MAX_WORK`` (targets x L x pairs).
-
-    Examples
-    --------
-    Raw extrapolation serves the training bank itself, so every offset below ``L`` was seen:
+    Within :data:`MAX_TARGETS`, :data:`MAX_TRAIN_CELLS` and :data:`MAX_WORK`. Raw extrapolation
+    serves the training bank itself, so every offset below ``L`` was seen:
 
     >>> from ropegeo.frequencies import frequencies
     >>> th = frequencies(16, 10_000.0)
@@ -151,28 +103,14 @@ def joint_novelty(theta_train, theta_served, train_length: int, targets) -> Join
     return JointNovelty(targets=t, nearest=nearest, distance=dist)
 
 
-def base_change_factor(base: float, new_base: float, rotary_dim: int) -> float:
-    """The NTK factor ``s`` whose static base change turns ``base`` into ``new_base``.
+def base_change_factor(rotary_dim: int, base: float, new_base: float) -> float:
+    """The NTK factor ``s = (B' / B)^((d - 2) / d)`` whose static base change turns ``base`` into ``new_base``.
 
-    NTK-aware scaling serves base ``B s^(d / (d - 2))``; solving for ``s`` gives
-    ``s = (B' / B)^((d - 2) / d)``, the factor by which the change slows the slowest pair. Pair
-    ``i`` is slowed by ``(B' / B)^(2 i / d)``.
-
-    Parameters
-    ----------
-    base, new_base : float
-        Old and new base (each greater than 1).
-    rotary_dim : int
-        ``d``, even, at least 4.
-
-    Returns
-    -------
-    float
-        Below 1 when the base shrinks.
+    The factor by which the change slows the slowest pair (below 1 when the base shrinks).
 
     Examples
     --------
-    >>> round(base_change_factor(10_000.0, 10_000.0 * 32 ** (96 / 94), 96), 9)
+    >>> round(base_change_factor(96, 10_000.0, 10_000.0 * 32 ** (96 / 94)), 9)
     32.0
     """
     b0 = v.base(base)

@@ -1,18 +1,14 @@
 """The rotary operator as one value: what rotates, by how much, in which layout and precision.
 
-:class:`RotaryOperator` bundles every parameter of a rotary position embedding (head and rotary
-widths, pairing, base or explicit frequencies, extension rule, position scale, attention factor,
-phase precision and, for multi-axis RoPE, the axes) into one frozen value that is validated once,
-when it is built, and caches its frequencies. Public functions take it (``operator=``) or build it
-from their plain keywords with :meth:`RotaryOperator.coerce`, which refuses, by name, a plain
-keyword that contradicts a given operator. Inner code then calls the unchecked kernels below
-(``ropegeo.frequencies.schedule``, :func:`phase_kernel`, :func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
+:class:`RotaryOperator` is one frozen value, validated once when it is built, with its frequencies
+cached. Public functions take it (``operator=``) or build it from their plain keywords with
+:meth:`RotaryOperator.coerce`; inner code calls the unchecked kernels (:func:`phase_kernel`,
+:func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
 
-Multi-axis RoPE (M-RoPE, Qwen2-VL and later): ``sections`` splits the pairs among position axes
-(time, height, width); pair ``i`` turns with the position of its axis. ``round_robin=False``
-gives each axis a contiguous run of pairs (Qwen2-VL, Qwen2.5-VL); ``round_robin=True`` deals the
-pairs round-robin (Qwen3-VL: pair ``i`` belongs to axis ``i % axes`` while that axis has pairs
-left, the rest to axis 0). Positions then carry a leading axis of length ``len(sections)``.
+Multi-axis RoPE (M-RoPE): ``sections`` splits the pairs among position axes (time, height, width),
+in runs (Qwen2-VL) or, with ``round_robin=True``, dealt round-robin (Qwen3-VL: pair ``i`` to axis
+``i % axes`` while that axis has pairs left, the rest to axis 0). Positions then carry a leading
+axis of length ``len(sections)``.
 """
 
 from __future__ import annotations
@@ -29,9 +25,6 @@ from ropegeo.scaling.config import Scaling, scaled_frequencies
 
 __all__ = ["RotaryOperator", "phase_kernel", "rotate_pairs"]
 
-#: The plain keywords :meth:`RotaryOperator.coerce` reads: the operator's fields, by their names.
-PLAIN_KEYWORDS = ("head_dim", "rotary_dim", "pairing", "base", "theta", "scaling", "scale", "attention_factor",
-                  "phase_dtype", "sections", "round_robin")
 _DEFAULT_BASE = 10_000.0
 _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
 #: Largest head dimension for which a full ``head_dim x head_dim`` matrix is built (32 MiB).
@@ -40,11 +33,9 @@ MAX_MATRIX_DIM = 2048
 
 # ------------------------------------------------------------------------------------ kernels
 def phase_kernel(pos: np.ndarray, theta: np.ndarray, dt: np.dtype, scale: float) -> np.ndarray:
-    """The angle stages of :func:`ropegeo.rotation.phase_angles`, without its argument checks.
+    """The angle stages of :func:`ropegeo.rotation.phase_angles` without its argument checks.
 
-    The caller guarantees a float64 ``pos``, a 1-D float64 ``theta``, a known floating dtype ``dt``
-    and a finite ``scale``. What the stages themselves produce is still checked: a position or an
-    angle beyond the range of ``dt`` raises ValueError.
+    A position or an angle beyond the range of ``dt`` still raises ValueError.
 
     Examples
     --------
@@ -68,17 +59,8 @@ def phase_kernel(pos: np.ndarray, theta: np.ndarray, dt: np.dtype, scale: float)
 def rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pairing: str = "interleaved") -> np.ndarray:
     """The rotation kernel of :func:`ropegeo.rotation.apply_rope`, without any check: for inner loops.
 
-    Rotates pair ``i`` of ``x`` by the angle whose cosine and sine are ``cos[..., i]`` and
-    ``sin[..., i]``; coordinates beyond ``2 * cos.shape[-1]`` pass through. The caller guarantees
-    what :func:`~ropegeo.rotation.apply_rope` checks: ``x`` is a float64 array of shape ``(...,
-    head_dim)``, ``cos`` and ``sin`` broadcast against ``x.shape[:-1] + (pairs,)`` with ``2 * pairs
-    <= head_dim``, and ``pairing`` is ``"interleaved"`` or ``"half"``. Validate once at the public
-    entry (with :func:`~ropegeo.rotation.apply_rope` or ``ropegeo._validate``), then call this in
-    the loop.
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape ``x.shape`` (a new array).
+    Rotates pair ``i`` of a float64 ``x`` by ``cos[..., i]``, ``sin[..., i]``; the coordinates
+    beyond ``2 * pairs`` pass through. A new array of ``x``'s shape.
 
     Examples
     --------
@@ -108,43 +90,14 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 class RotaryOperator:
     """One rotary position embedding, validated once and with its frequencies cached.
 
-    Parameters
-    ----------
-    head_dim : int
-        Width of one attention head (even, 2 to 4,096).
-    rotary_dim : int, optional
-        How many leading coordinates rotate (even, at most ``head_dim``); the rest pass through.
-        Default: the whole head, or ``2 * len(theta)``.
-    pairing : {"interleaved", "half"}
-        Which coordinates rotate together (see :mod:`ropegeo.rotation`).
-    base : float, optional
-        Frequency base (finite, greater than 1; default 10,000). With explicit ``theta`` it
-        is only recorded.
-    theta : sequence of float, optional
-        Explicit per-pair angular frequencies (finite, non-negative), already scaled; not with
-        ``scaling`` (kept as ``theta_given``). Once built, ``theta`` is the bank at
-        initialisation, given or derived from ``base`` and the rule: read-only, float64, shape
-        ``(pairs,)`` (:meth:`theta_at` for other lengths).
-    scaling : ropegeo.scaling.Scaling or dict, optional
-        A context-extension rule and its parameters (a dict is read by
-        ``Scaling.from_dict``); ``None`` is the plain schedule.
-    scale : float
-        Multiplies every position before it rotates (finite; position interpolation uses ``1/s``).
-    attention_factor : float, optional
-        The factor cos and sin carry (positive). Default: the scaling rule's (1 without a rule).
-    phase_dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the angles are formed (see :func:`ropegeo.rotation.phase_angles`).
-    sections : tuple of int, optional
-        Multi-axis RoPE: how many pairs each position axis drives (positive, summing to the
-        number of pairs). ``None``: one axis.
-    round_robin : bool
-        Multi-axis only: deal the pairs round-robin among the axes instead of in runs.
-
-    Raises
-    ------
-    ValueError
-        For any field out of range or two fields that contradict each other; the message names
-        the field.
+    ``rotary_dim`` leading coordinates rotate (default the whole head, or ``2 * len(theta)``).
+    ``base`` defaults to 10,000 (only recorded beside explicit ``theta``). ``theta`` given is
+    already scaled, not with ``scaling`` (kept as ``theta_given``); once built ``theta`` is the
+    read-only bank at initialisation (:meth:`theta_at` for other lengths). ``scaling`` is a
+    :class:`~ropegeo.scaling.Scaling` or its dict; ``scale`` multiplies every position;
+    ``attention_factor`` defaults to the rule's; ``sections`` (pairs per position axis, summing to
+    the pairs) and ``round_robin`` make it multi-axis. ``ValueError`` names a field out of range
+    or two that contradict each other.
 
     Examples
     --------
@@ -267,9 +220,8 @@ class RotaryOperator:
     def coerce(cls, operator: "RotaryOperator | None" = None, /, **plain) -> "RotaryOperator":
         """The operator of a public entry point: ``operator`` itself (not validated again), or one built from ``plain``.
 
-        ``plain`` holds the entry point's plain keywords, the operator's field names (``None`` means
-        "not given"). ValueError for an ``operator`` that is not one, a keyword that contradicts it
-        (named), or an invalid keyword (named).
+        ``plain``: the operator's field names (``None``: not given); one that contradicts
+        ``operator`` is refused by name.
 
         Examples
         --------
@@ -279,7 +231,7 @@ class RotaryOperator:
         >>> RotaryOperator.coerce(op, base=500_000.0) is op
         True
         """
-        unknown = sorted(set(plain) - set(PLAIN_KEYWORDS))
+        unknown = sorted(set(plain) - {f.name for f in fields(cls)})
         if unknown:
             raise TypeError(f"coerce() got unknown keyword(s): {', '.join(unknown)}")
         given = {k: val for k, val in plain.items() if val is not None}
@@ -319,12 +271,7 @@ class RotaryOperator:
     @classmethod
     def bank_of(cls, theta=None, operator: "RotaryOperator | None" = None, *, seq_len: int | None = None,
                 scale: float | None = None) -> tuple[np.ndarray, float]:
-        """``(theta, scale)`` of a function that takes frequencies or an operator.
-
-        Plain ``theta`` is checked (finite, non-negative, 1-D) and ``scale`` defaults to 1; an
-        operator's cached frequencies (at ``seq_len``) and position scale are trusted, and a
-        ``scale`` given with it must agree (ValueError naming it). ``theta`` and ``operator``
-        together are refused.
+        """``(theta, scale)`` of a function that takes frequencies (checked) or an operator (trusted).
 
         Examples
         --------
@@ -391,10 +338,7 @@ class RotaryOperator:
         return v.float_dtype(self.phase_dtype, "phase_dtype")
 
     def theta_at(self, seq_len: int | None = None) -> np.ndarray:
-        """The frequencies for a sequence of ``seq_len`` tokens (only dynamic NTK and LongRoPE read it).
-
-        Computed once per length; read-only. ``None`` gives ``theta``, the frequencies at no particular length.
-        """
+        """The read-only frequencies for ``seq_len`` tokens (only dynamic NTK and LongRoPE read it; ``None``: ``theta``)."""
         return self._at(seq_len)[0]
 
     def attention_at(self, seq_len: int | None = None) -> float:
@@ -403,9 +347,7 @@ class RotaryOperator:
 
     @functools.cached_property
     def unscaled(self) -> "RotaryOperator":
-        """This operator without its scaling rule and explicit attention factor: its base's plain schedule.
-
-        Derived from checked fields, so not checked again; cached. Refused for explicit frequencies.
+        """This operator without its scaling rule and explicit attention factor (refused for explicit ``theta``).
 
         Examples
         --------
@@ -455,10 +397,7 @@ class RotaryOperator:
                              f"{batch}" + ("" if self.sections is None else " (after the axis row)")) from None
 
     def phases(self, pos: np.ndarray, seq_len: int | None = None, phase_dtype: str | None = None) -> np.ndarray:
-        """:meth:`angles` without the argument checks (``pos`` a float64 array): for inner loops.
-
-        ``phase_dtype`` (a known dtype name, unchecked) replaces ``phase_dtype`` for this call.
-        """
+        """:meth:`angles` without the argument checks; ``phase_dtype`` (unchecked) replaces the operator's."""
         theta = self.theta_at(seq_len)
         dt = self.dtype if phase_dtype is None or phase_dtype == self.phase_dtype else \
             _DTYPES.get(phase_dtype) or v.float_dtype(phase_dtype, "phase_dtype")
@@ -471,18 +410,7 @@ class RotaryOperator:
         return out
 
     def angles(self, positions, *, seq_len: int | None = None) -> np.ndarray:
-        """Rotation angles ``position * scale * theta_i`` formed in ``phase_dtype``.
-
-        Parameters
-        ----------
-        positions : array_like
-            Positions (finite; any shape). Multi-axis: a leading axis of ``len(sections)``.
-        seq_len : int, optional
-            The sequence length the frequencies are formed for (dynamic rules).
-
-        Returns
-        -------
-        numpy.ndarray, shape positions.shape + (pairs,) (without the leading axis row), float64
+        """Rotation angles ``position * scale * theta_i`` formed in ``phase_dtype``: ``positions.shape + (pairs,)``.
 
         Examples
         --------
@@ -497,32 +425,15 @@ class RotaryOperator:
 
     def rotate(self, x: np.ndarray, pos: np.ndarray, seq_len: int | None = None,
                phase_dtype: str | None = None) -> np.ndarray:
-        """:meth:`apply` without the argument checks, for inner loops.
-
-        The caller guarantees a float64 ``x`` of shape ``(..., head_dim)`` and float64 positions
-        broadcast to ``x.shape[:-1]`` (multi-axis: ``(axes,) + x.shape[:-1]``). The result is
-        float64 and carries no attention factor. ``phase_dtype`` as in :meth:`phases`.
-        """
+        """:meth:`apply` without the argument checks (float64 ``x``, positions broadcast), for inner loops."""
         angles = self.phases(pos, seq_len, phase_dtype)
         with np.errstate(over="ignore", invalid="ignore"):
             return rotate_pairs(x, np.cos(angles), np.sin(angles), self.pairing)
 
     def apply(self, x, positions, *, seq_len: int | None = None) -> np.ndarray:
-        """Rotate queries or keys by their positions (as :func:`ropegeo.rotation.apply_rope`).
+        """Rotate queries or keys ``(..., head_dim)`` by their positions (as :func:`ropegeo.rotation.apply_rope`).
 
-        Parameters
-        ----------
-        x : array_like, shape (..., head_dim)
-            Queries or keys; the last axis must be ``head_dim``.
-        positions : array_like
-            Broadcasts against ``x.shape[:-1]`` (multi-axis: after a leading axis row).
-        seq_len : int, optional
-            The sequence length the frequencies are formed for (dynamic rules).
-
-        Returns
-        -------
-        numpy.ndarray, same shape as ``x``; floating input keeps its dtype. The attention factor
-        is not applied (see :meth:`attention_at`).
+        Floating input keeps its dtype; the attention factor is not applied (:meth:`attention_at`).
 
         Examples
         --------

@@ -11,48 +11,14 @@ with them. :class:`PhasePipeline` names every place where that pipeline can roun
 4. **table**: cosine and sine are evaluated from those angles and cast to the *table dtype*;
 5. **rotation**: ``x cos - y sin`` and ``x sin + y cos`` are formed in the *rotation dtype*.
 
-Two pipelines matter for a model held in bfloat16:
+For a model held in bfloat16: :func:`deployed` is current transformers (float32 angles with
+autocast off, ``cos.to(x.dtype)``, rotation in the model dtype); :func:`uniform` is every stage
+in one dtype (in bfloat16 the fixed bug of transformers issue 25681); :func:`buffer_cast` is a
+cast of the whole module (``model.to(torch.bfloat16)``, ``.half()``, ``bf16_full_eval``), which
+rounds the ``inv_freq`` buffer before float32 angles (live in transformers 5.24.0).
 
-* the **deployed** one (:func:`deployed`), which current Hugging Face transformers uses:
-  ``LlamaRotaryEmbedding.forward`` in ``src/transformers/models/llama/modeling_llama.py`` casts
-  the position ids and inverse frequencies to float32, forms the angles and takes cosine and
-  sine with autocast disabled, and returns ``cos.to(x.dtype), sin.to(x.dtype)``;
-  ``apply_rotary_pos_emb`` then rotates in the model dtype. Angles are float32, the table and
-  the rotation bfloat16. (Stage 2 follows the older linear-scaling class, which divided the
-  float32 position ids; later releases fold the factor into the float32 inverse frequencies
-  instead, which moves one float32 rounding. For a power-of-two factor the two orders agree
-  exactly, since scaling by a power of two is exact; for factor 3, head width 128 and positions
-  below 131,072 we measured angles up to ``2**-8`` radians apart, about one unit of a bfloat16
-  table near 1.)
-* the **uniform** one (:func:`uniform`), every stage in one dtype. In bfloat16 this is a real,
-  fixed bug: a model cast with ``.to(torch.bfloat16)`` also cast the inverse-frequency buffer,
-  and the positions built with ``type_as`` of it followed (GPT-NeoX issue 1003, transformers
-  issue 25681; transformers forces float32 angles since pull request 29285).
-
-A third pipeline is live in current transformers (checked on 5.24.0): the **buffer-cast** one
-(:func:`buffer_cast`). ``inv_freq`` is a non-persistent buffer of the rotary module, so a cast
-of the whole module (``model.to(torch.bfloat16)``, ``model.half()``, and the Trainer's
-``bf16_full_eval`` / ``fp16_full_eval``, which call ``model.to(dtype=...)``) rounds the
-frequencies themselves to the model dtype. ``forward`` widens them again with
-``.to(dtype=torch.float)``, which cannot undo the rounding, and forms the angles in float32:
-frequencies rounded to the model dtype, angles float32, table and rotation in the model dtype.
-``from_pretrained(..., torch_dtype=torch.bfloat16)`` does not cast the buffer and gives the
-deployed pipeline.
-
-Two facts organise the chapter's figures:
-
-* a binary floating format with ``p`` significant bits holds every integer up to ``2**p`` and
-  then skips odd integers (float64: ``2**53``, float32: ``2**24``, float16: ``2048``,
-  bfloat16: ``256``), so where positions are cast to such a format, neighbouring positions
-  beyond that point share one phase row;
-* the rounding of the angle grows with the angle, so the phase error of a pair grows roughly in
-  proportion to ``position * theta``; rounding only the finished cosine and sine adds an error
-  of at most about one unit of the table format, whatever the position.
-
-Every function that takes ``dtype`` accepts either a :class:`PhasePipeline` or a dtype name. A
-name means *phases in that dtype*, every stage rounded to it (:func:`uniform`): the meaning
-``phase_dtype`` has across ropegeo (a manifest's declared phase precision, the labs, Gate A).
-To model a model held in bfloat16 as transformers runs it today, pass ``deployed("bfloat16")``.
+A dtype name for ``dtype`` means every stage in that dtype (:func:`uniform`), the meaning
+``phase_dtype`` has across ropegeo; pass ``deployed("bfloat16")`` for transformers' own run.
 """
 
 from __future__ import annotations
@@ -84,10 +50,8 @@ __all__ = [
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 _DTYPES = {name: v.float_dtype(name) for name in PHASE_DTYPES}
 
-# Work on at most this many (position, pair) cells at a time: about 16 MiB per float64 table.
-_CELLS = 1 << 21
-#: Largest scan of :func:`first_collapse`: positions times pairs, the phases it generates (its
-#: time grows with them).
+_CELLS = 1 << 21  # (position, pair) cells at a time: about 16 MiB per float64 table
+#: Largest scan of :func:`first_collapse`: positions times pairs, the phases it generates.
 MAX_SCAN_CELLS = 1 << 29
 _DEFAULT_SCAN = 1 << 16
 
@@ -99,20 +63,10 @@ def _finfo(dt: np.dtype):
 
 @dataclass(frozen=True)
 class PhasePipeline:
-    """Where a rotary layer rounds: one dtype per stage (see the module docstring).
+    """Where a rotary layer rounds: one dtype per stage (angles: 1 to 3, table: 4, rotation: 5).
 
-    Attributes
-    ----------
-    angle_dtype : str
-        Stages 1 to 3: positions are cast to it, scaled in it, and multiplied there by the
-        frequencies (cast to it as well).
-    table_dtype : str
-        Stage 4: the dtype cosine and sine are cast to after being evaluated from the angles.
-    rotation_dtype : str
-        Stage 5: the dtype of the rotated query and key coordinates.
-    frequency_dtype : str or None
-        The dtype the frequencies are *stored* in before stage 3 widens them to the angle dtype
-        (a cast buffer, :func:`buffer_cast`); ``None`` (the default) stores them exactly.
+    ``frequency_dtype`` stores the frequencies rounded before stage 3 (:func:`buffer_cast`);
+    ``None`` stores them exactly.
 
     Examples
     --------
@@ -146,8 +100,7 @@ class PhasePipeline:
 
     @property
     def label(self) -> str:
-        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>`` for :func:`deployed`,
-        ``buffer-cast <dtype>`` for :func:`buffer_cast`."""
+        """Short name: the dtype of a uniform pipeline, ``deployed <dtype>``, ``buffer-cast <dtype>``."""
         if self.frequency_dtype is None and self.angle_dtype == self.table_dtype == self.rotation_dtype:
             return self.angle_dtype
         for dt in PHASE_DTYPES:
@@ -159,14 +112,7 @@ class PhasePipeline:
         return f"{stored}{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
 
     def rotate(self, a, b, cos, sin) -> tuple[np.ndarray, np.ndarray]:
-        """Stage 5: rotate the pairs ``(a, b)`` by a phase table, rounding as the rotation dtype does.
-
-        Each product and each sum is rounded to :attr:`rotation_dtype` (as two elementwise
-        products and one addition in that dtype would be); the result is widened to float64.
-
-        ``a, b``: the pairs' coordinates, broadcast against the phase table ``cos, sin`` (from
-        :func:`generated_phases`). Returns ``(a', b')``, float64.
-        """
+        """Stage 5: rotate the pairs ``(a, b)`` by a phase table, each product and sum rounded to :attr:`rotation_dtype`."""
         dt = _DTYPES[self.rotation_dtype]
 
         def r(x):
@@ -178,28 +124,13 @@ class PhasePipeline:
 
 
 def deployed(model_dtype="bfloat16") -> PhasePipeline:
-    """The pipeline of current transformers for a model held in ``model_dtype`` (ValueError if unknown).
-
-    Angles in float32 (float64 for a float64 model), cosine and sine cast to the model dtype,
-    rotation in the model dtype.
-    """
+    """Current transformers for a model held in ``model_dtype``: float32 angles (float64 for float64), the rest in it."""
     dt = v.float_dtype(model_dtype, "model_dtype").name
     return PhasePipeline("float64" if dt == "float64" else "float32", dt, dt)
 
 
 def buffer_cast(model_dtype="bfloat16") -> PhasePipeline:
-    """The pipeline of current transformers after a cast of the whole model to ``model_dtype``.
-
-    ``model.to(torch.bfloat16)`` (also ``.half()`` and the Trainer's ``bf16_full_eval``) casts the
-    ``inv_freq`` buffer, so the frequencies are stored rounded to the model dtype; ``forward``
-    widens them to float32, forms the angles there, and casts cos and sin to the model dtype.
-    For a float64 or float32 model this is :func:`deployed` with exactly stored frequencies
-    rounded to that dtype.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype.
+    """Current transformers after a cast of the whole model to ``model_dtype``: :func:`deployed`, frequencies rounded to it.
 
     Examples
     --------
@@ -247,35 +178,10 @@ def phase_table(positions: np.ndarray, th: np.ndarray, pipe: PhasePipeline,
 
 
 def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine and sine tables as a pipeline generates them (stages 1 to 4).
+    """Cosine and sine tables as a pipeline generates them (stages 1 to 4), each ``positions.shape + (pairs,)``.
 
-    Positions are cast to the angle dtype, multiplied by ``scale`` there, multiplied by the
-    frequencies (cast to the angle dtype) there (:func:`ropegeo.rotation.phase_angles`); cosine
-    and sine are evaluated from those angles and cast to the table dtype.
-
-    Parameters
-    ----------
-    positions : array_like
-        Token positions (any shape; finite). Numbers, not indices: fractional values are allowed.
-    theta : array_like, shape (pairs,)
-        Angular frequencies in radians per position (non-negative, finite).
-    dtype : PhasePipeline or {"float64", "float32", "float16", "bfloat16"}
-        The pipeline; a dtype name rounds every stage to that dtype (:func:`uniform`), so
-        ``"bfloat16"`` is the all-bfloat16 pipeline. Pass ``deployed("bfloat16")`` for float32
-        angles and a bfloat16 table.
-    scale : float
-        Position multiplier (position interpolation uses ``train_length / target_length``).
-
-    Returns
-    -------
-    (cos, sin) : tuple of numpy.ndarray, each shape positions.shape + (pairs,), float64
-        Exactly the values the pipeline produced, widened to float64.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype, non-finite positions, a bad ``theta``, a non-finite ``scale``, or
-        positions (times scale, times theta) beyond the angle dtype's range.
+    Exactly the values the pipeline produced, widened to float64; ``ValueError`` for an angle
+    beyond the angle dtype's range.
 
     Examples
     --------
@@ -293,12 +199,9 @@ def generated_phases(positions, theta, dtype="float64", *, scale: float = 1.0) -
 
 
 def phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) -> np.ndarray:
-    """Angular error of generated phases against the float64 truth, per position and pair.
+    """Angle in ``[0, pi]`` between the generated ``(cos, sin)`` and the exact one, per position and pair.
 
-    The error is the angle between the generated unit vector ``(cos, sin)`` and the exact one at
-    ``position * scale * theta_i``, wrapped into ``[0, pi]`` radians: every rounding of the
-    pipeline of :func:`generated_phases`, whose arguments (and ValueErrors) these are. Shape
-    ``positions.shape + (pairs,)``, float64.
+    Arguments as in :func:`generated_phases`.
     """
     th = v.frequencies(theta)
     return _phase_error(v.finite_array("positions", positions), th, as_pipeline(dtype), v.real("scale", scale))
@@ -326,44 +229,16 @@ def max_phase_error(positions, theta, dtype="float32", *, scale: float = 1.0) ->
 
 
 def consecutive_integer_limit(dtype) -> int:
-    """The largest ``N`` such that every integer ``0..N`` is exactly representable in ``dtype``.
-
-    For a binary format with ``p`` significant bits (the stored mantissa plus the implicit bit)
-    this is ``2**p``: float64 ``2**53``, float32 ``2**24``, float16 ``2048``, bfloat16 ``256``.
-    Past it, ``N + 1`` rounds onto a neighbour and two positions share one phase row.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype.
-    """
+    """``2**p`` for ``p`` significant bits: every integer ``0..N`` is exact in ``dtype`` (bfloat16 256)."""
     info = _finfo(v.float_dtype(dtype))
     return 2 ** (int(info.nmant) + 1)
 
 
 def position_spacing(position, dtype) -> float:
-    """Gap between neighbouring representable numbers of ``dtype`` around a position.
+    """Gap between neighbouring numbers of ``dtype`` around a non-negative position (that of ``[1, 2)`` below 1).
 
-    The gap is constant on each binade ``[2**k, 2**(k+1))``: it is ``2**k`` times the format's
-    machine epsilon (``2**(1 - p)`` for ``p`` significant bits). A position in that binade can only
-    be stored to the nearest multiple of the gap, so a gap of 16 means that only every 16th integer
-    position is kept. Positions below 1 report the gap of ``[1, 2)``.
-
-    Parameters
-    ----------
-    position : float
-        A finite, non-negative position.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        The storage format.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        For a negative or non-finite position, or an unknown dtype.
+    ``2**k`` times the machine epsilon on the binade ``[2**k, 2**(k+1))``: a gap of 16 keeps every
+    16th integer position.
 
     Examples
     --------
@@ -380,18 +255,10 @@ def position_spacing(position, dtype) -> float:
 
 
 def first_collapse(theta, dtype, *, start: int = 0, stop: int | None = None, scale: float = 1.0) -> int | None:
-    """The first integer position whose generated phase row equals the next position's.
+    """The first integer position in ``start .. stop - 1`` whose generated phase row equals the next one's (or ``None``).
 
-    Scans ``n = start .. stop - 1`` and compares the whole row of cosines and sines generated at
-    ``n`` with the row at ``n + 1`` (see :func:`generated_phases`). From the returned position on,
-    at least one pair of neighbouring positions is indistinguishable to the layer, whatever its
-    weights.
-
-    ``theta``, ``dtype`` and ``scale`` as in :func:`generated_phases`. ``start``: the first position
-    scanned (0 to ``2**53 - 1``: positions are scanned in float64); ``stop``: the end (exclusive,
-    at most ``2**53`` and :data:`MAX_SCAN_CELLS` positions times pairs past ``start``; default
-    ``start + 2**16``, enough for float16 and bfloat16 from 0). Returns the first collapsing
-    position, or ``None``. ValueError names a bad argument.
+    Positions below ``2**53``, at most :data:`MAX_SCAN_CELLS` positions times pairs (default
+    ``stop``: ``start + 2**16``); other arguments as in :func:`generated_phases`.
     """
     th, pipe, scale = v.frequencies(theta), as_pipeline(dtype), v.real("scale", scale)
     # positions are scanned in float64, which holds every integer only up to 2**53

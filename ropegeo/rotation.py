@@ -25,20 +25,7 @@ __all__ = ["apply_rope", "rotation_matrix", "pairing_permutation", "pair_indices
 
 
 def pair_indices(rotary_dim: int, pairing: str = "interleaved") -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the first and second coordinate of each rotary pair.
-
-    Parameters
-    ----------
-    rotary_dim : int
-        Number of rotating coordinates (even, at least 2).
-    pairing : {"interleaved", "half"}
-        The layout.
-
-    Returns
-    -------
-    (first, second) : tuple of numpy.ndarray, each shape (rotary_dim // 2,)
-        Pair ``i`` rotates coordinates ``first[i]`` and ``second[i]``.
-    """
+    """``(first, second)``: pair ``i`` rotates coordinates ``first[i]`` and ``second[i]``, each ``(rotary_dim // 2,)``."""
     rotary_dim = v.head_dim(rotary_dim, "rotary_dim")
     pairing = v.pairing(pairing)
     half = rotary_dim // 2
@@ -50,16 +37,10 @@ def pair_indices(rotary_dim: int, pairing: str = "interleaved") -> tuple[np.ndar
 def pairing_permutation(
     head_dim: int, rotary_dim: int | None = None, source: str = "interleaved", target: str = "half"
 ) -> np.ndarray:
-    """The coordinate permutation that carries one pairing layout onto another.
+    """The coordinate permutation ``perm`` that carries one pairing layout onto another.
 
-    If ``x`` is laid out in ``source`` convention, ``x[..., perm]`` holds the same pairs laid out in
-    ``target`` convention, so that
-    ``apply_rope(x, p, pairing=source)[..., perm] == apply_rope(x[..., perm], p, pairing=target)``.
-    Pass-through coordinates (partial rotary) stay where they are.
-
-    Returns
-    -------
-    numpy.ndarray of int, shape (head_dim,)
+    ``apply_rope(x, p, pairing=source)[..., perm] == apply_rope(x[..., perm], p, pairing=target)``;
+    pass-through coordinates stay where they are.
 
     Examples
     --------
@@ -78,36 +59,10 @@ def pairing_permutation(
 
 
 def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np.ndarray:
-    """Rotation angles ``positions[..., None] * scale * theta`` formed in a given floating dtype.
+    """Rotation angles ``positions[..., None] * scale * theta`` formed in ``dtype``, returned as float64.
 
-    The angle stages of a rotary layer (see :mod:`ropegeo.precision`), in order: the positions
-    are cast to ``dtype``; when ``scale != 1`` they are multiplied there by ``scale`` (cast to
-    ``dtype``); the frequencies are cast to ``dtype`` and the product is formed there. Hugging
-    Face transformers 4.38 cast position ids to float32 and then divided them by a linear-scaling
-    factor, as here; later versions fold the factor into the float32 inverse frequencies, which
-    gives the same angles for a power-of-two factor. The result is returned as float64 holding
-    exactly the values the chosen dtype produced.
-
-    Parameters
-    ----------
-    positions : array_like
-        Positions (any shape; finite).
-    theta : array_like, shape (pairs,)
-        Angular frequencies.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which positions, scale, frequencies and their product are held.
-    scale : float
-        Position multiplier (finite).
-
-    Returns
-    -------
-    numpy.ndarray, shape positions.shape + (pairs,), float64
-
-    Raises
-    ------
-    ValueError
-        For an unknown dtype, non-finite positions or scale, a theta that is not 1-D, or
-        positions (times scale, times theta) beyond the range of ``dtype``.
+    Positions are cast to ``dtype``, scaled there, and multiplied there by the frequencies cast
+    to it (stages 1 to 3 of :mod:`ropegeo.precision`); ``ValueError`` beyond the dtype's range.
 
     Examples
     --------
@@ -123,37 +78,14 @@ def phase_angles(positions, theta, dtype="float64", *, scale: float = 1.0) -> np
     return phase_kernel(pos, th, dt, scale)
 
 
-def apply_rope(x, positions, *, operator: RotaryOperator | None = None, base: float | None = None,
-               rotary_dim: int | None = None, pairing: str | None = None, theta=None, scale: float | None = None,
+def apply_rope(x, positions, *, operator: RotaryOperator | None = None, rotary_dim: int | None = None,
+               base: float | None = None, pairing: str | None = None, theta=None, scale: float | None = None,
                phase_dtype: str | None = None) -> np.ndarray:
-    """Rotate queries or keys by their positions.
+    """Rotate queries or keys ``(..., head_dim)`` by their positions (broadcast against ``x.shape[:-1]``).
 
-    Parameters
-    ----------
-    x : array_like, shape (..., head_dim)
-        Queries or keys. A 1-D vector of shape (head_dim,) is accepted too.
-    positions : array_like
-        Position of each row: a scalar, shape (seq,), or any shape that broadcasts against
-        ``x.shape[:-1]``. Positions are numbers, not indices: they may be offset, scaled or
-        fractional, but must be finite and within +-2**48 (``ropegeo._validate.MAX_LENGTH``). (Multi-axis operators: a leading row per axis.)
-    operator, base, rotary_dim, pairing, theta, scale, phase_dtype : optional
-        The rotary operator, built once (its ``head_dim`` must be the last axis of ``x``), or its
-        fields as plain keywords (see :class:`~ropegeo.operator.RotaryOperator`; defaults: base
-        10,000, the whole head, interleaved, float64 angles); given with an operator, a plain
-        keyword must agree with it (else ValueError naming it).
-
-    Returns
-    -------
-    numpy.ndarray, same shape as ``x``
-        Floating input keeps its dtype; integer input gives float64. The rotation itself is
-        computed in float64.
-
-    Raises
-    ------
-    ValueError
-        For a bad head dimension, base, pairing or rotary dimension, non-finite values, or
-        positions that do not broadcast against ``x``; for a plain keyword that contradicts
-        ``operator``.
+    Positions are numbers within +-2**48 (multi-axis: a leading row per axis). The operator, or
+    its fields as plain keywords (a keyword given with an operator must agree with it). Floating
+    input keeps its dtype, integer input gives float64; the rotation is computed in float64.
 
     Examples
     --------
@@ -189,25 +121,9 @@ def apply_rope(x, positions, *, operator: RotaryOperator | None = None, base: fl
 def rotation_matrix(position: float, head_dim: int | None = None, *, operator: RotaryOperator | None = None,
                     base: float | None = None, rotary_dim: int | None = None, pairing: str | None = None, theta=None,
                     scale: float | None = None) -> np.ndarray:
-    """The orthogonal matrix ``R`` with ``apply_rope(x, position) == R @ x``.
+    """The orthogonal ``(head_dim, head_dim)`` matrix ``R`` with ``apply_rope(x, position) == R @ x``.
 
-    Block diagonal in the pair coordinates: pair ``i`` carries the 2x2 rotation by
-    ``position * scale * theta_i``; pass-through coordinates carry the identity.
-
-    Parameters
-    ----------
-    position : float
-        The position (finite, within +-2**48 = ``ropegeo._validate.MAX_LENGTH``).
-    head_dim : int, optional
-        Width of the head (even, 2 to :data:`~ropegeo.operator.MAX_MATRIX_DIM`; default 128).
-    operator : ropegeo.RotaryOperator, optional
-        The operator; the plain keywords must then agree with it.
-    base, rotary_dim, pairing, theta, scale
-        The operator as plain keywords, as in :func:`apply_rope`.
-
-    Returns
-    -------
-    numpy.ndarray, shape (head_dim, head_dim), float64
+    ``head_dim`` up to :data:`~ropegeo.operator.MAX_MATRIX_DIM` (default 128); the operator as in :func:`apply_rope`.
 
     Examples
     --------
@@ -234,27 +150,10 @@ def relative_law_error(head_dim: int | None = None, base: float | None = None, *
                        operator: RotaryOperator | None = None, position_pairs=None, pairing: str | None = None,
                        rotary_dim: int | None = None, theta=None, scale: float | None = None, dtype: str = "float64",
                        seed: int = 7) -> float:
-    """Largest violation of ``<R_m q, R_n k> = <q, R_{n-m} k>`` over some position pairs.
+    """``max |<R_m q, R_n k> - <q, R_{n-m} k>|`` over position pairs ``(m, n)``, for seeded normal ``q``, ``k``.
 
-    Parameters
-    ----------
-    head_dim, base, pairing, rotary_dim, theta, scale
-        The rotary operator, as in :func:`ropegeo.rotation.apply_rope` (``head_dim`` is required
-        without ``operator``).
-    operator : ropegeo.RotaryOperator, optional
-        The operator, built once; the plain keywords must then agree with it. Its angle
-        precision (``phase_dtype``) is used.
-    position_pairs : sequence of (m, n), optional
-        Query and key positions to test. Default: ``(2, 9), (31, 40), (97, 611), (1024, 4094)``.
-    dtype : {"float64", "float32"}
-        Precision of the vectors and of the rotated results.
-    seed : int
-        Seed of the standard normal query and key vectors.
-
-    Returns
-    -------
-    float
-        ``max |<R_m q, R_n k> - <q, R_{n-m} k>|`` over the pairs.
+    The operator as in :func:`apply_rope` (``head_dim`` required without one); ``dtype`` (float64
+    or float32) is that of the vectors and the rotated results.
 
     Examples
     --------
@@ -276,11 +175,7 @@ def relative_law_error(head_dim: int | None = None, base: float | None = None, *
 
 def law_error(op: RotaryOperator, pairs: np.ndarray, dtype: str, seed: int, *, seq_len: int | None = None,
               phase_dtype: str | None = None) -> float:
-    """:func:`relative_law_error` without its checks: ``pairs`` a float64 array of shape ``(n, 2)``.
-
-    ``seq_len`` picks the operator's frequencies for that length (dynamic rules); ``phase_dtype``
-    (a known dtype name) replaces its angle precision.
-    """
+    """:func:`relative_law_error` without its checks; ``phase_dtype`` replaces the operator's."""
     rng = np.random.default_rng(seed)
     q = rng.normal(size=op.head_dim).astype(dtype)
     k = rng.normal(size=op.head_dim).astype(dtype)

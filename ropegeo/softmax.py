@@ -15,24 +15,9 @@ __all__ = ["softmax", "softmax_rows", "softmax_segments", "exp_rows", "EXP_FLOOR
 
 
 def softmax(scores, mask=None) -> np.ndarray:
-    """Softmax over the last axis, with masked-out entries receiving exactly zero weight.
+    """Softmax over the last axis; where the boolean ``mask`` is False an entry gets exactly zero weight.
 
-    Parameters
-    ----------
-    scores : array_like, shape (..., n)
-        Finite scores.
-    mask : array_like of bool, optional
-        Broadcastable to ``scores``; True where an entry may receive weight.
-
-    Returns
-    -------
-    numpy.ndarray, same shape as ``scores``, rows summing to 1.
-
-    Raises
-    ------
-    ValueError
-        For non-finite scores, a mask that does not broadcast, or a row whose entries are all
-        masked (its softmax is undefined).
+    ``ValueError`` for a row whose entries are all masked (its softmax is undefined).
 
     Examples
     --------
@@ -83,14 +68,11 @@ def softmax_rows(s: np.ndarray, earlier: np.ndarray, *, masked: bool = False) ->
 
 def softmax_segments(e: np.ndarray, starts: np.ndarray, row: np.ndarray, top=None, *, exponentiated: bool = False,
                      weights=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """In-place softmax over consecutive segments of a flat array: returns (p, shift, sum of exp).
+    """In-place softmax over segments ``e[starts[j]:starts[j + 1]]`` of a flat array: (p, shift, sum of exp).
 
-    Segment ``j`` is ``e[starts[j]:starts[j + 1]]`` (non-empty) and ``row[i]`` is the segment of
-    entry ``i``. Each segment is shifted by ``top[j]`` (default: its maximum) before
-    :data:`EXP_FLOOR` and ``exp``. With ``exponentiated``, ``e`` already holds ``exp(score -
-    top[j])``, gathered from a table that :func:`exp_rows` exponentiated once. ``weights`` (one
-    per segment) multiply the probabilities (0 drops a segment). The trainers' unchecked kernel
-    for ragged rows (queries that see different numbers of keys).
+    ``row[i]`` is the segment of entry ``i``; ``top`` defaults to each segment's maximum; with
+    ``exponentiated``, ``e`` already holds ``exp(score - top[j])`` (:func:`exp_rows`); ``weights``
+    per segment multiply the probabilities. The trainers' unchecked kernel for ragged rows.
 
     Examples
     --------

@@ -157,7 +157,7 @@ def test_gate_c_schedule_reanchors_the_rule():
     # over 64 tokens more pairs turn that little than over 512, so the re-anchored ruler divides more
     # pairs by the full factor 8 (and never touches the fastest one)
     ratio_toy = y["target_theta"] / bank(16)
-    ratio_512 = yarn.theta(4096) / bank(16)
+    ratio_512 = yarn.theta_at(4096) / bank(16)
     assert np.sum(np.isclose(ratio_toy, 1 / 8)) > np.sum(np.isclose(ratio_512, 1 / 8))
     assert ratio_toy[0] == pytest.approx(1.0) and np.all(np.diff(ratio_toy) <= 1e-12)
 

@@ -216,7 +216,7 @@ def test_gate_b_margins():
     local, exact, bound = [], [], []
     for name in shipped_models():
         m = load_model(name)
-        th_served = m.theta(m.target_length)
+        th_served = m.theta_at(m.target_length)
         local.append(float32_local_margin(th_served, m.target_length))
         exact.append(min(chord(dl, th_served) for dl in range(1, 64)))
         # float32 rounds each angle p * theta_i to half a float32 spacing (1/256 rad near 122,000),

@@ -54,7 +54,7 @@ MODULE = textwrap.dedent(
     _LLAMA31 = resolve("llama-3.1-8b")
 
     def llama31(x, positions):
-        return apply_rope(x, positions, theta=_LLAMA31.theta(), pairing="half")
+        return apply_rope(x, positions, theta=_LLAMA31.theta_at(), pairing="half")
 
     def llama31_unscaled(x, positions):
         return apply_rope(x, positions, base=500_000.0, pairing="half")
@@ -309,7 +309,7 @@ def test_attention_factor_flags(env, tmp_path):
         from ropegeo.models.manifest import resolve
         from ropegeo.rotation import apply_rope
         _m = resolve("qwen2.5-7b-instruct")
-        _theta = _m.theta(_m.target_length)
+        _theta = _m.theta_at(_m.target_length)
 
         def dropped(x, positions):
             return apply_rope(x, positions, theta=_theta, pairing="half")
@@ -348,7 +348,7 @@ def test_config_with_one_rotating_kind_audits_it_and_says_so(env, tmp_path):
     (tmp_path / "scout.json").write_text(json.dumps({"model_type": "llama4", "text_config": text}))
     (tmp_path / "scoutrope.py").write_text(
         "from ropegeo.models.manifest import load_model\nfrom ropegeo.rotation import apply_rope\n"
-        "_T = load_model('llama-4-scout-17b-16e-instruct').theta()\n"
+        "_T = load_model('llama-4-scout-17b-16e-instruct').theta_at()\n"
         "def scout(x, p):\n    return apply_rope(x, p, theta=_T, pairing='interleaved')\n"
         "def unscaled(x, p):\n    return apply_rope(x, p, base=500000.0, pairing='interleaved')\n")
     out = _run(env, "scoutrope:scout", "--config", str(tmp_path / "scout.json"), "--json")

@@ -48,24 +48,24 @@ def test_deepseek_v3_reads_the_rotary_head_not_hidden_over_heads():
 
 def test_deepseek_v3_yarn_frequencies_by_hand():
     m = load_model("deepseek-v3")
-    np.testing.assert_allclose(m.theta(), _yarn_by_hand(64, 10_000.0, 40.0, 4096), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), _yarn_by_hand(64, 10_000.0, 40.0, 4096), rtol=1e-13)
 
 
 def test_deepseek_mscale_handling_by_hand():
     # cos/sin factor: get_mscale(40, mscale) / get_mscale(40, mscale_all_dim), both 1.0 in V3
     m = load_model("deepseek-v3")
-    assert m.attention_factor() == 1.0
+    assert m.attention_at() == 1.0
     # softmax scale: DeepseekV3Attention multiplies qk_head_dim ** -0.5 by mscale(40, mscale_all_dim) ** 2
     assert m.logit_scale == pytest.approx((0.1 * 1.0 * math.log(40) + 1.0) ** 2, rel=1e-15)
     # DeepSeek-V2-style values: mscale 0.707, mscale_all_dim 1.0 (the ratio is no longer 1)
     cfg = {**DEEPSEEK_V3, "rope_scaling": {**DEEPSEEK_V3["rope_scaling"], "mscale": 0.707}}
     m2 = read_config(cfg)
     want = (0.1 * 0.707 * math.log(40) + 1.0) / (0.1 * 1.0 * math.log(40) + 1.0)
-    assert m2.attention_factor() == pytest.approx(want, rel=1e-14)
+    assert m2.attention_at() == pytest.approx(want, rel=1e-14)
     # without mscale_all_dim transformers leaves the softmax scale alone
     rs = {k: val for k, val in DEEPSEEK_V3["rope_scaling"].items() if k not in ("mscale", "mscale_all_dim")}
     m3 = read_config({**DEEPSEEK_V3, "rope_scaling": rs})
-    assert m3.logit_scale == 1.0 and m3.attention_factor() == pytest.approx(0.1 * math.log(40) + 1.0, rel=1e-14)
+    assert m3.logit_scale == 1.0 and m3.attention_at() == pytest.approx(0.1 * math.log(40) + 1.0, rel=1e-14)
 
 
 def test_deepseek_rope_interleave_false_is_half_split():
@@ -78,7 +78,7 @@ def test_deepseek_rope_interleave_false_is_half_split():
 def test_gpt_j_fields():
     m = load_model("gpt-j-6b")
     assert (m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings) == (4096 // 16, 64, "interleaved", 2048)
-    np.testing.assert_allclose(m.theta(), [10_000.0 ** (-2 * i / 64) for i in range(32)], rtol=1e-15)
+    np.testing.assert_allclose(m.theta_at(), [10_000.0 ** (-2 * i / 64) for i in range(32)], rtol=1e-15)
 
 
 def test_rotary_dim_and_partial_factor_must_agree():
@@ -143,8 +143,8 @@ def test_gemma3_has_two_rulers_one_per_kind_of_layer():
     assert (full.base, full.scaling.rule, full.scaling.factor, full.sliding_window) == (1e6, "linear", 8.0, None)
     assert (local.base, local.scaling, local.sliding_window) == (1e4, None, 1024)
     theta = [1e6 ** (-2 * i / 128) / 8 for i in range(64)]
-    np.testing.assert_allclose(full.theta(), theta, rtol=1e-14)
-    np.testing.assert_allclose(local.theta(), [1e4 ** (-2 * i / 128) for i in range(64)], rtol=1e-14)
+    np.testing.assert_allclose(full.theta_at(), theta, rtol=1e-14)
+    np.testing.assert_allclose(local.theta_at(), [1e4 ** (-2 * i / 128) for i in range(64)], rtol=1e-14)
 
 
 def test_shipped_gemma_reads_its_long_range_layers_and_says_so():
@@ -166,10 +166,10 @@ def test_gemma2_alternates_windowed_and_full_layers_on_one_base():
 def test_gpt_oss_truncate_false_and_windowed_layers():
     m = load_model("gpt-oss-20b")
     assert m.scaling.truncate is False and "truncate false" in m.scaling.describe()
-    np.testing.assert_allclose(m.theta(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=False), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=False), rtol=1e-13)
     # truncated ends would move the ramp: the two readings differ
-    assert not np.allclose(m.theta(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=True), rtol=1e-6)
-    assert m.attention_factor() == pytest.approx(0.1 * math.log(32) + 1.0, rel=1e-14)
+    assert not np.allclose(m.theta_at(), _yarn_by_hand(64, 150_000.0, 32.0, 4096, truncate=True), rtol=1e-6)
+    assert m.attention_at() == pytest.approx(0.1 * math.log(32) + 1.0, rel=1e-14)
     assert load_model("gpt-oss-20b", layer_type="sliding_attention").sliding_window == 128
 
 
@@ -228,12 +228,12 @@ def test_gemma3_4b_text_config_read_as_the_text_class_builds_it():
         (256, 1e6, None, "linear", 8.0)
     assert (sliding.head_dim, sliding.base, sliding.sliding_window, sliding.scaling) == (256, 1e4, 1024, None)
     # the full layers' frequencies: linear x8 of the plain schedule at base 1e6 over a 256-wide head
-    np.testing.assert_allclose(full.theta(), 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-12)
-    np.testing.assert_allclose(sliding.theta(), 1e4 ** (-np.arange(0, 256, 2) / 256), rtol=1e-12)
+    np.testing.assert_allclose(full.theta_at(), 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-12)
+    np.testing.assert_allclose(sliding.theta_at(), 1e4 ** (-np.arange(0, 256, 2) / 256), rtol=1e-12)
     assert any("gemma3_text's configuration class" in n and "text_config" in n for n in full.notes)
     # the same block as a text model's own config.json reads the same
     alone = read_config(GEMMA3_4B["text_config"], layer_type="full_attention")
-    assert alone.theta().tolist() == full.theta().tolist()
+    assert alone.theta_at().tolist() == full.theta_at().tolist()
     # the 27B block states rope_local_base_freq and rope_theta: they win over the class defaults
     g27 = read_config({"model_type": "gemma3", "text_config": {**GEMMA3_27B_TEXT, "rope_local_base_freq": 2e4}},
                       layer_type="sliding_attention")
@@ -250,7 +250,7 @@ def test_qwen3_vl_and_llama4_wrappers_are_read():
     wrapped = read_config({"model_type": "llama4", "text_config": {k: v for k, v in scout.items()
                                                                    if k != "model_type"}})
     assert (wrapped.layer_type, wrapped.sliding_window, wrapped.scaling.rule) == ("chunked_attention", 8192, "llama3")
-    assert wrapped.theta().tolist() == load_model("llama-4-scout-17b-16e-instruct").theta().tolist()
+    assert wrapped.theta_at().tolist() == load_model("llama-4-scout-17b-16e-instruct").theta_at().tolist()
 
 
 @pytest.mark.parametrize("text", ["gemma3_text", 5, ["x"]])
@@ -299,7 +299,7 @@ def test_llama4_equal_band_factors_are_read_as_transformers_computes_them():
                     layer_type="chunked_attention")
     plain = 500000.0 ** (-np.arange(0, 128, 2) / 128)
     want = np.where(2 * np.pi / plain > 8192, plain / 16.0, plain)
-    np.testing.assert_allclose(m.theta(), want, rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), want, rtol=1e-13)
 
 
 def test_rope_parameters_block_wins_over_top_level():
@@ -317,7 +317,7 @@ def test_top_level_original_length_overrides_the_block_for_yarn_and_llama3():
                                rope_theta=500000.0, rope_scaling={"rope_type": "yarn", "factor": 16.0,
                                                                   "original_max_position_embeddings": 4096}))
     assert m.scaling.original_max_position_embeddings == 8192
-    np.testing.assert_allclose(m.theta(), _yarn_by_hand(128, 500000.0, 16.0, 8192), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), _yarn_by_hand(128, 500000.0, 16.0, 8192), rtol=1e-13)
     m = read_config(_llama_cfg(max_position_embeddings=8192, rope_theta=500000.0,
                                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                              "high_freq_factor": 4.0}))
@@ -400,7 +400,7 @@ def test_configs_transformers_refuses_are_refused_by_name(cfg, message):
 
 
 def test_the_same_fields_in_their_valid_form_are_read():  # the controls of the refusals above
-    assert len(read_config({**_QWEN2_4, "layer_types": ["full_attention"] * 4}).theta()) == 32
+    assert len(read_config({**_QWEN2_4, "layer_types": ["full_attention"] * 4}).theta_at()) == 32
     m = read_config({**_QWEN2_VL, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}})
     assert (m.sections, m.round_robin) == ((8, 12, 12), False)
     c = read_config({"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,

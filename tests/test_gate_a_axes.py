@@ -241,7 +241,7 @@ def test_the_reference_operator_reduces_to_1d_rope_on_text_ids():
     f = axes_operator(m)
     rng = np.random.default_rng(3)
     x, p = rng.normal(size=(30, 128)), rng.integers(0, 100_000, size=30)
-    np.testing.assert_allclose(f(x, p), apply_rope(x, p, theta=m.theta(), pairing="half", phase_dtype="float32"),
+    np.testing.assert_allclose(f(x, p), apply_rope(x, p, theta=m.theta_at(), pairing="half", phase_dtype="float32"),
                                atol=1e-12)
     with pytest.raises(ValueError, match="mrope_section"):
         axes_operator(read_config({**QWEN2_VL, "model_type": "qwen2", "rope_scaling": None}))

@@ -60,7 +60,7 @@ def deepseek_interleave(theta, factor=1.0):
 
 def test_deepseek_interleaved_in_half_split_out_passes():
     m = resolve("deepseek-v3")
-    f = deepseek_interleave(m.theta(m.target_length), m.attention_factor(m.target_length))
+    f = deepseek_interleave(m.theta_at(m.target_length), m.attention_at(m.target_length))
     r = gate_a(f, manifest="deepseek-v3")
     assert r.passed, r.table()
     assert r.declared["pairing"] == "interleaved" and r.inferred["pairing"] == "interleaved"
@@ -76,7 +76,7 @@ def test_broken_deepseek_order_is_named_by_its_own_defect(defect, check, kind):
     # the reordering is read where the map is a (scaled) permutation, so a scaled or shifted map
     # is not blamed on the layout
     m = resolve("deepseek-v3")
-    f = deepseek_interleave(m.theta(m.target_length))
+    f = deepseek_interleave(m.theta_at(m.target_length))
     bad = (lambda x, p: 1.25 * f(x, p)) if defect == "query-scaled" else (lambda x, p: f(x, np.asarray(p) + 1))
     r = gate_a(bad, manifest="deepseek-v3")
     assert r.failed[0] == check and r.defects[0] == kind, r.table()
@@ -85,7 +85,7 @@ def test_broken_deepseek_order_is_named_by_its_own_defect(defect, check, kind):
 
 def test_a_reordering_output_with_the_wrong_pairing_still_fails_as_layout():
     # the same half-split write, but reading half-split pairs while interleaved is declared
-    theta = resolve("deepseek-v3").theta(163_840)
+    theta = resolve("deepseek-v3").theta_at(163_840)
     r = gate_a(lambda x, p: apply_rope(x, p, theta=theta, pairing="half"), manifest="deepseek-v3")
     assert r.failed[0] == "layout" and r.defects[0] == "layout", r.table()
     assert "output_order" not in r.inferred  # the identity at the origin: nothing reordered
@@ -101,12 +101,12 @@ def test_a_scaled_origin_is_not_mistaken_for_a_reordering():
 def phi3_longrope(m, served_length=None, width=None):
     """Phi-3's rotary: factors chosen by the forward pass's length; one attention factor."""
     orig = m.scaling.original_max_position_embeddings
-    factor = m.attention_factor(m.target_length)
+    factor = m.attention_at(m.target_length)
     d = m.head_dim
 
     def f(x, positions):
         seq = served_length or int(np.max(positions)) + 1
-        theta = m.theta(orig + 1 if seq > orig else orig)  # long factors past the original length
+        theta = m.theta_at(orig + 1 if seq > orig else orig)  # long factors past the original length
         out = x.copy()
         out[..., :d] = factor * apply_rope(x[..., :d], positions, theta=theta, pairing="half")
         return out
@@ -162,7 +162,7 @@ def test_a_configuration_fixes_the_audited_head_width():
 
 def test_a_tiny_uniform_frequency_ratio_is_not_called_a_position_scale():
     # dynamic NTK recomputed for one more token: every frequency off by the same ratio near 1
-    theta = 1.00005 * resolve("llama-2-7b").theta()
+    theta = 1.00005 * resolve("llama-2-7b").theta_at()
     r = gate_a(lambda x, p: apply_rope(x, p, theta=theta, pairing="half"), manifest="llama-2-7b")
     assert r.failed[0] == "frequencies", r.table()
     assert "1.00005 times" in r.diagnosis and "1 times" not in r.diagnosis
@@ -422,7 +422,7 @@ def test_a_plain_schedule_in_bfloat16_data_is_one_geometric_schedule():
     note = _undeclared_note(argparse.Namespace(), r)
     assert "frequencies fitting base" in note and "not one geometric schedule" not in note
     # a real second schedule (Llama 3's: slow pairs divided by 8) in the same data still is one
-    theta = resolve("llama-3.1-8b").theta()
+    theta = resolve("llama-3.1-8b").theta_at()
 
     def llama3(x, positions):
         xd = np.asarray(x).astype(ml_dtypes.bfloat16).astype(np.float64)
@@ -510,8 +510,8 @@ def yarn_or_longrope_port(name, *, drop_factor=False, factor_times=1.0):
     attention to apply it do. Partial rotary passes the other coordinates through."""
     m = resolve(name)
     L = m.target_length
-    theta, r = m.theta(L), m.rotary_dim
-    factor = 1.0 if drop_factor else m.attention_factor(L) * factor_times
+    theta, r = m.theta_at(L), m.rotary_dim
+    factor = 1.0 if drop_factor else m.attention_at(L) * factor_times
 
     def f(x, positions):
         out = np.array(x, dtype=np.float64)
@@ -526,7 +526,7 @@ def test_a_port_that_drops_the_attention_factor_fails_as_magnitude(name):
     # transformers multiplies cos and sin by YaRN's and LongRoPE's factor: with the configuration,
     # that is the reference, and a port without it fails (it once passed with a note)
     m = resolve(name)
-    assert m.attention_factor(m.target_length) > 1.1
+    assert m.attention_at(m.target_length) > 1.1
     assert gate_a(yarn_or_longrope_port(name), manifest=name).passed
     r = gate_a(yarn_or_longrope_port(name, drop_factor=True), manifest=name)
     assert r.failed[0] == "norm" and r.defects[0] == "magnitude", r.table()
@@ -545,12 +545,12 @@ def test_deepseek_v3_rotation_carries_mscale_ratio_and_the_softmax_its_square():
     # config), the softmax scale mscale(s, mscale_all_dim)^2; Gate A audits the first and says so
     m = resolve("deepseek-v3")
     L = m.target_length
-    assert m.attention_factor(L) == 1.0 and m.logit_scale > 1.1
-    r = gate_a(deepseek_interleave(m.theta(L), m.attention_factor(L)), manifest="deepseek-v3")
+    assert m.attention_at(L) == 1.0 and m.logit_scale > 1.1
+    r = gate_a(deepseek_interleave(m.theta_at(L), m.attention_at(L)), manifest="deepseek-v3")
     assert r.passed, r.table()
     assert any(f"softmax scale by {m.logit_scale:.6g}" in n for n in r.notes)
     # a port that puts the softmax's factor into cos and sin as well fails as magnitude
-    bad = gate_a(deepseek_interleave(m.theta(L), float(np.sqrt(m.logit_scale))), manifest="deepseek-v3")
+    bad = gate_a(deepseek_interleave(m.theta_at(L), float(np.sqrt(m.logit_scale))), manifest="deepseek-v3")
     assert bad.failed[0] == "norm" and bad.defects[0] == "magnitude", bad.table()
 
 
@@ -595,11 +595,11 @@ def test_phimoe_mscale_is_read_as_transformers_reads_it():
     from ropegeo.models.manifest import read_config
     m = read_config(PHIMOE)
     assert "short_mscale" not in m.scaling.ignored_keys and "long_mscale" not in m.scaling.ignored_keys
-    assert m.attention_factor(131_072) == pytest.approx(1.243163121016122, rel=1e-15)
-    assert m.attention_factor(4096) == pytest.approx(1.243163121016122, rel=1e-15)
+    assert m.attention_at(131_072) == pytest.approx(1.243163121016122, rel=1e-15)
+    assert m.attention_at(4096) == pytest.approx(1.243163121016122, rel=1e-15)
     # without them, LongRoPE's default sqrt(1 + ln 32 / ln 4096)
     plain = {**PHIMOE, "rope_scaling": {k: v for k, v in PHIMOE["rope_scaling"].items() if "mscale" not in k}}
-    assert read_config(plain).attention_factor(131_072) == pytest.approx(np.sqrt(1 + np.log(32) / np.log(4096)))
+    assert read_config(plain).attention_at(131_072) == pytest.approx(np.sqrt(1 + np.log(32) / np.log(4096)))
     # transformers' PhiMoE rotary, served long, passes against its configuration (it once failed:
     # measured 1.2432, declared 1.1902)
     f = phimoe_rotary(PHIMOE)
@@ -702,9 +702,9 @@ def test_a_plain_rope_under_a_yarn_configuration_leads_with_frequency(name):
     r = gate_a(lambda x, p: apply_rope(x, p, base=m.base, pairing=m.pairing, rotary_dim=m.rotary_dim), manifest=name)
     assert r.failed[0] == "frequencies" and r.defects == ["frequency", "magnitude"], r.table()
     assert "inconclusive" not in r.diagnosis
-    assert r.inferred["norm_scale"] == pytest.approx(1.0 / m.attention_factor(m.target_length), rel=1e-6)
+    assert r.inferred["norm_scale"] == pytest.approx(1.0 / m.attention_at(m.target_length), rel=1e-6)
     norm = r.check("norm").diagnosis
-    assert f"norm ratio down to {1.0 / m.attention_factor(m.target_length):.4g}" in norm and "every vector alike" in norm
+    assert f"norm ratio down to {1.0 / m.attention_at(m.target_length):.4g}" in norm and "every vector alike" in norm
     assert "is missing" in norm
 
 

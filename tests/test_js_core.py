@@ -83,7 +83,7 @@ def test_every_extension_rule_matches_ropegeo_scaling(d, base):
     calls, want = [], []
     for sc in _rules(d):
         for seq in (None, 1000, 4096, 50_000):
-            calls.append(("scaledFrequencies", [None if sc is None else sc.to_dict(), base, d, seq]))
+            calls.append(("scaledFrequencies", [None if sc is None else sc.to_dict(), d, base, seq]))
             want.append(S.scaled_frequencies(sc, d, base, seq_len=seq))
     got = js(*calls)
     for g, (th, att) in zip(got, want):
@@ -97,8 +97,8 @@ def test_real_longrope_factor_lists_of_shipped_models():
         m = load_model(name)
         sc = m.scaling.to_dict() if m.scaling is not None else None
         for seq in (None, m.train_length, 2 * (m.train_length or 4096), m.target_length):
-            calls.append(("scaledFrequencies", [sc, m.base, m.rotary_dim, seq]))
-            want.append((m.theta(seq), m.attention_factor(seq)))
+            calls.append(("scaledFrequencies", [sc, m.rotary_dim, m.base, seq]))
+            want.append((m.theta_at(seq), m.attention_at(seq)))
     assert any(load_model(n).scaling is not None and load_model(n).scaling.rule == "longrope" for n in shipped_models())
     for g, (th, att) in zip(js(*calls), want):
         close(g["theta"], th)

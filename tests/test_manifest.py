@@ -69,7 +69,7 @@ def test_shipped_models_reproduce_documented_fields(name):
     assert (m.scaling.rule if m.scaling else None) == doc["rule"]
     assert m.pairing == doc.get("pairing", "half") and m.phase_dtype == "float32"
     assert not any("pairing assumed" in n for n in m.notes)  # every record names its model_type
-    assert m.theta().shape == (doc["rotary_dim"] // 2,)
+    assert m.theta_at().shape == (doc["rotary_dim"] // 2,)
 
 
 def test_documented_scaling_parameters():
@@ -83,7 +83,7 @@ def test_documented_scaling_parameters():
     assert phi.train_length == 4096
     # GPT-NeoX-20B: 6144 / 64 = 96 wide heads, a quarter of them rotary
     neox = load_model("gpt-neox-20b")
-    np.testing.assert_allclose(neox.theta(), 10_000.0 ** (-np.arange(12) / 12), rtol=1e-15)
+    np.testing.assert_allclose(neox.theta_at(), 10_000.0 ** (-np.arange(12) / 12), rtol=1e-15)
 
 
 def test_case_insensitive_name_and_unknown_name():
@@ -97,7 +97,7 @@ def test_read_from_path(tmp_path):
     p.write_text(json.dumps(model_record("llama-3.1-8b")["config"]))
     m = read_config(p)
     assert m.scaling.rule == "llama3" and m.source == str(p)
-    np.testing.assert_array_equal(m.theta(), load_model("llama-3.1-8b").theta())
+    np.testing.assert_array_equal(m.theta_at(), load_model("llama-3.1-8b").theta_at())
 
 
 def test_manifest_round_trip_and_table():
@@ -105,7 +105,7 @@ def test_manifest_round_trip_and_table():
         m = load_model(name)
         again = RopeManifest.from_dict(json.loads(m.to_json()))
         assert again == m
-        np.testing.assert_array_equal(again.theta(10**6), m.theta(10**6))
+        np.testing.assert_array_equal(again.theta_at(10**6), m.theta_at(10**6))
         text = str(m)
         assert f"{m.base:,.6g}" in text and m.pairing in text
 
@@ -114,10 +114,10 @@ def test_manifest_defaults_and_fields():
     m = RopeManifest()
     assert (m.base, m.head_dim, m.rotary_dim, m.pairing, m.position_id_policy) == (10_000.0, 128, 128, "interleaved", "contiguous")
     assert m.scaling is None and m.cache_offset == 0 and m.phase_dtype == "float64"
-    np.testing.assert_array_equal(m.theta(), frequencies(128))
-    assert m.attention_factor() == 1.0
+    np.testing.assert_array_equal(m.theta_at(), frequencies(128))
+    assert m.attention_at() == 1.0
     m2 = m.with_(scaling={"rule": "linear", "factor": 4}, position_id_policy="kv-cache", cache_offset=100)
-    np.testing.assert_allclose(m2.theta(), frequencies(128) / 4)
+    np.testing.assert_allclose(m2.theta_at(), frequencies(128) / 4)
     assert set(POSITION_ID_POLICIES) >= {"contiguous", "left-padded", "packed-reset", "packed-continuous", "kv-cache"}
 
 
@@ -273,7 +273,7 @@ def test_phi3_mini_128k_agrees_with_the_second_source():
     assert short[:5] == q["short_head"] and short[-3:] == q["short_tail"]
     m = load_model("phi-3-mini-128k-instruct")
     assert m.rotary_dim == q["gguf_rope_dims"] and len(long) == len(short) == q["gguf_rope_dims"] // 2
-    assert np.float32(m.attention_factor()) == np.float32(q["gguf_attn_factor"])
+    assert np.float32(m.attention_at()) == np.float32(q["gguf_attn_factor"])
 
 
 def test_phi3_mini_128k_lists_are_well_formed():
@@ -357,7 +357,7 @@ def test_per_layer_type_rope_parameters_are_refused_not_ignored():
     assert m.base == 1e6 and m.scaling.rule == "linear" and m.scaling.factor == 8
     full = read_config(cfg, layer_type="full_attention")
     assert (full.base, full.scaling.factor) == (1e6, 8) and full.name.endswith("(full_attention)")
-    np.testing.assert_array_equal(full.theta(), m.theta())
+    np.testing.assert_array_equal(full.theta_at(), m.theta_at())
     sliding = read_config(cfg, layer_type="sliding_attention")
     assert sliding.base == 1e4 and sliding.scaling is None
     with pytest.raises(ConfigError, match="layer_type must be one of full_attention, sliding_attention"):
@@ -408,12 +408,15 @@ def test_the_manifest_is_one_operator_and_its_context():
     for name in names:
         if name != "operator":
             assert getattr(changed, name) == getattr(m, name), name
-    #: the manifest's methods of these names read the operator at a length (theta_at, attention_at): still to rename
-    known = {"theta", "attention_factor"}
     for f in dataclasses.fields(RotaryOperator):
-        if hasattr(changed, f.name) and f.name not in known:
+        if hasattr(changed, f.name):
             assert getattr(changed, f.name) is getattr(changed.operator, f.name), f.name
-    assert {f.name for f in dataclasses.fields(RotaryOperator) if callable(getattr(changed, f.name, None))} == known
+    # no name of the operator means another thing on the manifest: none of its field names is a method there,
+    # and the operator at a length is read by the operator's own method names
+    assert not {f.name for f in dataclasses.fields(RotaryOperator) if callable(getattr(changed, f.name, None))}
+    assert not hasattr(m, "theta") and not hasattr(m, "attention_factor")
+    assert np.array_equal(m.theta_at(9000), m.operator.theta_at(9000))
+    assert m.attention_at(9000) == m.operator.attention_at(9000)
     with pytest.raises(ValueError, match="not both"):
         RopeManifest(m.operator, base=10_000.0)
 

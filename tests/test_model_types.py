@@ -60,7 +60,7 @@ def plain(theta_base, dim):
 # ------------------------------------------------------------------ readings, each against its own derivation
 def test_mrope_text_positions_are_plain_rope_with_the_sections_named():
     m = read_config(QWEN2_VL)
-    np.testing.assert_allclose(m.theta(), plain(1e6, 128), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), plain(1e6, 128), rtol=1e-13)
     assert m.scaling is None and m.sliding_window is None and m.pairing == "half"
     note = next(n for n in m.notes if "M-RoPE" in n)
     assert "[16, 24, 24]" in note and "0-15 follow the time id" in note and "40-63 the width id" in note
@@ -69,7 +69,7 @@ def test_mrope_text_positions_are_plain_rope_with_the_sections_named():
 
 def test_interleaved_mrope_is_named_with_its_slots():
     m = read_config(QWEN3_VL)
-    np.testing.assert_allclose(m.theta(), plain(5e6, 128), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), plain(5e6, 128), rtol=1e-13)
     note = next(n for n in m.notes if "interleaved M-RoPE" in n)
     # Qwen3-VL: height takes slots 1, 4, .., 3*20-2, width 2, 5, .., 3*20-1 (recomposition_frequencies)
     assert "height takes pairs 1, 4, .. 58" in note and "width pairs 2, 5, .. 59" in note
@@ -88,7 +88,7 @@ def test_proportional_reads_the_same_frequencies_transformers_builds():
     # _compute_proportional_rope_parameters: 1 / 1e6 ** (arange(0, 2k, 2) / head_dim), k = int(0.25 * 512 // 2)
     k = int(0.25 * 512 // 2)
     want = 1.0 / 1e6 ** (np.arange(0, 2 * k, 2) / 512)
-    np.testing.assert_allclose(m.theta(), want, rtol=1e-12)
+    np.testing.assert_allclose(m.theta_at(), want, rtol=1e-12)
     assert (m.head_dim, m.rotary_dim) == (512, 128) and m.pairing == "half"
     assert any("p-RoPE" in n and "192 have frequency 0" in n for n in m.notes)
     s = read_config(GEMMA4, layer_type="sliding_attention")
@@ -99,7 +99,7 @@ def test_proportional_factor_divides_like_linear():
     cfg = json.loads(json.dumps(GEMMA4))
     cfg["rope_parameters"]["full_attention"]["factor"] = 8.0
     m = read_config(cfg, layer_type="full_attention")
-    np.testing.assert_allclose(m.theta(), 1.0 / 1e6 ** (np.arange(0, 128, 2) / 512) / 8.0, rtol=1e-12)
+    np.testing.assert_allclose(m.theta_at(), 1.0 / 1e6 ** (np.arange(0, 128, 2) / 512) / 8.0, rtol=1e-12)
 
 
 def test_llama4_nope_and_chunked_layers():
@@ -114,7 +114,7 @@ def test_llama4_nope_and_chunked_layers():
     auto = read_config(SCOUT_TEXT)
     assert (auto.layer_type, auto.sliding_window) == ("chunked_attention", 8192)
     assert any("only chunked_attention has a rotary embedding" in n for n in auto.notes)
-    assert auto.theta().tolist() == m.theta().tolist()
+    assert auto.theta_at().tolist() == m.theta_at().tolist()
     # negative control: two kinds that both rotate still need a choice
     with pytest.raises(ConfigError, match="kinds of layer"):
         read_config({**SCOUT_TEXT, "no_rope_layers": [1] * 48, "layer_types": None, "attention_chunk_size": 8192,
@@ -147,7 +147,7 @@ def test_qwen2_max_window_layers():
 def test_chatglm_rotates_half_with_rope_ratio():
     m = read_config(CHATGLM3)
     # modeling_chatglm: RotaryEmbedding(kv_channels // 2), base 10,000 * rope_ratio, exponents over kv_channels // 2
-    np.testing.assert_allclose(m.theta(), 1.0 / (10_000.0 * 50) ** (np.arange(0, 64, 2) / 64), rtol=1e-13)
+    np.testing.assert_allclose(m.theta_at(), 1.0 / (10_000.0 * 50) ** (np.arange(0, 64, 2) / 64), rtol=1e-13)
     assert (m.head_dim, m.rotary_dim, m.pairing, m.max_position_embeddings) == (128, 64, "interleaved", 32768)
     # modeling_chatglm: idx_theta = outer(seq_idx, theta).float(), then cos/sin cast to bfloat16 / half: float32
     # angles, as transformers forms them (the manifest's "float32"), whatever torch_dtype says

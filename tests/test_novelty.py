@@ -94,18 +94,18 @@ def test_bad_input_names_the_parameter(kwargs, match):
 @pytest.mark.parametrize("d, s", [(96, 32.0), (128, 4.0), (64, 0.5), (4, 3.0)])
 def test_base_change_factor_inverts_the_ntk_base(d, s):
     new_base = 10_000.0 * s ** (d / (d - 2))
-    assert base_change_factor(10_000.0, new_base, d) == pytest.approx(s, rel=1e-12)
+    assert base_change_factor(d, 10_000.0, new_base) == pytest.approx(s, rel=1e-12)
     # it is the slowdown of the slowest pair
     old = 10_000.0 ** (-(d - 2) / d)
     new = new_base ** (-(d - 2) / d)
-    assert old / new == pytest.approx(base_change_factor(10_000.0, new_base, d), rel=1e-12)
+    assert old / new == pytest.approx(base_change_factor(d, 10_000.0, new_base), rel=1e-12)
 
 
 @pytest.mark.parametrize("args, match", [
-    ((1.0, 10.0, 8), "base must be greater than 1"),
-    ((10.0, 0.5, 8), "new_base must be greater than 1"),
-    ((10.0, 20.0, 3), "rotary_dim must be an even"),
-    ((10.0, 20.0, 2), "at least 4"),
+    ((8, 1.0, 10.0), "base must be greater than 1"),
+    ((8, 10.0, 0.5), "new_base must be greater than 1"),
+    ((3, 10.0, 20.0), "rotary_dim must be an even"),
+    ((2, 10.0, 20.0), "at least 4"),
 ])
 def test_base_change_factor_refuses(args, match):
     with pytest.raises(ValueError, match=match):

@@ -187,7 +187,7 @@ def test_a_length_dependent_rule_is_cached_per_length():
     short, long = op.theta_at(512), op.theta_at(8192)
     assert op.theta_at(8192) is long and op.theta_at(8192.0) is long and not np.array_equal(short, long)
     m = RopeManifest(head_dim=16, scaling=sc, max_position_embeddings=1024)
-    assert np.array_equal(m.theta(8192), long) and np.array_equal(m.theta(512), short)
+    assert np.array_equal(m.theta_at(8192), long) and np.array_equal(m.theta_at(512), short)
     with pytest.raises(ValueError, match="seq_len"):
         op.theta_at(0)
 
@@ -201,7 +201,7 @@ def test_one_audit_computes_the_scaled_frequencies_once(monkeypatch):
     m = load_model("llama-3.1-8b").with_()  # a fresh manifest: an empty cache
     a = geometry_audit(m, search_limit=5000)
     assert len(calls) == 1
-    assert np.array_equal(a.theta, m.theta(a.target_length)) and len(calls) == 1
+    assert np.array_equal(a.theta, m.theta_at(a.target_length)) and len(calls) == 1
 
 
 def test_the_manifest_holds_its_operator():
@@ -212,8 +212,8 @@ def test_the_manifest_holds_its_operator():
         "notes", "name", "source")})
     assert (op.head_dim, op.rotary_dim, op.pairing, op.base, op.scaling, op.phase_dtype) == \
         (m.head_dim, m.rotary_dim, m.pairing, m.base, m.scaling, m.phase_dtype)
-    assert np.array_equal(m.theta(100_000), op.theta_at(100_000))
-    assert m.attention_factor(100_000) == op.attention_at(100_000)
+    assert np.array_equal(m.theta_at(100_000), op.theta_at(100_000))
+    assert m.attention_at(100_000) == op.attention_at(100_000)
 
 
 # ---------------------------------------------------------------------------------- equal to the plain forms

@@ -145,8 +145,8 @@ def test_shipped_models_match_reference(name):
     L = m.train_length
     for n in (None, 1, L - 1, L, L + 1, 4 * L):
         ref, att = hf_reference(cfg, n)
-        _agree(m.theta(n), ref)
-        assert m.attention_factor(n) == pytest.approx(att, rel=1e-12)
+        _agree(m.theta_at(n), ref)
+        assert m.attention_at(n) == pytest.approx(att, rel=1e-12)
 
 
 def _config(kind, **kw):
@@ -176,8 +176,8 @@ def test_reference_agreement_property(kind, factor, base, heads, mpe, seq):
     m = read_config(cfg)
     for n in (None, seq):
         ref, att = hf_reference(cfg, n)
-        _agree(m.theta(n), ref)
-        assert m.attention_factor(n) == pytest.approx(att, rel=1e-12)
+        _agree(m.theta_at(n), ref)
+        assert m.attention_at(n) == pytest.approx(att, rel=1e-12)
 
 
 @pytest.mark.parametrize("truncate", [True, False])
@@ -188,8 +188,8 @@ def test_yarn_options_match_reference(truncate, betas):
                   truncate=truncate, mscale=0.707, mscale_all_dim=0.707, mpe=32768)
     m = read_config(cfg)
     ref, att = hf_reference(cfg)
-    _agree(m.theta(), ref)
-    assert m.attention_factor() == pytest.approx(att)
+    _agree(m.theta_at(), ref)
+    assert m.attention_at() == pytest.approx(att)
     assert att == pytest.approx(1.0)  # equal mscales cancel
 
 
@@ -197,9 +197,9 @@ def test_yarn_deepseek_mscale_and_explicit_attention():
     cfg = _config("yarn", factor=40.0, original_max_position_embeddings=4096, mscale=1.0, mscale_all_dim=0.5)
     m = read_config(cfg)
     expected = (0.1 * 1.0 * math.log(40) + 1) / (0.1 * 0.5 * math.log(40) + 1)
-    assert m.attention_factor() == pytest.approx(expected, rel=1e-14)
+    assert m.attention_at() == pytest.approx(expected, rel=1e-14)
     cfg["rope_scaling"]["attention_factor"] = 0.9
-    assert read_config(cfg).attention_factor() == 0.9
+    assert read_config(cfg).attention_at() == 0.9
 
 
 # ------------------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_yarn_regions_follow_turn_counts(base, pairs, L, s):
 
 def test_yarn_qwen_attention_factor_closed_form():
     m = load_model("qwen2.5-7b-instruct")
-    assert m.attention_factor() == pytest.approx(1 + 0.1 * math.log(4.0), rel=1e-15)
+    assert m.attention_at() == pytest.approx(1 + 0.1 * math.log(4.0), rel=1e-15)
 
 
 @pytest.mark.parametrize("name", ["phi-3-mini-128k-instruct", "phi-3.5-mini-instruct", "phi-3-vision-128k-instruct"])
@@ -295,11 +295,11 @@ def test_longrope_switch_and_attention(name):
     short = np.asarray(rec["rope_scaling"]["short_factor"])
     long = np.asarray(rec["rope_scaling"]["long_factor"])
     # a sequence of exactly the original length still uses the short list; one more token switches
-    np.testing.assert_allclose(m.theta(4096), base_theta / short, rtol=1e-14)
-    np.testing.assert_allclose(m.theta(None), base_theta / short, rtol=1e-14)
-    np.testing.assert_allclose(m.theta(4097), base_theta / long, rtol=1e-14)
+    np.testing.assert_allclose(m.theta_at(4096), base_theta / short, rtol=1e-14)
+    np.testing.assert_allclose(m.theta_at(None), base_theta / short, rtol=1e-14)
+    np.testing.assert_allclose(m.theta_at(4097), base_theta / long, rtol=1e-14)
     # sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12): 32 = 2^5, 4096 = 2^12
-    assert m.attention_factor() == pytest.approx(math.sqrt(17 / 12), rel=1e-15)
+    assert m.attention_at() == pytest.approx(math.sqrt(17 / 12), rel=1e-15)
 
 
 @given(base=st.sampled_from([10_000.0, 500_000.0]), pairs=st.integers(4, 128), s=st.floats(1.0, 32.0),
@@ -324,7 +324,7 @@ def test_llama3_bands(base, pairs, s, L, lo, gap):
 def test_llama31_documented_bands():
     m = load_model("llama-3.1-8b")
     th = frequencies(128, 500_000.0)
-    out = m.theta()
+    out = m.theta_at()
     lam = 2 * np.pi / th
     assert np.array_equal(out[lam < 2048], th[lam < 2048])
     np.testing.assert_allclose(out[lam > 8192], th[lam > 8192] / 8, rtol=1e-15)
@@ -430,8 +430,8 @@ def test_longrope_reference_agreement_property(pairs, data, top_level, seq):
     m = read_config(cfg)
     for n in (None, 4095, 4096, 4097, seq):
         ref, att = hf_reference(cfg, n)
-        _agree(m.theta(n), ref)
-        assert m.attention_factor(n) == pytest.approx(att, rel=1e-12)
+        _agree(m.theta_at(n), ref)
+        assert m.attention_at(n) == pytest.approx(att, rel=1e-12)
 
 
 @given(head=st.sampled_from([64, 80, 96, 128, 256]), prf=st.sampled_from([0.25, 0.4, 0.5, 0.75, 1.0]),
@@ -448,7 +448,7 @@ def test_partial_rotary_reference_agreement(head, prf, kind):
     m = read_config(cfg)
     assert m.rotary_dim == int(head * prf)
     ref, att = hf_reference(cfg, 10_000)
-    _agree(m.theta(10_000), ref)
+    _agree(m.theta_at(10_000), ref)
 
 
 def test_bad_rule_parameters_are_value_errors_naming_them():

@@ -6,6 +6,7 @@ over 1,000 lines, and no cycle among the module-level imports of ``ropegeo`` mod
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "ropegeo"
@@ -530,6 +531,48 @@ def test_one_name_for_the_head_width():
                 args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
                 bad += [f"{module_name(path)}.{node.name}({a.arg})" for a in args if a.arg in WIDTH_ALIASES]
     assert not bad, "a width parameter under another name than head_dim / d_model: " + ", ".join(bad)
+
+
+#: Names of the schedule's width; every function that takes one and the base takes the width first.
+SCHEDULE_WIDTHS = {"head_dim", "rotary_dim", "d", "rotaryDim", "headDim"}
+
+
+def base_before_width(tree: ast.Module) -> list[str]:
+    """Public top-level functions that take the base before the width (``frequencies(head_dim, base)`` is the order)."""
+    bad = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            widths = [i for i, n in enumerate(names) if n in SCHEDULE_WIDTHS]
+            if "base" in names and widths and widths[0] > names.index("base"):
+                bad.append(node.name)
+    return bad
+
+
+def js_base_before_width(text: str) -> list[str]:
+    """The same for the exported functions of the labs' JavaScript."""
+    bad = []
+    for name, params in re.findall(r"export function (\w+)\(([^)]*)\)", text):
+        names = [p.split("=")[0].strip() for p in params.split(",")]
+        widths = [i for i, n in enumerate(names) if n in SCHEDULE_WIDTHS]
+        if "base" in names and widths and widths[0] > names.index("base"):
+            bad.append(name)
+    return bad
+
+
+def test_the_width_comes_before_the_base():
+    bad = [f"{module_name(p)}.{name}" for p, tree in modules() for name in base_before_width(tree)]
+    static = ROOT / "book" / "static"
+    bad += [f"{js.name}:{name}" for js in sorted(static.glob("*.js")) for name in js_base_before_width(js.read_text())]
+    assert not bad, "the base before the width (frequencies(head_dim, base) is the order): " + ", ".join(bad)
+
+
+def test_the_width_order_finders_find_one():
+    tree = ast.parse("def f(base, head_dim): pass\ndef g(head_dim, base): pass\ndef _h(base, rotary_dim): pass\n"
+                     "def k(x, *, base=1.0, rotary_dim=None): pass")
+    assert base_before_width(tree) == ["f", "k"]
+    js = "export function ntk(base, d, factor) {}\nexport function ok(d, base) {}\nfunction hidden(base, d) {}"
+    assert js_base_before_width(js) == ["ntk"]
 
 
 def test_modules_export_only_what_they_define():

@@ -569,7 +569,7 @@ def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
     impl.prefill(x[:prompt], x[:prompt])
     q, keys, values = impl.decode_step(x[prompt], x[prompt], x[prompt])
     positions = np.r_[np.arange(prompt), m.cache_offset]
-    ref = apply_rope(x, positions, theta=m.theta(), pairing=m.pairing, rotary_dim=m.rotary_dim,
+    ref = apply_rope(x, positions, theta=m.theta_at(), pairing=m.pairing, rotary_dim=m.rotary_dim,
                      phase_dtype=m.phase_dtype)
     return bool(np.allclose(q, ref[-1]) and np.allclose(keys, ref) and np.allclose(values, x))
 

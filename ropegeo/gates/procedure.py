@@ -490,7 +490,7 @@ def _reference_operator(manifest):
     if manifest.sections is not None:  # multi-axis (M-RoPE): three position streams
         return axes_operator(manifest)
     seq = manifest.target_length or manifest.max_position_embeddings  # the context Gate A declares
-    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
+    theta, factor = manifest.theta_at(seq), float(manifest.attention_at(seq))
 
     def operator(x, positions, role: str = "query"):
         if role == "value":

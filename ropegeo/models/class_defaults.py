@@ -1,12 +1,7 @@
-"""What transformers fills in when a ``config.json`` leaves a rotary field out.
+"""What transformers' configuration classes fill in when a ``config.json`` leaves a rotary field out.
 
-A model's configuration class supplies defaults for absent fields: Qwen3's head width of 128,
-Mixtral's ``rope_theta`` of 1e6, GPT-NeoX's rotary fraction of 0.25, gpt-oss's YaRN block,
-Falcon's context of 2,048. The
-table ``data/tables/defaults_by_model_type.json`` records them per model type; it is generated
-from transformers' config classes by ``scripts/make_defaults_table.py`` (the transformers version
-is in the file). :func:`with_class_defaults` fills a configuration's gaps from it, before
-:func:`ropegeo.models.manifest.read_config` reads the fields, and says what it filled. Internal.
+The table ``data/tables/defaults_by_model_type.json`` (``scripts/make_defaults_table.py``) holds
+them per model type; :func:`with_class_defaults` fills the gaps and says what it filled.
 """
 
 from __future__ import annotations
@@ -39,14 +34,7 @@ def _block_has(cfg: Mapping, keys) -> bool:
 
 
 def text_model_config(cfg: Mapping) -> tuple[Mapping, list[str]]:
-    """The text model of a multimodal wrapper as transformers builds it, and a note saying so.
-
-    transformers builds the text configuration class of the wrapper's model type (``gemma3`` ->
-    ``gemma3_text``, ``llama4`` -> ``llama4_text``, ``qwen3_vl`` -> ``qwen3_vl_text``) from the nested
-    ``text_config`` block; :func:`with_class_defaults` then fills what the block leaves out. A config
-    without ``text_config`` is returned as it is. Raises ``ValueError`` naming ``text_config`` for a
-    block that is not an object, or whose text model type is unknown.
-    """
+    """The text model of a multimodal wrapper (``text_config``, as ``gemma3_text``), and a note saying so."""
     if "text_config" not in cfg:
         return cfg, []
     text, outer = cfg["text_config"], cfg.get("model_type")
@@ -136,9 +124,7 @@ def _without_ignored(cfg: dict, ignored, kind: str) -> tuple[dict, list[str]]:
 
 
 def _legacy_per_kind(cfg: dict, blocks: Mapping, who: str, notes: list) -> tuple[Mapping, list[str]]:
-    """Gemma 3's legacy fields as transformers 5 turns them into one block per layer kind: ``rope_theta``
-    and ``rope_scaling`` go to the full layers, ``rope_local_base_freq`` to the sliding ones; the class
-    default fills every field the config leaves out (Gemma 3: base 1e6 full, 1e4 sliding)."""
+    """Gemma 3's legacy fields as one block per layer kind (``rope_local_base_freq``: the sliding layers')."""
     scaling = cfg.pop("rope_scaling", None)
     theta, local = cfg.pop("rope_theta", None), cfg.pop("rope_local_base_freq", None)
     out = {}

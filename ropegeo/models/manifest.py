@@ -1,15 +1,9 @@
-"""The RoPE manifest: everything needed to reproduce one rotary operator, in one record.
+"""The RoPE manifest: one :class:`~ropegeo.operator.RotaryOperator` and the context it serves in.
 
-"We use RoPE" names a family, not an operator. Two systems that share a configuration label can
-still differ in the frequency base, the rotary width, the pairing layout, how position ids are
-assigned, which context-extension rule is applied, where the KV cache starts, and in which
-precision the phases are generated. :class:`RopeManifest` records all of them, as one
-:class:`~ropegeo.operator.RotaryOperator` (base, widths, pairing, rule, phase precision, M-RoPE's
-sections) and the context it serves in (lengths, window, position ids, cache offset), so a
-chapter function (or the command line) can rebuild the exact per-pair frequencies from it.
-
-:func:`read_config` turns a Hugging Face style ``config.json`` (a dict or a path) into a manifest;
-:func:`load_model` reads one of the configurations shipped in ``ropegeo/data``.
+"We use RoPE" names a family, not an operator: :class:`RopeManifest` records the base, widths,
+pairing, rule, phase precision and sections (the operator) with the lengths, window, position ids
+and cache offset. :func:`read_config` reads a Hugging Face style ``config.json`` (a dict or a
+path) into one; :func:`load_model` reads a configuration shipped in ``ropegeo/data``.
 """
 
 from __future__ import annotations
@@ -70,45 +64,15 @@ _OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "pha
 class RopeManifest:
     """One rotary operator and the context it serves in: everything needed to reproduce it.
 
-    Parameters
-    ----------
-    operator : ropegeo.RotaryOperator, optional
-        The operator (a base and a rule: no explicit frequencies, position scale or attention
-        factor). Or its fields as plain keywords, which build it (default ``RotaryOperator()``):
-        ``base`` (``rope_theta``), ``head_dim``, ``rotary_dim``, ``pairing`` (Hugging Face models use
-        ``"half"``), ``scaling``, ``phase_dtype``, and for M-RoPE ``sections`` (pairs following the
-        time, height and width ids) and ``round_robin`` (Qwen3-VL's round-robin layout). They are
-        read back by name (``m.base`` is ``m.operator.base``).
-    position_id_policy : str
-        How position ids are assigned: one of ``"contiguous"``, ``"left-padded"``,
-        ``"packed-reset"``, ``"packed-continuous"``, ``"kv-cache"``.
-    cache_offset : int
-        Position of the first new token when a KV cache already holds ``cache_offset`` tokens
-        (non-negative).
-    max_position_embeddings : int, optional
-        The context length the configuration declares (positive).
-    original_max_position_embeddings : int, optional
-        The context length the model was pre-trained at, when it differs from the declared one
-        (positive). ``None`` means "same as ``max_position_embeddings``".
-    sliding_window : int, optional
-        The attention window of the layers this operator serves (positive): a query sees keys
-        fewer than ``sliding_window`` positions back, so larger offsets never reach attention.
-    layer_type : str, optional
-        Which kind of layer of the model this operator belongs to (``"full_attention"``,
-        ``"sliding_attention"``), for models whose layers differ.
-    logit_scale : float
-        A factor the model applies to its attention logits besides ``1 / sqrt(head width)``
-        and the rule's attention factor (positive; DeepSeek-V2/V3 multiply the softmax scale by
-        ``mscale(factor, mscale_all_dim) ** 2``). 1 for most models.
-    notes : tuple of str
-        What the reader inferred or chose rather than read, in plain words.
-    name, source : str, optional
-        A label for the model and where the values were read.
-
-    Raises
-    ------
-    ValueError
-        For any field outside its allowed set or range; the message names the field.
+    ``operator`` is a base and a rule (no explicit frequencies, position scale or attention
+    factor), or its fields given as plain keywords build it and are read back by name (``m.base``
+    is ``m.operator.base``). ``position_id_policy`` is one of :data:`POSITION_ID_POLICIES`;
+    ``original_max_position_embeddings`` ``None`` means the declared length; a query sees keys
+    fewer than ``sliding_window`` positions back; ``layer_type`` names the kind of layer for models
+    whose layers differ; ``logit_scale`` multiplies the logits besides ``1 / sqrt(head width)`` and
+    the rule's attention factor (DeepSeek-V2/V3: ``mscale(factor, mscale_all_dim) ** 2``);
+    ``notes`` say what the reader inferred rather than read. Raises ``ValueError`` naming a field
+    outside its set or range.
 
     Examples
     --------
@@ -161,34 +125,24 @@ class RopeManifest:
 
     @property
     def train_length(self) -> int | None:
-        """The pre-training context: ``original_max_position_embeddings`` if set, else
-        ``max_position_embeddings`` (``None`` when neither is known)."""
+        """The pre-training context: ``original_max_position_embeddings``, else ``max_position_embeddings``."""
         return self.original_max_position_embeddings or self.max_position_embeddings
 
     @property
     def target_length(self) -> int | None:
-        """The context the configuration is built to serve: the larger of
-        ``max_position_embeddings`` and ``factor * original length`` of the scaling rule
-        (Qwen2.5's YaRN block keeps ``max_position_embeddings`` at 32,768 but stretches 4x)."""
+        """The context served: the larger of ``max_position_embeddings`` and the rule's ``factor * original``."""
         cands = [self.max_position_embeddings] if self.max_position_embeddings else []
         sc = self.scaling
         if sc is not None and sc.original_max_position_embeddings:
             cands.append(int(round(sc.factor * sc.original_max_position_embeddings)))
         return max(cands) if cands else None
 
-    def theta(self, seq_len: int | None = None) -> np.ndarray:
-        """A copy of the operator's frequencies for a sequence of ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`).
-
-        Only the rules that depend on it (dynamic NTK, LongRoPE) read ``seq_len``; ``None`` means
-        "at initialisation", as in Hugging Face transformers. Shape ``(pairs,)``, fastest first.
-        """
+    def theta_at(self, seq_len: int | None = None) -> np.ndarray:
+        """A copy of the operator's frequencies at ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.theta_at`)."""
         return np.array(self.operator.theta_at(seq_len))
 
-    def attention_factor(self, seq_len: int | None = None) -> float:
-        """The factor the rule multiplies cos and sin by (it scales attention logits by its square).
-
-        1.0 for the plain schedule, linear, NTK and dynamic NTK.
-        """
+    def attention_at(self, seq_len: int | None = None) -> float:
+        """The operator's attention factor at ``seq_len`` (:meth:`ropegeo.operator.RotaryOperator.attention_at`)."""
         return self.operator.attention_at(seq_len)
 
     def with_(self, **changes) -> "RopeManifest":
@@ -214,13 +168,7 @@ class RopeManifest:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "RopeManifest":
-        """Rebuild a manifest from :meth:`to_dict` output.
-
-        Raises
-        ------
-        ValueError
-            For unknown keys or invalid values.
-        """
+        """Rebuild a manifest from :meth:`to_dict` output (``ValueError`` for unknown keys or bad values)."""
         if not isinstance(data, Mapping):
             raise ValueError(f"a manifest dict is required, got {type(data).__name__}")
         known = (set(cls.__dataclass_fields__) - {"operator"}) | set(_OPERATOR_FIELDS)
@@ -288,29 +236,17 @@ def _manifest_operator(operator, fields: dict) -> RotaryOperator:
 
 
 # ---------------------------------------------------------------------- reading configs
-# One small reader per field group, as transformers keys its RoPE initialisers by rule name;
-# :func:`read_config` loads the file, picks the layer kind and runs the readers in order. Each
-# reader takes the configuration (a dict) and the fields read so far, and returns new fields
-# (``notes`` are collected, not replaced).
+# One reader per field group: each takes the config and the fields read so far, returns new fields.
 
 _DATA = (Path(__file__).resolve().parent.parent / "data")
 
 #: Largest config.json read (real ones are a few KiB; LongRoPE lists make them tens of KiB).
 MAX_CONFIG_BYTES = 1 << 20
 
-#: Coordinate pairing of each model type, as transformers' modeling code rotates it: read from
-#: transformers' own rotary code by ``scripts/make_pairing_table.py`` (the version is recorded in
-#: the file; ``tests/with_torch`` re-derives it). Adjacent pairs: GPT-J, GLM, Cohere, DeepSeek-V2/V3,
-#: Llama 4, ERNIE 4.5 and others; the two halves: the Llama family, GPT-NeoX and most others.
-_PAIRING_TABLE = json.loads((_DATA / "tables" / "pairing_by_model_type.json").read_text())
-#: Model types served with remote code (not in transformers), from their own modeling files:
-#: ChatGLM2/3 rotate adjacent pairs of the first half of each head; Kimi K2 is DeepSeek-V3's code.
-_REMOTE_CODE_PAIRING = {"chatglm": "interleaved", "kimi_k2": "interleaved"}
-#: Model types whose rotary module takes a layer type, which the table's probe does not call: Gemma 4's
-#: text model applies transformers' rotate_half (models/gemma4/modeling_gemma4.py, apply_rotary_pos_emb);
-#: tests/with_torch/test_config_vs_transformers.py checks it against the module.
-_LAYER_TYPED_PAIRING = {"gemma4_text": "half"}
-PAIRING_BY_MODEL_TYPE = {**_PAIRING_TABLE["pairing"], **_REMOTE_CODE_PAIRING, **_LAYER_TYPED_PAIRING}
+#: Coordinate pairing of each model type: transformers' table (``scripts/make_pairing_table.py``), remote
+#: code (ChatGLM2/3; Kimi K2 is DeepSeek-V3's code), and Gemma 4's layer-typed module (rotate_half).
+PAIRING_BY_MODEL_TYPE = {**json.loads((_DATA / "tables" / "pairing_by_model_type.json").read_text())["pairing"],
+                         "chatglm": "interleaved", "kimi_k2": "interleaved", "gemma4_text": "half"}
 
 #: Layer kinds whose rotary operator ropegeo reads (chunked: Llama 4's RoPE layers).
 LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
@@ -574,8 +510,7 @@ def _kind_view(cfg: Mapping, kind: str, block: Mapping | None, spec: LayerSpec |
 
 
 def _layer_kinds(cfg: Mapping) -> dict[str, dict | None] | None:
-    """``{kind: view}`` for a configuration whose layers differ (``None`` for a kind with no rotary
-    embedding), ``None`` when they all share one operator."""
+    """``{kind: view or None (NoPE)}`` for layers that differ, ``None`` when they share one operator."""
     params = cfg.get("rope_parameters")
     specs = _specs(cfg)
     by_kind = {sp.kind: sp for sp in specs or ()}
@@ -666,8 +601,7 @@ def _choose_kind(cfg: Mapping, layer_type) -> tuple[Mapping, str | None, list[st
 
 
 def _model_view(view: Mapping) -> tuple[Mapping, list[str]]:
-    """The view in the fields ropegeo reads, for model types whose code departs from the rope block:
-    ChatGLM's half-width rotary and ``rope_ratio``, the ``proportional`` rule."""
+    """The view in ropegeo's fields for ChatGLM and the ``proportional`` rule."""
     try:
         if view.get("model_type") == "chatglm":
             return chatglm_view(view)
@@ -682,8 +616,7 @@ def _model_view(view: Mapping) -> tuple[Mapping, list[str]]:
 
 
 def _opening(cfg: Mapping) -> tuple[Mapping, list[str]]:
-    """The text model transformers builds (a multimodal wrapper's ``text_config``) and a note; refuse what
-    ropegeo does not read: no RoPE at all, a null base, a text_config that is not a block."""
+    """The text model transformers builds, and a note; refuses a config without RoPE."""
     try:
         text, notes = text_model_config(cfg)
     except ValueError as exc:
@@ -697,52 +630,14 @@ def _opening(cfg: Mapping) -> tuple[Mapping, list[str]]:
 
 def read_config(config, *, name: str | None = None, source: str | None = None,
                 layer_type: str | None = None) -> RopeManifest:
-    """Build a manifest from a Hugging Face style ``config.json``, read as its model uses it.
+    """Build a manifest from a ``config.json`` (a dict, or a path to at most 1 MiB), read as its model uses it.
 
-    Parameters
-    ----------
-    config : dict or str or os.PathLike
-        The parsed configuration, or the path of a JSON file holding it (at most 1 MiB).
-    name, source : str, optional
-        Labels stored in the manifest (default: ``config["_name_or_path"]`` / the path).
-    layer_type : str, optional
-        For a model whose layers differ (``layer_types`` listing two kinds, Gemma 2/3's
-        alternating sliding and full layers, or transformers 5's ``rope_parameters`` keyed by
-        layer type): the kind of layer whose rotary operator to read. Required for such
-        configurations, refused for the others.
-
-    Returns
-    -------
-    RopeManifest
-        With ``phase_dtype="float32"`` (transformers computes inverse frequencies and angles in
-        float32). ``notes`` lists what was inferred rather than read.
-
-    Raises
-    ------
-    ConfigError
-        (a ``ValueError``) for a missing, malformed or contradictory field, naming the field.
-
-    Notes
-    -----
-    The field groups, one reader each (see ``_READERS``):
-
-    * absent fields first take the defaults of the model type's configuration class in
-      transformers (``ropegeo.models.class_defaults``: a fixed ``head_dim``, ``rope_theta``, the rotary
-      fraction, a default scaling block), each with a note;
-    * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
-      Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
-    * head: ``qk_rope_head_dim`` (DeepSeek-V2/V3: the rotary part is a head of its own), else
-      ``head_dim``, else ``hidden_size // num_attention_heads`` (GPT-J: ``n_embd // n_head``);
-    * rotary width: ``rotary_dim`` (GPT-J, a count), ``partial_rotary_factor`` or ``rotary_pct``
-      (``int(head_dim * factor)``, truncated as transformers truncates it); they must agree;
-    * pairing: by ``model_type`` (:data:`PAIRING_BY_MODEL_TYPE`; DeepSeek-V3's ``rope_interleave``);
-      half-split with a note when the type is unknown;
-    * lengths: ``max_position_embeddings`` (GPT-J ``n_positions``) and
-      ``original_max_position_embeddings`` (top level or in the scaling block); an original length
-      above the maximum is refused;
-    * scaling: ``rope_scaling`` / ``rope_parameters``, see :meth:`ropegeo.scaling.Scaling.from_hf`;
-    * window: ``sliding_window`` unless ``use_sliding_window`` is false;
-    * logit scale: DeepSeek's ``mscale_all_dim`` softmax factor.
+    Absent fields take the model type's class defaults; base, head, rotary width, sections,
+    pairing, lengths, scaling block, window and logit scale are read in turn (``_READERS``).
+    ``layer_type`` picks the kind of layer of a model whose layers differ (required there, refused
+    elsewhere). The manifest's phases are float32, as transformers computes them; ``notes`` list
+    what was inferred. Raises :class:`ConfigError` (a ``ValueError``) naming a missing, malformed
+    or contradictory field.
 
     Examples
     --------
@@ -759,7 +654,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     ...                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
     >>> m.scaling.describe(), m.train_length, m.pairing
     ('llama3 x8 from 8,192 (low 1, high 4)', 8192, 'half')
-    >>> round(float(m.theta()[-1] / 500000.0 ** (-126 / 128)), 6)  # the slowest pair runs 8 times slower
+    >>> round(float(m.theta_at()[-1] / 500000.0 ** (-126 / 128)), 6)  # the slowest pair runs 8 times slower
     0.125
     """
     cfg, source = _load(config, source)
@@ -787,21 +682,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
 
 @dataclass(frozen=True)
 class LayerKind:
-    """One kind of layer of a model and its rotary operator (from :func:`read_layer_kinds`).
-
-    Attributes
-    ----------
-    kind : str or None
-        The layer-type name (``"full_attention"``, ``"sliding_attention"``, ``"chunked_attention"``),
-        ``None`` when every layer shares one operator.
-    layers : tuple of int
-        The layer indices of this kind (empty when the configuration does not give the count).
-    manifest : RopeManifest or None
-        The rotary operator of these layers; ``None`` for layers with no rotary embedding (NoPE),
-        which carry no position signal at all.
-    total_layers : int or None
-        The number of layers of the model, when known.
-    """
+    """One kind of layer (``kind`` ``None``: every layer alike), its layer indices and its manifest (``None``: NoPE)."""
 
     kind: str | None
     layers: tuple
@@ -823,15 +704,8 @@ class LayerKind:
 def read_layer_kinds(config, *, name: str | None = None, source: str | None = None) -> tuple[LayerKind, ...]:
     """Every kind of layer of a configuration, each with its rotary operator (or none, for NoPE).
 
-    The same reader as :func:`read_config` (which reads one kind): a model whose layers differ
-    (Gemma 2/3 sliding and global layers, gpt-oss's ``layer_types``, Llama 4's NoPE and chunked
-    RoPE layers, Cohere2's NoPE full-attention layers, Qwen2's ``max_window_layers``) gives one
-    entry per kind; any other model one entry with ``kind=None``.
-
-    Raises
-    ------
-    ConfigError
-        As :func:`read_config`.
+    One entry per kind for a model whose layers differ, else one with ``kind=None``; raises as
+    :func:`read_config`.
 
     Examples
     --------
@@ -861,13 +735,7 @@ def read_layer_kinds(config, *, name: str | None = None, source: str | None = No
 
 
 def layer_kinds(name_or_path) -> tuple[LayerKind, ...]:
-    """:func:`read_layer_kinds` of a shipped model name, a config.json path or a parsed config dict.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name or an unreadable configuration.
-    """
+    """:func:`read_layer_kinds` of a shipped model name, a config.json path or a parsed config dict."""
     if isinstance(name_or_path, Mapping):
         return read_layer_kinds(name_or_path)
     if not isinstance(name_or_path, (str, Path)) and not hasattr(name_or_path, "__fspath__"):
@@ -885,15 +753,7 @@ def shipped_models() -> list[str]:
 
 
 def model_record(name: str) -> dict:
-    """The raw shipped record of a model: ``model``, ``source`` (the hub ``config.json`` it copies, at
-    a named revision where one is known), ``read_on``, optionally ``layer_type`` (the kind of layer
-    :func:`load_model` reads by default) and ``config``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name; the message lists the known ones.
-    """
+    """The raw shipped record of a model: ``model``, ``source``, ``read_on``, ``layer_type`` (optional), ``config``."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type(name).__name__}")
     key = name.strip().lower()
@@ -903,20 +763,9 @@ def model_record(name: str) -> dict:
 
 
 def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
-    """The manifest of a shipped model configuration.
+    """The manifest of a shipped model (one of :func:`shipped_models`, case-insensitive).
 
-    Parameters
-    ----------
-    name : str
-        One of :func:`shipped_models` (e.g. ``"llama-3.1-8b"``); case-insensitive.
-    layer_type : str, optional
-        For a model whose layers differ: the kind to read. Default: the record's own ``layer_type``
-        (its long-range layers), named in the manifest's notes.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name or layer type.
+    ``layer_type`` defaults to the record's own (its long-range layers), named in the notes.
     """
     rec = model_record(name)
     chosen = layer_type if layer_type is not None else rec.get("layer_type")
@@ -934,16 +783,7 @@ def load_model(name: str, *, layer_type: str | None = None) -> RopeManifest:
 
 
 def resolve(name_or_path, *, layer_type: str | None = None, option: str = "config") -> RopeManifest:
-    """A shipped model name (see :func:`shipped_models`) or the path of a ``config.json``.
-
-    ``layer_type`` is passed to :func:`load_model` or :func:`read_config`; ``option`` is the name
-    the error messages give the argument (a caller's own parameter, e.g. ``"manifest"``).
-
-    Raises
-    ------
-    ValueError
-        If it is neither a shipped name nor a readable configuration file.
-    """
+    """The manifest of a shipped model name or a ``config.json`` path; errors name the argument ``option``."""
     if not isinstance(name_or_path, (str, Path)):
         raise ValueError(f"{option} must be a model name or a path, got {type(name_or_path).__name__}")
     text = str(name_or_path)
@@ -960,16 +800,9 @@ def _shown(text: str, limit: int = 80) -> str:
 
 
 def config_file(path, option: str = "config") -> Path:
-    """The path of a configuration file, checked before anything opens it: an existing regular file
-    (or a link to one). A FIFO, a terminal or a pipe such as ``/dev/stdin`` would block the read; a
-    folder or a device is no configuration. The one check of every ``config.json`` path
-    (:func:`read_config`, :func:`resolve`, :func:`layer_kinds`, the command line's ``--config``).
+    """The path of a configuration file, checked before anything opens it: an existing regular file.
 
-    Raises
-    ------
-    ConfigError
-        (a ``ValueError``) naming ``option``: the path is empty, missing, cannot be examined (too long,
-        a folder without permission, a NUL byte) or is not a regular file.
+    A FIFO or ``/dev/stdin`` would block the read. Raises :class:`ConfigError` naming ``option``.
 
     Examples
     --------

@@ -1,22 +1,9 @@
-"""What a model type does with positions beyond its rope block: the knowledge ``read_config`` needs.
+"""What a model type's code does beyond its rope block, as ``read_config`` needs it.
 
-transformers' rope block (``rope_scaling`` / ``rope_parameters``) does not say everything about a
-model's rotary operator. The model type's own code decides, for instance, that
-
-* GPT-2, BERT, OPT, BLOOM or an ALiBi Falcon have no rotary embedding at all;
-* Qwen2-VL's ``mrope`` block is the plain rule for text tokens (the three position streams are
-  equal), and Qwen3-VL interleaves the same sections;
-* Gemma 4's ``proportional`` rule rotates only the fastest pairs of a wider head;
-* Llama 4's layers listed as 0 in ``no_rope_layers`` (every 4th by default) and Cohere2's
-  full-attention layers have no rotary embedding, and Llama 4's other layers attend within
-  8,192-token chunks;
-* Qwen2's layers below ``max_window_layers`` attend to the whole context even when the window is on;
-* ChatGLM (remote code) rotates half of each head, with base ``10,000 * rope_ratio``.
-
-This module holds that knowledge, read from transformers 5.24's modeling and configuration code
-(and ChatGLM's own modeling file), as plain functions of the parsed configuration. It raises
-``ValueError`` naming the field; :func:`ropegeo.models.manifest.read_config` turns it into a
-``ConfigError``. Internal to the configuration reader (layer 3).
+No rotary embedding (GPT-2, BERT, ALiBi), M-RoPE's sections, Gemma 4's ``proportional`` rule,
+NoPE and chunked layers (Llama 4, Cohere2), Qwen2's ``max_window_layers``, ChatGLM's half-width
+rotary: read from transformers 5.24's code as plain functions of the parsed configuration. They
+raise ``ValueError`` naming the field.
 """
 
 from __future__ import annotations
@@ -124,12 +111,8 @@ def _number(cfg: Mapping, key: str, default: float) -> float:
 
 
 def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
-    """A ChatGLM2/3 configuration (remote code) in the standard fields ropegeo reads, with notes.
-
-    ChatGLM's ``modeling_chatglm.py`` builds ``RotaryEmbedding(rotary_dim // 2, rope_ratio=...)``
-    with ``rotary_dim = kv_channels`` (else ``hidden_size // num_attention_heads``): it rotates
-    the first half of each head, adjacent pairs, with exponents over that half and base
-    ``10,000 * rope_ratio`` (``rope_ratio`` defaults to 1); ``seq_length`` is its context.
+    """A ChatGLM2/3 configuration in the standard fields, with notes: the first half of each head
+    (``kv_channels``) rotates in adjacent pairs with base ``10,000 * rope_ratio``.
 
     Examples
     --------
@@ -182,12 +165,9 @@ def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
 
 
 def multi_axis_layout(cfg: Mapping, pairs: int) -> tuple[tuple[int, int, int], bool] | None:
-    """The M-RoPE declaration of a configuration: ``(sections, round_robin)``, or ``None``.
+    """The M-RoPE declaration ``(sections, round_robin)`` of a configuration, or ``None``.
 
-    The configuration's ``mrope_section`` lists the pairs given to time, height and width (the
-    operator's ``sections``); ``round_robin`` is True for Qwen3-VL's ``mrope_interleaved`` layout
-    (height and width take every third pair), False for Qwen2-VL's blocks. The first rope block
-    that has sections decides (Gate A's multi-axis checks read it).
+    ``round_robin`` is True where the model type's code interleaves (Qwen3-VL), False for blocks.
 
     Examples
     --------
@@ -227,14 +207,7 @@ def _mrope_family(kind) -> str | None:
 
 
 def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | None:
-    """Gate A's ``mrope_section`` keyword checked against ``pairs`` (``None`` stays ``None``).
-
-    Raises
-    ------
-    ValueError
-        Naming ``mrope_section`` (three positive integers summing to ``pairs``) or
-        ``mrope_interleaved`` (a bool).
-    """
+    """Gate A's ``mrope_section`` keyword checked against ``pairs`` (``None`` stays ``None``)."""
     if not isinstance(interleaved, bool):
         raise ValueError(f"mrope_interleaved must be true or false, got {interleaved!r}")
     if section is None:
@@ -245,12 +218,7 @@ def axes_section(section, interleaved, pairs: int) -> tuple[int, int, int] | Non
 
 
 def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
-    """Notes for an M-RoPE configuration (Qwen2-VL, Qwen2.5-VL: blocked; Qwen3-VL: interleaved).
-
-    For text tokens the three position ids (time, height, width) are equal, so every pair turns
-    with the same position: the operator is 1D RoPE over all pairs, which the geometry audit reads.
-    Gate A also checks the implementation's three streams (:mod:`ropegeo.gates.a.axes`).
-    """
+    """Notes for an M-RoPE configuration: for text tokens the three ids are equal (1D RoPE)."""
     layout = multi_axis_layout(cfg, pairs)
     if layout is None:
         return []
@@ -271,15 +239,10 @@ def multi_axis_notes(cfg: Mapping, pairs: int) -> list[str]:
 
 
 def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dict, list[str]]:
-    """A ``proportional`` rope block (Gemma 4's full-attention layers) as an equivalent partial rotary.
+    """A ``proportional`` rope block (Gemma 4) as the ``2k``-wide partial rotary with base ``B ** (2k / head_dim)``.
 
-    transformers' ``_compute_proportional_rope_parameters`` rotates the first
-    ``k = int(partial_rotary_factor * head_dim // 2)`` pairs with ``theta_i = B ** (-2 i / head_dim)``
-    (exponents over the whole head) and gives the other pairs frequency 0; ``factor`` divides them.
-    The same ``k`` frequencies are those of a ``2k``-wide partial rotary with base
-    ``B ** (2k / head_dim)``, which is how ropegeo reads it (with a note). transformers pairs
-    coordinate ``i`` with ``i + head_dim / 2``; the partial layout pairs ``i`` with ``i + k``: the
-    same rotation up to a fixed permutation of the coordinates.
+    The first ``k = int(partial_rotary_factor * head_dim // 2)`` pairs rotate with exponents over
+    the whole head, the others never: the same ``k`` frequencies, up to a permutation of coordinates.
 
     Examples
     --------
@@ -322,12 +285,7 @@ def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dic
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """One kind of layer as the model's code runs it.
-
-    ``rope`` is False for layers with no rotary embedding; ``window`` is the sliding window and
-    ``chunk`` the attention chunk (Llama 4) of the kind, if any; ``layers`` the layer indices
-    (empty when the configuration does not give the layer count).
-    """
+    """One kind of layer as the model's code runs it (``rope`` False: NoPE; ``chunk``: Llama 4's)."""
 
     kind: str
     layers: tuple

@@ -19,25 +19,14 @@ rule           per-pair inverse frequency ``theta'_i`` (``theta_i = B ** (-2 i /
                ``L / low_freq_factor`` divided by ``s``, a smooth blend in between
 =============  ===============================================================================
 
-The formulas, defaults and edge cases follow Hugging Face transformers' ``modeling_rope_utils.py``
-(the ``rope_scaling`` era, v4.4x-v4.5x, and its v5 ``rope_parameters`` successor where they agree),
-checked to float32 rounding in ``tests/test_scaling.py`` against an independent float32
-transliteration. Where ropegeo deliberately differs the docstring says so:
+The formulas follow transformers' ``modeling_rope_utils.py`` (v4.4x to v5), checked to float32
+rounding in ``tests/test_scaling.py``. ropegeo differs where it refuses: ``ntk`` is no transformers
+rope type (only its dynamic form is; :meth:`Scaling.from_hf` refuses ``"ntk"``), Llama-3 with
+``high_freq_factor < low_freq_factor``, an odd rotary width.
 
-* ``ntk`` (the static base change of bloc97's post) is not a transformers rope type; transformers
-  only ships its dynamic form. ropegeo offers both, and :meth:`Scaling.from_hf` refuses ``"ntk"``.
-* Llama-3 with ``high_freq_factor < low_freq_factor`` is refused (transformers only warns); equal
-  factors (Llama 4's configs) leave no blended band, as transformers computes them.
-* An odd rotary width is refused (transformers silently builds ``ceil(dim / 2)`` frequencies
-  over an odd exponent denominator, which no rotary layout can apply).
-
-One list of rules (:data:`RULES`, with :data:`RULE_ALIASES` and :data:`NAMED_RULES`), one rule table
-(:data:`RULE_FUNCTIONS`), one way to say "rule R stretching ``L`` to ``L'``, read at length ``n``":
-:func:`preset` then :func:`scaled_frequencies`, which :func:`extension_schedule` puts together.
-Every function takes the width before the base, as :func:`ropegeo.frequencies.frequencies`.
-Modules: :mod:`ropegeo.scaling.rules` (the formulas and the list), :mod:`ropegeo.scaling.config`
-(:class:`Scaling`, the table, the builders), :mod:`ropegeo.scaling.hf` (transformers' blocks);
-:mod:`ropegeo.extension` measures what a rule trades.
+One list of rules (:data:`RULES`), one rule table (:data:`RULE_FUNCTIONS`), one rule at a length
+(:func:`preset` then :func:`scaled_frequencies`, put together by :func:`extension_schedule`); every
+function takes the width before the base. :mod:`ropegeo.extension` measures what a rule trades.
 """
 
 from ropegeo.scaling.config import RULE_FUNCTIONS, Schedule, Scaling, extension_schedule, preset, scaled_frequencies

@@ -34,45 +34,15 @@ _PARAMS = {
 
 @dataclass(frozen=True)
 class Scaling:
-    """A context-extension rule with every parameter resolved.
+    """A context-extension rule of :data:`~ropegeo.scaling.RULES` with every parameter resolved.
 
-    Parameters
-    ----------
-    rule : {"linear", "ntk", "dynamic", "yarn", "longrope", "llama3"}
-    factor : float
-        The extension factor ``s`` (positive). For LongRoPE it only sets the default attention
-        factor; for YaRN it also sets the interpolated end of the ramp; for ``dynamic`` it is the
-        coefficient of transformers' formula (:func:`~ropegeo.scaling.dynamic_ntk`).
-    original_max_position_embeddings : int
-        The pre-training context ``L`` (positive). Not used by ``linear`` and ``ntk``. For
-        ``dynamic`` it is the length beyond which the base starts to grow (transformers uses the
-        config's ``max_position_embeddings`` there, and :meth:`from_hf` stores that).
-    attention_factor : float, optional
-        Explicit attention factor (YaRN, LongRoPE); ``None`` computes the rule's default.
-    beta_fast, beta_slow : float
-        YaRN's ramp ends, in turns over ``L`` (defaults 32 and 1).
-    mscale, mscale_all_dim : float, optional
-        YaRN's DeepSeek-style attention factor ``mscale(s, mscale) / mscale(s, mscale_all_dim)``,
-        used when both are non-zero.
-    truncate : bool
-        YaRN: round the ramp ends outward to whole pairs (default True, as transformers).
-    short_factor, long_factor : tuple of float
-        LongRoPE's per-pair divisors (one per rotary pair).
-    short_mscale, long_mscale : float, optional
-        LongRoPE as Phi-3.5-MoE runs it (transformers' ``PhimoeRotaryEmbedding``): the factor cos
-        and sin are multiplied by for a forward pass of at most / more than the original length.
-        Given, it replaces the attention factor for those passes.
-    low_freq_factor, high_freq_factor : float
-        Llama-3's band edges: wavelengths above ``L / low_freq_factor`` are divided by ``factor``,
-        below ``L / high_freq_factor`` untouched.
-    ignored_keys : tuple of str
-        Keys of the source configuration block that the rule does not read (kept for the record).
-
-    Raises
-    ------
-    ValueError
-        For an unknown rule, a missing required parameter, a parameter the rule does not take, or a
-        value out of range; the message names the parameter.
+    Each rule takes the parameters its function in :mod:`ropegeo.scaling.rules` takes
+    (``_PARAMS``). ``original_max_position_embeddings`` is ``L``; for ``dynamic`` the length beyond
+    which the base grows (:meth:`from_hf` stores transformers' ``max_position_embeddings``).
+    ``short_mscale`` / ``long_mscale`` (Phi-3.5-MoE) replace LongRoPE's attention factor for a
+    pass of at most / more than ``L``. ``ignored_keys`` records the source block's unread keys.
+    ``ValueError`` names an unknown rule, a missing parameter, one the rule does not take, or a
+    value out of range.
     """
 
     rule: str
@@ -192,13 +162,7 @@ class Scaling:
                 original_max_position_embeddings: int | None = None, pairs: int | None = None) -> "Scaling | None":
         """Read a transformers ``rope_scaling`` / ``rope_parameters`` block (``None`` or ``"default"``: no scaling).
 
-        ``field_name`` is the block's name in the configuration (for messages);
-        ``max_position_embeddings`` and ``original_max_position_embeddings`` are the configuration's
-        top-level fields; ``pairs``, the number of rotary pairs, checks LongRoPE's list lengths.
-        Raises a ValueError for an unknown type, a missing or malformed field, naming it as
-        ``rope_scaling.<key>``. As in transformers: the type is ``rope_type``, else the legacy
-        ``type``; ``"su"`` means LongRoPE. Each rule has its own reader in :mod:`ropegeo.scaling.hf`,
-        whose comments say where ropegeo follows which transformers release.
+        Errors name the field as ``<field_name>.<key>``; one reader per rule (:mod:`ropegeo.scaling.hf`).
         """
         kw = read_block(block, field_name=field_name, max_position_embeddings=max_position_embeddings,
                         original_max_position_embeddings=original_max_position_embeddings, pairs=pairs)
@@ -239,18 +203,13 @@ def _llama3(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tup
 
 
 #: The one rule table, like transformers' ``ROPE_INIT_FUNCTIONS``: rule name ->
-#: ``f(scaling, head_dim, base, seq_len) -> (theta, attention_factor)``. :func:`scaled_frequencies`
-#: dispatches through it (and so :func:`extension_schedule` and the operator), and the JavaScript
-#: core of the labs is tested against it.
+#: ``f(scaling, head_dim, base, seq_len) -> (theta, attention_factor)``, read by :func:`scaled_frequencies`.
 RULE_FUNCTIONS = {"linear": _linear, "ntk": _ntk, "dynamic": _dynamic, "yarn": _yarn, "longrope": _longrope,
                   "llama3": _llama3}
 
 
 def scaled_frequencies(scaling: Scaling | None, head_dim: int, base: float, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """Per-pair frequencies, shape (head_dim // 2,), and attention factor of a rule read at ``seq_len``.
-
-    ``scaling=None`` gives the plain schedule and factor 1; ``head_dim`` is the (even) rotary width;
-    ``seq_len``, the current sequence length, is read by ``dynamic`` and ``longrope`` only.
+    """Per-pair frequencies and attention factor of a rule (``None``: the plain schedule) read at ``seq_len``.
 
     >>> theta, att = scaled_frequencies(Scaling("linear", factor=4.0), 8, 10_000.0)
     >>> theta.round(4).tolist(), att
@@ -296,11 +255,8 @@ def preset(rule: str | None, *, train_length: int, target_length: int, longrope_
            **params) -> Scaling | None:
     """A rule configured to stretch ``train_length`` to ``target_length`` (``factor = target / train``).
 
-    ``rule`` is ``None``, ``"none"`` (raw extrapolation: returns ``None``), a name of
-    :data:`~ropegeo.scaling.RULES` or an alias (:data:`~ropegeo.scaling.RULE_ALIASES`); lengths are
-    at least 2 with ``target_length >= train_length``; ``longrope_factors=(short, long)`` is required
-    for ``"longrope"``; ``**params`` are further parameters of the rule (``beta_fast``, ...).
-    Read it at a length with :func:`scaled_frequencies`, or use :func:`extension_schedule`.
+    ``rule``: a name of :data:`~ropegeo.scaling.RULES`, an alias, or ``None`` / ``"none"`` (raw
+    extrapolation: returns ``None``); ``longrope_factors=(short, long)`` for ``"longrope"``.
 
     >>> preset("pi", train_length=64, target_length=256).describe()
     'linear x4'
@@ -313,13 +269,7 @@ def preset(rule: str | None, *, train_length: int, target_length: int, longrope_
 
 
 class Schedule(NamedTuple):
-    """A frequency schedule as a head is run under it: ``(theta, scale, attention_factor, rule)``.
-
-    ``theta`` (shape (pairs,)) holds the per-pair frequencies in radians per position, fastest
-    first; ``scale`` multiplies every position id before rotating (``1 / s`` for position
-    interpolation); ``attention_factor`` multiplies queries and keys after rotating, so the logits
-    grow by its square (YaRN); ``rule`` names the rule (``"none"`` for the training schedule).
-    """
+    """A frequency schedule as a head is run under it: ``(theta, scale, attention_factor, rule)`` (``scale`` multiplies positions)."""
 
     theta: np.ndarray
     scale: float
@@ -331,16 +281,10 @@ def extension_schedule(extension: str, *, head_dim: int, base: float, train_leng
                        factor: float | None = None, longrope_factors=None, **params) -> Schedule:
     """Rule ``extension`` stretching ``train_length`` to ``factor * train_length``, read at ``length``.
 
-    The one builder of a rule at a length: the frequencies are
-    ``scaled_frequencies(configured rule, head_dim, base, seq_len=length)``, the configuration being
-    :func:`preset`'s (any name of :data:`~ropegeo.scaling.RULES`, ``"none"`` or an alias;
-    ``longrope_factors`` and ``**params`` as there). ``factor`` is the extension factor ``s``
-    (1 to ``MAX_FACTOR`` = 1e6); by default ``max(1, length / train_length)``: the rule configured
-    for exactly the length read. For ``dynamic`` that is transformers' rule with the configuration's
-    factor ``s`` at the current length, ``B (s n / L - (s - 1)) ** (d / (d - 2))``; ``factor=1``
-    names the other meaning, the base following the length alone (static NTK at ``n / L``, the
-    "dynamic NTK" family of chapter 4). ``linear`` is expressed as a position scale ``1 / s`` on
-    the unchanged frequencies (the same phases). Lengths run from 2 to ``ropegeo._validate.MAX_LENGTH``.
+    The one builder of a rule at a length: ``scaled_frequencies(preset's rule, ..., seq_len=length)``.
+    ``factor`` (1 to ``MAX_FACTOR``) defaults to ``max(1, length / train_length)``. For ``dynamic``
+    that is transformers' rule, ``B (s n / L - (s - 1)) ** (d / (d - 2))``; ``factor=1`` names the
+    base following the length alone (static NTK at ``n / L``). ``linear`` is a position scale ``1 / s``.
 
     >>> sch = extension_schedule("pi", head_dim=8, base=10_000.0, train_length=64, length=256)
     >>> sch.rule, sch.scale, sch.attention_factor

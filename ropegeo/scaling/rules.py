@@ -1,9 +1,7 @@
 """The rule formulas: per-pair frequencies (and attention factors) of each context-extension rule.
 
-Each function takes the width and base of the plain schedule in the order of
-:func:`ropegeo.frequencies.frequencies` (``head_dim``, then ``base``; ``head_dim`` is the rotary width)
-and returns what transformers' ``modeling_rope_utils.py`` computes for the rule; see
-:mod:`ropegeo.scaling` for the table of rules and where ropegeo deliberately differs.
+Each takes the (rotary) width, then the base, and returns what transformers' ``modeling_rope_utils.py``
+computes; :mod:`ropegeo.scaling` tabulates them and says where ropegeo differs.
 """
 
 from __future__ import annotations
@@ -18,26 +16,21 @@ from ropegeo.frequencies import TWO_PI, frequencies, wavelengths
 #: The one list of extension rules (transformers' rope types, plus the static ``ntk``).
 RULES = ("linear", "ntk", "dynamic", "yarn", "longrope", "llama3")
 
-#: Other spellings of a rule, mapped to a name of :data:`RULES` or ``"none"`` (raw extrapolation:
-#: the training schedule unchanged).
+#: Other spellings of a rule, mapped to a name of :data:`RULES` or ``"none"`` (raw extrapolation).
 RULE_ALIASES = {"raw": "none", "pi": "linear", "interpolation": "linear", "dynamic_ntk": "dynamic"}
 
-#: The rules a name alone configures: ``"none"`` and every rule of :data:`RULES` but ``longrope``
-#: (which needs per-pair lists). The labs and the toy's lists are drawn from it.
+#: The rules a name alone configures: ``"none"`` and all of :data:`RULES` but ``longrope`` (per-pair lists).
 NAMED_RULES = ("none",) + tuple(r for r in RULES if r != "longrope")
 
 #: Largest scale factor accepted (real extensions use 2 to a few hundred).
 MAX_FACTOR = 1e6
 
-#: Smallest positive parameter accepted (factors, betas, per-pair factors): far below any real
-#: setting, and large enough that no division by it overflows.
+#: Smallest positive parameter accepted: far below any real setting, and no division by it overflows.
 MIN_PARAMETER = 1e-6
 
 
 def rule_name(rule, name: str = "rule") -> str:
-    """The name of ``rule`` in :data:`RULES` (or ``"none"``), aliases (:data:`RULE_ALIASES`) resolved.
-
-    A ValueError names the parameter ``name``.
+    """The name of ``rule`` in :data:`RULES` (or ``"none"``), aliases resolved; a ValueError names ``name``.
 
     >>> rule_name("pi"), rule_name("raw"), rule_name("dynamic_ntk")
     ('linear', 'none', 'dynamic')
@@ -76,19 +69,14 @@ def _dim(head_dim, minimum: int = 2) -> int:
 
 # ------------------------------------------------------------------------------------ the rules
 def linear(theta, factor: float) -> np.ndarray:
-    """Position interpolation: ``theta / factor`` (the same as dividing every position by ``s``).
-
-    ``theta`` has shape (pairs,); ``factor`` is ``s > 0``. Returns an array of shape (pairs,).
-    """
+    """Position interpolation: ``theta / factor`` (the same as dividing every position by ``s``)."""
     return v.finite_array("theta", theta) / _pos("factor", factor)
 
 
 def ntk(head_dim: int, base: float, factor: float) -> np.ndarray:
     """NTK-aware base change: the schedule of base ``B * s ** (d / (d - 2))`` (``d = head_dim >= 4``).
 
-    The exponent makes the slowest pair exactly ``s`` times slower while the fastest pair keeps its
-    frequency. transformers has no static ``"ntk"`` rope type: this is its dynamic rule's formula
-    with the length term replaced by ``s``. Returns an array of shape (head_dim // 2,).
+    The slowest pair turns exactly ``s`` times slower, the fastest keeps its frequency.
 
     >>> (frequencies(8, 10_000.0) / ntk(8, 10_000.0, 4.0)).round(4).tolist()
     [1.0, 1.5874, 2.5198, 4.0]
@@ -98,13 +86,9 @@ def ntk(head_dim: int, base: float, factor: float) -> np.ndarray:
 
 
 def dynamic_ntk(head_dim: int, base: float, factor: float, original_length: int, seq_len: int | None = None) -> np.ndarray:
-    """Dynamic NTK, as transformers computes it: the NTK base recomputed from the current length.
+    """Dynamic NTK as transformers computes it: base ``B * (s * n / L - (s - 1)) ** (d / (d - 2))``, ``n = max(seq_len, L)``.
 
-    ``B' = B * (s * n / L - (s - 1)) ** (d / (d - 2))`` with ``n = max(seq_len, L)``, ``s = factor``
-    (the configuration's) and ``L = original_length`` (transformers: the configuration's
-    ``max_position_embeddings``). For ``n <= L`` (or ``seq_len=None``) this is the plain schedule.
-    With ``factor=1`` the bracket is ``n / L``: the base follows the length alone (static NTK at
-    ``n / L``); with ``factor=s`` it reaches ``s**2 - s + 1`` at ``n = s L``.
+    ``factor=1`` makes the bracket ``n / L`` (the base follows the length alone).
     """
     d = _dim(head_dim, 4)
     base = v.base(base)
@@ -125,8 +109,7 @@ def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
 
 
 def _correction_dim(turns: float, d: int, base: float, length: int) -> float:
-    # the (fractional) pair index i, 0 <= i < d/2, whose frequency B^(-2i/d) turns `turns` times
-    # over `length` positions (transformers' find_correction_dim computes the same quantity)
+    # the fractional pair index whose frequency turns `turns` times over `length` (find_correction_dim)
     return d * math.log(length / (turns * TWO_PI)) / (2.0 * math.log(base))
 
 
@@ -134,13 +117,9 @@ def yarn_ramp(head_dim: int, base: float, original_length: int, *, beta_fast: fl
               beta_slow: float = 1.0, truncate: bool = True) -> np.ndarray:
     """YaRN's per-pair extrapolation weight, shape (head_dim // 2,): 1 keeps ``theta_i``, 0 takes ``theta_i / s``.
 
-    Pairs that turn more than ``beta_fast`` times over the original length keep their frequency,
-    pairs that turn fewer than ``beta_slow`` times are interpolated, and a linear ramp in the pair
-    index joins them. The ramp ends are ``low = floor(c(beta_fast))`` and
-    ``high = ceil(c(beta_slow))`` with ``c(r) = d ln(L / (2 pi r)) / (2 ln B)``, clipped to
-    ``[0, d - 1]`` (no rounding when ``truncate=False``); the weight of pair ``i`` is
-    ``1 - clip((i - low) / (high - low), 0, 1)``, with ``high`` nudged by 0.001 if it equals ``low``.
-    Raises a ValueError for ``beta_fast < beta_slow`` (as the config reader).
+    ``1 - clip((i - low) / (high - low), 0, 1)`` with ``low = floor(c(beta_fast))``,
+    ``high = ceil(c(beta_slow))`` (unrounded when ``truncate=False``),
+    ``c(r) = d ln(L / (2 pi r)) / (2 ln B)`` clipped to ``[0, d - 1]``.
     """
     d = _dim(head_dim)
     base = v.base(base)
@@ -164,12 +143,10 @@ def yarn_ramp(head_dim: int, base: float, original_length: int, *, beta_fast: fl
 def yarn(head_dim: int, base: float, factor: float, original_length: int, *, beta_fast: float = 32.0,
          beta_slow: float = 1.0, truncate: bool = True, attention_factor: float | None = None,
          mscale: float | None = None, mscale_all_dim: float | None = None) -> tuple[np.ndarray, float]:
-    """YaRN: per-pair blend of extrapolation and interpolation, plus an attention factor.
+    """YaRN: ``(theta_i w_i + (theta_i / s) (1 - w_i), attention factor)``, ``w`` from :func:`yarn_ramp`.
 
-    ``theta'_i = theta_i * w_i + (theta_i / s) * (1 - w_i)`` with ``w`` from :func:`yarn_ramp`.
-    The attention factor is ``attention_factor`` if given, else
-    ``yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)`` when both are non-zero, else
-    ``yarn_mscale(s)`` = ``0.1 ln s + 1``. Returns ``(theta, attention_factor)``.
+    The factor: ``attention_factor``, else ``yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)``
+    when both are non-zero, else ``0.1 ln s + 1``.
     """
     d = _dim(head_dim)
     s = _pos("factor", factor)
@@ -187,12 +164,9 @@ def yarn(head_dim: int, base: float, factor: float, original_length: int, *, bet
 
 def longrope(head_dim: int, base: float, short_factor, long_factor, original_length: int, *,
              factor: float, seq_len: int | None = None, attention_factor: float | None = None) -> tuple[np.ndarray, float]:
-    """LongRoPE: per-pair divisors, short up to the original length, long beyond it.
+    """LongRoPE: ``(theta_i / f_i, attention factor)``, ``f`` the long list when ``seq_len > L``, else the short.
 
-    ``theta'_i = theta_i / f_i`` with ``f = long_factor`` when ``seq_len > L`` and ``short_factor``
-    otherwise (a sequence of exactly ``L`` tokens, and ``seq_len=None``, use the short list).
-    The attention factor is ``attention_factor`` if given, else 1 for ``factor <= 1`` and
-    ``sqrt(1 + ln(factor) / ln(L))``. Returns ``(theta, attention_factor)``.
+    The factor: ``attention_factor``, else ``sqrt(1 + ln(factor) / ln(L))`` (1 for ``factor <= 1``).
     """
     d = _dim(head_dim)
     L = v.length("original_length", original_length, minimum=2)
@@ -213,13 +187,9 @@ def longrope(head_dim: int, base: float, short_factor, long_factor, original_len
 
 def llama3(head_dim: int, base: float, factor: float, original_length: int, *, low_freq_factor: float = 1.0,
            high_freq_factor: float = 4.0) -> np.ndarray:
-    """The Llama-3 rule: keep the fast pairs, divide the slow ones, blend the band between.
+    """The Llama-3 rule: wavelengths below ``L / high_freq_factor`` kept, above ``L / low_freq_factor`` divided by ``s``.
 
-    With wavelength ``lambda_i = 2 pi / theta_i``: pairs with ``lambda_i < L / high_freq_factor``
-    are untouched, pairs with ``lambda_i > L / low_freq_factor`` are divided by ``s``, and the band
-    between (edges included) gets ``(1 - g) theta_i / s + g theta_i`` with
-    ``g = (L / lambda_i - low) / (high - low)``, which meets both ends continuously.
-    Returns an array of shape (head_dim // 2,).
+    The band between gets ``(1 - g) theta_i / s + g theta_i``, ``g = (L / lambda_i - low) / (high - low)``.
     """
     d = _dim(head_dim)
     s = _pos("factor", factor)

@@ -81,7 +81,7 @@ def declared(library: str) -> dict:
     if out.pop("llama3_1", False):
         from ropegeo.models.manifest import resolve
 
-        out["theta"] = resolve("llama-3.1-8b").theta()
+        out["theta"] = resolve("llama-3.1-8b").theta_at()
     return out
 
 

@@ -100,7 +100,7 @@ def test_layer_kinds_windows_and_frequencies_match_transformers(case):
         if text.model_type == "llama4_text":
             window = text.attention_chunk_size
         assert m.sliding_window == window, k.kind
-        np.testing.assert_allclose(m.theta(), _inv_freq(text, k.kind or "full_attention"), rtol=RTOL, atol=0)
+        np.testing.assert_allclose(m.theta_at(), _inv_freq(text, k.kind or "full_attention"), rtol=RTOL, atol=0)
     assert sum(len(k.layers) for k in kinds if k.kind is not None) in (0, len(types))
     assert {k.kind for k in kinds} == (set(types) if kinds[0].kind is not None else {None})
 

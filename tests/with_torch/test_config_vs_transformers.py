@@ -297,8 +297,8 @@ def test_frequencies_and_attention_factor_match_transformers(case):
     for L in (short, long):
         inv, att = hf_rope(cfg, L, layer_type)
         assert m.rotary_dim == 2 * inv.size, f"{case}: rotary width {m.rotary_dim} vs transformers {2 * inv.size}"
-        np.testing.assert_allclose(m.theta(L), inv, rtol=RTOL, atol=0, err_msg=f"{case} at L={L}")
-        assert m.attention_factor(L) == pytest.approx(att, rel=1e-6), f"{case} at L={L}"
+        np.testing.assert_allclose(m.theta_at(L), inv, rtol=RTOL, atol=0, err_msg=f"{case} at L={L}")
+        assert m.attention_at(L) == pytest.approx(att, rel=1e-6), f"{case} at L={L}"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -341,7 +341,7 @@ def test_gemma2_sliding_layers_read_the_window():
     cfg = CASES["gemma-2-9b-full"][0]
     m = read_config(copy.deepcopy(cfg), layer_type="sliding_attention")
     assert m.sliding_window == hf_config(cfg).sliding_window == 4096
-    np.testing.assert_allclose(m.theta(128), hf_rope(cfg, 128)[0], rtol=RTOL)
+    np.testing.assert_allclose(m.theta_at(128), hf_rope(cfg, 128)[0], rtol=RTOL)
 
 
 _GEMMA4 = {"model_type": "gemma4_text", "head_dim": 256, "global_head_dim": 512, "hidden_size": 2560,
@@ -360,7 +360,7 @@ def test_proportional_rule_matches_gemma4(kind):
     rotating = inv[inv > 0]
     assert m.head_dim == 2 * inv.size and m.rotary_dim == 2 * rotating.size and att == 1.0
     assert np.all(inv[rotating.size:] == 0)  # the rotating pairs are the fastest ones, first
-    np.testing.assert_allclose(m.theta(), rotating, rtol=RTOL)
+    np.testing.assert_allclose(m.theta_at(), rotating, rtol=RTOL)
     assert m.pairing == "half" and m.pairing == PAIRING_BY_MODEL_TYPE["gemma4_text"]
     mod = _module("gemma4_text")
     x = torch.eye(m.head_dim)[:1].reshape(1, 1, 1, -1)  # e_0 turns into e_(D/2): rotate_half
@@ -384,11 +384,11 @@ def test_mrope_text_frequencies_match_transformers(cfg):
     rot = [c for n, c in vars(mod).items() if isinstance(c, type) and n.endswith("RotaryEmbedding")
            and "vision" not in n.lower()]
     rotary = min(rot, key=lambda c: len(c.__name__))(text)
-    np.testing.assert_allclose(m.theta(), rotary.inv_freq.double().numpy(), rtol=RTOL)
+    np.testing.assert_allclose(m.theta_at(), rotary.inv_freq.double().numpy(), rtol=RTOL)
     # text tokens: the three position streams are equal, so cos equals the 1D table
     pos = torch.arange(7)[None].expand(3, 1, 7)
     cos, _ = rotary(torch.zeros(1, 7, 8), pos)
-    want = np.cos(np.arange(7)[:, None] * m.theta()[None, :])
+    want = np.cos(np.arange(7)[:, None] * m.theta_at()[None, :])
     np.testing.assert_allclose(cos[0].double().numpy()[:, :m.pairs], want, rtol=1e-5, atol=1e-6)
 
 
@@ -447,5 +447,5 @@ def test_yarn_attention_factor_at_float32_ln():
     # the factor transformers returns is a python float: ropegeo's must agree to float64, not float32
     cfg = CASES["qwen2.5-7b-yarn"][0]
     _, att = hf_rope(cfg, 128)
-    assert read_config(copy.deepcopy(cfg)).attention_factor() == pytest.approx(att, rel=1e-12)
+    assert read_config(copy.deepcopy(cfg)).attention_at() == pytest.approx(att, rel=1e-12)
     assert att == pytest.approx(0.1 * math.log(4.0) + 1.0, rel=1e-12)

@@ -68,5 +68,5 @@ def test_a_sparse_config_is_read_as_transformers_fills_it(case):
     for length in (128, L):
         inv, att = hf_rope(cfg, length)
         assert m.rotary_dim == 2 * inv.size
-        np.testing.assert_allclose(m.theta(length), inv, rtol=RTOL, atol=0, err_msg=f"{case} at {length}")
-        assert m.attention_factor(length) == pytest.approx(att, rel=1e-6)
+        np.testing.assert_allclose(m.theta_at(length), inv, rtol=RTOL, atol=0, err_msg=f"{case} at {length}")
+        assert m.attention_at(length) == pytest.approx(att, rel=1e-6)

@@ -47,7 +47,7 @@ def test_phimoe_at_long_context_passes_with_its_mscale(dtype):
     # PhimoeRotaryEmbedding reading its long factors, served within a pass of 131,072 tokens:
     # cos and sin carry long_mscale 1.2432 (it once failed: declared 1.1902, LongRoPE's default)
     m = read_config(hc.PHIMOE)
-    assert m.attention_factor(131_072) == pytest.approx(MSCALE, rel=1e-12)
+    assert m.attention_at(131_072) == pytest.approx(MSCALE, rel=1e-12)
     f = hm.model_rotary(hc.PHIMOE, dtype, served_length=131_072, rotary_class=hc.PhimoeLongFactors)
     r = gate_a(f, manifest=hc.PHIMOE)
     assert r.passed, r.table()
@@ -75,7 +75,7 @@ def test_shipped_phimoe_module_passes_short_and_fails_long_as_frequency(dtype):
 @pytest.mark.parametrize("name", ["qwen2.5-7b-instruct", "gpt-oss-20b"])
 def test_yarn_module_with_its_attention_factor_dropped_fails_as_magnitude(name, dtype):
     m = resolve(name)
-    assert m.attention_factor(m.target_length) > 1.1
+    assert m.attention_at(m.target_length) > 1.1
     assert gate_a(hm.model_rotary(name, dtype), manifest=name).passed
     dropped = hm.model_rotary(name, dtype, "factor-dropped")
     r = gate_a(dropped, manifest=name)

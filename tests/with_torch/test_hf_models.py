@@ -65,7 +65,7 @@ def test_declarations_read_from_the_configurations():
     assert _run("deepseek-v3", "float32").declared["head_dim"] == 64  # qk_rope_head_dim, interleaved
     assert _run("deepseek-v3", "float32").declared["pairing"] == "interleaved"
     assert _run("gpt-oss", "float32").declared["attention_factor"] > 1.0  # YaRN's factor on cos and sin
-    assert _run("phi3-long", "float32").declared["attention_factor"] == pytest.approx(resolve(PHI3).attention_factor(131_072))
+    assert _run("phi3-long", "float32").declared["attention_factor"] == pytest.approx(resolve(PHI3).attention_at(131_072))
 
 
 def test_phi3_switch_at_4097_is_seen():

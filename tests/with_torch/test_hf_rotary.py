@@ -151,7 +151,7 @@ def test_scaled_rules_checked_against_what_the_config_promises(model, dtype):
     f = h.llama_rotary(dtype, head_dim=m.head_dim, rope_parameters=params, max_position_embeddings=mpe)
     r = gate_a(f, manifest=model)
     assert r.passed, r.table()
-    if m.attention_factor() != 1.0:  # YaRN: transformers multiplies cos and sin by the factor
+    if m.attention_at() != 1.0:  # YaRN: transformers multiplies cos and sin by the factor
         assert r.inferred["attention_factor_applied"] is True
     # the same code without its scaling rule breaks the promise, as a frequency defect
     plain = h.llama_rotary(dtype, head_dim=m.head_dim, base=params["rope_theta"])

@@ -104,7 +104,7 @@ def test_the_configuration_reads_as_transformers_builds_it():
         hf, m = _hf_config(cfg), read_config(cfg)
         assert list(m.sections) == list(hf.rope_parameters["mrope_section"])
         module = (q3.Qwen3VLTextRotaryEmbedding if m.round_robin else q2.Qwen2VLRotaryEmbedding)(hf)
-        np.testing.assert_allclose(module.inv_freq.double().numpy(), m.theta(), rtol=1e-6)
+        np.testing.assert_allclose(module.inv_freq.double().numpy(), m.theta_at(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

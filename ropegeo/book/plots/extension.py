@@ -350,7 +350,7 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
         if m.train_length is None:
             raise ValueError(f"{label}: the manifest has no training length")
         target = m.target_length
-        lam = wavelengths(m.theta(target))
+        lam = wavelengths(m.theta_at(target))
         colour = np.where(lam > m.train_length, _FULL, _KEEP)
         ax.scatter(lam, np.full(lam.size, row), s=10, c=colour, zorder=3)
         ax.scatter([m.train_length], [row], marker="|", s=300, color="0.15", zorder=4)

@@ -31,7 +31,7 @@ export function compute(p) {
   };
   const { head_dim: d, base, train_length: L, dtype } = state;
   const target = Math.round(state.factor * L);
-  const theta = scaledFrequencies(preset(state.rule, L, target), base, d).theta;
+  const theta = scaledFrequencies(preset(state.rule, L, target), d, base).theta;
   const plain = frequencies(d, base);
   const pos = positions(target), pairs = theta.length;
   const served = angleTable(pos, theta, dtype), exact = angleTable(pos, plain, "float64");

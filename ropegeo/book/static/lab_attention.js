@@ -39,7 +39,7 @@ export function compute(p) {
   const state = { content, seed, encoding, head_dim, base, span, dtype, rule, factor, train_length };
   const rope = encoding === "rope";
   const scaling = rope && rule !== "none" ? preset(rule, train_length, train_length * factor) : null;
-  const { theta, attention_factor } = scaledFrequencies(scaling, base, head_dim);
+  const { theta, attention_factor } = scaledFrequencies(scaling, head_dim, base);
   const cells = gridSide(head_dim), stride = Math.ceil(span / cells), grid = Math.ceil(span / stride);
   const positions = Array.from({ length: grid }, (_, j) => j * stride);
   const { q, k } = attentionContent(content, head_dim, seed);

@@ -263,7 +263,7 @@ function idleRule(p) {
 /** The geometry audit (ropegeo.gates.procedure.geometry_audit: float64, top 3, search limit 100,000) and
  * Gate B in the phase dtype, with the rows of ropegeo's table. */
 export function audit(m, target, normals = null) {
-  const { theta, attention_factor } = scaledFrequencies(m.scaling, m.base, m.rotary_dim, target);
+  const { theta, attention_factor } = scaledFrequencies(m.scaling, m.rotary_dim, m.base, target);
   const plain = frequencies(m.rotary_dim, m.base);
   const lam = wavelengths(theta), train = m.train_length, pairs = theta.length;
   const lawPairs = [...LAW_PAIRS, [Math.floor(train / 4), train - 2]];

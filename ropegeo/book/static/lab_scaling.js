@@ -26,7 +26,7 @@ export function report(rule, p) {
   const sc = rule === "none" ? null
     : factor === 1.0 && rule !== "dynamic" ? preset(rule, L, Math.max(target, L), params) : preset(rule, L, target, params);
   const plain = frequencies(d, base);
-  const { theta, attention_factor } = scaledFrequencies(sc, base, d, target);
+  const { theta, attention_factor } = scaledFrequencies(sc, d, base, target);
   const stretch = plain.map((t, i) => t / theta[i]);
   const novelty = phaseNovelty(plain, theta, L, target);
   const offs = (a, b, st) => Array.from({ length: Math.floor((b - a) / st) + 1 }, (_, k) => a + k * st);

@@ -103,10 +103,10 @@ export function slowPairs(theta, length) {
 export function linear(theta, factor) {
   return Float64Array.from(theta, (t) => t / factor);
 }
-export function ntk(base, d, factor) {
+export function ntk(d, base, factor) {
   return frequencies(d, base * factor ** (d / (d - 2)));
 }
-export function dynamicNtk(base, d, factor, originalLength, seqLen = null) {
+export function dynamicNtk(d, base, factor, originalLength, seqLen = null) {
   const n = seqLen == null ? originalLength : Math.max(seqLen, originalLength);
   return frequencies(d, base * ((factor * n) / originalLength - (factor - 1.0)) ** (d / (d - 2)));
 }
@@ -133,7 +133,7 @@ function correctionDim(turnsOver, d, base, length) {
   return (d * Math.log(length / (turnsOver * TWO_PI))) / (2.0 * Math.log(base));
 }
 /** YaRN's per-pair extrapolation weight (1 keeps theta_i, 0 takes theta_i / s). */
-export function yarnRamp(base, d, originalLength, { beta_fast = 32.0, beta_slow = 1.0, truncate = true } = {}) {
+export function yarnRamp(d, base, originalLength, { beta_fast = 32.0, beta_slow = 1.0, truncate = true } = {}) {
   let low = correctionDim(beta_fast, d, base, originalLength);
   let high = correctionDim(beta_slow, d, base, originalLength);
   if (truncate) {
@@ -147,8 +147,8 @@ export function yarnRamp(base, d, originalLength, { beta_fast = 32.0, beta_slow 
   for (let i = 0; i < d / 2; i++) out[i] = 1.0 - Math.min(1.0, Math.max(0.0, (i - low) / (high - low)));
   return out;
 }
-export function yarn(base, d, factor, originalLength, p = {}) {
-  const w = yarnRamp(base, d, originalLength, p);
+export function yarn(d, base, factor, originalLength, p = {}) {
+  const w = yarnRamp(d, base, originalLength, p);
   const th = frequencies(d, base);
   const out = th.map((t, i) => t * w[i] + (t / factor) * (1.0 - w[i]));
   let att;
@@ -157,13 +157,13 @@ export function yarn(base, d, factor, originalLength, p = {}) {
   else att = yarnMscale(factor);
   return { theta: out, attention_factor: att };
 }
-export function longrope(base, d, shortFactor, longFactor, originalLength, { factor, seq_len = null, attention_factor = null }) {
+export function longrope(d, base, shortFactor, longFactor, originalLength, { factor, seq_len = null, attention_factor = null }) {
   const ext = seq_len != null && seq_len > originalLength ? longFactor : shortFactor;
   const att = attention_factor != null ? attention_factor
     : factor <= 1.0 ? 1.0 : Math.sqrt(1.0 + Math.log(factor) / Math.log(originalLength));
   return { theta: frequencies(d, base).map((t, i) => t / ext[i]), attention_factor: att };
 }
-export function llama3(base, d, factor, originalLength, { low_freq_factor = 1.0, high_freq_factor = 4.0 } = {}) {
+export function llama3(d, base, factor, originalLength, { low_freq_factor = 1.0, high_freq_factor = 4.0 } = {}) {
   const lo = low_freq_factor, hi = high_freq_factor, L = originalLength;
   const th = frequencies(d, base);
   return th.map((t) => {
@@ -177,17 +177,17 @@ export function llama3(base, d, factor, originalLength, { low_freq_factor = 1.0,
 
 /** Served frequencies and attention factor of a rule (ropegeo.scaling.scaled_frequencies).
  * `scaling` is null or a Scaling.to_dict()-like object: {rule, factor, original_max_position_embeddings, ...}. */
-export function scaledFrequencies(scaling, base, d, seqLen = null) {
+export function scaledFrequencies(scaling, d, base, seqLen = null) {
   if (scaling == null) return { theta: frequencies(d, base), attention_factor: 1.0 };
   const s = scaling, L = s.original_max_position_embeddings;
   switch (s.rule) {
     case "linear": return { theta: linear(frequencies(d, base), s.factor), attention_factor: 1.0 };
-    case "ntk": return { theta: ntk(base, d, s.factor), attention_factor: 1.0 };
-    case "dynamic": return { theta: dynamicNtk(base, d, s.factor, L, seqLen), attention_factor: 1.0 };
-    case "yarn": return yarn(base, d, s.factor, L, s);
-    case "longrope": return longrope(base, d, s.short_factor, s.long_factor, L,
+    case "ntk": return { theta: ntk(d, base, s.factor), attention_factor: 1.0 };
+    case "dynamic": return { theta: dynamicNtk(d, base, s.factor, L, seqLen), attention_factor: 1.0 };
+    case "yarn": return yarn(d, base, s.factor, L, s);
+    case "longrope": return longrope(d, base, s.short_factor, s.long_factor, L,
       { factor: s.factor, seq_len: seqLen, attention_factor: s.attention_factor });
-    case "llama3": return { theta: llama3(base, d, s.factor, L, s), attention_factor: 1.0 };
+    case "llama3": return { theta: llama3(d, base, s.factor, L, s), attention_factor: 1.0 };
     default: throw new Error(`unknown rule ${s.rule}`);
   }
 }

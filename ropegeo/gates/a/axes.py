@@ -98,7 +98,7 @@ def axes_operator(manifest):
     if getattr(manifest, "sections", None) is None:
         raise ValueError("manifest must declare mrope_section (a multi-axis operator)")
     seq = manifest.target_length or manifest.max_position_embeddings
-    theta, factor = manifest.theta(seq), float(manifest.attention_factor(seq))
+    theta, factor = manifest.theta_at(seq), float(manifest.attention_at(seq))
     axis = axis_layout(manifest.sections, manifest.round_robin, manifest.pairs)
 
     def operator(x, positions, role: str = "query"):

@@ -291,7 +291,7 @@ def _from_manifest(manifest, target_length):
     seq = target_length or manifest.target_length or manifest.max_position_embeddings
     out = dict(head_dim=manifest.head_dim, base=manifest.base, rotary_dim=manifest.rotary_dim,
                pairing=manifest.pairing, phase_dtype=manifest.phase_dtype, max_position=seq,
-               attention_factor=float(manifest.attention_factor(seq)),
+               attention_factor=float(manifest.attention_at(seq)),
                extra_sizes=tuple(s for s in (manifest.max_position_embeddings,
                                              manifest.original_max_position_embeddings) if s))
     out["notes"] = []
@@ -301,18 +301,18 @@ def _from_manifest(manifest, target_length):
                             "audits cos and sin only (the factor they carry here is "
                             f"{out['attention_factor']:.6g})")
     if manifest.scaling is not None:
-        out["theta"] = manifest.theta(seq)
+        out["theta"] = manifest.theta_at(seq)
         # dynamic NTK's threshold is the block's length (transformers: max_position_embeddings)
         short = manifest.original_max_position_embeddings or manifest.scaling.original_max_position_embeddings
         if manifest.scaling.rule == "dynamic" and short and seq > short:
             out["pass_length"] = seq
-            out["short_run"] = (short, manifest.theta(short))
+            out["short_run"] = (short, manifest.theta_at(short))
         if manifest.scaling.rule in ("longrope", "dynamic") and short and seq > short:
             # what the same module rotates with when called on a short run (no long prompt in view)
             out["alt_theta"] = (f"the configuration's frequencies for a forward pass of at most {short:,} tokens "
                                 f"({manifest.scaling.rule}: a module called on a short run picks these; audit them "
                                 f"with --target-length {short}, or call the module as within a pass of "
-                                f"{seq:,} tokens)", manifest.theta(short), short)
+                                f"{seq:,} tokens)", manifest.theta_at(short), short)
     out["name"] = manifest.name
     return out
 
