@@ -50,33 +50,11 @@ _TOP = 3
 
 
 class AttentionLab(Lab):
-    """The attention-score heatmap (an anywidget computing in JavaScript).
+    """The attention-score heatmap (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    content : {"equal", "slow", "fast", "varied"}
-        The query and key (see :func:`content`).
-    seed : int
-        0 to 99, for ``"varied"``.
-    encoding : {"rope", "none"}
-    head_dim : int
-        Even, 4 to 128.
-    base : float
-        2 to 10,000,000.
-    span : int
-        Positions shown, a multiple of 16 from 16 to 16,384 (sampled beyond 256).
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the angles are formed.
-    rule : {"none", "linear", "ntk", "yarn", "llama3"}
-        Scaling rule stretching ``train_length`` by ``factor``.
-    factor : int
-        1 to 64.
-    train_length : int
-        A multiple of 16 from 16 to 16,384.
-
-    Notes
-    -----
-    A value outside these bounds raises ``traitlets.TraitError`` naming the parameter.
+    ``content``: the query and key (:func:`content`; ``seed`` for ``"varied"``); ``span`` and
+    ``train_length``: multiples of 16; ``dtype``: the precision the angles are formed in; ``rule``
+    stretches ``train_length`` by ``factor``.
 
     Examples
     --------

@@ -69,14 +69,8 @@ def _kinds(name: str) -> list[str]:
 def records() -> dict:
     """The shipped configurations as the lab's front end reads them.
 
-    Returns
-    -------
-    dict
-        Model name -> the manifest fields of its default reading (``label``, ``base``,
-        ``head_dim``, ``rotary_dim``, ``pairing``, ``phase_dtype``, ``train_length``,
-        ``target_length``, ``scaling`` as a dict, ``sliding_window``, ``layer_type``,
-        ``logit_scale``, ``notes``), plus ``name`` and ``layer_types``: kind -> the same fields
-        read for that kind of layer (empty for a model whose layers all share one operator).
+    Model name -> the manifest fields of its default reading, plus ``name`` and ``layer_types``: kind ->
+    the same fields for that kind of layer (empty when the layers all share one operator).
     """
     out = {}
     for name in shipped_models():
@@ -136,16 +130,10 @@ def idle_rule(state: dict) -> str | None:
 def reference(state: dict) -> dict:
     """ropegeo's numbers for a lab state.
 
-    Returns
-    -------
-    dict
-        ``manifest``: the manifest audited (as a dict; for a shipped model, the kind of layer the
-        state names, or the record's default when the model has no such kind); ``audit``:
-        :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
-        dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
-        rows (label, text); ``gate_b``: :func:`ropegeo.gates.b.rule.gate_b` in the phase dtype (default
-        offset sets, origin at the far end of the target context) as a dict, ``None`` when the
-        positions overflow the dtype.
+    ``manifest`` (as a dict); ``audit``: :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3,
+    search limit :data:`SEARCH_LIMIT`, exact phases so that a dtype overflow cannot hide the rest);
+    ``rows``: its table rows; ``gate_b``: :func:`ropegeo.gates.b.rule.gate_b` in the phase dtype,
+    ``None`` when the positions overflow the dtype.
     """
     m = _manifest(state)
     target = state["target_length"]
@@ -158,31 +146,12 @@ def reference(state: dict) -> dict:
 
 
 class AuditLab(Lab):
-    """The audit lab (an anywidget computing in JavaScript).
+    """The audit lab (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    model : str
-        A shipped configuration (:func:`ropegeo.models.manifest.shipped_models`) or ``"custom"``.
-    layer_type : str
-        ``"default"`` (the kind of layer the shipped record reads by default), ``"full_attention"``
-        or ``"sliding_attention"``: for a model whose layers differ (Gemma 3, gpt-oss), the kind
-        audited. The front end sets it back to ``"default"`` for a model with one kind of layer.
-    target_length : int
-        Context to serve, 3 to 2**24 tokens (Llama 4 Scout serves 10,485,760).
-    dtype : str
-        ``"config"`` (the configuration's phase dtype) or one of float64, float32, float16, bfloat16.
-    head_dim, base, train_length, rule
-        The custom bank (used when ``model == "custom"``): even head dim 4 to 256, base 10 to
-        10**7, training length 16 to 131,072, rule stretching it to the target.
-    records : dict
-        The shipped configurations (:func:`records`), embedded for the front end.
-    law_normals : list of float
-        :func:`law_normals`: the vectors of the relative-law check, embedded for the front end.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``model``: a shipped configuration or ``"custom"`` (the bank of ``head_dim``, ``base``,
+    ``train_length``, ``rule``); ``layer_type``: the kind of layer audited for a model whose layers
+    differ (``"default"``: the record's); ``dtype``: ``"config"`` or a phase dtype. ``records`` and
+    ``law_normals`` (:func:`records`, :func:`law_normals`) are embedded for the front end.
     """
 
     _esm = esm_source("lab_audit.js")
@@ -200,20 +169,9 @@ class AuditLab(Lab):
 
 
 def audit_lab(model: str = "custom", **controls) -> AuditLab:
-    """Build the audit lab (display the returned object in a notebook).
+    """Build the audit lab for ``model`` (``"custom"``: the bank of the controls).
 
-    Parameters
-    ----------
-    model : str
-        A shipped configuration or ``"custom"`` (default) for the bank set by ``head_dim``,
-        ``base``, ``train_length`` and ``rule``.
-    **controls
-        ``layer_type``, ``target_length``, ``dtype``, ``head_dim``, ``base``, ``train_length``, ``rule``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown control name; ``traitlets.TraitError`` for a value out of bounds.
+    Raises ``ValueError`` for an unknown control name; ``traitlets.TraitError`` for a value out of bounds.
     """
     unknown = sorted(set(controls) - set(AuditLab.BOUNDS))
     if unknown:

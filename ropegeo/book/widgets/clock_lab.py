@@ -30,26 +30,10 @@ _WIDTH = 16  # the query and key vectors carried in the state (the lab uses the 
 
 
 class ClockLab(Lab):
-    """The rotation clock (an anywidget computing in JavaScript).
+    """The rotation clock (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    m, n : int
-        Query and key positions, 0 to 512 tokens.
-    head_dim : int
-        Even, 2 to 16 (one clock per pair).
-    base : float
-        Frequency base, 2 to 100,000 (small bases turn the slow hands visibly).
-    pairing : {"interleaved", "half"}
-    speed : int
-        Animation speed, 1 to 32 tokens per second: "play" advances both positions by one token
-        per step (the score stays put), "pause" stops; the lab never plays by itself.
-    q, k : list of float
-        The query and key vectors (16 entries; the lab uses the first ``head_dim``).
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``m``, ``n``: query and key positions; ``speed``: tokens per second of "play" (the lab never plays
+    by itself); ``q``, ``k``: 16 entries, the first ``head_dim`` used.
     """
 
     _esm = esm_source("lab_clock.js")

@@ -33,27 +33,11 @@ _MAX_TOP = 20
 
 
 class KernelLab(Lab):
-    """The equal-weight kernel ``K(delta)`` of a rotary frequency bank, as a live/static widget.
+    """The equal-weight kernel ``K(delta)`` of a rotary frequency bank (controls: ``DEFAULTS``).
 
-    Parameters
-    ----------
-    head_dim : int
-        Rotary dimension ``d`` (even, 2 to 256). Default 8.
-    base : float
-        Frequency base ``B`` (greater than 1). Default 10,000.
-    offset_start, offset_stop : int
-        The inclusive offset range drawn and searched (``0 <= start <= stop``, at most
-        ``MAX_SPAN`` offsets). Default 1 to 20,000.
-    interpolate : bool
-        Position interpolation: offsets are multiplied by ``s = train_length / target_length``.
-    train_length, target_length : int
-        Lengths defining ``s`` (positive). Default 4,096 and 16,384.
-    top : int
-        How many most identity-like offsets to list (1 to 20). Default 5.
-
-    Notes
-    -----
-    Setting a control to a value outside the ranges above (the message names the parameter). raises ``traitlets.TraitError``.
+    ``offset_start .. offset_stop``: the inclusive range drawn and searched (at most :data:`MAX_SPAN`
+    offsets); ``interpolate`` multiplies offsets by ``s = train_length / target_length``; ``top``:
+    offsets listed. A value out of range raises ``traitlets.TraitError`` naming the parameter.
 
     Examples
     --------
@@ -116,39 +100,18 @@ class KernelLab(Lab):
                 f"the offset range holds {span:,} offsets; the lab searches at most {MAX_SPAN:,} per update"
             )
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.state().items())
-        return f"KernelLab({args})"
-
     @property
     def scale(self) -> float:
         """The offset multiplier ``s``: ``min(1, train_length / target_length)`` when interpolating, else 1."""
         return min(1.0, self.train_length / self.target_length) if self.interpolate else 1.0
 
-    def state(self) -> dict:
-        """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
-        return {"head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
-                "offset_stop": self.offset_stop, "interpolate": self.interpolate,
-                "train_length": self.train_length, "target_length": self.target_length, "top": self.top}
-
 
 def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
               train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None) -> dict:
-    """``ropegeo``'s numbers for a lab state: what the widget's JavaScript must reproduce.
+    """``ropegeo``'s numbers for a lab state (arguments as :class:`KernelLab`).
 
-    Parameters
-    ----------
-    head_dim, base, offset_start, offset_stop, interpolate, train_length, target_length, top
-        As in :class:`KernelLab`.
-    offsets : array_like, optional
-        Offsets at which to evaluate ``K`` as well.
-
-    Returns
-    -------
-    dict
-        ``scale``; ``top``: list of ``(offset, K)`` from
-        :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at ``offsets`` from
-        :func:`ropegeo.geometry.kernel` (empty if ``offsets`` is None).
+    ``scale``; ``top``: ``(offset, K)`` from :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at
+    ``offsets`` (empty if None); ``returns``: :func:`distinct_returns` within ``return_width``.
     """
     # the lab's own limits, so that the reference can never run longer than one lab update
     head_dim = v.head_dim(head_dim, maximum=MAX_LAB_HEAD_DIM)
@@ -174,19 +137,10 @@ def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *
 
 
 def distinct_returns(values, start: int, top: int, width: int) -> list:
-    """The ``top`` offsets with the largest ``K`` among those whose ``K`` is the largest within
-    ``width`` offsets either side (ties: the smaller offset): one offset per return, where
-    :func:`ropegeo.geometry.near_collisions` may list two neighbours on one peak.
-
-    Parameters
-    ----------
-    values : array_like, shape (n,)
-        ``K`` at the offsets ``start .. start + n - 1``.
-
-    Returns
-    -------
-    list of (int, float)
-        ``(offset, K)`` pairs (``K`` at most 1), largest first.
+    """The ``top`` offsets ``(offset, K)`` with the largest ``K`` (at most 1) among those whose
+    ``K`` (``values`` at ``start, start + 1, ...``) is the largest within ``width`` offsets either side
+    (ties: the smaller offset): one offset per return, where :func:`ropegeo.geometry.near_collisions`
+    may list two neighbours on one peak.
 
     Examples
     --------

@@ -42,36 +42,17 @@ POINTS = 200
 
 
 def curve_positions(max_position: int) -> np.ndarray:
-    """The positions of the curves: ``round(max_position ** (k / 299))``, ``k = 0 .. 299``, without repeats.
-
-    The lab publishes the positions it computed; the tests check them against this formula and
-    compute the reference at the lab's own positions.
-    """
+    """The curves' positions: ``round(max_position ** (k / (POINTS - 1)))``, ``k = 0 .. POINTS - 1``, without repeats."""
     m = v.integer("max_position", max_position, minimum=MIN_POSITION, maximum=MAX_POSITION)
     return np.unique(np.round(float(m) ** (np.arange(POINTS) / (POINTS - 1))).astype(np.int64))
 
 
 def reference(state: dict, at=None) -> dict:
-    """ropegeo's phase error of each pipeline for a pipeline-lab state.
+    """ropegeo's phase error (radians) of each pipeline of :data:`PIPELINES` for a pipeline-lab state.
 
-    Parameters
-    ----------
-    state : dict
-        ``base``, ``head_dim``, ``pair``, ``worst``, ``max_position`` (bounds as :class:`PipelineLab`).
-    at : array_like of int, optional
-        Positions (default :func:`curve_positions` of ``max_position``).
-
-    Returns
-    -------
-    dict
-        ``positions`` and, per pipeline name of :data:`PIPELINES`, the phase error in radians of
-        pair ``pair`` (:func:`ropegeo.precision.phase_error`) or, with ``worst``, the largest over
-        the pairs (:func:`ropegeo.precision.max_phase_error`).
-
-    Raises
-    ------
-    ValueError
-        For a head width not offered, or a base, pair or largest position out of range.
+    At positions ``at`` (default :func:`curve_positions`), for pair ``pair``
+    (:func:`ropegeo.precision.phase_error`) or, with ``worst``, the largest over the pairs
+    (:func:`ropegeo.precision.max_phase_error`); also ``positions``. Raises ``ValueError`` out of range.
 
     Examples
     --------
@@ -96,25 +77,10 @@ def reference(state: dict, at=None) -> dict:
 
 
 class PipelineLab(Lab):
-    """Phase error against position for four pipelines (an anywidget computing in JavaScript).
+    """Phase error against position for four pipelines (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    base : float
-        100 to 10,000,000.
-    head_dim : int
-        One of 16, 32, 64, 128, 256.
-    pair : int
-        0 to ``head_dim / 2 - 1`` (the front end holds it there when the width shrinks).
-    worst : bool
-        Draw the largest error over the pairs instead of one pair's.
-    max_position : int
-        Largest position drawn, 100 to 10,000,000.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds raises ``traitlets.TraitError`` naming the
-    parameter. :attr:`numbers` is :func:`reference` for the current state.
+    ``pair``: 0 to ``head_dim / 2 - 1`` (held there when the width shrinks); ``worst``: the largest
+    error over the pairs instead.
     """
 
     _esm = esm_source("lab_pipeline.js")

@@ -48,31 +48,9 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
              low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> ExtensionReport:
     """The lab's numbers for one setting: the rule stretched to ``factor * train_length``.
 
-    Parameters
-    ----------
-    rule : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}
-    factor : float
-        1 to 64.
-    train_length : int
-        One of 1024, 2048, 4096, 8192, 32768.
-    head_dim : int
-        One of 32, 64, 96, 128, 256.
-    base : float
-        1,000 to 10,000,000.
-    beta_fast, beta_slow : float
-        YaRN's ramp ends (0.25 to 128, ``beta_fast > beta_slow``); ignored by other rules.
-    low_freq_factor, high_freq_factor : float
-        Llama-3's band edges (0.25 to 64, ``high > low``); ignored by other rules.
-
-    Returns
-    -------
-    ropegeo.extension.ExtensionReport
-        With the Gate B margin of offsets 1 .. 16.
-
-    Raises
-    ------
-    ValueError
-        For any value outside the ranges above, naming the parameter.
+    ``beta_fast > beta_slow`` (0.25 to 128) are YaRN's, ``high_freq_factor > low_freq_factor`` (0.25 to
+    64) Llama-3's, ignored by other rules. Returns an :class:`ropegeo.extension.ExtensionReport` with the
+    Gate B margin of offsets 1 .. 16; ``ValueError`` naming a value out of the lab's ranges.
     """
     if rule not in LAB_RULES:
         raise ValueError(f"rule must be one of {', '.join(map(repr, LAB_RULES))}, got {rule!r}")
@@ -107,19 +85,11 @@ def summary(report: ExtensionReport) -> str:
 
 
 class ScalingLab(Lab):
-    """Interactive lab (an anywidget computing in JavaScript): the ruler and trade-off of one rule.
+    """The ruler and trade-off of one rule (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
-    ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
-    with the bounds of :func:`lab_report` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
-    front end keeps every state valid: ``beta_slow`` is held at most ``beta_fast - 0.25`` and
-    ``low_freq_factor`` at most ``high_freq_factor - 0.25`` (the value handed back to Python), so
-    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`lab_report`
-    for the current state.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    The front end keeps ``beta_slow`` at most ``beta_fast - 0.25`` and ``low_freq_factor`` at most
+    ``high_freq_factor - 0.25``, so no control position blanks the lab. :attr:`ScalingLab.report` is
+    :func:`lab_report` for the current state.
     """
 
     _esm = esm_source("lab_scaling.js")

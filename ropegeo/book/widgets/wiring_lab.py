@@ -140,28 +140,11 @@ def reference(state: dict, q, k) -> dict:
 
 
 class WiringLab(Lab):
-    """The wiring lab (an anywidget computing in JavaScript).
+    """The wiring lab (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    pairing, query_pairing : {"interleaved", "half"}
-        The declared pairing (keys) and the one the query is rotated with.
-    policy : str
-        One of :data:`ropegeo.models.manifest.POSITION_ID_POLICIES`.
-    pad : int
-        Left padding, or the length of the earlier packed document (0 to 4,096 tokens).
-    cache_offset : int
-        Position the KV-cache policy gives the decoded token (0 to 8,192; correct: 31).
-    dtype : str
-        Phase dtype (float64, float32, float16, bfloat16).
-    head_dim, base
-        Even head dim 4 to 64; base 10 to 10**7.
-    q, k : list of float
-        Query and key vectors (64 entries; the first ``head_dim`` are used).
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``pairing`` is declared (keys), ``query_pairing`` rotates the query; ``pad``: left padding or the
+    earlier packed document's length; ``cache_offset``: the decoded token's position under
+    ``"kv-cache"`` (correct: 31); ``q``, ``k``: 64 entries, the first ``head_dim`` used.
     """
 
     _esm = esm_source("lab_wiring.js")
@@ -175,8 +158,3 @@ class WiringLab(Lab):
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
 
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state(), self.q, self.k)
