@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole",
-           "as_items", "read_each", "as_float_array", "call_student", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
+           "as_items", "read_each", "as_float_array", "call_student", "need", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
            "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
 
 _REGISTRY: dict[str, Callable[[Any], "Feedback"]] = {}
@@ -350,6 +350,21 @@ def call_student(fn: Callable, *args, what: str = "your function"):
         return None, f"{what} raised {_describe_exception(exc)}"
 
 
+class _Refused(Exception):
+    """A reader's verdict, raised by :func:`need` and answered by :func:`check`."""
+
+
+def need(read: tuple):
+    """The value of a reader's ``(value, None)``; its ``(None, verdict or reason)`` ends the check with it.
+
+    ``n = need(as_whole(answer, "a count"))`` stands for reading, then ``if bad: return bad``.
+    """
+    value, bad = read
+    if bad:
+        raise _Refused(bad if isinstance(bad, str) else bad[1])
+    return value
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 
 
@@ -435,6 +450,8 @@ def check(exercise_id: str, answer: Any) -> Feedback:
         with np.errstate(all="ignore"):
             ok, message = _REGISTRY[exercise_id](answer)
         return Feedback(exercise_id, bool(ok), str(message))
+    except _Refused as refused:
+        return Feedback(exercise_id, False, str(refused))
     except NotImplementedError:
         return Feedback(exercise_id, False, "your function still raises NotImplementedError: write its body.")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - check always answers

@@ -15,6 +15,7 @@ from ropegeo.book.exercises import (
     call_student,
     correct,
     exercise,
+    need,
     short,
     sympy_problem,
     wrong,
@@ -40,9 +41,7 @@ def _fmt(x: float) -> str:
 
 @exercise("ch02-score-by-hand")
 def _check_score(answer):
-    value, bad = as_number(answer, "a single real number")
-    if bad:
-        return bad
+    value = need(as_number(answer, "a single real number"))
     q, k, th, m, n = SCORE_Q, SCORE_K, SCORE_THETA, SCORE_M, SCORE_N
     truth = _score(q, k, m, n, th)
     close = lambda x: abs(value - x) <= 1e-3 * max(1.0, abs(x))  # noqa: E731
@@ -215,12 +214,8 @@ def _check_complex_rope(fn):
     if not callable(fn):
         return wrong(f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
     for label, x, pos in _rope_cases(np.random.default_rng(21)):
-        out, err = call_student(fn, x.copy(), pos.copy(), what=f"on {label} it")
-        if err:
-            return wrong(err)
-        got, bad = as_float_array(out, f"on {label} what it returned", finite=False)
-        if bad:
-            return bad
+        out = need(call_student(fn, x.copy(), pos.copy(), what=f"on {label} it"))
+        got = need(as_float_array(out, f"on {label} what it returned", finite=False))
         want = apply_rope(x, pos)
         if got.shape != want.shape:
             return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
@@ -247,17 +242,11 @@ BLIND_OFFSETS = np.arange(1, 2001, dtype=np.float64)
 
 @exercise("ch02-direction-blind")
 def _check_direction_blind(answer):
-    items, bad = as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64)
-    if bad:
-        return bad
+    items = need(as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64))
     if len(items) != 2:
         return wrong("expected a pair (q, k) of two arrays of shape (4,)")
-    q, bad = as_float_array(items[0], "q", finite=False)
-    if bad:
-        return bad
-    k, bad = as_float_array(items[1], "k", finite=False)
-    if bad:
-        return bad
+    q = need(as_float_array(items[0], "q", finite=False))
+    k = need(as_float_array(items[1], "k", finite=False))
     if q.shape != (BLIND_HEAD_DIM,) or k.shape != (BLIND_HEAD_DIM,):
         return wrong(f"q and k must both have shape (4,), got {q.shape} and {k.shape}")
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k))):

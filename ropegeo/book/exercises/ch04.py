@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import as_float_array, as_number, as_whole, call_student, correct, exercise, need, wrong
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.novelty import joint_novelty
@@ -61,9 +61,7 @@ def _slow(base: float, length: int, d: int = 128) -> int:
 
 @exercise("ch04-abf-slow")
 def _abf_slow(answer):
-    n, bad = as_whole(answer, "a number of pairs (a whole number)")
-    if bad:
-        return bad
+    n = need(as_whole(answer, "a number of pairs (a whole number)"))
     if not 0 <= n <= 64:
         return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
     want = _slow(1_000_000.0, 16_384)
@@ -84,9 +82,7 @@ def _abf_slow(answer):
 
 @exercise("ch04-llama3-half")
 def _llama3_half(answer):
-    x, bad = _number(answer, "a (fractional) pair index")
-    if bad:
-        return bad
+    x = need(_number(answer, "a (fractional) pair index"))
     d, base, L, lo, hi = 128, 500_000.0, 8192, 1.0, 4.0
 
     def index_at(turns):  # pair index whose frequency turns `turns` times over L
@@ -183,9 +179,7 @@ def _yarn_ramp(answer):
             out, err = call_student(answer, base, d, L, bf, bs, truncate)
             if err:
                 return wrong(f"for {where} {err}")
-            got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
-            if bad:
-                return bad
+            got = need(as_float_array(out, f"for {where} what your function returned", finite=False))
             want = yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
             if got.shape != want.shape:
                 return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
@@ -215,9 +209,7 @@ def _first_beyond(rule: str) -> int:
 
 @exercise("ch04-joint-first")
 def _joint_first(answer):
-    n, bad = as_whole(answer, "an offset (a whole number)")
-    if bad:
-        return bad
+    n = need(as_whole(answer, "an offset (a whole number)"))
     if n < 0:
         return wrong(f"offsets are non-negative, got {n}.")
     want = _first_beyond("yarn")
