@@ -21,15 +21,12 @@ PERM_DIM = 12
 
 @exercise("ch05-permutation")
 def _check_permutation(answer):
-    if isinstance(answer, (str, bytes)):
-        return wrong(f"expected an array of {PERM_DIM} integer indices, got the text {short(answer)}")
     if isinstance(answer, np.ndarray) and answer.ndim != 1:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape {answer.shape}")
     items = need(as_items(answer, f"an array of {PERM_DIM} integer indices", max_items=4096))
     if len(items) != PERM_DIM:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
-    perm = need(read_each(items, as_whole, "indices as integers", limit=10**6))
-    perm = np.array(perm)
+    perm = np.array(need(read_each(items, as_whole, "indices as integers", limit=10**6)))
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
     half = PERM_DIM // 2
@@ -163,8 +160,7 @@ def _check_diagnose(answer):
     items = need(as_items(answer, f"an array of {d} pair indices", max_items=4096))
     if len(items) != d:
         return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
-    pairs = need(read_each(items, as_whole, "pair indices as whole numbers", limit=10**6))
-    pairs = np.array(pairs)
+    pairs = np.array(need(read_each(items, as_whole, "pair indices as whole numbers", limit=10**6)))
     truth = _suspect_pairs()
     if np.array_equal(pairs, truth):
         return correct("coordinate j turns at the frequency of pair j // 2: the cos/sin table is laid out for "
