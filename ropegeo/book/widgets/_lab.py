@@ -1,11 +1,9 @@
 """What every lab shares: one anywidget whose JavaScript computes and draws everything.
 
-A lab's front end is one ES module built from three files of ``ropegeo/book/static``: the geometry core
-(``ropegeo_core.js``), the shared interface (``labs_ui.js``) and the lab's own file. It computes
-from the widget's state, so the same lab answers in Jupyter (Python reads and sets the state) and
-on the static book, where the state is embedded in the page and no kernel runs. Python validates
-the state (a bad value raises ``traitlets.TraitError`` naming the parameter) and gives ropegeo's own
-numbers for it (each lab's ``reference``), which the browser tests compare with the page's.
+Its ES module is the geometry core (``ropegeo_core.js``), the shared interface (``labs_ui.js``) and
+the lab's own file, computing from the widget state: the same lab answers in Jupyter and on the
+static book, where no kernel runs. Python validates the state and gives ropegeo's numbers for it
+(each lab's ``reference``), which the browser tests compare with the page's.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """The angle heatmap (chapter 4): the phase of every pair at every position, under a rule and a precision.
 
-Each cell is the phase ``position * theta_i mod 2 pi`` of pair ``i`` (rows, fastest at the bottom)
-at a position (columns, 0 to 1.25 times the target length), drawn with a cyclic colour map, with
-the training and target lengths marked. A second map shows how far that phase is from plain RoPE
-(the unscaled schedule in float64), wrapped into ``[-pi, pi)``: an extension rule changes the slow
-rows (interpolation all of them, YaRN and Llama 3 only the slow band, NTK more and more towards
-the slow end), and an angle table formed in bfloat16 scrambles the fast rows.
-
-Controls (all bounded): the rule (none, linear interpolation, NTK, YaRN, Llama 3 with their
-default parameters), the factor ``s`` (target length ``s`` times the training length), the head
-width, the base, the training length, and the dtype the angles are formed in.
-
-:class:`AngleLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_angles.js`` on the shared
-core) computes and draws, in Jupyter and on the static book alike; :func:`reference` computes the
-same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scaling.scaled_frequencies`,
-:func:`ropegeo.rotation.phase_angles`), which the tests compare with the page's.
+Each cell is ``position * theta_i mod 2 pi`` (rows: pairs, fastest at the bottom; columns: 0 to 1.25
+times the target length); a second map shows the change from plain float64 RoPE in ``[-pi, pi)``: a
+rule changes the slow rows, a bfloat16 angle table scrambles the fast ones.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
-"""The audit lab: pick a shipped model configuration (and, for a model whose layers differ, the kind
-of layer) or a custom bank, a target length and the phase dtype; read the geometry audit and Gate B.
+"""The audit lab: a shipped configuration (and, where layers differ, the kind of layer) or a custom
+bank, a target length and the phase dtype; the geometry audit and Gate B.
 
-:class:`AuditLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_audit.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike. The shipped
-configurations' records (:func:`records`, from :mod:`ropegeo.models.manifest`, one per kind of layer)
-travel in the widget state, so the page needs no kernel and no network. It shows
-
-* the **geometry audit** of :func:`ropegeo.gates.procedure.geometry_audit`, row by row as its table labels
-  them: the served ruler ("scaled" at the target, "unscaled" for the pre-training schedule),
-  attention factor and extra logit scale, rescaled and slow pairs, ``K(1)``, the relative-law error
-  against its rounding tolerance, and the most identity-like offsets in the search range (from the
-  training length to the target, from 64 when nothing is extended, stopped by a sliding window or
-  the lab's search limit) with the note saying which and why;
-* **Gate B** of :func:`ropegeo.gates.b.rule.gate_b`: the separation margins of the default offset sets
-  (:func:`ropegeo.gates.b.rule.default_offsets`, the distant set stopped by the window) at the far end of
-  the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
-  one rule (:class:`ropegeo.gates.b.rule.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
-  pairs that attains each margin, and the gate's verdict.
-
-:func:`reference` gives ropegeo's numbers for a lab state; the tests compare them with the page's.
+The records (:func:`records`) travel in the widget state, so the page needs no kernel and no
+network. It shows :func:`ropegeo.gates.procedure.geometry_audit`'s rows (the search range from the
+training length to the target, from 64 when nothing is extended, stopped by a sliding window or
+:data:`SEARCH_LIMIT`) and :func:`ropegeo.gates.b.rule.gate_b` on the default offset sets at the far
+end of the target context, in the phase dtype, against :class:`ropegeo.gates.b.rule.GateBRule`'s
+threshold, with the class of pairs that attains each margin.
 """
 
 from __future__ import annotations

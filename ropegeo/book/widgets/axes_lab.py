@@ -1,32 +1,17 @@
 """The 2D kernel lab: one frequency bank split between two position axes, ``K(dx, dy)`` on a patch grid.
 
-A head that reads two position axes (the rows and columns of an image's patches) gives each rotary
-pair a 2D frequency vector ``(fx_i, fy_i)``: pair ``i`` turns by ``dx * fx_i + dy * fy_i`` between
-two patches ``(dx, dy)`` apart, and the phase kernel becomes
-
-    K(dx, dy) = (1/P) sum_i cos(dx fx_i + dy fy_i),    P = d / 2 pairs.
-
-How the bank ``theta_i = B ** (-2 i / d)`` is split decides what each axis can resolve:
+Pair ``i`` gets a 2D frequency ``(fx_i, fy_i)`` and ``K(dx, dy) = (1/P) sum_i cos(dx fx_i + dy fy_i)``.
+The split of ``theta_i = B ** (-2 i / d)`` decides what each axis resolves:
 
 - ``"blocked"``: the first half of the pairs (rounded up; the fast ones) turn with x, the rest with
-  y: contiguous sections of one bank, as M-RoPE lays out its sections (Qwen2-VL). y gets only slow
-  pairs, so along y the kernel stays high for many patches. (Axial 2D RoPE for vision, Heo et al.
-  2024, also gives x the first half of the head, but builds a full ladder for each half: in its
-  frequencies it is closer to the interleaved split.)
-- ``"interleaved"``: even pairs turn with x, odd pairs with y, so both axes get pairs from the
-  whole range (Qwen3-VL's interleaved M-RoPE deals its frequency slots to the axes in turn).
-- ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs turn with x, the rest with y.
-- ``"mixed"``: every pair turns with both axes, ``fx_i = theta_i cos(phi_i)``,
-  ``fy_i = theta_i sin(phi_i)``, along the direction ``phi_i = i * golden angle`` (RoPE-Mixed, Heo
-  et al. 2024, learns its directions; the lab uses this fixed, evenly spread set in their place).
+  y, as M-RoPE lays out its sections (Qwen2-VL): y gets only slow pairs;
+- ``"interleaved"``: even pairs with x, odd with y (Qwen3-VL's interleaved M-RoPE);
+- ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs with x;
+- ``"mixed"``: every pair along ``phi_i = i * golden angle``, ``fx_i = theta_i cos(phi_i)``,
+  ``fy_i = theta_i sin(phi_i)`` (RoPE-Mixed, Heo et al. 2024, learns its directions).
 
-The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold: patches
-the head's phases can hardly tell from the query's own position.
-
-:class:`AxesLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_axes.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
-the same computation in numpy (a direct sum of cosines), which the tests compare with the page's
-numbers and with rotated vectors (:func:`ropegeo.rotation.apply_rope`, one axis at a time).
+The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold.
+:func:`reference` is the page's computation in numpy (a direct sum of cosines).
 """
 
 from __future__ import annotations

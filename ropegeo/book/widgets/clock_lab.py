@@ -1,14 +1,7 @@
 """The rotation clock (chapter 2): move the query position ``m`` and the key position ``n``.
 
-Each rotary pair is a clock whose hand turns by ``position * theta_i``. Shifting both positions
-turns every hand but leaves the score ``<R_m q, R_n k>`` unchanged, since it depends on ``n - m``
-only; moving one position changes it. The pairing toggle groups the coordinates as
-``(2i, 2i + 1)`` or ``(i, i + d/2)``. "Play" animates the clock: both positions advance one token
-at a time (``speed`` tokens per second) and the hands turn while the score stays put.
-
-:class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_clock.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
-ropegeo's computation of its numbers (:func:`ropegeo.rotation.apply_rope`).
+Each pair is a clock whose hand turns by ``position * theta_i``: shifting both positions turns the
+hands and keeps the score ``<R_m q, R_n k>``; "play" advances both one token at a time.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The frequency lab: drag head dim, base, lengths, interpolation and phase dtype; watch K(Δ),
 the wavelength ladder and the Gate B readout change.
 
-:class:`FrequencyLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_frequency.js`` on the
-shared core) computes and draws, in Jupyter and on the static book alike. :func:`lab_state` is
-ropegeo's computation of the same numbers, which the tests compare with the page's.
-Every control is bounded (:data:`CONTROLS`), so no slider position can ask for unbounded work:
-the kernel is drawn at no more than :data:`KERNEL_POINTS` offsets and the near-collision search
-covers at most ``131,072`` offsets.
+:func:`lab_state` is ropegeo's computation of the page's numbers; every control is bounded
+(:data:`CONTROLS`): K is drawn at no more than :data:`KERNEL_POINTS` offsets.
 """
 
 from __future__ import annotations

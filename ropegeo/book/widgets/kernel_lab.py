@@ -1,12 +1,8 @@
 """The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
 
-The widget is an ``anywidget`` whose JavaScript (``ropegeo/book/static/lab_kernel.js`` on the shared
-geometry core ``ropegeo_core.js``) computes
-``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
-it and lists the most identity-like offsets in a bounded range. Python only holds the validated
-state, so the same widget answers live in Jupyter and, from its embedded state, in the static book
-where no kernel runs. :func:`reference` gives ``ropegeo``'s own numbers for the same state (the
-book's browser test checks the two agree to 1e-9).
+The page computes ``K(delta) = mean_i cos(delta * s * theta_i)``, draws it and lists the most
+identity-like offsets in a bounded range; :func:`reference` gives ropegeo's numbers (the browser
+test checks the two agree to 1e-9).
 """
 
 from __future__ import annotations

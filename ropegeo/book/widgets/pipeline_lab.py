@@ -1,23 +1,7 @@
-"""Phase error by pipeline (chapter 5): one chart, four ways a rotary layer can form its phases.
-
-For one pair of a head (or the worst pair), the angle between the phase a pipeline generates and
-the exact one is drawn against position on log axes, for the four pipelines of
-:mod:`ropegeo.precision`:
-
-* ``float32``: every stage in float32 (:func:`ropegeo.precision.uniform`);
-* ``deployed``: float32 angles, cos and sin cast to bfloat16, as transformers serves a model
-  loaded in bfloat16 (:func:`ropegeo.precision.deployed`);
-* ``cast``: the frequency buffer rounded to bfloat16 by ``model.to(torch.bfloat16)``, then float32
-  angles and a bfloat16 table (:func:`ropegeo.precision.buffer_cast`);
-* ``bfloat16``: every stage in bfloat16, the historical bug (``uniform("bfloat16")``).
-
-Controls (all bounded): the base, the head width, the pair index (or the largest error over the
-pairs) and the largest position drawn.
-
-:class:`PipelineLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_pipeline.js`` on the
-shared core) computes and draws, in Jupyter and on the static book alike; :func:`reference`
-computes the same curves with :func:`ropegeo.precision.phase_error`, which the tests compare with
-the page's.
+"""Phase error by pipeline (chapter 5): for one pair (or the worst), the angle between the phase a
+pipeline generates and the exact one against position, for :data:`PIPELINES` (float32 throughout;
+``deployed``: float32 angles, bfloat16 cos/sin; ``cast``: the buffer rounded by
+``model.to(torch.bfloat16)``; bfloat16 throughout).
 """
 
 from __future__ import annotations

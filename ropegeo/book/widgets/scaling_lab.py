@@ -1,19 +1,8 @@
-"""The scaling lab: choose an extension rule and its parameters, watch the ruler and the trade-off.
+"""The scaling lab: an extension rule and its parameters; the ruler and the trade-off.
 
-Controls (all bounded): the rule, the extension factor ``s`` (1 to 64), the head width, the base,
-the training length, YaRN's ``beta_fast`` / ``beta_slow`` and Llama-3's ``low_freq_factor`` /
-``high_freq_factor``. Each update redraws three panels (the stretched ruler over the unscaled one,
-the per-pair phase novelty at ``s`` times the training length, and the novelty/resolution
-trade-off of every rule at this factor) and the numbers: pairs stretched, pairs with novel phase,
-``K(1)`` and ``D(1)``, the fastest pair's step, the Gate B margins of offsets ``1 .. 16`` and of
-``64, 128, ..`` up to the training length, and the attention factor.
-
-LongRoPE is not offered: its per-pair factors come from a search over a trained model, not from
-a formula (chapter 4 uses the real lists of three Phi-3 models instead).
-
-:class:`ScalingLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_scaling.js`` on the shared
-core) computes and draws, in Jupyter and on the static book alike; :func:`lab_report` is ropegeo's
-computation of the same numbers, which the tests compare with the page's.
+Three panels (the stretched ruler over the unscaled one, the per-pair phase novelty at the target,
+the novelty/resolution trade-off of every rule at this factor) and :func:`summary`'s numbers.
+LongRoPE is not offered: its per-pair factors come from a search over a trained model.
 """
 
 from __future__ import annotations
