@@ -28,14 +28,11 @@ _COLOURS = {"none": "#7f7f7f", "absolute": "#8c564b", "sinusoidal": "#9467bd", "
 
 def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 8, head_dim: int = 16,
                 base: float = 10_000.0, theta=None, max_offset: int = 300, panel: str | None = None) -> Figure:
-    """Three position terms as functions of the offset: T5 buckets, ALiBi biases, the RoPE kernel.
+    """Three position terms against the offset (up to ``max_offset``, 10 to 100,000): T5 buckets, ALiBi biases, the RoPE kernel.
 
-    T5's bucketing (``num_buckets``, ``max_distance``: :func:`ropegeo.toy.schemes.t5_bucket`) in
-    both directions; one ALiBi line per slope of :func:`ropegeo.toy.schemes.alibi_slopes` for
-    ``heads``; the equal-weight kernel ``K(delta)`` of RoPE's ``head_dim`` (even, up to
-    :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an explicit schedule ``theta`` (e.g. from
-    ``ropegeo.scaling``) next to it. Offsets up to ``max_offset`` (10 to 100,000). ``panel``
-    (``"t5"``, ``"alibi"`` or ``"kernel"``) draws that panel alone at the text column's width.
+    T5's bucketing (:func:`ropegeo.toy.schemes.t5_bucket`) in both directions; one ALiBi line per slope
+    for ``heads``; ``K(delta)`` of ``head_dim`` (up to :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an
+    explicit schedule ``theta`` beside it. ``panel`` (``"t5"``, ``"alibi"``, ``"kernel"``) draws one alone.
     """
     max_offset = v.integer("max_offset", max_offset, minimum=10, maximum=100_000)
     head_dim = v.head_dim(head_dim, maximum=MAX_DRAWN_HEAD_DIM)
@@ -91,14 +88,11 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
 
 
 def learned_profiles(heads, *, length: int = 512, target: int | None = None, layout: str = "overlay") -> Figure:
-    """Trained position-only heads: score of the last query against the key ``delta`` slots back.
+    """Trained position-only heads (1 to 10): score of the last query against the key ``delta`` slots back.
 
-    Each curve is one head's (1 to 10) row of scores for the query in slot ``length - 1`` (``length``
-    3 to 4096), shifted so that its largest value is 0, against the displacement on a log axis. A
-    trained absolute table beyond its trained rows and the plateaus of clipped or bucketed schemes
-    show at a glance. The axis stops at -120 (ALiBi's line continues); ``target``, the trained
-    displacement, is marked. ``layout`` is ``"overlay"`` (one axis for every head) or ``"grid"``
-    (one small panel per head in two columns at the text column's width, on a shared axis).
+    Each row of scores (``length`` 3 to 4096) is shifted to a maximum of 0, on a log displacement axis
+    stopped at -120, ``target`` marked. ``layout``: ``"overlay"`` (one axis) or ``"grid"`` (one panel per
+    head, two columns).
     """
 
     if isinstance(heads, PositionHead):
@@ -186,10 +180,8 @@ def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
 
 
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
-    """Length stretch, long-distance retrieval (and the match task, if run) for every scheme, one dot per seed.
-
-    ``panel`` (``"stretch"``, ``"retrieval"`` or ``"match"``, the last only when the comparison ran
-    the match task) draws that panel alone at the text column's width; by default all in a row.
+    """Length stretch, long-distance retrieval (and the match task, if run) per scheme, one dot per seed;
+    ``panel`` (``"stretch"``, ``"retrieval"``, ``"match"``) draws one alone.
     """
 
     if not isinstance(comparison, Comparison):
@@ -247,10 +239,8 @@ def _check_study(study) -> dict:
 
 
 def ruler_budget_figure(study) -> Figure:
-    """The far head's attention on its key at the longest length, against the training budget, per ruler.
-
-    One line per ruler (the mean over seeds) and one dot per seed, at the text column's width, from
-    ``study``: the result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
+    """The far head's attention on its key at the longest length against the training budget, per ruler
+    (mean line, a dot per seed), from ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
     """
     study = _check_study(study)
     st = study["settings"]
@@ -276,12 +266,9 @@ def ruler_budget_figure(study) -> Figure:
 
 
 def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
-    """Where each seed's far head puts its attention at the longest length: one stacked bar per seed.
-
-    One panel per ruler of ``study`` (as in :func:`ruler_budget_figure`), at budget ``steps`` (default
-    the study's ``table_steps``), seeds sorted by the attention on the key. The shares are
-    :class:`ropegeo.toy.alternatives.AttentionSplit`: the key, its two neighbours, keys beyond the
-    training length, and the rest.
+    """Where each seed's far head puts its attention at the longest length: a stacked bar per seed
+    (:class:`ropegeo.toy.alternatives.AttentionSplit`), one panel per ruler, at budget ``steps``
+    (default the study's ``table_steps``).
     """
     study = _check_study(study)
     st = study["settings"]

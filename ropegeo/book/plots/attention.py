@@ -56,10 +56,8 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
 
 
 def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: str = "wide") -> Figure:
-    """Scores ``S`` of a sequence and ``permuted_scores`` of ``x[perm]`` side by side, with token labels.
-
-    For an equivariant layer the second is ``P S P^T``; ``tokens`` label the original order
-    (default ``0 .. n-1``).
+    """Scores ``S`` of a sequence and ``permuted_scores`` of ``x[perm]`` side by side (``P S P^T`` for an
+    equivariant layer); ``tokens`` label the original order.
     """
     s = _square("scores", scores)
     t = _square("permuted_scores", permuted_scores)
@@ -81,11 +79,8 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: st
 
 
 def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -> Figure:
-    """Causal attention weights of a sequence, of its permutation mapped back, and their difference.
-
-    ``weights_back`` holds the permuted sequence's weights with rows and columns put back in the
-    original token order (``P^T A' P``): equal to ``weights`` only if the masked layer were
-    equivariant. ``tokens`` label the original order.
+    """Causal attention weights of a sequence, of its permutation mapped back (``P^T A' P``) and their
+    difference; ``tokens`` label the original order.
     """
     a = _square("weights", weights)
     b = _square("weights_back", weights_back)
@@ -156,13 +151,10 @@ _MAX_STARTS = 8  # curves overlaid by self_similarity_figure
 
 def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
                            base: float = 10_000.0, layout: str = "wide") -> Figure:
-    """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
+    """``PE(p) . PE(p + k)`` of the sinusoidal code (``d_model`` 2 to 1,024) against ``k`` (``|k|`` up to ``max_offset``).
 
-    One curve per start position ``p`` in ``starts`` (1 to 8), each computed by brute force from
-    :func:`ropegeo.toy.schemes.sinusoidal_encoding` (width ``d_model``, 2 to 1,024), for ``k`` from
-    ``-max_offset`` to ``max_offset`` (at most 100,000), and the closed form
-    ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (:func:`ropegeo.geometry.kernel`) dashed on top. The
-    curves coincide (the product depends on ``k`` alone) and are mirror images about ``k = 0``.
+    One brute-force curve per start ``p`` in ``starts`` (1 to 8) and the closed form
+    ``(dim / 2) K(k)`` dashed on top: the curves coincide and are even in ``k``.
     """
 
     d_model = v.head_dim(d_model, "d_model", maximum=1024)

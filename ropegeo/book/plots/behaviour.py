@@ -107,11 +107,9 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
 
 def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position",
                               layout: str = "wide") -> Figure:
-    """Accuracy (left, or top) and mass on the target against the query's absolute position, per seed and mean.
+    """Accuracy and mass on the target against the query's absolute position, per seed and mean.
 
-    ``evaluations`` is a dict of condition -> list of Evaluation (one per seed), a list, or a
-    SeedResults; ``bins`` is a count of equal bins over ``[0, length]`` (1 to
-    ``ropegeo.toy.MAX_BINS``) or explicit increasing edges.
+    ``bins``: a count of equal bins over ``[0, length]`` (1 to ``ropegeo.toy.MAX_BINS``) or increasing edges.
     """
     return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
@@ -135,11 +133,8 @@ def _bins(bins):
 
 def attention_by_displacement(evaluations, *, max_displacement: int | None = None, log: bool = False,
                               title: str = "Where the attention goes", layout: str = "wide") -> Figure:
-    """Mean attention weight at each displacement, per seed (thin) and mean (thick).
-
-    ``evaluations`` as in :func:`accuracy_mass_by_position`; ``max_displacement`` (default the longest
-    evaluated length) ends the axis; ``log`` scales the weights to show small leaks such as a
-    distant rival.
+    """Mean attention weight at each displacement (up to ``max_displacement``), per seed and mean;
+    ``log`` shows small leaks such as a distant rival.
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
@@ -169,13 +164,11 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
 
 def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: str | None = None,
                   layout: str = "wide") -> Figure:
-    """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
+    """The learned ``score(delta)`` of offset heads (at most ``ropegeo.toy.MAX_SEEDS``) up to ``horizon``.
 
-    One curve per head (seed; at most ``ropegeo.toy.MAX_SEEDS``) under its own schedule, up to
-    ``horizon`` (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH``, and ``horizon * pairs`` at most
-    ``MAX_PROFILE_CELLS``); the training window is shaded and the target offset marked.
-    ``per_pair`` adds a panel with each pair's contribution for the first head (ramps that turn
-    around beyond the window show there).
+    ``horizon`` runs 2 to ``ropegeo.toy.MAX_PROFILE_LENGTH`` (``horizon * pairs`` at most
+    ``MAX_PROFILE_CELLS``); the training window is shaded, the target marked; ``per_pair`` adds each
+    pair's contribution for the first head.
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
@@ -218,11 +211,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
 
 
 def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
-    """Per-seed accuracy and mass of several conditions as dot plots (one dot per seed).
-
-    ``results`` holds SeedResults, e.g. from :func:`ropegeo.toy.compare` (at most
-    :data:`MAX_TABLE_ROWS` rows).
-    """
+    """Per-seed accuracy and mass of several conditions (``results``: SeedResults, at most :data:`MAX_TABLE_ROWS`) as dot plots."""
     if isinstance(results, SeedResults):
         results = [results]
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")

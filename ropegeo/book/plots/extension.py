@@ -56,13 +56,10 @@ def _stacked(y: np.ndarray, gap: float) -> np.ndarray:
 
 
 def _label_points(fig: Figure, ax, points, labels, fontsize: float) -> None:
-    """Label each point beside it, labels that could meet stacked in the order of their points' heights.
+    """Label each point beside it (called once the figure is laid out).
 
-    Called once the figure is laid out. On the page (in points), points whose labels could overlap
-    side by side form a group; within a group the labels are spread at least one line apart in the
-    same vertical order as their points, and a thin line joins a label moved off its point's height
-    to the point. So no two labels overlap and no label can swap places with another. A label goes
-    right of its point, or left of it in the right quarter of the axes.
+    Points whose labels could overlap form a group; its labels are spread at least one line apart in
+    the order of their points' heights, a thin line joining a moved label to its point.
     """
     fig.draw_without_rendering()
     xy = np.asarray(points, dtype=float)
@@ -154,12 +151,10 @@ def _finish_ladder(ax, train_length: float, target_length: float, title, legend_
 
 def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float, *, title: str | None = None,
                legend: bool = False) -> None:
-    """Draw one rule's wavelengths over the base ladder on an existing axes.
+    """Draw one rule's wavelengths over the grey unscaled ladder on an existing axes.
 
-    Pairs are coloured by how much the rule stretched them: untouched (ratio within 0.1 % of 1),
-    fully scaled (within 1 % of the largest stretch of the rule, when that exceeds 1.001), or in
-    between. The grey line is the unscaled ladder; dashed and dotted lines mark the training and
-    target lengths.
+    Pairs are coloured untouched (ratio within 0.1 % of 1), fully stretched (within 1 % of the rule's
+    largest stretch, when above 1.001) or partly; dashed and dotted: training and target lengths.
     """
     lam0 = wavelengths(base_theta)
     lam = wavelengths(theta)
@@ -178,11 +173,8 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
 
 def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
                       title: str | None = None, legend: bool = True) -> None:
-    """Draw a length-dependent rule on an existing axes: one wavelength line per current length.
-
-    ``family`` maps the current sequence length ``n`` to the frequencies the rule serves at that
-    length (dynamic NTK recomputes its base from ``n``); lines run from light (short) to dark
-    (long), over the grey unscaled ladder and the training (dashed) and target (dotted) lengths.
+    """Draw a length-dependent rule (``family``: current length -> frequencies) on an existing axes,
+    one wavelength line per length, light (short) to dark (long).
     """
     lam0 = wavelengths(base_theta)
     idx = np.arange(lam0.size)
@@ -199,10 +191,8 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
                  layout: str = "wide") -> Figure:
     """Small multiples: each rule's wavelength per pair against the unscaled ladder ``base_theta``.
 
-    ``thetas`` maps each rule (at most 12) to its served frequencies, or, for a rule whose
-    frequencies depend on the current length (dynamic NTK), to a mapping of at most 8 lengths to
-    frequencies, drawn as a family of lines. ``train_length`` and ``target_length`` are drawn dashed
-    and dotted; ``columns`` (1 to 6) sets the panels per row of the wide layout.
+    ``thetas`` maps each rule (at most 12) to its frequencies, or (dynamic NTK) to at most 8 lengths ->
+    frequencies, drawn as a family; ``columns`` (1 to 6): panels per row of the wide layout.
     """
     layout = valid_layout(layout)
     rules = _thetas(thetas, families=True)
@@ -285,11 +275,10 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
 
 
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
-    """Phase novelty against resolution, one point per rule (at most 12 extension reports).
+    """Phase novelty against resolution, one point per rule (at most 12 extension reports, with both margins).
 
-    Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
-    novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
-    (higher is better resolved); each report needs both margins.
+    Left: per-pair novelty at the target length. Middle and right: total novelty against the Gate B
+    margin of the small and of the paragraph-scale offsets.
     """
     layout = valid_layout(layout)
     reps = list(reports)
@@ -331,10 +320,8 @@ def _column_label(label: str, width: int = 22) -> str:
 
 
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
-    """Each model's served wavelengths (at its target length) as one row of dots.
-
-    ``manifests`` maps at most 12 names to manifests with a known training length. One row per model
-    on a log wavelength axis; a bar marks the training length and a diamond the target length.
+    """Each model's served wavelengths (at its target length) as one row of dots (at most 12 manifests with
+    a training length); a bar marks the training length, a diamond the target.
     """
     layout = valid_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
@@ -368,13 +355,10 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
 
 def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
                        layout: str = "wide") -> Figure:
-    """Joint phase novelty per rule, beside its per-pair novelty.
+    """Joint phase novelty per rule (at most 12 :class:`ropegeo.novelty.JointNovelty`), beside its per-pair novelty.
 
-    ``results`` maps each rule (at most 12) to its :class:`ropegeo.novelty.JointNovelty` over the
-    served offsets, ``per_pair`` to its total per-pair novelty in turns. Left: distance from each
-    served offset to the nearest training offset (``train_length`` a vertical line). Right: total
-    per-pair novelty (x) against the median joint distance (y); ``threshold`` is a reference
-    distance drawn as a horizontal line (e.g. between neighbouring training offsets).
+    Left: distance from each served offset to the nearest training offset. Right: total per-pair novelty
+    (``per_pair``, turns) against the median joint distance; ``threshold`` a reference line.
     """
     layout = valid_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
@@ -415,12 +399,10 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
                     layout: str = "wide") -> Figure:
-    """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
+    """Per-pair keep-weights in [0, 1] of at most 12 rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
-    ``weights`` maps each rule (at most 12) to one weight in [0, 1] per pair of ``base_theta``. Left:
-    weight against pair index. Right: weight against turns ``L theta_i / 2 pi`` (``L`` the
-    ``train_length``) on a linear axis up to ``max_turns``, where a ramp linear in turns is a
-    straight segment and a ramp linear in pair index (in the logarithm of the turns) is curved.
+    Left: against pair index. Right: against turns ``L theta_i / 2 pi`` (``L = train_length``) up to
+    ``max_turns``, where a ramp linear in turns is straight.
     """
     layout = valid_layout(layout)
     base = _bank("base_theta", base_theta)

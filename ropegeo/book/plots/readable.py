@@ -43,12 +43,9 @@ def valid_layout(layout) -> str:
 
 
 def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3.4, rows: int = 1, **subplot_kw):
-    """A figure and its axes for ``count`` panels, side by side (``"wide"``) or stacked (``"column"``).
-
-    The wide layout is ``wide_size`` inches with ``rows`` (1 to 4) rows of ``count`` (1 to 12)
-    panels; the column layout stacks them, ``panel_height`` inches each, rows becoming columns.
-    ``subplot_kw`` goes to ``Figure.subplots`` (``sharex`` and the like). The axes are always
-    indexed as in the wide layout: shape ``(rows, count)``.
+    """A figure and its axes for ``count`` (1 to 12) panels in ``rows`` (1 to 4), side by side in
+    ``wide_size`` (``"wide"``) or stacked ``panel_height`` each (``"column"``); axes indexed
+    ``(rows, count)`` either way.
     """
     valid_layout(layout)
     count = v.integer("count", count, minimum=1, maximum=12)

@@ -73,10 +73,8 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
                 points: int = 4000, layout: str = "wide") -> Figure:
     """The equal-weight kernel K(Δ) of ``theta`` (times ``scale``) over ``[start, stop]`` (stop at most 10**7).
 
-    ``points`` (at most 20,000) offsets are drawn, every integer when the range is smaller. ``marks``
-    near-collisions (0: none) are searched exactly over every integer offset in ``[mark_from, stop]``
-    (default from a tenth of ``stop``, at least 2) with :func:`ropegeo.geometry.near_collisions`,
-    keeping peaks at least a 25th of the range apart.
+    At most ``points`` (20,000) offsets; ``marks`` near-collisions searched exactly over
+    ``[mark_from, stop]`` (default a tenth of ``stop``), at least a 25th of the range apart.
     """
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
@@ -115,14 +113,10 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
 
 
 def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True, layout: str = "wide") -> Figure:
-    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
+    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases, coloured by position.
 
-    Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
-    integer becomes one point on a product of circles. The square's opposite edges are the same
-    circle (a phase of 2π is a phase of 0), drawn in matching colours. With ``mark_return`` the
-    closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
-    whose two phases come nearest to a whole number of turns (the smallest phase distance of
-    the two pairs), marked at positions 0 and ``Δ``.
+    With ``mark_return`` the offset ``Δ`` whose two phases come nearest to a whole number of turns
+    (:func:`return_offset`) is circled at positions 0 and ``Δ``.
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -167,11 +161,8 @@ def return_offset(theta, length: int) -> int:
 
 def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
                     stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
-    """Wavelength ladders and kernels of one to six bases side by side, for a head of ``head_dim``.
-
-    Left: the wavelength of every pair (log axis) for each base, with ``train_length`` drawn.
-    Right: ``K(Δ)`` for each base at ``points`` (10 to 5,000) log-spaced offsets from 1 to ``stop``
-    (at most 10**9).
+    """Wavelength ladders (left) and ``K(Δ)`` at ``points`` (10 to 5,000) log-spaced offsets up to ``stop``
+    (at most 10**9; right) of one to six bases for a head of ``head_dim``.
     """
     if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
         raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
@@ -209,11 +200,9 @@ ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
 
 def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points: int = 400,
                      layout: str = "wide") -> Figure:
-    """Largest phase error over the pairs against position, one curve per pipeline (log-log).
-
-    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
-    rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
-    limit of each low-precision *angle* dtype, where positions themselves start to collide.
+    """Largest phase error over the pairs against position, one curve per pipeline or dtype name
+    (:func:`ropegeo.precision.as_pipeline`), log-log; dashed: each low-precision angle dtype's
+    consecutive-integer limit.
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -283,11 +272,8 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
 
 
 def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
-    """Attention mass on the target against the pair's margin, with the exact-phase prediction.
-
-    ``margins`` are the phase distances between the target and each distractor, ``masses`` the mass
-    the probe put on the target (:func:`ropegeo.margins.attention_probe`); the curve is
-    ``1 / (1 + exp(-sharpness D^2 / 2))``.
+    """Attention mass on the target (:func:`ropegeo.margins.attention_probe`) against the pair's margin,
+    with the exact-phase prediction ``1 / (1 + exp(-sharpness D^2 / 2))``.
     """
     m = v.finite_array("margins", margins).reshape(-1)
     a = v.finite_array("masses", masses).reshape(-1)
@@ -308,13 +294,11 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
 
 def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
                     marks=(), layout: str = "wide") -> Figure:
-    """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
+    """Men et al.'s criterion ``min over m <= length of sum_i cos(m theta_i)`` against the base (valid at or above zero).
 
-    A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
-    sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
-    narrower than one sample (:func:`ropegeo.base_bound.base_bound` certifies intervals instead);
-    ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are ``(base, label)``
-    pairs drawn as vertical lines.
+    Sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a narrow
+    hole (:func:`ropegeo.base_bound.base_bound` certifies intervals); ``marks`` (at most 6):
+    ``(base, label)`` lines.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
