@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropegeo.book.exercises import (
-    as_float_array,
-    as_items,
-    as_whole,
-    call_student,
-    read_each,
-    correct,
-    exercise,
-    need,
-    sympy_problem,
-    wrong,
-)
+from ropegeo.book.exercises import (as_float_array, as_items, as_whole, call_student, read_each, correct, exercise,
+                                    need, sympy_problem, wrong)
 from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.schemes import sinusoidal_encoding
 

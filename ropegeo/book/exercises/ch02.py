@@ -8,18 +8,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from ropegeo.book.exercises import (
-    as_float_array,
-    as_items,
-    as_number,
-    call_student,
-    correct,
-    exercise,
-    need,
-    short,
-    sympy_problem,
-    wrong,
-)
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, call_student, correct, exercise, need,
+                                    short, sympy_problem, wrong)
 from ropegeo.rotation import apply_rope
 from ropegeo.toy.attention import copy_back_head
 
