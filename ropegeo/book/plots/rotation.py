@@ -1,7 +1,6 @@
-"""Figures of chapter 2: one rotary pair as a clock, the two terms of its score, the
-block-diagonal operator of a whole head, the long-term-decay claim against a counterexample and
-trained heads, the routing and value-path defect heads, and additive against rotary codes under
-a global shift.
+"""Figures of chapter 2: one pair as a clock, the two terms of its score, a head's block-diagonal
+operator, the long-term-decay claim against a counterexample and trained heads, the defect heads,
+and additive against rotary codes under a global shift.
 """
 
 from __future__ import annotations
@@ -61,9 +60,8 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
                 query_position: float = 2.0, key_position: float = 5.0, layout: str = "wide") -> Figure:
     """One rotary pair ``pair`` (non-zero) turning at ``theta`` rad/position, drawn as a clock hand.
 
-    Left: the pair rotated to each of ``positions`` (1 to 64; one labelled arrow each). Right: the
-    pair as a query at ``query_position`` ``m`` and a key at ``key_position`` ``n``, with the arc of
-    the angle ``(n - m) theta`` that the score sees.
+    Left: the pair at each of ``positions`` (1 to 64). Right: as a query at ``query_position`` and a key
+    at ``key_position``, with the arc of the angle ``(n - m) theta`` the score sees.
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
@@ -113,13 +111,10 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
 
 def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int = 20, *,
                 mark: float | None = None, layout: str = "wide") -> Figure:
-    """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
-
-    Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
-    ``-(q x k) sin(delta theta)`` and their sum, computed independently with
-    :func:`ropegeo.rotation.apply_rope` (dots at integer displacements), for ``delta`` from
-    ``-max_offset`` to ``max_offset`` (1 to 10,000). ``q`` and ``k`` are non-zero pairs; ``mark``
-    marks a displacement and its mirror.
+    """The one-pair score against ``delta = n - m`` (``|delta|`` up to ``max_offset``, 1 to 10,000), with its
+    symmetric ``(q . k) cos(delta theta)`` and oriented ``-(q x k) sin(delta theta)`` terms; the score is
+    computed independently with :func:`ropegeo.rotation.apply_rope`; ``mark`` marks a displacement and
+    its mirror.
     """
     q, k, theta, dot, cross = _one_pair(q, k, theta)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_OFFSET)
@@ -201,15 +196,11 @@ def _curve(name: str, x, y) -> tuple[np.ndarray, np.ndarray]:
 
 def decay_panels(bound, counter, trained, *, train_length: int | None = None, target: float | None = None,
                  window: int = 64, layout: str = "wide") -> Figure:
-    """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
-
-    Each of ``bound``, ``counter`` and ``trained`` is ``(offsets, values)``: RoFormer's relative upper
-    bound against the distance (:func:`ropegeo.decay.relative_upper_bound`), one score against
-    ``delta = n - m``, and the scores of 1 to 64 trained heads, shape ``(seeds, offsets)``. A score over
-    thousands of offsets oscillates too fast to read, so each seed is reduced to its best score in
-    consecutive windows of ``window`` offsets, drawn as the median and min-max band over the seeds.
-    ``train_length`` shades the offsets seen in training; ``target`` (one of the trained offsets)
-    draws its median score as a horizontal line.
+    """The long-term-decay claim in three panels, each ``(offsets, values)``: RoFormer's relative upper bound
+    (:func:`ropegeo.decay.relative_upper_bound`), a counterexample's score, and 1 to 64 trained heads'
+    scores ``(seeds, offsets)``, each seed's best score per ``window`` offsets drawn as median and
+    min-max band. ``train_length`` shades the offsets seen in training; ``target`` (a trained offset)
+    draws its median score.
     """
     (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
                                     (("bound", bound), ("counter", counter), ("trained", trained)))
@@ -259,11 +250,10 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
 
 
 def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
-    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, one column each.
+    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, a column each.
 
-    ``weights`` maps a head's name to its weights over key positions, ``outputs`` to its output when
-    the values are one-hot labels (same names, one common length of at most 256); ``target`` marks
-    the position the heads should read.
+    ``weights`` and ``outputs`` map the same names to arrays of one common length (at most 256);
+    ``target`` marks the position to read.
     """
     if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
         raise ValueError("weights and outputs must be dicts with the same head names")
@@ -299,10 +289,8 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
 
 
 def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
-    """How much a global shift of every position moves the scores, one line per scheme, log scale.
-
-    ``shifts`` holds 2 to 10,000 shifts ``c``; ``changes`` maps 1 to 6 schemes to the largest change
-    of any score at each shift (non-negative; zeros drawn at the bottom of the axis).
+    """The largest score change under a global shift (2 to 10,000 ``shifts``), one line per scheme (1 to 6
+    non-negative ``changes``), log scale.
     """
     c = v.finite_array("shifts", shifts)
     if c.ndim != 1 or not 2 <= c.size <= 10_000:
@@ -328,12 +316,9 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
 
 def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0, *,
                        layout: str = "wide") -> Figure:
-    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``), split in two parts.
-
-    For each sign three labelled bars: the symmetric part ``(q . k) cos(delta theta)``, the oriented
-    part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``, computed
-    independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars are equal, the oriented
-    ones opposite, so the scores differ by twice the oriented part.
+    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``) as three bars each: the
+    symmetric part (equal), the oriented part (opposite) and the score from
+    :func:`ropegeo.rotation.apply_rope`.
     """
     q, k, theta, dot, cross = _one_pair(q, k, theta)
     delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)
