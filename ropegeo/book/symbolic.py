@@ -1,9 +1,7 @@
-"""SymPy derivations the chapters display.
+"""SymPy derivations the chapters display, as SymPy objects a notebook shows and a test simplifies.
 
-Every function returns SymPy objects (expressions or matrices) that a notebook can show and a
-test can simplify on its own. An :class:`Identity` holds the two sides of a claimed equality
-unsimplified, so the reader sees what was multiplied out, and :meth:`Identity.residual`
-simplifies their difference (zero when the identity holds). A bad argument raises a ``ValueError``
+An :class:`Identity` holds the two sides of a claimed equality unsimplified and
+:meth:`Identity.residual` simplifies their difference. A bad argument raises a ``ValueError``
 naming it; strings are refused where an expression is expected (SymPy would evaluate them as code).
 """
 
@@ -33,10 +31,8 @@ _q1, _q2, _k1, _k2 = sp.symbols("q1 q2 k1 k2", real=True)
 
 @dataclass(frozen=True, repr=False)
 class Identity:
-    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices, named in words.
-
-    ``lhs`` and ``rhs`` are as built (the left side is not simplified); ``symbols`` holds the free
-    symbols by name, so a test can substitute values.
+    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices (as built), named in words,
+    with its free ``symbols`` by name.
     """
 
     name: str
@@ -113,12 +109,9 @@ def inverse_identity() -> Identity:
 
 @dataclass(frozen=True)
 class ScoreSplit:
-    """The 2-D rotary score ``<R_m q, R_n k>`` and its two terms in ``delta = n - m``.
-
-    ``score`` is multiplied out in ``q1, q2, k1, k2, m, n, theta``; ``symmetric`` is
-    ``(q . k) cos(delta theta)`` (even in ``delta``), ``oriented`` is ``-(q x k) sin(delta theta)``
-    with ``cross = q x k = q1 k2 - q2 k1`` (odd in ``delta``, zero for parallel ``q`` and ``k``),
-    ``dot = q . k``; ``symbols`` by name.
+    """The 2-D rotary score ``<R_m q, R_n k>`` (``score``, multiplied out) and its two terms in ``delta = n - m``:
+    ``symmetric = dot cos(delta theta)`` (even) and ``oriented = -cross sin(delta theta)`` (odd), with
+    ``dot = q . k`` and ``cross = q1 k2 - q2 k1``.
     """
 
     score: sp.Expr
@@ -183,11 +176,8 @@ def block_relative_identity(pairs: int = 3) -> Identity:
 
 @dataclass(frozen=True)
 class AdditiveExpansion:
-    """``(x + p_m)^T W_q^T W_k (x' + p_n)`` expanded, with each term sorted into its family.
-
-    ``score`` is the unexpanded 1x1 matrix expression; ``families`` maps ``"content-content"``,
-    ``"content-position"``, ``"position-content"`` and ``"position-position"`` to the terms whose
-    sum is the expanded score; ``symbols`` by name.
+    """``(x + p_m)^T W_q^T W_k (x' + p_n)`` (``score``) and its expanded terms by family
+    (``"content-content"``, ``"content-position"``, ``"position-content"``, ``"position-position"``).
     """
 
     score: object
@@ -217,11 +207,9 @@ def additive_expansion() -> AdditiveExpansion:
 
 @dataclass(frozen=True)
 class PositionPositionSplit:
-    """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid with a general ``W``.
-
-    ``term`` is ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``;
-    ``relative`` the part that depends on ``n - m`` only; ``absolute`` the part that depends on
-    ``m + n``, zero only when ``w11 = w22`` and ``w12 = -w21`` (``W`` commutes with rotations).
+    """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid ``p_t = (sin t w, cos t w)`` with a general
+    ``W``: its part in ``n - m`` (``relative``) and in ``m + n`` (``absolute``, zero only when ``W``
+    commutes with rotations).
     """
 
     term: sp.Expr
