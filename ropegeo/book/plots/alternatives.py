@@ -57,9 +57,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
             where="mid", label="unidirectional (decoder)")
     a1.axvline(-max_distance, color="0.6", ls=":", lw=1)
     a1.axvline(max_distance, color="0.6", ls=":", lw=1, label=f"max_distance = {max_distance}")
-    a1.set_xlabel(r"offset $\delta$ = key position $-$ query position")
-    a1.set_ylabel("bucket (one learned bias each)")
-    a1.set_title(f"T5: {num_buckets} buckets")
+    a1.set(xlabel=r"offset $\delta$ = key position $-$ query position", ylabel="bucket (one learned bias each)",
+           title=f"T5: {num_buckets} buckets")
     a1.legend(fontsize=8, loc="upper left")
     dist = np.arange(0, max_offset + 1)
     slopes = alibi_slopes(heads)
@@ -67,9 +66,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
         inverse = 1 / mu
         value = f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{mu:.3g}"  # no small superscripts
         a2.plot(dist, -mu * dist, lw=1.2, label=f"head {h + 1}: μ = {value}")
-    a2.set_xlabel(r"distance $|\delta|$")
-    a2.set_ylabel("bias added to the score")
-    a2.set_title(rf"ALiBi: {heads} heads, bias $= -\mu\,|\delta|$")
+    a2.set(xlabel=r"distance $|\delta|$", ylabel="bias added to the score",
+           title=rf"ALiBi: {heads} heads, bias $= -\mu\,|\delta|$")
     a2.set_ylim(-min(40.0, slopes[0] * max_offset) * 1.05, 1)
     a2.legend(fontsize=7, ncol=2, loc="lower left")
     th = frequencies(head_dim, base)
@@ -77,9 +75,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
     if theta is not None:
         a3.plot(dist, kernel(dist, theta), lw=1.2, label="given schedule")
     a3.axhline(0, color="0.6", lw=0.8)
-    a3.set_xlabel(r"offset $\delta$ (the kernel is even: $K(-\delta) = K(\delta)$)")
-    a3.set_ylabel(r"kernel $K(\delta)$")
-    a3.set_title("RoPE: the equal-weight kernel")
+    a3.set(xlabel=r"offset $\delta$ (the kernel is even: $K(-\delta) = K(\delta)$)", ylabel=r"kernel $K(\delta)$",
+           title="RoPE: the equal-weight kernel")
     a3.legend(fontsize=8)
     if panel is not None:
         a2.legend(fontsize=8, ncol=2, loc="lower left")
@@ -125,10 +122,9 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
             break
     lo = ax.get_ylim()[0]
     ax.set_ylim(max(lo, -120.0), 5.0)  # ALiBi's straight line would flatten everything else
-    ax.set_xscale("log")
-    ax.set_xlabel(r"distance back $-\delta$ (the key is this many slots before the query)")
-    ax.set_ylabel("score minus the row's best score")
-    ax.set_title(f"What each trained head learned: the last query of a {length}-token sequence")
+    ax.set(xscale="log", xlabel=r"distance back $-\delta$ (the key is this many slots before the query)",
+           ylabel="score minus the row's best score",
+           title=f"What each trained head learned: the last query of a {length}-token sequence")
     ax.legend(fontsize=8, ncol=4, loc="lower left")
     return fig
 
@@ -174,8 +170,7 @@ def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
             ax.bar(i + dx, values.mean(), width=0.4, color=c, alpha=alpha)
             ax.plot(np.full(values.size, i + dx), values, "k.", ms=3)
     ax.set_xticks(np.arange(len(names)), names, rotation=20)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set(ylabel=ylabel, title=title)
     ax.set_ylim(0, 1.05)
 
 
@@ -210,9 +205,8 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
             a1.plot(x_all, row, ".", color=c, alpha=0.4)
     a1.set_xscale("log", base=2)
     a1.set_xticks(x_all, [f"{int(f)}x" for f in x_all])
-    a1.set_xlabel(f"sequence length / training length ({s['train_length']})")
-    a1.set_ylabel(f"accuracy: attends {s['offset']} back")
-    a1.set_title("length stretch (local task)")
+    a1.set(xlabel=f"sequence length / training length ({s['train_length']})",
+           ylabel=f"accuracy: attends {s['offset']} back", title="length stretch (local task)")
     a1.set_ylim(-0.05, 1.05)
     a1.legend(fontsize=8)
     lengths = f"light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}"
@@ -258,9 +252,8 @@ def ruler_budget_figure(study) -> Figure:
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets, [f"{int(b):,}" for b in budgets])
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("training steps of the far head")
-    ax.set_ylabel(f"attention on the key {st['distance']} back")
-    ax.set_title(f"run at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}")
+    ax.set(xlabel="training steps of the far head", ylabel=f"attention on the key {st['distance']} back",
+           title=f"run at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, title="mean over seeds (line), each seed (dot)")
     return fit_column(fig)
 

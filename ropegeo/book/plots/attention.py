@@ -42,9 +42,7 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
     n = m.shape[0]
     ax.set_xticks(range(n), labels_cols)
     ax.set_yticks(range(n), labels_rows)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
-    ax.set_title(title)
+    ax.set(xlabel="key", ylabel="query", title=title)
     if annotate and n <= 8:
         for i in range(n):
             for j in range(n):
@@ -112,9 +110,7 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
             raise ValueError(f"each code must be a finite non-empty 2-D array, got shape {m.shape}")
         vmax = float(np.max(np.abs(m))) or 1.0
         im = ax.imshow(m, aspect="auto", cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
-        ax.set_xlabel("coordinate")
-        ax.set_ylabel("position")
-        ax.set_title(title)
+        ax.set(xlabel="coordinate", ylabel="position", title=title)
         fig.colorbar(im, ax=ax, shrink=0.8)
     return finish(fig, layout)
 
@@ -129,9 +125,8 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> F
     fig, grid = panels(layout, 2, wide_size=(10, 4.4), panel_height=4.8)
     a1, a2 = grid[0]
     im = a1.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    a1.set_title(f"shift by k = {shift:g}: the whole map")
-    a1.set_xlabel("coordinate of the code at p")
-    a1.set_ylabel("coordinate of the code at p + k")
+    a1.set(title=f"shift by k = {shift:g}: the whole map", xlabel="coordinate of the code at p",
+           ylabel="coordinate of the code at p + k")
     corner = m[:zoom, :zoom]
     a2.imshow(corner, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     for i in range(zoom):
@@ -173,8 +168,7 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
     ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d_\mathrm{model}}{2}K(k)$")
     ax.axvline(0, color="#999999", lw=0.8)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    ax.set_xlabel(r"offset $k$ (positions)")
-    ax.set_ylabel(r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$")
-    ax.set_title(f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
+    ax.set(xlabel=r"offset $k$ (positions)", ylabel=r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$",
+           title=f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
     ax.legend(fontsize=8, loc="upper right")
     return finish(fig, layout)

@@ -152,7 +152,6 @@ def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     fast = np.where(np.isin(np.arange(th.size), riv.fast_pairs), head.amplitudes(), 0.0)
     ax_k.plot(deltas, kernel(deltas - k, th, weights=fast), color="#3b3b7a", lw=0.8, alpha=0.8,
               label="K over the fast band (learned amplitudes, slow pairs zero)" if not column else "fast band")
-    ax_k.set_ylabel(f"similarity to {k} back")
-    ax_k.set_xlabel("distance back −δ = m − n")
+    ax_k.set(ylabel=f"similarity to {k} back", xlabel="distance back −δ = m − n")
     ax_k.legend(fontsize=7, loc="lower left", ncol=3 if not column else 1)
     return finish(fig, layout)

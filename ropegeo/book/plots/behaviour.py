@@ -153,8 +153,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
         ax.plot(x, _nanmean(ys), color=colour, lw=2.0, label=label or None)
     if log:
         ax.set_yscale("log")
-    ax.set_xlabel("distance back −δ = m − n")
-    ax.set_ylabel("mean attention weight")
+    ax.set(xlabel="distance back −δ = m − n", ylabel="mean attention weight")
     ax.grid(alpha=0.3)
     if any(conds):
         ax.legend(fontsize=8)

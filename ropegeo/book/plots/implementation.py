@@ -46,8 +46,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
         ax.set_title(title)
         ax.set_xticks(range(d))
         ax.set_yticks(range(d))
-        ax.set_xlabel("input coordinate")
-        ax.set_ylabel("output coordinate")
+        ax.set(xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
     return finish(fig, layout)
@@ -78,16 +77,13 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
                                   ("half", "--", "half-split helper (mixed)")):
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
         ax1.plot(delta, s / np.sqrt(d), style, lw=1.4, label=label)
-    ax1.set_xlabel("displacement n - m")
-    ax1.set_ylabel("score / sqrt(d)")
-    ax1.set_title("one query-key pair")
+    ax1.set(xlabel="displacement n - m", ylabel="score / sqrt(d)", title="one query-key pair")
     ax1.legend(fontsize=8)
     X = rng.normal(size=(400, d))
     p = rng.integers(0, 4096, size=400)
     ratio = np.linalg.norm(apply_rope(X, p, pairing="half"), axis=-1) / np.linalg.norm(apply_rope(X, p), axis=-1)
     ax2.hist(ratio - 1.0, bins=30, color="C2")
-    ax2.set_xlabel("mixed / correct norm, minus 1")
-    ax2.set_title("norms: unchanged")
+    ax2.set(xlabel="mixed / correct norm, minus 1", title="norms: unchanged")
     ax2.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
     Q, K = rng.normal(size=(2, 400, d))
     m, n = rng.integers(0, 512, size=(2, 400))
@@ -96,10 +92,7 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
     ax3.scatter(sc, sm, s=6, alpha=0.6, color="C3")
     lim = float(np.max(np.abs(np.concatenate([sc, sm])))) * 1.05
     ax3.plot([-lim, lim], [-lim, lim], color="#888888", lw=0.8)
-    ax3.set_xlabel("score, correct")
-    ax3.set_ylabel("score, mixed")
-    ax3.set_title("scores: scrambled")
-    ax3.set_aspect("equal")
+    ax3.set(xlabel="score, correct", ylabel="score, mixed", title="scores: scrambled", aspect="equal")
     return finish(fig, layout)
 
 
@@ -156,8 +149,7 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
     ax.set_xticks(np.arange(width) + 0.5, [str(i) for i in range(width)])
-    ax.set_xlabel("slot in the row (array index)")
-    ax.set_title("position id written in each slot")
+    ax.set(xlabel="slot in the row (array index)", title="position id written in each slot")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return finish(fig, layout)
@@ -227,8 +219,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
             ax.text(lim, 2e-9, f" {lim:,}", color=f"C{i}", fontsize=8, rotation=90, va="bottom")
     ax.axhline(np.pi, color="#888888", lw=0.8)
     ax.text(1.2, np.pi * 1.15, "pi: the phase says nothing", fontsize=8, color="#666666")
-    ax.set_xlabel("position")
-    ax.set_ylabel("largest phase error over pairs (rad)")
+    ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)")
     ax.set_ylim(1e-9, 10)
     sep = " " if layout == "wide" else "\n"
     ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")

@@ -51,9 +51,7 @@ def _clock_axes(ax, radius):
     lim = 1.3 * radius
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
-    ax.set_aspect("equal")
-    ax.set_xlabel("first coordinate (real part)")
-    ax.set_ylabel("second coordinate (imaginary part)")
+    ax.set(aspect="equal", xlabel="first coordinate (real part)", ylabel="second coordinate (imaginary part)")
 
 
 def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
@@ -142,9 +140,8 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         for d, style in ((mark, "-"), (-mark, "--")):
             ax.axvline(d, color="#777777", ls=style, lw=1)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    ax.set_xlabel(r"displacement $\delta = n - m$ (positions)")
-    ax.set_ylabel("contribution to the score")
-    ax.set_title(rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
+    ax.set(xlabel=r"displacement $\delta = n - m$ (positions)", ylabel="contribution to the score",
+           title=rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2 if layout == "wide" else 1, fontsize=8,
               frameon=False)
     return finish(fig, layout)
@@ -172,9 +169,7 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
     for ax, pairing in zip(axes, pairings):
         R = rotation_matrix(position, head_dim, base=base, pairing=pairing)
         image = ax.imshow(R, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-        ax.set_title(f"{pairing} pairing")
-        ax.set_xlabel("input coordinate")
-        ax.set_ylabel("output coordinate")
+        ax.set(title=f"{pairing} pairing", xlabel="input coordinate", ylabel="output coordinate")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
     fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
     return finish(fig, layout)
@@ -218,14 +213,11 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     fig, grid = panels(layout, 3, wide_size=(13, 4), panel_height=3.6)
     a1, a2, a3 = grid[0]
     a1.plot(xb, yb, color="black")
-    a1.set_xlabel(r"distance $|\delta|$ (positions)")
-    a1.set_ylabel(r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$")
-    a1.set_title("RoFormer's relative upper bound")
+    a1.set(xlabel=r"distance $|\delta|$ (positions)", ylabel=r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$",
+           title="RoFormer's relative upper bound")
     a2.plot(xc, yc, color="#d62728")
     a2.axvline(float(xc[np.argmax(yc)]), color="#777777", ls="--", lw=1)
-    a2.set_xlabel(r"offset $\delta = n - m$")
-    a2.set_ylabel("score")
-    a2.set_title("contents aimed far back: no decay")
+    a2.set(xlabel=r"offset $\delta = n - m$", ylabel="score", title="contents aimed far back: no decay")
     if train_length is not None:
         a3.axvspan(-(train_length - 1), 0, color="#dddddd", zorder=0, label="offsets seen in training")
     n_win = xt.size // window
@@ -237,9 +229,8 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     if target is not None:
         a3.axhline(float(np.median(yt[:, xt == target])), color="black", ls="--", lw=1,
                    label=rf"score at the target $\delta$ = {target:g} (median)")
-    a3.set_xlabel(r"offset $\delta = n - m$")
-    a3.set_ylabel(f"best score in each window of {window} offsets")
-    a3.set_title("trained heads: no fading with distance")
+    a3.set(xlabel=r"offset $\delta = n - m$", ylabel=f"best score in each window of {window} offsets",
+           title="trained heads: no fading with distance")
     a3.legend(fontsize=8, loc="lower left")
     for ax in (a2, a3):
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
@@ -278,10 +269,8 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
             ax.set_ylim(0, 1.05)
             ax.set_xticks(pos)
             ax.set_ylabel(label if j == 0 else "")
-        axes[0, j].set_title(f"{name}: attends to {int(np.argmax(w[name]))}")
-        axes[0, j].set_xlabel("key position")
-        axes[1, j].set_title(f"reads token {int(np.argmax(o[name]))}")
-        axes[1, j].set_xlabel("token label")
+        axes[0, j].set(title=f"{name}: attends to {int(np.argmax(w[name]))}", xlabel="key position")
+        axes[1, j].set(title=f"reads token {int(np.argmax(o[name]))}", xlabel="token label")
         if layout == "column":
             axes[1, j].set_ylabel("output")
             axes[0, j].set_ylabel("weight")
@@ -306,10 +295,8 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     ax = grid[0, 0]
     for n, a in data.items():
         ax.plot(c, np.maximum(a, floor), marker="o", ms=3, label=n)
-    ax.set_yscale("log")
-    ax.set_xlabel("global shift $c$ added to every position")
-    ax.set_ylabel("largest change of any score")
-    ax.set_title("moving the origin: the additive code's scores move, the rotary ones only round")
+    ax.set(yscale="log", xlabel="global shift $c$ added to every position", ylabel="largest change of any score",
+           title="moving the origin: the additive code's scores move, the rotary ones only round")
     ax.legend()
     return finish(fig, layout)
 

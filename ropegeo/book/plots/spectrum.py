@@ -48,9 +48,7 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
     if target_length is not None and target_length != train_length:
         ax.axhline(target_length, color="0.3", lw=1, ls=":")
         ax.text(0, target_length * 1.15, f"target length {target_length:,.0f}", fontsize=8, color="0.3")
-    ax.set_yscale("log")
-    ax.set_xlabel("pair index i (fastest first)")
-    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
     ax.legend(loc="lower right", fontsize=8)
 
 
@@ -106,8 +104,7 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
             ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
-    ax.set_xlabel("offset δ (tokens)")
-    ax.set_ylabel("K(δ) = mean_i cos(δ θ_i)")
+    ax.set(xlabel="offset δ (tokens)", ylabel="K(δ) = mean_i cos(δ θ_i)")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
     return _done(fig, layout)
 
@@ -142,8 +139,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
                     fontsize=8, color=_MARK, fontweight="bold")
     ax.set_xlim(0, two_pi)
     ax.set_ylim(0, two_pi)
-    ax.set_xlabel(f"phase of pair {i} (rad)")
-    ax.set_ylabel(f"phase of pair {j} (rad)")
+    ax.set(xlabel=f"phase of pair {i} (rad)", ylabel=f"phase of pair {j} (rad)")
     ax.set_title("opposite edges glued (same colour)", fontsize=8)
     return _done(fig, layout)
 
@@ -182,14 +178,10 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
         ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
     lad.axhline(train_length, color="0.3", lw=1, ls="--")
     lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
-    lad.set_yscale("log")
-    lad.set_xlabel("pair index i (fastest first)")
-    lad.set_ylabel("wavelength 2π/θ_i (tokens)")
+    lad.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
     lad.legend(fontsize=8, loc="upper left")
     ker.axhline(0, color="0.6", lw=0.6)
-    ker.set_xscale("log")
-    ker.set_xlabel("offset δ (tokens)")
-    ker.set_ylabel("K(δ)")
+    ker.set(xscale="log", xlabel="offset δ (tokens)", ylabel="K(δ)")
     ker.legend(fontsize=8, loc="lower left")
     return finish(fig, layout)
 
@@ -231,11 +223,9 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
         lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
             ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     ax.set_ylim(1e-9, 4)
-    ax.set_xlabel("position")
-    ax.set_ylabel("largest phase error (rad)")
+    ax.set(xlabel="position", ylabel="largest phase error (rad)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: the curves fill the axes
     return _done(fig, layout)
 
@@ -266,8 +256,7 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
         r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
         for a, b in ((r, c), (c, r)):
             ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
-    ax.set_xlabel("offset")
-    ax.set_ylabel("offset")
+    ax.set(xlabel="offset", ylabel="offset")
     return _done(fig, layout)
 
 
@@ -286,8 +275,7 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
     x = np.linspace(0, 2, 200)
     ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D²/2))")
     ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
-    ax.set_xlabel("margin D(target, distractor)")
-    ax.set_ylabel("attention mass on target")
+    ax.set(xlabel="margin D(target, distractor)", ylabel="attention mass on target")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
 
@@ -323,7 +311,6 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
                     xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
     ax.set_xscale("log")
     ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
-    ax.set_xlabel("base B")
-    ax.set_ylabel(f"min over m ≤ {length:,} of S(m)")
+    ax.set(xlabel="base B", ylabel=f"min over m ≤ {length:,} of S(m)")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
