@@ -149,9 +149,7 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
         if L:
             ax.axvspan(L, length, color="0.9", lw=0)  # beyond the training window
         ax.set_title(h.name, loc="left")
-        ax.set_xscale("log")
-        ax.set_ylim(-62.0, 5.0)
-        ax.set_xticks([1, 5, 64, length - 1] if length > 64 else [1, 5, length - 1])
+        ax.set(xscale="log", ylim=(-62.0, 5.0), xticks=[1, 5, 64, length - 1] if length > 64 else [1, 5, length - 1])
         ax.set_xticklabels([str(t) for t in ax.get_xticks()])
     for ax in axes[len(heads):]:
         ax.set_visible(False)
@@ -279,8 +277,7 @@ def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
             share = np.asarray(far[key])[order]
             ax.bar(np.arange(order.size), share, bottom=bottom, color=colour, width=0.85, label=label)
             bottom += share
-        ax.set_ylim(0, 1.0)
-        ax.set_yticks([0, 0.5, 1])
+        ax.set(ylim=(0, 1.0), yticks=[0, 0.5, 1])
         ax.set_title(name, loc="left")
         ax.set_xticks([])
     axes[-1].set_xlabel(f"the {len(st['seeds'])} seeds, each panel sorted by the attention on the key")

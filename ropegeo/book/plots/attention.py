@@ -133,9 +133,7 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> F
         for j in range(zoom):
             if corner[i, j] != 0:
                 a2.text(j, i, f"{corner[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    a2.set_title(f"its first {zoom // 2} blocks: 2x2 rotations")
-    a2.set_xticks(range(zoom))
-    a2.set_yticks(range(zoom))
+    a2.set(title=f"its first {zoom // 2} blocks: 2x2 rotations", xticks=range(zoom), yticks=range(zoom))
     fig.colorbar(im, ax=[a1, a2], shrink=0.8)
     return finish(fig, layout)
 

@@ -97,8 +97,7 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
     ax_acc.set_ylabel("accuracy (winner = target)")
     ax_mass.set_ylabel("attention mass on target")
     for ax in (ax_acc, ax_mass):
-        ax.set_xlabel(xlabel)
-        ax.set_ylim(-0.03, 1.03)
+        ax.set(xlabel=xlabel, ylim=(-0.03, 1.03))
         ax.grid(alpha=0.3)
     ax_acc.legend(fontsize=8, loc="best")
     fig.suptitle(title)

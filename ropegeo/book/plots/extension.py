@@ -418,8 +418,7 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         left.plot(np.arange(w.size), w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
         right.plot(turns, w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
     left.set_xlabel("pair index i")
-    right.set_xlim(0.0, max_turns)
-    right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")
+    right.set(xlim=(0.0, max_turns), xlabel=f"turns over L = {train_length:,.0f} tokens")
     for ax in (left, right):
         ax.set_ylabel("keep-weight")
         ax.grid(alpha=0.3)

@@ -43,9 +43,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
         for i, (a, b) in enumerate(zip(first, second)):
             for r, c in ((a, a), (a, b), (b, a), (b, b)):
                 ax.text(c, r, str(i), ha="center", va="center", fontsize=8, color="white")
-        ax.set_title(title)
-        ax.set_xticks(range(d))
-        ax.set_yticks(range(d))
+        ax.set(title=title, xticks=range(d), yticks=range(d))
         ax.set(xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
@@ -141,8 +139,7 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
             ax.text(c + 0.5, y + 0.5, "pad" if pid < 0 else str(int(pid)), ha="center", va="center", fontsize=8)
         if not wide:
             ax.text(0.04, y - 0.12, label, ha="left", va="bottom", fontsize=11)
-    ax.set_xlim(0, width)
-    ax.set_ylim(len(rows) * step, 0)
+    ax.set(xlim=(0, width), ylim=(len(rows) * step, 0))
     if wide:
         ax.set_yticks(np.arange(len(rows)) + 0.5, [r[0] for r in rows])
     else:

@@ -49,8 +49,7 @@ def _clock_axes(ax, radius):
     ax.axhline(0, color="#cccccc", lw=0.6, zorder=0)
     ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
     lim = 1.3 * radius
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim))
     ax.set(aspect="equal", xlabel="first coordinate (real part)", ylabel="second coordinate (imaginary part)")
 
 
@@ -266,9 +265,7 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
             ax.bar(pos, data, color=colours)
             if target is not None:
                 ax.axvline(target, color="black", ls=":", lw=1)
-            ax.set_ylim(0, 1.05)
-            ax.set_xticks(pos)
-            ax.set_ylabel(label if j == 0 else "")
+            ax.set(ylim=(0, 1.05), xticks=pos, ylabel=label if j == 0 else "")
         axes[0, j].set(title=f"{name}: attends to {int(np.argmax(w[name]))}", xlabel="key position")
         axes[1, j].set(title=f"reads token {int(np.argmax(o[name]))}", xlabel="token label")
         if layout == "column":

@@ -137,8 +137,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
         ax.plot(pts[:, 0], pts[:, 1], "o", ms=11, mfc="none", mec=_MARK, mew=1.6)
         ax.annotate(f"positions 0 and {delta:,}", pts[1], textcoords="offset points", xytext=(10, 12),
                     fontsize=8, color=_MARK, fontweight="bold")
-    ax.set_xlim(0, two_pi)
-    ax.set_ylim(0, two_pi)
+    ax.set(xlim=(0, two_pi), ylim=(0, two_pi))
     ax.set(xlabel=f"phase of pair {i} (rad)", ylabel=f"phase of pair {j} (rad)")
     ax.set_title("opposite edges glued (same colour)", fontsize=8)
     return _done(fig, layout)
@@ -309,8 +308,7 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
         ax.axvline(b, color=_MARK, lw=0.9, ls="--")
         ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
                     xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
-    ax.set_xscale("log")
-    ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
+    ax.set(xscale="log", ylim=(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5))
     ax.set(xlabel="base B", ylabel=f"min over m ≤ {length:,} of S(m)")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
