@@ -186,8 +186,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
     axes = fig.subplots(2 if per_pair else 1, 1, sharex=True, squeeze=False)[:, 0]
     ax = axes[0]
     for i, h in enumerate(heads):
-        ax.plot(deltas, _score_values(h, deltas), lw=1.0, color=_COLOURS[i % len(_COLOURS)],
-                label=f"seed {h.seed}")
+        ax.plot(deltas, _score_values(h, deltas), lw=1.0, color=_COLOURS[i % len(_COLOURS)], label=f"seed {h.seed}")
     L = heads[0].train_length
     for a in axes:
         a.axvspan(1, L, color="0.85", zorder=0, label="training window" if a is ax else None)

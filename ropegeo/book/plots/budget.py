@@ -90,8 +90,7 @@ def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     ax2.plot(x, probe["uniform_entropy"], "k--", lw=1, label="even over all keys")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length (last query sees every earlier key)" if layout == "wide" else
-                      "sequence length")
+        ax.set_xlabel("sequence length (last query sees every earlier key)" if layout == "wide" else "sequence length")
         ax.grid(alpha=0.3)
     ax1.set_ylabel("attention on the target")
     ax2.set_ylabel("attention entropy (nats)")
