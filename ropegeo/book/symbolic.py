@@ -276,8 +276,7 @@ def character_identity() -> Identity:
     def chi(t):
         return sp.exp(sp.I * t * _theta)
 
-    return Identity("chi(m+n) = chi(m) chi(n)", chi(_m + _n), chi(_m) * chi(_n),
-                    {"m": _m, "n": _n, "theta": _theta})
+    return Identity("chi(m+n) = chi(m) chi(n)", chi(_m + _n), chi(_m) * chi(_n), {"m": _m, "n": _n, "theta": _theta})
 
 
 def rotation_as_phase() -> Identity:

@@ -25,8 +25,7 @@ from ropegeo.frequencies import frequencies
 from ropegeo.multiaxis import kernel_grid
 from ropegeo.book.widgets._lab import Lab, esm_source
 
-__all__ = ["AxesLab", "reference", "split_frequencies", "SPLITS", "GOLDEN_ANGLE",
-           "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
+__all__ = ["AxesLab", "reference", "split_frequencies", "SPLITS", "GOLDEN_ANGLE", "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
 
 #: Largest head dimension the lab accepts (as the kernel lab).
 MAX_LAB_HEAD_DIM = 256
