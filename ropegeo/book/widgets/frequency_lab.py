@@ -34,23 +34,17 @@ def _largest(dtype: str) -> float:
     return float((ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)).max)
 
 
-def _controls(head_dim, base, train_length, target_length, interpolate, dtype) -> dict:
-    lo, hi, _ = CONTROLS["head_dim"]
-    head_dim = v.integer("head_dim", head_dim, minimum=lo, maximum=hi)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (between {lo} and {hi}), got {head_dim}")
-    lo, hi, _ = CONTROLS["base"]
-    base = v.real("base", base, minimum=lo, maximum=hi)
-    lo, hi, _ = CONTROLS["train_length"]
-    train_length = v.integer("train_length", train_length, minimum=lo, maximum=hi)
-    lo, hi, _ = CONTROLS["target_length"]
-    target_length = v.integer("target_length", target_length, minimum=lo, maximum=hi)
-    if not isinstance(interpolate, (bool, np.bool_)):
-        raise ValueError(f"interpolate must be True or False, got {interpolate!r}")
-    if dtype not in PHASE_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(PHASE_DTYPES)}, got {dtype!r}")
-    return dict(head_dim=head_dim, base=base, train_length=train_length, target_length=target_length,
-                interpolate=bool(interpolate), dtype=dtype)
+def _controls(**c) -> dict:
+    for name in ("head_dim", "base", "train_length", "target_length"):
+        lo, hi, _ = CONTROLS[name]
+        c[name] = (v.real if name == "base" else v.integer)(name, c[name], minimum=lo, maximum=hi)
+        if name == "head_dim" and c[name] % 2:
+            raise ValueError(f"head_dim must be even (between {lo} and {hi}), got {c[name]}")
+    if not isinstance(c["interpolate"], (bool, np.bool_)):
+        raise ValueError(f"interpolate must be True or False, got {c['interpolate']!r}")
+    if c["dtype"] not in PHASE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(PHASE_DTYPES)}, got {c['dtype']!r}")
+    return dict(c, interpolate=bool(c["interpolate"]))
 
 
 def lab_state(head_dim: int = 128, base: float = 1e4, train_length: int = 4096, target_length: int = 2**15,
@@ -65,7 +59,8 @@ def lab_state(head_dim: int = 128, base: float = 1e4, train_length: int = 4096, 
     ``dtype`` (None on overflow); ``largest_finite``, ``integer_limit`` of ``dtype`` and
     ``largest_position``.
     """
-    c = _controls(head_dim, base, train_length, target_length, interpolate, dtype)
+    c = _controls(head_dim=head_dim, base=base, train_length=train_length, target_length=target_length,
+                  interpolate=interpolate, dtype=dtype)
     theta = frequencies(c["head_dim"], c["base"])
     scale = min(1.0, c["train_length"] / c["target_length"]) if c["interpolate"] else 1.0
     top = c["target_length"]
