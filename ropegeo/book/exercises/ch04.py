@@ -106,13 +106,8 @@ def _llama3_half(answer):
     return wrong("write g as a function of the turns L theta_i / (2 pi), solve g = 1/2, then solve for i.")
 
 
-_YARN_CASES = [
-    (10_000.0, 128, 4096, 32.0, 1.0),
-    (10_000.0, 96, 4096, 32.0, 1.0),
-    (1_000_000.0, 128, 32768, 32.0, 1.0),
-    (500_000.0, 64, 8192, 16.0, 2.0),
-    (10_000.0, 32, 2048, 8.0, 0.5),
-]
+_YARN_CASES = [(10_000.0, 128, 4096, 32.0, 1.0), (10_000.0, 96, 4096, 32.0, 1.0), (1_000_000.0, 128, 32768, 32.0, 1.0),
+               (500_000.0, 64, 8192, 16.0, 2.0), (10_000.0, 32, 2048, 8.0, 0.5)]
 
 
 def _ramp_in_exponent(base, d, L, bf, bs):
@@ -167,7 +162,6 @@ def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
 
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
-
     if not callable(answer):
         return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
                      "truncate).")
