@@ -56,13 +56,15 @@ class KernelLab(Lab):
         except ValueError as exc:
             raise traitlets.TraitError(str(exc)) from None
 
-    @traitlets.validate("head_dim")
-    def _v_head_dim(self, proposal):
-        return self._bad(proposal, lambda x: v.integer("head_dim", v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
-
-    @traitlets.validate("base")
-    def _v_base(self, proposal):
-        return self._bad(proposal, v.base)
+    @traitlets.validate("head_dim", "base", "train_length", "target_length", "top")
+    def _v_control(self, proposal):
+        name = proposal["trait"].name
+        if name == "head_dim":
+            return self._bad(proposal, lambda x: v.integer(name, v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
+        if name == "base":
+            return self._bad(proposal, v.base)
+        top = _MAX_TOP if name == "top" else MAX_LAB_OFFSET
+        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=top))
 
     @traitlets.validate("offset_start", "offset_stop")
     def _v_offset(self, proposal):
@@ -74,15 +76,6 @@ class KernelLab(Lab):
         stop = value if name == "offset_stop" else self.offset_stop
         self._check_range(start, stop)
         return value
-
-    @traitlets.validate("train_length", "target_length")
-    def _v_length(self, proposal):
-        name = proposal["trait"].name
-        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=MAX_LAB_OFFSET))
-
-    @traitlets.validate("top")
-    def _v_top(self, proposal):
-        return self._bad(proposal, lambda x: v.integer("top", x, minimum=1, maximum=_MAX_TOP))
 
     @staticmethod
     def _check_range(start: int, stop: int):
