@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole",
-           "as_items", "read_each", "as_float_array", "call_student", "need", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
-           "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
+__all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole", "as_items",
+           "read_each", "as_float_array", "call_student", "need", "need_function", "short", "sympy_problem",
+           "MAX_MESSAGE", "MAX_ITEMS", "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
 
 _REGISTRY: dict[str, Callable[[Any], "Feedback"]] = {}
 _POINTS: dict[str, int] = {}
@@ -340,6 +340,12 @@ def need(read: tuple):
     if bad:
         raise _Refused(bad if isinstance(bad, str) else bad[1])
     return value
+
+
+def need_function(answer, message: str) -> None:
+    """End the check with ``message`` unless ``answer`` is callable (a function the exercise asks for)."""
+    if not callable(answer):
+        raise _Refused(message)
 
 
 # ---- the registry ---------------------------------------------------------------------------------

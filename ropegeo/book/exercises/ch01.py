@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ropegeo.book.exercises import (as_float_array, as_items, as_whole, call_student, read_each, correct, exercise,
-                                    need, sympy_problem, wrong)
+                                    need, need_function, sympy_problem, wrong)
 from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.schemes import sinusoidal_encoding
 
@@ -164,8 +164,7 @@ def _call(fn, *args):
 
 @exercise("ch01-permuted-scores")
 def _permuted_scores(answer):
-    if not callable(answer):
-        return wrong("expected a function f(S, perm) returning the score matrix of the permuted sequence.")
+    need_function(answer, "expected a function f(S, perm) returning the score matrix of the permuted sequence.")
     rng = np.random.default_rng(2026)
     for n in (2, 5, 9):
         S = _random_scores(rng, n)
@@ -196,8 +195,7 @@ def _permuted_scores(answer):
 
 @exercise("ch01-sinusoidal")
 def _sinusoidal(answer):
-    if not callable(answer):
-        return wrong("expected a function f(positions, dim) returning the sinusoidal code.")
+    need_function(answer, "expected a function f(positions, dim) returning the sinusoidal code.")
     for dim, pos in ((16, np.arange(40.0)), (6, np.array([0.0, 3.5, 100.0, 2047.0]))):
         got = need(_call(answer, pos.copy(), dim))
         want = sinusoidal_encoding(pos, dim)

@@ -9,7 +9,7 @@ import numpy as np
 import sympy as sp
 
 from ropegeo.book.exercises import (as_float_array, as_items, as_number, call_student, correct, exercise, need,
-                                    short, sympy_problem, wrong)
+                                    need_function, short, sympy_problem, wrong)
 from ropegeo.rotation import apply_rope
 from ropegeo.toy.attention import copy_back_head
 
@@ -201,8 +201,7 @@ def _rope_cases(rng):
 
 @exercise("ch02-complex-rope")
 def _check_complex_rope(fn):
-    if not callable(fn):
-        return wrong(f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
+    need_function(fn, f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
     for label, x, pos in _rope_cases(np.random.default_rng(21)):
         out = need(call_student(fn, x.copy(), pos.copy(), what=f"on {label} it"))
         got = need(as_float_array(out, f"on {label} what it returned", finite=False))

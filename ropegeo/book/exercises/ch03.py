@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, need, wrong
+from ropegeo.book.exercises import (as_items, as_number, as_whole, call_student, correct, exercise, need, need_function,
+                                    wrong)
 from ropegeo.frequencies import frequencies, slow_pairs
 from ropegeo.margins import difference_distance, pairwise_distances, separation_margin
 from ropegeo.precision import uniform
@@ -111,8 +112,7 @@ def margin_function_check(fn):
 
     Accepted to what a float32 computation guarantees (:func:`_tolerance`).
     """
-    if not callable(fn):
-        return wrong("pass the function itself, margin, not its result.")
+    need_function(fn, "pass the function itself, margin, not its result.")
     for offsets, theta in _CASES:
         ref = separation_margin(offsets, theta)
         out, err = call_student(fn, list(offsets), np.array(theta))

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_number, as_whole, call_student, correct, exercise, need, wrong
+from ropegeo.book.exercises import (as_float_array, as_number, as_whole, call_student, correct, exercise, need,
+                                    need_function, wrong)
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.novelty import joint_novelty
@@ -162,9 +163,8 @@ def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
 
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
-    if not callable(answer):
-        return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
-                     "truncate).")
+    need_function(answer, "expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
+                  "truncate).")
     forms = set()
     for base, d, L, bf, bs in _YARN_CASES:
         for truncate in (True, False):

@@ -6,7 +6,8 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo.book.broken import PositionDefect
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, need, short, read_each, wrong
+from ropegeo.book.exercises import (as_items, as_number, as_whole, call_student, correct, exercise, need, need_function,
+                                    short, read_each, wrong)
 from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
@@ -108,8 +109,7 @@ def _check_padding(answer):
 # ---- ch05-rope-half: implement the half-split layout, judged by Gate A ---------------------
 @exercise("ch05-rope-half")
 def _check_rope_half(answer):
-    if not callable(answer):
-        return wrong(f"expected a function rope_half(x, positions), got {type(answer).__name__}")
+    need_function(answer, f"expected a function rope_half(x, positions), got {type(answer).__name__}")
     # a stub raises NotImplementedError here (Gate A would count it as a refusal)
     need(call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))"))
     try:

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, need, read_each, wrong
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, as_whole, call_student, correct, exercise,
+                                    need, need_function, read_each, wrong)
 from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
 # ---- problem data shared with the notebook -------------------------------------------------
@@ -73,8 +74,7 @@ def _alibi_mass_reference(slope, m, k):
 
 @exercise("ch07-alibi-mass")
 def _alibi_mass(answer):
-    if not callable(answer):
-        return wrong("expected a function alibi_mass(slope, m, k) returning a probability.")
+    need_function(answer, "expected a function alibi_mass(slope, m, k) returning a probability.")
     cases = [(0.5, 10, 1), (0.5, 10, 5), (2 ** -4, 200, 40), (1.0, 1, 1), (2 ** -8, 511, 300), (0.25, 64, 64)]
     for slope, m, k in cases:
         got = need(_call(answer, slope, m, k))
@@ -98,8 +98,7 @@ def _alibi_mass(answer):
 
 @exercise("ch07-alibi-slopes")
 def _alibi_slopes(answer):
-    if not callable(answer):
-        return wrong("expected a function slopes(heads) returning one slope per head.")
+    need_function(answer, "expected a function slopes(heads) returning one slope per head.")
     for h in (1, 2, 4, 8, 16, 3, 5, 6, 12, 20, 24, 40):
         got = need(_call(answer, h))
         got = need(as_float_array(got, f"for H = {h} heads what your function returned", finite=False))
@@ -164,8 +163,7 @@ def _winnable_reference(k: int, length: int) -> list:
 
 @exercise("ch07-two-layer-bound")
 def _two_layer_bound(answer):
-    if not callable(answer):
-        return wrong("expected a function winnable(k, length) returning the list of query slots.")
+    need_function(answer, "expected a function winnable(k, length) returning the list of query slots.")
     for k, length in TWO_LAYER_CASES:
         got = need(_call(answer, k, length))
         items, bad = as_items(got, f"for k = {k}, length = {length}, a list of query slots", max_items=length + 1)
