@@ -28,7 +28,8 @@ _COLOURS = {"none": "#7f7f7f", "absolute": "#8c564b", "sinusoidal": "#9467bd", "
 
 def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 8, head_dim: int = 16,
                 base: float = 10_000.0, theta=None, max_offset: int = 300, panel: str | None = None) -> Figure:
-    """Three position terms against the offset (up to ``max_offset``, 10 to 100,000): T5 buckets, ALiBi biases, the RoPE kernel.
+    """Three position terms against the offset (up to ``max_offset``, 10 to 100,000): T5 buckets, ALiBi biases,
+    the RoPE kernel.
 
     T5's bucketing (:func:`ropegeo.toy.schemes.t5_bucket`) in both directions; one ALiBi line per slope
     for ``heads``; ``K(delta)`` of ``head_dim`` (up to :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an

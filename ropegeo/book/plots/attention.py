@@ -144,7 +144,8 @@ _MAX_STARTS = 8  # curves overlaid by self_similarity_figure
 
 def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
                            base: float = 10_000.0, layout: str = "wide") -> Figure:
-    """``PE(p) . PE(p + k)`` of the sinusoidal code (``d_model`` 2 to 1,024) against ``k`` (``|k|`` up to ``max_offset``).
+    """``PE(p) . PE(p + k)`` of the sinusoidal code (``d_model`` 2 to 1,024) against ``k`` (``|k|`` up to
+    ``max_offset``).
 
     One brute-force curve per start ``p`` in ``starts`` (1 to 8) and the closed form
     ``(dim / 2) K(k)`` dashed on top: the curves coincide and are even in ``k``.

@@ -208,7 +208,8 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
 
 
 def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
-    """Per-seed accuracy and mass of several conditions (``results``: SeedResults, at most :data:`MAX_TABLE_ROWS`) as dot plots."""
+    """Per-seed accuracy and mass of several conditions (``results``: SeedResults, at most
+    :data:`MAX_TABLE_ROWS`) as dot plots."""
     if isinstance(results, SeedResults):
         results = [results]
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")

@@ -281,7 +281,8 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
 
 def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
                     marks=(), layout: str = "wide") -> Figure:
-    """Men et al.'s criterion ``min over m <= length of sum_i cos(m theta_i)`` against the base (valid at or above zero).
+    """Men et al.'s criterion ``min over m <= length of sum_i cos(m theta_i)`` against the base (valid at or
+    above zero).
 
     Sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a narrow
     hole (:func:`ropegeo.base_bound.base_bound` certifies intervals); ``marks`` (at most 6):
