@@ -35,7 +35,8 @@ _ROLES = ("query", "key", "value")
 
 
 class Rotary:
-    """A rotary layer with a KV cache (:func:`ropegeo.rotation.apply_rope`'s settings), correct unless a subclass overrides one step.
+    """A rotary layer with a KV cache (:func:`ropegeo.rotation.apply_rope`'s settings), correct unless a
+    subclass overrides one step.
 
     ``prefill(keys, values)`` starts a cache holding the prompt at positions ``0 .. n-1``;
     ``decode_step(q, k, v)`` places the next token after the cache and returns ``(rotated q, cached
@@ -336,7 +337,8 @@ def _fresh(table: dict, build, name: str, head_dim: int) -> CatalogueEntry:
 
 
 def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
-    """A fresh :data:`CATALOGUE` entry (an empty cache); ``ValueError`` for an unknown name or a head width not a multiple of 4."""
+    """A fresh :data:`CATALOGUE` entry (an empty cache); ``ValueError`` for an unknown name or a head width
+    not a multiple of 4."""
     return _fresh(CATALOGUE, _build, name, head_dim)
 
 
@@ -448,7 +450,8 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
 
 def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
                  samples: int = 64, max_position: int = 512, seed: int = 0) -> float:
-    """``max |s' - s| / (|q| |k|)`` when positions move by ``shift`` on both sides or (``side="query"``) the query's only.
+    """``max |s' - s| / (|q| |k|)`` when positions move by ``shift`` on both sides or (``side="query"``) the
+    query's only.
 
     Draws ``Q, K`` then ``m, n`` below ``max_position`` from ``default_rng(seed)`` and rotates them
     with the catalogue entry's implementation.

@@ -15,9 +15,9 @@ from ropegeo import _validate as v
 
 __all__ = ["Identity", "rotation_2d", "relative_identity", "composition_identity", "inverse_identity", "ScoreSplit",
            "score_split", "norm_identity", "block_rotation", "block_relative_identity", "AdditiveExpansion",
-           "additive_expansion", "PositionPositionSplit", "sinusoid_position_term", "rope_bilinear_score", "shift_change",
-           "character_identity", "rotation_as_phase", "SinusoidalShift", "sinusoidal_shift", "sinusoidal_shift_matrix",
-           "sinusoidal_self_similarity", "amplitude_phase_identity", "requirement_phase"]
+           "additive_expansion", "PositionPositionSplit", "sinusoid_position_term", "rope_bilinear_score",
+           "shift_change", "character_identity", "rotation_as_phase", "SinusoidalShift", "sinusoidal_shift",
+           "sinusoidal_shift_matrix", "sinusoidal_self_similarity", "amplitude_phase_identity", "requirement_phase"]
 
 
 # --- Chapter 2: the identity hidden in a rotation -------------------------------------------
@@ -88,7 +88,8 @@ def rotation_2d(angle) -> sp.Matrix:
 
 
 def relative_identity() -> Identity:
-    """``R_m^T R_n = R_{n-m}`` for one pair turning at ``theta``: the product multiplied out, against the rotation by ``(n - m) theta``."""
+    """``R_m^T R_n = R_{n-m}`` for one pair turning at ``theta``: the product multiplied out, against the
+    rotation by ``(n - m) theta``."""
     lhs = rotation_2d(_m * _theta).T * rotation_2d(_n * _theta)
     rhs = rotation_2d((_n - _m) * _theta)
     return Identity("R_m^T R_n = R_(n-m)", lhs, rhs, {"m": _m, "n": _n, "theta": _theta})
@@ -280,7 +281,8 @@ def character_identity() -> Identity:
 
 
 def rotation_as_phase() -> Identity:
-    """Multiplying ``x1 + i x2`` by ``exp(i m theta)`` is the rotation ``R_m`` acting on ``(x1, x2)``: ``(Re, Im)`` against ``R_m x``."""
+    """Multiplying ``x1 + i x2`` by ``exp(i m theta)`` is the rotation ``R_m`` acting on ``(x1, x2)``:
+    ``(Re, Im)`` against ``R_m x``."""
     x1, x2 = sp.symbols("x1 x2", real=True)
     z = sp.expand_complex((x1 + sp.I * x2) * sp.exp(sp.I * _m * _theta))
     lhs = sp.Matrix([sp.re(z), sp.im(z)])

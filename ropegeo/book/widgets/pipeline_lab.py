@@ -26,7 +26,8 @@ POINTS = 200
 
 
 def curve_positions(max_position: int) -> np.ndarray:
-    """The curves' positions: ``round(max_position ** (k / (POINTS - 1)))``, ``k = 0 .. POINTS - 1``, without repeats."""
+    """The curves' positions: ``round(max_position ** (k / (POINTS - 1)))`` for ``k = 0 .. POINTS - 1``,
+    without repeats."""
     m = v.integer("max_position", max_position, minimum=MIN_POSITION, maximum=MAX_POSITION)
     return np.unique(np.round(float(m) ** (np.arange(POINTS) / (POINTS - 1))).astype(np.int64))
 
