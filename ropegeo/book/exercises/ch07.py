@@ -101,8 +101,7 @@ def _alibi_slopes(answer):
     need_function(answer, "expected a function slopes(heads) returning one slope per head.")
     for h in (1, 2, 4, 8, 16, 3, 5, 6, 12, 20, 24, 40):
         got = need(_call(answer, h))
-        got = need(as_float_array(got, f"for H = {h} heads what your function returned", finite=False))
-        got = got.reshape(-1)
+        got = need(as_float_array(got, f"for H = {h} heads what your function returned", finite=False)).reshape(-1)
         want = alibi_slopes(h)
         if got.shape != want.shape:
             return wrong(f"for H = {h} heads expected {h} slopes, got {got.size}.")
