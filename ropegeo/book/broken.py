@@ -1,28 +1,16 @@
 """A catalogue of rotary implementations, correct and broken, for the book, the tests and the exercises.
 
-Each implementation is a :class:`Rotary` (or a subclass with one defect) that follows all three
-protocols of :mod:`ropegeo.gates.a.gate`: ``f(x, positions, role=...)``, plus ``prefill`` and
-``decode_step`` for decoding with a KV cache. A :class:`CatalogueEntry` pairs an implementation
-with what it *declares* (the manifest its authors would write down); a defect is a gap between
-the two, or a break of the algebra itself.
+Each implementation is a :class:`Rotary` (or a subclass with one defect) that follows the three
+protocols of :mod:`ropegeo.gates.a.gate` (``f(x, positions, role=...)``, ``prefill``,
+``decode_step``). A :class:`CatalogueEntry` pairs it with what it *declares*; a defect is a gap
+between the two, or a break of the algebra itself.
 
-:data:`CATALOGUE` holds, in order, four correct entries (interleaved, half-split, partial rotary,
-consistently interpolated) and eight broken ones:
-
-``mixed-pairing``     the half-split helper applied to a model declared interleaved
-``query-restart``     decoding puts the new token at position 0 again
-``cache-off-by-one``  decoding puts the new token one past the cache length
-``scaled-queries``    a position scaling applied to queries but not to (cached) keys
-``bfloat16-angles``   the angle table formed in bfloat16
-``wrong-base``        base 10,000 used where 500,000 is declared
-``missliced-partial`` the trailing, not the leading, coordinates rotate
-``rotated-values``    values are rotated as keys are
-
-:data:`DEFECTS` is the wider catalogue Gate A is tested on: every defect class it names
-(position-id, precision, frequency, layout, convention, magnitude, roles, values, decoding), each
-with the check that must lead its report and the words its diagnosis must contain, plus correct
-implementations served in bfloat16 and float16 that must pass (the float64 control is
-:data:`CATALOGUE`'s ``interleaved``). See :func:`defect_entry`.
+:data:`CATALOGUE` holds four correct entries (interleaved, half-split, partial rotary, consistently
+interpolated) and eight broken ones (``mixed-pairing``, ``query-restart``, ``cache-off-by-one``,
+``scaled-queries``, ``bfloat16-angles``, ``wrong-base``, ``missliced-partial``, ``rotated-values``:
+each entry's ``title`` says what it does). :data:`DEFECTS` is the wider catalogue Gate A is tested
+on: every defect class, each with the check that must lead its report and the words its diagnosis
+must contain, plus correct implementations served in bfloat16 and float16 that must pass.
 """
 
 from __future__ import annotations
@@ -47,13 +35,12 @@ _ROLES = ("query", "key", "value")
 
 
 class Rotary:
-    """A rotary layer with a KV cache, correct unless a subclass overrides one step.
+    """A rotary layer with a KV cache (:func:`ropegeo.rotation.apply_rope`'s settings), correct unless a
+    subclass overrides one step.
 
-    The settings are :func:`ropegeo.rotation.apply_rope`'s (``scale`` multiplies the positions of
-    queries and keys alike). ``__call__(x, positions, role="query")`` rotates ``x`` of shape ``(..., seq, head_dim)`` at
-    ``positions``; values (``role="value"``) pass through. ``prefill(keys, values)`` starts a new
-    cache holding the prompt at positions ``0 .. n-1``; ``decode_step(q, k, v)`` places the next
-    token at the position after the cache and returns ``(rotated q, cached keys, cached values)``.
+    ``prefill(keys, values)`` starts a cache holding the prompt at positions ``0 .. n-1``;
+    ``decode_step(q, k, v)`` places the next token after the cache and returns ``(rotated q, cached
+    keys, cached values)``; values (``role="value"``) pass through.
     """
 
     defect = None
@@ -171,13 +158,10 @@ class RotatedValues(Rotary):
 class PositionDefect(Rotary):
     """What a broken integration does to position ids before an otherwise correct rotation.
 
-    ``mode`` is one of ``"wrapped"`` (a table of ``size`` rows indexed modulo its size),
-    ``"clamped"`` (indexed with a clamp at ``size - 1``), ``"int8"`` (ids stored in int8),
-    ``"ignored"`` (each row rotated by its slot index), ``"origin"`` (every id shifted by
-    ``size``), ``"first-row"`` (a (batch, seq) tensor read through its first row only),
-    ``"start"`` (only the first id read, as a start position of a contiguous run), ``"bfloat16"``
-    (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does: exact up to 256,
-    then rounded to the format's spacing).
+    ``mode``: ``"wrapped"`` (a table of ``size`` rows indexed modulo its size), ``"clamped"`` (at
+    ``size - 1``), ``"int8"``, ``"ignored"`` (slot indices), ``"origin"`` (shifted by ``size``),
+    ``"first-row"`` (a batch read through its first row), ``"start"`` (only the first id read) or
+    ``"bfloat16"`` (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does).
     """
 
     _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start", "bfloat16")
@@ -211,17 +195,14 @@ class PositionDefect(Rotary):
 
 
 class ServedRotary(Rotary):
-    """A correct rotary layer served in a low-precision data dtype, as models are deployed.
+    """A correct rotary layer served in a low-precision ``data_dtype``, as models are deployed.
 
-    Angles are formed in ``phase_dtype`` (float32 unless given; float64 when ``"float64"``); cos, sin
-    and the vectors are cast to ``data_dtype`` (``"bfloat16"``, ``"float16"``, ``"float32"`` or
-    ``"float64"``) and rotated there; the result is returned in ``data_dtype``. These break it:
-    ``variant`` ``"mirrored"`` (sin negated), ``"odd-mirrored"`` (sin negated on odd pairs only),
-    ``"scaled"`` (cos and sin multiplied by ``gain``), ``"reversed"`` (the frequency table in reverse
-    order); ``inv_freq_dtype`` (the frequencies rounded to ``"bfloat16"`` or ``"float16"``, as
-    ``model.to(torch.bfloat16)`` does to the buffer); ``table_dtype`` (cos and sin rounded to that
-    format before the data's); ``still`` (the last ``still`` pairs get position id 0, as a fourth
-    position id left at 0 does).
+    Angles are formed in ``phase_dtype`` (float32 unless given); cos, sin and the vectors are cast to
+    ``data_dtype`` and rotated there. These break it: ``variant`` ``"mirrored"`` (sin negated),
+    ``"odd-mirrored"`` (on odd pairs), ``"scaled"`` (cos and sin times ``gain``), ``"reversed"`` (the
+    frequency table reversed); ``inv_freq_dtype`` (the frequencies rounded, as
+    ``model.to(torch.bfloat16)`` does to the buffer); ``table_dtype`` (cos and sin rounded to it
+    first); ``still`` (the last ``still`` pairs at position id 0).
     """
 
     _VARIANTS = (None, "mirrored", "odd-mirrored", "scaled", "reversed")
@@ -273,12 +254,10 @@ _DATA = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.fl
 class CatalogueEntry:
     """One implementation (``impl``, a fresh :class:`Rotary`) with its declaration.
 
-    ``declared`` holds keyword arguments of :func:`ropegeo.gates.a.gate.gate_a`; ``manifest`` the
-    fields of a :class:`ropegeo.models.manifest.RopeManifest` stating what the code *actually* does
-    (cache offset after a 12-token prompt included; a manifest cannot say "queries only", so
-    ``scaled-queries`` records its linear scaling). ``check`` is the Gate A check that must flag it
-    (``None`` when correct), ``keyword`` a phrase its diagnosis must contain, ``defect`` the class
-    Gate A must name (:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`; set in :data:`DEFECTS`).
+    ``declared``: keyword arguments of :func:`ropegeo.gates.a.gate.gate_a`; ``manifest``: the
+    :class:`ropegeo.models.manifest.RopeManifest` fields of what the code *actually* does (after a
+    12-token prompt); ``check``: the Gate A check that must flag it (``None`` when correct), with
+    ``keyword`` in its diagnosis and ``defect`` its class (:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`).
     """
 
     name: str
@@ -358,8 +337,8 @@ def _fresh(table: dict, build, name: str, head_dim: int) -> CatalogueEntry:
 
 
 def entry(name: str, head_dim: int = 64) -> CatalogueEntry:
-    """A fresh :data:`CATALOGUE` entry (its implementation has an empty cache); a ``ValueError``
-    for an unknown name (listing the known ones) or a head width that is not a multiple of 4."""
+    """A fresh :data:`CATALOGUE` entry (an empty cache); ``ValueError`` for an unknown name or a head width
+    not a multiple of 4."""
     return _fresh(CATALOGUE, _build, name, head_dim)
 
 
@@ -374,14 +353,12 @@ def broken_entries() -> list[str]:
 
 
 def attention_comparison(name: str, *, prompt: int = 300, head_dim: int = 64, seed: int = 0) -> dict:
-    """One decoding step of an entry against the operator it declares.
+    """One decoding step of an entry against a correct :class:`Rotary` built from its declaration.
 
-    The implementation prefills ``prompt`` (1 to 8,192) random keys and values drawn with ``seed``
-    and decodes one more token; so does a correct :class:`Rotary` built from the entry's
-    declaration. Both attend from the new query to the whole cache. Returns a dict: ``scores``
-    and ``reference_scores`` (shape ``(prompt + 1,)``, over ``sqrt(head_dim)``), ``output`` and
-    ``reference_output`` (shape ``(head_dim,)``), ``score_error`` (largest absolute score
-    difference) and ``output_error`` (norm of the output difference over the reference's).
+    Both prefill ``prompt`` random keys and values (``seed``), decode one more token and attend from
+    it to the whole cache: ``scores``, ``reference_scores`` (over ``sqrt(head_dim)``), ``output``,
+    ``reference_output``, ``score_error`` (largest absolute difference) and ``output_error``
+    (relative norm).
     """
     prompt = v.integer("prompt", prompt, minimum=1, maximum=8192)
     head_dim = v.integer("head_dim", head_dim, maximum=512)
@@ -412,11 +389,9 @@ POSITION_POLICIES = ("contiguous", "left-padded", "left-padded-naive", "packed-r
 def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
     """The position id (int64) of every slot of one batch row under a position-id policy.
 
-    ``lengths`` is the sequence's length, or each packed document's (at most 65,536 slots in all
-    with the ``pad`` left-padding slots). ``policy`` is ``"contiguous"`` (``0 .. L-1``),
-    ``"left-padded"`` (``pad`` slots with id ``-1``, then ids ``0 .. L-1`` counted from the attention
-    mask), ``"left-padded-naive"`` (ids are slot indices, padding included), ``"packed-reset"``
-    (ids restart at 0 for each document) or ``"packed-continuous"`` (ids run on across documents).
+    ``lengths``: the sequence's length or each packed document's (at most 65,536 slots with ``pad``).
+    ``"left-padded"`` gives the ``pad`` slots id ``-1`` and counts from the mask; ``"left-padded-naive"``
+    counts slots; ``"packed-reset"`` restarts at 0 per document; ``"packed-continuous"`` runs on.
     """
     if policy not in POSITION_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(map(repr, POSITION_POLICIES))}, got {policy!r}")
@@ -445,13 +420,10 @@ def position_ids(policy: str, lengths, *, pad: int = 0) -> np.ndarray:
 def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int = 512, seed: int = 0) -> dict:
     """What rotating interleaved-trained vectors with the half-split helper does.
 
-    Draws, in this order, ``Q, K = rng.normal(size=(2, samples, head_dim))`` and positions
-    ``m, n = rng.integers(0, max_position, size=(2, samples))`` from ``default_rng(seed)``.
-
-    Returns a dict: ``norm_change``, the largest ``| |R'x| / |Rx| - 1 |`` over the rotated
-    queries; ``score_change_median`` and ``score_change_max`` of ``|s' - s| / (|q| |k|)`` over the
-    pairs; ``equal_position_change``, the same at ``m = n`` (both helpers give ``q . k`` there);
-    ``pairs``, the rotary pairs, and ``pairs_intact``, those the mixed helper still rotates as one.
+    Draws ``Q, K = rng.normal(size=(2, samples, head_dim))``, then ``m, n`` below ``max_position``
+    (``default_rng(seed)``). ``norm_change``: largest ``| |R'x| / |Rx| - 1 |``;
+    ``score_change_median``, ``score_change_max``: ``|s' - s| / (|q| |k|)``; ``equal_position_change``:
+    the same at ``m = n``; ``pairs`` and ``pairs_intact`` (still rotated as one).
     """
     d = v.head_dim(head_dim)
     v.integer("head_dim", d, minimum=4, maximum=512)
@@ -478,13 +450,11 @@ def mixing_summary(head_dim: int = 64, *, samples: int = 400, max_position: int 
 
 def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: str = "both", head_dim: int = 64,
                  samples: int = 64, max_position: int = 512, seed: int = 0) -> float:
-    """Largest score change when positions move by ``shift``, on one or both sides.
+    """``max |s' - s| / (|q| |k|)`` when positions move by ``shift`` on both sides or (``side="query"``) the
+    query's only.
 
-    Draws ``Q, K`` (shape ``(samples, head_dim)``) then ``m, n`` (integers below ``max_position``)
-    from ``default_rng(seed)``, rotates them with the catalogue entry's implementation
-    (``role="query"`` / ``"key"``), and compares scores at ``(m, n)`` with scores at
-    ``(m + shift, n + shift)`` (``side="both"``) or ``(m + shift, n)`` (``side="query"``):
-    returns ``max |s' - s| / (|q| |k|)``.
+    Draws ``Q, K`` then ``m, n`` below ``max_position`` from ``default_rng(seed)`` and rotates them
+    with the catalogue entry's implementation.
     """
     if side not in ("both", "query"):
         raise ValueError(f"side must be 'both' or 'query', got {side!r}")
@@ -506,12 +476,8 @@ def shift_score_change(name: str = "interleaved", shift: int = 1000, *, side: st
 
 
 def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int = 0) -> float:
-    """Largest change of a within-document score between reset and continuous packed ids.
-
-    Draws ``Q, K`` of shape ``(sum(documents), head_dim)`` from ``default_rng(seed)``; scores are
-    formed only inside each document (a block-diagonal mask), with the ids of
-    :func:`position_ids` ``"packed-reset"`` and ``"packed-continuous"``. Returns
-    ``max |s_continuous - s_reset| / (|q| |k|)`` over every within-document pair.
+    """Largest ``|s_continuous - s_reset| / (|q| |k|)`` of a within-document score between
+    ``"packed-reset"`` and ``"packed-continuous"`` ids (``Q, K`` drawn from ``default_rng(seed)``).
     """
     reset = position_ids("packed-reset", documents)
     cont = position_ids("packed-continuous", documents)
@@ -535,11 +501,8 @@ def packed_score_change(documents=(40, 25, 35), *, head_dim: int = 64, seed: int
 
 
 def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int = 256, seed: int = 0):
-    """The two parts of a partial-rotary score as the displacement varies.
-
-    Draws ``q, k`` (shape ``(head_dim,)``) from ``default_rng(seed)``, puts the query at 0 and the
-    key at ``delta = -span .. span`` (half-split layout, base 10,000). Returns ``delta`` and the
-    score summed over the rotating coordinates and over the pass-through ones.
+    """``delta`` (``-span .. span``) and the partial-rotary score of seeded ``q`` (at 0) and ``k`` (at ``delta``),
+    summed over the rotating and over the pass-through coordinates (half-split, base 10,000).
     """
     d, r = resolve_rotary_dim(head_dim, rotary_dim)
     span = v.integer("span", span, minimum=1, maximum=100_000)
@@ -551,15 +514,9 @@ def partial_score_parts(head_dim: int = 64, rotary_dim: int = 16, *, span: int =
 
 
 def manifest_replays(name: str, *, head_dim: int = 64, seed: int = 0) -> bool:
-    """Whether an entry's manifest alone reproduces one decoding step of its code.
+    """Whether an entry's manifest alone reproduces one decoding step of its code (12-token prompt, ``seed``).
 
-    Builds ``ropegeo``'s own operator from the entry's declared manifest (frequencies, pairing,
-    rotary width, phase precision, and the position ``cache_offset`` it declares for the token
-    after a 12-token prompt), prefills the implementation with 12 random tokens drawn with
-    ``seed``, decodes one more, and compares the rotated query, the cached keys and the cached
-    values with what the manifest predicts (values are never rotated). ``True`` means the
-    manifest is a complete record of what the code does; ``False`` that the defect lies somewhere
-    the manifest has no field for.
+    ``False``: the defect lies somewhere the manifest has no field for.
     """
     prompt = 12  # the catalogue's manifests state cache_offset for a 12-token prompt
     head_dim = v.head_dim(head_dim, maximum=v.MAX_HEAD_DIM)

@@ -1,23 +1,15 @@
 """Multi-axis rotary implementations (M-RoPE), correct and broken, for Gate A's multi-axis checks.
 
 :class:`MultiAxisRotary` mirrors transformers 5's text rotary code of Qwen2-VL and Qwen2.5-VL
-(``Qwen2VLRotaryEmbedding``: ``inv_freq`` in float32, ``freqs = position_ids[..., None] *
-inv_freq`` for the three streams, ``recomposition_frequencies`` splitting the pairs by
-``mrope_section`` and taking section ``i`` from stream ``i % 3``) and of Qwen3-VL
-(``Qwen3VLTextRotaryEmbedding.recomposition_frequencies``: the time stream everywhere, height at
-``slice(1, 3 h, 3)``, width at ``slice(2, 3 w, 3)``), then ``apply_rotary_pos_emb`` with
-``rotate_half`` in the serving dtype. (transformers 4 did the same split in
-``apply_multimodal_rotary_pos_emb``, on cos and sin cut by ``mrope_section * 2``.)
+(``Qwen2VLRotaryEmbedding``: float32 ``inv_freq`` times each of the three position streams,
+section ``i`` of ``mrope_section`` taken from stream ``i % 3``) and of Qwen3-VL (the time stream
+everywhere, height at ``slice(1, 3 h, 3)``, width at ``slice(2, 3 w, 3)``), then
+``apply_rotary_pos_emb`` with ``rotate_half`` in the serving dtype.
 
-:data:`AXES_DEFECTS` lists the broken variants Gate A must name, each with the check that must
-lead its report and the finding (:data:`ropegeo.gates.a.axes.FINDINGS`) it must read:
-
-``sections-swapped``      the first two section sizes exchanged (``[24, 16, 24]`` for ``[16, 24, 24]``)
-``one-axis-for-all``      the time ids used for every band
-``interleave-off-by-one`` Qwen3-VL's height and width slots one pair later (2, 5, .. and 3, 6, ..)
-``boundary-off-by-one``   the time | height boundary one pair late (``[17, 23, 24]``)
-
-The catalogue is built by :func:`axes_entry`.
+:data:`AXES_DEFECTS` lists the broken variants Gate A must name (:func:`axes_entry` builds them):
+``sections-swapped`` (``[24, 16, 24]`` for ``[16, 24, 24]``), ``one-axis-for-all`` (the time ids
+for every band), ``interleave-off-by-one`` (Qwen3-VL's height and width slots one pair later),
+``boundary-off-by-one`` (``[17, 23, 24]``).
 """
 
 from __future__ import annotations
@@ -40,16 +32,12 @@ _DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one
 
 
 class MultiAxisRotary:
-    """transformers' M-RoPE text rotary as ``f(x, positions)``, correct unless ``defect`` is set.
+    """transformers' M-RoPE text rotary as ``f(x, positions)``, correct unless ``defect`` (:data:`AXES_DEFECTS`) is set.
 
-    ``sections`` is ``mrope_section``: pairs for time, height and width (summing to
-    ``head_dim // 2``), in Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; ``base`` is
-    ``rope_theta``; cos, sin and the vectors are cast to the serving ``dtype`` and rotated there.
-    ``defect`` names one of :data:`AXES_DEFECTS`; ``stepwise`` forms each pair's angle from the previous
-    one (``theta *= base ** (-2 / head_dim)`` in float32, as llama.cpp does), a correct variant. ``x`` has shape ``(seq, head_dim)`` or
-    ``(batch, seq, head_dim)``; ``positions`` has shape ``(3,) + x.shape[:-1]`` (time, height, width
-    ids), or ``x.shape[:-1]`` for text tokens (the three ids equal, as transformers expands them).
-    Returns ``x`` rotated, in ``dtype``.
+    ``sections`` is ``mrope_section`` (pairs for time, height, width, summing to ``head_dim // 2``), in
+    Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; cos, sin and ``x`` are cast to ``dtype``.
+    ``stepwise`` forms each pair's angle from the previous one in float32 (as llama.cpp does), a correct
+    variant. ``positions``: shape ``(3,) + x.shape[:-1]``, or ``x.shape[:-1]`` for text tokens.
 
     Examples
     --------

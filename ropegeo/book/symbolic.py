@@ -1,9 +1,7 @@
-"""SymPy derivations the chapters display.
+"""SymPy derivations the chapters display, as SymPy objects a notebook shows and a test simplifies.
 
-Every function returns SymPy objects (expressions or matrices) that a notebook can show and a
-test can simplify on its own. An :class:`Identity` holds the two sides of a claimed equality
-unsimplified, so the reader sees what was multiplied out, and :meth:`Identity.residual`
-simplifies their difference (zero when the identity holds). A bad argument raises a ``ValueError``
+An :class:`Identity` holds the two sides of a claimed equality unsimplified and
+:meth:`Identity.residual` simplifies their difference. A bad argument raises a ``ValueError``
 naming it; strings are refused where an expression is expected (SymPy would evaluate them as code).
 """
 
@@ -15,32 +13,11 @@ import sympy as sp
 
 from ropegeo import _validate as v
 
-__all__ = [
-    "Identity",
-    "rotation_2d",
-    "relative_identity",
-    "composition_identity",
-    "inverse_identity",
-    "ScoreSplit",
-    "score_split",
-    "norm_identity",
-    "block_rotation",
-    "block_relative_identity",
-    "AdditiveExpansion",
-    "additive_expansion",
-    "PositionPositionSplit",
-    "sinusoid_position_term",
-    "rope_bilinear_score",
-    "shift_change",
-    "character_identity",
-    "rotation_as_phase",
-    "SinusoidalShift",
-    "sinusoidal_shift",
-    "sinusoidal_shift_matrix",
-    "sinusoidal_self_similarity",
-    "amplitude_phase_identity",
-    "requirement_phase",
-]
+__all__ = ["Identity", "rotation_2d", "relative_identity", "composition_identity", "inverse_identity", "ScoreSplit",
+           "score_split", "norm_identity", "block_rotation", "block_relative_identity", "AdditiveExpansion",
+           "additive_expansion", "PositionPositionSplit", "sinusoid_position_term", "rope_bilinear_score",
+           "shift_change", "character_identity", "rotation_as_phase", "SinusoidalShift", "sinusoidal_shift",
+           "sinusoidal_shift_matrix", "sinusoidal_self_similarity", "amplitude_phase_identity", "requirement_phase"]
 
 
 # --- Chapter 2: the identity hidden in a rotation -------------------------------------------
@@ -54,10 +31,8 @@ _q1, _q2, _k1, _k2 = sp.symbols("q1 q2 k1 k2", real=True)
 
 @dataclass(frozen=True, repr=False)
 class Identity:
-    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices, named in words.
-
-    ``lhs`` and ``rhs`` are as built (the left side is not simplified); ``symbols`` holds the free
-    symbols by name, so a test can substitute values.
+    """A claimed equality ``lhs == rhs`` between SymPy expressions or matrices (as built), named in words,
+    with its free ``symbols`` by name.
     """
 
     name: str
@@ -93,8 +68,7 @@ class Identity:
 
 
 def _expr(name: str, value) -> sp.Expr:
-    """A SymPy expression from a number or an expression. Strings are refused: SymPy parses them
-    with ``eval``, which would run arbitrary code."""
+    """A SymPy expression from a number or an expression; strings are refused (SymPy would ``eval`` them)."""
     if isinstance(value, (str, bytes)):
         raise ValueError(f"{name} must be a number or a SymPy expression, not a string (build it with sympy.symbols)")
     try:
@@ -114,11 +88,8 @@ def rotation_2d(angle) -> sp.Matrix:
 
 
 def relative_identity() -> Identity:
-    """``R_m^T R_n = R_{n-m}`` for one pair turning at ``theta`` radians per position.
-
-    The left side is the product of the two rotation matrices, multiplied out entry by entry;
-    the right side is the rotation by the displacement ``(n - m) theta``.
-    """
+    """``R_m^T R_n = R_{n-m}`` for one pair turning at ``theta``: the product multiplied out, against the
+    rotation by ``(n - m) theta``."""
     lhs = rotation_2d(_m * _theta).T * rotation_2d(_n * _theta)
     rhs = rotation_2d((_n - _m) * _theta)
     return Identity("R_m^T R_n = R_(n-m)", lhs, rhs, {"m": _m, "n": _n, "theta": _theta})
@@ -139,12 +110,9 @@ def inverse_identity() -> Identity:
 
 @dataclass(frozen=True)
 class ScoreSplit:
-    """The 2-D rotary score ``<R_m q, R_n k>`` and its two terms in ``delta = n - m``.
-
-    ``score`` is multiplied out in ``q1, q2, k1, k2, m, n, theta``; ``symmetric`` is
-    ``(q . k) cos(delta theta)`` (even in ``delta``), ``oriented`` is ``-(q x k) sin(delta theta)``
-    with ``cross = q x k = q1 k2 - q2 k1`` (odd in ``delta``, zero for parallel ``q`` and ``k``),
-    ``dot = q . k``; ``symbols`` by name.
+    """The 2-D rotary score ``<R_m q, R_n k>`` (``score``, multiplied out) and its two terms in ``delta = n - m``:
+    ``symmetric = dot cos(delta theta)`` (even) and ``oriented = -cross sin(delta theta)`` (odd), with
+    ``dot = q . k`` and ``cross = q1 k2 - q2 k1``.
     """
 
     score: sp.Expr
@@ -160,11 +128,8 @@ class ScoreSplit:
 
 
 def score_split() -> ScoreSplit:
-    """Split the one-pair rotary score into a symmetric cosine term and an oriented sine term.
-
-    With ``z_q = q1 + i q2`` and ``z_k = k1 + i k2`` the score is
-    ``Re(conj(z_q) z_k exp(i delta theta))`` and ``conj(z_q) z_k = q.k + i (q x k)``, so
-    ``score = (q.k) cos(delta theta) - (q x k) sin(delta theta)``.
+    """Split the one-pair rotary score into a symmetric cosine term and an oriented sine term:
+    ``score = (q.k) cos(delta theta) - (q x k) sin(delta theta)``, since ``conj(z_q) z_k = q.k + i (q x k)``.
     """
     q = sp.Matrix([_q1, _q2])
     k = sp.Matrix([_k1, _k2])
@@ -172,14 +137,8 @@ def score_split() -> ScoreSplit:
     dot = _q1 * _k1 + _q2 * _k2
     cross = _q1 * _k2 - _q2 * _k1
     symbols = {s.name: s for s in (_q1, _q2, _k1, _k2, _m, _n, _delta, _theta)}
-    return ScoreSplit(
-        score=score,
-        symmetric=dot * sp.cos(_delta * _theta),
-        oriented=-cross * sp.sin(_delta * _theta),
-        dot=dot,
-        cross=cross,
-        symbols=symbols,
-    )
+    return ScoreSplit(score=score, symmetric=dot * sp.cos(_delta * _theta), oriented=-cross * sp.sin(_delta * _theta),
+                      dot=dot, cross=cross, symbols=symbols)
 
 
 def norm_identity() -> Identity:
@@ -198,10 +157,8 @@ def _pairs(pairs) -> int:
 
 
 def block_rotation(position=None, pairs: int = 3) -> tuple[sp.Matrix, tuple]:
-    """The block-diagonal rotary operator over ``pairs`` (1 to 16) symbolic frequencies: ``(R, thetas)``.
-
-    ``R`` (shape ``(2 pairs, 2 pairs)``) rotates block ``i`` by ``position * theta_i`` (``position``
-    defaults to the symbol ``m``); ``thetas`` are the symbols ``theta_0 ..``.
+    """The block-diagonal rotary operator over ``pairs`` (1 to 16) symbolic frequencies: ``(R, thetas)``,
+    block ``i`` turning by ``position * theta_i`` (``position`` defaults to the symbol ``m``).
     """
     pairs = _pairs(pairs)
     pos = _m if position is None else _expr("position", position)
@@ -220,11 +177,8 @@ def block_relative_identity(pairs: int = 3) -> Identity:
 
 @dataclass(frozen=True)
 class AdditiveExpansion:
-    """``(x + p_m)^T W_q^T W_k (x' + p_n)`` expanded, with each term sorted into its family.
-
-    ``score`` is the unexpanded 1x1 matrix expression; ``families`` maps ``"content-content"``,
-    ``"content-position"``, ``"position-content"`` and ``"position-position"`` to the terms whose
-    sum is the expanded score; ``symbols`` by name.
+    """``(x + p_m)^T W_q^T W_k (x' + p_n)`` (``score``) and its expanded terms by family
+    (``"content-content"``, ``"content-position"``, ``"position-content"``, ``"position-position"``).
     """
 
     score: object
@@ -233,10 +187,8 @@ class AdditiveExpansion:
 
 
 def additive_expansion() -> AdditiveExpansion:
-    """Expand the score of additive absolute encodings into its four families of terms.
-
-    ``x`` and ``x'`` are the contents of the query and key tokens, ``p_m`` and ``p_n`` their
-    position codes, all ``d x 1``; ``W_q`` and ``W_k`` are ``d x d``.
+    """Expand the score of additive absolute encodings (contents ``x``, ``x'`` and codes ``p_m``, ``p_n``,
+    ``d x 1``; ``W_q``, ``W_k``, ``d x d``) into its four families of terms.
     """
     d = sp.Symbol("d", integer=True, positive=True)
     x, xp = sp.MatrixSymbol("x", d, 1), sp.MatrixSymbol("x'", d, 1)
@@ -256,11 +208,9 @@ def additive_expansion() -> AdditiveExpansion:
 
 @dataclass(frozen=True)
 class PositionPositionSplit:
-    """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid with a general ``W``.
-
-    ``term`` is ``p_m^T W p_n`` with ``p_t = (sin t w, cos t w)`` and ``W = [[w11, w12], [w21, w22]]``;
-    ``relative`` the part that depends on ``n - m`` only; ``absolute`` the part that depends on
-    ``m + n``, zero only when ``w11 = w22`` and ``w12 = -w21`` (``W`` commutes with rotations).
+    """The position-position term ``p_m^T W p_n`` of a 2-D sinusoid ``p_t = (sin t w, cos t w)`` with a general
+    ``W``: its part in ``n - m`` (``relative``) and in ``m + n`` (``absolute``, zero only when ``W``
+    commutes with rotations).
     """
 
     term: sp.Expr
@@ -271,11 +221,8 @@ class PositionPositionSplit:
 
 
 def sinusoid_position_term() -> PositionPositionSplit:
-    """Split the sinusoid's position-position term into relative and absolute parts.
-
-    Product-to-sum formulas give
-    ``p_m^T W p_n = (w11 + w22)/2 cos(dw) + (w21 - w12)/2 sin(dw)
-    + (w22 - w11)/2 cos(sw) + (w12 + w21)/2 sin(sw)`` with ``d = n - m`` and ``s = m + n``.
+    """Split the sinusoid's position-position term into relative (``d = n - m``) and absolute (``s = m + n``)
+    parts by the product-to-sum formulas.
     """
     w = sp.Symbol("omega", positive=True)
     w11, w12, w21, w22 = sp.symbols("w11 w12 w21 w22", real=True)
@@ -294,8 +241,8 @@ def sinusoid_position_term() -> PositionPositionSplit:
 
 def rope_bilinear_score() -> tuple[sp.Expr, dict]:
     """RoPE's score for 2-D contents, ``(R_m W_q x)^T (R_n W_k x')`` with general ``W_q, W_k``, multiplied
-    out, and its symbols by name. Replacing ``m, n`` by ``m + c, n + c`` leaves it unchanged: there
-    is one family of terms and it sees only ``n - m``."""
+    out, and its symbols by name (including the shift ``c``).
+    """
     x = sp.Matrix(sp.symbols("x1 x2", real=True))
     xp = sp.Matrix(sp.symbols("y1 y2", real=True))
     Wq = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
@@ -307,14 +254,11 @@ def rope_bilinear_score() -> tuple[sp.Expr, dict]:
 
 
 def shift_change(expr, positions, shift=None):
-    """How much ``expr`` changes when every position symbol moves by the same ``shift``.
+    """``expr(positions + shift) - expr(positions)`` simplified (``shift`` defaults to the symbol ``c``):
+    zero exactly when ``expr`` depends on the position symbols only through their differences.
 
-    Trigonometric functions are rewritten as complex exponentials before expanding, so
-    ``e^{i theta (m + c)} e^{-i theta (n + c)}`` cancels term by term; this is much faster than
-    calling ``simplify`` on the trigonometric form. Returns ``expr(positions + shift) -
-    expr(positions)`` simplified (``shift`` defaults to the real symbol ``c``): zero exactly when
-    ``expr`` depends on the positions (symbols; for a score, the query's and the key's) only
-    through their differences.
+    Trigonometric functions are rewritten as complex exponentials before expanding, so the shifts
+    cancel term by term (much faster than ``simplify`` on the trigonometric form).
     """
     if not isinstance(expr, sp.Expr):
         raise ValueError(f"expr must be a SymPy expression, got {type(expr).__name__}")
@@ -333,15 +277,12 @@ def character_identity() -> Identity:
     def chi(t):
         return sp.exp(sp.I * t * _theta)
 
-    return Identity("chi(m+n) = chi(m) chi(n)", chi(_m + _n), chi(_m) * chi(_n),
-                    {"m": _m, "n": _n, "theta": _theta})
+    return Identity("chi(m+n) = chi(m) chi(n)", chi(_m + _n), chi(_m) * chi(_n), {"m": _m, "n": _n, "theta": _theta})
 
 
 def rotation_as_phase() -> Identity:
-    """Multiplying ``x1 + i x2`` by ``exp(i m theta)`` is the rotation ``R_m`` acting on ``(x1, x2)``.
-
-    The left side is the pair ``(Re, Im)`` of the complex product, the right side ``R_m (x1, x2)``.
-    """
+    """Multiplying ``x1 + i x2`` by ``exp(i m theta)`` is the rotation ``R_m`` acting on ``(x1, x2)``:
+    ``(Re, Im)`` against ``R_m x``."""
     x1, x2 = sp.symbols("x1 x2", real=True)
     z = sp.expand_complex((x1 + sp.I * x2) * sp.exp(sp.I * _m * _theta))
     lhs = sp.Matrix([sp.re(z), sp.im(z)])
@@ -388,11 +329,8 @@ class SinusoidalShift(NamedTuple):
 def sinusoidal_shift() -> SinusoidalShift:
     """Derive the matrix that carries one sinusoidal pair from position ``p`` to ``p + k``.
 
-    The pair at ``p + k`` is expanded with the angle-addition formulas. Each component is then
-    a combination of ``sin(omega p)`` and ``cos(omega p)`` whose coefficients hold only
-    ``omega k``; reading them off gives the matrix. The derivation then checks symbolically that
-    the matrix reproduces the shift, that it is orthogonal with determinant 1, and which
-    rotation it is.
+    The pair at ``p + k`` is expanded with the angle-addition formulas and its coefficients on
+    ``sin(omega p)``, ``cos(omega p)`` read off; the fields check the map, its orthogonality and its angle.
     """
     p, k = sp.symbols("p k", real=True)
     omega = sp.Symbol("omega", positive=True)
@@ -426,13 +364,11 @@ def _sinusoidal_shift_block():
 
 
 def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
-    """The derived shift map of a whole sinusoidal code, evaluated with numpy.
+    """The derived shift map of a whole sinusoidal code, ``(d_model, d_model)`` (``d_model`` even, 2 to 4096).
 
-    Block ``i`` (rows and columns ``2i, 2i + 1``) is the matrix of :func:`sinusoidal_shift` at
-    ``omega = base ** (-2 i / dim)``, so that for every position ``p``
-    ``sinusoidal_encoding(p + shift, dim, base) == M @ sinusoidal_encoding(p, dim, base)``
-    (see :func:`ropegeo.toy.schemes.sinusoidal_encoding`; ``d_model`` even, 2 to 4096). The
-    ``(d_model, d_model)`` result is block diagonal, orthogonal and free of the position.
+    Block ``i`` is :func:`sinusoidal_shift`'s matrix at ``omega = base ** (-2 i / d_model)``, so that
+    ``sinusoidal_encoding(p + shift) == M @ sinusoidal_encoding(p)`` for every ``p``
+    (:func:`ropegeo.toy.schemes.sinusoidal_encoding`).
     """
     shift = v.real("shift", shift)
     d_model = v.integer("d_model", d_model, minimum=2, maximum=4096)
@@ -450,14 +386,9 @@ def sinusoidal_shift_matrix(shift, d_model: int, base: float = 10_000.0):
 
 
 def sinusoidal_self_similarity() -> Identity:
-    """One sinusoidal pair compared with itself ``k`` positions later: ``cos(omega k)``.
+    """One sinusoidal pair compared with itself ``k`` positions later: ``cos(omega k)``, free of ``p``.
 
-    The left side is the dot product of ``[sin(omega p), cos(omega p)]`` with the same pair at
-    ``p + k``, as multiplied out; the right side is ``cos(omega k)``, which holds no ``p`` and
-    is even in ``k``. Summed over the pairs of a code of width ``d`` this gives
-    ``PE(p) . PE(p + k) = sum_i cos(omega_i k) = (d / 2) K(k)``.
-
-    With symbols ``p``, ``k`` (real) and ``omega`` (positive).
+    Summed over a code's pairs: ``PE(p) . PE(p + k) = (d / 2) K(k)``.
 
     Examples
     --------
@@ -472,15 +403,10 @@ def sinusoidal_self_similarity() -> Identity:
 
 
 def amplitude_phase_identity() -> Identity:
-    """The one-pair score in amplitude-phase form: ``|q||k| cos(delta theta + gamma)``.
+    """The one-pair score in amplitude-phase form: ``q^T R(delta theta) k = r_q r_k cos(delta theta + psi - phi)``.
 
-    With the query pair written in polar form ``q = r_q (cos phi, sin phi)`` and the key pair
-    ``k = r_k (cos psi, sin psi)``, the left side is ``q^T R(delta theta) k`` multiplied out and
-    the right side is ``r_q r_k cos(delta theta + psi - phi)``: the pair's score is a cosine in
-    ``delta`` whose peak sits where ``delta theta = phi - psi`` (modulo a full turn), so the angle
-    ``gamma = psi - phi`` from query to key chooses the pair's preferred offset.
-
-    Symbols ``r_q, r_k`` (positive), ``phi, psi, delta`` (real), ``theta`` (positive).
+    With ``q = r_q (cos phi, sin phi)`` and ``k = r_k (cos psi, sin psi)``: the angle ``psi - phi``
+    from query to key chooses the pair's preferred offset.
 
     Examples
     --------
@@ -498,12 +424,8 @@ def amplitude_phase_identity() -> Identity:
 
 
 def requirement_phase():
-    """Solve the phase condition of the RoPE derivation: ``phi(m + 1) - phi(m) = theta``, ``phi(0) = 0``.
-
-    In the derivation from the requirement ``<f(q, m), f(k, n)> = g(q, k, n - m)`` the phase that
-    position ``m`` adds to every vector must grow by the same amount ``theta`` from each position
-    to the next; SymPy's recurrence solver returns the only solution, ``phi(m) = m theta``.
-    Returns the recurrence (a ``sympy.Eq``) and its solution in ``m`` and ``theta``.
+    """Solve ``phi(m + 1) - phi(m) = theta``, ``phi(0) = 0`` (the phase condition of the RoPE derivation):
+    the recurrence (a ``sympy.Eq``) and its only solution, ``m theta``.
 
     Examples
     --------

@@ -1,25 +1,12 @@
-"""Checks for the book's exercises, with precise feedback.
+"""Checks for the book's exercises, with precise feedback: ``check("ch02-relative-law", my_answer)``.
 
-Usage in a notebook::
-
-    from ropegeo.book.exercises import check
-    check("ch02-relative-law", my_answer)
-
-``check`` returns a :class:`Feedback` that displays as one line: what is right, or precisely what
-is wrong, without revealing the solution. Each chapter's checks live in a submodule named after
-the chapter prefix of the exercise id (``ch02-...`` lives in ``ropegeo.book.exercises.ch02``) and
-register themselves with :func:`exercise`.
-
-``check`` always answers: whatever the student passes, the result is "correct" or "not yet" with a
-one-line message. An unfinished stub (a function that raises ``NotImplementedError``) is reported
-as such; any other exception raised while checking (by the student's function, or while reading
-their answer) becomes "not yet: checking your answer raised <Type>: <message>".
-
-Check functions validate the answer up front with the helpers below (:func:`as_number`,
-:func:`as_whole`, :func:`as_items`, :func:`as_float_array`, :func:`call_student`,
-:func:`sympy_problem`), so that the
-student gets a specific message ("expected a whole number, got ~10**400, which is far outside the
-range") rather than the generic one.
+``check`` always answers with a one-line :class:`Feedback`: what is right, or precisely what is
+wrong, without revealing the solution; an unfinished stub is reported as such, any other exception
+as "checking your answer raised <Type>: <message>". Each chapter's checks live in the submodule
+named by the id's prefix (``ch02-...`` in ``ropegeo.book.exercises.ch02``), registered with
+:func:`exercise`. They read the answer with the helpers below, each returning ``(value, None)`` or
+``(None, verdict)`` (read through :func:`need`), so the student gets a specific message ("expected a
+whole number, got ~10**400, which is far outside the range").
 """
 
 from __future__ import annotations
@@ -37,9 +24,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole",
-           "as_items", "read_each", "as_float_array", "call_student", "short", "sympy_problem", "MAX_MESSAGE", "MAX_ITEMS",
-           "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
+__all__ = ["Feedback", "check", "exercise", "exercise_ids", "correct", "wrong", "as_number", "as_whole", "as_items",
+           "read_each", "as_float_array", "call_student", "need", "need_function", "short", "sympy_problem",
+           "MAX_MESSAGE", "MAX_ITEMS", "MAX_WHOLE", "POINTS_BY_KIND", "REASONING_POINTS", "exercise_points"]
 
 _REGISTRY: dict[str, Callable[[Any], "Feedback"]] = {}
 _POINTS: dict[str, int] = {}
@@ -159,9 +146,8 @@ def _elementary(node) -> bool:
 def sympy_problem(expr, max_nodes: int = 300) -> str | None:
     """Why the SymPy expression ``expr`` is unfit for a check, as a phrase, or None when it is fine.
 
-    Too large (more than ``max_nodes`` nodes), or holding something other than symbols, numbers,
-    + - * / ** and elementary functions: sums, products, integrals, limits or undefined functions
-    may hide unbounded work (a ``Sum`` over 10**9 terms) and are never needed by an exercise.
+    Too large (more than ``max_nodes`` nodes), or holding more than symbols, numbers, + - * / ** and
+    elementary functions (a ``Sum`` over 10**9 terms may hide unbounded work).
     """
     import sympy as sp
 
@@ -179,12 +165,10 @@ def sympy_problem(expr, max_nodes: int = 300) -> str | None:
 
 
 def as_number(answer: Any, what: str = "a number", *, finite: bool = True):
-    """A real number (``float``) from ``answer``, or a verdict saying why it is not one.
+    """A real number (``float``) from ``answer``, or a verdict "expected <what>, got ...".
 
-    ``what`` names what was expected ("an angle in radians as a number"); the verdict reads
-    "expected <what>, got ...". Accepts Python and NumPy reals (not ``bool``), 0-d arrays and SymPy
-    numbers; refuses text ("3" is not 3), complex values, containers, integers too large for a
-    float and (when ``finite``) ``inf`` and ``nan``.
+    Accepts Python and NumPy reals (not ``bool``), 0-d arrays and SymPy numbers; refuses text,
+    complex values, containers, integers too large for a float and (when ``finite``) ``inf`` and ``nan``.
     """
     if isinstance(answer, (bool, np.bool_)):
         return None, wrong(f"expected {what}, got {answer!r} (a bool)")
@@ -226,11 +210,7 @@ def as_number(answer: Any, what: str = "a number", *, finite: bool = True):
 
 
 def as_whole(answer: Any, what: str = "a whole number", *, limit: int = MAX_WHOLE):
-    """A whole number (``int``) from ``answer``, or a verdict saying why it is not one.
-
-    Accepts integers and integral floats (``11.0``); refuses text, ``bool``, fractions, ``inf``,
-    ``nan`` and anything whose magnitude exceeds ``limit`` (far outside any sensible answer).
-    """
+    """A whole number (``int``; integral floats accepted) from ``answer``, or a verdict (also beyond ``limit``)."""
     if isinstance(answer, numbers.Integral) and not isinstance(answer, (bool, np.bool_)):
         n = int(answer)
     else:
@@ -248,9 +228,8 @@ def as_whole(answer: Any, what: str = "a whole number", *, limit: int = MAX_WHOL
 def as_items(answer: Any, what: str, *, max_items: int = MAX_ITEMS, allow_sets: bool = False):
     """The items of a sequence answer as a list (at most ``max_items``), or a verdict.
 
-    Refuses text, dicts, single numbers and non-iterables; never materialises a huge or endless
-    iterable (``range(10**20)``, ``itertools.count()``). Sets are refused unless ``allow_sets``
-    (their order is arbitrary).
+    Refuses text, dicts, single numbers, non-iterables and (unless ``allow_sets``) sets; never
+    materialises a huge or endless iterable.
     """
     if _is_text(answer):
         return None, wrong(f"expected {what}, got the text {short(answer)}")
@@ -281,8 +260,8 @@ def as_items(answer: Any, what: str, *, max_items: int = MAX_ITEMS, allow_sets: 
 def as_float_array(value: Any, what: str, *, finite: bool = True, max_size: int = 10**7):
     """A float64 array from ``value`` (an answer or what the student's function returned), or a verdict.
 
-    Refuses text, complex numbers, objects that are not numbers, integers too large for a float,
-    more than ``max_size`` elements and (when ``finite``) ``inf`` and ``nan``.
+    Refuses text, complex numbers, non-numbers, integers too large for a float, more than ``max_size``
+    elements and (when ``finite``) ``inf`` and ``nan``.
     """
     if _is_text(value):
         return None, wrong(f"{what} is the text {short(value)}, not numbers")
@@ -326,8 +305,7 @@ def as_float_array(value: Any, what: str, *, finite: bool = True, max_size: int 
 
 
 def read_each(items, read: Callable, what: str, **options):
-    """Each item read with ``read`` (:func:`as_whole` or :func:`as_number`, given ``what`` and
-    ``options``): ``(values, None)``, or ``(None, verdict)`` for the first item that is not one."""
+    """Each item read with ``read`` (:func:`as_whole` or :func:`as_number`): the values, or the first item's verdict."""
     values = []
     for item in items:
         value, bad = read(item, what, **options)
@@ -338,9 +316,8 @@ def read_each(items, read: Callable, what: str, **options):
 
 
 def call_student(fn: Callable, *args, what: str = "your function"):
-    """Call the student's ``fn(*args)``: ``(result, None)``, or ``(None, reason)`` when it raised.
-
-    ``NotImplementedError`` (an unfinished stub) propagates, so that :func:`check` reports the stub.
+    """Call the student's ``fn(*args)``: ``(result, None)``, or ``(None, reason)`` when it raised
+    (``NotImplementedError``, an unfinished stub, propagates to :func:`check`).
     """
     try:
         return fn(*args), None
@@ -350,14 +327,33 @@ def call_student(fn: Callable, *args, what: str = "your function"):
         return None, f"{what} raised {_describe_exception(exc)}"
 
 
+class _Refused(Exception):
+    """A reader's verdict, raised by :func:`need` and answered by :func:`check`."""
+
+
+def need(read: tuple):
+    """The value of a reader's ``(value, None)``; its ``(None, verdict or reason)`` ends the check with it.
+
+    ``n = need(as_whole(answer, "a count"))`` stands for reading, then ``if bad: return bad``.
+    """
+    value, bad = read
+    if bad:
+        raise _Refused(bad if isinstance(bad, str) else bad[1])
+    return value
+
+
+def need_function(answer, message: str) -> None:
+    """End the check with ``message`` unless ``answer`` is callable (a function the exercise asks for)."""
+    if not callable(answer):
+        raise _Refused(message)
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 
 
 def exercise(exercise_id: str, *, points: int | None = None):
-    """Register a check function ``f(answer) -> (ok, message)`` under ``exercise_id``.
-
-    ``points`` (a positive whole number) sets what the autograded answer is worth in the course
-    editions; by default it follows the exercise's kind (:data:`POINTS_BY_KIND`).
+    """Register a check function ``f(answer) -> (ok, message)`` under ``exercise_id``; ``points`` overrides
+    the autograded points of :data:`POINTS_BY_KIND`.
     """
     if not _ID.match(exercise_id):
         raise ValueError(f"exercise_id must look like 'ch02-some-name', got {exercise_id!r}")
@@ -414,13 +410,11 @@ def _placeholder(answer) -> bool:
 
 
 def check(exercise_id: str, answer: Any) -> Feedback:
-    """Check ``answer`` (a number, an array, a SymPy expression or a function, as the exercise asks)
-    to exercise ``exercise_id`` (e.g. ``"ch02-relative-law"``; an unknown id raises ``ValueError``).
+    """Check ``answer`` to exercise ``exercise_id`` (an unknown id raises ``ValueError``).
 
-    The :class:`Feedback` is truthy when the answer is right; its one-line message says precisely
-    what is wrong otherwise. An unfinished stub (``NotImplementedError``, ``None`` or ``...``, also
-    inside a tuple or list) is reported as such; any other exception raised while checking is the
-    verdict "checking your answer raised <Type>: <message>" (see the module docstring).
+    The :class:`Feedback` is truthy when the answer is right; otherwise its one-line message says what
+    is wrong. A stub (``NotImplementedError``, ``None`` or ``...``, also inside a tuple or list) is
+    reported as such.
     """
     _load(exercise_id)
     if exercise_id not in _REGISTRY:
@@ -435,6 +429,8 @@ def check(exercise_id: str, answer: Any) -> Feedback:
         with np.errstate(all="ignore"):
             ok, message = _REGISTRY[exercise_id](answer)
         return Feedback(exercise_id, bool(ok), str(message))
+    except _Refused as refused:
+        return Feedback(exercise_id, False, str(refused))
     except NotImplementedError:
         return Feedback(exercise_id, False, "your function still raises NotImplementedError: write its body.")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - check always answers

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ropegeo.book.exercises import (
-    as_float_array,
-    as_items,
-    as_whole,
-    call_student,
-    read_each,
-    correct,
-    exercise,
-    sympy_problem,
-    wrong,
-)
+from ropegeo.book.exercises import (as_float_array, as_items, as_whole, call_student, read_each, correct, exercise,
+                                    need, need_function, sympy_problem, wrong)
 from ropegeo.toy.attention import AttentionLayer
 from ropegeo.toy.schemes import sinusoidal_encoding
 
@@ -41,9 +32,7 @@ def survivor_problem():
 
 @exercise("ch01-half-similarity")
 def _half_similarity(answer):
-    n, bad = as_whole(answer, "a whole number of positions k")
-    if bad:
-        return bad
+    n = need(as_whole(answer, "a whole number of positions k"))
     if n < 1:
         return wrong("the offset must be a positive whole number: at k = 0 the code is compared with itself.")
     sim = _similarity(np.arange(1, SIMILARITY_SEARCH + 1))
@@ -108,9 +97,7 @@ def _numeric(expr, names, points):
 
 @exercise("ch01-mirror-position")
 def _mirror_position(answer):
-    expr, err = _sympy_answer(answer, "the position p'", ("p", "k"))
-    if err:
-        return wrong(err)
+    expr = need(_sympy_answer(answer, "the position p'", ("p", "k")))
     pts = np.random.default_rng(11).uniform(-40, 40, size=(8, 2))
     got = _numeric(expr, ("p", "k"), pts)
     if got is None:
@@ -128,9 +115,7 @@ def _mirror_position(answer):
 
 @exercise("ch01-any-start")
 def _any_start(answer):
-    expr, err = _sympy_answer(answer, "c(p).c(p + k)", ("a", "b", "omega", "k", "p"))
-    if err:
-        return wrong(err)
+    expr = need(_sympy_answer(answer, "c(p).c(p + k)", ("a", "b", "omega", "k", "p")))
     names = ("a", "b", "omega", "k", "p")
     rng = np.random.default_rng(12)
     pts = np.column_stack([rng.uniform(-2, 2, (10, 2)), rng.uniform(0.05, 1.5, 10), rng.uniform(-20, 20, (10, 2))])
@@ -179,17 +164,14 @@ def _call(fn, *args):
 
 @exercise("ch01-permuted-scores")
 def _permuted_scores(answer):
-    if not callable(answer):
-        return wrong("expected a function f(S, perm) returning the score matrix of the permuted sequence.")
+    need_function(answer, "expected a function f(S, perm) returning the score matrix of the permuted sequence.")
     rng = np.random.default_rng(2026)
     for n in (2, 5, 9):
         S = _random_scores(rng, n)
         perm = rng.permutation(n)
         while np.array_equal(perm, np.arange(n)) or np.array_equal(perm[perm], np.arange(n)) and n > 2:
             perm = rng.permutation(n)
-        got, err = _call(answer, S.copy(), perm.copy())
-        if err:
-            return wrong(err)
+        got = need(_call(answer, S.copy(), perm.copy()))
         want = S[np.ix_(perm, perm)]
         if got.shape != want.shape:
             return wrong(f"for a {n}x{n} score matrix your function returned shape {got.shape}.")
@@ -213,12 +195,9 @@ def _permuted_scores(answer):
 
 @exercise("ch01-sinusoidal")
 def _sinusoidal(answer):
-    if not callable(answer):
-        return wrong("expected a function f(positions, dim) returning the sinusoidal code.")
+    need_function(answer, "expected a function f(positions, dim) returning the sinusoidal code.")
     for dim, pos in ((16, np.arange(40.0)), (6, np.array([0.0, 3.5, 100.0, 2047.0]))):
-        got, err = _call(answer, pos.copy(), dim)
-        if err:
-            return wrong(err)
+        got = need(_call(answer, pos.copy(), dim))
         want = sinusoidal_encoding(pos, dim)
         if got.shape != want.shape:
             return wrong(f"for {pos.size} positions and dim={dim} expected shape {want.shape}, got {got.shape}.")
@@ -237,12 +216,8 @@ def _sinusoidal(answer):
 
 @exercise("ch01-causal-survivors")
 def _causal_survivors(answer):
-    items, bad = as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True)
-    if bad:
-        return bad
-    slots, bad = read_each(items, as_whole, "slot indices as whole numbers from 0 to 7")
-    if bad:
-        return bad
+    items = need(as_items(answer, "a list of slot indices (integers from 0 to 7)", max_items=64, allow_sets=True))
+    slots = need(read_each(items, as_whole, "slot indices as whole numbers from 0 to 7"))
     got = sorted(set(slots))
     if any(i < 0 or i > 7 for i in got):
         return wrong("slot indices run from 0 to 7.")

@@ -8,17 +8,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from ropegeo.book.exercises import (
-    as_float_array,
-    as_items,
-    as_number,
-    call_student,
-    correct,
-    exercise,
-    short,
-    sympy_problem,
-    wrong,
-)
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, call_student, correct, exercise, need,
+                                    need_function, short, sympy_problem, wrong)
 from ropegeo.rotation import apply_rope
 from ropegeo.toy.attention import copy_back_head
 
@@ -40,9 +31,7 @@ def _fmt(x: float) -> str:
 
 @exercise("ch02-score-by-hand")
 def _check_score(answer):
-    value, bad = as_number(answer, "a single real number")
-    if bad:
-        return bad
+    value = need(as_number(answer, "a single real number"))
     q, k, th, m, n = SCORE_Q, SCORE_K, SCORE_THETA, SCORE_M, SCORE_N
     truth = _score(q, k, m, n, th)
     close = lambda x: abs(value - x) <= 1e-3 * max(1.0, abs(x))  # noqa: E731
@@ -212,15 +201,10 @@ def _rope_cases(rng):
 
 @exercise("ch02-complex-rope")
 def _check_complex_rope(fn):
-    if not callable(fn):
-        return wrong(f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
+    need_function(fn, f"expected a function complex_rope(x, positions), got {type(fn).__name__}")
     for label, x, pos in _rope_cases(np.random.default_rng(21)):
-        out, err = call_student(fn, x.copy(), pos.copy(), what=f"on {label} it")
-        if err:
-            return wrong(err)
-        got, bad = as_float_array(out, f"on {label} what it returned", finite=False)
-        if bad:
-            return bad
+        out = need(call_student(fn, x.copy(), pos.copy(), what=f"on {label} it"))
+        got = need(as_float_array(out, f"on {label} what it returned", finite=False))
         want = apply_rope(x, pos)
         if got.shape != want.shape:
             return wrong(f"on {label} it returned shape {got.shape}; expected the shape of x, {want.shape}")
@@ -247,17 +231,11 @@ BLIND_OFFSETS = np.arange(1, 2001, dtype=np.float64)
 
 @exercise("ch02-direction-blind")
 def _check_direction_blind(answer):
-    items, bad = as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64)
-    if bad:
-        return bad
+    items = need(as_items(answer, "a pair (q, k) of two arrays of shape (4,)", max_items=64))
     if len(items) != 2:
         return wrong("expected a pair (q, k) of two arrays of shape (4,)")
-    q, bad = as_float_array(items[0], "q", finite=False)
-    if bad:
-        return bad
-    k, bad = as_float_array(items[1], "k", finite=False)
-    if bad:
-        return bad
+    q = need(as_float_array(items[0], "q", finite=False))
+    k = need(as_float_array(items[1], "k", finite=False))
     if q.shape != (BLIND_HEAD_DIM,) or k.shape != (BLIND_HEAD_DIM,):
         return wrong(f"q and k must both have shape (4,), got {q.shape} and {k.shape}")
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k))):

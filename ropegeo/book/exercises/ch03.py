@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import (as_items, as_number, as_whole, call_student, correct, exercise, need, need_function,
+                                    wrong)
 from ropegeo.frequencies import frequencies, slow_pairs
 from ropegeo.margins import difference_distance, pairwise_distances, separation_margin
 from ropegeo.precision import uniform
@@ -22,9 +23,7 @@ def _as_int(answer, what: str):
 @exercise("ch03-slow-pairs")
 def slow_pairs_check(answer):
     """Slow pairs at head dim 64, base 500,000, training length 8,192."""
-    n, bad = _as_int(answer, "the number of slow pairs")
-    if bad:
-        return bad
+    n = need(_as_int(answer, "the number of slow pairs"))
     theta = frequencies(64, 500_000.0)
     expected = slow_pairs(theta, 8192)
     if n == expected:
@@ -43,9 +42,7 @@ def slow_pairs_check(answer):
 @exercise("ch03-integer-limit")
 def integer_limit_check(answer):
     """Consecutive-integer limit of an 8-bit float with 3 stored mantissa bits (e4m3)."""
-    n, bad = _as_int(answer, "the limit")
-    if bad:
-        return bad
+    n = need(_as_int(answer, "the limit"))
     stored = 3
     expected = 2 ** (stored + 1)
     if n == expected:
@@ -115,8 +112,7 @@ def margin_function_check(fn):
 
     Accepted to what a float32 computation guarantees (:func:`_tolerance`).
     """
-    if not callable(fn):
-        return wrong("pass the function itself, margin, not its result.")
+    need_function(fn, "pass the function itself, margin, not its result.")
     for offsets, theta in _CASES:
         ref = separation_margin(offsets, theta)
         out, err = call_student(fn, list(offsets), np.array(theta))
@@ -125,20 +121,12 @@ def margin_function_check(fn):
         if not isinstance(out, tuple) or len(out) != 2:
             return wrong("return a tuple (margin, (a, b)).")
         m, pair = out
-        m, bad = as_number(m, "the margin as one finite number")
-        if bad:
-            return bad
-        pair, bad = as_items(pair, "the pair as two offsets (a, b)", max_items=16)
-        if bad:
-            return bad
+        m = need(as_number(m, "the margin as one finite number"))
+        pair = need(as_items(pair, "the pair as two offsets (a, b)", max_items=16))
         if len(pair) != 2:
             return wrong(f"the pair must hold two offsets (a, b), got {len(pair)} items.")
-        a, bad = as_number(pair[0], "each offset of the pair as a finite number")
-        if bad:
-            return bad
-        b, bad = as_number(pair[1], "each offset of the pair as a finite number")
-        if bad:
-            return bad
+        a = need(as_number(pair[0], "each offset of the pair as a finite number"))
+        b = need(as_number(pair[1], "each offset of the pair as a finite number"))
         tol = _tolerance(offsets, theta)
         if not math.isclose(m, ref.margin, abs_tol=tol):
             return wrong(_slip(m, ref.margin, offsets, theta, tol))
@@ -156,9 +144,7 @@ def margin_function_check(fn):
 def parser_collapse_check(answer):
     """Smallest origin at which offsets 1, 2, 3 all share one phase row in the all-bfloat16 pipeline
     (head dim 128, base 10,000)."""
-    n, bad = _as_int(answer, "the origin")
-    if bad:
-        return bad
+    n = need(_as_int(answer, "the origin"))
     if n < 0:
         return wrong("origins are non-negative positions.")
     if n > 100_000:
@@ -201,9 +187,7 @@ def _first_parser_merge() -> int:
 @exercise("ch03-fast-band")
 def fast_band_check(answer):
     """The offset in [1, 4096] most confusable with 0 for a head on pairs 4-7 only (d=128, base 10,000)."""
-    n, bad = _as_int(answer, "the offset")
-    if bad:
-        return bad
+    n = need(_as_int(answer, "the offset"))
     if not 1 <= n <= 4096:
         return wrong("the offset must lie between 1 and 4096.")
     theta = frequencies(128)

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_number, as_whole, call_student, correct, exercise, wrong
+from ropegeo.book.exercises import (as_float_array, as_number, as_whole, call_student, correct, exercise, need,
+                                    need_function, wrong)
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.novelty import joint_novelty
@@ -61,9 +62,7 @@ def _slow(base: float, length: int, d: int = 128) -> int:
 
 @exercise("ch04-abf-slow")
 def _abf_slow(answer):
-    n, bad = as_whole(answer, "a number of pairs (a whole number)")
-    if bad:
-        return bad
+    n = need(as_whole(answer, "a number of pairs (a whole number)"))
     if not 0 <= n <= 64:
         return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
     want = _slow(1_000_000.0, 16_384)
@@ -84,9 +83,7 @@ def _abf_slow(answer):
 
 @exercise("ch04-llama3-half")
 def _llama3_half(answer):
-    x, bad = _number(answer, "a (fractional) pair index")
-    if bad:
-        return bad
+    x = need(_number(answer, "a (fractional) pair index"))
     d, base, L, lo, hi = 128, 500_000.0, 8192, 1.0, 4.0
 
     def index_at(turns):  # pair index whose frequency turns `turns` times over L
@@ -110,13 +107,8 @@ def _llama3_half(answer):
     return wrong("write g as a function of the turns L theta_i / (2 pi), solve g = 1/2, then solve for i.")
 
 
-_YARN_CASES = [
-    (10_000.0, 128, 4096, 32.0, 1.0),
-    (10_000.0, 96, 4096, 32.0, 1.0),
-    (1_000_000.0, 128, 32768, 32.0, 1.0),
-    (500_000.0, 64, 8192, 16.0, 2.0),
-    (10_000.0, 32, 2048, 8.0, 0.5),
-]
+_YARN_CASES = [(10_000.0, 128, 4096, 32.0, 1.0), (10_000.0, 96, 4096, 32.0, 1.0), (1_000_000.0, 128, 32768, 32.0, 1.0),
+               (500_000.0, 64, 8192, 16.0, 2.0), (10_000.0, 32, 2048, 8.0, 0.5)]
 
 
 def _ramp_in_exponent(base, d, L, bf, bs):
@@ -171,10 +163,8 @@ def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
 
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
-
-    if not callable(answer):
-        return wrong("expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
-                     "truncate).")
+    need_function(answer, "expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
+                  "truncate).")
     forms = set()
     for base, d, L, bf, bs in _YARN_CASES:
         for truncate in (True, False):
@@ -183,9 +173,7 @@ def _yarn_ramp(answer):
             out, err = call_student(answer, base, d, L, bf, bs, truncate)
             if err:
                 return wrong(f"for {where} {err}")
-            got, bad = as_float_array(out, f"for {where} what your function returned", finite=False)
-            if bad:
-                return bad
+            got = need(as_float_array(out, f"for {where} what your function returned", finite=False))
             want = yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
             if got.shape != want.shape:
                 return wrong(f"for {where} expected one weight per pair, shape {want.shape}, got {got.shape}.")
@@ -215,9 +203,7 @@ def _first_beyond(rule: str) -> int:
 
 @exercise("ch04-joint-first")
 def _joint_first(answer):
-    n, bad = as_whole(answer, "an offset (a whole number)")
-    if bad:
-        return bad
+    n = need(as_whole(answer, "an offset (a whole number)"))
     if n < 0:
         return wrong(f"offsets are non-negative, got {n}.")
     want = _first_beyond("yarn")

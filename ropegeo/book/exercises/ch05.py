@@ -6,7 +6,8 @@ import ml_dtypes
 import numpy as np
 
 from ropegeo.book.broken import PositionDefect
-from ropegeo.book.exercises import as_items, as_number, as_whole, call_student, correct, exercise, short, read_each, wrong
+from ropegeo.book.exercises import (as_items, as_number, as_whole, call_student, correct, exercise, need, need_function,
+                                    short, read_each, wrong)
 from ropegeo.gates.a.call import GateAError
 from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
@@ -21,19 +22,12 @@ PERM_DIM = 12
 
 @exercise("ch05-permutation")
 def _check_permutation(answer):
-    if isinstance(answer, (str, bytes)):
-        return wrong(f"expected an array of {PERM_DIM} integer indices, got the text {short(answer)}")
     if isinstance(answer, np.ndarray) and answer.ndim != 1:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape {answer.shape}")
-    items, bad = as_items(answer, f"an array of {PERM_DIM} integer indices", max_items=4096)
-    if bad:
-        return bad
+    items = need(as_items(answer, f"an array of {PERM_DIM} integer indices", max_items=4096))
     if len(items) != PERM_DIM:
         return wrong(f"expected {PERM_DIM} indices (one per coordinate of the head), got shape ({len(items)},)")
-    perm, bad = read_each(items, as_whole, "indices as integers", limit=10**6)
-    if bad:
-        return bad
-    perm = np.array(perm)
+    perm = np.array(need(read_each(items, as_whole, "indices as integers", limit=10**6)))
     if sorted(perm.tolist()) != list(range(PERM_DIM)):
         return wrong(f"a permutation lists each index 0..{PERM_DIM - 1} exactly once")
     half = PERM_DIM // 2
@@ -57,17 +51,11 @@ BF16_POSITION = 2021
 
 @exercise("ch05-bfloat16-position")
 def _check_bf16(answer):
-    items, bad = as_items(answer, "a pair (rounded_position, phase_cost_in_radians)", max_items=64)
-    if bad:
-        return bad
+    items = need(as_items(answer, "a pair (rounded_position, phase_cost_in_radians)", max_items=64))
     if len(items) != 2:
         return wrong("expected a pair (rounded_position, phase_cost_in_radians)")
-    rounded, bad = as_number(items[0], "the rounded position as a finite number")
-    if bad:
-        return bad
-    cost, bad = as_number(items[1], "the phase cost as a finite number (radians)")
-    if bad:
-        return bad
+    rounded = need(as_number(items[0], "the rounded position as a finite number"))
+    cost = need(as_number(items[1], "the phase cost as a finite number (radians)"))
     p = BF16_POSITION
     truth = float(np.array(p, dtype=np.float64).astype(ml_dtypes.bfloat16))
     cost_truth = abs(p - truth) * 1.0  # the fastest pair turns 1 rad per position
@@ -98,9 +86,7 @@ PROMPT = 5
 
 @exercise("ch05-padding-offset")
 def _check_padding(answer):
-    value, bad = as_whole(answer, "a number of positions (a whole number)")
-    if bad:
-        return bad
+    value = need(as_whole(answer, "a number of positions (a whole number)"))
     # prefill ids from the mask: real tokens 0..PROMPT-1; decode id from the cache length with pads
     correct_pos = PROMPT
     given_pos = PADDING + PROMPT
@@ -123,12 +109,9 @@ def _check_padding(answer):
 # ---- ch05-rope-half: implement the half-split layout, judged by Gate A ---------------------
 @exercise("ch05-rope-half")
 def _check_rope_half(answer):
-    if not callable(answer):
-        return wrong(f"expected a function rope_half(x, positions), got {type(answer).__name__}")
+    need_function(answer, f"expected a function rope_half(x, positions), got {type(answer).__name__}")
     # a stub raises NotImplementedError here (Gate A would count it as a refusal)
-    _, err = call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))")
-    if err:
-        return wrong(err)
+    need(call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))"))
     try:
         for d in (16, 64):
             rep = gate_a(answer, head_dim=d, pairing="half")
@@ -174,15 +157,10 @@ def _check_diagnose(answer):
     d = SUSPECT_DECLARED["head_dim"]
     if isinstance(answer, (str, bytes)):
         return wrong(f"expected {d} pair indices, one per coordinate, got the text {short(answer)}")
-    items, bad = as_items(answer, f"an array of {d} pair indices", max_items=4096)
-    if bad:
-        return bad
+    items = need(as_items(answer, f"an array of {d} pair indices", max_items=4096))
     if len(items) != d:
         return wrong(f"expected {d} pair indices (one per coordinate of the head), got {len(items)}")
-    pairs, bad = read_each(items, as_whole, "pair indices as whole numbers", limit=10**6)
-    if bad:
-        return bad
-    pairs = np.array(pairs)
+    pairs = np.array(need(read_each(items, as_whole, "pair indices as whole numbers", limit=10**6)))
     truth = _suspect_pairs()
     if np.array_equal(pairs, truth):
         return correct("coordinate j turns at the frequency of pair j // 2: the cos/sin table is laid out for "
@@ -228,9 +206,7 @@ def _offset_with(rows: int) -> int:
 
 @exercise("ch05-table-size")
 def _check_table_size(answer):
-    seen, bad = as_whole(answer, "the offset as a whole number of positions", limit=10**12)
-    if bad:
-        return bad
+    seen = need(as_whole(answer, "the offset as a whole number of positions", limit=10**12))
     rows = _TABLE_ROWS
     truth = _offset_with(rows)
     if seen == truth:

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ropegeo.book.exercises import as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, read_each, wrong
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, as_whole, call_student, correct, exercise,
+                                    need, need_function, read_each, wrong)
 from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
 # ---- problem data shared with the notebook -------------------------------------------------
@@ -43,12 +44,8 @@ def _t5_bucket(answer):
     if items is None or len(items) != 2:
         return wrong("expected a pair (bucket, count): the bucket index and how many distances share it.")
     bucket, count = items
-    b, bad = as_whole(bucket, "the bucket and the count as whole numbers")
-    if bad:
-        return bad
-    c, bad = as_whole(count, "the bucket and the count as whole numbers")
-    if bad:
-        return bad
+    b = need(as_whole(bucket, "the bucket and the count as whole numbers"))
+    c = need(as_whole(count, "the bucket and the count as whole numbers"))
     n = np.arange(1, 4 * T5_MAX_DISTANCE)
     buckets = t5_bucket(-n, bidirectional=False, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)
     want_b = int(buckets[T5_DISTANCE - 1])
@@ -77,16 +74,11 @@ def _alibi_mass_reference(slope, m, k):
 
 @exercise("ch07-alibi-mass")
 def _alibi_mass(answer):
-    if not callable(answer):
-        return wrong("expected a function alibi_mass(slope, m, k) returning a probability.")
+    need_function(answer, "expected a function alibi_mass(slope, m, k) returning a probability.")
     cases = [(0.5, 10, 1), (0.5, 10, 5), (2 ** -4, 200, 40), (1.0, 1, 1), (2 ** -8, 511, 300), (0.25, 64, 64)]
     for slope, m, k in cases:
-        got, err = _call(answer, slope, m, k)
-        if err:
-            return wrong(err)
-        got, bad = as_number(got, "your function to return one number (a probability)")
-        if bad:
-            return bad
+        got = need(_call(answer, slope, m, k))
+        got = need(as_number(got, "your function to return one number (a probability)"))
         want = _alibi_mass_reference(slope, m, k)
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15):
             continue
@@ -106,16 +98,10 @@ def _alibi_mass(answer):
 
 @exercise("ch07-alibi-slopes")
 def _alibi_slopes(answer):
-    if not callable(answer):
-        return wrong("expected a function slopes(heads) returning one slope per head.")
+    need_function(answer, "expected a function slopes(heads) returning one slope per head.")
     for h in (1, 2, 4, 8, 16, 3, 5, 6, 12, 20, 24, 40):
-        got, err = _call(answer, h)
-        if err:
-            return wrong(err)
-        got, bad = as_float_array(got, f"for H = {h} heads what your function returned", finite=False)
-        if bad:
-            return bad
-        got = got.reshape(-1)
+        got = need(_call(answer, h))
+        got = need(as_float_array(got, f"for H = {h} heads what your function returned", finite=False)).reshape(-1)
         want = alibi_slopes(h)
         if got.shape != want.shape:
             return wrong(f"for H = {h} heads expected {h} slopes, got {got.size}.")
@@ -136,9 +122,7 @@ def _alibi_slopes(answer):
 
 @exercise("ch07-shaw-ceiling")
 def _shaw_ceiling(answer):
-    x, bad = as_number(answer, "one number: the largest attention the key can receive")
-    if bad:
-        return bad
+    x = need(as_number(answer, "one number: the largest attention the key can receive"))
     keys = SHAW_LENGTH - 1  # the last query sees every earlier slot
     # brute force: distances 1 .. keys, those at or beyond K share the clipped vector of K
     shared = sum(1 for dist in range(1, keys + 1) if min(dist, SHAW_K) == min(SHAW_DISTANCE, SHAW_K))
@@ -178,18 +162,13 @@ def _winnable_reference(k: int, length: int) -> list:
 
 @exercise("ch07-two-layer-bound")
 def _two_layer_bound(answer):
-    if not callable(answer):
-        return wrong("expected a function winnable(k, length) returning the list of query slots.")
+    need_function(answer, "expected a function winnable(k, length) returning the list of query slots.")
     for k, length in TWO_LAYER_CASES:
-        got, err = _call(answer, k, length)
-        if err:
-            return wrong(err)
+        got = need(_call(answer, k, length))
         items, bad = as_items(got, f"for k = {k}, length = {length}, a list of query slots", max_items=length + 1)
         if items is None:
             return bad or wrong(f"for k = {k}, length = {length} expected a list of query slots.")
-        slots, bad = read_each(items, as_whole, "query slots as whole numbers")
-        if bad:
-            return bad
+        slots = need(read_each(items, as_whole, "query slots as whole numbers"))
         want = _winnable_reference(k, length)
         if sorted(set(slots)) == want and len(slots) == len(want):
             continue

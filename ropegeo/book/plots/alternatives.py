@@ -28,14 +28,12 @@ _COLOURS = {"none": "#7f7f7f", "absolute": "#8c564b", "sinusoidal": "#9467bd", "
 
 def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 8, head_dim: int = 16,
                 base: float = 10_000.0, theta=None, max_offset: int = 300, panel: str | None = None) -> Figure:
-    """Three position terms as functions of the offset: T5 buckets, ALiBi biases, the RoPE kernel.
+    """Three position terms against the offset (up to ``max_offset``, 10 to 100,000): T5 buckets, ALiBi biases,
+    the RoPE kernel.
 
-    T5's bucketing (``num_buckets``, ``max_distance``: :func:`ropegeo.toy.schemes.t5_bucket`) in
-    both directions; one ALiBi line per slope of :func:`ropegeo.toy.schemes.alibi_slopes` for
-    ``heads``; the equal-weight kernel ``K(delta)`` of RoPE's ``head_dim`` (even, up to
-    :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an explicit schedule ``theta`` (e.g. from
-    ``ropegeo.scaling``) next to it. Offsets up to ``max_offset`` (10 to 100,000). ``panel``
-    (``"t5"``, ``"alibi"`` or ``"kernel"``) draws that panel alone at the text column's width.
+    T5's bucketing (:func:`ropegeo.toy.schemes.t5_bucket`) in both directions; one ALiBi line per slope
+    for ``heads``; ``K(delta)`` of ``head_dim`` (up to :data:`MAX_DRAWN_HEAD_DIM`) and ``base``, with an
+    explicit schedule ``theta`` beside it. ``panel`` (``"t5"``, ``"alibi"``, ``"kernel"``) draws one alone.
     """
     max_offset = v.integer("max_offset", max_offset, minimum=10, maximum=100_000)
     head_dim = v.head_dim(head_dim, maximum=MAX_DRAWN_HEAD_DIM)
@@ -60,9 +58,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
             where="mid", label="unidirectional (decoder)")
     a1.axvline(-max_distance, color="0.6", ls=":", lw=1)
     a1.axvline(max_distance, color="0.6", ls=":", lw=1, label=f"max_distance = {max_distance}")
-    a1.set_xlabel(r"offset $\delta$ = key position $-$ query position")
-    a1.set_ylabel("bucket (one learned bias each)")
-    a1.set_title(f"T5: {num_buckets} buckets")
+    a1.set(xlabel=r"offset $\delta$ = key position $-$ query position", ylabel="bucket (one learned bias each)",
+           title=f"T5: {num_buckets} buckets")
     a1.legend(fontsize=8, loc="upper left")
     dist = np.arange(0, max_offset + 1)
     slopes = alibi_slopes(heads)
@@ -70,9 +67,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
         inverse = 1 / mu
         value = f"1/{inverse:.0f}" if abs(inverse - round(inverse)) < 1e-9 else f"{mu:.3g}"  # no small superscripts
         a2.plot(dist, -mu * dist, lw=1.2, label=f"head {h + 1}: μ = {value}")
-    a2.set_xlabel(r"distance $|\delta|$")
-    a2.set_ylabel("bias added to the score")
-    a2.set_title(rf"ALiBi: {heads} heads, bias $= -\mu\,|\delta|$")
+    a2.set(xlabel=r"distance $|\delta|$", ylabel="bias added to the score",
+           title=rf"ALiBi: {heads} heads, bias $= -\mu\,|\delta|$")
     a2.set_ylim(-min(40.0, slopes[0] * max_offset) * 1.05, 1)
     a2.legend(fontsize=7, ncol=2, loc="lower left")
     th = frequencies(head_dim, base)
@@ -80,9 +76,8 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
     if theta is not None:
         a3.plot(dist, kernel(dist, theta), lw=1.2, label="given schedule")
     a3.axhline(0, color="0.6", lw=0.8)
-    a3.set_xlabel(r"offset $\delta$ (the kernel is even: $K(-\delta) = K(\delta)$)")
-    a3.set_ylabel(r"kernel $K(\delta)$")
-    a3.set_title("RoPE: the equal-weight kernel")
+    a3.set(xlabel=r"offset $\delta$ (the kernel is even: $K(-\delta) = K(\delta)$)", ylabel=r"kernel $K(\delta)$",
+           title="RoPE: the equal-weight kernel")
     a3.legend(fontsize=8)
     if panel is not None:
         a2.legend(fontsize=8, ncol=2, loc="lower left")
@@ -91,14 +86,11 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
 
 
 def learned_profiles(heads, *, length: int = 512, target: int | None = None, layout: str = "overlay") -> Figure:
-    """Trained position-only heads: score of the last query against the key ``delta`` slots back.
+    """Trained position-only heads (1 to 10): score of the last query against the key ``delta`` slots back.
 
-    Each curve is one head's (1 to 10) row of scores for the query in slot ``length - 1`` (``length``
-    3 to 4096), shifted so that its largest value is 0, against the displacement on a log axis. A
-    trained absolute table beyond its trained rows and the plateaus of clipped or bucketed schemes
-    show at a glance. The axis stops at -120 (ALiBi's line continues); ``target``, the trained
-    displacement, is marked. ``layout`` is ``"overlay"`` (one axis for every head) or ``"grid"``
-    (one small panel per head in two columns at the text column's width, on a shared axis).
+    Each row of scores (``length`` 3 to 4096) is shifted to a maximum of 0, on a log displacement axis
+    stopped at -120, ``target`` marked. ``layout``: ``"overlay"`` (one axis) or ``"grid"`` (one panel per
+    head, two columns).
     """
 
     if isinstance(heads, PositionHead):
@@ -131,10 +123,9 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
             break
     lo = ax.get_ylim()[0]
     ax.set_ylim(max(lo, -120.0), 5.0)  # ALiBi's straight line would flatten everything else
-    ax.set_xscale("log")
-    ax.set_xlabel(r"distance back $-\delta$ (the key is this many slots before the query)")
-    ax.set_ylabel("score minus the row's best score")
-    ax.set_title(f"What each trained head learned: the last query of a {length}-token sequence")
+    ax.set(xscale="log", xlabel=r"distance back $-\delta$ (the key is this many slots before the query)",
+           ylabel="score minus the row's best score",
+           title=f"What each trained head learned: the last query of a {length}-token sequence")
     ax.legend(fontsize=8, ncol=4, loc="lower left")
     return fig
 
@@ -159,9 +150,7 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
         if L:
             ax.axvspan(L, length, color="0.9", lw=0)  # beyond the training window
         ax.set_title(h.name, loc="left")
-        ax.set_xscale("log")
-        ax.set_ylim(-62.0, 5.0)
-        ax.set_xticks([1, 5, 64, length - 1] if length > 64 else [1, 5, length - 1])
+        ax.set(xscale="log", ylim=(-62.0, 5.0), xticks=[1, 5, 64, length - 1] if length > 64 else [1, 5, length - 1])
         ax.set_xticklabels([str(t) for t in ax.get_xticks()])
     for ax in axes[len(heads):]:
         ax.set_visible(False)
@@ -180,16 +169,13 @@ def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
             ax.bar(i + dx, values.mean(), width=0.4, color=c, alpha=alpha)
             ax.plot(np.full(values.size, i + dx), values, "k.", ms=3)
     ax.set_xticks(np.arange(len(names)), names, rotation=20)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set(ylabel=ylabel, title=title)
     ax.set_ylim(0, 1.05)
 
 
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
-    """Length stretch, long-distance retrieval (and the match task, if run) for every scheme, one dot per seed.
-
-    ``panel`` (``"stretch"``, ``"retrieval"`` or ``"match"``, the last only when the comparison ran
-    the match task) draws that panel alone at the text column's width; by default all in a row.
+    """Length stretch, long-distance retrieval (and the match task, if run) per scheme, one dot per seed;
+    ``panel`` (``"stretch"``, ``"retrieval"``, ``"match"``) draws one alone.
     """
 
     if not isinstance(comparison, Comparison):
@@ -218,9 +204,8 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
             a1.plot(x_all, row, ".", color=c, alpha=0.4)
     a1.set_xscale("log", base=2)
     a1.set_xticks(x_all, [f"{int(f)}x" for f in x_all])
-    a1.set_xlabel(f"sequence length / training length ({s['train_length']})")
-    a1.set_ylabel(f"accuracy: attends {s['offset']} back")
-    a1.set_title("length stretch (local task)")
+    a1.set(xlabel=f"sequence length / training length ({s['train_length']})",
+           ylabel=f"accuracy: attends {s['offset']} back", title="length stretch (local task)")
     a1.set_ylim(-0.05, 1.05)
     a1.legend(fontsize=8)
     lengths = f"light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}"
@@ -247,10 +232,8 @@ def _check_study(study) -> dict:
 
 
 def ruler_budget_figure(study) -> Figure:
-    """The far head's attention on its key at the longest length, against the training budget, per ruler.
-
-    One line per ruler (the mean over seeds) and one dot per seed, at the text column's width, from
-    ``study``: the result of ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
+    """The far head's attention on its key at the longest length against the training budget, per ruler
+    (mean line, a dot per seed), from ``ropegeo.toy.alternatives.ruler_study`` (or its stored JSON).
     """
     study = _check_study(study)
     st = study["settings"]
@@ -268,20 +251,16 @@ def ruler_budget_figure(study) -> Figure:
     ax.set_xscale("log", base=2)
     ax.set_xticks(budgets, [f"{int(b):,}" for b in budgets])
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("training steps of the far head")
-    ax.set_ylabel(f"attention on the key {st['distance']} back")
-    ax.set_title(f"run at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}")
+    ax.set(xlabel="training steps of the far head", ylabel=f"attention on the key {st['distance']} back",
+           title=f"run at {st['factor'] * st['train_length']} tokens, trained at {st['train_length']}")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, title="mean over seeds (line), each seed (dot)")
     return fit_column(fig)
 
 
 def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
-    """Where each seed's far head puts its attention at the longest length: one stacked bar per seed.
-
-    One panel per ruler of ``study`` (as in :func:`ruler_budget_figure`), at budget ``steps`` (default
-    the study's ``table_steps``), seeds sorted by the attention on the key. The shares are
-    :class:`ropegeo.toy.alternatives.AttentionSplit`: the key, its two neighbours, keys beyond the
-    training length, and the rest.
+    """Where each seed's far head puts its attention at the longest length: a stacked bar per seed
+    (:class:`ropegeo.toy.alternatives.AttentionSplit`), one panel per ruler, at budget ``steps``
+    (default the study's ``table_steps``).
     """
     study = _check_study(study)
     st = study["settings"]
@@ -299,8 +278,7 @@ def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
             share = np.asarray(far[key])[order]
             ax.bar(np.arange(order.size), share, bottom=bottom, color=colour, width=0.85, label=label)
             bottom += share
-        ax.set_ylim(0, 1.0)
-        ax.set_yticks([0, 0.5, 1])
+        ax.set(ylim=(0, 1.0), yticks=[0, 0.5, 1])
         ax.set_title(name, loc="left")
         ax.set_xticks([])
     axes[-1].set_xlabel(f"the {len(st['seeds'])} seeds, each panel sorted by the attention on the key")

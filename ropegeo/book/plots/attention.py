@@ -42,9 +42,7 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
     n = m.shape[0]
     ax.set_xticks(range(n), labels_cols)
     ax.set_yticks(range(n), labels_rows)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
-    ax.set_title(title)
+    ax.set(xlabel="key", ylabel="query", title=title)
     if annotate and n <= 8:
         for i in range(n):
             for j in range(n):
@@ -56,10 +54,8 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
 
 
 def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: str = "wide") -> Figure:
-    """Scores ``S`` of a sequence and ``permuted_scores`` of ``x[perm]`` side by side, with token labels.
-
-    For an equivariant layer the second is ``P S P^T``; ``tokens`` label the original order
-    (default ``0 .. n-1``).
+    """Scores ``S`` of a sequence and ``permuted_scores`` of ``x[perm]`` side by side (``P S P^T`` for an
+    equivariant layer); ``tokens`` label the original order.
     """
     s = _square("scores", scores)
     t = _square("permuted_scores", permuted_scores)
@@ -81,11 +77,8 @@ def permutation_figure(scores, permuted_scores, perm, tokens=None, *, layout: st
 
 
 def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -> Figure:
-    """Causal attention weights of a sequence, of its permutation mapped back, and their difference.
-
-    ``weights_back`` holds the permuted sequence's weights with rows and columns put back in the
-    original token order (``P^T A' P``): equal to ``weights`` only if the masked layer were
-    equivariant. ``tokens`` label the original order.
+    """Causal attention weights of a sequence, of its permutation mapped back (``P^T A' P``) and their
+    difference; ``tokens`` label the original order.
     """
     a = _square("weights", weights)
     b = _square("weights_back", weights_back)
@@ -117,9 +110,7 @@ def position_codes_figure(table, code, *, table_title="learned absolute table", 
             raise ValueError(f"each code must be a finite non-empty 2-D array, got shape {m.shape}")
         vmax = float(np.max(np.abs(m))) or 1.0
         im = ax.imshow(m, aspect="auto", cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
-        ax.set_xlabel("coordinate")
-        ax.set_ylabel("position")
-        ax.set_title(title)
+        ax.set(xlabel="coordinate", ylabel="position", title=title)
         fig.colorbar(im, ax=ax, shrink=0.8)
     return finish(fig, layout)
 
@@ -134,18 +125,15 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> F
     fig, grid = panels(layout, 2, wide_size=(10, 4.4), panel_height=4.8)
     a1, a2 = grid[0]
     im = a1.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    a1.set_title(f"shift by k = {shift:g}: the whole map")
-    a1.set_xlabel("coordinate of the code at p")
-    a1.set_ylabel("coordinate of the code at p + k")
+    a1.set(title=f"shift by k = {shift:g}: the whole map", xlabel="coordinate of the code at p",
+           ylabel="coordinate of the code at p + k")
     corner = m[:zoom, :zoom]
     a2.imshow(corner, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     for i in range(zoom):
         for j in range(zoom):
             if corner[i, j] != 0:
                 a2.text(j, i, f"{corner[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    a2.set_title(f"its first {zoom // 2} blocks: 2x2 rotations")
-    a2.set_xticks(range(zoom))
-    a2.set_yticks(range(zoom))
+    a2.set(title=f"its first {zoom // 2} blocks: 2x2 rotations", xticks=range(zoom), yticks=range(zoom))
     fig.colorbar(im, ax=[a1, a2], shrink=0.8)
     return finish(fig, layout)
 
@@ -156,13 +144,11 @@ _MAX_STARTS = 8  # curves overlaid by self_similarity_figure
 
 def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 150, 5000), *,
                            base: float = 10_000.0, layout: str = "wide") -> Figure:
-    """How alike the sinusoidal code is to itself ``k`` positions away: ``PE(p) . PE(p + k)``.
+    """``PE(p) . PE(p + k)`` of the sinusoidal code (``d_model`` 2 to 1,024) against ``k`` (``|k|`` up to
+    ``max_offset``).
 
-    One curve per start position ``p`` in ``starts`` (1 to 8), each computed by brute force from
-    :func:`ropegeo.toy.schemes.sinusoidal_encoding` (width ``d_model``, 2 to 1,024), for ``k`` from
-    ``-max_offset`` to ``max_offset`` (at most 100,000), and the closed form
-    ``sum_i cos(omega_i k) = (dim / 2) K(k)`` (:func:`ropegeo.geometry.kernel`) dashed on top. The
-    curves coincide (the product depends on ``k`` alone) and are mirror images about ``k = 0``.
+    One brute-force curve per start ``p`` in ``starts`` (1 to 8) and the closed form
+    ``(dim / 2) K(k)`` dashed on top: the curves coincide and are even in ``k``.
     """
 
     d_model = v.head_dim(d_model, "d_model", maximum=1024)
@@ -181,8 +167,7 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
     ax.plot(k, closed, "k--", lw=1, label=r"$\sum_i \cos(\omega_i k) = \frac{d_\mathrm{model}}{2}K(k)$")
     ax.axvline(0, color="#999999", lw=0.8)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    ax.set_xlabel(r"offset $k$ (positions)")
-    ax.set_ylabel(r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$")
-    ax.set_title(f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
+    ax.set(xlabel=r"offset $k$ (positions)", ylabel=r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$",
+           title=f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
     ax.legend(fontsize=8, loc="upper right")
     return finish(fig, layout)

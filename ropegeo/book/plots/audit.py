@@ -55,12 +55,9 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
 
 
 def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str = "wide") -> Figure:
-    """Gate B separation margins of several setups, one group of bars per setup.
+    """Gate B separation margins of 1 to 30 setups, ``rows`` of ``(label, {set name: margin})``, a group of bars each.
 
-    ``rows`` holds 1 to 30 ``(label, {set name: margin in [0, 2]})``, e.g. ``[(name, {s["name"]:
-    s["margin"] for s in report.gate_b.sets}) ...]``. ``thresholds`` (one per row, Gate B's
-    ``report.gate_b.threshold``) are drawn as black marks across their rows; without them
-    ``min_margin`` (0 to 2) is drawn as one dashed line.
+    ``thresholds`` (one per row) are drawn across their rows; without them ``min_margin`` as one dashed line.
     """
     rows = list(rows)
     if not 1 <= len(rows) <= 30:
@@ -116,14 +113,12 @@ def margin_bars(rows, *, min_margin: float = 0.1, thresholds=None, layout: str =
 
 
 def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
-    """Why a distant displacement can beat the trained one: the head's score and its weighted kernel.
+    """Why a distant displacement can beat the trained one.
 
-    Top: the learned score ``score(delta)`` of an offset head up to ``length`` (beyond its training
-    length, at most 1,000,000) with the target and the strongest displacement beyond the training
-    window marked. Bottom: the kernel ``K_w(delta - k)`` of the frequency bank weighted by the
-    head's learned amplitudes (its Gate B similarity to the target ``k``), the same kernel with
-    equal weights, and the kernel of the fast band alone (learned amplitudes on the pairs that turn
-    at least once in training, zero elsewhere), whose peak beyond the window predicts the rival.
+    Top: an offset head's ``score(delta)`` up to ``length`` (at most 1,000,000), the target and the
+    strongest displacement beyond the training window marked. Bottom: the kernel ``K_w(delta - k)``
+    weighted by the head's amplitudes, with equal weights, and of the fast band alone (the pairs that
+    turn at least once in training), whose peak beyond the window predicts the rival.
     """
 
     if not isinstance(head, OffsetHead):
@@ -157,7 +152,6 @@ def rival_figure(head, length: int, *, layout: str = "wide") -> Figure:
     fast = np.where(np.isin(np.arange(th.size), riv.fast_pairs), head.amplitudes(), 0.0)
     ax_k.plot(deltas, kernel(deltas - k, th, weights=fast), color="#3b3b7a", lw=0.8, alpha=0.8,
               label="K over the fast band (learned amplitudes, slow pairs zero)" if not column else "fast band")
-    ax_k.set_ylabel(f"similarity to {k} back")
-    ax_k.set_xlabel("distance back −δ = m − n")
+    ax_k.set(ylabel=f"similarity to {k} back", xlabel="distance back −δ = m − n")
     ax_k.legend(fontsize=7, loc="lower left", ncol=3 if not column else 1)
     return finish(fig, layout)

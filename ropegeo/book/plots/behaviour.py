@@ -97,8 +97,7 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
     ax_acc.set_ylabel("accuracy (winner = target)")
     ax_mass.set_ylabel("attention mass on target")
     for ax in (ax_acc, ax_mass):
-        ax.set_xlabel(xlabel)
-        ax.set_ylim(-0.03, 1.03)
+        ax.set(xlabel=xlabel, ylim=(-0.03, 1.03))
         ax.grid(alpha=0.3)
     ax_acc.legend(fontsize=8, loc="best")
     fig.suptitle(title)
@@ -107,11 +106,9 @@ def _binned_panels(evaluations, by: str, bins, title: str, xlabel: str, layout: 
 
 def accuracy_mass_by_position(evaluations, *, bins: int = 16, title: str = "By absolute query position",
                               layout: str = "wide") -> Figure:
-    """Accuracy (left, or top) and mass on the target against the query's absolute position, per seed and mean.
+    """Accuracy and mass on the target against the query's absolute position, per seed and mean.
 
-    ``evaluations`` is a dict of condition -> list of Evaluation (one per seed), a list, or a
-    SeedResults; ``bins`` is a count of equal bins over ``[0, length]`` (1 to
-    ``ropegeo.toy.MAX_BINS``) or explicit increasing edges.
+    ``bins``: a count of equal bins over ``[0, length]`` (1 to ``ropegeo.toy.MAX_BINS``) or increasing edges.
     """
     return _binned_panels(evaluations, "by_position", _bins(bins), title, "query position", layout)
 
@@ -135,11 +132,8 @@ def _bins(bins):
 
 def attention_by_displacement(evaluations, *, max_displacement: int | None = None, log: bool = False,
                               title: str = "Where the attention goes", layout: str = "wide") -> Figure:
-    """Mean attention weight at each displacement, per seed (thin) and mean (thick).
-
-    ``evaluations`` as in :func:`accuracy_mass_by_position`; ``max_displacement`` (default the longest
-    evaluated length) ends the axis; ``log`` scales the weights to show small leaks such as a
-    distant rival.
+    """Mean attention weight at each displacement (up to ``max_displacement``), per seed and mean;
+    ``log`` shows small leaks such as a distant rival.
     """
     conds = _conditions(evaluations)
     if max_displacement is not None:
@@ -158,8 +152,7 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
         ax.plot(x, _nanmean(ys), color=colour, lw=2.0, label=label or None)
     if log:
         ax.set_yscale("log")
-    ax.set_xlabel("distance back −δ = m − n")
-    ax.set_ylabel("mean attention weight")
+    ax.set(xlabel="distance back −δ = m − n", ylabel="mean attention weight")
     ax.grid(alpha=0.3)
     if any(conds):
         ax.legend(fontsize=8)
@@ -169,13 +162,11 @@ def attention_by_displacement(evaluations, *, max_displacement: int | None = Non
 
 def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: str | None = None,
                   layout: str = "wide") -> Figure:
-    """The learned score ``score(delta)`` of offset heads inside and beyond the training window.
+    """The learned ``score(delta)`` of offset heads (at most ``ropegeo.toy.MAX_SEEDS``) up to ``horizon``.
 
-    One curve per head (seed; at most ``ropegeo.toy.MAX_SEEDS``) under its own schedule, up to
-    ``horizon`` (2 to ``ropegeo.toy.MAX_PROFILE_LENGTH``, and ``horizon * pairs`` at most
-    ``MAX_PROFILE_CELLS``); the training window is shaded and the target offset marked.
-    ``per_pair`` adds a panel with each pair's contribution for the first head (ramps that turn
-    around beyond the window show there).
+    ``horizon`` runs 2 to ``ropegeo.toy.MAX_PROFILE_LENGTH`` (``horizon * pairs`` at most
+    ``MAX_PROFILE_CELLS``); the training window is shaded, the target marked; ``per_pair`` adds each
+    pair's contribution for the first head.
     """
     if isinstance(heads, OffsetHead):
         heads = [heads]
@@ -195,8 +186,7 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
     axes = fig.subplots(2 if per_pair else 1, 1, sharex=True, squeeze=False)[:, 0]
     ax = axes[0]
     for i, h in enumerate(heads):
-        ax.plot(deltas, _score_values(h, deltas), lw=1.0, color=_COLOURS[i % len(_COLOURS)],
-                label=f"seed {h.seed}")
+        ax.plot(deltas, _score_values(h, deltas), lw=1.0, color=_COLOURS[i % len(_COLOURS)], label=f"seed {h.seed}")
     L = heads[0].train_length
     for a in axes:
         a.axvspan(1, L, color="0.85", zorder=0, label="training window" if a is ax else None)
@@ -218,11 +208,8 @@ def score_profile_figure(heads, horizon: int, *, per_pair: bool = False, title: 
 
 
 def seed_table(results, *, title: str = "Accuracy and mass per seed", layout: str = "wide") -> Figure:
-    """Per-seed accuracy and mass of several conditions as dot plots (one dot per seed).
-
-    ``results`` holds SeedResults, e.g. from :func:`ropegeo.toy.compare` (at most
-    :data:`MAX_TABLE_ROWS` rows).
-    """
+    """Per-seed accuracy and mass of several conditions (``results``: SeedResults, at most
+    :data:`MAX_TABLE_ROWS`) as dot plots."""
     if isinstance(results, SeedResults):
         results = [results]
     results = _items("results", results, MAX_TABLE_ROWS, "SeedResults")

@@ -31,13 +31,11 @@ def _check_run(run: dict, keys) -> None:
 
 
 def budget_figure(run: dict, *, layout: str = "wide") -> Figure:
-    """Three panels from :func:`ropegeo.toy.budget_curves.budget_curve` (or its stored run).
+    """Three panels from :func:`ropegeo.toy.budget_curves.budget_curve` (or its stored run), against fine-tuning steps.
 
-    Left: attention mass on the target at the target length against fine-tuning steps, per rule.
-    Middle: summed pair amplitudes relative to the trained head (log scale). Right: position
-    interpolation's mass with exact phases, with float32 angles and bfloat16 cosine and sine,
-    and with the angle table in bfloat16. Lines are means over seeds, bands min to max.
-    ``layout="column"`` stacks the three panels for the book's text column.
+    Mass on the target at the target length per rule; summed pair amplitudes relative to the trained
+    head (log); position interpolation's mass with exact phases, float32 angles with bfloat16 cos/sin,
+    and a bfloat16 angle table.
     """
     _check_run(run, ("settings", "mass", "amplitude_ratio", "mass_bf16", "mass_bf16_cos_sin"))
     valid_layout(layout)
@@ -76,10 +74,8 @@ def budget_figure(run: dict, *, layout: str = "wide") -> Figure:
 
 
 def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
-    """Two panels from :func:`ropegeo.toy.dilution.dilution_probe`: mass on the target and entropy
-    of the last query against length, per logit scaling (mean line, min-max band over seeds);
-    the dashed line is the entropy of attention spread evenly over every key.
-    ``layout="column"`` stacks the two panels for the book's text column.
+    """Mass on the target and entropy of the last query against length, per logit scaling, from
+    :func:`ropegeo.toy.dilution.dilution_probe`; dashed: the entropy of attention spread evenly.
     """
     _check_run(probe, ("lengths", "mass", "entropy", "uniform_entropy", "rule"))
     valid_layout(layout)
@@ -94,8 +90,7 @@ def dilution_figure(probe: dict, *, layout: str = "wide") -> Figure:
     ax2.plot(x, probe["uniform_entropy"], "k--", lw=1, label="even over all keys")
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length (last query sees every earlier key)" if layout == "wide" else
-                      "sequence length")
+        ax.set_xlabel("sequence length (last query sees every earlier key)" if layout == "wide" else "sequence length")
         ax.grid(alpha=0.3)
     ax1.set_ylabel("attention on the target")
     ax2.set_ylabel("attention entropy (nats)")

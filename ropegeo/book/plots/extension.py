@@ -56,13 +56,10 @@ def _stacked(y: np.ndarray, gap: float) -> np.ndarray:
 
 
 def _label_points(fig: Figure, ax, points, labels, fontsize: float) -> None:
-    """Label each point beside it, labels that could meet stacked in the order of their points' heights.
+    """Label each point beside it (called once the figure is laid out).
 
-    Called once the figure is laid out. On the page (in points), points whose labels could overlap
-    side by side form a group; within a group the labels are spread at least one line apart in the
-    same vertical order as their points, and a thin line joins a label moved off its point's height
-    to the point. So no two labels overlap and no label can swap places with another. A label goes
-    right of its point, or left of it in the right quarter of the axes.
+    Points whose labels could overlap form a group; its labels are spread at least one line apart in
+    the order of their points' heights, a thin line joining a moved label to its point.
     """
     fig.draw_without_rendering()
     xy = np.asarray(points, dtype=float)
@@ -154,12 +151,10 @@ def _finish_ladder(ax, train_length: float, target_length: float, title, legend_
 
 def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float, *, title: str | None = None,
                legend: bool = False) -> None:
-    """Draw one rule's wavelengths over the base ladder on an existing axes.
+    """Draw one rule's wavelengths over the grey unscaled ladder on an existing axes.
 
-    Pairs are coloured by how much the rule stretched them: untouched (ratio within 0.1 % of 1),
-    fully scaled (within 1 % of the largest stretch of the rule, when that exceeds 1.001), or in
-    between. The grey line is the unscaled ladder; dashed and dotted lines mark the training and
-    target lengths.
+    Pairs are coloured untouched (ratio within 0.1 % of 1), fully stretched (within 1 % of the rule's
+    largest stretch, when above 1.001) or partly; dashed and dotted: training and target lengths.
     """
     lam0 = wavelengths(base_theta)
     lam = wavelengths(theta)
@@ -178,11 +173,8 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
 
 def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
                       title: str | None = None, legend: bool = True) -> None:
-    """Draw a length-dependent rule on an existing axes: one wavelength line per current length.
-
-    ``family`` maps the current sequence length ``n`` to the frequencies the rule serves at that
-    length (dynamic NTK recomputes its base from ``n``); lines run from light (short) to dark
-    (long), over the grey unscaled ladder and the training (dashed) and target (dotted) lengths.
+    """Draw a length-dependent rule (``family``: current length -> frequencies) on an existing axes,
+    one wavelength line per length, light (short) to dark (long).
     """
     lam0 = wavelengths(base_theta)
     idx = np.arange(lam0.size)
@@ -199,10 +191,8 @@ def ruler_panels(base_theta, thetas: Mapping, train_length: float, target_length
                  layout: str = "wide") -> Figure:
     """Small multiples: each rule's wavelength per pair against the unscaled ladder ``base_theta``.
 
-    ``thetas`` maps each rule (at most 12) to its served frequencies, or, for a rule whose
-    frequencies depend on the current length (dynamic NTK), to a mapping of at most 8 lengths to
-    frequencies, drawn as a family of lines. ``train_length`` and ``target_length`` are drawn dashed
-    and dotted; ``columns`` (1 to 6) sets the panels per row of the wide layout.
+    ``thetas`` maps each rule (at most 12) to its frequencies, or (dynamic NTK) to at most 8 lengths ->
+    frequencies, drawn as a family; ``columns`` (1 to 6): panels per row of the wide layout.
     """
     layout = valid_layout(layout)
     rules = _thetas(thetas, families=True)
@@ -276,20 +266,17 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
     ax = fig.add_subplot()
     for k, (label, th) in enumerate(rules.items()):
         ax.plot(np.arange(th.size), base / th, ls=_STYLES[k % 4], lw=1.6, label=label)
-    ax.set_yscale("log")
-    ax.set_xlabel("pair index i (fastest first)")
-    ax.set_ylabel("stretch θ_i / θ'_i")
+    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="stretch θ_i / θ'_i")
     _legend_below(fig, ax, layout, fontsize=8, ncol=2)
     ax.grid(alpha=0.3, which="both")
     return _tight(fig, layout)
 
 
 def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
-    """Phase novelty against resolution, one point per rule (at most 12 extension reports).
+    """Phase novelty against resolution, one point per rule (at most 12 extension reports, with both margins).
 
-    Left: per-pair novelty (turns of new phase at the target length). Middle and right: total
-    novelty against the Gate B margin of the small offsets and of the paragraph-scale offsets
-    (higher is better resolved); each report needs both margins.
+    Left: per-pair novelty at the target length. Middle and right: total novelty against the Gate B
+    margin of the small and of the paragraph-scale offsets.
     """
     layout = valid_layout(layout)
     reps = list(reports)
@@ -308,8 +295,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=r.rule)
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
-    left.set_xlabel("pair index i")
-    left.set_ylabel("new phase at target (turns)")
+    left.set(xlabel="pair index i", ylabel="new phase at target (turns)")
     _legend_below(fig, left, layout, fontsize=7)
     mid.set_ylabel("margin, offsets 1..16")
     right.set_ylabel("margin, paragraph-scale offsets" if layout == "wide" else "margin,\nparagraph-scale offsets")
@@ -331,10 +317,8 @@ def _column_label(label: str, width: int = 22) -> str:
 
 
 def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
-    """Each model's served wavelengths (at its target length) as one row of dots.
-
-    ``manifests`` maps at most 12 names to manifests with a known training length. One row per model
-    on a log wavelength axis; a bar marks the training length and a diamond the target length.
+    """Each model's served wavelengths (at its target length) as one row of dots (at most 12 manifests with
+    a training length); a bar marks the training length, a diamond the target.
     """
     layout = valid_layout(layout)
     if not isinstance(manifests, Mapping) or not manifests or len(manifests) > _MAX_RULES:
@@ -368,13 +352,10 @@ def model_ladders(manifests: Mapping, *, layout: str = "wide") -> Figure:
 
 def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float, threshold: float, *,
                        layout: str = "wide") -> Figure:
-    """Joint phase novelty per rule, beside its per-pair novelty.
+    """Joint phase novelty per rule (at most 12 :class:`ropegeo.novelty.JointNovelty`), beside its per-pair novelty.
 
-    ``results`` maps each rule (at most 12) to its :class:`ropegeo.novelty.JointNovelty` over the
-    served offsets, ``per_pair`` to its total per-pair novelty in turns. Left: distance from each
-    served offset to the nearest training offset (``train_length`` a vertical line). Right: total
-    per-pair novelty (x) against the median joint distance (y); ``threshold`` is a reference
-    distance drawn as a horizontal line (e.g. between neighbouring training offsets).
+    Left: distance from each served offset to the nearest training offset. Right: total per-pair novelty
+    (``per_pair``, turns) against the median joint distance; ``threshold`` a reference line.
     """
     layout = valid_layout(layout)
     if not isinstance(results, Mapping) or not results or len(results) > _MAX_RULES:
@@ -400,11 +381,9 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     left.axvline(train_length, color="0.3", lw=0.9, ls="--")
     left.set_xscale("symlog", linthresh=max(1.0, train_length / 64))
     left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
-    left.set_xlabel("served offset (dashed: training length)")
-    left.set_ylabel("distance to nearest training offset")
+    left.set(xlabel="served offset (dashed: training length)", ylabel="distance to nearest training offset")
     _legend_below(fig, left, layout, fontsize=7, ncol=2)
-    right.set_xlabel("per-pair novelty, total (turns)")
-    right.set_ylabel("median joint distance")
+    right.set(xlabel="per-pair novelty, total (turns)", ylabel="median joint distance")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"joint phase novelty{sep}dotted: distance between neighbouring training offsets", fontsize=9)
     fig = _tight(fig, layout)
@@ -415,12 +394,10 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
                     layout: str = "wide") -> Figure:
-    """Per-pair keep-weights of several rules (1 keeps ``theta_i``, 0 divides it by ``s``).
+    """Per-pair keep-weights in [0, 1] of at most 12 rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
-    ``weights`` maps each rule (at most 12) to one weight in [0, 1] per pair of ``base_theta``. Left:
-    weight against pair index. Right: weight against turns ``L theta_i / 2 pi`` (``L`` the
-    ``train_length``) on a linear axis up to ``max_turns``, where a ramp linear in turns is a
-    straight segment and a ramp linear in pair index (in the logarithm of the turns) is curved.
+    Left: against pair index. Right: against turns ``L theta_i / 2 pi`` (``L = train_length``) up to
+    ``max_turns``, where a ramp linear in turns is straight.
     """
     layout = valid_layout(layout)
     base = _bank("base_theta", base_theta)
@@ -441,8 +418,7 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
         left.plot(np.arange(w.size), w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
         right.plot(turns, w, ls=_STYLES[k % 4], marker=".", ms=4, lw=1.3, label=label)
     left.set_xlabel("pair index i")
-    right.set_xlim(0.0, max_turns)
-    right.set_xlabel(f"turns over L = {train_length:,.0f} tokens")
+    right.set(xlim=(0.0, max_turns), xlabel=f"turns over L = {train_length:,.0f} tokens")
     for ax in (left, right):
         ax.set_ylabel("keep-weight")
         ax.grid(alpha=0.3)

@@ -24,11 +24,8 @@ _MAX_OFFSET = 4096
 
 
 def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
-    """Which coordinates rotate together, for both conventions, as coloured matrices (``head_dim`` 2 to 32).
-
-    Each panel shows the rotation matrix's non-zero pattern; the two entries of one pair share a
-    colour, so interleaved pairs sit on the diagonal in 2x2 blocks and half-split pairs sit
-    ``head_dim / 2`` apart.
+    """Which coordinates rotate together (``head_dim`` 2 to 32): each convention's rotation matrix, the two
+    entries of a pair in one colour (interleaved: 2x2 diagonal blocks; half-split: ``head_dim / 2`` apart).
     """
     layout = valid_layout(layout)
     d = v.head_dim(head_dim)
@@ -46,11 +43,8 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
         for i, (a, b) in enumerate(zip(first, second)):
             for r, c in ((a, a), (a, b), (b, a), (b, b)):
                 ax.text(c, r, str(i), ha="center", va="center", fontsize=8, color="white")
-        ax.set_title(title)
-        ax.set_xticks(range(d))
-        ax.set_yticks(range(d))
-        ax.set_xlabel("input coordinate")
-        ax.set_ylabel("output coordinate")
+        ax.set(title=title, xticks=range(d), yticks=range(d))
+        ax.set(xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
     return finish(fig, layout)
@@ -59,11 +53,9 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
 def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: str = "wide") -> Figure:
     """What mixing conventions does: norms intact, every oriented interaction changed.
 
-    Queries and keys (drawn with ``seed``, ``head_dim`` 4 to 512) are laid out for interleaved pairs
-    (as their weights were trained) and rotated by the interleaved helper (correct) or the
-    half-split one (mixed). Left: the score of one query-key pair against the displacement
-    ``n - m`` from ``-span`` to ``span`` (at most 4,096) for both helpers. Right: the norm of every
-    rotated vector (mixed over correct) and the scores of many random pairs, mixed against correct.
+    Seeded interleaved-trained queries and keys (``head_dim`` 4 to 512) rotated by the interleaved and
+    the half-split helper. Left: one pair's score for ``n - m`` in ``-span .. span`` (at most 4,096).
+    Right: norms (mixed over correct) and many random pairs' scores, mixed against correct.
     """
     layout = valid_layout(layout)
     d = v.head_dim(head_dim)
@@ -83,16 +75,13 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
                                   ("half", "--", "half-split helper (mixed)")):
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
         ax1.plot(delta, s / np.sqrt(d), style, lw=1.4, label=label)
-    ax1.set_xlabel("displacement n - m")
-    ax1.set_ylabel("score / sqrt(d)")
-    ax1.set_title("one query-key pair")
+    ax1.set(xlabel="displacement n - m", ylabel="score / sqrt(d)", title="one query-key pair")
     ax1.legend(fontsize=8)
     X = rng.normal(size=(400, d))
     p = rng.integers(0, 4096, size=400)
     ratio = np.linalg.norm(apply_rope(X, p, pairing="half"), axis=-1) / np.linalg.norm(apply_rope(X, p), axis=-1)
     ax2.hist(ratio - 1.0, bins=30, color="C2")
-    ax2.set_xlabel("mixed / correct norm, minus 1")
-    ax2.set_title("norms: unchanged")
+    ax2.set(xlabel="mixed / correct norm, minus 1", title="norms: unchanged")
     ax2.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
     Q, K = rng.normal(size=(2, 400, d))
     m, n = rng.integers(0, 512, size=(2, 400))
@@ -101,21 +90,14 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
     ax3.scatter(sc, sm, s=6, alpha=0.6, color="C3")
     lim = float(np.max(np.abs(np.concatenate([sc, sm])))) * 1.05
     ax3.plot([-lim, lim], [-lim, lim], color="#888888", lw=0.8)
-    ax3.set_xlabel("score, correct")
-    ax3.set_ylabel("score, mixed")
-    ax3.set_title("scores: scrambled")
-    ax3.set_aspect("equal")
+    ax3.set(xlabel="score, correct", ylabel="score, mixed", title="scores: scrambled", aspect="equal")
     return finish(fig, layout)
 
 
 def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layout: str = "wide") -> Figure:
-    """Position ids slot by slot under padding, packing and a KV cache.
-
-    Rows: ``pad`` (0 to 8) left-padding slots with ids from the mask, then with slot indices;
-    packed ``documents`` (at most 16 slots in all) with ids reset per document, then continuous;
-    one decoding step after ``prompt`` (1 to 16) tokens by the correct cache, the cache that
-    restarts at 0 and the one that is off by one. Cells are coloured by document (grey for
-    padding, orange for the decoded token).
+    """Position ids slot by slot: ``pad`` (0 to 8) left-padding slots, ids from the mask then slot
+    indices; packed ``documents`` (at most 16 slots), reset then continuous; one decoding step after
+    ``prompt`` (1 to 16) tokens by the correct, the restarting and the off-by-one cache.
     """
     layout = valid_layout(layout)
     prompt = v.integer("prompt", prompt, minimum=1, maximum=16)
@@ -157,16 +139,14 @@ def position_id_grid(*, prompt: int = 6, pad: int = 3, documents=(4, 3, 3), layo
             ax.text(c + 0.5, y + 0.5, "pad" if pid < 0 else str(int(pid)), ha="center", va="center", fontsize=8)
         if not wide:
             ax.text(0.04, y - 0.12, label, ha="left", va="bottom", fontsize=11)
-    ax.set_xlim(0, width)
-    ax.set_ylim(len(rows) * step, 0)
+    ax.set(xlim=(0, width), ylim=(len(rows) * step, 0))
     if wide:
         ax.set_yticks(np.arange(len(rows)) + 0.5, [r[0] for r in rows])
     else:
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
     ax.set_xticks(np.arange(width) + 0.5, [str(i) for i in range(width)])
-    ax.set_xlabel("slot in the row (array index)")
-    ax.set_title("position id written in each slot")
+    ax.set(xlabel="slot in the row (array index)", title="position id written in each slot")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return finish(fig, layout)
@@ -178,11 +158,8 @@ def _rect(c, r, colour):
 
 def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "scaled-queries"), *,
                     prompt: int = 48, head_dim: int = 64, seed: int = 0, layout: str = "wide") -> Figure:
-    """Scores of one decoded query against the whole cache, per catalogue entry (1 to 8 ``names``).
-
-    Each panel overlays the scores the entry's decoding step produces and those of the operator
-    it declares, computed over the full sequence; the gap is the defect. ``prompt`` (at most 1,024
-    here), ``head_dim`` and ``seed`` are those of :func:`ropegeo.book.broken.attention_comparison`.
+    """Scores of one decoded query against the whole cache for 1 to 8 catalogue entries, against the
+    operator each declares (:func:`ropegeo.book.broken.attention_comparison`; ``prompt`` at most 1,024).
     """
     layout = valid_layout(layout)
     names = list(names)
@@ -219,11 +196,8 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
 
 def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_position: int = 60_000,
                        points: int = 300, layout: str = "wide") -> Figure:
-    """Largest phase error over the pairs against position, for float32, float16 and bfloat16 angles.
-
-    Drawn at ``points`` (10 to 2,000) positions on a geometric grid up to ``max_position`` (16 to
-    65,000). Dashed verticals mark where each format stops holding every integer (``2**p`` for
-    ``p`` significant bits). Float16 overflows at 65,504, so positions stop below it.
+    """Largest phase error over the pairs against position (``points`` 10 to 2,000 up to ``max_position``,
+    16 to 65,000) for float32, float16 and bfloat16 angles; dashed: each format's ``2**p``.
     """
     layout = valid_layout(layout)
 
@@ -242,8 +216,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
             ax.text(lim, 2e-9, f" {lim:,}", color=f"C{i}", fontsize=8, rotation=90, va="bottom")
     ax.axhline(np.pi, color="#888888", lw=0.8)
     ax.text(1.2, np.pi * 1.15, "pi: the phase says nothing", fontsize=8, color="#666666")
-    ax.set_xlabel("position")
-    ax.set_ylabel("largest phase error over pairs (rad)")
+    ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)")
     ax.set_ylim(1e-9, 10)
     sep = " " if layout == "wide" else "\n"
     ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")
@@ -290,11 +263,8 @@ GRID_WIDTH = 4.8
 
 
 def gate_a_grid(reports: dict, *, title: str | None = None) -> Figure:
-    """Gate A's checks as a compact grid that stays readable at a narrow column width.
-
-    The same content as :func:`gate_a_matrix` (one row per report, one column per check), drawn
-    :data:`GRID_WIDTH` inches wide with 10-point labels: colour says pass (green), fail (red, with
-    an ``x``) or not measured (grey, with a dash), and the legend names the three.
+    """Gate A's checks as a grid readable at a narrow column (:func:`gate_a_matrix`'s content,
+    :data:`GRID_WIDTH` inches wide): pass green, fail red with an ``x``, not measured grey with a dash.
     """
     names, grid = _check_grid(reports)
     fig = Figure(figsize=(GRID_WIDTH, 0.27 * len(reports) + 2.1), layout="constrained")

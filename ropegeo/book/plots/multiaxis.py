@@ -41,9 +41,7 @@ def section_figure(banks: dict, axis_names=("time", "height", "width")) -> Figur
         for a in range(F.shape[1]):
             sel = axis_of == a
             ax.scatter(np.flatnonzero(sel), freq[sel], s=14, color=_COLOURS[a], label=str(axis_names[a]))
-        ax.set_yscale("log")
-        ax.set_title(name)
-        ax.set_ylabel("rad per position")
+        ax.set(yscale="log", title=name, ylabel="rad per position")
         ax.legend(loc="lower left", ncols=F.shape[1])
     axes[-1].set_xlabel("pair index (0 = fastest)")
     return finish(fig, "column")
@@ -64,9 +62,7 @@ def axis_kernel_figure(freqs, extent: int, axis_names=("time", "height", "width"
         offsets[:, a] = d
         ax.plot(d, multi_kernel(offsets, F[band]), color=_COLOURS[a], label=f"{axis_names[a]} ({band.size} pairs)")
     ax.axhline(0.0, color="0.6", lw=0.8)
-    ax.set_xlabel("offset along the axis")
-    ax.set_ylabel("K of the axis's pairs")
-    ax.set_title(title)
+    ax.set(xlabel="offset along the axis", ylabel="K of the axis's pairs", title=title)
     ax.legend(loc="lower left")
     return finish(fig, "column")
 
@@ -80,9 +76,7 @@ def kernel_map_figure(banks: dict, extent: int) -> Figure:
     for ax, (name, F) in zip(axes, banks.items()):
         image = ax.imshow(kernel_grid(F, extent), origin="lower", extent=(-extent - 0.5, extent + 0.5) * 2,
                           vmin=-1, vmax=1, cmap="RdBu_r")
-        ax.set_title(name)
-        ax.set_xlabel("dx")
-        ax.set_ylabel("dy")
+        ax.set(title=name, xlabel="dx", ylabel="dy")
         fig.colorbar(image, ax=ax, label="K")
     return finish(fig, "column")
 
@@ -100,8 +94,7 @@ def split_figure(study: dict, field: str = "target_mass") -> Figure:
         jitter = np.linspace(-0.25, 0.25, values.size)
         ax.scatter(values, i + jitter, s=12, color="tab:blue")
     ax.set_yticks(range(len(names)), names)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(field.replace("_", " ") + " (one dot per seed)")
+    ax.set(xlim=(0, 1), xlabel=field.replace("_", " ") + " (one dot per seed)")
     ax.invert_yaxis()
     return finish(fig, "column")
 
@@ -116,9 +109,7 @@ def split_budget_figure(curves: dict, field: str = "target_mass") -> Figure:
         b, y = np.asarray(c["budgets"]), np.asarray(c[field])
         ax.plot(b, y.mean(axis=1), marker="o", color=colour, label=name)
         ax.fill_between(b, y.min(axis=1), y.max(axis=1), color=colour, alpha=0.2)
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("training steps")
-    ax.set_ylabel(field.replace("_", " "))
+    ax.set(xscale="log", ylim=(0, 1))
+    ax.set(xlabel="training steps", ylabel=field.replace("_", " "))
     ax.legend(loc="upper left")
     return finish(fig, "column")

@@ -1,10 +1,9 @@
 """Figures that stay readable at the width of the book's text column.
 
-The rendered book shrinks a figure to its text column: about 730 px wide on a desktop screen
-(a 1280 px window) and about 328 px on a phone (360 px). A figure drawn 13 inches wide at 100 dpi
-with 8-point legends then shows its text 4 to 6 px tall. :func:`fit_column` narrows a figure and
-raises every font to a floor; :func:`smallest_text_px` measures the smallest text as a reader
-sees it, so that a test can hold every chapter figure to a minimum (9 px).
+The rendered book shrinks a figure to its column (about 730 px on a 1280 px desktop window, 328 px
+on a 360 px phone), where a 13-inch figure's 8-point legends are 4 to 6 px tall.
+:func:`fit_column` narrows a figure and raises every font to a floor; :func:`smallest_text_px`
+measures the smallest text as a reader sees it (the tests hold every chapter figure to 9 px).
 """
 
 from __future__ import annotations
@@ -43,12 +42,9 @@ def valid_layout(layout) -> str:
 
 
 def panels(layout: str, count: int, *, wide_size: tuple, panel_height: float = 3.4, rows: int = 1, **subplot_kw):
-    """A figure and its axes for ``count`` panels, side by side (``"wide"``) or stacked (``"column"``).
-
-    The wide layout is ``wide_size`` inches with ``rows`` (1 to 4) rows of ``count`` (1 to 12)
-    panels; the column layout stacks them, ``panel_height`` inches each, rows becoming columns.
-    ``subplot_kw`` goes to ``Figure.subplots`` (``sharex`` and the like). The axes are always
-    indexed as in the wide layout: shape ``(rows, count)``.
+    """A figure and its axes for ``count`` (1 to 12) panels in ``rows`` (1 to 4), side by side in
+    ``wide_size`` (``"wide"``) or stacked ``panel_height`` each (``"column"``); axes indexed
+    ``(rows, count)`` either way.
     """
     valid_layout(layout)
     count = v.integer("count", count, minimum=1, maximum=12)
@@ -67,14 +63,10 @@ def finish(fig: Figure, layout: str) -> Figure:
 
 def fit_column(fig: Figure, *, width: float = COLUMN_WIDTH_IN, height: float | None = None,
                min_font: float = MIN_FONT_PT, wrap: int = 48) -> Figure:
-    """Narrow ``fig`` to the text column and raise every font to at least ``min_font`` points.
+    """Narrow ``fig`` (in place) to ``width`` inches and raise every font to at least ``min_font`` points.
 
-    Meant for single-panel figures and for figures whose panels are already stacked; a row of
-    panels squeezed to this width becomes unreadable in another way (use the function's stacked
-    layout instead). ``width`` (2 to 20) and ``height`` (1 to 40, default: the aspect ratio kept)
-    are in inches; the font floor ``min_font`` (6 to 30 points) applies to tick labels, labels,
-    titles, legends and texts; titles longer than ``wrap`` (20 to 200) characters are wrapped.
-    Returns the same figure, changed in place.
+    For single-panel or already stacked figures. ``height`` defaults to the aspect ratio kept; titles
+    longer than ``wrap`` characters are wrapped.
 
     Examples
     --------
@@ -116,13 +108,10 @@ def _tick_size(ax) -> float:
 
 
 def smallest_text_px(fig: Figure, *, column_px: float = COLUMN_WIDTH_PX[360]) -> float:
-    """Height in CSS pixels of the figure's smallest visible text once the page fits it to a column.
+    """Height in CSS pixels of the figure's smallest visible text once the page fits it to ``column_px``.
 
-    The figure is drawn (as the notebook saves it, tight bounding box), its width in pixels
-    compared with ``column_px``, and every visible, non-empty text's font size converted from
-    points to pixels and scaled by the shrink factor (at most 1: a narrow figure is not enlarged).
-    ``column_px`` (50 to 4000) is the column's width (:data:`COLUMN_WIDTH_PX`); ``inf`` for a figure
-    without text.
+    The figure is drawn as the notebook saves it (tight bounding box) and every visible text's size
+    scaled by the shrink factor (at most 1); ``inf`` for a figure without text.
 
     Examples
     --------

@@ -1,7 +1,6 @@
-"""Figures of chapter 2: one rotary pair as a clock, the two terms of its score, the
-block-diagonal operator of a whole head, the long-term-decay claim against a counterexample and
-trained heads, the routing and value-path defect heads, and additive against rotary codes under
-a global shift.
+"""Figures of chapter 2: one pair as a clock, the two terms of its score, a head's block-diagonal
+operator, the long-term-decay claim against a counterexample and trained heads, the defect heads,
+and additive against rotary codes under a global shift.
 """
 
 from __future__ import annotations
@@ -50,20 +49,16 @@ def _clock_axes(ax, radius):
     ax.axhline(0, color="#cccccc", lw=0.6, zorder=0)
     ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
     lim = 1.3 * radius
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
-    ax.set_aspect("equal")
-    ax.set_xlabel("first coordinate (real part)")
-    ax.set_ylabel("second coordinate (imaginary part)")
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim))
+    ax.set(aspect="equal", xlabel="first coordinate (real part)", ylabel="second coordinate (imaginary part)")
 
 
 def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
                 query_position: float = 2.0, key_position: float = 5.0, layout: str = "wide") -> Figure:
     """One rotary pair ``pair`` (non-zero) turning at ``theta`` rad/position, drawn as a clock hand.
 
-    Left: the pair rotated to each of ``positions`` (1 to 64; one labelled arrow each). Right: the
-    pair as a query at ``query_position`` ``m`` and a key at ``key_position`` ``n``, with the arc of
-    the angle ``(n - m) theta`` that the score sees.
+    Left: the pair at each of ``positions`` (1 to 64). Right: as a query at ``query_position`` and a key
+    at ``key_position``, with the arc of the angle ``(n - m) theta`` the score sees.
     """
     z = _pair("pair", pair)
     theta = v.real("theta", theta, greater_than=0.0)
@@ -113,13 +108,10 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
 
 def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int = 20, *,
                 mark: float | None = None, layout: str = "wide") -> Figure:
-    """The one-pair score ``<R_m q, R_n k>`` against the displacement ``delta = n - m``.
-
-    Draws the symmetric term ``(q . k) cos(delta theta)``, the oriented term
-    ``-(q x k) sin(delta theta)`` and their sum, computed independently with
-    :func:`ropegeo.rotation.apply_rope` (dots at integer displacements), for ``delta`` from
-    ``-max_offset`` to ``max_offset`` (1 to 10,000). ``q`` and ``k`` are non-zero pairs; ``mark``
-    marks a displacement and its mirror.
+    """The one-pair score against ``delta = n - m`` (``|delta|`` up to ``max_offset``, 1 to 10,000), with its
+    symmetric ``(q . k) cos(delta theta)`` and oriented ``-(q x k) sin(delta theta)`` terms; the score is
+    computed independently with :func:`ropegeo.rotation.apply_rope`; ``mark`` marks a displacement and
+    its mirror.
     """
     q, k, theta, dot, cross = _one_pair(q, k, theta)
     max_offset = v.integer("max_offset", max_offset, minimum=1, maximum=_MAX_OFFSET)
@@ -147,9 +139,8 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         for d, style in ((mark, "-"), (-mark, "--")):
             ax.axvline(d, color="#777777", ls=style, lw=1)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    ax.set_xlabel(r"displacement $\delta = n - m$ (positions)")
-    ax.set_ylabel("contribution to the score")
-    ax.set_title(rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
+    ax.set(xlabel=r"displacement $\delta = n - m$ (positions)", ylabel="contribution to the score",
+           title=rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2 if layout == "wide" else 1, fontsize=8,
               frameon=False)
     return finish(fig, layout)
@@ -177,9 +168,7 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
     for ax, pairing in zip(axes, pairings):
         R = rotation_matrix(position, head_dim, base=base, pairing=pairing)
         image = ax.imshow(R, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-        ax.set_title(f"{pairing} pairing")
-        ax.set_xlabel("input coordinate")
-        ax.set_ylabel("output coordinate")
+        ax.set(title=f"{pairing} pairing", xlabel="input coordinate", ylabel="output coordinate")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
     fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
     return finish(fig, layout)
@@ -201,15 +190,11 @@ def _curve(name: str, x, y) -> tuple[np.ndarray, np.ndarray]:
 
 def decay_panels(bound, counter, trained, *, train_length: int | None = None, target: float | None = None,
                  window: int = 64, layout: str = "wide") -> Figure:
-    """The long-term-decay claim in three panels: the bound, a counterexample, trained heads.
-
-    Each of ``bound``, ``counter`` and ``trained`` is ``(offsets, values)``: RoFormer's relative upper
-    bound against the distance (:func:`ropegeo.decay.relative_upper_bound`), one score against
-    ``delta = n - m``, and the scores of 1 to 64 trained heads, shape ``(seeds, offsets)``. A score over
-    thousands of offsets oscillates too fast to read, so each seed is reduced to its best score in
-    consecutive windows of ``window`` offsets, drawn as the median and min-max band over the seeds.
-    ``train_length`` shades the offsets seen in training; ``target`` (one of the trained offsets)
-    draws its median score as a horizontal line.
+    """The long-term-decay claim in three panels, each ``(offsets, values)``: RoFormer's relative upper bound
+    (:func:`ropegeo.decay.relative_upper_bound`), a counterexample's score, and 1 to 64 trained heads'
+    scores ``(seeds, offsets)``, each seed's best score per ``window`` offsets drawn as median and
+    min-max band. ``train_length`` shades the offsets seen in training; ``target`` (a trained offset)
+    draws its median score.
     """
     (xb, yb), (xc, yc), (xt, yt) = (_curve(n, *c) for n, c in
                                     (("bound", bound), ("counter", counter), ("trained", trained)))
@@ -227,14 +212,11 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     fig, grid = panels(layout, 3, wide_size=(13, 4), panel_height=3.6)
     a1, a2, a3 = grid[0]
     a1.plot(xb, yb, color="black")
-    a1.set_xlabel(r"distance $|\delta|$ (positions)")
-    a1.set_ylabel(r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$")
-    a1.set_title("RoFormer's relative upper bound")
+    a1.set(xlabel=r"distance $|\delta|$ (positions)", ylabel=r"$\frac{2}{d_\mathrm{head}}\sum_j |P_j(\delta)|$",
+           title="RoFormer's relative upper bound")
     a2.plot(xc, yc, color="#d62728")
     a2.axvline(float(xc[np.argmax(yc)]), color="#777777", ls="--", lw=1)
-    a2.set_xlabel(r"offset $\delta = n - m$")
-    a2.set_ylabel("score")
-    a2.set_title("contents aimed far back: no decay")
+    a2.set(xlabel=r"offset $\delta = n - m$", ylabel="score", title="contents aimed far back: no decay")
     if train_length is not None:
         a3.axvspan(-(train_length - 1), 0, color="#dddddd", zorder=0, label="offsets seen in training")
     n_win = xt.size // window
@@ -246,9 +228,8 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     if target is not None:
         a3.axhline(float(np.median(yt[:, xt == target])), color="black", ls="--", lw=1,
                    label=rf"score at the target $\delta$ = {target:g} (median)")
-    a3.set_xlabel(r"offset $\delta = n - m$")
-    a3.set_ylabel(f"best score in each window of {window} offsets")
-    a3.set_title("trained heads: no fading with distance")
+    a3.set(xlabel=r"offset $\delta = n - m$", ylabel=f"best score in each window of {window} offsets",
+           title="trained heads: no fading with distance")
     a3.legend(fontsize=8, loc="lower left")
     for ax in (a2, a3):
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
@@ -259,11 +240,10 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
 
 
 def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: str = "wide") -> Figure:
-    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, one column each.
+    """Attention weights (top) and read-out labels (bottom) of 1 to 6 copy heads, a column each.
 
-    ``weights`` maps a head's name to its weights over key positions, ``outputs`` to its output when
-    the values are one-hot labels (same names, one common length of at most 256); ``target`` marks
-    the position the heads should read.
+    ``weights`` and ``outputs`` map the same names to arrays of one common length (at most 256);
+    ``target`` marks the position to read.
     """
     if not isinstance(weights, dict) or not isinstance(outputs, dict) or set(weights) != set(outputs):
         raise ValueError("weights and outputs must be dicts with the same head names")
@@ -285,13 +265,9 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
             ax.bar(pos, data, color=colours)
             if target is not None:
                 ax.axvline(target, color="black", ls=":", lw=1)
-            ax.set_ylim(0, 1.05)
-            ax.set_xticks(pos)
-            ax.set_ylabel(label if j == 0 else "")
-        axes[0, j].set_title(f"{name}: attends to {int(np.argmax(w[name]))}")
-        axes[0, j].set_xlabel("key position")
-        axes[1, j].set_title(f"reads token {int(np.argmax(o[name]))}")
-        axes[1, j].set_xlabel("token label")
+            ax.set(ylim=(0, 1.05), xticks=pos, ylabel=label if j == 0 else "")
+        axes[0, j].set(title=f"{name}: attends to {int(np.argmax(w[name]))}", xlabel="key position")
+        axes[1, j].set(title=f"reads token {int(np.argmax(o[name]))}", xlabel="token label")
         if layout == "column":
             axes[1, j].set_ylabel("output")
             axes[0, j].set_ylabel("weight")
@@ -299,10 +275,8 @@ def defect_heads_figure(weights, outputs, *, target: int | None = None, layout: 
 
 
 def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
-    """How much a global shift of every position moves the scores, one line per scheme, log scale.
-
-    ``shifts`` holds 2 to 10,000 shifts ``c``; ``changes`` maps 1 to 6 schemes to the largest change
-    of any score at each shift (non-negative; zeros drawn at the bottom of the axis).
+    """The largest score change under a global shift (2 to 10,000 ``shifts``), one line per scheme (1 to 6
+    non-negative ``changes``), log scale.
     """
     c = v.finite_array("shifts", shifts)
     if c.ndim != 1 or not 2 <= c.size <= 10_000:
@@ -318,22 +292,17 @@ def shift_change_figure(shifts, changes, *, layout: str = "wide") -> Figure:
     ax = grid[0, 0]
     for n, a in data.items():
         ax.plot(c, np.maximum(a, floor), marker="o", ms=3, label=n)
-    ax.set_yscale("log")
-    ax.set_xlabel("global shift $c$ added to every position")
-    ax.set_ylabel("largest change of any score")
-    ax.set_title("moving the origin: the additive code's scores move, the rotary ones only round")
+    ax.set(yscale="log", xlabel="global shift $c$ added to every position", ylabel="largest change of any score",
+           title="moving the origin: the additive code's scores move, the rotary ones only round")
     ax.legend()
     return finish(fig, layout)
 
 
 def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: float = 4.0, *,
                        layout: str = "wide") -> Figure:
-    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``), split in two parts.
-
-    For each sign three labelled bars: the symmetric part ``(q . k) cos(delta theta)``, the oriented
-    part ``-(q x k) sin(delta theta)`` and the score ``<R_m q, R_n k>`` at ``n - m = delta``, computed
-    independently with :func:`ropegeo.rotation.apply_rope`. The symmetric bars are equal, the oriented
-    ones opposite, so the scores differ by twice the oriented part.
+    """One pair's score at ``+delta`` and ``-delta`` (``0 < delta <= 10,000``) as three bars each: the
+    symmetric part (equal), the oriented part (opposite) and the score from
+    :func:`ropegeo.rotation.apply_rope`.
     """
     q, k, theta, dot, cross = _one_pair(q, k, theta)
     delta = v.real("delta", delta, greater_than=0.0, maximum=_MAX_OFFSET)

@@ -48,9 +48,7 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
     if target_length is not None and target_length != train_length:
         ax.axhline(target_length, color="0.3", lw=1, ls=":")
         ax.text(0, target_length * 1.15, f"target length {target_length:,.0f}", fontsize=8, color="0.3")
-    ax.set_yscale("log")
-    ax.set_xlabel("pair index i (fastest first)")
-    ax.set_ylabel("wavelength 2π/θ_i (tokens)")
+    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
     ax.legend(loc="lower right", fontsize=8)
 
 
@@ -73,10 +71,8 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
                 points: int = 4000, layout: str = "wide") -> Figure:
     """The equal-weight kernel K(Δ) of ``theta`` (times ``scale``) over ``[start, stop]`` (stop at most 10**7).
 
-    ``points`` (at most 20,000) offsets are drawn, every integer when the range is smaller. ``marks``
-    near-collisions (0: none) are searched exactly over every integer offset in ``[mark_from, stop]``
-    (default from a tenth of ``stop``, at least 2) with :func:`ropegeo.geometry.near_collisions`,
-    keeping peaks at least a 25th of the range apart.
+    At most ``points`` (20,000) offsets; ``marks`` near-collisions searched exactly over
+    ``[mark_from, stop]`` (default a tenth of ``stop``), at least a 25th of the range apart.
     """
     start = v.integer("start", start, minimum=0)
     stop = v.integer("stop", stop, minimum=start + 1, maximum=10**7)
@@ -108,21 +104,16 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
             ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
-    ax.set_xlabel("offset δ (tokens)")
-    ax.set_ylabel("K(δ) = mean_i cos(δ θ_i)")
+    ax.set(xlabel="offset δ (tokens)", ylabel="K(δ) = mean_i cos(δ θ_i)")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
     return _done(fig, layout)
 
 
 def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = True, layout: str = "wide") -> Figure:
-    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases.
+    """Positions ``0 .. length-1`` as points on the torus of two pairs' phases, coloured by position.
 
-    Each position is drawn at ``(p θ_i mod 2π, p θ_j mod 2π)``, coloured by position: one
-    integer becomes one point on a product of circles. The square's opposite edges are the same
-    circle (a phase of 2π is a phase of 0), drawn in matching colours. With ``mark_return`` the
-    closest return within the drawn positions is circled: the offset ``Δ`` in ``1 .. length-1``
-    whose two phases come nearest to a whole number of turns (the smallest phase distance of
-    the two pairs), marked at positions 0 and ``Δ``.
+    With ``mark_return`` the offset ``Δ`` whose two phases come nearest to a whole number of turns
+    (:func:`return_offset`) is circled at positions 0 and ``Δ``.
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -146,10 +137,8 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
         ax.plot(pts[:, 0], pts[:, 1], "o", ms=11, mfc="none", mec=_MARK, mew=1.6)
         ax.annotate(f"positions 0 and {delta:,}", pts[1], textcoords="offset points", xytext=(10, 12),
                     fontsize=8, color=_MARK, fontweight="bold")
-    ax.set_xlim(0, two_pi)
-    ax.set_ylim(0, two_pi)
-    ax.set_xlabel(f"phase of pair {i} (rad)")
-    ax.set_ylabel(f"phase of pair {j} (rad)")
+    ax.set(xlim=(0, two_pi), ylim=(0, two_pi))
+    ax.set(xlabel=f"phase of pair {i} (rad)", ylabel=f"phase of pair {j} (rad)")
     ax.set_title("opposite edges glued (same colour)", fontsize=8)
     return _done(fig, layout)
 
@@ -167,11 +156,8 @@ def return_offset(theta, length: int) -> int:
 
 def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 128, train_length: float = 8192,
                     stop: float = 1_000_000, *, points: int = 600, layout: str = "wide") -> Figure:
-    """Wavelength ladders and kernels of one to six bases side by side, for a head of ``head_dim``.
-
-    Left: the wavelength of every pair (log axis) for each base, with ``train_length`` drawn.
-    Right: ``K(Δ)`` for each base at ``points`` (10 to 5,000) log-spaced offsets from 1 to ``stop``
-    (at most 10**9).
+    """Wavelength ladders (left) and ``K(Δ)`` at ``points`` (10 to 5,000) log-spaced offsets up to ``stop``
+    (at most 10**9; right) of one to six bases for a head of ``head_dim``.
     """
     if not v.is_collection(bases) or not 1 <= len(bases) <= 6:
         raise ValueError(f"bases must be a list of one to six bases, got {bases!r}")
@@ -191,14 +177,10 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
         ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
     lad.axhline(train_length, color="0.3", lw=1, ls="--")
     lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
-    lad.set_yscale("log")
-    lad.set_xlabel("pair index i (fastest first)")
-    lad.set_ylabel("wavelength 2π/θ_i (tokens)")
+    lad.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
     lad.legend(fontsize=8, loc="upper left")
     ker.axhline(0, color="0.6", lw=0.6)
-    ker.set_xscale("log")
-    ker.set_xlabel("offset δ (tokens)")
-    ker.set_ylabel("K(δ)")
+    ker.set(xscale="log", xlabel="offset δ (tokens)", ylabel="K(δ)")
     ker.legend(fontsize=8, loc="lower left")
     return finish(fig, layout)
 
@@ -209,11 +191,9 @@ ERROR_PIPELINES = ("float32", deployed("bfloat16"), "float16", "bfloat16")
 
 def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points: int = 400,
                      layout: str = "wide") -> Figure:
-    """Largest phase error over the pairs against position, one curve per pipeline (log-log).
-
-    ``dtypes`` holds pipelines or dtype names (:func:`ropegeo.precision.as_pipeline`: a name
-    rounds every stage to that dtype). Dashed verticals mark the consecutive-integer
-    limit of each low-precision *angle* dtype, where positions themselves start to collide.
+    """Largest phase error over the pairs against position, one curve per pipeline or dtype name
+    (:func:`ropegeo.precision.as_pipeline`), log-log; dashed: each low-precision angle dtype's
+    consecutive-integer limit.
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -242,11 +222,9 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
         lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
             ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set(xscale="log", yscale="log")
     ax.set_ylim(1e-9, 4)
-    ax.set_xlabel("position")
-    ax.set_ylabel("largest phase error (rad)")
+    ax.set(xlabel="position", ylabel="largest phase error (rad)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: the curves fill the axes
     return _done(fig, layout)
 
@@ -277,17 +255,13 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
         r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
         for a, b in ((r, c), (c, r)):
             ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
-    ax.set_xlabel("offset")
-    ax.set_ylabel("offset")
+    ax.set(xlabel="offset", ylabel="offset")
     return _done(fig, layout)
 
 
 def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide") -> Figure:
-    """Attention mass on the target against the pair's margin, with the exact-phase prediction.
-
-    ``margins`` are the phase distances between the target and each distractor, ``masses`` the mass
-    the probe put on the target (:func:`ropegeo.margins.attention_probe`); the curve is
-    ``1 / (1 + exp(-sharpness D^2 / 2))``.
+    """Attention mass on the target (:func:`ropegeo.margins.attention_probe`) against the pair's margin,
+    with the exact-phase prediction ``1 / (1 + exp(-sharpness D^2 / 2))``.
     """
     m = v.finite_array("margins", margins).reshape(-1)
     a = v.finite_array("masses", masses).reshape(-1)
@@ -300,21 +274,19 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
     x = np.linspace(0, 2, 200)
     ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D²/2))")
     ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
-    ax.set_xlabel("margin D(target, distractor)")
-    ax.set_ylabel("attention mass on target")
+    ax.set(xlabel="margin D(target, distractor)", ylabel="attention mass on target")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
 
 
 def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
                     marks=(), layout: str = "wide") -> Figure:
-    """Men et al.'s criterion against the base: ``min over m <= length`` of ``sum_i cos(m theta_i)``.
+    """Men et al.'s criterion ``min over m <= length of sum_i cos(m theta_i)`` against the base (valid at or
+    above zero).
 
-    A base is valid where the curve is at or above zero; the shaded bases fail. The curve is
-    sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a hole
-    narrower than one sample (:func:`ropegeo.base_bound.base_bound` certifies intervals instead);
-    ``(length + 1) * head_dim / 2`` cosines per base. ``marks`` (at most 6) are ``(base, label)``
-    pairs drawn as vertical lines.
+    Sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a narrow
+    hole (:func:`ropegeo.base_bound.base_bound` certifies intervals); ``marks`` (at most 6):
+    ``(base, label)`` lines.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
@@ -337,9 +309,7 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
         ax.axvline(b, color=_MARK, lw=0.9, ls="--")
         ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
                     xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
-    ax.set_xscale("log")
-    ax.set_ylim(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5)
-    ax.set_xlabel("base B")
-    ax.set_ylabel(f"min over m ≤ {length:,} of S(m)")
+    ax.set(xscale="log", ylim=(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5))
+    ax.set(xlabel="base B", ylabel=f"min over m ≤ {length:,} of S(m)")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)

@@ -135,25 +135,22 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
   const off = Float64Array.from(offsets).sort(), n = off.length, pairs = theta.length;
   const set = new Set(off), apart = (d) => off.filter((o) => set.has(o + d)).length;
   const found = new Map();
+  let level = 0; // generated phases: the largest rounding of a signature (roundingAt) over the set's offsets
   if (method === "difference") {
     const limit = margin * (1 + TIE_RTOL) + 1e-15, diffs = new Set();
     for (let a = 0; a < n - 1; a++) for (let b = a + 1; b < n; b++) diffs.add(off[b] - off[a]);
     const list = [...diffs].sort((x, y) => x - y), dist = differenceDistance(list, theta);
     list.forEach((d, j) => { if (dist[j] <= limit) found.set(d, apart(d)); });
   } else {
-    const w = 1 / pairs, rw = Math.sqrt(w), sig = [];
-    let level = 0;
+    const rw = Math.sqrt(1 / pairs), sig = [];
     for (let j = 0; j < n; j++) {
       const pos = origin + off[j], g = generatedPhases(pos, theta, dtype);
       const row = new Float64Array(2 * pairs);
-      let err = 0;
       for (let i = 0; i < pairs; i++) {
         row[i] = g.cos[i] * rw;
         row[pairs + i] = g.sin[i] * rw;
-        const t = pos * theta[i];
-        err += (row[i] - Math.cos(t) * rw) ** 2 + (row[pairs + i] - Math.sin(t) * rw) ** 2;
       }
-      level = Math.max(level, Math.sqrt(err));
+      level = Math.max(level, roundingAt(pos, g, theta));
       sig.push(row);
     }
     const tol = margin === 0 ? 0 : Math.max(2 * level, TIE_RTOL * margin);
@@ -178,24 +175,20 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
     const shown = keys.slice(0, 5).map((d) => fmtG(d, 6, true)).join(", ") + (keys.length > 5 ? ", ..." : "");
     text = `${commas(tied)} pairs at differences ${shown} (${how})`;
   }
-  return { tied: Math.max(tied, 1), ties: text, differences: keys };
+  return { tied: Math.max(tied, 1), ties: text, differences: keys, level };
 }
 
-/** ropegeo.gates.b.rule._rounding: the largest distance between a signature formed in ``dtype`` and the
- * exact one, over the set's positions (the origin and the origin plus each offset). */
-function phaseRounding(offsets, theta, dtype, origin) {
+/** The distance between the signature formed in a dtype at ``pos`` (its phases ``g``) and the exact one.
+ * ropegeo.gates.b.rule._rounding is its largest over a set's positions: the origin (here) and the
+ * origin plus each offset (tieClass's level, from the phases it generates anyway). */
+function roundingAt(pos, g, theta) {
   const pairs = theta.length;
-  let level = 0;
-  for (const pos of [origin, ...Array.from(offsets, (o) => origin + o)]) {
-    const g = generatedPhases(pos, theta, dtype);
-    let err = 0;
-    for (let i = 0; i < pairs; i++) {
-      const t = pos * theta[i];
-      err += (g.cos[i] - Math.cos(t)) ** 2 + (g.sin[i] - Math.sin(t)) ** 2;
-    }
-    level = Math.max(level, Math.sqrt(err / pairs));
+  let err = 0;
+  for (let i = 0; i < pairs; i++) {
+    const t = pos * theta[i];
+    err += (g.cos[i] - Math.cos(t)) ** 2 + (g.sin[i] - Math.sin(t)) ** 2;
   }
-  return level;
+  return Math.sqrt(err / pairs);
 }
 
 /** ropegeo.gates.b.rule.gate_b with the default offset sets and rule: margins in the phase dtype at the far
@@ -219,7 +212,8 @@ export function gateB(m, theta, target, trained) {
     } else {
       const t = tieClass(offsets, theta, m.phase_dtype, origin, g.margin, g.method);
       // gate_b judges what every position keeps: the exact margin less twice the phases' rounding
-      const rounding = m.phase_dtype === "float64" ? 0 : phaseRounding(offsets, theta, m.phase_dtype, origin);
+      const rounding = m.phase_dtype === "float64" ? 0
+        : Math.max(t.level, roundingAt(origin, generatedPhases(origin, theta, m.phase_dtype), theta));
       const judged = rounding === 0 ? g.margin
         : separationMargin(offsets, theta, { dtype: "float64", origin }).margin - 2 * rounding;
       const status = judge(judged, threshold);

@@ -1,11 +1,9 @@
 """What every lab shares: one anywidget whose JavaScript computes and draws everything.
 
-A lab's front end is one ES module built from three files of ``ropegeo/book/static``: the geometry core
-(``ropegeo_core.js``), the shared interface (``labs_ui.js``) and the lab's own file. It computes
-from the widget's state, so the same lab answers in Jupyter (Python reads and sets the state) and
-on the static book, where the state is embedded in the page and no kernel runs. Python validates
-the state (a bad value raises ``traitlets.TraitError`` naming the parameter) and gives ropegeo's own
-numbers for it (each lab's ``reference``), which the browser tests compare with the page's.
+Its ES module is the geometry core (``ropegeo_core.js``), the shared interface (``labs_ui.js``) and
+the lab's own file, computing from the widget state: the same lab answers in Jupyter and on the
+static book, where no kernel runs. Python validates the state and gives ropegeo's numbers for it
+(each lab's ``reference``), which the browser tests compare with the page's.
 """
 
 from __future__ import annotations
@@ -34,15 +32,13 @@ def esm_source(lab_file: str) -> str:
 
 
 class Lab(anywidget.AnyWidget):
-    """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")`` and ``BOUNDS``.
+    """Base of the labs: subclasses set ``_esm = esm_source("lab_x.js")``, ``DEFAULTS`` and ``BOUNDS``.
 
-    ``DEFAULTS`` maps a control to its default value; each becomes a synced trait of the default's
-    type (``bool`` Bool, ``int`` Int, ``float`` Float, ``str`` Unicode). ``BOUNDS`` maps a trait name to ``(minimum, maximum)`` (two numbers) or to a tuple of allowed
-    values (strings, booleans or more than two numbers); :meth:`_bounded` enforces it for the
-    traits of ``BOUNDS`` (a ``head_dim`` given as a range must also be even) unless the subclass
-    defines its own ``_check``. A lab carrying query and key vectors of ``VECTOR_WIDTH`` entries
-    has them checked by :meth:`_finite_vector`. ``numbers`` is the lab module's ``reference`` for the
-    current state (with ``q`` and ``k`` when the lab carries them).
+    Each ``DEFAULTS`` entry becomes a synced trait of the default's type. ``BOUNDS`` maps a trait to
+    ``(minimum, maximum)`` or to a tuple of allowed values, enforced by :meth:`_bounded` (an even
+    ``head_dim``) unless the subclass defines ``_check``; a value outside raises
+    ``traitlets.TraitError`` naming the parameter. ``VECTOR_WIDTH`` query and key entries are checked
+    finite. ``numbers`` is the lab module's ``reference`` for the current state.
     """
 
     _css = (STATIC / "labs.css").read_text(encoding="utf-8")
@@ -93,7 +89,7 @@ class Lab(anywidget.AnyWidget):
 
     def state(self) -> dict:
         """The lab's controls as a plain dict (the arguments of its ``reference``)."""
-        return {name: getattr(self, name) for name in self.BOUNDS}
+        return {name: getattr(self, name) for name in self.DEFAULTS}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={val!r}" for k, val in self.state().items())

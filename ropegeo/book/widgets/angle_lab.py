@@ -1,20 +1,8 @@
 """The angle heatmap (chapter 4): the phase of every pair at every position, under a rule and a precision.
 
-Each cell is the phase ``position * theta_i mod 2 pi`` of pair ``i`` (rows, fastest at the bottom)
-at a position (columns, 0 to 1.25 times the target length), drawn with a cyclic colour map, with
-the training and target lengths marked. A second map shows how far that phase is from plain RoPE
-(the unscaled schedule in float64), wrapped into ``[-pi, pi)``: an extension rule changes the slow
-rows (interpolation all of them, YaRN and Llama 3 only the slow band, NTK more and more towards
-the slow end), and an angle table formed in bfloat16 scrambles the fast rows.
-
-Controls (all bounded): the rule (none, linear interpolation, NTK, YaRN, Llama 3 with their
-default parameters), the factor ``s`` (target length ``s`` times the training length), the head
-width, the base, the training length, and the dtype the angles are formed in.
-
-:class:`AngleLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_angles.js`` on the shared
-core) computes and draws, in Jupyter and on the static book alike; :func:`reference` computes the
-same numbers with ropegeo (:func:`ropegeo.scaling.preset`, :func:`ropegeo.scaling.scaled_frequencies`,
-:func:`ropegeo.rotation.phase_angles`), which the tests compare with the page's.
+Each cell is ``position * theta_i mod 2 pi`` (rows: pairs, fastest at the bottom; columns: 0 to 1.25
+times the target length); a second map shows the change from plain float64 RoPE in ``[-pi, pi)``: a
+rule changes the slow rows, a bfloat16 angle table scrambles the fast ones.
 """
 
 from __future__ import annotations
@@ -55,30 +43,13 @@ def _served(state: dict) -> tuple[np.ndarray, int]:
 
 
 def reference(state: dict, cells=()) -> dict:
-    """ropegeo's numbers for an angle-lab state.
+    """ropegeo's numbers for an angle-lab state (bounds as :class:`AngleLab`).
 
-    Parameters
-    ----------
-    state : dict
-        ``rule``, ``factor``, ``head_dim``, ``base``, ``train_length``, ``dtype`` (bounds as :class:`AngleLab`).
-    cells : sequence of (column, pair)
-        Heatmap cells whose phase and change from plain RoPE to return.
-
-    Returns
-    -------
-    dict
-        ``theta`` (the served frequencies), ``target_length``, ``positions`` (the columns),
-        ``at_train`` and ``at_target`` (the phase of each pair at the training and target length, in
-        the dtype, in ``[0, 2 pi)``), ``rounding`` (largest ``|angle in the dtype - exact angle|``
-        over the pairs at the target length, radians), ``column_step`` (tokens per column) and
-        ``aliased_pairs`` (pairs turning more than half a turn per column, whose stripes in the map
-        are aliases), ``phase`` and ``change`` (per cell: the phase
-        and its difference from plain float64 RoPE in ``[-pi, pi)``).
-
-    Raises
-    ------
-    ValueError
-        For a rule, dtype, head width or training length not offered, or a factor or base out of range.
+    ``theta`` (served), ``target_length``, ``positions`` (the columns), ``at_train`` and ``at_target``
+    (each pair's phase in the dtype, in ``[0, 2 pi)``), ``rounding`` (largest angle error at the target,
+    radians), ``column_step`` (tokens per column), ``aliased_pairs`` (more than half a turn per column),
+    and per ``(column, pair)`` of ``cells``: ``phase`` and ``change`` from plain float64 RoPE in
+    ``[-pi, pi)``. Raises ``ValueError`` for a value not offered or out of range.
 
     Examples
     --------
@@ -116,27 +87,8 @@ def reference(state: dict, cells=()) -> dict:
 
 
 class AngleLab(Lab):
-    """The angle heatmap (an anywidget computing in JavaScript).
-
-    Parameters
-    ----------
-    rule : {"none", "linear", "ntk", "yarn", "llama3"}
-        Extension rule, with the defaults of :func:`ropegeo.scaling.preset`.
-    factor : float
-        1 to 64 (the front end moves it in steps of 0.5); target length = factor x training length.
-    head_dim : int
-        One of 16, 32, 64, 128, 256.
-    base : float
-        100 to 10,000,000.
-    train_length : int
-        One of 512, 1024, 2048, 4096, 8192.
-    dtype : {"float64", "float32", "bfloat16"}
-        The dtype the angles are formed in (positions, frequencies and their product).
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds raises ``traitlets.TraitError`` naming the
-    parameter. :attr:`numbers` is :func:`reference` for the current state.
+    """The angle heatmap (controls: ``DEFAULTS``, ``BOUNDS``): ``rule`` with :func:`ropegeo.scaling.preset`'s
+    defaults, target length ``factor`` x ``train_length``, ``dtype`` the angles are formed in.
     """
 
     _esm = esm_source("lab_angles.js")
@@ -144,8 +96,3 @@ class AngleLab(Lab):
               "train_length": TRAIN_LENGTHS, "dtype": ANGLE_DTYPES}
 
     DEFAULTS = {"rule": "yarn", "factor": 4.0, "head_dim": 64, "base": 1e4, "train_length": 2048, "dtype": "float64"}
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state())

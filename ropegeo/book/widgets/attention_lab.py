@@ -1,21 +1,14 @@
 """The attention-score heatmap (chapter 3): the causal matrix ``<R_m q, R_n k>`` over positions.
 
-For a query and key whose contents are defined by formula (every pair equal, the slow or the fast
-half of the pairs only, or a seeded "varied" content), the lab draws the score of every query
-position ``m`` against every key position ``n <= m``. With RoPE the score is ``q^T R(n - m) k``, a
-function of the offset alone, so the matrix is made of stripes parallel to its diagonal, and an
-offset whose rotation nearly returns to the identity (:func:`ropegeo.geometry.near_collisions`,
-weighted by this content's pairs and searched past the first zero of their kernel) is a stripe
-almost as bright as the diagonal. Without a position
-encoding the matrix is flat. A scaling rule (:mod:`ropegeo.scaling`) changes the frequencies (and
-YaRN's attention factor ``a`` multiplies every score by ``a**2``); angles formed in float32,
-float16 or bfloat16 (``apply_rope``'s ``phase_dtype``) break the stripes far from the origin.
+For a query and key content by formula, the score of every query ``m`` against every key
+``n <= m``: with RoPE a function of the offset alone (stripes parallel to the diagonal), an offset
+whose rotation nearly returns to the identity (:func:`ropegeo.geometry.near_collisions`, weighted
+by the content's pairs, past the first zero of their kernel) a stripe almost as bright as the
+diagonal. A scaling rule changes the frequencies (YaRN's factor ``a`` multiplies every score by
+``a**2``); angles formed in a low precision break the stripes far from the origin.
 
-At most ``G = grid_side(head_dim)`` positions per side are drawn (``MAX_ATTN_GRID``, fewer for a
-head wider than 32, so that the matrix takes at most ``MAX_ATTN_PRODUCTS`` multiply-adds): a longer
-span is sampled every ``ceil(span / G)`` positions. :class:`AttentionLab` is an anywidget whose JavaScript
-(``ropegeo/book/static/lab_attention.js`` on the shared core) computes and draws; :func:`reference` is
-ropegeo's computation of the same numbers.
+At most :func:`grid_side` positions per side are drawn (``MAX_ATTN_PRODUCTS`` multiply-adds): a
+longer span is sampled every ``ceil(span / G)`` positions.
 """
 
 from __future__ import annotations
@@ -50,33 +43,11 @@ _TOP = 3
 
 
 class AttentionLab(Lab):
-    """The attention-score heatmap (an anywidget computing in JavaScript).
+    """The attention-score heatmap (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    content : {"equal", "slow", "fast", "varied"}
-        The query and key (see :func:`content`).
-    seed : int
-        0 to 99, for ``"varied"``.
-    encoding : {"rope", "none"}
-    head_dim : int
-        Even, 4 to 128.
-    base : float
-        2 to 10,000,000.
-    span : int
-        Positions shown, a multiple of 16 from 16 to 16,384 (sampled beyond 256).
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Precision in which the angles are formed.
-    rule : {"none", "linear", "ntk", "yarn", "llama3"}
-        Scaling rule stretching ``train_length`` by ``factor``.
-    factor : int
-        1 to 64.
-    train_length : int
-        A multiple of 16 from 16 to 16,384.
-
-    Notes
-    -----
-    A value outside these bounds raises ``traitlets.TraitError`` naming the parameter.
+    ``content``: the query and key (:func:`content`; ``seed`` for ``"varied"``); ``span`` and
+    ``train_length``: multiples of 16; ``dtype``: the precision the angles are formed in; ``rule``
+    stretches ``train_length`` by ``factor``.
 
     Examples
     --------
@@ -116,11 +87,9 @@ def grid_side(head_dim: int) -> int:
 def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The query and key of a content preset, pair ``i`` = coordinates ``(2i, 2i + 1)``.
 
-    ``"equal"``: ``(1, 0)`` in every pair of both, so that the score is ``(d/2) K(n - m)``;
-    ``"slow"`` / ``"fast"``: ``(1, 0)`` in the slower half (``i >= P // 2``) / faster half
-    (``i < ceil(P / 2)``) of the ``P`` pairs and 0 elsewhere; ``"varied"``:
-    ``q_j = cos(g (j + 1) (seed + 1))`` and ``k_j = sin(g (j + 1) (seed + 2) + 1)``, ``g`` the golden
-    angle (a seeded content that the page derives by the same formula).
+    ``"equal"``: ``(1, 0)`` in every pair; ``"slow"`` / ``"fast"``: in the slower half (``i >= P // 2``) /
+    faster half (``i < ceil(P / 2)``) only; ``"varied"``: ``q_j = cos(g (j + 1) (seed + 1))``,
+    ``k_j = sin(g (j + 1) (seed + 2) + 1)``, ``g`` the golden angle.
 
     Examples
     --------
@@ -140,12 +109,11 @@ def content(kind: str, head_dim: int, seed: int = 0) -> tuple[np.ndarray, np.nda
 
 
 def reference(state: dict) -> dict:
-    """ropegeo's numbers for a lab state: ``positions``, ``theta``, ``attention_factor``, ``q``,
-    ``k``, ``scores`` (positions x positions, NaN above the diagonal: query rows, key columns),
-    ``bound`` (``sum_i |q_i| |k_i|`` times the gain), ``returns_from`` (the first offset where this
-    content's kernel ``K_w``, each pair weighted by ``|q_i| |k_i|``, reaches 0; None if it never
-    does below ``span`` or without RoPE) and ``returns`` (``(offset, K_w)`` of
-    :func:`ropegeo.geometry.near_collisions` from ``returns_from`` to ``span - 1``)."""
+    """ropegeo's numbers for a lab state: ``positions``, ``theta``, ``attention_factor``, ``q``, ``k``,
+    ``scores`` (NaN above the diagonal), ``bound`` (``sum_i |q_i| |k_i|`` times the gain),
+    ``returns_from`` (the first offset where the content's weighted kernel reaches 0; None if never
+    below ``span`` or without RoPE) and ``returns`` (``(offset, K_w)`` from there to ``span - 1``).
+    """
     d, span, rope = state["head_dim"], state["span"], state["encoding"] == "rope"
     scaling = None
     if rope and state["rule"] != "none":

@@ -1,24 +1,12 @@
-"""The audit lab: pick a shipped model configuration (and, for a model whose layers differ, the kind
-of layer) or a custom bank, a target length and the phase dtype; read the geometry audit and Gate B.
+"""The audit lab: a shipped configuration (and, where layers differ, the kind of layer) or a custom
+bank, a target length and the phase dtype; the geometry audit and Gate B.
 
-:class:`AuditLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_audit.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike. The shipped
-configurations' records (:func:`records`, from :mod:`ropegeo.models.manifest`, one per kind of layer)
-travel in the widget state, so the page needs no kernel and no network. It shows
-
-* the **geometry audit** of :func:`ropegeo.gates.procedure.geometry_audit`, row by row as its table labels
-  them: the served ruler ("scaled" at the target, "unscaled" for the pre-training schedule),
-  attention factor and extra logit scale, rescaled and slow pairs, ``K(1)``, the relative-law error
-  against its rounding tolerance, and the most identity-like offsets in the search range (from the
-  training length to the target, from 64 when nothing is extended, stopped by a sliding window or
-  the lab's search limit) with the note saying which and why;
-* **Gate B** of :func:`ropegeo.gates.b.rule.gate_b`: the separation margins of the default offset sets
-  (:func:`ropegeo.gates.b.rule.default_offsets`, the distant set stopped by the window) at the far end of
-  the target context, in the phase dtype, each with its verdict against the threshold of Gate B's
-  one rule (:class:`ropegeo.gates.b.rule.GateBRule`, defaults: ``D_train(1) / sqrt 2``), the class of
-  pairs that attains each margin, and the gate's verdict.
-
-:func:`reference` gives ropegeo's numbers for a lab state; the tests compare them with the page's.
+The records (:func:`records`) travel in the widget state, so the page needs no kernel and no
+network. It shows :func:`ropegeo.gates.procedure.geometry_audit`'s rows (the search range from the
+training length to the target, from 64 when nothing is extended, stopped by a sliding window or
+:data:`SEARCH_LIMIT`) and :func:`ropegeo.gates.b.rule.gate_b` on the default offset sets at the far
+end of the target context, in the phase dtype, against :class:`ropegeo.gates.b.rule.GateBRule`'s
+threshold, with the class of pairs that attains each margin.
 """
 
 from __future__ import annotations
@@ -69,14 +57,8 @@ def _kinds(name: str) -> list[str]:
 def records() -> dict:
     """The shipped configurations as the lab's front end reads them.
 
-    Returns
-    -------
-    dict
-        Model name -> the manifest fields of its default reading (``label``, ``base``,
-        ``head_dim``, ``rotary_dim``, ``pairing``, ``phase_dtype``, ``train_length``,
-        ``target_length``, ``scaling`` as a dict, ``sliding_window``, ``layer_type``,
-        ``logit_scale``, ``notes``), plus ``name`` and ``layer_types``: kind -> the same fields
-        read for that kind of layer (empty for a model whose layers all share one operator).
+    Model name -> the manifest fields of its default reading, plus ``name`` and ``layer_types``: kind ->
+    the same fields for that kind of layer (empty when the layers all share one operator).
     """
     out = {}
     for name in shipped_models():
@@ -136,16 +118,10 @@ def idle_rule(state: dict) -> str | None:
 def reference(state: dict) -> dict:
     """ropegeo's numbers for a lab state.
 
-    Returns
-    -------
-    dict
-        ``manifest``: the manifest audited (as a dict; for a shipped model, the kind of layer the
-        state names, or the record's default when the model has no such kind); ``audit``:
-        :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3, search limit :data:`SEARCH_LIMIT`) as a
-        dict, from exact phases so that a dtype overflow cannot hide the rest; ``rows``: its table
-        rows (label, text); ``gate_b``: :func:`ropegeo.gates.b.rule.gate_b` in the phase dtype (default
-        offset sets, origin at the far end of the target context) as a dict, ``None`` when the
-        positions overflow the dtype.
+    ``manifest`` (as a dict); ``audit``: :func:`ropegeo.gates.procedure.geometry_audit` of it (top 3,
+    search limit :data:`SEARCH_LIMIT`, exact phases so that a dtype overflow cannot hide the rest);
+    ``rows``: its table rows; ``gate_b``: :func:`ropegeo.gates.b.rule.gate_b` in the phase dtype,
+    ``None`` when the positions overflow the dtype.
     """
     m = _manifest(state)
     target = state["target_length"]
@@ -158,31 +134,12 @@ def reference(state: dict) -> dict:
 
 
 class AuditLab(Lab):
-    """The audit lab (an anywidget computing in JavaScript).
+    """The audit lab (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    model : str
-        A shipped configuration (:func:`ropegeo.models.manifest.shipped_models`) or ``"custom"``.
-    layer_type : str
-        ``"default"`` (the kind of layer the shipped record reads by default), ``"full_attention"``
-        or ``"sliding_attention"``: for a model whose layers differ (Gemma 3, gpt-oss), the kind
-        audited. The front end sets it back to ``"default"`` for a model with one kind of layer.
-    target_length : int
-        Context to serve, 3 to 2**24 tokens (Llama 4 Scout serves 10,485,760).
-    dtype : str
-        ``"config"`` (the configuration's phase dtype) or one of float64, float32, float16, bfloat16.
-    head_dim, base, train_length, rule
-        The custom bank (used when ``model == "custom"``): even head dim 4 to 256, base 10 to
-        10**7, training length 16 to 131,072, rule stretching it to the target.
-    records : dict
-        The shipped configurations (:func:`records`), embedded for the front end.
-    law_normals : list of float
-        :func:`law_normals`: the vectors of the relative-law check, embedded for the front end.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``model``: a shipped configuration or ``"custom"`` (the bank of ``head_dim``, ``base``,
+    ``train_length``, ``rule``); ``layer_type``: the kind of layer audited for a model whose layers
+    differ (``"default"``: the record's); ``dtype``: ``"config"`` or a phase dtype. ``records`` and
+    ``law_normals`` (:func:`records`, :func:`law_normals`) are embedded for the front end.
     """
 
     _esm = esm_source("lab_audit.js")
@@ -200,20 +157,9 @@ class AuditLab(Lab):
 
 
 def audit_lab(model: str = "custom", **controls) -> AuditLab:
-    """Build the audit lab (display the returned object in a notebook).
+    """Build the audit lab for ``model`` (``"custom"``: the bank of the controls).
 
-    Parameters
-    ----------
-    model : str
-        A shipped configuration or ``"custom"`` (default) for the bank set by ``head_dim``,
-        ``base``, ``train_length`` and ``rule``.
-    **controls
-        ``layer_type``, ``target_length``, ``dtype``, ``head_dim``, ``base``, ``train_length``, ``rule``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown control name; ``traitlets.TraitError`` for a value out of bounds.
+    Raises ``ValueError`` for an unknown control name; ``traitlets.TraitError`` for a value out of bounds.
     """
     unknown = sorted(set(controls) - set(AuditLab.BOUNDS))
     if unknown:

@@ -1,32 +1,17 @@
 """The 2D kernel lab: one frequency bank split between two position axes, ``K(dx, dy)`` on a patch grid.
 
-A head that reads two position axes (the rows and columns of an image's patches) gives each rotary
-pair a 2D frequency vector ``(fx_i, fy_i)``: pair ``i`` turns by ``dx * fx_i + dy * fy_i`` between
-two patches ``(dx, dy)`` apart, and the phase kernel becomes
-
-    K(dx, dy) = (1/P) sum_i cos(dx fx_i + dy fy_i),    P = d / 2 pairs.
-
-How the bank ``theta_i = B ** (-2 i / d)`` is split decides what each axis can resolve:
+Pair ``i`` gets a 2D frequency ``(fx_i, fy_i)`` and ``K(dx, dy) = (1/P) sum_i cos(dx fx_i + dy fy_i)``.
+The split of ``theta_i = B ** (-2 i / d)`` decides what each axis resolves:
 
 - ``"blocked"``: the first half of the pairs (rounded up; the fast ones) turn with x, the rest with
-  y: contiguous sections of one bank, as M-RoPE lays out its sections (Qwen2-VL). y gets only slow
-  pairs, so along y the kernel stays high for many patches. (Axial 2D RoPE for vision, Heo et al.
-  2024, also gives x the first half of the head, but builds a full ladder for each half: in its
-  frequencies it is closer to the interleaved split.)
-- ``"interleaved"``: even pairs turn with x, odd pairs with y, so both axes get pairs from the
-  whole range (Qwen3-VL's interleaved M-RoPE deals its frequency slots to the axes in turn).
-- ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs turn with x, the rest with y.
-- ``"mixed"``: every pair turns with both axes, ``fx_i = theta_i cos(phi_i)``,
-  ``fy_i = theta_i sin(phi_i)``, along the direction ``phi_i = i * golden angle`` (RoPE-Mixed, Heo
-  et al. 2024, learns its directions; the lab uses this fixed, evenly spread set in their place).
+  y, as M-RoPE lays out its sections (Qwen2-VL): y gets only slow pairs;
+- ``"interleaved"``: even pairs with x, odd with y (Qwen3-VL's interleaved M-RoPE);
+- ``"share"``: the first ``floor(x_share * P + 0.5)`` pairs with x;
+- ``"mixed"``: every pair along ``phi_i = i * golden angle``, ``fx_i = theta_i cos(phi_i)``,
+  ``fy_i = theta_i sin(phi_i)`` (RoPE-Mixed, Heo et al. 2024, learns its directions).
 
-The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold: patches
-the head's phases can hardly tell from the query's own position.
-
-:class:`AxesLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_axes.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
-the same computation in numpy (a direct sum of cosines), which the tests compare with the page's
-numbers and with rotated vectors (:func:`ropegeo.rotation.apply_rope`, one axis at a time).
+The near-returns are the offsets other than ``(0, 0)`` whose ``K`` exceeds a threshold.
+:func:`reference` is the page's computation in numpy (a direct sum of cosines).
 """
 
 from __future__ import annotations
@@ -40,8 +25,7 @@ from ropegeo.frequencies import frequencies
 from ropegeo.multiaxis import kernel_grid
 from ropegeo.book.widgets._lab import Lab, esm_source
 
-__all__ = ["AxesLab", "reference", "split_frequencies", "SPLITS", "GOLDEN_ANGLE",
-           "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
+__all__ = ["AxesLab", "reference", "split_frequencies", "SPLITS", "GOLDEN_ANGLE", "MAX_LAB_HEAD_DIM", "MAX_LAB_GRID"]
 
 #: Largest head dimension the lab accepts (as the kernel lab).
 MAX_LAB_HEAD_DIM = 256
@@ -55,28 +39,11 @@ _MAX_TOP = 20
 
 
 class AxesLab(Lab):
-    """The 2D kernel ``K(dx, dy)`` of a bank split between two axes (an anywidget computing in JavaScript).
+    """The 2D kernel ``K(dx, dy)`` of a bank split between two axes (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    head_dim : int
-        Even, 2 to 256. Default 16.
-    base : float
-        Frequency base, 10 to 10,000,000. Default 100 (vision transformers' axial RoPE).
-    split : {"blocked", "interleaved", "share", "mixed"}
-        How the pairs are given to the axes (see the module docstring). Default "blocked".
-    x_share : float
-        Fraction of the pairs turning with x under ``split="share"``, 0 to 1. Default 0.5.
-    grid : int
-        Grid half-width ``G``: offsets ``-G..G`` on each axis, 1 to 64. Default 32.
-    threshold : float
-        An offset other than ``(0, 0)`` with ``K`` above it is a near-return, 0 to 0.99. Default 0.9.
-    top : int
-        How many of the largest ``K`` off the origin to list, 1 to 20. Default 5.
-
-    Notes
-    -----
-    Setting a control outside its bounds raises ``traitlets.TraitError`` naming the parameter.
+    ``split`` as in the module docstring; ``x_share``: fraction of the pairs on x under ``"share"``;
+    ``grid``: offsets ``-grid..grid`` on each axis; ``threshold``: ``K`` above it off the origin is a
+    near-return; ``top``: how many of the largest ``K`` off the origin to list.
 
     Examples
     --------
@@ -92,29 +59,9 @@ class AxesLab(Lab):
 
 
 def split_frequencies(head_dim: int, base: float, split: str = "blocked", x_share: float = 0.5):
-    """The per-pair frequency vectors ``(fx, fy)`` of a bank split between two axes.
+    """The per-pair frequency vectors ``(fx, fy)``, shape (head_dim // 2,) each, radians per patch.
 
-    Parameters
-    ----------
-    head_dim : int
-        Even, 2 to :data:`MAX_LAB_HEAD_DIM`.
-    base : float
-        Frequency base (greater than 1); the bank is ``theta_i = base ** (-2 i / head_dim)``.
-    split : {"blocked", "interleaved", "share", "mixed"}
-        See the module docstring.
-    x_share : float
-        Fraction of the pairs given to x by ``split="share"`` (0 to 1; the first
-        ``floor(x_share * P + 0.5)`` pairs).
-
-    Returns
-    -------
-    fx, fy : numpy.ndarray, shape (head_dim // 2,)
-        Radians per patch along x and along y of each pair.
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter that is out of range.
+    Raises ``ValueError`` naming a parameter out of range (``head_dim`` up to :data:`MAX_LAB_HEAD_DIM`).
 
     Examples
     --------
@@ -148,27 +95,12 @@ def _split(theta: np.ndarray, split: str, x_share: float):
 
 
 def reference(state: dict) -> dict:
-    """ropegeo's numbers for a lab state: what the widget's JavaScript must reproduce.
+    """ropegeo's numbers for a lab state (``AxesLab.state()``; ``ValueError`` out of the lab's bounds).
 
-    Parameters
-    ----------
-    state : dict
-        ``head_dim``, ``base``, ``split``, ``x_share``, ``grid``, ``threshold``, ``top`` as in
-        :class:`AxesLab` (``AxesLab.state()``).
-
-    Returns
-    -------
-    dict
-        ``k``: the grid of :func:`ropegeo.multiaxis.kernel_grid` (row ``dy + G``, column ``dx + G``); ``fx``, ``fy``;
-        ``pairs``; ``x_pairs`` and ``y_pairs`` (pairs turning with x, with y); ``count``: offsets
-        other than ``(0, 0)`` with ``K > threshold``; ``top``: list of ``(dx, dy, K)``, the
-        largest ``K`` among the offsets with ``dy > 0`` or ``dy = 0, dx > 0`` (one of each
-        ``+-`` pair), largest first, ties in the order of ``dy`` then ``dx``.
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter out of the lab's bounds.
+    ``k``: the grid of :func:`ropegeo.multiaxis.kernel_grid` (row ``dy + G``, column ``dx + G``);
+    ``fx``, ``fy``, ``pairs``, ``x_pairs``, ``y_pairs``; ``count``: offsets off the origin with
+    ``K > threshold``; ``top``: ``(dx, dy, K)`` of the largest ``K`` with ``dy > 0`` or ``dy = 0, dx > 0``,
+    largest first, ties by ``dy`` then ``dx``.
     """
     # the lab's own bounds, so that the reference never runs longer than one lab update
     lo, hi = AxesLab.BOUNDS["base"]

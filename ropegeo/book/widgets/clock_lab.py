@@ -1,14 +1,7 @@
 """The rotation clock (chapter 2): move the query position ``m`` and the key position ``n``.
 
-Each rotary pair is a clock whose hand turns by ``position * theta_i``. Shifting both positions
-turns every hand but leaves the score ``<R_m q, R_n k>`` unchanged, since it depends on ``n - m``
-only; moving one position changes it. The pairing toggle groups the coordinates as
-``(2i, 2i + 1)`` or ``(i, i + d/2)``. "Play" animates the clock: both positions advance one token
-at a time (``speed`` tokens per second) and the hands turn while the score stays put.
-
-:class:`ClockLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_clock.js`` on the shared
-geometry core) computes and draws, in Jupyter and on the static book alike; :func:`reference` is
-ropegeo's computation of its numbers (:func:`ropegeo.rotation.apply_rope`).
+Each pair is a clock whose hand turns by ``position * theta_i``: shifting both positions turns the
+hands and keeps the score ``<R_m q, R_n k>``; "play" advances both one token at a time.
 """
 
 from __future__ import annotations
@@ -30,26 +23,10 @@ _WIDTH = 16  # the query and key vectors carried in the state (the lab uses the 
 
 
 class ClockLab(Lab):
-    """The rotation clock (an anywidget computing in JavaScript).
+    """The rotation clock (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    m, n : int
-        Query and key positions, 0 to 512 tokens.
-    head_dim : int
-        Even, 2 to 16 (one clock per pair).
-    base : float
-        Frequency base, 2 to 100,000 (small bases turn the slow hands visibly).
-    pairing : {"interleaved", "half"}
-    speed : int
-        Animation speed, 1 to 32 tokens per second: "play" advances both positions by one token
-        per step (the score stays put), "pause" stops; the lab never plays by itself.
-    q, k : list of float
-        The query and key vectors (16 entries; the lab uses the first ``head_dim``).
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``m``, ``n``: query and key positions; ``speed``: tokens per second of "play" (the lab never plays
+    by itself); ``q``, ``k``: 16 entries, the first ``head_dim`` used.
     """
 
     _esm = esm_source("lab_clock.js")

@@ -1,12 +1,8 @@
 """The frequency lab: drag head dim, base, lengths, interpolation and phase dtype; watch K(Δ),
 the wavelength ladder and the Gate B readout change.
 
-:class:`FrequencyLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_frequency.js`` on the
-shared core) computes and draws, in Jupyter and on the static book alike. :func:`lab_state` is
-ropegeo's computation of the same numbers, which the tests compare with the page's.
-Every control is bounded (:data:`CONTROLS`), so no slider position can ask for unbounded work:
-the kernel is drawn at no more than :data:`KERNEL_POINTS` offsets and the near-collision search
-covers at most ``131,072`` offsets.
+:func:`lab_state` is ropegeo's computation of the page's numbers; every control is bounded
+(:data:`CONTROLS`): K is drawn at no more than :data:`KERNEL_POINTS` offsets.
 """
 
 from __future__ import annotations
@@ -38,62 +34,33 @@ def _largest(dtype: str) -> float:
     return float((ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)).max)
 
 
-def _controls(head_dim, base, train_length, target_length, interpolate, dtype) -> dict:
-    lo, hi, _ = CONTROLS["head_dim"]
-    head_dim = v.integer("head_dim", head_dim, minimum=lo, maximum=hi)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (between {lo} and {hi}), got {head_dim}")
-    lo, hi, _ = CONTROLS["base"]
-    base = v.real("base", base, minimum=lo, maximum=hi)
-    lo, hi, _ = CONTROLS["train_length"]
-    train_length = v.integer("train_length", train_length, minimum=lo, maximum=hi)
-    lo, hi, _ = CONTROLS["target_length"]
-    target_length = v.integer("target_length", target_length, minimum=lo, maximum=hi)
-    if not isinstance(interpolate, (bool, np.bool_)):
-        raise ValueError(f"interpolate must be True or False, got {interpolate!r}")
-    if dtype not in PHASE_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(PHASE_DTYPES)}, got {dtype!r}")
-    return dict(head_dim=head_dim, base=base, train_length=train_length, target_length=target_length,
-                interpolate=bool(interpolate), dtype=dtype)
+def _controls(**c) -> dict:
+    for name in ("head_dim", "base", "train_length", "target_length"):
+        lo, hi, _ = CONTROLS[name]
+        c[name] = (v.real if name == "base" else v.integer)(name, c[name], minimum=lo, maximum=hi)
+        if name == "head_dim" and c[name] % 2:
+            raise ValueError(f"head_dim must be even (between {lo} and {hi}), got {c[name]}")
+    if not isinstance(c["interpolate"], (bool, np.bool_)):
+        raise ValueError(f"interpolate must be True or False, got {c['interpolate']!r}")
+    if c["dtype"] not in PHASE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(PHASE_DTYPES)}, got {c['dtype']!r}")
+    return dict(c, interpolate=bool(c["interpolate"]))
 
 
 def lab_state(head_dim: int = 128, base: float = 1e4, train_length: int = 4096, target_length: int = 2**15,
               interpolate: bool = False, dtype: str = "float32") -> dict:
-    """Everything the lab shows, for one setting of its controls.
+    """Everything the lab shows, for one setting of its controls (bounds: :data:`CONTROLS`; ``ValueError`` outside).
 
-    Parameters
-    ----------
-    head_dim : int
-        Even, 4 to 256.
-    base : float
-        10 to 10**7.
-    train_length, target_length : int
-        16 to 131,072 each.
-    interpolate : bool
-        Linear position interpolation by ``min(1, train_length / target_length)``.
-    dtype : {"float64", "float32", "float16", "bfloat16"}
-        Phase precision of the deployment.
-
-    Returns
-    -------
-    dict
-        ``controls`` (the validated controls), ``theta``, ``wavelengths``, ``turns`` (arrays of
-        shape (head_dim/2,)), ``slow_pairs`` (int), ``scale`` (float), ``kernel_offsets`` and
-        ``kernel_values`` (shape (<= KERNEL_POINTS,); exact K), ``kernel_dtype`` (K from the cosines
-        generated in ``dtype``, NaN where positions overflow it), ``near`` (list of (offset, K) for the three
-        most identity-like offsets in ``[train_length, target_length]``, empty when the target is
-        not longer), ``adjacent_distance`` (exact ``D(1)`` under the scale), ``parser_margin`` and
-        ``parser_pair`` (Gate B margin of offsets 1, 2, 3 just before the target length, in
-        ``dtype``; None when those positions overflow it), ``largest_finite`` (largest number of
-        ``dtype``), ``integer_limit`` (consecutive-integer limit of ``dtype``) and
-        ``largest_position`` (``target_length``: positions are stored in the dtype before scaling).
-
-    Raises
-    ------
-    ValueError
-        For any control outside its bounds (see :data:`CONTROLS`).
+    ``controls``; ``theta``, ``wavelengths``, ``turns``, ``slow_pairs``, ``scale``; ``kernel_offsets``,
+    ``kernel_values`` (exact K at <= :data:`KERNEL_POINTS` offsets) and ``kernel_dtype`` (K from the
+    cosines generated in ``dtype``, NaN where positions overflow it); ``near``: the three most
+    identity-like ``(offset, K)`` in ``[train_length, target_length]``; ``adjacent_distance`` ``D(1)``;
+    ``parser_margin``, ``parser_pair``: Gate B's margin of offsets 1-3 just before the target in
+    ``dtype`` (None on overflow); ``largest_finite``, ``integer_limit`` of ``dtype`` and
+    ``largest_position``.
     """
-    c = _controls(head_dim, base, train_length, target_length, interpolate, dtype)
+    c = _controls(head_dim=head_dim, base=base, train_length=train_length, target_length=target_length,
+                  interpolate=interpolate, dtype=dtype)
     theta = frequencies(c["head_dim"], c["base"])
     scale = min(1.0, c["train_length"] / c["target_length"]) if c["interpolate"] else 1.0
     top = c["target_length"]
@@ -166,16 +133,8 @@ def readout(state: dict) -> str:
 
 
 class FrequencyLab(Lab):
-    """The frequency lab as a widget whose JavaScript computes and draws (Jupyter and static pages).
-
-    Traits (synced with the front end, bounds in :data:`CONTROLS`): ``head_dim``, ``base``,
-    ``train_length``, ``target_length``, ``interpolate``, ``dtype``. The front end shows K(Δ)
-    exact and from the dtype's phases, the wavelength ladder and the readout of :func:`readout`;
-    :func:`lab_state` gives ropegeo's numbers for the same state.
-
-    Notes
-    -----
-    Setting a control outside :data:`CONTROLS` raises ``traitlets.TraitError`` naming the control.
+    """The frequency lab (controls: :data:`CONTROLS`); the front end shows K(Δ) exact and in the
+    dtype, the wavelength ladder and :func:`readout`.
     """
 
     _esm = esm_source("lab_frequency.js")
@@ -191,19 +150,7 @@ class FrequencyLab(Lab):
 
 
 def frequency_lab(**controls) -> FrequencyLab:
-    """Build the frequency lab (display the returned object in a notebook).
-
-    Parameters
-    ----------
-    **controls
-        Initial values: ``head_dim``, ``base``, ``train_length``, ``target_length``,
-        ``interpolate``, ``dtype`` (bounds in :data:`CONTROLS`).
-
-    Raises
-    ------
-    ValueError
-        For an unknown control name or a value outside its bounds.
-    """
+    """Build the frequency lab; ``ValueError`` for an unknown control or a value outside :data:`CONTROLS`."""
     unknown = sorted(set(controls) - set(CONTROLS))
     if unknown:
         raise ValueError(f"unknown control(s) {', '.join(unknown)}; the controls are {', '.join(CONTROLS)}")

@@ -1,12 +1,8 @@
 """The kernel lab: drag the frequency bank's controls and watch ``K(delta)`` and its near-returns.
 
-The widget is an ``anywidget`` whose JavaScript (``ropegeo/book/static/lab_kernel.js`` on the shared
-geometry core ``ropegeo_core.js``) computes
-``K(delta) = mean_i cos(delta * s * theta_i)`` with ``theta_i = base ** (-2 i / d)`` itself, draws
-it and lists the most identity-like offsets in a bounded range. Python only holds the validated
-state, so the same widget answers live in Jupyter and, from its embedded state, in the static book
-where no kernel runs. :func:`reference` gives ``ropegeo``'s own numbers for the same state (the
-book's browser test checks the two agree to 1e-9).
+The page computes ``K(delta) = mean_i cos(delta * s * theta_i)``, draws it and lists the most
+identity-like offsets in a bounded range; :func:`reference` gives ropegeo's numbers (the browser
+test checks the two agree to 1e-9).
 """
 
 from __future__ import annotations
@@ -33,27 +29,11 @@ _MAX_TOP = 20
 
 
 class KernelLab(Lab):
-    """The equal-weight kernel ``K(delta)`` of a rotary frequency bank, as a live/static widget.
+    """The equal-weight kernel ``K(delta)`` of a rotary frequency bank (controls: ``DEFAULTS``).
 
-    Parameters
-    ----------
-    head_dim : int
-        Rotary dimension ``d`` (even, 2 to 256). Default 8.
-    base : float
-        Frequency base ``B`` (greater than 1). Default 10,000.
-    offset_start, offset_stop : int
-        The inclusive offset range drawn and searched (``0 <= start <= stop``, at most
-        ``MAX_SPAN`` offsets). Default 1 to 20,000.
-    interpolate : bool
-        Position interpolation: offsets are multiplied by ``s = train_length / target_length``.
-    train_length, target_length : int
-        Lengths defining ``s`` (positive). Default 4,096 and 16,384.
-    top : int
-        How many most identity-like offsets to list (1 to 20). Default 5.
-
-    Notes
-    -----
-    Setting a control to a value outside the ranges above (the message names the parameter). raises ``traitlets.TraitError``.
+    ``offset_start .. offset_stop``: the inclusive range drawn and searched (at most :data:`MAX_SPAN`
+    offsets); ``interpolate`` multiplies offsets by ``s = train_length / target_length``; ``top``:
+    offsets listed. A value out of range raises ``traitlets.TraitError`` naming the parameter.
 
     Examples
     --------
@@ -76,13 +56,15 @@ class KernelLab(Lab):
         except ValueError as exc:
             raise traitlets.TraitError(str(exc)) from None
 
-    @traitlets.validate("head_dim")
-    def _v_head_dim(self, proposal):
-        return self._bad(proposal, lambda x: v.integer("head_dim", v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
-
-    @traitlets.validate("base")
-    def _v_base(self, proposal):
-        return self._bad(proposal, v.base)
+    @traitlets.validate("head_dim", "base", "train_length", "target_length", "top")
+    def _v_control(self, proposal):
+        name = proposal["trait"].name
+        if name == "head_dim":
+            return self._bad(proposal, lambda x: v.integer(name, v.head_dim(x), maximum=MAX_LAB_HEAD_DIM))
+        if name == "base":
+            return self._bad(proposal, v.base)
+        top = _MAX_TOP if name == "top" else MAX_LAB_OFFSET
+        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=top))
 
     @traitlets.validate("offset_start", "offset_stop")
     def _v_offset(self, proposal):
@@ -94,15 +76,6 @@ class KernelLab(Lab):
         stop = value if name == "offset_stop" else self.offset_stop
         self._check_range(start, stop)
         return value
-
-    @traitlets.validate("train_length", "target_length")
-    def _v_length(self, proposal):
-        name = proposal["trait"].name
-        return self._bad(proposal, lambda x: v.integer(name, x, minimum=1, maximum=MAX_LAB_OFFSET))
-
-    @traitlets.validate("top")
-    def _v_top(self, proposal):
-        return self._bad(proposal, lambda x: v.integer("top", x, minimum=1, maximum=_MAX_TOP))
 
     @staticmethod
     def _check_range(start: int, stop: int):
@@ -116,39 +89,18 @@ class KernelLab(Lab):
                 f"the offset range holds {span:,} offsets; the lab searches at most {MAX_SPAN:,} per update"
             )
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.state().items())
-        return f"KernelLab({args})"
-
     @property
     def scale(self) -> float:
         """The offset multiplier ``s``: ``min(1, train_length / target_length)`` when interpolating, else 1."""
         return min(1.0, self.train_length / self.target_length) if self.interpolate else 1.0
 
-    def state(self) -> dict:
-        """The lab's parameters as a plain dict (the arguments of :func:`reference`)."""
-        return {"head_dim": self.head_dim, "base": self.base, "offset_start": self.offset_start,
-                "offset_stop": self.offset_stop, "interpolate": self.interpolate,
-                "train_length": self.train_length, "target_length": self.target_length, "top": self.top}
-
 
 def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *, interpolate: bool = False,
               train_length: int = 4096, target_length: int = 16_384, top: int = 5, offsets=None) -> dict:
-    """``ropegeo``'s numbers for a lab state: what the widget's JavaScript must reproduce.
+    """``ropegeo``'s numbers for a lab state (arguments as :class:`KernelLab`).
 
-    Parameters
-    ----------
-    head_dim, base, offset_start, offset_stop, interpolate, train_length, target_length, top
-        As in :class:`KernelLab`.
-    offsets : array_like, optional
-        Offsets at which to evaluate ``K`` as well.
-
-    Returns
-    -------
-    dict
-        ``scale``; ``top``: list of ``(offset, K)`` from
-        :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at ``offsets`` from
-        :func:`ropegeo.geometry.kernel` (empty if ``offsets`` is None).
+    ``scale``; ``top``: ``(offset, K)`` from :func:`ropegeo.geometry.near_collisions`; ``k``: ``K`` at
+    ``offsets`` (empty if None); ``returns``: :func:`distinct_returns` within ``return_width``.
     """
     # the lab's own limits, so that the reference can never run longer than one lab update
     head_dim = v.head_dim(head_dim, maximum=MAX_LAB_HEAD_DIM)
@@ -174,19 +126,10 @@ def reference(head_dim: int, base: float, offset_start: int, offset_stop: int, *
 
 
 def distinct_returns(values, start: int, top: int, width: int) -> list:
-    """The ``top`` offsets with the largest ``K`` among those whose ``K`` is the largest within
-    ``width`` offsets either side (ties: the smaller offset): one offset per return, where
-    :func:`ropegeo.geometry.near_collisions` may list two neighbours on one peak.
-
-    Parameters
-    ----------
-    values : array_like, shape (n,)
-        ``K`` at the offsets ``start .. start + n - 1``.
-
-    Returns
-    -------
-    list of (int, float)
-        ``(offset, K)`` pairs (``K`` at most 1), largest first.
+    """The ``top`` offsets ``(offset, K)`` with the largest ``K`` (at most 1) among those whose
+    ``K`` (``values`` at ``start, start + 1, ...``) is the largest within ``width`` offsets either side
+    (ties: the smaller offset): one offset per return, where :func:`ropegeo.geometry.near_collisions`
+    may list two neighbours on one peak.
 
     Examples
     --------

@@ -1,23 +1,7 @@
-"""Phase error by pipeline (chapter 5): one chart, four ways a rotary layer can form its phases.
-
-For one pair of a head (or the worst pair), the angle between the phase a pipeline generates and
-the exact one is drawn against position on log axes, for the four pipelines of
-:mod:`ropegeo.precision`:
-
-* ``float32``: every stage in float32 (:func:`ropegeo.precision.uniform`);
-* ``deployed``: float32 angles, cos and sin cast to bfloat16, as transformers serves a model
-  loaded in bfloat16 (:func:`ropegeo.precision.deployed`);
-* ``cast``: the frequency buffer rounded to bfloat16 by ``model.to(torch.bfloat16)``, then float32
-  angles and a bfloat16 table (:func:`ropegeo.precision.buffer_cast`);
-* ``bfloat16``: every stage in bfloat16, the historical bug (``uniform("bfloat16")``).
-
-Controls (all bounded): the base, the head width, the pair index (or the largest error over the
-pairs) and the largest position drawn.
-
-:class:`PipelineLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_pipeline.js`` on the
-shared core) computes and draws, in Jupyter and on the static book alike; :func:`reference`
-computes the same curves with :func:`ropegeo.precision.phase_error`, which the tests compare with
-the page's.
+"""Phase error by pipeline (chapter 5): for one pair (or the worst), the angle between the phase a
+pipeline generates and the exact one against position, for :data:`PIPELINES` (float32 throughout;
+``deployed``: float32 angles, bfloat16 cos/sin; ``cast``: the buffer rounded by
+``model.to(torch.bfloat16)``; bfloat16 throughout).
 """
 
 from __future__ import annotations
@@ -42,36 +26,18 @@ POINTS = 200
 
 
 def curve_positions(max_position: int) -> np.ndarray:
-    """The positions of the curves: ``round(max_position ** (k / 299))``, ``k = 0 .. 299``, without repeats.
-
-    The lab publishes the positions it computed; the tests check them against this formula and
-    compute the reference at the lab's own positions.
-    """
+    """The curves' positions: ``round(max_position ** (k / (POINTS - 1)))`` for ``k = 0 .. POINTS - 1``,
+    without repeats."""
     m = v.integer("max_position", max_position, minimum=MIN_POSITION, maximum=MAX_POSITION)
     return np.unique(np.round(float(m) ** (np.arange(POINTS) / (POINTS - 1))).astype(np.int64))
 
 
 def reference(state: dict, at=None) -> dict:
-    """ropegeo's phase error of each pipeline for a pipeline-lab state.
+    """ropegeo's phase error (radians) of each pipeline of :data:`PIPELINES` for a pipeline-lab state.
 
-    Parameters
-    ----------
-    state : dict
-        ``base``, ``head_dim``, ``pair``, ``worst``, ``max_position`` (bounds as :class:`PipelineLab`).
-    at : array_like of int, optional
-        Positions (default :func:`curve_positions` of ``max_position``).
-
-    Returns
-    -------
-    dict
-        ``positions`` and, per pipeline name of :data:`PIPELINES`, the phase error in radians of
-        pair ``pair`` (:func:`ropegeo.precision.phase_error`) or, with ``worst``, the largest over
-        the pairs (:func:`ropegeo.precision.max_phase_error`).
-
-    Raises
-    ------
-    ValueError
-        For a head width not offered, or a base, pair or largest position out of range.
+    At positions ``at`` (default :func:`curve_positions`), for pair ``pair``
+    (:func:`ropegeo.precision.phase_error`) or, with ``worst``, the largest over the pairs
+    (:func:`ropegeo.precision.max_phase_error`); also ``positions``. Raises ``ValueError`` out of range.
 
     Examples
     --------
@@ -96,25 +62,10 @@ def reference(state: dict, at=None) -> dict:
 
 
 class PipelineLab(Lab):
-    """Phase error against position for four pipelines (an anywidget computing in JavaScript).
+    """Phase error against position for four pipelines (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    base : float
-        100 to 10,000,000.
-    head_dim : int
-        One of 16, 32, 64, 128, 256.
-    pair : int
-        0 to ``head_dim / 2 - 1`` (the front end holds it there when the width shrinks).
-    worst : bool
-        Draw the largest error over the pairs instead of one pair's.
-    max_position : int
-        Largest position drawn, 100 to 10,000,000.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds raises ``traitlets.TraitError`` naming the
-    parameter. :attr:`numbers` is :func:`reference` for the current state.
+    ``pair``: 0 to ``head_dim / 2 - 1`` (held there when the width shrinks); ``worst``: the largest
+    error over the pairs instead.
     """
 
     _esm = esm_source("lab_pipeline.js")

@@ -1,19 +1,8 @@
-"""The scaling lab: choose an extension rule and its parameters, watch the ruler and the trade-off.
+"""The scaling lab: an extension rule and its parameters; the ruler and the trade-off.
 
-Controls (all bounded): the rule, the extension factor ``s`` (1 to 64), the head width, the base,
-the training length, YaRN's ``beta_fast`` / ``beta_slow`` and Llama-3's ``low_freq_factor`` /
-``high_freq_factor``. Each update redraws three panels (the stretched ruler over the unscaled one,
-the per-pair phase novelty at ``s`` times the training length, and the novelty/resolution
-trade-off of every rule at this factor) and the numbers: pairs stretched, pairs with novel phase,
-``K(1)`` and ``D(1)``, the fastest pair's step, the Gate B margins of offsets ``1 .. 16`` and of
-``64, 128, ..`` up to the training length, and the attention factor.
-
-LongRoPE is not offered: its per-pair factors come from a search over a trained model, not from
-a formula (chapter 4 uses the real lists of three Phi-3 models instead).
-
-:class:`ScalingLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_scaling.js`` on the shared
-core) computes and draws, in Jupyter and on the static book alike; :func:`lab_report` is ropegeo's
-computation of the same numbers, which the tests compare with the page's.
+Three panels (the stretched ruler over the unscaled one, the per-pair phase novelty at the target,
+the novelty/resolution trade-off of every rule at this factor) and :func:`summary`'s numbers.
+LongRoPE is not offered: its per-pair factors come from a search over a trained model.
 """
 
 from __future__ import annotations
@@ -48,31 +37,9 @@ def lab_report(rule: str = "yarn", factor: float = 8.0, *, train_length: int = 4
              low_freq_factor: float = 1.0, high_freq_factor: float = 4.0) -> ExtensionReport:
     """The lab's numbers for one setting: the rule stretched to ``factor * train_length``.
 
-    Parameters
-    ----------
-    rule : {"none", "linear", "ntk", "dynamic", "yarn", "llama3"}
-    factor : float
-        1 to 64.
-    train_length : int
-        One of 1024, 2048, 4096, 8192, 32768.
-    head_dim : int
-        One of 32, 64, 96, 128, 256.
-    base : float
-        1,000 to 10,000,000.
-    beta_fast, beta_slow : float
-        YaRN's ramp ends (0.25 to 128, ``beta_fast > beta_slow``); ignored by other rules.
-    low_freq_factor, high_freq_factor : float
-        Llama-3's band edges (0.25 to 64, ``high > low``); ignored by other rules.
-
-    Returns
-    -------
-    ropegeo.extension.ExtensionReport
-        With the Gate B margin of offsets 1 .. 16.
-
-    Raises
-    ------
-    ValueError
-        For any value outside the ranges above, naming the parameter.
+    ``beta_fast > beta_slow`` (0.25 to 128) are YaRN's, ``high_freq_factor > low_freq_factor`` (0.25 to
+    64) Llama-3's, ignored by other rules. Returns an :class:`ropegeo.extension.ExtensionReport` with the
+    Gate B margin of offsets 1 .. 16; ``ValueError`` naming a value out of the lab's ranges.
     """
     if rule not in LAB_RULES:
         raise ValueError(f"rule must be one of {', '.join(map(repr, LAB_RULES))}, got {rule!r}")
@@ -107,19 +74,11 @@ def summary(report: ExtensionReport) -> str:
 
 
 class ScalingLab(Lab):
-    """Interactive lab (an anywidget computing in JavaScript): the ruler and trade-off of one rule.
+    """The ruler and trade-off of one rule (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Traits (synced with the front end): ``rule``, ``factor``, ``head_dim``, ``base``,
-    ``train_length``, ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``,
-    with the bounds of :func:`lab_report` (``beta_fast`` and ``high_freq_factor`` from 0.5). The
-    front end keeps every state valid: ``beta_slow`` is held at most ``beta_fast - 0.25`` and
-    ``low_freq_factor`` at most ``high_freq_factor - 0.25`` (the value handed back to Python), so
-    no control position blanks the lab. :attr:`ScalingLab.report` is ropegeo's :func:`lab_report`
-    for the current state.
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    The front end keeps ``beta_slow`` at most ``beta_fast - 0.25`` and ``low_freq_factor`` at most
+    ``high_freq_factor - 0.25``, so no control position blanks the lab. :attr:`ScalingLab.report` is
+    :func:`lab_report` for the current state.
     """
 
     _esm = esm_source("lab_scaling.js")

@@ -1,35 +1,14 @@
 """The wiring lab (chapter 5): pairings, position ids and phase precision, judged as Gate A would.
 
-The query of the last of 32 tokens attends to every token of its document. The lab chooses the
-pairing the keys are declared with and the pairing the query is actually rotated with, the
-position-id policy (contiguous, left-padded, packed with reset or continuing positions, a KV cache
-whose decoded token gets a chosen position) and the phase dtype, and reports
+The query of the last of 32 tokens attends to its document. The lab chooses the declared pairing,
+the one the query is rotated with, the position-id policy and the phase dtype, and reports the
+relative-law residual (shifts of 1, 5, 17 and 4,096), the score errors against float64 at the true
+positions (both relative to ``|q| |k|``, against Gate A's tolerance) and the pair layout read from
+the query's rotation at position 1 (exact in every dtype).
 
-* the **relative-law residual**: how much a query-key score changes when both positions shift by
-  1, 5, 17 or 4,096 (Gate A's shift check), relative to ``|q| |k|``;
-* the **score errors**: each score against the declared operator at the true positions
-  ``0 .. 31`` in float64, relative to ``|q| |k|``;
-
-each against Gate A's rounding tolerance for the dtype, and
-
-* the **pair layout**: which coordinates the query's rotation turns together, read from its matrix
-  at position 1 (Gate A's layout check), against the declared pairing. Zeros stay zeros in every
-  dtype, so this reading is exact even where the tolerances above are too coarse to see a mixed
-  pairing.
-
-A shift of every position (padding,
-continuing packed positions) changes no score beyond rounding; a mixed pairing breaks the relative
-law; a wrong cache offset keeps the law but gives wrong scores.
-
-A score of two rotated vectors moves by at most ``2 |q||k|`` (:data:`CEILING`). A verdict whose
-tolerance reaches that cannot fail, so it is **inconclusive**, never green
-(:func:`ropegeo.gates.verdicts.status`): the shift check is judged on the shifts whose tolerance stays
-below the ceiling (bfloat16 phases leave none at head dim 16; float16 keeps 1, 5 and 17), and the
-score check at bfloat16 is inconclusive too (its tolerance, about ``4 |q||k|``, exceeds 2).
-
-:class:`WiringLab` is an anywidget whose JavaScript (``ropegeo/book/static/lab_wiring.js`` on the
-shared geometry core) computes and draws; :func:`reference` is ropegeo's computation
-(:func:`ropegeo.rotation.apply_rope` with ``phase_dtype``).
+A score of rotated vectors moves by at most ``2 |q||k|`` (:data:`CEILING`): a verdict whose
+tolerance reaches it cannot fail, so it is **inconclusive** (:func:`ropegeo.gates.verdicts.status`);
+the shift check is judged on the shifts whose tolerance stays below the ceiling.
 """
 
 from __future__ import annotations
@@ -101,12 +80,10 @@ def positions_text(ids) -> str:
 
 
 def reference(state: dict, q, k) -> dict:
-    """ropegeo's numbers for a wiring state: ``positions``, ``reference`` and ``scores`` (per key),
-    ``score_error`` and ``shift_residual`` (relative to ``|q||k|``; the residual over the shifts
-    judged, ``judged_shifts``: those whose tolerance is below :data:`CEILING`, or over every shift
-    when none is), Gate A's tolerances, the verdicts ``shift_status`` and ``scores_status``
-    (``"pass"``, ``"fail"`` or ``"inconclusive"``), and ``layout_status`` with
-    ``layout_mismatches``: the coordinates the query's rotation pairs otherwise than declared."""
+    """ropegeo's numbers for a wiring state: ``positions``, ``reference``, ``scores``, ``score_error`` and
+    ``shift_residual`` (over ``judged_shifts``, relative to ``|q||k|``), the tolerances, the verdicts
+    ``shift_status``, ``scores_status``, ``layout_status`` and ``layout_mismatches``.
+    """
     d, dtype = state["head_dim"], state["dtype"]
     theta = frequencies(d, state["base"])
     qv, kv = np.asarray(q[:d], dtype=float), np.asarray(k[:d], dtype=float)
@@ -140,28 +117,11 @@ def reference(state: dict, q, k) -> dict:
 
 
 class WiringLab(Lab):
-    """The wiring lab (an anywidget computing in JavaScript).
+    """The wiring lab (controls: ``DEFAULTS``, ``BOUNDS``).
 
-    Parameters
-    ----------
-    pairing, query_pairing : {"interleaved", "half"}
-        The declared pairing (keys) and the one the query is rotated with.
-    policy : str
-        One of :data:`ropegeo.models.manifest.POSITION_ID_POLICIES`.
-    pad : int
-        Left padding, or the length of the earlier packed document (0 to 4,096 tokens).
-    cache_offset : int
-        Position the KV-cache policy gives the decoded token (0 to 8,192; correct: 31).
-    dtype : str
-        Phase dtype (float64, float32, float16, bfloat16).
-    head_dim, base
-        Even head dim 4 to 64; base 10 to 10**7.
-    q, k : list of float
-        Query and key vectors (64 entries; the first ``head_dim`` are used).
-
-    Notes
-    -----
-    Setting a control to a value outside its bounds (the message names the parameter). raises ``traitlets.TraitError``.
+    ``pairing`` is declared (keys), ``query_pairing`` rotates the query; ``pad``: left padding or the
+    earlier packed document's length; ``cache_offset``: the decoded token's position under
+    ``"kv-cache"`` (correct: 31); ``q``, ``k``: 64 entries, the first ``head_dim`` used.
     """
 
     _esm = esm_source("lab_wiring.js")
@@ -175,8 +135,3 @@ class WiringLab(Lab):
     q = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[0]).tag(sync=True)
     k = traitlets.List(traitlets.Float(), default_value=random_vectors(_WIDTH, 5)[1]).tag(sync=True)
 
-
-    @property
-    def numbers(self) -> dict:
-        """:func:`reference` for the current state."""
-        return reference(self.state(), self.q, self.k)
