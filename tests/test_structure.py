@@ -1,7 +1,8 @@
 """The package stays navigable: short functions, modules of one concern, no import cycles.
 
 Measured on the source with ``ast`` (nothing is imported): no function over 120 lines, no module
-over 1,000 lines, and no cycle among the module-level imports of ``ropegeo`` modules.
+over 1,000 lines, the whole package within its budget of 20,000 non-blank lines, and no cycle among
+the module-level imports of ``ropegeo`` modules.
 """
 
 import ast
@@ -47,6 +48,27 @@ def test_no_function_over_120_lines():
                 if lines > MAX_FUNCTION_LINES and (rel, node.name) not in KNOWN_LONG_FUNCTIONS:
                     long.append(f"{rel}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "functions over 120 lines: " + ", ".join(long)
+
+
+LINE_BUDGET = 20_000  # non-blank lines of Python in ropegeo/, every file counted
+
+
+def non_blank_lines(root: Path) -> int:
+    """Non-blank lines of every ``.py`` file below ``root`` (docstrings and comments count)."""
+    return sum(sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+               for path in root.rglob("*.py"))
+
+
+def test_package_within_its_line_budget():
+    assert non_blank_lines(ROOT) <= LINE_BUDGET
+
+
+def test_the_line_counter_counts_every_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text('"""doc"""\n\n   \nx = 1\n', encoding="utf-8")
+    (tmp_path / "sub" / "b.py").write_text("# comment\n" * 3, encoding="utf-8")
+    (tmp_path / "c.txt").write_text("not python\n", encoding="utf-8")
+    assert non_blank_lines(tmp_path) == 5
 
 
 def test_no_module_over_1000_lines():
