@@ -81,10 +81,14 @@ def kernel_map_figure(banks: dict, extent: int) -> Figure:
         image = ax.imshow(kernel_grid(F, extent), origin="lower", extent=(-extent - 0.5, extent + 0.5) * 2,
                           vmin=-1, vmax=1, cmap="RdBu_r")
         ax.set_title(name)
-        ax.set_xlabel("dx")
-        ax.set_ylabel("dy")
+        ax.set_xlabel("offset Δx (patches)")
+        ax.set_ylabel("offset Δy (patches)")
         fig.colorbar(image, ax=ax, label="K")
     return finish(fig, "column")
+
+
+#: Axis labels in the chapter's words for the fields of a split study.
+_FIELD_LABELS = {"target_mass": "attention on the target"}
 
 
 def split_figure(study: dict, field: str = "target_mass") -> Figure:
@@ -101,7 +105,7 @@ def split_figure(study: dict, field: str = "target_mass") -> Figure:
         ax.scatter(values, i + jitter, s=12, color="tab:blue")
     ax.set_yticks(range(len(names)), names)
     ax.set_xlim(0, 1)
-    ax.set_xlabel(field.replace("_", " ") + " (one dot per seed)")
+    ax.set_xlabel(_FIELD_LABELS.get(field, field.replace("_", " ")) + " (one dot per seed)")
     ax.invert_yaxis()
     return finish(fig, "column")
 
@@ -119,6 +123,6 @@ def split_budget_figure(curves: dict, field: str = "target_mass") -> Figure:
     ax.set_xscale("log")
     ax.set_ylim(0, 1)
     ax.set_xlabel("training steps")
-    ax.set_ylabel(field.replace("_", " "))
+    ax.set_ylabel(_FIELD_LABELS.get(field, field.replace("_", " ")))
     ax.legend(loc="upper left")
     return finish(fig, "column")
