@@ -2,11 +2,15 @@
 message) and accepts a solution derived here independently."""
 
 import math
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
 from ropegeo.book.exercises import check, exercise_ids
+
+NB = Path(__file__).resolve().parents[1] / "chapters" / "08_multi_axis.ipynb"
 
 
 def stub(*args, **kwargs):
@@ -93,7 +97,7 @@ def test_position_ids():
     right = lambda s: _ids(s, lambda st, h, w: st + max(h - 1, w - 1) + 1)
     assert check("ch08-position-ids", right)
     assert check("ch08-position-ids", lambda s: right(s).astype(float))
-    # a 32 x 48 image: 1,536 tokens, the text after it 48 ids on (the solution's prose)
+    # a 32 x 48 image: 1,536 tokens, the text after it 48 ids on
     ids = right([(32, 48), 1])
     assert ids.shape == (3, 32 * 48 + 1) and ids[0, -1] == 48
     by_count = lambda s: _ids(s, lambda st, h, w: st + h * w)
@@ -131,3 +135,34 @@ def test_slowest_usable():
     assert "slower pair still" in check("ch08-slowest-usable", 3).message
     assert "indexed 0 to 7" in check("ch08-slowest-usable", 8).message
     assert "whole number" in check("ch08-slowest-usable", 4.5).message
+
+
+def test_position_ids_video_answer_in_the_solution():
+    # the solution's Qwen2.5-VL video: two-frame temporal patches at 1.5 fps (tau = 4/3 s), tokens_per_second 2;
+    # transformers truncates t * tau * r to an integer (.long()), here with exact fractions
+    from fractions import Fraction
+    ids = [int(t * Fraction(4, 3) * 2) for t in range(6)]
+    nb = nbformat.read(NB, 4)
+    solution = next(c.source for c in nb.cells if c.source.startswith("With $\\tau r = 8/3$"))
+    assert ", ".join(map(str, ids)) in solution
+    gaps = {b - a for a, b in zip(ids, ids[1:])}
+    assert gaps == {2, 3} and "2 or 3 ids apart" in solution
+
+
+def test_slowest_usable_solution_shape():
+    # the solution: from pair 1 on the attention on the target falls with the pair's speed; pair 0 (a return within
+    # the grid's 8 rows) does a little worse than pair 1. The check's own sweep, seeds 0-2, re-trained here.
+    from ropegeo.frequencies import frequencies
+    from ropegeo.multiaxis import axis_frequencies
+    from ropegeo.toy.axial_heads import split_study
+    theta = frequencies(16, 100.0)
+    mass = []
+    for j in range(8):
+        assignment = np.zeros(8, dtype=int)
+        assignment[j] = 1
+        splits = {"s": axis_frequencies(theta, assignment, 2)}
+        mass.append(split_study(splits, seeds=range(3), target=(2, 3), grid=(8, 8), steps=300)["s"]["target_mass"].mean())
+    assert mass[0] < mass[1] and all(a > b for a, b in zip(mass[1:], mass[2:])), np.round(mass, 3)
+    nb = nbformat.read(NB, 4)
+    solution = next(c.source for c in nb.cells if c.source.startswith("From pair 1 on"))
+    assert "Pair 0, the fastest" in solution

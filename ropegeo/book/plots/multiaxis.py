@@ -76,9 +76,13 @@ def kernel_map_figure(banks: dict, extent: int) -> Figure:
     for ax, (name, F) in zip(axes, banks.items()):
         image = ax.imshow(kernel_grid(F, extent), origin="lower", extent=(-extent - 0.5, extent + 0.5) * 2,
                           vmin=-1, vmax=1, cmap="RdBu_r")
-        ax.set(title=name, xlabel="dx", ylabel="dy")
+        ax.set(title=name, xlabel="offset Δx (patches)", ylabel="offset Δy (patches)")
         fig.colorbar(image, ax=ax, label="K")
     return finish(fig, "column")
+
+
+#: Axis labels in the chapter's words for the fields of a split study.
+_FIELD_LABELS = {"target_mass": "attention on the target"}
 
 
 def split_figure(study: dict, field: str = "target_mass") -> Figure:
@@ -94,7 +98,7 @@ def split_figure(study: dict, field: str = "target_mass") -> Figure:
         jitter = np.linspace(-0.25, 0.25, values.size)
         ax.scatter(values, i + jitter, s=12, color="tab:blue")
     ax.set_yticks(range(len(names)), names)
-    ax.set(xlim=(0, 1), xlabel=field.replace("_", " ") + " (one dot per seed)")
+    ax.set(xlim=(0, 1), xlabel=_FIELD_LABELS.get(field, field.replace("_", " ")) + " (one dot per seed)")
     ax.invert_yaxis()
     return finish(fig, "column")
 
@@ -109,7 +113,7 @@ def split_budget_figure(curves: dict, field: str = "target_mass") -> Figure:
         b, y = np.asarray(c["budgets"]), np.asarray(c[field])
         ax.plot(b, y.mean(axis=1), marker="o", color=colour, label=name)
         ax.fill_between(b, y.min(axis=1), y.max(axis=1), color=colour, alpha=0.2)
-    ax.set(xscale="log", ylim=(0, 1))
-    ax.set(xlabel="training steps", ylabel=field.replace("_", " "))
+    ax.set(xscale="log", ylim=(0, 1), xlabel="training steps",
+           ylabel=_FIELD_LABELS.get(field, field.replace("_", " ")))
     ax.legend(loc="upper left")
     return finish(fig, "column")
