@@ -10,12 +10,21 @@ inv_freq`` for the three streams, ``recomposition_frequencies`` splitting the pa
 ``apply_multimodal_rotary_pos_emb``, on cos and sin cut by ``mrope_section * 2``.)
 
 :data:`AXES_DEFECTS` lists the broken variants Gate A must name, each with the check that must
-lead its report and the finding (:data:`ropegeo.gates.a.axes.FINDINGS`) it must read:
+lead its report and the finding (:data:`ropegeo.gates.a.axes.FINDINGS`) it must read (and
+:data:`AXES_BANDS_DEFECTS` the one whose layout reads right):
 
 ``sections-swapped``      the first two section sizes exchanged (``[24, 16, 24]`` for ``[16, 24, 24]``)
 ``one-axis-for-all``      the time ids used for every band
 ``interleave-off-by-one`` Qwen3-VL's height and width slots one pair later (2, 5, .. and 3, 6, ..)
 ``boundary-off-by-one``   the time | height boundary one pair late (``[17, 23, 24]``)
+``text-fast-path``        equal ids (text tokens) take the 1D rotary; other ids a path whose bands each
+                          build their own schedule over their section (``base ** (-j / section)``, as an
+                          axial vision RoPE does): the one variant ``axis-bands`` leads
+
+``axis-blind`` has no variant: it fails only where ``interleave`` fails first (see
+:mod:`ropegeo.gates.a.axes`). ``axis-bands`` leads only for code whose angles are not a sum of
+per-axis terms, since the text positions and ``axis-blind`` pin every per-axis term; the fast path
+(a dispatch on the ids, as engines send text-only batches to their 1D kernel) is such code.
 
 The catalogue is built by :func:`axes_entry`.
 """
@@ -29,14 +38,16 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["MultiAxisRotary", "AxesEntry", "AXES_DEFECTS", "AXES_CORRECT", "axes_entry", "QWEN2_VL_SECTIONS",
+__all__ = ["MultiAxisRotary", "AxesEntry", "AXES_DEFECTS", "AXES_BANDS_DEFECTS", "AXES_CORRECT", "axes_entry",
+           "QWEN2_VL_SECTIONS",
            "QWEN3_VL_SECTIONS"]
 
 #: Qwen2-VL's and Qwen2.5-VL's sections (time, height, width) of a 128-wide head, and Qwen3-VL's.
 QWEN2_VL_SECTIONS = (16, 24, 24)
 QWEN3_VL_SECTIONS = (24, 20, 20)
 _DATA = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
-_DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one", "boundary-off-by-one")
+_DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one", "boundary-off-by-one",
+            "text-fast-path")
 
 
 class MultiAxisRotary:
@@ -45,7 +56,7 @@ class MultiAxisRotary:
     ``sections`` is ``mrope_section``: pairs for time, height and width (summing to
     ``head_dim // 2``), in Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; ``base`` is
     ``rope_theta``; cos, sin and the vectors are cast to the serving ``dtype`` and rotated there.
-    ``defect`` names one of :data:`AXES_DEFECTS`; ``stepwise`` forms each pair's angle from the previous
+    ``defect`` names one of :data:`AXES_DEFECTS` or :data:`AXES_BANDS_DEFECTS`; ``stepwise`` forms each pair's angle from the previous
     one (``theta *= base ** (-2 / head_dim)`` in float32, as llama.cpp does), a correct variant. ``x`` has shape ``(seq, head_dim)`` or
     ``(batch, seq, head_dim)``; ``positions`` has shape ``(3,) + x.shape[:-1]`` (time, height, width
     ids), or ``x.shape[:-1]`` for text tokens (the three ids equal, as transformers expands them).
@@ -104,12 +115,17 @@ class MultiAxisRotary:
             pos = np.broadcast_to(pos[0], pos.shape)
         d = self.head_dim
         inv = (np.float32(1.0) / (np.float32(self.base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))))
+        step = np.full(d // 2, np.float32(self.base) ** np.float32(-2.0 / d), dtype=np.float32)
+        restart = np.arange(d // 2) == 0
+        if self.defect == "text-fast-path" and not (np.array_equal(pos[0], pos[1]) and np.array_equal(pos[0], pos[2])):
+            inv = np.concatenate([np.float32(1.0) / np.float32(self.base) ** (np.arange(s, dtype=np.float32) /
+                                                                               np.float32(s)) for s in self.sections])
+            step = np.repeat([np.float32(self.base) ** np.float32(-1.0 / s) for s in self.sections], self.sections)
+            restart = np.isin(np.arange(d // 2), np.cumsum([0, *self.sections[:2]]))
         freqs = pos.astype(np.float32)[..., None] * inv.astype(np.float32)  # (3, ..., seq, d/2)
         if self.stepwise:  # llama.cpp: theta = p, then theta *= base^(-2/d) pair after pair, in float32
-            step = np.float32(self.base) ** np.float32(-2.0 / d)
-            freqs[..., 0] = pos.astype(np.float32)
-            for i in range(1, d // 2):
-                freqs[..., i] = freqs[..., i - 1] * step
+            for i in range(d // 2):
+                freqs[..., i] = pos.astype(np.float32) if restart[i] else freqs[..., i - 1] * step[i]
         c, s = self._recompose(np.cos(freqs)), self._recompose(np.sin(freqs))
         data = _DATA[self.dtype]
         cos = np.concatenate([c, c], axis=-1).astype(data)
@@ -138,6 +154,8 @@ AXES_DEFECTS = {"sections-swapped": (False, "sections", "layout"),
                 "one-axis-for-all": (False, "sections", "position-id"),
                 "interleave-off-by-one": (True, "interleave", "layout"),
                 "boundary-off-by-one": (False, "sections", "layout")}
+#: Broken variants whose layout reading is right (no finding), led by a later check: the same form.
+AXES_BANDS_DEFECTS = {"text-fast-path": (False, "axis-bands", "layout")}
 #: Correct entries: Qwen2-VL's blocks and Qwen3-VL's interleaving.
 AXES_CORRECT = {"qwen2-vl": False, "qwen3-vl": True}
 
@@ -158,13 +176,15 @@ def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = 
     """
     if name in AXES_CORRECT:
         inter, leads, defect, broken = AXES_CORRECT[name], None, None, None
-    elif name in AXES_DEFECTS:
-        (inter, leads, defect), broken = AXES_DEFECTS[name], name
+    elif name in AXES_DEFECTS or name in AXES_BANDS_DEFECTS:
+        (inter, leads, defect), broken = {**AXES_DEFECTS, **AXES_BANDS_DEFECTS}[name], name
     else:
-        raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS])}, got {name!r}")
+        raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS, *AXES_BANDS_DEFECTS])}, "
+                         f"got {name!r}")
     base, sec, ctx = (5e6, QWEN3_VL_SECTIONS, 262_144) if inter else (1e6, QWEN2_VL_SECTIONS, 32_768)
     max_position = ctx if max_position is None else v.length("max_position", max_position, minimum=16)
     impl = MultiAxisRotary(128, base, sec, inter, dtype, broken, stepwise)
     declared = dict(head_dim=128, base=base, pairing="half", max_position=max_position, mrope_section=sec,
                     mrope_interleaved=inter)
-    return AxesEntry(name, impl, declared, leads, broken, defect)
+    finding = broken if leads in ("sections", "interleave") else None  # the layout reading's name for it
+    return AxesEntry(name, impl, declared, leads, finding, defect)

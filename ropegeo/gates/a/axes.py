@@ -27,6 +27,13 @@ The ``axes`` protocol
   - ``axis-bands``: each band turns with its own axis's ids at its declared frequencies;
   - ``axis-blind``: each band is blind to the other two axes.
 
+  ``axis-blind`` reads the single-axis probes ``interleave`` reads, at the same tolerance: a pair it sees
+  turn with another axis is read as following that axis (or several), so ``sections`` or ``interleave``
+  fails first wherever the pair's own turn is visible; it leads only when such a pair is too slow to show
+  its own turn (the layout checks are then inconclusive). ``axis-bands`` leads only for code whose angles
+  are not a sum of per-axis terms: text positions and ``axis-blind`` pin each term
+  (``tests/test_gate_a_defects.py``; ``book.broken_axes.AXES_BANDS_DEFECTS`` holds such code).
+
 A failed ``sections`` or ``interleave`` check names what was read (:data:`FINDINGS`): sections
 swapped, one axis's ids used for all axes, interleaving off by one pair, a section boundary off by
 one, blocks where interleaving is declared (or the reverse). A check whose tolerance reaches the
