@@ -319,8 +319,8 @@ def test_defect_catalogue_counts(glued):
 
     broken_names = [n for n, e in DEFECTS.items() if e.check is not None]
     assert glued["n_defect_broken"] == len(broken_names)
-    # every class a failed check can name, except the two symptoms without a culprit
-    assert glued["n_defect_classes"] == len(set(DEFECT_CLASSES) - {"algebra", "contract"}) == 9
+    # every class a failed check can name (algebra and contract included since issue 35)
+    assert glued["n_defect_classes"] == len(set(DEFECT_CLASSES)) == 11
     assert glued["n_defect_correct"] == glued["n_defect_correct_pass"] == 2
     assert glued["n_defect_named"] == glued["n_defect_broken"]
 

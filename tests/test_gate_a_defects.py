@@ -20,7 +20,7 @@ CORRECT = [n for n, e in DEFECTS.items() if not e.broken]
 
 def test_the_catalogue_covers_every_defect_class():
     named = {DEFECTS[n].defect for n in BROKEN}
-    assert named == set(DEFECT_CLASSES) - {"algebra", "contract"}
+    assert named == set(DEFECT_CLASSES)
     assert {"served-bfloat16", "served-float16"} <= set(CORRECT)
 
 
@@ -32,7 +32,7 @@ def test_every_defect_is_named_with_its_class(name, head_dim):
     assert r.failed[0] == e.check, r.table()
     assert r.defects[0] == e.defect and r.check(e.check).defect == e.defect
     assert e.keyword in r.diagnosis, r.diagnosis
-    assert r.diagnosis.startswith(f"{e.defect} defect") or e.defect in ("decoding",)
+    assert r.diagnosis.startswith(f"{e.defect} defect") or e.defect in ("decoding", "contract")
 
 
 @pytest.mark.parametrize("name", CORRECT)
@@ -347,3 +347,129 @@ def test_transformers_buffer_cast_is_named_in_its_serving_dtype(dtype, head_dim)
     assert r.failed[0] == "frequencies" and f"rounded to {dtype}" in r.diagnosis, r.table()
     # the control: loaded in that dtype (inv_freq computed in float32), the same module passes
     assert gate_a(ServedRotary(head_dim, pairing="half", data_dtype=dtype), head_dim=head_dim, pairing="half").passed
+
+
+# ---------------------------------------------------------------- issue 35: the algebra, the contract, the axes
+@pytest.mark.parametrize("head_dim", [16, 64])
+def test_the_algebraic_checks_each_lead_on_their_positive_and_pass_its_control(head_dim):
+    from ropegeo.book.broken import BatchedCache, LognQueries, Rotary
+
+    d = head_dim
+    cases = [  # (broken, the same code where its defect cannot reach the probes, the check, its class)
+        (LognQueries(d), LognQueries(d, length=2**20), "shift", "algebra"),  # no query past the length
+        (PositionDefect(d, mode="stale-block", size=1700), PositionDefect(d, mode="stale-block", size=2**20),
+         "composition", "algebra"),
+        (PositionDefect(d, mode="nonnegative"), None, "inverse", "algebra"),  # its control: below
+        (BatchedCache(d), Rotary(d), "values", "contract"),
+    ]
+    for bad_impl, control, check, cls in cases:
+        r = gate_a(bad_impl, head_dim=d)
+        assert r.failed[0] == check and r.defects == [cls] and r.check(check).defect == cls, r.table()
+        if cls == "algebra":  # nothing before the algebraic check sees it
+            assert r.failed == [check], r.table()
+        if control is not None:
+            ok = gate_a(control, head_dim=d)
+            assert ok.passed, ok.table()
+    # negative ids clamped: the control is the refusal, which leaves inverse not measured (never a pass)
+    def refuses_negatives(x, p):
+        if np.min(p) < 0:
+            raise ValueError("positions must be non-negative")
+        return apply_rope(x, p)
+    r = gate_a(refuses_negatives, head_dim=d)
+    assert r.passed and r.check("inverse").passed is None
+    assert gate_a(Rotary(d), head_dim=d).check("inverse").passed is True
+
+
+def test_algebra_is_named_only_when_no_specific_class_explains_the_failure():
+    # a query-only scaling breaks shift invariance too, but the report names roles, not algebra
+    e = defect_entry("scaled-queries", 16)
+    r = gate_a(e.impl, **e.declared)
+    assert "shift" in r.failed and r.check("shift").defect == "algebra", r.table()
+    assert r.defects == ["roles"]
+    r = gate_a(defect_entry("logn-queries", 16).impl, head_dim=16)
+    assert r.defects == ["algebra"] and r.diagnosis.startswith("algebra defect")
+
+
+def test_logn_queries_against_qwens_list():
+    # Qwen-7B: logn_list = [log(i, seq_length) if i > seq_length else 1 for i in range(1, 32768)], position i - 1
+    from ropegeo.book.broken import LognQueries, Rotary
+
+    f, ref = LognQueries(8, length=64), Rotary(8)
+    x = np.random.default_rng(0).normal(size=(100, 8))
+    p = np.arange(100)
+    want = [math.log(i, 64) if i > 64 else 1.0 for i in range(1, 101)]
+    got = np.linalg.norm(f(x, p, role="query"), axis=1) / np.linalg.norm(ref(x, p, role="query"), axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(f(x, p, role="key"), ref(x, p, role="key"), rtol=0, atol=0)
+
+
+def _mrope(angle_of, d=128, base=1e6):
+    """A half-split M-RoPE in float64 whose pair angles are ``angle_of(pos, theta)`` (pos: (3, ..., seq))."""
+    theta = base ** (-np.arange(0, d, 2) / d)
+
+    def f(x, positions):
+        x = np.asarray(x, dtype=np.float64)
+        pos = np.asarray(positions)
+        pos = np.broadcast_to(pos, (3, *x.shape[:-1])) if pos.shape == x.shape[:-1] else pos
+        ang = angle_of(pos.astype(np.float64), theta)
+        c, s_ = np.cos(ang), np.sin(ang)
+        h = d // 2
+        return np.concatenate([x[..., :h] * c - x[..., h:] * s_, x[..., :h] * s_ + x[..., h:] * c], axis=-1)
+    return f
+
+
+SECTIONS = (16, 24, 24)
+MROPE = dict(head_dim=128, base=1e6, pairing="half", max_position=32_768, mrope_section=SECTIONS)
+
+
+def _own(pos, pairs=None):
+    from ropegeo.gates.a.axes import axis_layout
+
+    decl = axis_layout(SECTIONS, False, 64) if pairs is None else pairs
+    return np.moveaxis(pos[decl], 0, -1)  # (..., seq, pairs): each pair's own axis id
+
+
+@pytest.mark.parametrize("stepwise", [False, True])
+def test_axis_bands_leads_on_the_text_fast_path_and_passes_its_control(stepwise):
+    from ropegeo.book.broken_axes import axes_entry
+
+    e = axes_entry("text-fast-path", stepwise=stepwise)
+    r = gate_a(e.impl, **e.declared)
+    assert r.failed == ["axis-bands"] and r.defects == ["layout"] and r.finding is None, r.table()
+    assert all(r.check(c).passed for c in ("sections", "interleave", "axis-blind"))
+    ok = axes_entry("qwen2-vl", stepwise=stepwise)
+    assert gate_a(ok.impl, **ok.declared).passed
+
+
+def test_additive_code_with_wrong_band_frequencies_fails_on_text_positions_first():
+    # the same per-section schedules without the fast path: the angles are a sum of per-axis terms, so
+    # text positions (the three ids equal) show the wrong frequencies before axis-bands can
+    per_section = np.concatenate([1e6 ** (-np.arange(s) / s) for s in SECTIONS])
+    r = gate_a(_mrope(lambda pos, th: _own(pos) * per_section), **MROPE)
+    assert r.failed[0] == "frequencies" and r.check("axis-bands").passed is False, r.table()
+    assert r.check("sections").passed and r.check("axis-blind").passed  # each pair follows its own axis
+
+
+@pytest.mark.parametrize("pairs,other", [([40], 1), (list(range(40, 64)), 0), ([3, 5], 2), (list(range(16, 40)), 2)])
+def test_axis_blind_fails_only_where_the_layout_reading_fails_first(pairs, other):
+    # pairs that read the mean of their own axis's id and another's: right on text positions (the ids
+    # equal), half speed along their own axis, and turning with the other axis's ids. axis-blind reads
+    # the single-axis probes the layout reading reads, at the same tolerance: a pair it sees turn with
+    # another axis is read as following several axes, so sections fails first (every pair turns visibly)
+    def angle(pos, th):
+        own = _own(pos)
+        own[..., pairs] = (own[..., pairs] + pos[other][..., None]) / 2
+        return own * th
+    r = gate_a(_mrope(angle), **MROPE)
+    assert all(r.check(c).passed for c in ("layout", "frequencies", "context", "shift")), r.table()
+    assert r.check("axis-blind").passed is False
+    assert r.failed[0] == "sections" and r.finding == "several-axes", r.table()
+
+
+def test_axis_blind_never_leads_the_catalogue():
+    from ropegeo.book.broken_axes import AXES_BANDS_DEFECTS, AXES_CORRECT, AXES_DEFECTS, axes_entry
+
+    for name in (*AXES_CORRECT, *AXES_DEFECTS, *AXES_BANDS_DEFECTS):
+        r = gate_a(axes_entry(name).impl, **axes_entry(name).declared)
+        if r.check("axis-blind").passed is False:
+            assert {"sections", "interleave"} & set(r.failed[:r.failed.index("axis-blind")]), (name, r.table())

@@ -10,7 +10,8 @@ interpolated) and eight broken ones (``mixed-pairing``, ``query-restart``, ``cac
 ``scaled-queries``, ``bfloat16-angles``, ``wrong-base``, ``missliced-partial``, ``rotated-values``:
 each entry's ``title`` says what it does). :data:`DEFECTS` is the wider catalogue Gate A is tested
 on: every defect class, each with the check that must lead its report and the words its diagnosis
-must contain, plus correct implementations served in bfloat16 and float16 that must pass.
+must contain (position-id, precision, frequency, layout, convention,
+magnitude, roles, values, decoding, algebra, contract), plus correct implementations served in bfloat16 and float16 that must pass.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ropegeo.softmax import softmax
 __all__ = ["Rotary", "CatalogueEntry", "CATALOGUE", "entry", "correct_entries", "broken_entries",
            "attention_comparison", "position_ids", "POSITION_POLICIES", "mixing_summary", "shift_score_change",
            "packed_score_change", "partial_score_parts", "manifest_replays", "DEFECTS", "defect_entry",
-           "PositionDefect", "ServedRotary"]
+           "PositionDefect", "ServedRotary", "LognQueries", "BatchedCache"]
 
 _ROLES = ("query", "key", "value")
 
@@ -155,16 +156,45 @@ class RotatedValues(Rotary):
         return super()._rotate(x, positions, "key" if role == "value" else role)
 
 
+class LognQueries(Rotary):
+    """Qwen's logn attention folded into the rotary code: a query at 0-based position ``p`` with
+    ``p + 1 > length`` is multiplied by ``log(p + 1) / log(length)`` (Qwen-7B's ``logn_list``,
+    ``seq_length`` 8,192); keys, values and shorter positions are as in :class:`Rotary`."""
+
+    def __init__(self, *args, length: int = 8192, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.length = v.integer("length", length, minimum=2)
+
+    def _rotate(self, x, positions, role):
+        out = super()._rotate(x, positions, role)
+        if role != "query":
+            return out
+        n = np.asarray(positions, dtype=np.float64) + 1.0
+        return out * np.where(n > self.length, np.log(np.maximum(n, 1.0)) / np.log(self.length), 1.0)[..., None]
+
+
+class BatchedCache(Rotary):
+    """``decode_step`` returns the cached keys and values with a leading batch axis, ``(1, n, head_dim)``,
+    as a cache layer stores them: the calling contract asks for ``(n, head_dim)``."""
+
+    def decode_step(self, query, key, value):
+        q, keys, values = super().decode_step(query, key, value)
+        return q, keys[None], values[None]
+
+
 class PositionDefect(Rotary):
     """What a broken integration does to position ids before an otherwise correct rotation.
 
     ``mode``: ``"wrapped"`` (a table of ``size`` rows indexed modulo its size), ``"clamped"`` (at
     ``size - 1``), ``"int8"``, ``"ignored"`` (slot indices), ``"origin"`` (shifted by ``size``),
     ``"first-row"`` (a batch read through its first row), ``"start"`` (only the first id read) or
-    ``"bfloat16"`` (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does).
+    ``"bfloat16"`` (ids built in the data's bfloat16, as ``arange(seq, dtype=x.dtype)`` does),
+    ``"nonnegative"`` (negative ids clamped to 0, a left-padding guard) or ``"stale-block"`` (the 256
+    table rows from ``size`` on hold the previous row's angles: built to show what ``composition`` sees alone).
     """
 
-    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start", "bfloat16")
+    _MODES = ("wrapped", "clamped", "int8", "ignored", "origin", "first-row", "start", "bfloat16", "nonnegative",
+              "stale-block")
 
     def __init__(self, *args, mode: str = "wrapped", size: int = 4096, **kwargs):
         super().__init__(*args, **kwargs)
@@ -188,6 +218,10 @@ class PositionDefect(Rotary):
             return p[..., :1] + np.arange(p.shape[-1]) if p.ndim else p
         if self.mode == "bfloat16":
             return p.astype(ml_dtypes.bfloat16).astype(np.float64)
+        if self.mode == "nonnegative":
+            return np.maximum(p, 0)
+        if self.mode == "stale-block":
+            return np.where((p >= self.size) & (p < self.size + 256), p - 1, p)
         return np.broadcast_to(p.reshape(-1, p.shape[-1])[0], p.shape) if p.ndim > 1 else p
 
     def _rotate(self, x, positions, role):
@@ -596,6 +630,16 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
         *(bad(f"clamped-table-{n}", f"a cos/sin table of {n:,} rows indexed with a clamp",
               PositionDefect(d, mode="clamped", size=n), "context", f"table of {n:,} rows indexed with a clamp",
               "position-id") for n in (2048, 1024, 512)),
+        # the algebra and the contract: what only shift, composition, inverse or a contract break can show
+        bad("logn-queries", "queries past 8,192 multiplied by log_8192(p + 1) (Qwen's logn attention in the rotary "
+            "code)", LognQueries(d), "shift", "score depends on absolute position", "algebra"),
+        bad("stale-table-block", "the table rows 1,700..1,955 hold the angles of the row before (a block filled one "
+            "row late)", PositionDefect(d, mode="stale-block", size=1700), "composition", "not additive in position",
+            "algebra"),
+        bad("negative-ids-clamped", "negative position ids clamped to 0 (a guard for left padding's -1)",
+            PositionDefect(d, mode="nonnegative"), "inverse", "negative positions are not the inverse", "algebra"),
+        bad("batched-cache", "decode_step returns the caches with a batch axis, (1, n, head_dim)", BatchedCache(d),
+            "values", "decode_step returned shapes", "contract"),
     ]
     kinds = {"mixed-pairing": "layout", "missliced-partial": "layout", "query-restart": "decoding",
              "cache-off-by-one": "decoding", "scaled-queries": "roles", "bfloat16-angles": "precision",

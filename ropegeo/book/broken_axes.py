@@ -9,7 +9,9 @@ everywhere, height at ``slice(1, 3 h, 3)``, width at ``slice(2, 3 w, 3)``), then
 :data:`AXES_DEFECTS` lists the broken variants Gate A must name (:func:`axes_entry` builds them):
 ``sections-swapped`` (``[24, 16, 24]`` for ``[16, 24, 24]``), ``one-axis-for-all`` (the time ids
 for every band), ``interleave-off-by-one`` (Qwen3-VL's height and width slots one pair later),
-``boundary-off-by-one`` (``[17, 23, 24]``).
+``boundary-off-by-one`` (``[17, 23, 24]``). :data:`AXES_BANDS_DEFECTS` holds ``text-fast-path`` (text ids take
+the 1D rotary, other ids per-band schedules ``base ** (-j / section)``): the one variant ``axis-bands``
+leads; ``axis-blind`` has none (see :mod:`ropegeo.gates.a.axes`).
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["MultiAxisRotary", "AxesEntry", "AXES_DEFECTS", "AXES_CORRECT", "axes_entry", "QWEN2_VL_SECTIONS",
+__all__ = ["MultiAxisRotary", "AxesEntry", "AXES_DEFECTS", "AXES_BANDS_DEFECTS", "AXES_CORRECT", "axes_entry",
+           "QWEN2_VL_SECTIONS",
            "QWEN3_VL_SECTIONS"]
 
 #: Qwen2-VL's and Qwen2.5-VL's sections (time, height, width) of a 128-wide head, and Qwen3-VL's.
 QWEN2_VL_SECTIONS = (16, 24, 24)
 QWEN3_VL_SECTIONS = (24, 20, 20)
 _DATA = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
-_DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one", "boundary-off-by-one")
+_DEFECTS = (None, "sections-swapped", "one-axis-for-all", "interleave-off-by-one", "boundary-off-by-one",
+            "text-fast-path")
 
 
 class MultiAxisRotary:
@@ -36,7 +40,7 @@ class MultiAxisRotary:
 
     ``sections`` is ``mrope_section`` (pairs for time, height, width, summing to ``head_dim // 2``), in
     Qwen3-VL's ``interleaved`` layout or Qwen2-VL's blocks; cos, sin and ``x`` are cast to ``dtype``.
-    ``stepwise`` forms each pair's angle from the previous one in float32 (as llama.cpp does), a correct
+    ``defect`` may also be ``"text-fast-path"``; ``stepwise`` forms each pair's angle from the previous one in float32 (as llama.cpp does), a correct
     variant. ``positions``: shape ``(3,) + x.shape[:-1]``, or ``x.shape[:-1]`` for text tokens.
 
     Examples
@@ -92,12 +96,17 @@ class MultiAxisRotary:
             pos = np.broadcast_to(pos[0], pos.shape)
         d = self.head_dim
         inv = (np.float32(1.0) / (np.float32(self.base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))))
+        step = np.full(d // 2, np.float32(self.base) ** np.float32(-2.0 / d), dtype=np.float32)
+        restart = np.arange(d // 2) == 0
+        if self.defect == "text-fast-path" and not (np.array_equal(pos[0], pos[1]) and np.array_equal(pos[0], pos[2])):
+            inv = np.concatenate([np.float32(1.0) / np.float32(self.base) ** (np.arange(s, dtype=np.float32) /
+                                                                               np.float32(s)) for s in self.sections])
+            step = np.repeat([np.float32(self.base) ** np.float32(-1.0 / s) for s in self.sections], self.sections)
+            restart = np.isin(np.arange(d // 2), np.cumsum([0, *self.sections[:2]]))
         freqs = pos.astype(np.float32)[..., None] * inv.astype(np.float32)  # (3, ..., seq, d/2)
         if self.stepwise:  # llama.cpp: theta = p, then theta *= base^(-2/d) pair after pair, in float32
-            step = np.float32(self.base) ** np.float32(-2.0 / d)
-            freqs[..., 0] = pos.astype(np.float32)
-            for i in range(1, d // 2):
-                freqs[..., i] = freqs[..., i - 1] * step
+            for i in range(d // 2):
+                freqs[..., i] = pos.astype(np.float32) if restart[i] else freqs[..., i - 1] * step[i]
         c, s = self._recompose(np.cos(freqs)), self._recompose(np.sin(freqs))
         data = _DATA[self.dtype]
         cos = np.concatenate([c, c], axis=-1).astype(data)
@@ -126,6 +135,8 @@ AXES_DEFECTS = {"sections-swapped": (False, "sections", "layout"),
                 "one-axis-for-all": (False, "sections", "position-id"),
                 "interleave-off-by-one": (True, "interleave", "layout"),
                 "boundary-off-by-one": (False, "sections", "layout")}
+#: Broken variants whose layout reading is right (no finding), led by a later check: the same form.
+AXES_BANDS_DEFECTS = {"text-fast-path": (False, "axis-bands", "layout")}
 #: Correct entries: Qwen2-VL's blocks and Qwen3-VL's interleaving.
 AXES_CORRECT = {"qwen2-vl": False, "qwen3-vl": True}
 
@@ -146,13 +157,15 @@ def axes_entry(name: str, dtype: str = "float32", *, max_position: int | None = 
     """
     if name in AXES_CORRECT:
         inter, leads, defect, broken = AXES_CORRECT[name], None, None, None
-    elif name in AXES_DEFECTS:
-        (inter, leads, defect), broken = AXES_DEFECTS[name], name
+    elif name in AXES_DEFECTS or name in AXES_BANDS_DEFECTS:
+        (inter, leads, defect), broken = {**AXES_DEFECTS, **AXES_BANDS_DEFECTS}[name], name
     else:
-        raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS])}, got {name!r}")
+        raise ValueError(f"name must be one of {', '.join([*AXES_CORRECT, *AXES_DEFECTS, *AXES_BANDS_DEFECTS])}, "
+                         f"got {name!r}")
     base, sec, ctx = (5e6, QWEN3_VL_SECTIONS, 262_144) if inter else (1e6, QWEN2_VL_SECTIONS, 32_768)
     max_position = ctx if max_position is None else v.length("max_position", max_position, minimum=16)
     impl = MultiAxisRotary(128, base, sec, inter, dtype, broken, stepwise)
     declared = dict(head_dim=128, base=base, pairing="half", max_position=max_position, mrope_section=sec,
                     mrope_interleaved=inter)
-    return AxesEntry(name, impl, declared, leads, broken, defect)
+    finding = broken if leads in ("sections", "interleave") else None  # the layout reading's name for it
+    return AxesEntry(name, impl, declared, leads, finding, defect)

@@ -35,6 +35,7 @@ from ropegeo.gates.verdicts import status as checks_status
 from ropegeo.geometry import adjacent_similarity, near_collisions
 from ropegeo.models.manifest import RopeManifest, read_config, resolve
 from ropegeo.operator import RotaryOperator
+from ropegeo.precision import as_pipeline, phase_table
 from ropegeo.rotation import apply_rope, law_error
 from ropegeo.scaling import Scaling
 
@@ -97,6 +98,16 @@ def _search_range(train: int, target: int, window: int | None, start: int | None
     return max(start, 1), stop, "; ".join(why)
 
 
+def _phase_law(theta: np.ndarray, pairs, dtype: str) -> float:
+    """Largest phase distance between ``e^{i(phi(n) - phi(m))}``, the phases of ``m`` and ``n`` formed in ``dtype``
+    (:func:`ropegeo.precision.phase_table`), and the exact ``e^{i(n - m) theta}`` (even weights, as Gate B's)."""
+    m, n = (np.array([p[i] for p in pairs], dtype=np.float64) for i in (0, 1))
+    cm, sm = phase_table(m, theta, as_pipeline(dtype), 1.0)
+    cn, sn = phase_table(n, theta, as_pipeline(dtype), 1.0)
+    formed = (cn + 1j * sn) * (cm - 1j * sm)
+    return float(np.sqrt(np.mean(np.abs(formed - np.exp(1j * np.multiply.outer(n - m, theta))) ** 2, axis=1)).max())
+
+
 def _law_tolerance(dtype: str, head_dim: int, top_position: int) -> float:
     """Rounding a score may carry: 16 eps(dtype) x head width x (1 + largest position)."""
     return float(16 * np.finfo(dtype).eps * head_dim * (1 + top_position))
@@ -126,6 +137,10 @@ class GeometryAudit(Report):
     search_note: str
     top_offsets: list
     gate_b: GateBResult
+    #: The relative law as served: the largest phase distance between a pair's offset signature formed
+    #: from its two positions' phases in the manifest's phase dtype and the exact one (Gate B's units),
+    #: at the law's positions and ``(target // 4, target - 2)``; judged against half Gate B's threshold.
+    phase_law_error: float = 0.0
 
     head_dim = property(lambda self: self.manifest.head_dim)
     rotary_dim = property(lambda self: self.manifest.rotary_dim)
@@ -153,7 +168,8 @@ class GeometryAudit(Report):
                                             "slow_pairs", "slow_pairs_target", "pairs_longer_than_train",
                                             "pairs_longer_than_target", "scaled_pairs", "angular_step_ratio",
                                             "search_note", "head_dim", "rotary_dim", "base", "pairing",
-                                            "pair_count", "distant_offset", "distant_similarity", "interpolate")}
+                                            "pair_count", "distant_offset", "distant_similarity", "interpolate",
+                                            "phase_law_error")}
         return {"manifest": self.manifest.to_dict(), **d, "theta": [float(x) for x in self.theta],
                 "wavelength_range": list(self.wavelength_range), "search_range": list(self.search_range),
                 "top_offsets": list(self.top_offsets), "margins": self.margins, "gate_b": self.gate_b.to_dict()}
@@ -164,7 +180,21 @@ class GeometryAudit(Report):
         law = Check("relative law", bool(self.relative_law_error <= self.law_tolerance), self.relative_law_error,
                     self.law_tolerance, f"relative-law error {self.relative_law_error:.3e} against the rounding "
                     f"allowed, {self.law_tolerance:.1e}", "callable")
-        return [law, *self.gate_b.checks]
+        return [law, self.phase_law_check, *self.gate_b.checks]
+
+    @property
+    def phase_law_check(self) -> Check:
+        """The relative law in the manifest's phase dtype (``phase_law_error``): it holds when twice its
+        error (both positions' rounding, as Gate B subtracts it from a margin) stays below Gate B's
+        threshold, so rounding alone never spans the separation the task needs."""
+        dt, tol = self.manifest.phase_dtype, self.gate_b.threshold / 2
+        return Check.judged(f"relative law ({dt} phases)", self.phase_law_error, tol,
+                            f"the relative law holds in {dt} phases to {self.phase_law_error:.2e}, below half Gate B's "
+                            f"threshold ({tol:.3g})",
+                            f"the relative law breaks in {dt} phases: a pair's offset signature is off by "
+                            f"{self.phase_law_error:.3g} (phase distance), at least half Gate B's threshold "
+                            f"({tol:.3g}): the served positions, not only the offset, move scores", "callable",
+                            ceiling=2.0)
 
     @property
     def outcome(self) -> str:
@@ -208,6 +238,10 @@ class GeometryAudit(Report):
         for s in self.gate_b.sets:
             rows.append((f"Gate B margin, {s['name']}", GateBResult.describe(s, self.gate_b.threshold)))
         rows.extend(("  Gate B note", n) for n in self.gate_b.notes)
+        law = self.phase_law_check
+        rows.append((f"relative law in {self.manifest.phase_dtype} phases", f"{self.phase_law_error:.3e}: "
+                     f"{'pass' if law.passed else 'FAIL' if law.passed is False else 'inconclusive'} (threshold "
+                     f"{law.tolerance:.3g}, half Gate B's: phase distance of an offset formed at its positions)"))
         return rows
 
     def table(self) -> str:
@@ -337,6 +371,8 @@ def _geometry(m, train, target, start, limit, dtype, top, rule, seed) -> Geometr
         angular_step_ratio=float(theta[0] / plain[0]), search_range=(s0, s1), search_note=note,
         top_offsets=[{"offset": h.offset, "similarity": h.similarity} for h in hits],
         gate_b=gate_b(m, None, train_length=train, target_length=target, rule=rule),
+        phase_law_error=_phase_law(theta, pairs + ([(target // 4, target - 2)] if target > train else []),
+                                   m.phase_dtype),
     )
 
 

@@ -123,8 +123,9 @@ def check_shift(ctx, rng) -> Check:
                f"change of a score, {CEILING:g} |q||k|)" if unjudged else "")
     return Check.judged("shift", worst, tol_worst, f"query-key scores survive shifts of 1 to {max(judged):,} positions"
                         f"{skipped}",
-                        f"shifting query and key by the same {c:,} positions changes their score by {worst:.2e} of "
-                        f"|q||k| ({dtype}, head dim {dd}): the score depends on absolute position", "callable", None)
+                        f"algebra defect: shifting query and key by the same {c:,} positions changes their score by "
+                        f"{worst:.2e} of |q||k| ({dtype}, head dim {dd}): the score depends on absolute position",
+                        "callable", "algebra")
 
 
 def check_composition(ctx, rng) -> Check:
@@ -145,8 +146,8 @@ def check_composition(ctx, rng) -> Check:
                 worst, tol_worst = viol, tol
     narrowed = f" (a, b below {hi:,}: further out the angles' rounding allows any rotation)" if hi < usual else ""
     return Check.judged("composition", worst, tol_worst, f"rotating by a then b equals rotating by a + b{narrowed}",
-                        f"rotating by a then by b differs from rotating by a + b by {worst:.2e} of |x|: the "
-                        "rotation is not additive in position", "callable", None, ceiling=CEILING)
+                        f"algebra defect: rotating by a then by b differs from rotating by a + b by {worst:.2e} of "
+                        "|x|: the rotation is not additive in position", "callable", "algebra", ceiling=CEILING)
 
 
 def check_inverse(ctx, rng) -> Check:
@@ -166,8 +167,8 @@ def check_inverse(ctx, rng) -> Check:
                                  f"end (position -a is rotated as {n:,} - a, as Python indexing does); position ids "
                                  "are never negative in use, so R(-a) is not formed", "callable")
     return Check.judged("inverse", viol, tol, "rotating by a then by -a gives the input back",
-                        f"rotating by a then by -a misses the input by {viol:.2e} of |x|: negative positions are not "
-                        "the inverse", "callable", None, ceiling=CEILING)
+                        f"algebra defect: rotating by a then by -a misses the input by {viol:.2e} of |x|: negative "
+                        "positions are not the inverse", "callable", "algebra", ceiling=CEILING)
 
 
 def _indexed_from_end(ctx, x, a):

@@ -9,6 +9,9 @@ three ids equal), then :data:`AXES_CHECKS` (all core), moving one axis at a time
 (pairs per band), ``interleave`` (each pair follows its declared axis), ``axis-bands`` (each band
 turns with its own ids at its declared frequencies) and ``axis-blind`` (blind to the other axes).
 A failed layout check names what was read (:data:`FINDINGS`).
+``axis-blind`` reads the probes ``interleave`` reads, at the same tolerance, so a layout check fails
+first wherever a pair's own turn is visible; ``axis-bands`` leads only for code whose angles are not a
+sum of per-axis terms (``book.broken_axes.AXES_BANDS_DEFECTS``; ``tests/test_gate_a_defects.py``).
 """
 
 from __future__ import annotations

@@ -135,12 +135,14 @@ class GateAReport(Report):
 
     @property
     def defects(self) -> list[str]:
-        """The defect classes of the failed checks, most specific first, without repeats."""
+        """The defect classes named by the failed checks, most specific first, without repeats.
+        ``"algebra"`` (shift, composition or inverse failed) is listed only when no other class is:
+        it is the symptom every specific defect also shows."""
         out = []
         for c in self._failed_in_order():
             if c.defect and c.defect not in out:
                 out.append(c.defect)
-        return out
+        return out if out == ["algebra"] else [d for d in out if d != "algebra"]
 
     def check(self, name: str) -> Check:
         """The check called ``name`` (one of :data:`CHECKS`)."""

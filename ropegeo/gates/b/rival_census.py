@@ -19,7 +19,9 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo import toy as behaviour
 from ropegeo.frequencies import frequencies
+from ropegeo.gates.b.axes import axis_gate_b
 from ropegeo.gates.b.rule import gate_b_decision
+from ropegeo.multiaxis import axis_frequencies
 from ropegeo.scaling import preset, scaled_frequencies
 
 __all__ = ["MAX_CENSUS_SEEDS", "rival_census", "census_counts", "necessity_table"]
@@ -141,10 +143,14 @@ def _verdict(rule: str, s: dict):
     return gate_b_decision(range(1, s["target_length"]), theta, trained_theta=frequencies(s["head_dim"], s["base"]))
 
 
-def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9) -> list:
+def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9, scheme_comparison: dict | None = None,
+                    ruler_study: dict | None = None, axial_budget: dict | None = None) -> list:
     """Gate B's verdict on each served ruler against the stored heads' accuracy at the target length.
 
-    A seed succeeds at accuracy ``>= success``; no head is trained. One dict per cell (rule, budget;
+    A seed succeeds at accuracy ``>= success``; no head is trained. With ``scheme_comparison`` or
+    ``ruler_study`` (chapter 7's records) one cell per stretch factor / ruler, judged on the ruler the
+    head was trained with; with ``axial_budget`` (chapter 8's) one per split and budget, Gate B passing
+    when every axis passes :func:`ropegeo.gates.b.axes.axis_gate_b`. One dict per cell (rule, budget;
     the census is raw at budget 0): ``source``, ``rule``, ``budget``, ``verdict``, ``margin``,
     ``threshold``, ``pair``, ``succeed``, ``fail``. ValueError for other records or ``success``
     outside (0, 1].
@@ -156,6 +162,13 @@ def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9) -> 
     >>> [(r["rule"], r["verdict"], r["succeed"], r["fail"]) for r in rows if r["budget"] == 0][1:]
     [('pi', 'fail', 0, 10), ('ntk', 'pass', 9, 1), ('yarn', 'pass', 9, 1), ('llama3', 'fail', 10, 0),
      ('raw', 'pass', 48, 12)]
+
+    Chapter 7's rulers, each judged on the ruler its heads were trained with (a pass by construction:
+    no offset returns near another within the stretched length, so the margin is sqrt 2 x the threshold):
+
+    >>> rows = necessity_table(load_run("finetune_budget"), load_run("rival_census"), ruler_study=load_run("ruler_study"))
+    >>> [(r["rule"], r["verdict"], r["succeed"], r["fail"]) for r in rows if r["source"] == "ruler_study"]
+    [('base 10,000', 'pass', 16, 4), ('base 10,000 slowed x8', 'pass', 17, 3), ('base 500', 'pass', 20, 0)]
     """
     if not all(isinstance(r, dict) and "settings" in r for r in (budget_run, census)) or "accuracy" not in budget_run:
         raise ValueError("budget_run and census must be the stored finetune_budget and rival_census records")
@@ -168,7 +181,61 @@ def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9) -> 
     for source, s, rule, budget, acc in cells:
         d = _verdict(rule, s)
         ok = sum(a >= success for a in acc)
-        rows.append({"source": source, "rule": rule, "budget": int(budget), "verdict": d.status,
-                     "margin": float(d.margin.margin), "threshold": float(d.threshold),
-                     "pair": tuple(int(x) for x in d.margin.pair), "succeed": int(ok), "fail": len(acc) - ok})
+        rows.append(_row(source, rule, budget, d, acc, success))
+    if scheme_comparison is not None:
+        rows += _scheme_rows(scheme_comparison, success)
+    if ruler_study is not None:
+        rows += _ruler_rows(ruler_study, success)
+    if axial_budget is not None:
+        rows += _axial_rows(axial_budget, success)
+    return rows
+
+
+def _row(source, rule, budget, d, acc, success) -> dict:
+    ok = sum(a >= success for a in acc)
+    return {"source": source, "rule": rule, "budget": int(budget), "verdict": d.status,
+            "margin": float(d.margin.margin), "threshold": float(d.threshold),
+            "pair": tuple(int(x) for x in d.margin.pair), "succeed": int(ok), "fail": len(acc) - ok}
+
+
+def _scheme_rows(run: dict, success: float) -> list:
+    """Chapter 7's RoPE heads (base 10,000) stretched by each factor, on every displacement there."""
+    if not isinstance(run, dict) or not isinstance(run.get("results"), dict) or "rope" not in run["results"]:
+        raise ValueError("scheme_comparison must be the stored scheme_comparison record")
+    s = run["settings"]
+    th = frequencies(s["head_dim"], 10_000.0)
+    return [_row("scheme_comparison", f"rope x{f}", s["steps"],
+                 gate_b_decision(range(1, f * s["train_length"]), th, trained_theta=th),
+                 [r["stretch_accuracy"][j] for r in run["results"]["rope"]], success)
+            for j, f in enumerate(s["factors"])]
+
+
+def _ruler_rows(run: dict, success: float) -> list:
+    """Chapter 7's rulers: the local head at ``factor * train_length``, on the ruler it was trained with."""
+    if not isinstance(run, dict) or not isinstance(run.get("rulers"), dict) or "settings" not in run:
+        raise ValueError("ruler_study must be the stored ruler_study record")
+    s = run["settings"]
+    long = s["factor"] * s["train_length"]
+    rows = []
+    for name, r in run["rulers"].items():
+        th = np.asarray(r["theta"], dtype=float)
+        rows.append(_row("ruler_study", name, s["table_steps"], gate_b_decision(range(1, long), th, trained_theta=th),
+                         r["stretch_accuracy"], success))
+    return rows
+
+
+def _axial_rows(run: dict, success: float) -> list:
+    """Chapter 8's 2D splits: every axis over its grid extent (calibrated on the axis), at every budget."""
+    if not isinstance(run, dict) or not isinstance(run.get("curves"), dict) or "settings" not in run:
+        raise ValueError("axial_budget must be the stored axial_budget record")
+    s = run["settings"]
+    theta = frequencies(s["head_dim"], s["base"])
+    rows = []
+    for name, assignment in s["assignments"].items():
+        F = axis_frequencies(theta, np.asarray(assignment), len(s["grid"]))
+        per_axis = [axis_gate_b(F, a, n) for a, n in enumerate(s["grid"])]
+        rank = {"fail": 0, "inconclusive": 1, "pass": 2}  # the verdict: any axis failing, else any inconclusive
+        d = min(per_axis, key=lambda x: (rank[x.status], x.margin.margin / x.threshold if x.threshold > 0 else 0.0))
+        for budget, acc in zip(s["budgets"], run["curves"][name]["accuracy"]):
+            rows.append(_row("axial_budget", name, budget, d, acc, success))
     return rows
