@@ -109,7 +109,6 @@ def split_budget_figure(curves: dict, field: str = "target_mass") -> Figure:
         b, y = np.asarray(c["budgets"]), np.asarray(c[field])
         ax.plot(b, y.mean(axis=1), marker="o", color=colour, label=name)
         ax.fill_between(b, y.min(axis=1), y.max(axis=1), color=colour, alpha=0.2)
-    ax.set(xscale="log", ylim=(0, 1))
-    ax.set(xlabel="training steps", ylabel=field.replace("_", " "))
+    ax.set(xscale="log", ylim=(0, 1), xlabel="training steps", ylabel=field.replace("_", " "))
     ax.legend(loc="upper left")
     return finish(fig, "column")
