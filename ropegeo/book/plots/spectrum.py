@@ -113,7 +113,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     """Positions ``0 .. length-1`` as points on the torus of two pairs' phases, coloured by position.
 
     With ``mark_return`` the offset ``Δ`` whose two phases come nearest to a whole number of turns
-    (:func:`return_offset`) is circled at positions 0 and ``Δ``.
+    (``return_offset``) is circled at positions 0 and ``Δ``.
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
