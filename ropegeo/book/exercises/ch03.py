@@ -58,20 +58,13 @@ def integer_limit_check(answer):
 
 # -- implement ---------------------------------------------------------------------------------
 
-_CASES = [
-    ([1, 2, 3], frequencies(16)),
-    ([0, 7, 44, 45, 300], frequencies(8)),
-    (list(range(0, 200, 3)), frequencies(32, 500.0)),
-    ([5, 6283 + 5, 1000], frequencies(8)),
-]
+_CASES = [([1, 2, 3], frequencies(16)), ([0, 7, 44, 45, 300], frequencies(8)),
+          (list(range(0, 200, 3)), frequencies(32, 500.0)), ([5, 6283 + 5, 1000], frequencies(8))]
 
 
 def _tolerance(offsets, theta) -> float:
-    """What a correct float32 computation, or an answer rounded to 6 decimals, guarantees.
-
-    Float32 rounds each phase (at most max|offset| * max(theta)) by half an ulp and each cos, sin by
-    about one unit of 2**-24; the weighted chord distance moves by at most twice the largest move of a
-    unit vector, and the sum and square root add a few units more. Rounding to 6 decimals adds 5e-7.
+    """What a correct float32 computation, or an answer rounded to 6 decimals, guarantees: half an ulp
+    on each phase and about 2**-24 on each cos, sin, at most doubled by the chord distance, plus 5e-7.
     """
     phase = max(abs(o) for o in offsets) * float(np.max(theta))
     return 5e-7 + 8 * 2.0**-24 * (1 + phase)

@@ -111,8 +111,7 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
     ax = fig.subplots()
     delta = np.arange(1, length)
     for h in heads:
-        row = h.scores(np.arange(length, dtype=np.float64))[length - 1, : length - 1][::-1]
-        ax.plot(delta, row - row.max(), lw=1.3, color=_COLOURS.get(h.name), label=h.name)
+        ax.plot(delta, _profile_row(h, length), lw=1.3, color=_COLOURS.get(h.name), label=h.name)
     if target is not None:
         ax.axvline(target, color="k", ls=":", lw=1, label=f"trained displacement {target}")
     for h in heads:
@@ -169,8 +168,7 @@ def _paired_bars(ax, comparison, key: str, ylabel: str, title: str) -> None:
             ax.bar(i + dx, values.mean(), width=0.4, color=c, alpha=alpha)
             ax.plot(np.full(values.size, i + dx), values, "k.", ms=3)
     ax.set_xticks(np.arange(len(names)), names, rotation=20)
-    ax.set(ylabel=ylabel, title=title)
-    ax.set_ylim(0, 1.05)
+    ax.set(ylabel=ylabel, title=title, ylim=(0, 1.05))
 
 
 def comparison_figure(comparison, *, panel: str | None = None) -> Figure:

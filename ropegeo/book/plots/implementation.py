@@ -43,8 +43,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
         for i, (a, b) in enumerate(zip(first, second)):
             for r, c in ((a, a), (a, b), (b, a), (b, b)):
                 ax.text(c, r, str(i), ha="center", va="center", fontsize=8, color="white")
-        ax.set(title=title, xticks=range(d), yticks=range(d))
-        ax.set(xlabel="input coordinate", ylabel="output coordinate")
+        ax.set(title=title, xticks=range(d), yticks=range(d), xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
     fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
     return finish(fig, layout)
@@ -216,8 +215,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
             ax.text(lim, 2e-9, f" {lim:,}", color=f"C{i}", fontsize=8, rotation=90, va="bottom")
     ax.axhline(np.pi, color="#888888", lw=0.8)
     ax.text(1.2, np.pi * 1.15, "pi: the phase says nothing", fontsize=8, color="#666666")
-    ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)")
-    ax.set_ylim(1e-9, 10)
+    ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)", ylim=(1e-9, 10))
     sep = " " if layout == "wide" else "\n"
     ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")
     if layout == "wide":

@@ -113,7 +113,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
     """Positions ``0 .. length-1`` as points on the torus of two pairs' phases, coloured by position.
 
     With ``mark_return`` the offset ``Δ`` whose two phases come nearest to a whole number of turns
-    (:func:`return_offset`) is circled at positions 0 and ``Δ``.
+    (``return_offset``) is circled at positions 0 and ``Δ``.
     """
     th = v.frequencies(theta)
     length = v.integer("length", length, minimum=2, maximum=100_000)
@@ -137,8 +137,7 @@ def torus_plot(theta, pairs=(0, 1), *, length: int = 200, mark_return: bool = Tr
         ax.plot(pts[:, 0], pts[:, 1], "o", ms=11, mfc="none", mec=_MARK, mew=1.6)
         ax.annotate(f"positions 0 and {delta:,}", pts[1], textcoords="offset points", xytext=(10, 12),
                     fontsize=8, color=_MARK, fontweight="bold")
-    ax.set(xlim=(0, two_pi), ylim=(0, two_pi))
-    ax.set(xlabel=f"phase of pair {i} (rad)", ylabel=f"phase of pair {j} (rad)")
+    ax.set(xlim=(0, two_pi), ylim=(0, two_pi), xlabel=f"phase of pair {i} (rad)", ylabel=f"phase of pair {j} (rad)")
     ax.set_title("opposite edges glued (same colour)", fontsize=8)
     return _done(fig, layout)
 
@@ -222,9 +221,7 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
         lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
             ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
-    ax.set(xscale="log", yscale="log")
-    ax.set_ylim(1e-9, 4)
-    ax.set(xlabel="position", ylabel="largest phase error (rad)")
+    ax.set(xscale="log", yscale="log", ylim=(1e-9, 4), xlabel="position", ylabel="largest phase error (rad)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: the curves fill the axes
     return _done(fig, layout)
 

@@ -131,7 +131,7 @@ function stepOf(off) {
 /** ropegeo.margins' tie class: the pairs attaining the margin (exact phases: every pair at a
  * difference whose distance equals it; generated phases: every pair within the rounding of the
  * phases of it), named as a class, never as a winner chosen by rounding. */
-export function tieClass(offsets, theta, dtype, origin, margin, method) {
+export function tieClass(offsets, theta, dtype, origin, margin, method, phases = null) {
   const off = Float64Array.from(offsets).sort(), n = off.length, pairs = theta.length;
   const set = new Set(off), apart = (d) => off.filter((o) => set.has(o + d)).length;
   const found = new Map();
@@ -144,7 +144,7 @@ export function tieClass(offsets, theta, dtype, origin, margin, method) {
   } else {
     const rw = Math.sqrt(1 / pairs), sig = [];
     for (let j = 0; j < n; j++) {
-      const pos = origin + off[j], g = generatedPhases(pos, theta, dtype);
+      const pos = origin + off[j], g = phases?.get(pos) ?? generatedPhases(pos, theta, dtype);
       const row = new Float64Array(2 * pairs);
       for (let i = 0; i < pairs; i++) {
         row[i] = g.cos[i] * rw;
@@ -205,12 +205,13 @@ export function gateB(m, theta, target, trained) {
       dtype: m.phase_dtype, origin,
       origin_rule: "the largest offset at the last position of the target context", frequencies: freq,
       idle_rule: m.idle_rule ?? null };
-    const g = separationMargin(offsets, theta, { dtype: m.phase_dtype, origin });
+    const phases = new Map(); // the phases the margin generates, read again by the tie class
+    const g = separationMargin(offsets, theta, { dtype: m.phase_dtype, origin, phases });
     let out;
     if (g == null) {
       out = { ...entry, margin: null, pair: null, method: null, status: "fail", passed: false, overflow: true };
     } else {
-      const t = tieClass(offsets, theta, m.phase_dtype, origin, g.margin, g.method);
+      const t = tieClass(offsets, theta, m.phase_dtype, origin, g.margin, g.method, phases);
       // gate_b judges what every position keeps: the exact margin less twice the phases' rounding
       const rounding = m.phase_dtype === "float64" ? 0
         : Math.max(t.level, roundingAt(origin, generatedPhases(origin, theta, m.phase_dtype), theta));

@@ -449,13 +449,14 @@ function marginDifference(off, theta, scale, w) {
   return { margin: best, pair, method: "difference" };
 }
 
-function marginGenerated(off, theta, dtype, scale, origin, w) {
+function marginGenerated(off, theta, dtype, scale, origin, w, phases) {
   const pairs = theta.length;
   const rw = Float64Array.from(w, Math.sqrt);
   const sig = [];
   for (let j = 0; j < off.length; j++) {
     const g = generatedPhases(origin + off[j], theta, dtype, scale);
     if (g == null) return null;
+    if (phases) phases.set(origin + off[j], g);
     const row = new Float64Array(2 * pairs);
     for (let i = 0; i < pairs; i++) {
       row[i] = g.cos[i] * rw[i];
@@ -492,15 +493,17 @@ function marginGenerated(off, theta, dtype, scale, origin, w) {
 
 /** ropegeo.margins.separation_margin (weighting "pair" or per-pair amplitudes): the smallest phase
  * distance between the signatures of an offset set, and its most confusable pair. Returns null
- * when a generated position overflows the dtype. */
-export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.0, origin = 0.0, weights = null } = {}) {
+ * when a generated position overflows the dtype. ``phases`` (a Map), when given, receives the
+ * phases generated at each position, for a caller that needs them again. */
+export function separationMargin(offsets, theta, { dtype = "float64", scale = 1.0, origin = 0.0, weights = null,
+  phases = null } = {}) {
   const off = Float64Array.from(offsets).sort();
   const w = pairWeights(weights, theta.length);
   if (dtype === "float64") {
     const res = marginDifference(off, theta, scale, w);
     if (res !== null) return res;
   }
-  return marginGenerated(off, theta, dtype, scale, origin, w);
+  return marginGenerated(off, theta, dtype, scale, origin, w, phases);
 }
 
 /** ropegeo.gates.b.rule.default_offsets: Gate B's local and distant offset sets for a target length and
