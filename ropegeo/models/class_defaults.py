@@ -86,6 +86,7 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if window is not None and "sliding_window" not in cfg:  # absent only: a null stays null (no window)
         out["sliding_window"] = window
         notes.append(f"sliding_window is not in the config: {who} defaults it to {window:,}")
+    out, notes = _bidirectional_window(out, kind, notes)
     if d.get("use_sliding_window") is not None and "use_sliding_window" not in cfg and out.get("sliding_window"):
         out["use_sliding_window"] = d["use_sliding_window"]
         notes.append(f"use_sliding_window is not in the config: {who} defaults it to "
@@ -113,6 +114,23 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
         out["rope_scaling"] = {k: v for k, v in block.items() if k not in _NOT_RULE or k == "rope_type"}
         notes.append(f"no scaling block in the config: {who} defaults to its {rule} block")
     return out, notes
+
+
+#: model types whose configuration class halves the window of a bidirectional model (``sliding_window // 2 + 1``,
+#: "due to fa we set exclusive bounds"), and the ``use_bidirectional_attention`` values that do it
+_BIDIRECTIONAL = {"gemma3_text": (True,), "gemma4_text": ("all",), "gemma4_unified": ("all",),
+                  "diffusion_gemma": ("all",)}
+
+
+def _bidirectional_window(cfg: dict, kind: str, notes: list) -> tuple[dict, list]:
+    """Gemma 3/4's bidirectional variants: the window the class sets from the one the config states."""
+    said, window = cfg.get("use_bidirectional_attention"), cfg.get("sliding_window")
+    if kind not in _BIDIRECTIONAL or said not in _BIDIRECTIONAL[kind] or said is False or not isinstance(window, int):
+        return cfg, notes
+    cfg["sliding_window"] = window // 2 + 1
+    return cfg, notes + [f"use_bidirectional_attention {said!r}: {kind}'s configuration class ({SOURCE}) sets the "
+                         f"window to sliding_window // 2 + 1 = {window // 2 + 1:,} (a query sees {window // 2:,} "
+                         "positions on each side)"]
 
 
 def _without_ignored(cfg: dict, ignored, kind: str) -> tuple[dict, list[str]]:

@@ -60,7 +60,7 @@ class ConfigError(ValueError):
 #: The order of :meth:`RopeManifest.to_dict` after name and source.
 _DICT_ORDER = ("base", "head_dim", "rotary_dim", "pairing", "position_id_policy", "scaling", "cache_offset", "phase_dtype",
                "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type",
-               "logit_scale", "sections", "round_robin", "notes")
+               "logit_scale", "sections", "round_robin", "pairing_width", "notes")
 #: The operator's fields a manifest hands on by name (``m.base`` is ``m.operator.base``); given as plain
 #: keywords to :class:`RopeManifest` they build its operator.
 _OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "round_robin")
@@ -93,6 +93,11 @@ class RopeManifest:
     sliding_window : int, optional
         The attention window of the layers this operator serves (positive): a query sees keys
         fewer than ``sliding_window`` positions back, so larger offsets never reach attention.
+    pairing_width : int, optional
+        The width the half-split pairs are laid across: ``None`` for the rotary dim (partial rotary
+        turns the leading ``rotary_dim`` coordinates, pairing ``i`` with ``i + rotary_dim / 2``);
+        ``head_dim`` for Gemma 4's proportional RoPE, whose code pairs ``i`` with ``i + head_dim / 2``
+        across the whole head, only the first ``rotary_dim / 2`` pairs turning. Gate A checks this layout.
     layer_type : str, optional
         Which kind of layer of the model this operator belongs to (``"full_attention"``,
         ``"sliding_attention"``), for models whose layers differ.
@@ -125,6 +130,7 @@ class RopeManifest:
     sliding_window: int | None = None
     layer_type: str | None = None
     logit_scale: float = 1.0
+    pairing_width: int | None = None
     notes: tuple = ()
     name: str | None = None
     source: str | None = None
@@ -132,8 +138,8 @@ class RopeManifest:
     def __init__(self, operator: RotaryOperator | None = None, *, position_id_policy: str = "contiguous",
                  cache_offset: int = 0, max_position_embeddings: int | None = None,
                  original_max_position_embeddings: int | None = None, sliding_window: int | None = None,
-                 layer_type: str | None = None, logit_scale: float = 1.0, notes=(), name: str | None = None,
-                 source: str | None = None, **fields) -> None:
+                 layer_type: str | None = None, logit_scale: float = 1.0, pairing_width: int | None = None, notes=(),
+                 name: str | None = None, source: str | None = None, **fields) -> None:
         set_ = object.__setattr__
         set_(self, "operator", _manifest_operator(operator, fields))
         if position_id_policy not in POSITION_ID_POLICIES:
@@ -145,6 +151,13 @@ class RopeManifest:
                          ("original_max_position_embeddings", original_max_position_embeddings)):
             set_(self, key, None if val is None else v.length(key, val, minimum=1))
         set_(self, "logit_scale", v.real("logit_scale", logit_scale, greater_than=0.0))
+        op = self.operator
+        if pairing_width is not None:
+            pairing_width = v.integer("pairing_width", pairing_width, minimum=op.rotary_dim, maximum=op.head_dim)
+            if pairing_width % 2 or (pairing_width != op.rotary_dim and op.pairing != "half"):
+                raise ValueError(f"pairing_width must be even, and equal rotary_dim unless the pairing is half-split, "
+                                 f"got {pairing_width}")
+        set_(self, "pairing_width", None if pairing_width == op.rotary_dim else pairing_width)
         if not isinstance(notes, (list, tuple)) or not all(isinstance(n, str) for n in notes):
             raise ValueError(f"notes must be a list of strings, got {type(notes).__name__}")
         set_(self, "notes", tuple(notes))
@@ -249,6 +262,9 @@ class RopeManifest:
             rows.append(("layer type", self.layer_type))
         if self.sliding_window is not None:
             rows.append(("attention window", f"{self.sliding_window:,} tokens (larger offsets never reach attention)"))
+        if self.pairing_width is not None:
+            rows.append(("pair layout", f"coordinates i and i + {self.pairing_width // 2} (across {self.pairing_width}), "
+                         f"the first {self.pairs} pairs turning"))
         if self.logit_scale != 1.0:
             rows.append(("extra logit scale", f"{self.logit_scale:.6g} (applied to the softmax scale)"))
         rows.extend(("note" if i == 0 else "", n) for i, n in enumerate(self.notes))
@@ -402,6 +418,15 @@ def _read_head(cfg: Mapping, got: dict) -> dict:
     raise ConfigError(f"config needs head_dim, or hidden_size and num_attention_heads: {missing} is missing")
 
 
+#: model types whose transformers code reads rotary_dim (read from transformers 5.24.0; the other types it knows
+#: never do): GPT-J and CodeGen build their sin/cos table over rotary_dim coordinates whatever
+#: partial_rotary_factor says; MiniMax-M2's class turns rotary_dim into partial_rotary_factor unless that is given
+#: (tests/with_torch/test_config_corpus.py compares). ChatGLM's and Gemma 4's views (model_types.chatglm_view,
+#: proportional_view) state the count they derive as rotary_dim.
+_ROTARY_DIM_READERS = {"gptj": "count", "codegen": "count", "minimax_m2": "factor", "chatglm": "count",
+                       "gemma4_text": "count"}
+
+
 def _read_rotary(cfg: Mapping, got: dict) -> dict:
     head_dim = got["head_dim"]
     if head_dim % 2:
@@ -424,10 +449,21 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
         if from_factor < 2 or from_factor % 2:
             raise ConfigError(f"{where}{key}={prf:g} gives int({head_dim} * {prf:g}) = {from_factor} rotary "
                               "coordinates; it must be an even number of at least 2")
-    if _given(cfg, "rotary_dim"):  # GPT-J: an absolute count
+    kind = cfg.get("model_type")
+    reads = _ROTARY_DIM_READERS.get(kind, "ignored" if kind in PAIRING_BY_MODEL_TYPE else "count")
+    if _given(cfg, "rotary_dim") and reads == "ignored":
+        return {"rotary_dim": head_dim if from_factor is None else from_factor,
+                "notes": [f"rotary_dim is in the config, but {kind}'s code in transformers never reads it: ignored"]}
+    if _given(cfg, "rotary_dim"):  # GPT-J, CodeGen: an absolute count; MiniMax-M2: a factor's default
         rot = _positive_int(cfg, "rotary_dim", maximum=head_dim)
         if rot % 2:
             raise ConfigError(f"rotary_dim must be even, got {rot}")
+        if from_factor is not None and from_factor != rot and reads != "count":  # MiniMax-M2: the factor wins
+            return {"rotary_dim": from_factor, "notes": [f"rotary_dim ({rot}) and {where}{key} both set: {kind}'s "
+                                                         f"configuration class keeps {key} ({from_factor} coordinates)"]}
+        if from_factor is not None and from_factor != rot and kind in _ROTARY_DIM_READERS:  # GPT-J's table
+            return {"rotary_dim": rot, "notes": [f"{where}{key} is in the config, but {kind}'s code in transformers "
+                                                 f"rotates rotary_dim ({rot}) coordinates: {key} ignored"]}
         if from_factor is not None and from_factor != rot:
             raise ConfigError(f"rotary_dim ({rot}) contradicts {where}{key}, which gives {from_factor} rotary "
                               f"coordinates of a {head_dim}-wide head")
@@ -772,7 +808,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     filled = text_notes + filled
     view, kind, kind_notes = _choose_kind(cfg, layer_type)
     view, model_notes = _model_view(view)
-    fields: dict[str, Any] = {"notes": list(filled) + model_notes}
+    fields: dict[str, Any] = {"notes": list(filled) + model_notes, "pairing_width": view.pop("_pairing_width", None)}
     for reader in _READERS:
         new = reader(view, fields)
         fields["notes"] += new.pop("notes", [])

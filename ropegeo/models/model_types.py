@@ -61,6 +61,10 @@ _MROPE_INTERLEAVED_TYPES = frozenset({"cohere_compass", "cosmos3_edge", "hy_v4_v
 _MROPE_BLOCK_TYPES = frozenset({"ernie4_5_vl_moe", "glm4v", "glm4v_moe", "glm_image", "glm_ocr", "hunyuan_vl",
                                "neomme", "paddleocr_vl", "qwen2_5_omni", "qwen2_5_vl", "qwen2_vl"})
 
+#: model types whose class alternates linear-attention layers (no RoPE) with full attention every
+#: ``full_attention_interval`` layers (transformers 5.24.0's Qwen3NextConfig, Qwen3_5TextConfig, Qwen3_5MoeTextConfig)
+_LINEAR_ATTENTION_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
+
 #: the layers of a kind with no rotary embedding
 NOPE = "no rotary embedding (NoPE): no position signal"
 
@@ -278,8 +282,8 @@ def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dic
     (exponents over the whole head) and gives the other pairs frequency 0; ``factor`` divides them.
     The same ``k`` frequencies are those of a ``2k``-wide partial rotary with base
     ``B ** (2k / head_dim)``, which is how ropegeo reads it (with a note). transformers pairs
-    coordinate ``i`` with ``i + head_dim / 2``; the partial layout pairs ``i`` with ``i + k``: the
-    same rotation up to a fixed permutation of the coordinates.
+    coordinate ``i`` with ``i + head_dim / 2``: the view's ``_pairing_width`` (the head width) says so,
+    and Gate A checks that layout.
 
     Examples
     --------
@@ -307,16 +311,14 @@ def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dic
     if factor != 1:
         new["factor"] = factor
     out = {key: val for key, val in view.items() if key not in ("partial_rotary_factor", "rotary_pct")}
-    out.update({block_key: new, "rotary_dim": 2 * k, "head_dim": head_dim})
+    out.update({block_key: new, "rotary_dim": 2 * k, "head_dim": head_dim, "_pairing_width": head_dim})
     out.pop("rope_theta", None)
     notes = [f"proportional RoPE (p-RoPE): the fastest {k} of {head_dim // 2} pairs rotate with theta_i = "
              f"{float(theta):,.10g}^(-2i/{head_dim}) (exponents over the whole head), the other {head_dim // 2 - k} "
              f"have frequency 0 and never rotate; read as {2 * k} rotary coordinates with base "
              f"{float(theta):,.10g}^({2 * k}/{head_dim}) = {base:.6g}, the same {k} frequencies",
-             f"proportional layout: transformers pairs coordinate i with i + {head_dim // 2} across the whole head, "
-             f"ropegeo's partial layout pairs i with i + {k} inside the first {2 * k}: the same rotation up to a "
-             "fixed permutation of coordinates (exact for the geometry; Gate A's layout check does not describe "
-             "the model's own code)"]
+             f"proportional layout: transformers pairs coordinate i with i + {head_dim // 2} across the whole head; "
+             f"pairs {k} to {head_dim // 2 - 1} pass through (pairing_width {head_dim}, as Gate A checks it)"]
     return out, notes
 
 
@@ -361,10 +363,15 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
             raise ValueError(f"no_rope_layer_interval must be a positive integer, got {every!r}")
         flags = [(i + 1) % every != 0 for i in range(n if n is not None else every)]
     chunk = cfg.get("attention_chunk_size", 8192) if "attention_chunk_size" in cfg else 8192
+    if cfg.get("model_type") == "smollm3":  # SmolLM3Config: no chunk; its NoPE layers take the window, if any
+        chunk = None
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"attention_chunk_size must be a positive integer or null, got {chunk!r}")
     types = cfg.get("layer_types")
-    if types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is True else None
+    if (types is None or n is None) and cfg.get("model_type") == "smollm3":
+        types = ["sliding_attention" if window is not None and not f else "full_attention" for f in flags]
+    elif types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
         types = ["chunked_attention" if f and chunk is not None else "full_attention" for f in flags]
     elif isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) or len(types) != len(flags) \
             or not all(isinstance(t, str) and t.isprintable() for t in types):
@@ -374,8 +381,8 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
     names = [t if f or t not in clash else f"nope_{t}" for t, f in zip(types, flags)]
     rotates = {name: f for name, f in zip(names, flags)}
     known = bool(rope) or n is not None  # without the layer count: the kinds, not their layers
-    return [LayerSpec(k, idx if known else (), rope=rotates[k],
-                      chunk=chunk if k == "chunked_attention" else None) for k, idx in _group(names).items()]
+    return [LayerSpec(k, idx if known else (), rope=rotates[k], chunk=chunk if k == "chunked_attention" else None,
+                      window=window if k == "sliding_attention" else None) for k, idx in _group(names).items()]
 
 
 def _window_rule(cfg: Mapping, kind: str | None, n: int | None) -> list | None:
@@ -409,7 +416,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     """
     kind = cfg.get("model_type")
     n = _num_layers(cfg)
-    if kind in ("llama4_text", "llama4"):
+    if kind in ("llama4_text", "llama4", "smollm3"):  # no_rope_layers: 0 marks a layer without RoPE
         return _llama4(cfg, n)
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is not False else None
     if kind == "cohere2" and "sliding_window" in cfg and window is None and n is not None:
@@ -421,10 +428,15 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     types = cfg.get("layer_types")
     if kind == "gemma4_text" and isinstance(types, list) and types and types[-1] == "sliding_attention":
         types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
+    if types is None and kind in _LINEAR_ATTENTION_TYPES and n is not None:  # a full layer every 4th, by default
+        every = cfg.get("full_attention_interval", 4)
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"full_attention_interval must be a positive integer, got {every!r}")
+        types = ["linear_attention" if (i + 1) % every else "full_attention" for i in range(n)]
     if types is None:
         types = _window_rule(cfg, kind, n)
     if types is None and n is not None and _given(cfg, "sliding_window"):
-        pattern = {"gemma2": 2}.get(kind, cfg.get("sliding_window_pattern"))
+        pattern = {"gemma2": 2, "gpt_oss": 2}.get(kind, cfg.get("sliding_window_pattern"))
         if pattern is None and kind in ("gemma3_text", "gemma3", "gemma4_text", "cohere2"):
             pattern = {"cohere2": 4}.get(kind, 6)
         if isinstance(pattern, numbers.Integral) and not isinstance(pattern, bool) and pattern >= 1:
@@ -432,7 +444,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
             if kind == "gemma4_text" and types:
                 types[-1] = "full_attention"  # transformers forces Gemma 4's last layer to full attention
     if types is None and _given(cfg, "sliding_window") and (
-            kind in ("gemma2", "gemma3_text", "gemma3", "gemma4_text", "cohere2")
+            kind in ("gemma2", "gemma3_text", "gemma3", "gemma4_text", "cohere2", "gpt_oss")
             or _given(cfg, "sliding_window_pattern") or _given(cfg, "rope_local_base_freq")):
         types = ["sliding_attention", "full_attention"]  # the layer count is not in the config: kinds only
         nope = {"full_attention"} if kind == "cohere2" else set()
@@ -449,6 +461,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
         raise ValueError(f"layer_types lists {len(types)} layers, but num_hidden_layers is {n}: it must name the "
                          "kind of each layer")
     nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
+    nope.add("linear_attention")  # Qwen3-Next, Qwen3.5: linear attention (Gated DeltaNet) has no RoPE
     return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
             for k, idx in _group(list(types)).items()]
 
