@@ -29,7 +29,8 @@ from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.models.class_defaults import text_model_config, with_class_defaults
 from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs,
-                                         multi_axis_layout, multi_axis_notes, proportional_view, refusal)
+                                         multi_axis_layout, multi_axis_notes, proportional_view, refusal,
+                                         rotary_dim_reading)
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
 
@@ -94,10 +95,8 @@ class RopeManifest:
         The attention window of the layers this operator serves (positive): a query sees keys
         fewer than ``sliding_window`` positions back, so larger offsets never reach attention.
     pairing_width : int, optional
-        The width the half-split pairs are laid across: ``None`` for the rotary dim (partial rotary
-        turns the leading ``rotary_dim`` coordinates, pairing ``i`` with ``i + rotary_dim / 2``);
-        ``head_dim`` for Gemma 4's proportional RoPE, whose code pairs ``i`` with ``i + head_dim / 2``
-        across the whole head, only the first ``rotary_dim / 2`` pairs turning. Gate A checks this layout.
+        The width half-split pairs ``(i, i + pairing_width / 2)`` span (``None``: the rotary dim); the head
+        for Gemma 4's proportional RoPE, whose first ``rotary_dim / 2`` pairs turn. Gate A checks it.
     layer_type : str, optional
         Which kind of layer of the model this operator belongs to (``"full_attention"``,
         ``"sliding_attention"``), for models whose layers differ.
@@ -151,13 +150,11 @@ class RopeManifest:
                          ("original_max_position_embeddings", original_max_position_embeddings)):
             set_(self, key, None if val is None else v.length(key, val, minimum=1))
         set_(self, "logit_scale", v.real("logit_scale", logit_scale, greater_than=0.0))
-        op = self.operator
-        if pairing_width is not None:
-            pairing_width = v.integer("pairing_width", pairing_width, minimum=op.rotary_dim, maximum=op.head_dim)
-            if pairing_width % 2 or (pairing_width != op.rotary_dim and op.pairing != "half"):
-                raise ValueError(f"pairing_width must be even, and equal rotary_dim unless the pairing is half-split, "
-                                 f"got {pairing_width}")
-        set_(self, "pairing_width", None if pairing_width == op.rotary_dim else pairing_width)
+        op, w = self.operator, pairing_width
+        if w is not None and (v.integer("pairing_width", w, minimum=op.rotary_dim, maximum=op.head_dim) % 2
+                              or (w != op.rotary_dim and op.pairing != "half")):
+            raise ValueError(f"pairing_width must be even, and the rotary dim unless pairs are half-split, got {w}")
+        set_(self, "pairing_width", None if w in (None, op.rotary_dim) else int(w))
         if not isinstance(notes, (list, tuple)) or not all(isinstance(n, str) for n in notes):
             raise ValueError(f"notes must be a list of strings, got {type(notes).__name__}")
         set_(self, "notes", tuple(notes))
@@ -263,8 +260,7 @@ class RopeManifest:
         if self.sliding_window is not None:
             rows.append(("attention window", f"{self.sliding_window:,} tokens (larger offsets never reach attention)"))
         if self.pairing_width is not None:
-            rows.append(("pair layout", f"coordinates i and i + {self.pairing_width // 2} (across {self.pairing_width}), "
-                         f"the first {self.pairs} pairs turning"))
+            rows.append(("pair layout", f"i with i + {self.pairing_width // 2}, the first {self.pairs} pairs turning"))
         if self.logit_scale != 1.0:
             rows.append(("extra logit scale", f"{self.logit_scale:.6g} (applied to the softmax scale)"))
         rows.extend(("note" if i == 0 else "", n) for i, n in enumerate(self.notes))
@@ -418,15 +414,6 @@ def _read_head(cfg: Mapping, got: dict) -> dict:
     raise ConfigError(f"config needs head_dim, or hidden_size and num_attention_heads: {missing} is missing")
 
 
-#: model types whose transformers code reads rotary_dim (read from transformers 5.24.0; the other types it knows
-#: never do): GPT-J and CodeGen build their sin/cos table over rotary_dim coordinates whatever
-#: partial_rotary_factor says; MiniMax-M2's class turns rotary_dim into partial_rotary_factor unless that is given
-#: (tests/with_torch/test_config_corpus.py compares). ChatGLM's and Gemma 4's views (model_types.chatglm_view,
-#: proportional_view) state the count they derive as rotary_dim.
-_ROTARY_DIM_READERS = {"gptj": "count", "codegen": "count", "minimax_m2": "factor", "chatglm": "count",
-                       "gemma4_text": "count"}
-
-
 def _read_rotary(cfg: Mapping, got: dict) -> dict:
     head_dim = got["head_dim"]
     if head_dim % 2:
@@ -449,25 +436,16 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
         if from_factor < 2 or from_factor % 2:
             raise ConfigError(f"{where}{key}={prf:g} gives int({head_dim} * {prf:g}) = {from_factor} rotary "
                               "coordinates; it must be an even number of at least 2")
-    kind = cfg.get("model_type")
-    reads = _ROTARY_DIM_READERS.get(kind, "ignored" if kind in PAIRING_BY_MODEL_TYPE else "count")
-    if _given(cfg, "rotary_dim") and reads == "ignored":
-        return {"rotary_dim": head_dim if from_factor is None else from_factor,
-                "notes": [f"rotary_dim is in the config, but {kind}'s code in transformers never reads it: ignored"]}
     if _given(cfg, "rotary_dim"):  # GPT-J, CodeGen: an absolute count; MiniMax-M2: a factor's default
         rot = _positive_int(cfg, "rotary_dim", maximum=head_dim)
         if rot % 2:
             raise ConfigError(f"rotary_dim must be even, got {rot}")
-        if from_factor is not None and from_factor != rot and reads != "count":  # MiniMax-M2: the factor wins
-            return {"rotary_dim": from_factor, "notes": [f"rotary_dim ({rot}) and {where}{key} both set: {kind}'s "
-                                                         f"configuration class keeps {key} ({from_factor} coordinates)"]}
-        if from_factor is not None and from_factor != rot and kind in _ROTARY_DIM_READERS:  # GPT-J's table
-            return {"rotary_dim": rot, "notes": [f"{where}{key} is in the config, but {kind}'s code in transformers "
-                                                 f"rotates rotary_dim ({rot}) coordinates: {key} ignored"]}
-        if from_factor is not None and from_factor != rot:
-            raise ConfigError(f"rotary_dim ({rot}) contradicts {where}{key}, which gives {from_factor} rotary "
-                              f"coordinates of a {head_dim}-wide head")
-        return {"rotary_dim": rot}
+        try:
+            got_dim, notes = rotary_dim_reading(cfg.get("model_type"), rot, from_factor, f"{where}{key}",
+                                                cfg.get("model_type") in PAIRING_BY_MODEL_TYPE)
+        except ValueError as exc:
+            raise ConfigError(f"{exc} of a {head_dim}-wide head") from None
+        return {"rotary_dim": got_dim or head_dim, "notes": notes}
     return {"rotary_dim": head_dim if from_factor is None else from_factor}
 
 
@@ -513,9 +491,7 @@ def _read_scaling(cfg: Mapping, got: dict) -> dict:
                                   pairs=got["rotary_dim"] // 2)
         if scaling is not None:
             scaling.check_pairs(got["rotary_dim"] // 2)
-    except ConfigError:
-        raise
-    except ValueError as exc:
+    except ValueError as exc:  # a ConfigError too: the same message
         raise ConfigError(str(exc)) from None
     out = {"scaling": scaling}
     block_orig = None if scaling is None or scaling.rule == "dynamic" else scaling.original_max_position_embeddings
@@ -760,25 +736,15 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
 
     Notes
     -----
-    The field groups, one reader each (see ``_READERS``):
-
-    * absent fields first take the defaults of the model type's configuration class in
-      transformers (``ropegeo.models.class_defaults``: a fixed ``head_dim``, ``rope_theta``, the rotary
-      fraction, a default scaling block), each with a note;
-    * base: ``rope_theta`` (also inside ``rope_parameters``, GPT-NeoX's ``rotary_emb_base``; for
-      Gemma 3's sliding layers ``rope_local_base_freq``); 10,000 when absent, with a note;
-    * head: ``qk_rope_head_dim`` (DeepSeek-V2/V3: the rotary part is a head of its own), else
-      ``head_dim``, else ``hidden_size // num_attention_heads`` (GPT-J: ``n_embd // n_head``);
-    * rotary width: ``rotary_dim`` (GPT-J, a count), ``partial_rotary_factor`` or ``rotary_pct``
-      (``int(head_dim * factor)``, truncated as transformers truncates it); they must agree;
-    * pairing: by ``model_type`` (:data:`PAIRING_BY_MODEL_TYPE`; DeepSeek-V3's ``rope_interleave``);
-      half-split with a note when the type is unknown;
-    * lengths: ``max_position_embeddings`` (GPT-J ``n_positions``) and
-      ``original_max_position_embeddings`` (top level or in the scaling block); an original length
-      above the maximum is refused;
-    * scaling: ``rope_scaling`` / ``rope_parameters``, see :meth:`ropegeo.scaling.Scaling.from_hf`;
-    * window: ``sliding_window`` unless ``use_sliding_window`` is false;
-    * logit scale: DeepSeek's ``mscale_all_dim`` softmax factor.
+    Absent fields first take the defaults of the model type's configuration class in transformers
+    (``ropegeo.models.class_defaults``), each with a note; then one reader per field group (``_READERS``):
+    base (``rope_theta``, in ``rope_parameters`` too, GPT-NeoX's ``rotary_emb_base``, Gemma 3's
+    ``rope_local_base_freq``); head (``qk_rope_head_dim``, ``head_dim``, ``hidden_size // num_attention_heads``);
+    rotary width (``partial_rotary_factor``, ``rotary_pct``, truncated as transformers truncates it;
+    ``rotary_dim`` where the model type's code reads it); pairing by ``model_type``
+    (:data:`PAIRING_BY_MODEL_TYPE`); lengths (an original length above the maximum is refused); scaling
+    (:meth:`ropegeo.scaling.Scaling.from_hf`); window (unless ``use_sliding_window`` is false); DeepSeek's
+    ``mscale_all_dim`` softmax factor.
 
     Examples
     --------

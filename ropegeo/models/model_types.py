@@ -7,9 +7,9 @@ model's rotary operator. The model type's own code decides, for instance, that
 * Qwen2-VL's ``mrope`` block is the plain rule for text tokens (the three position streams are
   equal), and Qwen3-VL interleaves the same sections;
 * Gemma 4's ``proportional`` rule rotates only the fastest pairs of a wider head;
-* Llama 4's layers listed as 0 in ``no_rope_layers`` (every 4th by default) and Cohere2's
-  full-attention layers have no rotary embedding, and Llama 4's other layers attend within
-  8,192-token chunks;
+* Llama 4's and SmolLM3's layers listed as 0 in ``no_rope_layers`` (every 4th by default), Cohere2's
+  full-attention layers and Qwen3-Next's / Qwen3.5's linear-attention layers have no rotary embedding,
+  and Llama 4's other layers attend within 8,192-token chunks;
 * Qwen2's layers below ``max_window_layers`` attend to the whole context even when the window is on;
 * ChatGLM (remote code) rotates half of each head, with base ``10,000 * rope_ratio``.
 
@@ -26,7 +26,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "multi_axis_notes", "multi_axis_layout", "axes_section",
+__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "rotary_dim_reading", "multi_axis_notes", "multi_axis_layout", "axes_section",
            "proportional_view",
            "LayerSpec", "layer_specs", "describe_layers", "NOPE"]
 
@@ -168,6 +168,39 @@ def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
         notes.append(f"rope_theta {cfg['rope_theta']!r} is ignored: ChatGLM's code rotates with base "
                      f"10,000 x rope_ratio = {10_000.0 * ratio:,.10g}")
     return view, notes
+
+
+#: model types whose transformers 5.24.0 code reads rotary_dim (the other types it knows never do): GPT-J and CodeGen
+#: build their sin/cos table over rotary_dim coordinates whatever partial_rotary_factor says; MiniMax-M2's class turns
+#: rotary_dim into partial_rotary_factor unless that is given. ChatGLM's and Gemma 4's views (chatglm_view,
+#: proportional_view) state the count they derive as rotary_dim. (tests/with_torch/test_config_corpus.py compares.)
+_ROTARY_DIM_READERS = {"gptj": "count", "codegen": "count", "minimax_m2": "factor", "chatglm": "count",
+                       "gemma4_text": "count"}
+
+
+def rotary_dim_reading(kind, rot: int, from_factor: int | None, factor: str, known: bool) -> tuple[int | None, list]:
+    """The rotary width a config stating ``rotary_dim = rot`` runs with (``None``: the factor's, or the head's), and
+    notes; ``from_factor`` is the width ``factor`` gives. ``known``: transformers knows the model type. Raises
+    ``ValueError`` when both are set, disagree, and the type is unknown.
+
+    Examples
+    --------
+    >>> rotary_dim_reading("gptj", 64, 128, "partial_rotary_factor", True)[0]
+    64
+    >>> rotary_dim_reading("llama", 64, None, "partial_rotary_factor", True)[0] is None
+    True
+    """
+    reads = _ROTARY_DIM_READERS.get(kind, "ignored" if known else "count")
+    if reads == "ignored":
+        return from_factor, [f"rotary_dim is in the config, but {kind}'s code in transformers never reads it: ignored"]
+    if from_factor is None or from_factor == rot:
+        return rot, []
+    if reads == "factor":
+        return from_factor, [f"rotary_dim ({rot}) and {factor} both set: {kind}'s configuration class keeps {factor}"]
+    if kind in _ROTARY_DIM_READERS:
+        return rot, [f"{factor} is in the config, but {kind}'s code in transformers rotates rotary_dim ({rot}) "
+                     f"coordinates: {factor} ignored"]
+    raise ValueError(f"rotary_dim ({rot}) contradicts {factor}, which gives {from_factor} rotary coordinates")
 
 
 def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
