@@ -417,18 +417,12 @@ def disagreements(want: dict, got: list[dict]) -> list[str]:
         pairs = [(got[0], groups[0])]
     else:
         pairs = []
-        for g in got:
-            if g["layers"]:
-                match = [h for h in groups if set(g["layers"]) & set(h["layers"])]
-                if len(match) != 1 or sorted(match[0]["layers"]) != sorted(g["layers"]):
-                    bad.append(f"{g['kind']}: layers {g['layers']} vs transformers "
-                               f"{[(h['kind'], h['layers']) for h in match]}")
-                    continue
-            else:  # the layer count is not in the config: the kinds, by name
-                match = [h for h in groups if h["kind"] == g["kind"]]
-                if len(match) != 1:
-                    bad.append(f"{g['kind']}: no transformers group of that kind")
-                    continue
+        for g in got:  # each kind: the same layers as one of transformers' groups
+            match = [h for h in groups if set(g["layers"]) & set(h["layers"])]
+            if len(match) != 1 or sorted(match[0]["layers"]) != sorted(g["layers"]):
+                bad.append(f"{g['kind']}: layers {g['layers']} vs transformers "
+                           f"{[(h['kind'], h['layers']) for h in match]}")
+                continue
             pairs.append((g, match[0]))
         if len(pairs) == len(got) and len(got) != len(groups):
             bad.append(f"{len(got)} kinds of layer vs transformers' {len(groups)}")

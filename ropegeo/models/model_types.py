@@ -26,6 +26,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
+from ropegeo.models.class_defaults import DEFAULTS
+
 __all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "rotary_dim_reading", "multi_axis_notes", "multi_axis_layout", "axes_section",
            "proportional_view",
            "LayerSpec", "layer_specs", "describe_layers", "NOPE"]
@@ -372,7 +374,11 @@ class LayerSpec:
 
 
 def _num_layers(cfg: Mapping) -> int | None:
+    """The layer count: the config's, else its model type's class default (a layer pattern runs over it)."""
+    kind = cfg.get("model_type")
     n = cfg.get("num_hidden_layers", cfg.get("n_layer", cfg.get("num_layers")))
+    if n is None and not any(k in cfg for k in ("num_hidden_layers", "n_layer", "num_layers")) and isinstance(kind, str):
+        n = DEFAULTS.get(kind, {}).get("num_hidden_layers")
     return int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) and 0 < n <= 100_000 else None
 
 
@@ -469,7 +475,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     if types is None:
         types = _window_rule(cfg, kind, n)
     if types is None and n is not None and _given(cfg, "sliding_window"):
-        pattern = {"gemma2": 2, "gpt_oss": 2}.get(kind, cfg.get("sliding_window_pattern"))
+        pattern = {"gemma2": 2, "gpt_oss": 2, "olmo3": 4}.get(kind, cfg.get("sliding_window_pattern"))
         if pattern is None and kind in ("gemma3_text", "gemma3", "gemma4_text", "cohere2"):
             pattern = {"cohere2": 4}.get(kind, 6)
         if isinstance(pattern, numbers.Integral) and not isinstance(pattern, bool) and pattern >= 1:
