@@ -276,6 +276,12 @@ CASES: dict[str, dict] = {
     "Salesforce/codegen-350M-mono": {"config": {
         "model_type": "codegen", "n_embd": 1024, "n_head": 16, "n_layer": 20, "n_positions": 2048, "n_ctx": 2048,
         "rotary_dim": 32, "vocab_size": 51200}},
+    "codegen-rotary-dim-and-partial-factor": {"config": {
+        "model_type": "codegen", "n_embd": 1024, "n_head": 16, "n_layer": 4, "rotary_dim": 32,
+        "partial_rotary_factor": 0.25}},
+    "phi-rotary-dim-and-partial-factor": {"config": {"model_type": "phi", "hidden_size": 2560,
+                                                     "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+                                                     "rotary_dim": 16}},
     "MiniMaxAI/MiniMax-M2": {"config": _MINIMAX_M2},
     "minimax_m2-rotary-dim-and-partial-factor": {"config": {**_MINIMAX_M2, "partial_rotary_factor": 0.25}},
     "adept/persimmon-8b-base": {"config": {
