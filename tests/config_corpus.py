@@ -271,6 +271,8 @@ CASES: dict[str, dict] = {
                                                "num_attention_heads": 16, "rotary_pct": 0.25,
                                                "rotary_emb_base": 10000, "rope_theta": 500000}},
     "gptj-rope-theta-ignored": {"config": {**_GPTJ, "rope_theta": 500000}},
+    "gptj-no-rotary-dim": {"config": {k: v for k, v in _GPTJ.items() if k != "rotary_dim"}},
+    "codegen-no-rotary-dim": {"config": {"model_type": "codegen", "n_embd": 1024, "n_head": 16, "n_layer": 4}},
     "gptj-rotary-dim-and-partial-factor": {"config": {**_GPTJ, "partial_rotary_factor": 0.5}},
     "gptj-rotary-dim-and-agreeing-factor": {"config": {**_GPTJ, "partial_rotary_factor": 0.25}},
     "Salesforce/codegen-350M-mono": {"config": {

@@ -78,6 +78,9 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if "head_dim" in d and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
         out["head_dim"] = d["head_dim"]
         notes.append(f"head_dim is not in the config: {who} defaults it to {d['head_dim']}")
+    if "rotary_dim" in d and cfg.get("rotary_dim") is None:  # GPT-J, CodeGen: the table's width
+        out["rotary_dim"] = d["rotary_dim"]
+        notes.append(f"rotary_dim is not in the config: {who} defaults it to {d['rotary_dim']}")
     mpe = d.get("max_position_embeddings")
     if mpe is not None and not any(cfg.get(k) is not None for k in _LENGTH_KEYS):
         out["max_position_embeddings"] = mpe  # Falcon-7B's config.json states no context: FalconConfig's 2,048
