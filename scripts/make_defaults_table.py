@@ -12,6 +12,10 @@ pairing table (the types with rotary code), this script records those class defa
 - ``head_dim`` when the class fixes it (it stays the same when ``hidden_size`` doubles);
 - the default rope block: ``rope_theta``, ``rope_type`` and the rule's parameters, and
   ``partial_rotary_factor`` (one block, or one per layer kind);
+- ``rotary_dim`` of GPT-J and CodeGen, whose sin/cos table covers the class's 64 coordinates when a config
+  leaves the count out;
+- ``num_hidden_layers``, the layer count a config that leaves it out runs with (the layers of each kind
+  of a layer pattern follow from it);
 - ``max_position_embeddings``, the context the class declares when a config leaves it out
   (Falcon-7B's config.json states none: FalconConfig's 2,048 is what the model runs with);
 - ``ignored``: fields a config may state that the model type's code never reads
@@ -35,6 +39,9 @@ from pathlib import Path
 TABLES = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "tables"
 OUT = TABLES / "defaults_by_model_type.json"
 
+
+#: model types whose code rotates the class's rotary_dim coordinates (ropegeo.models.model_types reads it there)
+ROTARY_DIM_TYPES = ("gptj", "codegen")
 
 #: model types read beside the pairing table's (their rotary module takes a layer type)
 EXTRA_TYPES = ("gemma4_text",)
@@ -78,6 +85,12 @@ def read_defaults(model_type: str) -> dict | None:
             hd = None
         if hd is not None:
             out["head_dim"] = hd
+        nhl = getattr(cfg, "num_hidden_layers", None)
+        if isinstance(nhl, int) and not isinstance(nhl, bool) and nhl > 0:
+            out["num_hidden_layers"] = nhl  # the layer count a layer pattern (Gemma's 5:1, Llama 4's NoPE) runs over
+        rd = getattr(cfg, "rotary_dim", None)
+        if isinstance(rd, int) and not isinstance(rd, bool) and rd > 0 and model_type in ROTARY_DIM_TYPES:
+            out["rotary_dim"] = rd  # GPT-J, CodeGen: their table rotates rotary_dim coordinates (class default 64)
         mpe = getattr(cfg, "max_position_embeddings", None)
         if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
             out["max_position_embeddings"] = mpe
@@ -170,7 +183,7 @@ def build() -> dict:
             table[model_type] = d
     return {"transformers": transformers.__version__,
             "method": "AutoConfig.for_model(model_type) with its defaults: head_dim when fixed by the class (unchanged "
-                      "when hidden_size doubles), max_position_embeddings, sliding_window, use_sliding_window, the default rope_parameters block(s), "
+                      "when hidden_size doubles), rotary_dim (GPT-J, CodeGen), num_hidden_layers, max_position_embeddings, sliding_window, use_sliding_window, the default rope_parameters block(s), "
                       "and the fields the model type's code never reads (ignored: partial_rotary_factor when the "
                       "rotary module builds as many frequencies with a factor of 0.5, sliding_window when the "
                       "modeling file never names it) "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from importlib.resources import files
 from pathlib import Path
 
@@ -81,11 +82,9 @@ def test_gpt_j_fields():
     np.testing.assert_allclose(m.theta_at(), [10_000.0 ** (-2 * i / 64) for i in range(32)], rtol=1e-15)
 
 
-def test_rotary_dim_and_partial_factor_must_agree():
+def test_rotary_dim_must_be_even():
     gptj = model_record("gpt-j-6b")["config"]
     assert read_config({**gptj, "partial_rotary_factor": 0.25}).rotary_dim == 64  # 256 * 0.25 = 64
-    with pytest.raises(ConfigError, match="rotary_dim \\(64\\) contradicts partial_rotary_factor"):
-        read_config({**gptj, "partial_rotary_factor": 0.5})
     with pytest.raises(ConfigError, match="rotary_dim must be even"):
         read_config({**gptj, "rotary_dim": 63})
 
@@ -102,7 +101,8 @@ def test_rotary_dim_and_partial_factor_must_agree():
 def test_pairing_follows_the_model_type(model_type, pairing):
     # Llama 4's layers differ (chunked RoPE layers, NoPE layers), as Gemma 3's (one rope block per layer kind
     # in Gemma3TextConfig): one kind is read
-    kind = {"llama4_text": "chunked_attention", "gemma3_text": "full_attention"}.get(model_type)
+    kind = {"llama4_text": "chunked_attention", "gemma3_text": "full_attention",
+            "gpt_oss": "full_attention"}.get(model_type)  # GptOssConfig: sliding and full layers, class window 128
     m = read_config({"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "rope_theta": 1e4},
                     layer_type=kind)
     assert m.pairing == pairing and not any("pairing" in n for n in m.notes)  # other notes: class defaults
@@ -355,7 +355,8 @@ def test_gptj_and_gpt_neox_ignore_a_top_level_rope_theta():
      {"head_dim": 64, "base": 150_000.0}, "defaults are used (base 150,000, rule yarn)"),
 ])
 def test_absent_fields_take_the_model_types_class_defaults(cfg, expect, said):
-    m = read_config(cfg)
+    # gpt-oss's class alternates sliding (window 128) and full layers: its full layers are read
+    m = read_config(cfg, layer_type="full_attention" if cfg["model_type"] == "gpt_oss" else None)
     for key, value in expect.items():
         assert getattr(m, key) == value, key
     assert any(said in n for n in m.notes), m.notes
@@ -458,3 +459,134 @@ def test_fields_a_model_types_code_never_reads_are_ignored_with_a_note():
     qwen2 = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 64}
     assert read_config(qwen2).sliding_window is None
     assert read_config({**qwen2, "use_sliding_window": True}).sliding_window == 64
+
+
+# ------------------------------------------------------------------ the corpus, against transformers' stored readings
+# tests/config_corpus.py: every config.json and variant; tests/data/config_readings.json: what transformers 5.24.0 makes
+# of each (scripts/make_config_readings.py; tests/with_torch/test_config_corpus.py re-derives it)
+import config_corpus as corpus  # noqa: E402
+
+STORED = corpus.stored()
+
+
+def test_the_corpus_is_read_from_the_pinned_transformers_and_covers_the_families():
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert f"TRANSFORMERS_VERSION := {STORED['transformers']}" in makefile
+    assert set(STORED["cases"]) == set(corpus.CASES) and len(corpus.CASES) >= 60
+    types = {corpus.CASES[n]["config"].get("model_type") for n in corpus.CASES}
+    assert len(types) >= 30, sorted(types)
+    refused = [n for n, r in STORED["cases"].items() if "refused" in r]
+    assert 5 <= len(refused) and all("refuse" in corpus.CASES[n] or "remote" in corpus.CASES[n] for n in refused)
+
+
+@pytest.mark.parametrize("name", sorted(corpus.CASES))
+def test_each_config_is_read_as_transformers_reads_it(name):
+    case, want = corpus.CASES[name], STORED["cases"][name]
+    rotating = "groups" in want and any(g["rotates"] for g in want["groups"])
+    if "remote" in case:  # transformers' class refuses what the model's own code reads: ropegeo reads it so
+        assert "refused" in want
+        got = corpus.ropegeo_groups(corpus.config(name), corpus.lengths(case))
+        assert corpus.disagreements(STORED["cases"][case["same_as"]], got) == []
+    elif "refuse" in case:  # transformers refuses, or runs no rotary embedding: ropegeo refuses by name
+        assert "refused" in want or not rotating, want
+        with pytest.raises(ConfigError, match="^" + re.escape(case["refuse"])):
+            corpus.ropegeo_groups(corpus.config(name), corpus.lengths(case))
+    else:
+        assert "refused" not in want, want
+        assert corpus.disagreements(want, corpus.ropegeo_groups(corpus.config(name), corpus.lengths(case))) == []
+
+
+def _changed(reading, **change):
+    out = json.loads(json.dumps(reading))
+    g = next(g for g in out["groups"] if g["rotates"])
+    for key, val in change.items():
+        g[key] = val(g[key]) if callable(val) else val
+    return out
+
+
+@pytest.mark.parametrize("name,change,words", [
+    ("shipped:llama-3.1-8b", {"theta": lambda t: {n: [x * (1 + 1e-5) for x in v] for n, v in t.items()}}, "frequency"),
+    ("shipped:gpt-oss-20b", {"attention": lambda a: {n: x * 1.001 for n, x in a.items()}}, "attention factor"),
+    ("gemma4_text", {"pairing_width": 128}, "pairing_width"),
+    ("shipped:mistral-7b", {"window": 4095}, "window"),
+    ("shipped:gpt-j-6b", {"pairing": "half"}, "pairing"),
+    ("shipped:qwen3-vl-8b-instruct", {"interleaved": False}, "interleaved"),
+    ("google/gemma-2-9b", {"layers": [0, 2]}, "layers"),
+    ("llama4_text-class-layers", {"rotates": False}, "rotates"),
+])
+def test_the_comparison_catches_a_changed_reading(name, change, words):
+    # negative controls: the stored reading changed in one field; ropegeo's reading no longer agrees
+    case = corpus.CASES[name]
+    got = corpus.ropegeo_groups(corpus.config(name), corpus.lengths(case))
+    assert corpus.disagreements(STORED["cases"][name], got) == []
+    bad = corpus.disagreements(_changed(STORED["cases"][name], **change), got)
+    assert bad and any(words in b for b in bad), bad
+
+
+# ------------------------------------------------------------------ what the corpus found, by hand
+def test_rotary_dim_is_read_only_where_the_model_types_code_reads_it():
+    # transformers 5.24.0: GPT-J and CodeGen rotate rotary_dim coordinates (their table ignores partial_rotary_factor),
+    # MiniMax-M2's class turns rotary_dim into partial_rotary_factor unless that is set, other types never read it
+    gptj = model_record("gpt-j-6b")["config"]
+    m = read_config({**gptj, "partial_rotary_factor": 0.5})
+    assert m.rotary_dim == 64 and any("partial_rotary_factor ignored" in n for n in m.notes)
+    minimax = {"model_type": "minimax_m2", "hidden_size": 3072, "num_attention_heads": 48, "head_dim": 128,
+               "rope_theta": 5e6, "rotary_dim": 64}
+    assert read_config(minimax).rotary_dim == 64
+    assert read_config({**minimax, "partial_rotary_factor": 0.25}).rotary_dim == 32  # int(128 * 0.25)
+    llama = read_config({"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "rotary_dim": 32})
+    assert llama.rotary_dim == 128 and any("never reads it" in n for n in llama.notes)
+    # a model type transformers does not know: both fields must agree
+    with pytest.raises(ConfigError, match="rotary_dim \\(32\\) contradicts partial_rotary_factor"):
+        read_config({"model_type": "made_up", "hidden_size": 1024, "num_attention_heads": 8, "rotary_dim": 32,
+                     "partial_rotary_factor": 0.5})
+
+
+@pytest.mark.parametrize("model_type,said,window", [
+    ("gemma4_text", "all", 257), ("gemma4_text", "vision", 512), ("gemma4_text", None, 512),
+    ("gemma3_text", True, 257), ("gemma3_text", False, 512),
+])
+def test_bidirectional_gemma_halves_its_window_as_its_class_does(model_type, said, window):
+    # Gemma3TextConfig / Gemma4TextConfig.__post_init__: sliding_window = sliding_window // 2 + 1 ("all" for Gemma 4)
+    cfg = {"model_type": model_type, "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+           "num_hidden_layers": 6, "sliding_window": 512, **({} if said is None else
+                                                               {"use_bidirectional_attention": said})}
+    assert read_config(cfg, layer_type="sliding_attention").sliding_window == window
+    absent = {k: v for k, v in cfg.items() if k != "sliding_window"}  # the class's 512 (Gemma 4) halved too
+    if model_type == "gemma4_text":
+        assert read_config(absent, layer_type="sliding_attention").sliding_window == window
+
+
+# ------------------------------------------------------------------ Gate A on Gemma 4's own layout (numpy mirror)
+def _gemma4_global(exponent_width=512, pair_across=512, width=512, turning=64):
+    """Gemma 4's full-attention rotary as transformers runs it (numpy mirror of Gemma4TextRotaryEmbedding with the
+    proportional rule and rotate_half): frequencies 1e6^(-2i/512) for the first 64 of 256 pairs, 0 for the others,
+    cos/sin in float32; pairs (i, i + pair_across / 2)."""
+    i = np.arange(pair_across // 2)
+    inv = np.where(i < turning, 1e6 ** (-2.0 * i / exponent_width), 0.0).astype(np.float32)
+
+    def f(x, p):
+        x = np.asarray(x, np.float32)
+        ang = np.asarray(p, np.float32)[..., None] * inv
+        c, s = np.cos(np.concatenate([ang, ang], -1)), np.sin(np.concatenate([ang, ang], -1))
+        h = pair_across // 2
+        head, rest = x[..., :pair_across], x[..., pair_across:]
+        rot = np.concatenate([-head[..., h:], head[..., :h]], -1)
+        return np.concatenate([head * c + rot * s, rest], -1).astype(np.float32)
+    return f
+
+
+def test_gemma4_global_layers_pass_gate_a_under_their_own_config_and_a_frequency_bug_is_named():
+    from ropegeo.gates.a.gate import gate_a
+
+    m = read_config(corpus.config("gemma4_text"), layer_type="full_attention")
+    assert (m.head_dim, m.rotary_dim, m.pairing_width) == (512, 128, 512)
+    r = gate_a(_gemma4_global(), manifest=m)
+    assert r.passed, r.table()
+    assert "across the 512-wide head, the first 64 turning" in r.check("layout").diagnosis
+    # exponents over the 128 rotating coordinates instead of the whole head: a frequency defect, named as such
+    bug = gate_a(_gemma4_global(exponent_width=128), manifest=m)
+    assert bug.failed[0] == "frequencies" and bug.defects == ["frequency"], bug.table()
+    # the same 64 frequencies laid out as a plain partial rotary (i, i + 64): not the model's layout
+    moved = gate_a(_gemma4_global(pair_across=128), manifest=m)
+    assert moved.failed[0] == "layout" and moved.defects[0] == "layout", moved.table()

@@ -436,3 +436,16 @@ def test_shipped_wrappers_read_as_transformers_builds_their_text_model():
     for name in ("gemma-3-4b-it", "qwen3-vl-8b-instruct"):
         rec = model_record(name)
         assert rec["revision"] in rec["source"] and len(rec["revision"]) == 40 and "text_config" in rec["config"]
+
+
+def test_pairing_width_is_validated_and_round_trips():
+    # Gemma 4's proportional RoPE: half-split pairs (i, i + 256) across a 512-wide head, 64 of them turning
+    m = RopeManifest(head_dim=512, rotary_dim=128, base=1e6 ** 0.25, pairing="half", pairing_width=512)
+    assert m.pairing_width == 512 and "i with i + 256" in m.table()
+    assert RopeManifest.from_dict(m.to_dict()).pairing_width == 512
+    assert RopeManifest(head_dim=64, rotary_dim=32, pairing_width=32).pairing_width is None  # the rotary dim: default
+    for bad in (64, 514, 255, "512"):  # below the rotary dim, above the head, odd, not an integer
+        with pytest.raises(ValueError, match="pairing_width"):
+            RopeManifest(head_dim=512, rotary_dim=128, pairing="half", pairing_width=bad)
+    with pytest.raises(ValueError, match="pairing_width"):  # adjacent pairs have no span to widen
+        RopeManifest(head_dim=512, rotary_dim=128, pairing="interleaved", pairing_width=512)

@@ -66,6 +66,9 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if "head_dim" in d and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
         out["head_dim"] = d["head_dim"]
         notes.append(f"head_dim is not in the config: {who} defaults it to {d['head_dim']}")
+    if "rotary_dim" in d and cfg.get("rotary_dim") is None:  # GPT-J, CodeGen: the table's width
+        out["rotary_dim"] = d["rotary_dim"]
+        notes.append(f"rotary_dim is not in the config: {who} defaults it to {d['rotary_dim']}")
     mpe = d.get("max_position_embeddings")
     if mpe is not None and not any(cfg.get(k) is not None for k in _LENGTH_KEYS):
         out["max_position_embeddings"] = mpe  # Falcon-7B's config.json states no context: FalconConfig's 2,048
@@ -74,6 +77,7 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
     if window is not None and "sliding_window" not in cfg:  # absent only: a null stays null (no window)
         out["sliding_window"] = window
         notes.append(f"sliding_window is not in the config: {who} defaults it to {window:,}")
+    out, notes = _bidirectional_window(out, kind, notes)
     if d.get("use_sliding_window") is not None and "use_sliding_window" not in cfg and out.get("sliding_window"):
         out["use_sliding_window"] = d["use_sliding_window"]
         notes.append(f"use_sliding_window is not in the config: {who} defaults it to "
@@ -101,6 +105,23 @@ def with_class_defaults(cfg: Mapping) -> tuple[Mapping, list[str]]:
         out["rope_scaling"] = {k: v for k, v in block.items() if k not in _NOT_RULE or k == "rope_type"}
         notes.append(f"no scaling block in the config: {who} defaults to its {rule} block")
     return out, notes
+
+
+#: model types whose configuration class halves the window of a bidirectional model (``sliding_window // 2 + 1``,
+#: "due to fa we set exclusive bounds"), and the ``use_bidirectional_attention`` values that do it
+_BIDIRECTIONAL = {"gemma3_text": (True,), "gemma4_text": ("all",), "gemma4_unified": ("all",),
+                  "diffusion_gemma": ("all",)}
+
+
+def _bidirectional_window(cfg: dict, kind: str, notes: list) -> tuple[dict, list]:
+    """Gemma 3/4's bidirectional variants: the window the class sets from the one the config states."""
+    said, window = cfg.get("use_bidirectional_attention"), cfg.get("sliding_window")
+    if kind not in _BIDIRECTIONAL or said not in _BIDIRECTIONAL[kind] or said is False or not isinstance(window, int):
+        return cfg, notes
+    cfg["sliding_window"] = window // 2 + 1
+    return cfg, notes + [f"use_bidirectional_attention {said!r}: {kind}'s configuration class ({SOURCE}) sets the "
+                         f"window to sliding_window // 2 + 1 = {window // 2 + 1:,} (a query sees {window // 2:,} "
+                         "positions on each side)"]
 
 
 def _without_ignored(cfg: dict, ignored, kind: str) -> tuple[dict, list[str]]:

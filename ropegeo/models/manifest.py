@@ -23,7 +23,8 @@ from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.models.class_defaults import text_model_config, with_class_defaults
 from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_layers, layer_specs,
-                                         multi_axis_layout, multi_axis_notes, proportional_view, refusal)
+                                         multi_axis_layout, multi_axis_notes, proportional_view, refusal,
+                                         rotary_dim_reading)
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
 
@@ -54,7 +55,7 @@ class ConfigError(ValueError):
 #: The order of :meth:`RopeManifest.to_dict` after name and source.
 _DICT_ORDER = ("base", "head_dim", "rotary_dim", "pairing", "position_id_policy", "scaling", "cache_offset", "phase_dtype",
                "max_position_embeddings", "original_max_position_embeddings", "sliding_window", "layer_type",
-               "logit_scale", "sections", "round_robin", "notes")
+               "logit_scale", "sections", "round_robin", "pairing_width", "notes")
 #: The operator's fields a manifest hands on by name (``m.base`` is ``m.operator.base``); given as plain
 #: keywords to :class:`RopeManifest` they build its operator.
 _OPERATOR_FIELDS = ("base", "head_dim", "rotary_dim", "pairing", "scaling", "phase_dtype", "sections", "round_robin")
@@ -68,7 +69,8 @@ class RopeManifest:
     factor), or its fields given as plain keywords build it and are read back by name (``m.base``
     is ``m.operator.base``). ``position_id_policy`` is one of :data:`POSITION_ID_POLICIES`;
     ``original_max_position_embeddings`` ``None`` means the declared length; a query sees keys
-    fewer than ``sliding_window`` positions back; ``layer_type`` names the kind of layer for models
+    fewer than ``sliding_window`` positions back; half-split pairs ``(i, i + pairing_width / 2)`` span
+    ``pairing_width`` (``None``: the rotary width; Gemma 4's proportional RoPE spans its head); ``layer_type`` names the kind of layer for models
     whose layers differ; ``logit_scale`` multiplies the logits besides ``1 / sqrt(head width)`` and
     the rule's attention factor (DeepSeek-V2/V3: ``mscale(factor, mscale_all_dim) ** 2``);
     ``notes`` say what the reader inferred rather than read. Raises ``ValueError`` naming a field
@@ -89,6 +91,7 @@ class RopeManifest:
     sliding_window: int | None = None
     layer_type: str | None = None
     logit_scale: float = 1.0
+    pairing_width: int | None = None
     notes: tuple = ()
     name: str | None = None
     source: str | None = None
@@ -96,8 +99,8 @@ class RopeManifest:
     def __init__(self, operator: RotaryOperator | None = None, *, position_id_policy: str = "contiguous",
                  cache_offset: int = 0, max_position_embeddings: int | None = None,
                  original_max_position_embeddings: int | None = None, sliding_window: int | None = None,
-                 layer_type: str | None = None, logit_scale: float = 1.0, notes=(), name: str | None = None,
-                 source: str | None = None, **fields) -> None:
+                 layer_type: str | None = None, logit_scale: float = 1.0, pairing_width: int | None = None, notes=(),
+                 name: str | None = None, source: str | None = None, **fields) -> None:
         set_ = object.__setattr__
         set_(self, "operator", _manifest_operator(operator, fields))
         if position_id_policy not in POSITION_ID_POLICIES:
@@ -109,6 +112,11 @@ class RopeManifest:
                          ("original_max_position_embeddings", original_max_position_embeddings)):
             set_(self, key, None if val is None else v.length(key, val, minimum=1))
         set_(self, "logit_scale", v.real("logit_scale", logit_scale, greater_than=0.0))
+        op, w = self.operator, pairing_width
+        if w is not None and (v.integer("pairing_width", w, minimum=op.rotary_dim, maximum=op.head_dim) % 2
+                              or (w != op.rotary_dim and op.pairing != "half")):
+            raise ValueError(f"pairing_width must be even, and the rotary dim unless pairs are half-split, got {w}")
+        set_(self, "pairing_width", None if w in (None, op.rotary_dim) else int(w))
         if not isinstance(notes, (list, tuple)) or not all(isinstance(n, str) for n in notes):
             raise ValueError(f"notes must be a list of strings, got {type(notes).__name__}")
         set_(self, "notes", tuple(notes))
@@ -197,6 +205,8 @@ class RopeManifest:
             rows.append(("layer type", self.layer_type))
         if self.sliding_window is not None:
             rows.append(("attention window", f"{self.sliding_window:,} tokens (larger offsets never reach attention)"))
+        if self.pairing_width is not None:
+            rows.append(("pair layout", f"i with i + {self.pairing_width // 2}, the first {self.pairs} pairs turning"))
         if self.logit_scale != 1.0:
             rows.append(("extra logit scale", f"{self.logit_scale:.6g} (applied to the softmax scale)"))
         rows.extend(("note" if i == 0 else "", n) for i, n in enumerate(self.notes))
@@ -360,14 +370,16 @@ def _read_rotary(cfg: Mapping, got: dict) -> dict:
         if from_factor < 2 or from_factor % 2:
             raise ConfigError(f"{where}{key}={prf:g} gives int({head_dim} * {prf:g}) = {from_factor} rotary "
                               "coordinates; it must be an even number of at least 2")
-    if _given(cfg, "rotary_dim"):  # GPT-J: an absolute count
+    if _given(cfg, "rotary_dim"):  # GPT-J, CodeGen: an absolute count; MiniMax-M2: a factor's default
         rot = _positive_int(cfg, "rotary_dim", maximum=head_dim)
         if rot % 2:
             raise ConfigError(f"rotary_dim must be even, got {rot}")
-        if from_factor is not None and from_factor != rot:
-            raise ConfigError(f"rotary_dim ({rot}) contradicts {where}{key}, which gives {from_factor} rotary "
-                              f"coordinates of a {head_dim}-wide head")
-        return {"rotary_dim": rot}
+        try:
+            got_dim, notes = rotary_dim_reading(cfg.get("model_type"), rot, from_factor, f"{where}{key}",
+                                                cfg.get("model_type") in PAIRING_BY_MODEL_TYPE)
+        except ValueError as exc:
+            raise ConfigError(f"{exc} of a {head_dim}-wide head") from None
+        return {"rotary_dim": got_dim or head_dim, "notes": notes}
     return {"rotary_dim": head_dim if from_factor is None else from_factor}
 
 
@@ -413,9 +425,7 @@ def _read_scaling(cfg: Mapping, got: dict) -> dict:
                                   pairs=got["rotary_dim"] // 2)
         if scaling is not None:
             scaling.check_pairs(got["rotary_dim"] // 2)
-    except ConfigError:
-        raise
-    except ValueError as exc:
+    except ValueError as exc:  # a ConfigError too: the same message
         raise ConfigError(str(exc)) from None
     out = {"scaling": scaling}
     block_orig = None if scaling is None or scaling.rule == "dynamic" else scaling.original_max_position_embeddings
@@ -632,8 +642,8 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
                 layer_type: str | None = None) -> RopeManifest:
     """Build a manifest from a ``config.json`` (a dict, or a path to at most 1 MiB), read as its model uses it.
 
-    Absent fields take the model type's class defaults; base, head, rotary width, sections,
-    pairing, lengths, scaling block, window and logit scale are read in turn (``_READERS``).
+    Absent fields take the model type's class defaults; base, head, rotary width (``rotary_dim``
+    where the model type's code reads it), sections, pairing, lengths, scaling block, window and logit scale are read in turn (``_READERS``).
     ``layer_type`` picks the kind of layer of a model whose layers differ (required there, refused
     elsewhere). The manifest's phases are float32, as transformers computes them; ``notes`` list
     what was inferred. Raises :class:`ConfigError` (a ``ValueError``) naming a missing, malformed
@@ -667,7 +677,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
     filled = text_notes + filled
     view, kind, kind_notes = _choose_kind(cfg, layer_type)
     view, model_notes = _model_view(view)
-    fields: dict[str, Any] = {"notes": list(filled) + model_notes}
+    fields: dict[str, Any] = {"notes": list(filled) + model_notes, "pairing_width": view.pop("_pairing_width", None)}
     for reader in _READERS:
         new = reader(view, fields)
         fields["notes"] += new.pop("notes", [])

@@ -1,7 +1,8 @@
 """What a model type's code does beyond its rope block, as ``read_config`` needs it.
 
 No rotary embedding (GPT-2, BERT, ALiBi), M-RoPE's sections, Gemma 4's ``proportional`` rule,
-NoPE and chunked layers (Llama 4, Cohere2), Qwen2's ``max_window_layers``, ChatGLM's half-width
+NoPE and chunked layers (Llama 4, SmolLM3's ``no_rope_layers``, Cohere2, Qwen3-Next's and
+Qwen3.5's linear-attention layers), Qwen2's ``max_window_layers``, ChatGLM's half-width
 rotary: read from transformers 5.24's code as plain functions of the parsed configuration. They
 raise ``ValueError`` naming the field.
 """
@@ -13,7 +14,9 @@ import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "multi_axis_notes", "multi_axis_layout", "axes_section",
+from ropegeo.models.class_defaults import DEFAULTS
+
+__all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "rotary_dim_reading", "multi_axis_notes", "multi_axis_layout", "axes_section",
            "proportional_view",
            "LayerSpec", "layer_specs", "describe_layers", "NOPE"]
 
@@ -47,6 +50,10 @@ _MROPE_INTERLEAVED_TYPES = frozenset({"cohere_compass", "cosmos3_edge", "hy_v4_v
                                      "qwen3_omni_moe", "qwen3_vl", "qwen3_vl_moe", "qwen4_exp"})
 _MROPE_BLOCK_TYPES = frozenset({"ernie4_5_vl_moe", "glm4v", "glm4v_moe", "glm_image", "glm_ocr", "hunyuan_vl",
                                "neomme", "paddleocr_vl", "qwen2_5_omni", "qwen2_5_vl", "qwen2_vl"})
+
+#: model types whose class alternates linear-attention layers (no RoPE) with full attention every
+#: ``full_attention_interval`` layers (transformers 5.24.0's Qwen3NextConfig, Qwen3_5TextConfig, Qwen3_5MoeTextConfig)
+_LINEAR_ATTENTION_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
 
 #: the layers of a kind with no rotary embedding
 NOPE = "no rotary embedding (NoPE): no position signal"
@@ -149,6 +156,39 @@ def chatglm_view(cfg: Mapping) -> tuple[dict, list[str]]:
     return view, notes
 
 
+#: model types whose transformers 5.24.0 code reads rotary_dim (the other types it knows never do): GPT-J and CodeGen
+#: build their sin/cos table over rotary_dim coordinates whatever partial_rotary_factor says; MiniMax-M2's class turns
+#: rotary_dim into partial_rotary_factor unless that is given. ChatGLM's and Gemma 4's views (chatglm_view,
+#: proportional_view) state the count they derive as rotary_dim. (tests/with_torch/test_config_corpus.py compares.)
+_ROTARY_DIM_READERS = {"gptj": "count", "codegen": "count", "minimax_m2": "factor", "chatglm": "count",
+                       "gemma4_text": "count"}
+
+
+def rotary_dim_reading(kind, rot: int, from_factor: int | None, factor: str, known: bool) -> tuple[int | None, list]:
+    """The rotary width a config stating ``rotary_dim = rot`` runs with (``None``: the factor's, or the head's), and
+    notes; ``from_factor`` is the width ``factor`` gives. ``known``: transformers knows the model type. Raises
+    ``ValueError`` when both are set, disagree, and the type is unknown.
+
+    Examples
+    --------
+    >>> rotary_dim_reading("gptj", 64, 128, "partial_rotary_factor", True)[0]
+    64
+    >>> rotary_dim_reading("llama", 64, None, "partial_rotary_factor", True)[0] is None
+    True
+    """
+    reads = _ROTARY_DIM_READERS.get(kind, "ignored" if known else "count")
+    if reads == "ignored":
+        return from_factor, [f"rotary_dim is in the config, but {kind}'s code in transformers never reads it: ignored"]
+    if from_factor is None or from_factor == rot:
+        return rot, []
+    if reads == "factor":
+        return from_factor, [f"rotary_dim ({rot}) and {factor} both set: {kind}'s configuration class keeps {factor}"]
+    if kind in _ROTARY_DIM_READERS:
+        return rot, [f"{factor} is in the config, but {kind}'s code in transformers rotates rotary_dim ({rot}) "
+                     f"coordinates: {factor} ignored"]
+    raise ValueError(f"rotary_dim ({rot}) contradicts {factor}, which gives {from_factor} rotary coordinates")
+
+
 def _sections(block: Mapping, where: str, pairs: int) -> list[int]:
     where = f"{where}." if where else ""
     sec = block["mrope_section"]
@@ -243,6 +283,7 @@ def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dic
 
     The first ``k = int(partial_rotary_factor * head_dim // 2)`` pairs rotate with exponents over
     the whole head, the others never: the same ``k`` frequencies, up to a permutation of coordinates.
+    transformers pairs coordinate ``i`` with ``i + head_dim / 2``: the view's ``_pairing_width`` says so.
 
     Examples
     --------
@@ -270,16 +311,14 @@ def proportional_view(view: Mapping, block_key: str, head_dim: int) -> tuple[dic
     if factor != 1:
         new["factor"] = factor
     out = {key: val for key, val in view.items() if key not in ("partial_rotary_factor", "rotary_pct")}
-    out.update({block_key: new, "rotary_dim": 2 * k, "head_dim": head_dim})
+    out.update({block_key: new, "rotary_dim": 2 * k, "head_dim": head_dim, "_pairing_width": head_dim})
     out.pop("rope_theta", None)
     notes = [f"proportional RoPE (p-RoPE): the fastest {k} of {head_dim // 2} pairs rotate with theta_i = "
              f"{float(theta):,.10g}^(-2i/{head_dim}) (exponents over the whole head), the other {head_dim // 2 - k} "
              f"have frequency 0 and never rotate; read as {2 * k} rotary coordinates with base "
              f"{float(theta):,.10g}^({2 * k}/{head_dim}) = {base:.6g}, the same {k} frequencies",
-             f"proportional layout: transformers pairs coordinate i with i + {head_dim // 2} across the whole head, "
-             f"ropegeo's partial layout pairs i with i + {k} inside the first {2 * k}: the same rotation up to a "
-             "fixed permutation of coordinates (exact for the geometry; Gate A's layout check does not describe "
-             "the model's own code)"]
+             f"proportional layout: transformers pairs coordinate i with i + {head_dim // 2} across the whole head; "
+             f"pairs {k} to {head_dim // 2 - 1} pass through (pairing_width {head_dim}, as Gate A checks it)"]
     return out, notes
 
 
@@ -295,7 +334,11 @@ class LayerSpec:
 
 
 def _num_layers(cfg: Mapping) -> int | None:
+    """The layer count: the config's, else its model type's class default (a layer pattern runs over it)."""
+    kind = cfg.get("model_type")
     n = cfg.get("num_hidden_layers", cfg.get("n_layer", cfg.get("num_layers")))
+    if n is None and not any(k in cfg for k in ("num_hidden_layers", "n_layer", "num_layers")) and isinstance(kind, str):
+        n = DEFAULTS.get(kind, {}).get("num_hidden_layers")
     return int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) and 0 < n <= 100_000 else None
 
 
@@ -319,10 +362,15 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
             raise ValueError(f"no_rope_layer_interval must be a positive integer, got {every!r}")
         flags = [(i + 1) % every != 0 for i in range(n if n is not None else every)]
     chunk = cfg.get("attention_chunk_size", 8192) if "attention_chunk_size" in cfg else 8192
+    if cfg.get("model_type") == "smollm3":  # SmolLM3Config: no chunk; its NoPE layers take the window, if any
+        chunk = None
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, numbers.Integral) or chunk < 1):
         raise ValueError(f"attention_chunk_size must be a positive integer or null, got {chunk!r}")
     types = cfg.get("layer_types")
-    if types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is True else None
+    if (types is None or n is None) and cfg.get("model_type") == "smollm3":
+        types = ["sliding_attention" if window is not None and not f else "full_attention" for f in flags]
+    elif types is None or n is None:  # Llama4TextConfig: chunked where the layer rotates and a chunk is set
         types = ["chunked_attention" if f and chunk is not None else "full_attention" for f in flags]
     elif isinstance(types, (str, bytes, Mapping)) or not isinstance(types, (list, tuple)) or len(types) != len(flags) \
             or not all(isinstance(t, str) and t.isprintable() for t in types):
@@ -332,8 +380,8 @@ def _llama4(cfg: Mapping, n: int | None) -> list[LayerSpec]:
     names = [t if f or t not in clash else f"nope_{t}" for t, f in zip(types, flags)]
     rotates = {name: f for name, f in zip(names, flags)}
     known = bool(rope) or n is not None  # without the layer count: the kinds, not their layers
-    return [LayerSpec(k, idx if known else (), rope=rotates[k],
-                      chunk=chunk if k == "chunked_attention" else None) for k, idx in _group(names).items()]
+    return [LayerSpec(k, idx if known else (), rope=rotates[k], chunk=chunk if k == "chunked_attention" else None,
+                      window=window if k == "sliding_attention" else None) for k, idx in _group(names).items()]
 
 
 def _window_rule(cfg: Mapping, kind: str | None, n: int | None) -> list | None:
@@ -367,7 +415,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     """
     kind = cfg.get("model_type")
     n = _num_layers(cfg)
-    if kind in ("llama4_text", "llama4"):
+    if kind in ("llama4_text", "llama4", "smollm3"):  # no_rope_layers: 0 marks a layer without RoPE
         return _llama4(cfg, n)
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window") is not False else None
     if kind == "cohere2" and "sliding_window" in cfg and window is None and n is not None:
@@ -379,10 +427,15 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
     types = cfg.get("layer_types")
     if kind == "gemma4_text" and isinstance(types, list) and types and types[-1] == "sliding_attention":
         types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
+    if types is None and kind in _LINEAR_ATTENTION_TYPES and n is not None:  # a full layer every 4th, by default
+        every = cfg.get("full_attention_interval", 4)
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"full_attention_interval must be a positive integer, got {every!r}")
+        types = ["linear_attention" if (i + 1) % every else "full_attention" for i in range(n)]
     if types is None:
         types = _window_rule(cfg, kind, n)
     if types is None and n is not None and _given(cfg, "sliding_window"):
-        pattern = {"gemma2": 2}.get(kind, cfg.get("sliding_window_pattern"))
+        pattern = {"gemma2": 2, "gpt_oss": 2, "olmo3": 4}.get(kind, cfg.get("sliding_window_pattern"))
         if pattern is None and kind in ("gemma3_text", "gemma3", "gemma4_text", "cohere2"):
             pattern = {"cohere2": 4}.get(kind, 6)
         if isinstance(pattern, numbers.Integral) and not isinstance(pattern, bool) and pattern >= 1:
@@ -390,7 +443,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
             if kind == "gemma4_text" and types:
                 types[-1] = "full_attention"  # transformers forces Gemma 4's last layer to full attention
     if types is None and _given(cfg, "sliding_window") and (
-            kind in ("gemma2", "gemma3_text", "gemma3", "gemma4_text", "cohere2")
+            kind in ("gemma2", "gemma3_text", "gemma3", "gemma4_text", "cohere2", "gpt_oss")
             or _given(cfg, "sliding_window_pattern") or _given(cfg, "rope_local_base_freq")):
         types = ["sliding_attention", "full_attention"]  # the layer count is not in the config: kinds only
         nope = {"full_attention"} if kind == "cohere2" else set()
@@ -407,6 +460,7 @@ def layer_specs(cfg: Mapping) -> list[LayerSpec] | None:
         raise ValueError(f"layer_types lists {len(types)} layers, but num_hidden_layers is {n}: it must name the "
                          "kind of each layer")
     nope = {"full_attention"} if kind == "cohere2" else set()  # Cohere2: RoPE only where the window is
+    nope.add("linear_attention")  # Qwen3-Next, Qwen3.5: linear attention (Gated DeltaNet) has no RoPE
     return [LayerSpec(k, idx, rope=k not in nope, window=window if k == "sliding_attention" else None)
             for k, idx in _group(list(types)).items()]
 

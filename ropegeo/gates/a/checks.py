@@ -50,6 +50,7 @@ class Ctx:
         self.fn, self.dims, self.max_position, self.extra_sizes = fn, dims, max_position, extra_sizes
         self.d, self.rot_decl = operator.head_dim, operator.rotary_dim
         self.pairing, self.base = operator.pairing, operator.base
+        self.pairing_width = operator.rotary_dim  # half-split pairs (i, i + width / 2); the head for Gemma 4's p-RoPE
         self.theta_decl = operator.theta * operator.scale  # radians per position, the position scale folded in
         self.theta_given = operator.theta_given is not None
         self.theta_max = float(self.theta_decl.max())
@@ -226,7 +227,7 @@ ROLE_POSITIONS = READ_POSITIONS[:4]
 
 def declared_matrices(ctx, positions) -> np.ndarray:
     """The declared R(p) at ``positions``, shape (k, d, d) (pairs and frequencies as declared)."""
-    pairs = _declared_pairs(ctx.d, ctx.rot_decl, ctx.pairing)
+    pairs = _declared_pairs(ctx.d, ctx.rot_decl, ctx.pairing, ctx.pairing_width)
     p = np.repeat(np.asarray(positions), ctx.d)
     rows = rotate_by_pairs(np.tile(np.eye(ctx.d), (len(positions), 1)), p, pairs, ctx.theta_decl)
     return rows.reshape(len(positions), ctx.d, ctx.d).transpose(0, 2, 1)
@@ -258,11 +259,11 @@ def _reading_side(ctx, tol) -> None:
                          "nearer the declaration (see roles)")
 
 
-def _declared_pairs(d: int, r: int, pairing: str) -> list[list[int]]:
+def _declared_pairs(d: int, r: int, pairing: str, width: int | None = None) -> list[list[int]]:
     h = r // 2
     if pairing == "interleaved":
         return [[2 * i, 2 * i + 1] for i in range(h)]
-    return [[i, i + h] for i in range(h)]
+    return [[i, i + (width or r) // 2] for i in range(h)]
 
 
 def _still_pairs(lay, declared_pairs) -> list[int]:
@@ -293,7 +294,8 @@ def check_layout(ctx, rng) -> Check:
                              f"{why}, so no read position shows which coordinates it couples", "callable")
     problems = []
     r = lay["rotary_dim"]
-    declared_pairs = _declared_pairs(d, ctx.rot_decl, ctx.pairing)
+    declared_pairs = _declared_pairs(d, ctx.rot_decl, ctx.pairing, ctx.pairing_width)
+    across = ctx.pairing_width != ctx.rot_decl and lay["pairs"] == declared_pairs and not lay["odd"]
     misplaced = 2 * (sum(p not in lay["pairs"] for p in declared_pairs) + sum(p not in declared_pairs for p in lay["pairs"]))
     if lay["odd"]:
         problems.append(f"coordinates {span(lay['odd'])} are neither rotated in a pair nor passed through: "
@@ -306,6 +308,8 @@ def check_layout(ctx, rng) -> Check:
                         f"coordinates pass through while the other pairs rotate as declared ({layout_name(ctx.pairing)}); "
                         "a position id that is 0 for those pairs (an axis whose ids stay 0) or a frequency of 0")
         r = ctx.rot_decl  # the pairs are the declared ones: no rotary-dim finding besides
+    elif across:  # Gemma 4's proportional RoPE: half-split across the head, the slow pairs never turning
+        pass
     elif lay["pairing"] == "other" and r:
         a, b = lay["pairs"][0]
         problems.append(f"coordinates pair up irregularly (for example {a} with {b}): neither interleaved nor half-split")
@@ -327,6 +331,9 @@ def check_layout(ctx, rng) -> Check:
     if not problems and misplaced:
         problems.append("the rotating pairs differ from the declared ones")
     pt = f"; coordinates {span(lay['passthrough'])} pass through" if lay["passthrough"] else ""
+    if not problems and across:
+        return Check("layout", True, 0.0, 0.0, f"half-split pairs (i, i + {ctx.pairing_width // 2}) across the "
+                     f"{ctx.pairing_width}-wide head, the first {r // 2} turning{pt}, as declared", "callable")
     if not problems:
         return Check("layout", True, 0.0, 0.0, f"{layout_name(lay['pairing'])} pairs over {r} coordinates{pt}, as declared",
                      "callable")

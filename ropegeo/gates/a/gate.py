@@ -295,7 +295,8 @@ def _from_manifest(manifest, target_length):
                pairing=manifest.pairing, phase_dtype=manifest.phase_dtype, max_position=seq,
                attention_factor=float(manifest.attention_at(seq)),
                extra_sizes=tuple(s for s in (manifest.max_position_embeddings,
-                                             manifest.original_max_position_embeddings) if s))
+                                             manifest.original_max_position_embeddings) if s),
+               pairing_width=manifest.pairing_width)
     out["notes"] = []
     if manifest.logit_scale != 1.0:
         out["notes"].append(f"the configuration's attention also multiplies its softmax scale by "
@@ -452,7 +453,7 @@ def _validated(*, head_dim, base, pairing, rotary_dim, scale, theta, phase_dtype
                 rotary_dim=rotary_dim if operator is None else op.rotary_dim, dtype=dtype, max_position=max_position,
                 attention_factor=attention_factor, seed=seed, extra_sizes=extra_sizes, name=name, alt_theta=alt_theta,
                 notes=notes, attention_factor_in=attention_factor_in, pass_length=m.get("pass_length"),
-                short_run=m.get("short_run"))
+                short_run=m.get("short_run"), pairing_width=m.get("pairing_width"))
 
 
 def _declared_operator(operator, attention_factor, **plain) -> tuple[RotaryOperator, float]:
@@ -586,6 +587,7 @@ def _context(fn, decl: dict, *, only_declared: bool):
     ctx = Ctx(fn, operator=op, dims=dims, data_dtype=decl["dtype"], max_position=max_position,
               extra_sizes=decl["extra_sizes"], alt_theta=decl["alt_theta"])
     ctx.notes.extend(decl["notes"])
+    ctx.pairing_width = decl["pairing_width"] or op.rotary_dim  # Gemma 4's proportional RoPE: the whole head
     ctx.softmax_factor = attention_factor if in_softmax else None
     if in_softmax and attention_factor != 1.0:
         ctx.notes.append(f"attention factor {attention_factor:.6g} declared in the softmax: the attention must multiply "
@@ -597,6 +599,8 @@ def _context(fn, decl: dict, *, only_declared: bool):
                 "scale": op.scale, "phase_dtype": op.phase_dtype, "dtype": decl["dtype"], "max_position": max_position,
                 "attention_factor": attention_factor, "attention_factor_in": decl["attention_factor_in"],
                 "theta": None if op.theta_given is None else list(op.theta_given)}
+    if decl["pairing_width"]:
+        declared["pairing_width"] = decl["pairing_width"]
     if decl["name"]:
         declared["model"] = decl["name"]
     return ctx, declared
