@@ -61,12 +61,10 @@ def gate_c(theta, *, train_length: int = 64, target_length: int = 512, target_th
            progress: bool = False) -> GateCVerdict:
     """Run the standard Gate C battery on a frequency schedule ``theta`` and return the verdict.
 
-    Per seed (1 to 20, about 1 s each) an offset head and a most-recent-match head train at
-    ``train_length`` (at most 1,024). Checks: the lowest per-seed offset accuracy at
-    ``train_length`` and at ``target_length`` (at most 4,096) under the deployed schedule
-    (``target_theta``, ``target_scale``, ``target_attention_factor``; default ``theta``), the lowest
-    match accuracy there, and the largest change of attention mass under a global ``shift``.
-    Raises ValueError for bad lengths, seeds, steps or thresholds, before any training.
+    Per seed (1 to 20, about 1 s each) an offset and a match head train at ``train_length`` (at most
+    1,024); checked: the lowest offset accuracy there and at ``target_length`` (at most 4,096) under
+    the deployed ``target_*`` schedule, the lowest match accuracy there, and the mass change under a
+    global ``shift``. ValueError for a bad argument, before any training.
     """
     th = check_theta(theta)
     train_length = v.integer("train_length", train_length, minimum=2, maximum=MAX_MATCH_LENGTH)

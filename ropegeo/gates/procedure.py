@@ -303,15 +303,11 @@ def geometry_audit(operator=None, *, head_dim: int | None = None, base: float | 
                    interpolate: bool | None = None, search_start: int | None = None, search_limit: int | None = None,
                    pairing: str | None = None, dtype: str = "float64", top: int = 1, gate_b_rule: GateBRule | None = None,
                    min_margin: float | None = None, seed: int = 7) -> GeometryAudit:
-    """Audit the geometry of a rotary operator: a manifest (with a training length), an operator, or
-    the one plain keywords define (``head_dim`` 128, ``base`` 10,000, ``train_length`` 4,096, interleaved;
-    ``interpolate``: linear by ``target_length / train_length``). Given with an operator, plain keywords
-    must agree with it. ``target_length`` defaults to the manifest's, else 32,768; the identity-like
-    search runs from ``search_start`` to ``search_limit`` (default: past training to the last offset
-    attention sees; ``search_note`` says why). ``dtype`` (float64 or float32) is the relative-law
-    check's, at position pairs ``(2, 9), (31, 40), (97, 611), (L // 4, L - 2)``; ``top`` (1 to 1,000)
-    offsets are reported. Gate B is ``gate_b_rule`` (default ``GateBRule()``) or the fixed fallback
-    ``min_margin``, not both. Raises ValueError naming an argument out of range or in conflict.
+    """Audit the geometry of a manifest, an operator, or the one plain keywords define (``head_dim``
+    128, ``base`` 10,000, ``train_length`` 4,096; plain keywords must agree with an operator given).
+    ``target_length``: the manifest's, else 32,768. The identity-like search runs from ``search_start``
+    to ``search_limit`` (``search_note`` says why); ``dtype`` is the relative law's; ``top`` (1 to 1,000)
+    offsets are reported; Gate B is ``gate_b_rule`` or ``min_margin``. ValueError names a bad argument.
 
     Examples
     --------
@@ -583,17 +579,12 @@ def audit(target, offsets=None, *, manifest=None, train_length: int | None = Non
           seed: int = 0) -> AuditReport:
     """Audit a rotary setup with the three gates and return one verdict.
 
-    ``target`` is a manifest, a config dict or path, a shipped model name, or an implementation
-    ``f(x, positions)`` whose declaration ``manifest`` gives (a manifest alone: Gate A checks
-    ropegeo's own operator for it, not anyone's code). ``offsets`` (array, range or dict of sets;
-    default :func:`~ropegeo.gates.b.rule.default_offsets`) must fit the target context from
-    ``origin``. Lengths default to the manifest's, else 4,096 and 32,768. Gate B's rule is
-    ``gate_b_rule`` or the fixed ``min_margin``. ``gate_c=True`` trains toy heads
-    (``gate_c_lengths``, ``gate_c_options`` of :func:`ropegeo.gates.c.gate_c`), skipped after a
-    failure unless ``run_all``; a ``GateCVerdict`` is used as is. ``seed`` drives Gate A.
-
-    Raises ValueError for an unreadable target, a callable without ``manifest``, bad lengths,
-    offsets or rule; :class:`ropegeo.gates.a.gate.GateAError` when a callable breaks the contract.
+    ``target``: a manifest, config dict or path, shipped name (Gate A then checks ropegeo's own operator),
+    or an implementation ``f(x, positions)`` declared by ``manifest``. ``offsets`` (default
+    :func:`~ropegeo.gates.b.rule.default_offsets`) fit the target context from ``origin``; lengths
+    default to the manifest's, else 4,096 and 32,768. ``gate_c=True`` trains toy heads (``gate_c_lengths``,
+    ``gate_c_options``), skipped after a failure unless ``run_all``. ValueError for a bad argument;
+    :class:`ropegeo.gates.a.gate.GateAError` when a callable breaks the contract.
     """
     t0 = time.perf_counter()
     declared, impl, a_on, subject = _declaration(target, manifest)

@@ -49,6 +49,8 @@ class Check:
         --------
         >>> Check.judged("law", 0.5, 3.0, "ok", "bad", ceiling=2.0).passed is None
         True
+        >>> Check.judged("law", 0.5, 1.0, "ok", "bad", ceiling=2.0).passed
+        True
         """
         if ceiling is not None and not (tolerance < ceiling):
             return cls(name, None, float(violation), float(tolerance),
@@ -102,6 +104,10 @@ def status(checks, core=None) -> str:
     Examples
     --------
     >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")])
+    'inconclusive'
+    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.skipped("b", "needs a decoder")], core=["a"])
+    'pass'
+    >>> status([Check("a", True, 0.0, 1.0, "ok"), Check.judged("b", 0.1, 5.0, "ok", "bad", ceiling=2.0)], core=["a"])
     'inconclusive'
     """
     checks = list(checks)

@@ -1,14 +1,9 @@
 """Gate A for multi-axis RoPE (M-RoPE: Qwen2-VL, Qwen2.5-VL, Qwen3-VL).
 
-Each token has three position ids (time, height, width) sharing the pairs out as
-``mrope_section = [t, h, w]``: in blocks (Qwen2-VL) or interleaved pair by pair (Qwen3-VL), as
-transformers builds them. The ``axes`` protocol is ``f(x, positions)`` with positions of shape
-``(3, seq)``, or ``(3, batch, seq)`` with ``x`` of shape ``(batch, seq, head_dim)``.
-:func:`gate_a_axes` runs every check of :func:`ropegeo.gates.a.gate.gate_a` on text positions (the
-three ids equal), then :data:`AXES_CHECKS` (all core), moving one axis at a time: ``sections``
-(pairs per band), ``interleave`` (each pair follows its declared axis), ``axis-bands`` (each band
-turns with its own ids at its declared frequencies) and ``axis-blind`` (blind to the other axes).
-A failed layout check names what was read (:data:`FINDINGS`).
+Three position ids (time, height, width) share the pairs as ``mrope_section = [t, h, w]``, in blocks
+(Qwen2-VL) or interleaved (Qwen3-VL); the ``axes`` protocol is ``f(x, positions)`` with positions
+``(3, seq)`` or ``(3, batch, seq)``. :func:`gate_a_axes` runs :func:`ropegeo.gates.a.gate.gate_a` on
+text positions, then :data:`AXES_CHECKS` one axis at a time; a failed layout check names a :data:`FINDINGS`.
 ``axis-blind`` reads the probes ``interleave`` reads, at the same tolerance, so a layout check fails
 first wherever a pair's own turn is visible; ``axis-bands`` leads only for code whose angles are not a
 sum of per-axis terms (``book.broken_axes.AXES_BANDS_DEFECTS``; ``tests/test_gate_a_defects.py``).

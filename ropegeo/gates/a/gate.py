@@ -1,11 +1,8 @@
 """Gate A: does a rotary implementation realise the operator it claims?
 
-:func:`gate_a` takes any rotary implementation and measures, numerically, the algebra RoPE promises
-(every query-key score survives a global shift, rotations compose, invert and keep norms), then
-reads off what the implementation actually does (which coordinates rotate together, which
-frequencies, in which precision, what it does with positions across the whole declared context)
-and compares it with what was declared. A failed check names its defect class
-(:data:`ropegeo.gates.verdicts.DEFECT_CLASSES`).
+:func:`gate_a` measures the algebra RoPE promises (scores survive a shift; rotations compose, invert,
+keep norms) and reads off what the implementation does (pairs, frequencies, precision, positions across
+the declared context) against the declaration; a failure names its class (``verdicts.DEFECT_CLASSES``).
 
 Three protocols, each opting in to more checks:
 
@@ -18,9 +15,8 @@ Three protocols, each opting in to more checks:
     also ``prefill(keys, values)`` and ``decode_step(query, key, value) -> (rotated_query,
     cached_keys, cached_values)``: adds ``decoding``.
 
-The implementation may return numpy arrays (float64 down to bfloat16) or torch tensors (a callable
-written for tensors is retried with them when torch is importable). Each check has its own random
-stream, so skipping one leaves the vectors of the others unchanged.
+It may return numpy arrays (float64 down to bfloat16) or torch tensors (retried with tensors when torch
+is importable). Each check has its own random stream.
 """
 
 from __future__ import annotations

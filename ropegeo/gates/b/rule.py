@@ -1,15 +1,11 @@
 """Gate B: does the deployed ruler keep the task's offsets apart? One decision rule, everywhere.
 
-A margin (:func:`ropegeo.margins.separation_margin`) is a phase distance ``D``. A rotary head of
-amplitude ``a`` (its score of a perfect match) tuned to offset ``x`` scores a key at ``y`` by
-``a K_w(y - x)``; with exact phases ``D(x, y)**2 = 2 (1 - K_w(y - x))``, so the right key leads the
-wrong one by ``a D**2 / 2`` logits, and a task needing a gap ``g`` needs ``D >= sqrt(2 g / a)``.
-:class:`GateBRule` holds the gap (default three to one) and the amplitude (default: the least sharp
-head that tells adjacent offsets apart nine to one in training); with both defaults the threshold
-is ``D_train(1) / sqrt(2)``. A fixed threshold is only the named fallback
-``GateBRule(fixed_margin=FIXED_MARGIN)``. :func:`gate_b_decision` judges one offset set on a bank;
-:func:`gate_b` a manifest's sets at its target length (the audit, the CLI and the audit lab).
-A threshold no ruler can meet, or none can miss, is ``"inconclusive"``.
+A head of amplitude ``a`` tuned to offset ``x`` scores a key at ``y`` by ``a K_w(y - x)``, and with
+exact phases the margin ``D`` (:func:`ropegeo.margins.separation_margin`) gives it a lead of
+``a D**2 / 2`` logits: a task needing a gap ``g`` needs ``D >= sqrt(2 g / a)``. :class:`GateBRule` holds
+the gap (default three to one) and the amplitude (default: nine to one on adjacent offsets in
+training), a threshold of ``D_train(1) / sqrt(2)``; ``fixed_margin`` is the named fallback.
+:func:`gate_b_decision` judges one set on a bank, :func:`gate_b` a manifest's sets at its target length.
 
 Examples
 --------
