@@ -1,15 +1,7 @@
 """Rotary position embeddings as three model families write them, in plain numpy.
 
-Each function has the signature Gate A calls, ``f(x, positions) -> rotated x``, with ``x`` of
-shape ``(..., seq, head_dim)`` and integer ``positions`` of shape ``(..., seq)``. None of them
-uses ropegeo: they stand for the code an engineer brings to the audit.
-
-* :func:`llama2` rotates the two halves of the head (``rotate_half``), base 10,000, as Llama 2;
-* :func:`llama31` is the same layout with base 500,000 and Llama 3.1's frequency rule (factor 8
-  from 8,192 tokens, low 1, high 4);
-* :func:`gptj` rotates adjacent pairs ``(2i, 2i+1)`` of the first 64 of 256 coordinates, as GPT-J.
-
-Audit them with the README's commands, from any folder, e.g.
+Each has Gate A's signature ``f(x, positions) -> rotated x`` (``x``: ``(..., seq, head_dim)``) and
+none uses ropegeo: they stand for the code an engineer brings to the audit, e.g.
 ``python -m ropegeo gate-a ropegeo.examples.rope:llama31 --config llama-3.1-8b``.
 
 >>> import numpy as np

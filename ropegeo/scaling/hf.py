@@ -44,9 +44,6 @@ HF_KEYS = {
 _NAME_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
 
 
-# One reader per rule, keyed by rule name as transformers keys ROPE_INIT_FUNCTIONS; each returns the
-# Scaling parameters it read (``unused``: keys present in the block that the rule ignores).
-
 @dataclass(frozen=True)
 class _Block:
     """A transformers scaling block and what its reader may need from the rest of the config."""
@@ -143,12 +140,8 @@ def _yarn_beta(b: _Block, key: str, default: float) -> float:
 
 
 def _read_yarn(b: _Block) -> dict:
-    # Betas fall back to 32 / 1 when absent or zero, truncate to True; the length is a top-level
-    # original_max_position_embeddings, else the block's, else max_position_embeddings (transformers 5).
-    # The factor is required (transformers 5 validates it so). Some 2025 transformers releases replaced
-    # it by max / original whenever the block named an original length (huggingface/transformers
-    # issue 38224, fixed by pull request 40320), turning Qwen2.5's documented block into no scaling;
-    # ropegeo follows the fix.
+    # Betas default to 32 / 1 when absent or zero. The factor is required (transformers 5; releases
+    # replacing it by max / original, issue 38224, were fixed by pull request 40320, which ropegeo follows).
     orig = b.original()
     factor = b.number("factor", b.need("factor"))
     kw = {"factor": factor, "original_max_position_embeddings": orig,
@@ -168,10 +161,8 @@ def _read_yarn(b: _Block) -> dict:
 
 
 def _read_longrope(b: _Block) -> dict:
-    # The length is a top-level original_max_position_embeddings (Phi-3), else the block's, else
-    # max_position_embeddings. With a top-level length the factor is max / original whatever the block
-    # says (transformers 4.x; v5 reads a block factor first: no shipped config names both). Without
-    # one, the block's factor, else max / original (as v5).
+    # With a top-level original length (Phi-3) the factor is max / original whatever the block says
+    # (transformers 4.x; no shipped config names both); else the block's factor, else max / original.
     kw: dict[str, Any] = {"unused": b.overridden()}
     for key in ("short_factor", "long_factor"):
         kw[key] = _factors(f"{b.where}{key}", b.need(key))
