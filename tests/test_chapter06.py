@@ -132,7 +132,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
     tested = {
         "a_correct", "a_correct_pass", "a_broken", "a_caught", "restart_intervention", "b_threshold", "b_sharpness", "shipped_local_min", "shipped_local_max", "b_fails", "b_passing",
-        "gemma_full_local", "gemma_threshold", "gemma_train", "scout_target_m", "scout_rounded", "scout_rounding",
+        "gemma_full_local", "gemma_threshold", "gemma_train", "gemma_declared", "scout_target_m", "scout_rounded", "scout_rounding",
         "scout_judged", "scout_exact", "scout_threshold", "d8_wins_min", "d8_wins_max", "d8_sets", "p3_ramps_more",
         "p3_dips_more", "pift_three",
         "pi_local_margin", "llama2_local_margin", "collision_margin", "collision_k", "c_train_acc_min",
@@ -245,6 +245,7 @@ def test_gate_b_margins():
     assert (m.rotary_dim, m.base) == (256, 1_000_000.0)  # its full-attention layers
     assert g("gemma_threshold") == pytest.approx(chord(1, bank(256, 1_000_000.0)) / math.sqrt(2), rel=1e-9)
     assert g("gemma_full_local") < g("gemma_threshold") and g("gemma_train") == 32_768  # the Gemma 3 report's 32K
+    assert g("gemma_declared") == m.max_position_embeddings == 131_072
     assert g("scout_target_m") == pytest.approx(load_model("llama-4-scout-17b-16e-instruct").target_length / 1e6)
     assert g("scout_exact") == pytest.approx(exact[scout], rel=1e-6)
     assert g("scout_rounded") == pytest.approx(local[scout], rel=1e-6)
