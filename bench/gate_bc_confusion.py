@@ -6,7 +6,7 @@ No training: both read stored runs of ``ropegeo/data/runs/``.
   (``rival_census.json``): labelled positive = the seed loses to a distant rival under raw
   extrapolation, negative = it does not. Prints TP / FN / FP / TN, sensitivity, specificity and the
   margin's AUC (chance that a loser's fast-band margin lies below a survivor's; 0.5 is chance).
-* **Gate C's battery** (``gate_c_battery.json``, 10 seeds): each check per seed (pass or fail
+* **Gate C's battery** (``gate_c_battery.json``, 20 seeds): each check per seed (pass or fail
   against its threshold), the verdict by the minimum over seeds (``ropegeo.gates.c.judge_seeds``)
   and the verdict the seed mean would have given.
 

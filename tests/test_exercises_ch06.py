@@ -176,9 +176,12 @@ def test_rival_seeds(seed_truth):
     assert "includes a seed" in check("ch06-rival-seeds", everyone).message
     nobody = {n: [] for n in seed_truth}
     assert "misses a seed" in check("ch06-rival-seeds", nobody).message
-    shrinking = {256: [1, 2], 384: [1], 512: [1]}
+    # a list that shrinks with the length is judged length by length: the feedback names what is wrong
+    # at one length and does not state that the lists are nested (the exercise asks why)
+    shrinking = {256: list(seed_truth[256]), 384: [], 512: list(seed_truth[512])}
+    assert seed_truth[384]  # so that the list for 384 is wrong, and shorter than the one for 256 or 512
     msg = check("ch06-rival-seeds", shrinking).message
-    assert "missing from your list for 384" in msg
+    assert msg.startswith("at length 384 your list misses a seed") and "missing from your list" not in msg
     # the feedback does not answer the exercise's "explain" part (why the lists can only grow)
     assert not any(w in msg for w in ("only adds", "competitor", "must also lose", "never removes"))
     assert "lengths" in check("ch06-rival-seeds", {512: seed_truth[512]}).message

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from ropegeo import _validate as v
 from ropegeo.book.plots.readable import finish, valid_layout
@@ -15,28 +16,41 @@ from ropegeo.toy import OffsetHead, distant_rival, score_profile
 
 __all__ = ["gate_grid", "margin_bars", "rival_figure"]
 
-_STATE = {"not run": 0, "pass": 1, "FAIL": 2}
+_STATE = {"not run": 0, "pass": 1, "FAIL": 2, "checked": 3, "moot": 4, "inconclusive": 5}
+_COLOURS = ["#eeeeee", "#74c476", "#de2d26", "#c6dbef", "#d9d9d9", "#fdae6b"]
+
+
+def _printed(report: AuditReport) -> list:
+    """The states the report prints: a pass on the configuration's own operator is "checked" and a
+    measured gate after the first failure "moot" (as in ``str(report)``), never a green pass."""
+    st, first = report.status(), report.first_failure
+    if report.gate_a_on != "implementation" and st["A"] == "pass":
+        st["A"] = "checked"
+    return [("moot" if first is not None and g > first and st[g] not in ("not run", "FAIL") else st[g]) for g in "ABC"]
 
 
 def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
-    """Pass / fail / not run of the three gates, one row per audit report (1 to 30, keyed by a label)."""
+    """The state of the three gates as each report prints it, one row per audit report (1 to 30, keyed
+    by a label): green only for a pass on your code, neutral and hatched for "checked" and "moot"."""
 
     if not isinstance(reports, dict) or not 1 <= len(reports) <= 30:
         raise ValueError("reports must be a dict of 1 to 30 AuditReport objects keyed by label")
     if not all(isinstance(r, AuditReport) for r in reports.values()):
         raise ValueError("reports must hold AuditReport objects (from ropegeo.gates.procedure.audit)")
     valid_layout(layout)
-    grid = np.array([[_STATE[r.status()[g]] for g in "ABC"] for r in reports.values()])
+    words = [_printed(r) for r in reports.values()]
+    grid = np.array([[_STATE[w] for w in row] for row in words])
     column = layout == "column"
     fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (5.2, 0.62 * len(reports) + 1.6),
                  layout="constrained")
     ax = fig.subplots()
-    ax.imshow(grid, cmap=ListedColormap(["#eeeeee", "#74c476", "#de2d26"]), vmin=0, vmax=2, aspect="auto",
+    ax.imshow(grid, cmap=ListedColormap(_COLOURS), vmin=0, vmax=len(_COLOURS) - 1, aspect="auto",
               extent=(-0.5, 2.5, len(reports) - 0.5, -0.5))
-    for r in range(grid.shape[0]):
-        for c in range(3):
-            ax.text(c, r, {0: "not run", 1: "pass", 2: "FAIL"}[int(grid[r, c])], ha="center", va="center",
-                    fontsize=8, color="white" if grid[r, c] == 2 else "black")
+    for r, row in enumerate(words):
+        for c, word in enumerate(row):
+            if word in ("checked", "moot"):  # hatched: measured, but not a verdict on your code
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="//", edgecolor="0.6", lw=0))
+            ax.text(c, r, word, ha="center", va="center", fontsize=8, color="white" if word == "FAIL" else "black")
     for r, rep in enumerate(reports.values()):
         note = rep.intervention or ("no failure" if rep.complete else "C untested")
         if column:  # the intervention under the row label keeps the grid narrow
