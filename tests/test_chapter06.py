@@ -64,6 +64,8 @@ GB_GLUES = {"gb_success", "gb_cells", "gb_runs", "gb_pass_succeed", "gb_pass_fai
             "gb_against_cells", "gb_threshold", "gb_pi_margin", "gb_llama3_margin", "gb_llama3_far", "gb_pi_need",
             "gb_pi_first", "gb_pi_first_n", "gb_pi_all_from", "gb_pi_amp_max", "gb_pi_amp_early", "gb_llama3_mass0_min", "gb_llama3_mass0_max",
             "gb_llama3_thin"}
+# chapters 7 and 8's records in the same table; tested in test_chapters_7_and_8_records_in_the_necessity_prose
+GB_MORE_GLUES = {"gb_more_cells", "gb_more_runs", "gb_more_fails", "gb_more_succeed", "gb_more_fail"}
 
 
 def g(name):
@@ -147,7 +149,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES
     assert set(GLUED) == tested
 
 
@@ -661,3 +663,16 @@ def test_necessity_table_refuses_bad_input():
         necessity_table(curve, census, success=1.5)
     with pytest.raises(ValueError, match="budget_run"):
         necessity_table(census, census)
+
+
+def test_chapters_7_and_8_records_in_the_necessity_prose():
+    """The glued counts of chapters 7 and 8's cells, against the recount from the JSON records alone
+    (``test_gate_b_necessity.recount``: closed-form margins, not ropegeo.margins)."""
+    from test_gate_b_necessity import recount, run
+
+    cells = recount(run("scheme_comparison"), run("ruler_study"), run("axial_budget"))
+    want = {"gb_more_cells": len(cells), "gb_more_runs": sum(c[3] + c[4] for c in cells.values()),
+            "gb_more_fails": sum(c[0] == "fail" for c in cells.values()),
+            "gb_more_succeed": sum(c[3] for c in cells.values()), "gb_more_fail": sum(c[4] for c in cells.values())}
+    assert {k: g(k) for k in want} == want
+    assert want["gb_more_fails"] == 0 and want["gb_more_cells"] >= 20  # "fails none of those cells: by construction"

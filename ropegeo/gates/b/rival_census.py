@@ -160,7 +160,7 @@ def necessity_table(budget_run: dict, census: dict, *, success: float = 0.9, sch
     >>> from ropegeo.toy.budget_curves import load_run
     >>> rows = necessity_table(load_run("finetune_budget"), load_run("rival_census"))
     >>> [(r["rule"], r["verdict"], r["succeed"], r["fail"]) for r in rows if r["budget"] == 0][1:]
-    [('pi', 'fail', 0, 10), ('ntk', 'pass', 9, 1), ('yarn', 'pass', 9, 1), ('llama3', 'fail', 10, 0),
+    [('pi', 'fail', 0, 20), ('ntk', 'pass', 19, 1), ('yarn', 'pass', 19, 1), ('llama3', 'fail', 20, 0),
      ('raw', 'pass', 48, 12)]
 
     Chapter 7's rulers, each judged on the ruler its heads were trained with (a pass by construction:
