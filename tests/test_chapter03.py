@@ -261,7 +261,12 @@ def test_base_bound_numbers(glued):
     assert glued["bb_paper_128k_min"] == pytest.approx(min_base_sum(131_072, 128, 7.8e6)) and glued["bb_paper_128k_min"] < 0
     # 1.2e4, 2.7e4 and 4.9e6 are the smallest valid bases to two digits; 7.8e6 and 1.6e4 are not
     assert f"{rows[2048]['first_valid'][1]:.1e}" == "1.2e+04" and f"{rows[131_072]['first_valid'][1]:.1e}" == "4.9e+06"
-    assert loop_min(1.6e4, 2048) >= 0  # the paper's 2k value passes, but is not the smallest
+    assert glued["bb_paper_2k_min"] == pytest.approx(loop_min(1.6e4, 2048), abs=1e-9) and glued["bb_paper_2k_min"] >= 0
+    assert rows[2048]["first_valid"][1] < 1.6e4  # the paper's 2k value passes, but is not the smallest
+    # "the windows they round are narrower than a two-digit step": the first valid window at each length
+    for n, step in ((2048, 1e3), (4096, 1e3), (131_072, 1e5)):
+        a, c = next((a, c) for a, c, s in rows[n]["intervals"] if s == "valid")
+        assert c - a < step
     # partial rotation: GPT-NeoX rotates 24 of 96; the 36 still pairs add 36, more than 12 cosines can take away
     assert glued["bb_neox"] == "vacuous" and (96 - 24) // 2 >= 24 // 2
     assert glued["liu_small_base"] == 500  # Liu et al. 2024, "Scaling laws of RoPE-based extrapolation"

@@ -106,7 +106,7 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
             ax.text(0.03, 0.97, listing, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=_MARK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
-    ax.set(xlabel="offset δ (tokens)", ylabel=r"$K(\delta) = \mathrm{mean}_i\,\cos(\delta\theta_i)$")
+    ax.set(xlabel="offset δ (tokens)", ylabel=r"$K(\delta)$, mean of $\cos(\delta\theta_i)$")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.6 if marks else 1.15)  # room for the listing above the peaks
     return _done(fig, layout)
 
