@@ -51,6 +51,13 @@ def test_article_figures(glued):
     np.testing.assert_allclose([glued[f"lam8_{j}"] for j in range(4)], [6.28, 62.8, 628, 6283], rtol=1e-3)
     assert round(glued["k6283"], 3) == 0.996 and glued["k6283"] == pytest.approx(K(6283, THETA8), abs=1e-12)
     assert glued["law8"] < 1e-12  # the prose states the bound 10^-12, not the digits
+    # the figure's second peak: 6,283 less pair 2's wavelength (628), pairs 0-2 near whole turns, pair 3 at 0.9
+    gap = (10_000 - 100) // 25
+    ks = [(K(x, THETA8), x) for x in range(100, 10_001)]
+    first = max(ks)[1]
+    assert first == 6283 and glued["peak2_8"] == max(kv for kv in ks if abs(kv[1] - first) >= gap)[1] == 6283 - 628
+    assert glued["peak2_8_k"] == pytest.approx(K(5655, THETA8), abs=1e-12)
+    assert [round(5655 * t / (2 * math.pi), 1) for t in THETA8] == [900.0, 90.0, 9.0, 0.9]
 
 
 def test_kernel_numbers(glued):
@@ -120,21 +127,41 @@ def test_precision_numbers(glued):
     assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
 
 
+def _f32_signed_errors(positions):
+    """Signed phase error of every pair, float32 frequency, product and cos/sin, by hand in numpy float32."""
+    th32 = np.asarray(THETA, dtype=np.float32)
+    pos = np.asarray(positions, dtype=np.int64)
+    ang = pos.astype(np.float32)[:, None] * th32[None, :]  # one float32 rounding of the product
+    assert ang.dtype == np.float32
+    got = np.arctan2(np.sin(ang).astype(np.float64), np.cos(ang).astype(np.float64))
+    exact = np.mod(pos[:, None].astype(np.float64) * np.asarray(THETA)[None, :], 2 * np.pi)
+    return (got - exact + np.pi) % (2 * np.pi) - np.pi
+
+
 def test_float32_angle_error_grows_with_position(glued):
-    """Float32 keeps positions distinct to 2**24, but its angles are off by about position * 2**-24."""
+    """Float32 keeps positions distinct to 2**24, but its angles are off by up to 2 m theta_i 2**-24."""
     f32 = np.float32
-    for key, pos in (("128k", 131_072), ("1m", 2**20), ("10m", 10_485_760)):
-        # by hand: float32 frequency, float32 product, float32 cos/sin (the loop above)
-        assert glued[f"err_f32_{key}"] == pytest.approx(_worst_error(pos, f32, f32), abs=1e-6)
-        # each of the two roundings (theta_i and m * theta_i) is at most m theta_i 2**-24, plus cos/sin's own
-        bound = max(2 * pos * t * 2.0**-24 for t in THETA) + 2.0**-22
-        assert glued[f"err_f32_{key}"] <= bound
-    # the prose: 0.0039 at 131,072, eight times the position -> eight times the error, a sizeable part of 1 rad
-    assert round(glued["err_f32_128k"], 4) == 0.0039
-    assert 7.5 < glued["err_f32_1m"] / glued["err_f32_128k"] < 8.5
-    assert 0.2 < glued["err_f32_10m"] < 0.3 < 1.0
+    for key, n in (("128k", 131_072), ("1m", 2**20), ("10m", 10_485_760)):
+        window = np.arange(n - 2048, n + 1)
+        err = np.abs(_f32_signed_errors(window)).max()
+        # float32 cos/sin round differently across kernels: a few 1e-7 at most, far below what is stated
+        assert glued[f"err_f32_{key}"] == pytest.approx(err, abs=1e-6)
+        # at the power of two itself only the frequency's rounding shows: a single position understates the window
+        assert _worst_error(n, f32, f32) < 0.6 * glued[f"err_f32_{key}"]
+        # the bound: two roundings of m theta_0 (pair 0 has theta = 1), plus cos/sin's own
+        assert glued[f"bound_f32_{key}"] == 2 * n * 2.0**-24
+        assert glued[f"err_f32_{key}"] <= glued[f"bound_f32_{key}"] + 2.0**-22
+    # the prose's digits: 0.0078, 0.062, 0.81 (the reviewer's independent values)
+    assert round(glued["err_f32_128k"], 4) == 0.0078 and round(glued["err_f32_1m"], 3) == 0.062
+    assert round(glued["err_f32_10m"], 2) == 0.81
+    # the neighbour step's error near 10.5M: the difference of two neighbouring signed errors, most of a radian
+    e = _f32_signed_errors(np.arange(10_485_760 - 2048, 10_485_760 + 1))
+    step = np.abs((np.diff(e, axis=0) + np.pi) % (2 * np.pi) - np.pi).max()
+    assert glued["err_f32_step_10m"] == pytest.approx(step, abs=1e-5) and 0.8 < glued["err_f32_step_10m"] < 1.0
     # and float64 angles move the same growth 2**(53 - 24) lower
     assert np.finfo(np.float64).nmant - np.finfo(np.float32).nmant == 29
+    # the first collapse: below 2**24 pair 0 turns by exactly 1 rad a token, so neighbouring rows differ
+    assert all(float(f32(m)) == m for m in (2**24 - 2, 2**24 - 1)) and abs(math.cos(1.0) - 1) > 0.4
 
 
 def test_gate_b_convention_sensitivity(nb, glued):
@@ -153,6 +180,11 @@ def test_gate_b_convention_sensitivity(nb, glued):
     assert glued["sens_parser"] < glued["sens_low"] and glued["sens_retr"] > glued["sens_high"]
     # the smaller of the two retrieval margins: passages 2,000 apart after 1/8, the grid 64 apart
     assert glued["sens_retr"] == pytest.approx(min(dist(2000, THETA), dist(64, THETA)) / ref, abs=0.05)
+    # the parser without interpolation: the neighbours' distance itself, less rounding; set by the conventions
+    assert glued["sens_plain_exact"] == pytest.approx(1.0, abs=1e-12)  # a tie with the diagonal's threshold
+    assert 0.999 < glued["sens_plain_low"] == glued["sens_plain_dep"] < 1.0  # deployed bfloat16 fails the diagonal
+    assert glued["sens_flip"] == pytest.approx(math.sqrt(math.log(9) / math.log(3)), rel=1e-12)
+    assert glued["sens_flip"] > glued["sens_plain_exact"]  # all four fail under 3:1 calibration, 9:1 need
 
 
 def _cast_error(pos):
@@ -218,7 +250,23 @@ def test_base_bound_numbers(glued):
     assert glued["bb_ci_zero"] == pytest.approx(float(mpmath.findroot(mpmath.ci, 0.6)), abs=1e-12)
     assert glued["bb_ci_4096"] == pytest.approx(4096 / 0.6165054856, rel=1e-9)
     assert glued["bb_min_ratio"] == pytest.approx(min(r["first_valid"][0] / n for n, r in rows.items()))
-    assert glued["bb_min_ratio"] > 4 and round(1 / 0.6165054856, 2) == 1.62
+    assert glued["bb_max_ratio"] == pytest.approx(max(r["first_valid"][0] / n for n, r in rows.items()))
+    assert glued["bb_min_ratio_at"] == 1024 and glued["bb_max_ratio_at"] == 131_072
+    assert round(glued["bb_min_ratio"], 1) == 4.2 and round(glued["bb_max_ratio"]) == 37
+    assert round(1 / 0.6165054856, 2) == 1.62
+    # every two-digit value quoted fails the criterion itself (a plain loop for the short ones)
+    assert glued["bb_su_2k_min"] == pytest.approx(loop_min(1.2e4, 2048), abs=1e-9) and glued["bb_su_2k_min"] < 0
+    assert glued["bb_paper_4k_min"] == pytest.approx(loop_min(2.7e4), abs=1e-9) and glued["bb_paper_4k_min"] < 0
+    assert glued["bb_su_128k_min"] == pytest.approx(min_base_sum(131_072, 128, 4.9e6)) and glued["bb_su_128k_min"] < 0
+    assert glued["bb_paper_128k_min"] == pytest.approx(min_base_sum(131_072, 128, 7.8e6)) and glued["bb_paper_128k_min"] < 0
+    # 1.2e4, 2.7e4 and 4.9e6 are the smallest valid bases to two digits; 7.8e6 and 1.6e4 are not
+    assert f"{rows[2048]['first_valid'][1]:.1e}" == "1.2e+04" and f"{rows[131_072]['first_valid'][1]:.1e}" == "4.9e+06"
+    assert glued["bb_paper_2k_min"] == pytest.approx(loop_min(1.6e4, 2048), abs=1e-9) and glued["bb_paper_2k_min"] >= 0
+    assert rows[2048]["first_valid"][1] < 1.6e4  # the paper's 2k value passes, but is not the smallest
+    # "the windows they round are narrower than a two-digit step": the first valid window at each length
+    for n, step in ((2048, 1e3), (4096, 1e3), (131_072, 1e5)):
+        a, c = next((a, c) for a, c, s in rows[n]["intervals"] if s == "valid")
+        assert c - a < step
     # partial rotation: GPT-NeoX rotates 24 of 96; the 36 still pairs add 36, more than 12 cosines can take away
     assert glued["bb_neox"] == "vacuous" and (96 - 24) // 2 >= 24 // 2
     assert glued["liu_small_base"] == 500  # Liu et al. 2024, "Scaling laws of RoPE-based extrapolation"

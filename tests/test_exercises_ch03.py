@@ -17,6 +17,7 @@ def stub(*args, **kwargs):
 def test_all_ids_registered():
     assert set(exercise_ids("ch03")) == {
         "ch03-slow-pairs", "ch03-integer-limit", "ch03-margin-function", "ch03-parser-collapse", "ch03-fast-band",
+        "ch03-gate-b-rule",
     }
 
 
@@ -239,3 +240,27 @@ def test_whole_number_checks_refuse_odd_answers(ex, answer, fragment):
 def test_margin_function_odd_results(returned, fragment):
     fb = check("ch03-margin-function", lambda offsets, theta: returned)
     assert not fb and fragment in fb.message and "\n" not in fb.message
+
+
+def test_margin_function_rounded_to_four_decimals_is_told_to_round_less():
+    fb = check("ch03-margin-function", lambda o, t: (round(float(good_margin(o, t)[0]), 4), good_margin(o, t)[1]))
+    assert not fb and "decimals" in fb.message and "every pair" not in fb.message
+
+
+# -- Gate B's rule: the threshold by hand, D_train(1) from the chord of each pair ------------------
+def _d1():
+    th = [10_000.0 ** (-2 * i / 128) for i in range(64)]
+    return math.sqrt(sum(2 - 2 * math.cos(t) for t in th) / 64)
+
+
+def test_gate_b_rule():
+    d1 = _d1()
+    want = d1 * math.sqrt(math.log(99) / math.log(9))
+    assert want > d1  # a need stricter than the calibration
+    assert check("ch03-gate-b-rule", want) and check("ch03-gate-b-rule", round(want, 5))
+    assert not check("ch03-gate-b-rule", None) and not check("ch03-gate-b-rule", "x")
+    for answer, fragment in ((d1 * math.sqrt(math.log(9) / math.log(99)), "wrong way up"),
+                             (d1 / math.sqrt(2), "default need"), (want / d1, "units of D_train(1)"),
+                             (d1 * math.log(99) / math.log(9), "square root"), (2 * want, "solve for D")):
+        fb = check("ch03-gate-b-rule", answer)
+        assert not fb and fragment in fb.message, (answer, fb.message)

@@ -72,7 +72,7 @@ def test_phase_error_plot_draws_only_limits_inside_the_range():
     verticals = sorted(ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--")
     assert verticals == [256, 2048]  # bfloat16 and float16 angles; float32's 2**24 is beyond 4,096
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "float32", "bfloat16 cos/sin, float32 angles", "float16, every stage", "bfloat16, every stage"]
+        "float32", "deployed bfloat16", "float16, every stage", "bfloat16, every stage"]
     # each curve is the largest error of its pipeline
     curves = [ln for ln in ax.lines if ln.get_linestyle() != "--"]
     x = curves[3].get_xdata()

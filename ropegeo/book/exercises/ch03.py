@@ -92,6 +92,9 @@ def _slip(m, ref, offsets, theta, tol):
         return "you returned 1 - K; the distance is the chord length, the square root of twice that."
     if near(ref**2):
         return "you returned the squared distance; take its square root."
+    if abs(m - ref) <= 5e-4:  # a correct margin rounded to 3-5 decimals: the digits, not the method
+        return (f"your margin {m:.6g} is off by {abs(m - ref):.1e}, the size of rounding it to a few decimals: "
+                "return it unrounded, or round to at least six decimals.")
     if m > ref:
         return (f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}, larger than the smallest "
                 "distance of the set: compare every pair of offsets, not only neighbours.")
@@ -129,6 +132,26 @@ def margin_function_check(fn):
         if a not in offsets or b not in offsets or not math.isclose(dist, ref.margin, abs_tol=tol):
             return wrong(f"the pair ({a:g}, {b:g}) is not a pair of the set at the margin distance.")
     return correct("your brute force agrees with ropegeo on every test set.")
+
+
+@exercise("ch03-gate-b-rule")
+def gate_b_rule_check(answer):
+    """Gate B's threshold for the 128-wide head (base 10,000): calibration 9:1, need 99:1, exact phases."""
+    t = need(as_number(answer, "the threshold as one number"))
+    d1 = float(difference_distance(1, frequencies(128)))
+    expected = d1 * math.sqrt(math.log(99) / math.log(9))
+    near = functools.partial(math.isclose, t, rel_tol=1e-4)
+    if near(expected):
+        return correct("a need stricter than the calibration asks for more than the neighbours' distance.")
+    if near(d1 * math.sqrt(math.log(9) / math.log(99))):
+        return wrong("the log-odds are the wrong way up: the need's ln goes over the calibration's.")
+    if near(d1 / math.sqrt(2)):
+        return wrong("that is the default need of 3:1; this task needs 99:1.")
+    if near(expected / d1):
+        return wrong("that is the threshold in units of D_train(1); multiply by the distance between neighbours.")
+    if near(d1 * math.log(99) / math.log(9)):
+        return wrong("the gap grows with D squared, so the threshold takes the square root of the ratio.")
+    return wrong("start from beta D^2 / 2 >= ln r_need with beta = 2 ln r_cal / D_train(1)^2, and solve for D.")
 
 
 # -- investigate -------------------------------------------------------------------------------

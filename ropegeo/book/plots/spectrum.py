@@ -48,7 +48,7 @@ def draw_ladder(ax, theta, train_length: float, target_length: float | None = No
     if target_length is not None and target_length != train_length:
         ax.axhline(target_length, color="0.3", lw=1, ls=":")
         ax.text(0, target_length * 1.15, f"target length {target_length:,.0f}", fontsize=8, color="0.3")
-    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
+    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel=r"wavelength $2\pi/\theta_i$ (tokens)")
     ax.legend(loc="lower right", fontsize=8)
 
 
@@ -96,16 +96,18 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             if len(chosen) == marks:
                 break
         # number each marker and list the numbers in one box: labels beside close peaks collide
-        for j, hit in enumerate(chosen, start=1):
+        rank = {h.offset: r for r, h in enumerate(sorted(chosen, key=lambda h: h.offset))}
+        for j, hit in enumerate(chosen, start=1):  # alternate sides along the axis, so close peaks' numbers part
+            side = -1 if rank[hit.offset] % 2 == 0 else 1
             ax.plot([hit.offset], [hit.similarity], "o", color=_MARK, ms=6, mfc="none")
-            ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(0, 7),
-                        ha="center", fontsize=8, color=_MARK, fontweight="bold")
+            ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(6 * side, 6),
+                        ha="left" if side > 0 else "right", fontsize=8, color=_MARK, fontweight="bold")
         if chosen:
             listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
-            ax.text(0.98, 0.96, listing, transform=ax.transAxes, ha="right", va="top", fontsize=8, color=_MARK,
+            ax.text(0.03, 0.97, listing, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=_MARK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
-    ax.set(xlabel="offset δ (tokens)", ylabel="K(δ) = mean_i cos(δ θ_i)")
-    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.15)
+    ax.set(xlabel="offset δ (tokens)", ylabel=r"$K(\delta)$, mean of $\cos(\delta\theta_i)$")
+    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.6 if marks else 1.15)  # room for the listing above the peaks
     return _done(fig, layout)
 
 
@@ -176,7 +178,7 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
         ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
     lad.axhline(train_length, color="0.3", lw=1, ls="--")
     lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
-    lad.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="wavelength 2π/θ_i (tokens)")
+    lad.set(yscale="log", xlabel="pair index i (fastest first)", ylabel=r"wavelength $2\pi/\theta_i$ (tokens)")
     lad.legend(fontsize=8, loc="upper left")
     ker.axhline(0, color="0.6", lw=0.6)
     ker.set(xscale="log", xlabel="offset δ (tokens)", ylabel="K(δ)")
@@ -209,13 +211,7 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
     for pipe in pipes:
         keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
         err = max_phase_error(pos[keep], theta, pipe)
-        label = pipe.label
-        if label in ("float16", "bfloat16"):
-            label += ", every stage"
-        elif label in ("deployed float16", "deployed bfloat16"):
-            label = f"{pipe.table_dtype} cos/sin, float32 angles"
-        elif label.startswith("buffer-cast"):
-            label = f"{pipe.table_dtype} buffer (model cast), float32 angles"
+        label = pipe.label + (", every stage" if pipe.label in ("float16", "bfloat16") else "")
         ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
                 ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
         lim = consecutive_integer_limit(pipe.angle_dtype)
@@ -277,13 +273,15 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
 
 
 def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, high: float = 9e4, points: int = 100,
-                    marks=(), layout: str = "wide") -> Figure:
-    """Men et al.'s criterion ``min over m <= length of sum_i cos(m theta_i)`` against the base (valid at or
+                    marks=(), intervals=(), layout: str = "wide") -> Figure:
+    """Men et al.'s criterion ``min over delta <= length of sum_i cos(delta theta_i)`` against the base (valid at or
     above zero).
 
     Sampled at ``points`` (10 to 400) log-spaced bases in ``(low, high)``, so it can step over a narrow
     hole (:func:`ropegeo.base_bound.base_bound` certifies intervals); ``marks`` (at most 6):
-    ``(base, label)`` lines.
+    ``(base, label)`` lines. ``intervals``: ``(low, high, status)`` rows of a certified scan
+    (``ropegeo/data/runs/base_bound.json``); those whose status is ``"invalid"`` are shaded, else the
+    failing samples are.
     """
     length = v.length("length", length, minimum=2)
     low = v.real("low", low, greater_than=1.0)
@@ -298,8 +296,15 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
     fig = Figure(figsize=(7, 3.6))
     ax = fig.add_subplot()
     ax.plot(bases, low_sum, lw=1.2, color=_FAST, marker="o", ms=2.5)
-    ax.fill_between(bases, low_sum.min() - 1, 0, where=low_sum < 0, color=_SLOW, alpha=0.15, lw=0, step="mid",
-                    label="fails: some m ≤ L has S(m) < 0")
+    if not v.is_collection(intervals) or not all(v.is_collection(iv) and len(iv) == 3 for iv in intervals):
+        raise ValueError("intervals must hold (low, high, status) rows")
+    bad = [(float(a), float(b)) for a, b, status in intervals if status == "invalid" and b > low and a < high]
+    if not intervals:  # no certificate: shade around each failing sample
+        edges = np.concatenate([[low], np.sqrt(bases[1:] * bases[:-1]), [high]])
+        bad = [(edges[j], edges[j + 1]) for j in np.flatnonzero(low_sum < 0)]
+    for j, (a, b) in enumerate(bad):
+        ax.axvspan(max(a, low), min(b, high), color=_SLOW, alpha=0.15, lw=0,
+                   label=r"fails: some $\delta \leq L$ has $C_B(\delta) < 0$" if j == 0 else None)
     ax.axhline(0, color="0.3", lw=0.8)
     for j, (b, label) in enumerate(marks):
         b = v.real("marks", b, greater_than=0.0)
@@ -307,6 +312,6 @@ def base_bound_plot(length: int, head_dim: int = 128, *, low: float = 1.5e4, hig
         ax.annotate(label, (b, 1.0), xycoords=("data", "axes fraction"), textcoords="offset points",
                     xytext=(3, -12 - 12 * j), fontsize=8, color=_MARK)
     ax.set(xscale="log", ylim=(low_sum.min() - 0.5, max(1.0, float(low_sum.max())) + 0.5))
-    ax.set(xlabel="base B", ylabel=f"min over m ≤ {length:,} of S(m)")
+    ax.set(xlabel="base $B$", ylabel=rf"min over $\delta \leq$ {length:,} of $C_B(\delta)$")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
