@@ -7,6 +7,7 @@ generator), never with ``AttentionLayer`` itself.
 """
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,9 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "big_shift", "sinus_shift_score_dev", "rope_shift_score_dev",
         "selfsim_zero", "selfsim_first_negative", "rounding_bound", "angle_rounding_bound",
         "flag_slots", "flag_read_back", "flag_at_10", "flag_step_1000",
+        "flag_f16_read_back", "flag_bf16_first_tie", "flag_bf16_distinct",
+        "term_shift_content_content", "term_shift_content_position", "term_shift_position_content",
+        "term_shift_position_position", "commuting_share", "tuned_shift_dev", "tuned_peak_offset", "tuned_keys",
     }
     assert set(GLUED) == tested
 
@@ -147,6 +151,81 @@ def test_self_similarity_numbers():
     assert spread < g("angle_rounding_bound") / 10
 
 
+def _round_to_bits(x: Fraction, bits: int) -> Fraction:
+    """``x > 0`` rounded to ``bits`` significant bits, ties to even (no subnormals: x is far above them)."""
+    e = 0
+    while x * 2**e < 2 ** (bits - 1):
+        e += 1
+    while x * 2**e >= 2**bits:
+        e -= 1
+    scaled = x * 2**e  # in [2^(bits-1), 2^bits)
+    whole, rest = divmod(scaled, 1)
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1):
+        whole += 1
+    return Fraction(whole) / 2**e
+
+
+def test_flag_in_sixteen_bits():
+    """1/(m+1) rounded to float16 (11 significant bits) and bfloat16 (8), in exact arithmetic."""
+    n = 1024
+    exact = [Fraction(1, m + 1) for m in range(n)]
+    f16 = [_round_to_bits(x, 11) for x in exact]
+    bf16 = [_round_to_bits(x, 8) for x in exact]
+    assert g("flag_f16_read_back") == sum(round(1 / x) - 1 == m for m, x in enumerate(f16)) == n
+    first_tie = next(m for m in range(n - 1) if bf16[m] == bf16[m + 1])
+    assert g("flag_bf16_first_tie") == first_tie
+    assert g("flag_bf16_distinct") == len(set(bf16))
+    # the prose's reading: bfloat16 crowds neighbours together from about slot 190 on, float16 does not
+    assert 150 < first_tie < 250 and g("flag_bf16_distinct") < n // 2
+
+
+def test_four_terms_of_the_sinusoidal_score():
+    """The score (x_m + PE(m))^T A (x_n + PE(n)) term by term, A = W_q W_k^T / 4, by explicit loops."""
+    Wq, Wk, _, _ = draws()
+    A = [[sum(Wq[a, h] * Wk[b, h] for h in range(16)) / 4 for b in range(16)] for a in range(16)]
+
+    def bil(u, w):
+        return sum(u[a] * A[a][b] * w[b] for a in range(16) for b in range(16))
+
+    def terms(start):
+        pe = [ref_code(start + p, 16) for p in range(6)]
+        return {"content_content": [[bil(X[m], X[n]) for n in range(6)] for m in range(6)],
+                "content_position": [[bil(X[m], pe[n]) for n in range(6)] for m in range(6)],
+                "position_content": [[bil(pe[m], X[n]) for n in range(6)] for m in range(6)],
+                "position_position": [[bil(pe[m], pe[n]) for n in range(6)] for m in range(6)]}
+
+    before, after = terms(0), terms(1000)
+    for name in before:
+        change = np.abs(np.array(after[name]) - np.array(before[name])).max()
+        assert g(f"term_shift_{name}") == pytest.approx(change, rel=1e-9, abs=1e-12), name
+    assert g("term_shift_content_content") == 0.0  # no position in it, the same numbers computed twice
+    assert min(g(f"term_shift_{n}") for n in ("content_position", "position_content", "position_position")) > 1
+    # the four terms add up to the layer's score (reference attention, same weights and codes)
+    S0, _, _ = ref_attention(X, Wq, Wk, draws()[2], add=[ref_code(p, 16) for p in range(6)])
+    total = sum(np.array(t) for t in before.values())
+    assert np.abs(total - S0).max() < 1e-12
+    # the share of A that commutes with every block rotation: its projection onto a I + b J per diagonal block
+    kept = sum(2 * (((A[2 * i][2 * i] + A[2 * i + 1][2 * i + 1]) / 2) ** 2
+                    + ((A[2 * i + 1][2 * i] - A[2 * i][2 * i + 1]) / 2) ** 2) for i in range(8))
+    assert g("commuting_share") == pytest.approx(kept / sum(v * v for row in A for v in row), rel=1e-9)
+    assert g("commuting_share") < 0.1  # "far from that form"
+
+
+def test_a_commuting_matrix_makes_the_position_term_relative():
+    """A = M_5 (blocks R(-5 w_i)): PE(m)^T A PE(n) = sum_i cos(w_i (n - m + 5)), peaked at delta = -5."""
+    assert g("tuned_shift_dev") < g("angle_rounding_bound") / 10
+    assert g("tuned_keys") == 201
+    w = [10_000 ** (-2 * i / 16) for i in range(8)]
+    values = {d: sum(math.cos(wi * (d + 5)) for wi in w) for d in range(-200, 1)}
+    assert g("tuned_peak_offset") == max(values, key=values.get) == -5
+    # the identity itself, one query and key by hand: R(-5w) applied to (sin wn, cos wn) is the code at n + 5
+    m, n = 300.0, 290.0
+    lhs = sum(math.sin(wi * m) * (math.cos(5 * wi) * math.sin(wi * n) + math.sin(5 * wi) * math.cos(wi * n))
+              + math.cos(wi * m) * (-math.sin(5 * wi) * math.sin(wi * n) + math.cos(5 * wi) * math.cos(wi * n))
+              for wi in w)
+    assert lhs == pytest.approx(values[n - m], abs=1e-12)
+
+
 def test_exercise_structure():
     """Every exercise is followed (after an optional given cell) by solution-start, solution cells
     ending in a passing check, and solution-end, as the student-edition generator expects."""
@@ -208,3 +287,29 @@ def test_prose_fixes_of_issue_38():
     # the mirror exercise's prompt does not name the facts that make p' = p + k immediate
     prompt = next(c.source for c in nb.cells if c.source.startswith("```{exercise}\n:label: ch01-mirror-position"))
     assert "order of its two vectors" not in prompt and "well-chosen" not in prompt
+    assert "p'" not in prompt and "dot products" not in prompt and "mirror_codes()" in prompt
+
+
+def test_prose_fixes_of_the_second_review():
+    import nbformat
+
+    cells = nbformat.read(NB, as_version=4).cells
+    prose = " ".join(c.source for c in cells if c.cell_type == "markdown")
+    # the causal figure stacks its panels (layout="column"): top, middle, bottom
+    assert "equal the top one" in prose and "the left one" not in prose
+    # the kernel is always written with its argument
+    assert "studies $K$ itself" not in prose and "the kernel $K(\\delta)$ itself" in prose
+    # Wang & Chen for similar neighbours and recoverable position; the helix from Yedidia's post
+    assert "helix-like curve {cite}`yedidia2023helix`" in prose
+    # slots are m, n (query, key) or p; the length is N; i is a pair index only
+    for stale in ("query $i$", "keys $j", "slot $i$", "slots $i$", "Slot $i$", "$n$ input", "slot `perm[i]`",
+                  "Slot $t$", "$1/(t+1)$"):
+        assert stale not in prose, stale
+    # the half-similarity exercise's second question is not answered in the text above it
+    assert "dips and recovers" not in prose
+    # the peak at delta = 0 is Cauchy-Schwarz; the survivors are "up to rounding"; defined is not usable
+    assert "Cauchy–Schwarz" in prose and "up to rounding (a difference below $10^{-12}$)" in prose
+    assert "defined is not the same as usable" in prose
+    # the derivation's core is in the chapter, not only behind sinusoidal_shift()
+    code = " ".join(c.source for c in cells if c.cell_type == "code")
+    assert "sp.expand_trig(" in code and ".coeff(s)" in code

@@ -17,6 +17,9 @@ SIMILARITY_WIDTH, SIMILARITY_SEARCH = 16, 2048
 #: ch01-causal-survivors: the permutation applied to an 8-token sequence.
 SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
 
+#: ch01-mirror-position: the letters of :func:`mirror_codes`.
+MIRROR_CODES = ("A", "B", "C", "D")
+
 
 def survivor_problem():
     """The layer, tokens and permutation of exercise ch01-causal-survivors: a causal attention layer
@@ -25,6 +28,34 @@ def survivor_problem():
     layer = AttentionLayer(8, scheme="none", causal=True, seed=0)
     x = np.random.default_rng(1).standard_normal((8, 8))
     return layer, x, np.array(SURVIVOR_PERM)
+
+
+def mirror_codes():
+    """The four codes of exercise ch01-mirror-position, by letter: each maps whole positions 0 to 63, an array of
+    shape ``(N,)``, to codes of shape ``(N, width)``.
+
+    Examples
+    --------
+    >>> codes = mirror_codes()
+    >>> sorted(codes), codes["A"](np.arange(3)).shape
+    (['A', 'B', 'C', 'D'], (3, 4))
+    """
+    table = np.random.default_rng(5).standard_normal((64, 4))
+
+    def turning(p):  # two pairs turning at their own rates, from their own start angles and lengths
+        a, b = 0.7 * p + 0.4, 0.05 * p + 1.0
+        return np.stack([3 * np.sin(a), 3 * np.cos(a), 0.5 * np.sin(b), 0.5 * np.cos(b)], axis=-1)
+
+    def ramp(p):  # the sinusoidal code and the position itself, scaled
+        return np.concatenate([sinusoidal_encoding(p, 4), (p / 64.0)[:, None]], axis=-1)
+
+    def constant(p):  # the sinusoidal code and a constant coordinate
+        return np.concatenate([sinusoidal_encoding(p, 4), np.ones((p.size, 1))], axis=-1)
+
+    def lookup(p):  # a random table, one row per position
+        return table[p.astype(int)]
+
+    return {"A": turning, "B": lookup, "C": ramp, "D": constant}
 
 
 # ---- checks --------------------------------------------------------------------------------
@@ -97,20 +128,28 @@ def _numeric(expr, names, points):
 
 @exercise("ch01-mirror-position")
 def _mirror_position(answer):
-    expr = need(_sympy_answer(answer, "the position p'", ("p", "k")))
-    pts = np.random.default_rng(11).uniform(-40, 40, size=(8, 2))
-    got = _numeric(expr, ("p", "k"), pts)
-    if got is None:
-        return wrong("your expression cannot be evaluated at numeric p and k.")
-    p, k = pts[:, 0], pts[:, 1]
-    if np.allclose(got, p + k, atol=1e-9):
-        return correct("with p' = p + k, PE(p').PE(p' - k) is PE(p + k).PE(p), the same dot product read in "
-                       "the other order; since it depends on k alone, the similarity at -k equals the one at +k.")
-    if np.allclose(got, p - k, atol=1e-9):
-        return wrong("with that p', the pair (p', p' - k) is (p - k, p - 2k): not the two positions you started from.")
-    if np.allclose(got, p, atol=1e-9):
-        return wrong("with p' = p the product PE(p).PE(p - k) compares p with p - k, not with p + k.")
-    return wrong("with your p', the positions p' and p' - k are not the two positions p and p + k.")
+    items = need(as_items(answer, "a list of code names such as ['A', 'B']", max_items=16, allow_sets=True))
+    if not all(isinstance(i, str) and i.strip().upper() in MIRROR_CODES for i in items):
+        return wrong(f"name each code by its letter: {', '.join(repr(c) for c in MIRROR_CODES)}.")
+    got = {i.strip().upper() for i in items}
+    truth = {name for name, code in mirror_codes().items() if _offset_alone(code)}
+    if got == truth:
+        return correct("the proof covers every code whose similarity depends on the offset alone, whatever its "
+                       "entries: the sinusoidal form is never used.")
+    parts = []
+    if got - truth:
+        parts.append(f"{len(got - truth)} of your codes are not covered: the proof needs something about their "
+                     "similarity that they do not have")
+    if truth - got:
+        parts.append(f"{len(truth - got)} code(s) the proof covers are missing: it never uses sines or cosines")
+    return wrong("; ".join(parts) + ".")
+
+
+def _offset_alone(code) -> bool:
+    """Whether ``code(p) . code(p + k)`` is the same at every start ``p`` (0 to 31) for every ``k`` (0 to 32)."""
+    c = code(np.arange(64, dtype=np.float64))
+    sims = np.array([[c[p] @ c[p + k] for p in range(32)] for k in range(33)])
+    return bool(np.ptp(sims, axis=1).max() < 1e-9 * max(1.0, np.abs(sims).max()))
 
 
 @exercise("ch01-any-start")
@@ -186,7 +225,7 @@ def _permuted_scores(answer):
         if np.allclose(got, S[:, perm]):
             return wrong("only the columns (keys) moved: the queries are the same tokens, so the rows move too.")
         if np.allclose(got, S[np.ix_(inv, inv)]):
-            return wrong("this is the inverse permutation: slot i of the new sequence holds token perm[i].")
+            return wrong("this is the inverse permutation: slot p of the new sequence holds token perm[p].")
         if np.allclose(got, want.T):
             return wrong("the result is transposed: rows must stay queries and columns keys.")
         return wrong(f"for n={n} the result differs from the layer's scores of the permuted tokens.")
@@ -227,7 +266,8 @@ def _causal_survivors(answer):
     extra = sorted(set(got) - truth)
     missing = sorted(truth - set(got))
     if not extra and not missing:
-        return correct("exactly these slots see the same query and the same set of keys as before.")
+        return correct("these slots see the same query and the same set of keys as before; their outputs agree "
+                       "up to rounding.")
     parts = []
     if extra:
         parts.append(f"{len(extra)} of your slots have an output that changes")

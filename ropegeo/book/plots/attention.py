@@ -48,7 +48,8 @@ def _heat(ax, m, labels_rows, labels_cols, title, vmax, cmap="RdBu_r", annotate=
             for j in range(n):
                 if np.isfinite(m[i, j]):
                     dark = im.norm(m[i, j]) > 0.8 or (cmap == "RdBu_r" and im.norm(m[i, j]) < 0.2)
-                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    ax.text(j, i, f"{np.round(m[i, j], 2) + 0.0:.2f}",  # + 0.0: never "-0.00"
+                            ha="center", va="center", fontsize=7,
                             color="white" if dark else "black")
     return im
 
@@ -93,7 +94,7 @@ def causal_figure(weights, weights_back, tokens=None, *, layout: str = "wide") -
     axes[1].images[0].set_clim(0, 1)
     diff = b - a
     vmax = float(np.max(np.abs(diff))) or 1.0
-    im = _heat(axes[2], diff, lab, lab, "difference", vmax)
+    im = _heat(axes[2], diff, lab, lab, "put back \u2212 original", vmax)
     fig.colorbar(im, ax=axes[2], shrink=0.8, label="weight difference")
     return finish(fig, layout)
 
@@ -169,5 +170,5 @@ def self_similarity_figure(d_model: int = 16, max_offset: int = 200, starts=(0, 
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
     ax.set(xlabel=r"offset $k$ (positions)", ylabel=r"$\mathrm{PE}(p)\cdot\mathrm{PE}(p+k)$",
            title=f"sinusoidal code, width {d_model}: one curve for every start, mirror-symmetric in k")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)  # below: the peak stays visible
     return finish(fig, layout)
