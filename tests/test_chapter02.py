@@ -381,6 +381,16 @@ def test_reachable_peak_of_the_trained_heads(glued, stated):
     assert ratios[0] > 1.1
     # the score at whole offsets never exceeds the reachable peak (first 4,096 offsets back)
     assert np.all(prof.max(axis=1) <= (grid + slack) * (1 + 1e-12))
+    # "some distant offset eventually beats it": the seeds without a far win within 4,096 offsets are beaten
+    # further out (explicit cosines over the first million distances back)
+    losers = np.flatnonzero(prof[:, 63:].max(axis=1) <= target)
+    assert 1 <= losers.size <= 10
+    back = np.arange(4097.0, 1_000_001.0)
+    for i in losers:
+        zq, zk = heads[i].q[0::2] + 1j * heads[i].q[1::2], heads[i].k[0::2] + 1j * heads[i].k[1::2]
+        hh = np.conj(zq) * zk
+        best = max(((np.exp(-1j * np.outer(chunk, freqs(16))) @ hh).real.max() for chunk in np.array_split(back, 20)))
+        assert best > target[i], STATED_SEEDS[i]
 
 
 def test_trained_head_claims_hold_on_disjoint_seeds(glued):
