@@ -17,10 +17,12 @@ import numpy as np
 
 from ropegeo import _validate as v
 
-__all__ = ["relative_upper_bound", "abel_bound", "MAX_CELLS"]
+__all__ = ["relative_upper_bound", "abel_bound", "reachable_peak", "MAX_CELLS", "MAX_MULTIPLE"]
 
 #: Most ``(offset, pair)`` cells one call computes (about 256 MiB of complex128 at most).
 MAX_CELLS = 2**24
+#: Largest multiple :func:`reachable_peak` accepts (its grid holds 32 points per turn of a group's fastest pair).
+MAX_MULTIPLE = 2**20
 
 
 def _offsets_and_theta(offsets, theta):
@@ -67,3 +69,47 @@ def abel_bound(q, k, offsets, theta) -> np.ndarray:
     h = np.conj(q[0::2] + 1j * q[1::2]) * (k[0::2] + 1j * k[1::2])
     step = np.abs(np.diff(np.append(h, 0.0))).max()
     return step * _partial_sums(d, th).sum(axis=-1)
+
+
+def reachable_peak(h, groups, multiples) -> float:
+    """The best score far offsets come close to when the frequencies are rationally related.
+
+    Pair ``i`` turns at ``theta_i = multiples[i] * g_groups[i]``, with generators ``g`` rationally
+    independent of each other and of ``2 pi``. Then ``delta g`` is dense on the torus (Kronecker),
+    and the supremum of ``S(delta) = Re sum_i h_i e^(i delta theta_i)`` over far offsets is the sum,
+    over groups, of the maximum over ``u`` of ``Re sum_(i in group) h_i e^(i multiples[i] u)``: at most
+    ``sum |h_i|``, equal to it when every group can line up at once. Each group is maximised on a
+    grid of 32 points per turn of its largest multiple, refined by Newton steps. ``h``: complex,
+    shape ``(pairs,)``; ``groups``: integers; ``multiples``: integers 1 to :data:`MAX_MULTIPLE`.
+
+    Examples
+    --------
+    >>> round(reachable_peak([1, 1j], [0, 1], [1, 1]), 6)  # two independent phases: both line up
+    2.0
+    >>> round(reachable_peak([1, -1], [0, 0], [1, 2]), 6)  # one phase drives both: cos u - cos 2u
+    1.125
+    """
+    hv = np.asarray(h, dtype=complex)
+    if hv.ndim != 1 or hv.size == 0 or not np.all(np.isfinite(hv)):
+        raise ValueError("h must be a non-empty 1-D array of finite complex numbers")
+    g = v.finite_array("groups", groups)
+    mult = v.finite_array("multiples", multiples)
+    if g.shape != hv.shape or mult.shape != hv.shape or np.any(g != np.round(g)):
+        raise ValueError(f"groups and multiples must be integer arrays of shape {hv.shape}, like h")
+    if np.any(mult != np.round(mult)) or mult.min() < 1 or mult.max() > MAX_MULTIPLE:
+        raise ValueError(f"multiples must be whole numbers from 1 to MAX_MULTIPLE = {MAX_MULTIPLE}")
+    return float(sum(_group_peak(hv[g == group], mult[g == group]) for group in np.unique(g)))
+
+
+def _group_peak(h, m):
+    """``max_u Re sum_i h_i e^(i m_i u)``: a grid, then Newton steps from every point that may hold the peak."""
+    step = 2 * np.pi / (32 * m.max())
+    u = np.arange(0.0, 2 * np.pi, step)
+    f = (np.exp(1j * np.multiply.outer(u, m)) @ h).real
+    slack = np.abs(h) @ m**2 * step**2 / 8  # how far the grid may fall below a peak in its cell
+    u = u[f >= f.max() - slack]
+    for _ in range(30):
+        e = np.exp(1j * np.multiply.outer(u, m))
+        d1, d2 = -(e @ (m * h)).imag, -(e @ (m**2 * h)).real
+        u = u + np.clip(np.where(d2 < 0, -d1 / np.where(d2 < 0, d2, -1.0), 0.0), -step, step)
+    return max(f.max(), (np.exp(1j * np.multiply.outer(u, m)) @ h).real.max())

@@ -73,3 +73,56 @@ def test_abel_bound_is_tight_for_a_single_pair():
 def test_refuses_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_reachable_peak_against_a_brute_force_torus():
+    """Two groups with small multiples: the peak over a fine 2-D grid of (u, v), plus the grid's error bound."""
+    from ropegeo.decay import reachable_peak
+
+    rng = np.random.default_rng(0)
+    groups, multiples = np.array([0, 0, 0, 1, 1]), np.array([1, 2, 5, 1, 3])
+    for _ in range(5):
+        h = rng.normal(size=5) + 1j * rng.normal(size=5)
+        u = np.linspace(0, 2 * np.pi, 1201)[:-1]
+        U, V = np.meshgrid(u, u, indexing="ij")
+        phase = np.stack([U, U, U, V, V], axis=-1) * multiples
+        brute = (np.exp(1j * phase) @ h).real.max()
+        slack = np.abs(h) @ multiples**2 * (u[1] / 2) ** 2  # a grid point lies within half a step of the peak
+        peak = reachable_peak(h, groups, multiples)
+        assert brute <= peak + 1e-12 and peak <= brute + slack
+        assert peak <= np.abs(h).sum() + 1e-12
+    # one independent phase per pair: every pair lines up, the peak is sum |h|
+    h = rng.normal(size=4) + 1j * rng.normal(size=4)
+    assert reachable_peak(h, [0, 1, 2, 3], [7, 1, 3, 1]) == pytest.approx(np.abs(h).sum(), rel=1e-12)
+    # one phase driving opposed harmonics cannot line them up: strictly below sum |h| (cos u - cos 2u peaks at 9/8)
+    assert reachable_peak([1.0, -1.0], [0, 0], [1, 2]) == pytest.approx(1.125, rel=1e-9)
+
+
+def test_reachable_peak_bounds_the_score_at_integer_offsets():
+    """The 16-wide base-10,000 bank: theta_(2j) = 10^(3 - j) * 10^-3, theta_(2j+1) = 10^(3 - j) * 10^-3.5."""
+    from ropegeo.decay import reachable_peak
+
+    th = 10.0 ** (-np.arange(8) / 2)
+    h = np.random.default_rng(3).normal(size=8) + 1j * np.random.default_rng(4).normal(size=8)
+    i = np.arange(8)
+    peak = reachable_peak(h, i % 2, 10 ** (3 - i // 2))
+    d = np.arange(0.0, 1_000_000.0)
+    score = np.cos(np.outer(d, th)) @ h.real - np.sin(np.outer(d, th)) @ h.imag
+    assert score.max() <= peak * (1 + 1e-9)  # no offset beats it
+    assert score.max() >= 0.98 * peak  # and far offsets come close
+    assert peak < 0.999 * np.abs(h).sum()  # rationally related: sum |h| is out of reach for these contents
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"h": [], "groups": [], "multiples": []}, "h"),
+    ({"h": [1.0, np.nan], "groups": [0, 1], "multiples": [1, 1]}, "h"),
+    ({"h": [1.0, 1.0], "groups": [0], "multiples": [1, 1]}, "groups"),
+    ({"h": [1.0, 1.0], "groups": [0, 0.5], "multiples": [1, 1]}, "groups"),
+    ({"h": [1.0], "groups": [0], "multiples": [0]}, "multiples"),
+    ({"h": [1.0], "groups": [0], "multiples": [2**21]}, "multiples"),
+])
+def test_reachable_peak_refuses_bad_input(kwargs, word):
+    from ropegeo.decay import reachable_peak
+
+    with pytest.raises(ValueError, match=word):
+        reachable_peak(**kwargs)

@@ -7,7 +7,8 @@ import sympy as sp
 
 from ropegeo.book.exercises import check, exercise_ids
 
-IDS = ["ch02-complex-rope", "ch02-direction-blind", "ch02-score-by-hand", "ch02-sign-bug", "ch02-which-defect"]
+IDS = ["ch02-complex-rope", "ch02-direction-blind", "ch02-first-return", "ch02-score-by-hand", "ch02-sign-bug",
+       "ch02-which-defect"]
 
 
 def _raise(*args, **kwargs):
@@ -329,4 +330,46 @@ def test_direction_blind_odd_answers(answer, fragment):
 ])
 def test_which_defect_odd_answers(answer, fragment):
     fb = check("ch02-which-defect", answer)
+    assert not fb and fragment in fb.message
+
+
+# ---------------------------------------------------------------- ch02-first-return
+def _kernel16(delta):
+    """K(delta) of the 16-wide base-10,000 bank by an explicit loop over the pairs, theta_i = 10^(-i/2)."""
+    delta = np.asarray(delta, dtype=float)
+    return sum(np.cos(delta * 10.0 ** (-i / 2)) for i in range(8)) / 8
+
+
+def _first_return():
+    lags = np.arange(65.0, 200_001.0)
+    k = _kernel16(lags)
+    first = int(lags[np.argmax(k > 0.9)])
+    # a decision with margin: no earlier offset within rounding of 0.9, and the answer clearly above it
+    assert np.abs(k[: first - 65] - 0.9).min() > 1e-9 and k[first - 65] > 0.9 + 1e-9
+    return first
+
+
+def test_first_return_solution_passes():
+    first = _first_return()
+    assert check("ch02-first-return", first)
+    assert check("ch02-first-return", np.int64(first)) and check("ch02-first-return", float(first))
+
+
+@pytest.mark.parametrize("shift, fragment", [(-1, "not above 0.9"), (None, "earlier offset")])
+def test_first_return_wrong_answers(shift, fragment):
+    first = _first_return()
+    if shift is None:  # a later return above 0.9: the first one comes before it
+        lags = np.arange(first + 1.0, 1_000_001.0)
+        answer = int(lags[np.argmax(_kernel16(lags) > 0.9)])
+    else:
+        answer = first + shift
+    fb = check("ch02-first-return", answer)
+    assert not fb and fragment in fb.message
+    assert str(first) not in fb.message  # never reveals the solution
+
+
+@pytest.mark.parametrize("answer, fragment", [(64, "beyond 64"), (81_000.5, "whole offset"), (2_000_000, "beyond 64"),
+                                              ("81681", "expected"), (float("nan"), "expected")])
+def test_first_return_odd_answers(answer, fragment):
+    fb = check("ch02-first-return", answer)
     assert not fb and fragment in fb.message

@@ -10,6 +10,7 @@ import sympy as sp
 
 from ropegeo.book.exercises import (as_float_array, as_items, as_number, call_student, correct, exercise, need,
                                     need_function, short, sympy_problem, wrong)
+from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
 from ropegeo.toy.attention import copy_back_head
 
@@ -267,6 +268,29 @@ def _check_direction_blind(answer):
     worst = int(np.argmax(gap))
     return wrong(f"direction is still visible: at delta = {d[worst]:.0f} the scores of the unit vectors q/|q| and "
                  f"k/|k| at +delta and -delta differ by {gap[worst]:.3g}.")
+
+
+# ---- ch02-first-return: the first far offset where the 16-wide bank's kernel comes back above 0.9 ----
+RETURN_HEAD_DIM, RETURN_LEVEL, RETURN_AFTER = 16, 0.9, 64
+RETURN_SEARCH = 1_000_000  # the offsets the check scans; the answer lies well inside
+
+
+def _return_kernel(lags):
+    return np.cos(np.multiply.outer(np.asarray(lags, dtype=float), frequencies(RETURN_HEAD_DIM))).mean(axis=-1)
+
+
+@exercise("ch02-first-return")
+def _check_first_return(answer):
+    offset = need(as_number(answer, "offset"))
+    if offset != round(offset) or not RETURN_AFTER < offset <= RETURN_SEARCH:
+        return wrong(f"give a whole offset beyond {RETURN_AFTER} (the check scans up to {RETURN_SEARCH:,})")
+    level = float(_return_kernel(offset))
+    if level <= RETURN_LEVEL:
+        return wrong(f"K({offset:.0f}) = {level:.4f}, not above {RETURN_LEVEL}")
+    earlier = np.arange(RETURN_AFTER + 1.0, offset)
+    if earlier.size and _return_kernel(earlier).max() > RETURN_LEVEL:
+        return wrong(f"K({offset:.0f}) = {level:.4f} is above {RETURN_LEVEL}, but an earlier offset beyond {RETURN_AFTER} is too")
+    return correct(f"K({offset:.0f}) = {level:.4f}: the first return above {RETURN_LEVEL} beyond the window.")
 
 
 # ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------

@@ -139,7 +139,7 @@ def score_terms(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, max_offset: int
         for d, style in ((mark, "-"), (-mark, "--")):
             ax.axvline(d, color="#777777", ls=style, lw=1)
     ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
-    ax.set(xlabel=r"displacement $\delta = n - m$ (positions)", ylabel="contribution to the score",
+    ax.set(xlabel=r"offset $\delta = n - m$ (positions)", ylabel="contribution to the score",
            title=rf"one pair, $\theta$ = {theta:g}: the cosine part is even, the sine part odd")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2 if layout == "wide" else 1, fontsize=8,
               frameon=False)
@@ -170,7 +170,7 @@ def block_rotation_image(position: float = 1.0, head_dim: int = 16, *, base: flo
         image = ax.imshow(R, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
         ax.set(title=f"{pairing} pairing", xlabel="input coordinate", ylabel="output coordinate")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="matrix entry")
-    fig.suptitle(f"rotary operator at position {position:g}, head_dim {head_dim}, base {base:g}")
+    fig.suptitle(rf"rotary operator at position {position:g}, $d_{{\mathrm{{head}}}}$ = {head_dim}, base {base:g}")
     return finish(fig, layout)
 
 

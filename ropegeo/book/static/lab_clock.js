@@ -63,7 +63,7 @@ function draw(r, parts) {
     `query at m = ${st.m}, key at n = ${st.n}: offset n − m = ${r.offset} token${Math.abs(r.offset) === 1 ? "" : "s"}`,
     `score ⟨R_m q, R_n k⟩ = ${r.score.toFixed(6)}; ⟨q, R_(n−m) k⟩ = ${r.relative.toFixed(6)} (difference ${Math.abs(r.score - r.relative).toExponential(1)})`,
     `one clock per pair (θᵢ in radians per token); blue: the query's pair turned by m·θᵢ, orange: the key's turned by n·θᵢ; ` +
-      `${st.pairing} pairing: pair i rotates coordinates ${st.pairing === "half" ? "(i, i + d/2)" : "(2i, 2i + 1)"}`,
+      `${st.pairing} pairing: pair i rotates coordinates ${st.pairing === "half" ? "(i, i + d_head/2)" : "(2i, 2i + 1)"}`,
   ]);
 }
 
@@ -114,7 +114,7 @@ function render({ model, el }) {
       { name: "n", label: "key position n", kind: "range", min: 0, max: MAX_CLOCK_POSITION, step: 1, unit: "tokens" },
       { name: "shift_up", label: "shift both +1", kind: "button", text: "shift both +1 token", onPress: (p) => shift(p, 1) },
       { name: "shift_down", label: "shift both −1", kind: "button", text: "shift both −1 token", onPress: (p) => shift(p, -1) },
-      { name: "head_dim", label: "head dim d", kind: "range", min: 2, max: 16, step: 2, unit: "coords" },
+      { name: "head_dim", label: "head width d_head", kind: "range", min: 2, max: 16, step: 2, unit: "coords" },
       { name: "base", label: "base B (log₁₀)", kind: "log", min: 0.31, max: 5, step: 0.01, format: (v) => fmtNum(v, 4) },
       // short option texts (a 360 px screen): the readout names each pairing's coordinates
       { name: "pairing", label: "pairing", kind: "select", options: [["interleaved", "interleaved"], ["half", "half"]], format: () => "" },
