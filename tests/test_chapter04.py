@@ -180,14 +180,15 @@ def local_margin(th):
 
 
 def coarse_margin(th):
-    return margin_of_differences([64 * k for k in range(1, 64)], th)  # 64, 128, .., 4096
+    return margin_of_differences([64 * k for k in range(1, 64)], th)  # every multiple of 64 up to 4,096
 
 
 # ---- tests -------------------------------------------------------------------------------------
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
     tested = (set(EXPECTED) | {"raw_novelty", "ntk_novelty", "joint_share_min", "joint_share_max", "scout_phase_err",
-                               "scout_margin32"}
+                               "scout_margin32", "scout_err_max", "scout_err_median", "gemma_margin",
+                               "gemma_scout_ratio", "scout_below"}
               | {f"joint_{k}_{r}" for k in ("med", "share") for r in JOINT_RULES})
     assert set(GLUED) <= tested, set(GLUED) - tested
 
@@ -235,6 +236,28 @@ EXPECTED = {
     "dyn_key_pos": lambda: 4000,
     # dynamic NTK with factor 1 at n = N is the NTK ruler of s = 32: the slowest pair is 32 times slower
     "dyn_cache_angle": lambda: 4000 * B ** (-94 / 96) * (1 - 1 / 32),
+    # every pair: NTK stretches pair i by s^(i / (D/2 - 1)), so the cached key is off by 4000 theta_i (1 - that^-1)
+    "dyn_cache_max": lambda: max(cache_gaps()),
+    "dyn_cache_max_pair": lambda: cache_gaps().index(max(cache_gaps())),
+    "dyn_cache_pair1": lambda: cache_gaps()[1],
+    "dyn_cache_scrambled": lambda: sum(1 for x in cache_gaps() if x > math.pi),
+    "dyn_cache_first": lambda: min(i for i, x in enumerate(cache_gaps()) if x > math.pi),
+    "dyn_cache_last": lambda: max(i for i, x in enumerate(cache_gaps()) if x > math.pi),
+    "family_wide_pairs": lambda: sum(1 for col in zip(*[phi_lists(n)[1] for n in FAMILY]) if max(col) / min(col) > 2),
+    # chapter 3's slow pairs of Llama 2 and Liu et al.'s d_extra / 2: the two sides of one boundary, 64 in all
+    "liu_llama2_slow": lambda: sum(1 for t in base_theta(128, 1e4) if 4096 * t < TWO_PI),
+    "liu_pairs_turn": lambda: 64 - sum(1 for t in base_theta(128, 1e4) if 4096 * t < TWO_PI),
+    # Gemma 3 4B: the block's factor from the file; head_dim 256, rope_theta 1e6 and max_position_embeddings
+    # 131,072 are gemma3_text's class defaults (the file leaves them out); 32,768 from the Gemma 3 report
+    "gemma_factor": lambda: gemma_config()["rope_scaling"]["factor"],
+    "gemma_declared": lambda: 131_072,
+    "gemma_pretrain": lambda: 32_768,
+    "gemma_k1": lambda: k_of(1, [t / 8 for t in base_theta(256, 1e6)]),
+    "gemma_slow_declared": lambda: sum(1 for t in base_theta(256, 1e6) if 131_072 * t < TWO_PI),
+    "gemma_slow_pretrain": lambda: sum(1 for t in base_theta(256, 1e6) if 32_768 * t < TWO_PI),
+    # one float32 unit in the last place of pair 1's frequency (in [0.5, 1): 2^-24), times the last position
+    "scout_ulp_phase": lambda: (scout_config()["max_position_embeddings"] - 1)
+    * 2.0 ** (math.floor(math.log2(scout_theta()[1])) - 23),
     # the slowest pair (i = 63 of 64) slows by (B' / B)^(126 / 128)
     "abf_s_long": lambda: (10_000.0 ** (-126 / 128)) / (500_000.0 ** (-126 / 128)),
     "abf_s_code": lambda: (10_000.0 ** (-126 / 128)) / (1_000_000.0 ** (-126 / 128)),
@@ -294,6 +317,14 @@ EXPECTED = {
 }
 
 
+def cache_gaps():
+    return [4000 * t * (1 - S ** (-i / (PAIRS - 1))) for i, t in enumerate(base_theta())]
+
+
+def gemma_config():
+    return json.loads((DATA / "gemma-3-4b-it.json").read_text())["config"]["text_config"]
+
+
 def liu_d_extra():
     return 2 * sum(1 for t in base_theta(128, 1e4) if 4096 * t >= TWO_PI)
 
@@ -329,6 +360,46 @@ def test_scout_float32_numbers():
     k0 = (z0 @ z0.conj().T).real / th.size
     np.fill_diagonal(k0, -np.inf)
     assert math.sqrt(2 * (1 - k0.max())) == pytest.approx(g("scout_margin64"), abs=1e-3)
+
+
+def test_scout_last_chunk_and_gemma_row():
+    th = np.array(scout_theta())
+    end, chunk = scout_config()["max_position_embeddings"], scout_config()["attention_chunk_size"]
+    pos = np.arange(end - chunk, end)
+    err = np.abs(np.angle(np.exp(1j * (_float32_phases(pos, th).astype(np.float64) - np.outer(pos, th)))))
+    worst = err.max(axis=1)
+    assert g("scout_err_max") == pytest.approx(float(worst.max()), abs=1e-5)
+    assert g("scout_err_median") == pytest.approx(float(np.median(worst)), abs=1e-5)
+    # the prose: the last position is not the worst one; one ulp of pair 1 matters as much as the rounding
+    assert g("scout_phase_err") < g("scout_err_median") < g("scout_err_max")
+    assert g("scout_ulp_phase") > g("scout_phase_err")
+    # Gemma's float32 local margin is the PI ruler's adjacent distance D(1) (exact: sqrt(2 (1 - K(1)))),
+    # the lowest in the table: the only row below Scout's, about seven times below it
+    exact = math.sqrt(2 * (1 - k_of(1, [t / 8 for t in base_theta(256, 1e6)])))
+    assert g("gemma_margin") == pytest.approx(exact, abs=1e-3)
+    assert g("gemma_scout_ratio") == pytest.approx(g("scout_margin32") / g("gemma_margin"), rel=1e-9)
+    assert 6.5 < g("gemma_scout_ratio") < 7.5 and g("scout_below") == 1
+    nb = json.loads(NB.read_text())
+    table = next(c for c in nb["cells"] if "geometry_audit(load_model(name))" in "".join(c["source"]))
+    text = "".join("".join(o.get("text", "")) for o in table.get("outputs", []))
+    margins = {line.split()[0]: float(line.split()[-2]) for line in text.splitlines()[2:] if line.strip()}
+    scout_row = next(v for k, v in margins.items() if k.startswith("Llama-4-Scout"))
+    assert [k for k, v in margins.items() if v < scout_row] == ["gemma-3-4b-it"]
+
+
+def test_review_fixes_in_the_prose():
+    cells = json.loads(NB.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    # the keep-weight is g (gamma_i is the query-key angle of the notation); the current length is ell
+    assert "\\gamma" not in text and "current length $\\ell$" in text
+    # Llama 3's rule cited to Meta's code, its constants a grid search; PR 27227 addressed issue 27226
+    for phrase in ("metallama2024models", "grid search", "issues/27226", "issues/25104", "every multiple of 64",
+                   "book's `ntk` preset only", "lowest local margin in the table", "best case"):
+        assert phrase in text, phrase
+    alt = cells[next(i for i, c in enumerate(cells) if "family_spread" in "".join(c["source"]) and c["cell_type"] == "code")]
+    alt = alt["metadata"]["mystnb"]["image"]["alt"]
+    assert f"factor of {round(g('family_spread'), 1)} (pair {g('family_spread_pair'):.0f})" in alt
+    assert f"by more than two on {g('family_wide_pairs'):.0f} pairs" in alt
 
 
 def test_release_tag_and_named_sources_in_the_prose():

@@ -174,7 +174,7 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
 def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
                       title: str | None = None, legend: bool = True) -> None:
     """Draw a length-dependent rule (``family``: current length -> frequencies) on an existing axes,
-    one wavelength line per length, light (short) to dark (long).
+    one wavelength line per current length ℓ, light (short) to dark (long), each in its own line style.
     """
     lam0 = wavelengths(base_theta)
     idx = np.arange(lam0.size)
@@ -183,7 +183,7 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
     for k, (n, th) in enumerate(items):
         shade = 0.25 + 0.75 * (k + 1) / len(items)
         ax.plot(idx, wavelengths(th), color=(0.55 * (1 - shade), 0.12 + 0.35 * (1 - shade), 0.25 + 0.35 * shade),
-                lw=1.3, label=f"n = {n:,.0f}")
+                ls=_STYLES[k % 4], lw=1.3, label=f"ℓ = {n:,.0f}")
     _finish_ladder(ax, train_length, target_length, title, 6 if legend else None)
 
 
@@ -266,7 +266,7 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
     ax = fig.add_subplot()
     for k, (label, th) in enumerate(rules.items()):
         ax.plot(np.arange(th.size), base / th, ls=_STYLES[k % 4], lw=1.6, label=label)
-    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel="stretch θ_i / θ'_i")
+    ax.set(yscale="log", xlabel="pair index i (fastest first)", ylabel=r"stretch $\theta_i\,/\,\theta'_i$")
     _legend_below(fig, ax, layout, fontsize=8, ncol=2)
     ax.grid(alpha=0.3, which="both")
     return _tight(fig, layout)
@@ -297,7 +297,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
     left.set(xlabel="pair index i", ylabel="new phase at target (turns)")
     _legend_below(fig, left, layout, fontsize=7)
-    mid.set_ylabel("margin, offsets 1..16")
+    mid.set_ylabel("margin, distances 1..16")
     right.set_ylabel("margin, paragraph-scale offsets" if layout == "wide" else "margin,\nparagraph-scale offsets")
     for ax in (left, mid, right):
         ax.grid(alpha=0.3)
@@ -372,16 +372,20 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]}) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, res) in enumerate(results.items()):
         order = np.argsort(res.targets)
-        left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, label=label)
+        left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, marker=".", ms=2.5,
+                  label=label)  # markers: the scanned distances, so no line is read between two samples
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
     for ax in (left, right):
         ax.axhline(threshold, color="0.3", lw=0.9, ls=":")
         ax.grid(alpha=0.3)
     left.axvline(train_length, color="0.3", lw=0.9, ls="--")
-    left.set_xscale("symlog", linthresh=max(1.0, train_length / 64))
-    left.set_xlim(0.0, max(1.0, max(float(r.targets.max()) for r in results.values())))
-    left.set(xlabel="served offset (dashed: training length)", ylabel="distance to nearest training offset")
+    linthresh, right_end = max(1.0, train_length / 64), max(1.0, max(float(r.targets.max()) for r in results.values()))
+    left.set_xscale("symlog", linthresh=linthresh)
+    left.set_xlim(0.0, right_end)  # ticks: 0, then decades past the linear part (none crowding the 0)
+    left.set_xticks([0.0] + [10.0 ** e for e in range(math.ceil(math.log10(linthresh)),
+                                                         math.floor(math.log10(right_end)) + 1)])
+    left.set(xlabel="served distance (dashed: training length)", ylabel="distance to nearest training offset")
     _legend_below(fig, left, layout, fontsize=7, ncol=2)
     right.set(xlabel="per-pair novelty, total (turns)", ylabel="median joint distance")
     sep = "; " if layout == "wide" else "\n"
