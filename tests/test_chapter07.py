@@ -890,3 +890,20 @@ def test_readout_glues_and_the_counts_on_disjoint_seeds():
     # the seed the gap rule misses sits at the capture cut
     for s in str(g("rd_gap_miss")).split(", "):
         assert abs(r["beyond_window"][READOUT["settings"]["seeds"].index(int(s))] - 0.5) < 0.05
+
+
+def test_rival_figure_draws_the_slower_pairs():
+    from ropegeo.book.plots.alternatives import learned_profiles
+
+    head = sh.train_position_head("rope", DIST, steps=20, operator=np.array(RULERS[SLOW]))
+    fig = learned_profiles([head, sh.fixed_head("alibi")], target=DIST, layout="grid", slow_pairs=True)
+    twin = [ax for ax in fig.axes if ax.get_ylabel().startswith("slower pairs")]
+    assert len(twin) == 1  # the rope head's panel only
+    y = twin[0].lines[0].get_ydata()
+    slow = ref_pair_terms(head, 512)[1:].sum(axis=0)
+    np.testing.assert_allclose(y, slow - slow[DIST - 1], rtol=0, atol=1e-9 * np.abs(slow).max())
+    for bad in ({"layout": "overlay"}, {"target": None}):
+        with pytest.raises(ValueError, match="slow_pairs"):
+            learned_profiles(head, **{"target": DIST, "layout": "grid", "slow_pairs": True, **bad})
+    with pytest.raises(ValueError, match="slow_pairs"):
+        learned_profiles(head, target=DIST, layout="grid", slow_pairs="yes")
