@@ -63,33 +63,33 @@ def test_t5_bucket():
 
 
 def test_alibi_mass():
-    def solution(slope, m, k):
-        # geometric series over distances 1..m
-        r = math.exp(-slope)
-        return r ** (k - 1) * (1 - r) / (1 - r**m)
+    def solution(slope, N, r):
+        # geometric series over distances 1..N
+        q = math.exp(-slope)
+        return q ** (r - 1) * (1 - q) / (1 - q**N)
 
     assert check("ch07-alibi-mass", solution)
 
-    def with_self(slope, m, k):
-        w = [math.exp(-slope * d) for d in range(0, m + 1)]
-        return w[k] / sum(w)
+    def with_self(slope, N, r):
+        w = [math.exp(-slope * d) for d in range(0, N + 1)]
+        return w[r] / sum(w)
 
     assert "strictly earlier" in check("ch07-alibi-mass", with_self).message
 
-    def infinite(slope, m, k):
-        r = math.exp(-slope)
-        return r ** (k - 1) * (1 - r)
+    def infinite(slope, N, r):
+        q = math.exp(-slope)
+        return q ** (r - 1) * (1 - q)
 
     assert "infinitely many" in check("ch07-alibi-mass", infinite).message
 
-    def flipped(slope, m, k):
-        w = [math.exp(slope * d) for d in range(1, m + 1)]
-        return w[k - 1] / sum(w)
+    def flipped(slope, N, r):
+        w = [math.exp(slope * d) for d in range(1, N + 1)]
+        return w[r - 1] / sum(w)
 
     assert "sign" in check("ch07-alibi-mass", flipped).message
-    assert "is not the attention" in check("ch07-alibi-mass", lambda s, m, k: 0.5).message
-    assert "one number" in check("ch07-alibi-mass", lambda s, m, k: "x").message
-    assert "raised ZeroDivisionError" in check("ch07-alibi-mass", lambda s, m, k: 1 / 0).message
+    assert "is not the attention" in check("ch07-alibi-mass", lambda s, N, r: 0.5).message
+    assert "one number" in check("ch07-alibi-mass", lambda s, N, r: "x").message
+    assert "raised ZeroDivisionError" in check("ch07-alibi-mass", lambda s, N, r: 1 / 0).message
     assert "expected a function" in check("ch07-alibi-mass", 0.3).message
 
 
@@ -170,7 +170,7 @@ def test_shaw_ceiling_odd_answers(answer, fragment):
     (10**400, "far outside the range"), (float("nan"), "finite"), (None, "NoneType"), ([0.5], "list"),
 ])
 def test_alibi_mass_odd_results(returned, fragment):
-    fb = check("ch07-alibi-mass", lambda s, m, k: returned)
+    fb = check("ch07-alibi-mass", lambda s, N, r: returned)
     assert not fb and fragment in fb.message and "one number" in fb.message
 
 
@@ -186,31 +186,31 @@ def test_alibi_slopes_odd_results(returned, fragment):
 # ---- ch07-two-layer-bound ---------------------------------------------------------------------------
 
 
-def winnable_by_brute_force(k, length):
-    """Derived here independently: for each query i, build the key scores the probe can give
-    (the start token has its own free score; the token keys j = 1 .. i-1 score a monotone function of j,
-    tried both increasing and decreasing), and ask whether the target i - k can be the strict maximum."""
+def winnable_by_brute_force(r, length):
+    """Derived here independently: for each query m, build the key scores the probe can give
+    (the start token has its own free score; the token keys n = 1 .. m-1 score a monotone function of n,
+    tried both increasing and decreasing), and ask whether the target m - r can be the strict maximum."""
     out = []
-    for i in range(k, length):
-        t = i - k
+    for m in range(r, length):
+        t = m - r
         if t == 0:
-            out.append(i)  # the start token's score is free: set it above every token key
+            out.append(m)  # the start token's score is free: set it above every token key
             continue
-        ranks = np.arange(1, i)  # token keys 1 .. i-1
+        ranks = np.arange(1, m)  # token keys 1 .. m-1
         if any(np.argmax(order) == t - 1 and np.sum(order == order.max()) == 1 for order in (ranks, -ranks)):
-            out.append(i)
+            out.append(m)
     return out
 
 
 def test_two_layer_bound():
-    # k = 5 at length 64: only the start token (i = 5) and the first token key (i = 6) can win
+    # r = 5 at length 64: only the start token (m = 5) and the first token key (m = 6) can win
     assert winnable_by_brute_force(5, 64) == [5, 6]
     assert winnable_by_brute_force(1, 10) == list(range(1, 10))  # one back: the last token key, an end
     assert check("ch07-two-layer-bound", winnable_by_brute_force)
-    assert check("ch07-two-layer-bound", lambda k, n: tuple(winnable_by_brute_force(k, n)))
-    assert "start token" in check("ch07-two-layer-bound", lambda k, n: [i for i in winnable_by_brute_force(k, n) if i != k]).message
-    assert "too many" in check("ch07-two-layer-bound", lambda k, n: list(range(k, n))).message
-    assert "missing" in check("ch07-two-layer-bound", lambda k, n: [k, k + 1] if k + 1 < n else [k]).message
-    assert "out of range" in check("ch07-two-layer-bound", lambda k, n: [0]).message
-    assert "whole numbers" in check("ch07-two-layer-bound", lambda k, n: [2.5]).message
-    assert "list each query once" in check("ch07-two-layer-bound", lambda k, n: winnable_by_brute_force(k, n) * 2).message
+    assert check("ch07-two-layer-bound", lambda r, L: tuple(winnable_by_brute_force(r, L)))
+    assert "start token" in check("ch07-two-layer-bound", lambda r, L: [m for m in winnable_by_brute_force(r, L) if m != r]).message
+    assert "too many" in check("ch07-two-layer-bound", lambda r, L: list(range(r, L))).message
+    assert "missing" in check("ch07-two-layer-bound", lambda r, L: [r, r + 1] if r + 1 < L else [r]).message
+    assert "out of range" in check("ch07-two-layer-bound", lambda r, L: [0]).message
+    assert "whole numbers" in check("ch07-two-layer-bound", lambda r, L: [2.5]).message
+    assert "list each query once" in check("ch07-two-layer-bound", lambda r, L: winnable_by_brute_force(r, L) * 2).message

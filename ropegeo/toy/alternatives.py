@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ropegeo import _validate as v
+from ropegeo.rotation import apply_rope
 from ropegeo.toy import seed_list
 from ropegeo.toy.interventions import (MAX_FACTORS, MAX_PROBE_LENGTH, construction_gap, global_shift, length_stretch,
                                        local_displacement, match_task, offset_task, sparse_retrieval, strict_attention)
@@ -26,7 +27,8 @@ from ropegeo.toy.scheme_heads import (FIXED, LEARNED, MAX_BATCH, MAX_D, MAX_TRAI
                                       TrainedHead, check_match_memory, check_position_memory, fixed_head,
                                       train_position_head, train_scheme_match_head, _setup)
 
-__all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "far_rival", "ruler_study"]
+__all__ = ["SchemeResult", "Comparison", "compare_schemes", "clipped_retrieval_ceiling", "trained_rows_share", "AttentionSplit", "attention_split", "far_rival", "pair_profile",
+           "RivalReadout", "rival_readout", "ruler_study"]
 
 
 def clipped_retrieval_ceiling(length: int, distance: int, *, clip: int = 16) -> float:
@@ -341,6 +343,72 @@ def far_rival(head, length: int, train_length: int) -> int:
     train_length = v.integer("train_length", train_length, minimum=2, maximum=length - 1)
     w = strict_attention(head, np.arange(length, dtype=np.float64))[-1, : length - train_length]
     return int(length - 1 - np.argmax(w))  # index 0 is the farthest key
+
+
+def pair_profile(head, length: int) -> np.ndarray:
+    """Each rotary pair's term in the score of the last query of ``length`` tokens: shape (pairs, length - 1).
+
+    Column ``r - 1`` is the key ``r`` back; the pairs (interleaved, fastest first) sum to the head's
+    score. ``head`` is a trained ``rope`` head (:func:`~ropegeo.toy.scheme_heads.train_position_head`).
+
+    Examples
+    --------
+    >>> from ropegeo.toy.scheme_heads import train_position_head
+    >>> head = train_position_head("rope", 5, steps=50)
+    >>> p = pair_profile(head, 32)
+    >>> p.shape, bool(np.allclose(p.sum(axis=0), head.scores(np.arange(32.0))[-1, -2::-1]))
+    ((8, 31), True)
+    """
+    length = v.integer("length", length, minimum=2, maximum=MAX_PROBE_LENGTH)
+    layer = getattr(head, "layer", None)
+    if getattr(getattr(layer, "scheme", None), "options", {}).get("pairing") != "interleaved":
+        raise ValueError(f"head must be a position head of the rope scheme (interleaved pairs), got {head!r}")
+    q, k = head.token @ layer.Wq, head.token @ layer.Wk
+    keys = apply_rope(np.broadcast_to(k, (length - 1, k.size)), np.arange(length - 1.0), **layer.scheme.options)
+    query = apply_rope(q, float(length - 1), **layer.scheme.options)
+    terms = (query * keys[::-1]).reshape(length - 1, -1, 2).sum(axis=2)  # row r - 1: the key r back
+    return terms.T * layer.scheme.attention_factor**2 / math.sqrt(layer.head_dim)
+
+
+class RivalReadout(NamedTuple):
+    """Why a far head's best key beyond the window scores as it does (:func:`rival_readout`)."""
+
+    #: Distance back of the key beyond the window the last query weights most (:func:`far_rival`).
+    rival: int
+    #: The fastest pair's term at the rival minus at the target.
+    pair0_gap: float
+    #: The other pairs' summed term at the rival minus at the target.
+    slow_gap: float
+    #: Least-squares slope per slot of the other pairs' summed term over distances ``slope_from .. train_length - 1``.
+    slow_slope: float
+    #: ``|q_0| |k_0| / sqrt(head_dim)``: the fastest pair's largest term.
+    pair0_weight: float
+
+
+def rival_readout(head, length: int, distance: int, train_length: int, *, slope_from: int = 30) -> RivalReadout:
+    """Split the last query's score at its far rival and at the target ``distance`` back into the fastest pair and the rest.
+
+    ``distance < train_length < length``; ``1 <= slope_from <= train_length - 3``.
+
+    Examples
+    --------
+    >>> from ropegeo.toy.scheme_heads import train_position_head
+    >>> r = rival_readout(train_position_head("rope", 40, steps=50), 256, 40, 64)
+    >>> 64 <= r.rival <= 255, r.pair0_weight > 0
+    (True, True)
+    """
+    length = v.integer("length", length, minimum=4, maximum=MAX_PROBE_LENGTH)
+    train_length = v.integer("train_length", train_length, minimum=4, maximum=length - 1)
+    distance = v.integer("distance", distance, minimum=1, maximum=train_length - 1)
+    slope_from = v.integer("slope_from", slope_from, minimum=1, maximum=train_length - 3)
+    p = pair_profile(head, length)
+    rival = far_rival(head, length, train_length)
+    slow = p[1:].sum(axis=0)
+    r = np.arange(slope_from, train_length)
+    slope = np.polyfit(r, slow[r - 1], 1)[0]
+    q, k = head.token @ head.layer.Wq, head.token @ head.layer.Wk
+    return RivalReadout(rival, float(p[0, rival - 1] - p[0, distance - 1]), float(slow[rival - 1] - slow[distance - 1]),
+                        float(slope), float(np.linalg.norm(q[:2]) * np.linalg.norm(k[:2]) / math.sqrt(q.size)))
 
 
 #: Most rulers ``ropegeo.toy.alternatives.ruler_study`` compares in one call (each trains heads per seed and budget).

@@ -66,34 +66,34 @@ def _t5_bucket(answer):
     return correct(f"distance {T5_DISTANCE} shares bucket {want_b}, and so one learned bias, with {want_c - 1} other distances.")
 
 
-def _alibi_mass_reference(slope, m, k):
-    d = np.arange(1, m + 1)
+def _alibi_mass_reference(slope, N, r):
+    d = np.arange(1, N + 1)
     w = np.exp(-slope * d)
-    return w[k - 1] / w.sum()
+    return w[r - 1] / w.sum()
 
 
 @exercise("ch07-alibi-mass")
 def _alibi_mass(answer):
-    need_function(answer, "expected a function alibi_mass(slope, m, k) returning a probability.")
+    need_function(answer, "expected a function alibi_mass(slope, N, r) returning a probability.")
     cases = [(0.5, 10, 1), (0.5, 10, 5), (2 ** -4, 200, 40), (1.0, 1, 1), (2 ** -8, 511, 300), (0.25, 64, 64)]
-    for slope, m, k in cases:
-        got = need(_call(answer, slope, m, k))
+    for slope, N, r in cases:
+        got = need(_call(answer, slope, N, r))
         got = need(as_number(got, "your function to return one number (a probability)"))
-        want = _alibi_mass_reference(slope, m, k)
+        want = _alibi_mass_reference(slope, N, r)
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15):
             continue
-        d0 = np.exp(-slope * np.arange(0, m + 1))
-        d1 = np.exp(-slope * np.arange(0, m))
-        if math.isclose(got, d0[k] / d0.sum(), rel_tol=1e-9) or math.isclose(got, d1[k] / d1.sum(), rel_tol=1e-9) \
-                or (k < m and math.isclose(got, d1[k - 1] / d1.sum(), rel_tol=1e-9)):
-            return wrong("the query sees strictly earlier keys only: distances 1 .. M, not the query itself at 0.")
-        infinite = math.exp(-slope * (k - 1)) * (1 - math.exp(-slope))
+        d0 = np.exp(-slope * np.arange(0, N + 1))
+        d1 = np.exp(-slope * np.arange(0, N))
+        if math.isclose(got, d0[r] / d0.sum(), rel_tol=1e-9) or math.isclose(got, d1[r] / d1.sum(), rel_tol=1e-9) \
+                or (r < N and math.isclose(got, d1[r - 1] / d1.sum(), rel_tol=1e-9)):
+            return wrong("the query sees strictly earlier keys only: distances 1 .. N, not the query itself at 0.")
+        infinite = math.exp(-slope * (r - 1)) * (1 - math.exp(-slope))
         if math.isclose(got, infinite, rel_tol=1e-9) and not math.isclose(got, want, rel_tol=1e-9):
-            return wrong("this is the mass with infinitely many keys: the query sees only M of them.")
-        if math.isclose(got, np.exp(slope * k) / np.exp(slope * np.arange(1, m + 1)).sum(), rel_tol=1e-9):
+            return wrong("this is the mass with infinitely many keys: the query sees only N of them.")
+        if math.isclose(got, np.exp(slope * r) / np.exp(slope * np.arange(1, N + 1)).sum(), rel_tol=1e-9):
             return wrong("the sign of the bias is flipped: ALiBi penalises distance.")
-        return wrong(f"for slope={slope:g}, M={m}, k={k} your value {got:.6g} is not the attention on that key.")
-    return correct("your closed form matches the softmax over the M earlier keys.")
+        return wrong(f"for slope={slope:g}, N={N}, r={r} your value {got:.6g} is not the attention on that key.")
+    return correct("your closed form matches the softmax over the N earlier keys.")
 
 
 @exercise("ch07-alibi-slopes")
@@ -146,43 +146,43 @@ def _shaw_ceiling(answer):
     return wrong("that is not the ceiling; count how many keys share the key's clipped representation.")
 
 
-#: ch07-two-layer-bound: the (offset k, sequence length) cases the check asks the student's function about.
+#: ch07-two-layer-bound: the (distance back r, sequence length) cases the check asks the student's function about.
 TWO_LAYER_CASES = ((5, 64), (1, 64), (2, 10), (3, 3), (7, 40), (1, 2), (12, 13))
 
 
-def _winnable_reference(k: int, length: int) -> list:
-    """Query slots i (k <= i < length) whose target i - k can be the two-layer NoPE probe's strict winner.
+def _winnable_reference(r: int, length: int) -> list:
+    """Query slots m (r <= m < length) whose target m - r can be the two-layer NoPE probe's strict winner.
 
-    Token keys j = 1 .. i-1 score monotonically in j (affine in the start token's share, which falls
-    strictly with j), so only j = 1 or j = i - 1 can be their strict maximum; the start token (j = 0)
+    Token keys n = 1 .. m-1 score monotonically in n (affine in the start token's share, which falls
+    strictly with n), so only n = 1 or n = m - 1 can be their strict maximum; the start token (n = 0)
     is a key of its own.
     """
-    return [i for i in range(k, length) if i - k in (0, 1, i - 1)]
+    return [m for m in range(r, length) if m - r in (0, 1, m - 1)]
 
 
 @exercise("ch07-two-layer-bound")
 def _two_layer_bound(answer):
-    need_function(answer, "expected a function winnable(k, length) returning the list of query slots.")
-    for k, length in TWO_LAYER_CASES:
-        got = need(_call(answer, k, length))
-        items, bad = as_items(got, f"for k = {k}, length = {length}, a list of query slots", max_items=length + 1)
+    need_function(answer, "expected a function winnable(r, length) returning the list of query slots.")
+    for r, length in TWO_LAYER_CASES:
+        got = need(_call(answer, r, length))
+        items, bad = as_items(got, f"for r = {r}, length = {length}, a list of query slots", max_items=length + 1)
         if items is None:
-            return bad or wrong(f"for k = {k}, length = {length} expected a list of query slots.")
+            return bad or wrong(f"for r = {r}, length = {length} expected a list of query slots.")
         slots = need(read_each(items, as_whole, "query slots as whole numbers"))
-        want = _winnable_reference(k, length)
+        want = _winnable_reference(r, length)
         if sorted(set(slots)) == want and len(slots) == len(want):
             continue
-        where = f"for k = {k} and length {length}"
-        if any(not k <= n < length for n in slots):
-            return wrong(f"{where} a slot is out of range: the queries that have a target k back are k .. length - 1.")
+        where = f"for r = {r} and length {length}"
+        if any(not r <= m < length for m in slots):
+            return wrong(f"{where} a slot is out of range: the queries that have a target r back are r .. length - 1.")
         if len(slots) != len(set(slots)):
             return wrong(f"{where} a slot appears twice; list each query once.")
         missing, extra = sorted(set(want) - set(slots)), sorted(set(slots) - set(want))
-        if k in missing:
+        if r in missing:
             return wrong(f"{where} one case is missing: the start token is a key of its own, with a score of its own.")
         if extra:
             return wrong(f"{where} too many: for a fixed query the score over the token keys is monotone in the key's "
                          "slot, so a target inside that range can never be the strict winner.")
         return wrong(f"{where} some query is missing: the target can be an end of the range of token keys the query sees.")
     return correct("right for every case: beyond the start token, a target can only win at an end of the token keys, "
-                   "so the number of winnable queries does not grow with the length unless k = 1.")
+                   "so the number of winnable queries does not grow with the length unless r = 1.")

@@ -13,7 +13,7 @@ from ropegeo import _validate as v
 from ropegeo.book.plots.readable import COLUMN_WIDTH_IN, fit_column
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
-from ropegeo.toy.alternatives import Comparison
+from ropegeo.toy.alternatives import Comparison, pair_profile
 from ropegeo.toy.interventions import MAX_PROBE_LENGTH, PositionHead
 from ropegeo.toy.schemes import alibi_slopes, t5_bucket
 
@@ -85,12 +85,14 @@ def bias_shapes(*, num_buckets: int = 32, max_distance: int = 128, heads: int = 
     return fig
 
 
-def learned_profiles(heads, *, length: int = 512, target: int | None = None, layout: str = "overlay") -> Figure:
+def learned_profiles(heads, *, length: int = 512, target: int | None = None, layout: str = "overlay",
+                     slow_pairs: bool = False) -> Figure:
     """Trained position-only heads (1 to 10): score of the last query against the key ``delta`` slots back.
 
     Each row of scores (``length`` 3 to 4096) is shifted to a maximum of 0, on a log displacement axis
     stopped at -120, ``target`` marked. ``layout``: ``"overlay"`` (one axis) or ``"grid"`` (one panel per
-    head, two columns).
+    head, two columns). ``slow_pairs`` (grid only): on a second axis of each rope head's panel, the sum of
+    every pair but the fastest (:func:`~ropegeo.toy.alternatives.pair_profile`) minus its value at ``target``.
     """
 
     if isinstance(heads, PositionHead):
@@ -105,8 +107,10 @@ def learned_profiles(heads, *, length: int = 512, target: int | None = None, lay
         target = v.integer("target", target, minimum=1, maximum=MAX_PROBE_LENGTH)
     if layout not in ("overlay", "grid"):
         raise ValueError(f"layout must be 'overlay' or 'grid', got {layout!r}")
+    if v.boolean("slow_pairs", slow_pairs) and (layout != "grid" or target is None):
+        raise ValueError("slow_pairs needs layout='grid' and a target")
     if layout == "grid":
-        return _profile_grid(heads, length, target)
+        return _profile_grid(heads, length, target, slow_pairs)
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.subplots()
     delta = np.arange(1, length)
@@ -135,7 +139,7 @@ def _profile_row(head, length: int) -> np.ndarray:
     return row - row.max()
 
 
-def _profile_grid(heads, length: int, target: int | None) -> Figure:
+def _profile_grid(heads, length: int, target: int | None, slow_pairs: bool = False) -> Figure:
     """:func:`learned_profiles` as small multiples: one panel per head, two columns."""
     rows = math.ceil(len(heads) / 2)
     fig = Figure(figsize=(COLUMN_WIDTH_IN - 0.3, 1.9 * rows + 0.9), layout="constrained")
@@ -151,6 +155,12 @@ def _profile_grid(heads, length: int, target: int | None) -> Figure:
         ax.set_title(h.name, loc="left")
         ax.set(xscale="log", ylim=(-62.0, 5.0), xticks=[1, 5, 64, length - 1] if length > 64 else [1, 5, length - 1])
         ax.set_xticklabels([str(t) for t in ax.get_xticks()])
+        if slow_pairs and h.name == "rope":
+            slow = pair_profile(h, length)[1:].sum(axis=0)
+            twin = ax.twinx()
+            twin.plot(back, slow - slow[target - 1], lw=1.0, color="#2ca02c")
+            twin.axhline(0.0, color="#2ca02c", lw=0.6, ls="--")
+            twin.set_ylabel("slower pairs' sum,\nminus it at target", color="#2ca02c", fontsize=7)
     for ax in axes[len(heads):]:
         ax.set_visible(False)
     fig.supxlabel("distance back $-\\delta$ (log scale)\nshaded: beyond the training length")

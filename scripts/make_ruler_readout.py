@@ -1,0 +1,51 @@
+"""Regenerate ropegeo/data/runs/ruler_readout.json: why chapter 7's slowed far heads are captured or not.
+
+    PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_ruler_readout.py
+
+Trains the far head (40 back, 64 tokens, 1,000 steps) under base 10,000 slowed x8, as in
+``make_ruler_study.py``, for seeds 0-19 and the disjoint check seeds 1000-1019, and stores per seed
+``ropegeo.toy.alternatives.attention_split`` at 512 tokens and ``rival_readout``. A few seconds on one
+core. Records the settings, the ropegeo version and the git commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ropegeo import scaling
+from ropegeo.frequencies import frequencies
+from ropegeo.toy.alternatives import attention_split, rival_readout
+from ropegeo.toy.scheme_heads import train_position_head
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_budget_curve import write_run  # noqa: E402
+
+SETTINGS = {"seeds": list(range(20)), "check_seeds": list(range(1000, 1020)), "distance": 40, "train_length": 64,
+            "length": 512, "steps": 1000, "slope_from": 30, "ruler": "base 10,000 slowed x8"}
+
+
+def readouts(seeds, s=SETTINGS) -> dict:
+    """Per-seed split and readout of the slowed ruler's far heads, as lists keyed by field."""
+    theta = scaling.linear(frequencies(16, 10_000.0), 8.0)
+    out = {}
+    for seed in seeds:
+        head = train_position_head("rope", s["distance"], train_length=s["train_length"], steps=s["steps"], seed=seed,
+                                   operator=theta)
+        split = attention_split(head, s["length"], s["distance"], s["train_length"])
+        read = rival_readout(head, s["length"], s["distance"], s["train_length"], slope_from=s["slope_from"])
+        for key, value in {**split._asdict(), **read._asdict()}.items():
+            out.setdefault(key, []).append(value)
+    return out
+
+
+def main() -> int:
+    start = time.perf_counter()
+    run = {"settings": SETTINGS, "seeds": readouts(SETTINGS["seeds"]), "check_seeds": readouts(SETTINGS["check_seeds"])}
+    write_run(run, "ruler_readout.json", "scripts/make_ruler_readout.py", start)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
