@@ -21,11 +21,12 @@ def stub(*args, **kwargs):
 
 def test_all_checks_registered():
     assert set(exercise_ids("ch05")) == {"ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
-                                         "ch05-rope-half", "ch05-diagnose", "ch05-table-size"}
+                                         "ch05-rope-half", "ch05-diagnose", "ch05-table-size",
+                                         "ch05-cache-off-by-one"}
 
 
 @pytest.mark.parametrize("ex", ["ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
-                                "ch05-rope-half", "ch05-diagnose", "ch05-table-size"])
+                                "ch05-rope-half", "ch05-diagnose", "ch05-table-size", "ch05-cache-off-by-one"])
 def test_stubs_fail(ex):
     assert not check(ex, None)
     assert not check(ex, ...)
@@ -285,3 +286,52 @@ def test_table_size_with_gate_a():
     r = gate_a(f, **TABLE_DECLARED)
     assert r.failed == ["context"] and r.defects == ["position-id"]
     assert f"P mod {_period_by_scan(f, 32):,}" in r.diagnosis
+
+
+# ---- cache off by one: the check runs Gate A on the student's cache; caches written here by hand
+def _rot16(x, positions):
+    """Interleaved rotation written out: pair i is (2i, 2i + 1), angle p * 10000 ** (-2 i / 16)."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    ang = np.asarray(positions, dtype=float)[:, None] * 10_000.0 ** (-np.arange(0, 16, 2) / 16)
+    out = x.copy()
+    out[:, 0::2] = x[:, 0::2] * np.cos(ang) - x[:, 1::2] * np.sin(ang)
+    out[:, 1::2] = x[:, 0::2] * np.sin(ang) + x[:, 1::2] * np.cos(ang)
+    return out
+
+
+class _Cache:
+    def __init__(self, slip=0, restart=False):
+        self.slip, self.restart = slip, restart
+        self.keys = self.values = np.zeros((0, 16))
+
+    def __call__(self, x, positions, role="query"):
+        x = np.asarray(x, dtype=float)
+        if role == "value":
+            return x.copy()
+        pos = np.broadcast_to(np.asarray(positions), x.shape[:-1]).reshape(-1)
+        return _rot16(x.reshape(-1, 16), pos).reshape(x.shape)
+
+    def prefill(self, keys, values):
+        self.keys, self.values = self(keys, np.arange(len(keys)), "key"), np.array(values, dtype=float)
+
+    def decode_step(self, q, k, v):
+        p = 0 if self.restart else len(self.keys) + self.slip
+        self.keys, self.values = np.vstack([self.keys, _rot16(k, [p])]), np.vstack([self.values, v])
+        return _rot16(q, [p])[0], self.keys.copy(), self.values.copy()
+
+
+def test_cache_off_by_one_passes_the_deliberate_slip():
+    fb = check("ch05-cache-off-by-one", _Cache(slip=1))
+    assert fb and "off-by-+1" in fb.message
+
+
+@pytest.mark.parametrize("cache,words", [(_Cache(slip=0), "finds nothing"), (_Cache(slip=2), "off-by-+2"),
+                                         (_Cache(slip=-1), "off-by--1"), (_Cache(restart=True), "another decoding")])
+def test_cache_off_by_one_rejects_other_caches(cache, words):
+    fb = check("ch05-cache-off-by-one", cache)
+    assert not fb and words in fb.message, fb.message
+
+
+def test_cache_off_by_one_rejects_a_plain_function_and_the_class():
+    assert "prefill" in check("ch05-cache-off-by-one", lambda x, p: _rot16(x, p)).message
+    assert "instance" in check("ch05-cache-off-by-one", _Cache).message

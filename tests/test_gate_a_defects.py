@@ -473,3 +473,59 @@ def test_axis_blind_never_leads_the_catalogue():
         r = gate_a(axes_entry(name).impl, **axes_entry(name).declared)
         if r.check("axis-blind").passed is False:
             assert {"sections", "interleave"} & set(r.failed[:r.failed.index("axis-blind")]), (name, r.table())
+
+
+class _RulerCache:
+    """A correct half-split cache whose decode_step rotates the new query (and key) with frequencies
+    ``query_theta(position)``: a labelled control for how Gate A names the query's ruler."""
+
+    def __init__(self, query_theta, head_dim=64):
+        self.query_theta, self.d = query_theta, head_dim
+        self.keys = self.values = np.zeros((0, head_dim))
+
+    def __call__(self, x, positions, role="query"):
+        return np.array(x, dtype=float) if role == "value" else apply_rope(x, positions, pairing="half")
+
+    def prefill(self, keys, values):
+        self.keys, self.values = self(keys, np.arange(len(keys)), "key"), np.array(values, dtype=float)
+
+    def decode_step(self, query, key, value):
+        from ropegeo.frequencies import frequencies
+        p = len(self.keys)
+        th = self.query_theta(p, frequencies(self.d, 10_000.0))
+        rot = lambda x: apply_rope(x[None], [p], theta=th, pairing="half")[0]
+        self.keys, self.values = np.vstack([self.keys, rot(key)]), np.vstack([self.values, value])
+        return rot(query), self.keys.copy(), self.values.copy()
+
+
+def _decoding_diagnosis(query_theta):
+    r = gate_a(_RulerCache(query_theta), head_dim=64, pairing="half")
+    assert r.defects == ["decoding"], r.table()
+    return r.diagnosis
+
+
+def test_decoding_names_a_uniform_scale_as_one_factor():
+    text = _decoding_diagnosis(lambda p, th: th * 0.9)
+    assert "rotated with 0.9 times the angles of its position" in text and "base" not in text
+
+
+def test_decoding_names_a_base_change_with_its_ratio():
+    # dynamic NTK at length 13 over 12, by hand: base 10,000 * (13/12)^(64/62); pair k turns (B/B')^(k/32)
+    grown = 10_000.0 * (13 / 12) ** (64 / 62)
+    text = _decoding_diagnosis(lambda p, th: grown ** -(np.arange(32) / 32))
+    got = float(re.search(r"a base ([0-9.]+) times the declared one", text).group(1))
+    assert abs(got - (13 / 12) ** (64 / 62)) < 1e-3 and "times the angles" not in text
+    lo, hi = map(float, re.search(r"turn at ([0-9.]+) to ([0-9.]+) times", text).groups())
+    # the slowest pair (k = 31) reads the smallest ratio; the fastest the check can read is near 1
+    assert lo == pytest.approx((grown / 1e4) ** (-31 / 32), abs=1e-3) and hi <= 1.0
+
+
+def test_decoding_names_other_frequencies_pair_by_pair():
+    wobble = 1 + 0.05 * np.sin(np.arange(32))  # neither one scale nor a base change
+    text = _decoding_diagnosis(lambda p, th: th * wobble)
+    assert "pair by pair" in text and "a base" not in text
+
+
+def test_query_scaling_is_stated_as_positions_divided_by_s():
+    e = defect_entry("scaled-queries", 16)
+    assert "positions divided by s = 2)" in gate_a(e.impl, **e.declared).diagnosis

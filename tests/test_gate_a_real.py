@@ -474,10 +474,10 @@ def hf_apply_with_roles(defect=None, d=64, base=10_000.0):
 @pytest.mark.parametrize("defect, words", [
     ("keys-mirrored", "keys rotate the opposite way to queries"),
     ("queries-mirrored", "queries rotate the opposite way to keys"),
-    ("keys-interpolated", "keys rotate at 0.25 times the query frequencies: a position scaling (interpolation "
-                          "factor 0.25) is applied to keys but not to queries"),
-    ("queries-interpolated", "queries rotate at 0.25 times the key frequencies: a position scaling (interpolation "
-                             "factor 0.25) is applied to queries but not to keys"),
+    ("keys-interpolated", "keys rotate at 0.25 times the query frequencies: a position scaling (positions "
+                          "divided by s = 4) is applied to keys but not to queries"),
+    ("queries-interpolated", "queries rotate at 0.25 times the key frequencies: a position scaling (positions "
+                             "divided by s = 4) is applied to queries but not to keys"),
     ("keys-bfloat16", "the angles of the keys are formed in a coarser format than those of the queries"),
 ])
 def test_a_defect_on_one_side_is_a_roles_defect_naming_that_side(defect, words):

@@ -109,8 +109,8 @@ def test_dynamic_ntk_fixed_module_passes_and_a_stale_cache_fails_as_frequency(dt
 ROLE_WORDS = {
     "keys-mirrored": "keys rotate the opposite way to queries",
     "queries-mirrored": "queries rotate the opposite way to keys",
-    "keys-interpolated": "a position scaling (interpolation factor 0.25) is applied to keys but not to queries",
-    "queries-interpolated": "a position scaling (interpolation factor 0.25) is applied to queries but not to keys",
+    "keys-interpolated": "a position scaling (positions divided by s = 4) is applied to keys but not to queries",
+    "queries-interpolated": "a position scaling (positions divided by s = 4) is applied to queries but not to keys",
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 
@@ -13,7 +15,7 @@ from ropegeo.gates.a.gate import gate_a
 from ropegeo.rotation import pairing_permutation
 
 __all__ = ["suspect_rope", "SUSPECT_DECLARED", "PADDING", "PROMPT", "table_rope", "TABLE_DECLARED", "TABLE_QUERY",
-           "TABLE_KEY"]
+           "TABLE_KEY", "CACHE_DECLARED"]
 
 
 # ---- ch05-permutation: half-split -> interleaved for head dim 12 -----------------------------
@@ -227,3 +229,38 @@ def _check_table_size(answer):
                          "with f(x, [p]) equal to f(x, [p - N]) for a position p past the table).")
     return wrong("find the table's length first, then reduce both positions modulo it and subtract the key's row from "
                  "the query's.")
+
+
+# ---- ch05-cache-off-by-one: break a KV cache on purpose and read Gate A's decoding diagnosis ----
+#: What the student's cache declares (keyword arguments of gate_a).
+CACHE_DECLARED = {"head_dim": 16, "pairing": "interleaved", "base": 10_000.0}
+
+
+@exercise("ch05-cache-off-by-one")
+def _check_cache_off_by_one(answer):
+    if isinstance(answer, type):
+        return wrong("pass an instance of your cache class (YourCache()), not the class itself")
+    need_function(answer, f"expected a cache object with __call__, prefill and decode_step, got {type(answer).__name__}")
+    missing = [m for m in ("prefill", "decode_step") if not callable(getattr(answer, m, None))]
+    if missing:
+        return wrong(f"Gate A runs its decoding check only on an object with prefill and decode_step; yours lacks "
+                     f"{' and '.join(missing)}")
+    need(call_student(answer, np.zeros((2, 16)), np.arange(2), what="your cache(np.zeros((2, 16)), np.arange(2))"))
+    try:
+        rep = gate_a(answer, **CACHE_DECLARED)
+    except GateAError as exc:
+        return wrong(f"Gate A cannot call it: {exc}")
+    if rep.check("decoding").passed is None:
+        return wrong(f"Gate A could not run its decoding check: {rep.check('decoding').diagnosis}")
+    others = [c for c in rep.failed if c != "decoding"]
+    if others:
+        return wrong(f"only decode_step should be wrong, but Gate A also fails {', '.join(others)}: {rep.diagnosis}")
+    if rep.passed:
+        return wrong("Gate A finds nothing: your decode_step still places the new token at the cache length")
+    found = re.search(r"off-by-([+-]\d+) cache offset", rep.diagnosis)
+    if found is None:
+        return wrong(f"Gate A reads another decoding defect than a shifted position: {rep.diagnosis}")
+    if found.group(1) != "+1":
+        return wrong(f"Gate A reads an off-by-{found.group(1)} offset; the exercise asks for one position too far")
+    return correct("Gate A fails only decoding and reads an off-by-+1 cache offset: every single forward pass is "
+                   "right, and the slip exists only between the cache and the new token.")

@@ -45,7 +45,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
                 ax.text(c, r, str(i), ha="center", va="center", fontsize=8, color="white")
         ax.set(title=title, xticks=range(d), yticks=range(d), xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
-    fig.suptitle(f"Rotation matrix pattern of one head (d = {d}){sep}the number is the pair index")
+    fig.suptitle(f"Rotation matrix pattern of one head (d_head = {d}){sep}the number is the pair index")
     return finish(fig, layout)
 
 
@@ -74,7 +74,7 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
                                   ("half", "--", "half-split helper (mixed)")):
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
         ax1.plot(delta, s / np.sqrt(d), style, lw=1.4, label=label)
-    ax1.set(xlabel="displacement n - m", ylabel="score / sqrt(d)", title="one query-key pair")
+    ax1.set(xlabel="offset δ = n - m", ylabel="score / sqrt(d_head)", title="one query-key pair")
     ax1.legend(fontsize=8)
     X = rng.normal(size=(400, d))
     p = rng.integers(0, 4096, size=400)
@@ -184,11 +184,11 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
         ax.set_title(f"{name}\nmax gap {res['score_error']:.2f}", fontsize=9)
         ax.set_xlabel("cached key")
     if layout == "wide":
-        axes[0].set_ylabel("score / sqrt(d)")
+        axes[0].set_ylabel("score / sqrt(d_head)")
         axes[0].legend(fontsize=8)
         return fig
     for ax in grid[:, 0]:
-        ax.set_ylabel("score / sqrt(d)")
+        ax.set_ylabel("score / sqrt(d_head)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=11, frameon=False)
     return finish(fig, layout)
 
@@ -217,7 +217,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     ax.text(1.2, np.pi * 1.15, "pi: the phase says nothing", fontsize=8, color="#666666")
     ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)", ylim=(1e-9, 10))
     sep = " " if layout == "wide" else "\n"
-    ax.set_title(f"Phase error of generated angles{sep}(d = {head_dim}, base {base:,.0f})")
+    ax.set_title(f"Phase error of generated angles{sep}(d_head = {head_dim}, base {base:,.0f})")
     if layout == "wide":
         ax.legend(fontsize=8, loc="lower right")
     else:  # below the axes, clear of the limit labels

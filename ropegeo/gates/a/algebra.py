@@ -238,8 +238,8 @@ def _roles_words(dep: str, ref: str, md, mr, tol) -> str:
         return (f"{dep} rotate the opposite way to {ref} (sin enters with the other sign on the {dep} only): a "
                 "score then depends on m + n, not on n - m, so the relative law is broken (see shift)")
     one = {"keys": "key", "queries": "query"}[ref]
-    return (f"{dep} rotate at {r:.4g} times the {one} frequencies: a position scaling (interpolation factor "
-            f"{r:.4g}) is applied to {dep} but not to {ref}")
+    return (f"{dep} rotate at {r:.4g} times the {one} frequencies: a position scaling (positions divided by "
+            f"s = {1 / r:.4g}) is applied to {dep} but not to {ref}")
 
 
 def check_values(ctx, rng) -> Check:
@@ -304,6 +304,31 @@ def _decode_values(fn, d: int, rng) -> float:
     return _vec_rel(vc, V[: vc.shape[0]], V[: vc.shape[0]])
 
 
+def _query_ruler(ratio, pair, n_pairs: int) -> str:
+    """Name the decoding query's ruler from its per-pair angle ratios to the declared ones: one scale of
+    every angle (a position scaling), or ``(B / B')^(2k / d)`` for pair ``k`` (a base change to ``B'``).
+
+    >>> k = np.arange(9, 32)
+    >>> _query_ruler(np.full(k.size, 0.5), k, 32)[:48]
+    'the decoding query is rotated with 0.5 times the'
+    >>> "a base 1.25 times the declared one" in _query_ruler(1.25 ** (-k / 32), k, 32)
+    True
+    """
+    tail = " while the cached keys keep the declared ones: "
+    if np.ptp(ratio) <= 1e-3 * np.median(ratio):
+        return (f"the decoding query is rotated with {np.median(ratio):.4g} times the angles of its position"
+                + tail + "a scaling applied to the query but not to the cached keys")
+    x, y = pair / n_pairs, np.log(np.clip(ratio, 1e-12, None))
+    g = -float(x @ y / (x @ x))  # log(B' / B): the ratio of pair k is (B / B')^(k / n_pairs)
+    if np.max(np.abs(y + g * x)) <= 1e-3:
+        return (f"the decoding query is rotated with a base {np.exp(g):.4g} times the declared one (the "
+                f"measured pairs turn at {ratio.min():.3f} to {ratio.max():.3f} times their declared rate)" + tail + "a base change applied to the "
+                "query but not to the cached keys, as a dynamic rule that grows the base with the length does")
+    return (f"the decoding query is rotated with {ratio.min():.4g} to {ratio.max():.4g} times the angles of its "
+            "position, pair by pair" + tail + "a change of frequencies applied to the query but not to the "
+            "cached keys")
+
+
 def _match_position(fn, vec_raw, vec_rot, role, limit: int, tol: float = 1e-9):
     """The integer position p in [0, limit] with f(vec_raw, p) == vec_rot, or None."""
     cand = np.arange(limit + 1)
@@ -366,10 +391,7 @@ def _decode_scores(ctx, rng):
         th = theta_decl[: a.size]
         slow = (i * th < 1.0) & (i * th > 1e-3)
         if slow.any():
-            s = float(np.median(ang[slow] / (i * th[slow])))
-            return viol, tol, head + (f"the decoding query is rotated with {s:.4g} times the angles of its position "
-                                      "while the cached keys keep the unscaled ones: a scaling applied to the query "
-                                      "but not to the cached keys")
+            return viol, tol, head + _query_ruler(ang[slow] / (i * th[slow]), np.flatnonzero(slow), th.size)
     return viol, tol, head + "the decoding query is rotated differently from the full computation"
 
 
