@@ -398,7 +398,7 @@ def test_prose_fixes_of_the_third_review():
     code = " ".join(c.source for c in cells if c.cell_type == "code")
     # the mechanism: nothing forces the form, training pulls toward it, the remainder and slow pairs stay
     assert "nothing pushes learned weights" not in prose and "Nothing in the architecture forces it" in prose
-    assert "unless weight decay removes it" in prose and "slower than the training window" in prose
+    assert "unless weight decay wears it down" in prose and "slower than the training window" in prose
     # A is the attention weights; the bilinear form is G
     assert "$G = W_qW_k^\\top/\\sqrt{d_\\text{head}}$" in prose and "$A = W_q" not in prose
     assert "With $G = M_5$" in prose and "A = sinus_layer" not in code and "G = sinus_layer" in code
