@@ -133,8 +133,10 @@ def shift_map_figure(matrix, shift, *, zoom: int = 8, layout: str = "wide") -> F
     for i in range(zoom):
         for j in range(zoom):
             if corner[i, j] != 0:
-                a2.text(j, i, f"{corner[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    a2.set(title=f"its first {zoom // 2} blocks: 2x2 rotations", xticks=range(zoom), yticks=range(zoom))
+                a2.text(j, i, f"{corner[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(corner[i, j]) > 0.6 else "black")  # readable on the dark ends
+    a2.set(title=f"its first {zoom // 2} blocks: 2×2 rotations", xticks=range(zoom), yticks=range(zoom),
+           xlabel="coordinate of the code at p", ylabel="coordinate of the code at p + k")
     fig.colorbar(im, ax=[a1, a2], shrink=0.8)
     return finish(fig, layout)
 
