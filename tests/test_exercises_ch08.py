@@ -43,7 +43,11 @@ def test_fastest_width():
     # width's first pair: 40 when blocked (after 16 + 24), slot 2 when interleaved; pair i turns base ** (-2i/128)
     blocked, interleaved = 2 * math.pi * 1e6 ** (80 / 128), 2 * math.pi * 5e6 ** (4 / 128)
     assert 35_000 < blocked < 36_000 and 10 < interleaved < 10.5
-    assert check("ch08-fastest-width", (blocked, interleaved))
+    ok = check("ch08-fastest-width", (blocked, interleaved))
+    assert ok
+    # the exercise asks for the exponents: B^(5/8) against B^(1/32), so x5 moves them by 2.7 and 1.05
+    assert "2 pi B^(80/128)" in ok.message and "2 pi B^(4/128)" in ok.message
+    assert 2.7 < 5 ** (80 / 128) < 2.75 and 1.05 < 5 ** (4 / 128) < 1.06
     assert check("ch08-fastest-width", [np.float32(blocked), interleaved])  # float32 keeps 1e-7 relative
     assert "pair indices" in check("ch08-fastest-width", (40, 2)).message
     assert "frequency" in check("ch08-fastest-width", (2 * math.pi / blocked, interleaved)).message
@@ -130,7 +134,10 @@ def _col_major(segments):
 
 def test_slowest_usable():
     # the chapter's sweep: the attention on the target falls with the pair's speed; 4 is the last at 0.5 or more
-    assert check("ch08-slowest-usable", 4)
+    ok = check("ch08-slowest-usable", 4)
+    assert ok
+    # pair 4 of base 100 (16 wide) over the 8-row grid's 7 row steps: 100 ** (-8 / 16) * 7 / (2 pi) of a turn
+    assert f"{0.1 * 7 / (2 * math.pi):.3f} of a turn over the grid's 7 row steps" in ok.message
     assert "try a faster pair" in check("ch08-slowest-usable", 5).message
     assert "slower pair still" in check("ch08-slowest-usable", 3).message
     assert "indexed 0 to 7" in check("ch08-slowest-usable", 8).message

@@ -66,8 +66,9 @@ def _fastest_width(answer):
     want = (_wavelength(pair_b, BLOCKED_BASE), _wavelength(pair_i, INTERLEAVED_BASE))
     close = [math.isclose(g, w, rel_tol=1e-6) for g, w in zip(got, want)]
     if all(close):
-        return correct(f"width's fastest pair is pair {pair_b} when blocked (wavelength {want[0]:,.0f} patches) and "
-                       f"pair {pair_i} in Qwen3-VL (wavelength {want[1]:.2f} patches).")
+        return correct(f"width's fastest pair is pair {pair_b} when blocked (wavelength {want[0]:,.0f} patches, "
+                       f"2 pi B^({2 * pair_b}/128)) and pair {pair_i} in Qwen3-VL (wavelength {want[1]:.2f} "
+                       f"patches, 2 pi B^({2 * pair_i}/128)).")
     if got == [pair_b, pair_i] or [round(g) for g in got] == [pair_b, pair_i]:
         return wrong("those look like pair indices; the question asks how many patches one full turn of that pair takes.")
     for g, w in zip(got, want):
@@ -189,6 +190,7 @@ def _slowest_usable(answer):
                      "try a faster pair.")
     if j + 1 < pairs and _usable_mass(j + 1) >= limit:
         return wrong(f"pair {j} works, but a slower pair still keeps at least {limit} on the target.")
-    turns = frequencies(2 * pairs, USABLE_TASK["base"])[j] * USABLE_TASK["grid"][1] / (2 * math.pi)
-    return correct(f"pair {j} is the slowest usable one: {here:.2f} on the target; it turns {turns:.2f} of a turn "
-                   "across the grid.")
+    steps = USABLE_TASK["grid"][1] - 1  # row steps from the first row to the last
+    turns = frequencies(2 * pairs, USABLE_TASK["base"])[j] * steps / (2 * math.pi)
+    return correct(f"pair {j} is the slowest usable one: {here:.2f} on the target; it turns {turns:.3f} of a turn "
+                   f"over the grid's {steps} row steps.")
