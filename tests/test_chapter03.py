@@ -125,6 +125,13 @@ def test_precision_numbers(glued):
     assert glued["err4000_f32"] == pytest.approx(_worst_error(4000, np.float32, np.float32), abs=2e-7)
     # the prose: the bug scrambles the fast pairs; the deployed error is one bfloat16 rounding (2**-8 or so)
     assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
+    # deployed bfloat16 is flat (one table rounding) until about 1e5, then the float32 angle error takes over;
+    # a bfloat16 rounding at a boundary moves by one step (2**-8 of the value), hence the tolerance
+    for m, key in ((100_000, "1e5"), (1_000_000, "1e6"), (10_000_000, "1e7")):
+        assert glued[f"err_dep_{key}"] == pytest.approx(_worst_error(m, np.float32, bf16), abs=4e-3)
+    assert _worst_error(10_000, np.float32, bf16) < 2 * glued["err4000_dep"]  # still flat at 1e4
+    assert glued["err_dep_1e5"] > 2 * glued["err4000_dep"] and glued["err_dep_1e6"] > 0.03 and glued["err_dep_1e7"] > 0.5
+    assert _worst_error(1_000_000, np.float32, np.float32) > 10 * glued["err4000_dep"]  # float32's own error dominates
 
 
 def _f32_signed_errors(positions):
