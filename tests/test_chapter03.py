@@ -401,6 +401,12 @@ def test_fast_band_offset_is_near_whole_turns(glued):
     assert top[2] == top[0] - top[1] and top[3] == top[0] + top[1]
     for k in range(4):
         assert glued[f"fast_top{k}_d"] == pytest.approx(dist[top[k]], abs=1e-9)
+    # Gate B's threshold for a head on pairs 0-3: D_band(1) sqrt(ln 3 / ln 9); the offsets that fall below it
+    thr = dist[1] * math.sqrt(math.log(3) / math.log(9))
+    assert glued["fast_threshold"] == pytest.approx(thr, rel=1e-9)
+    under = [k for k in dist if dist[k] < thr]
+    assert min(abs(dist[k] - thr) for k in dist) > 1e-6  # the count is not decided by rounding
+    assert glued["fast_under"] == len(under) and set(top[:4]) <= set(under)
 
 
 def test_structure(nb):

@@ -216,8 +216,8 @@ def fast_band_check(answer):
     d = difference_distance(np.arange(1, 4097), theta, weights=w)
     best = int(np.argmin(d)) + 1
     if n == best:
-        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0; now compare its distance "
-                       "with the equal-weight one and read the turns of the four pairs.")
+        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0, though the next ones are "
+                       "near-returns too; compare its distance with the equal-weight one and read the turns.")
     rank = int(np.sum(d < d[n - 1])) + 1
     if rank <= 5:
         return wrong(f"offset {n} is a near-return of pairs 4-7 (rank {rank}), but not the closest one.")
