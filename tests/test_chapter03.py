@@ -125,6 +125,13 @@ def test_precision_numbers(glued):
     assert glued["err4000_f32"] == pytest.approx(_worst_error(4000, np.float32, np.float32), abs=2e-7)
     # the prose: the bug scrambles the fast pairs; the deployed error is one bfloat16 rounding (2**-8 or so)
     assert glued["err4000_old"] > 1 and glued["err4000_dep"] < 2.0**-8 and glued["err4000_f32"] < 1e-3
+    # deployed bfloat16 is flat (one table rounding) until about 1e5, then the float32 angle error takes over;
+    # a bfloat16 rounding at a boundary moves by one step (2**-8 of the value), hence the tolerance
+    for m, key in ((100_000, "1e5"), (1_000_000, "1e6"), (10_000_000, "1e7")):
+        assert glued[f"err_dep_{key}"] == pytest.approx(_worst_error(m, np.float32, bf16), abs=4e-3)
+    assert _worst_error(10_000, np.float32, bf16) < 2 * glued["err4000_dep"]  # still flat at 1e4
+    assert glued["err_dep_1e5"] > 2 * glued["err4000_dep"] and glued["err_dep_1e6"] > 0.03 and glued["err_dep_1e7"] > 0.5
+    assert _worst_error(1_000_000, np.float32, np.float32) > 10 * glued["err4000_dep"]  # float32's own error dominates
 
 
 def _f32_signed_errors(positions):
@@ -158,6 +165,15 @@ def test_float32_angle_error_grows_with_position(glued):
     e = _f32_signed_errors(np.arange(10_485_760 - 2048, 10_485_760 + 1))
     step = np.abs((np.diff(e, axis=0) + np.pi) % (2 * np.pi) - np.pi).max()
     assert glued["err_f32_step_10m"] == pytest.approx(step, abs=1e-5) and 0.8 < glued["err_f32_step_10m"] < 1.0
+    # per pair: pair 1's whole step (theta_1) is lost where two neighbours share a float32 angle; 13 pairs
+    # are off by more than 0.1 rad (the 13th at 0.115, the 14th at 0.096); pair 0 (theta_0 = 1) keeps its step
+    per_pair = np.abs((np.diff(e, axis=0) + np.pi) % (2 * np.pi) - np.pi).max(axis=0)
+    theta1 = 10_000.0 ** (-2 / 128)
+    assert glued["err_f32_step_pair"] == int(per_pair.argmax()) == 1
+    assert glued["err_f32_step_theta"] == pytest.approx(theta1, rel=1e-12)
+    assert glued["err_f32_step_10m"] == pytest.approx(theta1, abs=1e-5)
+    assert glued["err_f32_step_over"] == int((per_pair > 0.1).sum()) == 13
+    assert per_pair[0] < 1e-6
     # and float64 angles move the same growth 2**(53 - 24) lower
     assert np.finfo(np.float64).nmant - np.finfo(np.float32).nmant == 29
     # the first collapse: below 2**24 pair 0 turns by exactly 1 rad a token, so neighbouring rows differ
@@ -263,6 +279,17 @@ def test_base_bound_numbers(glued):
     assert f"{rows[2048]['first_valid'][1]:.1e}" == "1.2e+04" and f"{rows[131_072]['first_valid'][1]:.1e}" == "4.9e+06"
     assert glued["bb_paper_2k_min"] == pytest.approx(loop_min(1.6e4, 2048), abs=1e-9) and glued["bb_paper_2k_min"] >= 0
     assert rows[2048]["first_valid"][1] < 1.6e4  # the paper's 2k value passes, but is not the smallest
+    # the table's verdict for each of Men et al.'s values (two digits, against the certified rows)
+    paper = {1024: 4.3e3, 2048: 1.6e4, 4000: 2.7e4, 4096: 2.7e4, 8192: 8.4e4, 32_768: 6.4e5, 131_072: 7.8e6}
+    rounds = {n: round(rows[n]["first_valid"][1], 1 - int(math.floor(math.log10(b)))) == b for n, b in paper.items()}
+    assert [n for n, ok in rounds.items() if not ok] == [2048, 32_768, 131_072] and glued["bb_paper_rounds"] == 4
+    assert glued["bb_paper_passes"] == sum(min_base_sum(n, 128, b) >= 0 for n, b in paper.items()) == 4
+    assert glued["bb_paper_1k_min"] == pytest.approx(loop_min(4.3e3, 1024), abs=1e-9) and glued["bb_paper_1k_min"] >= 0
+    assert glued["bb_paper_8k_min"] == pytest.approx(loop_min(8.4e4, 8192), abs=1e-9) and glued["bb_paper_8k_min"] >= 0
+    # 32k: the smallest valid base rounds to 6.3e5 and the paper's 6.4e5 fails (a plain loop in chunks)
+    assert glued["bb_first_32k"] == rows[32_768]["first_valid"][1] and 629_900 < glued["bb_first_32k"] < 630_000
+    assert glued["bb_paper_32k_min"] == pytest.approx(loop_min(6.4e5, 32_768), abs=1e-8) and glued["bb_paper_32k_min"] < -1
+    assert loop_min(glued["bb_first_32k"], 32_768) >= 0
     # "the windows they round are narrower than a two-digit step": the first valid window at each length
     for n, step in ((2048, 1e3), (4096, 1e3), (131_072, 1e5)):
         a, c = next((a, c) for a, c, s in rows[n]["intervals"] if s == "valid")
@@ -366,6 +393,20 @@ def test_fast_band_offset_is_near_whole_turns(glued):
     assert all(abs(x - round(x)) < 0.03 for x in t)
     for j in range(4):  # the glued turn counts of the text, from the plain loop above
         assert glued[f"fast_turns_{j}"] == pytest.approx(t[j], rel=1e-12)
+    # the family of near-returns, from a plain loop: 2,438, then 377, 2,061 = 2,438 - 377, 2,815 = 2,438 + 377
+    dist = {k: math.sqrt(sum(2 - 2 * math.cos(k * th) for th in THETA[:4]) / 4) for k in range(1, 4097)}
+    top = sorted(dist, key=dist.get)[:5]
+    assert dist[top[3]] < dist[top[4]] - 0.05  # the order is far from rounding
+    assert [glued[f"fast_top{k}"] for k in range(4)] == top[:4] == [2438, 377, 2061, 2815]
+    assert top[2] == top[0] - top[1] and top[3] == top[0] + top[1]
+    for k in range(4):
+        assert glued[f"fast_top{k}_d"] == pytest.approx(dist[top[k]], abs=1e-9)
+    # Gate B's threshold for a head on pairs 0-3: D_band(1) sqrt(ln 3 / ln 9); the offsets that fall below it
+    thr = dist[1] * math.sqrt(math.log(3) / math.log(9))
+    assert glued["fast_threshold"] == pytest.approx(thr, rel=1e-9)
+    under = [k for k in dist if dist[k] < thr]
+    assert min(abs(dist[k] - thr) for k in dist) > 1e-6  # the count is not decided by rounding
+    assert glued["fast_under"] == len(under) and set(top[:4]) <= set(under)
 
 
 def test_structure(nb):

@@ -134,6 +134,21 @@ def test_margin_function_names_the_slip():
     assert not fb and "larger than the smallest" in fb.message
 
 
+def _cos_only_no_two(offsets, theta):
+    """Both slips at once: cosines only, and no factor 2 (below the true margin on [1, 2, 3])."""
+    c = [[math.cos(o * t) for t in theta] for o in offsets]
+    best = min((math.sqrt(sum((x - y) ** 2 for x, y in zip(c[i], c[j])) / len(theta) / 2), (offsets[i], offsets[j]))
+               for i in range(len(offsets)) for j in range(i + 1, len(offsets)))
+    return best
+
+
+def test_margin_function_self_comparison_only_at_zero():
+    fb = check("ch03-margin-function", _cos_only_no_two)
+    assert not fb and "itself" not in fb.message and "below the true smallest" in fb.message
+    fb = check("ch03-margin-function", lambda o, t: (0.0, (o[0], o[1])))  # an offset against itself: margin 0
+    assert not fb and "itself" in fb.message
+
+
 def test_margin_function():
     fb = check("ch03-margin-function", stub)
     assert not fb and "NotImplementedError" in fb.message
@@ -206,6 +221,7 @@ def test_fast_band():
     assert not fb and "between 1 and 4096" in fb.message
     assert check("ch03-fast-band", best)
     msg = check("ch03-fast-band", best).message
+    assert "near-returns too" in msg and str(second) not in msg  # there is a family; the runner-up is not named
     th = frequencies(128)
     d_band = math.sqrt(sum(2 - 2 * math.cos(best * t) for t in th[4:8]) / 4)
     d_equal = math.sqrt(sum(2 - 2 * math.cos(best * t) for t in th) / 64)
@@ -254,13 +270,20 @@ def _d1():
 
 
 def test_gate_b_rule():
-    d1 = _d1()
-    want = d1 * math.sqrt(math.log(99) / math.log(9))
-    assert want > d1  # a need stricter than the calibration
+    th = [500_000.0 ** (-2 * i / 128) for i in range(64)]  # base 500,000, off the chapter's table
+    d1 = math.sqrt(sum(2 - 2 * math.cos(t) for t in th) / 64)
+    want = d1 * math.sqrt(math.log(19) / math.log(4))
+    assert want > d1 and abs(d1 - _d1()) > 0.01  # a need stricter than the calibration; not base 10,000's D(1)
     assert check("ch03-gate-b-rule", want) and check("ch03-gate-b-rule", round(want, 5))
     assert not check("ch03-gate-b-rule", None) and not check("ch03-gate-b-rule", "x")
-    for answer, fragment in ((d1 * math.sqrt(math.log(9) / math.log(99)), "wrong way up"),
-                             (d1 / math.sqrt(2), "default need"), (want / d1, "units of D_train(1)"),
-                             (d1 * math.log(99) / math.log(9), "square root"), (2 * want, "solve for D")):
+    for answer, fragment in ((d1 * math.sqrt(math.log(4) / math.log(19)), "wrong way up"),
+                             (d1 * math.sqrt(math.log(3) / math.log(4)), "default odds"),
+                             (d1 * math.sqrt(math.log(19) / math.log(9)), "default odds"),
+                             (want / d1, "units of D_train(1)"),
+                             (d1 * math.log(19) / math.log(4), "square root"),
+                             (_d1() * math.sqrt(math.log(19) / math.log(4)), "base is 500,000"),
+                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "solve for D"),
+                             (2 * want, "solve for D")):
         fb = check("ch03-gate-b-rule", answer)
+        assert not fb and f"{want:.3f}" not in fb.message
         assert not fb and fragment in fb.message, (answer, fb.message)

@@ -98,8 +98,10 @@ def _slip(m, ref, offsets, theta, tol):
     if m > ref:
         return (f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}, larger than the smallest "
                 "distance of the set: compare every pair of offsets, not only neighbours.")
-    return (f"for offsets {offsets[:6]}... your margin {m:.6g} is below the true smallest distance: "
-            "are you comparing an offset with itself?")
+    if abs(m) <= tol:  # a zero margin: some pair compared an offset with itself
+        return f"for offsets {offsets[:6]}... your margin is 0: are you comparing an offset with itself?"
+    return (f"for offsets {offsets[:6]}... your margin {m:.6g} is below the true smallest distance: check each "
+            "pair's distance, |u(a) - u(b)| with u = (cos, sin), averaged over the pairs.")
 
 
 @exercise("ch03-margin-function")
@@ -136,21 +138,23 @@ def margin_function_check(fn):
 
 @exercise("ch03-gate-b-rule")
 def gate_b_rule_check(answer):
-    """Gate B's threshold for the 128-wide head (base 10,000): calibration 9:1, need 99:1, exact phases."""
+    """Gate B's threshold for the 128-wide head (base 500,000): calibration 4:1, need 19:1, exact phases."""
     t = need(as_number(answer, "the threshold as one number"))
-    d1 = float(difference_distance(1, frequencies(128)))
-    expected = d1 * math.sqrt(math.log(99) / math.log(9))
+    d1 = float(difference_distance(1, frequencies(128, 500_000.0)))
+    expected = d1 * math.sqrt(math.log(19) / math.log(4))
     near = functools.partial(math.isclose, t, rel_tol=1e-4)
     if near(expected):
         return correct("a need stricter than the calibration asks for more than the neighbours' distance.")
-    if near(d1 * math.sqrt(math.log(9) / math.log(99))):
+    if near(d1 * math.sqrt(math.log(4) / math.log(19))):
         return wrong("the log-odds are the wrong way up: the need's ln goes over the calibration's.")
-    if near(d1 / math.sqrt(2)):
-        return wrong("that is the default need of 3:1; this task needs 99:1.")
+    if near(d1 * math.sqrt(math.log(3) / math.log(4))) or near(d1 * math.sqrt(math.log(19) / math.log(9))):
+        return wrong("that uses the chapter's default odds; this task calibrates at 4:1 and needs 19:1.")
     if near(expected / d1):
         return wrong("that is the threshold in units of D_train(1); multiply by the distance between neighbours.")
-    if near(d1 * math.log(99) / math.log(9)):
+    if near(d1 * math.log(19) / math.log(4)):
         return wrong("the gap grows with D squared, so the threshold takes the square root of the ratio.")
+    if near(expected * float(difference_distance(1, frequencies(128))) / d1):
+        return wrong("D_train(1) belongs to this head's own bank: its base is 500,000.")
     return wrong("start from beta D^2 / 2 >= ln r_need with beta = 2 ln r_cal / D_train(1)^2, and solve for D.")
 
 
@@ -212,8 +216,8 @@ def fast_band_check(answer):
     d = difference_distance(np.arange(1, 4097), theta, weights=w)
     best = int(np.argmin(d)) + 1
     if n == best:
-        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0; now compare its distance "
-                       "with the equal-weight one and read the turns of the four pairs.")
+        return correct("no other offset up to 4,096 brings pairs 4-7 closer to offset 0, though the next ones are "
+                       "near-returns too; compare its distance with the equal-weight one and read the turns.")
     rank = int(np.sum(d < d[n - 1])) + 1
     if rank <= 5:
         return wrong(f"offset {n} is a near-return of pairs 4-7 (rank {rank}), but not the closest one.")

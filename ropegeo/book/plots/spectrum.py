@@ -248,7 +248,7 @@ def margin_plot(distances, offsets, *, pair=None, layout: str = "wide") -> Figur
         r, c = (int(np.flatnonzero(off == p)[0]) for p in pair)
         for a, b in ((r, c), (c, r)):
             ax.plot([b], [a], "o", ms=12, mfc="none", mec="#2ec4b6", mew=2)
-    ax.set(xlabel="offset", ylabel="offset")
+    ax.set(xlabel="slot b", ylabel="slot a")
     return _done(fig, layout)
 
 
