@@ -62,7 +62,7 @@ def test_every_glued_number_has_a_test_below(glued):
         "bound_250", "bound_zero", "complex_gap", "counter_bound_ratio", "cos_max", "cos_min", "counter_peak", "counter_ratio",
         "decay_seeds", "dft_rows_changed", "fast_angle", "grid_pairs", "mass_healthy", "mass_routing", "mass_value",
         "max_coherence", "norm_change", "numpy_rope_tol", "off_block_max", "query_only_change", "read_healthy",
-        "read_routing", "read_value", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
+        "read_routing", "read_value", "value_wrap_weight", "rope_rows_changed", "rope_shift_change", "rounding_bound", "routed_healthy",
         "routed_routing", "routed_value", "s_forward", "s_oriented", "s_parallel_forward", "s_parallel_swapped",
         "s_antiparallel_forward", "s_antiparallel_swapped", "trained_near_negative", "trained_near_share_min",
         "trained_near_share_max", "normal_form_planes", "corr_samples", "corr_max_z", "corr_kernel_250",
@@ -223,6 +223,11 @@ def test_routing_versus_value_defect(glued):
         w /= w.sum()
         assert glued[f"mass_{name}"] == pytest.approx(w.max(), rel=1e-9)
     assert glued["mass_value"] == pytest.approx(glued["mass_healthy"], rel=1e-12)
+    # the value fault wraps: slot 0 carries token 7's label, with the healthy routing's weight at slot 0
+    logits = np.array([rot(q, 7.0, th) @ rot(kc, float(t), th) for t in range(8)]) / 4.0
+    w = np.exp(logits - logits.max())
+    assert glued["value_wrap_weight"] == pytest.approx(w[0] / w.sum(), rel=1e-9)
+    assert 0.005 < glued["value_wrap_weight"] < 0.02  # "thin"
 
 
 def test_fourier_contrast(glued):

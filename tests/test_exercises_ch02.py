@@ -373,3 +373,17 @@ def test_first_return_wrong_answers(shift, fragment):
 def test_first_return_odd_answers(answer, fragment):
     fb = check("ch02-first-return", answer)
     assert not fb and fragment in fb.message
+
+
+def test_first_return_solution_explanation():
+    """The solution's reading: at the first return u is on a turn and v is 0.7 rad off; at the best both are close."""
+    def miss(phase):
+        return abs((phase + np.pi) % (2 * np.pi) - np.pi)
+
+    first, best = _first_return(), 615_746
+    assert miss(1e-3 * first) < 1e-3 and 0.6 < miss(10 ** -3.5 * first) < 0.8
+    assert miss(1e-3 * best) < 0.1 and miss(10 ** -3.5 * best) < 0.1
+    assert 0.9 < _kernel16(first) < _kernel16(best)
+    pairs = {d: np.array([miss(d * 10.0 ** (-i / 2)) for i in range(8)]) for d in (first, best)}
+    assert 0.3 < pairs[first][1::2].min() and pairs[first][1::2].max() < 0.7  # "every odd pair by 0.3 to 0.7"
+    assert np.sum(pairs[best] < 0.13) == 6  # "six of the eight pairs within about 0.13 of a turn"

@@ -424,7 +424,7 @@ def amplitude_phase_identity() -> Identity:
 
 
 def requirement_phase():
-    """Solve ``phi(m + 1) - phi(m) = theta``, ``phi(0) = 0`` (the phase condition of the RoPE derivation):
+    """Solve ``alpha(m + 1) - alpha(m) = theta``, ``alpha(0) = 0`` (the phase condition of the RoPE derivation):
     the recurrence (a ``sympy.Eq``) and its only solution, ``m theta``.
 
     Examples
@@ -433,7 +433,7 @@ def requirement_phase():
     m*theta
     """
     m = sp.Symbol("m", integer=True, nonnegative=True)
-    phase = sp.Function("phi")
+    phase = sp.Function("alpha")
     recurrence = sp.Eq(phase(m + 1) - phase(m), _theta)
     solution = sp.rsolve(phase(m + 1) - phase(m) - _theta, phase(m), {phase(0): 0})
     return recurrence, sp.simplify(solution)

@@ -93,8 +93,9 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     qm, kn = apply_rope(np.stack([z, z]), np.array([m, n]), theta=th)
     _arrow(right, qm, _COLOURS["query"], width=2.2)
     _arrow(right, kn, _COLOURS["key"], width=2.2)
-    right.annotate(f"query at m = {m:g}", tuple(1.08 * qm), color=_COLOURS["query"], ha="center")
-    right.annotate(f"key at n = {n:g}", tuple(1.08 * kn), color=_COLOURS["key"], ha="center")
+    for tip, text, colour in ((qm, f"query at m = {m:g}", _COLOURS["query"]), (kn, f"key at n = {n:g}", _COLOURS["key"])):
+        right.annotate(text, tuple(1.1 * tip), color=colour, ha="center",
+                       va="bottom" if tip[1] >= 0 else "top")  # beyond the tip, clear of its own arrow
     a_q, a_k = np.degrees(np.arctan2(qm[1], qm[0])), np.degrees(np.arctan2(kn[1], kn[0]))
     sweep = np.degrees((n - m) * theta)
     start, end = (a_q, a_q + sweep) if sweep >= 0 else (a_q + sweep, a_q)
@@ -230,7 +231,7 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
                    label=rf"score at the target $\delta$ = {target:g} (median)")
     a3.set(xlabel=r"offset $\delta = n - m$", ylabel=f"best score in each window of {window} offsets",
            title="trained heads: no fading with distance")
-    a3.legend(fontsize=8, loc="lower left")
+    a3.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1 if layout == "column" else 2)  # below the band
     for ax in (a2, a3):
         ax.axhline(0, color="#cccccc", lw=0.8, zorder=0)
     if layout == "column":
