@@ -441,6 +441,15 @@ def test_release_tag_and_named_sources_in_the_prose():
         assert phrase in text, phrase
 
 
+def test_exercise_answers_not_stated_before_their_solutions():
+    cells = ["".join(c["source"]) for c in json.loads(NB.read_text())["cells"]]
+    first_use = {name: next(i for i, c in enumerate(cells) if f"`{name}" in c) for name in ("yarn_paper_gap", "liu_bound_code")}
+    start = {lab: next(i for i, c in enumerate(cells) if f"solution-start}} {lab}" in c)
+             for lab in ("ch04-yarn-ramp", "ch04-abf-slow")}
+    assert first_use["yarn_paper_gap"] > start["ch04-yarn-ramp"]
+    assert first_use["liu_bound_code"] > start["ch04-abf-slow"]
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_glued_value(name):
     assert g(name) == pytest.approx(EXPECTED[name](), rel=1e-9, abs=1e-12)
