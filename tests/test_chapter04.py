@@ -441,6 +441,16 @@ def test_release_tag_and_named_sources_in_the_prose():
         assert phrase in text, phrase
 
 
+def test_tradeoff_caption_and_names():
+    cells = json.loads(NB.read_text())["cells"]
+    fig = next(c for c in cells if "tradeoff_plot" in "".join(c["source"]))
+    assert "names=names" in "".join(fig["source"])
+    # the caption's claim: YaRN's and Llama 3's local margins agree to three decimals (and are not equal)
+    assert "agree to three decimals" in fig["metadata"]["mystnb"]["figure"]["caption"]
+    a, b = local_margin(yarn_theta()), local_margin(llama3_theta())
+    assert round(a, 3) == round(b, 3) and 1e-6 < abs(a - b) < 5e-4
+
+
 def test_exercise_answers_not_stated_before_their_solutions():
     cells = ["".join(c["source"]) for c in json.loads(NB.read_text())["cells"]]
     first_use = {name: next(i for i, c in enumerate(cells) if f"`{name}" in c) for name in ("yarn_paper_gap", "liu_bound_code")}
