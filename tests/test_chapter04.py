@@ -243,6 +243,20 @@ EXPECTED = {
     "dyn_cache_scrambled": lambda: sum(1 for x in cache_gaps() if x > math.pi),
     "dyn_cache_first": lambda: min(i for i, x in enumerate(cache_gaps()) if x > math.pi),
     "dyn_cache_last": lambda: max(i for i, x in enumerate(cache_gaps()) if x > math.pi),
+    # the same errors wrapped onto the circle (math.remainder: into [-pi, pi]); pairs 1 to 36 exceed pi unwrapped
+    "dyn_cache_near": lambda: sum(1 for x in cache_gaps() if x > math.pi and abs(math.remainder(x, TWO_PI)) < math.pi / 2),
+    "dyn_cache_pair7": lambda: abs(math.remainder(cache_gaps()[7], TWO_PI)),
+    # key n's error is n (theta_i - theta'_i): over 4,096 keys it winds 4096 (theta_i - theta'_i) / 2 pi turns
+    "dyn_drift_pair1": lambda: cache_gaps()[1] * 4096 / 4000 / TWO_PI,
+    "dyn_drift_max": lambda: max(cache_gaps()) * 4096 / 4000 / TWO_PI,
+    "dyn_drift_turning": lambda: sum(1 for x in cache_gaps() if x * 4096 / 4000 >= TWO_PI),
+    # Code Llama (d = 128, base 1e6, 16,384 tokens): slow pairs, and those of them that turned fully in
+    # Llama 2's pre-training (base 1e4, 4,096 tokens)
+    "abf_code_slow": lambda: sum(1 for t in base_theta(128, 1e6) if 16_384 * t < TWO_PI),
+    "abf_seen": lambda: len(seen_then_slowed()),
+    "abf_seen_first": lambda: seen_then_slowed()[0],
+    "abf_seen_last": lambda: seen_then_slowed()[-1],
+    "abf_seen_wavelength": lambda: TWO_PI * 1e6 ** (2 * seen_then_slowed()[0] / 128),
     "family_wide_pairs": lambda: sum(1 for col in zip(*[phi_lists(n)[1] for n in FAMILY]) if max(col) / min(col) > 2),
     # chapter 3's slow pairs of Llama 2 and Liu et al.'s d_extra / 2: the two sides of one boundary, 64 in all
     "liu_llama2_slow": lambda: sum(1 for t in base_theta(128, 1e4) if 4096 * t < TWO_PI),
@@ -319,6 +333,19 @@ EXPECTED = {
 
 def cache_gaps():
     return [4000 * t * (1 - S ** (-i / (PAIRS - 1))) for i, t in enumerate(base_theta())]
+
+
+def seen_then_slowed():
+    return [i for i in range(64) if 4096 * 1e4 ** (-2 * i / 128) >= TWO_PI and 16_384 * 1e6 ** (-2 * i / 128) < TWO_PI]
+
+
+def test_cache_and_abf_counts_clear_of_rounding():
+    # the counts above are decided by floats: each is far from its boundary
+    gaps = cache_gaps()
+    assert min(abs(abs(math.remainder(x, TWO_PI)) - math.pi / 2) for x in gaps) > 1e-3
+    assert min(abs(x * 4096 / 4000 - TWO_PI) for x in gaps) > 1e-3
+    assert (g("dyn_cache_near"), g("dyn_cache_scrambled"), g("abf_seen_first"), g("abf_seen_last")) == (17, 36, 37, 45)
+    assert g("abf_code_slow") == 64 - g("abf_seen_first") and g("abf_seen") + g("liu_llama2_slow") == g("abf_code_slow")
 
 
 def gemma_config():
@@ -405,8 +432,32 @@ def test_review_fixes_in_the_prose():
 def test_release_tag_and_named_sources_in_the_prose():
     text = "\n".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
     assert "0044e3b" not in text and "v4.44.0" in text
+    # the cache error read modulo 2 pi and across keys; ABF's novelty counted against pre-training too
+    for phrase in ("as good as random", "back to raw extrapolation", "turns this into a length", "A sixth answer"):
+        assert phrase not in text, phrase
+    for phrase in ("pull/24653", "bmod 2\\pi", "pre-training included"):
+        assert phrase in text, phrase
     for phrase in ("NTK-by-parts", "empirical fit", "su2021entropy", "liu2024scaling", "hypothesis"):
         assert phrase in text, phrase
+
+
+def test_tradeoff_caption_and_names():
+    cells = json.loads(NB.read_text())["cells"]
+    fig = next(c for c in cells if "tradeoff_plot" in "".join(c["source"]))
+    assert "names=names" in "".join(fig["source"])
+    # the caption's claim: YaRN's and Llama 3's local margins agree to three decimals (and are not equal)
+    assert "agree to three decimals" in fig["metadata"]["mystnb"]["figure"]["caption"]
+    a, b = local_margin(yarn_theta()), local_margin(llama3_theta())
+    assert round(a, 3) == round(b, 3) and 1e-6 < abs(a - b) < 5e-4
+
+
+def test_exercise_answers_not_stated_before_their_solutions():
+    cells = ["".join(c["source"]) for c in json.loads(NB.read_text())["cells"]]
+    first_use = {name: next(i for i, c in enumerate(cells) if f"`{name}" in c) for name in ("yarn_paper_gap", "liu_bound_code")}
+    start = {lab: next(i for i, c in enumerate(cells) if f"solution-start}} {lab}" in c)
+             for lab in ("ch04-yarn-ramp", "ch04-abf-slow")}
+    assert first_use["yarn_paper_gap"] > start["ch04-yarn-ramp"]
+    assert first_use["liu_bound_code"] > start["ch04-abf-slow"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -150,3 +150,17 @@ def test_the_old_fixed_offsets_swap_yarn_and_llama3_on_the_chapters_points():
     _, pts, boxes = _labels_and_points(fig, fig.axes[2])  # paragraph-scale margins
     old = [pts[k, 1] + (-16 + 13 * (k % 3)) * fig.dpi / 72 for k in range(len(reps))]
     assert not _order_kept(pts[:, 1], old, boxes)
+
+
+def test_tradeoff_display_names():
+    from ropegeo.book.plots.extension import tradeoff_plot
+    reps = _chapter_reports()
+    names = [f"rule {k}" for k in range(len(reps))]
+    fig = tradeoff_plot(reps, names=names, layout="column")
+    fig.draw_without_rendering()
+    anns, _, _ = _labels_and_points(fig, fig.axes[1])
+    assert [a.get_text() for a in anns] == names
+    legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == names
+    with pytest.raises(ValueError, match="names"):
+        tradeoff_plot(reps, names=names[:-1])

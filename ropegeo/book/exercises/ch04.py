@@ -37,20 +37,18 @@ def _llama3_bands(answer):
     if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in answer):
         return wrong("each count must be a whole number of pairs (int).")
     keep, div, blend = map(int, answer)
-    if not all(0 <= c <= 64 for c in (keep, div, blend)):
-        return wrong("each count lies between 0 and 64: Llama-3.1-8B's heads have 64 rotary pairs.")
-    theta = frequencies(128, 500_000.0)
-    lam = 2 * math.pi / theta
+    if not all(0 <= c <= 32 for c in (keep, div, blend)):
+        return wrong("each count lies between 0 and 32: a head 64 wide has 32 rotary pairs.")
+    lam = 2 * math.pi / frequencies(64, 500_000.0)
     want = (int(np.sum(lam < 8192 / 4)), int(np.sum(lam > 8192 / 1)), int(np.sum((lam >= 2048) & (lam <= 8192))))
     if (keep, div, blend) == want:
         return correct(f"{keep} untouched, {div} divided by 8, {blend} blended: {sum(want)} pairs in all.")
-    if keep + div + blend != 64:
-        return wrong(f"your counts add up to {keep + div + blend}; Llama-3.1-8B's heads have 64 rotary pairs.")
+    if keep + div + blend != 32:
+        return wrong(f"your counts add up to {keep + div + blend}; a head 64 wide has 32 rotary pairs.")
     if blend == 0 and (keep, div) in ((want[0], want[1] + want[2]), (want[0] + want[2], want[1])):
         return wrong("the pairs between the two wavelength edges are blended (the smooth band), neither kept nor divided.")
-    lam_wrong_base = 2 * math.pi / frequencies(128, 10_000.0)
-    alt = (int(np.sum(lam_wrong_base < 2048)), int(np.sum(lam_wrong_base > 8192)))
-    if (keep, div) == alt:
+    lam_wrong_base = 2 * math.pi / frequencies(64, 10_000.0)
+    if (keep, div) == (int(np.sum(lam_wrong_base < 2048)), int(np.sum(lam_wrong_base > 8192))):
         return wrong("those counts belong to base 10,000; Llama-3.1 uses rope_theta = 500,000.")
     return wrong("compare each pair's wavelength with 8,192 / high_freq_factor and 8,192 / low_freq_factor.")
 
@@ -67,8 +65,8 @@ def _abf_slow(answer):
         return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
     want = _slow(1_000_000.0, 16_384)
     if n == want:
-        return correct(f"{n} slow pairs over 16,384 tokens. Now set this count beside Llama 2's in the audit table "
-                       "and say what it means beyond the training length.")
+        return correct(f"{n} slow pairs over 16,384 tokens. Now ask which of them completed a turn in Llama 2's "
+                       "pre-training (base 10,000, 4,096 tokens), and what that leaves for Liu et al.'s bound.")
     if n == _slow(1_000_000.0, 4096):
         return wrong("use Code Llama's training length, 16,384 tokens, not Llama 2's 4,096.")
     if n == _slow(10_000.0, 16_384):

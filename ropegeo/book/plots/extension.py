@@ -272,8 +272,9 @@ def stretch_profile(base_theta, thetas: Mapping, *, layout: str = "wide") -> Fig
     return _tight(fig, layout)
 
 
-def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
-    """Phase novelty against resolution, one point per rule (at most 12 extension reports, with both margins).
+def tradeoff_plot(reports, *, names=None, layout: str = "wide") -> Figure:
+    """Phase novelty against resolution, one point per rule (at most 12 extension reports, with both margins;
+    ``names``: the rules' display names, one per report, default each report's rule).
 
     Left: per-pair novelty at the target length. Middle and right: total novelty against the Gate B
     margin of the small and of the paragraph-scale offsets.
@@ -284,6 +285,9 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         raise ValueError(f"reports must hold 1 to {_MAX_RULES} extension reports")
     if any(r.margin is None or r.coarse_margin is None for r in reps):
         raise ValueError("every report needs both margins (compute them with small_offsets and coarse_step)")
+    names = [r.rule for r in reps] if names is None else [str(x) for x in names]
+    if len(names) != len(reps):
+        raise ValueError("names must give one display name per report")
     if layout == "wide":
         fig = Figure(figsize=(11, 3.6))
         left, mid, right = fig.subplots(1, 3)
@@ -292,7 +296,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
         left, mid, right = grid[0]
         fig.set_size_inches(5.2, 9.4 + 0.25 * len(reps))
     for k, r in enumerate(reps):
-        left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=r.rule)
+        left.plot(np.arange(r.novelty.size), r.novelty, ls=_STYLES[k % 4], lw=1.5, label=names[k])
         for ax, y in ((mid, r.margin), (right, r.coarse_margin)):
             ax.scatter(r.total_novelty, y, s=36, zorder=3)
     left.set(xlabel="pair index i", ylabel="new phase at target (turns)")
@@ -306,7 +310,7 @@ def tradeoff_plot(reports, *, layout: str = "wide") -> Figure:
     fig = _tight(fig, layout)
     size = 8.0 if layout == "wide" else MIN_FONT_PT
     for ax, attr in ((mid, "margin"), (right, "coarse_margin")):
-        _label_points(fig, ax, [(r.total_novelty, getattr(r, attr)) for r in reps], [r.rule for r in reps], size)
+        _label_points(fig, ax, [(r.total_novelty, getattr(r, attr)) for r in reps], names, size)
     return fig
 
 
