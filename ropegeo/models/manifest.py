@@ -125,7 +125,6 @@ class RopeManifest:
                 raise ValueError(f"{key} must be a string or None, got {type(val).__name__}")
             set_(self, key, val)
 
-    # ------------------------------------------------------------------ derived quantities
     @property
     def pairs(self) -> int:
         """Number of rotary pairs, ``rotary_dim // 2``."""
@@ -160,7 +159,6 @@ class RopeManifest:
             changes["operator"] = changes.get("operator", self.operator).with_(**rotary)
         return replace(self, **changes)
 
-    # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
         """A JSON-ready dict: the operator's fields by name, then the context; :meth:`from_dict` inverts it."""
         out = {"name": self.name, "source": self.source}
@@ -245,7 +243,6 @@ def _manifest_operator(operator, fields: dict) -> RotaryOperator:
     return operator
 
 
-# ---------------------------------------------------------------------- reading configs
 # One reader per field group: each takes the config and the fields read so far, returns new fields.
 
 _DATA = (Path(__file__).resolve().parent.parent / "data")

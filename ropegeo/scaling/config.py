@@ -169,7 +169,6 @@ class Scaling:
         return None if kw is None else cls(**kw)
 
 
-# ------------------------------------------------------------------------------- the rule table
 def _linear(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
     return linear(frequencies(head_dim, base), sc.factor), 1.0
 
