@@ -30,20 +30,8 @@ from ropegeo.operator import RotaryOperator
 from ropegeo.precision import as_pipeline, phase_table
 from ropegeo.softmax import softmax
 
-__all__ = [
-    "SeparationMargin",
-    "BandMargin",
-    "difference_distance",
-    "distance_kernel",
-    "margin_kernel",
-    "offset_array",
-    "pairwise_distances",
-    "separation_margin",
-    "band_slices",
-    "attention_probe",
-    "ProbeResult",
-    "probe_mass",
-]
+__all__ = ["SeparationMargin", "BandMargin", "difference_distance", "distance_kernel", "margin_kernel", "offset_array",
+           "pairwise_distances", "separation_margin", "band_slices", "attention_probe", "ProbeResult", "probe_mass"]
 
 #: Largest offset set of :func:`separation_margin`; of one compared from generated phases (n^2 * pairs);
 #: of :func:`pairwise_distances` (an n x n matrix).

@@ -28,21 +28,9 @@ from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
 
-__all__ = [
-    "RopeManifest",
-    "POSITION_ID_POLICIES",
-    "PAIRING_BY_MODEL_TYPE",
-    "read_config",
-    "load_model",
-    "shipped_models",
-    "ConfigError",
-    "resolve",
-    "model_record",
-    "config_file",
-    "LayerKind",
-    "read_layer_kinds",
-    "layer_kinds",
-]
+__all__ = ["RopeManifest", "POSITION_ID_POLICIES", "PAIRING_BY_MODEL_TYPE", "read_config", "load_model",
+           "shipped_models", "ConfigError", "resolve", "model_record", "config_file", "LayerKind", "read_layer_kinds",
+           "layer_kinds"]
 
 POSITION_ID_POLICIES = ("contiguous", "left-padded", "packed-reset", "packed-continuous", "kv-cache")
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
