@@ -351,8 +351,7 @@ def _tie_class(off, th, dt, scale, origin, w, margin, method) -> tuple[int, str,
         found = _tied_generated(off, th, dt, scale, origin, w, margin + tol)
     found = {k: c for k, c in sorted(found.items()) if c > 0}
     tied = sum(found.values())
-    how = ("tied" if method == "difference" else "identical signatures" if margin == 0.0
-           else "tied within rounding")
+    how = ("tied" if method == "difference" else "identical signatures" if margin == 0.0 else "tied within rounding")
     return tied, _describe_ties(off, found, tied, how), tuple(found)
 
 

@@ -723,8 +723,7 @@ def read_layer_kinds(config, *, name: str | None = None, source: str | None = No
         return (LayerKind(None, tuple(range(total)) if total else (), m, total),)
     out = []
     for kind, view in kinds.items():
-        m = None if view is None else read_config(cfg, name=name and f"{name} ({kind})", source=source,
-                                                   layer_type=kind)
+        m = None if view is None else read_config(cfg, name=name and f"{name} ({kind})", source=source, layer_type=kind)
         out.append(LayerKind(kind, specs[kind].layers if kind in specs else (), m, total))
     return tuple(out)
 

@@ -91,14 +91,11 @@ def pipeline_mass(head, length: int, pipeline: str = "float64", *, extension: st
 
 
 def _head_settings(head_dim, base, train_length, offset, factor, lr):
-    return {
-        "head_dim": v.head_dim(head_dim, maximum=64),
-        "base": v.base(base),
-        "train_length": v.integer("train_length", train_length, minimum=8, maximum=256),
-        "offset": v.integer("offset", offset, minimum=1, maximum=7),
-        "factor": v.integer("factor", factor, minimum=2, maximum=16),
-        "lr": v.real("lr", lr, greater_than=0.0, maximum=1.0),
-    }
+    return {"head_dim": v.head_dim(head_dim, maximum=64), "base": v.base(base),
+            "train_length": v.integer("train_length", train_length, minimum=8, maximum=256),
+            "offset": v.integer("offset", offset, minimum=1, maximum=7),
+            "factor": v.integer("factor", factor, minimum=2, maximum=16),
+            "lr": v.real("lr", lr, greater_than=0.0, maximum=1.0)}
 
 
 def _rule(name: str) -> str:
