@@ -98,14 +98,6 @@ def _head_settings(head_dim, base, train_length, offset, factor, lr):
             "lr": v.real("lr", lr, greater_than=0.0, maximum=1.0)}
 
 
-def _rule(name: str) -> str:
-    """The scaling rule a curve's rule name stands for; a ValueError naming ``rules`` otherwise."""
-    try:
-        return rule_name(name)
-    except ValueError:
-        raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {name!r}") from None
-
-
 def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
     """A curve's checked rule names and budgets (1 to :data:`MAX_BUDGETS`, 0 to ``most_steps``)."""
     if isinstance(rules, str) or not v.is_collection(rules):
@@ -114,7 +106,10 @@ def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
     if not rules:
         raise ValueError(f"rules must hold at least one rule name, got {rules!r}")
     for r in rules:
-        _rule(r)
+        try:
+            rule_name(r)
+        except ValueError:
+            raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {r!r}") from None
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
     budgets = [v.integer("budgets", b, minimum=0, maximum=most_steps) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]
