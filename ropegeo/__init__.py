@@ -38,17 +38,5 @@ from ropegeo.rotation import apply_rope, pairing_permutation, relative_law_error
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "NearCollision",
-    "RotaryOperator",
-    "adjacent_similarity",
-    "apply_rope",
-    "kernel",
-    "near_collisions",
-    "pairing_permutation",
-    "relative_law_error",
-    "rotation_matrix",
-    "slow_pairs",
-    "turns",
-    "wavelengths",
-]
+__all__ = ["NearCollision", "RotaryOperator", "adjacent_similarity", "apply_rope", "kernel", "near_collisions",
+           "pairing_permutation", "relative_law_error", "rotation_matrix", "slow_pairs", "turns", "wavelengths"]

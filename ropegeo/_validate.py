@@ -90,8 +90,7 @@ def printable(text: str | None) -> str | None:
 def is_collection(value: Any) -> bool:
     """Whether ``value`` is a collection of items: iterable, but neither text nor a 0-d array
     (a 0-d numpy array has ``__iter__`` and still cannot be iterated)."""
-    return (not isinstance(value, (str, bytes)) and hasattr(value, "__iter__")
-            and getattr(value, "ndim", 1) != 0)
+    return (not isinstance(value, (str, bytes)) and hasattr(value, "__iter__") and getattr(value, "ndim", 1) != 0)
 
 
 def boolean(name: str, value: Any) -> bool:

@@ -32,8 +32,7 @@ from ropegeo import _json
 from ropegeo import _validate as v
 from ropegeo.frequencies import frequencies, resolve_rotary_dim
 
-__all__ = ["MAX_SUM_CELLS", "MAX_BOUND_CELLS", "BaseBound", "base_sum", "min_base_sum", "slope_bound",
-           "base_bound"]
+__all__ = ["MAX_SUM_CELLS", "MAX_BOUND_CELLS", "BaseBound", "base_sum", "min_base_sum", "slope_bound", "base_bound"]
 
 #: Most cosines one call of :func:`base_sum` or :func:`min_base_sum` evaluates (distances times pairs).
 MAX_SUM_CELLS = 1 << 30

@@ -30,20 +30,8 @@ from ropegeo.operator import RotaryOperator
 from ropegeo.precision import as_pipeline, phase_table
 from ropegeo.softmax import softmax
 
-__all__ = [
-    "SeparationMargin",
-    "BandMargin",
-    "difference_distance",
-    "distance_kernel",
-    "margin_kernel",
-    "offset_array",
-    "pairwise_distances",
-    "separation_margin",
-    "band_slices",
-    "attention_probe",
-    "ProbeResult",
-    "probe_mass",
-]
+__all__ = ["SeparationMargin", "BandMargin", "difference_distance", "distance_kernel", "margin_kernel", "offset_array",
+           "pairwise_distances", "separation_margin", "band_slices", "attention_probe", "ProbeResult", "probe_mass"]
 
 #: Largest offset set of :func:`separation_margin`; of one compared from generated phases (n^2 * pairs);
 #: of :func:`pairwise_distances` (an n x n matrix).
@@ -363,8 +351,7 @@ def _tie_class(off, th, dt, scale, origin, w, margin, method) -> tuple[int, str,
         found = _tied_generated(off, th, dt, scale, origin, w, margin + tol)
     found = {k: c for k, c in sorted(found.items()) if c > 0}
     tied = sum(found.values())
-    how = ("tied" if method == "difference" else "identical signatures" if margin == 0.0
-           else "tied within rounding")
+    how = ("tied" if method == "difference" else "identical signatures" if margin == 0.0 else "tied within rounding")
     return tied, _describe_ties(off, found, tied, how), tuple(found)
 
 

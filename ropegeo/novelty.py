@@ -60,11 +60,6 @@ def _table(offsets: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cos(ang), np.sin(ang)], axis=1) / np.sqrt(theta.size)
 
 
-def _chord(phase_a: np.ndarray, phase_b: np.ndarray) -> np.ndarray:
-    """Row-wise ``2 sqrt(mean sin^2((a - b) / 2))`` for phase arrays of shape (n, pairs)."""
-    return 2.0 * np.sqrt(np.mean(np.sin((phase_a - phase_b) / 2.0) ** 2, axis=1))
-
-
 def joint_novelty(theta_train, theta_served, train_length: int, targets) -> JointNovelty:
     """Distance from each served offset (whole, non-negative) to the nearest training offset ``0 .. L - 1``.
 
@@ -99,7 +94,7 @@ def joint_novelty(theta_train, theta_served, train_length: int, targets) -> Join
     for lo in range(0, t.size, step):
         served = np.multiply.outer(t[lo:lo + step].astype(np.float64), b)
         seen = np.multiply.outer(nearest[lo:lo + step].astype(np.float64), a)
-        dist[lo:lo + step] = _chord(served, seen)
+        dist[lo:lo + step] = 2.0 * np.sqrt(np.mean(np.sin((served - seen) / 2.0) ** 2, axis=1))  # chord
     return JointNovelty(targets=t, nearest=nearest, distance=dist)
 
 

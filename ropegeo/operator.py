@@ -31,7 +31,6 @@ _DTYPES = {"float64": np.dtype(np.float64), "float32": np.dtype(np.float32), "fl
 MAX_MATRIX_DIM = 2048
 
 
-# ------------------------------------------------------------------------------------ kernels
 def phase_kernel(pos: np.ndarray, theta: np.ndarray, dt: np.dtype, scale: float) -> np.ndarray:
     """The angle stages of :func:`ropegeo.rotation.phase_angles` without its argument checks.
 
@@ -85,7 +84,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-# ------------------------------------------------------------------------------------ the value
 @dataclass(frozen=True, eq=False, repr=False)
 class RotaryOperator:
     """One rotary position embedding, validated once and with its frequencies cached.
@@ -215,7 +213,6 @@ class RotaryOperator:
                                      f"{axes} axes")
         return out
 
-    # ------------------------------------------------------------------ construction at the edges
     @classmethod
     def coerce(cls, operator: "RotaryOperator | None" = None, /, **plain) -> "RotaryOperator":
         """The operator of a public entry point: ``operator`` itself (not validated again), or one built from ``plain``.
@@ -300,7 +297,6 @@ class RotaryOperator:
         out["sections"] = None if self.sections is None else list(self.sections)
         return out
 
-    # ------------------------------------------------------------------ frequencies, cached
     @property
     def pairs(self) -> int:
         """Number of rotary pairs, ``rotary_dim // 2``."""
@@ -380,7 +376,6 @@ class RotaryOperator:
             axis[:] = np.repeat(np.arange(len(self.sections)), self.sections)
         return _read_only(axis)
 
-    # ------------------------------------------------------------------ angles and rotation
     def broadcast_positions(self, positions, batch: tuple) -> np.ndarray:
         """Checked positions, broadcast to ``batch`` (multi-axis RoPE: ``(axes,) + batch``)."""
         pos = v.finite_array("positions", positions)

@@ -31,21 +31,9 @@ import numpy as np
 from ropegeo import _validate as v
 from ropegeo.operator import phase_kernel
 
-__all__ = [
-    "PHASE_DTYPES",
-    "PhasePipeline",
-    "deployed",
-    "uniform",
-    "buffer_cast",
-    "as_pipeline",
-    "generated_phases",
-    "phase_table",
-    "phase_error",
-    "max_phase_error",
-    "consecutive_integer_limit",
-    "position_spacing",
-    "first_collapse",
-]
+__all__ = ["PHASE_DTYPES", "PhasePipeline", "deployed", "uniform", "buffer_cast", "as_pipeline", "generated_phases",
+           "phase_table", "phase_error", "max_phase_error", "consecutive_integer_limit", "position_spacing",
+           "first_collapse"]
 
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
 _DTYPES = {name: v.float_dtype(name) for name in PHASE_DTYPES}

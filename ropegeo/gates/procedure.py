@@ -43,12 +43,9 @@ __all__ = ["GeometryAudit", "geometry_audit", "GATES", "AuditReport", "audit"]
 
 #: The three gates, what each asks, and the kind of intervention a failure there calls for.
 GATES = {
-    "A": ("algebraic relativity: the implementation realises the rotary operator it declares",
-          "implementation fix"),
-    "B": ("geometric identifiability: the deployed ruler keeps the task's offsets apart",
-          "different ruler"),
-    "C": ("statistical familiarity: heads trained on this ruler use it at the target length",
-          "training"),
+    "A": ("algebraic relativity: the implementation realises the rotary operator it declares", "implementation fix"),
+    "B": ("geometric identifiability: the deployed ruler keeps the task's offsets apart", "different ruler"),
+    "C": ("statistical familiarity: heads trained on this ruler use it at the target length", "training"),
 }
 _ADVICE = {
     "A": "fix the implementation (pairing, position ids, cache offset, scaling side, base or angle precision) "

@@ -28,21 +28,9 @@ from ropegeo.models.model_types import (NOPE, LayerSpec, chatglm_view, describe_
 from ropegeo.operator import RotaryOperator
 from ropegeo.scaling import Scaling, yarn_mscale
 
-__all__ = [
-    "RopeManifest",
-    "POSITION_ID_POLICIES",
-    "PAIRING_BY_MODEL_TYPE",
-    "read_config",
-    "load_model",
-    "shipped_models",
-    "ConfigError",
-    "resolve",
-    "model_record",
-    "config_file",
-    "LayerKind",
-    "read_layer_kinds",
-    "layer_kinds",
-]
+__all__ = ["RopeManifest", "POSITION_ID_POLICIES", "PAIRING_BY_MODEL_TYPE", "read_config", "load_model",
+           "shipped_models", "ConfigError", "resolve", "model_record", "config_file", "LayerKind", "read_layer_kinds",
+           "layer_kinds"]
 
 POSITION_ID_POLICIES = ("contiguous", "left-padded", "packed-reset", "packed-continuous", "kv-cache")
 PHASE_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -125,7 +113,6 @@ class RopeManifest:
                 raise ValueError(f"{key} must be a string or None, got {type(val).__name__}")
             set_(self, key, val)
 
-    # ------------------------------------------------------------------ derived quantities
     @property
     def pairs(self) -> int:
         """Number of rotary pairs, ``rotary_dim // 2``."""
@@ -160,7 +147,6 @@ class RopeManifest:
             changes["operator"] = changes.get("operator", self.operator).with_(**rotary)
         return replace(self, **changes)
 
-    # ------------------------------------------------------------------ plain forms
     def to_dict(self) -> dict:
         """A JSON-ready dict: the operator's fields by name, then the context; :meth:`from_dict` inverts it."""
         out = {"name": self.name, "source": self.source}
@@ -245,7 +231,6 @@ def _manifest_operator(operator, fields: dict) -> RotaryOperator:
     return operator
 
 
-# ---------------------------------------------------------------------- reading configs
 # One reader per field group: each takes the config and the fields read so far, returns new fields.
 
 _DATA = (Path(__file__).resolve().parent.parent / "data")
@@ -738,8 +723,7 @@ def read_layer_kinds(config, *, name: str | None = None, source: str | None = No
         return (LayerKind(None, tuple(range(total)) if total else (), m, total),)
     out = []
     for kind, view in kinds.items():
-        m = None if view is None else read_config(cfg, name=name and f"{name} ({kind})", source=source,
-                                                   layer_type=kind)
+        m = None if view is None else read_config(cfg, name=name and f"{name} ({kind})", source=source, layer_type=kind)
         out.append(LayerKind(kind, specs[kind].layers if kind in specs else (), m, total))
     return tuple(out)
 

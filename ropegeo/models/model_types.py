@@ -22,20 +22,12 @@ __all__ = ["NO_ROPE_MODEL_TYPES", "refusal", "chatglm_view", "rotary_dim_reading
 
 #: model types with no rotary position embedding, and what gives their attention its positions.
 NO_ROPE_MODEL_TYPES = {
-    "gpt2": "learned absolute position embeddings (wpe)",
-    "gpt_bigcode": "learned absolute position embeddings (wpe)",
-    "gpt_neo": "learned absolute position embeddings (wpe)",
-    "opt": "learned absolute position embeddings",
-    "bert": "learned absolute position embeddings (position_embedding_type)",
-    "roberta": "learned absolute position embeddings (position_embedding_type)",
-    "xlm-roberta": "learned absolute position embeddings (position_embedding_type)",
-    "distilbert": "learned absolute position embeddings",
-    "albert": "learned absolute position embeddings",
-    "electra": "learned absolute position embeddings",
-    "bloom": "ALiBi (a linear bias on the attention logits)",
-    "mpt": "ALiBi (a linear bias on the attention logits)",
+    **dict.fromkeys(("gpt2", "gpt_bigcode", "gpt_neo"), "learned absolute position embeddings (wpe)"),
+    **dict.fromkeys(("opt", "distilbert", "albert", "electra", "bart"), "learned absolute position embeddings"),
+    **dict.fromkeys(("bert", "roberta", "xlm-roberta"),
+                    "learned absolute position embeddings (position_embedding_type)"),
+    **dict.fromkeys(("bloom", "mpt"), "ALiBi (a linear bias on the attention logits)"),
     "t5": "relative position buckets (a learned bias on the attention logits)",
-    "bart": "learned absolute position embeddings",
     "whisper": "sinusoidal (encoder) and learned (decoder) absolute position embeddings",
 }
 

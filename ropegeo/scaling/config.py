@@ -23,9 +23,7 @@ from ropegeo.scaling.rules import (MAX_FACTOR, RULES, _dim, _factors, _pos, dyna
 _L = "original_max_position_embeddings"
 # rule -> (the parameters it needs, those it may take besides); every other field stays at its default
 _PARAMS = {
-    "linear": (("factor",), ()),
-    "ntk": (("factor",), ()),
-    "dynamic": (("factor", _L), ()),
+    "linear": (("factor",), ()), "ntk": (("factor",), ()), "dynamic": (("factor", _L), ()),
     "yarn": (("factor", _L), ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate")),
     "longrope": (("factor", _L, "short_factor", "long_factor"), ("attention_factor", "short_mscale", "long_mscale")),
     "llama3": (("factor", _L, "low_freq_factor", "high_freq_factor"), ()),
@@ -169,7 +167,6 @@ class Scaling:
         return None if kw is None else cls(**kw)
 
 
-# ------------------------------------------------------------------------------- the rule table
 def _linear(sc: Scaling, head_dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, float]:
     return linear(frequencies(head_dim, base), sc.factor), 1.0
 

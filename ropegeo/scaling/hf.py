@@ -15,28 +15,17 @@ from typing import Any, Mapping
 from ropegeo import _validate as v
 from ropegeo.scaling.rules import MAX_FACTOR, MIN_PARAMETER, _factors
 
-#: rope type names of transformers configs -> ropegeo rule (None: the plain schedule).
-HF_TYPES = {
-    "default": None,
-    "linear": "linear",
-    "dynamic": "dynamic",
-    "yarn": "yarn",
-    "longrope": "longrope",
-    "su": "longrope",  # Phi-3's first configs; transformers maps it to longrope
-    "llama3": "llama3",
-    # Qwen2-VL / Qwen2.5-VL's multi-axis block: transformers' Qwen2VLTextConfig rewrites it to "default"
-    # (text positions: the plain rule; the sections are read by ropegeo.models.model_types)
-    "mrope": None,
-}
+#: rope type names of transformers configs -> ropegeo rule (None: the plain schedule). "su": Phi-3's first configs,
+#: mapped to longrope by transformers; "mrope": Qwen2-VL / Qwen2.5-VL's multi-axis block, rewritten to "default"
+#: by Qwen2VLTextConfig (the sections are read by ropegeo.models.model_types).
+HF_TYPES = {"default": None, "linear": "linear", "dynamic": "dynamic", "yarn": "yarn", "longrope": "longrope",
+            "su": "longrope", "llama3": "llama3", "mrope": None}
 
 #: the keys of a transformers scaling block each rule reads (besides the type name).
 HF_KEYS = {
-    "linear": ("factor",),
-    "dynamic": ("factor",),
-    "yarn": (
-        "factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
-        "original_max_position_embeddings", "truncate",
-    ),
+    "linear": ("factor",), "dynamic": ("factor",),
+    "yarn": ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+             "original_max_position_embeddings", "truncate"),
     "longrope": ("short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings",
                  "short_mscale", "long_mscale"),
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),

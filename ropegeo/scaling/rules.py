@@ -67,7 +67,6 @@ def _dim(head_dim, minimum: int = 2) -> int:
     return d
 
 
-# ------------------------------------------------------------------------------------ the rules
 def linear(theta, factor: float) -> np.ndarray:
     """Position interpolation: ``theta / factor`` (the same as dividing every position by ``s``)."""
     return v.finite_array("theta", theta) / _pos("factor", factor)

@@ -91,22 +91,11 @@ def pipeline_mass(head, length: int, pipeline: str = "float64", *, extension: st
 
 
 def _head_settings(head_dim, base, train_length, offset, factor, lr):
-    return {
-        "head_dim": v.head_dim(head_dim, maximum=64),
-        "base": v.base(base),
-        "train_length": v.integer("train_length", train_length, minimum=8, maximum=256),
-        "offset": v.integer("offset", offset, minimum=1, maximum=7),
-        "factor": v.integer("factor", factor, minimum=2, maximum=16),
-        "lr": v.real("lr", lr, greater_than=0.0, maximum=1.0),
-    }
-
-
-def _rule(name: str) -> str:
-    """The scaling rule a curve's rule name stands for; a ValueError naming ``rules`` otherwise."""
-    try:
-        return rule_name(name)
-    except ValueError:
-        raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {name!r}") from None
+    return {"head_dim": v.head_dim(head_dim, maximum=64), "base": v.base(base),
+            "train_length": v.integer("train_length", train_length, minimum=8, maximum=256),
+            "offset": v.integer("offset", offset, minimum=1, maximum=7),
+            "factor": v.integer("factor", factor, minimum=2, maximum=16),
+            "lr": v.real("lr", lr, greater_than=0.0, maximum=1.0)}
 
 
 def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
@@ -117,7 +106,10 @@ def _rules_and_budgets(rules, budgets, most_steps: int) -> tuple[list, list]:
     if not rules:
         raise ValueError(f"rules must hold at least one rule name, got {rules!r}")
     for r in rules:
-        _rule(r)
+        try:
+            rule_name(r)
+        except ValueError:
+            raise ValueError(f"rules must hold rule names such as {CURVE_RULES}, got {r!r}") from None
     if not v.is_collection(budgets):
         raise ValueError(f"budgets must be a list of step counts such as (0, 30, 100), got {budgets!r}")
     budgets = [v.integer("budgets", b, minimum=0, maximum=most_steps) for b in itertools.islice(budgets, MAX_BUDGETS + 1)]

@@ -29,13 +29,8 @@ from ropegeo.toy.training import (MAX_BATCH, MAX_HEAD_LENGTH, MAX_MATCH_LENGTH, 
 
 @dataclass(frozen=True, kw_only=True)
 class _TrainedHead:
-    """What both trained heads record beside their vectors (keyword-only fields).
-
-    ``theta``, ``scale`` and ``attention_factor`` are the schedule it was last trained under; ``base``
-    is that of its original schedule (``None`` for an explicit theta), which the extension rules
-    extend from ``original_train_length``; ``losses`` concatenates every stage's, and ``stages``
-    records each stage's settings.
-    """
+    """What both trained heads record beside their vectors: the schedule last trained under, ``base`` of the
+    original one (``None`` for an explicit theta), every stage's ``losses`` concatenated and its settings."""
 
     theta: np.ndarray
     scale: float
@@ -296,11 +291,7 @@ _TABLE_SPREAD = 600.0
 
 
 def _match_loss(qt, kt, tok, rotations, gain=1.0):
-    """The unchecked loss and gradient of :func:`match_head_loss`.
-
-    A score depends on the two tokens and the distance back only, so the step builds a
-    ``(vocab * vocab, seq)`` table once and sums the gradient back into it (``np.bincount``).
-    """
+    """The unchecked loss and gradient of :func:`match_head_loss`, through a ``(vocab * vocab, seq)`` score table."""
     vocab = qt.shape[0]
     cos, sin = rotations
     q1, q2, k1, k2 = qt[:, 0::2], qt[:, 1::2], kt[:, 0::2], kt[:, 1::2]  # (vocab, pairs)
@@ -327,10 +318,7 @@ def _match_loss(qt, kt, tok, rotations, gain=1.0):
 
 @functools.lru_cache(maxsize=4)
 def _pair_layout(seq: int, chunk: int) -> tuple:
-    """Flat ``(query, key, delta, starts, row)`` indices of the pairs ``n < m`` of ``chunk`` sequences.
-
-    Pairs run sequence by sequence, row by row, so the first ``c`` sequences' entries are a prefix.
-    """
+    """Flat ``(query, key, delta, starts, row)`` indices of the pairs ``n < m`` of ``chunk`` sequences, in order."""
     qm, kn = np.tril_indices(seq, -1)
     pairs = qm.size
     seqs = np.arange(chunk)[:, None]
@@ -343,11 +331,8 @@ def _pair_layout(seq: int, chunk: int) -> tuple:
 
 
 def _table_cross_entropy(table, tok, vocab):
-    """The match cross-entropy of the scores ``table[t_m * vocab + t_n, m - n]`` and its gradient in the table.
-
-    Reads only the pairs ``n < m``, a few sequences at a time; exponentiates the table once when each
-    query token's scores span at most :data:`_TABLE_SPREAD`.
-    """
+    """The match cross-entropy of the scores ``table[t_m * vocab + t_n, m - n]`` and its gradient in the table
+    (exponentiated once when each query token's scores span at most :data:`_TABLE_SPREAD`)."""
     batch, seq = tok.shape
     valid, count, bi, mi, ti = _match_hits(tok)
     hit = (tok[bi, mi] * vocab + tok[bi, ti]) * seq + (mi - ti)  # the target's entry of the table

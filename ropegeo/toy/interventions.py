@@ -10,24 +10,9 @@ The head attends to *strictly earlier* keys (a query never sees itself), as the 
 the displacement task of Gate C: the query in slot ``m`` should attend to the key in slot
 ``m - offset``.
 
-==========================  ====================================================================
-intervention                what it measures
-==========================  ====================================================================
-:func:`global_shift`        add the same number to every position id: largest change of any
-                            attention weight and of any visible score, and the share of queries
-                            whose winning key stays the same
-:func:`local_displacement`  move the target key one position farther from each query, nothing
-                            else: change of its score (logit) and of the attention it receives
-:func:`length_stretch`      run at 2, 4, 8 times the training length: accuracy and mass
-:func:`sparse_retrieval`    one relevant key at a long distance among many: the mass it receives
-:func:`construction_gap`    what the scheme guarantees by construction (score change under a
-                            shift for random weights and random content) next to what a trained
-                            head achieves (its winners kept under the same shift)
-:func:`needle_retrieval`    the content version of sparse retrieval: one key whose content matches
-                            the query, among blank keys, at a given distance: the attention it gets
-:func:`match_task`          Gate C's most-recent-match task for a :class:`TokenHead` (content and
-                            position): accuracy and mass at any length
-==========================  ====================================================================
+Each intervention returns a measured number: :func:`global_shift`, :func:`local_displacement`,
+:func:`length_stretch`, :func:`sparse_retrieval`, :func:`construction_gap` (guaranteed against
+achieved shift invariance), :func:`needle_retrieval` (content) and :func:`match_task` (a :class:`TokenHead`).
 
 "Winner" is the key with the largest weight; a query counts as *correct* when the target's weight
 is larger than every other visible key's by more than :data:`TIE` (ties are not correct, so a head

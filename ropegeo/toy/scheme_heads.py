@@ -301,12 +301,6 @@ class TrainedMatchHead(TokenHead):
         return _repr(self, f"vocab={self.vocab}")
 
 
-def _scatter(tok: np.ndarray, grad: np.ndarray, vocab: int) -> np.ndarray:
-    """Sum per-slot gradients (B, L, d) into per-token rows (vocab, d)."""
-    onehot = (tok.reshape(1, -1) == np.arange(vocab)[:, None]).astype(np.float64)  # (vocab, B * L)
-    return onehot @ grad.reshape(-1, grad.shape[-1])
-
-
 def _fb_match_table(Qt, Kt, tok, *, bias=None, rel=None):
     """Loss and gradients ``(loss, dQt, dKt, dtable, da)`` of ``S = (Q K^T + Q . a[idx]) / sqrt(d) + bias``.
 
@@ -352,7 +346,8 @@ def _fb_match_projection(E, P, Wq, Wk, tok):
     dH = dQ @ Wq.T + dK @ Wk.T
     dWq = np.einsum("bld,ble->de", H, dQ)
     dWk = np.einsum("bld,ble->de", H, dK)
-    return loss, _scatter(tok, dH, E.shape[0]), dH.sum(axis=0), dWq, dWk
+    onehot = (tok.reshape(1, -1) == np.arange(E.shape[0])[:, None]).astype(np.float64)  # (vocab, B * L)
+    return loss, onehot @ dH.reshape(-1, dH.shape[-1]), dH.sum(axis=0), dWq, dWk  # slot gradients summed per token
 
 
 def match_loss(head: TokenHead, tokens) -> float:

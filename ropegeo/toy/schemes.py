@@ -4,19 +4,8 @@ A scheme (:class:`PositionScheme`) overrides only the hook where its position in
 ``embed`` (the inputs), ``rotate`` (queries and keys), ``bias`` (a term of the two positions added
 to the scores), ``content_bias`` and ``value_bias`` (terms of a query and a displacement, as in Shaw
 et al.). Schemes register by name (:func:`register_scheme`); the layer of
-:mod:`ropegeo.toy.attention` accepts a registered name or an instance:
-
-===============  ==============  ==============================================================
-name             hook            position information
-===============  ==============  ==============================================================
-``none``         (none)          nothing (NoPE); with ``causal=True`` only the mask carries order
-``absolute``     embed           a table of one vector per position (learned; random at setup)
-``sinusoidal``   embed           the fixed sine/cosine code of the original Transformer
-``relative``     content/value   learned vectors per displacement, clipped at ``max_distance``
-``t5``           bias            one learned scalar per bucket of :func:`t5_bucket`
-``alibi``        bias            ``-slope * |i - j|`` with the slopes of :func:`alibi_slopes`
-``rope``         rotate          rotary embeddings, any schedule (``theta`` from ``ropegeo.scaling``)
-===============  ==============  ==============================================================
+:mod:`ropegeo.toy.attention` accepts a registered name (``none``, ``absolute``, ``sinusoidal``,
+``relative``, ``t5``, ``alibi``, ``rope``: one class each below) or an instance.
 """
 
 from __future__ import annotations

@@ -71,8 +71,7 @@ def _rotary_bank(operator=None, *, head_dim: int | None = None, base: float | No
     """``(theta, scale, attention_factor, base)``: the rotary settings a head trains under.
 
     ``operator`` is a :class:`ropegeo.RotaryOperator` (one float64 axis rotating the whole head) or a
-    frozen bank; otherwise plain ``head_dim`` (16) and ``base`` (10,000). ``base`` is returned only
-    for a plain schedule. ``theta`` is the older spelling of a bank.
+    frozen bank (or ``theta``); otherwise plain ``head_dim`` (16) and ``base`` (10,000), the one ``base`` returned.
 
     Examples
     --------

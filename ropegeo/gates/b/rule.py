@@ -128,8 +128,7 @@ class GateBRule:
                 raise ValueError(f"mass must be below 1 (an attention share against one rival), got {mass:g}")
             object.__setattr__(self, "mass", mass)
         if self.sharpness is not None:
-            object.__setattr__(self, "sharpness", v.real("sharpness", self.sharpness, greater_than=0.0,
-                                                         maximum=1e6))
+            object.__setattr__(self, "sharpness", v.real("sharpness", self.sharpness, greater_than=0.0, maximum=1e6))
 
     @property
     def needed_gap(self) -> float | None:
