@@ -70,6 +70,8 @@ GB_MORE_GLUES = {"gb_more_cells", "gb_more_runs", "gb_more_fails", "gb_more_succ
 # glued beside the audit lab: Gate B on every shipped model in float32; tested in test_shipped_models_gate_b
 F32_GLUES = {"f32_models", "f32_pass", "f32_fail"}
 # the head-dim-8 rivals' near-returns; tested in test_head_dim_8_rivals
+# the yarn-log exercise's solution: where the two multipliers cross again at L = 64; tested in test_yarn_log_cross
+EXERCISE_GLUES = {"yarn_log_cross"}
 D8_GLUES = {f"d8_{k}_{i}{p}" for i in (0, 1) for k, ps in (("rival", [""]), ("turns", ["_0", "_1"]), ("off", ["_0", "_1"]))
             for p in ps}
 
@@ -155,7 +157,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES
     assert set(GLUED) == tested
 
 
@@ -719,3 +721,14 @@ def test_chapters_7_and_8_records_in_the_necessity_prose():
             "gb_more_succeed": sum(c[3] for c in cells.values()), "gb_more_fail": sum(c[4] for c in cells.values())}
     assert {k: g(k) for k in want} == want
     assert want["gb_more_fails"] == 0 and want["gb_more_cells"] >= 20  # "fails none of those cells: by construction"
+
+
+def test_yarn_log_cross():
+    """(1 + 0.1 ln s)^2 = ln(64 s) / ln 64 again at one s > 1, by bisection on the difference (no closed form)."""
+    diff = lambda s: (1 + 0.1 * math.log(s)) ** 2 - math.log(64 * s) / math.log(64)  # noqa: E731
+    lo, hi = 2.0, 1e4
+    assert diff(lo) < 0 < diff(hi)  # log-length larger first, YaRN larger at large s
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if diff(mid) < 0 else (lo, mid)
+    assert g("yarn_log_cross") == pytest.approx(lo, rel=1e-9) and 50 < lo < 60
