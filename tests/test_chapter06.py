@@ -72,6 +72,9 @@ F32_GLUES = {"f32_models", "f32_pass", "f32_fail"}
 # the head-dim-8 rivals' near-returns; tested in test_head_dim_8_rivals
 # the yarn-log exercise's solution: where the two multipliers cross again at L = 64; tested in test_yarn_log_cross
 EXERCISE_GLUES = {"yarn_log_cross"}
+# what closes PI's gap (pair 0's share, summed amplitude, neighbour gap, its bound); tested in test_pi_gap_closed
+PI_GAP_GLUES = {"gb_long", "gb_need_gap", "gb_amp_0_min", "gb_amp_0_max", "gb_gap_bound_min",
+                *(f"gb_{k}_{n}_{x}" for k in ("share0", "amp", "gap") for n in (600, 3000) for x in ("min", "max"))}
 D8_GLUES = {f"d8_{k}_{i}{p}" for i in (0, 1) for k, ps in (("rival", [""]), ("turns", ["_0", "_1"]), ("off", ["_0", "_1"]))
             for p in ps}
 
@@ -157,7 +160,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES
     assert set(GLUED) == tested
 
 
@@ -732,3 +735,39 @@ def test_yarn_log_cross():
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if diff(mid) < 0 else (lo, mid)
     assert g("yarn_log_cross") == pytest.approx(lo, rel=1e-9) and 50 < lo < 60
+
+
+def pi_gap_reading(seeds, steps):
+    """Per seed, from the pair products alone: pair 0's share of |z_q z_k|, their sum, the gap from offset 5
+    to its neighbours on the served (PI x8) ruler, and the matched-filter bound sum_i A_i (1 - cos theta'_i)."""
+    heads = gc.train_heads("offset", seeds, offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    rows = []
+    for h in heads:
+        t = gc.fine_tune(h, extension="pi", factor=8, steps=steps) if steps else h
+        amp = np.abs(pair_products(t.q, t.k))
+        served = bank(16) / 8 if steps else bank(16)
+        s4, s5, s6 = score(t, [4, 5, 6], theta=served)
+        rows.append((amp[0] / amp.sum(), amp.sum(), s5 - max(s4, s6), float(np.sum(amp * (1 - np.cos(served))))))
+    return np.array(rows)
+
+
+def test_pi_gap_closed():
+    """PI's long budgets: a sharper head with its amplitude moved onto pair 0 reaches the 3:1 gap; at 600 it does not."""
+    got = {n: pi_gap_reading(range(10), n) for n in (0, 600, 3000)}
+    assert g("gb_long") == 3000 and g("gb_need_gap") == pytest.approx(math.log(3), rel=1e-12)
+    assert (g("gb_amp_0_min"), g("gb_amp_0_max")) == pytest.approx((got[0][:, 1].min(), got[0][:, 1].max()), rel=1e-6)
+    for n in (600, 3000):
+        for j, k in enumerate(("share0", "amp", "gap")):
+            assert g(f"gb_{k}_{n}_min") == pytest.approx(got[n][:, j].min(), rel=1e-6, abs=1e-9)
+            assert g(f"gb_{k}_{n}_max") == pytest.approx(got[n][:, j].max(), rel=1e-6, abs=1e-9)
+    assert g("gb_gap_bound_min") == pytest.approx(np.min(got[3000][:, 2] / got[3000][:, 3]), rel=1e-6)
+    # the reading the prose makes, on these seeds and on the disjoint seeds 10-19
+    for reading in (got, {n: pi_gap_reading(range(10, 20), n) for n in (600, 3000)}):
+        short, long = reading[600], reading[3000]
+        assert short[:, 2].max() < math.log(3) < long[:, 2].min()  # bare wins at 600, the 3:1 need met at 3,000
+        assert np.all(long[:, 0] > short[:, 0])  # every head moved amplitude onto pair 0
+        assert long[:, 1].min() > 3 * short[:, 1].max()  # and grew sharper
+        assert np.all(long[:, 2] <= long[:, 3] + 1e-9) and np.min(long[:, 2] / long[:, 3]) > 0.95  # at the bound
+    # on seeds 0-9 pair 0 carries most of it; on 10-19 some heads lean on sharpness instead (the prose says so)
+    assert got[600][:, 0].max() < 0.4 < 0.6 < got[3000][:, 0].min()
+    assert reading[3000][:, 0].min() < 0.6 and reading[3000][:, 1].max() > got[3000][:, 1].max()
