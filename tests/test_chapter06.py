@@ -72,6 +72,8 @@ F32_GLUES = {"f32_models", "f32_pass", "f32_fail"}
 # the head-dim-8 rivals' near-returns; tested in test_head_dim_8_rivals
 # the yarn-log exercise's solution: where the two multipliers cross again at L = 64; tested in test_yarn_log_cross
 EXERCISE_GLUES = {"yarn_log_cross"}
+# Scout's chunked and NoPE layers, read from the stored record; tested in test_scout_layers
+SCOUT_GLUES = {"scout_chunk", "scout_layers", "scout_rope_layers", "scout_nope_layers", "scout_distant_last"}
 # what closes PI's gap (pair 0's share, summed amplitude, neighbour gap, its bound); tested in test_pi_gap_closed
 PI_GAP_GLUES = {"gb_long", "gb_need_gap", "gb_amp_0_min", "gb_amp_0_max", "gb_gap_bound_min",
                 *(f"gb_{k}_{n}_{x}" for k in ("share0", "amp", "gap") for n in (600, 3000) for x in ("min", "max"))}
@@ -160,7 +162,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES
     assert set(GLUED) == tested
 
 
@@ -771,3 +773,20 @@ def test_pi_gap_closed():
     # on seeds 0-9 pair 0 carries most of it; on 10-19 some heads lean on sharpness instead (the prose says so)
     assert got[600][:, 0].max() < 0.4 < 0.6 < got[3000][:, 0].min()
     assert reading[3000][:, 0].min() < 0.6 and reading[3000][:, 1].max() > got[3000][:, 1].max()
+
+
+def test_scout_layers():
+    """Scout's distant set stops below its chunk: 36 chunked rotary layers, 12 NoPE, from the stored record's JSON."""
+    rec = json.loads((RUNS.parent / "llama-4-scout-17b-16e-instruct.json").read_text())
+    cfg = rec["config"]
+    kinds = cfg["layer_types"] if "layer_types" in cfg else None
+    rope = [int(x) for x in cfg["no_rope_layers"]]
+    assert (g("scout_chunk"), g("scout_layers")) == (cfg["attention_chunk_size"], len(rope)) == (8192, 48)
+    assert (g("scout_rope_layers"), g("scout_nope_layers")) == (rope.count(1), rope.count(0)) == (36, 12)
+    if kinds is not None:  # the chunked layers are the rotary ones
+        assert all((k == "chunked_attention") == bool(r) for k, r in zip(kinds, rope))
+    # the audit's distant set: its largest offset is the chunk less one
+    from ropegeo.gates.procedure import audit
+    from ropegeo.models.manifest import load_model
+    rep = audit(load_model("llama-4-scout-17b-16e-instruct"))
+    assert g("scout_distant_last") == 8191 and rep.gate_b.sets[-1]["name"] == "distant 64..8,191"
