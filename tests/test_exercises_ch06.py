@@ -155,7 +155,7 @@ def test_interpolated_rope():
 # ---- rival seeds: brute force over displacements with the pair coefficients
 @pytest.fixture(scope="module")
 def seed_truth():
-    heads = gc.train_heads("offset", range(10), offset=5, head_dim=16, base=10_000.0, train_length=64)
+    heads = gc.train_heads("offset", range(10, 20), offset=5, head_dim=16, base=10_000.0, train_length=64)
     out = {}
     for n in (256, 384, 512):
         losers = []
@@ -172,7 +172,7 @@ def test_rival_seeds(seed_truth):
     assert check("ch06-rival-seeds", seed_truth)
     # the loops agree with the chapter's story: some seeds lose at 512, and losers only accumulate
     assert seed_truth[512] and set(seed_truth[256]) <= set(seed_truth[384]) <= set(seed_truth[512])
-    everyone = {n: list(range(10)) for n in seed_truth}
+    everyone = {n: list(range(10, 20)) for n in seed_truth}
     assert "includes a seed" in check("ch06-rival-seeds", everyone).message
     nobody = {n: [] for n in seed_truth}
     assert "misses a seed" in check("ch06-rival-seeds", nobody).message
@@ -186,6 +186,8 @@ def test_rival_seeds(seed_truth):
     assert not any(w in msg for w in ("only adds", "competitor", "must also lose", "never removes"))
     assert "lengths" in check("ch06-rival-seeds", {512: seed_truth[512]}).message
     assert "sorted" in check("ch06-rival-seeds", {n: list(reversed(s)) + s for n, s in seed_truth.items()}).message
+    # the chapter's seeds 0-9 are refused, not judged
+    assert "from 10 to 19" in check("ch06-rival-seeds", {n: [1, 8] for n in seed_truth}).message
     # feedback never lists the answer
     msg = check("ch06-rival-seeds", everyone).message
     assert str(seed_truth[512]) not in msg

@@ -163,10 +163,14 @@ def _check_interpolated(answer):
 
 
 # ---- ch06-rival-seeds ----------------------------------------------------------------------------
+#: The seeds of ch06-rival-seeds (the chapter's figures show seeds 0-9).
+_RIVAL_SEEDS = range(10, 20)
+
+
 @functools.lru_cache(maxsize=1)
 def _rival_truth():
 
-    heads = [_head(s) for s in range(10)]
+    heads = [_head(s) for s in _RIVAL_SEEDS]
     return {n: sorted(h.seed for h in heads if distant_rival(h, n).wins) for n in RIVAL_LENGTHS}
 
 
@@ -192,8 +196,8 @@ def _check_rivals(answer):
     if set(got) != set(RIVAL_LENGTHS):
         return wrong(f"expected exactly the lengths {', '.join(map(str, RIVAL_LENGTHS))} as keys")
     for n, seeds in got.items():
-        if seeds != sorted(set(seeds)) or any(not 0 <= s <= 9 for s in seeds):
-            return wrong(f"the list for length {n} must hold distinct seeds from 0 to 9, sorted")
+        if seeds != sorted(set(seeds)) or any(s not in _RIVAL_SEEDS for s in seeds):
+            return wrong(f"the list for length {n} must hold distinct seeds from 10 to 19, sorted")
     truth = _rival_truth()
     for n in sorted(got):
         extra = set(got[n]) - set(truth[n])

@@ -41,7 +41,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
     words = [_printed(r) for r in reports.values()]
     grid = np.array([[_STATE[w] for w in row] for row in words])
     column = layout == "column"
-    fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (5.2, 0.62 * len(reports) + 1.6),
+    fig = Figure(figsize=(7.8, 0.42 * len(reports) + 1.3) if not column else (6.0, 0.62 * len(reports) + 1.6),
                  layout="constrained")
     ax = fig.subplots()
     ax.imshow(grid, cmap=ListedColormap(_COLOURS), vmin=0, vmax=len(_COLOURS) - 1, aspect="auto",
@@ -61,6 +61,7 @@ def gate_grid(reports: dict, *, layout: str = "wide") -> Figure:
                   else ["A", "B", "C", "intervention"])
     ax.set_yticks(range(len(reports)), list(reports))
     ax.tick_params(length=0)
+    ax.tick_params(axis="y", pad=10)  # a gap between the row labels and column A's words
     for s in ax.spines.values():
         s.set_visible(False)
     ax.set_title("The audit: the first failing gate decides the intervention" if not column
