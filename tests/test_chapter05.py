@@ -360,6 +360,9 @@ def test_defect_catalogue_counts(glued):
     assert glued["n_defect_classes"] == len(set(DEFECT_CLASSES)) == 11
     assert glued["n_defect_correct"] == glued["n_defect_correct_pass"] == 2
     assert glued["n_defect_named"] == glued["n_defect_broken"]
+    # one entry Gate A must fail is a published design left undeclared (Qwen's logn), not a bug
+    assert glued["n_defect_bugs"] == glued["n_defect_broken"] - 1
+    assert DEFECTS["logn-queries"].defect == "algebra" and "undeclared" in DEFECTS["logn-queries"].title
 
 
 def test_wrapped_table_length_by_brute_force(glued):
