@@ -216,6 +216,11 @@ def test_stale_dynamic_cache_and_the_protocols(glued, nb):
     assert "cache, fixed base: Gate A: PASS" in out and "cache, dynamic NTK: Gate A: FAIL" in out
     assert "protocols: callable, role, decoder" in out
     assert f"a base {(13 / 12) ** (64 / 62):.4g} times the declared one" in out  # not a median scale
+    # Gate A reads pair i only if 12 theta_i < 1 rad: 10000^(-2i/64) < 1/12, i > 32 ln 12 / ln 10000
+    first = int(np.floor(32 * np.log(12) / np.log(1e4))) + 1
+    assert glued["dyn_first_measured"] == first == 9
+    assert glued["dyn_first_measured_ratio"] == pytest.approx(profile[first], rel=1e-12)
+    assert f"measured pairs turn at {profile[-1]:.3f} to {profile[first]:.3f}" in " ".join(out.split())
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     # 25104 is the stale-cache report (PR 27227's case 1); 25306 (fixed by 25308) the table not reset
     assert "[issue 25104](https://github.com/huggingface/transformers/issues/25104)" in text
@@ -232,6 +237,11 @@ def test_inference_engines(glued, nb):
     assert glued["vllm_gap_at_agree"] < 1e-12
     # ... and within L transformers keeps the unscaled base, so vLLM's slowest pair turns s^2 - s + 1 times slower
     assert glued["vllm_slowdown_100"] == pytest.approx(s * s - s + 1, rel=1e-12)
+    text_all = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # YaRN's table: get_rope hands the YaRN module the original length, so rows = original x factor
+    assert "`original_max_position_embeddings` × factor for YaRN" in text_all
+    # the served-below-trained bracket of issue 52665: 2 * 512 / 2048 - (2 - 1) = -0.5
+    assert 2 * 512 / 2048 - (2 - 1) == -0.5 and "issues/52665" in text_all and "pull/52675" in text_all
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for phrase in ("is_neox_style", "cos_sin_cache", "v0.6.6.post1", "LLAMA_ROPE_TYPE_NEOX", "LLAMA_ROPE_TYPE_NORM",
                    "LLAMA_ROPE_TYPE_MROPE", "convert_hf_to_gguf.py", "b4418", "num_key_value_heads",
