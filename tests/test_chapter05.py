@@ -527,3 +527,14 @@ def test_every_class_is_listed_in_the_prose(nb):
     cell = next(c.source for c in nb.cells if c.cell_type == "markdown" and "A failed check states its defect class" in c.source)
     listed = cell.split("A failed check states its defect class")[1].split("), and a check")[0]
     assert all(k in listed for k in DEFECT_CLASSES), listed
+
+
+def test_mixing_figure_marks_where_the_curves_meet():
+    # at offset 0 both helpers reduce to q . k / sqrt(d) for the figure's seeded pair (drawn first from seed 0)
+    from ropegeo.book.plots.implementation import mixing_effect
+    q, k = np.random.default_rng(0).normal(size=(2, 64))
+    ax = mixing_effect(64, seed=0, layout="column").axes[0]
+    correct, mixed, mark = ax.get_lines()[:3]
+    at0 = [float(line.get_ydata()[list(line.get_xdata()).index(0)]) for line in (correct, mixed, mark)]
+    assert at0 == pytest.approx([q @ k / 8.0] * 3, rel=1e-12)
+    assert mark.get_label() == f"δ = 0: both {q @ k / 8.0:.3f}" and f"{q @ k / 8.0:.3f}" == "-1.213"
