@@ -95,21 +95,32 @@ def test_mixing_numbers(glued):
     change = np.abs(mixed - right) / norms
     assert glued["mix_score_change_median"] == pytest.approx(np.median(change), rel=1e-9)
     assert glued["mix_score_change_max"] == pytest.approx(np.max(change), rel=1e-9)
-    # the worst of 400 over seeds 0 to 19
-    worst = []
-    for seed in range(20):
-        rng = np.random.default_rng(seed)
-        Q, K = rng.normal(size=(2, 400, d))
-        m, n = rng.integers(0, 512, size=(2, 400))
-        norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
-        right = np.sum(rot(Q, m) * rot(K, n), axis=-1)
-        mixed = np.sum(rot(Q, m, pairing="half") * rot(K, n, pairing="half"), axis=-1)
-        worst.append(np.max(np.abs(mixed - right) / norms))
-    assert glued["mix_max_lo"] == pytest.approx(min(worst), rel=1e-9)
-    assert glued["mix_max_hi"] == pytest.approx(max(worst), rel=1e-9)
+    # the worst of 400: its 5% and 95% quantiles over seeds 0 to 99, and ~90% of the disjoint 1000-1099 inside
+    worst = [_mixed_worst(seed) for seed in range(100)]
+    assert glued["mix_max_lo"] == pytest.approx(np.quantile(worst, 0.05), rel=1e-9)
+    assert glued["mix_max_hi"] == pytest.approx(np.quantile(worst, 0.95), rel=1e-9)
+    _holds_on_new_seeds(glued["mix_max_lo"], glued["mix_max_hi"], [_mixed_worst(s) for s in range(1000, 1100)])
     # rotations keep norms, and at equal positions both reduce to q . k
     assert glued["mix_norm_change"] < 1e-13
     assert glued["mix_equal_position_change"] < 1e-13
+
+
+def _holds_on_new_seeds(lo, hi, values):
+    """A 5-95% interval stated on seeds 0-99 holds on a disjoint set: at least 80 of 100 new seeds inside
+    (90 expected; fewer than 80 has probability below 0.2% if the interval is right)."""
+    inside = sum(lo <= v <= hi for v in values)
+    assert inside >= 0.8 * len(values), (lo, hi, inside)
+
+
+def _mixed_worst(seed, d=64):
+    """The worst of 400 score changes under the mixed helper, replayed from mixing_summary's draws."""
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(2, 400, d))
+    m, n = rng.integers(0, 512, size=(2, 400))
+    norms = np.linalg.norm(Q, axis=-1) * np.linalg.norm(K, axis=-1)
+    right = np.sum(rot(Q, m) * rot(K, n), axis=-1)
+    mixed = np.sum(rot(Q, m, pairing="half") * rot(K, n, pairing="half"), axis=-1)
+    return float(np.max(np.abs(mixed - right) / norms))
 
 
 # ---------------------------------------------------------------- position ids
@@ -134,13 +145,18 @@ def test_one_sided_shifts(glued):
     assert glued["origin_query"] == pytest.approx(_shift_replay(1000, query_only=True), rel=1e-9)
     assert glued["scaledq_shift"] == pytest.approx(_shift_replay(1000, q_scale=0.5), rel=1e-9)
     assert glued["origin_query"] > 0.05 and glued["scaledq_shift"] > 0.05
-    # the prose gives the sample's maximum and its range over seeds 0 to 19
-    origin = [_shift_replay(1000, query_only=True, seed=s) for s in range(20)]
-    scaled = [_shift_replay(1000, q_scale=0.5, seed=s) for s in range(20)]
-    assert glued["origin_query_lo"] == pytest.approx(min(origin), rel=1e-9)
-    assert glued["origin_query_hi"] == pytest.approx(max(origin), rel=1e-9)
-    assert glued["scaledq_lo"] == pytest.approx(min(scaled), rel=1e-9)
-    assert glued["scaledq_hi"] == pytest.approx(max(scaled), rel=1e-9)
+    # the prose gives the sample's maximum and its 5% and 95% quantiles over seeds 0 to 99 ...
+    origin = [_shift_replay(1000, query_only=True, seed=s) for s in range(100)]
+    scaled = [_shift_replay(1000, q_scale=0.5, seed=s) for s in range(100)]
+    assert glued["origin_query_lo"] == pytest.approx(np.quantile(origin, 0.05), rel=1e-9)
+    assert glued["origin_query_hi"] == pytest.approx(np.quantile(origin, 0.95), rel=1e-9)
+    assert glued["scaledq_lo"] == pytest.approx(np.quantile(scaled, 0.05), rel=1e-9)
+    assert glued["scaledq_hi"] == pytest.approx(np.quantile(scaled, 0.95), rel=1e-9)
+    # ... which hold on the disjoint seeds 1000 to 1099
+    _holds_on_new_seeds(glued["origin_query_lo"], glued["origin_query_hi"],
+                        [_shift_replay(1000, query_only=True, seed=s) for s in range(1000, 1100)])
+    _holds_on_new_seeds(glued["scaledq_lo"], glued["scaledq_hi"],
+                        [_shift_replay(1000, q_scale=0.5, seed=s) for s in range(1000, 1100)])
 
 
 def _decode_replay(query_pos, key_pos, prompt=300, d=64):
@@ -216,6 +232,11 @@ def test_stale_dynamic_cache_and_the_protocols(glued, nb):
     assert "cache, fixed base: Gate A: PASS" in out and "cache, dynamic NTK: Gate A: FAIL" in out
     assert "protocols: callable, role, decoder" in out
     assert f"a base {(13 / 12) ** (64 / 62):.4g} times the declared one" in out  # not a median scale
+    # Gate A reads pair i only if 12 theta_i < 1 rad: 10000^(-2i/64) < 1/12, i > 32 ln 12 / ln 10000
+    first = int(np.floor(32 * np.log(12) / np.log(1e4))) + 1
+    assert glued["dyn_first_measured"] == first == 9
+    assert glued["dyn_first_measured_ratio"] == pytest.approx(profile[first], rel=1e-12)
+    assert f"measured pairs turn at {profile[-1]:.3f} to {profile[first]:.3f}" in " ".join(out.split())
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     # 25104 is the stale-cache report (PR 27227's case 1); 25306 (fixed by 25308) the table not reset
     assert "[issue 25104](https://github.com/huggingface/transformers/issues/25104)" in text
@@ -232,6 +253,11 @@ def test_inference_engines(glued, nb):
     assert glued["vllm_gap_at_agree"] < 1e-12
     # ... and within L transformers keeps the unscaled base, so vLLM's slowest pair turns s^2 - s + 1 times slower
     assert glued["vllm_slowdown_100"] == pytest.approx(s * s - s + 1, rel=1e-12)
+    text_all = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # YaRN's table: get_rope hands the YaRN module the original length, so rows = original x factor
+    assert "`original_max_position_embeddings` × factor for YaRN" in text_all
+    # the served-below-trained bracket of issue 52665: 2 * 512 / 2048 - (2 - 1) = -0.5
+    assert 2 * 512 / 2048 - (2 - 1) == -0.5 and "issues/52665" in text_all and "pull/52675" in text_all
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for phrase in ("is_neox_style", "cos_sin_cache", "v0.6.6.post1", "LLAMA_ROPE_TYPE_NEOX", "LLAMA_ROPE_TYPE_NORM",
                    "LLAMA_ROPE_TYPE_MROPE", "convert_hf_to_gguf.py", "b4418", "num_key_value_heads",
@@ -360,6 +386,9 @@ def test_defect_catalogue_counts(glued):
     assert glued["n_defect_classes"] == len(set(DEFECT_CLASSES)) == 11
     assert glued["n_defect_correct"] == glued["n_defect_correct_pass"] == 2
     assert glued["n_defect_named"] == glued["n_defect_broken"]
+    # one entry Gate A must fail is a published design left undeclared (Qwen's logn), not a bug
+    assert glued["n_defect_bugs"] == glued["n_defect_broken"] - 1
+    assert DEFECTS["logn-queries"].defect == "algebra" and "undeclared" in DEFECTS["logn-queries"].title
 
 
 def test_wrapped_table_length_by_brute_force(glued):
@@ -498,3 +527,14 @@ def test_every_class_is_listed_in_the_prose(nb):
     cell = next(c.source for c in nb.cells if c.cell_type == "markdown" and "A failed check states its defect class" in c.source)
     listed = cell.split("A failed check states its defect class")[1].split("), and a check")[0]
     assert all(k in listed for k in DEFECT_CLASSES), listed
+
+
+def test_mixing_figure_marks_where_the_curves_meet():
+    # at offset 0 both helpers reduce to q . k / sqrt(d) for the figure's seeded pair (drawn first from seed 0)
+    from ropegeo.book.plots.implementation import mixing_effect
+    q, k = np.random.default_rng(0).normal(size=(2, 64))
+    ax = mixing_effect(64, seed=0, layout="column").axes[0]
+    correct, mixed, mark = ax.get_lines()[:3]
+    at0 = [float(line.get_ydata()[list(line.get_xdata()).index(0)]) for line in (correct, mixed, mark)]
+    assert at0 == pytest.approx([q @ k / 8.0] * 3, rel=1e-12)
+    assert mark.get_label() == f"δ = 0: both {q @ k / 8.0:.3f}" and f"{q @ k / 8.0:.3f}" == "-1.213"

@@ -256,11 +256,14 @@ def _check_cache_off_by_one(answer):
     if others:
         return wrong(f"only decode_step should be wrong, but Gate A also fails {', '.join(others)}: {rep.diagnosis}")
     if rep.passed:
-        return wrong("Gate A finds nothing: your decode_step still places the new token at the cache length")
-    found = re.search(r"off-by-([+-]\d+) cache offset", rep.diagnosis)
+        return wrong("Gate A finds nothing: your decode_step still rotates the query at the cache length")
+    if re.search(r"off-by-[+-]\d+ cache offset", rep.diagnosis):
+        return wrong("Gate A reads the query and the new key moved together; the exercise moves the query alone")
+    found = re.search(r"decoding query sits at position (\d+) instead of (\d+)", rep.diagnosis)
     if found is None:
-        return wrong(f"Gate A reads another decoding defect than a shifted position: {rep.diagnosis}")
-    if found.group(1) != "+1":
-        return wrong(f"Gate A reads an off-by-{found.group(1)} offset; the exercise asks for one position too far")
-    return correct("Gate A fails only decoding and reads an off-by-+1 cache offset: every single forward pass is "
-                   "right, and the slip exists only between the cache and the new token.")
+        return wrong(f"Gate A reads another decoding defect than a misplaced query: {rep.diagnosis}")
+    if int(found.group(1)) - int(found.group(2)) != 1:
+        return wrong("Gate A reads the query at another position; the exercise asks for one position too far")
+    return correct("Gate A fails only decoding and reads the query one position past the cache length while the "
+                   "new key is placed right: every single forward pass is right, and the slip exists only between "
+                   "the cache and the new token.")

@@ -74,6 +74,7 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
                                   ("half", "--", "half-split helper (mixed)")):
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
         ax1.plot(delta, s / np.sqrt(d), style, lw=1.4, label=label)
+    ax1.plot([0], [q @ k / np.sqrt(d)], "ko", ms=5, label=f"δ = 0: both {q @ k / np.sqrt(d):.3f}")
     ax1.set(xlabel="offset δ = n - m", ylabel="score / sqrt(d_head)", title="one query-key pair")
     ax1.legend(fontsize=8)
     X = rng.normal(size=(400, d))
