@@ -274,8 +274,9 @@ def test_grid_gate_b_margins_by_brute_force():
     close("toy_splits", 4)
     for name, value in (("grid_side", 8), ("grid_last", 7), ("task_dx", 2), ("task_dy", 3), ("toy_pairs", 8),
                         ("toy_steps", 300), ("toy_seeds", 20), ("budget_seeds", 20), ("budget_last", 3200),
-                        ("range_shift", 0.02)):
+                        ("range_shift", 0.02), ("range_shift_far", 0.03)):
         close(name, value)
+    assert G["range_seeds"] == "20–39" and G["range_seeds_far"] == "3000–3019"
 
 
 def test_glued_spreads_are_consistent():
@@ -351,6 +352,17 @@ def test_ranges_move_less_than_stated_on_disjoint_seeds(disjoint_study):
     # "accuracy 0.20 in every seed" of the slow split
     assert G["toy_slow_accuracy_min"] == G["toy_slow_accuracy_max"] == 0.2
     assert np.all(disjoint_study["y starved, slow"]["accuracy"] == 0.2)
+
+
+def test_ranges_on_a_far_seed_set():
+    # "on seeds 3000-3019 the blocked split's upper end moved by up to about range_shift_far (every other end by
+    # less than range_shift)": the blocked upper end moves past range_shift there, so the first set is no bound
+    far = split_study(_splits(), seeds=range(3000, 3020), target=(2, 3), grid=(8, 8), steps=300)
+    moved = {(name, end): abs(getattr(far[name]["target_mass"], end)() - G[f"toy_{key}_target_mass_{end}"])
+             for name, key in KEYS.items() for end in ("min", "max")}
+    top = moved.pop(("blocked", "max"))
+    assert G["range_shift"] < top and abs(top - G["range_shift_far"]) < 0.01
+    assert max(moved.values()) < G["range_shift"], moved
 
 
 def _ramp_and_pick(head):
