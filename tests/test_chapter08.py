@@ -160,6 +160,23 @@ def test_axial_and_mixed_kernels_along_x_from_heo_et_al_formulas():
     assert G["mixed_min_x"] < 0 < G["axial10_min_x"] < G["axial_min_x"] and G["mixed100_min_x"] < G["axial_min_x"]
 
 
+def test_axial_floor_far_out_from_the_factor_ten():
+    # the solution to ch08-axial-floor: x pairs i and i + 8 of base 100, 64 wide, differ by exactly 10, so with psi
+    # the slower one's phase K(dx, 0) = 1/2 + 1/32 sum_i (cos psi_i + cos 10 psi_i), at least 1/2 + 1/4 min(...)
+    mag = 100.0 ** (-np.arange(0, 64, 4) / 64)
+    assert np.allclose(mag[:8], 10 * mag[8:], rtol=1e-13, atol=0)
+    low = min(float((0.5 + (np.cos(np.multiply.outer(c, mag[8:])) + np.cos(10 * np.multiply.outer(c, mag[8:])))
+                     .sum(axis=1) / 32).min()) for c in np.array_split(np.arange(1.0, 2e6 + 1), 80))
+    close("axial_far_min", low, rel=1e-6)  # phases near 2e6 rad: both forms agree to ~1e-9
+    # the bound: the stationary point of cos psi + cos 10 psi next to 9 pi / 10, by Newton on its derivative
+    psi = mpmath.findroot(lambda t: mpmath.sin(t) + 10 * mpmath.sin(10 * t), 0.9 * mpmath.pi)
+    bound = float(0.5 + (mpmath.cos(psi) + mpmath.cos(10 * psi)) / 4)
+    grid = np.linspace(0, 2 * np.pi, 100_001)
+    assert bound <= 0.5 + 0.25 * (np.cos(grid) + np.cos(10 * grid)).min() + 1e-12  # it is the minimum
+    close("axial_floor_bound", bound, rel=1e-6)
+    assert 0 < G["axial_floor_bound"] < G["axial_far_min"] < G["axial_min_x"]
+
+
 def test_heo_et_al_reported_numbers():
     # naver-ai/rope-vit README, DeiT-III Base (400 epochs), ImageNet top-1 at 224 / 384 px
     reported = {"plain": (83.4, 82.8), "axial": (83.6, 83.9), "mixed": (83.8, 84.4)}
