@@ -160,6 +160,23 @@ def test_axial_and_mixed_kernels_along_x_from_heo_et_al_formulas():
     assert G["mixed_min_x"] < 0 < G["axial10_min_x"] < G["axial_min_x"] and G["mixed100_min_x"] < G["axial_min_x"]
 
 
+def test_axial_floor_far_out_from_the_factor_ten():
+    # the solution to ch08-axial-floor: x pairs i and i + 8 of base 100, 64 wide, differ by exactly 10, so with psi
+    # the slower one's phase K(dx, 0) = 1/2 + 1/32 sum_i (cos psi_i + cos 10 psi_i), at least 1/2 + 1/4 min(...)
+    mag = 100.0 ** (-np.arange(0, 64, 4) / 64)
+    assert np.allclose(mag[:8], 10 * mag[8:], rtol=1e-13, atol=0)
+    low = min(float((0.5 + (np.cos(np.multiply.outer(c, mag[8:])) + np.cos(10 * np.multiply.outer(c, mag[8:])))
+                     .sum(axis=1) / 32).min()) for c in np.array_split(np.arange(1.0, 2e6 + 1), 80))
+    close("axial_far_min", low, rel=1e-6)  # phases near 2e6 rad: both forms agree to ~1e-9
+    # the bound: the stationary point of cos psi + cos 10 psi next to 9 pi / 10, by Newton on its derivative
+    psi = mpmath.findroot(lambda t: mpmath.sin(t) + 10 * mpmath.sin(10 * t), 0.9 * mpmath.pi)
+    bound = float(0.5 + (mpmath.cos(psi) + mpmath.cos(10 * psi)) / 4)
+    grid = np.linspace(0, 2 * np.pi, 100_001)
+    assert bound <= 0.5 + 0.25 * (np.cos(grid) + np.cos(10 * grid)).min() + 1e-12  # it is the minimum
+    close("axial_floor_bound", bound, rel=1e-6)
+    assert 0 < G["axial_floor_bound"] < G["axial_far_min"] < G["axial_min_x"]
+
+
 def test_heo_et_al_reported_numbers():
     # naver-ai/rope-vit README, DeiT-III Base (400 epochs), ImageNet top-1 at 224 / 384 px
     reported = {"plain": (83.4, 82.8), "axial": (83.6, 83.9), "mixed": (83.8, 84.4)}
@@ -274,8 +291,9 @@ def test_grid_gate_b_margins_by_brute_force():
     close("toy_splits", 4)
     for name, value in (("grid_side", 8), ("grid_last", 7), ("task_dx", 2), ("task_dy", 3), ("toy_pairs", 8),
                         ("toy_steps", 300), ("toy_seeds", 20), ("budget_seeds", 20), ("budget_last", 3200),
-                        ("range_shift", 0.02)):
+                        ("range_shift", 0.02), ("range_shift_far", 0.03)):
         close(name, value)
+    assert G["range_seeds"] == "20–39" and G["range_seeds_far"] == "3000–3019"
 
 
 def test_glued_spreads_are_consistent():
@@ -351,6 +369,17 @@ def test_ranges_move_less_than_stated_on_disjoint_seeds(disjoint_study):
     # "accuracy 0.20 in every seed" of the slow split
     assert G["toy_slow_accuracy_min"] == G["toy_slow_accuracy_max"] == 0.2
     assert np.all(disjoint_study["y starved, slow"]["accuracy"] == 0.2)
+
+
+def test_ranges_on_a_far_seed_set():
+    # "on seeds 3000-3019 the blocked split's upper end moved by up to about range_shift_far (every other end by
+    # less than range_shift)": the blocked upper end moves past range_shift there, so the first set is no bound
+    far = split_study(_splits(), seeds=range(3000, 3020), target=(2, 3), grid=(8, 8), steps=300)
+    moved = {(name, end): abs(getattr(far[name]["target_mass"], end)() - G[f"toy_{key}_target_mass_{end}"])
+             for name, key in KEYS.items() for end in ("min", "max")}
+    top = moved.pop(("blocked", "max"))
+    assert G["range_shift"] < top and abs(top - G["range_shift_far"]) < 0.01
+    assert max(moved.values()) < G["range_shift"], moved
 
 
 def _ramp_and_pick(head):

@@ -58,6 +58,21 @@ def test_fastest_width():
     assert "interleaved" in check("ch08-fastest-width", (blocked, 11.0)).message
     assert "blocked" in check("ch08-fastest-width", (30_000.0, interleaved)).message
     assert "wavelength" in check("ch08-fastest-width", 40).message
+    # the success message's own rounding passes, each end alone and both together
+    assert "35,333" in ok.message and "10.17" in ok.message
+    for answer in ((35_333, interleaved), (blocked, 10.17), (35_333, 10.17)):
+        assert check("ch08-fastest-width", answer), answer
+    # a value is read as the pair with the nearest wavelength before the pair choice is blamed
+    right_b = check("ch08-fastest-width", (36_000.0, interleaved)).message  # pair 40, wrong arithmetic (2 %)
+    assert "blocked: right pair" in right_b and "find the first pair" not in right_b
+    right_i = check("ch08-fastest-width", (blocked, 10.5)).message  # pair 2, wrong arithmetic (3 %)
+    assert "interleaved: right pair" in right_i and "find the first pair" not in right_i
+    for pair in (39, 41):
+        assert "off by one" in check("ch08-fastest-width", (2 * math.pi * 1e6 ** (2 * pair / 128), interleaved)).message
+    far_b = check("ch08-fastest-width", (2 * math.pi * 1e6 ** (2 * 20 / 128), interleaved)).message
+    assert "blocked: find the first pair" in far_b
+    far_i = check("ch08-fastest-width", (blocked, 2 * math.pi * 5e6 ** (2 * 5 / 128))).message
+    assert "interleaved: find the first pair" in far_i
 
 
 # ---- ch08-axial-floor -----------------------------------------------------------------------------

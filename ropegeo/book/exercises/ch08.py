@@ -64,7 +64,8 @@ def _fastest_width(answer):
         return bad
     pair_b, pair_i = _blocked_axes(BLOCKED_SECTIONS).index(2), _interleaved_axes(INTERLEAVED_SECTIONS).index(2)
     want = (_wavelength(pair_b, BLOCKED_BASE), _wavelength(pair_i, INTERLEAVED_BASE))
-    close = [math.isclose(g, w, rel_tol=1e-6) for g, w in zip(got, want)]
+    tol = 1e-3  # the success message prints 35,333 and 10.17: its own rounding passes
+    close = [math.isclose(g, w, rel_tol=tol) for g, w in zip(got, want)]
     if all(close):
         return correct(f"width's fastest pair is pair {pair_b} when blocked (wavelength {want[0]:,.0f} patches, "
                        f"2 pi B^({2 * pair_b}/128)) and pair {pair_i} in Qwen3-VL (wavelength {want[1]:.2f} "
@@ -72,18 +73,25 @@ def _fastest_width(answer):
     if got == [pair_b, pair_i] or [round(g) for g in got] == [pair_b, pair_i]:
         return wrong("those look like pair indices; the question asks how many patches one full turn of that pair takes.")
     for g, w in zip(got, want):
-        if math.isclose(g, 2 * math.pi / w, rel_tol=1e-6):
+        if math.isclose(g, 2 * math.pi / w, rel_tol=tol):
             return wrong("that is a frequency in radians per patch; a wavelength is the distance of one full turn.")
-        if math.isclose(g, w / (2 * math.pi), rel_tol=1e-6):
+        if math.isclose(g, w / (2 * math.pi), rel_tol=tol):
             return wrong("one full turn is 2 pi radians, not 1.")
+    # the pair each value belongs to: the nearest wavelength at that base, on a log scale
+    near = [min(range(64), key=lambda p: abs(math.log(max(g, 1e-300) / _wavelength(p, b))))
+            for g, b in zip(got, (BLOCKED_BASE, INTERLEAVED_BASE))]
     if not close[0]:
-        if any(math.isclose(got[0], _wavelength(pair_b + e, BLOCKED_BASE), rel_tol=1e-6) for e in (-1, 1)):
+        if near[0] == pair_b:
+            return wrong("blocked: right pair, but not its wavelength: 2 pi times the base to the pair's exponent.")
+        if abs(near[0] - pair_b) == 1:
             return wrong("blocked: off by one pair; pairs are counted from 0 and width's block comes after the other two.")
         return wrong("blocked: find the first pair that follows width, then its frequency at Qwen2-VL's base.")
-    if math.isclose(got[1], _wavelength(pair_i, BLOCKED_BASE), rel_tol=1e-6):
+    if math.isclose(got[1], _wavelength(pair_i, BLOCKED_BASE), rel_tol=tol):
         return wrong("interleaved: right pair, but Qwen3-VL does not use Qwen2-VL's base.")
-    if math.isclose(got[1], _wavelength(pair_b, INTERLEAVED_BASE), rel_tol=1e-6):
+    if math.isclose(got[1], _wavelength(pair_b, INTERLEAVED_BASE), rel_tol=tol):
         return wrong("interleaved: the sections are no longer contiguous blocks, so width's first pair moves.")
+    if near[1] == pair_i:
+        return wrong("interleaved: right pair, but not its wavelength: 2 pi times the base to the pair's exponent.")
     return wrong("interleaved: find the first pair that follows width in the interleaved layout, at Qwen3-VL's base.")
 
 
