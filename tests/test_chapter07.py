@@ -74,7 +74,8 @@ TRAINED = {
     *(f"rd_{k}{w}" for k in ("n", "captured", "gap_agree", "slope_agree", "third", "at_return", "gap_miss", "slope_miss",
                               "captured_j4", "captured_j7", "captured_j9", "cap_queries_min", "cap_queries_max",
                               "cap_from_max", "kept_queries_max") for w in ("", "_check")),
-    "slow_kept_last_max", "slow_captured_mean",
+    "slow_kept_last_max", "slow_captured_mean", "rd_third_cap", "rd_p1_against", "rd_p27_min", "rd_p27_max",
+    "rd_p27_share_min",
     "rd_w0_min", "rd_w0_max", "rd_pair0_gap_max", "rd_cap_gap_min", "rd_cap_gap_max", "rd_kept_negative", "rd_kept",
     "rd_kept_gap_most", "rd_kept_gap_least",
 } | {f"{name}_match_{when}{x}" for name in sh.SCHEMES for when in ("train", "long") for x in SPREAD}
@@ -924,6 +925,25 @@ def test_readout_glues_and_the_counts_on_disjoint_seeds():
     # a seed captured from a late query on averages near or below one half over all queries: the mean blurs capture
     assert any(c and b < 0.5 for c, b in zip(cap, r["beyond_window"]))
     assert g("rd_cap_queries_min") < 0.75 < g("rd_cap_queries_max") and g("rd_kept_queries_max") == 0
+
+
+def test_third_return_pair_by_pair():
+    """At the third return pair 1 is nearly back; the slower pairs' lead at the rival comes from pairs 2-7 (by hand)."""
+    r, seeds = READOUT["seeds"], READOUT["settings"]["seeds"]
+    sel = [i for i, (b, x) in enumerate(zip(r["last_beyond"], r["rival"])) if b >= 0.5 and round((x - DIST) / (16 * math.pi)) == 3]
+    heads = _ruler_heads(SLOW, [seeds[i] for i in sel], READOUT["settings"]["steps"], "far")
+    p1, p27 = [], []
+    for i, h in zip(sel, heads):
+        P = ref_pair_terms(h, 512)
+        gap = P[:, r["rival"][i] - 1] - P[:, DIST - 1]
+        p1.append(gap[1])
+        p27.append(gap[2:].sum())
+    assert g("rd_third_cap") == len(sel) >= 5 and g("rd_p1_against") == sum(x < 0 for x in p1) >= len(sel) - 2
+    assert g("rd_p27_min") == pytest.approx(min(p27), rel=1e-6) and min(p27) > 0
+    assert g("rd_p27_max") == pytest.approx(max(p27), rel=1e-6)
+    assert g("rd_p27_share_min") == pytest.approx(min(b / (a + b) for a, b in zip(p1, p27)), rel=1e-6)
+    # pair 1 over the span: 3 lam0 / lam1 turns, nearly one
+    assert 0.9 < g("slow_pair1_turns") < 1
 
 
 def test_rival_figure_draws_the_slower_pairs():
