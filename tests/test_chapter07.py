@@ -67,7 +67,7 @@ TRAINED = {
     "ten_rival_mode_count", "ten_rival_off", "ten_captured", "ten_missed_far", "rival_example_seed",
     *(f"{k}_{b}" for k in ("slow_nb", "slow_nb_wins", "slow_captured", "ret_10k", "ret_slow") for b in ("lo", "hi")),
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
-    "tl_alibi2_k1_mass", "tl_k5_max",
+    "tl_alibi2_k1_mass", "tl_k5_max", "tl_nope2_k5_max",
     "rope_losers_back3", "rope_losers_rival", "rope_losers_rival_pi", "rope_losers_off02", "rope_losers_off1",
     "rope_losers_others", "rival_example_share", "slow_uncaptured_third", "slow_uncaptured",
     "slow_rival_j4", "slow_rival_j7", "slow_rival_j9",
@@ -617,6 +617,7 @@ def test_two_layer_glues_and_bounds():
     # NoPE, two layers: the probe's score is monotone in the start token's share over the token keys,
     # so only the queries whose target is the start token (i = 5) or the first token key (i = 6) can win
     assert max(CELLS[("nope", 2, 5)]["accuracy"]) <= 2 / (n - 5) + 1e-12
+    assert g("tl_nope2_k5_max") == max(CELLS[("nope", 2, 5)]["accuracy"]) == pytest.approx(2 / (n - 5), rel=1e-12)
 
 
 def test_two_layer_stored_point_and_direction_on_disjoint_seeds():
