@@ -116,14 +116,14 @@ class Comparison:
     def markdown(self) -> str:
         """The table as Markdown: one row per scheme, means over seeds."""
         s = self.settings
-        fac = " / ".join(f"{f}x" for f in s["factors"])
+        fac = " / ".join(f"{f}×" for f in s["factors"])
         head = ["scheme", "position term", f"accuracy at L={s['train_length']}",
                 f"shift by {s['shift']:g}: guaranteed?", "shift: winners kept",
-                "move target 1 step: score change", "move: mass before -> after",
-                f"stretch {fac}: accuracy", f"retrieval at {s['distance']}: mass at L -> {s['factors'][-1]}L"]
+                "move target 1 step: score change", "move: mass before → after",
+                f"stretch {fac}: accuracy", f"retrieval at {s['distance']}: mass at L → {s['factors'][-1]}L"]
         match = s.get("match", False)
         if match:
-            head.append(f"most-recent match: accuracy at L -> {s['factors'][-1]}L")
+            head.append(f"most-recent match: accuracy at L → {s['factors'][-1]}L")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name in self.results:
             r0 = self.results[name][0]
@@ -132,12 +132,12 @@ class Comparison:
                 name, "learned" if r0.trained else "fixed", f"{self.mean(name, 'accuracy'):.2f}",
                 "yes" if r0.shift_guaranteed else "no", f"{self.mean(name, 'shift_winners_kept'):.2f}",
                 f"{self.mean(name, 'move_score_change'):+.2f}",
-                f"{self.mean(name, 'move_mass_before'):.2f} -> {self.mean(name, 'move_mass_after'):.2f}",
+                f"{self.mean(name, 'move_mass_before'):.2f} → {self.mean(name, 'move_mass_after'):.2f}",
                 stretch,
-                f"{self.mean(name, 'retrieval_mass_train'):.3f} -> {self.mean(name, 'retrieval_mass_long'):.3f}",
+                f"{self.mean(name, 'retrieval_mass_train'):.3f} → {self.mean(name, 'retrieval_mass_long'):.3f}",
             ]
             if match:
-                row.append(f"{self.mean(name, 'match_accuracy_train'):.2f} -> {self.mean(name, 'match_accuracy_long'):.2f}")
+                row.append(f"{self.mean(name, 'match_accuracy_train'):.2f} → {self.mean(name, 'match_accuracy_long'):.2f}")
             lines.append("| " + " | ".join(row) + " |")
         return "\n".join(lines)
 

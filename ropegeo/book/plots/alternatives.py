@@ -252,7 +252,7 @@ def ruler_budget_figure(study) -> Figure:
     for r, (name, data) in enumerate(study["rulers"].items()):
         c = _RULER_COLOURS[r % len(_RULER_COLOURS)]
         mass = np.array([data["far"][str(int(b))]["target"] for b in budgets])  # budgets x seeds
-        ax.plot(budgets, mass.mean(axis=1), "-o", color=c, lw=1.8, ms=5, label=name)
+        ax.plot(budgets, mass.mean(axis=1), "-o", color=c, lw=1.8, ms=5, label=name.replace(" x", " ×"))
         jitter = 2.0 ** ((r - (n - 1) / 2) * 0.08)
         for b, row in zip(budgets, mass):
             ax.plot(np.full(row.size, b * jitter), row, ".", color=c, alpha=0.45, ms=5)
@@ -287,10 +287,10 @@ def ruler_split_figure(study, *, steps: int | None = None) -> Figure:
             ax.bar(np.arange(order.size), share, bottom=bottom, color=colour, width=0.85, label=label)
             bottom += share
         ax.set(ylim=(0, 1.0), yticks=[0, 0.5, 1])
-        ax.set_title(name, loc="left")
+        ax.set_title(name.replace(" x", " ×"), loc="left")
         ax.set_xticks([])
     axes[-1].set_xlabel(f"the {len(st['seeds'])} seeds, each panel sorted by the attention on the key")
-    fig.supylabel("share of the attention")
+    fig.supylabel("share of the attention, mean over queries")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncol=2)
     return fit_column(fig)
