@@ -100,7 +100,7 @@ class PhasePipeline:
         return f"{stored}{self.angle_dtype} angles, {self.table_dtype} cos/sin, {self.rotation_dtype} rotation"
 
     def rotate(self, a, b, cos, sin) -> tuple[np.ndarray, np.ndarray]:
-        """Stage 5: rotate the pairs ``(a, b)`` by a phase table, each product and sum rounded to :attr:`rotation_dtype`."""
+        """Stage 5: rotate the pairs ``(a, b)`` by a phase table, each product and sum rounded to ``rotation_dtype``."""
         dt = _DTYPES[self.rotation_dtype]
 
         def r(x):
