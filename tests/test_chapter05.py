@@ -525,7 +525,9 @@ def test_float32_phase_error_grows_with_position(glued, nb):
         c, s = np.cos(ang).astype(float), np.sin(ang).astype(float)
         true = where * th
         err = np.abs(np.arctan2(s * np.cos(true) - c * np.sin(true), c * np.cos(true) + s * np.sin(true))).max()
-        assert glued[f"err_f32_{where}"] == pytest.approx(err, rel=1e-3)
+        # glued to two significant digits (float32 cos/sin rounding differs by SIMD kernel)
+        assert glued[f"err_f32_{where}"] == pytest.approx(err, rel=0.05)
+        assert glued[f"err_f32_{where}"] == float(f"{glued[f'err_f32_{where}']:.1e}")
     assert glued["err_f32_1"] < glued["err_f32_100"] < glued["err_f32_60000"] < 2e-3
     alt = next(c.metadata["mystnb"]["image"]["alt"] for c in nb.cells
                if c.cell_type == "code" and "phase_error_curves(" in c.source)
