@@ -162,7 +162,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES | RIVAL_SPLIT_GLUES
     assert set(GLUED) == tested
 
 
@@ -821,3 +821,8 @@ def test_scout_realised_margin_passes_where_the_bound_fails():
     # the bound is a bound: realised >= exact - 2 rounding; and the realised margin passes while the bound fails
     assert g("scout_realised_min") >= g("scout_judged")
     assert g("scout_judged") < g("scout_threshold") < g("scout_realised_min")
+
+
+# the rivals/dilution split (cell after the dilution probe); tested in test_chapter06_budgets.test_rivals_and_dilution
+RIVAL_SPLIT_GLUES = {"riv_top10_min", "riv_top10_max", "riv_tail_min", "riv_tail_max", "riv_beaten_4096", "riv_beaten_most",
+                     "riv_beaten_by_length"}
