@@ -162,7 +162,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
         "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES | RIVAL_SPLIT_GLUES
     assert set(GLUED) == tested
 
 
@@ -790,3 +790,39 @@ def test_scout_layers():
     from ropegeo.models.manifest import load_model
     rep = audit(load_model("llama-4-scout-17b-16e-instruct"))
     assert g("scout_distant_last") == 8191 and rep.gate_b.sets[-1]["name"] == "distant 64..8,191"
+
+
+SCOUT_REALISED_GLUES = {"scout_realised_min", "scout_realised_at", "scout_realised_median", "scout_realised_from"}
+
+
+def _scout_realised(p):
+    """D(p, p + 1) with Scout's phases formed in float32, the bank written out from its config (llama3, factor 16,
+    hard cut at wavelength 8,192), not read from ropegeo."""
+    inv = 500_000.0 ** (-np.arange(0, 128, 2) / 128)
+    inv = np.where(2 * np.pi / inv > 8192, inv / 16, inv).astype(np.float32)
+    a = (np.asarray(p, dtype=np.float32)[:, None] * inv).astype(np.float32).astype(np.float64)
+    b = (np.asarray(p, dtype=np.float32)[:, None] + np.float32(1)) * inv
+    b = b.astype(np.float32).astype(np.float64)
+    return np.sqrt(2 * (1 - np.cos(b - a).mean(axis=1)))
+
+
+def test_scout_realised_margin_passes_where_the_bound_fails():
+    from ropegeo.models.manifest import load_model
+
+    end = load_model("llama-4-scout-17b-16e-instruct").max_position_embeddings
+    assert g("scout_realised_from") == end - 2**20
+    at = int(g("scout_realised_at"))
+    assert g("scout_realised_from") <= at < end - 1
+    assert _scout_realised([at])[0] == pytest.approx(g("scout_realised_min"), abs=1e-6)
+    rng = np.random.default_rng(38)
+    sample = _scout_realised(rng.integers(g("scout_realised_from"), end - 1, 20_000))
+    assert sample.min() >= g("scout_realised_min") - 1e-6  # no sampled neighbour pair closer than the glued minimum
+    assert g("scout_realised_median") == pytest.approx(np.median(sample), abs=0.01)
+    # the bound is a bound: realised >= exact - 2 rounding; and the realised margin passes while the bound fails
+    assert g("scout_realised_min") >= g("scout_judged")
+    assert g("scout_judged") < g("scout_threshold") < g("scout_realised_min")
+
+
+# the rivals/dilution split (cell after the dilution probe); tested in test_chapter06_budgets.test_rivals_and_dilution
+RIVAL_SPLIT_GLUES = {"riv_top10_min", "riv_top10_max", "riv_tail_min", "riv_tail_max", "riv_beaten_4096", "riv_beaten_most",
+                     "riv_beaten_by_length"}

@@ -314,3 +314,25 @@ def test_reanchoring_closed_form():
     assert reanchor.reanchored_base(500_000.0, 8192, 8192) == pytest.approx(500_000.0)
     # the paper's length changes Mistral's slow-pair count: 14 of 64 at 8,192 against 4 at the declared 32,768
     assert (slow(128, 10_000.0, 8192), slow(128, 10_000.0, 32_768)) == (14, 4)
+
+
+def _split(h, n):
+    sch = extension_schedule("yarn", head_dim=16, base=10_000.0, train_length=L, length=n)
+    s = score(h, np.arange(1, n), theta=sch.theta * sch.scale)
+    p = np.exp(s - s.max())
+    p /= p.sum()
+    r = np.sort(np.delete(p, OFF - 1))[::-1]
+    return r[:10].sum(), r[10:].sum(), int((s > s[OFF - 1]).sum())
+
+
+def test_rivals_and_dilution(heads):
+    sp = np.array([_split(h, 4096) for h in heads])
+    assert (g("riv_top10_min"), g("riv_top10_max")) == pytest.approx((sp[:, 0].min(), sp[:, 0].max()), rel=1e-6)
+    assert (g("riv_tail_min"), g("riv_tail_max")) == pytest.approx((sp[:, 1].min(), sp[:, 1].max()), rel=1e-6)
+    assert g("riv_beaten_most") == sp[:, 2].max() and g("riv_beaten_4096") == sum(sp[:, 2] > 0)
+    counts = [sum(_split(h, n)[2] > 0 for h in heads) for n in (64, 128, 256, 512, 1024, 2048, 4096)]
+    assert g("riv_beaten_by_length") == ", ".join(f"{c} at {n:,}" for c, n in zip(counts, (64, 128, 256, 512, 1024, 2048, 4096)))
+    assert sp[:, 0].min() > sp[:, 1].max()  # rivals, not the tail, take the mass
+    other = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    so = np.array([_split(h, 4096) for h in other])  # the direction on disjoint seeds
+    assert np.all(so[:, 0] > so[:, 1]) and np.any(so[:, 2] > 0)
