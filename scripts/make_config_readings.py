@@ -37,17 +37,23 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "scripts")]
 import config_corpus  # noqa: E402
 
 
-def _module(model_type: str):
+def module(model_type: str):
     from transformers.models.auto.configuration_auto import model_type_to_module_name
 
     name = model_type_to_module_name(model_type)
     return importlib.import_module(f"transformers.models.{name}.modeling_{name}")
 
 
-def _rotary(mod, text):
+def rotary_class(mod):
+    """The text rotary module class of a transformers modeling module (the shortest ``*RotaryEmbedding`` name)."""
     found = [c for n, c in vars(mod).items() if isinstance(c, type) and n.endswith("RotaryEmbedding")
              and "vision" not in n.lower()]
-    return min(found, key=lambda c: len(c.__name__))(text)
+    assert found, f"no rotary module in {mod.__name__}"
+    return min(found, key=lambda c: len(c.__name__))
+
+
+def _rotary(mod, text):
+    return rotary_class(mod)(text)
 
 
 def hf_config(cfg: dict):
@@ -185,7 +191,7 @@ def reading(cfg: dict, lens) -> dict:
     the config or fails to run the rotary module with it."""
     try:
         text = hf_config(cfg)
-        mod = _module(text.model_type)
+        mod = module(text.model_type)
         for kind in set(getattr(text, "layer_types", None) or ["full_attention"]):
             _frequencies(text, mod, kind, 8)
     except Exception as exc:  # noqa: BLE001 - transformers' own validation, or its module failing

@@ -13,7 +13,6 @@ Skipped when torch or transformers is absent; run with ``make test-torch``.
 from __future__ import annotations
 
 import copy
-import importlib
 import math
 import sys
 from pathlib import Path
@@ -27,12 +26,12 @@ require("torch", "transformers")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
-from transformers.models.auto.configuration_auto import model_type_to_module_name  # noqa: E402
 
 from ropegeo.models.manifest import read_config  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[2] / p) for p in ("tests", "scripts")]
 import config_corpus as corpus  # noqa: E402
+import make_config_readings  # noqa: E402
 
 #: float32 rounding of ``base ** (2i / d)`` (exponent not exact in float32 for d = 80, 96 ...) and of
 #: the blends: a few ulps of float32
@@ -40,16 +39,11 @@ RTOL = 2e-6
 
 
 # ------------------------------------------------------------------ transformers' side
-def _module(model_type: str):
-    name = model_type_to_module_name(model_type)
-    return importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+_module = make_config_readings.module  # the generator's own lookups: one place reads transformers' modules
 
 
 def _rotary_class(mod, model_type):
-    found = [c for n, c in vars(mod).items() if isinstance(c, type) and n.endswith("RotaryEmbedding")
-             and "vision" not in n.lower()]
-    assert found, f"no rotary module in {mod.__name__}"
-    return min(found, key=lambda c: len(c.__name__))
+    return make_config_readings.rotary_class(mod)
 
 
 def hf_config(cfg: dict):
