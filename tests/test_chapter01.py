@@ -55,7 +55,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "term_shift_position_position", "commuting_share", "tuned_peak_offset", "tuned_keys",
         "commuting_chance", "train_first_query", "train_key_reach", "train_positions", "train_last_position",
         "train_keys", "pair3_wavelength", "fast_last_wavelength", "slow_first_wavelength",
-        "trained_slow_grew", "trained2_slow_grew", "trained_pair3_shrank", "trained2_pair3_shrank",
+        "trained_slow_grew", "trained2_slow_grew", "trained_grad_leans", "trained2_grad_leans", "trained_pair3_shrank", "trained2_pair3_shrank",
     } | {f"{p}_{n}_{e}" for p in ("trained", "trained2") for n in TRAINED_RANGES for e in ("min", "max")}
     assert set(GLUED) == tested
 
@@ -389,7 +389,8 @@ def _trained(seed):
                     "fast_kept": _block_remainder(R, FAST) / _block_remainder(R0, FAST),
                     "slow_kept": _block_remainder(R, SLOW) / _block_remainder(R0, SLOW),
                     "pair3_kept": _block_remainder(R, [3]) / _block_remainder(R0, [3]),
-                    "remainder_sq_share": float(np.sum(R ** 2) / np.sum(G ** 2)), "remainder_norm_share": n(R) / n(G)}
+                    "remainder_sq_share": float(np.sum(R ** 2) / np.sum(G ** 2)), "remainder_norm_share": n(R) / n(G),
+                    "grad_leans": _share(grad) > _share(G0)}
         _TRAINED[seed] = (G0, G, grad, measures)
     return _TRAINED[seed]
 
@@ -454,6 +455,7 @@ def test_trained_ranges_glued_in_cell_42_match_an_independent_run(prefix, seeds)
     # the counts (no seed's ratio lies within 5e-4 of 1, far beyond what the CPU can move)
     assert g(f"{prefix}_slow_grew") == sum(m["slow_kept"] > 1 for m in measured)
     assert g(f"{prefix}_pair3_shrank") == sum(m["pair3_kept"] < 1 for m in measured)
+    assert g(f"{prefix}_grad_leans") == sum(m["grad_leans"] for m in measured) == 20  # "the tilt shows from the first step"
     # what the prose says of them, on each set
     assert g(f"{prefix}_share_after_min") > 0.9 > 0.2 > g(f"{prefix}_share_before_max")
     assert g(f"{prefix}_fast_kept_max") < 0.5 and g(f"{prefix}_slow_kept_min") > 0.8
@@ -481,6 +483,8 @@ def test_prose_fixes_of_the_third_review():
                   "shifted = sp.expand_trig", "shifted = shift_deviation"):
         assert stale not in code, stale
     assert "$x = (a, b)^\\top$" not in prose
+    # the summary table marks rounding with the stated bound
+    assert '"< 1e-11"' not in prose and 'else "< 1e-11"' not in code
     assert "never constrained" not in prose and "not pulled toward the commuting form" in prose
     assert "mainly through the cross terms" in prose
     # A is the attention weights; the bilinear form is G
