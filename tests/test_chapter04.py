@@ -331,6 +331,12 @@ EXPECTED = {
     "scout_target": lambda: scout_config()["max_position_embeddings"],
     "scout_origin": lambda: scout_config()["max_position_embeddings"] - 1 - 64,
     "scout_chunk": lambda: scout_config()["attention_chunk_size"],
+    "scout_layers": lambda: scout_config()["num_hidden_layers"],
+    "scout_nope": lambda: scout_config()["num_hidden_layers"] // 4,  # every fourth layer (checked below)
+    "scout_factor": lambda: scout_config()["rope_scaling"]["factor"],
+    "scout_original": lambda: scout_config()["rope_scaling"]["original_max_position_embeddings"],
+    # the slowest pair's LongRoPE divisor in the three Phi-3 lists, averaged
+    "family_slowest": lambda: sum(phi_lists(n)[1][-1] for n in FAMILY) / 3,
     "scout_keep": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t < 8192),
     "scout_divide": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t > 8192),
     "scout_blend": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t == 8192),
@@ -358,6 +364,11 @@ def test_cache_and_abf_counts_clear_of_rounding():
 
 def gemma_config():
     return json.loads((DATA / "gemma-3-4b-it.json").read_text())["config"]["text_config"]
+
+
+def test_scout_nope_layers_every_fourth():
+    flags = scout_config()["no_rope_layers"]  # 1: the layer rotates, 0: it does not
+    assert [i for i, f in enumerate(flags) if f == 0] == list(range(3, len(flags), 4))
 
 
 def two_stage_onset(new_base, length):
