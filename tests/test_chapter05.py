@@ -333,6 +333,11 @@ def test_gate_counts(glued):
     assert glued["n_broken"] == len(broken_entries()) == 8
     assert glued["n_correct_pass"] == 4
     assert glued["n_broken_named"] == 8
+    from ropegeo.gates.verdicts import DEFECT_CLASSES
+
+    # the prose's "a catalogue of N implementations" and "one of N classes", counted afresh
+    assert glued["n_catalogue"] == len(CATALOGUE) == glued["n_correct"] + glued["n_broken"] == 12
+    assert glued["n_class_names"] == len(set(DEFECT_CLASSES)) == 11
 
 
 @pytest.mark.parametrize("name", broken_entries())
@@ -508,6 +513,23 @@ def test_cast_after_loading_errors(glued, where):
     assert glued[f"cast_err_cast_{where}"] == pytest.approx(_cast_error_by_hand(where), abs=2e-3)
     assert glued[f"cast_err_loaded_{where}"] == pytest.approx(_cast_error_by_hand(where, cast=False), abs=1e-3)
     assert glued[f"cast_err_cast_{where}"] > 50 * glued[f"cast_err_loaded_{where}"]
+
+
+@pytest.mark.parametrize("where", [200, 4000])
+def test_numpy_buffer_cast_emulation(glued, where):
+    # the chapter's numpy LlamaRotary at head width 64, against the per-pair derivation by hand
+    assert glued[f"np_cast_err_{where}"] == pytest.approx(_cast_error_by_hand(where, d=64), abs=2e-3)
+    assert glued[f"np_loaded_err_{where}"] == pytest.approx(_cast_error_by_hand(where, d=64, cast=False), abs=1e-3)
+    assert glued[f"np_cast_err_{where}"] > 20 * glued[f"np_loaded_err_{where}"]
+
+
+def test_numpy_buffer_cast_verdicts(glued, nb):
+    assert (glued["np_loaded_passed"], glued["np_cast_passed"]) == (1, 0)
+    out = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "class LlamaRotary" in c.source)
+    assert "loaded in bfloat16: inv_freq float32, original_inv_freq float32" in out
+    assert "cast after loading: inv_freq bfloat16, original_inv_freq bfloat16" in out
+    assert "fails ['frequencies'], class frequency" in out and "rounded to bfloat16" in out
 
 
 def test_cast_numbers_of_issue_25(glued):
