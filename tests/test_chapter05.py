@@ -584,3 +584,28 @@ def test_mixing_figure_marks_where_the_curves_meet():
     at0 = [float(line.get_ydata()[list(line.get_xdata()).index(0)]) for line in (correct, mixed, mark)]
     assert at0 == pytest.approx([q @ k / 8.0] * 3, rel=1e-12)
     assert mark.get_label() == f"δ = 0: both {q @ k / 8.0:.3f}" and f"{q @ k / 8.0:.3f}" == "-1.213"
+
+
+def test_stale_dynamic_table_of_issue_25306(glued, nb):
+    # after a pass of n tokens the no-reset module keeps base * (2 n / 4096 - 1)^(64/62) (factor 2, width 64)
+    n = glued["stale_target"]
+    assert n == 16_384
+    assert glued["stale_base_ratio"] == pytest.approx((2 * n / 4096 - 1) ** (64 / 62), rel=1e-12)
+    assert (glued["dyn_reset_0_passed"], glued["dyn_reset_1_passed"]) == (0, 1)
+    out = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "class DynamicNTK" in c.source)
+    assert "no reset (issue 25306): fails ['frequencies'], class frequency" in out
+    assert "read before any long one was right" in out.replace("\n    ", " ")
+    assert "reset (5.24.0): pass" in out
+    assert "25104" not in out  # 25104 is the cached keys' report, not the table that is not reset
+
+
+def test_exit_statuses_in_the_prose(nb):
+    from ropegeo.gates.verdicts import EXIT_CODES
+
+    cell = next(c.source for c in nb.cells if c.cell_type == "markdown" and "with exit status" in c.source)
+    said = " ".join(cell.split("with exit status")[1].split(":")[0].split())
+    assert f"{EXIT_CODES['pass']} when every check passes" in said
+    assert f"{EXIT_CODES['fail']} when one fails" in said
+    assert f"{EXIT_CODES['inconclusive']} when the verdict is inconclusive" in said
+    assert "2 for bad arguments" in said and 2 not in EXIT_CODES.values()  # 2 is bad input, no verdict
