@@ -698,3 +698,6 @@ def test_factor_rule_shortfall_on_seeds_1000_to_1019():
     close("far_short_max", 1 - factor / (sl_hi / bl_lo), rel=1e-9)
     # the claim's direction: the rule under-predicts here too, and by more than on the chapter's two sets
     assert 0 < G["far_short_min"] < G["far_short_max"] and G["adam_factor_short_max"] < G["far_short_max"]
+    # "the better of the two rules": the fastest pairs' prediction falls further short on these seeds as well
+    peak = 100.0 ** (-8 / 16) / 100.0 ** (-14 / 16)
+    assert 1 - peak / (sl_hi / bl_lo) > G["far_short_max"]
