@@ -83,9 +83,13 @@ def _slip(m, ref, offsets, theta, tol):
     near = functools.partial(math.isclose, m, abs_tol=tol)
     if near(ref * math.sqrt(pairs)):
         return f"your distances are {math.sqrt(pairs):.3g} times too large: weight each pair by 1/pairs."
-    if near(ref / math.sqrt(2)):
-        return ("your distances are sqrt(2) times too small: a factor 2 is missing, since "
-                "|u(a) - u(b)|**2 = 2 - 2 cos((a - b) theta_i) for unit vectors.")
+    if near(ref / math.sqrt(2)):  # mean over the 2 * pairs coordinates, or |u(a) - u(b)|**2 taken as 1 - cos
+        return ("your distances are sqrt(2) times too small: average the squared chords over the pairs "
+                "(len(theta)), not over the 2 * len(theta) coordinates, and note that "
+                "|u(a) - u(b)|**2 = 2 - 2 cos((a - b) theta_i) for unit vectors, not 1 - cos.")
+    if near(ref * math.sqrt(2)):  # weights 2/d_head with d_head taken as len(theta): they sum to 2
+        return ("your distances are sqrt(2) times too large: the pair weights must sum to one, 1/len(theta) each "
+                "(2/d_head with d_head = 2 * len(theta), not len(theta)).")
     if near(_cosine_only(offsets, theta)):
         return "you compared only the cosines: each pair is a point (cos, sin), and its sine counts as well."
     if near(ref**2 / 2):
