@@ -324,18 +324,27 @@ def _d1():
 def test_gate_b_rule():
     th = [500_000.0 ** (-2 * i / 128) for i in range(64)]  # base 500,000, off the chapter's table
     d1 = math.sqrt(sum(2 - 2 * math.cos(t) for t in th) / 64)
-    want = d1 * math.sqrt(math.log(19) / math.log(4))
-    assert want > d1 and abs(d1 - _d1()) > 0.01  # a need stricter than the calibration; not base 10,000's D(1)
+    # k = 3 rivals at distance D, each beta D^2 / 2 behind: share 1 / (1 + 3 exp(-beta D^2 / 2)) >= 0.9,
+    # beta = 2 ln 4 / d1^2; solved here by bisection on D, not by the closed form
+    def share(D):
+        return 1 / (1 + 3 * math.exp(-(2 * math.log(4) / d1**2) * D**2 / 2))
+    lo, hi = 0.0, 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) < 0.9 else (lo, mid)
+    want = hi
+    assert want > d1 and abs(d1 - _d1()) > 0.01  # stricter than the calibration; not base 10,000's D(1)
     assert check("ch03-gate-b-rule", want) and check("ch03-gate-b-rule", round(want, 5))
     assert not check("ch03-gate-b-rule", None) and not check("ch03-gate-b-rule", "x")
-    for answer, fragment in ((d1 * math.sqrt(math.log(4) / math.log(19)), "wrong way up"),
-                             (d1 * math.sqrt(math.log(3) / math.log(4)), "default odds"),
-                             (d1 * math.sqrt(math.log(19) / math.log(9)), "default odds"),
+    for answer, fragment in ((d1 * math.sqrt(math.log(9) / math.log(4)), "against one rival"),
+                             (d1 * math.sqrt(math.log(3) / math.log(4)), "harder, not easier"),
+                             (d1 * math.sqrt(math.log(4) / math.log(27)), "wrong way up"),
+                             (d1 * math.sqrt(math.log(27) / math.log(9)), "default 9:1"),
                              (want / d1, "units of D_train(1)"),
-                             (d1 * math.log(19) / math.log(4), "square root"),
-                             (_d1() * math.sqrt(math.log(19) / math.log(4)), "base is 500,000"),
-                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "solve for D"),
-                             (2 * want, "solve for D")):
+                             (d1 * math.log(27) / math.log(4), "square root"),
+                             (_d1() * math.sqrt(math.log(27) / math.log(4)), "base is 500,000"),
+                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "ask for at least p"),
+                             (2 * want, "ask for at least p")):
         fb = check("ch03-gate-b-rule", answer)
         assert not fb and f"{want:.3f}" not in fb.message
         assert not fb and fragment in fb.message, (answer, fb.message)
