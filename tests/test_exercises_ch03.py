@@ -324,7 +324,7 @@ def _d1():
 def test_gate_b_rule():
     th = [500_000.0 ** (-2 * i / 128) for i in range(64)]  # base 500,000, off the chapter's table
     d1 = math.sqrt(sum(2 - 2 * math.cos(t) for t in th) / 64)
-    # k = 3 rivals at distance D, each beta D^2 / 2 behind: share 1 / (1 + 3 exp(-beta D^2 / 2)) >= 0.9,
+    # 3 rivals at distance D, each beta D^2 / 2 behind: weight 1 / (1 + 3 exp(-beta D^2 / 2)) >= 0.9,
     # beta = 2 ln 4 / d1^2; solved here by bisection on D, not by the closed form
     def share(D):
         return 1 / (1 + 3 * math.exp(-(2 * math.log(4) / d1**2) * D**2 / 2))
@@ -343,8 +343,8 @@ def test_gate_b_rule():
                              (want / d1, "units of D_train(1)"),
                              (d1 * math.log(27) / math.log(4), "square root"),
                              (_d1() * math.sqrt(math.log(27) / math.log(4)), "base is 500,000"),
-                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "ask for at least p"),
-                             (2 * want, "ask for at least p")):
+                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "least A_star"),
+                             (2 * want, "least A_star")):
         fb = check("ch03-gate-b-rule", answer)
         assert not fb and f"{want:.3f}" not in fb.message
         assert not fb and fragment in fb.message, (answer, fb.message)

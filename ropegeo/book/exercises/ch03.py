@@ -142,8 +142,8 @@ def margin_function_check(fn):
 
 @exercise("ch03-gate-b-rule")
 def gate_b_rule_check(answer):
-    """Gate B's threshold for a share p = 0.9 against k = 3 rivals at the margin, calibrated at 4:1 on the 128-wide
-    head with base 500,000, exact phases: D_train(1) sqrt(ln(k p / (1 - p)) / ln 4), k p / (1 - p) = 27."""
+    """Gate B's threshold for an attention weight A = 0.9 against N = 3 rivals at the margin, calibrated at 4:1 on the
+    128-wide head with base 500,000, exact phases: D_train(1) sqrt(ln(N A / (1 - A)) / ln 4), N A / (1 - A) = 27."""
     t = need(as_number(answer, "the threshold as one number"))
     d1 = float(difference_distance(1, frequencies(128, 500_000.0)))
     odds, cal = math.log(27), math.log(4)
@@ -152,10 +152,10 @@ def gate_b_rule_check(answer):
     if near(expected):
         return correct("each rival at the margin multiplies the odds the task needs; the square root tempers it.")
     if near(d1 * math.sqrt(math.log(9) / cal)):
-        return wrong("that guards the share against one rival; with k rivals at the same distance the right key "
-                     "gets 1 / (1 + k exp(-gap)).")
+        return wrong("that guards the weight against one rival; with N_rival rivals at the same distance the right "
+                     "key gets 1 / (1 + N_rival exp(-gap)).")
     if near(d1 * math.sqrt(math.log(3) / cal)):
-        return wrong("more rivals make the task harder, not easier: the odds the task needs grow with k.")
+        return wrong("more rivals make the task harder, not easier: the odds the task needs grow with N_rival.")
     if near(d1 * math.sqrt(cal / odds)):
         return wrong("the log-odds are the wrong way up: the task's ln goes over the calibration's.")
     if near(d1 * math.sqrt(odds / math.log(9))):
@@ -166,8 +166,8 @@ def gate_b_rule_check(answer):
         return wrong("the gap grows with D squared, so the threshold takes the square root of the ratio.")
     if near(float(difference_distance(1, frequencies(128))) * math.sqrt(odds / cal)):
         return wrong("D_train(1) belongs to this head's own bank: its base is 500,000.")
-    return wrong("write the right key's share against k rivals that each trail it by beta D^2 / 2, ask for at least "
-                 "p, and put in beta = 2 ln r_cal / D_train(1)^2.")
+    return wrong("write the right key's weight against N_rival rivals that each trail it by beta D^2 / 2, ask for at "
+                 "least A_star, and put in beta = 2 ln r_cal / D_train(1)^2.")
 
 
 # -- investigate -------------------------------------------------------------------------------
