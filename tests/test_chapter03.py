@@ -95,6 +95,11 @@ def test_bases(glued):
         assert glued[f"slow_base_{base}"] == sum(8192 * t < 2 * math.pi for t in th)
         assert glued[f"k1000_base_{base}"] == pytest.approx(K(1000, th), abs=1e-12)
     assert glued["k1000_base_500000"] > 3 * glued["k1000_base_10000"]
+    # 1 - K(1) = (1/64) sum_i 2 sin^2(theta_i / 2): "a little less well" for the larger bases, in that order
+    sep = {b: sum(2 * math.sin(b ** (-2 * i / 128) / 2) ** 2 for i in range(64)) / 64 for b in (10_000, 500_000, 1_000_000)}
+    for b, v in sep.items():
+        assert glued[f"sep1_base_{b}"] == pytest.approx(v, abs=1e-12)
+    assert sep[10_000] > sep[500_000] > sep[1_000_000] > 0.6 * sep[10_000]
 
 
 def test_torus_return(glued):
