@@ -95,6 +95,11 @@ def test_bases(glued):
         assert glued[f"slow_base_{base}"] == sum(8192 * t < 2 * math.pi for t in th)
         assert glued[f"k1000_base_{base}"] == pytest.approx(K(1000, th), abs=1e-12)
     assert glued["k1000_base_500000"] > 3 * glued["k1000_base_10000"]
+    # 1 - K(1) = (1/64) sum_i 2 sin^2(theta_i / 2): "a little less well" for the larger bases, in that order
+    sep = {b: sum(2 * math.sin(b ** (-2 * i / 128) / 2) ** 2 for i in range(64)) / 64 for b in (10_000, 500_000, 1_000_000)}
+    for b, v in sep.items():
+        assert glued[f"sep1_base_{b}"] == pytest.approx(v, abs=1e-12)
+    assert sep[10_000] > sep[500_000] > sep[1_000_000] > 0.6 * sep[10_000]
 
 
 def test_torus_return(glued):
@@ -269,6 +274,13 @@ def test_base_bound_numbers(glued):
     assert glued["bb_max_ratio"] == pytest.approx(max(r["first_valid"][0] / n for n, r in rows.items()))
     assert glued["bb_min_ratio_at"] == 1024 and glued["bb_max_ratio_at"] == 131_072
     assert round(glued["bb_min_ratio"], 1) == 4.2 and round(glued["bb_max_ratio"]) == 37
+    # "rises from each context of the table to the next but once (4,000 above 4,096)", counted in the stored run
+    by_l = sorted((n, r["first_valid"][0] / n) for n, r in rows.items())
+    drops = [(a[0], b[0]) for a, b in zip(by_l, by_l[1:]) if b[1] < a[1]]
+    assert drops == [(4000, 4096)]
+    assert glued["bb_ratio_4000"] == pytest.approx(rows[4000]["first_valid"][0] / 4000, rel=1e-12)
+    assert glued["bb_ratio_4096"] == pytest.approx(rows[4096]["first_valid"][0] / 4096, rel=1e-12)
+    assert f"{glued['bb_ratio_4000']:.2f}" == "6.73" and f"{glued['bb_ratio_4096']:.2f}" == "6.58"
     assert round(1 / 0.6165054856, 2) == 1.62
     # every two-digit value quoted fails the criterion itself (a plain loop for the short ones)
     assert glued["bb_su_2k_min"] == pytest.approx(loop_min(1.2e4, 2048), abs=1e-9) and glued["bb_su_2k_min"] < 0
@@ -407,6 +419,15 @@ def test_fast_band_offset_is_near_whole_turns(glued):
     under = [k for k in dist if dist[k] < thr]
     assert min(abs(dist[k] - thr) for k in dist) > 1e-6  # the count is not decided by rounding
     assert glued["fast_under"] == len(under) and set(top[:4]) <= set(under)
+
+
+def test_one_meaning_for_mu_and_p_rope_cited(nb):
+    """mu is ALiBi's slope book-wide (notation.md): chapter 3's mean vector is q-bar; p-RoPE is cited where named."""
+    prose = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    assert not any("\\mu" in s for s in prose)
+    assert any("\\bar q" in s for s in prose)
+    named = [s for s in prose if "p-RoPE" in s]
+    assert named and all("{cite}`barbero2025round`" in s[s.index("p-RoPE"):s.index("p-RoPE") + 60] for s in named)
 
 
 def test_structure(nb):

@@ -124,9 +124,61 @@ def test_margin_function_accepts_float32_and_six_decimals():
     assert check("ch03-margin-function", rounded_margin)
 
 
+def mean_over_coordinates(offsets, theta):  # the chord right, but averaged over the 2 * pairs coordinates
+    offs = np.sort(np.asarray(offsets, dtype=float))
+    ph = np.multiply.outer(offs, theta)
+    u = np.concatenate([np.cos(ph), np.sin(ph)], axis=1)
+    d2 = ((u[:, None, :] - u[None, :, :]) ** 2).mean(axis=-1)
+    d2[np.tril_indices(len(offs))] = np.inf
+    j, k = np.unravel_index(np.argmin(d2), d2.shape)
+    return float(np.sqrt(d2[j, k])), (offs[j], offs[k])
+
+
+def weights_sum_to_two(offsets, theta):  # w_i = 2/d_head with d_head taken as len(theta)
+    best = (math.inf, None)
+    offs = sorted(offsets)
+    for j, a in enumerate(offs):
+        for b in offs[j + 1 :]:
+            d = math.sqrt(sum((2 / len(theta)) * (2 - 2 * math.cos((b - a) * t)) for t in theta))
+            best = min(best, (d, (a, b)), key=lambda x: x[0])
+    return best
+
+
+def squared_distance(offsets, theta):
+    m, pair = good_margin(offsets, theta)
+    return m * m, pair
+
+
+def wrong_pair(offsets, theta):  # the right margin, but the pair of the largest distance
+    m, _ = good_margin(offsets, theta)
+    offs = sorted(offsets)
+    far = max(((a, b) for j, a in enumerate(offs) for b in offs[j + 1 :]),
+              key=lambda p: sum(2 - 2 * math.cos((p[1] - p[0]) * t) for t in theta))
+    return m, far
+
+
+@pytest.mark.parametrize("student", [no_factor_two, mean_over_coordinates])
+def test_margin_function_sqrt2_too_small_names_both_causes(student):
+    """1 - cos for the squared chord and a mean over the 2 * pairs coordinates both give margin / sqrt 2."""
+    fb = check("ch03-margin-function", student)
+    assert not fb and "sqrt(2) times too small" in fb.message
+    assert "2 * len(theta) coordinates" in fb.message and "not 1 - cos" in fb.message
+    assert "itself" not in fb.message and "too large" not in fb.message
+
+
+def test_margin_function_sqrt2_too_large_names_the_weights():
+    fb = check("ch03-margin-function", weights_sum_to_two)
+    assert not fb and "sqrt(2) times too large" in fb.message and "sum to one" in fb.message
+
+
+def test_margin_function_squared_and_wrong_pair():
+    fb = check("ch03-margin-function", squared_distance)
+    assert not fb and "squared distance" in fb.message
+    fb = check("ch03-margin-function", wrong_pair)
+    assert not fb and "not a pair of the set at the margin distance" in fb.message
+
+
 def test_margin_function_names_the_slip():
-    fb = check("ch03-margin-function", no_factor_two)
-    assert not fb and "factor 2" in fb.message and "itself" not in fb.message
     fb = check("ch03-margin-function", cosine_only)
     assert not fb and "only the cosines" in fb.message and "itself" not in fb.message
     # a margin off by more than float32 guarantees, with no known slip, still fails
@@ -272,18 +324,27 @@ def _d1():
 def test_gate_b_rule():
     th = [500_000.0 ** (-2 * i / 128) for i in range(64)]  # base 500,000, off the chapter's table
     d1 = math.sqrt(sum(2 - 2 * math.cos(t) for t in th) / 64)
-    want = d1 * math.sqrt(math.log(19) / math.log(4))
-    assert want > d1 and abs(d1 - _d1()) > 0.01  # a need stricter than the calibration; not base 10,000's D(1)
+    # 3 rivals at distance D, each beta D^2 / 2 behind: weight 1 / (1 + 3 exp(-beta D^2 / 2)) >= 0.9,
+    # beta = 2 ln 4 / d1^2; solved here by bisection on D, not by the closed form
+    def share(D):
+        return 1 / (1 + 3 * math.exp(-(2 * math.log(4) / d1**2) * D**2 / 2))
+    lo, hi = 0.0, 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) < 0.9 else (lo, mid)
+    want = hi
+    assert want > d1 and abs(d1 - _d1()) > 0.01  # stricter than the calibration; not base 10,000's D(1)
     assert check("ch03-gate-b-rule", want) and check("ch03-gate-b-rule", round(want, 5))
     assert not check("ch03-gate-b-rule", None) and not check("ch03-gate-b-rule", "x")
-    for answer, fragment in ((d1 * math.sqrt(math.log(4) / math.log(19)), "wrong way up"),
-                             (d1 * math.sqrt(math.log(3) / math.log(4)), "default odds"),
-                             (d1 * math.sqrt(math.log(19) / math.log(9)), "default odds"),
+    for answer, fragment in ((d1 * math.sqrt(math.log(9) / math.log(4)), "against one rival"),
+                             (d1 * math.sqrt(math.log(3) / math.log(4)), "harder, not easier"),
+                             (d1 * math.sqrt(math.log(4) / math.log(27)), "wrong way up"),
+                             (d1 * math.sqrt(math.log(27) / math.log(9)), "default 9:1"),
                              (want / d1, "units of D_train(1)"),
-                             (d1 * math.log(19) / math.log(4), "square root"),
-                             (_d1() * math.sqrt(math.log(19) / math.log(4)), "base is 500,000"),
-                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "solve for D"),
-                             (2 * want, "solve for D")):
+                             (d1 * math.log(27) / math.log(4), "square root"),
+                             (_d1() * math.sqrt(math.log(27) / math.log(4)), "base is 500,000"),
+                             (_d1() * math.sqrt(math.log(99) / math.log(9)), "least A_star"),
+                             (2 * want, "least A_star")):
         fb = check("ch03-gate-b-rule", answer)
         assert not fb and f"{want:.3f}" not in fb.message
         assert not fb and fragment in fb.message, (answer, fb.message)

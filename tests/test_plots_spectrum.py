@@ -149,3 +149,40 @@ def test_probe_plot_curve():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def _css_colour(cls, prop):
+    """A colour of the labs' stylesheet, the other place the chapter's roles are drawn."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[1] / "ropegeo" / "book" / "static" / "labs.css").read_text()
+    return re.search(rf"\.{cls} \{{[^}}]*{prop}: (#[0-9a-fA-F]{{6}})", css).group(1).lower()
+
+
+def test_figure_colours_keep_one_role_each():
+    """Fast/slow pairs and the every-stage dtype are drawn as in the labs; bases take neither role's colour and
+    differ by line style and marker too (readable without colour)."""
+    from matplotlib.colors import to_hex
+
+    fast, slow = _css_colour("rl-fast", "fill"), _css_colour("rl-slow", "fill")
+    assert _css_colour("rl-dtype", "stroke") == slow
+    ax = wavelength_ladder(frequencies(64), 4096).axes[0]
+    assert [to_hex(c.get_facecolor()[0]) for c in ax.collections] == [fast, slow]
+    lad, ker = base_comparison((1e4, 5e5, 1e6), head_dim=16, train_length=1000, stop=1e5, points=50).axes
+    colours = {to_hex(line.get_color()) for line in ker.lines[:3]}
+    assert len(colours) == 3 and not colours & {fast, slow}
+    assert len({line.get_linestyle() for line in ker.lines[:3]}) == 3
+    assert len({line.get_marker() for line in lad.lines[:3]}) == 3
+    from ropegeo.book.plots.spectrum import phase_error_plot
+    pe = phase_error_plot(frequencies(16), stop=1000, dtypes=("float32", "bfloat16")).axes[0]
+    assert [to_hex(line.get_color()) for line in pe.lines if line.get_linestyle() == "-"] == [fast, slow]
+    from ropegeo.precision import buffer_cast, deployed
+    five = ("float32", deployed("bfloat16"), buffer_cast("bfloat16"), "float16", "bfloat16")
+    pe = phase_error_plot(frequencies(16), stop=2**25, points=20, dtypes=five).axes[0]
+    curves = [to_hex(line.get_color()) for line in pe.lines if line.get_linestyle() != "--"]
+    assert len(curves) == 5 == len(set(curves))  # five pipelines, five colours
+    assert {to_hex(line.get_color()) for line in pe.lines if line.get_linestyle() == "--"} == {to_hex("0.45")}
+    k = kernel_plot(frequencies(8), 10_000, marks=2, mark_from=100).axes[0]
+    assert to_hex(k.lines[0].get_color()) == _css_colour("rl-exact", "stroke")
+    assert to_hex(k.lines[2].get_color()) == _css_colour("rl-mark", "fill")  # lines[1] is the zero line

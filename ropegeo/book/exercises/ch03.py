@@ -83,9 +83,13 @@ def _slip(m, ref, offsets, theta, tol):
     near = functools.partial(math.isclose, m, abs_tol=tol)
     if near(ref * math.sqrt(pairs)):
         return f"your distances are {math.sqrt(pairs):.3g} times too large: weight each pair by 1/pairs."
-    if near(ref / math.sqrt(2)):
-        return ("your distances are sqrt(2) times too small: a factor 2 is missing, since "
-                "|u(a) - u(b)|**2 = 2 - 2 cos((a - b) theta_i) for unit vectors.")
+    if near(ref / math.sqrt(2)):  # mean over the 2 * pairs coordinates, or |u(a) - u(b)|**2 taken as 1 - cos
+        return ("your distances are sqrt(2) times too small: average the squared chords over the pairs "
+                "(len(theta)), not over the 2 * len(theta) coordinates, and note that "
+                "|u(a) - u(b)|**2 = 2 - 2 cos((a - b) theta_i) for unit vectors, not 1 - cos.")
+    if near(ref * math.sqrt(2)):  # weights 2/d_head with d_head taken as len(theta): they sum to 2
+        return ("your distances are sqrt(2) times too large: the pair weights must sum to one, 1/len(theta) each "
+                "(2/d_head with d_head = 2 * len(theta), not len(theta)).")
     if near(_cosine_only(offsets, theta)):
         return "you compared only the cosines: each pair is a point (cos, sin), and its sine counts as well."
     if near(ref**2 / 2):
@@ -138,24 +142,32 @@ def margin_function_check(fn):
 
 @exercise("ch03-gate-b-rule")
 def gate_b_rule_check(answer):
-    """Gate B's threshold for the 128-wide head (base 500,000): calibration 4:1, need 19:1, exact phases."""
+    """Gate B's threshold for an attention weight A = 0.9 against N = 3 rivals at the margin, calibrated at 4:1 on the
+    128-wide head with base 500,000, exact phases: D_train(1) sqrt(ln(N A / (1 - A)) / ln 4), N A / (1 - A) = 27."""
     t = need(as_number(answer, "the threshold as one number"))
     d1 = float(difference_distance(1, frequencies(128, 500_000.0)))
-    expected = d1 * math.sqrt(math.log(19) / math.log(4))
+    odds, cal = math.log(27), math.log(4)
+    expected = d1 * math.sqrt(odds / cal)
     near = functools.partial(math.isclose, t, rel_tol=1e-4)
     if near(expected):
-        return correct("a need stricter than the calibration asks for more than the neighbours' distance.")
-    if near(d1 * math.sqrt(math.log(4) / math.log(19))):
-        return wrong("the log-odds are the wrong way up: the need's ln goes over the calibration's.")
-    if near(d1 * math.sqrt(math.log(3) / math.log(4))) or near(d1 * math.sqrt(math.log(19) / math.log(9))):
-        return wrong("that uses the chapter's default odds; this task calibrates at 4:1 and needs 19:1.")
+        return correct("each rival at the margin multiplies the odds the task needs; the square root tempers it.")
+    if near(d1 * math.sqrt(math.log(9) / cal)):
+        return wrong("that guards the weight against one rival; with N_rival rivals at the same distance the right "
+                     "key gets 1 / (1 + N_rival exp(-gap)).")
+    if near(d1 * math.sqrt(math.log(3) / cal)):
+        return wrong("more rivals make the task harder, not easier: the odds the task needs grow with N_rival.")
+    if near(d1 * math.sqrt(cal / odds)):
+        return wrong("the log-odds are the wrong way up: the task's ln goes over the calibration's.")
+    if near(d1 * math.sqrt(odds / math.log(9))):
+        return wrong("that calibrates at the chapter's default 9:1; this head is calibrated at 4:1.")
     if near(expected / d1):
         return wrong("that is the threshold in units of D_train(1); multiply by the distance between neighbours.")
-    if near(d1 * math.log(19) / math.log(4)):
+    if near(d1 * odds / cal):
         return wrong("the gap grows with D squared, so the threshold takes the square root of the ratio.")
-    if near(expected * float(difference_distance(1, frequencies(128))) / d1):
+    if near(float(difference_distance(1, frequencies(128))) * math.sqrt(odds / cal)):
         return wrong("D_train(1) belongs to this head's own bank: its base is 500,000.")
-    return wrong("start from beta D^2 / 2 >= ln r_need with beta = 2 ln r_cal / D_train(1)^2, and solve for D.")
+    return wrong("write the right key's weight against N_rival rivals that each trail it by beta D^2 / 2, ask for at "
+                 "least A_star, and put in beta = 2 ln r_cal / D_train(1)^2.")
 
 
 # -- investigate -------------------------------------------------------------------------------

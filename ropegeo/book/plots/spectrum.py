@@ -16,7 +16,14 @@ from ropegeo.precision import as_pipeline, consecutive_integer_limit, deployed, 
 __all__ = ["wavelength_ladder", "base_comparison", "kernel_plot", "torus_plot", "phase_error_plot", "margin_plot",
            "probe_plot", "base_bound_plot"]
 
+# One role per colour across the chapter's figures and the labs (labs.css: rl-fast, rl-slow/rl-dtype, rl-exact,
+# rl-mark): teal for pairs that turn in training and for float32 phases, orange for slow pairs, for phases formed
+# in a narrow dtype and for what fails; blue for the exact kernel, red for its near-collisions; wine for other marks. Other series (bases, pipelines) take colours outside these
+# roles, told apart by line style as well (colour-blind safe).
 _FAST, _SLOW, _MARK = "#087A98", "#c05621", "#8b1e3f"
+_EXACT, _PEAK = "#1f6fb4", "#d62728"  # the exact kernel and its near-collisions, as the frequency and kernel labs draw them
+_SERIES = ("#332288", "#AA4499", "#117733", "#882255", "#999933", "0.3")
+_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 3)), "x"))
 
 
 def _done(fig: Figure, layout: str) -> Figure:
@@ -83,7 +90,7 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
     k = kernel(d, theta, scale=scale)
     fig = Figure(figsize=(7, 3.4))
     ax = fig.add_subplot()
-    ax.plot(d, k, lw=0.7, color=_FAST)
+    ax.plot(d, k, lw=0.7, color=_EXACT)
     ax.axhline(0, color="0.6", lw=0.6)
     if marks:
         lo = max(2, stop // 10) if mark_from is None else v.integer("mark_from", mark_from, minimum=0)
@@ -99,12 +106,12 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
         rank = {h.offset: r for r, h in enumerate(sorted(chosen, key=lambda h: h.offset))}
         for j, hit in enumerate(chosen, start=1):  # alternate sides along the axis, so close peaks' numbers part
             side = -1 if rank[hit.offset] % 2 == 0 else 1
-            ax.plot([hit.offset], [hit.similarity], "o", color=_MARK, ms=6, mfc="none")
+            ax.plot([hit.offset], [hit.similarity], "o", color=_PEAK, ms=6, mfc="none")
             ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(6 * side, 6),
-                        ha="left" if side > 0 else "right", fontsize=8, color=_MARK, fontweight="bold")
+                        ha="left" if side > 0 else "right", fontsize=8, color=_PEAK, fontweight="bold")
         if chosen:
             listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
-            ax.text(0.03, 0.97, listing, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=_MARK,
+            ax.text(0.03, 0.97, listing, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=_PEAK,
                     bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
     ax.set(xlabel="offset δ (tokens)", ylabel=r"$K(\delta)$, mean of $\cos(\delta\theta_i)$")
     ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.6 if marks else 1.15)  # room for the listing above the peaks
@@ -167,15 +174,14 @@ def base_comparison(bases=(10_000.0, 500_000.0, 1_000_000.0), head_dim: int = 12
     train_length = v.real("train_length", train_length, greater_than=0.0)
     stop = v.real("stop", stop, minimum=2.0, maximum=1e9)
     points = v.integer("points", points, minimum=10, maximum=5000)
-    colours = [_FAST, _SLOW, "#6b46c1", "#2f855a", "#b7791f", "0.3"]
     valid_layout(layout)
     fig, grid = panels(layout, 2, wide_size=(9, 3.6), panel_height=3.3)
     lad, ker = grid[0]
     d = np.geomspace(1, stop, points)
-    for b, c in zip(bases, colours):
+    for b, c, (ls, marker) in zip(bases, _SERIES, _STYLES):  # not fast/slow colours: a base is not a pair's role
         th = frequencies(head_dim, b)
-        lad.plot(np.arange(th.size), wavelengths(th), ".", ms=4, color=c, label=f"base {b:,.0f}")
-        ker.plot(d, kernel(d, th), lw=1, color=c, label=f"base {b:,.0f}")
+        lad.plot(np.arange(th.size), wavelengths(th), marker, ms=2.5, color=c, label=f"base {b:,.0f}")
+        ker.plot(d, kernel(d, th), lw=1.2, ls=ls, color=c, label=f"base {b:,.0f}")
     lad.axhline(train_length, color="0.3", lw=1, ls="--")
     lad.text(0, train_length * 1.3, f"training length {train_length:,.0f}", fontsize=8, color="0.3")
     lad.set(yscale="log", xlabel="pair index i (fastest first)", ylabel=r"wavelength $2\pi/\theta_i$ (tokens)")
@@ -203,9 +209,9 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
                          f"got {dtypes!r}")
     pipes = [as_pipeline(dt) for dt in dtypes]
     pos = np.unique(np.geomspace(1, stop, points).round())
-    colours = {"float32": _FAST, "float16": "#6b46c1", "bfloat16": _SLOW, "deployed float16": "#b7791f",
-               "deployed bfloat16": "#2f855a", "float64": "0.4", "buffer-cast bfloat16": "#b83280",
-               "buffer-cast float16": "#b83280"}
+    colours = {"float32": _FAST, "float16": _SERIES[0], "bfloat16": _SLOW, "deployed float16": _SERIES[4],
+               "deployed bfloat16": _SERIES[3], "float64": "0.4", "buffer-cast bfloat16": _SERIES[1],
+               "buffer-cast float16": _SERIES[1]}
     fig = Figure(figsize=(7, 5.4))
     ax = fig.add_subplot()
     for pipe in pipes:
@@ -216,7 +222,7 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
                 ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
         lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
-            ax.axvline(lim, color=colours.get(pipe.label), lw=0.8, ls="--")
+            ax.axvline(lim, color="0.45", lw=0.8, ls="--")  # a dtype's limit, shared by its pipelines
     ax.set(xscale="log", yscale="log", ylim=(1e-9, 4), xlabel="position", ylabel="largest phase error (rad)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: the curves fill the axes
     return _done(fig, layout)
