@@ -68,6 +68,7 @@ def test_every_glued_number_has_a_test_below(glued):
         "trained_near_p10", "trained_near_p90", "further_near_negative", "further_near_median", "further_near_p10",
         "further_near_p90", "further_seeds", "trained_ratio_median", "trained_ratio_p10", "trained_ratio_p90",
         "further_ratio_median", "further_ratio_p10", "further_ratio_p90", "further_far_wins", "further_reach_above",
+        "further_reach_ratio_min", "further_reach_ratio_max",
         "bound_far_mean", "bound_far_low", "bound_far_high", "bound_kernel_corr", "normal_form_planes", "corr_samples", "corr_max_z", "corr_kernel_250",
         "far_kernel_max", "far_kernel_at",
         "s_swapped", "s_symmetric", "score_scale", "shift_bound", "angle_spacing", "shift_gap_half", "shift_gap_interleaved",
@@ -417,8 +418,11 @@ def test_reachable_peak_of_the_trained_heads(glued, stated):
     assert np.all(prof.max(axis=1) <= (grid + slack) * (1 + 1e-12))
     # the further seeds (3000-3039): the reachable peak beats the target in every one
     further = _heads(FURTHER_SEEDS)
-    grid_f, _, _ = _reachable(further)
-    assert glued["further_reach_above"] == np.sum(grid_f > _profiles(further)[:, 4]) == 40
+    grid_f, slack_f, _ = _reachable(further)
+    target_f = _profiles(further)[:, 4]
+    assert glued["further_reach_above"] == np.sum(grid_f > target_f) == 40
+    for key, pick in (("further_reach_ratio_min", np.min), ("further_reach_ratio_max", np.max)):
+        assert pick(grid_f / target_f) * (1 - 1e-12) <= glued[key] <= pick((grid_f + slack_f) / target_f)
     # "some distant offset eventually beats it": the seeds without a far win within 4,096 offsets are beaten
     # further out (explicit cosines over the first million distances back)
     losers = np.flatnonzero(prof[:, 63:].max(axis=1) <= target)
@@ -467,6 +471,26 @@ def test_decay_figure_alt_text_states_the_band(nb, stated):
     assert median[-16:].mean() > 0.9 * median[:16].mean()  # no downward trend
     cell = next(c for c in nb.cells if c.cell_type == "code" and "decay_panels(" in c.source)
     assert "swings between about half and 1.2 times" in cell.metadata["mystnb"]["image"]["alt"]
+
+
+def test_decay_figure_alt_text_states_the_bound(nb):
+    """The top panel: from distance 100 on, the bound wiggles between about 6.4 and 11.6, ending near 6.5."""
+    import cmath
+
+    th = freqs(128)
+
+    def bound(delta):
+        total, partial = 0.0, 0j
+        for t in th:
+            partial += cmath.exp(1j * delta * t)
+            total += abs(partial)
+        return total / len(th)
+
+    b = np.array([bound(float(d)) for d in range(100, 251)])
+    assert round(b.min(), 1) == 6.4 and round(b.max(), 1) == 11.6 and round(b[-1], 1) == 6.5
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "decay_panels(" in c.source)
+    alt = cell.metadata["mystnb"]["image"]["alt"]
+    assert "between about 6.4 and 11.6" in alt and "trough near 6.5" in alt
 
 
 def test_numpy_rope_listing(nb, glued):
