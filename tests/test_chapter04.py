@@ -214,6 +214,9 @@ EXPECTED = {
     "yarn_keep": lambda: yarn_bounds()[0] + 1,
     "yarn_ramp_pairs": lambda: yarn_bounds()[1] - yarn_bounds()[0] - 1,
     "yarn_interp": lambda: PAIRS - yarn_bounds()[1],
+    # the rounded ramp runs from the last kept pair to the first fully divided one
+    "yarn_last_kept": lambda: yarn_bounds()[0],
+    "yarn_first_divided": lambda: yarn_bounds()[1],
     "yarn_attention": lambda: 0.1 * math.log(32) + 1,
     "yarn_novel_pairs": lambda: sum(1 for x in novelty(yarn_theta()) if x > 1e-9),
     "long_min": lambda: min(phi_lists()[1]),
@@ -315,6 +318,11 @@ EXPECTED = {
     "liu_d_extra": lambda: liu_d_extra(),
     "liu_bound_code": lambda: TWO_PI * 1e6 ** (liu_d_extra() / 128),
     "liu_bound_long": lambda: TWO_PI * 5e5 ** (liu_d_extra() / 128),
+    # where new phase first appears, counted against both stages (Llama 2's pre-training, then the new base)
+    "liu_onset_long": lambda: two_stage_onset(5e5, 32_768)[0],
+    "liu_onset_pair": lambda: two_stage_onset(5e5, 32_768)[1],
+    "liu_onset_turns": lambda: 4096 * 1e4 ** (-liu_d_extra() / 128) / TWO_PI,
+    "abf_onset_code": lambda: two_stage_onset(1e6, 16_384)[0],
     # Su's log-n factor on the logits at the target, YaRN's (on q and k, so squared), LongRoPE's squared
     "su_logit": lambda: 17 / 12,  # log 2^17 / log 2^12
     "yarn_logit": lambda: (0.1 * math.log(32) + 1) ** 2,
@@ -323,6 +331,12 @@ EXPECTED = {
     "scout_target": lambda: scout_config()["max_position_embeddings"],
     "scout_origin": lambda: scout_config()["max_position_embeddings"] - 1 - 64,
     "scout_chunk": lambda: scout_config()["attention_chunk_size"],
+    "scout_layers": lambda: scout_config()["num_hidden_layers"],
+    "scout_nope": lambda: scout_config()["num_hidden_layers"] // 4,  # every fourth layer (checked below)
+    "scout_factor": lambda: scout_config()["rope_scaling"]["factor"],
+    "scout_original": lambda: scout_config()["rope_scaling"]["original_max_position_embeddings"],
+    # the slowest pair's LongRoPE divisor in the three Phi-3 lists, averaged
+    "family_slowest": lambda: sum(phi_lists(n)[1][-1] for n in FAMILY) / 3,
     "scout_keep": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t < 8192),
     "scout_divide": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t > 8192),
     "scout_blend": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t == 8192),
@@ -350,6 +364,60 @@ def test_cache_and_abf_counts_clear_of_rounding():
 
 def gemma_config():
     return json.loads((DATA / "gemma-3-4b-it.json").read_text())["config"]["text_config"]
+
+
+def test_scout_nope_layers_every_fourth():
+    flags = scout_config()["no_rope_layers"]  # 1: the layer rotates, 0: it does not
+    assert [i for i, f in enumerate(flags) if f == 0] == list(range(3, len(flags), 4))
+
+
+def two_stage_onset(new_base, length):
+    """Smallest served length at which some pair passes the arc it swept in either stage, and that pair."""
+    best = (math.inf, None)
+    for i in range(64):
+        pre, new = 1e4 ** (-2 * i / 128), new_base ** (-2 * i / 128)
+        arc = max(4096 * pre, length * new)
+        if arc < TWO_PI:  # a pair that closed its circle in some stage never shows new phase
+            best = min(best, (arc / new, i))
+    return best
+
+
+def test_novelty_onset_tracks_liu_bound():
+    # the prose: counted over both stages, novelty starts on pair d_extra / 2 at T_extra times the part of a
+    # turn that pair swept in pre-training (just under one), so a little before the bound and far past training
+    for onset, bound, length in (("liu_onset_long", "liu_bound_long", 32_768), ("abf_onset_code", "liu_bound_code", 16_384)):
+        assert g(onset) == pytest.approx(g("liu_onset_turns") * g(bound), rel=1e-9)
+        assert length < 0.8 * g(bound) < g(onset) < g(bound)
+    assert g("liu_onset_pair") == liu_d_extra() // 2 and 0.8 < g("liu_onset_turns") < 1
+    # a brute-force scan over whole served lengths agrees: nothing new one token before the onset
+    for new_base, length, name in ((5e5, 32_768, "liu_onset_long"), (1e6, 16_384, "abf_onset_code")):
+        def novel(n):
+            return any(n * nb_ > max(4096 * pb, length * nb_) and max(4096 * pb, length * nb_) < TWO_PI
+                       for pb, nb_ in zip(base_theta(128, 1e4), base_theta(128, new_base)))
+        first = math.floor(g(name)) + 1
+        assert novel(first) and not novel(first - 1)
+
+
+def test_yarn_ramp_alt_text():
+    cells = json.loads(NB.read_text())["cells"]
+    fig = next(c for c in cells if "plots.ramp_comparison(theta, L, {\"paper" in "".join(c["source"]))
+    alt = fig["metadata"]["mystnb"]["image"]["alt"]
+
+    def where(r):
+        return D * math.log(L / (TWO_PI * r)) / (2 * math.log(B))
+
+    lo, hi = yarn_bounds()
+    assert f"weight 1 at pair {lo} to weight 0 at pair {hi}" in alt
+    assert f"fractional indices {where(32):.1f} and {where(1):.1f}" in alt
+
+
+def test_book_notation_in_prose():
+    cells = json.loads(NB.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    # the dynamic rule's coefficient is alpha, not the stretch s; code names stay in code
+    assert "\\alpha\\,\\ell/L" in text and "s\\,\\ell" not in text
+    for code in ("S.Scaling", "`joint_step`", "`D`", "`N`"):
+        assert code not in text, code
 
 
 def liu_d_extra():

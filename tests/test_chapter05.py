@@ -333,6 +333,11 @@ def test_gate_counts(glued):
     assert glued["n_broken"] == len(broken_entries()) == 8
     assert glued["n_correct_pass"] == 4
     assert glued["n_broken_named"] == 8
+    from ropegeo.gates.verdicts import DEFECT_CLASSES
+
+    # the prose's "a catalogue of N implementations" and "one of N classes", counted afresh
+    assert glued["n_catalogue"] == len(CATALOGUE) == glued["n_correct"] + glued["n_broken"] == 12
+    assert glued["n_class_names"] == len(set(DEFECT_CLASSES)) == 11
 
 
 @pytest.mark.parametrize("name", broken_entries())
@@ -510,6 +515,23 @@ def test_cast_after_loading_errors(glued, where):
     assert glued[f"cast_err_cast_{where}"] > 50 * glued[f"cast_err_loaded_{where}"]
 
 
+@pytest.mark.parametrize("where", [200, 4000])
+def test_numpy_buffer_cast_emulation(glued, where):
+    # the chapter's numpy LlamaRotary at head width 64, against the per-pair derivation by hand
+    assert glued[f"np_cast_err_{where}"] == pytest.approx(_cast_error_by_hand(where, d=64), abs=2e-3)
+    assert glued[f"np_loaded_err_{where}"] == pytest.approx(_cast_error_by_hand(where, d=64, cast=False), abs=1e-3)
+    assert glued[f"np_cast_err_{where}"] > 20 * glued[f"np_loaded_err_{where}"]
+
+
+def test_numpy_buffer_cast_verdicts(glued, nb):
+    assert (glued["np_loaded_passed"], glued["np_cast_passed"]) == (1, 0)
+    out = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "class LlamaRotary" in c.source)
+    assert "loaded in bfloat16: inv_freq float32, original_inv_freq float32" in out
+    assert "cast after loading: inv_freq bfloat16, original_inv_freq bfloat16" in out
+    assert "fails ['frequencies'], class frequency" in out and "rounded to bfloat16" in out
+
+
 def test_cast_numbers_of_issue_25(glued):
     # the numbers measured on transformers 5.24.0 in the issue: 0.24 rad at 200, 2.56 at 4,000
     assert round(glued["cast_err_cast_200"], 2) == 0.24
@@ -562,3 +584,28 @@ def test_mixing_figure_marks_where_the_curves_meet():
     at0 = [float(line.get_ydata()[list(line.get_xdata()).index(0)]) for line in (correct, mixed, mark)]
     assert at0 == pytest.approx([q @ k / 8.0] * 3, rel=1e-12)
     assert mark.get_label() == f"δ = 0: both {q @ k / 8.0:.3f}" and f"{q @ k / 8.0:.3f}" == "-1.213"
+
+
+def test_stale_dynamic_table_of_issue_25306(glued, nb):
+    # after a pass of n tokens the no-reset module keeps base * (2 n / 4096 - 1)^(64/62) (factor 2, width 64)
+    n = glued["stale_target"]
+    assert n == 16_384
+    assert glued["stale_base_ratio"] == pytest.approx((2 * n / 4096 - 1) ** (64 / 62), rel=1e-12)
+    assert (glued["dyn_reset_0_passed"], glued["dyn_reset_1_passed"]) == (0, 1)
+    out = next("".join(o.get("text", "") for o in c.outputs) for c in nb.cells
+               if c.cell_type == "code" and "class DynamicNTK" in c.source)
+    assert "no reset (issue 25306): fails ['frequencies'], class frequency" in out
+    assert "read before any long one was right" in out.replace("\n    ", " ")
+    assert "reset (5.24.0): pass" in out
+    assert "25104" not in out  # 25104 is the cached keys' report, not the table that is not reset
+
+
+def test_exit_statuses_in_the_prose(nb):
+    from ropegeo.gates.verdicts import EXIT_CODES
+
+    cell = next(c.source for c in nb.cells if c.cell_type == "markdown" and "with exit status" in c.source)
+    said = " ".join(cell.split("with exit status")[1].split(":")[0].split())
+    assert f"{EXIT_CODES['pass']} when every check passes" in said
+    assert f"{EXIT_CODES['fail']} when one fails" in said
+    assert f"{EXIT_CODES['inconclusive']} when the verdict is inconclusive" in said
+    assert "2 for bad arguments" in said and 2 not in EXIT_CODES.values()  # 2 is bad input, no verdict

@@ -433,8 +433,9 @@ def test_budget_direction_on_disjoint_seeds():
     # the chapter: every blocked seed above one half from 400 steps, the slow split only later; both get there by 3200
     assert G["budget_bl_half"] == 400 and blocked[2].min() >= 0.5
     assert G["budget_slow_half"] > 400 and slow[2].max() < 0.5
-    # "on 20 other seeds it stays above 0.8"
-    assert G["budget_slow_last_min"] > 0.8 and slow[-1].min() > 0.8
+    # "on seeds budget_check_seeds it stays above budget_slow_floor"
+    assert G["budget_check_seeds"] == "1000–1019" and G["budget_slow_floor"] == 0.8
+    assert G["budget_slow_last_min"] > G["budget_slow_floor"] and slow[-1].min() > G["budget_slow_floor"]
 
     # the bracket: on the new seeds each split first has every seed at one half between the same two budgets
     def crossing(m):
@@ -593,6 +594,10 @@ def test_fine_crossings_from_the_stored_record():
     assert s["assignments"] == {"blocked": ASSIGN["blocked"], "y starved, slow": ASSIGN["y starved, slow"]}
     assert set(s["seeds"]).isdisjoint(s["disjoint_seeds"]) and len(s["seeds"]) == len(s["disjoint_seeds"]) == 20
     close("fine_seeds", 20)
+    # "every 5 steps around the blocked split's crossing and every 25 around the slow split's", "seeds 2000-2019"
+    assert (G["fine_every_bl"], G["fine_every_slow"]) == (5, 25)
+    assert set(np.diff(s["budgets"]["blocked"])) == {5} and set(np.diff(s["budgets"]["y starved, slow"])) == {25}
+    assert G["fine_other_seeds"] == "2000–2019" and s["disjoint_seeds"] == list(range(2000, 2020))
     ratios = []
     for tag, key in (("", "seeds"), ("_disjoint", "disjoint_seeds")):
         (bl_lo, bl_hi) = _first_all_above(run["curves"]["blocked"][key]["target_mass"], s["budgets"]["blocked"])
@@ -631,3 +636,68 @@ def test_fine_crossings_retrained():
                 want = np.array(stored["curves"][name][key][field])[:, cols]
                 got = np.array(rerun[name][key][field])
                 assert np.max(np.abs(got - want)) <= tol, (name, key, field)
+
+
+# ---- the figures' keys: one per figure, clear of the data it explains -----------------------------------------
+
+def _points_under_legend(fig):
+    """Every plotted point (line vertices, scatter offsets) of fig that falls inside a legend's box, in pixels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig).draw()
+    hits = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent()
+        pts = [ax.transData.transform(line.get_xydata()) for line in ax.get_lines()]
+        pts += [ax.transData.transform(c.get_offsets()) for c in ax.collections if len(c.get_offsets())]
+        for p in pts:
+            hits += [tuple(q) for q in p if box.contains(*q)]
+    return hits
+
+
+def test_chapter_figures_keys_do_not_cover_their_data():
+    from ropegeo.book.plots.multiaxis import axis_kernel_figure, section_figure
+    from ropegeo.multiaxis import mrope_bank
+    F2 = mrope_bank(128, 1e6, (16, 24, 24))
+    F3 = mrope_bank(128, 1e6, (24, 20, 20), round_robin=True)
+    kernels = axis_kernel_figure(F2, 64, title="Qwen2-VL")
+    assert _points_under_legend(kernels) == []
+    sections = section_figure({"blocked": F2, "interleaved": F3})
+    assert sum(ax.get_legend() is not None for ax in sections.axes) == 1  # one key for both panels
+    assert _points_under_legend(sections) == []
+    # a negative control: the key where the kernel figure used to put it (lower left) covers the time curve
+    kernels.axes[0].legend(loc="lower left")
+    assert _points_under_legend(kernels)
+
+
+def test_factor_rule_shortfall_on_seeds_1000_to_1019():
+    # "on seeds 1000-1019, where the slow split has every seed past one half only from far_slow_half steps,
+    # far_short_min to far_short_max low": re-trained here on the stored run's fine grids (deterministic to 1e-12
+    # up to 1,600 steps, so the crossings are exact)
+    import sys
+    sys.path.insert(0, str(NB.parents[1] / "scripts"))
+    from make_axial_crossing import SETTINGS
+    assert G["far_seeds"] == "1000–1019"
+    seeds = range(1000, 1020)
+    assert set(seeds).isdisjoint(SETTINGS["seeds"]) and set(seeds).isdisjoint(SETTINGS["disjoint_seeds"])
+    splits = _splits()
+    cross = {}
+    for name in ("blocked", "y starved, slow"):
+        b = SETTINGS["budgets"][name]
+        r = budget_study(splits[name], b, seeds=seeds, target=(2, 3), grid=(8, 8))
+        cross[name] = _first_all_above(r["target_mass"], b)
+    (bl_lo, bl_hi), (sl_lo, sl_hi) = cross["blocked"], cross["y starved, slow"]
+    close("far_slow_half", sl_hi)
+    # the square root of the factors' ratio, from the brute-force curvature of test_adam_scaling_prediction...
+    theta = 100.0 ** (-2 * np.arange(8) / 16)
+    curv = {name: sum(2 * (1 - math.cos(t)) for t in theta[np.array(a) == 1]) for name, a in ASSIGN.items()}
+    factor = math.sqrt(curv["blocked"] / curv["y starved, slow"])
+    close("far_short_min", 1 - factor / (sl_lo / bl_hi), rel=1e-9)
+    close("far_short_max", 1 - factor / (sl_hi / bl_lo), rel=1e-9)
+    # the claim's direction: the rule under-predicts here too, and by more than on the chapter's two sets
+    assert 0 < G["far_short_min"] < G["far_short_max"] and G["adam_factor_short_max"] < G["far_short_max"]
+    # "the better of the two rules": the fastest pairs' prediction falls further short on these seeds as well
+    peak = 100.0 ** (-8 / 16) / 100.0 ** (-14 / 16)
+    assert 1 - peak / (sl_hi / bl_lo) > G["far_short_max"]

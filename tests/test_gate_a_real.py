@@ -643,7 +643,7 @@ class DynamicNTKRotary:
     """transformers' dynamic NTK rotary module in numpy (``_compute_dynamic_ntk_parameters`` and
     ``dynamic_rope_update``): the base grows for a pass longer than the cached length, and with
     ``reset=True`` a pass shorter than ``max_position_embeddings`` restores the original
-    frequencies. ``reset=False`` is the stale cache of transformers issues 25306 / 25104: once
+    frequencies. ``reset=False`` is the stale table of transformers issue 25306: once
     grown, the stretched frequencies stay for every later short pass."""
 
     def __init__(self, config, reset=True):

@@ -8,7 +8,7 @@
   sequence length, and so rotates with the short factors at every length).
 - ``StaleDynamicNTK``: transformers' ``LlamaRotaryEmbedding`` under a dynamic NTK block whose
   forward grows the base for a long pass and never restores it for a shorter one (the stale cache
-  of transformers issues 25306 / 25104, as ``LlamaDynamicNTKScalingRotaryEmbedding`` once did).
+  of transformers issue 25306, as ``LlamaDynamicNTKScalingRotaryEmbedding`` once did).
 - ``llama_with_roles``: Llama's rotary module and ``apply_rotary_pos_emb(q, k, cos, sin)`` with the
   role protocol (``q_embed`` for queries, ``k_embed`` for keys, values untouched); a defect breaks
   one side only.

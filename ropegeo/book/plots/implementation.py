@@ -75,7 +75,7 @@ def mixing_effect(head_dim: int = 64, *, seed: int = 0, span: int = 64, layout: 
         s = apply_rope(np.broadcast_to(k, (delta.size, d)), delta, pairing=pairing) @ q
         ax1.plot(delta, s / np.sqrt(d), style, lw=1.4, label=label)
     ax1.plot([0], [q @ k / np.sqrt(d)], "ko", ms=5, label=f"δ = 0: both {q @ k / np.sqrt(d):.3f}")
-    ax1.set(xlabel="offset δ = n - m", ylabel="score / sqrt(d_head)", title="one query-key pair")
+    ax1.set(xlabel="offset δ = n - m", ylabel=r"score / $\sqrt{d_\mathrm{head}}$", title="one query-key pair")
     ax1.legend(fontsize=8)
     X = rng.normal(size=(400, d))
     p = rng.integers(0, 4096, size=400)
@@ -185,11 +185,11 @@ def decoding_scores(names=("interleaved", "query-restart", "cache-off-by-one", "
         ax.set_title(f"{name}\nmax gap {res['score_error']:.2f}", fontsize=9)
         ax.set_xlabel("cached key")
     if layout == "wide":
-        axes[0].set_ylabel("score / sqrt(d_head)")
+        axes[0].set_ylabel(r"score / $\sqrt{d_\mathrm{head}}$")
         axes[0].legend(fontsize=8)
         return fig
     for ax in grid[:, 0]:
-        ax.set_ylabel("score / sqrt(d_head)")
+        ax.set_ylabel(r"score / $\sqrt{d_\mathrm{head}}$")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=11, frameon=False)
     return finish(fig, layout)
 

@@ -31,7 +31,8 @@ def _banks(banks: dict, most: int = 4) -> dict:
 
 
 def section_figure(banks: dict, axis_names=("time", "height", "width")) -> Figure:
-    """Each pair's frequency (log scale) against its index, coloured by the axis it follows; one panel per bank."""
+    """Each pair's frequency (log scale) against its index, coloured by the axis it follows; one panel per bank,
+    one key (in the first panel, where the points fall from upper left to lower right)."""
     banks = _banks(banks)
     fig = Figure(figsize=(COLUMN_WIDTH_IN, 2.9 * len(banks) + 0.4), layout="constrained")
     axes = fig.subplots(len(banks), 1, squeeze=False)[:, 0]
@@ -42,7 +43,7 @@ def section_figure(banks: dict, axis_names=("time", "height", "width")) -> Figur
             sel = axis_of == a
             ax.scatter(np.flatnonzero(sel), freq[sel], s=14, color=_COLOURS[a], label=str(axis_names[a]))
         ax.set(yscale="log", title=name, ylabel="rad per position")
-        ax.legend(loc="lower left", ncols=F.shape[1])
+    axes[0].legend(loc="lower left", ncols=F.shape[1])
     axes[-1].set_xlabel("pair index (0 = fastest)")
     return finish(fig, "column")
 
@@ -63,7 +64,7 @@ def axis_kernel_figure(freqs, extent: int, axis_names=("time", "height", "width"
         ax.plot(d, multi_kernel(offsets, F[band]), color=_COLOURS[a], label=f"{axis_names[a]} ({band.size} pairs)")
     ax.axhline(0.0, color="0.6", lw=0.8)
     ax.set(xlabel="offset along the axis", ylabel="K of the axis's pairs", title=title)
-    ax.legend(loc="lower left")
+    ax.legend(loc="center right")  # clear of all three curves (tests/test_chapter08.py checks it)
     return finish(fig, "column")
 
 

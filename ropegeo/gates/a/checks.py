@@ -498,8 +498,8 @@ def _short_run(ctx, tolerance):
             f"{th_short[i]:.6g})")
     if first_ok:
         why = ("; the same short pass read before any long one was right: the stretched frequencies are kept after a "
-               "long pass, a cache that is not reset for shorter sequences (as in transformers issues 25306 and "
-               "25104), so every short prompt after a long one is rotated as if it were long")
+               "long pass, a cache that is not reset for shorter sequences (as in transformers issue 25306), so "
+               "every short prompt after a long one is rotated as if it were long")
     else:
         why = "; it does so even before any long pass: the frequencies do not follow the length of the pass"
     return float(dev[i] / th_short[i]), float(tol[i] / th_short[i]), head + why
