@@ -222,6 +222,8 @@ EXPECTED = {
     "long_min": lambda: min(phi_lists()[1]),
     "long_max": lambda: max(phi_lists()[1]),
     "short_max": lambda: max(phi_lists()[0]),
+    "short_min": lambda: min(phi_lists()[0]),
+    "short_above_one": lambda: sum(1 for f in phi_lists()[0] if f > 1),  # the prose: "slows every pair"
     "lr_attention": lambda: math.sqrt(17 / 12),
     "lr_step": lambda: 1 / phi_lists()[1][0],
     "l3_keep": lambda: sum(1 for t in base_theta() if TWO_PI / t < L / 4),
@@ -237,6 +239,7 @@ EXPECTED = {
     "family_coarse_min": lambda: min(coarse_margin(longrope_theta(n)) for n in FAMILY),
     "family_coarse_max": lambda: max(coarse_margin(longrope_theta(n)) for n in FAMILY),
     "dyn_key_pos": lambda: 4000,
+    "dyn_cached_keys": lambda: 4096,  # keys cached under the plain ruler: the training length
     # dynamic NTK with factor 1 at n = N is the NTK ruler of s = 32: the slowest pair is 32 times slower
     "dyn_cache_angle": lambda: 4000 * B ** (-94 / 96) * (1 - 1 / 32),
     # every pair: NTK stretches pair i by s^(i / (D/2 - 1)), so the cached key is off by 4000 theta_i (1 - that^-1)
@@ -628,3 +631,48 @@ def test_real_models_table_follows_its_heading_and_shows_deepseek_right():
     text = "".join("".join(o.get("text", "")) for o in cells[table].get("outputs", []))
     row = next(line for line in text.splitlines() if line.startswith("DeepSeek-V3"))
     assert "64/192" in row and "1.8739" in row
+
+
+def test_second_review_fixes():
+    cells = json.loads(NB.read_text())["cells"]
+    md = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    text = "\n".join(md)
+    # the three Phi-3 lists: no causal claim about weights, the open question stated, the spread glued
+    assert "property of the weights" not in text
+    assert "whether the weights, the data or the search itself causes the difference" in text
+    assert "differ by up to\n{glue:text}`family_spread:.2f` times on one pair" in text
+    assert f"{g('family_spread'):.2f}" == "3.66"
+    # the Llama 3 rule cited to Meta's code in the opening
+    assert "metallama2024models" in md[0]
+    # the short list slows every pair: all its divisors exceed 1
+    assert "slows every pair" in text and g("short_above_one") == g("pairs") and g("short_min") > 1
+    # which alpha is which; the later transformers fix, with its version
+    assert "chapter 2's\n$\\alpha(m)$" in text and "$\\beta_\\text{slow}$), and leaves" in text
+    assert "5.24.0" in text and "`dynamic_rope_update`" in text and "cache mismatch remains" in text
+    # the key position and the cached keys glued, not typed
+    assert "4000" not in text and "4,000" not in text and "first 4,096 keys" not in text
+    assert "qwen2025qwen25" not in text and "qwen2024qwen25" in text
+    # the joint figure's alt text: LongRoPE, YaRN and Llama 3 below NTK's median distance, with the numbers
+    fig = next(c for c in cells if "plots.joint_novelty_plot(" in "".join(c["source"]))
+    alt = fig["metadata"]["mystnb"]["image"]["alt"]
+    meds = [g(f"joint_med_{r}") for r in ("yarn", "lr", "l3")]
+    assert max(meds) < g("joint_med_ntk")
+    assert f"below NTK's ({min(meds):.2f} to {max(meds):.2f} against {g('joint_med_ntk'):.2f})" in alt
+    assert "line styles" not in "".join(c["metadata"].get("mystnb", {}).get("image", {}).get("alt", "") for c in cells)
+
+
+def test_real_models_one_model_per_cell():
+    cells = json.loads(NB.read_text())["cells"]
+    src = ["".join(c["source"]) for c in cells]
+    table = next(k for k, c in enumerate(src) if "geometry_audit(load_model(name))" in c)
+    # each model's paragraph follows its own code cell, which glues what the paragraph states
+    for start, names in (("Some rows deserve", "ds_"), ("Llama 3.1 declares", "llama_"), ("Qwen2.5\n", "qwen_"),
+                         ("In GPT-NeoX-20B", "neox_"), ("Llama 2 {cite}", "mistral_"), ("Gemma 3 4B {cite}", "gemma_"),
+                         ("Llama-4-Scout {cite}", "scout_"), ("Chunked attention", "scout_")):
+        i = next(k for k, c in enumerate(src) if c.startswith(start))
+        assert cells[i - 1]["cell_type"] == "code" and f'glue("{names}' in src[i - 1], start
+        used = set(re.findall(r"glue:text\}`([a-z0-9_]+)", src[i]))
+        own = set(re.findall(r'glue\("([a-z0-9_]+)"', src[i - 1]))
+        above = set(re.findall(r'glue\("([a-z0-9_]+)"', "".join(src[table:i])))
+        assert used & own and used <= above, (start, used - above)
+        assert len(src[i].split()) < 260, start

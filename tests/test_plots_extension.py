@@ -19,7 +19,10 @@ def test_ruler_panels_draws_a_family_as_one_line_per_length():
     ax = [a for a in fig.axes if a.get_title() == "dynamic"][0]
     lines = [ln for ln in ax.get_lines() if ln.get_label().startswith("ℓ = ")]  # the current length
     assert [ln.get_label() for ln in lines] == ["ℓ = 64", "ℓ = 128", "ℓ = 256"]
-    assert len({ln.get_linestyle() for ln in lines}) == 3  # told apart by style, not only by a shade
+    # told apart by marker, not only by a shade; solid, since dashed and dotted mark the two lengths
+    assert len({ln.get_marker() for ln in lines}) == 3 and {ln.get_linestyle() for ln in lines} == {"-"}
+    refs = {ln.get_linestyle() for ln in ax.get_lines() if ln.get_label().startswith("_")}
+    assert refs == {"--", ":"}
     # each line is 2 pi / theta of its own length: the slowest wavelength grows with n
     for ln, n in zip(lines, (64, 128, 256)):
         np.testing.assert_allclose(ln.get_ydata(), 2 * np.pi / fam[n])
@@ -46,7 +49,10 @@ def test_joint_novelty_plot_draws_each_rule_and_its_median():
     labels = [ln.get_label() for ln in left.get_lines() if not ln.get_label().startswith("_")]
     assert labels == ["raw", "PI"]
     # every scanned distance is marked; the symlog axis puts no tick inside its linear part but 0
-    assert all(ln.get_marker() == "." for ln in left.get_lines() if not ln.get_label().startswith("_"))
+    rules = [ln for ln in left.get_lines() if not ln.get_label().startswith("_")]
+    assert len({ln.get_marker() for ln in rules}) == 2 and {ln.get_linestyle() for ln in rules} == {"-"}
+    # each style means one thing: dotted the threshold, dashed the training length
+    assert sorted(ln.get_linestyle() for ln in left.get_lines() if ln.get_label().startswith("_")) == ["--", ":"]
     ticks = list(left.get_xticks())
     assert ticks[0] == 0 and all(t >= 32 / 64 for t in ticks[1:]) and ticks[1:] == [1.0, 10.0, 100.0]
     offsets = [list(np.asarray(c.get_offsets())[0]) for c in right.collections]

@@ -7,12 +7,11 @@ geometry), served at 131,072 tokens, so ``s = 32``.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from ropegeo.book.exercises import (as_float_array, as_number, as_whole, call_student, correct, exercise, need,
-                                    need_function, wrong)
+                                    need_function, read_each, wrong)
 from ropegeo.frequencies import frequencies
 from ropegeo.geometry import kernel
 from ropegeo.novelty import joint_novelty
@@ -34,9 +33,7 @@ def _close(x: float, y: float, rel: float = 1e-9) -> bool:
 def _llama3_bands(answer):
     if not isinstance(answer, (tuple, list)) or len(answer) != 3:
         return wrong("expected a tuple (untouched, divided, blended) of three pair counts.")
-    if any(isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in answer):
-        return wrong("each count must be a whole number of pairs (int).")
-    keep, div, blend = map(int, answer)
+    keep, div, blend = need(read_each(answer, as_whole, "each count as a whole number of pairs"))
     if not all(0 <= c <= 32 for c in (keep, div, blend)):
         return wrong("each count lies between 0 and 32: a head 64 wide has 32 rotary pairs.")
     lam = 2 * math.pi / frequencies(64, 500_000.0)

@@ -25,6 +25,8 @@ _MAX_RULES = 16  # the rules or models one figure draws (13 shipped models today
 _MAX_PAIRS = 1024
 _MAX_FAMILY = 8
 _STYLES = ("-", "--", "-.", ":")
+#: one marker per drawn series where dashed and dotted lines already mark lengths and thresholds
+_MARKERS = ("o", "s", "^", "D", "v", "x", "P", "*", "<", ">", "h", "+")
 
 
 def _figure(layout: str, wide_size: tuple, column_size: tuple) -> Figure:
@@ -174,7 +176,8 @@ def draw_ruler(ax, base_theta, theta, train_length: float, target_length: float,
 def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, target_length: float, *,
                       title: str | None = None, legend: bool = True) -> None:
     """Draw a length-dependent rule (``family``: current length -> frequencies) on an existing axes,
-    one wavelength line per current length ℓ, light (short) to dark (long), each in its own line style.
+    one solid wavelength line per current length ℓ, light (short) to dark (long), each with its own marker
+    (dashed and dotted stay the training and target lengths).
     """
     lam0 = wavelengths(base_theta)
     idx = np.arange(lam0.size)
@@ -183,7 +186,7 @@ def draw_ruler_family(ax, base_theta, family: Mapping, train_length: float, targ
     for k, (n, th) in enumerate(items):
         shade = 0.25 + 0.75 * (k + 1) / len(items)
         ax.plot(idx, wavelengths(th), color=(0.55 * (1 - shade), 0.12 + 0.35 * (1 - shade), 0.25 + 0.35 * shade),
-                ls=_STYLES[k % 4], lw=1.3, label=f"ℓ = {n:,.0f}")
+                ls="-", marker=_MARKERS[k], ms=3.5, markevery=(k, 4), lw=1.3, label=f"ℓ = {n:,.0f}")
     _finish_ladder(ax, train_length, target_length, title, 6 if legend else None)
 
 
@@ -376,8 +379,10 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
     left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.7, 1]}) if layout == "wide" else fig.subplots(2, 1)
     for k, (label, res) in enumerate(results.items()):
         order = np.argsort(res.targets)
-        left.plot(res.targets[order], res.distance[order], ls=_STYLES[k % 4], lw=0.9, marker=".", ms=2.5,
-                  label=label)  # markers: the scanned distances, so no line is read between two samples
+        # solid, one marker per rule (dotted: the threshold, dashed: the training length); the markers are
+        # the scanned distances, so no line is read between two samples
+        left.plot(res.targets[order], res.distance[order], ls="-", lw=0.9, marker=_MARKERS[k % len(_MARKERS)], ms=2.5,
+                  label=label)
         med = float(np.median(res.distance))
         right.scatter(novel[label], med, s=36, zorder=3)
     for ax in (left, right):
