@@ -150,7 +150,7 @@ def test_comparison_fixed_rows_match_their_formulas():
     assert alibi.retrieval_mass_train == pytest.approx(want, rel=1e-10)
     assert math.isnan(none.final_loss)
     text = c.markdown()
-    assert text.count("\n") == 3 and "| alibi | fixed |" in text
+    assert text.count("\n") == 3 and "| alibi | fixed slope |" in text and "| none | none |" in text
 
 
 def test_validation():

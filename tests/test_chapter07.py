@@ -50,7 +50,8 @@ CLOSED = {
     "rope_needle_400", "rope_slow_needle_400", "cmp_match_steps", "cmp_match_batch", "none_once_share",
     "relative_tie_ceiling", "alibi12_n_added", "alibi12_n_between", "rel_clip", "slow_turn_400", "slow_wavelength",
     "ropeslow_slow_pairs", "slow_lam0", "slow_lam1", "slow_third_return", "slow_pair1_turns",
-    "kernel_first_negative", "kernel_last_positive", "alibi0_needle_40_bound", "sin_needle_40_bound",
+    "kernel_first_negative", "kernel_last_positive", "kernel_dip", "kernel_back_positive", "kernel_second_last_positive",
+    "kernel_second_negative", "kernel_late_negative", "kernel_late_span", "alibi0_needle_40_bound", "sin_needle_40_bound",
     "tl_steps", "tl_slope", "tl_head_dim", "tl_lr", "rd_far_off",
 }
 TRAINED = {
@@ -78,6 +79,10 @@ TRAINED = {
     "rd_p27_share_min",
     "rd_w0_min", "rd_w0_max", "rd_pair0_gap_max", "rd_cap_gap_min", "rd_cap_gap_max", "rd_kept_negative", "rd_kept",
     "rd_kept_gap_most", "rd_kept_gap_least",
+    "ruler_budgets", "ruler_trained", "rope_losers_check", "rope_losers_check_far", "rope_losers_check_rival",
+    *(f"{r}_ret_long_check{x}" for r in ("rope10k", "rope500") for x in SPREAD), "r500_beats_10k_check",
+    "rope500_stretch_8_min_check", "slow_neighbours_max_check",
+    "learned_move_heads", "learned_move_halved", "learned_move_before_min", "learned_move_after_max",
 } | {f"{name}_match_{when}{x}" for name in sh.SCHEMES for when in ("train", "long") for x in SPREAD}
 
 
@@ -139,14 +144,24 @@ def test_kernel_numbers():
     assert g("kernel_min") == pytest.approx(K[i], abs=1e-12)
     first = next(d for d in range(301) if K[d] < 0)
     assert g("kernel_first_negative") == first == g("kernel_last_positive") + 1 and all(k > 0 for k in K[:first])
+    # "dips below zero at 91 alone ... positive again from 92 to 266": scan the signs by hand
+    back = next(d for d in range(first, 301) if K[d] >= 0)
+    second = next(d for d in range(back, 301) if K[d] < 0)
+    assert back == first + 1 == g("kernel_back_positive") and g("kernel_dip") == pytest.approx(K[first], abs=1e-12)
+    assert g("kernel_second_negative") == second == g("kernel_second_last_positive") + 1 and second - back > 100
+    assert all(k > 0 for k in K[back:second]) and K[first] > -0.05  # a shallow, one-offset dip
+    assert g("kernel_late_negative") == sum(k < 0 for k in K[second:]) and g("kernel_late_span") == 301 - second
+    assert 0 < g("kernel_late_negative") < g("kernel_late_span")  # "crosses zero often": both signs occur there
     # the troughs deepen: the lowest value comes in the last third, below every earlier trough
     assert i > 200 and min(K[:200]) > K[i] + 0.05
     # the kernel figure's caption and alt text state these numbers
     meta = json.loads(NB.read_text())["cells"]
     kernel_fig = next(c for c in meta if "bias_shapes(panel=\"kernel\")" in "".join(c["source"]))["metadata"]["mystnb"]
-    assert f"up to $\\delta = {first - 1}$" in kernel_fig["figure"]["caption"]
+    caption = kernel_fig["figure"]["caption"]
+    assert f"up to $\\delta = {first - 1}$" in caption and f"zero at {first} alone" in caption and f"up to {second - 1}," in caption
     alt = kernel_fig["image"]["alt"]
     assert f"positive up to offset {first - 1}" in alt and f"near offset {i}" in alt and f"minus {-K[i]:.2f}" in alt
+    assert f"below zero at offset {first}," in alt and f"positive up to offset {second - 1}," in alt
 
 
 def _weights(seed, rows=None):
@@ -331,6 +346,16 @@ def other():
     return alt.compare_schemes(**SETTINGS, seeds=HOLDOUT, match=True)
 
 
+def test_moved_target_glues():
+    """The trained local heads with their target moved one slot: every stored head of the five schemes."""
+    before = [b for n in sh.LEARNED for b in STORED[n]["move_mass_before"]]
+    after = [a for n in sh.LEARNED for a in STORED[n]["move_mass_after"]]
+    assert g("learned_move_heads") == len(before) == 5 * 20
+    assert g("learned_move_halved") == sum(a < b / 2 for b, a in zip(before, after))
+    assert g("learned_move_before_min") == pytest.approx(min(before), abs=1e-12) and min(before) > 0.99
+    assert g("learned_move_after_max") == pytest.approx(max(after), abs=1e-12) and max(after) < 0.5
+
+
 def test_comparison_directions_on_disjoint_seeds(other):
     """Each direction and range the prose states about the comparison, re-run on seeds 1000-1019."""
     ps = other.per_seed
@@ -351,6 +376,9 @@ def test_comparison_directions_on_disjoint_seeds(other):
         assert ps(name, "match_accuracy_long").mean() < ps(name, "match_accuracy_train").mean(), name
     for name in ("absolute", "sinusoidal"):
         assert ps(name, "match_accuracy_long").max() < 0.5, name
+    # "the moved key ... keeps less than half of what it had": the count points the same way here
+    halved = sum(np.sum(ps(n, "move_mass_after") < ps(n, "move_mass_before") / 2) for n in sh.LEARNED)
+    assert halved >= 0.9 * len(sh.LEARNED) * len(HOLDOUT)
     # the ranges the prose quotes, on twenty other seeds: inside them, or as far outside as the prose says
     assert ps("absolute", "shift_winners_kept").min() >= g("abs_winners_kept_min") - 0.03
     assert ps("sinusoidal", "shift_winners_kept").min() >= g("sin_winners_kept_min") - 0.01
@@ -503,6 +531,13 @@ def _ruler_heads(name, seeds, steps, task):
             for s in seeds]
 
 
+def test_ruler_head_count():
+    """"That is 360 heads": every stored local head and far head, counted from the record."""
+    heads = sum(len(r["stretch_accuracy"]) + sum(len(f["target"]) for f in r["far"].values()) for r in STUDY["rulers"].values())
+    assert g("ruler_trained") == heads == 3 * 20 * (1 + 5)
+    assert g("ruler_budgets") == len(STUDY["settings"]["budgets"]) == len(STUDY["rulers"][TEN]["far"]) == 5
+
+
 def test_ruler_study_stored_point_recomputed():
     """Seed 0 of the slowed ruler at the table's budget, retrained and split by hand."""
     steps = STUDY["settings"]["table_steps"]
@@ -526,6 +561,7 @@ def test_ruler_directions_on_disjoint_seeds():
     ten, slow = split[TEN], split[SLOW]
     assert np.sum(slow[:, 0] < ten[:, 0]) >= 14  # the slowed ruler keeps less on the key in most seeds
     assert slow[:, 1].max() < 0.1  # not to the neighbours...
+    assert g("slow_neighbours_max_check") == pytest.approx(slow[:, 1].max(), rel=1e-6)  # the dropdown's, from the readout
     assert np.sum(slow[:, 2] > slow[:, 1]) >= 14  # ...but to keys beyond the training window
     assert np.sum(slow[:, 2] >= 0.5) >= 5 and np.sum(slow[:, 0] >= 0.5) >= 3  # two groups of seeds
     # the mechanism: the best far key is a return of the fastest slowed pair, never the farthest key
@@ -544,12 +580,19 @@ def test_ruler_directions_on_disjoint_seeds():
     fast = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(FAST, HOLDOUT, steps, "far")])
     assert ten[:, 0].min() < g("rope10k_ret_long_min") and fast[:, 0].min() < g("rope500_ret_long_min") - 0.2
     assert 4 <= np.sum(fast[:, 0] > ten[:, 0]) <= 16  # no order between the two unscaled rulers
+    # the dropdown's held-out ranges and count, trained in the chapter, against these hand-split heads
+    for key, values in (("rope10k", ten[:, 0]), ("rope500", fast[:, 0])):
+        for x, value in zip(SPREAD, (values.mean(), values.min(), values.max())):
+            assert g(f"{key}_ret_long_check{x}") == pytest.approx(value, rel=1e-6), key + x
+    assert np.abs(fast[:, 0] - ten[:, 0]).min() > 1e-6  # the count below is not decided by rounding
+    assert g("r500_beats_10k_check") == np.sum(fast[:, 0] > ten[:, 0])
     # the budget: blur at 250 steps that is gone by 4,000 (five seeds are enough to see the direction)
     lo = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT[:5], 250, "far")])
     hi = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT[:5], 4000, "far")])
     assert lo[:, 1].mean() > 5 * hi[:, 1].mean() and hi[:, 0].mean() > lo[:, 0].mean()
     local = {n: np.array([_task(h, 512, OFF)[0] for h in _ruler_heads(n, HOLDOUT, steps, "local")]) for n in (TEN, FAST)}
     assert local[FAST].min() > 0.95 and local[FAST].mean() >= local[TEN].mean()
+    assert g("rope500_stretch_8_min_check") == pytest.approx(local[FAST].min(), abs=1e-12)
 
 
 def test_rope_losers_look_beyond_the_window():
@@ -580,6 +623,11 @@ def test_rope_losers_look_beyond_the_window():
     other = [sh.train_position_head("rope", OFF, train_length=L, seed=s) for s in HOLDOUT]
     lost = [ref_scores(h, np.arange(512)) for h in other if _task(h, 512, OFF)[0] < 1]
     assert len(lost) >= 3, "fewer than 3 losing seeds among 1000-1019: the direction could not be checked"
+    # the chapter's own count on these seeds: losers, most of the miss beyond the window, the rival again at 382
+    assert g("rope_losers_check") == len(lost)
+    assert g("rope_losers_check_far") == sum(p[2] > p[1] + p[3] for p in (ref_split(S, OFF, L) for S in lost))
+    assert g("rope_losers_check_rival") == sum(ref_rival(S, L) == 382 for S in lost)
+    assert 2 * g("rope_losers_check_rival") > g("rope_losers_check")  # "again 382 back" for most of them
     assert sum(p[2] > p[1] + p[3] for p in (ref_split(S, OFF, L) for S in lost)) * 2 > len(lost)
     assert sum(max(offsets(ref_rival(S, L))[:3]) < 0.03 for S in lost) * 2 > len(lost)  # the same near-return
 

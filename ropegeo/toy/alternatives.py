@@ -63,11 +63,16 @@ def trained_rows_share(length: int, train_length: int, offset: int) -> float:
     return (min(length, train_length) - offset) / (length - offset)
 
 
+#: What each scheme's position term is, for the comparison table: fixed by formula or learned.
+_POSITION_TERMS = {"none": "none", "absolute": "learned table", "sinusoidal": "fixed code", "relative": "learned vectors",
+                   "t5": "learned biases", "alibi": "fixed slope", "rope": "fixed rotation"}
+
+
 @dataclass(frozen=True)
 class SchemeResult:
     """Every measurement of one scheme and one seed.
 
-    ``trained``: the position term is learned; ``shift_*``: a global shift (guaranteed by construction,
+    ``trained``: the position-only head has parameters to train (the schemes of ``LEARNED``); ``shift_*``: a global shift (guaranteed by construction,
     score change, winners kept, weight change); ``move_*``: the target moved one slot farther;
     ``stretch_*``: the task at each factor (NaN where refused); ``retrieval_*``: the far head's key
     at the training and the longest length; ``match_*``: the most-recent-match head (NaN when not run).
@@ -129,7 +134,7 @@ class Comparison:
             r0 = self.results[name][0]
             stretch = " / ".join("undefined" if math.isnan(a) else f"{a:.2f}" for a in self.mean(name, "stretch_accuracy"))
             row = [
-                name, "learned" if r0.trained else "fixed", f"{self.mean(name, 'accuracy'):.2f}",
+                name, _POSITION_TERMS.get(name, "?"), f"{self.mean(name, 'accuracy'):.2f}",
                 "yes" if r0.shift_guaranteed else "no", f"{self.mean(name, 'shift_winners_kept'):.2f}",
                 f"{self.mean(name, 'move_score_change'):+.2f}",
                 f"{self.mean(name, 'move_mass_before'):.2f} → {self.mean(name, 'move_mass_after'):.2f}",
