@@ -609,3 +609,95 @@ def test_exit_statuses_in_the_prose(nb):
     assert f"{EXIT_CODES['fail']} when one fails" in said
     assert f"{EXIT_CODES['inconclusive']} when the verdict is inconclusive" in said
     assert "2 for bad arguments" in said and 2 not in EXIT_CODES.values()  # 2 is bad input, no verdict
+
+
+# ---------------------------------------------------------------- review of chapter 5 (ch5y)
+def _shipped_config(name):
+    """A shipped config.json, read straight from the file, not through ropegeo's reader."""
+    import json
+
+    return json.loads((NB.parents[1] / "ropegeo" / "data" / f"{name}.json").read_text())["config"]
+
+
+def test_config_facts_are_glued_from_the_shipped_configs(glued, nb):
+    cfg = _shipped_config("llama-3.1-8b")
+    assert glued["llama31_kv_heads"] == cfg["num_key_value_heads"] == 8
+    assert glued["llama31_q_heads"] == cfg["num_attention_heads"] == 32
+    assert glued["llama3_base"] == cfg["rope_theta"] == 500_000
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "(8 in Llama-3.1-8B" not in text and "says 500,000" not in text
+
+
+def test_partial_rotary_range_over_two_seed_sets(glued):
+    d, r = 64, 16
+    delta = np.arange(-256, 257)
+
+    def ranges(seeds):
+        out = []
+        for s in seeds:
+            q, k = np.random.default_rng(s).normal(size=(2, d))
+            kr = rot(np.broadcast_to(k, (delta.size, d)), delta, pairing="half", rotary=r)
+            out.append(np.ptp(kr[:, :r] @ q[:r]))
+        return np.array(out)
+
+    for seeds, tag in ((range(0, 20), "a"), (range(20, 40), "b")):
+        got = ranges(seeds)
+        for q, name in ((50, "med"), (10, "p10"), (90, "p90")):
+            assert glued[f"partial_rot_{name}_{tag}"] == pytest.approx(np.percentile(got, q), rel=1e-9)
+        # the claim's direction on each set: the range varies with the draw (by a factor of 1.5 or more between
+        # the 10th and 90th percentiles), and seed 0's one draw is a typical one, inside that band
+        lo, hi = np.percentile(got, [10, 90])
+        assert hi / lo > 1.5 and lo <= glued["partial_rot_range"] <= hi
+
+
+def test_narrow_formats_level_off_near_pi(glued, nb):
+    th = freqs(128)
+    pos = np.arange(1, 60_001, dtype=float)
+    for tag, dtype in (("f16", np.float16), ("bf16", ml_dtypes.bfloat16)):
+        p = pos.astype(dtype)[:, None]
+        ang = (p * th.astype(dtype)).astype(dtype)
+        c, s = np.cos(ang).astype(dtype).astype(float), np.sin(ang).astype(dtype).astype(float)
+        true = pos[:, None] * th
+        err = np.abs(np.arctan2(s * np.cos(true) - c * np.sin(true), c * np.cos(true) + s * np.sin(true))).max(axis=1)
+        first = int(np.argmax(err >= 0.9 * np.pi))
+        # glued to two significant digits: a rounding boundary of cos/sin may move the first crossing by a step
+        assert glued[f"near_pi_{tag}"] == pytest.approx(pos[first], rel=0.02)
+        assert glued[f"near_pi_{tag}"] == float(f"{glued[f'near_pi_{tag}']:.2g}")
+        assert np.median(err[first:]) >= 0.9 * np.pi  # it levels off just under pi: no longer in proportion
+    alt = next(c.metadata["mystnb"]["image"]["alt"] for c in nb.cells
+               if c.cell_type == "code" and "phase_error_curves(" in c.source)
+    assert f"about position {glued['near_pi_f16']:,.0f} and {glued['near_pi_bf16']:,.0f}" in alt
+    assert "all three grow in proportion" not in alt and "level off just under pi" in alt
+
+
+def test_flash_attention_boundaries_as_in_the_source(nb):
+    # transformers 5.24.0's modeling_flash_attention_utils.py: _is_packed_sequence compares the ids with
+    # arange + position_ids.min(), and prepare_fa_kwargs_from_position_ids starts a document where
+    # position_ids == position_ids.min(); 4.56.0 started one where position_ids == 0
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for phrase in ("`_is_packed_sequence`", "`prepare_fa_kwargs_from_position_ids`",
+                   "`position_ids == position_ids.min()`", "4.56.0", "(`position_ids == 0`)",
+                   "got no start at all", "do not begin at slot 0"):
+        assert phrase in text, phrase
+
+
+def test_dynamic_ntk_is_credited_to_emozilla(nb):
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "Dynamic NTK {cite}`emozilla2023dynamic`" in text and "Dynamic NTK {cite}`bloc97ntk2023`" not in text
+
+
+def test_notation_and_units(nb):
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "$\\varepsilon_\\text{mach} = 2^{-8}" in text and "$\\ell = \\alpha L$" not in text
+    assert "A note on units" in text and "x\\sqrt{d_\\text{head}}" in text
+    cast = next(c.source for c in nb.cells if c.cell_type == "code" and "buffer_cast(\"bfloat16\"), \"bfloat16\")" in c.source)
+    assert "every stage:\\npositions round\\npast 256" in cast and "256: bfloat16 integer limit" not in cast
+
+
+def test_exercises_rise_in_difficulty(nb):
+    rank = {"Compute": 0, "Derive": 1, "Implement": 2, "Investigate": 3}
+    kinds = [re.search(r"\*\*(Compute|Derive|Implement|Investigate)\.\*\*", c.source).group(1)
+             for c in nb.cells if c.cell_type == "markdown" and "```{exercise}" in c.source]
+    assert len(kinds) == 7 and [rank[k] for k in kinds] == sorted(rank[k] for k in kinds), kinds
+    prompt = next(c.source for c in nb.cells if ":label: ch05-cache-off-by-one" in c.source)
+    assert "moves the whole new token" not in prompt

@@ -80,6 +80,8 @@ def test_bfloat16_position():
     assert "degrees" in check("ch05-bfloat16-position", (rounded, np.degrees(cost))).message
     assert "frequency" in check("ch05-bfloat16-position", (rounded, 0.5)).message
     assert "exactly" in check("ch05-bfloat16-position", (rounded, 3.01)).message
+    negative = check("ch05-bfloat16-position", (rounded, -cost))  # the position error taken the other way round
+    assert not negative and "drop the sign" in negative.message, negative.message
     assert "pair" in check("ch05-bfloat16-position", 2024).message
     assert "cast it" in check("ch05-bfloat16-position", (4000, 1)).message
     # never reveals the answer
@@ -328,7 +330,8 @@ def test_cache_off_by_one_passes_the_deliberate_slip():
 
 @pytest.mark.parametrize("cache,words", [(_Cache(slip=0), "finds nothing"), (_Cache(slip=2), "another position"),
                                          (_Cache(slip=-1), "another position"), (_Cache(restart=True), "another decoding"),
-                                         (_Cache(slip=1, key_slip=1), "moved together")])
+                                         (_Cache(slip=1, key_slip=1), "moved together"),
+                                         (_Cache(key_slip=1), "you moved the key")])
 def test_cache_off_by_one_rejects_other_caches(cache, words):
     fb = check("ch05-cache-off-by-one", cache)
     assert not fb and words in fb.message, fb.message

@@ -526,6 +526,33 @@ def test_decoding_names_other_frequencies_pair_by_pair():
     assert "pair by pair" in text and "a base" not in text
 
 
+class _SlipCache(_RulerCache):
+    """A correct half-split cache whose decode_step places the new query ``q_slip`` and the new key ``k_slip``
+    positions past the cache length: labelled controls for which of the two Gate A names."""
+
+    def __init__(self, q_slip, k_slip):
+        super().__init__(None)
+        self.q_slip, self.k_slip = q_slip, k_slip
+
+    def decode_step(self, query, key, value):
+        p = len(self.keys)
+        rot = lambda x, at: apply_rope(x[None], [at], pairing="half")[0]
+        self.keys, self.values = np.vstack([self.keys, rot(key, p + self.k_slip)]), np.vstack([self.values, value])
+        return rot(query, p + self.q_slip), self.keys.copy(), self.values.copy()
+
+
+@pytest.mark.parametrize("q_slip,k_slip,named,not_named", [
+    (0, 1, "the new key is placed at position {k} instead of {i}", "decoding query sits at"),
+    (1, 0, "the decoding query sits at position {q} instead of {i}", "new key is"),
+    (0, -2, "the new key is placed at position {k} instead of {i}", "decoding query sits at")])
+def test_decoding_names_which_of_query_and_new_key_moved(q_slip, k_slip, named, not_named):
+    r = gate_a(_SlipCache(q_slip, k_slip), head_dim=64, pairing="half")
+    assert r.failed == ["decoding"] and r.defects == ["decoding"], r.table()
+    i = int(re.search(r"\((?:token) (\d+), ", r.diagnosis).group(1))  # the first decoded token's position
+    assert named.format(i=i, q=i + q_slip, k=i + k_slip) in r.diagnosis, r.diagnosis
+    assert not_named not in r.diagnosis and f"instead of {i}" in r.diagnosis
+
+
 def test_query_scaling_is_stated_as_positions_divided_by_s():
     e = defect_entry("scaled-queries", 16)
     assert "positions divided by s = 2)" in gate_a(e.impl, **e.declared).diagnosis

@@ -75,6 +75,9 @@ def _check_bf16(answer):
     if abs(cost - cost_truth) <= 0.05:
         return wrong("the rounding is right; the cost is a whole number of radians here (the position error times "
                      "1 rad per position), so give it exactly.")
+    if abs(cost + cost_truth) <= 1e-9:
+        return wrong("the rounding is right; the cost is a size, so drop the sign: the phase is off by the distance "
+                     "between the two positions times the pair's frequency, whichever way the position moved.")
     if abs(cost - cost_truth * 180 / np.pi) <= 1e-6:
         return wrong("the rounding is right; give the cost in radians, not degrees.")
     return wrong("the rounding is right; the cost is the position error times the pair's frequency "
@@ -259,6 +262,8 @@ def _check_cache_off_by_one(answer):
         return wrong("Gate A finds nothing: your decode_step still rotates the query at the cache length")
     if re.search(r"off-by-[+-]\d+ cache offset", rep.diagnosis):
         return wrong("Gate A reads the query and the new key moved together; the exercise moves the query alone")
+    if re.search(r"new key is placed at position \d+ instead of \d+", rep.diagnosis):
+        return wrong("you moved the key; the exercise moves the query (and places the new key at the cache length)")
     found = re.search(r"decoding query sits at position (\d+) instead of (\d+)", rep.diagnosis)
     if found is None:
         return wrong(f"Gate A reads another decoding defect than a misplaced query: {rep.diagnosis}")

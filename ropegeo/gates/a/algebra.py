@@ -379,8 +379,11 @@ def _decode_scores(ctx, rng):
         return viol, tol, head + (f"the new token is placed at position {pq} while the cache holds {i} tokens at "
                                   f"0..{i - 1}: an off-by-{delta:+d} cache offset (query and new key move together, "
                                   f"so every displacement to the cached keys is wrong by {abs(delta)})")
-    if pq is not None:
+    if pq is not None and pq != i:
         return viol, tol, head + f"the decoding query sits at position {pq} instead of {i}"
+    if pq == i:  # the query is right, so the new key is what moved
+        where = "rotated unlike any position" if pk is None else f"placed at position {pk} instead of {i}"
+        return viol, tol, head + f"the new key is {where} while the decoding query sits right, at position {i}"
     # no integer position reproduces the query: estimate a scale from the slow pairs
     if layout is not None and layout["pairs"]:
         a = np.array([p[0] for p in layout["pairs"]])
