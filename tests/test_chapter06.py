@@ -74,9 +74,15 @@ F32_GLUES = {"f32_models", "f32_pass", "f32_fail"}
 EXERCISE_GLUES = {"yarn_log_cross"}
 # Scout's chunked and NoPE layers, read from the stored record; tested in test_scout_layers
 SCOUT_GLUES = {"scout_chunk", "scout_layers", "scout_rope_layers", "scout_nope_layers", "scout_distant_last"}
-# what closes PI's gap (pair 0's share, summed amplitude, neighbour gap, its bound); tested in test_pi_gap_closed
-PI_GAP_GLUES = {"gb_long", "gb_need_gap", "gb_amp_0_min", "gb_amp_0_max", "gb_gap_bound_min",
-                *(f"gb_{k}_{n}_{x}" for k in ("share0", "amp", "gap") for n in (600, 3000) for x in ("min", "max"))}
+# what closes PI's gap (pair 0's share, summed amplitude, neighbour gap, its bound), on seeds 0-19 and 20-39;
+# tested in test_pi_gap_closed
+PI_GAP_GLUES = {"gb_long", "gb_need_gap", "gb_amp_0_min", "gb_amp_0_max",
+                *(f"{p}_{k}" for p in ("gb", "chk_gb") for k in ("gap_bound_min", "share0_rose", "share0_most")),
+                *(f"{p}_{k}_{n}_{x}" for p in ("gb", "chk_gb") for k in ("amp", "gap") for n in (600, 3000)
+                  for x in ("min", "max")),
+                *(f"{p}_share0_{n}_median" for p in ("gb", "chk_gb") for n in (600, 3000))}
+# the NTK ruler over seeds 0-19 and 20-39; tested in test_ntk
+NTK_GLUES = {f"{p}_{k}" for p in ("ntk", "chk_ntk") for k in ("perfect", "mass_min", "mass_median", "mass_max")}
 D8_GLUES = {f"d8_{k}_{i}{p}" for i in (0, 1) for k, ps in (("rival", [""]), ("turns", ["_0", "_1"]), ("off", ["_0", "_1"]))
             for p in ps}
 
@@ -157,12 +163,13 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "rival_seed", "d8_wins", "d8_seeds", "n_ramps", "n_pairs16", "first_turn", "turn_in_target",
         "seeds20", "p3", "n_slow", "n_slower", "p3_wavelength", "p3_ramps", "p3_dips", "p3_dip_min", "p3_dip_max",
         "slower_cells",
-        "slower_ramps", "slower_near", "all_ramp_seeds", "fastest_largest", "fastest_ratio_min",
+        "slower_ramps", "slower_near", "all_ramp_seeds", "fastest_largest", "fastest_ratio_median",
+        "chk_fastest_largest", "chk_fastest_ratio_median",
         "pi_winner", "pi_acc_max", "pift_perfect", "pift_mass_min", "pift_mass_max", "pift_neighbours",
         "pift_local_margin", "pift_amp_growth", "pi_threshold", "collision_threshold", "fast_threshold",
         "pift_threshold",
-        "ntk_perfect", "ntk_fail_seeds", "ntk_rival", "ntk_mass_min", "ntk_mass_max", "battery_match", "battery_offset", "battery_intervention",
-    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES | RIVAL_SPLIT_GLUES
+        "ntk_fail_seeds", "ntk_rival", "battery_match", "battery_offset", "battery_intervention",
+    } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES | RIVAL_SPLIT_GLUES | NTK_GLUES
     assert set(GLUED) == tested
 
 
@@ -442,7 +449,7 @@ def shape_counts(heads):
             "slower_near": int(np.sum(slower == "near ramp")),
             "all_ramp_seeds": int(np.all(kinds[:, p3:] == "near ramp", axis=1).sum()),
             "fastest_largest": int(np.sum(amps.argmax(axis=1) == 0)),
-            "fastest_ratio_min": float(np.min(amps[:, 0] / amps[:, 1:].max(axis=1)))}
+            "fastest_ratio_median": float(np.median(amps[:, 0] / amps[:, 1:].max(axis=1)))}
 
 
 @pytest.fixture(scope="module")
@@ -468,7 +475,7 @@ def test_slow_pair_shapes_over_20_seeds(heads, heads_20_39):
     assert 0.75 * L < min(got["dips"]) and max(got["dips"]) < L
     assert g("p3_dip_min") == pytest.approx(min(got["dips"]), abs=2e-3)
     assert g("p3_dip_max") == pytest.approx(max(got["dips"]), abs=2e-3)
-    assert g("fastest_ratio_min") == pytest.approx(got["fastest_ratio_min"], rel=1e-9)
+    assert g("fastest_ratio_median") == pytest.approx(got["fastest_ratio_median"], rel=1e-9)
     # seed 0, the chapter's illustration, is one of the seeds whose five slow pairs are all near ramps
     assert all(k == "near ramp" for k, _ in window_shapes(heads[0])[3:])
     # the readout the chapter calls agrees with the grid on every seed
@@ -487,6 +494,9 @@ def test_slow_pair_shapes_on_disjoint_seeds(heads_20_39):
     assert 0.75 * L < min(far["dips"]) and max(far["dips"]) < L  # in the window's far quarter
     assert got["slower_ramps"] == got["slower_cells"] and got["slower_near"] >= 0.95 * got["slower_cells"]
     assert got["fastest_largest"] >= 18  # the fastest pair carries the largest amplitude
+    assert g("chk_fastest_largest") == got["fastest_largest"]
+    assert g("chk_fastest_ratio_median") == pytest.approx(got["fastest_ratio_median"], rel=1e-9)
+    assert got["fastest_ratio_median"] > 1.2 and g("fastest_ratio_median") > 1.2  # clearly the largest, typically
 
 
 def test_pair_shapes_labelled_controls():
@@ -535,17 +545,22 @@ def test_interpolation(heads):
     assert g("pift_amp_growth") == pytest.approx(growth, rel=1e-9) and growth > 1
 
 
-def test_ntk(heads):
+def test_ntk(heads, heads_20_39):
     th = bank(16, 10_000.0 * 8 ** (16 / 14))
     evs = [ref_offset_eval(h, T, theta=th, scale=1.0) for h in heads]
-    masses = [e["mass"].mean() for e in evs]
-    assert g("ntk_perfect") == sum(e["acc"] == 1.0 for e in evs)
     losers = [h for h, e in zip(heads, evs) if e["acc"] < 1]
     assert g("ntk_fail_seeds") == ", ".join(str(h.seed) for h in losers)
     s = score(losers[0], np.arange(L, T), theta=th)
     assert g("ntk_rival") == L + int(np.argmax(s)) and s.max() > score(losers[0], [OFF], theta=th)[0]
-    assert g("ntk_mass_min") == pytest.approx(min(masses), rel=1e-9)
-    assert g("ntk_mass_max") == pytest.approx(max(masses), rel=1e-9)
+    # the count and the spread over seeds 0-19, and how they vary on the disjoint seeds 20-39
+    more = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    for key, hs in (("ntk", list(heads) + more), ("chk_ntk", heads_20_39)):
+        ev = [ref_offset_eval(h, T, theta=th, scale=1.0) for h in hs]
+        masses = [e["mass"].mean() for e in ev]
+        assert g(f"{key}_perfect") == sum(e["acc"] == 1.0 for e in ev) >= 18  # "the winner survives": most seeds
+        for stat in ("min", "median", "max"):
+            assert g(f"{key}_mass_{stat}") == pytest.approx(getattr(np, stat)(masses), rel=1e-9)
+        assert np.median(masses) < 1 and sum(m < 0.9 for m in masses) > 20 - g(f"{key}_perfect")  # mass lost more often
 
 
 # ------------------------------------------------------------------ the battery's match head
@@ -754,25 +769,28 @@ def pi_gap_reading(seeds, steps):
 
 
 def test_pi_gap_closed():
-    """PI's long budgets: a sharper head with its amplitude moved onto pair 0 reaches the 3:1 gap; at 600 it does not."""
-    got = {n: pi_gap_reading(range(10), n) for n in (0, 600, 3000)}
+    """PI's long budgets: a sharper head with its amplitude moved onto pair 0 reaches the 3:1 gap; at 600 it does not.
+    Glued over seeds 0-19 and the disjoint seeds 20-39; the directions the prose states are checked on both."""
     assert g("gb_long") == 3000 and g("gb_need_gap") == pytest.approx(math.log(3), rel=1e-12)
-    assert (g("gb_amp_0_min"), g("gb_amp_0_max")) == pytest.approx((got[0][:, 1].min(), got[0][:, 1].max()), rel=1e-6)
-    for n in (600, 3000):
-        for j, k in enumerate(("share0", "amp", "gap")):
-            assert g(f"gb_{k}_{n}_min") == pytest.approx(got[n][:, j].min(), rel=1e-6, abs=1e-9)
-            assert g(f"gb_{k}_{n}_max") == pytest.approx(got[n][:, j].max(), rel=1e-6, abs=1e-9)
-    assert g("gb_gap_bound_min") == pytest.approx(np.min(got[3000][:, 2] / got[3000][:, 3]), rel=1e-6)
-    # the reading the prose makes, on these seeds and on the disjoint seeds 10-19
-    for reading in (got, {n: pi_gap_reading(range(10, 20), n) for n in (600, 3000)}):
-        short, long = reading[600], reading[3000]
+    for key, seeds in (("gb", range(20)), ("chk_gb", range(20, 40))):
+        got = {n: pi_gap_reading(seeds, n) for n in ((0, 600, 3000) if key == "gb" else (600, 3000))}
+        if key == "gb":
+            assert (g("gb_amp_0_min"), g("gb_amp_0_max")) == pytest.approx((got[0][:, 1].min(), got[0][:, 1].max()),
+                                                                          rel=1e-6)
+        for n in (600, 3000):
+            for j, k in ((1, "amp"), (2, "gap")):
+                assert g(f"{key}_{k}_{n}_min") == pytest.approx(got[n][:, j].min(), rel=1e-6, abs=1e-9)
+                assert g(f"{key}_{k}_{n}_max") == pytest.approx(got[n][:, j].max(), rel=1e-6, abs=1e-9)
+            assert g(f"{key}_share0_{n}_median") == pytest.approx(np.median(got[n][:, 0]), rel=1e-6)
+        short, long = got[600], got[3000]
+        assert g(f"{key}_gap_bound_min") == pytest.approx(np.min(long[:, 2] / long[:, 3]), rel=1e-6)
+        assert g(f"{key}_share0_rose") == np.sum(long[:, 0] > short[:, 0])
+        assert g(f"{key}_share0_most") == np.sum(long[:, 0] > 0.5)
+        # the reading the prose makes, on both sets
         assert short[:, 2].max() < math.log(3) < long[:, 2].min()  # bare wins at 600, the 3:1 need met at 3,000
-        assert np.all(long[:, 0] > short[:, 0])  # every head moved amplitude onto pair 0
-        assert long[:, 1].min() > 3 * short[:, 1].max()  # and grew sharper
+        assert np.sum(long[:, 0] > short[:, 0]) >= 18 and np.sum(long[:, 0] > 0.5) >= 18  # most moved onto pair 0
+        assert long[:, 1].min() > 3 * short[:, 1].max()  # and every head grew sharper
         assert np.all(long[:, 2] <= long[:, 3] + 1e-9) and np.min(long[:, 2] / long[:, 3]) > 0.95  # at the bound
-    # on seeds 0-9 pair 0 carries most of it; on 10-19 some heads lean on sharpness instead (the prose says so)
-    assert got[600][:, 0].max() < 0.4 < 0.6 < got[3000][:, 0].min()
-    assert reading[3000][:, 0].min() < 0.6 and reading[3000][:, 1].max() > got[3000][:, 1].max()
 
 
 def test_scout_layers():
@@ -824,5 +842,7 @@ def test_scout_realised_margin_passes_where_the_bound_fails():
 
 
 # the rivals/dilution split (cell after the dilution probe); tested in test_chapter06_budgets.test_rivals_and_dilution
-RIVAL_SPLIT_GLUES = {"riv_top10_min", "riv_top10_max", "riv_tail_min", "riv_tail_max", "riv_beaten_4096", "riv_beaten_most",
-                     "riv_beaten_by_length"}
+RIVAL_SPLIT_GLUES = {*(f"{p}_{k}" for p in ("riv", "chk_riv") for k in ("top10_min", "top10_max", "tail_min", "tail_max",
+                                                                           "beaten_4096")),
+                     "riv_beaten_most", "riv_beaten_by_length",
+                     *(f"chk_dil_{k}" for k in ("none_4096", "yarn_4096", "none_4096_min", "none_4096_max", "yarn_4096_min"))}
