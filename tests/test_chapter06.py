@@ -50,7 +50,7 @@ NEW_GLUES = {
                                                     "llama3_3000_min")),
     "chk_llama3_mean_above", "chk_llama3_max_3000", "chk_pi_min_3000",
     "fast_wavelength", "pair1_speed_min", "pair1_speed_max", "pair2_slowed_min", "pair2_slowed_max", "curve_seeds", "bf16_raw_0", "bf16_pi_3000", "bf16_others_3000_min", "bf16_others_3000_max", "cs_pi_3000",
-    "cs_others_maxdiff",
+    "cs_others_maxdiff", "chk_cs_others_maxdiff",
     *(f"dil_{sc}_{x}" for sc in ("none", "yarn", "log_length") for x in ("4096", "4096_min", "entropy_4096", "mult")),
     "dil_none_64", "dil_none_entropy_64", "dil_uniform_4096", "dil_none_4096_max",
     "b10_seeds", "b10_failed", "b10_match_mean", "b10_match_min", "b10_match_max", "b10_offset_mean",

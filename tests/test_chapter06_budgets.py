@@ -138,6 +138,10 @@ def test_curve_glues():
     assert 0.7 <= g("pair1_speed_min") < g("pair1_speed_max") < 1 and g("pair2_slowed_min") > 1.5
     assert g("bf16_pi_3000") < 0.7 and g("bf16_others_3000_max") < 0.7 and g("cs_pi_3000") < g("curve_pi_3000")
     assert g("cs_others_maxdiff") < 0.01
+    # the same bound on the disjoint seeds 20-39, from the check record
+    assert g("chk_cs_others_maxdiff") == pytest.approx(
+        max(np.abs(np.subtract(CHECK["mass_bf16_cos_sin"][r], CHECK["mass"][r])).max() for r in OTHERS))
+    assert g("chk_cs_others_maxdiff") < 0.01
 
 
 def test_stored_point_recomputed(heads):
