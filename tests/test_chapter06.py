@@ -158,7 +158,8 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "p3_dips_more", "pift_three",
         "pi_local_margin", "llama2_local_margin", "collision_margin", "collision_k", "c_train_acc_min",
         "c_train_mass_min", "shift_change", "reset_acc_mean", "reset_acc_max", "reset_key", "reset_share",
-        "offby_plus", "offby_minus", "offby_acc", "offby_plus_share", "offby_minus_share", "raw_acc_mean", "rival_seeds", "rival_count", "rival_offset",
+        "offby_plus", "offby_minus", "offby_acc", "offby_plus_share", "offby_minus_share", "chk_offby_acc",
+        "chk_offby_plus_share", "chk_offby_minus_share", "chk_reset_acc_mean", "chk_reset_acc_max", "raw_acc_mean", "rival_seeds", "rival_count", "rival_offset",
         "rival_acc", "rival_predicted", "n_fast", "margin_equal", "margin_learned", "margin_fast", "slow_gap",
         "rival_seed", "d8_wins", "d8_seeds", "n_ramps", "n_pairs16", "first_turn", "turn_in_target",
         "seeds20", "p3", "n_slow", "n_slower", "p3_wavelength", "p3_ramps", "p3_dips", "p3_dip_min", "p3_dip_max",
@@ -318,11 +319,14 @@ def test_in_distribution_and_shift(heads):
     assert moved < 1e-9 and 0 <= g("shift_change") < 1e-9
 
 
-def test_query_reset(heads):
+def test_query_reset(heads, heads_20_39):
     evs = [ref_offset_eval(h, L, reset=True) for h in heads]
-    accs = [e["acc"] for e in evs]
-    assert g("reset_acc_mean") == pytest.approx(np.mean(accs), abs=1e-12)
-    assert g("reset_acc_max") == pytest.approx(max(accs), abs=1e-12)
+    more = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    for key, hs in (("reset", list(heads) + more), ("chk_reset", heads_20_39)):  # seeds 0-19, then 20-39
+        accs = [ref_offset_eval(h, L, reset=True)["acc"] for h in hs]
+        assert g(f"{key}_acc_mean") == pytest.approx(np.mean(accs), abs=1e-12)
+        assert g(f"{key}_acc_max") == pytest.approx(max(accs), abs=1e-12)
+        assert max(accs) < 0.2  # "collapses", in every seed of both sets
     keys, counts = np.unique(evs[0]["winner_pos"], return_counts=True)
     modal = int(keys[np.argmax(counts)])
     assert g("reset_key") == modal
@@ -332,9 +336,17 @@ def test_query_reset(heads):
     assert np.all(evs[0]["winner_pos"][later] == modal)
 
 
-def test_off_by_one(heads):
-    plus = [ref_offset_eval(h, L, query_offset=1) for h in heads]
-    minus = [ref_offset_eval(h, L, query_offset=-1) for h in heads]
+def test_off_by_one(heads, heads_20_39):
+    hs = list(heads) + gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    plus = [ref_offset_eval(h, L, query_offset=1) for h in hs]
+    minus = [ref_offset_eval(h, L, query_offset=-1) for h in hs]
+    # the disjoint seeds 20-39: the numbers the prose gives for them, and the same direction
+    cp = [ref_offset_eval(h, L, query_offset=1) for h in heads_20_39]
+    cm = [ref_offset_eval(h, L, query_offset=-1) for h in heads_20_39]
+    assert g("chk_offby_plus_share") == pytest.approx(min(np.mean(e["winner_disp"] == OFF - 1) for e in cp), abs=1e-12)
+    assert g("chk_offby_minus_share") == pytest.approx(min(np.mean(e["winner_disp"] == OFF + 1) for e in cm), abs=1e-12)
+    assert g("chk_offby_acc") == pytest.approx(max(e["acc"] for e in cp + cm), abs=1e-12)
+    assert g("chk_offby_plus_share") > 0.9 and g("chk_offby_minus_share") > 0.9 and g("chk_offby_acc") < 0.1
     assert g("offby_plus") == int(np.median(np.concatenate([e["winner_disp"] for e in plus]))) == OFF - 1
     assert g("offby_minus") == int(np.median(np.concatenate([e["winner_disp"] for e in minus]))) == OFF + 1
     assert g("offby_plus_share") == pytest.approx(min(np.mean(e["winner_disp"] == OFF - 1) for e in plus), abs=1e-12)
