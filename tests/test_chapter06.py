@@ -43,7 +43,7 @@ def _glued():
 GLUED, USED = _glued()
 # glued by the seed-and-budget sections (fast-band rule, budget curve, precision, dilution, battery, re-anchoring)
 NEW_GLUES = {
-    "fast_flagged", "fast_flagged_losers", "survivors_negative_gap", "n_survivors",
+    "fast_flagged", "fast_flagged_losers", "survivors_negative_gap", "n_survivors", "chk_survivors_negative_gap", "chk_n_survivors",
     *(f"{k}_pi_{b}{x}" for k in ("curve", "chk") for b in (600, 1500, 3000, 6000) for x in ("", "_min", "_max")),
     *(f"{k}_{x}" for k in ("curve", "chk") for x in ("others_150_min", "amp_600_min", "amp_3000", "amp_3000_min",
                                                     "amp_3000_max", "amp_others_3000_low", "amp_others_3000_high",
