@@ -20,7 +20,7 @@ from test_chapter06 import GLUED, L, OFF, T, bank, chord, g, pair_products, ref_
 from ropegeo import toy as gc
 from ropegeo.scaling import extension_schedule
 from ropegeo.toy import budget_curves as bc
-from ropegeo.toy import dilution, reanchor
+from ropegeo.toy import reanchor
 
 RUNS = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs"
 CURVE = json.loads((RUNS / "finetune_budget.json").read_text())  # seeds 0-19
@@ -35,15 +35,51 @@ def heads():
     return gc.train_heads("offset", range(10), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
 
 
+@pytest.fixture(scope="module")
+def heads20(heads):
+    """Seeds 0-19: the seeds the dilution and rivals paragraphs state their ranges over."""
+    return list(heads) + gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+
+
+@pytest.fixture(scope="module")
+def heads_20_39():
+    """The disjoint seeds 20-39, on which the same paragraphs say how each number varies."""
+    return gc.train_heads("offset", range(20, 40), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+
+
 def at(steps):
     return CURVE["settings"]["budgets"].index(steps)
 
 
 # ------------------------------------------------------------------ the fast-band rule, every seed
+def _slow_gap_survivors(hs):
+    """(seeds that survive raw extrapolation at 512, of those the ones whose slow pairs favour the target)."""
+    th = bank(16)
+    fast = L * th >= 2 * math.pi
+    survivors = negative = 0
+    for h in hs:
+        beyond = score(h, np.arange(L, T))
+        rival = L + int(np.argmax(beyond))
+        if beyond.max() > score(h, [OFF])[0]:
+            continue
+        c = pair_products(h.q, h.k)
+        survivors += 1
+        negative += float(np.sum(np.real(c * (np.exp(1j * rival * th) - np.exp(1j * OFF * th)))[~fast])) < 0
+    return survivors, negative
+
+
+def test_slow_pairs_favour_the_target_in_survivors(heads20, heads_20_39):
+    """Counted over seeds 0-19, and on the disjoint seeds 20-39 the same direction (most survivors)."""
+    assert (g("n_survivors"), g("survivors_negative_gap")) == _slow_gap_survivors(heads20)
+    assert (g("chk_n_survivors"), g("chk_survivors_negative_gap")) == _slow_gap_survivors(heads_20_39)
+    for key in ("", "chk_"):
+        assert g(f"{key}survivors_negative_gap") >= 0.75 * g(f"{key}n_survivors") > 0
+
+
 def test_fast_band_rule_on_every_seed(heads):
     th = bank(16)
     fast = L * th >= 2 * math.pi
-    flagged, losers_flagged, survivors, negative = 0, 0, 0, 0
+    flagged, losers_flagged = 0, 0
     for h in heads:
         beyond = score(h, np.arange(L, T))
         rival = L + int(np.argmax(beyond))
@@ -53,13 +89,7 @@ def test_fast_band_rule_on_every_seed(heads):
         low = chord(rival - OFF, th, w) < chord(1, th, w) / math.sqrt(2)
         flagged += low
         losers_flagged += low and wins
-        c = pair_products(h.q, h.k)
-        gap = float(np.sum(np.real(c * (np.exp(1j * rival * th) - np.exp(1j * OFF * th)))[~fast]))
-        if not wins:
-            survivors += 1
-            negative += gap < 0
     assert g("fast_flagged") == flagged and g("fast_flagged_losers") == losers_flagged
-    assert g("n_survivors") == survivors and g("survivors_negative_gap") == negative
     # the prose: the rule flags more seeds than lose, so it is a flag, not a forecast
     assert flagged > losers_flagged == g("rival_count")
 
@@ -126,6 +156,10 @@ def test_curve_glues():
     assert 0.7 <= g("pair1_speed_min") < g("pair1_speed_max") < 1 and g("pair2_slowed_min") > 1.5
     assert g("bf16_pi_3000") < 0.7 and g("bf16_others_3000_max") < 0.7 and g("cs_pi_3000") < g("curve_pi_3000")
     assert g("cs_others_maxdiff") < 0.01
+    # the same bound on the disjoint seeds 20-39, from the check record
+    assert g("chk_cs_others_maxdiff") == pytest.approx(
+        max(np.abs(np.subtract(CHECK["mass_bf16_cos_sin"][r], CHECK["mass"][r])).max() for r in OTHERS))
+    assert g("chk_cs_others_maxdiff") < 0.01
 
 
 def test_stored_point_recomputed(heads):
@@ -203,7 +237,7 @@ def _last_query(h, n, mult):
     return p[OFF - 1], float(-(p * np.log(p)).sum())
 
 
-def test_dilution_numbers(heads):
+def test_dilution_numbers(heads20):
     n = 4096
     yarn_mult = (0.1 * math.log(n / L) + 1) ** 2
     log_mult = math.log(n) / math.log(L)
@@ -211,13 +245,13 @@ def test_dilution_numbers(heads):
     assert g("dil_log_length_mult") == pytest.approx(log_mult) == 2.0
     assert g("dil_uniform_4096") == pytest.approx(math.log(n - 1))
     for sc, mult in (("none", 1.0), ("yarn", yarn_mult), ("log_length", log_mult)):
-        cells = np.array([_last_query(h, n, mult) for h in heads])
+        cells = np.array([_last_query(h, n, mult) for h in heads20])
         assert g(f"dil_{sc}_4096") == pytest.approx(cells[:, 0].mean(), rel=1e-6)
         assert g(f"dil_{sc}_4096_min") == pytest.approx(cells[:, 0].min(), rel=1e-6)
         assert g(f"dil_{sc}_entropy_4096") == pytest.approx(cells[:, 1].mean(), rel=1e-6)
         if sc == "none":
             assert g("dil_none_4096_max") == pytest.approx(cells[:, 0].max(), rel=1e-6)
-    short = np.array([_last_query(h, L, 1.0) for h in heads])
+    short = np.array([_last_query(h, L, 1.0) for h in heads20])
     assert g("dil_none_64") == pytest.approx(short[:, 0].mean(), rel=1e-9)
     assert g("dil_none_entropy_64") == pytest.approx(short[:, 1].mean(), rel=1e-6)
     # the prose: dilution, both scalings help on average, and sharpening hurts the weakest seed
@@ -226,13 +260,21 @@ def test_dilution_numbers(heads):
     assert g("dil_yarn_4096_min") < g("dil_none_4096_min")
 
 
-def test_dilution_direction_on_disjoint_seeds():
-    other = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
-    probe = dilution.dilution_probe(other, [L, 4096])
-    none, yarn = probe["mass"]["none"], probe["mass"]["yarn"]
-    assert none[1].mean() < 0.5 * none[0].mean()
-    assert yarn[1].mean() > none[1].mean()
-    assert np.all(probe["entropy"]["none"][1] > probe["entropy"]["none"][0])
+def test_dilution_direction_on_disjoint_seeds(heads_20_39):
+    n = 4096
+    yarn_mult = (0.1 * math.log(n / L) + 1) ** 2
+    none = np.array([_last_query(h, n, 1.0)[0] for h in heads_20_39])
+    yarn = np.array([_last_query(h, n, yarn_mult)[0] for h in heads_20_39])
+    short = np.array([_last_query(h, L, 1.0) for h in heads_20_39])
+    # the numbers the prose gives for seeds 20-39
+    assert g("chk_dil_none_4096") == pytest.approx(none.mean(), rel=1e-6)
+    assert g("chk_dil_yarn_4096") == pytest.approx(yarn.mean(), rel=1e-6)
+    assert (g("chk_dil_none_4096_min"), g("chk_dil_none_4096_max")) == pytest.approx((none.min(), none.max()), rel=1e-6)
+    assert g("chk_dil_yarn_4096_min") == pytest.approx(yarn.min(), rel=1e-6)
+    # and the directions it states there: dilution, scaling helps on average, sharpening hurts the weakest seed
+    assert none.mean() < 0.5 * short[:, 0].mean()
+    assert yarn.mean() > none.mean() and yarn.min() < none.min()
+    assert np.all([_last_query(h, n, 1.0)[1] for h in heads_20_39] > short[:, 1])
 
 
 # ------------------------------------------------------------------ the twenty-seed battery and its fix
@@ -325,14 +367,16 @@ def _split(h, n):
     return r[:10].sum(), r[10:].sum(), int((s > s[OFF - 1]).sum())
 
 
-def test_rivals_and_dilution(heads):
-    sp = np.array([_split(h, 4096) for h in heads])
+def test_rivals_and_dilution(heads20, heads_20_39):
+    sp = np.array([_split(h, 4096) for h in heads20])
     assert (g("riv_top10_min"), g("riv_top10_max")) == pytest.approx((sp[:, 0].min(), sp[:, 0].max()), rel=1e-6)
     assert (g("riv_tail_min"), g("riv_tail_max")) == pytest.approx((sp[:, 1].min(), sp[:, 1].max()), rel=1e-6)
     assert g("riv_beaten_most") == sp[:, 2].max() and g("riv_beaten_4096") == sum(sp[:, 2] > 0)
-    counts = [sum(_split(h, n)[2] > 0 for h in heads) for n in (64, 128, 256, 512, 1024, 2048, 4096)]
+    counts = [sum(_split(h, n)[2] > 0 for h in heads20) for n in (64, 128, 256, 512, 1024, 2048, 4096)]
     assert g("riv_beaten_by_length") == ", ".join(f"{c} at {n:,}" for c, n in zip(counts, (64, 128, 256, 512, 1024, 2048, 4096)))
     assert sp[:, 0].min() > sp[:, 1].max()  # rivals, not the tail, take the mass
-    other = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
-    so = np.array([_split(h, 4096) for h in other])  # the direction on disjoint seeds
-    assert np.all(so[:, 0] > so[:, 1]) and np.any(so[:, 2] > 0)
+    so = np.array([_split(h, 4096) for h in heads_20_39])  # the disjoint seeds: the numbers, then the direction
+    assert (g("chk_riv_top10_min"), g("chk_riv_top10_max")) == pytest.approx((so[:, 0].min(), so[:, 0].max()), rel=1e-6)
+    assert (g("chk_riv_tail_min"), g("chk_riv_tail_max")) == pytest.approx((so[:, 1].min(), so[:, 1].max()), rel=1e-6)
+    assert g("chk_riv_beaten_4096") == sum(so[:, 2] > 0)
+    assert so[:, 0].min() > so[:, 1].max() and np.any(so[:, 2] > 0)
