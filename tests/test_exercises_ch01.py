@@ -118,6 +118,8 @@ def test_any_start():
     assert "changes when p changes" in check("ch01-any-start", (a**2 + b**2) * sp.cos(w * p)).message
     assert "symmetric part" in check("ch01-any-start", (a**2 - b**2) * sp.cos(w * k)).message
     assert "sign" in check("ch01-any-start", -(a**2 + b**2) * sp.cos(w * k)).message
+    for one_coordinate in (a**2 * sp.cos(w * k), b**2 * sp.cos(w * k)):  # a start vector with one coordinate
+        assert "only one coordinate" in check("ch01-any-start", one_coordinate).message
     assert "differs" in check("ch01-any-start", (a**2 + b**2) * sp.cos(2 * w * k)).message
     assert "unexpected symbols" in check("ch01-any-start", sp.Symbol("theta")).message
     assert "cannot be evaluated" in check("ch01-any-start", sp.sqrt(-1 - a**2)).message

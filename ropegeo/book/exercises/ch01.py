@@ -154,7 +154,7 @@ def _offset_alone(code) -> bool:
 
 @exercise("ch01-any-start")
 def _any_start(answer):
-    expr = need(_sympy_answer(answer, "c(p).c(p + k)", ("a", "b", "omega", "k", "p")))
+    expr = need(_sympy_answer(answer, "z(p).z(p + k)", ("a", "b", "omega", "k", "p")))
     names = ("a", "b", "omega", "k", "p")
     rng = np.random.default_rng(12)
     pts = np.column_stack([rng.uniform(-2, 2, (10, 2)), rng.uniform(0.05, 1.5, 10), rng.uniform(-20, 20, (10, 2))])
@@ -179,9 +179,11 @@ def _any_start(answer):
             got, (a * a - b * b) * np.cos(w * k), atol=1e-9):
         return wrong("a sine or a difference of squares survived: collect the terms again; a rotation matrix "
                      "contributes only its symmetric part to x^T R x.")
+    if np.allclose(got, a * a * np.cos(w * k), atol=1e-9) or np.allclose(got, b * b * np.cos(w * k), atol=1e-9):
+        return wrong("only one coordinate of the start vector is left: (a, b) has two, and both enter the product.")
     if np.allclose(got, (a * a + b * b) * np.cos(w * k) * -1, atol=1e-9):
         return wrong("the sign is off: at k = 0 the product is the squared length of the start vector.")
-    return wrong("your expression differs from c(p).c(p + k) at some values of a, b, omega and k.")
+    return wrong("your expression differs from z(p).z(p + k) at some values of a, b, omega and k.")
 
 
 def _random_scores(rng, n):
