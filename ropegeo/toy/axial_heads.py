@@ -20,7 +20,7 @@ from ropegeo.toy import MAX_STEPS, Adam, check_trained, one_blas_thread, seed_li
 from ropegeo.toy.training import _pair_coefficients, _pair_gradients
 
 __all__ = ["MAX_GRID", "AxialHead", "AxialEvaluation", "axial_scores", "axial_head_loss", "train_axial_head",
-           "evaluate_axial", "split_study", "budget_study"]
+           "evaluate_axial", "split_study", "budget_study", "crossing", "confusion", "factor_agreement"]
 
 #: Largest grid side: one step holds a few (side**2, side**2) arrays.
 MAX_GRID = 32
@@ -241,3 +241,48 @@ def budget_study(freqs, budgets, seeds=range(10), *, target=(2, 3), grid=(8, 8),
             e = evaluate_axial(AxialHead(*kept[n], F, t, g, s, losses[:n]))
             acc[i, j], mass[i, j] = e.accuracy, e.target_mass
     return {"budgets": b, "accuracy": acc, "target_mass": mass}
+
+
+def crossing(masses, budgets, cut: float = 0.5, spread: float = 1e-3) -> tuple[int, int, bool]:
+    """The bracket ``(lo, hi]`` of budgets where every seed's target mass (``masses``: budgets x seeds) reaches ``cut``.
+
+    A budget whose lowest seed lies within ``spread`` of the cut sits on it (rounding on another CPU could
+    put it on either side), so the bracket widens past it; the flag says whether it did.
+
+    >>> crossing([[0.4, 0.6], [0.4999, 0.7], [0.6, 0.8]], [10, 20, 30])
+    (10, 30, True)
+    """
+    lows = np.asarray(v.finite_array("masses", masses)).min(axis=1)
+    b = [v.integer("budgets", n, minimum=0) for n in budgets]
+    above = np.flatnonzero(lows >= cut)
+    if lows.size != len(b) or not above.size or above[0] == 0:
+        raise ValueError("masses must have one row per budget, start below the cut and reach it")
+    lo, hi = int(above[0]) - 1, int(above[0])
+    while lo > 0 and lows[lo] > cut - spread:
+        lo -= 1
+    while hi < len(b) - 1 and lows[hi] < cut + spread:
+        hi += 1
+    return b[lo], b[hi], (lo, hi) != (above[0] - 1, above[0])
+
+
+def confusion(said: dict, got: dict) -> dict:
+    """Counts ``tp, fp, fn, tn`` of a verdict per split (``said``: passes) against trained success (``got``)."""
+    if set(said) != set(got):
+        raise ValueError("said and got must name the same splits")
+    cells = {"tp": (True, True), "fp": (True, False), "fn": (False, True), "tn": (False, False)}
+    return {k: sum(bool(said[n]) == s and bool(got[n]) == g for n in said) for k, (s, g) in cells.items()}
+
+
+def factor_agreement(factor: dict, study: dict) -> dict:
+    """How often the split with the smaller ``factor`` trains better, over the pairs of splits whose factors differ.
+
+    Returns ``pairs``, ``untied`` (pairs whose mean accuracies differ), ``accuracy_agree`` (of those, the smaller
+    factor has the higher accuracy) and ``mass_agree`` (of all pairs, the higher mean target mass).
+    """
+    if set(factor) != set(study):
+        raise ValueError("factor and study must name the same splits")
+    mean = {n: (float(np.mean(study[n]["accuracy"])), float(np.mean(study[n]["target_mass"]))) for n in study}
+    pairs = [(a, c) for a in factor for c in factor if factor[a] < factor[c]]
+    untied = [(a, c) for a, c in pairs if mean[a][0] != mean[c][0]]
+    return {"pairs": len(pairs), "untied": len(untied), "accuracy_agree": sum(mean[a][0] > mean[c][0] for a, c in untied),
+            "mass_agree": sum(mean[a][1] > mean[c][1] for a, c in pairs)}

@@ -126,8 +126,14 @@ def _axial_floor(answer):
             return wrong("that is the kernel of the x pairs alone: the y pairs do not turn, and they count too.")
         if np.allclose(got, np.cos(np.multiply.outer(dx, frequencies(d, b))).mean(axis=-1), rtol=1e-9, atol=1e-12):
             return wrong("that is a one-axis head of width d; in RoPE-Axial each axis has only half of the pairs.")
+        if np.allclose(got, 0.5 * full, rtol=1e-9, atol=1e-12):
+            return wrong("at dx = 0 the kernel must be 1: the pairs that stand still count in the mean as well.")
+        if np.allclose(got, 0.5 + 0.5 * np.cos(np.multiply.outer(dx, frequencies(d, b))).mean(axis=-1), rtol=1e-9,
+                       atol=1e-12):
+            return wrong("the x pairs carry the bank of a head half as wide, base ** (-4 i / d), not the full-width "
+                         "bank base ** (-2 i / d).")
         return wrong(f"for d = {d}, b = {b:g} your values differ from K(dx, 0).")
-    return correct("K(dx, 0) is one half plus half the kernel of the x bank, so it never drops below 0.")
+    return correct("your K(dx, 0) matches RoPE-Axial's for every head width and base tried.")
 
 
 def _position_ids(segments, resume=1, image_row_major=True, text_by_count=False) -> np.ndarray:
