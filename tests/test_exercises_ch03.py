@@ -35,25 +35,45 @@ def test_slow_pairs():
     assert check("ch03-slow-pairs", SLOW)
 
 
-# -- integer limit: ml_dtypes' own e4m3 format -----------------------------------------------------
-def _e4m3_limit():
+# -- integer limit: ml_dtypes' own e4m3 and e5m2 formats ------------------------------------------
+def _limit(dtype):
     n = 0
-    while float(ml_dtypes.float8_e4m3fn(n + 1)) == n + 1:
+    while float(dtype(n + 1)) == n + 1:
         n += 1
     return n
 
 
+def _e4m3_limit():
+    return _limit(ml_dtypes.float8_e4m3fn)
+
+
 def test_integer_limit():
+    e4, e5 = _e4m3_limit(), _limit(ml_dtypes.float8_e5m2)
+    assert (e4, e5) == (16, 8)  # ml_dtypes' formats: 2**(3 + 1) and 2**(2 + 1)
     assert not check("ch03-integer-limit", ...)
-    fb = check("ch03-integer-limit", 8)
-    assert not fb and "implicit" in fb.message
-    fb = check("ch03-integer-limit", _e4m3_limit() + 1)
-    assert not fb and "rounds" in fb.message
-    for n in (_e4m3_limit() - 1, _e4m3_limit() + 1, 8):  # no feedback names the limit
-        assert str(_e4m3_limit()) not in check("ch03-integer-limit", n).message
-    assert str(_e4m3_limit()) not in check("ch03-integer-limit", _e4m3_limit()).message
-    assert not check("ch03-integer-limit", 2.5)
-    assert check("ch03-integer-limit", _e4m3_limit())
+    fb = check("ch03-integer-limit", e4)  # one format alone is not the answer
+    assert not fb and "two limits" in fb.message
+    fb = check("ch03-integer-limit", [e4])
+    assert not fb and "two limits" in fb.message
+    fb = check("ch03-integer-limit", [e4, e5, 4])
+    assert not fb and "3 items" in fb.message
+    fb = check("ch03-integer-limit", [8, e5])
+    assert not fb and "implicit" in fb.message and "e4m3" in fb.message
+    fb = check("ch03-integer-limit", [e4, 4])
+    assert not fb and "implicit" in fb.message and "e5m2" in fb.message
+    fb = check("ch03-integer-limit", [e4 + 1, e5])
+    assert not fb and "rounds" in fb.message and "e4m3" in fb.message
+    fb = check("ch03-integer-limit", [e4, e5 - 1])
+    assert not fb and "after yours" in fb.message and "e5m2" in fb.message
+    fb = check("ch03-integer-limit", [e5, e4])
+    assert not fb and "wrong order" in fb.message
+    for bad in ([e4 - 1, e5], [e4 + 1, e5], [8, e5], [e4, e5 + 1], [e5, e4]):  # no feedback names a limit
+        msg = check("ch03-integer-limit", bad).message
+        assert str(e4) not in msg and f"{e5} " not in msg
+    assert str(e4) not in check("ch03-integer-limit", [e4, e5]).message
+    assert not check("ch03-integer-limit", [2.5, e5])
+    assert not check("ch03-integer-limit", "16, 8")
+    assert check("ch03-integer-limit", [e4, e5]) and check("ch03-integer-limit", (float(e4), np.int64(e5)))
 
 
 # -- margin function ---------------------------------------------------------------------------------

@@ -41,19 +41,32 @@ def slow_pairs_check(answer):
 
 @exercise("ch03-integer-limit")
 def integer_limit_check(answer):
-    """Consecutive-integer limit of an 8-bit float with 3 stored mantissa bits (e4m3)."""
-    n = need(_as_int(answer, "the limit"))
-    stored = 3
-    expected = 2 ** (stored + 1)
-    if n == expected:
-        return correct("every integer up to yours is exact, and the one after it is not.")
-    if n == 2 ** stored:
-        return wrong("that counts only the stored mantissa bits; a normal number also has an implicit leading bit.")
-    if n < expected:
-        return wrong("the integer after yours is exact in this format too: write it in binary and count its "
-                     "significant bits.")
-    return wrong(f"{n} needs more significant bits than the format holds: some integer up to it rounds to a "
-                 "neighbour.")
+    """Consecutive-integer limits of two 8-bit floats: e4m3 (3 stored mantissa bits), then e5m2 (2)."""
+    if not isinstance(answer, (list, tuple, np.ndarray)):
+        need(_as_int(answer, "each limit"))  # an odd single answer gets its own reason first
+        return wrong("give two limits in a list, [N for e4m3, N for e5m2]: the formula applied to each format.")
+    items = need(as_items(answer, "two limits, [N for e4m3, N for e5m2]"))
+    if len(items) != 2:
+        return wrong(f"expected two limits, [N for e4m3, N for e5m2], got {len(items)} items.")
+    limits = [need(_as_int(x, "each limit")) for x in items]
+    formats = (("e4m3", 3), ("e5m2", 2))
+    expected = [2 ** (stored + 1) for _, stored in formats]
+    if limits == expected:
+        return correct("in each format every integer up to yours is exact, and the one after it is not.")
+    if limits == expected[::-1]:
+        return wrong("both values are limits of these formats, but in the wrong order: e4m3 first, then e5m2.")
+    for n, want, (name, stored) in zip(limits, expected, formats):
+        if n == want:
+            continue
+        if n == 2 ** stored:
+            return wrong(f"{name}: that counts only the stored mantissa bits; a normal number also has an implicit "
+                         "leading bit.")
+        if n < want:
+            return wrong(f"{name}: the integer after yours is exact in this format too: write it in binary and count "
+                         "its significant bits.")
+        return wrong(f"{name}: {n} needs more significant bits than the format holds: some integer up to it rounds "
+                     "to a neighbour.")
+    return wrong("check each format's stored mantissa bits.")  # not reached: some limit differs above
 
 
 # -- implement ---------------------------------------------------------------------------------

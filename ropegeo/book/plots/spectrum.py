@@ -109,12 +109,13 @@ def kernel_plot(theta, stop: int, *, scale: float = 1.0, start: int = 0, marks: 
             ax.plot([hit.offset], [hit.similarity], "o", color=_PEAK, ms=6, mfc="none")
             ax.annotate(str(j), (hit.offset, hit.similarity), textcoords="offset points", xytext=(6 * side, 6),
                         ha="left" if side > 0 else "right", fontsize=8, color=_PEAK, fontweight="bold")
-        if chosen:
-            listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
-            ax.text(0.03, 0.97, listing, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=_PEAK,
-                    bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
+    tall = marks and any(h.similarity > 0.5 for h in chosen)  # tall peaks: the listing needs room above them
+    if marks and chosen:  # low peaks: the listing sits top right, away from K(0) = 1 at the left edge
+        listing = "\n".join(f"{j}: δ={h.offset:,}, K={h.similarity:.3f}" for j, h in enumerate(chosen, start=1))
+        ax.text(0.03 if tall else 0.97, 0.97, listing, transform=ax.transAxes, ha="left" if tall else "right",
+                va="top", fontsize=8, color=_PEAK, bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8", alpha=0.9))
     ax.set(xlabel="offset δ (tokens)", ylabel=r"$K(\delta)$, mean of $\cos(\delta\theta_i)$")
-    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.6 if marks else 1.15)  # room for the listing above the peaks
+    ax.set_ylim(min(-0.45, float(k.min()) - 0.05), 1.6 if tall else 1.15)
     return _done(fig, layout)
 
 
@@ -271,9 +272,9 @@ def probe_plot(margins, masses, *, sharpness: float = 8.0, layout: str = "wide")
     ax = fig.add_subplot()
     ax.scatter(m, a, s=8, color=_FAST, label="probe, one distractor each")
     x = np.linspace(0, 2, 200)
-    ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D²/2))")
+    ax.plot(x, 1 / (1 + np.exp(-beta * x**2 / 2)), color=_MARK, lw=1, label="1 / (1 + exp(-β D(t, d)²/2))")
     ax.axhline(0.5, color="0.6", lw=0.6, ls=":")
-    ax.set(xlabel="margin D(target, distractor)", ylabel="attention mass on target")
+    ax.set(xlabel="phase distance D(t, d), target t, distractor d", ylabel="attention mass on target")
     ax.legend(fontsize=8, loc="lower right")
     return _done(fig, layout)
 
