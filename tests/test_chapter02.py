@@ -73,6 +73,8 @@ def test_every_glued_number_has_a_test_below(glued):
         "far_kernel_max", "far_kernel_at",
         "s_swapped", "s_symmetric", "score_scale", "shift_bound", "angle_spacing", "shift_gap_half", "shift_gap_interleaved",
         "slow_angle", "trained_far_wins", "trained_peak_at_target", "figure_seeds", "reach_share_min", "reach_share_max", "reach_ratio_min", "reach_ratio_max",
+        "trained_near_min", "trained_near_max", "further_near_min", "further_near_max", "further_peak_at_target",
+        "further_reach_share_min", "further_reach_share_max", "reach_above_all", "all_seeds",
     }
     assert set(glued) == tested
 
@@ -372,6 +374,7 @@ def _spread(prof):
     ratio = prof[:, 63:].max(axis=1) / prof[:, 4]
     return {"near_negative": np.sum(share < 0), "near_median": np.median(share),
             "near_p10": np.percentile(share, 10), "near_p90": np.percentile(share, 90),
+            "near_min": share.min(), "near_max": share.max(), "peak_at_target": np.sum(prof[:, :63].argmax(axis=1) == 4),
             "ratio_median": np.median(ratio), "ratio_p10": np.percentile(ratio, 10),
             "ratio_p90": np.percentile(ratio, 90), "far_wins": np.sum(ratio > 1)}, share, ratio
 
@@ -390,6 +393,7 @@ def test_trained_head_numbers(glued, stated):
     # the prose counts: peak at the target, nearest key below zero in most seeds, no fading beyond the window
     assert glued["trained_peak_at_target"] >= 76 and glued["trained_near_negative"] >= 60
     assert glued["further_near_negative"] >= 30 and glued["trained_near_p90"] < 0 and glued["further_near_p90"] < 0
+    assert glued["further_peak_at_target"] >= 38
     assert glued["trained_ratio_p10"] > 0.9 and glued["trained_far_wins"] >= 60 and glued["further_far_wins"] >= 30
     # "the extremes move more than that": the lowest share differs between the two sets by more than the medians do
     _, share, _ = _spread(prof)
@@ -418,9 +422,14 @@ def test_reachable_peak_of_the_trained_heads(glued, stated):
     assert np.all(prof.max(axis=1) <= (grid + slack) * (1 + 1e-12))
     # the further seeds (3000-3039): the reachable peak beats the target in every one
     further = _heads(FURTHER_SEEDS)
-    grid_f, slack_f, _ = _reachable(further)
+    grid_f, slack_f, total_f = _reachable(further)
     target_f = _profiles(further)[:, 4]
     assert glued["further_reach_above"] == np.sum(grid_f > target_f) == 40
+    # the summary's count over every seed the chapter trained: 80 + 40
+    assert glued["all_seeds"] == 120 and glued["reach_above_all"] == np.sum(grid > target) + np.sum(grid_f > target_f) == 120
+    assert (grid_f / total_f).min() * (1 - 1e-12) <= glued["further_reach_share_min"] <= ((grid_f + slack_f) / total_f).min()
+    assert (grid_f / total_f).max() * (1 - 1e-12) <= glued["further_reach_share_max"] <= ((grid_f + slack_f) / total_f).max()
+    assert 0.95 < glued["further_reach_share_min"] and glued["further_reach_share_max"] < 1
     for key, pick in (("further_reach_ratio_min", np.min), ("further_reach_ratio_max", np.max)):
         assert pick(grid_f / target_f) * (1 - 1e-12) <= glued[key] <= pick((grid_f + slack_f) / target_f)
     # "some distant offset eventually beats it": the seeds without a far win within 4,096 offsets are beaten
@@ -433,6 +442,17 @@ def test_reachable_peak_of_the_trained_heads(glued, stated):
         hh = np.conj(zq) * zk
         best = max(((np.exp(-1j * np.outer(chunk, freqs(16))) @ hh).real.max() for chunk in np.array_split(back, 20)))
         assert best > target[i], STATED_SEEDS[i]
+
+
+def test_reachable_peak_uses_h_not_its_conjugate(nb):
+    """S(delta) = Re sum_i h_i e^(i delta theta_i) with h_i = conj(q_i) k_i = a_i + i b_i (a = q.k, b = q x k)."""
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "reachable_peak(" in c.source)
+    assert "a + 1j * b" in cell and "a - 1j * b" not in cell
+    from ropegeo.toy import train_heads
+
+    head = train_heads("offset", seeds=[0], offset=5, head_dim=16, train_length=64)[0]
+    a, b = head.coefficients()
+    assert np.allclose(a + 1j * b, np.conj(head.q[0::2] + 1j * head.q[1::2]) * (head.k[0::2] + 1j * head.k[1::2]))
 
 
 def test_trained_head_claims_hold_on_disjoint_seeds(glued):
@@ -454,6 +474,8 @@ def test_trained_head_claims_hold_on_disjoint_seeds(glued):
     assert np.median(share) == pytest.approx(glued["trained_near_median"], abs=0.05)
     assert np.percentile(share, 10) == pytest.approx(glued["trained_near_p10"], abs=0.1)
     assert np.percentile(share, 90) == pytest.approx(glued["trained_near_p90"], abs=0.1)
+    # "its extremes do" move: the lowest seed's share moves more than the median does
+    assert abs(share.min() - glued["trained_near_min"]) > abs(np.median(share) - glued["trained_near_median"])
     assert np.median(ratio) == pytest.approx(glued["trained_ratio_median"], abs=0.15)
     assert np.percentile(ratio, 10) > 0.9 and np.sum(ratio > 1) >= 30
     grid, slack, total = _reachable(heads)
@@ -542,7 +564,7 @@ def test_normal_form_of_a_random_rotation(nb, glued):
     assert np.allclose(cosines[0::2], cosines[1::2], atol=1e-9)  # each angle twice: no fixed axis
     angles = np.sort(np.arccos(cosines[0::2]))
     assert glued["normal_form_planes"] == 4
-    cell = next(c for c in nb.cells if c.cell_type == "code" and "plane_angles" in c.source)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "np.sort(plane_angles)" in c.source)
     printed = next(o["data"]["text/plain"] for o in cell.outputs if "text/plain" in o.get("data", {}))
     shown = np.array([float(v) for v in re.findall(r"-?[0-9]+\.[0-9]+", printed)])
     assert np.allclose(shown, angles, atol=1.5e-3)

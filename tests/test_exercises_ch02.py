@@ -46,6 +46,7 @@ def test_score_solution_passes():
         (float(np.real(np.conj((1 + 2j) * np.exp(0.5j)) * (3 - 1j) * np.exp(2j))), "swapped"),
         (1.0, "without any rotation"),  # q . k
         (1.0 * np.cos(-3 * 0.5), "only the symmetric"),
+        (-(-7.0) * np.sin(-3 * 0.5), "only the oriented sine term"),  # -(q x k) sin(delta theta) alone: -6.9825
         (1.0 * np.cos(-1.5) + (-7.0) * np.sin(-1.5), "sign reversed"),  # oriented term flipped
         (1.0 * np.cos(np.radians(-1.5)) + 7.0 * np.sin(np.radians(-1.5)), "degrees"),
         (3.0, "is not the score"),
@@ -208,51 +209,69 @@ def test_direction_blind_wrong_answers(answer, fragment):
 
 
 def _diagnose():
-    """Diagnose the heads by probing with one-hot values (independent of the checker's table)."""
+    """Measure each head's faults with one-hot values (independent of the checker's table): the key shift from
+    the weights' centre (the score is symmetric about slot 5 - key_shift), the value lag from the circular
+    cross-correlation of the output with the weights."""
     from ropegeo.book.exercises.ch02 import mystery_heads
 
-    verdict = {}
+    faults = {}
     for name, head in mystery_heads().items():
         w, out = head(np.eye(8))
         assert w.shape == (8,) and abs(w.sum() - 1) < 1e-12
-        attends, reads = int(np.argmax(w)), int(np.argmax(out))
-        routed, passed_on = attends != 5, reads != attends
-        verdict[name] = {(False, False): "healthy", (True, False): "routing", (False, True): "value",
-                         (True, True): "both"}[routed, passed_on]
-    return verdict
+        peak = int(np.argmax(w))
+        side = peak - 1 if w[peak - 1] > w[(peak + 1) % 8] else peak + 1
+        # a tie between the two heaviest slots is a half shift; a clear winner a whole one
+        centre = (peak + side) / 2 if abs(w[peak] - w[side]) < 1e-9 else peak
+        corr = [float(np.dot(np.roll(out, lag), w)) for lag in range(8)]  # out = w moved back by the lag
+        lag = int(np.argmax(corr))
+        faults[name] = (5 - centre, lag - 8 if lag > 4 else lag)
+    return faults
 
 
 def test_which_defect_solution_passes():
-    verdict = _diagnose()
-    assert sorted(verdict.values()) == ["both", "healthy", "routing", "value"]
-    assert check("ch02-which-defect", verdict)
+    faults = _diagnose()
+    assert faults == {"A": (0.5, 0), "B": (-1, 1), "C": (0, 0), "D": (2, -1)}
+    assert check("ch02-which-defect", faults)
+    assert check("ch02-which-defect", {h: [s + 0.05, lag + 8] for h, (s, lag) in faults.items()})  # lags are cyclic
 
 
-def test_which_defect_wrong_answers():
-    good = _diagnose()
-    routing = next(h for h, v in good.items() if v == "routing")
-    value = next(h for h, v in good.items() if v == "value")
-    swapped = dict(good, **{routing: "value", value: "routing"})
-    fb = check("ch02-which-defect", swapped)
-    assert not fb and "swapped" in fb.message
-    healthy = next(h for h, v in good.items() if v == "healthy")
-    rotated = dict(good, **{healthy: "value", value: "healthy"})
-    fb = check("ch02-which-defect", rotated)
-    assert not fb and "misdiagnosed" in fb.message
-    assert not check("ch02-which-defect", {h: "healthy" for h in good})
-    assert "exactly one" in check("ch02-which-defect", {h: "healthy" for h in good}).message
-    assert "one verdict for each" in check("ch02-which-defect", {"A": "healthy"}).message
-    assert "must be one of" in check("ch02-which-defect", dict(good, A="broken")).message
-    assert "expected a dict" in check("ch02-which-defect", ["routing", "healthy", "value"]).message
-    # the text's rule alone (attends elsewhere -> routing, else value) misreads the head with both defects
+def test_which_defect_asks_what_the_chapter_did_not_show():
+    """A half shift, both faults at once, sizes other than 1 and a head whose output looks healthy."""
     from ropegeo.book.exercises.ch02 import mystery_heads
 
-    naive = {}
-    for name, head in mystery_heads().items():
-        w, out = head(np.eye(8))
-        attends, reads = int(np.argmax(w)), int(np.argmax(out))
-        naive[name] = "healthy" if (attends, reads) == (5, 5) else ("routing" if attends != 5 else "value")
-    assert not check("ch02-which-defect", naive)
+    heads = mystery_heads()
+    outputs = {h: heads[h](np.eye(8))[1] for h in heads}
+    assert np.abs(outputs["B"] - outputs["C"]).max() < 0.01 and int(np.argmax(outputs["B"])) == 5
+    w_a, _ = heads["A"](np.eye(8))
+    assert w_a[4] == pytest.approx(w_a[5], rel=1e-9) and w_a[4] > 0.4
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"B": (0, 0)}, "head B is not healthy"),
+    ({"D": (-2, -1)}, "wrong sign"),
+    ({"A": (1, 0)}, "not a whole number"),
+    ({"A": (0, 0)}, "not a whole number"),
+    ({"D": (2, 1)}, "value_lag has the wrong sign"),
+    ({"C": (3, 2)}, "misdiagnosed"),
+    ({"B": (-1, 2)}, "misdiagnosed"),
+])
+def test_which_defect_wrong_answers(change, fragment):
+    good = {"A": (0.5, 0), "B": (-1, 1), "C": (0, 0), "D": (2, -1)}
+    fb = check("ch02-which-defect", dict(good, **change))
+    assert not fb and fragment in fb.message
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (["routing"], "expected a dict"),
+    ({"A": (0, 0)}, "for each head"),
+    ({"A": "healthy", "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "text"),
+    ({"A": (0, 0, 0), "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "too many"),
+    ({"A": (0, 0.5), "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "whole number"),
+    ({"A": (float("nan"), 0), "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "finite"),
+])
+def test_which_defect_odd_answers(answer, fragment):
+    fb = check("ch02-which-defect", answer)
+    assert not fb and fragment in fb.message
 
 
 def test_mystery_heads_validate():
@@ -322,13 +341,14 @@ def test_direction_blind_odd_answers(answer, fragment):
 
 
 @pytest.mark.parametrize("answer, fragment", [
-    ({"A": np.array(["routing", "value"]), "B": "both", "C": "healthy", "D": "value"}, "must be one of"),
-    ({1: "routing", "B": "healthy", "C": "value"}, "one verdict for each"),
-    ({"A": "routing", "B": "healthy", 3.5: "value"}, "one verdict for each"),
-    ({"A": "routing", "B": "both", "C": "healthy", "D": "value", "E": "value"}, "one verdict for each"),
-    ({"A": None, "B": "both", "C": "healthy", "D": "value"}, "must be one of"),
+    ({"A": np.array([0.5, 0.0, 1.0]), "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "far too many"),
+    ({1: (0, 0), "B": (0, 0), "C": (0, 0)}, "for each head"),
+    ({"A": (0, 0), "B": (0, 0), 3.5: (0, 0)}, "for each head"),
+    ({"A": (0, 0), "B": (0, 0), "C": (0, 0), "D": (0, 0), "E": (0, 0)}, "for each head"),
+    ({"A": None, "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "NoneType"),
+    ({"A": (0,), "B": (0, 0), "C": (0, 0), "D": (0, 0)}, "give a pair"),
 ])
-def test_which_defect_odd_answers(answer, fragment):
+def test_which_defect_more_odd_answers(answer, fragment):
     fb = check("ch02-which-defect", answer)
     assert not fb and fragment in fb.message
 

@@ -34,6 +34,29 @@ def test_phase_clock_artists():
     assert any("m = 2" in s for s in labels) and any("n = 5" in s for s in labels)
 
 
+@pytest.mark.parametrize("layout", ["column", "wide"])
+@pytest.mark.parametrize("m, n, theta", [(2, 5, 0.6), (6, 1, 0.4), (0, 3, 1.1)])
+def test_phase_clock_labels_clear_the_circle_and_the_hands(layout, m, n, theta):
+    """Every label of the right panel lies inside its axes and crosses neither the dashed circle nor a hand."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = phase_clock(pair=(0.8, 0.6), theta=theta, query_position=m, key_position=n, layout=layout)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    right = fig.axes[1]
+    frame = right.get_window_extent(renderer)
+    z = (0.8 + 0.6j) * np.exp(1j * theta * np.array([m, n]))  # the two hands, by complex multiplication
+    ring = np.exp(1j * np.linspace(0, 2 * np.pi, 2000))
+    hands = np.concatenate([np.linspace(0, 1, 200) * w for w in z])
+    drawn = right.transData.transform(np.c_[np.r_[ring.real, hands.real], np.r_[ring.imag, hands.imag]])
+    assert len(right.texts) == 3
+    for text in right.texts:
+        box = text.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, text.get_text()
+        inside = (drawn[:, 0] > box.x0) & (drawn[:, 0] < box.x1) & (drawn[:, 1] > box.y0) & (drawn[:, 1] < box.y1)
+        assert not inside.any(), text.get_text()
+
+
 def test_phase_clock_negative_displacement_draws_positive_arc():
     fig = phase_clock(query_position=6, key_position=1, theta=0.4)
     arc = [p for p in fig.axes[1].patches if isinstance(p, Arc)][0]

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from ropegeo.book.exercises import (as_float_array, as_items, as_number, call_student, correct, exercise, need,
+from ropegeo.book.exercises import (as_float_array, as_items, as_number, as_whole, call_student, correct, exercise, need,
                                     need_function, short, sympy_problem, wrong)
 from ropegeo.frequencies import frequencies
 from ropegeo.rotation import apply_rope
@@ -46,6 +46,9 @@ def _check_score(answer):
         return wrong("that is q . k, the score without any rotation: the positions must enter.")
     if close(float(q @ k) * np.cos((n - m) * th)):
         return wrong("that is only the symmetric cosine term: the oriented sine term is missing.")
+    cross = float(q[0] * k[1] - q[1] * k[0])
+    if close(-cross * np.sin((n - m) * th)):
+        return wrong("that is only the oriented sine term: the symmetric cosine term, (q . k) cos(delta theta), is missing.")
     if close(_score(q, k, m, n, np.radians(th))) or close(float(q @ k) * np.cos(np.radians((n - m) * th))):
         return wrong("theta is in radians per position; it looks like degrees were used somewhere.")
     return wrong(f"{_fmt(value)} is not the score; compute q . k and q x k first, then combine them "
@@ -293,49 +296,73 @@ def _check_first_return(answer):
     return correct(f"K({offset:.0f}) = {level:.4f}: the first return above {RETURN_LEVEL} beyond the window.")
 
 
-# ---- ch02-which-defect: tell a routing defect from a value-path defect -----------------------
+# ---- ch02-which-defect: measure a routing fault and a value-path fault, alone or together --------
 HEAD_LENGTH = 8  # tokens 0..7; the query sits at position 7 and should copy token 5
-_HEAD_KINDS = {"healthy": (0.0, 0), "routing": (1.0, 0), "value": (0.0, 1), "both": (1.0, 1)}
-_HEAD_ASSIGNMENT = {"A": "routing", "B": "both", "C": "healthy", "D": "value"}
-VERDICTS = tuple(_HEAD_KINDS)
+#: each head's (key_shift, value_lag): a half shift, two faults that cancel in the output, none, two that add up
+_HEAD_FAULTS = {"A": (0.5, 0), "B": (-1.0, 1), "C": (0.0, 0), "D": (2.0, -1)}
+SHIFT_TOLERANCE = 0.1  # a key shift within this of the truth is accepted
 
 
 def mystery_heads() -> dict:
     """Four attention heads that should copy the token two places before the query.
 
     Each head is a content-free rotary head (every key holds the same vector, the query is that
-    vector rotated back by two positions) with its query at position 7 over tokens 0..7. One is
-    healthy, one caches its keys with position ids one too high (a routing defect), one reads
-    each value slot one token late (a value-path defect), and one has both defects. Returns
-    ``heads["A"](values) -> (weights, output)`` by name: ``values`` has shape ``(8, v)``, the
+    vector rotated back by two positions) with its query at position 7 over tokens 0..7. A head may
+    cache its keys with position ids ``key_shift`` too high (a routing defect, possibly fractional)
+    and may read each value slot ``value_lag`` tokens late, cyclically (a value-path defect).
+    Returns ``heads["A"](values) -> (weights, output)`` by name: ``values`` has shape ``(8, v)``, the
     ``weights`` (8 of them) sum to one, ``output = weights @ (values as the head reads them)``.
     """
     def make(key_shift: float, value_lag: int):
         return copy_back_head(2, length=HEAD_LENGTH, head_dim=16, key_shift=key_shift, value_lag=value_lag,
                               sharpness=8.0, seed=11)
 
-    return {name: make(*_HEAD_KINDS[kind]) for name, kind in _HEAD_ASSIGNMENT.items()}
+    return {name: make(*faults) for name, faults in _HEAD_FAULTS.items()}
+
+
+def _read_faults(answer):
+    """``({head: (key_shift, value_lag)}, None)`` from the answer, or ``(None, verdict)``."""
+    if not isinstance(answer, dict):
+        return None, wrong("expected a dict such as {'A': (key_shift, value_lag), ...}, got "
+                           f"{type(answer).__name__}")
+    names = sorted(_HEAD_FAULTS)
+    if len(answer) != len(names) or not all(isinstance(key, str) and key in names for key in answer):
+        keys = ", ".join(short(key, 20) for key in itertools.islice(answer, 6)) + (", ..." if len(answer) > 6 else "")
+        return None, wrong(f"give one (key_shift, value_lag) for each head {names}, got keys [{keys}]")
+    faults = {}
+    for name in names:
+        items = need(as_items(answer[name], f"head {name}'s (key_shift, value_lag)", max_items=2))
+        if len(items) != 2:
+            return None, wrong(f"head {name}: give a pair (key_shift, value_lag)")
+        shift = need(as_number(items[0], f"head {name}'s key_shift"))
+        lag = need(as_whole(items[1], f"head {name}'s value_lag (a whole number of slots)"))
+        faults[name] = (float(shift), int(lag))
+    return faults, None
 
 
 @exercise("ch02-which-defect")
 def _check_which_defect(answer):
-    if not isinstance(answer, dict):
-        return wrong(f"expected a dict such as {{'A': ..., 'B': ..., 'C': ..., 'D': ...}}, got {type(answer).__name__}")
-    names = sorted(_HEAD_ASSIGNMENT)
-    if len(answer) != len(names) or not all(isinstance(key, str) and key in names for key in answer):
-        keys = ", ".join(short(key, 20) for key in itertools.islice(answer, 6)) + (", ..." if len(answer) > 6 else "")
-        return wrong(f"give one verdict for each head {names}, got keys [{keys}]")
-    answer = {str(key): value for key, value in answer.items()}
-    bad = [h for h in names if not isinstance(answer[h], str) or answer[h] not in VERDICTS]
-    if bad:
-        return wrong(f"each verdict must be one of {list(VERDICTS)}; head(s) {bad} are not")
-    if sorted(answer.values()) != sorted(VERDICTS):
-        return wrong("there is exactly one head of each kind: healthy, routing, value and both.")
-    wrong_heads = [h for h in names if answer[h] != _HEAD_ASSIGNMENT[h]]
-    if not wrong_heads:
-        return correct("the weights show where a head reads and the output what it brings back: a routing defect "
-                       "moves the first, a value-path defect separates the second from the first.")
-    if {answer[h] for h in wrong_heads} == {"routing", "value"} and len(wrong_heads) == 2:
-        return wrong("the healthy head is right, but the two defects are swapped: for each broken head, compare "
-                     "the position it attends to with the token its output reveals.")
-    return wrong(f"heads {wrong_heads} are misdiagnosed: feed one-hot values and look at both the weights and the output.")
+    faults = need(_read_faults(answer))
+    shift_ok = {h: abs(faults[h][0] - _HEAD_FAULTS[h][0]) <= SHIFT_TOLERANCE for h in faults}
+    lag_ok = {h: (faults[h][1] - _HEAD_FAULTS[h][1]) % HEAD_LENGTH == 0 for h in faults}  # a cyclic lag
+    if all(shift_ok.values()) and all(lag_ok.values()):
+        return correct("the weights say which slots a head reads, the output what those slots hand back: a routing "
+                       "fault moves the first, a value-path fault moves the second against the first.")
+    for h in sorted(faults):
+        shift, lag = faults[h]
+        true_shift, true_lag = _HEAD_FAULTS[h]
+        if (shift, lag) == (0.0, 0) and _HEAD_FAULTS[h] != (0.0, 0) and not shift_ok[h] and not lag_ok[h]:
+            return wrong(f"head {h} is not healthy: its output may look right, but compare its weights with the "
+                         "slot a healthy head reads.")
+        if not shift_ok[h] and true_shift != 0 and abs(shift + true_shift) <= SHIFT_TOLERANCE:
+            return wrong(f"head {h}'s key_shift has the wrong sign: keys cached with ids that are too high look "
+                         "later than they are, so the head reads an earlier slot.")
+        if not shift_ok[h] and true_shift != round(true_shift) and shift == round(shift):
+            return wrong(f"head {h}'s key_shift is not a whole number: look at how its weight is shared between "
+                         "its two heaviest slots.")
+        if not lag_ok[h] and (lag + true_lag) % HEAD_LENGTH == 0:
+            return wrong(f"head {h}'s value_lag has the wrong sign: a slot that holds an earlier token's message "
+                         "has a positive lag.")
+    bad = [h for h in sorted(faults) if not (shift_ok[h] and lag_ok[h])]
+    return wrong(f"heads {bad} are misdiagnosed: feed one-hot values, and read the key shift from the weights and "
+                 "the value lag from how the output is moved against the weights.")

@@ -93,16 +93,16 @@ def phase_clock(pair=(1.0, 0.0), theta: float = 0.6, positions=range(8), *,
     qm, kn = apply_rope(np.stack([z, z]), np.array([m, n]), theta=th)
     _arrow(right, qm, _COLOURS["query"], width=2.2)
     _arrow(right, kn, _COLOURS["key"], width=2.2)
-    for tip, text, colour in ((qm, f"query at m = {m:g}", _COLOURS["query"]), (kn, f"key at n = {n:g}", _COLOURS["key"])):
-        right.annotate(text, tuple(1.1 * tip), color=colour, ha="center",
-                       va="bottom" if tip[1] >= 0 else "top")  # beyond the tip, clear of its own arrow
+    # the labels sit in the corners, outside the circle, so that they never cross it or a hand
+    for corner, ha, text, colour in (((0.02, 0.98), "left", f"query at m = {m:g}", _COLOURS["query"]),
+                                     ((0.98, 0.98), "right", f"key at n = {n:g}", _COLOURS["key"])):
+        right.annotate(text, corner, xycoords="axes fraction", color=colour, ha=ha, va="top")
     a_q, a_k = np.degrees(np.arctan2(qm[1], qm[0])), np.degrees(np.arctan2(kn[1], kn[0]))
     sweep = np.degrees((n - m) * theta)
     start, end = (a_q, a_q + sweep) if sweep >= 0 else (a_q + sweep, a_q)
     right.add_patch(Arc((0, 0), 0.9 * r, 0.9 * r, theta1=start, theta2=end, color=_COLOURS["arc"], lw=2))
-    mid = np.radians(a_q + sweep / 2)
-    right.annotate(rf"$(n-m)\theta$ = {np.radians(sweep):.2f} rad", (0.62 * r * np.cos(mid), 0.62 * r * np.sin(mid)),
-                   color=_COLOURS["arc"], ha="center", fontsize=9)
+    right.annotate(rf"arc: $(n-m)\theta$ = {np.radians(sweep):.2f} rad", (0.98, 0.02), xycoords="axes fraction",
+                   color=_COLOURS["arc"], ha="right", va="bottom")
     right.set_title("the score sees only the angle between them")
     return finish(fig, layout)
 
