@@ -99,6 +99,11 @@ def novelty(th):
     return [(min(N * a, TWO_PI) - min(L * b, TWO_PI)) / TWO_PI for a, b in zip(th, base_theta())]
 
 
+def novelty_integer_positions(th):
+    # arcs over positions 0..n-1: the last served position N - 1 against the last trained one L - 1
+    return [max(0.0, min((N - 1) * a, TWO_PI) - min((L - 1) * b, TWO_PI)) / TWO_PI for a, b in zip(th, base_theta())]
+
+
 def yarn_weight_untruncated(fast, slow, d=D, base=B, length=L):
     def where(r):
         return d * math.log(length / (TWO_PI * r)) / (2 * math.log(base))
@@ -140,6 +145,10 @@ def largest_gap(a, b):
 
 def deepseek_config():
     return json.loads((DATA / "deepseek-v3.json").read_text())["config"]
+
+
+def qwen_config():
+    return json.loads((DATA / "qwen2.5-7b-instruct.json").read_text())["config"]
 
 
 def mistral_config():
@@ -186,7 +195,7 @@ def coarse_margin(th):
 # ---- tests -------------------------------------------------------------------------------------
 def test_every_glue_in_the_prose_is_defined_and_tested():
     assert USED <= set(GLUED)
-    tested = (set(EXPECTED) | {"raw_novelty", "ntk_novelty", "joint_share_min", "joint_share_max", "scout_phase_err",
+    tested = (set(EXPECTED) | {"raw_novelty", "ntk_novelty", "joint_beyond_min", "joint_beyond_max", "scout_phase_err",
                                "scout_margin32", "scout_err_max", "scout_err_median", "gemma_margin",
                                "gemma_scout_ratio", "scout_below"}
               | {f"joint_{k}_{r}" for k in ("med", "share") for r in JOINT_RULES})
@@ -202,6 +211,16 @@ EXPECTED = {
     "raw_slowest_turn_target": lambda: N * B ** (-94 / 96) / TWO_PI,
     "raw_novel_pairs": lambda: sum(1 for t in base_theta() if L * t < TWO_PI),
     "pi_phase_ratio": lambda: 1.0,
+    # over integer positions: the last served position (N - 1) / s against the last trained one, L - 1
+    "pi_last_served": lambda: (N - 1) / 32,
+    "pi_last_train": lambda: L - 1,
+    "pi_ratio_int": lambda: (N - 1) / (32 * (L - 1)),
+    "pi_past_positions": lambda: sum(1 for n in range(N) if n > 32 * (L - 1)),
+    "pi_sliver_pairs": lambda: sum(1 for x in novelty_integer_positions(pi_theta()) if x > 0),
+    "pi_sliver_max": lambda: max(novelty_integer_positions(pi_theta())),
+    "ntk_novel_pairs_int": lambda: sum(1 for x in novelty_integer_positions(ntk_theta()) if x > 1e-9),
+    # NTK's slowest pair is divided by exactly s: 31/32 of its training step, in turns
+    "ntk_sliver": lambda: (N - 1 - 32 * (L - 1)) / 32 * B ** (-94 / 96) / TWO_PI,
     "pi_step": lambda: 1 / 32,
     "raw_k1": lambda: k_of(1, base_theta()),
     "pi_k1": lambda: k_of(1, pi_theta()),
@@ -310,6 +329,9 @@ EXPECTED = {
     "llama_rule_span": lambda: 8 * 8192,
     "qwen_declared": lambda: 32_768,
     "qwen_target": lambda: 4 * 32_768,
+    "qwen_factor": lambda: qwen_config()["rope_scaling"]["factor"],
+    "qwen_original": lambda: qwen_config()["rope_scaling"]["original_max_position_embeddings"],
+    "qwen_pairs": lambda: qwen_config()["hidden_size"] // qwen_config()["num_attention_heads"] // 2,
     "neox_rotary": lambda: int(6144 // 64 * 0.25),
     "neox_head": lambda: 6144 // 64,
     # pairs of Qwen's head (base 1e6, d = 128) with YaRN weight below 1 over L = 32,768
@@ -403,7 +425,7 @@ def test_novelty_onset_tracks_liu_bound():
 
 def test_yarn_ramp_alt_text():
     cells = json.loads(NB.read_text())["cells"]
-    fig = next(c for c in cells if "plots.ramp_comparison(theta, L, {\"paper" in "".join(c["source"]))
+    fig = next(c for c in cells if "paper=(32.0, 1.0)" in "".join(c["source"]))
     alt = fig["metadata"]["mystnb"]["image"]["alt"]
 
     def where(r):
@@ -559,10 +581,18 @@ def test_joint_novelty_glues(joint):
         assert g(f"joint_share_{r}") > 0.99 and 0.8 * g("joint_med_raw") < g(f"joint_med_{r}") < g("joint_med_raw")
     assert max(novelty(yarn_theta())) < 1e-9 and max(novelty(llama3_theta())) < 1e-9
     # the share column: every rule but PI between the stated bounds, so it ranks nothing but PI
-    others = [float(np.mean(d > step)) for r, d in joint.items() if r != "pi"]
-    assert g("joint_share_min") == pytest.approx(min(others), abs=1e-12)
-    assert g("joint_share_max") == pytest.approx(max(others), abs=1e-12)
-    assert g("joint_share_min") > 0.95
+    others = {r: int(np.sum(d > step)) for r, d in joint.items() if r != "pi"}
+    assert g("joint_beyond_min") == min(others.values()) and g("joint_beyond_max") == max(others.values())
+    assert g("joint_beyond_min") > 0.95 * JOINT_TARGETS.size
+    # "for NTK and LongRoPE, every scanned offset but 0": offset 0 is on the grid under any rule
+    assert others["ntk"] == others["lr"] == g("joint_beyond_max") == JOINT_TARGETS.size - 1
+    assert all(d[0] < 1e-9 for d in joint.values())
+    # the table shows these counts, not shares rounded to 1
+    nb = json.loads(NB.read_text())
+    table = next(c for c in nb["cells"] if "joint_novelty(theta, r.theta" in "".join(c["source"]))
+    text = "".join("".join(o.get("text", "")) for o in table.get("outputs", []))
+    assert "offsets beyond one step" in text and "share beyond" not in text
+    assert any(line.startswith("NTK") and line.split()[-1] == f"{JOINT_TARGETS.size - 1:,}" for line in text.splitlines())
 
 
 def test_prose_claims_hold():
@@ -649,6 +679,10 @@ def test_second_review_fixes():
     # which alpha is which; the later transformers fix, with its version
     assert "chapter 2's\n$\\alpha(m)$" in text and "$\\beta_\\text{slow}$), and leaves" in text
     assert "5.24.0" in text and "`dynamic_rope_update`" in text and "cache mismatch remains" in text
+    # the reset came with v4.43.0's _dynamic_frequency_update (absent from 4.42.4, present in 4.43.0, 4.44.0,
+    # 4.45.0, 4.48.0; the decorator in 5.24.0's modeling_rope_utils.py), not with the decorator
+    assert "from v4.43.0\n(July 2024)" in text and "`_dynamic_frequency_update`" in text
+    assert "in\nversion 5.24.0 the" not in text
     # the key position and the cached keys glued, not typed
     assert "4000" not in text and "4,000" not in text and "first 4,096 keys" not in text
     assert "qwen2025qwen25" not in text and "qwen2024qwen25" in text
@@ -676,3 +710,52 @@ def test_real_models_one_model_per_cell():
         above = set(re.findall(r'glue\("([a-z0-9_]+)"', "".join(src[table:i])))
         assert used & own and used <= above, (start, used - above)
         assert len(src[i].split()) < 260, start
+
+
+def test_third_review_fixes():
+    cells = json.loads(NB.read_text())["cells"]
+    src = ["".join(c["source"]) for c in cells]
+    md = [s for s, c in zip(src, cells) if c["cell_type"] == "markdown"]
+    text = "\n".join(md)
+    # one arc convention, stated once; the PI sentence in its form; the integer-position view stated
+    assert "an\narc is counted as length times frequency" in text and "$[0, n)$" in text
+    assert "(L' - 1)/s < L" not in text and "Positions run from 0 to" not in text
+    assert "$L'/s = L$" in text and "to within one training step" in text
+    assert g("pi_ratio_int") > 1 and g("pi_last_train") < g("pi_last_served") < g("pi_last_train") + 1
+    assert g("ntk_novel_pairs_int") == g("ntk_novel_pairs") + 1 and 1e-5 < g("ntk_sliver") < 1e-4
+    assert g("pi_sliver_pairs") == g("slow_train") and g("pi_sliver_max") < 1e-3
+    # "YaRN and Llama 3 ... show the same slivers": the same pairs, the same amounts
+    for th in (yarn_theta(), llama3_theta()):
+        assert novelty_integer_positions(th) == pytest.approx(novelty_integer_positions(pi_theta()), abs=1e-12)
+    # LongRoPE's divisors are Lambda_i (f_i is chapter 8's frequency vector), listed in the notation
+    assert "f_i" not in text and "\\Lambda_i" in text
+    assert "$\\Lambda_i$" in (NB.parents[1] / "notation.md").read_text()
+    # the YaRN exercise: its prompt forbids ropegeo.scaling, and no visible cell computes the paper's ramp or the gap
+    ex = next(s for s in md if ":label: ch04-yarn-ramp" in s)
+    assert "Without `ropegeo.scaling`" in ex
+    visible = [s for s, c in zip(src, cells) if c["cell_type"] == "code" and "solution" not in c["metadata"].get("tags", [])]
+    for name in ("yarn_paper_gap", "liu_bound_code", "(32.0 - 1.0)"):
+        assert not any(name in s for s in visible), name
+    solutions = [s for s, c in zip(src, cells) if "solution" in c["metadata"].get("tags", [])]
+    assert any('glue("yarn_paper_gap"' in s for s in solutions) and any('glue("liu_bound_code"' in s for s in solutions)
+    assert any('check("ch04-abf-slow", (count, t_extra))' in s for s in solutions)
+    # no literal Qwen numbers in the prose
+    for phrase in ("factor of 4 ", "both lengths are 32,768", "Qwen's 64 pairs"):
+        assert phrase not in text, phrase
+    assert g("qwen_original") == g("qwen_declared") and g("qwen_target") == g("qwen_factor") * g("qwen_original")
+    # dense cells split: no markdown cell above 320 words
+    assert max(len(s.split()) for s in md) < 320
+
+
+def test_seven_rulers_caption_names_the_partly_stretched_longrope_pairs():
+    cells = json.loads(NB.read_text())["cells"]
+    cap = next(c for c in cells if "plots.ruler_panels(" in "".join(c["source"]))["metadata"]["mystnb"]["figure"]["caption"]
+    long = phi_lists()[1]
+    top = max(long)
+    full = [i for i, f in enumerate(long) if f >= 0.99 * top]  # the plot's "fully stretched": within 1 % of the top
+    part_above_s = [i for i, f in enumerate(long) if 32 < f < 0.99 * top]
+    lo, hi = min(long[i] for i in part_above_s), max(long[i] for i in part_above_s)
+    assert part_above_s == list(range(part_above_s[0], part_above_s[-1] + 1))
+    assert full == list(range(full[0], full[-1] + 1))
+    assert f"pairs {full[0]} to {full[-1]} (divisors {long[full[0]]:.2f} to {top:.2f})" in cap
+    assert f"pairs {part_above_s[0]} to {part_above_s[-1]}, divided by {lo:.2f} to {hi:.2f}, more than s = 32" in cap

@@ -65,22 +65,41 @@ def _slow_loop(base, length, d=128):
     return sum(1 for i in range(d // 2) if length * base ** (-2 * i / d) / (2 * math.pi) < 1)
 
 
+def _t_extra(new_base, d_extra):
+    # Liu et al.: the wavelength of pair d_extra / 2 at the new base, 2 pi B'^(d_extra / d) with d = 128
+    return 2 * math.pi * new_base ** (d_extra / 128)
+
+
 def test_abf_slow():
     want = _slow_loop(1_000_000.0, 16_384)
     # closed form of chapter 3: pair i is slow when i > (d/2) ln(L / 2 pi) / ln B
     assert want == 64 - 1 - math.floor(64 * math.log(16_384 / (2 * math.pi)) / math.log(1_000_000.0))
-    assert check("ch04-abf-slow", want)
+    d_extra = 2 * (64 - _slow_loop(10_000.0, 4096))  # twice the pairs that turn in Llama 2's pre-training
+    t_extra = _t_extra(1_000_000.0, d_extra)
+    assert check("ch04-abf-slow", (want, t_extra))
+    # rounding to three significant digits is accepted, 1% off is not
+    assert check("ch04-abf-slow", (float(want), float(f"{t_extra:.3g}")))
+    assert not check("ch04-abf-slow", (want, 1.01 * t_extra))
     # the success message leaves the comparison to the student (issue 25)
-    msg = check("ch04-abf-slow", want).message
+    msg = check("ch04-abf-slow", (want, t_extra)).message
     assert str(_slow_loop(10_000.0, 4096)) not in msg and "more pairs" not in msg
-    assert check("ch04-abf-slow", float(want))
-    assert "16,384" in check("ch04-abf-slow", _slow_loop(1_000_000.0, 4096)).message
-    assert "base, 1,000,000" in check("ch04-abf-slow", _slow_loop(10_000.0, 16_384)).message
+    # the count alone is not the whole answer
+    fb = check("ch04-abf-slow", want)
+    assert not fb and "(count, T_extra)" in fb.message
+    assert "16,384" in check("ch04-abf-slow", (_slow_loop(1_000_000.0, 4096), t_extra)).message
+    assert "base, 1,000,000" in check("ch04-abf-slow", (_slow_loop(10_000.0, 16_384), t_extra)).message
     assert "Llama 2's count" in check("ch04-abf-slow", _slow_loop(10_000.0, 4096)).message
-    assert "do complete a turn" in check("ch04-abf-slow", 64 - want).message
+    assert "do complete a turn" in check("ch04-abf-slow", (64 - want, t_extra)).message
     assert "between 0 and 64" in check("ch04-abf-slow", 65).message
-    assert "whole number" in check("ch04-abf-slow", 27.5).message
-    assert not check("ch04-abf-slow", want + 1)
+    assert "whole number" in check("ch04-abf-slow", (27.5, t_extra)).message
+    assert not check("ch04-abf-slow", (want + 1, t_extra))
+    assert "expected a pair" in check("ch04-abf-slow", (want, t_extra, 0)).message
+    # typical slips in T_extra
+    assert "500,000" in check("ch04-abf-slow", (want, _t_extra(500_000.0, d_extra))).message
+    assert "own stage" in check("ch04-abf-slow", (want, _t_extra(1_000_000.0, 2 * (64 - want)))).message
+    assert "new base" in check("ch04-abf-slow", (want, _t_extra(10_000.0, d_extra))).message
+    assert "exponent" in check("ch04-abf-slow", (want, 2 * math.pi * 1e6 ** (d_extra / 256))).message
+    assert "T_extra in tokens" in check("ch04-abf-slow", (want, "lots")).message
 
 
 def test_llama3_half():
@@ -147,8 +166,42 @@ def test_yarn_ramp():
     assert "shape" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs, t: np.ones(d)).message
     assert "pair" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs, t: np.ones(d // 2)).message
     assert "expected a function" in check("ch04-yarn-ramp", 3).message
+    # an own implementation is accepted whatever the function is called and however it loops
+    assert check("ch04-yarn-ramp", lambda b, d, L, bf, bs, t: np.array(list(_my_ramp(b, d, L, bf, bs, truncate=t))))
     # the old five-argument signature is told what it lacks
     assert "raised" in check("ch04-yarn-ramp", lambda b, d, L, bf, bs: _my_ramp(b, d, L, bf, bs)).message
+
+
+def test_yarn_ramp_refuses_a_wrapper_of_ropegeos_ramp():
+    from ropegeo import scaling as S
+    from ropegeo.scaling import yarn_ramp
+
+    def attribute(b, d, L, bf, bs, t):
+        return S.yarn_ramp(d, b, L, beta_fast=bf, beta_slow=bs, truncate=t)
+
+    def imported(b, d, L, bf, bs, t):
+        return yarn_ramp(d, b, L, beta_fast=bf, beta_slow=bs, truncate=t)
+
+    def through_the_rule(b, d, L, bf, bs, t):  # the weight read back from YaRN's served frequencies
+        th, _ = S.yarn(d, b, 2.0, L, beta_fast=bf, beta_slow=bs, truncate=t)
+        return 2 * th / (b ** (-np.arange(0, d, 2) / d)) - 1
+
+    for fn in (attribute, imported, through_the_rule):
+        fb = check("ch04-yarn-ramp", fn)
+        assert not fb and "without ropegeo.scaling" in fb.message, fn.__name__
+    # the profile hook is gone after the check, and a hook installed before it is restored
+    import sys
+
+    def outer(frame, event, arg):
+        return None
+
+    sys.setprofile(outer)
+    try:
+        check("ch04-yarn-ramp", imported)
+        assert sys.getprofile() is outer
+    finally:
+        sys.setprofile(None)
+    assert sys.getprofile() is None
 
 
 def test_yarn_ramp_paper_and_code_differ_on_the_bench():
@@ -186,7 +239,11 @@ def test_joint_first():
     assert check("ch04-joint-first", want)
     assert check("ch04-joint-first", float(want))
     assert "one later" in check("ch04-joint-first", want - 1).message
-    assert "below" in check("ch04-joint-first", want - 5).message
+    assert "keep scanning" in check("ch04-joint-first", want - 5).message
+    # beyond the first crossing the message says so plainly (the distance stays beyond D(1) there)
+    for n in (want + 2, want + 300, 4000):
+        fb = check("ch04-joint-first", n)
+        assert not fb and "earlier offset already does" in fb.message
     assert "far below the training length" in check("ch04-joint-first", 5000).message
     assert "whole number" in check("ch04-joint-first", want + 0.5).message
     ntk = _first_crossing(lambda th: (10_000.0 * 32 ** (96 / 94)) ** (np.arange(0, 96, 2) / 96) * th)
@@ -276,3 +333,17 @@ def test_number_checks_evaluate_sympy_numbers_in_float64():
     fb = check("ch04-llama3-half", sp.Sum(1 / n**2, (n, 1, 10**9)))
     assert not fb and "Sum" in fb.message
     assert "not a real number" in check("ch04-llama3-half", sp.I / 32).message
+
+
+def test_joint_first_yarn_stays_beyond_the_step_after_crossing():
+    # the checker's message for a late answer: from YaRN's first crossing up to L, every offset is beyond D(1)
+    d, B, L = 96, 10_000.0, 4096
+    th = B ** (-np.arange(0, d, 2) / d)
+    served = th / _yarn_stretch(th)
+    step = np.sqrt(np.mean(np.abs(np.exp(1j * th) - 1) ** 2))
+    train = np.exp(1j * np.outer(np.arange(L), th))
+    k = (np.exp(1j * np.outer(np.arange(L), served)) @ train.conj().T).real / th.size
+    dist = np.sqrt(np.maximum(0.0, 2 * (1 - k.max(axis=1))))
+    first = int(np.argmax(dist > step))
+    assert first == _first_crossing(_yarn_stretch)
+    assert np.all(dist[first:] > step) and np.all(dist[:first] <= step)

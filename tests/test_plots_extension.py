@@ -81,12 +81,25 @@ def test_ramp_comparison_plots_weights_against_index_and_turns():
     assert right.get_xlim() == (0.0, 40.0)
 
 
+def test_ramp_comparison_draws_the_papers_ramp_first():
+    # the paper's ramp, written pair by pair: (r - beta_slow) / (beta_fast - beta_slow), clipped
+    turns = [64 * t / (2 * np.pi) for t in TH]
+    want = [min(1.0, max(0.0, (r - 1.0) / 3.0)) for r in turns]
+    fig = ramp_comparison(TH, 64, {"YaRN": np.ones(8)}, paper=(4.0, 1.0))
+    left = fig.axes[0]
+    np.testing.assert_allclose(left.get_lines()[0].get_ydata(), want, rtol=0, atol=1e-12)
+    assert left.get_lines()[0].get_label().startswith("paper")
+    assert len(left.get_lines()) == 2
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(weights={"a": np.full(8, 2.0)}), "in \\[0, 1\\]"),
     (dict(weights={"a": np.ones(3)}), "one weight"),
     (dict(weights={}), "weights must be"),
     (dict(train_length=-1), "train_length"),
     (dict(max_turns=0), "max_turns"),
+    (dict(paper=(1.0, 4.0)), "beta_fast > beta_slow"),
+    (dict(paper=(4.0, -1.0)), "beta_slow"),
 ])
 def test_ramp_comparison_refuses(kwargs, match):
     args = dict(base_theta=TH, train_length=64, weights={"a": np.ones(8)})

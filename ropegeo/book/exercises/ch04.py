@@ -7,6 +7,7 @@ geometry), served at 131,072 tokens, so ``s = 32``.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -55,15 +56,16 @@ def _slow(base: float, length: int, d: int = 128) -> int:
     return int(np.sum(length * frequencies(d, base) / (2 * math.pi) < 1.0))
 
 
-@exercise("ch04-abf-slow")
-def _abf_slow(answer):
-    n = need(as_whole(answer, "a number of pairs (a whole number)"))
+def _t_extra(new_base: float, d_extra: int) -> float:
+    # Liu et al.'s bound: the wavelength 2 pi B'^(d_extra / d) of the first pair beyond d_extra / 2
+    return 2 * math.pi * new_base ** (d_extra / 128)
+
+
+def _abf_count_slip(n: int, want: int):
     if not 0 <= n <= 64:
         return wrong("the count lies between 0 and 64: Code Llama's heads have 64 rotary pairs.")
-    want = _slow(1_000_000.0, 16_384)
     if n == want:
-        return correct(f"{n} slow pairs over 16,384 tokens. Now ask which of them completed a turn in Llama 2's "
-                       "pre-training (base 10,000, 4,096 tokens), and what that leaves for Liu et al.'s bound.")
+        return None
     if n == _slow(1_000_000.0, 4096):
         return wrong("use Code Llama's training length, 16,384 tokens, not Llama 2's 4,096.")
     if n == _slow(10_000.0, 16_384):
@@ -74,6 +76,38 @@ def _abf_slow(answer):
         return wrong("that counts the pairs that do complete a turn; the question asks for those that do not.")
     return wrong("count the pairs with L theta_i / (2 pi) < 1, with theta_i = B^(-2i/d), d = 128, B = 1,000,000 "
                  "and L = 16,384.")
+
+
+@exercise("ch04-abf-slow")
+def _abf_slow(answer):
+    pair = isinstance(answer, (tuple, list))
+    if pair and len(answer) != 2:
+        return wrong("expected a pair (count, T_extra): the number of slow pairs, then Liu et al.'s bound in tokens.")
+    want = _slow(1_000_000.0, 16_384)
+    n = need(as_whole(answer[0] if pair else answer, "the count of slow pairs (a whole number)"))
+    slip = _abf_count_slip(n, want)
+    if slip is not None:
+        return slip
+    if not pair:
+        return wrong(f"{n} slow pairs is right; the exercise also asks for T_extra: answer with (count, T_extra).")
+    t = need(_number(answer[1], "T_extra in tokens"))
+    d_extra = 2 * (64 - _slow(10_000.0, 4096))  # fixed by Llama 2's pre-training
+    target = _t_extra(1_000_000.0, d_extra)
+    if abs(t - target) <= 5e-3 * target:  # rounded to three significant digits or better
+        return correct(f"{n} slow pairs over 16,384 tokens, and T_extra = {t:,.0f} tokens. Now ask which of those "
+                       "pairs completed a turn in Llama 2's pre-training (base 10,000, 4,096 tokens).")
+    if _close(t, _t_extra(500_000.0, d_extra), 5e-3):
+        return wrong("that is T_extra for base 500,000 (Llama 2 Long), which the text gives; use Code Llama's base.")
+    if _close(t, _t_extra(1_000_000.0, 2 * (64 - want)), 5e-3):
+        return wrong("you took d_extra from Code Llama's own stage; Liu et al. fix it by pre-training (Llama 2: "
+                     "base 10,000 over 4,096 tokens).")
+    if _close(t, _t_extra(10_000.0, d_extra), 5e-3):
+        return wrong("T_extra is a wavelength at the new base B' = 1,000,000, not at Llama 2's 10,000.")
+    if _close(t, 2 * math.pi * 1_000_000.0 ** (d_extra / 256), 5e-3):
+        return wrong("the exponent is d_extra / d_head with d_head = 128; d_extra already counts coordinates, "
+                     "twice the pairs.")
+    return wrong(f"the count is right, but T_extra = {t:,.6g} is not 2 pi B'^(d_extra / d_head) for Code Llama "
+                 "(within 0.5%).")
 
 
 @exercise("ch04-llama3-half")
@@ -156,6 +190,27 @@ def _diagnose_ramp(got, base, d, L, bf, bs, truncate, where):
                  "index where a pair turns r times over L, or the turns of each pair.")
 
 
+def _call_watching_ramp(fn, *args):
+    """``call_student(fn, *args)`` plus whether :func:`ropegeo.scaling.yarn_ramp` ran inside the call.
+
+    A profile hook sees every Python call, so a wrapper is caught however it reached the function
+    (``S.yarn_ramp``, an imported name, ``S.yarn`` or a configured ``Scaling``).
+    """
+    ramp, seen = yarn_ramp.__code__, []
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code is ramp:
+            seen.append(True)
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        out, err = call_student(fn, *args)
+    finally:
+        sys.setprofile(previous)
+    return out, err, bool(seen)
+
+
 @exercise("ch04-yarn-ramp")
 def _yarn_ramp(answer):
     need_function(answer, "expected a function yarn_weights(base, rotary_dim, original_length, beta_fast, beta_slow, "
@@ -165,9 +220,12 @@ def _yarn_ramp(answer):
         for truncate in (True, False):
             where = (f"(base={base:g}, rotary_dim={d}, original_length={L}, beta_fast={bf:g}, beta_slow={bs:g}, "
                      f"truncate={truncate})")
-            out, err = call_student(answer, base, d, L, bf, bs, truncate)
+            out, err, wrapped = _call_watching_ramp(answer, base, d, L, bf, bs, truncate)
             if err:
                 return wrong(f"for {where} {err}")
+            if wrapped:
+                return wrong("your function calls ropegeo's own yarn_ramp (directly, or through ropegeo.scaling's "
+                             "rules): write the ramp yourself, without ropegeo.scaling.")
             got = need(as_float_array(out, f"for {where} what your function returned", finite=False))
             want = yarn_ramp(d, base, L, beta_fast=bf, beta_slow=bs, truncate=truncate)
             if got.shape != want.shape:
@@ -188,7 +246,6 @@ def _yarn_ramp(answer):
 
 
 def _first_beyond(rule: str) -> int:
-
     theta = frequencies(HEAD_DIM, BASE)
     served = scaled_frequencies(preset(rule, train_length=TRAIN, target_length=TARGET), HEAD_DIM, BASE, TARGET)[0]
     step = math.sqrt(2.0 * (1.0 - float(kernel(1.0, theta))))
@@ -203,7 +260,7 @@ def _joint_first(answer):
         return wrong(f"offsets are non-negative, got {n}.")
     want = _first_beyond("yarn")
     if n == want:
-        return correct(f"offset {n}: from here on the fast pairs and the interpolated slow pairs disagree about "
+        return correct(f"offset {n}: here the fast pairs and the interpolated slow pairs first disagree about "
                        "the offset by more than one training step.")
     if n == want - 1:
         return wrong("at that offset the distance is still below the neighbour distance; the first offset beyond it "
@@ -214,5 +271,9 @@ def _joint_first(answer):
         return wrong("that is the NTK rule's first offset; the question is about YaRN.")
     if n >= TRAIN:
         return wrong("the crossing happens far below the training length: static rules change short offsets too.")
-    return wrong(f"at offset {n:,} YaRN's distance is {'above' if n > want else 'below'} the threshold, but it is not "
-                 "the first offset where it exceeds sqrt(2 (1 - K(1))) of the unscaled bank.")
+    if n < want:
+        return wrong(f"at offset {n:,} YaRN's served offset is still within D(1) = sqrt(2 (1 - K(1))) of some "
+                     "training offset; keep scanning.")
+    # on the bench every offset from the first crossing up to L stays beyond D(1) (tests/test_exercises_ch04.py)
+    return wrong(f"at offset {n:,} YaRN's distance exceeds D(1) = sqrt(2 (1 - K(1))), but an earlier offset "
+                 "already does: find the first one.")

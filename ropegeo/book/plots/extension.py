@@ -406,11 +406,12 @@ def joint_novelty_plot(results: Mapping, per_pair: Mapping, train_length: float,
 
 
 def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_turns: float = 40.0,
-                    layout: str = "wide") -> Figure:
+                    paper: tuple | None = None, layout: str = "wide") -> Figure:
     """Per-pair keep-weights in [0, 1] of at most 12 rules (1 keeps ``theta_i``, 0 divides it by ``s``).
 
     Left: against pair index. Right: against turns ``L theta_i / 2 pi`` (``L = train_length``) up to
-    ``max_turns``, where a ramp linear in turns is straight.
+    ``max_turns``, where a ramp linear in turns is straight. ``paper=(beta_fast, beta_slow)`` draws
+    YaRN's paper ramp ``clip((r - beta_slow) / (beta_fast - beta_slow), 0, 1)`` first.
     """
     layout = valid_layout(layout)
     base = _bank("base_theta", base_theta)
@@ -418,6 +419,12 @@ def ramp_comparison(base_theta, train_length: float, weights: Mapping, *, max_tu
     if not isinstance(weights, Mapping) or not weights or len(weights) > _MAX_RULES:
         raise ValueError(f"weights must be a mapping of 1 to {_MAX_RULES} label -> weights")
     rows = {}
+    if paper is not None:
+        fast, slow = (v.real(n, x, greater_than=0.0) for n, x in zip(("beta_fast", "beta_slow"), paper))
+        if fast <= slow:
+            raise ValueError("paper must be (beta_fast, beta_slow) with beta_fast > beta_slow")
+        r = train_length * base / (2 * math.pi)
+        rows["paper: linear in turns"] = np.clip((r - slow) / (fast - slow), 0.0, 1.0)
     for label, w in weights.items():
         arr = v.finite_array(f"weights[{label!r}]", w)
         if arr.shape != base.shape or np.any(arr < 0) or np.any(arr > 1):
