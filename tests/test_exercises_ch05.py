@@ -22,11 +22,11 @@ def stub(*args, **kwargs):
 def test_all_checks_registered():
     assert set(exercise_ids("ch05")) == {"ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
                                          "ch05-rope-half", "ch05-diagnose", "ch05-table-size",
-                                         "ch05-cache-off-by-one"}
+                                         "ch05-query-ahead"}
 
 
 @pytest.mark.parametrize("ex", ["ch05-permutation", "ch05-bfloat16-position", "ch05-padding-offset",
-                                "ch05-rope-half", "ch05-diagnose", "ch05-table-size", "ch05-cache-off-by-one"])
+                                "ch05-rope-half", "ch05-diagnose", "ch05-table-size", "ch05-query-ahead"])
 def test_stubs_fail(ex):
     assert not check(ex, None)
     assert not check(ex, ...)
@@ -262,22 +262,49 @@ def _seen_offset(f, d, m, n):
     return int(offs[np.argmin(np.abs(cand - s))])
 
 
+def _length_by_scan(f):
+    """The table's length as the student measures it, written independently: the period of the rotation."""
+    return _period_by_scan(f, TABLE_DECLARED["head_dim"])
+
+
 def test_table_size():
     f = table_rope()
     rows = _period_by_scan(f, TABLE_DECLARED["head_dim"])
     assert rows is not None and rows & (rows - 1) != 0  # not a power of two
     seen = _seen_offset(f, TABLE_DECLARED["head_dim"], TABLE_QUERY, TABLE_KEY)
     assert seen != TABLE_QUERY - TABLE_KEY
-    assert check("ch05-table-size", seen)
-    assert check("ch05-table-size", float(seen))
-    assert "one row more" in check("ch05-table-size", TABLE_QUERY % (rows - 1) - TABLE_KEY % (rows - 1)).message
-    assert "8,192 rows" in check("ch05-table-size", TABLE_QUERY % 8192 - TABLE_KEY % 8192).message
-    assert "true one" in check("ch05-table-size", TABLE_QUERY - TABLE_KEY).message
-    assert "sign" in check("ch05-table-size", -seen).message
-    assert "row the query is read from" in check("ch05-table-size", TABLE_QUERY % rows).message
-    assert "modulo" in check("ch05-table-size", 17).message
+    assert check("ch05-table-size", (_length_by_scan, seen))
+    assert check("ch05-table-size", [_length_by_scan, float(seen)])
+    def graded(offset):
+        return check("ch05-table-size", (_length_by_scan, offset)).message
+    assert "one row more" in graded(TABLE_QUERY % (rows - 1) - TABLE_KEY % (rows - 1))
+    assert "8,192 rows" in graded(TABLE_QUERY % 8192 - TABLE_KEY % 8192)
+    assert "true one" in graded(TABLE_QUERY - TABLE_KEY)
+    assert "sign" in graded(-seen)
+    assert "row the query is read from" in graded(TABLE_QUERY % rows)
+    assert "modulo" in graded(17)
     assert not check("ch05-table-size", "many")
-    assert not check("ch05-table-size", (rows, seen))
+    assert not check("ch05-table-size", seen)  # the offset alone: the measured length is graded too
+    assert not check("ch05-table-size", (rows, seen))  # a number read off Gate A is not a measurement
+
+
+def test_table_size_grades_the_measurement():
+    # the length is graded on tables the student never saw: a function that knows the answer fails, and so
+    # does one that is off by a row; a function that raises is reported
+    rows = _period_by_scan(table_rope(), TABLE_DECLARED["head_dim"])
+    seen = _seen_offset(table_rope(), TABLE_DECLARED["head_dim"], TABLE_QUERY, TABLE_KEY)
+    knows = check("ch05-table-size", (lambda f: rows, seen))
+    assert not knows and "must measure the table it is given" in knows.message
+    short = check("ch05-table-size", (lambda f: _length_by_scan(f) - 1, seen))
+    assert not short and "one short" in short.message and f"{rows:,}" not in short.message
+    other = check("ch05-table-size", (lambda f: 4096, seen))
+    assert not other and "not this table's length" in other.message and f"{rows:,}" not in other.message
+    raises = check("ch05-table-size", (lambda f: 1 / 0, seen))
+    assert not raises and "raised ZeroDivisionError" in raises.message
+    # the other tables are measured by the scan as well: each is a table of its own length
+    from ropegeo.book.exercises.ch05 import _OTHER_ROWS
+    assert [_length_by_scan(table_rope(n)) for n in _OTHER_ROWS] == list(_OTHER_ROWS) and rows not in _OTHER_ROWS
+    assert max(_OTHER_ROWS) <= 16_384  # the exercise promises tables of up to 16,384 rows
 
 
 def test_table_size_with_gate_a():
@@ -290,7 +317,7 @@ def test_table_size_with_gate_a():
     assert f"P mod {_period_by_scan(f, 32):,}" in r.diagnosis
 
 
-# ---- cache off by one: the check runs Gate A on the student's cache; caches written here by hand
+# ---- query ahead (a query one past the cache): the check runs Gate A on the student's cache; caches written here by hand
 def _rot16(x, positions):
     """Interleaved rotation written out: pair i is (2i, 2i + 1), angle p * 10000 ** (-2 i / 16)."""
     x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -323,8 +350,8 @@ class _Cache:
         return _rot16(q, [p])[0], self.keys.copy(), self.values.copy()
 
 
-def test_cache_off_by_one_passes_the_deliberate_slip():
-    fb = check("ch05-cache-off-by-one", _Cache(slip=1))
+def test_query_ahead_passes_the_deliberate_slip():
+    fb = check("ch05-query-ahead", _Cache(slip=1))
     assert fb and "one position past" in fb.message, fb.message
 
 
@@ -332,11 +359,11 @@ def test_cache_off_by_one_passes_the_deliberate_slip():
                                          (_Cache(slip=-1), "another position"), (_Cache(restart=True), "another decoding"),
                                          (_Cache(slip=1, key_slip=1), "moved together"),
                                          (_Cache(key_slip=1), "you moved the key")])
-def test_cache_off_by_one_rejects_other_caches(cache, words):
-    fb = check("ch05-cache-off-by-one", cache)
+def test_query_ahead_rejects_other_caches(cache, words):
+    fb = check("ch05-query-ahead", cache)
     assert not fb and words in fb.message, fb.message
 
 
-def test_cache_off_by_one_rejects_a_plain_function_and_the_class():
-    assert "prefill" in check("ch05-cache-off-by-one", lambda x, p: _rot16(x, p)).message
-    assert "instance" in check("ch05-cache-off-by-one", _Cache).message
+def test_query_ahead_rejects_a_plain_function_and_the_class():
+    assert "prefill" in check("ch05-query-ahead", lambda x, p: _rot16(x, p)).message
+    assert "instance" in check("ch05-query-ahead", _Cache).message

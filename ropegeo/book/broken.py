@@ -631,8 +631,8 @@ def _defects(head_dim: int = 64) -> dict[str, CatalogueEntry]:
               PositionDefect(d, mode="clamped", size=n), "context", f"table of {n:,} rows indexed with a clamp",
               "position-id") for n in (2048, 1024, 512)),
         # the algebra and the contract: what only shift, composition, inverse or a contract break can show
-        bad("logn-queries", "queries past 8,192 multiplied by log_8192(p + 1) (Qwen's logn attention, undeclared: a "
-            "feature, not a bug)", LognQueries(d), "shift", "score depends on absolute position", "algebra"),
+        bad("logn-queries", "queries from position 8,192 on multiplied by log_8192(p + 1) (Qwen's logn attention, "
+            "undeclared: a feature, not a bug)", LognQueries(d), "shift", "score depends on absolute position", "algebra"),
         bad("stale-table-block", "the table rows 1,700..1,955 hold the angles of the row before (a block filled one "
             "row late)", PositionDefect(d, mode="stale-block", size=1700), "composition", "not additive in position",
             "algebra"),

@@ -187,12 +187,13 @@ TABLE_DECLARED = {"head_dim": 32, "pairing": "interleaved", "base": 10_000.0}
 _TABLE_ROWS = 6144  # 3 * 2048: a common size that is not a power of two
 
 
-def table_rope():
+def table_rope(rows: int = _TABLE_ROWS):
     """A rotary callable ``f(x, positions)`` built on a precomputed cos/sin table (``ch05-table-size``).
 
-    It declares :data:`TABLE_DECLARED`; how many rows its table holds is the exercise.
+    It declares :data:`TABLE_DECLARED`; how many rows its table holds is the exercise (the check builds
+    tables of other lengths with ``rows``).
     """
-    impl = PositionDefect(TABLE_DECLARED["head_dim"], mode="wrapped", size=_TABLE_ROWS)
+    impl = PositionDefect(TABLE_DECLARED["head_dim"], mode="wrapped", size=rows)
 
     def rope(x, positions):
         return impl(x, positions, role="key")
@@ -202,6 +203,8 @@ def table_rope():
 
 #: The query and key positions of the second part of ``ch05-table-size``.
 TABLE_QUERY, TABLE_KEY = 10_000, 5_000
+#: Other table lengths the check measures the student's ``table_length`` on (none a power of two).
+_OTHER_ROWS = (3_000, 10_240)
 
 
 def _offset_with(rows: int) -> int:
@@ -209,15 +212,42 @@ def _offset_with(rows: int) -> int:
     return TABLE_QUERY % rows - TABLE_KEY % rows
 
 
+def _measured_length(fn, rows: int):
+    """``fn``'s reading of a table of ``rows`` rows, or a verdict (a wrong length on the exercise's own table is
+    described without its value)."""
+    got = need(call_student(fn, table_rope(rows), what="table_length(rope)"))
+    n = need(as_whole(got, "table_length(rope) as a whole number of rows", limit=10**12))
+    if n == rows:
+        return None
+    if rows != _TABLE_ROWS:
+        return wrong(f"on a table of {rows:,} rows your table_length returned {n:,}: it must measure the table it is "
+                     "given (the smallest N with f(x, [p]) equal to f(x, [p - N]) for a position p past the table).")
+    if n == rows - 1:
+        return wrong("table_length is one short: that is the index of the table's last row, and it holds one more.")
+    return wrong(f"table_length(rope) returned {n:,}, which is not this table's length: rotate one vector at a position "
+                 "well past the table and at every smaller position, and take the smallest gap that repeats it.")
+
+
 @exercise("ch05-table-size")
 def _check_table_size(answer):
-    seen = need(as_whole(answer, "the offset as a whole number of positions", limit=10**12))
+    items = need(as_items(answer, "a pair (table_length, offset)", max_items=64))
+    if len(items) != 2:
+        return wrong("expected a pair (table_length, offset): your function that measures a table's length, and the "
+                     "offset the score sees")
+    fn, offset = items
+    need_function(fn, f"the first item must be your function table_length(f), got {type(fn).__name__}")
+    for rows in (_TABLE_ROWS, *_OTHER_ROWS):
+        bad = _measured_length(fn, rows)
+        if bad:
+            return bad
+    seen = need(as_whole(offset, "the offset as a whole number of positions", limit=10**12))
     rows = _TABLE_ROWS
     truth = _offset_with(rows)
     if seen == truth:
-        return correct(f"the query at {TABLE_QUERY:,} is read from row {TABLE_QUERY % rows:,} of the {rows:,}, so the "
-                       f"score sees it {abs(truth):,} positions {'before' if truth < 0 else 'after'} the key instead of "
-                       f"{TABLE_QUERY - TABLE_KEY:,} after: the sign of the displacement flips.")
+        return correct(f"table_length measures every table it is given; the query at {TABLE_QUERY:,} is read from row "
+                       f"{TABLE_QUERY % rows:,} of the {rows:,}, so the score sees it {abs(truth):,} positions "
+                       f"{'before' if truth < 0 else 'after'} the key instead of {TABLE_QUERY - TABLE_KEY:,} after: "
+                       "the sign of the displacement flips.")
     if seen == TABLE_QUERY - TABLE_KEY:
         return wrong("that offset is the true one, but the score sees the positions the table rows stand for.")
     if seen == -truth:
@@ -228,19 +258,17 @@ def _check_table_size(answer):
         return wrong("that uses the index of the table's last row as its length; the table holds one row more.")
     for other in (4096, 8192, 131_072):
         if seen == _offset_with(other):
-            return wrong(f"that offset assumes a table of {other:,} rows; measure the table's length (the smallest N "
-                         "with f(x, [p]) equal to f(x, [p - N]) for a position p past the table).")
-    return wrong("find the table's length first, then reduce both positions modulo it and subtract the key's row from "
-                 "the query's.")
+            return wrong(f"that offset assumes a table of {other:,} rows; use the length your table_length measured.")
+    return wrong("reduce both positions modulo the table's length and subtract the key's row from the query's.")
 
 
-# ---- ch05-cache-off-by-one: break a KV cache on purpose and read Gate A's decoding diagnosis ----
+# ---- ch05-query-ahead: break a KV cache on purpose and read Gate A's decoding diagnosis ----
 #: What the student's cache declares (keyword arguments of gate_a).
 CACHE_DECLARED = {"head_dim": 16, "pairing": "interleaved", "base": 10_000.0}
 
 
-@exercise("ch05-cache-off-by-one")
-def _check_cache_off_by_one(answer):
+@exercise("ch05-query-ahead")
+def _check_query_ahead(answer):
     if isinstance(answer, type):
         return wrong("pass an instance of your cache class (YourCache()), not the class itself")
     need_function(answer, f"expected a cache object with __call__, prefill and decode_step, got {type(answer).__name__}")

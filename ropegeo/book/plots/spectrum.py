@@ -201,7 +201,7 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
                      layout: str = "wide") -> Figure:
     """Largest phase error over the pairs against position, one curve per pipeline or dtype name
     (:func:`ropegeo.precision.as_pipeline`), log-log; dashed: each low-precision angle dtype's
-    consecutive-integer limit.
+    consecutive-integer limit; dash-dot: float32 angles (deployed), dotted: rounded frequencies (buffer-cast).
     """
     stop = v.integer("stop", stop, minimum=2, maximum=2**30)
     points = v.integer("points", points, minimum=10, maximum=5000)
@@ -211,16 +211,17 @@ def phase_error_plot(theta, stop: int = 2**24, dtypes=ERROR_PIPELINES, *, points
     pipes = [as_pipeline(dt) for dt in dtypes]
     pos = np.unique(np.geomspace(1, stop, points).round())
     colours = {"float32": _FAST, "float16": _SERIES[0], "bfloat16": _SLOW, "deployed float16": _SERIES[4],
-               "deployed bfloat16": _SERIES[3], "float64": "0.4", "buffer-cast bfloat16": _SERIES[1],
-               "buffer-cast float16": _SERIES[1]}
+               "deployed bfloat16": _SERIES[3], "float64": "0.4", "buffer-cast bfloat16": _SERIES[2],
+               "buffer-cast float16": _SERIES[2]}
     fig = Figure(figsize=(7, 5.4))
     ax = fig.add_subplot()
     for pipe in pipes:
         keep = pos < 65504 if pipe.angle_dtype == "float16" else np.ones(pos.size, bool)
         err = max_phase_error(pos[keep], theta, pipe)
         label = pipe.label + (", every stage" if pipe.label in ("float16", "bfloat16") else "")
-        ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.2, color=colours.get(pipe.label), label=label,
-                ls="-" if pipe.angle_dtype == pipe.table_dtype else "-.")
+        ls = "-" if pipe.angle_dtype == pipe.table_dtype else ":" if pipe.frequency_dtype else "-."
+        ax.plot(pos[keep], np.maximum(err, 1e-12), lw=1.8 if ls == ":" else 1.2, color=colours.get(pipe.label),
+                label=label, ls=ls)
         lim = consecutive_integer_limit(pipe.angle_dtype)
         if lim <= stop:
             ax.axvline(lim, color="0.45", lw=0.8, ls="--")  # a dtype's limit, shared by its pipelines
