@@ -65,3 +65,24 @@ def test_the_book_build_skips_every_virtual_environment_the_makefile_creates():
     excluded = re.search(r"^exclude_patterns:\s*\[(.*)\]", config, flags=re.M).group(1)
     for venv in venvs:
         assert f'"{venv}/*"' in excluded, venv
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_glued_values_are_plain_python_numbers(path):
+    """myst-nb formats a glued number from its text/plain repr: ``np.int64(20)`` fails under ``:,``
+    (a book-build warning, so `make test` fails late); glue ``int(x)`` / ``float(x)`` instead."""
+    nb = json.loads(path.read_text())
+    bad = [o["metadata"]["scrapbook"]["name"] for c in nb["cells"] for o in c.get("outputs", [])
+           if o.get("metadata", {}).get("scrapbook")
+           and re.match(r"np\.\w+\(", "".join(o["data"].get("application/papermill.record/text/plain", "")))]
+    assert not bad, f"glued as numpy scalars (glue int(x) or float(x)): {bad}"
+
+
+def test_glued_numpy_scalar_check_can_fail(tmp_path):
+    nb = {"cells": [{"cell_type": "code", "source": "", "outputs": [{"output_type": "display_data", "metadata": {
+        "scrapbook": {"name": "n", "mime_prefix": "application/papermill.record/"}},
+        "data": {"application/papermill.record/text/plain": "np.int64(20)"}}]}]}
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps(nb))
+    with pytest.raises(AssertionError, match="numpy scalars"):
+        test_glued_values_are_plain_python_numbers(path)
