@@ -139,9 +139,9 @@ def test_precision_numbers(glued):
     assert _worst_error(1_000_000, np.float32, np.float32) > 10 * glued["err4000_dep"]  # float32's own error dominates
 
 
-def _f32_signed_errors(positions):
+def _f32_signed_errors(positions, th32=None):
     """Signed phase error of every pair, float32 frequency, product and cos/sin, by hand in numpy float32."""
-    th32 = np.asarray(THETA, dtype=np.float32)
+    th32 = np.asarray(THETA, dtype=np.float32) if th32 is None else th32
     pos = np.asarray(positions, dtype=np.int64)
     ang = pos.astype(np.float32)[:, None] * th32[None, :]  # one float32 rounding of the product
     assert ang.dtype == np.float32
@@ -225,6 +225,48 @@ def test_float32_angle_error_grows_with_position(glued):
     assert np.finfo(np.float64).nmant - np.finfo(np.float32).nmant == 29
     # the first collapse: below 2**24 pair 0 turns by exactly 1 rad a token, so neighbouring rows differ
     assert all(float(f32(m)) == m for m in (2**24 - 2, 2**24 - 1)) and abs(math.cos(1.0) - 1) > 0.4
+
+
+def _transformers_inv_freq():
+    """transformers' ``1.0 / (base ** (arange(0, 128, 2).float() / 128))`` in float32, by hand: the pow taken
+    to 50 digits with mpmath and rounded to float32 (a correctly rounded pow), then a float32 reciprocal."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        exact = [mpmath.mpf(10_000) ** (mpmath.mpf(2 * i) / 128) for i in range(64)]
+        pow32 = np.array([np.float32(float(x)) for x in exact], dtype=np.float32)
+        for x, f in zip(exact, pow32):  # rounded to nearest: no float32 neighbour is closer to the exact power
+            for g in (np.nextafter(f, np.float32(0)), np.nextafter(f, np.float32(np.inf))):
+                assert abs(mpmath.mpf(float(f)) - x) < abs(mpmath.mpf(float(g)) - x)
+        theta = [1 / x for x in exact]
+        inv = np.float32(1.0) / pow32
+        rel = [float(abs(mpmath.mpf(float(f)) - t) / t) for f, t in zip(inv, theta)]
+        once = [float(abs(mpmath.mpf(float(np.float32(float(t)))) - t) / t) for t in theta]
+    return inv, rel, once
+
+
+def test_transformers_frequencies_round_twice(glued):
+    """The library's inv_freq is a float32 pow and a float32 reciprocal: two roundings, not ropegeo's one."""
+    inv, rel, once = _transformers_inv_freq()
+    eps = 2.0**-24
+    differ = int((inv != np.asarray(THETA, dtype=np.float32)).sum())
+    assert glued["hf_freq_differ"] == differ and 10 < differ < 64  # many, not all: a second rounding
+    assert glued["hf_freq_err_eps"] == pytest.approx(max(rel) / eps, rel=1e-6)
+    assert glued["once_freq_err_eps"] == pytest.approx(max(once) / eps, rel=1e-6)
+    # one rounding stays within half an ulp (at most eps relative); two may exceed it, and stay under 2 eps
+    assert glued["once_freq_err_eps"] <= 1 < glued["hf_freq_err_eps"] < 2
+    ulps = max(abs(float(f) - t) / float(np.spacing(f)) for f, t in zip(inv, THETA))
+    assert glued["hf_freq_err_ulp"] == pytest.approx(ulps, rel=1e-6) and 0.5 < ulps < 2  # "about two units"
+    # the widened bound (1 + e) m theta eps covers the angle error of the library's own frequencies near 10.5M,
+    # and the errors stated for frequencies rounded once are the same to the digits printed
+    n = 10_485_760
+    err = np.abs(_f32_signed_errors(np.arange(n - 2048, n + 1), th32=inv)).max()
+    assert glued["err_hf_10m"] == pytest.approx(err, abs=1e-6)
+    assert glued["hf_bound_factor"] == pytest.approx(1 + max(rel) / eps, rel=1e-6) and glued["hf_bound_factor"] > 2
+    assert glued["bound_hf_10m"] == pytest.approx((1 + max(rel) / eps) * n * eps, rel=1e-6)
+    assert glued["bound_hf_10m"] > glued["bound_f32_10m"]  # wider than the once-rounded bound
+    assert err <= glued["bound_hf_10m"] + 2.0**-22
+    assert round(glued["err_hf_10m"], 2) == round(glued["err_f32_10m"], 2) == 0.81
 
 
 def test_gate_b_convention_sensitivity(nb, glued):

@@ -259,8 +259,13 @@ def test_parser_collapse():
     first_pair = next(p for p in range(1000) if _rows(p) < 3)
     assert first_pair < P
     assert not check("ch03-parser-collapse", None)
-    fb = check("ch03-parser-collapse", first_pair)
-    assert not fb and "first collision" in fb.message
+    # below the answer, two of the three share a row at 254 (257 -> 256), 255 (256, 257 -> 256, 258) and
+    # 257 (258, 259 -> 260, 260): the message must be true at each, not only at the first collision
+    assert first_pair == 254 and [_rows(o) for o in (254, 255, 256, 257)] == [2, 2, 3, 2]
+    for below in (254, 255, 257):
+        fb = check("ch03-parser-collapse", below)
+        assert not fb and "a collision" in fb.message and "third is still apart" in fb.message
+        assert "first collision" not in fb.message and f"origin {below}" in fb.message
     fb = check("ch03-parser-collapse", 0)
     assert not fb and "distinct" in fb.message
     for later in range(P + 1, P + 12):

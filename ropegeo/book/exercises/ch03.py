@@ -206,8 +206,8 @@ def parser_collapse_check(answer):
         return wrong(f"at origin {n} only two of the three positions share a row; all three merge at a smaller "
                      "origin: scan upwards from 0.")
     if rows == 2:
-        return wrong(f"at origin {n} two of the three positions share a row, but the third is still apart: "
-                     "that is the first collision, not a full merge.")
+        return wrong(f"at origin {n} two of the three positions share a row (a collision), but the third is "
+                     "still apart.")
     if n > want:
         return wrong(f"at origin {n} the three positions have distinct bfloat16 signatures, although all three "
                      "merge at a smaller origin: scan upwards from 0.")
