@@ -510,6 +510,7 @@ def test_mechanism_counts_on_disjoint_seeds(disjoint_study):
         r = disjoint_study[name]
         count = int(np.sum(r["same_x_mass"] > 0.5 * (1.0 - r["target_mass"])))
         close(f"{glued}_disjoint", count)
+        close("again_seeds", len(r["same_x_mass"]))
         assert G[glued] == count == len(r["same_x_mass"]) == 20, name
 
 
