@@ -58,6 +58,8 @@ def test_fastest_width():
     assert "interleaved" in check("ch08-fastest-width", (blocked, 11.0)).message
     assert "blocked" in check("ch08-fastest-width", (30_000.0, interleaved)).message
     assert "wavelength" in check("ch08-fastest-width", 40).message
+    swapped = check("ch08-fastest-width", (interleaved, blocked))  # both right, in the wrong order
+    assert not swapped and "swapped" in swapped.message and "swapped" not in check("ch08-fastest-width", (blocked, 11.0)).message
     # the success message's own rounding passes, each end alone and both together
     assert "35,333" in ok.message and "10.17" in ok.message
     for answer in ((35_333, interleaved), (blocked, 10.17), (35_333, 10.17)):
@@ -166,7 +168,7 @@ def test_slowest_usable():
 
 def test_position_ids_video_answer_in_the_solution():
     # the solution's Qwen2.5-VL video: two-frame temporal patches at 1.5 fps (tau = 4/3 s), tokens_per_second 2;
-    # transformers truncates t * tau * r to an integer (.long()), here with exact fractions
+    # transformers truncates nu * tau * r to an integer (.long()), here with exact fractions
     from fractions import Fraction
     ids = [int(t * Fraction(4, 3) * 2) for t in range(6)]
     nb = nbformat.read(NB, 4)

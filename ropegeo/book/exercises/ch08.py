@@ -29,10 +29,7 @@ USABLE_TASK = dict(pairs=8, base=100.0, grid=(8, 8), target=(2, 3), steps=300, s
 
 
 def _blocked_axes(sections) -> list:
-    out = []
-    for axis, n in enumerate(sections):
-        out += [axis] * n
-    return out
+    return [axis for axis, n in enumerate(sections) for _ in range(n)]
 
 
 def _interleaved_axes(sections) -> list:
@@ -70,6 +67,8 @@ def _fastest_width(answer):
         return correct(f"width's fastest pair is pair {pair_b} when blocked (wavelength {want[0]:,.0f} patches, "
                        f"2 pi B^({2 * pair_b}/128)) and pair {pair_i} in Qwen3-VL (wavelength {want[1]:.2f} "
                        f"patches, 2 pi B^({2 * pair_i}/128)).")
+    if all(math.isclose(g, w, rel_tol=tol) for g, w in zip(got, want[::-1])):
+        return wrong("both wavelengths are right but swapped: the pair is (blocked, interleaved), Qwen2-VL's first.")
     if got == [pair_b, pair_i] or [round(g) for g in got] == [pair_b, pair_i]:
         return wrong("those look like pair indices; the question asks how many patches one full turn of that pair takes.")
     for g, w in zip(got, want):

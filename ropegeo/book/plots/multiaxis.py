@@ -114,6 +114,7 @@ def split_budget_figure(curves: dict, field: str = "target_mass") -> Figure:
         b, y = np.asarray(c["budgets"]), np.asarray(c[field])
         ax.plot(b, y.mean(axis=1), marker="o", color=colour, label=name)
         ax.fill_between(b, y.min(axis=1), y.max(axis=1), color=colour, alpha=0.2)
+    ax.axhline(0.5, color="0.4", lw=0.8, ls=":", label="one half (the cut)")
     ax.set(xscale="log", ylim=(0, 1), xlabel="training steps",
            ylabel=_FIELD_LABELS.get(field, field.replace("_", " ")))
     ax.legend(loc="upper left")
