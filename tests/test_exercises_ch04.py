@@ -99,6 +99,10 @@ def test_abf_slow():
     assert "own stage" in check("ch04-abf-slow", (want, _t_extra(1_000_000.0, 2 * (64 - want)))).message
     assert "new base" in check("ch04-abf-slow", (want, _t_extra(10_000.0, d_extra))).message
     assert "exponent" in check("ch04-abf-slow", (want, 2 * math.pi * 1e6 ** (d_extra / 256))).message
+    # the two entries in the wrong order: said so, whether T_extra is rounded to a whole number or not
+    for swapped in ((t_extra, want), (round(t_extra), want)):
+        assert "order is swapped" in check("ch04-abf-slow", swapped).message
+    assert "order is swapped" not in check("ch04-abf-slow", (65, t_extra)).message
     assert "T_extra in tokens" in check("ch04-abf-slow", (want, "lots")).message
 
 

@@ -22,10 +22,6 @@ from ropegeo.scaling import preset, scaled_frequencies, yarn_ramp
 HEAD_DIM, BASE, TRAIN, TARGET = 96, 10_000.0, 4096, 131_072
 
 
-def _number(answer, what: str):
-    return as_number(answer, f"{what} as a number")
-
-
 def _close(x: float, y: float, rel: float = 1e-9) -> bool:
     return abs(x - y) <= rel * abs(y)
 
@@ -83,6 +79,8 @@ def _abf_slow(answer):
     pair = isinstance(answer, (tuple, list))
     if pair and len(answer) != 2:
         return wrong("expected a pair (count, T_extra): the number of slow pairs, then Liu et al.'s bound in tokens.")
+    if pair and (as_number(answer[0])[0] or 0) > 64 >= (as_number(answer[1])[0] or 65) >= 0:
+        return wrong("the order is swapped: answer (count, T_extra), the count of slow pairs first.")
     want = _slow(1_000_000.0, 16_384)
     n = need(as_whole(answer[0] if pair else answer, "the count of slow pairs (a whole number)"))
     slip = _abf_count_slip(n, want)
@@ -90,7 +88,7 @@ def _abf_slow(answer):
         return slip
     if not pair:
         return wrong(f"{n} slow pairs is right; the exercise also asks for T_extra: answer with (count, T_extra).")
-    t = need(_number(answer[1], "T_extra in tokens"))
+    t = need(as_number(answer[1], "T_extra in tokens as a number"))
     d_extra = 2 * (64 - _slow(10_000.0, 4096))  # fixed by Llama 2's pre-training
     target = _t_extra(1_000_000.0, d_extra)
     if abs(t - target) <= 5e-3 * target:  # rounded to three significant digits or better
@@ -112,7 +110,7 @@ def _abf_slow(answer):
 
 @exercise("ch04-llama3-half")
 def _llama3_half(answer):
-    x = need(_number(answer, "a (fractional) pair index"))
+    x = need(as_number(answer, "a (fractional) pair index as a number"))
     d, base, L, lo, hi = 128, 500_000.0, 8192, 1.0, 4.0
 
     def index_at(turns):  # pair index whose frequency turns `turns` times over L
