@@ -75,6 +75,8 @@ def test_every_glued_number_has_a_test_below(glued):
         "slow_angle", "trained_far_wins", "trained_peak_at_target", "figure_seeds", "reach_share_min", "reach_share_max", "reach_ratio_min", "reach_ratio_max",
         "trained_near_min", "trained_near_max", "further_near_min", "further_near_max", "further_peak_at_target",
         "further_reach_share_min", "further_reach_share_max", "reach_above_all", "all_seeds",
+        "rope_shift_ceiling", "first_u_miss", "first_v_miss", "first_fastest_even", "first_odd_low", "first_odd_high",
+        "best_phase_miss", "best_close_pairs", "best_close_miss", "defect_b_slot", "defect_b_token",
     }
     assert set(glued) == tested
 
@@ -129,6 +131,8 @@ def test_rounding_is_stated_as_a_bound(nb, glued):
         assert glued[name] < glued["rounding_bound"] / 100, name
     for name in ("shift_gap_interleaved", "shift_gap_half", "rope_shift_change"):
         assert glued[name] < glued["shift_bound"] / 10, name
+    # the rotary shift's bound states its size: above the measured change, within a factor 100 of it
+    assert glued["rope_shift_change"] < glued["rope_shift_ceiling"] < 100 * glued["rope_shift_change"]
     prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for name in ("complex_gap", "norm_change", "shift_gap_interleaved", "shift_gap_half", "rope_shift_change"):
         assert f"`{name}:" not in prose, name
@@ -543,10 +547,13 @@ def test_exercise_order_and_structure(nb):
             j = i + 1 + (cells[i + 1].cell_type == "code")
             assert cells[j].source.startswith("```{solution-start} " + label)
             j += 1
-            while cells[j].cell_type == "code":
-                assert "solution" in cells[j].metadata.get("tags", []), label
+            assert cells[j].cell_type == "code", label  # prose may follow the code that computes its numbers
+            while not cells[j].source.startswith("```{solution-end}"):
+                if cells[j].cell_type == "code":
+                    assert "solution" in cells[j].metadata.get("tags", []), label
+                else:
+                    assert "{exercise}" not in cells[j].source and "{solution-" not in cells[j].source, label
                 j += 1
-            assert cells[j].source.startswith("```{solution-end}")
     assert labels == ["ch02-score-by-hand", "ch02-sign-bug", "ch02-complex-rope", "ch02-direction-blind",
                       "ch02-first-return", "ch02-which-defect"]
     kinds = [next(c.source for c in cells if f":label: {lab}" in c.source).split("**")[1] for lab in labels]
@@ -624,3 +631,41 @@ def test_section_order_and_figure_reference(nb):
     assert heads.index("## Many pairs: the block-diagonal operator") < heads.index("## Does the score decay with distance?")
     prose = next(c.source for c in nb.cells if c.source.startswith("The healthy head puts"))
     assert "left column" in prose and "top row" not in prose
+
+
+def test_first_return_reading(glued):
+    """The solution's reading of the first and the best return, by phases wrapped with np.angle."""
+    th = freqs(16)
+    lags = np.arange(65.0, 200_001.0)
+    first = int(lags[np.argmax(np.cos(np.outer(lags, th)).mean(axis=1) > 0.9)])
+    best = int(glued["far_kernel_at"])
+
+    def miss(phase):
+        return np.abs(np.angle(np.exp(1j * np.asarray(phase, dtype=float))))
+
+    pairs, best_pairs = miss(first * th), miss(best * th)
+    approx = {"abs": 1e-9}
+    assert glued["first_u_miss"] == pytest.approx(miss(first / 1000), **approx) and glued["first_u_miss"] < 1e-3
+    assert glued["first_v_miss"] == pytest.approx(miss(first / 10**3.5), **approx)
+    assert glued["first_fastest_even"] == pytest.approx(pairs[0], **approx)
+    assert np.all(pairs[2::2] < 0.05) and pairs[0] > 0.3  # three even pairs aligned, the fastest not
+    assert glued["first_odd_low"] == pytest.approx(pairs[1::2].min(), **approx)
+    assert glued["first_odd_high"] == pytest.approx(pairs[1::2].max(), **approx)
+    assert np.cos(first * th[0::2]).mean() > 0.95 and np.cos(first * th[1::2]).mean() < 0.9  # mostly the even half
+    assert glued["best_phase_miss"] == pytest.approx(max(miss(best / 1000), miss(best / 10**3.5)), **approx)
+    assert glued["best_phase_miss"] < 0.1
+    close = best_pairs < 0.5
+    assert glued["best_close_pairs"] == close.sum() == 6
+    assert glued["best_close_miss"] == pytest.approx(best_pairs[close].max(), **approx)
+    assert best_pairs[~close].min() > 4 * glued["best_close_miss"]  # a clear gap: the count does not hinge on 0.5
+
+
+def test_head_b_reads_the_wrong_slot(glued):
+    """Head B's faults (key_shift -1, value_lag 1): it reads slot 5 - (-1) = 6, which holds token 6 - 1 = 5."""
+    from ropegeo.book.exercises.ch02 import _HEAD_FAULTS, mystery_heads
+
+    shift, lag = _HEAD_FAULTS["B"]
+    weights, output = mystery_heads()["B"](np.eye(8))
+    assert glued["defect_b_slot"] == int(np.argmax(weights)) == 5 - shift
+    assert glued["defect_b_token"] == int(np.argmax(output)) == 5 - shift - lag == 5
+

@@ -167,6 +167,8 @@ def test_complex_rope_solution_passes():
         (lambda x, p: np.concatenate([complex_rope(x[..., :2], p), complex_rope(x[..., 2:], p)], axis=-1)
          if np.shape(x)[-1] > 2 else complex_rope(x, p), "later pairs"),
         (lambda x, p: complex_rope(x, p)[..., ::-1], "not the rotary embedding"),
+        (lambda x, p: complex_rope(x, np.round(p)), "rounds the positions"),
+        (lambda x, p: complex_rope(x, np.asarray(p).astype(int)), "rounds the positions"),
         (lambda x, p: complex_rope(x, p).ravel(), "shape"),
         (lambda x, p: x[100], "raised IndexError"),
         ("not a function", "expected a function"),
@@ -203,6 +205,33 @@ def test_direction_blind_wrong_answers(answer, fragment):
     fb = check("ch02-direction-blind", answer)
     assert not fb
     assert fragment in fb.message
+
+
+def test_direction_blind_needs_frequencies_in_zero_pi():
+    """The solution's caveat: at theta and 2 pi - theta two non-collinear pairs cancel at every whole offset,
+    while RoPE's frequencies (distinct, in (0, pi)) make the sines independent, so the same contents are seen."""
+    q, k = np.array([1.0, 0.0, 1.0, 0.0]), np.array([0.0, 1.0, 0.0, 1.0])  # each pair: q x k = 1, not collinear
+    delta = np.arange(1.0, 2001.0)
+
+    def odd_part(theta):  # S(delta) - S(-delta) = -2 sum_i (q x k)_i sin(delta theta_i), by explicit rotations
+        def score(d):
+            total = 0.0
+            for i, t in enumerate(theta):
+                c, s_ = np.cos(d * t), np.sin(d * t)
+                q1, q2, k1, k2 = q[2 * i], q[2 * i + 1], k[2 * i], k[2 * i + 1]
+                total = total + q1 * (c * k1 - s_ * k2) + q2 * (s_ * k1 + c * k2)
+            return total
+        return score(delta) - score(-delta)
+
+    assert np.abs(odd_part([1.0, 2 * np.pi - 1.0])).max() < 1e-9  # blind, though no pair is collinear
+    rope = 10_000.0 ** (-np.arange(0, 4, 2) / 4)  # (1, 0.01)
+    assert np.abs(odd_part(rope)).max() > 1  # RoPE's bank sees the direction
+    assert not check("ch02-direction-blind", (q, k))
+    for base in (1.5, 10.0, 10_000.0):
+        for d in (4, 8, 16):
+            th = base ** (-np.arange(0, d, 2) / d)
+            assert 0 < th.min() and th.max() < np.pi and np.all(np.diff(th) < 0)
+            assert np.linalg.matrix_rank(np.sin(np.outer(delta, th))) == th.size  # independent sines
 
 
 # ---------------------------------------------------------------- ch02-which-defect
@@ -405,5 +434,6 @@ def test_first_return_solution_explanation():
     assert miss(1e-3 * best) < 0.1 and miss(10 ** -3.5 * best) < 0.1
     assert 0.9 < _kernel16(first) < _kernel16(best)
     pairs = {d: np.array([miss(d * 10.0 ** (-i / 2)) for i in range(8)]) for d in (first, best)}
-    assert 0.3 < pairs[first][1::2].min() and pairs[first][1::2].max() < 0.7  # "every odd pair by 0.3 to 0.7"
+    odd = pairs[first][1::2]
+    assert round(odd.min(), 2) == 0.37 and round(odd.max(), 2) == 0.70  # "the odd pairs by 0.37 to 0.70"
     assert np.sum(pairs[best] < 0.13) == 6  # "six of the eight pairs within about 0.13 of a turn"

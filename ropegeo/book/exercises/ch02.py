@@ -215,10 +215,11 @@ def _check_complex_rope(fn):
         if np.allclose(got, want, atol=1e-9):
             continue
         if np.allclose(got, apply_rope(x, pos, pairing="half"), atol=1e-9):
-            return wrong("it pairs coordinate i with i + d_head/2 (half pairing); this exercise pairs neighbours "
-                         "2i and 2i + 1, the real and imaginary parts of one complex number.")
+            return wrong("it pairs i with i + d_head/2 (half pairing); pair neighbours 2i and 2i + 1, one complex number.")
         if np.allclose(got, apply_rope(x, -pos), atol=1e-9):
             return wrong("it turns the wrong way: multiply by exp(+i m theta_i), not by its conjugate.")
+        if any(np.allclose(got, apply_rope(x, whole(pos)), atol=1e-9) for whole in (np.round, np.floor)):
+            return wrong(f"on {label} it rounds the positions to whole numbers; positions may be fractional.")
         if not np.allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), atol=1e-8):
             return wrong(f"on {label} it changes the length of the vectors; a rotation preserves it.")
         if x.shape[-1] > 2 and np.allclose(got[..., :2], want[..., :2], atol=1e-9):
@@ -306,10 +307,9 @@ SHIFT_TOLERANCE = 0.1  # a key shift within this of the truth is accepted
 def mystery_heads() -> dict:
     """Four attention heads that should copy the token two places before the query.
 
-    Each head is a content-free rotary head (every key holds the same vector, the query is that
-    vector rotated back by two positions) with its query at position 7 over tokens 0..7. A head may
-    cache its keys with position ids ``key_shift`` too high (a routing defect, possibly fractional)
-    and may read each value slot ``value_lag`` tokens late, cyclically (a value-path defect).
+    Content-free rotary heads (every key the same vector, the query that vector turned back by two
+    positions), query at position 7 over tokens 0..7; keys cached ``key_shift`` ids too high (routing,
+    whole or half) and each value slot read ``value_lag`` tokens late, cyclically (value path).
     Returns ``heads["A"](values) -> (weights, output)`` by name: ``values`` has shape ``(8, v)``, the
     ``weights`` (8 of them) sum to one, ``output = weights @ (values as the head reads them)``.
     """
