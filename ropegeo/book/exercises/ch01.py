@@ -15,7 +15,7 @@ from ropegeo.toy.schemes import sinusoidal_encoding
 SIMILARITY_WIDTH, SIMILARITY_SEARCH = 16, 2048
 
 #: ch01-causal-survivors: the permutation applied to an 8-token sequence.
-SURVIVOR_PERM = (2, 0, 3, 1, 4, 5, 6, 7)
+SURVIVOR_PERM = (3, 1, 0, 2, 4, 6, 5, 7)
 
 #: ch01-mirror-position: the letters of :func:`mirror_codes`.
 MIRROR_CODES = ("A", "B", "C", "D")
@@ -219,8 +219,8 @@ def _permuted_scores(answer):
         if np.allclose(got, want, atol=1e-12):
             continue
         if np.isnan(got).any() and not np.isnan(want).any():
-            return wrong("your result holds nan where the padding key's -inf scores should be: a matrix product "
-                         "multiplies -inf by the zeros of P (0 x inf is nan). Move entries instead of multiplying.")
+            return wrong("your result holds nan: a matrix product multiplies the padding key's -inf by the zeros of P "
+                         "(0 x inf is nan), and the sums carry that nan into every entry. Move entries instead.")
         inv = np.argsort(perm)
         if np.allclose(got, S[perm]):
             return wrong("only the rows (queries) moved: the keys are the same tokens, so the columns move too.")
@@ -237,19 +237,19 @@ def _permuted_scores(answer):
 @exercise("ch01-sinusoidal")
 def _sinusoidal(answer):
     need_function(answer, "expected a function f(positions, dim) returning the sinusoidal code.")
-    for dim, pos in ((16, np.arange(40.0)), (6, np.array([0.0, 3.5, 100.0, 2047.0]))):
+    for dim, pos in ((16, np.arange(40.0)), (6, np.array([0.0, 3.5, 100.0, 2047.0])), (8, np.r_[:12.0].reshape(3, 4))):
         got = need(_call(answer, pos.copy(), dim))
         want = sinusoidal_encoding(pos, dim)
         if got.shape != want.shape:
-            return wrong(f"for {pos.size} positions and dim={dim} expected shape {want.shape}, got {got.shape}.")
+            return wrong(f"for positions of shape {pos.shape}, dim={dim}: expected {want.shape}, got {got.shape}.")
         if np.allclose(got, want, atol=1e-9):
             continue
-        if np.allclose(got[:, 0::2], want[:, 1::2]) and np.allclose(got[:, 1::2], want[:, 0::2]):
+        if np.allclose(got[..., 0::2], want[..., 1::2]) and np.allclose(got[..., 1::2], want[..., 0::2]):
             return wrong("sines and cosines are swapped: even columns hold sines, odd columns cosines.")
-        half = np.concatenate([want[:, 0::2], want[:, 1::2]], axis=1)
+        half = np.concatenate([want[..., 0::2], want[..., 1::2]], axis=-1)
         if np.allclose(got, half):
             return wrong("right values, wrong layout: sines and cosines of one frequency sit in adjacent columns.")
-        if np.allclose(got[:, :2], want[:, :2]) and not np.allclose(got[:, 2:], want[:, 2:]):
+        if np.allclose(got[..., :2], want[..., :2]) and not np.allclose(got[..., 2:], want[..., 2:]):
             return wrong("the first pair is right but later frequencies are off: check the exponent of the base.")
         return wrong(f"values differ from the sinusoidal code (dim={dim}); check the frequencies and the layout.")
     return correct("your code matches the sinusoidal encoding.")
