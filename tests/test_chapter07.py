@@ -442,6 +442,7 @@ def _check_claims(ps):
 def test_comparison_directions_on_disjoint_seeds():
     """The prose's claims about the table hold on the check record's seeds, 1000-1019, and on the table's own."""
     assert CHECK["settings"]["seeds"] == list(HOLDOUT) and not set(RUN["settings"]["seeds"]) & set(HOLDOUT)
+    assert CHECK["provenance"]["script"] == RUN["provenance"]["script"] == "scripts/make_scheme_comparison.py"
     assert {k: v for k, v in CHECK["settings"].items() if k != "seeds"} == \
         {k: v for k, v in RUN["settings"].items() if k != "seeds"}
     _check_claims(_per_seed(CHECKED))
