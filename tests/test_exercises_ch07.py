@@ -76,6 +76,27 @@ def test_alibi_mass():
 
     assert "strictly earlier" in check("ch07-alibi-mass", with_self).message
 
+    def next_key(slope, N, r):  # the key r + 1 back: the exponent one too high
+        q = math.exp(-slope)
+        return q**r * (1 - q) / (1 - q**N)
+
+    fb = check("ch07-alibi-mass", next_key)
+    assert not fb and "off by one in r" in fb.message and "r + 1 back" in fb.message
+
+    def self_for_farthest(slope, N, r):  # the query at distance 0 in, the farthest key out: the same number
+        w = [math.exp(-slope * d) for d in range(0, N)]
+        return w[r] / sum(w) if r < N else 0.0
+
+    fb = check("ch07-alibi-mass", self_for_farthest)
+    assert not fb and "off by one in r" in fb.message and "distance 0" in fb.message
+
+    def previous_key(slope, N, r):  # the key r - 1 back: the exponent one too low
+        q = math.exp(-slope)
+        return q ** (r - 2) * (1 - q) / (1 - q**N)
+
+    fb = check("ch07-alibi-mass", previous_key)
+    assert not fb and "off by one in r" in fb.message and "r - 1 back" in fb.message
+
     def infinite(slope, N, r):
         q = math.exp(-slope)
         return q ** (r - 1) * (1 - q)

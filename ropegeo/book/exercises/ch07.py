@@ -77,18 +77,18 @@ def _alibi_mass(answer):
     need_function(answer, "expected a function alibi_mass(slope, N, r) returning a probability.")
     cases = [(0.5, 10, 1), (0.5, 10, 5), (2 ** -4, 200, 40), (1.0, 1, 1), (2 ** -8, 511, 300), (0.25, 64, 64)]
     for slope, N, r in cases:
-        got = need(_call(answer, slope, N, r))
-        got = need(as_number(got, "your function to return one number (a probability)"))
+        got = need(as_number(need(_call(answer, slope, N, r)), "your function to return one number (a probability)"))
         want = _alibi_mass_reference(slope, N, r)
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15):
             continue
-        d0 = np.exp(-slope * np.arange(0, N + 1))
-        d1 = np.exp(-slope * np.arange(0, N))
-        if math.isclose(got, d0[r] / d0.sum(), rel_tol=1e-9) or math.isclose(got, d1[r] / d1.sum(), rel_tol=1e-9) \
-                or (r < N and math.isclose(got, d1[r - 1] / d1.sum(), rel_tol=1e-9)):
+        z, d0 = math.exp(-slope), np.exp(-slope * np.arange(0, N + 1))
+        for sign, also in (("+", " (or on the key r back with the query at distance 0 among the keys)"), ("-", "")):
+            if math.isclose(got, z ** (r - 1 + int(sign + "1")) * (1 - z) / (1 - z**N), rel_tol=1e-9):  # exponent off
+                return wrong(f"off by one in r: that is the attention on the key r {sign} 1 back{also}; the key r back "
+                             "has weight z**r, so z**(r - 1) once z leaves the sum.")
+        if math.isclose(got, d0[r] / d0.sum(), rel_tol=1e-9):
             return wrong("the query sees strictly earlier keys only: distances 1 .. N, not the query itself at 0.")
-        infinite = math.exp(-slope * (r - 1)) * (1 - math.exp(-slope))
-        if math.isclose(got, infinite, rel_tol=1e-9) and not math.isclose(got, want, rel_tol=1e-9):
+        if math.isclose(got, z ** (r - 1) * (1 - z), rel_tol=1e-9):  # not the answer: that continued above
             return wrong("this is the mass with infinitely many keys: the query sees only N of them.")
         if math.isclose(got, np.exp(slope * r) / np.exp(slope * np.arange(1, N + 1)).sum(), rel_tol=1e-9):
             return wrong("the sign of the bias is flipped: ALiBi penalises distance.")

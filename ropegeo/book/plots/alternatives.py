@@ -140,10 +140,10 @@ def _profile_row(head, length: int) -> np.ndarray:
 
 
 def _profile_grid(heads, length: int, target: int | None, slow_pairs: bool = False) -> Figure:
-    """:func:`learned_profiles` as small multiples: one panel per head, two columns."""
-    rows = math.ceil(len(heads) / 2)
+    """:func:`learned_profiles` as small multiples: one panel per head, two columns (one with ``slow_pairs``)."""
+    rows = math.ceil(len(heads) / (cols := 1 if slow_pairs else 2))  # a twin axis needs the full width
     fig = Figure(figsize=(COLUMN_WIDTH_IN - 0.3, 1.9 * rows + 0.9), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, 2, sharex=True, sharey=True, squeeze=False)).ravel()
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)).ravel()
     back = np.arange(1, length)
     L = next((getattr(h, "train_length", None) for h in heads if getattr(h, "train_length", None)), None)
     for ax, h in zip(axes, heads):
@@ -204,18 +204,18 @@ def comparison_figure(comparison, *, panel: str | None = None) -> Figure:
     factors = np.array(s["factors"], dtype=float)
     x_all = np.concatenate([[1.0], factors])
     names = list(comparison.results)
-    for name in names:
+    for i, name in enumerate(names):  # each scheme nudged sideways, with its own marker: equal curves stay visible
         acc = np.column_stack([comparison.per_seed(name, "accuracy"), comparison.per_seed(name, "stretch_accuracy")])
-        c = _COLOURS.get(name)
-        a1.plot(x_all, np.nanmean(acc, axis=0), "-o", color=c, label=name, ms=4)
+        c, x = _COLOURS.get(name), x_all * 2.0 ** (0.06 * (i - (len(names) - 1) / 2))
+        a1.plot(x, np.nanmean(acc, axis=0), "-" + "osD^vP*X"[i % 8], color=c, label=name, ms=5, mfc="none")
         for row in acc:
-            a1.plot(x_all, row, ".", color=c, alpha=0.4)
+            a1.plot(x, row, ".", color=c, alpha=0.4)
     a1.set_xscale("log", base=2)
     a1.set_xticks(x_all, [f"{int(f)}x" for f in x_all])
     a1.set(xlabel=f"sequence length / training length ({s['train_length']})",
            ylabel=f"accuracy: attends {s['offset']} back", title="length stretch (local task)")
     a1.set_ylim(-0.05, 1.05)
-    a1.legend(fontsize=8)
+    a1.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     lengths = f"light at L = {s['train_length']}, dark at {s['factors'][-1] * s['train_length']}"
     _paired_bars(a2, comparison, "retrieval_mass", f"attention on the key {s['distance']} back",
                  f"sparse retrieval: {lengths}")
