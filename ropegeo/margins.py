@@ -397,9 +397,7 @@ def separation_margin(offsets, theta=None, *, operator: RotaryOperator | None = 
     in :func:`ropegeo.geometry.kernel`. ``dtype``: the phase pipeline
     (:func:`ropegeo.precision.as_pipeline`). Offset ``a`` sits at position ``origin + a`` (decisive
     in low precision). ``weighting``: ``"pair"`` (equal), ``"band"`` (the worst of ``bands``
-    contiguous bands, each judged alone) or amplitudes per pair. ``method="auto"`` uses
-    translation invariance for float64 phases over a range or an integer set of span up to 2**22.
-    ``ValueError`` names a bad argument.
+    contiguous bands, each judged alone) or amplitudes per pair. ``ValueError`` names a bad argument.
 
     Examples
     --------

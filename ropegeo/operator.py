@@ -361,9 +361,9 @@ class RotaryOperator:
     def axis_of_pair(self) -> np.ndarray:
         """Multi-axis RoPE: the position axis each pair turns with, shape ``(pairs,)`` (all 0 for one axis).
 
-    ``sections`` splits the pairs among position axes in runs (Qwen2-VL) or, with ``round_robin``,
-    dealt round-robin (Qwen3-VL: pair ``i`` to axis ``i % axes`` while that axis has pairs left).
-    """
+        ``sections`` splits the pairs among position axes in runs (Qwen2-VL) or, with ``round_robin``,
+        dealt round-robin (Qwen3-VL: pair ``i`` to axis ``i % axes`` while that axis has pairs left).
+        """
         axis = np.zeros(self.pairs, dtype=np.intp)
         if self.sections is None:
             return _read_only(axis)

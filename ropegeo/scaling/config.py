@@ -273,9 +273,8 @@ def extension_schedule(extension: str, *, head_dim: int, base: float, train_leng
                        factor: float | None = None, longrope_factors=None, **params) -> Schedule:
     """Rule ``extension`` stretching ``train_length`` to ``factor * train_length``, read at ``length``.
 
-    ``factor`` (1 to ``MAX_FACTOR``) defaults to ``max(1, length / train_length)``. For ``dynamic``
-    that is transformers' rule, ``B (s n / L - (s - 1)) ** (d / (d - 2))``; ``factor=1`` names the
-    base following the length alone (static NTK at ``n / L``). ``linear`` is a position scale ``1 / s``.
+    ``factor`` (1 to ``MAX_FACTOR``) defaults to ``max(1, length / train_length)``; ``dynamic`` with
+    ``factor=1`` is the base following the length alone. ``linear`` is a position scale ``1 / s``.
 
     >>> sch = extension_schedule("pi", head_dim=8, base=10_000.0, train_length=64, length=256)
     >>> sch.rule, sch.scale, sch.attention_factor
