@@ -1,9 +1,9 @@
 """Context-extension rules: each one a new ruler for the same rotary machinery.
 
-A model trained on sequences of ``L`` tokens is asked to serve ``s * L``; each rule of
-:mod:`ropegeo.scaling.rules` (``linear``, ``ntk``, ``dynamic``, ``yarn``, ``longrope``, ``llama3``; its
-docstring gives the formula) answers "what should pair ``i`` turn by per position now?" differently,
-and some also ask for an attention factor ``m`` that multiplies cos and sin.
+A model trained on sequences of ``L`` tokens is asked to serve ``s * L``; each rule of :data:`RULES`
+answers "what should pair ``i`` turn by per position now?" differently (its function in
+:mod:`ropegeo.scaling.rules` states the formula), and some also ask for an attention factor ``m``
+that multiplies cos and sin.
 
 The formulas follow transformers' ``modeling_rope_utils.py`` (v4.4x to v5), checked to float32
 rounding in ``tests/test_scaling.py``. ropegeo differs where it refuses: ``ntk`` is no transformers
