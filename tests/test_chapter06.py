@@ -103,6 +103,8 @@ CENSUS_CHECK_GLUES = {"census_ntk_near", "chk_census_seeds", "chk_census_first",
 # Llama 3's counts at budget 0 on seeds 20-39; the sharpness a on Gate B's calibration; tested in test_pi_gap_closed
 # and test_llama3_counts_on_the_check_curve
 SHARPNESS_GLUES = {"chk_gb_llama3_thin", "chk_gb_llama3_share0", "gb_beta_cal",
+                   *(f"chk_gb_pi_{k}" for k in ("first", "first_n", "all_from", "bare_mass", "share_first",
+                                                "share_first_n", "share_all")),
                    *(f"{p}_a_{n}_{x}" for p in ("gb", "chk_gb") for n in (0, 600, 3000) for x in ("min", "max")),
                    *(f"{p}_{k}" for p in ("gb", "chk_gb") for k in ("a_below", "a_below_gap_min", "even_gap"))}
 D8_GLUES = {f"d8_{k}_{i}{p}" for i in (0, 1) for k, ps in (("rival", [""]), ("turns", ["_0", "_1"]), ("off", ["_0", "_1"]))
@@ -954,3 +956,25 @@ RIVAL_SPLIT_GLUES = {*(f"{p}_{k}" for p in ("riv", "chk_riv") for k in ("top10_m
                                                                            "beaten_4096")),
                      "riv_beaten_most", "riv_beaten_by_length",
                      *(f"chk_dil_{k}" for k in ("none_4096", "yarn_4096", "none_4096_min", "none_4096_max", "yarn_4096_min"))}
+
+
+def test_pi_necessity_counts_on_the_check_curve():
+    """The PI bullet's counts on seeds 20-39, by plain loops over the stored check curve."""
+    check = json.loads((RUNS / "finetune_budget_check.json").read_text())
+    budgets = check["settings"]["budgets"]
+    wins, share, peak = [], [], []
+    for acc, ms in zip(check["accuracy"]["pi"], check["mass"]["pi"]):
+        wins.append(sum(1 for a in acc if a >= 0.9))
+        share.append(sum(1 for m in ms if m >= 0.75))
+        peak.append(max(ms))
+    first = min(i for i in range(len(budgets)) if wins[i])
+    first_share = min(i for i in range(len(budgets)) if share[i])
+    want = {"chk_gb_pi_first": budgets[first], "chk_gb_pi_first_n": wins[first],
+            "chk_gb_pi_all_from": min(b for b, n in zip(budgets, wins) if n == 20),
+            "chk_gb_pi_share_first": budgets[first_share], "chk_gb_pi_share_first_n": share[first_share],
+            "chk_gb_pi_share_all": min(b for b, n in zip(budgets, share) if n == 20)}
+    assert {k: g(k) for k in want} == want
+    bare = max(p for p, w, s in zip(peak, wins, share) if w and not s)
+    assert g("chk_gb_pi_bare_mass") == pytest.approx(bare, rel=1e-12) and bare < 0.5  # bare wins on 20-39 too
+    # the direction on both sets: wins come before the three-to-one share
+    assert g("chk_gb_pi_first") <= g("chk_gb_pi_all_from") < g("chk_gb_pi_share_all")
