@@ -404,7 +404,7 @@ def test_abf_past_its_last_stage():
     assert g("abf_share") == 1.0 and g("abf_min") > 1.5 * g("abf_step") and g("abf_med") > 4 * g("abf_step")
     text = "\n".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
     assert "ABF sits at\nthe end of the same road" not in text and "A rule applied at inference cannot offer" not in text
-    assert "raw extrapolation on the new\nruler" in text and "every offset past 32,768 is off the learned grid" in text
+    assert "raw extrapolation on the new\nruler" in text and "every scanned offset past 32,768 is off the learned grid" in text
 
 
 def test_fifth_review_wording():
