@@ -365,12 +365,59 @@ EXPECTED = {
     "scout_original": lambda: scout_config()["rope_scaling"]["original_max_position_embeddings"],
     # the slowest pair's LongRoPE divisor in the three Phi-3 lists, averaged
     "family_slowest": lambda: sum(phi_lists(n)[1][-1] for n in FAMILY) / 3,
+    "llama_declared_ratio": lambda: 131_072 // (8 * 8192),  # Llama 3.1: declared over factor x original
+    # Llama 2 Long served at twice its last stage (32,768 tokens at base 500,000, after 4,096 at 10,000)
+    "abf_served_max": lambda: 65_536,
+    "abf_grid": lambda: ABF_SERVED.size,
+    "abf_new_pairs": lambda: sum(1 for i in range(64) if max(4096 * 1e4 ** (-i / 64), 32_768 * 5e5 ** (-i / 64)) < TWO_PI
+                                 and max(4096 * 1e4 ** (-i / 64), 32_768 * 5e5 ** (-i / 64)) / 5e5 ** (-i / 64) <= 65_536),
+    "abf_step": lambda: math.sqrt(2 * (1 - k_of(1, base_theta(128, 5e5)))),
+    "abf_share": lambda: float(np.mean(abf_distances() > math.sqrt(2 * (1 - k_of(1, base_theta(128, 5e5)))))),
+    "abf_med": lambda: float(np.median(abf_distances())),
+    "abf_min": lambda: float(abf_distances().min()),
+    "abf_min_at": lambda: int(ABF_SERVED[abf_distances().argmin()]),
     "scout_keep": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t < 8192),
     "scout_divide": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t > 8192),
     "scout_blend": lambda: sum(1 for t in base_theta(128, 5e5) if TWO_PI / t == 8192),
     # exact phases: the margin of offsets 1..64 depends only on differences 1..63
     "scout_margin64": lambda: margin_of_differences(range(1, 64), scout_theta()),
 }
+
+
+ABF_SERVED = np.arange(32_769, 65_537, 163)
+
+
+def abf_distances():
+    """Each served offset's chord to the nearest offset of either stage, by brute force with complex exponentials:
+    0..32,767 on base 500,000 and 0..4,095 on base 10,000; the served phases are on base 500,000."""
+    served = np.exp(1j * np.outer(ABF_SERVED, base_theta(128, 5e5)))
+    best = np.full(ABF_SERVED.size, -np.inf)
+    for length, base in ((32_768, 5e5), (4096, 1e4)):
+        train = np.exp(1j * np.outer(np.arange(length), base_theta(128, base)))
+        best = np.maximum(best, (served @ train.conj().T).real.max(axis=1) / 64)
+    return np.sqrt(np.maximum(0.0, 2 * (1 - best)))
+
+
+def test_abf_past_its_last_stage():
+    """Per pair nothing is new at 65,536 (the onset is later); jointly every scanned offset is off the grid."""
+    assert g("abf_new_pairs") == 0 and g("liu_onset_long") > g("abf_served_max") == 2 * 32_768
+    assert g("abf_share") == 1.0 and g("abf_min") > 1.5 * g("abf_step") and g("abf_med") > 4 * g("abf_step")
+    text = "\n".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "ABF sits at\nthe end of the same road" not in text and "A rule applied at inference cannot offer" not in text
+    assert "raw extrapolation on the new\nruler" in text and "every scanned offset past 32,768 is off the learned grid" in text
+
+
+def test_fifth_review_wording():
+    cells = json.loads(NB.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert "budget and target" not in text and "none is documented in the configurations" in text
+    assert "roughly equal keys" not in text and "for scores drawn from a fixed distribution" in text
+    assert "$1 + \\ln s/\\ln L = \\ln(sL)/\\ln L$ for every $s$ and $L$" in text
+    assert "a sequence of $n$ tokens" not in text and "a sequence of $\\ell$ tokens" in text
+    assert "already shows what Llama-3.1-8B's rule does" not in text and "declares twice that" not in text
+    assert not any(line.endswith(" ") for line in text.split("\n"))
+    fig = next(c for c in cells if "plots.stretch_profile(theta, {n: m.theta_at(N)" in "".join(c["source"]))
+    assert f"about {g('family_slowest'):.0f} for the slowest" in fig["metadata"]["mystnb"]["image"]["alt"]
 
 
 def cache_gaps():
@@ -681,7 +728,8 @@ def test_second_review_fixes():
     # the short list slows every pair: all its divisors exceed 1
     assert "slows every pair" in text and g("short_above_one") == g("pairs") and g("short_min") > 1
     # which alpha is which; the later transformers fix, with its version
-    assert "chapter 2's\n$\\alpha(m)$" in text and "$\\beta_\\text{slow}$), and leaves" in text
+    assert "Chapter 2's\n$\\alpha(m)$" in text and "`factor`[^alphas], and leaves" in text
+    assert "\n[^alphas]: This $\\alpha$ is the dynamic rule's coefficient." in text
     assert "5.24.0" in text and "`dynamic_rope_update`" in text and "cache mismatch remains" in text
     # the reset came with v4.43.0's _dynamic_frequency_update (absent from 4.42.4, present in 4.43.0, 4.44.0,
     # 4.45.0, 4.48.0; the decorator in 5.24.0's modeling_rope_utils.py), not with the decorator
@@ -722,7 +770,7 @@ def test_third_review_fixes():
     md = [s for s, c in zip(src, cells) if c["cell_type"] == "markdown"]
     text = "\n".join(md)
     # one arc convention, stated once; the PI sentence in its form; the integer-position view stated
-    assert "an\narc is counted as length times frequency" in text and "$[0, n)$" in text
+    assert "an\narc is counted as length times frequency" in text and "$[0, \\ell)$" in text
     assert "(L' - 1)/s < L" not in text and "Positions run from 0 to" not in text
     assert "$L'/s = L$" in text and "to within one training step" in text
     assert g("pi_ratio_int") > 1 and g("pi_last_train") < g("pi_last_served") < g("pi_last_train") + 1
@@ -791,7 +839,7 @@ def test_fourth_review_fixes():
     # the two-stage onset is written once, in a helper cell, and reused
     code = [s for s, c in zip(src, cells) if c["cell_type"] == "code"]
     assert sum("np.minimum(np.max" in s or "np.minimum(np.maximum" in s for s in code) == 1
-    assert sum("first_new_phase(" in s for s in code) == 3
+    assert sum("first_new_phase(" in s for s in code) == 4  # the helper, Llama 2 Long, ABF past its stage, Code Llama
     # no computing cell is dense (the imports and the exercise solutions aside): at most 15 lines and 9 glues
     for s, c in zip(src, cells):
         if c["cell_type"] == "code" and "solution" not in c["metadata"].get("tags", []) and "import" not in s:

@@ -40,12 +40,11 @@ def _tight(fig: Figure, layout: str) -> Figure:
     return finish(fig, layout)
 
 
-def _stacked(y: np.ndarray, gap: float) -> np.ndarray:
-    """Label heights nearest to the sorted heights ``y`` that keep ``gap`` between neighbours.
+def _stacked(y: np.ndarray, gap: float, top: float = np.inf) -> np.ndarray:
+    """Label heights nearest to the sorted heights ``y`` that keep ``gap`` between neighbours, none above ``top``.
 
-    Least squares under ``out[i+1] - out[i] >= gap``: subtract ``i * gap``, fit a non-decreasing
-    sequence by pooling adjacent violators, add ``i * gap`` back. The order of ``y`` is kept.
-    """
+    Least squares under ``out[i+1] - out[i] >= gap``: subtract ``i * gap``, fit a non-decreasing sequence by
+    pooling adjacent violators, add ``i * gap`` back, cap the top labels under ``top``. Keeps the order of ``y``."""
     q = y - gap * np.arange(y.size)
     blocks = []  # [mean, count]
     for value in q:
@@ -54,7 +53,7 @@ def _stacked(y: np.ndarray, gap: float) -> np.ndarray:
             (m2, c2), (m1, c1) = blocks.pop(), blocks.pop()
             blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
     fitted = np.concatenate([np.full(c, m) for m, c in blocks])
-    return fitted + gap * np.arange(y.size)
+    return np.minimum(fitted + gap * np.arange(y.size), top - gap * np.arange(y.size)[::-1])
 
 
 def _label_points(fig: Figure, ax, points, labels, fontsize: float) -> None:
@@ -72,7 +71,7 @@ def _label_points(fig: Figure, ax, points, labels, fontsize: float) -> None:
     heights = page[:, 1].copy()
     for group in _groups(page[:, 0], width):
         order = group[np.lexsort((page[group, 0], page[group, 1]))]
-        heights[order] = _stacked(page[order, 1], 1.3 * fontsize)
+        heights[order] = _stacked(page[order, 1], 1.3 * fontsize, top=box.y1 * 72.0 / fig.dpi - 0.7 * fontsize)
     for (x, y), label, h, y0, to_left in zip(xy, labels, heights, page[:, 1], left):
         moved = abs(h - y0) > 0.25 * fontsize
         ann = ax.annotate(label, (x, y), textcoords="offset points", xytext=(-8 if to_left else 8, h - y0),
