@@ -18,13 +18,10 @@ PAIRINGS = ("interleaved", "half")
 
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` or raise a ValueError naming ``name``."""
-    if isinstance(value, bool):
+    whole = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer())
+    if isinstance(value, bool) or not whole:
         raise ValueError(f"{name} must be an integer, got {value!r}")
-    if not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")

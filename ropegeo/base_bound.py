@@ -14,9 +14,6 @@ steps over by the tolerance (*unresolved*), with a margin for float64 rounding (
 pair per unit of ``L``). A scan's evaluations, ``(L + 1) * pairs`` cosines each, count against
 :data:`MAX_BOUND_CELLS` (past it, the rest is unresolved).
 
-**Partial rotation**: each unrotated pair adds ``cos 0 = 1``; once they are as many as the
-rotated ones no base fails and the result says the criterion is vacuous.
-
 **Su's estimate**: an infinitely wide head gives ``S(m) ~ (r / 2) (Ci(m) - Ci(m / base)) / ln(base)``,
 so ``base >= L / x0 = 1.62 L`` (``x0 = 0.6165``, the first zero of Ci): ``integral_estimate``.
 """

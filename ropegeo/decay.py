@@ -78,8 +78,7 @@ def reachable_peak(h, groups, multiples) -> float:
     independent of each other and of ``2 pi``. Then ``delta g`` is dense on the torus (Kronecker),
     and the supremum of ``S(delta) = Re sum_i h_i e^(i delta theta_i)`` over far offsets is the sum,
     over groups, of the maximum over ``u`` of ``Re sum_(i in group) h_i e^(i multiples[i] u)``: at most
-    ``sum |h_i|``, equal to it when every group can line up at once. Each group is maximised on a
-    grid of 32 points per turn of its largest multiple, refined by Newton steps. ``h``: complex,
+    ``sum |h_i|``, equal to it when every group can line up at once. ``h``: complex,
     shape ``(pairs,)``; ``groups``: integers; ``multiples``: integers 1 to :data:`MAX_MULTIPLE`.
 
     Examples

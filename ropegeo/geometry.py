@@ -90,9 +90,7 @@ def near_collisions(theta=None, start: int | None = None, stop: int | None = Non
                     scale: float | None = None, weights=None, progress: bool | None = None) -> list[NearCollision]:
     """The ``top`` integer offsets in ``[start, stop]`` with the largest kernel ``K``, largest first.
 
-    Exact to about 1e-12, in a few MiB whatever the range: blocks ``a + j`` (``j < 2048``) are one
-    matrix product, ``K(a + j) = sum_i w_i [cos(j s t_i) cos(a s t_i) - sin(j s t_i) sin(a s t_i)]``.
-    Other arguments as in :func:`kernel`; offsets up to ``2**53``, at most :data:`MAX_SEARCH_CELLS`
+    Exact to about 1e-12, in a few MiB whatever the range. Other arguments as in :func:`kernel`; offsets up to ``2**53``, at most :data:`MAX_SEARCH_CELLS`
     offsets times pairs. ``progress``: a tqdm bar (``None``: for long searches, when tqdm is installed).
 
     Examples

@@ -10,12 +10,8 @@ weighted chord length::
 which lies in ``[0, 2]``. In exact arithmetic ``|u_i(a) - u_i(b)|^2 = 4 sin^2((a - b) s theta_i / 2)``,
 so ``D`` depends on ``a - b`` only and ``D^2 = 2 (1 - K_w(a - b))`` with ``K_w`` the weighted kernel
 of :func:`ropegeo.geometry.kernel`. The *separation margin* of an offset set is the smallest ``D``
-over its pairs; the pair that attains it is the *most confusable pair*.
-
-A range costs ``O(n * pairs)`` (its differences are multiples of the step), an integer set of
-moderate span a table of ``D``; low-precision phases are compared as generated, in row blocks.
-A margin becomes a verdict through :class:`ropegeo.gates.b.rule.GateBRule`: the probe head of
-:func:`attention_probe` separates two keys ``D`` apart by a score gap ``beta D^2 / 2`` (:func:`probe_mass`).
+over its pairs; the pair that attains it is the *most confusable pair*. A margin becomes a verdict
+through :class:`ropegeo.gates.b.rule.GateBRule`.
 """
 
 from __future__ import annotations
@@ -401,9 +397,7 @@ def separation_margin(offsets, theta=None, *, operator: RotaryOperator | None = 
     in :func:`ropegeo.geometry.kernel`. ``dtype``: the phase pipeline
     (:func:`ropegeo.precision.as_pipeline`). Offset ``a`` sits at position ``origin + a`` (decisive
     in low precision). ``weighting``: ``"pair"`` (equal), ``"band"`` (the worst of ``bands``
-    contiguous bands, each judged alone) or amplitudes per pair. ``method="auto"`` uses
-    translation invariance for float64 phases over a range or an integer set of span up to 2**22.
-    ``ValueError`` names a bad argument.
+    contiguous bands, each judged alone) or amplitudes per pair. ``ValueError`` names a bad argument.
 
     Examples
     --------

@@ -1,12 +1,8 @@
 """One frequency bank shared between several position axes.
 
 Pair ``i`` turns by ``p . f_i`` at position vector ``p``, ``f_i`` a row of the ``(pairs, axes)``
-matrix ``F``: an axial split (M-RoPE, RoPE-Axial: ``f_i = theta_i e_a``, blocked or round-robin,
-:func:`mrope_assignment`), RoPE-Mixed (a direction per pair, :func:`mixed_bank`) or p-RoPE (only
-the fastest pairs turn, :func:`proportional_frequencies`). The kernel is ``K(delta) = mean_i
-cos(delta . f_i)`` (:func:`multi_kernel`); along one axis it is the 1D kernel of the column
-``F[:, a]`` (the other pairs add 1 each), so every per-axis question is the 1D one asked of one
-column (:func:`axis_report`).
+matrix ``F``. Along one axis the kernel (:func:`multi_kernel`) is the 1D kernel of the column
+``F[:, a]``, so every per-axis question is the 1D one asked of one column (:func:`axis_report`).
 
 Examples
 --------

@@ -5,8 +5,7 @@ A rule with no per-pair novelty (:func:`ropegeo.extension.phase_novelty`) can st
 ones ``delta / s``. An offset is the point ``u(delta) = (exp(i delta theta_i))_i`` on the torus;
 its joint novelty is the equal-weight chord distance
 ``2 sqrt(mean_i sin^2((phi_i(a) - phi_i(b)) / 2))`` (in ``[0, 2]``) to the nearest training offset
-``0 .. L - 1``, found by one matrix product per chunk of targets and re-measured from the phases.
-:func:`base_change_factor` is the NTK stretch a change of base (ABF) amounts to.
+``0 .. L - 1``. :func:`base_change_factor` is the NTK stretch a change of base (ABF) amounts to.
 """
 
 from __future__ import annotations

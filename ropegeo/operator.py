@@ -3,12 +3,7 @@
 :class:`RotaryOperator` is one frozen value, validated once when it is built, with its frequencies
 cached. Public functions take it (``operator=``) or build it from their plain keywords with
 :meth:`RotaryOperator.coerce`; inner code calls the unchecked kernels (:func:`phase_kernel`,
-:func:`rotate_pairs`, :meth:`RotaryOperator.rotate`).
-
-Multi-axis RoPE (M-RoPE): ``sections`` splits the pairs among position axes (time, height, width),
-in runs (Qwen2-VL) or, with ``round_robin=True``, dealt round-robin (Qwen3-VL: pair ``i`` to axis
-``i % axes`` while that axis has pairs left, the rest to axis 0). Positions then carry a leading
-axis of length ``len(sections)``.
+:func:`rotate_pairs`, :meth:`RotaryOperator.rotate`). Multi-axis RoPE: :attr:`RotaryOperator.axis_of_pair`.
 """
 
 from __future__ import annotations
@@ -364,7 +359,11 @@ class RotaryOperator:
 
     @functools.cached_property
     def axis_of_pair(self) -> np.ndarray:
-        """Multi-axis RoPE: the position axis each pair turns with, shape ``(pairs,)`` (all 0 for one axis)."""
+        """Multi-axis RoPE: the position axis each pair turns with, shape ``(pairs,)`` (all 0 for one axis).
+
+        ``sections`` splits the pairs among position axes in runs (Qwen2-VL) or, with ``round_robin``,
+        dealt round-robin (Qwen3-VL: pair ``i`` to axis ``i % axes`` while that axis has pairs left).
+        """
         axis = np.zeros(self.pairs, dtype=np.intp)
         if self.sections is None:
             return _read_only(axis)

@@ -16,9 +16,6 @@ autocast off, ``cos.to(x.dtype)``, rotation in the model dtype); :func:`uniform`
 in one dtype (in bfloat16 the fixed bug of transformers issue 25681); :func:`buffer_cast` is a
 cast of the whole module (``model.to(torch.bfloat16)``, ``.half()``, ``bf16_full_eval``), which
 rounds the ``inv_freq`` buffer before float32 angles (live in transformers 5.24.0).
-
-A dtype name for ``dtype`` means every stage in that dtype (:func:`uniform`), the meaning
-``phase_dtype`` has across ropegeo; pass ``deployed("bfloat16")`` for transformers' own run.
 """
 
 from __future__ import annotations

@@ -514,9 +514,46 @@ def test_decay_figure_alt_text_states_the_bound(nb):
 
     b = np.array([bound(float(d)) for d in range(100, 251)])
     assert round(b.min(), 1) == 6.4 and round(b.max(), 1) == 11.6 and round(b[-1], 1) == 6.5
+    # at distance 0 every partial sum P_j has length j: the bound starts at (1 + ... + 64) / 64 = 32.5
+    assert bound(0.0) == pytest.approx(32.5) and bound(0.0) > 2 * bound(20.0)  # and falls steeply
     cell = next(c for c in nb.cells if c.cell_type == "code" and "decay_panels(" in c.source)
     alt = cell.metadata["mystnb"]["image"]["alt"]
+    assert "falls steeply from 32.5," in alt
     assert "between about 6.4 and 11.6" in alt and "trough near 6.5" in alt
+
+
+def test_clock_figure_alt_text_states_the_arc(nb):
+    """The clock's lower panel labels the arc (n - m) theta between the query at m and the key at n."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "phase_clock(" in c.source)
+    theta = float(re.search(r"theta=([0-9.]+)", cell.source).group(1))
+    m = int(re.search(r"query_position=([0-9]+)", cell.source).group(1))
+    n = int(re.search(r"key_position=([0-9]+)", cell.source).group(1))
+    assert (theta, m, n) == (0.6, 2, 5)
+    assert f"the arc, {(n - m) * theta:.2f} radians" in cell.metadata["mystnb"]["image"]["alt"]
+
+
+# Symbols of chapter 2's prose, each of which notation.md must list (as the chapter's opening says it does),
+# and symbols the chapter must not use because notation.md gives the letter another meaning or none.
+CHAPTER_SYMBOLS = [
+    r"$q_i,\ k_i$", r"$q_1, q_2$; $k_1, k_2$", r"$\chi_\theta(m)", r"$R(\varphi)$", r"$R_m$", r"$M,\ U,\ D,\ X$",
+    r"$D_p = U^\top M_p U$", r"$A$", r"$\kappa$", r"$\xi$", r"$h_i = \overline{q_i}\,k_i$", r"$P_j(\delta)",
+    r"$j$", r"$W = W_q^\top W_k$", r"$w_{11}, \dots, w_{22}$", r"$u,\ v$", r"$\gamma_i = \psi_i - \varphi_i$",
+    r"$\alpha(m)$", r"$\mathrm{PE}(p)$", r"$N$", r"$\omega_i", r"$\beta$", r"$\delta = n - m$",
+]
+UNLISTED_IN_CHAPTER = [r"\rho", r"\Phi", "N_m", "z_q", "z_k", "p_m", "p_n", "f_q", "f_k", "x_1", "R_aR_b"]
+
+
+def test_chapter_symbols_are_on_the_notation_page(nb):
+    notation = (NB.parents[1] / "notation.md").read_text()
+    missing = [s for s in CHAPTER_SYMBOLS if s not in notation]
+    assert not missing, f"not listed in notation.md: {missing}"
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    spans = re.findall(r"\$([^$]+)\$", prose.replace("$$", "$"))
+    assert spans
+    used = [s for s in UNLISTED_IN_CHAPTER if any(s in span for span in spans)]
+    assert not used, f"symbols notation.md does not list (or lists with another meaning): {used}"
+    assert "$P_j(\\delta)" in prose and "$\\mathrm{PE}(m)" in prose  # the listed forms are the ones used
+    assert "Every symbol in this chapter's text is listed on the {doc}`notation page" in nb.cells[3].source
 
 
 def test_numpy_rope_listing(nb, glued):

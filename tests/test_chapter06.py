@@ -83,6 +83,30 @@ PI_GAP_GLUES = {"gb_long", "gb_need_gap", "gb_amp_0_min", "gb_amp_0_max",
                 *(f"{p}_share0_{n}_median" for p in ("gb", "chk_gb") for n in (600, 3000))}
 # the NTK ruler over seeds 0-19 and 20-39; tested in test_ntk
 NTK_GLUES = {f"{p}_{k}" for p in ("ntk", "chk_ntk") for k in ("perfect", "mass_min", "mass_median", "mass_max")}
+# printed bounds rounded the safe way (lower bounds down, upper bounds up); tested in test_rounded_bounds
+ROUNDED_GLUES = {"c_train_mass_floor": (None, 4, "down"), "chk_train_mass_floor": (None, 4, "down"),
+                 "d8_off_0_ceil": (None, 1, "up"), "pift_amp_growth_floor": ("pift_amp_growth", 1, "down"),
+                 "curve_amp_600_floor": ("curve_amp_600_min", 1, "down"),
+                 "chk_amp_600_floor": ("chk_amp_600_min", 1, "down"),
+                 "cs_others_maxdiff_ceil": ("cs_others_maxdiff", 3, "up"),
+                 "chk_cs_others_maxdiff_ceil": ("chk_cs_others_maxdiff", 3, "up"),
+                 "gb_gap_bound_floor": ("gb_gap_bound_min", 2, "down"),
+                 "chk_gb_gap_bound_floor": ("chk_gb_gap_bound_min", 2, "down")}
+# seeds 0-19 and 20-39 at the training length; tested in test_in_distribution_and_shift
+TRAIN_GLUES = {"c_train_perfect", "chk_train_perfect"}
+# YaRN's paper ramp for pair 0; tested in test_yarn_paper_ramp_for_pair_0
+YARN_PAPER_GLUES = {"pair0_turns", "yarn_paper_pair0"}
+# the census's disjoint seeds (rival_census_check.json); tested in test_chapter06_mechanisms
+CENSUS_CHECK_GLUES = {"census_ntk_near", "chk_census_seeds", "chk_census_first", "chk_census_last", "chk_census_losers",
+                      *(f"chk_census_ntk_{k}" for k in ("rescued", "failures", "new", "far", "near")),
+                      "chk_census_near_seed", "chk_census_near_at"}
+# Llama 3's counts at budget 0 on seeds 20-39; the sharpness a on Gate B's calibration; tested in test_pi_gap_closed
+# and test_llama3_counts_on_the_check_curve
+SHARPNESS_GLUES = {"chk_gb_llama3_thin", "chk_gb_llama3_share0", "gb_beta_cal",
+                   *(f"chk_gb_pi_{k}" for k in ("first", "first_n", "all_from", "bare_mass", "share_first",
+                                                "share_first_n", "share_all")),
+                   *(f"{p}_a_{n}_{x}" for p in ("gb", "chk_gb") for n in (0, 600, 3000) for x in ("min", "max")),
+                   *(f"{p}_{k}" for p in ("gb", "chk_gb") for k in ("a_below", "a_below_gap_min", "even_gap"))}
 D8_GLUES = {f"d8_{k}_{i}{p}" for i in (0, 1) for k, ps in (("rival", [""]), ("turns", ["_0", "_1"]), ("off", ["_0", "_1"]))
             for p in ps}
 
@@ -171,6 +195,7 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "pift_threshold",
         "ntk_fail_seeds", "ntk_rival", "battery_match", "battery_offset", "battery_intervention",
     } | NEW_GLUES | SETTING_GLUES | MECHANISM_GLUES | GB_GLUES | GB_MORE_GLUES | F32_GLUES | D8_GLUES | EXERCISE_GLUES | PI_GAP_GLUES | SCOUT_GLUES | SCOUT_REALISED_GLUES | RIVAL_SPLIT_GLUES | NTK_GLUES
+    tested |= set(ROUNDED_GLUES) | TRAIN_GLUES | YARN_PAPER_GLUES | CENSUS_CHECK_GLUES | SHARPNESS_GLUES
     assert set(GLUED) == tested
 
 
@@ -311,10 +336,17 @@ def test_gate_b_margins():
 
 
 # ------------------------------------------------------------------ Gate C, offset heads
-def test_in_distribution_and_shift(heads):
+def test_in_distribution_and_shift(heads, heads_20_39):
     evs = [ref_offset_eval(h, L) for h in heads]
     assert g("c_train_acc_min") == min(e["acc"] for e in evs) == 1.0
     assert g("c_train_mass_min") == pytest.approx(min(e["mass"].mean() for e in evs), rel=1e-9)
+    # the prose's bound, over seeds 0-19 and 20-39: every seed perfect, the lowest mean mass rounded down
+    more = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    for key, hs in (("c_train", list(heads) + more), ("chk_train", heads_20_39)):
+        ev = [ref_offset_eval(h, L) for h in hs]
+        assert g(f"{key}_perfect") == sum(e["acc"] == 1.0 for e in ev) == 20
+        low = min(e["mass"].mean() for e in ev)
+        assert g(f"{key}_mass_floor") <= low < g(f"{key}_mass_floor") + 1e-4
     moved = max(np.abs(ref_offset_eval(h, L, shift=10_000.0)["mass"] - e["mass"]).max() for h, e in zip(heads, evs))
     assert moved < 1e-9 and 0 <= g("shift_change") < 1e-9
 
@@ -755,6 +787,58 @@ def test_chapters_7_and_8_records_in_the_necessity_prose():
     assert want["gb_more_fails"] == 0 and want["gb_more_cells"] >= 20  # "fails none of those cells: by construction"
 
 
+_LOWER = re.compile(r"(?:at or above|at least|stays above|no lower than) \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`"
+                    r"|\{glue:text\}`([A-Za-z0-9_]+):([^`]*)` or more")
+_UPPER = re.compile(r"(?:at or below|at most|no more than|within) \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`")
+
+
+def _bounds_rounded_the_wrong_way(prose, glued):
+    """Every glued lower bound the prose renders above its value, and every upper bound it renders below
+    (chapter 8's scan, with "within" read as an upper bound)."""
+    prose, bad = re.sub(r"\s+", " ", prose), []
+    for pattern, lower in ((_LOWER, True), (_UPPER, False)):
+        for m in pattern.finditer(prose):
+            name, fmt = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            value = glued[name]
+            if isinstance(value, str):
+                continue
+            shown = float(format(value, fmt).replace(",", "").rstrip("%")) / (100 if fmt.endswith("%") else 1)
+            if (shown > value) if lower else (shown < value):
+                bad.append(f"{name}:{fmt} shows {shown} for {value}")
+    return bad
+
+
+def test_rounded_bounds():
+    prose = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert _bounds_rounded_the_wrong_way(prose, GLUED) == []
+    # each rounded glue against the value it bounds (itself tested elsewhere): the safe side, within one step
+    for name, (raw, places, way) in ROUNDED_GLUES.items():
+        assert name in USED
+        if raw in GLUED:
+            step, shown = 10.0 ** -places, g(name)
+            assert (shown <= g(raw) < shown + step) if way == "down" else (shown - step < g(raw) <= shown), name
+    # the review's cases: the old renderings overstated (negative control for the scan)
+    old = ("with at least {glue:text}`c_train_mass_min:.4f` of it, at most {glue:text}`cs_others_maxdiff:.3f`, "
+           "each within {glue:text}`d8_off_0_1:.2f` of a whole turn, at least {glue:text}`pift_amp_growth:.1f` times")
+    assert len(_bounds_rounded_the_wrong_way(old, GLUED)) >= 3
+    assert g("d8_off_0_ceil") >= max(g("d8_off_0_0"), g("d8_off_0_1")) and g("d8_off_0_ceil") == 0.1
+
+
+def test_yarn_paper_ramp_for_pair_0():
+    """The paper's ramp g(r) = (r - beta_slow) / (beta_fast - beta_slow) on pair 0's turn count in 64 tokens."""
+    turns = 64 / (2 * math.pi)  # pair 0 turns at one radian per token
+    ramp = (turns - 1) / (32 - 1)
+    assert g("pair0_turns") == pytest.approx(turns, rel=1e-12) and 1 < turns < 32
+    assert g("yarn_paper_pair0") == pytest.approx(ramp + (1 - ramp) / 8, rel=1e-12) and g("yarn_paper_pair0") < 0.5
+
+
+def test_llama3_counts_on_the_check_curve():
+    check = json.loads((RUNS / "finetune_budget_check.json").read_text())
+    m0 = check["mass"]["llama3"][0]
+    assert g("chk_gb_llama3_thin") == sum(m < 0.75 for m in m0) and g("chk_gb_llama3_share0") == sum(m >= 0.75 for m in m0)
+    assert g("chk_gb_llama3_thin") + g("chk_gb_llama3_share0") == len(m0) == 20
+
+
 def test_yarn_log_cross():
     """(1 + 0.1 ln s)^2 = ln(64 s) / ln 64 again at one s > 1, by bisection on the difference (no closed form)."""
     diff = lambda s: (1 + 0.1 * math.log(s)) ** 2 - math.log(64 * s) / math.log(64)  # noqa: E731
@@ -784,8 +868,22 @@ def test_pi_gap_closed():
     """PI's long budgets: a sharper head with its amplitude moved onto pair 0 reaches the 3:1 gap; at 600 it does not.
     Glued over seeds 0-19 and the disjoint seeds 20-39; the directions the prose states are checked on both."""
     assert g("gb_long") == 3000 and g("gb_need_gap") == pytest.approx(math.log(3), rel=1e-12)
+    # Gate B's calibration: the least sharp head that tells neighbours apart 9 to 1 on the training ruler
+    beta_cal = 2 * math.log(9) / chord(1, bank(16)) ** 2
+    assert g("gb_beta_cal") == pytest.approx(beta_cal, rel=1e-9)
+    need = (g("gb_threshold") / g("gb_pi_margin")) ** 2
     for key, seeds in (("gb", range(20)), ("chk_gb", range(20, 40))):
-        got = {n: pi_gap_reading(seeds, n) for n in ((0, 600, 3000) if key == "gb" else (600, 3000))}
+        got = {n: pi_gap_reading(seeds, n) for n in (0, 600, 3000)}
+        for n in (0, 600, 3000):  # a = sum |h_i| / beta_cal
+            a = got[n][:, 1] / beta_cal
+            assert (g(f"{key}_a_{n}_min"), g(f"{key}_a_{n}_max")) == pytest.approx((a.min(), a.max()), rel=1e-6)
+        a = got[3000][:, 1] / beta_cal
+        below = a < need
+        assert g(f"{key}_a_below") == below.sum() >= 1  # heads below the evenly weighted need...
+        assert g(f"{key}_a_below_gap_min") == pytest.approx(got[3000][below, 2].min(), rel=1e-6)
+        assert g(f"{key}_a_below_gap_min") > math.log(3)  # ...still reach the 3:1 gap to the neighbours
+        even = a.min() * beta_cal * g("gb_pi_margin") ** 2 / 2  # an even head of that sharpness: beta D'(1)^2 / 2
+        assert g(f"{key}_even_gap") == pytest.approx(even, rel=1e-6) and even < math.log(3)
         if key == "gb":
             assert (g("gb_amp_0_min"), g("gb_amp_0_max")) == pytest.approx((got[0][:, 1].min(), got[0][:, 1].max()),
                                                                           rel=1e-6)
@@ -858,3 +956,25 @@ RIVAL_SPLIT_GLUES = {*(f"{p}_{k}" for p in ("riv", "chk_riv") for k in ("top10_m
                                                                            "beaten_4096")),
                      "riv_beaten_most", "riv_beaten_by_length",
                      *(f"chk_dil_{k}" for k in ("none_4096", "yarn_4096", "none_4096_min", "none_4096_max", "yarn_4096_min"))}
+
+
+def test_pi_necessity_counts_on_the_check_curve():
+    """The PI bullet's counts on seeds 20-39, by plain loops over the stored check curve."""
+    check = json.loads((RUNS / "finetune_budget_check.json").read_text())
+    budgets = check["settings"]["budgets"]
+    wins, share, peak = [], [], []
+    for acc, ms in zip(check["accuracy"]["pi"], check["mass"]["pi"]):
+        wins.append(sum(1 for a in acc if a >= 0.9))
+        share.append(sum(1 for m in ms if m >= 0.75))
+        peak.append(max(ms))
+    first = min(i for i in range(len(budgets)) if wins[i])
+    first_share = min(i for i in range(len(budgets)) if share[i])
+    want = {"chk_gb_pi_first": budgets[first], "chk_gb_pi_first_n": wins[first],
+            "chk_gb_pi_all_from": min(b for b, n in zip(budgets, wins) if n == 20),
+            "chk_gb_pi_share_first": budgets[first_share], "chk_gb_pi_share_first_n": share[first_share],
+            "chk_gb_pi_share_all": min(b for b, n in zip(budgets, share) if n == 20)}
+    assert {k: g(k) for k in want} == want
+    bare = max(p for p, w, s in zip(peak, wins, share) if w and not s)
+    assert g("chk_gb_pi_bare_mass") == pytest.approx(bare, rel=1e-12) and bare < 0.5  # bare wins on 20-39 too
+    # the direction on both sets: wins come before the three-to-one share
+    assert g("chk_gb_pi_first") <= g("chk_gb_pi_all_from") < g("chk_gb_pi_share_all")

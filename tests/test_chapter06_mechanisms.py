@@ -5,7 +5,8 @@ seed, whether raw extrapolation loses to a distant rival, the fast-band flag and
 ruler does. Here its counts are recomputed with plain loops from the per-seed records, one stored
 seed is re-derived from scratch with the independent evaluation of ``test_chapter06`` (complex pair
 products, a written-out softmax, a closed-form chord), and every counted sentence is re-checked in
-direction on a disjoint seed set (100-109). The budget overlap of the amplitude ratios is recomputed
+direction on a disjoint seed set (100-119), and the stored disjoint census
+(``rival_census_check.json``, seeds 1000-1099, the script's ``--check``) is recounted the same way. The budget overlap of the amplitude ratios is recomputed
 from the stored curve with loops, and its direction (the curves cross) on other seeds.
 """
 
@@ -24,6 +25,7 @@ from ropegeo.gates.b.rival_census import MAX_CENSUS_SEEDS, census_counts, rival_
 
 RUNS = Path(__file__).resolve().parents[1] / "ropegeo" / "data" / "runs"
 CENSUS = json.loads((RUNS / "rival_census.json").read_text())
+CENSUS_CHECK = json.loads((RUNS / "rival_census_check.json").read_text())
 CURVE = json.loads((RUNS / "finetune_budget.json").read_text())
 NTK_THETA = bank(16, 10_000.0 * 8 ** (16 / 14))  # the NTK-aware base at factor 8: B s^(d / (d - 2))
 FAST = L * bank(16) >= 2 * math.pi
@@ -76,7 +78,10 @@ def loop_counts(rows):
 
 @pytest.fixture(scope="module")
 def disjoint():
-    heads = gc.train_heads("offset", range(100, 110), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    heads = []
+    for first in (100, 110):  # train_heads takes at most 20 seeds; two batches of ten
+        heads += gc.train_heads("offset", range(first, first + 10), offset=OFF, head_dim=16, base=10_000.0,
+                                train_length=L)
     return [by_hand(h) for h in heads]
 
 
@@ -122,6 +127,34 @@ def test_counted_sentences_hold_in_direction_on_disjoint_seeds(disjoint):
     assert c["ntk_rescued"] > c["raw_losers"] / 2  # NTK rescues most raw losers
     assert c["ntk_failures_new"] >= 1  # ...and fails in seeds of its own
     assert c["ntk_failures_near"] >= 1  # one of which attends to a near offset, not to a distant rival
+    assert c["seeds"] == 20
+
+
+def test_stored_disjoint_census():
+    """The chapter's second census (seeds 1000-1099): recounted by loops, one NTK failure inside the window
+    re-derived from scratch, the glued counts, and the chapter's sentences in direction."""
+    assert [r["seed"] for r in CENSUS_CHECK["seeds"]] == list(range(1000, 1100))
+    assert CENSUS_CHECK["settings"] == CENSUS["settings"]
+    c = loop_counts(CENSUS_CHECK["seeds"])
+    assert census_counts(CENSUS_CHECK) == c
+    near = [r for r in CENSUS_CHECK["seeds"] if r["ntk_loses"] and r["ntk_near"]]
+    head = gc.train_heads("offset", [near[0]["seed"]], offset=OFF, head_dim=16, base=10_000.0, train_length=L)[0]
+    mine = by_hand(head)
+    for key in ("raw_loses", "rival", "flagged", "ntk_loses", "ntk_winner", "ntk_near"):
+        assert mine[key] == near[0][key], key
+    glued = {"chk_census_seeds": c["seeds"], "chk_census_losers": c["raw_losers"],
+             "chk_census_ntk_rescued": c["ntk_rescued"], "chk_census_ntk_failures": c["ntk_failures"],
+             "chk_census_ntk_new": c["ntk_failures_new"], "chk_census_ntk_far": c["ntk_failures_far"],
+             "chk_census_ntk_near": c["ntk_failures_near"], "chk_census_first": 1000, "chk_census_last": 1099,
+             "census_ntk_near": loop_counts(CENSUS["seeds"])["ntk_failures_near"]}
+    assert {k: GLUED[k] for k in glued} == glued
+    assert GLUED["chk_census_near_seed"] == ", ".join(str(r["seed"]) for r in near)
+    assert GLUED["chk_census_near_at"] == ", ".join(str(r["ntk_winner"]) for r in near)
+    # "six tokens past the target, where pair 0 nearly completes a turn": winner 11, 6 radians of pair 0
+    assert [r["ntk_winner"] for r in near] == [OFF + 6] and abs(6 - 2 * math.pi) < 0.3
+    # the prose's directions: most raw losers rescued, failures of its own, both kinds
+    assert c["ntk_rescued"] > c["raw_losers"] / 2 and c["ntk_failures_new"] >= 1
+    assert c["ntk_failures_far"] >= 1 and c["ntk_failures_near"] >= 1
 
 
 def test_census_function_agrees_with_the_hand_derivation_on_a_few_disjoint_seeds(disjoint):

@@ -370,8 +370,7 @@ def test_grid_gate_b_margins_by_brute_force():
               rel=1e-9)
     close("toy_splits", 4)
     for name, value in (("grid_side", 8), ("grid_last", 7), ("task_dx", 2), ("task_dy", 3), ("toy_pairs", 8),
-                        ("toy_steps", 300), ("toy_seeds", 20), ("budget_seeds", 20), ("budget_last", 3200),
-                        ("range_shift", 0.02), ("range_shift_far", 0.03)):
+                        ("toy_steps", 300), ("toy_seeds", 20), ("budget_seeds", 20), ("budget_last", 3200)):
         close(name, value)
     assert G["range_seeds"] == "20–39" and G["range_seeds_far"] == "3000–3019"
 
@@ -451,15 +450,20 @@ def test_ranges_move_less_than_stated_on_disjoint_seeds(disjoint_study):
     assert np.all(disjoint_study["y starved, slow"]["accuracy"] == 0.2)
 
 
-def test_ranges_on_a_far_seed_set():
-    # "on seeds 3000-3019 the blocked split's upper end moved by up to about range_shift_far (every other end by
-    # less than range_shift)": the blocked upper end moves past range_shift there, so the first set is no bound
+def test_ranges_on_a_far_seed_set(disjoint_study):
+    # "on seeds 20-39 each end moved by less than range_shift, but on seeds 3000-3019 the blocked split's upper end
+    # moved by range_shift_far (every other end by less than range_shift)": both glued from the chapter's own
+    # re-runs (no constants); here the ends are re-trained and compared with the glued ends of seeds 0-19
     far = split_study(_splits(), seeds=range(3000, 3020), target=(2, 3), grid=(8, 8), steps=300)
-    moved = {(name, end): abs(getattr(far[name]["target_mass"], end)() - G[f"toy_{key}_target_mass_{end}"])
-             for name, key in KEYS.items() for end in ("min", "max")}
-    top = moved.pop(("blocked", "max"))
-    assert G["range_shift"] < top and abs(top - G["range_shift_far"]) < 0.01
-    assert max(moved.values()) < G["range_shift"], moved
+    moved = [{(name, end): abs(getattr(s[name]["target_mass"], end)() - G[f"toy_{key}_target_mass_{end}"])
+              for name, key in KEYS.items() for end in ("min", "max")} for s in (disjoint_study, far)]
+    top = moved[1].pop(("blocked", "max"))
+    largest = max(max(m.values()) for m in moved)
+    close("range_shift_far", top, rel=0, abs_=1e-9)
+    close("range_shift", math.floor(100 * largest) / 100 + 0.01)
+    assert largest < G["range_shift"] < top and f"{G['range_shift']:.2f}" == "0.02"  # the review: 0.011 at most
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in nbformat.read(NB, 4).cells if c.cell_type == "markdown"))
+    assert "moved by {glue:text}`range_shift_far:.3f`" in prose and "by less than {glue:text}`range_shift`" in prose
 
 
 def _ramp_and_pick(head):
@@ -816,6 +820,13 @@ def test_factor_rule_shortfall_on_seeds_1000_to_1019():
         r = budget_study(splits[name], b, seeds=seeds, target=(2, 3), grid=(8, 8))
         cross[name] = _first_all_above(r["target_mass"], b)
         assert _robust_bracket(r["target_mass"], b)[:2] == cross[name], name  # neither crossing sits on the cut
+        if name == "y starved, slow":  # the median seed's ratio on these seeds (the blocked median on a 5-step grid)
+            med = list(range(100, 205, 5))
+            bl_med = _median_bracket(budget_study(splits["blocked"], med, seeds=seeds, target=(2, 3), grid=(8, 8))
+                                     ["target_mass"], med)
+            sl_med = _median_bracket(r["target_mass"], b)
+            close("med_ratio_low_far", sl_med[0] / bl_med[1])
+            close("med_ratio_high_far", sl_med[1] / bl_med[0])
     (bl_lo, bl_hi), (sl_lo, sl_hi) = cross["blocked"], cross["y starved, slow"]
     close("far_slow_half", sl_hi)
     # the square root of the factors' ratio, from the brute-force curvature of test_adam_scaling_prediction...
@@ -829,3 +840,95 @@ def test_factor_rule_shortfall_on_seeds_1000_to_1019():
     # "the better of the two rules": the fastest pairs' prediction falls further short on these seeds as well
     peak = 100.0 ** (-8 / 16) / 100.0 ** (-14 / 16)
     assert 1 - peak / (sl_hi / bl_lo) > G["far_short_max"]
+
+
+# ---- the fourth review's items ----------------------------------------------------------------------------------
+
+
+def test_time_band_far_out_mostly_below_zero():
+    # "from offset 20 to 63 it is negative at ... of the offsets, with a mean of ..., down to ...": by math.cos
+    ks = [math.fsum(math.cos(d * INV[i]) for i in BLOCKS["time"]) / 16 for d in range(20, 64)]
+    close("q2_time_far_from", 20)
+    close("q2_time_far_min", min(ks), rel=1e-9)
+    close("q2_time_far_mean", math.fsum(ks) / len(ks), rel=1e-9)
+    close("q2_time_far_below", sum(k < 0 for k in ks) / len(ks))
+    assert G["q2_time_far_below"] > 0.9 and G["q2_time_far_mean"] < -0.1 and max(ks) > 0  # mostly, not always
+    cells = nbformat.read(NB, 4).cells
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in cells if c.cell_type == "markdown"))
+    assert "oscillates mostly below zero" in prose and "wanders around zero" not in prose
+    meta = next(c.metadata["mystnb"] for c in cells if c.get("metadata", {}).get("mystnb", {}).get("figure", {})
+                .get("name") == "fig-ch08-axis-kernels")
+    assert "mostly below zero" in meta["figure"]["caption"] and "mostly below zero" in meta["image"]["alt"]
+    assert "around zero" not in meta["figure"]["caption"] + meta["image"]["alt"]
+
+
+def test_odd_over_odd_ratio_reaches_zero():
+    # the bank {1, 3}: K = 1/2 + (cos a + cos 3a)/4 = cos(a/2)^2 (2 cos(a)^2 - 2 cos(a) + 1), free of cancellation
+    a = np.arange(1.0, 2e6 + 1)
+    c = np.cos(a)
+    factored = (np.cos(a / 2) ** 2 * (2 * c * c - 2 * c + 1)).min()
+    assert np.allclose(0.5 + 0.25 * (np.cos(a[:1000]) + np.cos(3 * a[:1000])),
+                       np.cos(a[:1000] / 2) ** 2 * (2 * np.cos(a[:1000]) ** 2 - 2 * np.cos(a[:1000]) + 1), atol=1e-15)
+    close("odd_ratio_min", factored, rel=1e-2)
+    assert 0 < G["odd_ratio_min"] < 1e-10 < G["axial_floor_bound"]
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in nbformat.read(NB, 4).cells if c.cell_type == "markdown"))
+    assert "A rational ratio keeps a floor" not in prose and "an odd/odd ratio such as 3 does not" in prose
+
+
+def test_interleaved_slow_end_belongs_to_time():
+    axes = _interleaved_axes()
+    first = min(i for i in range(64) if all(ax == 0 for ax in axes[i:]))
+    close("il_time_tail_first", first)
+    close("il_time_tail", 64 - first)
+    assert first == 60 and axes[59] != 0
+
+
+def test_review_wording_fourth():
+    cells = nbformat.read(NB, 4).cells
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in cells if c.cell_type == "markdown"))
+    assert "Meta's announcement links" not in prose and "2501.19399" in prose
+    # ch08-fastest-width: no per-patch value of the fastest width pair before the exercise
+    exercise = next(i for i, c in enumerate(cells) if "ch08-fastest-width" in c.source and "{exercise}" in c.source)
+    before = "".join(c.source for c in cells[:exercise] if c.cell_type == "markdown")
+    assert "width_step" not in before and "slow_step" not in before and "q2_width_fast" not in before
+    assert "\\phi" not in prose.replace("\\Phi", "")  # RoPE-Mixed's angle is Phi, not the polar angle's phi
+    notation = (NB.parents[1] / "notation.md").read_text()
+    h_row = next(line for line in notation.splitlines() if line.startswith("| $h$ |"))
+    s_row = next(line for line in notation.splitlines() if line.startswith("| $S$ |"))
+    assert "\\cos(\\delta\\theta_i + \\gamma_i)" in h_row and "\\cos(\\delta\\theta_i + \\gamma_i)" in s_row
+    assert any(line.startswith("| $\\Phi$ | RoPE-Mixed") for line in notation.splitlines())
+
+
+def _median_bracket(masses, budgets):
+    import statistics
+    return _robust_bracket([[statistics.median(row)] for row in masses], budgets)[:2]
+
+
+def test_median_seed_crossing_ratio():
+    # the median seed's ratio beside the lowest seed's: the slow split's median from the stored fine grid, the blocked
+    # split's re-trained on a 5-step grid from 100 steps (before the stored grid starts)
+    from ropegeo.toy.budget_curves import load_run
+    run = load_run("axial_crossing")
+    s = run["settings"]
+    med = list(range(100, 205, 5))
+    ratios = {}
+    for tag, key in (("", "seeds"), ("_disjoint", "disjoint_seeds")):
+        bl = _median_bracket(budget_study(_splits()["blocked"], med, seeds=s[key], target=(2, 3), grid=(8, 8))
+                             ["target_mass"], med)
+        sl = _median_bracket(run["curves"]["y starved, slow"][key]["target_mass"], s["budgets"]["y starved, slow"])
+        close(f"med_ratio_low{tag}", sl[0] / bl[1])
+        close(f"med_ratio_high{tag}", sl[1] / bl[0])
+        ratios[key] = (sl[0] / bl[1], sl[1] / bl[0])
+        assert G["adam_factor"] < sl[0] / bl[1]  # the factor rule is low against the median seed on every set
+    ratios["far"] = (G["med_ratio_low_far"], G["med_ratio_high_far"])  # re-trained in the test on seeds 1000-1019
+    every = [r for pair in ratios.values() for r in pair]
+    close("med_short_min", 1 - G["adam_factor"] / min(every))
+    close("med_short_max", 1 - G["adam_factor"] / max(every))
+    assert 0 < G["med_short_min"] < G["med_short_max"]
+    # "which moves less between the sets than the lowest seed's": the brackets' midpoints over the three sets
+    lowest = [(G[f"fine_ratio_low{t}"] + G[f"fine_ratio_high{t}"]) / 2 for t in ("", "_disjoint")]
+    lowest.append((G["adam_factor"] / (1 - G["far_short_min"]) + G["adam_factor"] / (1 - G["far_short_max"])) / 2)
+    median = [sum(pair) / 2 for pair in ratios.values()]
+    assert max(median) - min(median) < max(lowest) - min(lowest)
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in nbformat.read(NB, 4).cells if c.cell_type == "markdown"))
+    assert "moves less between the sets than the lowest seed's" in prose

@@ -78,7 +78,7 @@ def test_yarn_log():
 
 
 # ---- reset winner: a loop over queries and visible keys, scores from the pair coefficients
-def loop_reset_winners(head, length):
+def loop_reset_winners(head, length, sign=-1):
     q, k = head.q, head.k
     out = []
     for m in range(head.offset, length):
@@ -88,7 +88,7 @@ def loop_reset_winners(head, length):
             for i, t in enumerate(head.theta):
                 zq = complex(q[2 * i], q[2 * i + 1])
                 zk = complex(k[2 * i], k[2 * i + 1])
-                s += (zq * zk.conjugate() * complex(math.cos(-n * t), math.sin(-n * t))).real
+                s += (zq * zk.conjugate() * complex(math.cos(sign * n * t), math.sin(sign * n * t))).real
             if s > best:
                 best, arg = s, n
         out.append(arg)
@@ -97,6 +97,9 @@ def loop_reset_winners(head, length):
 
 def test_reset_winner():
     assert check("ch06-reset-winner", loop_reset_winners)
+    # a sign error (key n scored at displacement +n) is named as one, not only counted
+    fb = check("ch06-reset-winner", lambda head, length: loop_reset_winners(head, length, sign=1))
+    assert not fb and "+n" in fb.message and "differ" not in fb.message
 
     def no_reset(head, length):
         return np.arange(head.offset, length) - head.offset

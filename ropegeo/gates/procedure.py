@@ -1,10 +1,5 @@
-"""The audit: the geometry of a rotary operator, and the three gates as one procedure.
-
-:func:`geometry_audit` describes what a manifest's bank does at its training and target lengths
-(relative law, ``K(1)``, identity-like offsets, slow pairs, Gate B's margins); it says nothing about
-a trained model. :func:`audit` runs Gate A (:mod:`ropegeo.gates.a.gate`), Gate B
-(:func:`~ropegeo.gates.b.rule.gate_b`, the one both use) and optionally Gate C (:mod:`ropegeo.gates.c`);
-its :class:`AuditReport` names the first failing gate and the intervention it calls for.
+"""The audit: the geometry of a rotary operator (:func:`geometry_audit`, nothing about a trained
+model), and the three gates as one procedure (:func:`audit`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The RoPE manifest: one :class:`~ropegeo.operator.RotaryOperator` and the context it serves in.
 
-"We use RoPE" names a family, not an operator: :class:`RopeManifest` records the base, widths,
-pairing, rule, phase precision and sections (the operator) with the lengths, window, position ids
-and cache offset. :func:`read_config` reads a Hugging Face style ``config.json`` (a dict or a
-path) into one; :func:`load_model` reads a configuration shipped in ``ropegeo/data``.
+"We use RoPE" names a family, not an operator. :func:`read_config` reads a Hugging Face style
+``config.json`` into a :class:`RopeManifest`; :func:`load_model` reads one shipped in ``ropegeo/data``.
 """
 
 from __future__ import annotations
@@ -627,9 +625,7 @@ def read_config(config, *, name: str | None = None, source: str | None = None,
                 layer_type: str | None = None) -> RopeManifest:
     """Build a manifest from a ``config.json`` (a dict, or a path to at most 1 MiB), read as its model uses it.
 
-    Absent fields take the model type's class defaults; base, head, rotary width (``rotary_dim``
-    where the model type's code reads it), sections, pairing, lengths, scaling block, window and logit scale are read in turn (``_READERS``).
-    ``layer_type`` picks the kind of layer of a model whose layers differ (required there, refused
+    Absent fields take the model type's class defaults. ``layer_type`` picks the kind of layer of a model whose layers differ (required there, refused
     elsewhere). The manifest's phases are float32, as transformers computes them; ``notes`` list
     what was inferred. Raises :class:`ConfigError` (a ``ValueError``) naming a missing, malformed
     or contradictory field.

@@ -1,10 +1,6 @@
-"""What a model type's code does beyond its rope block, as ``read_config`` needs it.
-
-No rotary embedding (GPT-2, BERT, ALiBi), M-RoPE's sections, Gemma 4's ``proportional`` rule,
-NoPE and chunked layers (Llama 4, SmolLM3's ``no_rope_layers``, Cohere2, Qwen3-Next's and
-Qwen3.5's linear-attention layers), Qwen2's ``max_window_layers``, ChatGLM's half-width
-rotary: read from transformers 5.24's code as plain functions of the parsed configuration. They
-raise ``ValueError`` naming the field.
+"""What a model type's code does beyond its rope block, as ``read_config`` needs it: read from
+transformers 5.24's code as plain functions of the parsed configuration, raising ``ValueError``
+naming the field.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Context-extension rules: each one a new ruler for the same rotary machinery.
 
-A model trained on sequences of ``L`` tokens is asked to serve ``s * L``. Every rule below answers
-the question "what should pair ``i`` turn by per position now?" differently, and some also ask for
-an *attention factor* ``m`` that multiplies cos and sin (so the attention logits grow by ``m**2``).
-
-=============  ===============================================================================
-rule           per-pair inverse frequency ``theta'_i`` (``theta_i = B ** (-2 i / d)``)
-=============  ===============================================================================
-(none)         ``theta_i``: raw extrapolation, every pair travels ``s`` times farther
-``linear``     ``theta_i / s``: position interpolation (PI)
-``ntk``        ``B' ** (-2 i / d)`` with ``B' = B * s ** (d / (d - 2))``: NTK-aware base change
-``dynamic``    NTK with ``s`` replaced by ``s * n / L - (s - 1)`` for the current length ``n > L``
-``yarn``       a per-pair blend of ``theta_i`` and ``theta_i / s`` along a ramp between the pairs
-               that turn ``beta_fast`` and ``beta_slow`` times over ``L``; ``m = 0.1 ln s + 1``
-``longrope``   ``theta_i / f_i`` with searched per-pair factors: ``short_factor`` up to ``L``,
-               ``long_factor`` beyond; ``m = sqrt(1 + ln s / ln L)``
-``llama3``     pairs with wavelength below ``L / high_freq_factor`` untouched, above
-               ``L / low_freq_factor`` divided by ``s``, a smooth blend in between
-=============  ===============================================================================
+A model trained on sequences of ``L`` tokens is asked to serve ``s * L``; each rule of :data:`RULES`
+answers "what should pair ``i`` turn by per position now?" differently (its function in
+:mod:`ropegeo.scaling.rules` states the formula), and some also ask for an attention factor ``m``
+that multiplies cos and sin.
 
 The formulas follow transformers' ``modeling_rope_utils.py`` (v4.4x to v5), checked to float32
 rounding in ``tests/test_scaling.py``. ropegeo differs where it refuses: ``ntk`` is no transformers

@@ -1,10 +1,5 @@
-"""One configured rule, the frequencies it serves, and the one builder of "a rule at a length".
-
-:class:`~ropegeo.scaling.Scaling` holds a rule with every parameter checked; the rule table
-:data:`~ropegeo.scaling.RULE_FUNCTIONS` and :func:`~ropegeo.scaling.scaled_frequencies` read it at a
-sequence length; :func:`~ropegeo.scaling.preset` configures a rule stretching ``L`` to ``L'``, and
-:func:`~ropegeo.scaling.extension_schedule` reads that configuration at a length ``n`` (it is
-``scaled_frequencies(preset(...), ..., seq_len=n)``, so the two cannot disagree).
+"""One configured rule (:class:`~ropegeo.scaling.Scaling`), the frequencies it serves, and the one
+builder of "a rule at a length" (:func:`~ropegeo.scaling.extension_schedule`).
 """
 
 from __future__ import annotations
@@ -278,10 +273,8 @@ def extension_schedule(extension: str, *, head_dim: int, base: float, train_leng
                        factor: float | None = None, longrope_factors=None, **params) -> Schedule:
     """Rule ``extension`` stretching ``train_length`` to ``factor * train_length``, read at ``length``.
 
-    The one builder of a rule at a length: ``scaled_frequencies(preset's rule, ..., seq_len=length)``.
-    ``factor`` (1 to ``MAX_FACTOR``) defaults to ``max(1, length / train_length)``. For ``dynamic``
-    that is transformers' rule, ``B (s n / L - (s - 1)) ** (d / (d - 2))``; ``factor=1`` names the
-    base following the length alone (static NTK at ``n / L``). ``linear`` is a position scale ``1 / s``.
+    ``factor`` (1 to ``MAX_FACTOR``) defaults to ``max(1, length / train_length)``; ``dynamic`` with
+    ``factor=1`` is the base following the length alone. ``linear`` is a position scale ``1 / s``.
 
     >>> sch = extension_schedule("pi", head_dim=8, base=10_000.0, train_length=64, length=256)
     >>> sch.rule, sch.scale, sch.attention_factor

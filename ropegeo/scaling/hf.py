@@ -1,8 +1,5 @@
-"""Reading a transformers ``rope_scaling`` / ``rope_parameters`` block, one small reader per rule.
-
-The readers are keyed by rule name, as transformers keys ``ROPE_INIT_FUNCTIONS``; each returns the
-:class:`ropegeo.scaling.Scaling` parameters it read. :meth:`ropegeo.scaling.Scaling.from_hf` is the
-public entry; ``read_block`` puts the readers together.
+"""Reading a transformers ``rope_scaling`` / ``rope_parameters`` block, one small reader per rule
+(the public entry: :meth:`ropegeo.scaling.Scaling.from_hf`).
 """
 
 from __future__ import annotations

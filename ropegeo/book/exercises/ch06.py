@@ -14,7 +14,7 @@ from ropegeo.gates.procedure import audit
 from ropegeo.geometry import kernel
 from ropegeo.margins import separation_margin
 from ropegeo.models.manifest import RopeManifest
-from ropegeo.toy import distant_rival, evaluate, train_offset_head
+from ropegeo.toy import distant_rival, evaluate, score_profile, train_offset_head
 
 __all__ = ["COLLISION_OFFSETS", "COLLISION_FACTOR", "RIVAL_LENGTHS", "INTERPOLATION_FACTOR"]
 
@@ -130,6 +130,9 @@ def _check_reset(answer):
         if np.array_equal(got, queries - off):
             return wrong("that is where the head attends without the reset; with every query at position 0 the "
                          "displacement to key n is -n.")
+        plus = score_profile(head, np.arange(length))  # a sign error: key n scored at +n
+        if np.array_equal(got, [int(np.argmax(plus[:m])) for m in queries]):
+            return wrong("from position 0 the displacement to key n is 0 - n = -n: you scored key n at +n.")
         if np.any(got >= queries):
             return wrong("query m may only attend to keys n < m: some of your winners have not appeared yet.")
         if np.unique(got).size == 1 and np.unique(truth).size > 1:

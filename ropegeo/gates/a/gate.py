@@ -1,8 +1,6 @@
 """Gate A: does a rotary implementation realise the operator it claims?
 
-:func:`gate_a` measures the algebra RoPE promises (scores survive a shift; rotations compose, invert,
-keep norms) and reads off what the implementation does (pairs, frequencies, precision, positions across
-the declared context) against the declaration; a failure names its class (``verdicts.DEFECT_CLASSES``).
+:func:`gate_a` runs the checks of :data:`CHECKS`; a failure names its class (``verdicts.DEFECT_CLASSES``).
 
 Three protocols, each opting in to more checks:
 
@@ -500,9 +498,6 @@ def gate_a(impl, *, operator: RotaryOperator | None = None, head_dim: int | None
     context probed (default 131,072); ``attention_factor`` (1e-3 to 1e3) sits in the ``"rotation"``
     (cos and sin) or the ``"softmax"`` (``attention_factor_in``).
 
-    Tolerances: the data's rounding is flat in position (``8 u_data |x|``), the angles' grows with
-    it (``16 u_phase p_max theta_max |x|``); scores allow twice as much.
-
     Raises :class:`GateAError` (a ``ValueError``) when ``impl`` breaks the calling contract, and a
     ``ValueError`` naming a bad declared argument.
 
@@ -535,15 +530,13 @@ _AXES_ARGS = ("mrope_section", "mrope_interleaved")  # the multi-axis gate valid
 
 def _multi_axis(arguments: dict):
     """:func:`ropegeo.gates.a.axes.gate_a_axes`'s report when the arguments declare M-RoPE, else None."""
-    if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and arguments["manifest"] is None:
+    if arguments["mrope_section"] is None and not arguments["mrope_interleaved"] and \
+            not MULTI_AXIS["declared"](arguments["manifest"]):  # False for no manifest
         return None
-    if arguments["mrope_section"] is not None or arguments["mrope_interleaved"] or \
-            MULTI_AXIS["declared"](arguments["manifest"]):
-        if arguments.pop("operator", None) is not None:
-            raise ValueError("operator: a RotaryOperator declares one axis; declare M-RoPE with mrope_section "
-                             "or a manifest")
-        return MULTI_AXIS["gate"](**arguments)
-    return None
+    if arguments.pop("operator", None) is not None:
+        raise ValueError("operator: a RotaryOperator declares one axis; declare M-RoPE with mrope_section "
+                         "or a manifest")
+    return MULTI_AXIS["gate"](**arguments)
 
 
 def check_declaration(**options) -> None:

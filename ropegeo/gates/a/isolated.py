@@ -1,26 +1,12 @@
 """The command line's Gate A (``gate-a``, ``report MODULE:FUNCTION``): the user's code runs in a
 worker process that only *calls* it; the parent alone runs Gate A and judges.
 
-The parent validates every option and reads every file (a ``--config`` that is not a regular file
-is refused), then starts a worker (``_worker_main``) in a session and process group of its own,
-under :mod:`ropegeo.gates.a.supervisor`. The worker imports the implementation and, for each
-request, calls it on the arrays sent and answers with what came back (arrays, an exception's
-description, or an opaque type name). Checks, tolerances and verdict run in the parent on a
-stand-in (:class:`RemoteImplementation`): no message says "pass", and forged arrays pass only if
-they *are* the declared rotations of the parent's random inputs.
-
-The channel is a pair of pipes moved to fresh close-on-exec descriptors (stdout and stderr go to
-files read only into a note; stdin is ``/dev/null`` before the import). Each message is framed
-(8-byte length, bounded by its request) and authenticated by HMAC-SHA256 over direction, sequence
-number and body, with a 32-byte key sent on the worker's stdin (never argv or environment): a
-forged, replayed or reordered message stops the run with a one-line error (exit 2), never a pass.
-
-Every wait has a deadline (``--timeout`` for the import and each call). The supervisor is a child
-subreaper: whatever the implementation starts ends up its child, and when the parent closes its
-stdin or dies it kills every descendant and removes the temporary folder. The parent and the
-supervisor are non-dumpable while the worker runs, and the worker drops ``CAP_SYS_PTRACE`` before
-the import. It is not a sandbox (see the README): same user id, so run untrusted code in a
-container or as another user.
+The worker (``_worker_main``, under :mod:`ropegeo.gates.a.supervisor`) answers each request with
+what the implementation returned; checks, tolerances and verdict run in the parent on a stand-in
+(:class:`RemoteImplementation`), so forged arrays pass only if they *are* the declared rotations of
+the parent's random inputs. Every message is authenticated (:func:`_pack`) and every wait has a
+deadline (``--timeout``). It is not a sandbox (see the README): same user id, so run untrusted code
+in a container or as another user.
 """
 
 from __future__ import annotations
@@ -276,16 +262,21 @@ class _Worker:
         return WorkerAbort(f"timeout: {what} did not return within {timeout:g} s; stopped (raise --timeout if it "
                            "is only slow)")
 
-    def _write(self, data: bytes, deadline: float, what: str) -> None:
-        view = memoryview(data)
-        while view:
+    def _wait(self, fd: int, event: int, deadline: float, what: str) -> None:
+        """Until ``fd`` is ready: a timeout past ``deadline``, the worker's death meanwhile, abort the run."""
+        while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._late(what, self.timeout)
-            if not _ready(self.wfd, select.POLLOUT, min(left, 0.1)):
-                if self._ended() is not None:
-                    raise self._died()
-                continue
+            if _ready(fd, event, min(left, 0.1)):
+                return
+            if self._ended() is not None:
+                raise self._died()
+
+    def _write(self, data: bytes, deadline: float, what: str) -> None:
+        view = memoryview(data)
+        while view:
+            self._wait(self.wfd, select.POLLOUT, deadline, what)
             try:
                 view = view[os.write(self.wfd, view[:1 << 16]):]
             except BlockingIOError:
@@ -296,19 +287,14 @@ class _Worker:
     def _read(self, n: int, deadline: float, what: str) -> bytes:
         buf = bytearray()
         while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._late(what, self.timeout)
-            if _ready(self.rfd, select.POLLIN, min(left, 0.1)):
-                try:
-                    chunk = os.read(self.rfd, min(n - len(buf), 1 << 20))
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    raise self._died()
-                buf += chunk
-            elif self._ended() is not None:
+            self._wait(self.rfd, select.POLLIN, deadline, what)
+            try:
+                chunk = os.read(self.rfd, min(n - len(buf), 1 << 20))
+            except BlockingIOError:
+                continue
+            if not chunk:
                 raise self._died()
+            buf += chunk
         return bytes(buf)
 
     def _receive(self, deadline: float, what: str, limit: int) -> tuple[dict, list]:

@@ -93,8 +93,7 @@ class GateBRule:
 
     The gap is ``gap`` (logits) or ``mass`` (attention share, ``gap = logit(mass)``; default
     :data:`PASS_MASS`); the amplitude is ``sharpness`` or :func:`trained_sharpness` of the training
-    bank. ``fixed_margin`` is the fallback and excludes the other three. :meth:`judge` is
-    ``"inconclusive"`` for a threshold at or above :data:`MAX_DISTANCE` or at 0.
+    bank. ``fixed_margin`` is the fallback and excludes the other three.
 
     Examples
     --------
