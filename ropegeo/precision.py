@@ -12,7 +12,7 @@ with them. :class:`PhasePipeline` names every place where that pipeline can roun
 5. **rotation**: ``x cos - y sin`` and ``x sin + y cos`` are formed in the *rotation dtype*.
 
 For a model held in bfloat16: :func:`deployed` is current transformers (float32 angles with
-autocast off, ``cos.to(x.dtype)``, rotation in the model dtype); :func:`uniform` is every stage
+autocast off, ``cos.to(dtype=x.dtype)``, rotation in the model dtype); :func:`uniform` is every stage
 in one dtype (in bfloat16 the fixed bug of transformers issue 25681); :func:`buffer_cast` is a
 cast of the whole module (``model.to(torch.bfloat16)``, ``.half()``, ``bf16_full_eval``), which
 rounds the ``inv_freq`` buffer before float32 angles (live in transformers 5.24.0).

@@ -186,9 +186,58 @@ def test_deployed_crossover(glued):
     assert _window_error(100_000) > 2 * plateau
 
 
-def test_scout_context_from_its_config():
+def test_scout_context_from_its_config(glued):
     rec = json.loads((NB.parents[1] / "ropegeo" / "data" / "llama-4-scout-17b-16e-instruct.json").read_text())
     assert rec["config"]["max_position_embeddings"] == 10_485_760 and rec["config"]["rope_theta"] == 500_000.0
+    # "its RoPE layers attend only within chunks of 8,192 tokens": the chunk size of the record's RoPE layers
+    assert glued["scout_chunk"] == rec["config"]["attention_chunk_size"] == 8192
+    assert rec["layer_type"] == "chunked_attention" and rec["config"]["no_rope_layers"].count(1) == 36
+
+
+def _tf436_table(kind, seq_len, dim=128, base=10_000.0, max_pos=4096, factor=2.0):
+    """transformers 4.36.0's Llama*RotaryEmbedding._set_cos_sin_cache after model.to(bfloat16), in numpy: the
+    buffer inv_freq was cast to bfloat16; a rebuild (only for seq_len > max_position_embeddings) takes t in
+    inv_freq's dtype; the dynamic NTK class first recomputes inv_freq in float32 with its stretched base."""
+    bf16 = ml_dtypes.bfloat16
+    inv = np.float32(1.0) / (np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    inv = inv.astype(bf16)  # the cast buffer
+    assert seq_len > max_pos
+    if kind == "dynamic":
+        base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2))
+        inv = np.float32(1.0) / (np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    t = np.arange(seq_len).astype(inv.dtype)
+    if kind == "linear":
+        t = (t.astype(np.float32) / np.float32(factor)).astype(inv.dtype)
+    freqs = (t.astype(np.float32)[:, None] * inv.astype(np.float32)[None, :]).astype(inv.dtype)
+    cos, sin = (f(freqs.astype(np.float32)).astype(bf16).astype(np.float64) for f in (np.cos, np.sin))
+    return cos, sin, base
+
+
+def test_2023_rebuilds_rounded_every_stage_except_dynamic_ntk(nb):
+    """Cell 35: a rebuild after the cast (longer sequence, with or without linear scaling) rounded positions,
+    frequencies and angles in bfloat16; dynamic NTK recomputed inv_freq in float32 first, so only its table was cast."""
+    from ropegeo.precision import deployed, generated_phases
+
+    n = 8192
+    for kind in ("plain", "linear"):  # neighbouring positions share one row: the positions themselves rounded
+        cos, sin, _ = _tf436_table(kind, n)
+        same = (cos[1:] == cos[:-1]).all(axis=1) & (sin[1:] == sin[:-1]).all(axis=1)
+        assert same.any(), kind
+    cos, sin, ntk_base = _tf436_table("dynamic", n)
+    assert ntk_base > 10_000.0
+    assert not ((cos[1:] == cos[:-1]).all(axis=1) & (sin[1:] == sin[:-1]).all(axis=1)).any()
+    # the deployed pipeline with the NTK base: float32 angles, the table alone in bfloat16
+    theta = [ntk_base ** (-2 * i / 128) for i in range(64)]
+    c_dep, s_dep = generated_phases(np.arange(n), theta, deployed("bfloat16"))
+    assert max(np.abs(cos - c_dep).max(), np.abs(sin - s_dep).max()) <= 2.0**-8  # a table unit at most
+    exact = np.multiply.outer(np.arange(n, dtype=float), theta)
+    err = np.abs(np.arctan2(sin * np.cos(exact) - cos * np.sin(exact), cos * np.cos(exact) + sin * np.sin(exact)))
+    assert err.max() < 0.01  # the table's rounding, not the old bug's radians
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert ("for a sequence longer than `max_position_embeddings`, with or without linear scaling; dynamic NTK "
+            "escaped, since it recomputed `inv_freq` in float32 before each rebuild") in prose
+    assert "under dynamic NTK scaling) every stage" not in prose
+    assert "`cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)`" in prose  # quoted as transformers 5.24.0 writes it
 
 
 def test_float32_angle_error_grows_with_position(glued):
@@ -475,12 +524,35 @@ def test_probe_numbers(glued):
     beta = 2 * math.log(9) / dist(1, THETA) ** 2
     assert glued["mass_f32"] == pytest.approx(mass(dist(1, THETA), beta), abs=2e-3)
     assert glued["mass_dep"] == pytest.approx(glued["mass_f32"], abs=5e-3)
+    # the Gate B table's mass for the same pipeline: the keys' rounded distance turned into a mass, 0.900 against
+    # the probe's 0.898; at the probe's own key positions (32,767, 32,766) that distance still gives 0.900, so the
+    # gap is the probe's rounded query and rotation, not where the keys sit
+    assert glued["parser_dep_mass"] == pytest.approx(mass(glued["parser_dep"], beta), abs=1e-9)
+    assert round(glued["parser_dep_mass"], 3) == 0.900 and round(glued["mass_dep"], 3) == 0.898
+    bf16 = ml_dtypes.bfloat16
+
+    def sig(pos):  # float32 angles, the table in bfloat16
+        a = [np.float32(np.float32(pos) * np.float32(t)) for t in THETA]
+        return [(float(bf16(np.cos(x))), float(bf16(np.sin(x)))) for x in a]
+
+    u, v = sig(32_767), sig(32_766)
+    d_keys = math.sqrt(sum((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 for p, q in zip(u, v)) / 64)
+    assert round(mass(d_keys, beta), 3) == 0.900
     assert glued["mass_old"] == 0.5
     w = [1.0] * 4 + [0.0] * 60
     beta_fast = 2 * math.log(9) / dist(1, THETA, w) ** 2
     assert glued["mass_fast"] == pytest.approx(mass(dist(glued["fast_offset"], THETA, w), beta_fast), abs=1e-9)
     assert glued["mass_equal"] == pytest.approx(mass(dist(glued["fast_offset"], THETA), beta), abs=1e-9)
     assert glued["sweep_gap"] < 1e-9
+
+
+def test_probe_figure_alt_text(nb):
+    """The alt text: one distractor near distance 0 (about 0.09, offset 6,283 from the target), every other beyond 0.3."""
+    close = [d for d in range(1, 8191) if dist(d, THETA8) < 0.3]  # every difference the sweep could hold
+    assert close == [6283] and round(dist(6283, THETA8), 2) == 0.09
+    cell = next(c for c in nb["cells"] if c["metadata"].get("mystnb", {}).get("figure", {}).get("name") == "fig-ch03-probe")
+    assert "a single point, at distance about 0.09" in cell["metadata"]["mystnb"]["image"]["alt"]
+    assert "beyond 0.3" in cell["metadata"]["mystnb"]["image"]["alt"]
 
 
 def test_fast_band_offset_is_near_whole_turns(glued):
@@ -542,6 +614,9 @@ def test_one_meaning_for_mu_and_p_rope_cited(nb):
 
 def test_structure(nb):
     cells = nb["cells"]
+    ladder = next(c for c in cells if "lam[[0, 1, 2, -2, -1]]" in "".join(c["source"]))
+    shown = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in ladder["outputs"])
+    assert "6.28" in shown and "e+" not in shown  # the wavelengths print as numbers, not 6.280000e+00
     assert cells[0]["cell_type"] == "markdown" and "What you will be able to do" in "".join(cells[0]["source"])
     assert "hide-cell" in cells[1]["metadata"].get("tags", [])
     src = ["".join(c["source"]) for c in cells]

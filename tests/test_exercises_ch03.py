@@ -31,6 +31,11 @@ def test_slow_pairs():
     assert not fb and "DO complete" in fb.message
     fb = check("ch03-slow-pairs", SLOW + 1)
     assert not fb and "too many" in fb.message
+    # the count for a 128-wide head (the chapter's table, same base and length): the criterion, the wrong width
+    slow128 = sum(1 for i in range(64) if 8192 * 500_000.0 ** (-2 * i / 128) < 2 * math.pi)
+    assert slow128 == 29 and slow128 not in (SLOW, 32 - SLOW)
+    fb = check("ch03-slow-pairs", slow128)
+    assert not fb and "right but for a 128-wide head" in fb.message and "64 wide" in fb.message
     assert not check("ch03-slow-pairs", "14")
     assert check("ch03-slow-pairs", SLOW)
 
@@ -268,7 +273,9 @@ def test_parser_collapse():
         assert "first collision" not in fb.message and f"origin {below}" in fb.message
     fb = check("ch03-parser-collapse", 0)
     assert not fb and "distinct" in fb.message
-    for later in range(P + 1, P + 12):
+    fb = check("ch03-parser-collapse", P + 1)  # the first position, o + 1 = 259, which the solution names
+    assert not fb and "first of the three positions" in fb.message and "origin o" in fb.message
+    for later in range(P + 2, P + 12):
         fb = check("ch03-parser-collapse", later)
         expect = {1: "earlier origin", 2: "only two", 3: "smaller origin"}[_rows(later)]
         assert not fb and expect in fb.message
@@ -361,6 +368,14 @@ def test_gate_b_rule():
     assert want > d1 and abs(d1 - _d1()) > 0.01  # stricter than the calibration; not base 10,000's D(1)
     assert check("ch03-gate-b-rule", want) and check("ch03-gate-b-rule", round(want, 5))
     assert not check("ch03-gate-b-rule", None) and not check("ch03-gate-b-rule", "x")
+    assert check("ch03-gate-b-rule", float(f"{want:.4g}"))  # four significant digits pass
+    for rounded in (round(want, 3), float(f"{want:.3g}")):  # three do not: told it is the rounding, not the method
+        assert abs(rounded - want) > 1e-4 * want
+        fb = check("ch03-gate-b-rule", rounded)
+        assert not fb and "right, but round to at least 4 significant digits" in fb.message
+        assert "rivals" not in fb.message
+    fb = check("ch03-gate-b-rule", want + 2e-3)  # off by more than rounding: not called right
+    assert not fb and "right, but" not in fb.message
     for answer, fragment in ((d1 * math.sqrt(math.log(9) / math.log(4)), "against one rival"),
                              (d1 * math.sqrt(math.log(3) / math.log(4)), "harder, not easier"),
                              (d1 * math.sqrt(math.log(4) / math.log(27)), "wrong way up"),

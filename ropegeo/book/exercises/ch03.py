@@ -32,6 +32,8 @@ def slow_pairs_check(answer):
         return wrong("that is the number of pairs that DO complete a turn; count the others.")
     if n < 0 or n > theta.size:
         return wrong(f"a head of width 64 has {theta.size} pairs; the count must lie between 0 and {theta.size}.")
+    if n == slow_pairs(frequencies(128, 500_000.0), 8192):
+        return wrong("your criterion is right but for a 128-wide head; this exercise's head is 64 wide.")
     if n > expected:
         return wrong("too many: a pair is slow only when length * theta_i / (2 pi) is below one.")
     return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31.")
@@ -76,9 +78,7 @@ _CASES = [([1, 2, 3], frequencies(16)), ([0, 7, 44, 45, 300], frequencies(8)),
 
 
 def _tolerance(offsets, theta) -> float:
-    """What a correct float32 computation, or an answer rounded to 6 decimals, guarantees: half an ulp
-    on each phase and about 2**-24 on each cos, sin, at most doubled by the chord distance, plus 5e-7.
-    """
+    """What float32 or 6 decimals guarantee: half an ulp a phase, ~2**-24 a cos, sin, doubled by the chord, + 5e-7."""
     phase = max(abs(o) for o in offsets) * float(np.max(theta))
     return 5e-7 + 8 * 2.0**-24 * (1 + phase)
 
@@ -88,6 +88,10 @@ def _cosine_only(offsets, theta) -> float:
     c = np.cos(np.multiply.outer(np.asarray(offsets, float), theta))
     d2 = ((c[:, None, :] - c[None, :, :]) ** 2).mean(axis=-1)
     return float(np.sqrt(d2[np.triu_indices(len(offsets), 1)].min()))
+
+
+def _rounded(x, ref, what="", advice=""):  # a correct value rounded to a few digits: the digits, not the method
+    return abs(x - ref) <= 5e-4 and f"your {what} {x:.6g} is off by {abs(x - ref):.1e}, the size of rounding: {advice}."
 
 
 def _slip(m, ref, offsets, theta, tol):
@@ -109,9 +113,8 @@ def _slip(m, ref, offsets, theta, tol):
         return "you returned 1 - K; the distance is the chord length, the square root of twice that."
     if near(ref**2):
         return "you returned the squared distance; take its square root."
-    if abs(m - ref) <= 5e-4:  # a correct margin rounded to 3-5 decimals: the digits, not the method
-        return (f"your margin {m:.6g} is off by {abs(m - ref):.1e}, the size of rounding it to a few decimals: "
-                "return it unrounded, or round to at least six decimals.")
+    if _rounded(m, ref):
+        return _rounded(m, ref, "margin", "return it unrounded, or round to at least six decimals")
     if m > ref:
         return (f"for offsets {offsets[:6]}... with {pairs} pairs your margin is {m:.6g}, larger than the smallest "
                 "distance of the set: compare every pair of offsets, not only neighbours.")
@@ -123,10 +126,7 @@ def _slip(m, ref, offsets, theta, tol):
 
 @exercise("ch03-margin-function")
 def margin_function_check(fn):
-    """A brute-force ``margin(offsets, theta) -> (margin, (a, b))`` in exact arithmetic, equal weights.
-
-    Accepted to what a float32 computation guarantees (:func:`_tolerance`).
-    """
+    """A brute-force ``margin(offsets, theta) -> (margin, (a, b))``, equal weights, to float32's :func:`_tolerance`."""
     need_function(fn, "pass the function itself, margin, not its result.")
     for offsets, theta in _CASES:
         ref = separation_margin(offsets, theta)
@@ -179,6 +179,8 @@ def gate_b_rule_check(answer):
         return wrong("the gap grows with D squared, so the threshold takes the square root of the ratio.")
     if near(float(difference_distance(1, frequencies(128))) * math.sqrt(odds / cal)):
         return wrong("D_train(1) belongs to this head's own bank: its base is 500,000.")
+    if _rounded(t, expected):
+        return wrong(_rounded(t, expected, "threshold", "right, but round to at least 4 significant digits"))
     return wrong("write the right key's weight against N_rival rivals that each trail it by beta D^2 / 2, ask for at "
                  "least A_star, and put in beta = 2 ln r_cal / D_train(1)^2.")
 
@@ -187,8 +189,7 @@ def gate_b_rule_check(answer):
 
 @exercise("ch03-parser-collapse")
 def parser_collapse_check(answer):
-    """Smallest origin at which offsets 1, 2, 3 all share one phase row in the all-bfloat16 pipeline
-    (head dim 128, base 10,000)."""
+    """Smallest origin where offsets 1, 2, 3 share one all-bfloat16 phase row (head dim 128, base 10,000)."""
     n = need(_as_int(answer, "the origin"))
     if n < 0:
         return wrong("origins are non-negative positions.")
@@ -198,6 +199,8 @@ def parser_collapse_check(answer):
     if n == want:
         return correct("this is the first origin at which all three of the parser's offsets share one phase row "
                        "when every stage runs in bfloat16.")
+    if n == want + 1:
+        return wrong(f"{n} is the first of the three positions, o + 1; the question asks for the origin o.")
     rows = _parser_rows(n)
     if rows == 1:
         return wrong(f"the three positions do share one row at origin {n}, but there is an earlier origin where "
@@ -218,9 +221,7 @@ def _parser_rows(origin: int) -> int:
     """How many distinct all-bfloat16 phase rows the positions origin + 1, 2, 3 produce."""
     d = pairwise_distances([1, 2, 3], frequencies(128), dtype=uniform("bfloat16"), origin=origin)
     zero = d == 0
-    if zero.all():
-        return 1
-    return 2 if zero[np.triu_indices(3, 1)].any() else 3
+    return 1 if zero.all() else 2 if zero[np.triu_indices(3, 1)].any() else 3
 
 
 @functools.lru_cache(maxsize=1)
