@@ -823,9 +823,18 @@ def test_prose_fixes_of_the_sixth_review():
     assert "are uncorrelated and share one variance" in prose
     assert "learning rate {glue:text}`train_lr:g`" in prose and "The loss is the cross-entropy" in prose
     assert "gave one reason" not in prose and "extrapolate to sequences longer" in prose
-    assert "does not persist on other seed sets" in prose
+    assert "does not persist: on seeds 1000–1039, which the tests also train, fewer than half grow" in prose
     # no markdown cell carries both the budget and the softmax-visible spread
     assert not any("3,000 steps" in c.source and "Softmax sees less" in c.source for c in cells)
     assert max(len(c.source) for c in cells if c.cell_type == "markdown") < 3000
     fig = next(c.metadata["mystnb"] for c in cells if "causal_figure(" in c.source)
     assert "Grey cells are masked" in fig["figure"]["caption"] and "Grey cells" in fig["image"]["alt"]
+
+
+def test_the_slow_pairs_lean_towards_growth_does_not_persist():
+    """Seeds 0-19 and 20-39 grow the slow pairs' own blocks in 15 and 16 of 20; the prose says that lean does not
+    persist: on seeds 1000-1039 fewer than half grow (16 of 40 when written; the mean stays near 100%, 1.00).
+    No seed there lies within 1e-3 of the threshold, so rounding on another CPU cannot move the count."""
+    slow = np.array([_trained(s)[3]["slow_kept"] for s in range(1000, 1040)])
+    assert np.sum(slow > 1) < len(slow) / 2
+    assert abs(slow.mean() - 1) < 0.05 and np.abs(slow - 1).min() > 1e-3
