@@ -194,6 +194,11 @@ def test_sinusoidal():
     fb = check("ch01-sinusoidal", flat)
     assert not fb and "(3, 4)" in fb.message and "(3, 4, 8)" in fb.message
     assert check("ch01-sinusoidal", lambda p, d: flat(p, d).reshape(np.shape(p) + (d,)))
+    # positions cast to whole numbers: right at the whole positions, wrong at 3.5, and told so
+    for whole in (np.trunc, np.rint, lambda p: np.asarray(p).astype(int)):
+        fb = check("ch01-sinusoidal", lambda p, d, whole=whole: _code(whole(p), d))
+        assert not fb and "fractional positions" in fb.message
+    assert "fractional" not in check("ch01-sinusoidal", lambda p, d: _code(p, d, exponent=1.0)).message
 
 
 # ---- ch01-causal-survivors ------------------------------------------------------------------------

@@ -246,9 +246,10 @@ def _sinusoidal(answer):
             continue
         if np.allclose(got[..., 0::2], want[..., 1::2]) and np.allclose(got[..., 1::2], want[..., 0::2]):
             return wrong("sines and cosines are swapped: even columns hold sines, odd columns cosines.")
-        half = np.concatenate([want[..., 0::2], want[..., 1::2]], axis=-1)
-        if np.allclose(got, half):
+        if np.allclose(got, np.concatenate([want[..., 0::2], want[..., 1::2]], axis=-1)):
             return wrong("right values, wrong layout: sines and cosines of one frequency sit in adjacent columns.")
+        if any(np.allclose(got, sinusoidal_encoding(whole(pos), dim)) for whole in (np.trunc, np.rint, np.ceil)):
+            return wrong("right at whole positions, wrong at 3.5: fractional positions were rounded; keep them float.")
         if np.allclose(got[..., :2], want[..., :2]) and not np.allclose(got[..., 2:], want[..., 2:]):
             return wrong("the first pair is right but later frequencies are off: check the exponent of the base.")
         return wrong(f"values differ from the sinusoidal code (dim={dim}); check the frequencies and the layout.")
@@ -265,8 +266,7 @@ def _causal_survivors(answer):
     layer, x, perm = survivor_problem()
     changed = np.max(np.abs(layer(x[perm]) - layer(x)), axis=-1)
     truth = {i for i in range(8) if changed[i] < 1e-12}
-    extra = sorted(set(got) - truth)
-    missing = sorted(truth - set(got))
+    extra, missing = sorted(set(got) - truth), sorted(truth - set(got))
     if not extra and not missing:
         return correct("these slots see the same query and the same set of keys as before; their outputs agree "
                        "up to rounding.")
