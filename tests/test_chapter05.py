@@ -809,3 +809,47 @@ def test_cache_slip_and_widening_wording(nb):
     assert "every offset from the new query to the cached keys" in text and "every offset the new query sees" not in text
     # transformers 5.24.0's LlamaRotaryEmbedding.forward, quoted as the wheel writes it
     assert "`self.inv_freq.to(device=x.device, dtype=torch.float)`" in text
+
+
+# ---------------------------------------------------------------- what a manifest cannot record
+def test_manifest_names_the_choices_it_cannot_record(nb, glued):
+    from dataclasses import fields
+
+    from ropegeo.gates.a.gate import gate_a
+    from ropegeo.models.manifest import RopeManifest
+    from ropegeo.operator import RotaryOperator
+
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert "a short record of every choice" not in text and "one field for each" not in text
+    assert "records the declared choices" in text and "It has no field for five other choices" in text
+    for listed in ("the dtype `inv_freq` is stored in", "the dtype of the position ids", "the sign of the sine",
+                   "which end of the head rotates", "which roles"):
+        assert text.count(listed) >= 2, listed  # in the manifest's section and beside the three invisible defects
+    # none of them is a field: the only dtype a manifest or its operator holds is the angles' phase_dtype
+    names = {f.name for f in fields(RopeManifest)} | {f.name for f in fields(RotaryOperator)}
+    assert [n for n in names if "dtype" in n] == ["phase_dtype"]
+    assert not [n for n in names if re.search(r"inv_freq|sign|mirror|orient|direction|role|value|query|end|side|slice",
+                                              n)], names
+    with pytest.raises(ValueError):  # rounded frequencies cannot be written in: no explicit theta
+        RopeManifest(RotaryOperator(head_dim=64, pairing="half", theta=freqs(64)))
+    with pytest.raises(ValueError):
+        RopeManifest(head_dim=64, pairing="half", phase_dtype="bfloat16-frequencies")
+    # Gate A takes them as theta: a rotation by hand with bfloat16-rounded frequencies fails against the
+    # base and passes against its own frequencies, as the glued counts of the cast copy say
+    rounded = freqs(64).astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+
+    def cast_copy(x, positions):
+        return _rotate_with(np.asarray(x, float), np.asarray(positions, float), rounded)
+
+    assert glued["cast_base_failed"] == len(gate_a(cast_copy, head_dim=64, base=10_000.0, pairing="half").failed) == 1
+    assert glued["cast_theta_failed"] == len(gate_a(cast_copy, head_dim=64, pairing="half", theta=rounded).failed) == 0
+    assert "fails {glue:text}`cast_base_failed` check (`frequencies`)" in text
+
+
+def _rotate_with(x, positions, theta):
+    """Half-split pairs (i, i + d/2) turned by p * theta_i, written out with cos and sin."""
+    h = theta.size
+    ang = positions[..., None] * theta
+    c, s = np.cos(ang), np.sin(ang)
+    a, b = x[..., :h], x[..., h:]
+    return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)

@@ -45,7 +45,7 @@ def pairing_layouts(head_dim: int = 8, *, layout: str = "wide") -> Figure:
                 ax.text(c, r, str(i), ha="center", va="center", fontsize=8, color="white")
         ax.set(title=title, xticks=range(d), yticks=range(d), xlabel="input coordinate", ylabel="output coordinate")
     sep = "; " if layout == "wide" else "\n"
-    fig.suptitle(f"Rotation matrix pattern of one head (d_head = {d}){sep}the number is the pair index")
+    fig.suptitle(f"Rotation matrix pattern of one head ($d_\\mathrm{{head}}$ = {d}){sep}the number is the pair index")
     return finish(fig, layout)
 
 
@@ -218,7 +218,7 @@ def phase_error_curves(head_dim: int = 128, base: float = 10_000.0, *, max_posit
     ax.text(1.2, np.pi * 1.15, "pi: the phase says nothing", fontsize=8, color="#666666")
     ax.set(xlabel="position", ylabel="largest phase error over pairs (rad)", ylim=(1e-9, 10))
     sep = " " if layout == "wide" else "\n"
-    ax.set_title(f"Phase error of generated angles{sep}(d_head = {head_dim}, base {base:,.0f})")
+    ax.set_title(f"Phase error of generated angles{sep}($d_\\mathrm{{head}}$ = {head_dim}, base {base:,.0f})")
     if layout == "wide":
         ax.legend(fontsize=8, loc="lower right")
     else:  # below the axes, clear of the limit labels
