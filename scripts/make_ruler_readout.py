@@ -3,7 +3,7 @@
     PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python scripts/make_ruler_readout.py
 
 Trains the far head (40 back, 64 tokens, 1,000 steps) under base 10,000 slowed x8, as in
-``make_ruler_study.py``, for seeds 0-19 and the disjoint check seeds 1000-1019, and stores per seed
+``make_ruler_study.py``, for seeds 0-19, the disjoint check seeds 1000-1019 and 40 further seeds 1020-1059 (``further_seeds``), and stores per seed
 ``ropegeo.toy.alternatives.attention_split`` at 512 tokens (means over queries 40-511), ``rival_readout``
 (the last query) and capture per query: the last query's mass beyond the window (``last_beyond``), the share of
 queries 40-511 putting half or more there (``captured_queries``) and the first query from which every later one
@@ -27,7 +27,8 @@ from ropegeo.toy.scheme_heads import train_position_head
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_budget_curve import write_run  # noqa: E402
 
-SETTINGS = {"seeds": list(range(20)), "check_seeds": list(range(1000, 1020)), "distance": 40, "train_length": 64,
+SETTINGS = {"seeds": list(range(20)), "check_seeds": list(range(1000, 1020)),
+            "further_seeds": list(range(1020, 1060)), "distance": 40, "train_length": 64,
             "length": 512, "steps": 1000, "slope_from": 30, "ruler": "base 10,000 slowed x8"}
 
 
@@ -59,7 +60,7 @@ def per_query(head, s=SETTINGS) -> dict:
 
 def main() -> int:
     start = time.perf_counter()
-    run = {"settings": SETTINGS, "seeds": readouts(SETTINGS["seeds"]), "check_seeds": readouts(SETTINGS["check_seeds"])}
+    run = {"settings": SETTINGS, **{w: readouts(SETTINGS[w]) for w in ("seeds", "check_seeds", "further_seeds")}}
     write_run(run, "ruler_readout.json", "scripts/make_ruler_readout.py", start)
     return 0
 

@@ -44,6 +44,7 @@ def g(name):
 
 
 CLOSED = {
+    "none_queries_per_seq", "none_second_per_seq",
     "t5_exact", "t5_exact_last", "t5_exact_enc", "t5_width_100", "t5_last_start", "alibi_first", "alibi_last",
     "alibi_gentle_100", "alibi12_extra", "kernel_min", "kernel_argmin", "big_shift", "n_guaranteed",
     "sin_guarantee_change", "abs_guarantee_change", "rel_guarantee_worst", "cmp_offset", "cmp_distance",
@@ -74,6 +75,7 @@ TRAINED = {
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
     "tl_alibi2_k1_mass", "tl_k5_max", "tl_nope2_k5_max",
     "rope_losers_back3", "rope_losers_rival", "rope_losers_rival_pi", "rope_losers_off02", "rope_losers_off1",
+    "rope_losers_off02_bound", "rope_losers_others_off0", "rope_losers_others_off1",
     "rope_losers_others", "rival_example_share", "slow_uncaptured_third", "slow_uncaptured",
     "slow_rival_j4", "slow_rival_j7", "slow_rival_j9",
     *(f"rd_{k}{w}" for k in ("n", "captured", "gap_agree", "slope_agree", "third", "at_return", "gap_miss", "slope_miss",
@@ -82,7 +84,9 @@ TRAINED = {
     "slow_kept_last_max", "slow_captured_mean", "rd_third_cap", "rd_p1_against", "rd_p27_min", "rd_p27_max",
     "rd_p27_share_min",
     "rd_w0_min", "rd_w0_max", "rd_pair0_gap_max", "rd_cap_gap_min", "rd_cap_gap_max", "rd_kept_negative", "rd_kept",
-    "rd_kept_gap_most", "rd_kept_gap_least",
+    "rd_kept_gap_most", "rd_kept_gap_least", "rd_w0_min_check", "rd_w0_max_check", "rd_pair0_gap_max_check",
+    *(f"rd_marginal{k}{w}" for k in ("", "_pair0", "_slow_max") for w in ("", "_check")),
+    *(f"rd_{k}_further" for k in ("n", "captured", "slope_agree", "gap_agree", "at_return", "third")),
     "ruler_budgets", "ruler_trained", "rope_losers_check", "rope_losers_check_far", "rope_losers_check_rival",
     *(f"{r}_ret_long_check{x}" for r in ("rope10k", "rope500") for x in SPREAD), "r500_beats_10k_check",
     "rope500_stretch_8_min_check", "slow_neighbours_max_check",
@@ -714,6 +718,13 @@ def test_rope_losers_look_beyond_the_window():
     others = [(s, r) for s, r, b in zip(losers, rivals, back3) if not b]
     assert g("rope_losers_others") == ", ".join(f"seed {s}'s at {r} (pair 2 {offsets(r)[2]:.2f} of a turn off)" for s, r in others)
     assert all(offsets(r)[2] > 0.1 for _, r in others)
+    # "within 0.002 of a turn": the bound is the value rounded up, never down
+    assert g("rope_losers_off02") <= g("rope_losers_off02_bound") < g("rope_losers_off02") + 0.001
+    assert round(g("rope_losers_off02"), 3) < g("rope_losers_off02")  # the plain rounding would understate it
+    # the other rival is a near-return of pairs 0 and 1 only
+    assert [r for _, r in others] == [363]
+    assert g("rope_losers_others_off0") == pytest.approx(offsets(363)[0], rel=1e-9) and g("rope_losers_others_off0") < 0.03
+    assert g("rope_losers_others_off1") == pytest.approx(offsets(363)[1], rel=1e-9) and g("rope_losers_others_off1") < 0.03
     other = [sh.train_position_head("rope", OFF, train_length=L, seed=s) for s in HOLDOUT]
     lost = [ref_scores(h, np.arange(512)) for h in other if _task(h, 512, OFF)[0] < 1]
     assert len(lost) >= 3, "fewer than 3 losing seeds among 1000-1019: the direction could not be checked"
@@ -886,6 +897,12 @@ def test_match_closed_forms():
     assert g("none_once_share") == pytest.approx(once, abs=1e-12)
     # NoPE can only be right where a single earlier copy exists, and the trained head is right there
     assert g("none_match_train") == pytest.approx(once, abs=1e-12)
+    # exactly 1/7 by counting, sequence by sequence: 56 queries with an earlier copy, 8 of them with exactly one
+    tok = match_sequences(L)
+    per_seq = [(sum(1 for b, _, _, _ in copies if b == k), sum(1 for b, _, _, c in copies if b == k and c == 1))
+               for k in range(tok.shape[0])]
+    assert set(per_seq) == {(g("none_queries_per_seq"), g("none_second_per_seq"))} == {(56, 8)}
+    assert g("none_once_share") == pytest.approx(1 / 7, abs=1e-15)
     tied = np.mean([m - t >= 16 and c >= 2 for _, m, t, c in copies])
     assert g("relative_tie_ceiling") == pytest.approx(1 - tied, abs=1e-12)
     assert g("relative_match_train") <= g("relative_tie_ceiling") + 1e-12
@@ -953,7 +970,8 @@ def readout_heads():
     s = READOUT["settings"]
     assert (s["distance"], s["train_length"], s["length"], s["steps"], s["slope_from"]) == (DIST, L, 512, 1000, 30)
     assert s["seeds"] == STUDY["settings"]["seeds"] and s["check_seeds"] == list(HOLDOUT)
-    return {w: _ruler_heads(SLOW, s[w], s["steps"], "far") for w in ("seeds", "check_seeds")}
+    assert s["further_seeds"] == list(range(1020, 1060))
+    return {w: _ruler_heads(SLOW, s[w], s["steps"], "far") for w in ("seeds", "check_seeds", "further_seeds")}
 
 
 def test_ruler_readout_is_the_retrained_heads(readout_heads):
@@ -1068,6 +1086,35 @@ def test_readout_glues_and_the_counts_on_disjoint_seeds():
     # a seed captured from a late query on averages near or below one half over all queries: the mean blurs capture
     assert any(c and b < 0.5 for c, b in zip(cap, r["beyond_window"]))
     assert g("rd_cap_queries_min") < 0.75 < g("rd_cap_queries_max") and g("rd_kept_queries_max") == 0
+    # the same weight and fastest-pair gap on seeds 1000-1019, glued beside seeds 0-19's
+    c = READOUT["check_seeds"]
+    assert (g("rd_w0_min_check"), g("rd_w0_max_check")) == (min(c["pair0_weight"]), max(c["pair0_weight"]))
+    assert g("rd_pair0_gap_max_check") == max(abs(x) for x in c["pair0_gap"]) > 3 * g("rd_pair0_gap_max")
+    # marginal seeds: the slower pairs' gap under 1.5 in size, the fastest pair's gap of the same order there
+    for w, key in (("seeds", ""), ("check_seeds", "_check")):
+        small = [(abs(a), abs(b)) for a, b in zip(READOUT[w]["pair0_gap"], READOUT[w]["slow_gap"]) if abs(b) < 1.5]
+        assert g(f"rd_marginal{key}") == len(small) >= 1
+        assert g(f"rd_marginal_pair0{key}") == max(a for a, _ in small) and g(f"rd_marginal_slow_max{key}") == max(b for _, b in small)
+    assert g("rd_marginal_pair0") > 0.5 * min(b for a, b in zip(READOUT["seeds"]["pair0_gap"], READOUT["seeds"]["slow_gap"])
+                                              if abs(b) < 1.5)  # "of the same order"
+
+
+def test_readout_on_forty_further_seeds():
+    """Seeds 1020-1059: the slope's sign near the base rate; the slower pairs' gap and the returns replicate."""
+    r, lam0 = READOUT["further_seeds"], 16 * math.pi
+    cap = [b >= 0.5 for b in r["last_beyond"]]
+    n = len(cap)
+    assert g("rd_n_further") == n == 40 and g("rd_captured_further") == sum(cap)
+    slope = sum((x > 0) == c for x, c in zip(r["slow_slope"], cap))
+    assert g("rd_slope_agree_further") == slope
+    base = max(sum(cap), n - sum(cap))  # the better constant guess
+    assert abs(slope - base) <= 0.1 * n  # "near the base rate", not the 18/20 and 19/20 of the stored sets
+    assert slope / n < min(g("rd_slope_agree") / g("rd_n"), g("rd_slope_agree_check") / g("rd_n_check")) - 0.15
+    assert g("rd_gap_agree_further") == sum((x > 0) == c for x, c in zip(r["slow_gap"], cap)) == n
+    j = [round((x - DIST) / lam0) for x in r["rival"]]
+    at = [abs(x - (DIST + k * lam0)) <= 2 for x, k in zip(r["rival"], j)]
+    assert g("rd_at_return_further") == sum(at) == n
+    assert g("rd_third_further") == sum(a and k == 3 for a, k in zip(at, j)) > n // 2
 
 
 def test_third_return_pair_by_pair():

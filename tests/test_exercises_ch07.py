@@ -135,6 +135,24 @@ def test_alibi_slopes():
     assert "wrong order" in check("ch07-alibi-slopes", lambda h: sorted(solution(h), reverse=True)).message
     assert "expected 3 slopes" in check("ch07-alibi-slopes", lambda h: solution(h) + [0.1] * (h == 3)).message
     assert "differ" in check("ch07-alibi-slopes", lambda h: [0.1] * h).message
+    # ascending for every H: H = 2 is the first that differs, a power of two, so the hint is about the order alone
+    ascending = check("ch07-alibi-slopes", lambda h: sorted(solution(h)))
+    assert not ascending and "H = 2" in ascending.message and "reversed" in ascending.message
+    assert "power-of-two set first" not in ascending.message
+    # a power of two in another order, not reversed: the hint is about the order alone
+    swapped = check("ch07-alibi-slopes", lambda h: solution(h)[1:2] + solution(h)[:1] + solution(h)[2:] if h == 4 else solution(h))
+    assert not swapped and "H = 4" in swapped.message and "steepest first" in swapped.message
+    assert "power-of-two set first" not in swapped.message
+
+    def even_fill(h):  # the next power's 2nd, 4th, ... slopes: the existing set's own, repeated
+        p = 1 << (h.bit_length() - 1)
+        return solution(h) if p == h else solution(p) + solution(2 * p)[1::2][: h - p]
+
+    filled = check("ch07-alibi-slopes", even_fill)
+    assert not filled and "H = 3" in filled.message and "2nd, 4th" in filled.message and "1st, 3rd" in filled.message
+    assert "differ" not in filled.message
+    # the first-fill solution passes the same check: the diagnosis does not catch the right answer
+    assert even_fill(3) != solution(3) and check("ch07-alibi-slopes", solution)
 
 
 # ---- ch07-shaw-ceiling ----------------------------------------------------------------------------

@@ -44,8 +44,7 @@ def _t5_bucket(answer):
     if items is None or len(items) != 2:
         return wrong("expected a pair (bucket, count): the bucket index and how many distances share it.")
     bucket, count = items
-    b = need(as_whole(bucket, "the bucket and the count as whole numbers"))
-    c = need(as_whole(count, "the bucket and the count as whole numbers"))
+    b, c = (need(as_whole(x, "the bucket and the count as whole numbers")) for x in (bucket, count))
     n = np.arange(1, 4 * T5_MAX_DISTANCE)
     buckets = t5_bucket(-n, bidirectional=False, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)
     want_b = int(buckets[T5_DISTANCE - 1])
@@ -53,8 +52,7 @@ def _t5_bucket(answer):
     if b != want_b:
         if b == T5_DISTANCE:
             return wrong(f"exact one-offset buckets only cover the smallest distances; {T5_DISTANCE} is in the log-spaced range.")
-        bidir = int(t5_bucket(-T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE))
-        if b == bidir:
+        if b == int(t5_bucket(-T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)):
             return wrong("that is the encoder (bidirectional) bucket: a decoder spends all 32 buckets on one side.")
         if b == int(t5_bucket(T5_DISTANCE, bidirectional=True, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE)):
             return wrong("the key is before the query, so the relative position key - query is negative.")
@@ -102,21 +100,23 @@ def _alibi_slopes(answer):
     for h in (1, 2, 4, 8, 16, 3, 5, 6, 12, 20, 24, 40):
         got = need(_call(answer, h))
         got = need(as_float_array(got, f"for H = {h} heads what your function returned", finite=False)).reshape(-1)
-        want = alibi_slopes(h)
+        want, p = alibi_slopes(h), 1 << (h.bit_length() - 1)  # p: the largest power of two <= h
         if got.shape != want.shape:
             return wrong(f"for H = {h} heads expected {h} slopes, got {got.size}.")
-        if np.allclose(got, want, rtol=1e-12, atol=0):
-            continue
-        naive = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
-        if np.allclose(got, naive, rtol=1e-12):
-            return wrong(f"right for powers of two, but for H = {h} heads the paper does not use 2^(-8h/H): "
-                         "it keeps a power-of-two set and adds slopes from the next one.")
-        if np.allclose(got, 2.0 ** (-8.0 * np.arange(0, h) / h), rtol=1e-12):
-            return wrong("the first head's slope is not 1: the exponents start at h = 1.")
-        if np.allclose(np.sort(got), np.sort(want), rtol=1e-12):
-            return wrong(f"right slopes for H = {h} heads, wrong order: keep the power-of-two set first, "
-                         "then the added slopes.")
-        return wrong(f"for H = {h} heads the slopes differ from ALiBi's.")
+        for alt, hint in ((want, None), (2.0 ** (-8.0 * np.arange(1, h + 1) / h), f"right for powers of two, but for H = {h} "
+                           "heads the paper does not use 2^(-8h/H): it keeps a power-of-two set and adds slopes from the next one."),
+                          (2.0 ** (-8.0 * np.arange(0, h) / h), "the first head's slope is not 1: the exponents start at h = 1."),
+                          (np.r_[want[:p], alibi_slopes(2 * p)[1::2][: h - p]], f"for H = {h} heads you added the 2nd, 4th, "
+                           f"... slopes of the {2 * p}-head set, which are the {p}-head set's own: take its 1st, 3rd, 5th, ..."),
+                          (want[::-1], f"for H = {h} heads your slopes are reversed: the first head gets the steepest slope.")):
+            if np.allclose(got, alt, rtol=1e-12, atol=0):
+                if hint is None:
+                    break
+                return wrong(hint)
+        else:
+            order = "steepest first." if p == h else "keep the power-of-two set first, then the added slopes."
+            return wrong(f"right slopes for H = {h} heads, wrong order: {order}" if np.allclose(np.sort(got), np.sort(want),
+                         rtol=1e-12) else f"for H = {h} heads the slopes differ from ALiBi's.")
     return correct("your slopes match ALiBi's for powers of two and for the other head counts.")
 
 
