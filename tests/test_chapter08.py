@@ -932,3 +932,55 @@ def test_median_seed_crossing_ratio():
     assert max(median) - min(median) < max(lowest) - min(lowest)
     prose = re.sub(r"\s+", " ", "".join(c.source for c in nbformat.read(NB, 4).cells if c.cell_type == "markdown"))
     assert "moves less between the sets than the lowest seed's" in prose
+
+
+def test_review_wording_fifth():
+    import json
+    from ropegeo.book.exercises import check
+    cells = nbformat.read(NB, 4).cells
+    prose = re.sub(r"\s+", " ", "".join(c.source for c in cells if c.cell_type == "markdown"))
+    # Qwen2.5-VL's clock rule lives in its own file, in Qwen2_5_VLModel.get_rope_index (v5.24.0)
+    assert "(`get_rope_index` in the same file)" not in prose
+    assert "(`Qwen2_5_VLModel.get_rope_index` in `src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py`" in prose
+    assert "`tokens_per_second * second_per_grid_ts`" in prose and "`.long()`" in prose
+    # v5.24.0's recomposition_frequencies: split by the undoubled sections, taken in turn, then repeated
+    assert "sections doubled" not in prose
+    assert "the 64 frequencies split by the sections and taken in turn, then repeated" in prose
+    # ch08-fastest-width: neither the per-step ratio nor the amplitude built on it before the exercise ...
+    exercise = next(i for i, c in enumerate(cells) if "ch08-fastest-width" in c.source and "{exercise}" in c.source)
+    before = "".join(c.source for c in cells[:exercise] if c.cell_type == "markdown")
+    assert "step_ratio" not in before and "peak_ratio" not in before and "100 times" not in before
+    solution = "".join(c.source for c in cells[exercise:exercise + 4] if c.cell_type == "markdown")
+    assert "`step_ratio:.0f`" in solution and "`peak_ratio:,.0f`" in solution
+    # ... and what is shown there (the slow pair to 4 decimals, the per-grid ratio to 1) does not pass the checker
+    assert "`w_slow:.4f`" in before and "`turn_ratio:.1f`" in before
+    per_step = round(G["turn_ratio"], 1) * 63 / 7  # 11.1 across the grids, times 63 / 7 steps: 99.9 per step
+    interleaved = 2 * math.pi * 5e6 ** (4 / 128)
+    assert not check("ch08-fastest-width", (2 * math.pi / (round(G["w_slow"], 4) / per_step), interleaved))
+    # whereas the per-step factor 100 would give it away (35,299 against 35,333 passes): hence none before the exercise
+    assert check("ch08-fastest-width", (2 * math.pi / (round(G["w_slow"], 4) / 100), interleaved))
+    # the clock rule's jitter at 8/3 ids per temporal patch: gaps of 2 or 3 ids, at most 2/3 id = 1/3 s off
+    gaps = [(8 * (n + 1)) // 3 - (8 * n) // 3 for n in range(5)]
+    assert sorted(set(gaps)) == [2, 3]
+    close("tps_jitter_ids", max(abs(3 * g - 8) for g in gaps) / 3)
+    close("tps_jitter_s", max(abs(3 * g - 8) for g in gaps) / 3 * 0.5)  # tokens_per_second = 2: an id is 0.5 s
+    assert G["tps_jitter_s"] < 0.5 and "under half a second" in prose and "up to half a second" not in prose
+    # "floor" is the unturned-pairs bound only; no p/q (p is a position, q a query)
+    assert "the axial head's floor" not in prose and "the axial head's lowest value along $x$ within 16 patches" in prose
+    assert "$p/q$" not in prose and "A ratio of two whole numbers, in lowest terms" in prose
+    # the kernel figure plots offsets 0 to 63, as the text reads
+    call = next(c.source for c in cells if c.cell_type == "code" and "axis_kernel_figure(" in c.source)
+    assert "axis_kernel_figure(F2, extent - 1," in call and G["q2_extent_last"] == 63
+    # captions and alt texts
+    splits_fig = next(c for c in cells if c.metadata.get("mystnb", {}).get("figure", {}).get("name") == "fig-ch08-splits")
+    assert "grey bar at the mean" in splits_fig.metadata["mystnb"]["figure"]["caption"]
+    assert "grey bar at the mean" in splits_fig.metadata["mystnb"]["image"]["alt"]
+    maps = next(c for c in cells if c.metadata.get("mystnb", {}).get("figure", {}).get("name") == "fig-ch08-kernel-maps")
+    assert "bluer, below-zero troughs" in maps.metadata["mystnb"]["image"]["alt"]
+    # the Qwen3-VL-8B config is cited at the revision the stored data file was read from
+    root = NB.parents[1]
+    revision = json.loads((root / "ropegeo" / "data" / "qwen3-vl-8b-instruct.json").read_text())["revision"]
+    bib = (root / "references.bib").read_text()
+    entry = bib[bib.index("@misc{qwen2025qwen3vl8bconfig"):]
+    entry = entry[:entry.index("\n}")]
+    assert f"Qwen3-VL-8B-Instruct/blob/{revision}/config.json" in entry and "blob/main" not in entry
