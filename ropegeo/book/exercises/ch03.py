@@ -24,8 +24,7 @@ def _as_int(answer, what: str):
 def slow_pairs_check(answer):
     """Slow pairs at head dim 64, base 500,000, training length 8,192."""
     n = need(_as_int(answer, "the number of slow pairs"))
-    theta = frequencies(64, 500_000.0)
-    expected = slow_pairs(theta, 8192)
+    expected = slow_pairs(theta := frequencies(64, 500_000.0), 8192)
     if n == expected:
         return correct(f"{n} of {theta.size} pairs show only an arc of their circle in 8,192 tokens.")
     if n == theta.size - expected:
@@ -36,7 +35,8 @@ def slow_pairs_check(answer):
         return wrong("your criterion is right but for a 128-wide head; this exercise's head is 64 wide.")
     if n > expected:
         return wrong("too many: a pair is slow only when length * theta_i / (2 pi) is below one.")
-    return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31.")
+    return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31." if n != expected - 1 else
+                 f"one short: pairs {theta.size - expected} to 31 are slow, both ends counted: a < for a <=?")
 
 
 # -- derive ------------------------------------------------------------------------------------
