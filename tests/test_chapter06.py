@@ -1013,3 +1013,13 @@ def test_pi_necessity_counts_on_the_check_curve():
     assert g("chk_gb_pi_bare_mass") == pytest.approx(bare, rel=1e-12) and bare < 0.5  # bare wins on 20-39 too
     # the direction on both sets: wins come before the three-to-one share
     assert g("chk_gb_pi_first") <= g("chk_gb_pi_all_from") < g("chk_gb_pi_share_all")
+
+
+def test_sharpness_ratio_named_and_listed():
+    """The sharpness ratio is a_beta (a bare a is chapter 8's axis), and it and beta_cal are on the notation page."""
+    prose = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "$a_\\beta = \\sum_i" in prose and "\\beta_\\text{cal}" in prose
+    # D(a, b)'s two offsets keep their letters; no other bare a
+    assert not re.search(r"\$a\s*(\$|=|\\ge)|\\sqrt a\b", prose.replace("offsets $a$ and $b$", ""))
+    rows = (NB.parents[1] / "notation.md").read_text().splitlines()
+    assert any(r.startswith("| $a_\\beta$ |") for r in rows) and any(r.startswith("| $\\beta_\\text{cal}$ |") for r in rows)
