@@ -50,7 +50,11 @@ NEW_GLUES = {
                                                     "llama3_3000_min")),
     "chk_llama3_mean_above", "chk_llama3_max_3000", "chk_pi_min_3000",
     "fast_wavelength", "pair1_speed_min", "pair1_speed_max", "pair2_slowed_min", "pair2_slowed_max", "curve_seeds", "bf16_raw_0", "bf16_pi_3000", "bf16_others_3000_min", "bf16_others_3000_max", "cs_pi_3000",
-    "cs_others_maxdiff", "chk_cs_others_maxdiff",
+    "cs_others_maxdiff", "chk_cs_others_maxdiff", "chk_cs_pi_3000",
+    *(f"{k}_{x}" for k in ("reset", "chk_reset") for x in ("modal_n", "holds_n", "share_min", "share_median", "share_max")),
+    "pi_winner_n", "chk_pi_winner_n", "offby_plus_words", "offby_minus_words", "chk_offby_plus_words", "chk_offby_minus_words",
+    *(f"{k}_{x}{y}" for k in ("pift", "chk_pift") for x in ("neighbours", "three") for y in ("", "_min", "_max")
+      if (k, x, y) not in (("pift", "neighbours", ""), ("pift", "three", ""))),
     *(f"dil_{sc}_{x}" for sc in ("none", "yarn", "log_length") for x in ("4096", "4096_min", "entropy_4096", "mult")),
     "dil_none_64", "dil_none_entropy_64", "dil_uniform_4096", "dil_none_4096_max",
     "b10_seeds", "b10_failed", "b10_match_mean", "b10_match_min", "b10_match_max", "b10_offset_mean",
@@ -363,9 +367,22 @@ def test_query_reset(heads, heads_20_39):
     modal = int(keys[np.argmax(counts)])
     assert g("reset_key") == modal
     assert g("reset_share") == pytest.approx(counts.max() / counts.sum(), abs=1e-12)
-    # the prose: every query after the modal key attends to it
+    # seed 0, the extreme: every query after the modal key attends to it
     later = np.arange(OFF, L) > modal
     assert np.all(evs[0]["winner_pos"][later] == modal)
+    # over seeds 0-19 and the disjoint 20-39: how often that key is the modal one, how often its run lasts to the
+    # last query, and its share of the queries
+    for key, hs in (("reset", list(heads) + more), ("chk_reset", heads_20_39)):
+        won = [ref_offset_eval(h, L, reset=True)["winner_pos"] for h in hs]
+        tops = [np.bincount(w).argmax() for w in won]
+        shares = [np.mean(w == t) for w, t in zip(won, tops)]
+        assert g(f"{key}_modal_n") == sum(t == modal for t in tops)
+        assert g(f"{key}_holds_n") == sum(bool(np.all(w[np.arange(OFF, L) > t] == t)) for w, t in zip(won, tops))
+        for stat in ("min", "median", "max"):
+            assert g(f"{key}_share_{stat}") == pytest.approx(getattr(np, stat)(shares), abs=1e-12)
+        # the prose: the key is typical, the run to the last query is not, and a long run (a third or more) in every seed
+        assert g(f"{key}_modal_n") >= 18 and g(f"{key}_holds_n") <= 10 and min(shares) > 0.3
+    assert g("reset_share") == pytest.approx(g("reset_share_max"), abs=1e-12)  # seed 0 is the extreme of 0-19
 
 
 def test_off_by_one(heads, heads_20_39):
@@ -385,6 +402,11 @@ def test_off_by_one(heads, heads_20_39):
     assert g("offby_minus_share") == pytest.approx(min(np.mean(e["winner_disp"] == OFF + 1) for e in minus), abs=1e-12)
     assert g("offby_plus_share") > 0.9 and g("offby_minus_share") > 0.9
     assert g("offby_acc") == pytest.approx(max(e["acc"] for e in plus + minus), abs=1e-12)
+    # the shares in words: "all" only when every query of every seed picks the shifted key
+    for key, p_, m_ in (("offby", plus, minus), ("chk_offby", cp, cm)):
+        for side, es, want in (("plus", p_, OFF - 1), ("minus", m_, OFF + 1)):
+            low = min(np.mean(e["winner_disp"] == want) for e in es)
+            assert g(f"{key}_{side}_words") == ("all" if low == 1 else f"at least {low:.0%} of")
 
 
 def test_raw_extrapolation_and_rivals(heads, raw):
@@ -559,10 +581,17 @@ def test_pair_shapes_labelled_controls():
             assert at == pytest.approx(30.0, abs=1e-9)
 
 
-def test_interpolation(heads):
+def test_interpolation(heads, heads_20_39):
     pi = [ref_offset_eval(h, T, scale=1 / 8) for h in heads]
     vals, counts = np.unique(pi[0]["winner_disp"], return_counts=True)
     assert g("pi_winner") == int(vals[np.argmax(counts)]) == 8 * OFF
+    more = gc.train_heads("offset", range(10, 20), offset=OFF, head_dim=16, base=10_000.0, train_length=L)
+    for key, hs in (("pi_winner", list(heads) + more), ("chk_pi_winner", heads_20_39)):
+        tops = []
+        for h in hs:
+            v, c = np.unique(ref_offset_eval(h, T, scale=1 / 8)["winner_disp"], return_counts=True)
+            tops.append(int(v[np.argmax(c)]))
+        assert g(f"{key}_n") == sum(t == 8 * OFF for t in tops) >= 18
     assert g("pi_acc_max") == max(e["acc"] for e in pi) == 0.0
     tuned = [gc.fine_tune(h, extension="pi", factor=8) for h in heads]
     assert all(t.scale == pytest.approx(1 / 8) for t in tuned)
@@ -571,13 +600,19 @@ def test_interpolation(heads):
     assert g("pift_perfect") == sum(e["acc"] == 1.0 for e in ft)
     assert g("pift_mass_min") == pytest.approx(min(masses), rel=1e-9)
     assert g("pift_mass_max") == pytest.approx(max(masses), rel=1e-9)
-    near = np.nanmean([e["att"][[4, 6]] for e in ft], axis=0).sum()
-    assert g("pift_neighbours") == pytest.approx(near, rel=1e-9)
-    # a share of all the attention, and more than the target receives in any seed
-    assert 0 < g("pift_neighbours") < 1 and g("pift_neighbours") > g("pift_mass_max")
-    # "mostly three tokens": offsets 4, 5 and 6 together, on average, hold most of the attention, not all of it
-    three = np.nanmean([e["att"][[4, 5, 6]] for e in ft], axis=0).sum()
-    assert g("pift_three") == pytest.approx(three, rel=1e-9) and 0.5 < three < 0.9
+    # offsets 4 and 6, and 4, 5 and 6, per seed: mean, least and most over seeds 0-19 and the disjoint 20-39
+    for key, hs in (("pift", list(heads) + more), ("chk_pift", heads_20_39)):
+        fts = ft if key == "pift" else []
+        fts = fts + [ref_offset_eval(gc.fine_tune(h, extension="pi", factor=8), T) for h in hs[len(fts):]]
+        for name, cols in (("neighbours", [4, 6]), ("three", [4, 5, 6])):
+            per_seed = np.array([e["att"][cols].sum() for e in fts])
+            assert g(f"{key}_{name}") == pytest.approx(per_seed.mean(), rel=1e-9)
+            assert g(f"{key}_{name}_min") == pytest.approx(per_seed.min(), rel=1e-9)
+            assert g(f"{key}_{name}_max") == pytest.approx(per_seed.max(), rel=1e-9)
+        # on both sets the two neighbours together take more than the target receives in any of the ten seeds,
+        # and "mostly three tokens": offsets 4, 5 and 6 hold most of the attention in every seed, not all of it
+        assert 0.3 < g(f"{key}_neighbours") < 0.6 and g(f"{key}_neighbours") > g("pift_mass_max")
+        assert 0.5 < g(f"{key}_three_min") and g(f"{key}_three_max") < 0.95
     # the interpolated ruler: offsets 1..64 on bank / 8, the closest pair one step apart
     th8 = bank(16) / 8
     assert g("pift_local_margin") == pytest.approx(min(chord(dl, th8) for dl in range(1, L)), rel=1e-9)
@@ -978,3 +1013,13 @@ def test_pi_necessity_counts_on_the_check_curve():
     assert g("chk_gb_pi_bare_mass") == pytest.approx(bare, rel=1e-12) and bare < 0.5  # bare wins on 20-39 too
     # the direction on both sets: wins come before the three-to-one share
     assert g("chk_gb_pi_first") <= g("chk_gb_pi_all_from") < g("chk_gb_pi_share_all")
+
+
+def test_sharpness_ratio_named_and_listed():
+    """The sharpness ratio is a_beta (a bare a is chapter 8's axis), and it and beta_cal are on the notation page."""
+    prose = "".join("".join(c["source"]) for c in json.loads(NB.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "$a_\\beta = \\sum_i" in prose and "\\beta_\\text{cal}" in prose
+    # D(a, b)'s two offsets keep their letters; no other bare a
+    assert not re.search(r"\$a\s*(\$|=|\\ge)|\\sqrt a\b", prose.replace("offsets $a$ and $b$", ""))
+    rows = (NB.parents[1] / "notation.md").read_text().splitlines()
+    assert any(r.startswith("| $a_\\beta$ |") for r in rows) and any(r.startswith("| $\\beta_\\text{cal}$ |") for r in rows)

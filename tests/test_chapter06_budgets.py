@@ -160,6 +160,9 @@ def test_curve_glues():
     assert g("chk_cs_others_maxdiff") == pytest.approx(
         max(np.abs(np.subtract(CHECK["mass_bf16_cos_sin"][r], CHECK["mass"][r])).max() for r in OTHERS))
     assert g("chk_cs_others_maxdiff") < 0.01
+    # interpolated heads under cos/sin in bfloat16 lose a little on seeds 20-39 too
+    assert g("chk_cs_pi_3000") == pytest.approx(np.mean(CHECK["mass_bf16_cos_sin"]["pi"][at(3000)]))
+    assert g("chk_cs_pi_3000") < g("chk_pi_3000")
 
 
 def test_stored_point_recomputed(heads):
