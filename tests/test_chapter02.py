@@ -77,6 +77,8 @@ def test_every_glued_number_has_a_test_below(glued):
         "further_reach_share_min", "further_reach_share_max", "reach_above_all", "all_seeds",
         "rope_shift_ceiling", "first_u_miss", "first_v_miss", "first_fastest_even", "first_odd_low", "first_odd_high",
         "best_phase_miss", "best_close_pairs", "best_close_miss", "defect_b_slot", "defect_b_token",
+        "near_median_move", "near_outer_move", "near_max_move", "window_low", "window_high", "window_below",
+        "window_count", "window_first16", "window_last16",
     }
     assert set(glued) == tested
 
@@ -399,11 +401,18 @@ def test_trained_head_numbers(glued, stated):
     assert glued["further_near_negative"] >= 30 and glued["trained_near_p90"] < 0 and glued["further_near_p90"] < 0
     assert glued["further_peak_at_target"] >= 38
     assert glued["trained_ratio_p10"] > 0.9 and glued["trained_far_wins"] >= 60 and glued["further_far_wins"] >= 30
-    # "the extremes move more than that": the lowest share differs between the two sets by more than the medians do
+    # how far the share's summaries move between the two sets, from the glued table values
+    moves = {key: abs(glued[f"trained_{key}"] - glued[f"further_{key}"])
+             for key in ("near_median", "near_p10", "near_p90", "near_min", "near_max")}
+    assert glued["near_median_move"] == pytest.approx(moves["near_median"], rel=1e-9)
+    assert glued["near_outer_move"] == pytest.approx(max(moves["near_p10"], moves["near_p90"], moves["near_min"]), rel=1e-9)
+    assert glued["near_max_move"] == pytest.approx(moves["near_max"], rel=1e-9)
+    # the prose's reading: the median moves least (under 0.01), the highest seed most
+    assert glued["near_median_move"] < 0.01 < glued["near_outer_move"] < glued["near_max_move"]
+    # The blocks after 0-19 are where earlier versions of these claims were re-checked (1000-1019 by an earlier
+    # test, 1040-1059 and 2020-2039 by reviewers); they stay so that the seeds which broke an earlier range
+    # stated on seeds 0-19 alone (1059, 2022, 2024 and 2033) are counted. Nothing uses 1020-1039.
     _, share, _ = _spread(prof)
-    _, share_f, _ = _spread(_profiles(further))
-    assert abs(share.min() - share_f.min()) > abs(glued["trained_near_median"] - glued["further_near_median"])
-    # the seeds that broke the range stated on seeds 0-19 alone are among those counted now
     by_seed = dict(zip(STATED_SEEDS, share))
     assert all(by_seed[s] > 0 for s in (1059, 2022, 2024, 2033))
 
@@ -478,23 +487,41 @@ def test_trained_head_claims_hold_on_disjoint_seeds(glued):
     assert np.median(share) == pytest.approx(glued["trained_near_median"], abs=0.05)
     assert np.percentile(share, 10) == pytest.approx(glued["trained_near_p10"], abs=0.1)
     assert np.percentile(share, 90) == pytest.approx(glued["trained_near_p90"], abs=0.1)
-    # "its extremes do" move: the lowest seed's share moves more than the median does
+    # the median moves least: the lowest seed's share moves more than the median does
     assert abs(share.min() - glued["trained_near_min"]) > abs(np.median(share) - glued["trained_near_median"])
     assert np.median(ratio) == pytest.approx(glued["trained_ratio_median"], abs=0.15)
     assert np.percentile(ratio, 10) > 0.9 and np.sum(ratio > 1) >= 30
     grid, slack, total = _reachable(heads)
     assert np.all(grid > prof[:, 4]) and np.all(grid / total > 0.95)
+    # the bottom panel's trend beyond the window (stated on seeds 0-19): the median window best stays in the
+    # stated band to within 0.15, below the target's level in most windows, and rises rather than falls
+    # (measured here: 0.41-1.15, below in 59 of 63, 0.70 over the first 16 windows and 0.89 over the last 16)
+    level = _window_level(prof)
+    assert level.min() == pytest.approx(glued["window_low"], abs=0.15)
+    assert level.max() == pytest.approx(glued["window_high"], abs=0.15)
+    assert np.sum(level < 1) >= 50 and level[-16:].mean() > level[:16].mean()
 
 
-def test_decay_figure_alt_text_states_the_band(nb, stated):
+def _window_level(prof):
+    """Median over the seeds of each 64-offset window's best (beyond the first), over the median target score."""
+    best = prof.reshape(len(prof), 64, 64).max(axis=2)[:, 1:]
+    return np.median(best, axis=0) / np.median(prof[:, 4])
+
+
+def test_decay_figure_alt_text_states_the_band(nb, stated, glued):
     """The bottom panel (seeds 0-19): the median of each window's best score beyond the training window swings
     between about half and 1.2 times the target level (the dashed line: the median score at delta = -5)."""
     _, prof = stated
-    best = prof[:20].reshape(20, 64, 64).max(axis=2)[:, 1:]  # windows of 64 distances, beyond the first
-    level = np.median(prof[:20, 4])
-    median = np.median(best, axis=0) / level
+    median = _window_level(prof[:20])  # windows of 64 distances, beyond the first
     assert 0.4 < median.min() < 0.6 and 1.1 < median.max() < 1.3
-    assert median[-16:].mean() > 0.9 * median[:16].mean()  # no downward trend
+    # the prose's numbers for the same panel
+    assert glued["window_low"] == pytest.approx(median.min(), rel=1e-9)
+    assert glued["window_high"] == pytest.approx(median.max(), rel=1e-9)
+    assert glued["window_count"] == median.size == 63 and glued["window_below"] == np.sum(median < 1)
+    assert glued["window_below"] > 50  # "below it in most windows"
+    assert glued["window_first16"] == pytest.approx(median[:16].mean(), rel=1e-9)
+    assert glued["window_last16"] == pytest.approx(median[-16:].mean(), rel=1e-9)
+    assert glued["window_last16"] > glued["window_first16"]  # it rises rather than falls
     cell = next(c for c in nb.cells if c.cell_type == "code" and "decay_panels(" in c.source)
     assert "swings between about half and 1.2 times" in cell.metadata["mystnb"]["image"]["alt"]
 

@@ -93,6 +93,8 @@ def test_sign_bug_accepts_an_unsimplified_derivation():
     [
         (HEALTHY, "healthy RoPE score"),
         (KEY_BUG, "the key, not the query"),
+        # the sign of the q x k term flipped in the bugged score gives the same expression: the message names both
+        ((q1 * k1 + q2 * k2) * sp.cos((m + n) * theta) + (q1 * k2 - q2 * k1) * sp.sin((m + n) * theta), "q x k term"),
         (-BUG, "opposite sign"),
         (BUG.subs(theta, 2 * theta), "not equal"),
         (BUG.subs(n, delta), "only"),

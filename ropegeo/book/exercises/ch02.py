@@ -73,9 +73,8 @@ def _is_zero(expr) -> bool:
     return sp.simplify(sp.expand_trig(expr)) == 0 or sp.simplify(expr.rewrite(sp.exp)) == 0
 
 
-#: Size bounds of a sign-bug answer (the intended expression has about 20 nodes and 2 terms):
-#: nodes of the expression tree, and terms its expansion would have. Anything larger is refused
-#: before SymPy simplifies it (simplifying a large expansion takes minutes).
+#: Size bounds of a sign-bug answer (the intended one has about 20 tree nodes, 2 expanded terms): anything
+#: larger is refused before SymPy simplifies it (simplifying a large expansion takes minutes).
 MAX_BUG_NODES, MAX_BUG_TERMS = 300, 64
 
 
@@ -185,7 +184,8 @@ def _check_sign_bug(answer):
     if same(got, want["healthy"]):
         return wrong("that is the healthy RoPE score: in this implementation the query is turned by -m theta.")
     if same(got, want["key bug"]):
-        return wrong("that is the score when the key, not the query, is turned the wrong way.")
+        return wrong("that is the score when the key, not the query, is turned the wrong way, which is also the bugged "
+                     "score with the sign of its q x k term (q1 k2 - q2 k1) flipped: recheck which of the two you did.")
     if same(got, -want["bug"]):
         return wrong("right size, opposite sign: recheck the sign of the dot product's terms.")
     return wrong("not equal to the score of the bugged implementation: rotate q by -m theta and k by n theta, then "

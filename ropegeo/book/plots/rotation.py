@@ -321,7 +321,7 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
             ax.annotate(f"{value:.3f}", (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
     ax.axhline(0, color="#999999", lw=0.8)
     sep = ",\n" if layout == "column" else ", "
-    ax.set_xticks([1, 5], [rf"key after the query{sep}$\delta$ = +{delta:g}", rf"key before the query{sep}$\delta$ = -{delta:g}"])
+    ax.set_xticks([1, 5], [rf"key after the query{sep}$\delta$ = +{delta:g}", rf"key before the query{sep}$\delta$ = −{delta:g}"])
     ax.set_ylabel("contribution to the score")
     ax.set_title("swapping the positions keeps the symmetric part and flips the oriented one")
     ax.legend(fontsize=8)
