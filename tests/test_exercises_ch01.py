@@ -224,6 +224,11 @@ def test_causal_survivors():
     assert not fb and "6 of your slots have an output that changes" in fb.message
     fb = check("ch01-causal-survivors", [7])
     assert not fb and "1 slot(s)" in fb.message
+    # a strict subset of {4, 7} (or none), what comparing with == finds: the hint to compare up to rounding
+    for subset in ([], [4], [7]):
+        assert "compare up to rounding, 1e-12" in check("ch01-causal-survivors", subset).message, subset
+    for other in ([1, 4, 7], [4, 5], list(range(8))):
+        assert "compare up to rounding" not in check("ch01-causal-survivors", other).message, other
     fb = check("ch01-causal-survivors", [1, 4, 7])  # same token in slot 1, but it sees other keys
     assert not fb and "1 of your slots have an output that changes" in fb.message
     assert not check("ch01-causal-survivors", [4, 5, 6, 7])  # the answer for a shuffle of slots 0-3 only

@@ -270,9 +270,8 @@ def _causal_survivors(answer):
     if not extra and not missing:
         return correct("these slots see the same query and the same set of keys as before; their outputs agree "
                        "up to rounding.")
-    parts = []
-    if extra:
-        parts.append(f"{len(extra)} of your slots have an output that changes")
-    if missing:
-        parts.append(f"{len(missing)} slot(s) with an unchanged output are missing")
+    parts = [f"{len(extra)} of your slots have an output that changes"] if extra else []
+    if missing:  # a strict subset of the survivors (or none): most likely compared with ==, which rounding defeats
+        parts.append(f"{len(missing)} slot(s) with an unchanged output are missing"
+                     + (" (compare up to rounding, 1e-12, not with ==)" if set(got) < truth else ""))
     return wrong("; ".join(parts) + ".")
