@@ -790,7 +790,7 @@ def test_notation_and_units(nb):
     assert "$\\varepsilon_\\text{mach} = 2^{-8}" in text and "$\\ell = \\alpha L$" not in text
     assert "A note on units" in text and "x\\sqrt{d_\\text{head}}" in text
     cast = next(c.source for c in nb.cells if c.cell_type == "code" and "buffer_cast(\"bfloat16\"), \"bfloat16\")" in c.source)
-    assert "every stage:\\npositions round\\npast 256" in cast and "256: bfloat16 integer limit" not in cast
+    assert "all-bfloat16:\\npositions round\\npast 256" in cast and "256: bfloat16 integer limit" not in cast
 
 
 def test_exercises_rise_in_difficulty(nb):

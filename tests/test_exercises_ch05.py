@@ -105,46 +105,55 @@ def test_padding_offset():
     assert "compare the position" in check("ch05-padding-offset", 42).message
 
 
-def rope_half_solution(x, positions):
+def _half(x, positions, base=10_000.0, width=None):
+    """Half-split rotation of all of x, with the frequencies of a head of ``width`` (default: x's own)."""
     x = np.asarray(x, dtype=float)
     d = x.shape[-1]
-    inv = 10_000.0 ** (-np.arange(0, d, 2) / d)
+    inv = base ** (-np.arange(0, d, 2) / (width or d))
     ang = np.asarray(positions, dtype=float)[:, None] * inv
     a, b = x[..., : d // 2], x[..., d // 2 :]
     return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
 
 
-def rope_interleaved(x, positions):
+def rope_partial_solution(x, positions, rotary_dim):
     x = np.asarray(x, dtype=float)
-    d = x.shape[-1]
-    inv = 10_000.0 ** (-np.arange(0, d, 2) / d)
-    ang = np.asarray(positions, dtype=float)[:, None] * inv
-    a, b = x[..., 0::2], x[..., 1::2]
-    out = np.empty_like(x)
-    out[..., 0::2] = a * np.cos(ang) - b * np.sin(ang)
-    out[..., 1::2] = a * np.sin(ang) + b * np.cos(ang)
+    return np.concatenate([_half(x[..., :rotary_dim], positions), x[..., rotary_dim:]], axis=-1)
+
+
+def rope_interleaved(x, positions, rotary_dim):
+    x = np.asarray(x, dtype=float)
+    r = rotary_dim
+    ang = np.asarray(positions, dtype=float)[:, None] * 10_000.0 ** (-np.arange(0, r, 2) / r)
+    a, b = x[..., 0:r:2], x[..., 1:r:2]
+    out = x.copy()
+    out[..., 0:r:2] = a * np.cos(ang) - b * np.sin(ang)
+    out[..., 1:r:2] = a * np.sin(ang) + b * np.cos(ang)
     return out
 
 
 def test_rope_half():
-    assert check("ch05-rope-half", rope_half_solution)
+    from ropegeo.rotation import apply_rope
+
+    x, p = np.random.default_rng(2).normal(size=(5, 80)), np.arange(5) * 321
+    assert np.allclose(rope_partial_solution(x, p, 20), apply_rope(x, p, rotary_dim=20, pairing="half"))
+    assert check("ch05-rope-half", rope_partial_solution)
     fb = check("ch05-rope-half", rope_interleaved)
     assert not fb and "interleaved layout, while the declared convention is half-split" in fb.message
-    wrong_base = lambda x, p: _base(x, p, 500_000.0)  # noqa: E731
+    # a copy of the chapter's whole-head helper (cell 7's rope_with(rotate_half, ...)) rotates every coordinate
+    fb = check("ch05-rope-half", lambda x, p, r: _half(x, p))
+    assert not fb and "while the declared rotary dim is 8" in fb.message
+    # frequencies spread over the whole head instead of the rotary part
+    spread = lambda x, p, r: np.concatenate([_half(np.asarray(x)[..., :r], p, width=np.shape(x)[-1]),  # noqa: E731
+                                             np.asarray(x)[..., r:]], axis=-1)
+    fb = check("ch05-rope-half", spread)
+    assert not fb and "frequencies" in fb.message
+    wrong_base = lambda x, p, r: np.concatenate([_half(np.asarray(x)[..., :r], p, 500_000.0),  # noqa: E731
+                                                 np.asarray(x)[..., r:]], axis=-1)
     fb = check("ch05-rope-half", wrong_base)
     assert not fb and "base" in fb.message
-    fb = check("ch05-rope-half", lambda x, p: np.asarray(x)[..., :4])
+    fb = check("ch05-rope-half", lambda x, p, r: np.asarray(x)[..., :4])
     assert not fb and "cannot call it" in fb.message
     assert "expected a function" in check("ch05-rope-half", 3).message
-
-
-def _base(x, positions, base):
-    x = np.asarray(x, dtype=float)
-    d = x.shape[-1]
-    inv = base ** (-np.arange(0, d, 2) / d)
-    ang = np.asarray(positions, dtype=float)[:, None] * inv
-    a, b = x[..., : d // 2], x[..., d // 2 :]
-    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
 
 
 def test_diagnose():
@@ -217,10 +226,10 @@ def test_permutation_odd_answers(answer, fragment):
 
 
 @pytest.mark.parametrize("fn, fragment", [
-    (lambda x, p: 1 / 0, "raised ZeroDivisionError"),
-    (lambda x, p: x[100], "raised IndexError"),
-    (lambda x: x, "raised TypeError"),
-    (lambda x, p, q: x, "raised TypeError"),
+    (lambda x, p, r: 1 / 0, "raised ZeroDivisionError"),
+    (lambda x, p, r: x[100], "raised IndexError"),
+    (lambda x, p: x, "raised TypeError"),
+    (lambda x, p, r, q: x, "raised TypeError"),
 ])
 def test_rope_half_reports_the_students_failure(fn, fragment):
     fb = check("ch05-rope-half", fn)
@@ -228,8 +237,8 @@ def test_rope_half_reports_the_students_failure(fn, fragment):
 
 
 def test_rope_half_recursion_is_reported():
-    def forever(x, p):
-        return forever(x, p)
+    def forever(x, p, r):
+        return forever(x, p, r)
 
     fb = check("ch05-rope-half", forever)
     assert not fb and "raised RecursionError" in fb.message
@@ -251,14 +260,14 @@ def _period_by_scan(f, d, limit=20_000):
 
 
 def _seen_offset(f, d, m, n):
-    """The offset a score sees, by brute force: the displacement whose plain rotation matches it."""
+    """The offset delta = n - m a score sees, by brute force: the displacement whose plain rotation matches it."""
     from ropegeo.rotation import apply_rope
 
     rng = np.random.default_rng(5)
     q, k = rng.normal(size=(2, d))
     s = f(q[None], [m])[0] @ f(k[None], [n])[0]
     offs = np.arange(-8000, 8001)
-    cand = apply_rope(np.tile(k, (offs.size, 1)), -offs) @ q  # score of q at 0 against k at -offset
+    cand = apply_rope(np.tile(k, (offs.size, 1)), offs) @ q  # score of q at 0 against k at delta
     return int(offs[np.argmin(np.abs(cand - s))])
 
 
@@ -272,14 +281,14 @@ def test_table_size():
     rows = _period_by_scan(f, TABLE_DECLARED["head_dim"])
     assert rows is not None and rows & (rows - 1) != 0  # not a power of two
     seen = _seen_offset(f, TABLE_DECLARED["head_dim"], TABLE_QUERY, TABLE_KEY)
-    assert seen != TABLE_QUERY - TABLE_KEY
+    assert seen != TABLE_KEY - TABLE_QUERY and seen > 0  # the query now reads as before the key
     assert check("ch05-table-size", (_length_by_scan, seen))
     assert check("ch05-table-size", [_length_by_scan, float(seen)])
     def graded(offset):
         return check("ch05-table-size", (_length_by_scan, offset)).message
-    assert "one row more" in graded(TABLE_QUERY % (rows - 1) - TABLE_KEY % (rows - 1))
-    assert "8,192 rows" in graded(TABLE_QUERY % 8192 - TABLE_KEY % 8192)
-    assert "true one" in graded(TABLE_QUERY - TABLE_KEY)
+    assert "one row more" in graded(TABLE_KEY % (rows - 1) - TABLE_QUERY % (rows - 1))
+    assert "8,192 rows" in graded(TABLE_KEY % 8192 - TABLE_QUERY % 8192)
+    assert "true one" in graded(TABLE_KEY - TABLE_QUERY)
     assert "sign" in graded(-seen)
     assert "row the query is read from" in graded(TABLE_QUERY % rows)
     assert "modulo" in graded(17)

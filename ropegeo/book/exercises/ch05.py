@@ -111,21 +111,21 @@ def _check_padding(answer):
                  "mask-based ids of the prompt imply for the next real token.")
 
 
-# ---- ch05-rope-half: implement the half-split layout, judged by Gate A ---------------------
+# ---- ch05-rope-half: partial rotary, half-split over the rotary part, judged by Gate A ---------
 @exercise("ch05-rope-half")
 def _check_rope_half(answer):
-    need_function(answer, f"expected a function rope_half(x, positions), got {type(answer).__name__}")
+    need_function(answer, f"expected a function rope_partial(x, positions, rotary_dim), got {type(answer).__name__}")
     # a stub raises NotImplementedError here (Gate A would count it as a refusal)
-    need(call_student(answer, np.zeros((2, 16)), np.arange(2), what="rope_half(np.zeros((2, 16)), np.arange(2))"))
+    need(call_student(answer, np.zeros((2, 16)), np.arange(2), 8, what="rope_partial(zeros (2, 16), arange(2), 8)"))
     try:
-        for d in (16, 64):
-            rep = gate_a(answer, head_dim=d, pairing="half")
+        for d, r in ((16, 8), (64, 32), (80, 20)):  # a whole-head helper rotates the pass-through coordinates too
+            rep = gate_a(lambda x, p, r=r: answer(x, p, r), head_dim=d, rotary_dim=r, pairing="half")
             if not rep.passed:
-                return wrong(f"Gate A (head dim {d}, declared half-split, base 10,000) fails "
-                             f"{', '.join(rep.failed)}: {rep.diagnosis}")
+                return wrong(f"Gate A (head dim {d}, rotary_dim {r}, half-split over the rotary part, base 10,000) "
+                             f"fails {', '.join(rep.failed)}: {rep.diagnosis}")
     except GateAError as exc:
         return wrong(f"Gate A cannot call it: {exc}")
-    return correct("Gate A passes it as a half-split rotary operator with base 10,000 at head dims 16 and 64.")
+    return correct("Gate A passes it: half-split over the rotary part, base 10,000, at (16, 8), (64, 32) and (80, 20).")
 
 
 # ---- ch05-diagnose: find the defect of a suspect implementation ---------------------------
@@ -208,8 +208,8 @@ _OTHER_ROWS = (3_000, 10_240)
 
 
 def _offset_with(rows: int) -> int:
-    """The offset the score sees for TABLE_QUERY and TABLE_KEY with a table of ``rows`` rows."""
-    return TABLE_QUERY % rows - TABLE_KEY % rows
+    """The offset delta = n - m (key minus query) the score sees for TABLE_QUERY and TABLE_KEY, ``rows`` rows."""
+    return TABLE_KEY % rows - TABLE_QUERY % rows
 
 
 def _measured_length(fn, rows: int):
@@ -245,21 +245,21 @@ def _check_table_size(answer):
     truth = _offset_with(rows)
     if seen == truth:
         return correct(f"table_length measures every table it is given; the query at {TABLE_QUERY:,} is read from row "
-                       f"{TABLE_QUERY % rows:,} of the {rows:,}, so the score sees it {abs(truth):,} positions "
-                       f"{'before' if truth < 0 else 'after'} the key instead of {TABLE_QUERY - TABLE_KEY:,} after: "
-                       "the sign of the displacement flips.")
-    if seen == TABLE_QUERY - TABLE_KEY:
+                       f"{TABLE_QUERY % rows:,} of the {rows:,}, so the score sees delta = {truth:+,} (the query "
+                       f"{abs(truth):,} positions {'after' if truth < 0 else 'before'} the key) instead of "
+                       f"{TABLE_KEY - TABLE_QUERY:+,}: the sign of the displacement flips.")
+    if seen == TABLE_KEY - TABLE_QUERY:
         return wrong("that offset is the true one, but the score sees the positions the table rows stand for.")
     if seen == -truth:
-        return wrong("right size, wrong sign: query position minus key position, both as the table sees them.")
+        return wrong("right size, wrong sign: delta = n - m, the key's position minus the query's, as the table sees them.")
     if seen == TABLE_QUERY % rows:
-        return wrong("that is the row the query is read from: subtract the key's.")
+        return wrong("that is the row the query is read from: subtract it from the key's.")
     if seen == _offset_with(rows - 1):
         return wrong("that uses the index of the table's last row as its length; the table holds one row more.")
     for other in (4096, 8192, 131_072):
         if seen == _offset_with(other):
             return wrong(f"that offset assumes a table of {other:,} rows; use the length your table_length measured.")
-    return wrong("reduce both positions modulo the table's length and subtract the key's row from the query's.")
+    return wrong("reduce both positions modulo the table's length and subtract the query's row from the key's.")
 
 
 # ---- ch05-query-ahead: break a KV cache on purpose and read Gate A's decoding diagnosis ----
