@@ -71,7 +71,8 @@ TRAINED = {
     "slow_kept", "budget_lo", "budget_hi", "rope_losers_retrained", "rope_losers_far", "rope_ret_long_above",
     "slow_rival_farthest", "slow_rival_near", "slow_rival_first", "slow_rival_third", "ten_rival_mode",
     "ten_rival_mode_count", "ten_rival_off", "ten_captured", "ten_missed_far", "rival_example_seed",
-    *(f"{k}_{b}" for k in ("slow_nb", "slow_nb_wins", "slow_captured", "ret_10k", "ret_slow") for b in ("lo", "hi")),
+    *(f"{k}_{b}" for k in ("slow_nb_wins", "slow_captured") for b in ("lo", "hi")),
+    *(f"{k}_{b}{x}" for k in ("slow_nb", "ret_10k", "ret_slow") for b in ("lo", "hi") for x in SPREAD),
     "tl_seeds", "tl_length", "tl_nope1_k1_max", "tl_nope2_k1_min", "tl_nope2_k1_mass", "tl_alibi1_k1_mass",
     "tl_alibi2_k1_mass", "tl_k5_max", "tl_nope2_k5_max",
     "rope_losers_back3", "rope_losers_rival", "rope_losers_rival_pi", "rope_losers_off02", "rope_losers_off1",
@@ -90,7 +91,7 @@ TRAINED = {
     "ruler_budgets", "ruler_trained", "rope_losers_check", "rope_losers_check_far", "rope_losers_check_rival",
     *(f"{r}_ret_long_check{x}" for r in ("rope10k", "rope500") for x in SPREAD), "r500_beats_10k_check",
     "rope500_stretch_8_min_check", "slow_neighbours_max_check",
-    "learned_move_heads", "learned_move_halved", "learned_move_before_min", "learned_move_after_max",
+    "learned_move_heads", "learned_move_halved", "abs_rows_exact_seeds", "abs_rows_both_seeds", "learned_move_before_min", "learned_move_after_max",
 } | {f"{name}_match_{when}{x}" for name in sh.SCHEMES for when in ("train", "long") for x in SPREAD}
 # the same measurements on seeds 1000-1019, from the stored check record (the chapter's dropdown)
 CHECK_GLUES = {
@@ -102,6 +103,29 @@ CHECK_GLUES = {
     *(f"{name}_match_{when}_check{x}" for name in sh.SCHEMES for when in ("train", "long") for x in SPREAD),
 }
 TRAINED |= CHECK_GLUES
+
+
+def test_every_ropegeo_path_in_the_prose_resolves():
+    """Every `ropegeo.x.y` the chapter's markdown names is an importable module or an attribute of one."""
+    import importlib
+    import re
+    import nbformat
+    paths = {m for c in nbformat.read(NB, 4).cells if c.cell_type == "markdown"
+             for m in re.findall(r"ropegeo(?:\.\w+)+", c.source)}
+    assert len(paths) >= 3  # t5_bucket, alibi_slopes, two_layer at least
+    for path in sorted(paths):
+        parts = path.split(".")
+        for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for name in parts[cut:]:
+                assert hasattr(obj, name), f"{path}: {'.'.join(parts[:cut])} has no {name}"
+                obj = getattr(obj, name)
+            break
+        else:
+            raise AssertionError(f"{path}: no importable prefix")
 
 
 def test_every_glue_in_the_prose_is_defined_and_tested():
@@ -421,7 +445,7 @@ def _check_claims(ps):
     assert halved >= 0.9 * len(sh.LEARNED) * len(ps("rope", "accuracy")), "the moved key keeps less than half"
     for name in ("relative", "t5"):  # "keep solving the local task" at every stretch
         assert ps(name, "stretch_accuracy").min() >= 0.95, f"{name} keeps solving the local task"
-    # "the absolute head fails where its trained rows end ... now and then a query past them wins as well":
+    # "the absolute head fails where its trained rows end ... measured, not guaranteed": loose on a new set of seeds
     # within a hundredth of the queries (five of 507) of the trained rows' share
     np.testing.assert_allclose(ps("absolute", "stretch_accuracy")[:, -1], (L - OFF) / (512 - OFF), atol=0.01)
     sin8, rope8 = ps("sinusoidal", "stretch_accuracy")[:, -1], ps("rope", "stretch_accuracy")[:, -1]
@@ -474,6 +498,10 @@ def test_check_glues_are_the_check_record():
     assert g("abs_rows_count") / queries == pytest.approx(g("abs_rows_fraction"), rel=1e-12)
     right = [round(a * queries) for a in last["absolute"]]
     assert all(abs(a * queries - r) < 1e-9 for a, r in zip(last["absolute"], right))  # whole queries
+    # "exactly 59 queries in 40 of 40 seeds (both stored sets)": counted from both records with plain Python
+    both = [round(a[-1] * queries) for rec in (STORED, CHECKED) for a in rec["absolute"]["stretch_accuracy"]]
+    assert g("abs_rows_both_seeds") == len(both) == 40
+    assert g("abs_rows_exact_seeds") == sum(r == L - OFF for r in both)
     lo, hi = min(right), max(right)
     assert g("abs_right_check") == (f"exactly {lo} queries in every seed" if lo == hi else f"from {lo} to {hi} queries, by seed")
     assert g("learned_acc_min_check") == min(min(CHECKED[n]["accuracy"]) for n in sh.LEARNED)
@@ -557,10 +585,13 @@ def test_ruler_glues_are_the_stored_runs():
     for tag, b in (("lo", st["budgets"][0]), ("hi", st["budgets"][-1])):
         f = STUDY["rulers"][SLOW]["far"][str(b)]
         assert g(f"slow_nb_{tag}") == pytest.approx(sum(f["neighbours"]) / 20, rel=1e-12)
+        _glued_spread(f"slow_nb_{tag}", f["neighbours"])  # the mean and the range over seeds 0-19
         assert g(f"slow_nb_wins_{tag}") == sum(n > w for n, w in zip(f["neighbours"], f["beyond_window"]))
         assert g(f"slow_captured_{tag}") == sum(w >= 0.5 for w in f["beyond_window"])
         assert g(f"ret_10k_{tag}") == pytest.approx(sum(STUDY["rulers"][TEN]["far"][str(b)]["target"]) / 20, rel=1e-12)
         assert g(f"ret_slow_{tag}") == pytest.approx(sum(f["target"]) / 20, rel=1e-12)
+        _glued_spread(f"ret_slow_{tag}", f["target"])
+        _glued_spread(f"ret_10k_{tag}", STUDY["rulers"][TEN]["far"][str(b)]["target"])
         for key in ("target", "neighbours", "beyond_window", "elsewhere"):  # the four shares add up
             assert all(0 <= x <= 1 for x in f[key])
         assert all(abs(sum(v) - 1) < 1e-9 for v in zip(*(f[k] for k in ("target", "neighbours", "beyond_window", "elsewhere"))))
@@ -684,10 +715,12 @@ def test_ruler_directions_on_disjoint_seeds():
             assert g(f"{key}_ret_long_check{x}") == pytest.approx(value, rel=1e-6), key + x
     assert np.abs(fast[:, 0] - ten[:, 0]).min() > 1e-6  # the count below is not decided by rounding
     assert g("r500_beats_10k_check") == np.sum(fast[:, 0] > ten[:, 0])
-    # the budget: blur at 250 steps that is gone by 4,000 (five seeds are enough to see the direction)
-    lo = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT[:5], 250, "far")])
-    hi = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT[:5], 4000, "far")])
-    assert lo[:, 1].mean() > 5 * hi[:, 1].mean() and hi[:, 0].mean() > lo[:, 0].mean()
+    # the budget, on all twenty held-out seeds (about 25 s; the prose's counts and ranges rest on seeds 0-19): blur at
+    # 250 steps that is gone by 4,000, a share on the key that rises, and far rivals that still capture seeds
+    lo = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT, 250, "far")])
+    hi = np.array([ref_split(ref_scores(h, np.arange(512)), DIST, L) for h in _ruler_heads(SLOW, HOLDOUT, 4000, "far")])
+    assert lo[:, 1].mean() > 5 * hi[:, 1].mean() and hi[:, 1].max() < 0.01 and hi[:, 0].mean() > lo[:, 0].mean()
+    assert np.sum(hi[:, 2] >= 0.5) >= 4
     local = {n: np.array([_task(h, 512, OFF)[0] for h in _ruler_heads(n, HOLDOUT, steps, "local")]) for n in (TEN, FAST)}
     assert local[FAST].min() > 0.95 and local[FAST].mean() >= local[TEN].mean()
     assert g("rope500_stretch_8_min_check") == pytest.approx(local[FAST].min(), abs=1e-12)

@@ -129,6 +129,8 @@ def test_alibi_slopes():
         return pow2(p) + solution(2 * p)[0::2][: h - p]
 
     assert check("ch07-alibi-slopes", solution)
+    assert check("ch07-alibi-slopes", lambda h: np.asarray(solution(h), dtype=np.float32))  # float32 answers are right
+    assert "differ" in check("ch07-alibi-slopes", lambda h: np.asarray(solution(h)) * (1 + 1e-4)).message  # not loose
     naive = check("ch07-alibi-slopes", lambda h: [2 ** (-8 * (i + 1) / h) for i in range(h)])
     assert "right for powers of two" in naive.message
     assert "exponents start at h = 1" in check("ch07-alibi-slopes", lambda h: [2 ** (-8 * i / h) for i in range(h)]).message

@@ -109,14 +109,14 @@ def _alibi_slopes(answer):
                           (np.r_[want[:p], alibi_slopes(2 * p)[1::2][: h - p]], f"for H = {h} heads you added the 2nd, 4th, "
                            f"... slopes of the {2 * p}-head set, which are the {p}-head set's own: take its 1st, 3rd, 5th, ..."),
                           (want[::-1], f"for H = {h} heads your slopes are reversed: the first head gets the steepest slope.")):
-            if np.allclose(got, alt, rtol=1e-12, atol=0):
+            if np.allclose(got, alt, rtol=1e-6, atol=0):  # float32 answers pass
                 if hint is None:
                     break
                 return wrong(hint)
         else:
             order = "steepest first." if p == h else "keep the power-of-two set first, then the added slopes."
             return wrong(f"right slopes for H = {h} heads, wrong order: {order}" if np.allclose(np.sort(got), np.sort(want),
-                         rtol=1e-12) else f"for H = {h} heads the slopes differ from ALiBi's.")
+                         rtol=1e-6) else f"for H = {h} heads the slopes differ from ALiBi's.")
     return correct("your slopes match ALiBi's for powers of two and for the other head counts.")
 
 
