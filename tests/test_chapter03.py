@@ -438,6 +438,7 @@ def test_base_bound_numbers(glued):
                           for a in range(0, 131_073, 8192)])
     first_fail = int(np.argmax(s_m < 0))
     assert s_m[first_fail] < 0 and 128_000 < first_fail < 131_072 and s_m[:128_001].min() >= 0
+    assert glued["bb_paper_128k_first_fail"] == first_fail
     assert glued["bb_paper_128000_min"] == pytest.approx(s_m[:128_001].min(), abs=1e-9) and glued["bb_paper_128000_min"] >= 0
     assert f"{glued['bb_paper_128000_min']:+.2f}" == "+0.03"
     assert glued["bb_paper_128k_min"] == pytest.approx(s_m.min(), abs=1e-9) and glued["bb_paper_128k_min"] < 0
