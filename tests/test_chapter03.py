@@ -344,6 +344,12 @@ def test_float64_angles_keep_the_float32_frequency_error(glued):
     # the prose: 0.31 for both, well under float32 angles' 0.81 yet far above the float64 bound 2 m 2**-53
     assert round(glued["err_f64ang_once_10m"], 2) == round(glued["err_f64ang_hf_10m"], 2) == 0.31
     assert glued["err_f64ang_once_10m"] < glued["err_f32_10m"] and 2 * n * 2.0**-53 < 1e-8
+    # the frequency-rounding part as a score sees it: delta (f32(theta_i) - theta_i) at offsets inside one 8,192 chunk
+    chunk = [abs(8191 * (float(np.float32(t)) - t)) for t in THETA]
+    assert glued["f32_freq_chunk_err"] == pytest.approx(max(chunk), rel=1e-9) and f"{glued['f32_freq_chunk_err']:.1e}" == "2.4e-04"
+    # a consistent bank: the float64 phase difference over delta = 8191 anywhere in the context is delta f, not m f
+    f = np.float32(THETA[1]).astype(np.float64)
+    assert abs(((n * f) - ((n - 8191) * f)) - 8191 * f) < 1e-8 and glued["f32_freq_chunk_err"] < 1e-3 * glued["err_f64ang_once_10m"]
 
 
 def test_gate_b_convention_sensitivity(nb, glued):
@@ -425,8 +431,17 @@ def test_base_bound_numbers(glued):
     assert min_base_sum(4096, 128, 27_000.0) < 0  # the prose: "the base 27,000 itself fails"
     assert f"{glued['bb_first_2048']:.1e}" == "1.2e+04" and f"{glued['bb_first_128k']:.1e}" == "4.9e+06"
     assert glued["bb_first_128k"] == rows[131_072]["first_valid"][1] and 4.8725e6 < glued["bb_window_end_128k"] < 4.873e6
-    # the prose: the paper's 7.8e6 at 128k fails the criterion
-    assert min_base_sum(131_072, 128, 7.8e6) < 0
+    # the prose: the paper's 7.8e6 at 128k fails at 131,072 but passes at 128,000; a direct numpy sum over every m,
+    # the first failing m lying between the two readings of "128k"
+    th = 7.8e6 ** (-2 * np.arange(D // 2) / D)
+    s_m = np.concatenate([np.cos(np.multiply.outer(np.arange(a, min(a + 8192, 131_073), dtype=float), th)).sum(1)
+                          for a in range(0, 131_073, 8192)])
+    first_fail = int(np.argmax(s_m < 0))
+    assert s_m[first_fail] < 0 and 128_000 < first_fail < 131_072 and s_m[:128_001].min() >= 0
+    assert glued["bb_paper_128k_first_fail"] == first_fail
+    assert glued["bb_paper_128000_min"] == pytest.approx(s_m[:128_001].min(), abs=1e-9) and glued["bb_paper_128000_min"] >= 0
+    assert f"{glued['bb_paper_128000_min']:+.2f}" == "+0.03"
+    assert glued["bb_paper_128k_min"] == pytest.approx(s_m.min(), abs=1e-9) and glued["bb_paper_128k_min"] < 0
     # Su's 2L against the wide-head integral: the first zero of the cosine integral, from mpmath
     assert glued["bb_su_4096"] == 2 * 4096
     assert glued["bb_ci_zero"] == pytest.approx(float(mpmath.findroot(mpmath.ci, 0.6)), abs=1e-12)
@@ -458,7 +473,9 @@ def test_base_bound_numbers(glued):
     paper = {1024: 4.3e3, 2048: 1.6e4, 4000: 2.7e4, 4096: 2.7e4, 8192: 8.4e4, 32_768: 6.4e5, 131_072: 7.8e6}
     rounds = {n: round(rows[n]["first_valid"][1], 1 - int(math.floor(math.log10(b)))) == b for n, b in paper.items()}
     assert [n for n, ok in rounds.items() if not ok] == [2048, 32_768, 131_072] and glued["bb_paper_rounds"] == 4
+    # "4 of the seven pass as printed, with 128k read as 131,072": one more under the 128,000 reading
     assert glued["bb_paper_passes"] == sum(min_base_sum(n, 128, b) >= 0 for n, b in paper.items()) == 4
+    assert sum(min_base_sum(n, 128, b) >= 0 for n, b in {**paper, 131_072: None, 128_000: 7.8e6}.items() if b) == 5
     assert glued["bb_paper_1k_min"] == pytest.approx(loop_min(4.3e3, 1024), abs=1e-9) and glued["bb_paper_1k_min"] >= 0
     assert glued["bb_paper_8k_min"] == pytest.approx(loop_min(8.4e4, 8192), abs=1e-9) and glued["bb_paper_8k_min"] >= 0
     # 32k: the smallest valid base rounds to 6.3e5 and the paper's 6.4e5 fails (a plain loop in chunks)

@@ -36,7 +36,7 @@ def slow_pairs_check(answer):
     if n > expected:
         return wrong("too many: a pair is slow only when length * theta_i / (2 pi) is below one.")
     return wrong("too few: check the exponent -2i/d with d = 64 and i running from 0 to 31." if n != expected - 1 else
-                 f"one short: pairs {theta.size - expected} to 31 are slow, both ends counted: a < for a <=?")
+                 "one short: check whether your comparison counts a pair exactly at one turn (< vs <=).")
 
 
 # -- derive ------------------------------------------------------------------------------------
