@@ -78,7 +78,8 @@ def test_every_glued_number_has_a_test_below(glued):
         "rope_shift_ceiling", "first_u_miss", "first_v_miss", "first_fastest_even", "first_odd_low", "first_odd_high",
         "best_phase_miss", "best_close_pairs", "best_close_miss", "defect_b_slot", "defect_b_token",
         "near_median_move", "near_outer_move", "near_max_move", "window_low", "window_high", "window_below",
-        "window_count", "window_first16", "window_last16",
+        "window_count", "window_first16", "window_last16", "further_window_low", "further_window_high",
+        "further_window_below", "window_rise_seeds", "further_window_rise_seeds",
     }
     assert set(glued) == tested
 
@@ -500,6 +501,14 @@ def test_trained_head_claims_hold_on_disjoint_seeds(glued):
     assert level.min() == pytest.approx(glued["window_low"], abs=0.15)
     assert level.max() == pytest.approx(glued["window_high"], abs=0.15)
     assert np.sum(level < 1) >= 50 and level[-16:].mean() > level[:16].mean()
+    # the per-seed count (stated: most of the 80 and of the 40 further seeds rise): at least 90% rise here too
+    assert _rising(prof) >= 36
+
+
+def _rising(prof):
+    """Seeds whose mean window best over the last 16 windows exceeds the mean over the first 16."""
+    best = np.stack([[prof[s, 64 * w:64 * (w + 1)].max() for w in range(1, 64)] for s in range(len(prof))])
+    return int(np.sum(best[:, -16:].mean(axis=1) > best[:, :16].mean(axis=1)))
 
 
 def _window_level(prof):
@@ -522,6 +531,13 @@ def test_decay_figure_alt_text_states_the_band(nb, stated, glued):
     assert glued["window_first16"] == pytest.approx(median[:16].mean(), rel=1e-9)
     assert glued["window_last16"] == pytest.approx(median[-16:].mean(), rel=1e-9)
     assert glued["window_last16"] > glued["window_first16"]  # it rises rather than falls
+    # the same band and count on the further seeds (3000-3039), and the per-seed rise on both sets
+    further = _profiles(_heads(FURTHER_SEEDS))
+    level = _window_level(further)
+    assert glued["further_window_low"] == pytest.approx(level.min(), rel=1e-9)
+    assert glued["further_window_high"] == pytest.approx(level.max(), rel=1e-9)
+    assert glued["further_window_below"] == np.sum(level < 1) > 50
+    assert glued["window_rise_seeds"] == _rising(prof) >= 72 and glued["further_window_rise_seeds"] == _rising(further) >= 36
     cell = next(c for c in nb.cells if c.cell_type == "code" and "decay_panels(" in c.source)
     assert "swings between about half and 1.2 times" in cell.metadata["mystnb"]["image"]["alt"]
 

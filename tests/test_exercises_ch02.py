@@ -37,6 +37,15 @@ SCORE = float(np.real(np.conj(_ZQ) * _ZK))
 def test_score_solution_passes():
     assert check("ch02-score-by-hand", SCORE)
     assert check("ch02-score-by-hand", np.float32(SCORE))
+    assert check("ch02-score-by-hand", round(SCORE, 3))  # "to three decimals" passes
+
+
+@pytest.mark.parametrize("answer", [round(SCORE, 1), round(SCORE, 2) - 0.01, SCORE + 0.04, SCORE - 0.0035 * 3])
+def test_score_rounded_too_early(answer):
+    """Near the score but outside the tolerance: the method is right, so ask for three decimals, not a recompute."""
+    assert 1e-3 * abs(SCORE) < abs(answer - SCORE) <= 0.05
+    fb = check("ch02-score-by-hand", answer)
+    assert not fb and "give at least three decimals" in fb.message and "is not the score" not in fb.message
 
 
 @pytest.mark.parametrize(

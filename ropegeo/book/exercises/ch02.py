@@ -46,13 +46,13 @@ def _check_score(answer):
         return wrong("that is q . k, the score without any rotation: the positions must enter.")
     if close(float(q @ k) * np.cos((n - m) * th)):
         return wrong("that is only the symmetric cosine term: the oriented sine term is missing.")
-    cross = float(q[0] * k[1] - q[1] * k[0])
-    if close(-cross * np.sin((n - m) * th)):
+    if close(-float(q[0] * k[1] - q[1] * k[0]) * np.sin((n - m) * th)):  # -(q x k) sin(delta theta) alone
         return wrong("that is only the oriented sine term: the symmetric cosine term, (q . k) cos(delta theta), is missing.")
     if close(_score(q, k, m, n, np.radians(th))) or close(float(q @ k) * np.cos(np.radians((n - m) * th))):
         return wrong("theta is in radians per position; it looks like degrees were used somewhere.")
-    return wrong(f"{_fmt(value)} is not the score; compute q . k and q x k first, then combine them "
-                 "with cos and sin of the displacement angle.")
+    if abs(value - truth) <= 0.05:  # the right method, rounded too early: the prompt asks for three decimals
+        return wrong(f"close: {_fmt(value)} is near the score but not within 0.001; give at least three decimals.")
+    return wrong(f"{_fmt(value)} is not the score; compute q . k and q x k first, then combine them with cos and sin of the offset angle.")
 
 
 # ---- ch02-sign-bug: the score when the query is turned the wrong way -------------------------

@@ -228,7 +228,7 @@ def decay_panels(bound, counter, trained, *, train_length: int | None = None, ta
     a3.plot(centres, np.median(best, axis=0), color="#1f77b4", lw=1.2, label="median")
     if target is not None:
         a3.axhline(float(np.median(yt[:, xt == target])), color="black", ls="--", lw=1,
-                   label=rf"score at the target $\delta$ = {target:g} (median)")
+                   label=f"score at the target $\\delta$ = {target:g} (median)".replace("-", "\u2212"))
     a3.set(xlabel=r"offset $\delta = n - m$", ylabel=f"best score in each window of {window} offsets",
            title="trained heads: no fading with distance")
     a3.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1 if layout == "column" else 2)  # below the band
@@ -318,7 +318,7 @@ def score_split_figure(q=(1.0, 0.5), k=(0.3, 1.0), theta: float = 0.35, delta: f
         for j, (value, colour, name) in enumerate(zip(parts, colours, names)):
             x = 4 * g + j
             ax.bar(x, value, color=colour, label=name if g == 0 else None)
-            ax.annotate(f"{value:.3f}", (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
+            ax.annotate(f"{value:.3f}".replace("-", "\u2212"), (x, value), ha="center", va="bottom" if value >= 0 else "top", fontsize=8)
     ax.axhline(0, color="#999999", lw=0.8)
     sep = ",\n" if layout == "column" else ", "
     ax.set_xticks([1, 5], [rf"key after the query{sep}$\delta$ = +{delta:g}", rf"key before the query{sep}$\delta$ = −{delta:g}"])
