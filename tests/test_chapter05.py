@@ -853,3 +853,16 @@ def _rotate_with(x, positions, theta):
     c, s = np.cos(ang), np.sin(ang)
     a, b = x[..., :h], x[..., h:]
     return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+
+
+def test_library_findings_match_the_torch_tests(nb):
+    # the prose counts the Gate A failures that tests/with_torch/test_other_rotary.py records on real code
+    # (it once said "besides two cases, everything passed" beside a third failure and a cache refusal)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    torch_tests = (NB.parents[1] / "tests" / "with_torch" / "test_other_rotary.py").read_text()
+    assert "Besides two cases, everything passed" not in text
+    assert "Gate A failed three of these audits" in text
+    assert "test_lucidrains_interpolation_is_skipped_when_the_module_is_called_on_ids" in torch_tests
+    assert "every frequency is 4 times the declared one" in text and "every frequency is 4 times the declared one" in torch_tests
+    assert "refuses positions\nfrom 8,192 on" in text or "refuses positions from 8,192 on" in text
+    assert "refuses positions from 8,192 on" in torch_tests and "max_position=131_072" in torch_tests
