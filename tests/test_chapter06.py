@@ -95,7 +95,10 @@ ROUNDED_GLUES = {"c_train_mass_floor": (None, 4, "down"), "chk_train_mass_floor"
                  "cs_others_maxdiff_ceil": ("cs_others_maxdiff", 3, "up"),
                  "chk_cs_others_maxdiff_ceil": ("chk_cs_others_maxdiff", 3, "up"),
                  "gb_gap_bound_floor": ("gb_gap_bound_min", 2, "down"),
-                 "chk_gb_gap_bound_floor": ("chk_gb_gap_bound_min", 2, "down")}
+                 "chk_gb_gap_bound_floor": ("chk_gb_gap_bound_min", 2, "down"),
+                 "curve_others_150_floor": ("curve_others_150_min", 3, "down"),
+                 "chk_others_150_floor": ("chk_others_150_min", 3, "down"),
+                 "gb_pi_amp_ceil": ("gb_pi_amp_max", 0, "up"), "scout_judged_floor": ("scout_judged", 4, "down")}
 # seeds 0-19 and 20-39 at the training length; tested in test_in_distribution_and_shift
 TRAIN_GLUES = {"c_train_perfect", "chk_train_perfect"}
 # YaRN's paper ramp for pair 0; tested in test_yarn_paper_ramp_for_pair_0
@@ -103,7 +106,7 @@ YARN_PAPER_GLUES = {"pair0_turns", "yarn_paper_pair0"}
 # the census's disjoint seeds (rival_census_check.json); tested in test_chapter06_mechanisms
 CENSUS_CHECK_GLUES = {"census_ntk_near", "chk_census_seeds", "chk_census_first", "chk_census_last", "chk_census_losers",
                       *(f"chk_census_ntk_{k}" for k in ("rescued", "failures", "new", "far", "near")),
-                      "chk_census_near_seed", "chk_census_near_at"}
+                      "chk_census_near_seed", "chk_census_near_at", "chk_census_flagged", "chk_census_margin_auc"}
 # Llama 3's counts at budget 0 on seeds 20-39; the sharpness a on Gate B's calibration; tested in test_pi_gap_closed
 # and test_llama3_counts_on_the_check_curve
 SHARPNESS_GLUES = {"chk_gb_llama3_thin", "chk_gb_llama3_share0", "gb_beta_cal",
@@ -825,13 +828,23 @@ def test_chapters_7_and_8_records_in_the_necessity_prose():
 _LOWER = re.compile(r"(?:at or above|at least|stays above|no lower than) \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`"
                     r"|\{glue:text\}`([A-Za-z0-9_]+):([^`]*)` or more")
 _UPPER = re.compile(r"(?:at or below|at most|no more than|within) \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`")
+# a second set's value alone in parentheses right after a bound is the same bound on other seeds
+# ("at least {a} of its attention ({b} on seeds 20-39)"), "up to {n}-fold" is an upper bound, and so is
+# "at least <a short clause>, {x}" a lower one
+_GLUE = r"\{glue:text\}`[A-Za-z0-9_]+:[^`]*`"
+_LOWER_SECOND = re.compile(r"(?:at or above|at least|stays above|no lower than) " + _GLUE
+                           + r"[^.(]{0,80}\([^)`{]{0,30}\{glue:text\}`([A-Za-z0-9_]+):([^`]*)`"
+                           + r"[^`{)]*\)|at least [a-z ]{0,40}, \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`")
+_UPPER_SECOND = re.compile(r"(?:at or below|at most|no more than|within) " + _GLUE
+                           + r"[^.(]{0,80}\([^)`{]{0,30}\{glue:text\}`([A-Za-z0-9_]+):([^`]*)`"
+                           + r"[^`{)]*\)|up to \{glue:text\}`([A-Za-z0-9_]+):([^`]*)`-fold")
 
 
 def _bounds_rounded_the_wrong_way(prose, glued):
     """Every glued lower bound the prose renders above its value, and every upper bound it renders below
     (chapter 8's scan, with "within" read as an upper bound)."""
     prose, bad = re.sub(r"\s+", " ", prose), []
-    for pattern, lower in ((_LOWER, True), (_UPPER, False)):
+    for pattern, lower in ((_LOWER, True), (_UPPER, False), (_LOWER_SECOND, True), (_UPPER_SECOND, False)):
         for m in pattern.finditer(prose):
             name, fmt = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             value = glued[name]
@@ -856,6 +869,12 @@ def test_rounded_bounds():
     old = ("with at least {glue:text}`c_train_mass_min:.4f` of it, at most {glue:text}`cs_others_maxdiff:.3f`, "
            "each within {glue:text}`d8_off_0_1:.2f` of a whole turn, at least {glue:text}`pift_amp_growth:.1f` times")
     assert len(_bounds_rounded_the_wrong_way(old, GLUED)) >= 3
+    # the final review's cases: a second set's value after a bound, "up to N-fold", and Scout's guaranteed margin
+    old = ("keeps at least {glue:text}`curve_others_150_floor:.3f` of\nits attention on the target "
+           "({glue:text}`chk_others_150_min:.3f` on seeds 20–39). And up to {glue:text}`gb_pi_amp_max:.0f`-fold at "
+           "the largest budgets. So it is at least the exact margin less twice that, {glue:text}`scout_judged:.4f`, far below")
+    assert sorted(b.split(":")[0] for b in _bounds_rounded_the_wrong_way(old, GLUED)) == [
+        "chk_others_150_min", "gb_pi_amp_max", "scout_judged"]
     assert g("d8_off_0_ceil") >= max(g("d8_off_0_0"), g("d8_off_0_1")) and g("d8_off_0_ceil") == 0.1
 
 

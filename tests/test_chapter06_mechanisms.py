@@ -155,6 +155,11 @@ def test_stored_disjoint_census():
     # the prose's directions: most raw losers rescued, failures of its own, both kinds
     assert c["ntk_rescued"] > c["raw_losers"] / 2 and c["ntk_failures_new"] >= 1
     assert c["ntk_failures_far"] >= 1 and c["ntk_failures_near"] >= 1
+    # the fast-band flag on these seeds: "flags 100 of 100, the 23 losers among them", and the margin's ranking
+    # "0.58 (0.41 on seeds 1000-1099), where 0.5 is chance": near chance on both censuses, on opposite sides
+    assert GLUED["chk_census_flagged"] == c["flagged"] == c["seeds"] and c["flagged_losers"] == c["raw_losers"]
+    assert GLUED["chk_census_margin_auc"] == pytest.approx(c["margin_auc"], rel=1e-12)
+    assert f'{GLUED["chk_census_margin_auc"]:.2f}' == "0.41" and 0.3 < c["margin_auc"] < 0.5 < GLUED["census_margin_auc"] < 0.7
 
 
 def test_census_function_agrees_with_the_hand_derivation_on_a_few_disjoint_seeds(disjoint):
