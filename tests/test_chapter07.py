@@ -58,6 +58,8 @@ CLOSED = {
     "kernel_first_negative", "kernel_last_positive", "kernel_dip", "kernel_back_positive", "kernel_second_last_positive",
     "kernel_second_negative", "kernel_late_negative", "kernel_late_span", "alibi0_needle_40_bound", "sin_needle_40_bound",
     "tl_steps", "tl_slope", "tl_head_dim", "tl_lr", "rd_far_off", "cmp_queries_long", "abs_rows_count",
+    "cmp_alibi_head", "cmp_alibi_heads", "cmp_alibi_slope", "alibi_ret_long_table",
+    *(f"alibi_{h}_far_{w}" for h in ("gentle", "mid") for w in ("train", "long")),
 }
 TRAINED = {
     "learned_acc_min", "relt5_stretch_min", "sin_shift_weight_change", "rope_stretch_8_losers",
@@ -176,6 +178,44 @@ def test_alibi_numbers():
     assert g("alibi_move") == pytest.approx(-0.5, rel=1e-12)
     assert g("alibi_mass_before") == pytest.approx(np.mean(before), rel=1e-10)
     assert g("alibi_mass_after") == pytest.approx(np.mean(after), rel=1e-10)
+
+
+def test_alibi_far_key_per_head():
+    # the table's ALiBi row is head 0 of 8, the steepest slope 2**-1
+    assert (g("cmp_alibi_head"), g("cmp_alibi_heads")) == (0, 8) and g("cmp_alibi_slope") == pytest.approx(0.5, rel=1e-12)
+
+    def far(mu, length):  # mean over queries m >= 40 of exp(-40 mu) / sum_{d=1..m} exp(-d mu), summed term by term
+        return np.mean([math.exp(-mu * DIST) / math.fsum(math.exp(-mu * d) for d in range(1, m + 1))
+                        for m in range(DIST, length)])
+
+    assert g("alibi_ret_long_table") == pytest.approx(far(0.5, 8 * L), rel=1e-6)
+    assert g("alibi_ret_long_table") == pytest.approx(np.mean(STORED["alibi"]["retrieval_mass_long"]), rel=1e-6)
+    for tag, mu in (("gentle", 2.0**-8), ("mid", 2.0**-4)):
+        assert g(f"alibi_{tag}_far_train") == pytest.approx(far(mu, L), rel=1e-9)
+        assert g(f"alibi_{tag}_far_long") == pytest.approx(far(mu, 8 * L), rel=1e-9)
+    # the prose: the steep head buries the key, the gentle ones leave it near the uniform share (within 25%)
+    assert g("alibi_ret_long_table") < 1e-6
+    for tag, when in (("gentle", "train"), ("gentle", "long"), ("mid", "long")):
+        assert 0.75 < g(f"alibi_{tag}_far_{when}") / g(f"none_ret_{when}") < 1.25
+    assert g("alibi_gentle_far_long") > g("rel_ceiling_long") > g("none_ret_long")  # the reviewer's comparison
+
+
+def test_table_digits_follow_the_spread():
+    import re
+    import nbformat
+    cell = next(c for c in nbformat.read(NB, 4).cells if c.cell_type == "code" and "cmp.markdown()" in c.source)
+    table = next(o["data"]["text/markdown"] for o in cell.outputs if "text/markdown" in o.get("data", {}))
+    rows = {line.split("|")[1].strip(): [x.strip() for x in line.split("|")[1:-1]] for line in table.splitlines()[2:]}
+    score = {n: np.asarray(STORED[n]["move_score_change"]) for n in STORED}
+    ret = {n: np.asarray(STORED[n]["retrieval_mass_long"]) for n in STORED}
+    for name in ("absolute", "sinusoidal", "relative", "t5", "rope"):
+        digits = len(rows[name][5].split(".")[1]) if "." in rows[name][5] else 0
+        # no more decimals than the first significant digit of the spread over seeds allows
+        assert digits == max(0, -math.floor(math.log10(np.ptp(score[name])))) < 2, name
+        assert float(rows[name][5]) == pytest.approx(score[name].mean(), abs=0.5 * 10.0**-digits + 1e-12)
+    assert rows["absolute"][5] == "-66" and re.fullmatch(r"1\.000 → 0\.9", rows["rope"][8])
+    assert float(rows["rope"][8].split("→")[1]) == pytest.approx(ret["rope"].mean(), abs=0.05)
+    assert np.ptp(ret["rope"]) > 0.1  # why RoPE's far mass gets one decimal
 
 
 def test_kernel_numbers():

@@ -119,15 +119,15 @@ class Comparison:
         return np.array([getattr(r, name) for r in self.results[scheme]], dtype=np.float64)
 
     def markdown(self) -> str:
-        """The table as Markdown: one row per scheme, means over seeds."""
+        """The table as Markdown: one row per scheme, means over seeds (score change and retrieval to the digits their spread supports)."""
         s = self.settings
         fac = " / ".join(f"{f}×" for f in s["factors"])
         head = ["scheme", "position term", f"accuracy at L={s['train_length']}",
                 f"shift by {s['shift']:g}: guaranteed?", "shift: winners kept",
                 "move target 1 step: score change", "move: mass before → after",
                 f"stretch {fac}: accuracy", f"retrieval at {s['distance']}: mass at L → {s['factors'][-1]}L"]
-        match = s.get("match", False)
-        if match:
+        fmt = lambda name, key, d, sign="": (lambda w: f"{self.mean(name, key):{sign}.{min(d, max(0, -math.floor(math.log10(w)))) if w > 0 else d}f}")(np.ptp(self.per_seed(name, key)))  # noqa: E731
+        if match := s.get("match", False):
             head.append(f"most-recent match: accuracy at L → {s['factors'][-1]}L")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name in self.results:
@@ -136,10 +136,10 @@ class Comparison:
             row = [
                 name, _POSITION_TERMS.get(name, "?"), f"{self.mean(name, 'accuracy'):.2f}",
                 "yes" if r0.shift_guaranteed else "no", f"{self.mean(name, 'shift_winners_kept'):.2f}",
-                f"{self.mean(name, 'move_score_change'):+.2f}",
+                fmt(name, "move_score_change", 2, "+"),
                 f"{self.mean(name, 'move_mass_before'):.2f} → {self.mean(name, 'move_mass_after'):.2f}",
                 stretch,
-                f"{self.mean(name, 'retrieval_mass_train'):.3f} → {self.mean(name, 'retrieval_mass_long'):.3f}",
+                f"{fmt(name, 'retrieval_mass_train', 3)} → {fmt(name, 'retrieval_mass_long', 3)}",
             ]
             if match:
                 row.append(f"{self.mean(name, 'match_accuracy_train'):.2f} → {self.mean(name, 'match_accuracy_long'):.2f}")
