@@ -61,7 +61,8 @@ def test_every_glue_in_the_prose_is_defined_and_tested():
         "half_dip_k", "half_dip_similarity", "half_recovery_k", "half_recovery_similarity",
     } | {f"{p}_{n}_{e}" for p in SEED_SETS for n in TRAINED_RANGES for e in ("min", "max")} | {
         f"{p}_{n}" for p in SEED_SETS for n in ("slow_kept_mean", *TRAINED_COUNTS)} | BUDGET_GLUES | {
-        f"{p}_slow_{n}" for p in FAR_SEED_SETS for n in ("grew", "kept_mean", "kept_min", "kept_max")}
+        f"{p}_slow_{n}" for p in FAR_SEED_SETS for n in ("grew", "kept_mean", "kept_min", "kept_max")} | {
+        "slow_set_mean_min", "slow_set_mean_max", "slow_pooled_seeds", "slow_pooled_grew", "slow_pooled_mean"}
     assert set(GLUED) == tested
 
 
@@ -825,8 +826,10 @@ def test_prose_fixes_of_the_sixth_review():
     assert "are uncorrelated and share one variance" in prose
     assert "learning rate {glue:text}`train_lr:g`" in prose and "The loss is the cross-entropy" in prose
     assert "gave one reason" not in prose and "extrapolate to sequences longer" in prose
-    assert "does not persist: the hidden cell above trains seeds 1000–1039 too" in prose
-    assert "{glue:text}`far_slow_grew:d` of 20 grow on seeds 1000–1019" in prose
+    # the slow pairs' lean towards growth is stated pooled over the four sets, not said to vanish (final review)
+    assert "does not persist" not in prose and "How many grow swings widely from one set of 20 seeds" in prose
+    assert "{glue:text}`far_slow_grew:d` and {glue:text}`far2_slow_grew:d` of 20 on seeds 0–19, 20–39" in prose
+    assert "{glue:text}`slow_pooled_grew:d` grow and the mean is {glue:text}`slow_pooled_mean:.0%`: a small lean" in prose
     # no markdown cell carries both the budget and the softmax-visible spread
     assert not any("3,000 steps" in c.source and "Softmax sees less" in c.source for c in cells)
     assert max(len(c.source) for c in cells if c.cell_type == "markdown") < 3000
@@ -837,22 +840,38 @@ def test_prose_fixes_of_the_sixth_review():
 FAR_SEED_SETS = {"far": range(1000, 1020), "far2": range(1020, 1040)}
 
 
-def test_the_slow_pairs_lean_towards_growth_does_not_persist():
-    """Seeds 0-19 and 20-39 grow the slow pairs' own blocks in 15 and 16 of 20; the prose says that lean does not
-    persist on seeds 1000-1039 (6 and 10 of 20 grow when written, means 0.96 and 1.04). The glued counts, means and
-    min-max are re-derived with this file's own trainer; no seed lies within 1e-3 of the threshold, so rounding on
-    another CPU cannot move a count."""
-    slow_all = []
+def test_the_slow_pairs_lean_towards_growth_pooled_over_80_seeds():
+    """The prose gives how many of 20 seeds grow the slow pairs' own blocks on each of seeds 0-19, 20-39, 1000-1019
+    and 1020-1039 (15, 16, 6 and 10 when written), the range of the four set means, and the pooled count and mean
+    over those 80 seeds (47 grow, mean 1.046). Seeds 1000-1039 are retrained here with this file's own trainer;
+    0-19 and 20-39 enter through their glued counts and means (re-derived by the tests of the large start). No seed
+    lies within 1e-3 of the threshold, so rounding on another CPU cannot move a count. The direction the prose
+    states is checked too: the pooled mean is above 1 (a lean towards growth), and small next to the spread of
+    single seeds."""
+    slow_all, counts, means = [], [g("trained_slow_grew"), g("trained2_slow_grew")], [g("trained_slow_kept_mean"),
+                                                                                      g("trained2_slow_kept_mean")]
     for prefix, seeds in FAR_SEED_SETS.items():
         slow = np.array([_trained(s)[3]["slow_kept"] for s in seeds])
         slow_all.extend(slow)
         assert g(f"{prefix}_slow_grew") == int(np.sum(slow > 1)), prefix
         for name, value in (("mean", slow.mean()), ("min", slow.min()), ("max", slow.max())):
             assert g(f"{prefix}_slow_kept_{name}") == pytest.approx(value, abs=6e-4), (prefix, name)
+        counts.append(int(np.sum(slow > 1)))
+        means.append(float(slow.mean()))
     slow_all = np.array(slow_all)
-    # the direction the prose states: fewer than half of the 40 grow, the mean stays near 100%
-    assert np.sum(slow_all > 1) < len(slow_all) / 2
-    assert abs(slow_all.mean() - 1) < 0.05 and np.abs(slow_all - 1).min() > 1e-3
+    assert np.abs(slow_all - 1).min() > 1e-3
+    assert g("slow_pooled_seeds") == 80 == 20 * len(counts)
+    assert g("slow_pooled_grew") == sum(counts)
+    # equal sets of 20: the pooled mean is the mean of the four set means (two of them glued to 3 decimals)
+    assert g("slow_pooled_mean") == pytest.approx(np.mean(means), abs=6e-4)
+    assert g("slow_set_mean_min") == pytest.approx(min(means), abs=6e-4)
+    assert g("slow_set_mean_max") == pytest.approx(max(means), abs=6e-4)
+    # "swings widely from one set of 20 seeds to the next": the counts differ by 5 or more between some two sets
+    assert max(counts) - min(counts) >= 5
+    # the direction: the pooled mean leans towards growth, and by little ("a small lean"): under 10%, while single
+    # seeds on 1000-1039 alone spread over more than 50 percentage points
+    assert 1 < g("slow_pooled_mean") < 1.1
+    assert slow_all.max() - slow_all.min() > 0.5
 
 
 def test_prose_fixes_of_the_final_review():

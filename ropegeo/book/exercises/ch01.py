@@ -138,8 +138,8 @@ def _mirror_position(answer):
                        "entries: the sinusoidal form is never used.")
     parts = []
     if got - truth:
-        parts.append(f"{len(got - truth)} of your codes are not covered: the proof needs something about their "
-                     "similarity that they do not have")
+        parts.append(f"{len(got - truth)} of your codes {'is' if len(got - truth) == 1 else 'are'} not covered: "
+                     "the proof needs something about their similarity that they do not have")
     if truth - got:
         parts.append(f"{len(truth - got)} code(s) the proof covers are missing: it never uses sines or cosines")
     return wrong("; ".join(parts) + ".")
