@@ -884,9 +884,15 @@ def test_prose_fixes_of_the_final_review():
     assert "where the origin is" not in prose and "not where the position ids start (in this unmasked layer" in prose
     # the experiment trains G itself, not the factors
     assert "as $G$ itself rather than as the product $W_qW_k^\\top$" in prose
-    # the layer's spread written with the symbols: one 16 is d_model, the other d_head
-    assert "$\\sqrt{d_\\text{model}}\\,(1/\\sqrt{d_\\text{model}})^2/\\sqrt{d_\\text{head}} = \\sqrt{16}\\,(1/4)^2/4 =$" in prose
-    assert math.sqrt(16) * (1 / math.sqrt(16)) ** 2 / math.sqrt(16) == g("layer_spread")
+    # the layer's spread written with the symbols: each entry of W_q W_k^T sums d_head products of entries
+    # of spread 1/sqrt(d_model), then is divided by sqrt(d_head): 1/d_model (a final review caught d_model in
+    # the first factor, which only gave the right number because both widths are 16)
+    assert "$\\sqrt{d_\\text{head}}\\,(1/\\sqrt{d_\\text{model}})^2/\\sqrt{d_\\text{head}} = 1/d_\\text{model} =$" in prose
+    d_model, d_head = 16, 16
+    assert math.sqrt(d_head) * (1 / math.sqrt(d_model)) ** 2 / math.sqrt(d_head) == 1 / d_model == g("layer_spread")
+    rng = np.random.default_rng(0)  # the formula, not the coincidence of equal widths: d_model 64, d_head 16
+    wq, wk = (rng.standard_normal((2000, 64, 16)) / 8 for _ in range(2))
+    assert np.std(wq @ wk.transpose(0, 2, 1) / 4) == pytest.approx(1 / 64, rel=0.02)
     # the slow pairs' min-max over seeds 0-19 is shown in the prose
     assert "{glue:text}`trained_slow_kept_min:.0%`–{glue:text}`trained_slow_kept_max:.0%`" in prose
     # the float64 spacing the shift-map comment states, at the largest angle it reaches

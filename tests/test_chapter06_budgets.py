@@ -155,6 +155,8 @@ def test_curve_glues():
         (min(1 / v[2] for v in speed.values()), max(1 / v[2] for v in speed.values())), rel=1e-9)
     assert 0.7 <= g("pair1_speed_min") < g("pair1_speed_max") < 1 and g("pair2_slowed_min") > 1.5
     assert g("bf16_pi_3000") < 0.7 and g("bf16_others_3000_max") < 0.7 and g("cs_pi_3000") < g("curve_pi_3000")
+    # "level with the best of the other rules": within 0.01 of their highest, and above their lowest
+    assert abs(g("bf16_pi_3000") - g("bf16_others_3000_max")) < 0.01 and g("bf16_pi_3000") > g("bf16_others_3000_min")
     assert g("cs_others_maxdiff") < 0.01
     # the same bound on the disjoint seeds 20-39, from the check record
     assert g("chk_cs_others_maxdiff") == pytest.approx(
