@@ -622,7 +622,17 @@ def test_float32_phase_error_grows_with_position(glued, nb):
     assert glued["err_f32_1"] < glued["err_f32_100"] < glued["err_f32_60000"] < 2e-3
     alt = next(c.metadata["mystnb"]["image"]["alt"] for c in nb.cells
                if c.cell_type == "code" and "phase_error_curves(" in c.source)
-    assert "stays below 2e-3 radians up to 60,000" in alt and "near 1e-4" not in alt
+    # the float32 error is jagged: 60,000 is a low point; the worst position up to there is about twice it
+    pos = np.arange(1, 60_001)
+    ang = (pos.astype(np.float32)[:, None] * th.astype(np.float32)).astype(np.float32)
+    c, s = np.cos(ang).astype(float), np.sin(ang).astype(float)
+    true = pos[:, None] * th
+    worst = np.abs(np.arctan2(s * np.cos(true) - c * np.sin(true), c * np.cos(true) + s * np.sin(true))).max(axis=1)
+    assert worst.max() == pytest.approx(3.7e-3, abs=0.1e-3) and worst.max() > 1.9 * glued["err_f32_60000"]
+    assert "about 2e-3 radians around 60,000, with single positions below it reaching 3.7e-3" in alt
+    assert "stays below 2e-3" not in alt and "near 1e-4" not in alt
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "nearby positions reach about twice that" in prose
 
 
 def test_buffer_cast_is_a_frequency_defect_and_the_angle_table_a_precision_one(glued, nb):
